@@ -1,0 +1,104 @@
+// Package config resolves timelake's settings in the order flags >
+// environment > --env-file, and names where each value came from.
+//
+// The env file is the shell KEY=value form the public Timelake docs use for
+// timelake.env (comments, blank lines, single or double quotes and an
+// optional "export " prefix), so `set -a; . ./timelake.env; set +a` and
+// `--env-file timelake.env` give the same settings.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/joho/godotenv"
+)
+
+// Source says where a setting's value came from.
+type Source string
+
+// Sources of a value, from strongest to weakest.
+const (
+	FromFlag    Source = "flag"
+	FromEnv     Source = "environment"
+	FromEnvFile Source = "env file"
+	FromDefault Source = "default"
+)
+
+// Env looks settings up in the process environment, then in an env file.
+type Env struct {
+	getenv   func(string) (string, bool)
+	file     map[string]string
+	FilePath string // the env file read, or ""
+}
+
+// LoadEnv reads envFile (if not empty) and returns the lookup. getenv is
+// usually os.LookupEnv; tests pass a map.
+func LoadEnv(envFile string, getenv func(string) (string, bool)) (*Env, error) {
+	e := &Env{getenv: getenv, file: map[string]string{}, FilePath: envFile}
+	if envFile == "" {
+		return e, nil
+	}
+	f, err := os.Open(envFile)
+	if err != nil {
+		return nil, fmt.Errorf("env file: %w", err)
+	}
+	defer f.Close()
+	m, err := godotenv.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", envFile, err)
+	}
+	e.file = m
+	return e, nil
+}
+
+// Lookup returns the first non-empty value of keys, trying the environment
+// before the env file for each key in turn.
+func (e *Env) Lookup(keys ...string) (value string, key string, src Source) {
+	for _, k := range keys {
+		if v, ok := e.getenv(k); ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v), k, FromEnv
+		}
+		if v, ok := e.file[k]; ok && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v), k, FromEnvFile
+		}
+	}
+	return "", "", ""
+}
+
+// Get is Lookup without the provenance.
+func (e *Env) Get(keys ...string) string {
+	v, _, _ := e.Lookup(keys...)
+	return v
+}
+
+// Setting is one resolved value and its origin, for messages and `env show`.
+type Setting struct {
+	Name   string // flag name
+	Value  string
+	Source Source
+	Key    string // environment variable, when Source is env or env file
+}
+
+// Describe renders where a setting came from, e.g. "AWS_ENDPOINT (env file)".
+func (s Setting) Describe() string {
+	switch s.Source {
+	case FromFlag:
+		return "--" + s.Name
+	case FromEnv, FromEnvFile:
+		return s.Key + " (" + string(s.Source) + ")"
+	}
+	return string(s.Source)
+}
+
+// Mask hides all but the first 4 characters of a secret.
+func Mask(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	if len(secret) <= 4 {
+		return "****"
+	}
+	return secret[:4] + strings.Repeat("*", 8)
+}

@@ -1,0 +1,497 @@
+// Package ingest is the main job: one run that moves every file of the
+// landing bucket into an Iceberg table, crash-safe (DESIGN.md, "The main
+// job"). For each file, in key order: download it, decode it to the table's
+// schema, append it with batch id = object key, and delete it only after
+// the commit (or after finding the batch already committed). A file that
+// cannot be loaded is quarantined with a report; the run goes on.
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// ErrLeaseHeld is returned when another run holds the table's ingest lease.
+var ErrLeaseHeld = landing.ErrLeaseHeld
+
+// ErrNoTable is returned when the table does not exist and creating it is
+// not allowed (--no-create).
+var ErrNoTable = errors.New("table does not exist and --no-create is set")
+
+// Config is one ingest run's input.
+type Config struct {
+	Landing          storage.Store
+	QuarantinePrefix string // "" means _rejected/
+	Prefix           string // only keys with this prefix
+	Lake             *lake.Lake
+	Table            lake.TableName
+
+	// Table creation from the first file when the table does not exist.
+	NoCreate   bool
+	TimeColumn string   // "" means infer
+	SeriesKey  []string // optional
+	Partition  lake.Granularity
+
+	TimeUnit       string         // numeric epoch unit of the time column: s, ms, us, ns
+	AssumeLocation *time.Location // zone of text times without offset; nil = UTC
+
+	MaxFiles int  // 0 = no limit
+	DryRun   bool // list what would be loaded, change nothing
+
+	LeaseTTL time.Duration // 0 means 10 minutes
+	Holder   string        // names this run in the lease (host:pid)
+	WorkDir  string        // temp folder for downloads; "" = os.TempDir()
+
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// OnFile is called after each file with its result (output lines).
+	OnFile func(FileResult)
+	// OnCreate is called when the run creates the table.
+	OnCreate func(*Created)
+	// AfterCommit runs after a file's rows are committed and before the
+	// landing object is deleted; an error aborts the run there. Tests use it
+	// to simulate a crash between commit and delete.
+	AfterCommit func(key string) error
+}
+
+// Status is what happened to one landing file.
+type Status string
+
+// File statuses.
+const (
+	Loaded        Status = "loaded"
+	AlreadyLoaded Status = "already-loaded"
+	Quarantined   Status = "quarantined"
+	WouldLoad     Status = "would-load" // dry run
+)
+
+// FileResult is one output line.
+type FileResult struct {
+	Key           string  `json:"key"`
+	Status        Status  `json:"status"`
+	Size          int64   `json:"size"`
+	Rows          int64   `json:"rows"`
+	SnapshotID    int64   `json:"snapshot_id,omitempty"`
+	DataFiles     int     `json:"data_files,omitempty"`
+	Reason        string  `json:"reason,omitempty"`
+	QuarantinedTo string  `json:"quarantined_to,omitempty"`
+	Seconds       float64 `json:"seconds"`
+}
+
+// Created describes a table created by this run.
+type Created struct {
+	Table      string   `json:"table"`
+	Location   string   `json:"location"`
+	TimeColumn string   `json:"time_column"`
+	SeriesKey  []string `json:"series_key"`
+	Partition  string   `json:"partition"`
+	Columns    []Column `json:"columns"`
+	FromFile   string   `json:"from_file"`
+}
+
+// Column is a column of a created table.
+type Column struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Required bool   `json:"required"`
+}
+
+// Report is the outcome of a run (the --json document).
+type Report struct {
+	Table           string       `json:"table"`
+	Warehouse       string       `json:"warehouse"`
+	Landing         string       `json:"landing"`
+	DryRun          bool         `json:"dry_run"`
+	Created         *Created     `json:"created,omitempty"`
+	Files           []FileResult `json:"files"`
+	Loaded          int          `json:"loaded"`
+	AlreadyLoaded   int          `json:"already_loaded"`
+	Quarantined     int          `json:"quarantined"`
+	Rows            int64        `json:"rows"`
+	Remaining       bool         `json:"remaining"` // --max-files stopped the run early
+	SnapshotID      int64        `json:"snapshot_id,omitempty"`
+	MetadataVersion int          `json:"metadata_version,omitempty"`
+	Seconds         float64      `json:"seconds"`
+}
+
+// Partial reports whether some files were quarantined.
+func (r *Report) Partial() bool { return r.Quarantined > 0 }
+
+type runner struct {
+	cfg    Config
+	bucket *landing.Bucket
+	tbl    *lake.Table // nil until the table exists
+	rep    *Report
+	log    *slog.Logger
+}
+
+// Run performs one ingest run. It returns the report so far together with
+// an error when the run could not finish: ErrLeaseHeld (another run is
+// active), ErrNoTable, ctx cancellation, or a storage/commit error (the file
+// being loaded stays in the landing bucket for the next run). Files that
+// cannot be loaded are not errors of the run: they are quarantined and
+// counted in Report.Quarantined.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	start := time.Now()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 10 * time.Minute
+	}
+	if cfg.Holder == "" {
+		host, _ := os.Hostname()
+		cfg.Holder = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	r := &runner{
+		cfg:    cfg,
+		bucket: &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
+		rep: &Report{Table: cfg.Table.String(), Warehouse: cfg.Lake.URI(), Landing: cfg.Landing.URI(),
+			DryRun: cfg.DryRun, Files: []FileResult{}},
+		log: cfg.Logger,
+	}
+	err := r.run(ctx)
+	r.rep.Seconds = time.Since(start).Seconds()
+	if r.tbl != nil {
+		r.rep.MetadataVersion = r.tbl.Version()
+		if s := r.tbl.Metadata().CurrentSnapshot(); s != nil {
+			r.rep.SnapshotID = s.SnapshotID
+		}
+	}
+	return r.rep, err
+}
+
+func (r *runner) run(ctx context.Context) error {
+	tbl, err := r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
+	switch {
+	case err == nil:
+		r.tbl = tbl
+	case errors.Is(err, lake.ErrTableNotFound):
+		// Created from the first file that decodes.
+	default:
+		return err
+	}
+
+	var lease *landing.Lease
+	if !r.cfg.DryRun {
+		lease, err = landing.AcquireLease(ctx, r.cfg.Landing, landing.LeaseKey(r.cfg.Table.String()),
+			r.cfg.Holder, r.cfg.LeaseTTL, r.cfg.Now)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// Release even when ctx was cancelled.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := lease.Release(rctx); err != nil {
+				r.log.Warn("lease not released (it expires by itself)", "err", err)
+			}
+		}()
+		if r.tbl != nil {
+			// The table may have moved while we waited for nothing: use the
+			// newest version for the already-loaded checks.
+			if err := r.tbl.Refresh(ctx); err != nil {
+				return err
+			}
+		}
+	}
+
+	var files []storage.ObjectInfo
+	errEnough := errors.New("enough")
+	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
+			r.rep.Remaining = true
+			return errEnough
+		}
+		files = append(files, o)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
+	}
+
+	renewAt := r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
+	for _, o := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if lease != nil && r.cfg.Now().After(renewAt) {
+			if err := lease.Renew(ctx); err != nil {
+				return err
+			}
+			renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
+		}
+		t0 := time.Now()
+		res, err := r.file(ctx, o)
+		res.Seconds = time.Since(t0).Seconds()
+		if err != nil {
+			return err
+		}
+		r.record(res)
+	}
+	return nil
+}
+
+func (r *runner) record(res FileResult) {
+	r.rep.Files = append(r.rep.Files, res)
+	switch res.Status {
+	case Loaded:
+		r.rep.Loaded++
+		r.rep.Rows += res.Rows
+	case AlreadyLoaded:
+		r.rep.AlreadyLoaded++
+	case Quarantined:
+		r.rep.Quarantined++
+	}
+	if r.cfg.OnFile != nil {
+		r.cfg.OnFile(res)
+	}
+}
+
+// download copies an object to a temp file, hashing it on the way.
+type download struct {
+	f      *os.File
+	info   storage.ObjectInfo
+	sha256 string
+}
+
+func (d *download) close() {
+	if d != nil && d.f != nil {
+		d.f.Close()
+		os.Remove(d.f.Name())
+	}
+}
+
+func (r *runner) download(ctx context.Context, key string) (*download, error) {
+	rc, info, err := r.cfg.Landing.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(r.cfg.WorkDir, "timelake-ingest-*")
+	if err != nil {
+		return nil, fmt.Errorf("temp file: %w", err)
+	}
+	d := &download{f: f, info: info}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), rc)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("download %s: %w", key, err)
+	}
+	d.info.Size = n
+	d.sha256 = hex.EncodeToString(h.Sum(nil))
+	return d, nil
+}
+
+// file handles one landing object. A returned error aborts the run (the
+// object stays in place); file-level problems come back as Quarantined.
+func (r *runner) file(ctx context.Context, o storage.ObjectInfo) (FileResult, error) {
+	res := FileResult{Key: o.Key, Size: o.Size}
+	if r.cfg.DryRun {
+		res.Status = WouldLoad
+		if r.tbl != nil {
+			if b, ok := r.tbl.FindBatch(o.Key); ok {
+				res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
+			}
+		}
+		return res, nil
+	}
+
+	d, err := r.download(ctx, o.Key)
+	if errors.Is(err, storage.ErrNotExist) {
+		// Deleted since the listing (e.g. by an overlapping run whose lease
+		// expired): nothing to do.
+		res.Status, res.Reason = AlreadyLoaded, "gone from the landing bucket"
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	defer d.close()
+	res.Size = d.info.Size
+
+	if r.tbl != nil {
+		if b, ok := r.tbl.FindBatch(o.Key); ok {
+			return r.settleLoaded(ctx, res, d, b)
+		}
+	}
+
+	dec, err := r.decode(ctx, d)
+	if err != nil {
+		return r.reject(ctx, res, d, err)
+	}
+	defer dec.Release()
+
+	if r.tbl == nil {
+		if err := r.createTable(ctx, o.Key, dec); err != nil {
+			var fe *landing.FileError
+			if errors.As(err, &fe) {
+				return r.reject(ctx, res, d, err)
+			}
+			return res, err
+		}
+		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
+			// Created by another writer meanwhile, or ids added by the
+			// catalog: decode again against the real table schema.
+			dec.Release()
+			if dec, err = r.decode(ctx, d); err != nil {
+				return r.reject(ctx, res, d, err)
+			}
+		}
+	}
+
+	ar, err := r.tbl.Append(ctx, o.Key, dec.Records, lake.AppendOptions{Summary: map[string]string{
+		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
+		lake.SummarySourceSHA256: d.sha256,
+		lake.SummarySourceETag:   d.info.ETag,
+	}})
+	if err != nil {
+		if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrEmptyBatch) {
+			return r.reject(ctx, res, d, err)
+		}
+		return res, err
+	}
+	if ar.Duplicate {
+		return r.settleLoaded(ctx, res, d, *ar.Existing)
+	}
+	if r.cfg.AfterCommit != nil {
+		if err := r.cfg.AfterCommit(o.Key); err != nil {
+			return res, err
+		}
+	}
+	if err := r.cfg.Landing.Delete(ctx, o.Key); err != nil {
+		return res, fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", o.Key, ar.SnapshotID, err)
+	}
+	res.Status, res.Rows, res.SnapshotID, res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
+	return res, nil
+}
+
+func (r *runner) decode(ctx context.Context, d *download) (*landing.Decoded, error) {
+	opts := landing.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation}
+	if r.tbl != nil {
+		opts.Target = r.tbl.ArrowSchema()
+		opts.TimeColumn = r.tbl.Contract().TimeColumn
+	} else {
+		opts.TimeColumn = r.cfg.TimeColumn
+	}
+	return landing.Decode(ctx, landing.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+}
+
+// createTable creates the table from the first decoded file, or loads it if
+// another writer created it first.
+func (r *runner) createTable(ctx context.Context, key string, dec *landing.Decoded) error {
+	for _, k := range r.cfg.SeriesKey {
+		if len(dec.Schema.FieldIndices(k)) == 0 {
+			return &landing.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
+		}
+	}
+	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, lake.CreateSpec{
+		TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition,
+	})
+	if errors.Is(err, lake.ErrTableExists) {
+		tbl, err = r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
+		if err != nil {
+			return err
+		}
+		r.tbl = tbl
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.tbl = tbl
+	c := tbl.Contract()
+	created := &Created{Table: r.cfg.Table.String(), Location: tbl.Location(), TimeColumn: c.TimeColumn,
+		SeriesKey: c.SeriesKey, Partition: string(c.Chunk), FromFile: key}
+	if created.SeriesKey == nil {
+		created.SeriesKey = []string{}
+	}
+	for _, f := range tbl.Metadata().CurrentSchema().Fields() {
+		created.Columns = append(created.Columns, Column{Name: f.Name, Type: f.Type.String(), Required: f.Required})
+	}
+	r.rep.Created = created
+	if r.cfg.OnCreate != nil {
+		r.cfg.OnCreate(created)
+	}
+	return nil
+}
+
+// settleLoaded handles a key whose batch id is already committed: the same
+// content is a retry (delete it); different content is quarantined, since
+// corrections must come as new files.
+func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
+	if reason := differs(b.Summary, d); reason != "" {
+		return r.reject(ctx, res, d, fmt.Errorf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
+			d.info.Key, b.SnapshotID, reason))
+	}
+	if err := r.cfg.Landing.Delete(ctx, d.info.Key); err != nil {
+		return res, fmt.Errorf("delete already loaded %s: %w", d.info.Key, err)
+	}
+	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
+	return res, nil
+}
+
+// differs compares the source identity recorded in a snapshot summary with
+// a downloaded file. Snapshots written without it (other writers) count as
+// the same file, as the public poller's "skip loaded keys" rule does.
+func differs(summary map[string]string, d *download) string {
+	if s := summary[lake.SummarySourceSize]; s != "" && s != strconv.FormatInt(d.info.Size, 10) {
+		return "size " + s + " then, " + strconv.FormatInt(d.info.Size, 10) + " now"
+	}
+	if h := summary[lake.SummarySourceSHA256]; h != "" && h != d.sha256 {
+		return "sha256 differs"
+	}
+	return ""
+}
+
+// reject quarantines a file with a report built from cause.
+func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause error) (FileResult, error) {
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
+		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause)}
+	var fe *landing.FileError
+	if errors.As(cause, &fe) {
+		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value
+	}
+	dst, err := r.bucket.Quarantine(ctx, d.info.Key, rep)
+	if err != nil {
+		return res, err
+	}
+	res.Status, res.Reason, res.QuarantinedTo = Quarantined, cause.Error(), dst
+	return res, nil
+}
+
+// hint says how to fix the most common rejections.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, lake.ErrRequiredNull):
+		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.Is(err, lake.ErrEmptyBatch):
+		return "the file has no data rows; nothing to load"
+	}
+	var fe *landing.FileError
+	if errors.As(err, &fe) {
+		return "fix the file and upload it again under a new key; the quarantined copy and this report can then be deleted"
+	}
+	return "send corrections as a new file with a new key"
+}
+

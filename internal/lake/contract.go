@@ -1,0 +1,183 @@
+package lake
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+)
+
+// Table properties of the Timelake table contract (timelake-format.md,
+// "Table contract"). Unknown properties are kept untouched.
+const (
+	PropTimeColumn    = "timelake.time-column"
+	PropSeriesKey     = "timelake.series-key"
+	PropChunk         = "timelake.chunk"
+	PropFormatVersion = "timelake.format-version"
+)
+
+// Snapshot summary properties written by Append next to the standard Iceberg
+// counters (added-records, added-data-files, added-files-size, total-*).
+const (
+	SummaryBatchID      = "timelake.batch-id"
+	SummarySourceSize   = "timelake.source-size"
+	SummarySourceSHA256 = "timelake.source-sha256"
+	SummarySourceETag   = "timelake.source-etag"
+)
+
+// SupportedFormatMajor is the newest major version of the
+// timelake.format-version property this writer understands. A table whose
+// property has a higher major version is refused (timelake-format.md, commit
+// protocol point 5); a table without the property is the oldest format.
+// Tables created here do not set the property.
+const SupportedFormatMajor = 1
+
+// ErrUnsupportedFormat is returned for tables whose timelake.format-version is
+// newer than SupportedFormatMajor.
+var ErrUnsupportedFormat = errors.New("table format is newer than this timelake understands")
+
+// Granularity is the time partition granularity: hour, day or month.
+type Granularity string
+
+// The partition granularities of timelake.chunk.
+const (
+	Hour  Granularity = "hour"
+	Day   Granularity = "day"
+	Month Granularity = "month"
+)
+
+// ParseGranularity accepts hour, day or month (case-insensitive); "" is day.
+func ParseGranularity(s string) (Granularity, error) {
+	switch g := Granularity(strings.ToLower(strings.TrimSpace(s))); g {
+	case "":
+		return Day, nil
+	case Hour, Day, Month:
+		return g, nil
+	}
+	return "", fmt.Errorf("invalid partition granularity %q (expected hour, day or month)", s)
+}
+
+func (g Granularity) transform() iceberg.Transform {
+	switch g {
+	case Hour:
+		return iceberg.HourTransform{}
+	case Month:
+		return iceberg.MonthTransform{}
+	}
+	return iceberg.DayTransform{}
+}
+
+// bucket maps a timestamp to its partition ordinal, monotonic in time.
+func (g Granularity) bucket(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
+	t := v.ToTime(unit)
+	switch g {
+	case Hour:
+		return t.Unix() / 3600
+	case Month:
+		return int64(t.Year())*12 + int64(t.Month())
+	}
+	return t.Unix() / 86400
+}
+
+// Contract is a table's time-series contract, read from its properties.
+type Contract struct {
+	TimeColumn string      // timelake.time-column
+	SeriesKey  []string    // timelake.series-key, comma-separated
+	Chunk      Granularity // timelake.chunk, partition granularity
+}
+
+func contractFromProps(props iceberg.Properties, sc *iceberg.Schema) (Contract, error) {
+	c := Contract{TimeColumn: props[PropTimeColumn], Chunk: Day}
+	if v := props[PropSeriesKey]; v != "" {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				c.SeriesKey = append(c.SeriesKey, k)
+			}
+		}
+	}
+	if v := props[PropChunk]; v != "" {
+		g, err := ParseGranularity(v)
+		if err != nil {
+			return Contract{}, err
+		}
+		c.Chunk = g
+	}
+	if c.TimeColumn == "" {
+		// A table written by another Iceberg writer: take its first
+		// timestamptz column.
+		for _, f := range sc.Fields() {
+			if _, ok := f.Type.(iceberg.TimestampTzType); ok {
+				c.TimeColumn = f.Name
+				break
+			}
+		}
+	}
+	return c, nil
+}
+
+// checkFormatVersion refuses a timelake.format-version whose major part is
+// newer than SupportedFormatMajor.
+func checkFormatVersion(props iceberg.Properties) error {
+	v := strings.TrimPrefix(strings.TrimSpace(props[PropFormatVersion]), "v")
+	if v == "" {
+		return nil
+	}
+	major, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	if err != nil {
+		return fmt.Errorf("%w: cannot read %s=%q", ErrUnsupportedFormat, PropFormatVersion, props[PropFormatVersion])
+	}
+	if major > SupportedFormatMajor {
+		return fmt.Errorf("%w: %s=%s, this version writes format %d.x", ErrUnsupportedFormat, PropFormatVersion, props[PropFormatVersion], SupportedFormatMajor)
+	}
+	return nil
+}
+
+// namePart is the rule for each part of a table name: names become path
+// segments (timelake-format.md, "Layout").
+var namePart = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// TableName is a namespace-qualified table name.
+type TableName struct {
+	Namespace string
+	Name      string
+}
+
+// String renders ns.table.
+func (n TableName) String() string { return n.Namespace + "." + n.Name }
+
+// ParseTableName parses "ns.table"; a bare "table" is in namespace "default".
+// Each part must match [A-Za-z0-9_-]+.
+func ParseTableName(s string) (TableName, error) {
+	parts := strings.Split(strings.TrimSpace(s), ".")
+	var n TableName
+	switch len(parts) {
+	case 1:
+		n = TableName{Namespace: "default", Name: parts[0]}
+	case 2:
+		n = TableName{Namespace: parts[0], Name: parts[1]}
+	default:
+		return TableName{}, fmt.Errorf("invalid table name %q: expected namespace.table", s)
+	}
+	for _, p := range []string{n.Namespace, n.Name} {
+		if !namePart.MatchString(p) {
+			return TableName{}, fmt.Errorf("invalid table name %q: each part must match [A-Za-z0-9_-]+", s)
+		}
+	}
+	return n, nil
+}
+
+// BatchInfo says where a batch id was committed.
+type BatchInfo struct {
+	BatchID     string
+	SnapshotID  int64
+	CommittedAt time.Time // UTC, from the snapshot's timestamp-ms
+	Rows        int64     // added-records
+	DataFiles   int64     // added-data-files
+	Bytes       int64     // added-files-size
+	Summary     map[string]string
+}

@@ -1,0 +1,317 @@
+// Package lake reads and writes the warehouse's Iceberg tables (format
+// version 2) following the Timelake table conventions in timelake-format.md:
+// layout <warehouse>/<ns>/<table>/{metadata,data}, the timelake.* contract
+// properties, a day/hour/month partition on the time column, data sorted by
+// series key then time, and a catalog-free commit that writes
+// metadata/vN.metadata.json with a conditional create.
+//
+// Appends are idempotent by batch id: every append snapshot carries
+// timelake.batch-id, and an id already in the current snapshot's ancestry
+// commits nothing.
+package lake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob/s3blob"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// ErrTableNotFound is returned when a table has no vN.metadata.json.
+var ErrTableNotFound = errors.New("table not found")
+
+// ErrTableExists is returned by CreateTable when v1.metadata.json exists.
+var ErrTableExists = errors.New("table already exists")
+
+// Options configure Open.
+type Options struct {
+	// S3 is the client for s3:// warehouses (required for them).
+	S3 *s3.Client
+	// Tigris sends X-Tigris-Consistent: true on metadata reads and
+	// conditional writes.
+	Tigris bool
+	// Logger receives debug and warning logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Lake is an opened warehouse: an S3 prefix or a local folder holding
+// <ns>/<table> Iceberg tables.
+type Lake struct {
+	loc   storage.Location
+	store storage.Store // metadata reads and commits, rooted at the warehouse
+	fsF   table.FSysF   // data files and manifests for iceberg-go
+	log   *slog.Logger
+}
+
+// Open opens the warehouse at uri (s3://bucket/prefix, file:///path or a
+// folder path). It performs no I/O; a local folder is created on first write.
+func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
+	loc, err := storage.ParseLocation(uri, false)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse: %w", err)
+	}
+	l := &Lake{loc: loc, log: opts.Logger}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	if loc.IsS3() {
+		if opts.S3 == nil {
+			return nil, fmt.Errorf("warehouse %s: no S3 client configured", loc)
+		}
+		l.store = storage.NewS3Store(opts.S3, loc.Bucket, loc.Prefix,
+			storage.S3StoreOptions{Tigris: opts.Tigris, ConsistentReads: true})
+		client, bucket := opts.S3, loc.Bucket
+		l.fsF = func(ctx context.Context) (icebergio.IO, error) {
+			b, err := s3blob.OpenBucket(ctx, client, bucket, nil)
+			if err != nil {
+				return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+			}
+			return blobfs.New(ctx, b, blobfs.DefaultObjectLocationExtractor(bucket, "s3", "s3a")), nil
+		}
+	} else {
+		st, err := storage.NewLocalStore(loc.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("warehouse: %w", err)
+		}
+		l.store = st
+		l.fsF = func(context.Context) (icebergio.IO, error) { return icebergio.LocalFS{}, nil }
+	}
+	return l, nil
+}
+
+// URI returns the warehouse location.
+func (l *Lake) URI() string { return l.loc.String() }
+
+// tableLocation is <warehouse>/<ns>/<table> as an s3:// or file:// URI.
+func (l *Lake) tableLocation(n TableName) string {
+	if l.loc.IsS3() {
+		return l.loc.String() + "/" + n.Namespace + "/" + n.Name
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(l.loc.Dir, n.Namespace, n.Name))}
+	return u.String()
+}
+
+func metadataPrefix(n TableName) string { return n.Namespace + "/" + n.Name + "/metadata/" }
+
+// metadataKey is the store key of vN.metadata.json.
+func metadataKey(n TableName, version int) string {
+	return metadataPrefix(n) + "v" + strconv.Itoa(version) + ".metadata.json"
+}
+
+// parseVersion returns N for "vN.metadata.json", or false.
+func parseVersion(base string) (int, bool) {
+	if !strings.HasPrefix(base, "v") || !strings.HasSuffix(base, ".metadata.json") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(base, "v"), ".metadata.json"))
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// latestVersion lists metadata/ and returns the highest N (0 if none). The
+// listing, not the version hint, is the truth (timelake-format.md, "Layout").
+func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
+	latest := 0
+	err := l.store.List(ctx, metadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
+		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok && v > latest {
+			latest = v
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list metadata of %s: %w", n, err)
+	}
+	return latest, nil
+}
+
+// readVersion reads and parses vN.metadata.json.
+func (l *Lake) readVersion(ctx context.Context, n TableName, version int) (table.Metadata, error) {
+	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
+	if err != nil {
+		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
+	}
+	meta, err := table.ParseMetadataBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
+	}
+	return meta, nil
+}
+
+// loadLatest returns the newest metadata of a table and its version.
+func (l *Lake) loadLatest(ctx context.Context, n TableName) (table.Metadata, int, error) {
+	for range 5 {
+		v, err := l.latestVersion(ctx, n)
+		if err != nil {
+			return nil, 0, err
+		}
+		if v == 0 {
+			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
+		}
+		meta, err := l.readVersion(ctx, n, v)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue // removed between list and read (metadata cleanup): list again
+		}
+		return meta, v, err
+	}
+	return nil, 0, fmt.Errorf("load %s: metadata kept changing while reading", n)
+}
+
+// LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
+// ErrUnsupportedFormat if its timelake.format-version is too new.
+func (l *Lake) LoadTable(ctx context.Context, n TableName) (*Table, error) {
+	meta, v, err := l.loadLatest(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{lake: l, name: n}
+	if err := t.set(meta, v); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ListTables lists <ns>/<table> folders that hold a metadata/v*.metadata.json,
+// sorted by name.
+func (l *Lake) ListTables(ctx context.Context) ([]TableName, error) {
+	seen := map[TableName]bool{}
+	err := l.store.List(ctx, "", func(o storage.ObjectInfo) error {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) == 4 && parts[2] == "metadata" {
+			if _, ok := parseVersion(parts[3]); ok {
+				if n, err := ParseTableName(parts[0] + "." + parts[1]); err == nil {
+					seen[n] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tables in %s: %w", l.URI(), err)
+	}
+	out := make([]TableName, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// CreateSpec describes a new table's contract.
+type CreateSpec struct {
+	TimeColumn string      // required; must be a timestamp column of the schema
+	SeriesKey  []string    // optional columns identifying a series
+	Partition  Granularity // hour, day (default) or month
+	// Properties are extra table properties (kept as given).
+	Properties map[string]string
+}
+
+// CreateTable creates a table from an Arrow schema: fresh field ids, the time
+// column as a required timestamptz (microseconds), partition spec
+// <chunk>(time) named <timecol>_<chunk>, sort order (series key..., time)
+// ascending nulls first, zstd Parquet. It writes v1.metadata.json with a
+// conditional create: ErrTableExists if another writer got there first.
+func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, spec CreateSpec) (*Table, error) {
+	if spec.Partition == "" {
+		spec.Partition = Day
+	}
+	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: schema: %w", n, err)
+	}
+	tf, ok := isc.FindFieldByName(spec.TimeColumn)
+	if !ok {
+		return nil, fmt.Errorf("create %s: time column %q is not in the schema", n, spec.TimeColumn)
+	}
+	if _, ok := tf.Type.(iceberg.TimestampTzType); !ok {
+		return nil, fmt.Errorf("create %s: time column %q is %s, expected timestamptz", n, spec.TimeColumn, tf.Type)
+	}
+	if !tf.Required {
+		return nil, fmt.Errorf("create %s: time column %q must be required (NOT NULL)", n, spec.TimeColumn)
+	}
+	sortFields := make([]table.SortField, 0, len(spec.SeriesKey)+1)
+	for _, k := range spec.SeriesKey {
+		f, ok := isc.FindFieldByName(k)
+		if !ok {
+			return nil, fmt.Errorf("create %s: series key column %q is not in the schema", n, k)
+		}
+		sortFields = append(sortFields, table.SortField{SourceIDs: []int{f.ID}, Transform: iceberg.IdentityTransform{},
+			Direction: table.SortASC, NullOrder: table.NullsFirst})
+	}
+	sortFields = append(sortFields, table.SortField{SourceIDs: []int{tf.ID}, Transform: iceberg.IdentityTransform{},
+		Direction: table.SortASC, NullOrder: table.NullsFirst})
+	order, err := table.NewSortOrder(1, sortFields)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: sort order: %w", n, err)
+	}
+	pspec := iceberg.NewPartitionSpec(iceberg.PartitionField{
+		SourceIDs: []int{tf.ID}, FieldID: 1000,
+		Name: spec.TimeColumn + "_" + string(spec.Partition), Transform: spec.Partition.transform(),
+	})
+	props := iceberg.Properties{
+		table.PropertyFormatVersion:       "2",
+		PropTimeColumn:                    spec.TimeColumn,
+		PropChunk:                         string(spec.Partition),
+		table.ParquetCompressionKey:       "zstd",
+		table.ParquetCompressionLevelKey:  "3",
+		table.DefaultWriteMetricsModeKey:  "truncate(16)",
+		table.WriteTargetFileSizeBytesKey: strconv.Itoa(512 << 20),
+	}
+	if len(spec.SeriesKey) > 0 {
+		props[PropSeriesKey] = strings.Join(spec.SeriesKey, ",")
+	}
+	for k, v := range spec.Properties {
+		props[k] = v
+	}
+	meta, err := table.NewMetadata(isc, &pspec, order, l.tableLocation(n), props)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", n, err)
+	}
+	body, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: encode metadata: %w", n, err)
+	}
+	if v, err := l.latestVersion(ctx, n); err != nil {
+		return nil, err
+	} else if v > 0 {
+		return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
+	}
+	if _, err := l.store.Put(ctx, metadataKey(n, 1), bytes.NewReader(body),
+		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
+		if errors.Is(err, storage.ErrPreconditionFailed) {
+			return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
+		}
+		return nil, fmt.Errorf("create %s: %w", n, err)
+	}
+	l.writeVersionHint(ctx, n, 1)
+	return l.LoadTable(ctx, n)
+}
+
+// writeVersionHint writes metadata/version-hint.text holding N, the Iceberg
+// convention that DuckDB, Spark's Hadoop tables and icebird read first. It is
+// best effort: readers confirm by listing, and this writer never reads it.
+func (l *Lake) writeVersionHint(ctx context.Context, n TableName, version int) {
+	_, err := l.store.Put(ctx, metadataPrefix(n)+"version-hint.text",
+		strings.NewReader(strconv.Itoa(version)), storage.PutOptions{ContentType: "text/plain"})
+	if err != nil {
+		l.log.Warn("version hint not written (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
+	}
+}

@@ -1,0 +1,162 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Table is one loaded version of a table. Append and Refresh move it to the
+// newest version; a Table is not safe for concurrent use (open one per
+// writer: concurrent writers are serialised by the commit protocol).
+type Table struct {
+	lake     *Lake
+	name     TableName
+	meta     table.Metadata
+	version  int
+	contract Contract
+	arrowSc  *arrow.Schema
+	batches  map[string]*table.Snapshot // batch id -> snapshot, current ancestry; built lazily
+}
+
+func (t *Table) set(meta table.Metadata, version int) error {
+	if err := checkFormatVersion(meta.Properties()); err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	c, err := contractFromProps(meta.Properties(), meta.CurrentSchema())
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t.name, err)
+	}
+	sc, err := table.SchemaToArrowSchema(meta.CurrentSchema(), nil, true, false)
+	if err != nil {
+		return fmt.Errorf("table %s: schema: %w", t.name, err)
+	}
+	t.meta, t.version, t.contract, t.arrowSc, t.batches = meta, version, c, sc, nil
+	return nil
+}
+
+// Name returns the table's name.
+func (t *Table) Name() TableName { return t.name }
+
+// Metadata returns the loaded Iceberg metadata.
+func (t *Table) Metadata() table.Metadata { return t.meta }
+
+// Version returns N of the loaded vN.metadata.json.
+func (t *Table) Version() int { return t.version }
+
+// Location returns the table location URI.
+func (t *Table) Location() string { return t.meta.Location() }
+
+// MetadataLocation returns the URI of the loaded vN.metadata.json.
+func (t *Table) MetadataLocation() string {
+	return t.lake.tableLocation(t.name) + "/metadata/v" + strconv.Itoa(t.version) + ".metadata.json"
+}
+
+// Contract returns the table's time-series contract.
+func (t *Table) Contract() Contract { return t.contract }
+
+// ArrowSchema returns the current schema as Arrow, with Iceberg field ids in
+// each field's PARQUET:field_id metadata. Records given to Append must have
+// this schema.
+func (t *Table) ArrowSchema() *arrow.Schema { return t.arrowSc }
+
+// Iceberg returns an iceberg-go table for reads (scans, inspection). Writes
+// must go through Append.
+func (t *Table) Iceberg() *table.Table {
+	return t.iceberg(&committer{lake: t.lake, name: t.name})
+}
+
+func (t *Table) iceberg(c *committer) *table.Table {
+	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.meta, t.MetadataLocation(), t.lake.fsF, c)
+}
+
+// Refresh reloads the newest version.
+func (t *Table) Refresh(ctx context.Context) error {
+	meta, v, err := t.lake.loadLatest(ctx, t.name)
+	if err != nil {
+		return err
+	}
+	return t.set(meta, v)
+}
+
+// FindBatch answers "which snapshot holds batch id X" from the loaded
+// version: the newest snapshot in the current snapshot's ancestry whose
+// summary has timelake.batch-id = id. Snapshots outside the ancestry (after
+// a rollback) do not count (timelake-format.md, "Snapshots and batch ids").
+func (t *Table) FindBatch(id string) (BatchInfo, bool) {
+	if t.batches == nil {
+		t.batches = batchIndex(t.meta)
+	}
+	s, ok := t.batches[id]
+	if !ok {
+		return BatchInfo{}, false
+	}
+	return batchInfo(id, s), true
+}
+
+// Batches returns every batch in the current ancestry, newest first.
+func (t *Table) Batches() []BatchInfo {
+	var out []BatchInfo
+	for _, s := range ancestry(t.meta) {
+		if s.Summary != nil {
+			if id, ok := s.Summary.Properties[SummaryBatchID]; ok {
+				out = append(out, batchInfo(id, &s))
+			}
+		}
+	}
+	return out
+}
+
+func ancestry(meta table.Metadata) []table.Snapshot {
+	cur := meta.CurrentSnapshot()
+	if cur == nil {
+		return nil
+	}
+	return table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID)
+}
+
+func batchIndex(meta table.Metadata) map[string]*table.Snapshot {
+	idx := map[string]*table.Snapshot{}
+	anc := ancestry(meta)
+	for i := range anc {
+		s := &anc[i]
+		if s.Summary == nil {
+			continue
+		}
+		if id, ok := s.Summary.Properties[SummaryBatchID]; ok {
+			if _, seen := idx[id]; !seen { // newest first
+				idx[id] = s
+			}
+		}
+	}
+	return idx
+}
+
+func findBatch(meta table.Metadata, id string) *table.Snapshot {
+	for _, s := range ancestry(meta) {
+		if s.Summary != nil && s.Summary.Properties[SummaryBatchID] == id {
+			return &s
+		}
+	}
+	return nil
+}
+
+func batchInfo(id string, s *table.Snapshot) BatchInfo {
+	b := BatchInfo{BatchID: id, SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}
+	if s.Summary != nil {
+		b.Summary = map[string]string(s.Summary.Properties)
+		b.Rows = summaryInt(s.Summary.Properties, "added-records")
+		b.DataFiles = summaryInt(s.Summary.Properties, "added-data-files")
+		b.Bytes = summaryInt(s.Summary.Properties, "added-files-size")
+	}
+	return b
+}
+
+func summaryInt(p map[string]string, k string) int64 {
+	v, _ := strconv.ParseInt(p[k], 10, 64)
+	return v
+}

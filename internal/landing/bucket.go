@@ -1,0 +1,104 @@
+package landing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// ReservedPrefix holds timelake's own objects in the landing bucket (the
+// ingest lease); listings for ingest skip it.
+const ReservedPrefix = "_timelake/"
+
+// DefaultQuarantinePrefix is where files that cannot be loaded are moved.
+const DefaultQuarantinePrefix = "_rejected/"
+
+// Bucket is the landing bucket (or folder) as ingest sees it.
+type Bucket struct {
+	Store storage.Store
+	// QuarantinePrefix is where rejected files go ("" means _rejected/).
+	QuarantinePrefix string
+}
+
+func (b *Bucket) quarantinePrefix() string {
+	p := b.QuarantinePrefix
+	if p == "" {
+		p = DefaultQuarantinePrefix
+	}
+	if !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
+}
+
+// Skipped reports whether key is timelake's own object or already
+// quarantined, and so never a file to load.
+func (b *Bucket) Skipped(key string) bool {
+	return strings.HasPrefix(key, ReservedPrefix) || strings.HasPrefix(key, b.quarantinePrefix()) ||
+		strings.HasPrefix(key, DefaultQuarantinePrefix)
+}
+
+// List calls fn for each file to load below prefix, in key order, page by
+// page, skipping the reserved and quarantine prefixes.
+func (b *Bucket) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	return b.Store.List(ctx, prefix, func(o storage.ObjectInfo) error {
+		if b.Skipped(o.Key) {
+			return nil
+		}
+		return fn(o)
+	})
+}
+
+// Report is the JSON error report written next to a quarantined file
+// (<quarantined key>.error.json).
+type Report struct {
+	Key           string    `json:"key"`            // original landing key
+	QuarantinedTo string    `json:"quarantined_to"` // key of the kept copy
+	Table         string    `json:"table,omitempty"`
+	Reason        string    `json:"reason"` // one line: what failed
+	Row           int64     `json:"row,omitempty"`
+	Column        string    `json:"column,omitempty"`
+	Value         string    `json:"value,omitempty"`
+	Hint          string    `json:"hint,omitempty"` // how to fix it
+	Size          int64     `json:"size"`
+	ETag          string    `json:"etag,omitempty"`
+	SHA256        string    `json:"sha256,omitempty"`
+	At            time.Time `json:"at"`
+}
+
+// Quarantine moves key to the quarantine prefix (keeping its path) and
+// writes the report beside it, so a file that cannot be loaded is kept, never
+// dropped. When a file with the same key was quarantined before, the new copy
+// gets a UTC timestamp suffix. It copies before it deletes: a crash in
+// between leaves the file in both places, never in neither. It returns the
+// quarantined key.
+func (b *Bucket) Quarantine(ctx context.Context, key string, rep Report) (string, error) {
+	dst := b.quarantinePrefix() + key
+	if _, err := b.Store.Stat(ctx, dst); err == nil {
+		dst += "." + rep.At.UTC().Format("20060102T150405.000000000Z")
+	} else if !errors.Is(err, storage.ErrNotExist) {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	if err := b.Store.Copy(ctx, key, dst); err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	rep.Key, rep.QuarantinedTo = key, dst
+	body, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	if _, err := b.Store.Put(ctx, dst+".error.json", bytes.NewReader(append(body, '\n')),
+		storage.PutOptions{ContentType: "application/json"}); err != nil {
+		return "", fmt.Errorf("quarantine %s: write report: %w", key, err)
+	}
+	if err := b.Store.Delete(ctx, key); err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,707 @@
+package landing
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// resolved holds DecodeOptions after defaults and validation.
+type resolved struct {
+	key       string
+	mem       memory.Allocator
+	loc       *time.Location // nil = UTC
+	epoch     arrow.TimeUnit
+	epochSet  bool
+	batchRows int
+}
+
+// convertFn converts one source column of a batch into a column of the
+// target type. rowBase is the number of data rows before this batch.
+type convertFn func(arr arrow.Array, rowBase int64) (arrow.Array, error)
+
+// conformer maps source batches (CSV text columns or Parquet columns) onto a
+// target schema by column name, following "Appending a file whose schema
+// differs from the table" in timelake-format.md.
+type conformer struct {
+	ro     *resolved
+	target *arrow.Schema
+	srcIdx []int       // per target field: source column index, -1 = missing
+	convs  []convertFn // per target field: nil when missing
+}
+
+// newConformer checks the source schema against target before any data is
+// converted: extra columns, missing required columns and impossible type
+// pairs are reported here, without a row number.
+func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*conformer, error) {
+	fe := func(col, reason string) error { return &FileError{Key: ro.key, Column: col, Reason: reason} }
+	if timeCol == "" {
+		return nil, fe("", "no time column given for the table")
+	}
+	tIdx := target.FieldIndices(timeCol)
+	if len(tIdx) != 1 {
+		return nil, fe(timeCol, "time column is not in the table schema")
+	}
+	if target.Field(tIdx[0]).Type.ID() != arrow.TIMESTAMP {
+		return nil, fe(timeCol, fmt.Sprintf("time column has table type %s, not a timestamp", typeName(target.Field(tIdx[0]).Type)))
+	}
+	for _, f := range src.Fields() {
+		if !target.HasField(f.Name) {
+			return nil, fe(f.Name, "not in the table schema (tables do not evolve on append)")
+		}
+	}
+	c := &conformer{ro: ro, target: target, srcIdx: make([]int, target.NumFields()), convs: make([]convertFn, target.NumFields())}
+	for i, tf := range target.Fields() {
+		isTime := tf.Name == timeCol
+		idx := src.FieldIndices(tf.Name)
+		if len(idx) == 0 {
+			switch {
+			case isTime:
+				return nil, fe(tf.Name, "time column is missing from the file")
+			case !tf.Nullable:
+				return nil, fe(tf.Name, "required column is missing from the file")
+			}
+			c.srcIdx[i] = -1
+			continue
+		}
+		conv, err := makeConverter(ro, tf.Name, src.Field(idx[0]).Type, tf, isTime)
+		if err != nil {
+			return nil, err
+		}
+		c.srcIdx[i] = idx[0]
+		c.convs[i] = conv
+	}
+	return c, nil
+}
+
+// convert returns a batch with exactly the target schema (the same
+// *arrow.Schema pointer). rec is not released.
+func (c *conformer) convert(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	cols := make([]arrow.Array, 0, len(c.convs))
+	defer func() {
+		for _, a := range cols {
+			a.Release()
+		}
+	}()
+	for i, conv := range c.convs {
+		if conv == nil {
+			cols = append(cols, array.MakeArrayOfNull(c.ro.mem, c.target.Field(i).Type, n))
+			continue
+		}
+		out, err := conv(rec.Column(c.srcIdx[i]), rowBase)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, out)
+	}
+	return array.NewRecordBatch(c.target, cols, int64(n)), nil
+}
+
+// makeConverter picks the conversion from a source column type to a target
+// field. Dictionary columns are decoded to their value type first; nulls are
+// rejected for required fields and always for the time column (a null must
+// never be written as 0, see iceberg-go-notes.md "Schema").
+func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field, isTime bool) (convertFn, error) {
+	valueType, dict := src, false
+	if d, ok := src.(*arrow.DictionaryType); ok {
+		valueType, dict = d.ValueType, true
+	}
+	core, err := coreConverter(ro, col, valueType, dst.Type, isTime)
+	if err != nil {
+		return nil, err
+	}
+	required := !dst.Nullable || isTime
+	ctx := compute.WithAllocator(context.Background(), ro.mem)
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		if dict {
+			d := arr.(*array.Dictionary)
+			dec, err := compute.TakeArray(ctx, d.Dictionary(), d.Indices())
+			if err != nil {
+				return nil, &FileError{Key: ro.key, Column: col, Reason: "cannot decode dictionary column", Err: err}
+			}
+			defer dec.Release()
+			arr = dec
+		}
+		if required && arr.NullN() > 0 {
+			for i := 0; i < arr.Len(); i++ {
+				if arr.IsNull(i) {
+					return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Reason: "null in required column"}
+				}
+			}
+		}
+		return core(arr, rowBase)
+	}, nil
+}
+
+// coreConverter implements the casts allowed on append: text to any
+// supported scalar type, lossless integer/float widening, timestamp unit and
+// zone changes, and numeric epochs for the time column when a time unit is
+// set. Everything else is an error naming the column.
+func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime bool) (convertFn, error) {
+	if arrow.TypeEqual(src, dst) {
+		return passThrough(dst), nil
+	}
+	if src.ID() == arrow.NULL {
+		return func(arr arrow.Array, _ int64) (arrow.Array, error) {
+			return array.MakeArrayOfNull(ro.mem, dst, arr.Len()), nil
+		}, nil
+	}
+	mismatch := func(extra string) error {
+		reason := fmt.Sprintf("cannot convert file type %s to table type %s", src, typeName(dst))
+		if extra != "" {
+			reason += " (" + extra + ")"
+		}
+		return &FileError{Key: ro.key, Column: col, Reason: reason}
+	}
+	text := isText(src)
+	cannot := func(s string) string {
+		return "cannot parse " + quoteValue(s) + " as " + typeName(dst)
+	}
+
+	switch dt := dst.(type) {
+	case *arrow.Int32Type, *arrow.Int64Type, *arrow.Float32Type, *arrow.Float64Type:
+		if text {
+			return textNumber(ro, col, dst, cannot), nil
+		}
+		if conv := numberToNumber(ro, col, src, dst); conv != nil {
+			return conv, nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.BooleanType:
+		if text {
+			return build(ro, col, dst, textFill(func(b *array.BooleanBuilder, s string) string {
+				switch strings.ToLower(strings.TrimSpace(s)) {
+				case "true", "1":
+					b.Append(true)
+				case "false", "0":
+					b.Append(false)
+				default:
+					return cannot(s)
+				}
+				return ""
+			})), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.StringType:
+		if text {
+			return build(ro, col, dst, textFill(func(b *array.StringBuilder, s string) string { b.Append(s); return "" })), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.LargeStringType:
+		if text {
+			return build(ro, col, dst, textFill(func(b *array.LargeStringBuilder, s string) string { b.Append(s); return "" })), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		if text || isBinary(src) {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.BinaryBuilder, int) (string, string) {
+				get := bytesValues(arr)
+				return func(b *array.BinaryBuilder, i int) (string, string) { b.Append(get(i)); return "", "" }
+			}), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.TimestampType:
+		return timestampConverter(ro, col, src, dt, isTime, mismatch)
+
+	case *arrow.Date32Type:
+		switch {
+		case text:
+			return build(ro, col, dst, textFill(func(b *array.Date32Builder, s string) string {
+				v, ok := parseDate(s)
+				if !ok {
+					return cannot(s) + " (expected YYYY-MM-DD)"
+				}
+				b.Append(arrow.Date32(v))
+				return ""
+			})), nil
+		case src.ID() == arrow.DATE64:
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Date32Builder, int) (string, string) {
+				a := arr.(*array.Date64)
+				return func(b *array.Date32Builder, i int) (string, string) {
+					b.Append(arrow.Date32(floorDiv(int64(a.Value(i)), 86_400_000)))
+					return "", ""
+				}
+			}), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.Time64Type:
+		unit := dt.Unit
+		switch {
+		case text:
+			return build(ro, col, dst, textFill(func(b *array.Time64Builder, s string) string {
+				us, ok := parseTimeOfDay(s)
+				if !ok {
+					return cannot(s) + " (expected HH:MM:SS)"
+				}
+				v, _ := convertUnit(us, arrow.Microsecond, unit)
+				b.Append(arrow.Time64(v))
+				return ""
+			})), nil
+		case src.ID() == arrow.TIME32 || src.ID() == arrow.TIME64:
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Time64Builder, int) (string, string) {
+				var get func(int) int64
+				var from arrow.TimeUnit
+				switch a := arr.(type) {
+				case *array.Time32:
+					get, from = func(i int) int64 { return int64(a.Value(i)) }, a.DataType().(*arrow.Time32Type).Unit
+				case *array.Time64:
+					get, from = func(i int) int64 { return int64(a.Value(i)) }, a.DataType().(*arrow.Time64Type).Unit
+				}
+				return func(b *array.Time64Builder, i int) (string, string) {
+					v, _ := convertUnit(get(i), from, unit)
+					b.Append(arrow.Time64(v))
+					return "", ""
+				}
+			}), nil
+		}
+		return nil, mismatch("")
+
+	case *arrow.Decimal128Type:
+		if text {
+			prec, scale := dt.Precision, dt.Scale
+			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
+				ts := strings.TrimSpace(s)
+				if !decimalScaleFits(ts, scale) {
+					return cannot(s) + fmt.Sprintf(" (more than %d decimal places)", scale)
+				}
+				n, err := decimal128.FromString(ts, prec, scale)
+				if err != nil {
+					return cannot(s)
+				}
+				b.Append(n)
+				return ""
+			})), nil
+		}
+		return nil, mismatch("")
+	}
+	return nil, mismatch("")
+}
+
+// textNumber parses text into int32/int64/float32/float64. Surrounding
+// spaces are ignored; integers are accepted for float targets (so a file
+// whose values happen to be whole numbers fits a double column).
+func textNumber(ro *resolved, col string, dst arrow.DataType, cannot func(string) string) convertFn {
+	switch dst.ID() {
+	case arrow.INT32:
+		return build(ro, col, dst, textFill(func(b *array.Int32Builder, s string) string {
+			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+			if err != nil {
+				return cannot(s)
+			}
+			b.Append(int32(v))
+			return ""
+		}))
+	case arrow.INT64:
+		return build(ro, col, dst, textFill(func(b *array.Int64Builder, s string) string {
+			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return cannot(s)
+			}
+			b.Append(v)
+			return ""
+		}))
+	case arrow.FLOAT32:
+		return build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 32)
+			if err != nil {
+				return cannot(s)
+			}
+			b.Append(float32(v))
+			return ""
+		}))
+	default:
+		return build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				return cannot(s)
+			}
+			b.Append(v)
+			return ""
+		}))
+	}
+}
+
+// numberToNumber returns the widening conversion between numeric types, or
+// nil when it is not allowed. Allowed: any narrower signed integer, and
+// uint8/uint16 into int; int8..int64 and uint8..uint64 into long (uint64
+// values above 2^63-1 fail per row); 8/16-bit integers, float16 and float32
+// into float; every integer and float into double.
+func numberToNumber(ro *resolved, col string, src, dst arrow.DataType) convertFn {
+	bits := 0
+	if fw, ok := src.(arrow.FixedWidthDataType); ok {
+		bits = fw.BitWidth()
+	}
+	signed, unsigned, float := isSigned(src), isUnsigned(src), isFloat(src)
+	switch dst.ID() {
+	case arrow.INT32:
+		if (signed && bits <= 32) || (unsigned && bits <= 16) {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Int32Builder, int) (string, string) {
+				get := int64Values(arr)
+				return func(b *array.Int32Builder, i int) (string, string) { b.Append(int32(get(i))); return "", "" }
+			})
+		}
+	case arrow.INT64:
+		if signed || unsigned {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Int64Builder, int) (string, string) {
+				if signed {
+					get := int64Values(arr)
+					return func(b *array.Int64Builder, i int) (string, string) { b.Append(get(i)); return "", "" }
+				}
+				get := uint64Values(arr)
+				return func(b *array.Int64Builder, i int) (string, string) {
+					v := get(i)
+					if v > math.MaxInt64 {
+						s := strconv.FormatUint(v, 10)
+						return s, "value " + s + " does not fit in long"
+					}
+					b.Append(int64(v))
+					return "", ""
+				}
+			})
+		}
+	case arrow.FLOAT32:
+		if ((signed || unsigned) && bits <= 16) || (float && bits <= 32) {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Float32Builder, int) (string, string) {
+				get := float64Values(arr)
+				return func(b *array.Float32Builder, i int) (string, string) { b.Append(float32(get(i))); return "", "" }
+			})
+		}
+	case arrow.FLOAT64:
+		if signed || unsigned || float {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Float64Builder, int) (string, string) {
+				get := float64Values(arr)
+				return func(b *array.Float64Builder, i int) (string, string) { b.Append(get(i)); return "", "" }
+			})
+		}
+	}
+	return nil
+}
+
+// timestampConverter handles every source that may become a timestamp:
+// text (RFC 3339, see timeparse.go), timestamps of any unit and zone, and
+// integer/float epochs for the time column when a time unit is set.
+//
+// A timestamp without zone (Parquet isAdjustedToUTC=false) going into a
+// zoned target (Iceberg timestamptz) is read as wall-clock time in
+// AssumeLocation, i.e. as UTC when AssumeLocation is nil. A zoned timestamp
+// going into a target without zone keeps its UTC wall-clock value.
+func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow.TimestampType, isTime bool, mismatch func(string) error) (convertFn, error) {
+	tc := &timeConv{unit: dst.Unit, naive: dst.TimeZone == "", loc: ro.loc, hintEpoch: isTime}
+	if isTime {
+		tc.epoch, tc.epochSet = ro.epoch, ro.epochSet
+	}
+	if isText(src) {
+		return build(ro, col, dst, textFill(func(b *array.TimestampBuilder, s string) string {
+			v, reason, ok := tc.fromText(s)
+			if !ok {
+				return reason
+			}
+			b.Append(arrow.Timestamp(v))
+			return ""
+		})), nil
+	}
+	if st, ok := src.(*arrow.TimestampType); ok {
+		from := st.Unit
+		shift := st.TimeZone == "" && dst.TimeZone != "" && ro.loc != nil && ro.loc != time.UTC
+		return build(ro, col, dst, func(arr arrow.Array) func(*array.TimestampBuilder, int) (string, string) {
+			a := arr.(*array.Timestamp)
+			return func(b *array.TimestampBuilder, i int) (string, string) {
+				raw := int64(a.Value(i))
+				if shift {
+					wall := a.Value(i).ToTime(from)
+					inst := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), ro.loc)
+					v, ok := timeToUnit(inst, dst.Unit)
+					if !ok {
+						return wall.Format(time.RFC3339Nano), "timestamp is out of range for " + typeName(dst)
+					}
+					b.Append(arrow.Timestamp(v))
+					return "", ""
+				}
+				v, ok := convertUnit(raw, from, dst.Unit)
+				if !ok {
+					return strconv.FormatInt(raw, 10), "timestamp is out of range for " + typeName(dst)
+				}
+				b.Append(arrow.Timestamp(v))
+				return "", ""
+			}
+		}), nil
+	}
+	if isSigned(src) || isUnsigned(src) || isFloat(src) {
+		if !isTime {
+			return nil, mismatch("")
+		}
+		if !tc.epochSet {
+			return nil, mismatch("numeric time column needs a time unit: --time-unit s, ms, us or ns")
+		}
+		float := isFloat(src)
+		return build(ro, col, dst, func(arr arrow.Array) func(*array.TimestampBuilder, int) (string, string) {
+			var gi func(int) int64
+			var gu func(int) uint64
+			var gf func(int) float64
+			switch {
+			case float:
+				gf = float64Values(arr)
+			case isSigned(src):
+				gi = int64Values(arr)
+			default:
+				gu = uint64Values(arr)
+			}
+			return func(b *array.TimestampBuilder, i int) (string, string) {
+				var v int64
+				var ok bool
+				var shown string
+				switch {
+				case gf != nil:
+					f := gf(i)
+					v, ok = floatEpochToUnit(f, tc.epoch, dst.Unit)
+					shown = strconv.FormatFloat(f, 'g', -1, 64)
+				case gi != nil:
+					x := gi(i)
+					v, ok = convertUnit(x, tc.epoch, dst.Unit)
+					shown = strconv.FormatInt(x, 10)
+				default:
+					x := gu(i)
+					ok = x <= math.MaxInt64
+					if ok {
+						v, ok = convertUnit(int64(x), tc.epoch, dst.Unit)
+					}
+					shown = strconv.FormatUint(x, 10)
+				}
+				if !ok {
+					return shown, "epoch value " + shown + " is out of range"
+				}
+				b.Append(arrow.Timestamp(v))
+				return "", ""
+			}
+		}), nil
+	}
+	return nil, mismatch("")
+}
+
+// passThrough re-labels an array whose type already equals the target type
+// with the target's DataType object, sharing the buffers.
+func passThrough(dst arrow.DataType) convertFn {
+	return func(arr arrow.Array, _ int64) (arrow.Array, error) {
+		d := arr.Data()
+		nd := array.NewData(dst, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+		defer nd.Release()
+		return array.MakeFromData(nd), nil
+	}
+}
+
+// build returns a convertFn that appends nulls for null slots and calls the
+// per-row fill (prepared once per batch by prep) for the others. A fill that
+// returns a non-empty reason aborts with a FileError naming the row, the
+// column and the value.
+func build[B array.Builder](ro *resolved, col string, dst arrow.DataType, prep func(arr arrow.Array) func(b B, i int) (value, reason string)) convertFn {
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		b := array.NewBuilder(ro.mem, dst).(B)
+		defer b.Release()
+		n := arr.Len()
+		b.Reserve(n)
+		fill := prep(arr)
+		for i := 0; i < n; i++ {
+			if arr.IsNull(i) {
+				b.AppendNull()
+				continue
+			}
+			if value, reason := fill(b, i); reason != "" {
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}
+			}
+		}
+		return b.NewArray(), nil
+	}
+}
+
+// textFill adapts a per-string parser to build.
+func textFill[B array.Builder](parse func(b B, s string) string) func(arr arrow.Array) func(b B, i int) (string, string) {
+	return func(arr arrow.Array) func(b B, i int) (string, string) {
+		get := textValues(arr)
+		return func(b B, i int) (string, string) {
+			s := get(i)
+			if reason := parse(b, s); reason != "" {
+				return s, reason
+			}
+			return "", ""
+		}
+	}
+}
+
+// decimalScaleFits reports whether plain decimal text has at most scale
+// significant fractional digits (exponent forms are left to FromString).
+func decimalScaleFits(s string, scale int32) bool {
+	if strings.ContainsAny(s, "eE") {
+		return true
+	}
+	dot := strings.IndexByte(s, '.')
+	if dot < 0 {
+		return true
+	}
+	frac := strings.TrimRight(s[dot+1:], "0")
+	return int32(len(frac)) <= scale
+}
+
+func isText(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+		return true
+	}
+	return false
+}
+
+func isBinary(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
+		return true
+	}
+	return false
+}
+
+func isSigned(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+		return true
+	}
+	return false
+}
+
+func isUnsigned(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return true
+	}
+	return false
+}
+
+func isFloat(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		return true
+	}
+	return false
+}
+
+func textValues(arr arrow.Array) func(int) string {
+	switch a := arr.(type) {
+	case *array.String:
+		return a.Value
+	case *array.LargeString:
+		return a.Value
+	case *array.StringView:
+		return a.Value
+	}
+	panic(fmt.Sprintf("landing: not a text array: %s", arr.DataType()))
+}
+
+func bytesValues(arr arrow.Array) func(int) []byte {
+	switch a := arr.(type) {
+	case *array.Binary:
+		return a.Value
+	case *array.LargeBinary:
+		return a.Value
+	case *array.BinaryView:
+		return a.Value
+	}
+	get := textValues(arr)
+	return func(i int) []byte { return []byte(get(i)) }
+}
+
+func int64Values(arr arrow.Array) func(int) int64 {
+	switch a := arr.(type) {
+	case *array.Int8:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int16:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int32:
+		return func(i int) int64 { return int64(a.Value(i)) }
+	case *array.Int64:
+		return a.Value
+	}
+	get := uint64Values(arr) // unsigned up to 16 bits (callers check widths)
+	return func(i int) int64 { return int64(get(i)) }
+}
+
+func uint64Values(arr arrow.Array) func(int) uint64 {
+	switch a := arr.(type) {
+	case *array.Uint8:
+		return func(i int) uint64 { return uint64(a.Value(i)) }
+	case *array.Uint16:
+		return func(i int) uint64 { return uint64(a.Value(i)) }
+	case *array.Uint32:
+		return func(i int) uint64 { return uint64(a.Value(i)) }
+	case *array.Uint64:
+		return a.Value
+	}
+	panic(fmt.Sprintf("landing: not an integer array: %s", arr.DataType()))
+}
+
+func float64Values(arr arrow.Array) func(int) float64 {
+	switch a := arr.(type) {
+	case *array.Float16:
+		return func(i int) float64 { return float64(a.Value(i).Float32()) }
+	case *array.Float32:
+		return func(i int) float64 { return float64(a.Value(i)) }
+	case *array.Float64:
+		return a.Value
+	}
+	if isSigned(arr.DataType()) {
+		get := int64Values(arr)
+		return func(i int) float64 { return float64(get(i)) }
+	}
+	get := uint64Values(arr)
+	return func(i int) float64 { return float64(get(i)) }
+}
+
+// typeName names an Arrow type the way the Iceberg spec names the table type
+// it stands for (Iceberg spec, "Primitive Types"), falling back to Arrow's
+// own name.
+func typeName(dt arrow.DataType) string {
+	switch t := dt.(type) {
+	case *arrow.Int32Type:
+		return "int"
+	case *arrow.Int64Type:
+		return "long"
+	case *arrow.Float32Type:
+		return "float"
+	case *arrow.Float64Type:
+		return "double"
+	case *arrow.BooleanType:
+		return "boolean"
+	case *arrow.StringType, *arrow.LargeStringType:
+		return "string"
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return "binary"
+	case *arrow.Date32Type:
+		return "date"
+	case *arrow.Time64Type:
+		return "time"
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("decimal(%d, %d)", t.Precision, t.Scale)
+	case *arrow.TimestampType:
+		name := "timestamp"
+		if t.TimeZone != "" {
+			name = "timestamptz"
+		}
+		if t.Unit == arrow.Nanosecond {
+			name += "_ns"
+		}
+		return name
+	}
+	return dt.String()
+}

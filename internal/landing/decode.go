@@ -1,0 +1,513 @@
+// Package landing decodes landing files (CSV, TSV, optionally gzip-compressed,
+// and Parquet) dropped by field gateways into Arrow record batches that
+// conform to an Iceberg table's Arrow schema, or infers the schema of a new
+// table from a first file. The rules come from timelake-format.md ("Data
+// files" and "Appending a file whose schema differs from the table") and
+// iceberg-go-notes.md ("Schema").
+package landing
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Format is the container format of a landing file.
+type Format string
+
+// Supported landing file formats.
+const (
+	// FormatCSV is comma-separated text with a header row (RFC 4180 quoting).
+	FormatCSV Format = "csv"
+	// FormatTSV is tab-separated text with a header row (same quoting rules).
+	FormatTSV Format = "tsv"
+	// FormatParquet is an Apache Parquet file.
+	FormatParquet Format = "parquet"
+)
+
+// DefaultBatchRows is the number of rows per output batch when
+// DecodeOptions.BatchRows is 0.
+const DefaultBatchRows = 64 * 1024
+
+var (
+	parquetMagic = []byte("PAR1")
+	gzipMagic    = []byte{0x1f, 0x8b}
+	utf8BOM      = []byte{0xef, 0xbb, 0xbf}
+)
+
+// DetectFormat decides the format of a landing file from its object key and
+// its first bytes (head; 4 bytes are enough, fewer are tolerated).
+//
+// Parquet magic "PAR1" at offset 0 means Parquet whatever the name; so does a
+// ".parquet" suffix. Otherwise ".csv"/".csv.gz" means CSV and ".tsv"/".tsv.gz"
+// means TSV (suffixes compared case-insensitively). gzipped is true when head
+// starts with the gzip magic 0x1f 0x8b; when head is shorter than 2 bytes a
+// ".gz" suffix decides instead, and a ".gz" file whose bytes are not gzip
+// (already decompressed in transit) is read as plain text. Any other name is
+// a *FileError "unsupported file type (...)"; so is a gzip-compressed
+// Parquet file.
+func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
+	if bytes.HasPrefix(head, parquetMagic) {
+		return FormatParquet, false, nil
+	}
+	name := strings.ToLower(key)
+	hasGzipMagic := bytes.HasPrefix(head, gzipMagic)
+	gz := strings.HasSuffix(name, ".gz")
+	if len(head) >= len(gzipMagic) {
+		gz = hasGzipMagic
+	}
+	base := strings.TrimSuffix(name, ".gz")
+	switch {
+	case strings.HasSuffix(name, ".parquet"):
+		if hasGzipMagic {
+			return "", false, &FileError{Key: key, Reason: "gzip-compressed parquet files are not supported"}
+		}
+		return FormatParquet, false, nil
+	case strings.HasSuffix(base, ".csv"):
+		return FormatCSV, gz, nil
+	case strings.HasSuffix(base, ".tsv"):
+		return FormatTSV, gz, nil
+	}
+	return "", false, &FileError{Key: key, Reason: "unsupported file type (expected .csv, .tsv, .csv.gz, .tsv.gz or .parquet)"}
+}
+
+// Source is one landing file, already downloaded (typically to a temp file).
+type Source struct {
+	// Key is the landing object key; every error message starts with it.
+	Key string
+	// R reads the whole file. Decode reads it in more than one pass (the
+	// CSV header, then the data), all from the calling goroutine.
+	R io.ReaderAt
+	// Size is the file size in bytes.
+	Size int64
+}
+
+// DecodeOptions controls Decode.
+type DecodeOptions struct {
+	// Target is the table's Arrow schema (iceberg-go table.SchemaToArrowSchema,
+	// field IDs in field metadata). Output batches use exactly this schema
+	// object. nil means the table does not exist yet and a schema is inferred
+	// from all rows of the file.
+	Target *arrow.Schema
+	// TimeColumn names the time column. Required when Target is set; with
+	// Target nil, "" means infer it.
+	TimeColumn string
+	// TimeUnit is "", "s", "ms", "us" or "ns". Numeric epoch values in the
+	// time column (integer/float columns, or numeric text) are accepted only
+	// when it is set; RFC 3339 text is parsed as text either way.
+	TimeUnit string
+	// AssumeLocation is the zone of text times without an offset and of
+	// Parquet timestamps without a zone written into a zoned column; nil
+	// means UTC.
+	AssumeLocation *time.Location
+	// BatchRows is the maximum number of rows per output batch; 0 means
+	// DefaultBatchRows.
+	BatchRows int
+	// Mem allocates all Arrow memory; nil means memory.DefaultAllocator.
+	Mem memory.Allocator
+}
+
+// Decoded is the result of Decode.
+type Decoded struct {
+	// Schema is opts.Target (same pointer) or the inferred schema.
+	Schema *arrow.Schema
+	// TimeColumn is the time column used, as spelled in Schema.
+	TimeColumn string
+	// Records are the output batches, each with Schema as its schema and at
+	// most BatchRows rows. Release them with Decoded.Release.
+	Records []arrow.RecordBatch
+	// Rows is the total number of data rows.
+	Rows int64
+}
+
+// Release releases every record batch; d may be used no more afterwards.
+// It is safe to call on nil and more than once.
+func (d *Decoded) Release() {
+	if d == nil {
+		return
+	}
+	for _, r := range d.Records {
+		r.Release()
+	}
+	d.Records = nil
+}
+
+// Decode reads the whole file and returns record batches that conform to
+// opts.Target (matched by column name, cast as described in
+// timelake-format.md "Appending a file whose schema differs from the
+// table"), or, when Target is nil, to a schema inferred from all rows. The
+// time column always holds timestamps (microseconds, UTC for zoned columns),
+// parsed from RFC 3339 text or from numeric epochs when opts.TimeUnit is set.
+//
+// Every error is a *FileError carrying the key and, where known, the 1-based
+// data row, the column and the value. ctx is checked between batches; its
+// error is wrapped in a *FileError too.
+func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, error) {
+	ro, err := resolveOptions(src.Key, opts)
+	if err != nil {
+		return nil, err
+	}
+	head := make([]byte, 4)
+	n, err := src.R.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+	}
+	format, gz, err := DetectFormat(src.Key, head[:n])
+	if err != nil {
+		return nil, err
+	}
+	if src.Size == 0 {
+		return nil, &FileError{Key: src.Key, Reason: "empty file"}
+	}
+	var bs batchSource
+	if format == FormatParquet {
+		bs, err = openParquet(ctx, ro, src)
+	} else {
+		comma := ','
+		if format == FormatTSV {
+			comma = '\t'
+		}
+		bs, err = openText(ro, src, gz, comma)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer bs.close()
+	if err := checkNames(ro.key, bs.schema()); err != nil {
+		return nil, err
+	}
+	if opts.Target != nil {
+		return decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn)
+	}
+	return decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
+}
+
+// resolveOptions validates opts and fills in defaults.
+func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
+	unit, set, ok := parseTimeUnit(opts.TimeUnit)
+	if !ok {
+		return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid time unit %q (expected s, ms, us or ns)", opts.TimeUnit)}
+	}
+	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows}
+	if ro.mem == nil {
+		ro.mem = memory.DefaultAllocator
+	}
+	if ro.batchRows <= 0 {
+		ro.batchRows = DefaultBatchRows
+	}
+	if opts.Target != nil && opts.TimeColumn == "" {
+		return nil, &FileError{Key: key, Reason: "no time column given for the table"}
+	}
+	return ro, nil
+}
+
+// decodeInto streams batches through a conformer for an existing table.
+func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string) (*Decoded, error) {
+	conf, err := newConformer(ro, bs.schema(), target, timeCol)
+	if err != nil {
+		return nil, err
+	}
+	out := &Decoded{Schema: target, TimeColumn: timeCol}
+	for {
+		if err := ctx.Err(); err != nil {
+			out.Release()
+			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		rec, err := bs.next()
+		if err != nil {
+			out.Release()
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		conv, err := conf.convert(rec, out.Rows)
+		out.Rows += rec.NumRows()
+		rec.Release()
+		if err != nil {
+			out.Release()
+			return nil, err
+		}
+		out.Records = append(out.Records, conv)
+	}
+	if out.Rows == 0 {
+		return nil, &FileError{Key: ro.key, Reason: "no data rows"}
+	}
+	return out, nil
+}
+
+// decodeInfer reads every batch, infers the schema from all of them, then
+// converts them to it.
+func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, fromText bool, timeCol string) (*Decoded, error) {
+	var raw []arrow.RecordBatch
+	defer func() {
+		for _, r := range raw {
+			r.Release()
+		}
+	}()
+	var rows int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		rec, err := bs.next()
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		rows += rec.NumRows()
+		raw = append(raw, rec)
+	}
+	if rows == 0 {
+		return nil, &FileError{Key: ro.key, Reason: "no data rows"}
+	}
+	sc, tc, err := inferSchema(ro, bs.schema(), raw, fromText, timeCol)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := newConformer(ro, bs.schema(), sc, tc)
+	if err != nil {
+		return nil, err
+	}
+	out := &Decoded{Schema: sc, TimeColumn: tc}
+	for _, rec := range raw {
+		if err := ctx.Err(); err != nil {
+			out.Release()
+			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		conv, err := conf.convert(rec, out.Rows)
+		if err != nil {
+			out.Release()
+			return nil, err
+		}
+		out.Rows += rec.NumRows()
+		out.Records = append(out.Records, conv)
+	}
+	return out, nil
+}
+
+// checkNames rejects empty and duplicate column names: columns are matched
+// by name, so both would be ambiguous.
+func checkNames(key string, sc *arrow.Schema) error {
+	seen := make(map[string]bool, sc.NumFields())
+	for i, f := range sc.Fields() {
+		if f.Name == "" {
+			return &FileError{Key: key, Reason: fmt.Sprintf("column %d has an empty name", i+1)}
+		}
+		if seen[f.Name] {
+			return &FileError{Key: key, Column: f.Name, Reason: "duplicate column name"}
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}
+
+// batchSource yields the raw batches of one file. next returns (nil, nil) at
+// the end; the caller owns (releases) each returned batch.
+type batchSource interface {
+	schema() *arrow.Schema
+	next() (arrow.RecordBatch, error)
+	close()
+}
+
+// textSource reads CSV/TSV with arrow-go's csv reader, every column as a
+// nullable string, empty cells as nulls.
+type textSource struct {
+	ro     *resolved
+	sc     *arrow.Schema
+	r      *arrowcsv.Reader
+	closer io.Closer
+	rows   int64 // data rows returned so far
+	width  int
+}
+
+// openTextStream returns the decompressed byte stream of the file without a
+// leading UTF-8 byte order mark.
+func openTextStream(ro *resolved, src Source, gz bool) (io.Reader, io.Closer, error) {
+	var r io.Reader = io.NewSectionReader(src.R, 0, src.Size)
+	var closer io.Closer = nopCloser{}
+	if gz {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, nil, &FileError{Key: ro.key, Reason: "empty file"}
+			}
+			return nil, nil, &FileError{Key: ro.key, Reason: "cannot read gzip data", Err: err}
+		}
+		r, closer = zr, zr
+	}
+	br := bufio.NewReaderSize(r, 64*1024)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+	}
+	return br, closer, nil
+}
+
+// openText reads the header in a first pass (to name the string columns and
+// to report header problems precisely), then opens the data pass.
+func openText(ro *resolved, src Source, gz bool, comma rune) (batchSource, error) {
+	hr, hc, err := openTextStream(ro, src, gz)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(hr)
+	cr.Comma = comma
+	header, err := cr.Read()
+	_ = hc.Close()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FileError{Key: ro.key, Reason: "empty file"}
+		}
+		return nil, textReadError(ro, 0, 0, err)
+	}
+	fields := make([]arrow.Field, len(header))
+	for i, name := range header {
+		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	sc := arrow.NewSchema(fields, nil)
+	if err := checkNames(ro.key, sc); err != nil {
+		return nil, err
+	}
+
+	dr, dc, err := openTextStream(ro, src, gz)
+	if err != nil {
+		return nil, err
+	}
+	r := arrowcsv.NewReader(dr, sc,
+		arrowcsv.WithHeader(true),
+		arrowcsv.WithComma(comma),
+		arrowcsv.WithNullReader(true, ""),
+		arrowcsv.WithChunk(ro.batchRows),
+		arrowcsv.WithAllocator(ro.mem),
+	)
+	return &textSource{ro: ro, sc: sc, r: r, closer: dc, width: len(header)}, nil
+}
+
+func (t *textSource) schema() *arrow.Schema { return t.sc }
+
+func (t *textSource) next() (arrow.RecordBatch, error) {
+	ok := t.r.Next()
+	if err := t.r.Err(); err != nil {
+		var done int64
+		if rec := t.r.RecordBatch(); rec != nil {
+			done = rec.NumRows()
+		}
+		return nil, textReadError(t.ro, t.rows+done+1, t.width, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	rec := t.r.RecordBatch()
+	rec.Retain()
+	t.rows += rec.NumRows()
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil, nil
+	}
+	return rec, nil
+}
+
+func (t *textSource) close() {
+	t.r.Release()
+	_ = t.closer.Close()
+}
+
+// textReadError turns a CSV or gzip read error into a FileError. row is the
+// data row being read (0 for the header), width the number of header fields.
+func textReadError(ro *resolved, row int64, width int, err error) error {
+	ragged := fmt.Sprintf("wrong number of fields (the header has %d)", width)
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			return &FileError{Key: ro.key, Row: row, Reason: fmt.Sprintf("%s at line %d", ragged, pe.Line)}
+		}
+		where := "line " + strconv.Itoa(pe.Line)
+		if row == 0 {
+			where = "header, " + where
+		}
+		return &FileError{Key: ro.key, Row: row, Reason: fmt.Sprintf("malformed csv (%s): %v", where, pe.Err)}
+	}
+	if errors.Is(err, arrowcsv.ErrMismatchFields) {
+		return &FileError{Key: ro.key, Row: row, Reason: ragged}
+	}
+	if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &FileError{Key: ro.key, Reason: "cannot read gzip data", Err: err}
+	}
+	return &FileError{Key: ro.key, Row: row, Reason: "cannot read file", Err: err}
+}
+
+// parquetSource reads a Parquet file with pqarrow, all columns and row
+// groups, BatchRows rows per batch.
+type parquetSource struct {
+	ro *resolved
+	pf *file.Reader
+	rr pqarrow.RecordReader
+	sc *arrow.Schema
+}
+
+func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, error) {
+	pf, err := file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size),
+		file.WithReadProps(parquet.NewReaderProperties(ro.mem)))
+	if err != nil {
+		return nil, &FileError{Key: ro.key, Reason: "not a readable parquet file", Err: err}
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(ro.batchRows)}, ro.mem)
+	if err != nil {
+		_ = pf.Close()
+		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet schema", Err: err}
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		_ = pf.Close()
+		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet schema", Err: err}
+	}
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	if err != nil {
+		_ = pf.Close()
+		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
+	}
+	return &parquetSource{ro: ro, pf: pf, rr: rr, sc: sc}, nil
+}
+
+func (p *parquetSource) schema() *arrow.Schema { return p.sc }
+
+func (p *parquetSource) next() (arrow.RecordBatch, error) {
+	for p.rr.Next() {
+		rec := p.rr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		rec.Retain()
+		return rec, nil
+	}
+	if err := p.rr.Err(); err != nil {
+		return nil, &FileError{Key: p.ro.key, Reason: "cannot read parquet data", Err: err}
+	}
+	return nil, nil
+}
+
+func (p *parquetSource) close() {
+	p.rr.Release()
+	_ = p.pf.Close()
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }

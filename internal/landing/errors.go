@@ -1,0 +1,85 @@
+package landing
+
+import (
+	"strconv"
+	"strings"
+)
+
+// FileError describes why a landing file could not be decoded. Every error
+// returned by Decode and DetectFormat is a *FileError (possibly wrapping a
+// lower-level cause in Err), so callers can write a quarantine report that
+// names the object key, the 1-based data row (header excluded; 0 when the
+// problem is not tied to a row), the column and the offending value.
+type FileError struct {
+	// Key is the landing object key of the file.
+	Key string
+	// Row is the 1-based data row number (the CSV header is not counted;
+	// for Parquet it is the row index in the file plus one), 0 when the
+	// error is not row-specific.
+	Row int64
+	// Column is the column name, "" when the error is not column-specific.
+	Column string
+	// Value is the raw offending value, "" when there is none.
+	Value string
+	// Reason is the human-readable explanation (lowercase, no trailing
+	// punctuation).
+	Reason string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Error formats the error as `<key>: row <n>, column "<c>": <reason>`,
+// leaving out the parts that are not set.
+func (e *FileError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Key)
+	var loc []string
+	if e.Row > 0 {
+		loc = append(loc, "row "+strconv.FormatInt(e.Row, 10))
+	}
+	if e.Column != "" {
+		loc = append(loc, "column "+strconv.Quote(e.Column))
+	}
+	if len(loc) > 0 {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(strings.Join(loc, ", "))
+	}
+	msg := e.Reason
+	if e.Err != nil {
+		if msg == "" {
+			msg = e.Err.Error()
+		} else {
+			msg += ": " + e.Err.Error()
+		}
+	}
+	if msg != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(msg)
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause (nil when there is none).
+func (e *FileError) Unwrap() error { return e.Err }
+
+// maxValueInMessage bounds how much of an offending value is quoted in an
+// error message; FileError.Value always keeps the full value.
+const maxValueInMessage = 100
+
+// quoteValue quotes v for an error message, shortening very long values.
+func quoteValue(v string) string {
+	if len(v) > maxValueInMessage {
+		cut := maxValueInMessage
+		for cut > 0 && !isRuneStart(v[cut]) {
+			cut--
+		}
+		return strconv.Quote(v[:cut]) + "..."
+	}
+	return strconv.Quote(v)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,225 @@
+package landing
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// timeColumnNames are the column names (compared case-insensitively, in
+// this order of preference) that inference tries as the time column when
+// none is given and the file has no timestamp-typed column.
+var timeColumnNames = [...]string{"time", "timestamp", "ts", "datetime", "event_time"}
+
+// inferredTimeType is the type of the time column in every inferred schema:
+// Iceberg timestamptz in microseconds (timelake-format.md "Data files").
+var inferredTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+
+// inferSchema derives a schema for a new table from all rows of the file.
+// src is the file schema (all text for CSV/TSV, when fromText is true).
+// The time column is non-nullable timestamp[us, tz=UTC]; every other column
+// is nullable and keeps file order. It returns the schema and the name of the
+// time column as spelled in the file.
+func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, fromText bool, timeCol string) (*arrow.Schema, string, error) {
+	timeIdx, err := pickTimeColumn(ro, src, batches, timeCol)
+	if err != nil {
+		return nil, "", err
+	}
+	fields := make([]arrow.Field, src.NumFields())
+	for i, f := range src.Fields() {
+		switch {
+		case i == timeIdx:
+			fields[i] = arrow.Field{Name: f.Name, Type: inferredTimeType, Nullable: false}
+		case fromText:
+			fields[i] = arrow.Field{Name: f.Name, Type: sniffText(batches, i), Nullable: true}
+		default:
+			dt, err := normaliseType(f.Type)
+			if err != nil {
+				return nil, "", &FileError{Key: ro.key, Column: f.Name, Reason: err.Error()}
+			}
+			fields[i] = arrow.Field{Name: f.Name, Type: dt, Nullable: true}
+		}
+	}
+	return arrow.NewSchema(fields, nil), src.Field(timeIdx).Name, nil
+}
+
+// pickTimeColumn applies the inference rules for the time column: the
+// explicit name when given; else the first timestamp-typed column; else the
+// first column named like timeColumnNames whose values all parse as times
+// (text, or numbers when a time unit is set).
+func pickTimeColumn(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, timeCol string) (int, error) {
+	if timeCol != "" {
+		idx := src.FieldIndices(timeCol)
+		if len(idx) == 0 {
+			return -1, &FileError{Key: ro.key, Column: timeCol,
+				Reason: "time column is not in the file (columns: " + listColumns(src) + ")"}
+		}
+		return idx[0], nil
+	}
+	for i, f := range src.Fields() {
+		if valueType(f.Type).ID() == arrow.TIMESTAMP {
+			return i, nil
+		}
+	}
+	tc := &timeConv{unit: arrow.Microsecond, loc: ro.loc, epoch: ro.epoch, epochSet: ro.epochSet}
+	for _, name := range timeColumnNames {
+		for i, f := range src.Fields() {
+			if strings.EqualFold(f.Name, name) && allTimes(tc, batches, i) {
+				return i, nil
+			}
+		}
+	}
+	return -1, &FileError{Key: ro.key,
+		Reason: "no time column found (columns: " + listColumns(src) + "); pass --time-column"}
+}
+
+// allTimes reports whether column i is text (or a number, with a time unit
+// set) and every value is non-null and parses as a time.
+func allTimes(tc *timeConv, batches []arrow.RecordBatch, i int) bool {
+	for _, rec := range batches {
+		arr := rec.Column(i)
+		if d, ok := arr.(*array.Dictionary); ok {
+			if arr.NullN() > 0 {
+				return false
+			}
+			arr = d.Dictionary() // unused dictionary entries are checked too
+		}
+		dt := arr.DataType()
+		switch {
+		case isText(dt):
+			get := textValues(arr)
+			for j := 0; j < arr.Len(); j++ {
+				if arr.IsNull(j) {
+					return false
+				}
+				if _, _, ok := tc.fromText(get(j)); !ok {
+					return false
+				}
+			}
+		case tc.epochSet && (isSigned(dt) || isUnsigned(dt) || isFloat(dt)):
+			if arr.NullN() > 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sniffText infers the type of a CSV/TSV text column from all its non-null
+// values: int64 when all parse as base-10 integers, else float64 when all
+// parse as floats (NaN/Inf allowed, but at least one value must contain a
+// digit), else bool when all are true/false (case-insensitive), else string.
+// An all-null column is a string. Surrounding spaces are ignored, as in the
+// conversion that follows.
+func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
+	canInt, canFloat, canBool := true, true, true
+	seen, floatDigit := false, false
+	for _, rec := range batches {
+		arr := rec.Column(i)
+		get := textValues(arr)
+		for j := 0; j < arr.Len(); j++ {
+			if arr.IsNull(j) {
+				continue
+			}
+			seen = true
+			s := strings.TrimSpace(get(j))
+			isInt := false
+			if canInt {
+				if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+					isInt, floatDigit = true, true
+				} else {
+					canInt = false
+				}
+			}
+			if canFloat && !isInt {
+				if _, err := strconv.ParseFloat(s, 64); err != nil {
+					canFloat = false
+				} else if hasDigit(s) {
+					floatDigit = true
+				}
+			}
+			if canBool && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+				canBool = false
+			}
+			if !canInt && !canFloat && !canBool {
+				return arrow.BinaryTypes.String
+			}
+		}
+	}
+	switch {
+	case !seen:
+		return arrow.BinaryTypes.String
+	case canInt:
+		return arrow.PrimitiveTypes.Int64
+	case canFloat && floatDigit:
+		return arrow.PrimitiveTypes.Float64
+	case canBool:
+		return arrow.FixedWidthTypes.Boolean
+	}
+	return arrow.BinaryTypes.String
+}
+
+// normaliseType maps a Parquet-derived Arrow type to the type a new table
+// gets, mirroring what iceberg-go's ArrowSchemaToIceberg accepts
+// (iceberg-go-notes.md "Schema") and the Iceberg spec's primitive types:
+// small and unsigned integers widen to int/long, float16 to float,
+// dictionaries to their value type, large/view strings and binaries to the
+// plain ones, date64 to date32, time32/time64 to time64[us], timestamps to
+// microseconds (a zoned timestamp becomes UTC, a naive one stays naive), and
+// an all-null column to string. Nested and other types are an error.
+func normaliseType(dt arrow.DataType) (arrow.DataType, error) {
+	switch t := dt.(type) {
+	case *arrow.DictionaryType:
+		return normaliseType(t.ValueType)
+	case *arrow.TimestampType:
+		if t.TimeZone != "" {
+			return inferredTimeType, nil
+		}
+		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
+	case *arrow.Decimal128Type, *arrow.FixedSizeBinaryType:
+		return dt, nil
+	}
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16:
+		return arrow.PrimitiveTypes.Int32, nil
+	case arrow.INT64, arrow.UINT32, arrow.UINT64:
+		return arrow.PrimitiveTypes.Int64, nil
+	case arrow.FLOAT16, arrow.FLOAT32:
+		return arrow.PrimitiveTypes.Float32, nil
+	case arrow.FLOAT64:
+		return arrow.PrimitiveTypes.Float64, nil
+	case arrow.BOOL:
+		return arrow.FixedWidthTypes.Boolean, nil
+	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW, arrow.NULL:
+		return arrow.BinaryTypes.String, nil
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
+		return arrow.BinaryTypes.Binary, nil
+	case arrow.DATE32, arrow.DATE64:
+		return arrow.FixedWidthTypes.Date32, nil
+	case arrow.TIME32, arrow.TIME64:
+		return arrow.FixedWidthTypes.Time64us, nil
+	}
+	return nil, fmt.Errorf("unsupported column type %s (lists, structs, maps and other nested or special types cannot be loaded)", dt)
+}
+
+// valueType strips a dictionary encoding.
+func valueType(dt arrow.DataType) arrow.DataType {
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		return d.ValueType
+	}
+	return dt
+}
+
+// listColumns renders the column names of sc for error messages.
+func listColumns(sc *arrow.Schema) string {
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = strconv.Quote(f.Name)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,325 @@
+package landing
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Text timestamps accepted for the time column (and for any other timestamp
+// column fed from text) follow RFC 3339 section 5.6 with the ISO 8601
+// relaxations listed in timelake-format.md / the decoder brief:
+//
+//	YYYY-MM-DD(T|t| )HH:MM:SS[.f{1,9}][Z|z|+hh:mm|-hh:mm|+hhmm|-hhmm|+hh|-hh]
+//	YYYY-MM-DD                      (a bare date: midnight, see below)
+//
+// A value without an offset is a wall-clock time in DecodeOptions.AssumeLocation
+// (UTC when nil). A bare date is accepted and means midnight in that same
+// location; this is a deliberate convenience for daily files. Leading and
+// trailing spaces are ignored, leap seconds (:60) are rejected, and digits
+// beyond microseconds are truncated when the target unit is microseconds.
+
+// timeExample is quoted in every "cannot parse as a timestamp" message.
+const timeExample = "2026-01-05T10:00:00Z"
+
+// textTime is a parsed text timestamp, before a zone is applied.
+type textTime struct {
+	year, month, day, hour, min, sec, nsec int
+	hasOffset                              bool
+	offset                                 int // seconds east of UTC
+}
+
+// parseTextTime parses the forms described above. ok is false when s is not
+// one of them or holds an out-of-range field.
+func parseTextTime(s string) (t textTime, ok bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' {
+		return t, false
+	}
+	var good bool
+	if t.year, good = digits(s[0:4]); !good {
+		return t, false
+	}
+	if t.month, good = digits(s[5:7]); !good {
+		return t, false
+	}
+	if t.day, good = digits(s[8:10]); !good {
+		return t, false
+	}
+	if t.month < 1 || t.month > 12 || t.day < 1 || t.day > daysIn(t.year, t.month) {
+		return t, false
+	}
+	if len(s) == 10 {
+		return t, true
+	}
+	if c := s[10]; c != 'T' && c != 't' && c != ' ' {
+		return t, false
+	}
+	rest := s[11:]
+	var n int
+	if t.hour, t.min, t.sec, t.nsec, n, good = parseClock(rest); !good {
+		return t, false
+	}
+	rest = rest[n:]
+	if rest == "" {
+		return t, true
+	}
+	switch rest[0] {
+	case 'Z', 'z':
+		if len(rest) != 1 {
+			return t, false
+		}
+		t.hasOffset = true
+		return t, true
+	case '+', '-':
+		sign := 1
+		if rest[0] == '-' {
+			sign = -1
+		}
+		off := rest[1:]
+		var hh, mm int
+		switch {
+		case len(off) == 2:
+			hh, good = digits(off)
+		case len(off) == 4:
+			var g2 bool
+			hh, good = digits(off[:2])
+			mm, g2 = digits(off[2:])
+			good = good && g2
+		case len(off) == 5 && off[2] == ':':
+			var g2 bool
+			hh, good = digits(off[:2])
+			mm, g2 = digits(off[3:])
+			good = good && g2
+		default:
+			return t, false
+		}
+		if !good || hh > 23 || mm > 59 {
+			return t, false
+		}
+		t.hasOffset = true
+		t.offset = sign * (hh*3600 + mm*60)
+		return t, true
+	}
+	return t, false
+}
+
+// parseClock parses HH:MM:SS[.f{1,9}] at the start of s and returns how many
+// bytes it used.
+func parseClock(s string) (h, m, sec, nsec, n int, ok bool) {
+	if len(s) < 8 || s[2] != ':' || s[5] != ':' {
+		return 0, 0, 0, 0, 0, false
+	}
+	var g1, g2, g3 bool
+	h, g1 = digits(s[0:2])
+	m, g2 = digits(s[3:5])
+	sec, g3 = digits(s[6:8])
+	if !g1 || !g2 || !g3 || h > 23 || m > 59 || sec > 59 {
+		return 0, 0, 0, 0, 0, false
+	}
+	n = 8
+	if n < len(s) && s[n] == '.' {
+		j := n + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		nd := j - n - 1
+		if nd < 1 || nd > 9 {
+			return 0, 0, 0, 0, 0, false
+		}
+		frac, _ := strconv.Atoi(s[n+1 : j])
+		for i := nd; i < 9; i++ {
+			frac *= 10
+		}
+		nsec = frac
+		n = j
+	}
+	return h, m, sec, nsec, n, true
+}
+
+// digits parses an all-ASCII-digit string.
+func digits(s string) (int, bool) {
+	v := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, len(s) > 0
+}
+
+func daysIn(year, month int) int {
+	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// instant resolves t to an absolute time: its own offset when it has one,
+// otherwise loc (UTC when nil).
+func (t textTime) instant(loc *time.Location) time.Time {
+	if t.hasOffset {
+		return time.Date(t.year, time.Month(t.month), t.day, t.hour, t.min, t.sec, t.nsec, time.UTC).
+			Add(-time.Duration(t.offset) * time.Second)
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	return time.Date(t.year, time.Month(t.month), t.day, t.hour, t.min, t.sec, t.nsec, loc)
+}
+
+// timeToUnit converts an absolute time to a count of unit since the Unix
+// epoch, flooring sub-unit digits. ok is false on int64 overflow (only
+// possible for nanoseconds outside 1677..2262).
+func timeToUnit(t time.Time, unit arrow.TimeUnit) (int64, bool) {
+	sec, nsec := t.Unix(), int64(t.Nanosecond())
+	per := int64(time.Second / unit.Multiplier())
+	if sec > math.MaxInt64/per-1 || sec < math.MinInt64/per+1 {
+		return 0, false
+	}
+	return sec*per + nsec/int64(unit.Multiplier()), true
+}
+
+// convertUnit converts v from one time unit to another: multiplying with an
+// overflow check, or flooring when the target is coarser.
+func convertUnit(v int64, from, to arrow.TimeUnit) (int64, bool) {
+	f, t := int64(from.Multiplier()), int64(to.Multiplier())
+	switch {
+	case f == t:
+		return v, true
+	case f > t:
+		k := f / t
+		if v > math.MaxInt64/k || v < math.MinInt64/k {
+			return 0, false
+		}
+		return v * k, true
+	default:
+		k := t / f
+		q := v / k
+		if v%k != 0 && v < 0 {
+			q--
+		}
+		return q, true
+	}
+}
+
+// floatEpochToUnit converts a fractional epoch value in unit from to unit to,
+// rounding to the nearest target unit (binary floats rarely hold exact
+// decimal fractions, so rounding rather than truncating is intended here).
+func floatEpochToUnit(v float64, from, to arrow.TimeUnit) (int64, bool) {
+	x := math.Round(v * float64(from.Multiplier()) / float64(to.Multiplier()))
+	if math.IsNaN(x) || x >= math.MaxInt64 || x <= math.MinInt64 {
+		return 0, false
+	}
+	return int64(x), true
+}
+
+// parseTimeUnit maps DecodeOptions.TimeUnit to an Arrow unit; set is false
+// for "".
+func parseTimeUnit(s string) (u arrow.TimeUnit, set bool, ok bool) {
+	switch s {
+	case "":
+		return 0, false, true
+	case "s":
+		return arrow.Second, true, true
+	case "ms":
+		return arrow.Millisecond, true, true
+	case "us":
+		return arrow.Microsecond, true, true
+	case "ns":
+		return arrow.Nanosecond, true, true
+	}
+	return 0, false, false
+}
+
+// timeConv turns text or epoch numbers into values of one Arrow timestamp
+// type, following the time column rules of the decoder brief.
+type timeConv struct {
+	unit      arrow.TimeUnit // target unit
+	naive     bool           // target has no time zone (Iceberg "timestamp")
+	loc       *time.Location // zone for text without offset into a zoned target
+	epoch     arrow.TimeUnit // unit of numeric epoch values
+	epochSet  bool           // numeric epoch values allowed
+	hintEpoch bool           // mention the time unit option when a number fails
+}
+
+// fromText parses one text value. Numbers are tried as epoch values only
+// after the text forms failed and only when an epoch unit is set.
+func (c *timeConv) fromText(s string) (int64, string, bool) {
+	if tt, ok := parseTextTime(s); ok {
+		var inst time.Time
+		if c.naive {
+			// Iceberg "timestamp" (no zone) stores wall-clock time: keep text
+			// without offset as written; text with an offset becomes UTC.
+			inst = tt.instant(time.UTC)
+		} else {
+			inst = tt.instant(c.loc)
+		}
+		v, ok := timeToUnit(inst, c.unit)
+		if !ok {
+			return 0, "timestamp " + quoteValue(s) + " is out of range", false
+		}
+		return v, "", true
+	}
+	ts := strings.TrimSpace(s)
+	if c.epochSet {
+		if i, err := strconv.ParseInt(ts, 10, 64); err == nil {
+			if v, ok := convertUnit(i, c.epoch, c.unit); ok {
+				return v, "", true
+			}
+			return 0, "epoch value " + quoteValue(s) + " is out of range", false
+		}
+		if f, err := strconv.ParseFloat(ts, 64); err == nil && hasDigit(ts) {
+			if v, ok := floatEpochToUnit(f, c.epoch, c.unit); ok {
+				return v, "", true
+			}
+			return 0, "epoch value " + quoteValue(s) + " is out of range", false
+		}
+	}
+	reason := "cannot parse " + quoteValue(s) + " as a timestamp (expected RFC 3339 such as " + timeExample + ")"
+	if !c.epochSet && c.hintEpoch {
+		if _, err := strconv.ParseFloat(ts, 64); err == nil && hasDigit(ts) {
+			reason += "; numeric epoch times need a time unit (--time-unit s, ms, us or ns)"
+		}
+	}
+	return 0, reason, false
+}
+
+func hasDigit(s string) bool {
+	return strings.ContainsAny(s, "0123456789")
+}
+
+// parseDate parses YYYY-MM-DD into days since the Unix epoch (Arrow date32).
+func parseDate(s string) (int32, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) != 10 {
+		return 0, false
+	}
+	tt, ok := parseTextTime(s)
+	if !ok {
+		return 0, false
+	}
+	sec := time.Date(tt.year, time.Month(tt.month), tt.day, 0, 0, 0, 0, time.UTC).Unix()
+	return int32(floorDiv(sec, 86400)), true
+}
+
+// parseTimeOfDay parses HH:MM:SS[.f{1,9}] into microseconds since midnight
+// (Arrow time64[us], Iceberg "time").
+func parseTimeOfDay(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	h, m, sec, nsec, n, ok := parseClock(s)
+	if !ok || n != len(s) {
+		return 0, false
+	}
+	return (int64(h)*3600+int64(m)*60+int64(sec))*1_000_000 + int64(nsec)/1000, true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}

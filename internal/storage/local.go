@@ -1,0 +1,328 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// tempPrefix marks in-progress files of a LocalStore; List never returns them.
+const tempPrefix = ".tl-tmp-"
+
+// lockStale is the age after which a left-over IfMatch lock file (from a
+// process that died inside the few microseconds it holds one) is broken.
+const lockStale = 30 * time.Second
+
+var userHomeDir = os.UserHomeDir
+
+// LocalStore is a Store on a local folder. Writes go to a temporary file in
+// the target folder first and are published atomically: by rename, or by
+// hard link for IfAbsent (link fails if the name exists, like O_EXCL).
+type LocalStore struct {
+	root string
+}
+
+var _ Store = (*LocalStore)(nil)
+
+// NewLocalStore returns a store rooted at dir, creating dir if needed.
+func NewLocalStore(dir string) (*LocalStore, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create folder %s: %w", abs, err)
+	}
+	return &LocalStore{root: abs}, nil
+}
+
+// URI returns the absolute folder.
+func (s *LocalStore) URI() string { return s.root }
+
+// Path returns the local file path of key.
+func (s *LocalStore) Path(key string) string {
+	return filepath.Join(s.root, filepath.FromSlash(key))
+}
+
+func (s *LocalStore) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return s.Path(key), nil
+}
+
+func localInfo(key string, fi fs.FileInfo) ObjectInfo {
+	mt := fi.ModTime().UTC()
+	return ObjectInfo{
+		Key:          key,
+		Size:         fi.Size(),
+		ETag:         fmt.Sprintf("%x-%x", fi.Size(), mt.UnixNano()),
+		LastModified: mt,
+	}
+}
+
+func mapOSErr(op, key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s %s: %w", op, key, ErrNotExist)
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// List walks the folder and reports regular files in key order.
+func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	var infos []ObjectInfo
+	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, rerr := filepath.Rel(s.root, p)
+		if rerr != nil {
+			return rerr
+		}
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			// Skip folders that cannot hold a key with this prefix.
+			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted while listing
+			}
+			return err
+		}
+		infos = append(infos, localInfo(key, fi))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", s.root, err)
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Key < infos[j].Key })
+	for _, info := range infos {
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get opens the file for key.
+func (s *LocalStore) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	p, err := s.path(key)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, ObjectInfo{}, mapOSErr("get", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, ObjectInfo{}, mapOSErr("get", key, err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, ObjectInfo{}, fmt.Errorf("get %s: %w", key, ErrNotExist)
+	}
+	return f, localInfo(key, fi), nil
+}
+
+// Stat returns the file's info.
+func (s *LocalStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, err
+	}
+	p, err := s.path(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ObjectInfo{}, mapOSErr("stat", key, err)
+	}
+	if fi.IsDir() {
+		return ObjectInfo{}, fmt.Errorf("stat %s: %w", key, ErrNotExist)
+	}
+	return localInfo(key, fi), nil
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeTemp copies body into a new temporary file next to dst.
+func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), tempPrefix+filepath.Base(dst)+"-"+randomSuffix())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, ctxReader{ctx, body})
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// Put publishes body under key atomically, honouring IfAbsent and IfMatch.
+func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	tmp, err := writeTemp(ctx, p, body)
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	defer os.Remove(tmp)
+	switch {
+	case opts.IfAbsent:
+		if err := os.Link(tmp, p); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return ObjectInfo{}, fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+			}
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+	case opts.IfMatch != "":
+		if err := s.swap(ctx, key, p, tmp, opts.IfMatch); err != nil {
+			return ObjectInfo{}, err
+		}
+	default:
+		if err := os.Rename(tmp, p); err != nil {
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+	}
+	return s.Stat(ctx, key)
+}
+
+// swap replaces p by tmp if p's ETag is etag, under an exclusive lock file so
+// that two compare-and-swaps cannot interleave.
+func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
+	lock := p + ".tl-lock"
+	for {
+		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			f.Close()
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("put %s: lock: %w", key, err)
+		}
+		if fi, serr := os.Stat(lock); serr == nil && time.Since(fi.ModTime()) > lockStale {
+			os.Remove(lock)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	defer os.Remove(lock)
+	cur, err := s.Stat(ctx, key)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+		}
+		return err
+	}
+	if cur.ETag != etag {
+		return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Copy copies src to dst through a temporary file.
+func (s *LocalStore) Copy(ctx context.Context, src, dst string) error {
+	rc, _, err := s.Get(ctx, src)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	p, err := s.path(dst)
+	if err != nil {
+		return err
+	}
+	tmp, err := writeTemp(ctx, p, rc)
+	if err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// Delete removes the file and then any folders it leaves empty, up to the root.
+func (s *LocalStore) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil { // not empty, or gone: stop
+			break
+		}
+	}
+	return nil
+}
+
+// ctxReader stops a long copy when ctx is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

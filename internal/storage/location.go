@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Location is a parsed store root: an S3 bucket with an optional key prefix,
+// or a local folder.
+type Location struct {
+	Bucket string // S3 bucket; empty for a local folder
+	Prefix string // S3 key prefix without leading or trailing slash
+	Dir    string // absolute local folder; empty for S3
+}
+
+// IsS3 reports whether the location is an S3 bucket.
+func (l Location) IsS3() bool { return l.Bucket != "" }
+
+// String renders the location as s3://bucket/prefix or the absolute folder.
+func (l Location) String() string {
+	if !l.IsS3() {
+		return l.Dir
+	}
+	if l.Prefix == "" {
+		return "s3://" + l.Bucket
+	}
+	return "s3://" + l.Bucket + "/" + l.Prefix
+}
+
+// bucketName follows the S3 general purpose bucket naming rules (3-63
+// characters, lowercase letters, digits, dots and hyphens).
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// ParseLocation parses a warehouse or landing setting. Accepted forms:
+//   - s3://bucket or s3://bucket/prefix (also s3a://)
+//   - file:///absolute/path
+//   - a path containing a slash, or starting with "." or "~": a local folder
+//   - a bare word: an S3 bucket name when bareIsBucket (LANDING_BUCKET holds
+//     a bucket name in the public docs), otherwise a local folder.
+func ParseLocation(s string, bareIsBucket bool) (Location, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Location{}, errors.New("empty location")
+	}
+	if strings.HasPrefix(s, "s3://") || strings.HasPrefix(s, "s3a://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return Location{}, fmt.Errorf("parse %q: %w", s, err)
+		}
+		return s3Location(s, u.Host, u.Path)
+	}
+	if strings.HasPrefix(s, "file://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return Location{}, fmt.Errorf("parse %q: %w", s, err)
+		}
+		return localLocation(u.Path)
+	}
+	if strings.Contains(s, "://") {
+		return Location{}, fmt.Errorf("unsupported location %q (expected s3://bucket/prefix or a local folder)", s)
+	}
+	if bareIsBucket && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "~") {
+		return s3Location(s, s, "")
+	}
+	return localLocation(s)
+}
+
+func s3Location(orig, bucket, prefix string) (Location, error) {
+	if !bucketName.MatchString(bucket) {
+		return Location{}, fmt.Errorf("invalid bucket name %q in %q (S3 bucket names are 3-63 lowercase letters, digits, dots and hyphens)", bucket, orig)
+	}
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		if err := ValidateKey(prefix); err != nil {
+			return Location{}, fmt.Errorf("invalid prefix in %q: %w", orig, err)
+		}
+	}
+	return Location{Bucket: bucket, Prefix: prefix}, nil
+}
+
+func localLocation(p string) (Location, error) {
+	if strings.HasPrefix(p, "~/") {
+		home, err := userHomeDir()
+		if err != nil {
+			return Location{}, err
+		}
+		p = filepath.Join(home, p[2:])
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return Location{}, fmt.Errorf("resolve folder %q: %w", p, err)
+	}
+	return Location{Dir: abs}, nil
+}

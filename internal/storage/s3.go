@@ -1,0 +1,254 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// TigrisConsistentHeader asks Tigris for a globally consistent read or
+// conditional write (Tigris docs, "Consistency"). Other servers ignore it.
+const TigrisConsistentHeader = "X-Tigris-Consistent"
+
+// S3API is the part of *s3.Client that S3Store uses (same signatures, so the
+// SDK client fits with no adapter).
+type S3API interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+// S3Store is a Store on an S3 bucket, optionally below a key prefix.
+type S3Store struct {
+	client S3API
+	bucket string
+	prefix string // "" or "a/b/" (with trailing slash)
+
+	// consistentAll adds the Tigris consistency header to every request;
+	// consistentWrites only to conditional writes.
+	consistentAll, consistentWrites bool
+}
+
+var _ Store = (*S3Store)(nil)
+
+// S3StoreOptions tune an S3Store.
+type S3StoreOptions struct {
+	// Tigris sends X-Tigris-Consistent: true on conditional writes.
+	Tigris bool
+	// ConsistentReads also sends it on every read and listing; the lake's
+	// metadata store sets it so that a commit always sees the newest version.
+	ConsistentReads bool
+}
+
+// NewS3Store returns a store on bucket below prefix ("" for the whole bucket).
+func NewS3Store(client S3API, bucket, prefix string, opts S3StoreOptions) *S3Store {
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return &S3Store{
+		client:           client,
+		bucket:           bucket,
+		prefix:           prefix,
+		consistentAll:    opts.Tigris && opts.ConsistentReads,
+		consistentWrites: opts.Tigris,
+	}
+}
+
+// URI returns s3://bucket/prefix.
+func (s *S3Store) URI() string {
+	return strings.TrimSuffix("s3://"+s.bucket+"/"+s.prefix, "/")
+}
+
+// Bucket returns the bucket name.
+func (s *S3Store) Bucket() string { return s.bucket }
+
+// FullKey returns the bucket-relative key of a store key.
+func (s *S3Store) FullKey(key string) string { return s.prefix + key }
+
+func withHeader(name, value string) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, smithyhttp.SetHeaderValue(name, value))
+	}
+}
+
+func (s *S3Store) readOpts() []func(*s3.Options) {
+	if s.consistentAll {
+		return []func(*s3.Options){withHeader(TigrisConsistentHeader, "true")}
+	}
+	return nil
+}
+
+// classify maps S3 errors to the package sentinels, keeping the original.
+func classify(op, key string, err error) error {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NotFound", "NoSuchBucket":
+			return fmt.Errorf("%s %s: %w (%s)", op, key, ErrNotExist, ae.ErrorCode())
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return fmt.Errorf("%s %s: %w (%s)", op, key, ErrPreconditionFailed, ae.ErrorCode())
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusNotFound:
+			return fmt.Errorf("%s %s: %w", op, key, ErrNotExist)
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("%s %s: %w", op, key, ErrPreconditionFailed)
+		}
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// List pages through ListObjectsV2 (which returns keys in ascending UTF-8
+// binary order, S3 API reference).
+func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix + prefix),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx, s.readOpts()...)
+		if err != nil {
+			return classify("list", s.URI()+"/"+prefix, err)
+		}
+		for _, o := range page.Contents {
+			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			if key == "" || strings.HasSuffix(key, "/") {
+				continue // folder markers made by consoles
+			}
+			info := ObjectInfo{Key: key, Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag)}
+			if o.LastModified != nil {
+				info.LastModified = o.LastModified.UTC()
+			}
+			if err := fn(info); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Get streams an object.
+func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	}, s.readOpts()...)
+	if err != nil {
+		return nil, ObjectInfo{}, classify("get", key, err)
+	}
+	info := ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}
+	if out.LastModified != nil {
+		info.LastModified = out.LastModified.UTC()
+	}
+	return out.Body, info, nil
+}
+
+// Stat issues HeadObject.
+func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	}, s.readOpts()...)
+	if err != nil {
+		return ObjectInfo{}, classify("stat", key, err)
+	}
+	info := ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}
+	if out.LastModified != nil {
+		info.LastModified = out.LastModified.UTC()
+	}
+	return info, nil
+}
+
+// Put issues PutObject with If-None-Match: * or If-Match as asked.
+func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error) {
+	if err := ValidateKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	size, err := body.Seek(0, io.SeekEnd)
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		Body:          body,
+		ContentLength: aws.Int64(size),
+	}
+	if opts.ContentType != "" {
+		in.ContentType = aws.String(opts.ContentType)
+	}
+	var extra []func(*s3.Options)
+	if opts.IfAbsent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if opts.IfMatch != "" {
+		in.IfMatch = aws.String(opts.IfMatch)
+	}
+	if (opts.IfAbsent || opts.IfMatch != "") && s.consistentWrites || s.consistentAll {
+		extra = append(extra, withHeader(TigrisConsistentHeader, "true"))
+	}
+	out, err := s.client.PutObject(ctx, in, extra...)
+	if err != nil {
+		return ObjectInfo{}, classify("put", key, err)
+	}
+	return ObjectInfo{Key: key, Size: size, ETag: aws.ToString(out.ETag)}, nil
+}
+
+// Copy issues a server-side CopyObject.
+func (s *S3Store) Copy(ctx context.Context, src, dst string) error {
+	if err := ValidateKey(dst); err != nil {
+		return err
+	}
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket:     aws.String(s.bucket),
+		Key:        aws.String(s.prefix + dst),
+		CopySource: aws.String(s.bucket + "/" + pathEscape(s.prefix+src)),
+	}, s.readOpts()...)
+	if err != nil {
+		return classify("copy "+src+" to", dst, err)
+	}
+	return nil
+}
+
+// pathEscape escapes each segment of a key for the x-amz-copy-source header
+// (S3 CopyObject: the source must be URL-encoded).
+func pathEscape(key string) string {
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segs, "/")
+}
+
+// Delete issues DeleteObject.
+func (s *S3Store) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	var ae smithy.APIError
+	if err != nil && !(errors.As(err, &ae) && ae.ErrorCode() == "NoSuchKey") {
+		return classify("delete", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// S3Config holds what is needed to build an S3 client. Empty fields fall back
+// to the standard AWS chain (environment, shared config and credentials
+// files, instance roles).
+type S3Config struct {
+	// Endpoint is the service URL of an S3-compatible store, e.g.
+	// https://t3.storage.dev for Tigris or http://127.0.0.1:9000; empty means
+	// AWS S3.
+	Endpoint string
+	// Region is the signing region; Tigris uses "auto". Empty: from the AWS
+	// chain, else "auto" for Tigris and "us-east-1" for other custom endpoints.
+	Region string
+	// VirtualHosted selects virtual-hosted-style addressing
+	// (bucket.host). The default is path-style for custom endpoints, which every
+	// S3-compatible server supports, and virtual-hosted for AWS.
+	VirtualHosted bool
+	// Static credentials; when AccessKeyID is empty the AWS chain is used.
+	AccessKeyID, SecretAccessKey, SessionToken string
+	// Profile is a shared-config profile name (AWS_PROFILE).
+	Profile string
+	// MaxAttempts bounds SDK retries of throttling, 5xx and network errors
+	// (4xx are never retried by the standard retryer). 0 means 5.
+	MaxAttempts int
+}
+
+// IsTigrisEndpoint reports whether endpoint is one of Tigris's hosts
+// (t3.storage.dev, fly.storage.tigris.dev and their subdomains).
+func IsTigrisEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return h == "storage.dev" || strings.HasSuffix(h, ".storage.dev") ||
+		h == "tigris.dev" || strings.HasSuffix(h, ".tigris.dev")
+}
+
+// NewS3Client builds an SDK client from cfg. It does no I/O beyond reading
+// the shared config files.
+func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("invalid S3 endpoint %q: expected a URL such as https://t3.storage.dev", cfg.Endpoint)
+		}
+	}
+	attempts := cfg.MaxAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = attempts })
+		}),
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+		if IsTigrisEndpoint(cfg.Endpoint) {
+			awsCfg.Region = "auto"
+		}
+	}
+	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			o.UsePathStyle = !cfg.VirtualHosted
+		}
+		// Only send checksums when an operation requires them: several
+		// S3-compatible servers reject the newer default trailing checksums.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	}), nil
+}

@@ -1,0 +1,119 @@
+// Package storage is the small object-store abstraction shared by the landing
+// bucket and the warehouse: an S3-compatible bucket (AWS S3, Tigris, MinIO,
+// versitygw) or a local folder, with the conditional create that the ingest
+// lease and the catalog-free Iceberg commit rely on.
+//
+// Keys are always slash-separated and relative to the store's root (bucket
+// prefix or folder). SDK types never leave this package: callers classify
+// errors with errors.Is against ErrNotExist and ErrPreconditionFailed.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ErrNotExist is returned (wrapped) when an object or its bucket does not
+// exist: S3 404 NoSuchKey/NotFound, or a missing file.
+var ErrNotExist = errors.New("object does not exist")
+
+// ErrPreconditionFailed is returned (wrapped) when a conditional write loses:
+// S3 answers 412 PreconditionFailed for If-None-Match: * on an existing key or
+// If-Match with a stale ETag, and 409 ConditionalRequestConflict when two
+// conditional writes race (S3 API, PutObject "conditional writes").
+var ErrPreconditionFailed = errors.New("precondition failed")
+
+// ObjectInfo describes one object.
+type ObjectInfo struct {
+	Key          string    // key relative to the store root, slash-separated
+	Size         int64     // bytes
+	ETag         string    // opaque version token; S3's quoted ETag, or size+mtime for folders
+	LastModified time.Time // UTC
+}
+
+// PutOptions are the conditions of a Put.
+type PutOptions struct {
+	// IfAbsent makes the write a conditional create (S3 If-None-Match: *;
+	// exclusive create on a folder). It fails with ErrPreconditionFailed when
+	// the key exists.
+	IfAbsent bool
+	// IfMatch makes the write a compare-and-swap: it fails with
+	// ErrPreconditionFailed unless the current object's ETag equals IfMatch.
+	IfMatch string
+	// ContentType is the MIME type stored with the object (S3 only).
+	ContentType string
+}
+
+// Store is a flat key/value object store. Every method honours ctx.
+type Store interface {
+	// List calls fn for every object whose key starts with prefix, in
+	// ascending byte order of keys, reading the listing page by page. An error
+	// from fn stops the listing and is returned.
+	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// Get opens an object for reading. The caller closes the reader.
+	// A missing object is ErrNotExist.
+	Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error)
+	// Stat returns an object's info without its body; ErrNotExist if missing.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// Put writes an object from body (read to its end) under the conditions
+	// in opts and returns the new object's info.
+	Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error)
+	// Copy copies src to dst (overwriting dst) within the store.
+	Copy(ctx context.Context, src, dst string) error
+	// Delete removes an object. Deleting a missing object is not an error
+	// (S3 DeleteObject semantics).
+	Delete(ctx context.Context, key string) error
+	// URI names the store root for messages: s3://bucket/prefix or a path.
+	URI() string
+}
+
+// MaxKeyBytes is the longest key S3 accepts (1,024 bytes of UTF-8, S3 object
+// key naming rules).
+const MaxKeyBytes = 1024
+
+// ValidateKey checks that key is a safe relative object key: not empty, at
+// most MaxKeyBytes, no leading slash, no "." or ".." segments, no empty
+// segment and no control characters. Folder stores rely on it so that a key
+// can never escape the root.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("invalid key: empty")
+	case len(key) > MaxKeyBytes:
+		return fmt.Errorf("invalid key %q: longer than %d bytes", key, MaxKeyBytes)
+	case strings.HasPrefix(key, "/"):
+		return fmt.Errorf("invalid key %q: must not start with /", key)
+	case strings.HasSuffix(key, "/"):
+		return fmt.Errorf("invalid key %q: must not end with /", key)
+	}
+	for _, r := range key {
+		if unicode.IsControl(r) || r == '\\' {
+			return fmt.Errorf("invalid key %q: control characters and backslashes are not allowed", key)
+		}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("invalid key %q: empty, \".\" or \"..\" path segment", key)
+		}
+	}
+	return nil
+}
+
+// ReadAll reads a whole (small) object: metadata files, leases, reports.
+func ReadAll(ctx context.Context, s Store, key string) ([]byte, ObjectInfo, error) {
+	rc, info, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, ObjectInfo{}, fmt.Errorf("read %s: %w", key, err)
+	}
+	return b, info, nil
+}
