@@ -183,6 +183,9 @@ func (r *runner) run(ctx context.Context) error {
 	case err == nil:
 		r.tbl = tbl
 	case errors.Is(err, lake.ErrTableNotFound):
+		if r.cfg.NoCreate {
+			return fmt.Errorf("%w: %v", ErrNoTable, err)
+		}
 		// Created from the first file that decodes.
 	default:
 		return err

@@ -196,11 +196,6 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnFile = func(r ingest.FileResult) { fmt.Fprintln(opts.Out, FileLine(r)) }
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(opts.Out, CreatedText(cr)) }
 	}
-	if c.NoCreate {
-		if _, err := c.Lake.LoadTable(ctx, c.Table); errors.Is(err, lake.ErrTableNotFound) {
-			return fmt.Errorf("%w: %v", ingest.ErrNoTable, err)
-		}
-	}
 	rep, err := ingest.Run(ctx, c)
 	if errors.Is(err, ingest.ErrLeaseHeld) {
 		return err

@@ -1,0 +1,144 @@
+package ingest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
+)
+
+func getenv(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// TestSettingsPrecedence checks flags > environment > --env-file, and that
+// the env file in the shell form of the public docs is read.
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	if err := os.WriteFile(envFile, []byte(`# production settings
+TIMELAKE_WAREHOUSE=`+filepath.Join(dir, "lake-from-file")+`
+TIMELAKE_TABLE='iot.from_file'
+export LANDING_BUCKET="`+filepath.Join(dir, "landing-from-file")+`"
+TIMELAKE_SERIES_KEY=device_id
+TIMELAKE_MAX_FILES=7
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		table     string
+		landing   string
+		warehouse string
+		maxFiles  int
+	}{
+		{"env file only", []string{"--env-file", envFile}, nil,
+			"iot.from_file", "landing-from-file", "lake-from-file", 7},
+		{"environment beats env file", []string{"--env-file", envFile}, map[string]string{"TIMELAKE_TABLE": "iot.from_env"},
+			"iot.from_env", "landing-from-file", "lake-from-file", 7},
+		{"flag beats environment", []string{"--env-file", envFile, "--table", "iot.from_flag", "--max-files", "2"},
+			map[string]string{"TIMELAKE_TABLE": "iot.from_env", "TIMELAKE_MAX_FILES": "9"},
+			"iot.from_flag", "landing-from-file", "lake-from-file", 2},
+		{"env file named by TIMELAKE_ENV_FILE", nil, map[string]string{"TIMELAKE_ENV_FILE": envFile},
+			"iot.from_file", "landing-from-file", "lake-from-file", 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, _, errOut := iostreams.Test()
+			var got *ingestcmd.Options
+			f := &cmdutil.Factory{IO: ios, Getenv: getenv(tc.env)}
+			root := commands.NewRootCmd(f)
+			for _, c := range root.Commands() {
+				if c.Name() == "ingest" {
+					root.RemoveCommand(c)
+				}
+			}
+			root.AddCommand(ingestcmd.NewCmdIngest(f, func(_ context.Context, o *ingestcmd.Options) error { got = o; return nil }))
+			root.SetArgs(append([]string{"ingest"}, tc.args...))
+			if err := root.Execute(); err != nil {
+				t.Fatalf("%v\n%s", err, errOut)
+			}
+			c := got.Config
+			if c.Table.String() != tc.table || !strings.HasSuffix(c.Landing.URI(), tc.landing) ||
+				!strings.HasSuffix(c.Lake.URI(), tc.warehouse) || c.MaxFiles != tc.maxFiles ||
+				strings.Join(c.SeriesKey, ",") != "device_id" || c.Partition != "day" || c.LeaseTTL != 10*time.Minute {
+				t.Fatalf("config: table %s landing %s lake %s max %d series %v partition %s ttl %s",
+					c.Table, c.Landing.URI(), c.Lake.URI(), c.MaxFiles, c.SeriesKey, c.Partition, c.LeaseTTL)
+			}
+		})
+	}
+}
+
+func TestHelpNamesTheVariables(t *testing.T) {
+	ios, out, _ := iostreams.Test()
+	code := commands.Execute(context.Background(), []string{"ingest", "--help"}, ios, getenv(nil))
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, v := range []string{"LANDING_BUCKET", "TIMELAKE_WAREHOUSE", "TIMELAKE_TABLE", "TIMELAKE_TIME_COLUMN",
+		"TIMELAKE_SERIES_KEY", "TIMELAKE_PARTITION", "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_ENDPOINT", "AWS_REGION", "TIMELAKE_ENV_FILE"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("help does not name %s", v)
+		}
+	}
+}
+
+func TestOutputLines(t *testing.T) {
+	for _, tc := range []struct {
+		r    ingest.FileResult
+		want string
+	}{
+		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.Loaded, Rows: 300, SnapshotID: 42}, "loaded          gw/a.csv  300 rows  snapshot 42"},
+		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.AlreadyLoaded, SnapshotID: 42}, "already loaded  gw/a.csv  snapshot 42, deleted"},
+		{ingest.FileResult{Key: "gw/b.csv", Status: ingest.Quarantined, QuarantinedTo: "_rejected/gw/b.csv", Reason: "gw/b.csv: row 2: bad"},
+			"quarantined     gw/b.csv  -> _rejected/gw/b.csv: gw/b.csv: row 2: bad"},
+		{ingest.FileResult{Key: "gw/c.csv", Status: ingest.WouldLoad, Size: 10}, "would load      gw/c.csv  10 bytes"},
+	} {
+		if got := ingestcmd.FileLine(tc.r); got != tc.want {
+			t.Errorf("FileLine = %q\nwant       %q", got, tc.want)
+		}
+	}
+}
+
+func TestExecuteExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	write := func(name, body string) {
+		if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(landing, "gw", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.csv", "time,v\n2026-01-05T10:00:00Z,1\n")
+	write("b.csv", "time,v\n2026-01-05T10:00:00Z\n")
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t"}
+	ios, out, errOut := iostreams.Test()
+	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitPartial {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+	}
+	ios, out, errOut = iostreams.Test()
+	if code := commands.Execute(context.Background(), append(args, "--json"), ios, getenv(nil)); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.HasPrefix(out.String(), "{") || errOut.Len() != 0 {
+		t.Fatalf("json run: stdout %q stderr %q", out, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	write("c.csv", "time,v\n2026-01-05T11:00:00Z,1\n")
+	ios, _, errOut = iostreams.Test()
+	if code := commands.Execute(ctx, args, ios, getenv(nil)); code != cmdutil.ExitCancelled {
+		t.Fatalf("cancelled run: exit %d\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,549 @@
+package ingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+var tableName = lake.TableName{Namespace: "iot", Name: "readings"}
+
+// env is one landing store and one warehouse.
+type env struct {
+	landing storage.Store
+	lake    *lake.Lake
+}
+
+func localEnv(t *testing.T) env {
+	t.Helper()
+	st, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{landing: st, lake: l}
+}
+
+func s3Env(t *testing.T) env {
+	t.Helper()
+	srv := s3test.FromEnv(t)
+	client := srv.Client(t)
+	landingBucket, lakeBucket := srv.NewBucket(t), srv.NewBucket(t)
+	l, err := lake.Open(context.Background(), "s3://"+lakeBucket+"/warehouse", lake.Options{S3: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{landing: storage.NewS3Store(client, landingBucket, "", storage.S3StoreOptions{}), lake: l}
+}
+
+func (e env) config() ingest.Config {
+	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"}}
+}
+
+func (e env) put(t *testing.T, key string, body []byte) {
+	t.Helper()
+	if _, err := e.landing.Put(context.Background(), key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e env) keys(t *testing.T, prefix string) []string {
+	t.Helper()
+	var keys []string
+	if err := e.landing.List(context.Background(), prefix, func(o storage.ObjectInfo) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// reading is one row of the generated gateway files.
+type reading struct {
+	device string
+	t      time.Time
+	temp   float64
+}
+
+func (r reading) String() string {
+	return fmt.Sprintf("%s|%d|%g", r.device, r.t.UTC().UnixMicro(), r.temp)
+}
+
+// readings makes n rows for one file: file index i gives distinct times.
+func readings(gw, i, n int) []reading {
+	base := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Minute)
+	out := make([]reading, n)
+	for j := range out {
+		out[j] = reading{
+			device: fmt.Sprintf("dev-%d-%d", gw, j%4),
+			t:      base.Add(time.Duration(j) * 41 * time.Second),
+			temp:   float64(gw*100+i) + float64(j%7) + 0.5*float64(j%2),
+		}
+	}
+	return out
+}
+
+// csvFile renders rows as CSV; zoned writes times with a +02:00 offset and
+// reordered puts the columns in another order.
+func csvFile(rows []reading, zoned, reordered bool) []byte {
+	var b strings.Builder
+	if reordered {
+		b.WriteString("temperature_c,device_id,time\n")
+	} else {
+		b.WriteString("time,device_id,temperature_c\n")
+	}
+	for _, r := range rows {
+		ts := r.t.UTC().Format("2006-01-02T15:04:05Z")
+		if zoned {
+			ts = r.t.In(time.FixedZone("", 2*3600)).Format("2006-01-02 15:04:05-07:00")
+		}
+		if reordered {
+			fmt.Fprintf(&b, "%g,%s,%s\n", r.temp, r.device, ts)
+		} else {
+			fmt.Fprintf(&b, "%s,%s,%g\n", ts, r.device, r.temp)
+		}
+	}
+	return []byte(b.String())
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// parquetFile writes rows with a timestamp[ms, UTC] time column and the
+// columns in yet another order.
+func parquetFile(t *testing.T, rows []reading) []byte {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "device_id", Type: arrow.BinaryTypes.String},
+		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for _, r := range rows {
+		b.Field(0).(*array.StringBuilder).Append(r.device)
+		b.Field(1).(*array.Float64Builder).Append(r.temp)
+		b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(r.t.UnixMilli()))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	if err := pqarrow.WriteTable(tbl, &buf, 1024, props, pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// dropGatewayFiles puts 20 files from 3 gateways (CSV in UTC, gzipped CSV
+// with +02:00 offsets and reordered columns, Parquet) and returns the rows.
+func dropGatewayFiles(t *testing.T, e env) []string {
+	var want []string
+	for i := range 20 {
+		gw := i%3 + 1
+		rows := readings(gw, i, 40)
+		for _, r := range rows {
+			want = append(want, r.String())
+		}
+		switch gw {
+		case 1:
+			e.put(t, fmt.Sprintf("gateway-1/2026010%dT%02d00.csv", 5, i), csvFile(rows, false, false))
+		case 2:
+			e.put(t, fmt.Sprintf("gateway-2/20260105T%02d00.csv.gz", i), gzipped(t, csvFile(rows, true, true)))
+		case 3:
+			e.put(t, fmt.Sprintf("gateway-3/20260105T%02d00.parquet", i), parquetFile(t, rows))
+		}
+	}
+	sort.Strings(want)
+	return want
+}
+
+// tableRows scans the table and renders its rows like reading.String.
+func tableRows(t *testing.T, e env) []string {
+	t.Helper()
+	tbl, err := e.lake.LoadTable(context.Background(), tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Iceberg().Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, -1)
+	defer tr.Release()
+	var out []string
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		dev := col("device_id").(*array.String)
+		ts := col("time").(*array.Timestamp)
+		if tz := ts.DataType().(*arrow.TimestampType).TimeZone; tz != "UTC" && tz != "+00:00" {
+			t.Fatalf("time column zone %q, want UTC", tz)
+		}
+		temp := col("temperature_c").(*array.Float64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out = append(out, fmt.Sprintf("%s|%d|%g", dev.Value(i), ts.Value(i), temp.Value(i)))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func snapshotCount(t *testing.T, e env) int {
+	t.Helper()
+	tbl, err := e.lake.LoadTable(context.Background(), tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tbl.Metadata().Snapshots())
+}
+
+func TestIngestGatewayFiles(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) env{"local": localEnv, "s3": s3Env} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t)
+			want := dropGatewayFiles(t, e)
+			rep, err := ingest.Run(ctx, e.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Loaded != 20 || rep.Quarantined != 0 || rep.Rows != int64(len(want)) || rep.Created == nil {
+				t.Fatalf("report: loaded %d quarantined %d rows %d created %v", rep.Loaded, rep.Quarantined, rep.Rows, rep.Created)
+			}
+			if left := e.keys(t, ""); len(left) != 0 {
+				t.Fatalf("landing not empty: %v", left)
+			}
+			if got := tableRows(t, e); !slices.Equal(got, want) {
+				t.Fatalf("table rows differ from the files: %d rows, want %d", len(got), len(want))
+			}
+
+			// A second run on the empty landing bucket is a no-op.
+			before := snapshotCount(t, e)
+			rep, err = ingest.Run(ctx, e.config())
+			if err != nil || len(rep.Files) != 0 {
+				t.Fatalf("second run: %+v, %v", rep, err)
+			}
+			if after := snapshotCount(t, e); after != before {
+				t.Fatalf("snapshots %d -> %d on an empty landing bucket", before, after)
+			}
+		})
+	}
+}
+
+func TestCrashBetweenCommitAndDelete(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gateway-1/a.csv", csvFile(readings(1, 0, 10), false, false))
+	e.put(t, "gateway-1/b.csv", csvFile(readings(1, 1, 10), false, false))
+	crash := errors.New("simulated crash")
+	cfg := e.config()
+	cfg.AfterCommit = func(key string) error {
+		if key == "gateway-1/b.csv" {
+			return crash
+		}
+		return nil
+	}
+	if _, err := ingest.Run(ctx, cfg); !errors.Is(err, crash) {
+		t.Fatalf("err = %v, want the simulated crash", err)
+	}
+	if left := e.keys(t, "gateway-1/"); !slices.Equal(left, []string{"gateway-1/b.csv"}) {
+		t.Fatalf("landing after crash: %v", left)
+	}
+	rowsBefore, snapsBefore := len(tableRows(t, e)), snapshotCount(t, e)
+
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files) != 1 || rep.Files[0].Status != ingest.AlreadyLoaded {
+		t.Fatalf("files: %+v", rep.Files)
+	}
+	if len(e.keys(t, "")) != 0 {
+		t.Fatal("file not deleted after restart")
+	}
+	if rows, snaps := len(tableRows(t, e)), snapshotCount(t, e); rows != rowsBefore || snaps != snapsBefore || rows != 20 {
+		t.Fatalf("rows %d->%d snapshots %d->%d", rowsBefore, rows, snapsBefore, snaps)
+	}
+}
+
+func TestResentKey(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	orig := csvFile(readings(1, 0, 10), false, false)
+	e.put(t, "gateway-1/a.csv", orig)
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Same content again: skipped and deleted.
+	e.put(t, "gateway-1/a.csv", orig)
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.AlreadyLoaded != 1 || rep.Quarantined != 0 {
+		t.Fatalf("same content: %+v, %v", rep, err)
+	}
+	if len(e.keys(t, "")) != 0 {
+		t.Fatal("re-sent identical file not deleted")
+	}
+
+	// Different content under the loaded key: quarantined with a reason.
+	e.put(t, "gateway-1/a.csv", csvFile(readings(1, 5, 12), false, false))
+	rep, err = ingest.Run(ctx, e.config())
+	if err != nil || rep.Quarantined != 1 {
+		t.Fatalf("different content: %+v, %v", rep, err)
+	}
+	if r := rep.Files[0].Reason; !strings.Contains(r, "already loaded") || !strings.Contains(r, "different content") {
+		t.Fatalf("reason %q", r)
+	}
+	if got := e.keys(t, ""); !slices.Equal(got, []string{"_rejected/gateway-1/a.csv", "_rejected/gateway-1/a.csv.error.json"}) {
+		t.Fatalf("landing: %v", got)
+	}
+	if n := len(tableRows(t, e)); n != 10 {
+		t.Fatalf("rows %d, want 10", n)
+	}
+}
+
+func TestBadFilesAreQuarantined(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	good := csvFile(readings(1, 0, 10), false, false)
+	e.put(t, "gateway-1/00-good.csv", good)
+	// Loading the good file first creates the table (time, device_id, temperature_c).
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]struct {
+		body   string
+		reason string // part of the reason
+		row    int64
+		column string
+	}{
+		"gateway-1/ragged.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\n", "wrong number of fields", 2, ""},
+		"gateway-1/bad-time.csv":   {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n05/01/2026 10:01,d,2\n", "05/01/2026 10:01", 2, "time"},
+		"gateway-1/empty.csv":      {"", "", 0, ""},
+		"gateway-1/extra-col.csv":  {"time,device_id,temperature_c,humidity\n2026-01-05T10:00:00Z,d,1,50\n", "humidity", 0, "humidity"},
+		"gateway-1/null-time.csv":  {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n,d,2\n", "", 2, "time"},
+		"gateway-1/not-number.csv": {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,warm\n", "warm", 1, "temperature_c"},
+		"gateway-1/readme.txt":     {"not data", "unsupported file type", 0, ""},
+	}
+	for k, b := range bad {
+		e.put(t, k, []byte(b.body))
+	}
+	e.put(t, "gateway-1/zz-good.csv", csvFile(readings(1, 1, 10), false, false))
+
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != 1 || rep.Quarantined != len(bad) || !rep.Partial() {
+		t.Fatalf("loaded %d quarantined %d: %+v", rep.Loaded, rep.Quarantined, rep.Files)
+	}
+	for _, f := range rep.Files {
+		want, isBad := bad[f.Key]
+		if !isBad {
+			continue
+		}
+		if f.Status != ingest.Quarantined || !strings.Contains(f.Reason, f.Key) || !strings.Contains(f.Reason, want.reason) {
+			t.Errorf("%s: %s %q", f.Key, f.Status, f.Reason)
+		}
+		// The file is kept with a report beside it.
+		raw, _, err := storage.ReadAll(ctx, e.landing, f.QuarantinedTo+".error.json")
+		if err != nil {
+			t.Fatalf("%s: no report: %v", f.Key, err)
+		}
+		var r landing.Report
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Key != f.Key || r.Reason == "" || r.Hint == "" || r.Row != want.row || r.Column != want.column {
+			t.Errorf("%s: report %+v", f.Key, r)
+		}
+		if body, _, err := storage.ReadAll(ctx, e.landing, f.QuarantinedTo); err != nil || string(body) != want.body {
+			t.Errorf("%s: quarantined copy %q, %v", f.Key, body, err)
+		}
+	}
+	// Null times were rejected, never written as zero.
+	for _, row := range tableRows(t, e) {
+		if strings.Contains(row, "|0|") {
+			t.Fatalf("zero time written: %s", row)
+		}
+	}
+	if n := len(tableRows(t, e)); n != 20 {
+		t.Fatalf("rows %d, want 20", n)
+	}
+	// A run over what is left loads nothing: quarantined files are not listed again.
+	rep, err = ingest.Run(ctx, e.config())
+	if err != nil || len(rep.Files) != 0 {
+		t.Fatalf("rerun: %+v, %v", rep.Files, err)
+	}
+}
+
+func TestOverlappingRuns(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) env{"local": localEnv, "s3": s3Env} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			e := open(t)
+			want := dropGatewayFiles(t, e)
+			var wg sync.WaitGroup
+			results := make([]error, 2)
+			reports := make([]*ingest.Report, 2)
+			for i := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cfg := e.config()
+					cfg.Holder = fmt.Sprintf("run-%d", i)
+					reports[i], results[i] = ingest.Run(ctx, cfg)
+				}()
+			}
+			wg.Wait()
+			loaded := 0
+			for i, err := range results {
+				switch {
+				case err == nil:
+					loaded += reports[i].Loaded
+				case errors.Is(err, ingest.ErrLeaseHeld):
+					var held *landing.LeaseHeldError
+					if !errors.As(err, &held) || held.Holder == "" {
+						t.Fatalf("lease error without holder: %v", err)
+					}
+				default:
+					t.Fatalf("run %d: %v", i, err)
+				}
+			}
+			if loaded != 20 {
+				t.Fatalf("%d files loaded in all, want 20", loaded)
+			}
+			tbl, err := e.lake.LoadTable(ctx, tableName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, b := range tbl.Batches() {
+				if seen[b.BatchID] {
+					t.Fatalf("batch %s committed twice", b.BatchID)
+				}
+				seen[b.BatchID] = true
+			}
+			if got := tableRows(t, e); !slices.Equal(got, want) {
+				t.Fatalf("rows %d, want %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestLeaseExpiresAndIsTakenOver(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	now := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	key := landing.LeaseKey("iot.readings")
+	first, err := landing.AcquireLease(ctx, e.landing, key, "crashed-run", time.Minute, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := landing.AcquireLease(ctx, e.landing, key, "second", time.Minute, clock); !errors.Is(err, landing.ErrLeaseHeld) {
+		t.Fatalf("unexpired lease: %v", err)
+	}
+	now = now.Add(2 * time.Minute) // the first run died without releasing
+	second, err := landing.AcquireLease(ctx, e.landing, key, "second", time.Minute, clock)
+	if err != nil {
+		t.Fatalf("expired lease not taken over: %v", err)
+	}
+	if err := first.Renew(ctx); !errors.Is(err, landing.ErrLeaseHeld) {
+		t.Fatalf("renew of a taken-over lease: %v", err)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.landing.Stat(ctx, key); err != nil {
+		t.Fatalf("the old holder released the new holder's lease: %v", err)
+	}
+	if err := second.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.landing.Stat(ctx, key); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("lease not released: %v", err)
+	}
+}
+
+func TestDryRunAndMaxFiles(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	for i := range 3 {
+		e.put(t, fmt.Sprintf("gw/%d.csv", i), csvFile(readings(1, i, 5), false, false))
+	}
+	cfg := e.config()
+	cfg.DryRun = true
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil || len(rep.Files) != 3 || rep.Files[0].Status != ingest.WouldLoad {
+		t.Fatalf("dry run: %+v, %v", rep, err)
+	}
+	if len(e.keys(t, "")) != 3 {
+		t.Fatal("dry run changed the landing bucket")
+	}
+	if _, err := e.lake.LoadTable(ctx, tableName); !errors.Is(err, lake.ErrTableNotFound) {
+		t.Fatalf("dry run created the table: %v", err)
+	}
+	cfg = e.config()
+	cfg.MaxFiles = 2
+	rep, err = ingest.Run(ctx, cfg)
+	if err != nil || rep.Loaded != 2 || !rep.Remaining {
+		t.Fatalf("max files: %+v, %v", rep, err)
+	}
+	if left := e.keys(t, ""); !slices.Equal(left, []string{"gw/2.csv"}) {
+		t.Fatalf("left %v", left)
+	}
+}
+
+func TestNoCreate(t *testing.T) {
+	e := localEnv(t)
+	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
+	cfg := e.config()
+	cfg.NoCreate = true
+	if _, err := ingest.Run(context.Background(), cfg); !errors.Is(err, ingest.ErrNoTable) {
+		t.Fatalf("err = %v, want ErrNoTable", err)
+	}
+	if len(e.keys(t, "gw/")) != 1 {
+		t.Fatal("file touched")
+	}
+}

@@ -1,0 +1,319 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+// stores returns the Store implementations that must pass the same
+// contract: a local folder and a real S3 server.
+func stores(t *testing.T) map[string]func(t *testing.T) storage.Store {
+	return map[string]func(t *testing.T) storage.Store{
+		"local": func(t *testing.T) storage.Store {
+			s, err := storage.NewLocalStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		"s3": func(t *testing.T) storage.Store {
+			srv := s3test.FromEnv(t)
+			return storage.NewS3Store(srv.Client(t), srv.NewBucket(t), "root/prefix", storage.S3StoreOptions{})
+		},
+	}
+}
+
+func put(t *testing.T, s storage.Store, key, body string, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	t.Helper()
+	return s.Put(context.Background(), key, strings.NewReader(body), opts)
+}
+
+func TestStoreContract(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Run("list in key order with prefix", func(t *testing.T) {
+				s := open(t)
+				keys := []string{"b/2.csv", "a-c.csv", "a/b.csv", "b/10.csv", "c.parquet"}
+				for _, k := range keys {
+					if _, err := put(t, s, k, "x-"+k, storage.PutOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var got []string
+				if err := s.List(ctx, "", func(o storage.ObjectInfo) error { got = append(got, o.Key); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				want := "a-c.csv a/b.csv b/10.csv b/2.csv c.parquet"
+				if strings.Join(got, " ") != want {
+					t.Fatalf("List = %v, want %s", got, want)
+				}
+				got = nil
+				if err := s.List(ctx, "b/", func(o storage.ObjectInfo) error {
+					got = append(got, o.Key)
+					if o.Size != int64(len("x-"+o.Key)) {
+						t.Errorf("%s size %d", o.Key, o.Size)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Join(got, " ") != "b/10.csv b/2.csv" {
+					t.Fatalf("List(b/) = %v", got)
+				}
+			})
+			t.Run("get stat delete", func(t *testing.T) {
+				s := open(t)
+				if _, err := put(t, s, "g/k.json", "hello", storage.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				b, info, err := storage.ReadAll(ctx, s, "g/k.json")
+				if err != nil || string(b) != "hello" || info.Size != 5 || info.ETag == "" {
+					t.Fatalf("ReadAll = %q %+v %v", b, info, err)
+				}
+				if _, err := s.Stat(ctx, "g/missing"); !errors.Is(err, storage.ErrNotExist) {
+					t.Fatalf("Stat missing: %v", err)
+				}
+				if _, _, err := s.Get(ctx, "g/missing"); !errors.Is(err, storage.ErrNotExist) {
+					t.Fatalf("Get missing: %v", err)
+				}
+				if err := s.Copy(ctx, "g/k.json", "h/copy.json"); err != nil {
+					t.Fatal(err)
+				}
+				if b, _, err := storage.ReadAll(ctx, s, "h/copy.json"); err != nil || string(b) != "hello" {
+					t.Fatalf("copy = %q %v", b, err)
+				}
+				if err := s.Delete(ctx, "g/k.json"); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Delete(ctx, "g/k.json"); err != nil {
+					t.Fatalf("second delete: %v", err)
+				}
+				if _, err := s.Stat(ctx, "g/k.json"); !errors.Is(err, storage.ErrNotExist) {
+					t.Fatalf("after delete: %v", err)
+				}
+			})
+			t.Run("conditional create has exactly one winner", func(t *testing.T) {
+				s := open(t)
+				var wins, losses atomic.Int32
+				var wg sync.WaitGroup
+				for i := range 8 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						_, err := put(t, s, "meta/v2.metadata.json", fmt.Sprint(i), storage.PutOptions{IfAbsent: true})
+						switch {
+						case err == nil:
+							wins.Add(1)
+						case errors.Is(err, storage.ErrPreconditionFailed):
+							losses.Add(1)
+						default:
+							t.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+				if wins.Load() != 1 || losses.Load() != 7 {
+					t.Fatalf("wins %d losses %d", wins.Load(), losses.Load())
+				}
+			})
+			t.Run("compare and swap", func(t *testing.T) {
+				s := open(t)
+				first, err := put(t, s, "lease.json", "one", storage.PutOptions{IfAbsent: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				second, err := put(t, s, "lease.json", "two", storage.PutOptions{IfMatch: first.ETag})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := put(t, s, "lease.json", "three", storage.PutOptions{IfMatch: first.ETag}); !errors.Is(err, storage.ErrPreconditionFailed) {
+					t.Fatalf("stale If-Match: %v", err)
+				}
+				if b, _, _ := storage.ReadAll(ctx, s, "lease.json"); string(b) != "two" {
+					t.Fatalf("content %q", b)
+				}
+				if _, err := put(t, s, "lease.json", "four", storage.PutOptions{IfMatch: second.ETag}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Run("invalid keys are refused", func(t *testing.T) {
+				s := open(t)
+				for _, k := range []string{"", "/abs", "a/../b", "a//b", "a\x00b", "dir/"} {
+					if _, err := put(t, s, k, "x", storage.PutOptions{}); err == nil {
+						t.Errorf("Put(%q) accepted", k)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	for _, tc := range []struct {
+		key string
+		ok  bool
+	}{
+		{"gateway-7/20260105T1000.csv", true},
+		{"a b/ü.csv", true},
+		{strings.Repeat("k", 1024), true},
+		{strings.Repeat("k", 1025), false},
+		{"../x", false},
+		{"a/./b", false},
+		{"a\nb", false},
+		{`a\b`, false},
+	} {
+		if err := storage.ValidateKey(tc.key); (err == nil) != tc.ok {
+			t.Errorf("ValidateKey(%.20q) = %v", tc.key, err)
+		}
+	}
+}
+
+func TestParseLocation(t *testing.T) {
+	for _, tc := range []struct {
+		in           string
+		bareIsBucket bool
+		bucket       string
+		prefix       string
+		local        bool
+		err          bool
+	}{
+		{"s3://my-lake/warehouse", false, "my-lake", "warehouse", false, false},
+		{"s3://my-lake/a/b/", false, "my-lake", "a/b", false, false},
+		{"s3a://my-lake", false, "my-lake", "", false, false},
+		{"my-lake-landing", true, "my-lake-landing", "", false, false},
+		{"my-lake-landing", false, "", "", true, false},
+		{"./landing", true, "", "", true, false},
+		{"/var/landing", true, "", "", true, false},
+		{"file:///var/lake", false, "", "", true, false},
+		{"s3://Bad_Bucket/x", false, "", "", false, true},
+		{"gs://bucket/x", false, "", "", false, true},
+		{"", true, "", "", false, true},
+	} {
+		loc, err := storage.ParseLocation(tc.in, tc.bareIsBucket)
+		if tc.err {
+			if err == nil {
+				t.Errorf("ParseLocation(%q) = %+v, want error", tc.in, loc)
+			}
+			continue
+		}
+		if err != nil || loc.Bucket != tc.bucket || loc.Prefix != tc.prefix || (loc.Dir != "") != tc.local {
+			t.Errorf("ParseLocation(%q, %v) = %+v, %v", tc.in, tc.bareIsBucket, loc, err)
+		}
+	}
+}
+
+func TestIsTigrisEndpoint(t *testing.T) {
+	for ep, want := range map[string]bool{
+		"https://t3.storage.dev":         true,
+		"https://fly.storage.tigris.dev": true,
+		"https://s3.amazonaws.com":       false,
+		"http://127.0.0.1:9000":          false,
+		"https://notstorage.dev":         false,
+	} {
+		if got := storage.IsTigrisEndpoint(ep); got != want {
+			t.Errorf("IsTigrisEndpoint(%s) = %v", ep, got)
+		}
+	}
+}
+
+// TestTigrisConsistentHeader checks which requests carry
+// X-Tigris-Consistent: conditional writes always, reads only on a store
+// opened with ConsistentReads (the lake's metadata store).
+func TestTigrisConsistentHeader(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		op := r.Method
+		if r.Header.Get("If-None-Match") != "" {
+			op += "-conditional"
+		}
+		seen[op] = r.Header.Get(storage.TigrisConsistentHeader)
+		mu.Unlock()
+		switch r.Method {
+		case http.MethodPut:
+			w.Header().Set("ETag", `"e"`)
+		case http.MethodGet:
+			w.Header().Set("ETag", `"e"`)
+			io.WriteString(w, "body")
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: srv.URL, Region: "auto",
+		AccessKeyID: "tid_test", SecretAccessKey: "tsec_test", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name            string
+		consistentReads bool
+		want            map[string]string
+	}{
+		{"landing", false, map[string]string{"PUT": "", "PUT-conditional": "true", "GET": ""}},
+		{"metadata", true, map[string]string{"PUT": "true", "PUT-conditional": "true", "GET": "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			clear(seen)
+			mu.Unlock()
+			s := storage.NewS3Store(client, "bucket", "", storage.S3StoreOptions{Tigris: true, ConsistentReads: tc.consistentReads})
+			if _, err := s.Put(ctx, "k", bytes.NewReader([]byte("x")), storage.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Put(ctx, "k2", bytes.NewReader([]byte("x")), storage.PutOptions{IfAbsent: true}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := storage.ReadAll(ctx, s, "k"); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for op, want := range tc.want {
+				if seen[op] != want {
+					t.Errorf("%s: header %q, want %q", op, seen[op], want)
+				}
+			}
+		})
+	}
+}
+
+// TestPathStyleForCustomEndpoints checks the addressing: path-style for a
+// custom endpoint unless virtual-hosted is asked for.
+func TestPathStyleForCustomEndpoints(t *testing.T) {
+	var path, host string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, host = r.URL.Path, r.Host
+		w.Header().Set("ETag", `"e"`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	client, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: srv.URL, Region: "us-east-1",
+		AccessKeyID: "a", SecretAccessKey: "b", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := storage.NewS3Store(client, "landing", "", storage.S3StoreOptions{})
+	if _, err := s.Put(ctx, "gw/x.csv", strings.NewReader("x"), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if path != "/landing/gw/x.csv" || strings.HasPrefix(host, "landing.") {
+		t.Fatalf("request went to host %s path %s, want path-style /landing/gw/x.csv", host, path)
+	}
+	if _, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: "t3.storage.dev"}); err == nil {
+		t.Fatal("endpoint without scheme accepted")
+	}
+}
