@@ -266,9 +266,14 @@ func (t *Table) settleDuplicate(c *committer, s *table.Snapshot, res *AppendResu
 // afterCommit does the best-effort chores after a successful commit.
 func (t *Table) afterCommit(ctx context.Context) {
 	t.lake.writeVersionHint(ctx, t.name, t.version)
-	// A Timelake head cache would now be stale: drop it so its readers list.
-	if err := t.lake.store.Delete(ctx, metadataPrefix(t.name)+"timelake-head"); err != nil {
-		t.lake.log.Warn("stale timelake-head not removed", "table", t.name.String(), "err", err)
+	// A Timelake head cache would now be stale: drop it so its readers
+	// list. Once per Table: timelake itself never writes one.
+	if !t.headDropped {
+		if err := t.lake.store.Delete(ctx, metadataPrefix(t.name)+"timelake-head"); err != nil {
+			t.lake.log.Warn("stale timelake-head not removed", "table", t.name.String(), "err", err)
+		} else {
+			t.headDropped = true
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ type Table struct {
 	contract Contract
 	arrowSc  *arrow.Schema
 	batches  map[string]*table.Snapshot // batch id -> snapshot, current ancestry; built lazily
+
+	headDropped bool // metadata/timelake-head removed after our first commit
 }
 
 func (t *Table) set(meta table.Metadata, version int) error {
