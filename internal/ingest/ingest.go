@@ -15,8 +15,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
@@ -29,6 +33,13 @@ var ErrLeaseHeld = landing.ErrLeaseHeld
 // ErrNoTable is returned when the table does not exist and creating it is
 // not allowed (--no-create).
 var ErrNoTable = errors.New("table does not exist and --no-create is set")
+
+// Defaults of the pipeline.
+const (
+	DefaultParallel       = 4
+	DefaultFilesPerCommit = 100
+	DefaultMemoryBudget   = 64 << 20
+)
 
 // Config is one ingest run's input.
 type Config struct {
@@ -49,6 +60,18 @@ type Config struct {
 
 	MaxFiles int  // 0 = no limit
 	DryRun   bool // list what would be loaded, change nothing
+
+	// Parallel is how many files are downloaded, decoded and written at
+	// once; 0 means DefaultParallel. 1 with FilesPerCommit 1 is the plain
+	// sequential loop of the public poller (get, decode, append, delete).
+	Parallel int
+	// FilesPerCommit bounds how many files (one snapshot each) go into one
+	// metadata write; 0 means DefaultFilesPerCommit.
+	FilesPerCommit int
+	// MemoryBudget bounds the bytes of landing files being decoded at once
+	// (decoded data takes a small multiple of it); a larger file is
+	// processed alone. 0 means DefaultMemoryBudget.
+	MemoryBudget int64
 
 	LeaseTTL time.Duration // 0 means 10 minutes
 	Holder   string        // names this run in the lease (host:pid)
@@ -131,11 +154,13 @@ type Report struct {
 func (r *Report) Partial() bool { return r.Quarantined > 0 }
 
 type runner struct {
-	cfg    Config
-	bucket *landing.Bucket
-	tbl    *lake.Table // nil until the table exists
-	rep    *Report
-	log    *slog.Logger
+	cfg     Config
+	bucket  *landing.Bucket
+	tbl     *lake.Table // nil until the table exists
+	rep     *Report
+	log     *slog.Logger
+	lease   *landing.Lease // nil in a dry run
+	renewAt time.Time
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -167,6 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log: cfg.Logger,
 	}
 	err := r.run(ctx)
+	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
 		r.rep.MetadataVersion = r.tbl.Version()
@@ -229,25 +255,207 @@ func (r *runner) run(ctx context.Context) error {
 		return fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
-	renewAt := r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
-	for _, o := range files {
-		if err := ctx.Err(); err != nil {
+	r.lease = lease
+	r.renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
+	i := 0
+	// Until the table exists, files go one by one: the first one that
+	// decodes creates it.
+	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
+		it := r.prepare(ctx, files[i])
+		if err := r.commit(ctx, []*item{it}); err != nil {
 			return err
 		}
-		if lease != nil && r.cfg.Now().After(renewAt) {
-			if err := lease.Renew(ctx); err != nil {
-				return err
+	}
+	return r.pipeline(ctx, files[i:])
+}
+
+// item is one landing file on its way through the pipeline.
+type item struct {
+	obj      storage.ObjectInfo
+	res      FileResult
+	start    time.Time
+	src      *download      // size and checksum; its temp file is closed after prepare
+	prepared *lake.Prepared // data files written, to commit
+	done     bool           // res is final (already loaded, quarantined, dry run)
+	err      error          // fatal: stop the run, leave the file in place
+}
+
+// pipeline loads files with Parallel workers that download, decode and
+// write data files, while this goroutine commits what is ready, up to
+// FilesPerCommit snapshots per metadata write, and deletes the committed
+// landing objects. The bytes of files being decoded at once stay within
+// MemoryBudget.
+func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
+	if len(files) == 0 {
+		return nil
+	}
+	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.cfg.MemoryBudget
+	if workers <= 0 {
+		workers = DefaultParallel
+	}
+	if perCommit <= 0 {
+		perCommit = DefaultFilesPerCommit
+	}
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := semaphore.NewWeighted(budget)
+	weight := func(o storage.ObjectInfo) int64 { return min(max(o.Size, 1), budget) }
+
+	jobs := make(chan storage.ObjectInfo)
+	ready := make(chan *item, workers)
+	go func() {
+		defer close(jobs)
+		for _, o := range files {
+			// Acquired in key order, so a large file is not starved.
+			if err := sem.Acquire(ctx, weight(o)); err != nil {
+				return
 			}
-			renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
+			select {
+			case jobs <- o:
+			case <-ctx.Done():
+				sem.Release(weight(o))
+				return
+			}
 		}
-		t0 := time.Now()
-		res, err := r.file(ctx, o)
-		res.Seconds = time.Since(t0).Seconds()
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range jobs {
+				it := r.prepare(ctx, o)
+				sem.Release(weight(o))
+				ready <- it
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(ready) }()
+
+	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+	}
+	for it := range ready {
+		batch := []*item{it}
+	drain:
+		for len(batch) < perCommit {
+			select {
+			case more, ok := <-ready:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		if firstErr != nil {
+			r.discard(batch)
+			continue
+		}
+		if err := r.commit(ctx, batch); err != nil {
+			fail(err)
+		}
+	}
+	return firstErr
+}
+
+// discard deletes the data files of prepared items that will not be
+// committed; their landing files stay for the next run.
+func (r *runner) discard(items []*item) {
+	for _, it := range items {
+		if it.prepared != nil {
+			r.tbl.Discard(context.Background(), it.prepared)
+		}
+	}
+}
+
+// commit commits the prepared items of a batch in one metadata write, then
+// deletes their landing objects and records every item's result in order.
+// A fatal item error is returned after the others are recorded.
+func (r *runner) commit(ctx context.Context, items []*item) error {
+	var firstErr error
+	var ps []*lake.Prepared
+	var pending []*item
+	for _, it := range items {
+		switch {
+		case it.err != nil:
+			if firstErr == nil {
+				firstErr = it.err
+			}
+		case it.prepared != nil:
+			ps = append(ps, it.prepared)
+			pending = append(pending, it)
+		}
+	}
+	if firstErr != nil {
+		r.discard(pending)
+		pending = nil
+		ps = nil
+	}
+	if len(ps) > 0 {
+		if err := r.renewLease(ctx); err != nil {
+			r.discard(pending)
+			return err
+		}
+		results, err := r.tbl.Commit(ctx, ps, lake.CommitOptions{})
 		if err != nil {
 			return err
 		}
-		r.record(res)
+		for i, it := range pending {
+			if err := r.finish(ctx, it, results[i]); err != nil {
+				return err
+			}
+		}
 	}
+	for _, it := range items {
+		if it.err == nil {
+			it.res.Seconds = time.Since(it.start).Seconds()
+			r.record(it.res)
+		}
+	}
+	return firstErr
+}
+
+// renewLease extends the lease once a third of its TTL has passed.
+func (r *runner) renewLease(ctx context.Context) error {
+	if r.lease == nil || !r.cfg.Now().After(r.renewAt) {
+		return nil
+	}
+	if err := r.lease.Renew(ctx); err != nil {
+		return err
+	}
+	r.renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
+	return nil
+}
+
+// finish completes a committed item: delete the landing object, or settle a
+// batch that another writer committed first.
+func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) error {
+	if ar.Duplicate {
+		res, err := r.settleLoaded(ctx, it.res, it.src, *ar.Existing)
+		if err != nil {
+			return err
+		}
+		it.res = res
+		return nil
+	}
+	if r.cfg.AfterCommit != nil {
+		if err := r.cfg.AfterCommit(it.obj.Key); err != nil {
+			return err
+		}
+	}
+	if err := r.cfg.Landing.Delete(ctx, it.obj.Key); err != nil {
+		return fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err)
+	}
+	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
 	return nil
 }
 
@@ -303,87 +511,86 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	return d, nil
 }
 
-// file handles one landing object. A returned error aborts the run (the
-// object stays in place); file-level problems come back as Quarantined.
-func (r *runner) file(ctx context.Context, o storage.ObjectInfo) (FileResult, error) {
-	res := FileResult{Key: o.Key, Size: o.Size}
+// prepare takes one landing object as far as it goes before the commit:
+// download, the already-loaded check, decode, data files written. Problems
+// with the file itself end in quarantine (done); anything else is a fatal
+// item error that leaves the object in place.
+func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo) *item {
+	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
 	if r.cfg.DryRun {
-		res.Status = WouldLoad
+		it.res.Status, it.done = WouldLoad, true
 		if r.tbl != nil {
 			if b, ok := r.tbl.FindBatch(o.Key); ok {
-				res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
+				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
 			}
 		}
-		return res, nil
+		return it
 	}
-
 	d, err := r.download(ctx, o.Key)
 	if errors.Is(err, storage.ErrNotExist) {
 		// Deleted since the listing (e.g. by an overlapping run whose lease
 		// expired): nothing to do.
-		res.Status, res.Reason = AlreadyLoaded, "gone from the landing bucket"
-		return res, nil
+		it.res.Status, it.res.Reason, it.done = AlreadyLoaded, "gone from the landing bucket", true
+		return it
 	}
 	if err != nil {
-		return res, err
+		it.err = err
+		return it
 	}
 	defer d.close()
-	res.Size = d.info.Size
+	it.src = d
+	it.res.Size = d.info.Size
 
 	if r.tbl != nil {
 		if b, ok := r.tbl.FindBatch(o.Key); ok {
-			return r.settleLoaded(ctx, res, d, b)
+			it.res, it.err = r.settleLoaded(ctx, it.res, d, b)
+			it.done = true
+			return it
 		}
 	}
-
+	reject := func(cause error) *item {
+		it.res, it.err = r.reject(ctx, it.res, d, cause)
+		it.done = true
+		return it
+	}
 	dec, err := r.decode(ctx, d)
 	if err != nil {
-		return r.reject(ctx, res, d, err)
+		return reject(err)
 	}
-	defer dec.Release()
+	defer func() { dec.Release() }()
 
 	if r.tbl == nil {
 		if err := r.createTable(ctx, o.Key, dec); err != nil {
 			var fe *landing.FileError
 			if errors.As(err, &fe) {
-				return r.reject(ctx, res, d, err)
+				return reject(err)
 			}
-			return res, err
+			it.err = err
+			return it
 		}
 		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
-			// Created by another writer meanwhile, or ids added by the
-			// catalog: decode again against the real table schema.
+			// Decode again against the table as created (field ids), or
+			// as another writer created it meanwhile.
 			dec.Release()
 			if dec, err = r.decode(ctx, d); err != nil {
-				return r.reject(ctx, res, d, err)
+				return reject(err)
 			}
 		}
 	}
-
-	ar, err := r.tbl.Append(ctx, o.Key, dec.Records, lake.AppendOptions{Summary: map[string]string{
+	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, map[string]string{
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
-	}})
+	}, 0)
 	if err != nil {
 		if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrEmptyBatch) {
-			return r.reject(ctx, res, d, err)
+			return reject(err)
 		}
-		return res, err
+		it.err = err
+		return it
 	}
-	if ar.Duplicate {
-		return r.settleLoaded(ctx, res, d, *ar.Existing)
-	}
-	if r.cfg.AfterCommit != nil {
-		if err := r.cfg.AfterCommit(o.Key); err != nil {
-			return res, err
-		}
-	}
-	if err := r.cfg.Landing.Delete(ctx, o.Key); err != nil {
-		return res, fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", o.Key, ar.SnapshotID, err)
-	}
-	res.Status, res.Rows, res.SnapshotID, res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
-	return res, nil
+	it.prepared = p
+	return it
 }
 
 func (r *runner) decode(ctx context.Context, d *download) (*landing.Decoded, error) {
@@ -497,4 +704,3 @@ func hint(err error) string {
 	}
 	return "send corrections as a new file with a new key"
 }
-

@@ -39,10 +39,15 @@ type AppendOptions struct {
 	// Summary holds extra snapshot summary properties, e.g. the landing
 	// object's size and checksum (SummarySourceSize, SummarySourceSHA256).
 	Summary map[string]string
-	// MaxAttempts bounds commit attempts after lost races; 0 means 20.
-	MaxAttempts int
 	// BatchRows is the record batch size used when writing; 0 means 65,536.
 	BatchRows int
+	CommitOptions
+}
+
+// CommitOptions tune Commit.
+type CommitOptions struct {
+	// MaxAttempts bounds commit attempts after lost races; 0 means 20.
+	MaxAttempts int
 	// BeforeCommit, when set, runs before each commit attempt (fault
 	// injection in tests).
 	BeforeCommit func(attempt int) error
@@ -62,64 +67,82 @@ type AppendResult struct {
 	Existing *BatchInfo
 }
 
+// Prepared is a batch whose data files are written but not committed. Pass
+// it to Commit, or to Discard to delete its files.
+type Prepared struct {
+	BatchID string
+	Rows    int64
+	Bytes   int64 // bytes of the data files
+	files   []iceberg.DataFile
+	summary iceberg.Properties
+}
+
+// DataFiles returns the number of data files written.
+func (p *Prepared) DataFiles() int { return len(p.files) }
+
 // Append writes recs (each with ArrowSchema()) as one snapshot whose summary
-// carries timelake.batch-id = batchID, sorted per timelake-format.md, and
-// commits it with the catalog-free protocol: conditional create of the next
-// vN.metadata.json, reload and retry with backoff on a lost race, the batch
-// id checked against the current ancestry on every attempt. A batch id that
-// is already committed commits nothing (Duplicate, Rows 0). Files written by
-// attempts that did not win are deleted. recs are not released.
-//
-// Errors: ErrEmptyBatch, ErrRequiredNull, schema mismatches, I/O errors, and
-// table.ErrCommitFailed after MaxAttempts lost races.
+// carries timelake.batch-id = batchID: Prepare then Commit. recs are not
+// released. See Prepare and Commit for the rules and errors.
 func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordBatch, opts AppendOptions) (AppendResult, error) {
-	res := AppendResult{BatchID: batchID}
+	if b, ok := t.FindBatch(batchID); ok && batchID != "" {
+		return AppendResult{BatchID: batchID, Duplicate: true, SnapshotID: b.SnapshotID, Version: t.Version(), Existing: &b}, nil
+	}
+	p, err := t.Prepare(ctx, batchID, recs, opts.Summary, opts.BatchRows)
+	if err != nil {
+		return AppendResult{BatchID: batchID}, err
+	}
+	res, err := t.Commit(ctx, []*Prepared{p}, opts.CommitOptions)
+	if err != nil {
+		return AppendResult{BatchID: batchID}, err
+	}
+	return res[0], nil
+}
+
+// Prepare validates recs against the table schema (ErrRequiredNull for a
+// null in a NOT NULL column, which iceberg-go would write as 0; ErrEmptyBatch
+// for no rows), sorts them by (partition, series key, time) as
+// timelake-format.md asks, and writes them as zstd Parquet data files, one
+// or more per partition, without committing. recs are not released.
+// Prepare may run concurrently with other Prepare calls and with Commit.
+func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.RecordBatch, summary map[string]string, batchRows int) (*Prepared, error) {
 	if batchID == "" {
-		return res, errors.New("append: empty batch id")
+		return nil, errors.New("append: empty batch id")
 	}
-	if b, ok := t.FindBatch(batchID); ok {
-		res.Duplicate, res.SnapshotID, res.Version, res.Existing = true, b.SnapshotID, t.version, &b
-		return res, nil
-	}
+	v := t.view()
 	var rows int64
 	for _, r := range recs {
-		if !r.Schema().Equal(t.arrowSc) {
-			return res, fmt.Errorf("append %s to %s: record schema %s does not match table schema %s", batchID, t.name, r.Schema(), t.arrowSc)
+		if !r.Schema().Equal(v.arrowSc) {
+			return nil, fmt.Errorf("append %s to %s: record schema %s does not match table schema %s", batchID, t.name, r.Schema(), v.arrowSc)
 		}
 		if err := checkRequired(r); err != nil {
-			return res, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
 		}
 		rows += r.NumRows()
 	}
 	if rows == 0 {
-		return res, fmt.Errorf("append %s to %s: %w", batchID, t.name, ErrEmptyBatch)
+		return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, ErrEmptyBatch)
 	}
-	if t.contract.TimeColumn == "" {
-		return res, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
+	if v.contract.TimeColumn == "" {
+		return nil, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
 	}
-
-	files, bytesAdded, err := t.writeDataFiles(ctx, recs, opts.BatchRows)
+	files, size, err := t.writeDataFiles(ctx, v, recs, batchRows)
 	if err != nil {
-		return res, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+		return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
 	}
-	res.DataFiles, res.Bytes = len(files), bytesAdded
-
 	props := iceberg.Properties{SummaryBatchID: batchID}
-	for k, v := range opts.Summary {
-		props[k] = v
+	for k, val := range summary {
+		props[k] = val
 	}
-	c := &committer{lake: t.lake, name: t.name, batchID: batchID}
-	err = t.commitLoop(ctx, c, files, props, opts, &res)
-	t.cleanup(ctx, c, files, err, &res)
-	if err != nil {
-		return res, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props}, nil
+}
+
+// Discard deletes the data files of batches that will not be committed.
+func (t *Table) Discard(ctx context.Context, ps ...*Prepared) {
+	var paths []string
+	for _, p := range ps {
+		paths = append(paths, dataFilePaths(p.files)...)
 	}
-	if !res.Duplicate {
-		res.Rows = rows
-	} else {
-		res.DataFiles, res.Bytes = 0, 0
-	}
-	return res, nil
+	t.removeFiles(ctx, paths)
 }
 
 // checkRequired rejects nulls in non-nullable fields.
@@ -134,9 +157,9 @@ func checkRequired(r arrow.RecordBatch) error {
 
 // writeDataFiles sorts recs and writes them as Parquet data files, one or
 // more per partition, without committing.
-func (t *Table) writeDataFiles(ctx context.Context, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	sorted, err := sortRows(ctx, memory.DefaultAllocator, t.arrowSc, recs,
-		t.contract.TimeColumn, t.contract.SeriesKey, t.contract.Chunk, batchRows)
+func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
+	sorted, err := sortRows(ctx, memory.DefaultAllocator, v.arrowSc, recs,
+		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk, batchRows)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -162,8 +185,7 @@ func (t *Table) writeDataFiles(ctx context.Context, recs []arrow.RecordBatch, ba
 	// Sorted by partition first, so the clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans.
-	for df, err := range table.WriteRecords(ctx, t.iceberg(&committer{lake: t.lake, name: t.name}),
-		t.arrowSc, iter.Seq2[arrow.RecordBatch, error](seq), table.WithClusteredWrite()) {
+	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, iter.Seq2[arrow.RecordBatch, error](seq), table.WithClusteredWrite()) {
 		if err != nil {
 			t.removeFiles(ctx, dataFilePaths(files))
 			return nil, 0, fmt.Errorf("write data files: %w", err)
@@ -182,18 +204,45 @@ func dataFilePaths(files []iceberg.DataFile) []string {
 	return out
 }
 
-// commitLoop commits files, reloading and retrying after lost races.
-func (t *Table) commitLoop(ctx context.Context, c *committer, files []iceberg.DataFile,
-	props iceberg.Properties, opts AppendOptions, res *AppendResult,
-) error {
+// Commit commits prepared batches, one snapshot each (in order), in a single
+// metadata write: the conditional create of the next vN.metadata.json. On a
+// lost race it reloads and retries with backoff; every attempt first checks
+// each batch id against the ancestry of the newest version, and a batch that
+// is already there commits nothing (Duplicate, Rows 0; its files are
+// deleted). A batch found there under a snapshot of one of our own attempts
+// (a write whose response was lost) counts as committed. Files written by
+// attempts that did not win are deleted. Results are in the order of ps.
+// Commit must not run concurrently with another Commit on the same Table.
+//
+// Errors: I/O errors, and table.ErrCommitFailed after MaxAttempts lost
+// races; on error no result is returned and, when the outcome is known, the
+// data files of the batches not committed are deleted.
+func (t *Table) Commit(ctx context.Context, ps []*Prepared, opts CommitOptions) ([]AppendResult, error) {
+	c := &committer{lake: t.lake, name: t.name, batches: map[string]bool{}, committed: map[int64]bool{}}
+	results := make(map[string]*AppendResult, len(ps))
+	err := t.commitLoop(ctx, c, ps, opts, results)
+	t.cleanup(ctx, c, ps, err, results)
+	if err != nil {
+		return nil, fmt.Errorf("commit to %s: %w", t.name, err)
+	}
+	out := make([]AppendResult, len(ps))
+	for i, p := range ps {
+		out[i] = *results[p.BatchID]
+	}
+	return out, nil
+}
+
+// commitLoop commits the batches not yet settled in results, reloading and
+// retrying after lost races.
+func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, opts CommitOptions, results map[string]*AppendResult) error {
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = 20
 	}
 	var lastErr error
+	retry := false
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		res.Attempts = attempt
-		if attempt > 1 {
+		if retry {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
 				return err
 			}
@@ -201,11 +250,28 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, files []iceberg.Da
 				return err
 			}
 		}
-		// The batch id may have been committed since the last load, by
-		// another writer or by one of our own attempts whose response was
-		// lost (a retried PUT then reads 412 although it succeeded).
-		if s := findBatch(t.meta, c.batchID); s != nil {
-			return t.settleDuplicate(c, s, res)
+		// Settle the batches already in the ancestry: committed since the
+		// last load by another writer, or by one of our own attempts whose
+		// response was lost (a retried PUT then reads 412 although it
+		// succeeded).
+		meta, version := t.Metadata(), t.Version()
+		var pending []*Prepared
+		for _, p := range ps {
+			if results[p.BatchID] != nil {
+				continue
+			}
+			if s := findBatch(meta, p.BatchID); s != nil {
+				results[p.BatchID] = t.settle(c, p, s, version, attempt)
+				continue
+			}
+			pending = append(pending, p)
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		clear(c.batches)
+		for _, p := range pending {
+			c.batches[p.BatchID] = true
 		}
 		if opts.BeforeCommit != nil {
 			if err := opts.BeforeCommit(attempt); err != nil {
@@ -213,33 +279,40 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, files []iceberg.Da
 			}
 		}
 		txn := t.iceberg(c).NewTransaction()
-		if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
-			return fmt.Errorf("stage snapshot: %w", err)
+		for _, p := range pending {
+			if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
+				return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
+			}
 		}
 		_, err := txn.Commit(ctx)
 		if err == nil {
 			if err := t.set(c.committedMeta, c.committedVersion); err != nil {
 				return err
 			}
-			res.SnapshotID = c.committedSnapshot
-			res.Version = c.committedVersion
+			for _, p := range pending {
+				s := findBatch(c.committedMeta, p.BatchID)
+				if s == nil {
+					return fmt.Errorf("internal: batch %s missing after commit", p.BatchID)
+				}
+				results[p.BatchID] = t.settle(c, p, s, c.committedVersion, attempt)
+			}
 			t.afterCommit(ctx)
 			return nil
 		}
+		lastErr, retry = err, true
 		var dup *batchCommittedError
 		switch {
 		case errors.As(err, &dup):
+			// Settle the found batches at the top of the loop, then retry
+			// the others at once on the newer version.
 			if err := t.set(dup.meta, dup.version); err != nil {
 				return err
 			}
-			return t.settleDuplicate(c, dup.snapshot, res)
+			retry = false
 		case errors.Is(err, table.ErrCommitFailed):
-			lastErr = err
-			continue
 		default:
 			// Unknown outcome (e.g. the PUT's response was lost): reload and
 			// let the batch-id check decide.
-			lastErr = err
 			c.unknown = true
 			if ctx.Err() != nil {
 				return err
@@ -249,23 +322,23 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, files []iceberg.Da
 	return fmt.Errorf("gave up after %d commit attempts: %w", maxAttempts, lastErr)
 }
 
-// settleDuplicate reports a batch found in the ancestry: our own earlier
-// attempt (success) or another commit (duplicate).
-func (t *Table) settleDuplicate(c *committer, s *table.Snapshot, res *AppendResult) error {
-	res.Version = t.version
-	res.SnapshotID = s.SnapshotID
+// settle reports a batch found in the ancestry in snapshot s: committed by
+// one of our attempts, or a duplicate of another commit.
+func (t *Table) settle(c *committer, p *Prepared, s *table.Snapshot, version, attempts int) *AppendResult {
+	r := &AppendResult{BatchID: p.BatchID, SnapshotID: s.SnapshotID, Version: version, Attempts: attempts}
 	if c.ours(s.SnapshotID) {
-		c.committedSnapshot = s.SnapshotID
-		return nil
+		c.committed[s.SnapshotID] = true
+		r.Rows, r.DataFiles, r.Bytes = p.Rows, len(p.files), p.Bytes
+		return r
 	}
-	b := batchInfo(c.batchID, s)
-	res.Duplicate, res.Existing = true, &b
-	return nil
+	b := batchInfo(p.BatchID, s)
+	r.Duplicate, r.Existing = true, &b
+	return r
 }
 
 // afterCommit does the best-effort chores after a successful commit.
 func (t *Table) afterCommit(ctx context.Context) {
-	t.lake.writeVersionHint(ctx, t.name, t.version)
+	t.lake.writeVersionHint(ctx, t.name, t.Version())
 	// A Timelake head cache would now be stale: drop it so its readers
 	// list. Once per Table: timelake itself never writes one.
 	if !t.headDropped {
@@ -278,13 +351,12 @@ func (t *Table) afterCommit(ctx context.Context) {
 }
 
 // cleanup deletes what the losing attempts wrote (manifest lists and their
-// own manifests) and, when nothing of ours was committed, the data files.
+// own manifests) and the data files of the batches not committed by us.
 // Attempts whose outcome is unknown are only cleaned once a later version
 // has been committed: their vN slot is then taken, so they can never land.
-func (t *Table) cleanup(ctx context.Context, c *committer, files []iceberg.DataFile, commitErr error, res *AppendResult) {
-	settled := commitErr == nil || !c.unknown
-	if !settled {
-		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String(), "batch", c.batchID)
+func (t *Table) cleanup(ctx context.Context, c *committer, ps []*Prepared, commitErr error, results map[string]*AppendResult) {
+	if commitErr != nil && c.unknown {
+		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String())
 		return
 	}
 	fs, err := t.lake.fsF(ctx)
@@ -293,11 +365,10 @@ func (t *Table) cleanup(ctx context.Context, c *committer, files []iceberg.DataF
 	}
 	var paths []string
 	for _, s := range c.attempts {
-		if s.SnapshotID == c.committedSnapshot {
+		if c.committed[s.SnapshotID] {
 			continue
 		}
-		mfs, err := s.Manifests(fs)
-		if err == nil {
+		if mfs, err := s.Manifests(fs); err == nil {
 			for _, m := range mfs {
 				if m.SnapshotID() == s.SnapshotID {
 					paths = append(paths, m.FilePath())
@@ -306,8 +377,10 @@ func (t *Table) cleanup(ctx context.Context, c *committer, files []iceberg.DataF
 		}
 		paths = append(paths, s.ManifestList)
 	}
-	if commitErr != nil || res.Duplicate {
-		paths = append(paths, dataFilePaths(files)...)
+	for _, p := range ps {
+		if r := results[p.BatchID]; r == nil || r.Duplicate {
+			paths = append(paths, dataFilePaths(p.files)...)
+		}
 	}
 	t.removeFiles(ctx, paths)
 }
@@ -365,14 +438,14 @@ func (e *batchCommittedError) Error() string {
 type committer struct {
 	lake    *Lake
 	name    TableName
-	batchID string
+	batches map[string]bool // batch ids being committed
 
-	attempts []*table.Snapshot // snapshots this append tried to commit
-	unknown  bool              // an attempt ended with an unknown outcome
+	attempts  []*table.Snapshot // snapshots our attempts staged
+	committed map[int64]bool    // those of them in the final ancestry
+	unknown   bool              // an attempt ended with an unknown outcome
 
-	committedMeta     table.Metadata
-	committedVersion  int
-	committedSnapshot int64
+	committedMeta    table.Metadata
+	committedVersion int
 }
 
 func (c *committer) ours(id int64) bool {
@@ -422,9 +495,9 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 			return nil, "", fmt.Errorf("%w: %v", table.ErrCommitFailed, err)
 		}
 	}
-	if c.batchID != "" {
-		if s := findBatch(base, c.batchID); s != nil {
-			return nil, "", &batchCommittedError{snapshot: s, meta: base, version: v}
+	for _, s := range ancestry(base) {
+		if s.Summary != nil && c.batches[s.Summary.Properties[SummaryBatchID]] {
+			return nil, "", &batchCommittedError{snapshot: &s, meta: base, version: v}
 		}
 	}
 	baseLoc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v) + ".metadata.json"
@@ -444,9 +517,6 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 		return nil, "", err
 	}
 	c.committedMeta, c.committedVersion = next, v+1
-	if s := next.CurrentSnapshot(); s != nil {
-		c.committedSnapshot = s.SnapshotID
-	}
 	loc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v+1) + ".metadata.json"
 	return next, loc, nil
 }

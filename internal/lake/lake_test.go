@@ -371,3 +371,56 @@ func assertNoOrphans(t testing.TB, l *Lake, tbl *Table) {
 		t.Fatal(err)
 	}
 }
+
+func TestCommitSeveralBatchesInOneMetadataWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			// Another writer commits batch b2 first.
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendRows(t, other, "b2", day0, 3)
+
+			var ps []*Prepared
+			for i := range 5 {
+				rec := rows(t, tbl.ArrowSchema(), day0.Add(time.Duration(i)*time.Hour), 10, false)
+				p, err := tbl.Prepare(ctx, fmt.Sprintf("b%d", i), []arrow.RecordBatch{rec}, map[string]string{SummarySourceSize: "10"}, 0)
+				rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+			}
+			res, err := tbl.Commit(ctx, ps, CommitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				if r.BatchID != fmt.Sprintf("b%d", i) || r.Duplicate != (i == 2) {
+					t.Fatalf("result %d: %+v", i, r)
+				}
+			}
+			// v1 create, v2 the other writer, v3 our four snapshots at once.
+			if tbl.Version() != 3 || len(ancestry(tbl.Metadata())) != 5 {
+				t.Fatalf("version %d, ancestry %d", tbl.Version(), len(ancestry(tbl.Metadata())))
+			}
+			if got := scanCount(t, tbl); got != 43 {
+				t.Fatalf("rows = %d, want 43", got)
+			}
+			for _, id := range []string{"b0", "b1", "b3", "b4"} {
+				b, ok := tbl.FindBatch(id)
+				if !ok || b.Rows != 10 || b.Summary[SummarySourceSize] != "10" {
+					t.Fatalf("batch %s: %+v %v", id, b, ok)
+				}
+			}
+			assertNoOrphans(t, l, tbl)
+		})
+	}
+}

@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 )
 
-// Table is one loaded version of a table. Append and Refresh move it to the
-// newest version; a Table is not safe for concurrent use (open one per
-// writer: concurrent writers are serialised by the commit protocol).
+// Table is one loaded version of a table. Commit and Refresh move it to the
+// newest version. Prepare, FindBatch and the getters may be called
+// concurrently with one Commit or Refresh; writers in other processes (or
+// other Table values) are serialised by the commit protocol.
 type Table struct {
-	lake     *Lake
-	name     TableName
+	lake *Lake
+	name TableName
+
+	mu       sync.RWMutex // guards the fields below
 	meta     table.Metadata
 	version  int
 	contract Contract
@@ -37,43 +41,82 @@ func (t *Table) set(meta table.Metadata, version int) error {
 	if err != nil {
 		return fmt.Errorf("table %s: schema: %w", t.name, err)
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.meta, t.version, t.contract, t.arrowSc, t.batches = meta, version, c, sc, nil
 	return nil
+}
+
+// tableView is a consistent read of a Table's state.
+type tableView struct {
+	arrowSc  *arrow.Schema
+	contract Contract
+	iceberg  *table.Table
+}
+
+func (t *Table) view() tableView {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return tableView{arrowSc: t.arrowSc, contract: t.contract, iceberg: t.icebergLocked(&committer{lake: t.lake, name: t.name})}
 }
 
 // Name returns the table's name.
 func (t *Table) Name() TableName { return t.name }
 
 // Metadata returns the loaded Iceberg metadata.
-func (t *Table) Metadata() table.Metadata { return t.meta }
+func (t *Table) Metadata() table.Metadata {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.meta
+}
 
 // Version returns N of the loaded vN.metadata.json.
-func (t *Table) Version() int { return t.version }
+func (t *Table) Version() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
 
 // Location returns the table location URI.
-func (t *Table) Location() string { return t.meta.Location() }
+func (t *Table) Location() string { return t.Metadata().Location() }
 
 // MetadataLocation returns the URI of the loaded vN.metadata.json.
-func (t *Table) MetadataLocation() string {
-	return t.lake.tableLocation(t.name) + "/metadata/v" + strconv.Itoa(t.version) + ".metadata.json"
+func (t *Table) MetadataLocation() string { return t.metadataLocation(t.Version()) }
+
+func (t *Table) metadataLocation(version int) string {
+	return t.lake.tableLocation(t.name) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
 }
 
 // Contract returns the table's time-series contract.
-func (t *Table) Contract() Contract { return t.contract }
+func (t *Table) Contract() Contract {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.contract
+}
 
 // ArrowSchema returns the current schema as Arrow, with Iceberg field ids in
 // each field's PARQUET:field_id metadata. Records given to Append must have
 // this schema.
-func (t *Table) ArrowSchema() *arrow.Schema { return t.arrowSc }
+func (t *Table) ArrowSchema() *arrow.Schema {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.arrowSc
+}
 
 // Iceberg returns an iceberg-go table for reads (scans, inspection). Writes
-// must go through Append.
+// must go through Append or Prepare and Commit.
 func (t *Table) Iceberg() *table.Table {
 	return t.iceberg(&committer{lake: t.lake, name: t.name})
 }
 
 func (t *Table) iceberg(c *committer) *table.Table {
-	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.meta, t.MetadataLocation(), t.lake.fsF, c)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.icebergLocked(c)
+}
+
+func (t *Table) icebergLocked(c *committer) *table.Table {
+	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.meta, t.metadataLocation(t.version), t.lake.fsF, c)
 }
 
 // Refresh reloads the newest version.
@@ -90,6 +133,8 @@ func (t *Table) Refresh(ctx context.Context) error {
 // summary has timelake.batch-id = id. Snapshots outside the ancestry (after
 // a rollback) do not count (timelake-format.md, "Snapshots and batch ids").
 func (t *Table) FindBatch(id string) (BatchInfo, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.batches == nil {
 		t.batches = batchIndex(t.meta)
 	}
@@ -103,7 +148,7 @@ func (t *Table) FindBatch(id string) (BatchInfo, bool) {
 // Batches returns every batch in the current ancestry, newest first.
 func (t *Table) Batches() []BatchInfo {
 	var out []BatchInfo
-	for _, s := range ancestry(t.meta) {
+	for _, s := range ancestry(t.Metadata()) {
 		if s.Summary != nil {
 			if id, ok := s.Summary.Properties[SummaryBatchID]; ok {
 				out = append(out, batchInfo(id, &s))

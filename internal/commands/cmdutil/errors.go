@@ -15,6 +15,7 @@ const (
 	ExitFailed    ExitCode = 1   // the command failed
 	ExitUsage     ExitCode = 2   // bad flags, arguments or settings
 	ExitPartial   ExitCode = 3   // ingest: some files were quarantined, the rest loaded
+	ExitNotLoaded ExitCode = 4   // tables batch: the batch id is not in the current ancestry
 	ExitLeaseHeld ExitCode = 11  // ingest: another run holds the table's lease
 	ExitCancelled ExitCode = 130 // interrupted (SIGINT/SIGTERM)
 )

@@ -1,0 +1,221 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// TestNewCmdTables checks flag and argument parsing with a runF capture:
+// nothing is loaded.
+func TestNewCmdTables(t *testing.T) {
+	wh := t.TempDir()
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(t *testing.T, opts any)
+		wantErr string
+		usage   bool // a *cmdutil.FlagError
+	}{
+		{
+			name: "list",
+			args: []string{"list"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				o := opts.(*ListOptions)
+				if o.Lake == nil || o.Lake.URI() != wh {
+					t.Errorf("lake %v, want %s", o.Lake, wh)
+				}
+			},
+		},
+		{
+			name: "list flag beats env",
+			args: []string{"list", "--warehouse", filepath.Join(wh, "other")},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if got := opts.(*ListOptions).Lake.URI(); got != filepath.Join(wh, "other") {
+					t.Errorf("lake %s", got)
+				}
+			},
+		},
+		{name: "list without warehouse", args: []string{"list"}, env: map[string]string{}, usage: true,
+			wantErr: "missing setting: pass --warehouse or set TIMELAKE_WAREHOUSE"},
+		{
+			name: "show default table",
+			args: []string{"show"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if got := opts.(*ShowOptions).Table; got != (lake.TableName{Namespace: "iot", Name: "readings"}) {
+					t.Errorf("table %v", got)
+				}
+			},
+		},
+		{
+			name: "show bare name",
+			args: []string{"show", "readings"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if got := opts.(*ShowOptions).Table; got != (lake.TableName{Namespace: "default", Name: "readings"}) {
+					t.Errorf("table %v", got)
+				}
+			},
+		},
+		{name: "show without table", args: []string{"show"}, env: map[string]string{"TIMELAKE_WAREHOUSE": wh}, usage: true,
+			wantErr: "missing table: pass NAME or set TIMELAKE_TABLE"},
+		{name: "show bad name", args: []string{"show", "a.b.c"}, env: env, usage: true, wantErr: `NAME: invalid table name "a.b.c"`},
+		{name: "show bad env name", args: []string{"show"}, env: map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "x/y"},
+			usage: true, wantErr: "TIMELAKE_TABLE (environment): invalid table name"},
+		{name: "show two names", args: []string{"show", "a", "b"}, env: env, wantErr: "accepts at most 1 arg(s)"},
+		{
+			name: "snapshots limit since",
+			args: []string{"snapshots", "iot.other", "--limit", "5", "--since", "2026-01-05T10:00:00Z"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				o := opts.(*SnapshotsOptions)
+				if o.Limit != 5 || !o.Since.Equal(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)) || o.Table.String() != "iot.other" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "snapshots since duration",
+			args: []string{"snapshots", "--since", "24h"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if d := time.Since(opts.(*SnapshotsOptions).Since); d < 24*time.Hour || d > 25*time.Hour {
+					t.Errorf("since %v ago", d)
+				}
+			},
+		},
+		{name: "snapshots bad since", args: []string{"snapshots", "--since", "soon"}, env: env, usage: true, wantErr: "--since:"},
+		{name: "snapshots negative limit", args: []string{"snapshots", "--limit", "-1"}, env: env, usage: true, wantErr: "--limit"},
+		{
+			name: "batches prefix",
+			args: []string{"batches", "--prefix", "gateway-7/"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*BatchesOptions); o.Prefix != "gateway-7/" || o.Table.String() != "iot.readings" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "batch with table",
+			args: []string{"batch", "iot.other", "gateway-7/20260105T1000.csv"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*BatchOptions); o.BatchID != "gateway-7/20260105T1000.csv" || o.Table.String() != "iot.other" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "batch id only",
+			args: []string{"batch", "gateway-7/20260105T1000.csv"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*BatchOptions); o.BatchID != "gateway-7/20260105T1000.csv" || o.Table.String() != "iot.readings" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "batch no id", args: []string{"batch"}, env: env, wantErr: "accepts between 1 and 2 arg(s)"},
+		{
+			name: "files",
+			args: []string{"files", "iot.readings"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*FilesOptions); o.Table.String() != "iot.readings" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "create",
+			args: []string{"create", "iot.new", "--from-file", "x.csv", "--series-key", "site, device_id", "--partition", "hour",
+				"--time-unit", "ms", "--assume-timezone", "Europe/Berlin"},
+			env: map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TIME_COLUMN": "ts"},
+			want: func(t *testing.T, opts any) {
+				o := opts.(*CreateOptions)
+				if o.Table.String() != "iot.new" || o.FromFile != "x.csv" || o.TimeColumn != "ts" ||
+					strings.Join(o.SeriesKey, "|") != "site|device_id" || o.Partition != lake.Hour || o.TimeUnit != "ms" ||
+					o.AssumeLocation.String() != "Europe/Berlin" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "create without file", args: []string{"create", "iot.new"}, env: env, usage: true, wantErr: "--from-file is required"},
+		{name: "create bad partition", args: []string{"create", "--from-file", "x.csv", "--partition", "week"}, env: env,
+			usage: true, wantErr: "--partition"},
+		{name: "create bad unit", args: []string{"create", "--from-file", "x.csv", "--time-unit", "h"}, env: env,
+			usage: true, wantErr: "--time-unit"},
+		{name: "create bad zone", args: []string{"create", "--from-file", "x.csv", "--assume-timezone", "Mars/Olympus"}, env: env,
+			usage: true, wantErr: "--assume-timezone"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, _, _ := iostreams.Test()
+			f := &cmdutil.Factory{IO: ios, LogLevel: "warn", Getenv: func(k string) (string, bool) {
+				v, ok := tc.env[k]
+				return v, ok
+			}}
+			var got any
+			cmd := NewCmdTables(f, func(_ context.Context, opts any) error {
+				got = opts
+				return nil
+			})
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(ios.ErrOut)
+			cmd.SetErr(ios.ErrOut)
+			_, err := cmd.ExecuteC()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				var fe *cmdutil.FlagError
+				if tc.usage != errors.As(err, &fe) {
+					t.Errorf("FlagError: %v, want %v", errors.As(err, &fe), tc.usage)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Fatal("run function not called")
+			}
+			tc.want(t, got)
+		})
+	}
+}
+
+// TestHelp parses --help of every subcommand.
+func TestHelp(t *testing.T) {
+	for _, sub := range []string{"", "list", "show", "snapshots", "batches", "batch", "files", "create"} {
+		ios, _, _ := iostreams.Test()
+		f := &cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }}
+		cmd := NewCmdTables(f, nil)
+		var out strings.Builder
+		cmd.SetOut(&out)
+		args := []string{"--help"}
+		if sub != "" {
+			args = []string{sub, "--help"}
+		}
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%s --help: %v", sub, err)
+		}
+		if !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("%s --help printed no usage:\n%s", sub, out.String())
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+)
+
+// CreateOptions are the inputs of `tables create`.
+type CreateOptions struct {
+	Output
+	Lake           *lake.Lake
+	Table          lake.TableName
+	FromFile       string // local CSV, TSV (optionally gzipped) or Parquet file
+	TimeColumn     string // "" means infer
+	SeriesKey      []string
+	Partition      lake.Granularity
+	TimeUnit       string         // "", s, ms, us or ns
+	AssumeLocation *time.Location // zone of text times without offset
+}
+
+// NewCmdCreate builds `tables create`. runF replaces RunCreate in tests; nil
+// means RunCreate.
+func NewCmdCreate(f *cmdutil.Factory, runF func(context.Context, *CreateOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create [NAME] --from-file FILE",
+		Short: "Create a table from a sample CSV, TSV or Parquet file, with the rules ingest uses",
+		Long: `Create an empty table explicitly, from the schema of a local sample file, with
+the same rules ingest applies when it creates a table from the first landing
+file: the time column (given or inferred) becomes a required timestamptz, the
+other columns are nullable, the partition is <chunk>(time) and the sort order
+is (series key..., time). No rows are loaded.
+
+The settings that ingest reads from the environment are read here too
+(TIMELAKE_TIME_COLUMN, TIMELAKE_SERIES_KEY, TIMELAKE_PARTITION, ...).`,
+		Example: `  timelake tables create iot.readings --from-file sample.csv --series-key device_id
+  timelake tables create iot.readings --from-file sample.parquet --partition hour --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := resolveCreate(cmd, f, args)
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts, runF, RunCreate)
+		},
+	}
+	fl := cmd.Flags()
+	fl.String("from-file", "", "local CSV, TSV (optionally .gz) or Parquet file whose schema the table takes (required)")
+	fl.String("time-column", "", "time column (default: inferred)"+cmdutil.EnvHelp(ingestcmd.TimeColumnEnv...))
+	fl.String("series-key", "", "comma-separated columns that identify a series"+cmdutil.EnvHelp(ingestcmd.SeriesKeyEnv...))
+	fl.String("partition", "day", "time partition granularity: hour, day or month"+cmdutil.EnvHelp(ingestcmd.PartitionEnv...))
+	fl.String("time-unit", "", "unit of a numeric epoch time column: s, ms, us or ns"+cmdutil.EnvHelp(ingestcmd.TimeUnitEnv...))
+	fl.String("assume-timezone", "UTC", "IANA zone of text times written without an offset"+cmdutil.EnvHelp(ingestcmd.TimezoneEnv...))
+	return cmd
+}
+
+func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*CreateOptions, error) {
+	opts := &CreateOptions{Output: output(f)}
+	opts.FromFile, _ = cmd.Flags().GetString("from-file")
+	if strings.TrimSpace(opts.FromFile) == "" {
+		return nil, cmdutil.FlagErrorf("--from-file is required")
+	}
+	get := func(flag string, env []string) (string, error) {
+		s, err := f.Resolve(cmd, flag, env...)
+		return s.Value, err
+	}
+	var err error
+	if opts.TimeColumn, err = get("time-column", ingestcmd.TimeColumnEnv); err != nil {
+		return nil, err
+	}
+	sk, err := get("series-key", ingestcmd.SeriesKeyEnv)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range strings.Split(sk, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			opts.SeriesKey = append(opts.SeriesKey, k)
+		}
+	}
+	part, err := get("partition", ingestcmd.PartitionEnv)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Partition, err = lake.ParseGranularity(part); err != nil {
+		return nil, cmdutil.FlagErrorf("--partition: %v", err)
+	}
+	if opts.TimeUnit, err = get("time-unit", ingestcmd.TimeUnitEnv); err != nil {
+		return nil, err
+	}
+	switch opts.TimeUnit {
+	case "", "s", "ms", "us", "ns":
+	default:
+		return nil, cmdutil.FlagErrorf("--time-unit: invalid unit %q (expected s, ms, us or ns)", opts.TimeUnit)
+	}
+	tz, err := get("assume-timezone", ingestcmd.TimezoneEnv)
+	if err != nil {
+		return nil, err
+	}
+	if opts.AssumeLocation, err = time.LoadLocation(tz); err != nil {
+		return nil, cmdutil.FlagErrorf("--assume-timezone: unknown time zone %q (expected an IANA name such as Europe/Berlin)", tz)
+	}
+	if opts.Table, err = tableName(f, firstArg(args)); err != nil {
+		return nil, err
+	}
+	if opts.Lake, err = openLake(cmd, f); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// RunCreate decodes FromFile with landing.Decode (Target nil: schema and
+// time column inferred as for ingest's auto-create), creates the table with
+// lake.CreateTable and prints what was created. Errors: the file cannot be
+// read or decoded (*landing.FileError), a series key column is missing, or
+// lake.ErrTableExists.
+func RunCreate(ctx context.Context, opts *CreateOptions) error {
+	fh, err := os.Open(opts.FromFile)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", opts.Table, err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return fmt.Errorf("create %s: %w", opts.Table, err)
+	}
+	key := filepath.Base(opts.FromFile)
+	dec, err := landing.Decode(ctx, landing.Source{Key: key, R: fh, Size: st.Size()}, landing.DecodeOptions{
+		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
+	})
+	if err != nil {
+		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
+	}
+	defer dec.Release()
+	for _, k := range opts.SeriesKey {
+		if len(dec.Schema.FieldIndices(k)) == 0 {
+			return fmt.Errorf("create %s: series key column %q is not in %s (check --series-key)", opts.Table, k, opts.FromFile)
+		}
+	}
+	t, err := opts.Lake.CreateTable(ctx, opts.Table, dec.Schema, lake.CreateSpec{
+		TimeColumn: dec.TimeColumn, SeriesKey: opts.SeriesKey, Partition: opts.Partition,
+	})
+	if err != nil {
+		return err
+	}
+	return RenderCreated(opts.Output, BuildCreated(opts.Table, t.Metadata(), opts.FromFile))
+}
+
+// BuildCreated describes a new table the way ingest reports the tables it
+// creates (ingest.Created): name, location, contract and columns.
+func BuildCreated(name lake.TableName, meta table.Metadata, fromFile string) *ingest.Created {
+	c := &ingest.Created{Table: name.String(), Location: meta.Location(), FromFile: fromFile,
+		SeriesKey: []string{}, Columns: []ingest.Column{}}
+	p := meta.Properties()
+	c.TimeColumn = p[lake.PropTimeColumn]
+	c.Partition = p[lake.PropChunk]
+	if c.Partition == "" {
+		c.Partition = string(lake.Day)
+	}
+	for _, k := range strings.Split(p[lake.PropSeriesKey], ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			c.SeriesKey = append(c.SeriesKey, k)
+		}
+	}
+	for _, f := range meta.CurrentSchema().Fields() {
+		c.Columns = append(c.Columns, ingest.Column{Name: f.Name, Type: f.Type.String(), Required: f.Required})
+	}
+	return c
+}
+
+// RenderCreated prints c: ingest's "created table" text, or c as JSON.
+func RenderCreated(o Output, c *ingest.Created) error {
+	if o.JSON {
+		return printJSON(o.Out, c)
+	}
+	_, err := io.WriteString(o.Out, ingestcmd.CreatedText(c))
+	return err
+}

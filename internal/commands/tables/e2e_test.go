@@ -1,0 +1,380 @@
+package tables_test
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+const examples = "../../../examples/landing"
+
+// copyLanding copies the example files whose keys start with prefix into a
+// new landing folder and returns it with the copied keys, sorted.
+func copyLanding(t *testing.T, prefix string) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "landing")
+	var keys []string
+	err := filepath.WalkDir(examples, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(examples, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		keys = append(keys, key)
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if len(keys) == 0 {
+		t.Fatalf("no example files under %s with prefix %q", examples, prefix)
+	}
+	return dir, keys
+}
+
+type result struct {
+	code        cmdutil.ExitCode
+	out, errOut string
+}
+
+// timelake runs the CLI in-process, as main does, with env as the whole
+// environment.
+func timelake(t *testing.T, env map[string]string, tty bool, args ...string) result {
+	t.Helper()
+	ios, out, errOut := iostreams.Test()
+	ios.SetStdoutTTY(tty)
+	code := commands.Execute(context.Background(), args, ios, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
+func mustRun(t *testing.T, env map[string]string, tty bool, args ...string) string {
+	t.Helper()
+	r := timelake(t, env, tty, args...)
+	if r.code != cmdutil.ExitOK {
+		t.Fatalf("timelake %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.out, r.errOut)
+	}
+	return r.out
+}
+
+func decode[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("output is not the expected JSON: %v\n%s", err, s)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON document:\n%s", s)
+	}
+	return v
+}
+
+type batchJSON struct {
+	BatchID    string      `json:"batch_id"`
+	SnapshotID json.Number `json:"snapshot_id"`
+	Rows       int64       `json:"rows"`
+	Loaded     *bool       `json:"loaded"` // tables batch only
+}
+
+func batchIDs(rows []batchJSON) []string {
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.BatchID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// pipeColumn returns column i of a tab-separated output without its header.
+func pipeColumn(t *testing.T, out string, i int) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var col []string
+	for _, l := range lines[1:] {
+		col = append(col, strings.Split(l, "\t")[i])
+	}
+	return col
+}
+
+func TestTablesAfterIngestLocal(t *testing.T) {
+	landing, keys := copyLanding(t, "")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+
+	// batches: exactly the landing keys, in a pipe and as JSON.
+	out := mustRun(t, env, false, "tables", "batches")
+	if got := pipeColumn(t, out, 0); !slices.Equal(sorted(got), keys) {
+		t.Errorf("tables batches listed %v, want %v", got, keys)
+	}
+	rows := decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "iot.readings", "--json"))
+	if got := batchIDs(rows); !slices.Equal(got, keys) {
+		t.Errorf("tables batches --json listed %v, want %v", got, keys)
+	}
+	if got := batchIDs(decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--prefix", "gateway-2/", "--json"))); !slices.Equal(got,
+		[]string{"gateway-2/20260105T1000.csv.gz", "gateway-2/20260105T1100.csv"}) {
+		t.Errorf("--prefix gateway-2/: %v", got)
+	}
+
+	// batch: one id, loaded with its rows.
+	st := decode[batchJSON](t, mustRun(t, env, false, "tables", "batch", "iot.readings", "gateway-1/20260105T1000.csv", "--json"))
+	if st.Loaded == nil || !*st.Loaded || st.Rows != 300 || st.SnapshotID == "" {
+		t.Errorf("batch gateway-1/20260105T1000.csv: %+v", st)
+	}
+	out = mustRun(t, env, true, "tables", "batch", "gateway-3/20260105T1000.parquet")
+	if !strings.HasPrefix(out, "gateway-3/20260105T1000.parquet: loaded into iot.readings in snapshot ") || !strings.Contains(out, ", 300 rows, 1 data file, ") {
+		t.Errorf("batch on a terminal: %q", out)
+	}
+
+	// An unknown id: "not loaded", exit 4, and the printed answer is the
+	// only message.
+	r := timelake(t, env, true, "tables", "batch", "gateway-7/20260105T1000.csv")
+	if r.code != cmdutil.ExitNotLoaded || r.errOut != "" ||
+		r.out != "gateway-7/20260105T1000.csv: not loaded into iot.readings (no snapshot in the current ancestry has this batch id)\n" {
+		t.Errorf("unknown id: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	r = timelake(t, env, false, "tables", "batch", "gateway-7/20260105T1000.csv")
+	if r.code != 4 || r.errOut != "" || r.out != "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n"+
+		"gateway-7/20260105T1000.csv\tnot-loaded\t\t\t\t\t\n" {
+		t.Errorf("unknown id in a pipe: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	r = timelake(t, env, false, "tables", "batch", "gateway-7/20260105T1000.csv", "--json")
+	if st := decode[batchJSON](t, r.out); r.code != 4 || st.Loaded == nil || *st.Loaded {
+		t.Errorf("unknown id with --json: exit %d, %+v", r.code, st)
+	}
+
+	// show: contract, partition spec and sort order of the table ingest made.
+	out = mustRun(t, env, true, "tables", "show")
+	for _, want := range []string{
+		"Table:           iot.readings\n",
+		"\nPartition spec (id 0)\n  day(time)  (time_day)\n",
+		"\nSort order (id 1)\n  device_id asc nulls-first, time asc nulls-first\n",
+		"\nTimelake contract\n  timelake.chunk        day\n  timelake.series-key   device_id\n  timelake.time-column  time\n",
+		"\nTotals\n  1800 rows in 6 data files, ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tables show lacks %q:\n%s", want, out)
+		}
+	}
+	detail := decode[struct {
+		PartitionSpec struct{ Fields []struct{ Expr string } } `json:"partition_spec"`
+		SortOrder     struct{ Fields []struct{ Expr string } } `json:"sort_order"`
+		Contract      map[string]string                        `json:"contract"`
+		Totals        struct{ Rows, DataFiles int64 }          `json:"totals"`
+	}](t, mustRun(t, env, false, "tables", "show", "iot.readings", "--json"))
+	if len(detail.PartitionSpec.Fields) != 1 || detail.PartitionSpec.Fields[0].Expr != "day(time)" ||
+		len(detail.SortOrder.Fields) != 2 || detail.Contract[lake.PropTimeColumn] != "time" ||
+		detail.Contract[lake.PropSeriesKey] != "device_id" || detail.Totals.Rows != 1800 {
+		t.Errorf("tables show --json: %+v", detail)
+	}
+
+	// list and files.
+	list := decode[[]struct {
+		Table     string
+		Rows      int64
+		DataFiles int64 `json:"data_files"`
+	}](t, mustRun(t, env, false, "tables", "list", "--json"))
+	if len(list) != 1 || list[0].Table != "iot.readings" || list[0].Rows != 1800 || list[0].DataFiles != 6 {
+		t.Errorf("tables list --json: %+v", list)
+	}
+	files := decode[[]struct {
+		Partition string
+		Rows      int64
+		Path      string
+	}](t, mustRun(t, env, false, "tables", "files", "--json"))
+	perPartition := map[string]int{}
+	for _, f := range files {
+		perPartition[f.Partition]++
+		if f.Rows != 300 || !strings.HasPrefix(f.Path, "file://") {
+			t.Errorf("file %+v", f)
+		}
+	}
+	if len(files) != 6 || perPartition["time_day=2026-01-05"] != 5 || perPartition["time_day=2026-01-06"] != 1 {
+		t.Errorf("tables files --json: %v", perPartition)
+	}
+	out = mustRun(t, env, true, "tables", "files")
+	if !strings.Contains(out, "\n6 data files in 2 partitions, 1800 rows, ") {
+		t.Errorf("tables files summary:\n%s", out)
+	}
+
+	// Roll the current snapshot back to its parent: the abandoned batch id
+	// is not loaded any more.
+	ctx := context.Background()
+	l, err := lake.Open(ctx, wh, lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := l.LoadTable(ctx, lake.TableName{Namespace: "iot", Name: "readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := tbl.Metadata().CurrentSnapshot()
+	abandoned := cur.Summary.Properties[lake.SummaryBatchID]
+	if err := tbl.RollbackTo(ctx, *cur.ParentSnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	r = timelake(t, env, true, "tables", "batch", abandoned)
+	if r.code != cmdutil.ExitNotLoaded || !strings.Contains(r.out, abandoned+": not loaded into iot.readings") {
+		t.Errorf("after rollback, %s: exit %d, %q", abandoned, r.code, r.out)
+	}
+	ids := batchIDs(decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json")))
+	if want := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == abandoned }); !slices.Equal(ids, want) {
+		t.Errorf("after rollback, batches %v, want %v", ids, want)
+	}
+	snaps := decode[[]struct {
+		BatchID *string `json:"batch_id"`
+		State   string
+	}](t, mustRun(t, env, false, "tables", "snapshots", "--json"))
+	if len(snaps) != 6 || *snaps[0].BatchID != abandoned || snaps[0].State != "abandoned" || snaps[1].State != "current" {
+		t.Errorf("after rollback, snapshots %+v", snaps)
+	}
+	if got := decode[[]struct{ State string }](t, mustRun(t, env, false, "tables", "snapshots", "--limit", "1", "--json")); len(got) != 1 {
+		t.Errorf("--limit 1: %+v", got)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func TestTablesCreate(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh}
+	sample := filepath.Join(examples, "gateway-1", "20260105T1000.csv")
+	out := mustRun(t, env, false, "tables", "create", "iot.sample", "--from-file", sample, "--series-key", "device_id")
+	want := "created table iot.sample at file://" + filepath.ToSlash(filepath.Join(wh, "iot", "sample")) + " from " + sample + "\n" +
+		"  time column time, partition day(time), series key device_id\n" +
+		"  time                 timestamptz not null\n" +
+		"  device_id            string\n" +
+		"  temperature_c        double\n" +
+		"  humidity_pct         double\n" +
+		"  battery_v            double\n"
+	if out != want {
+		t.Errorf("tables create printed:\n%s\nwant:\n%s", out, want)
+	}
+	show := mustRun(t, env, true, "tables", "show", "iot.sample")
+	for _, w := range []string{"  day(time)  (time_day)\n", "  device_id asc nulls-first, time asc nulls-first\n", "  none (no data yet)\n"} {
+		if !strings.Contains(show, w) {
+			t.Errorf("show of the created table lacks %q:\n%s", w, show)
+		}
+	}
+	// Ingest appends to it: same schema.
+	landing, _ := copyLanding(t, "gateway-1/")
+	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.sample", "LANDING_BUCKET": landing}
+	mustRun(t, env2, false, "ingest", "--no-create")
+	if got := pipeColumn(t, mustRun(t, env2, false, "tables", "batches"), 3); !slices.Equal(got, []string{"300", "300"}) {
+		t.Errorf("rows of the batches loaded into the created table: %v", got)
+	}
+
+	r := timelake(t, env, false, "tables", "create", "iot.sample", "--from-file", sample)
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, "table already exists") {
+		t.Errorf("second create: exit %d, stderr %q", r.code, r.errOut)
+	}
+	r = timelake(t, env, false, "tables", "create", "iot.other", "--from-file", sample, "--series-key", "site")
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, `series key column "site" is not in`) {
+		t.Errorf("create with a missing series key: exit %d, stderr %q", r.code, r.errOut)
+	}
+
+	pq := filepath.Join(examples, "gateway-3", "20260105T1000.parquet")
+	created := decode[struct {
+		Table      string
+		TimeColumn string `json:"time_column"`
+		Partition  string
+		Columns    []struct{ Name, Type string }
+	}](t, mustRun(t, env, false, "tables", "create", "iot.hourly", "--from-file", pq, "--partition", "hour", "--json"))
+	if created.Table != "iot.hourly" || created.TimeColumn != "time" || created.Partition != "hour" ||
+		len(created.Columns) != 5 || created.Columns[0].Type != "timestamptz" {
+		t.Errorf("create --json: %+v", created)
+	}
+	list := pipeColumn(t, mustRun(t, env, false, "tables", "list"), 0)
+	if !slices.Equal(list, []string{"iot.hourly", "iot.sample"}) {
+		t.Errorf("tables list: %v", list)
+	}
+}
+
+func TestTablesErrors(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "lake")
+	r := timelake(t, map[string]string{"TIMELAKE_WAREHOUSE": wh}, false, "tables", "show", "iot.missing")
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, "table not found") {
+		t.Errorf("show of a missing table: exit %d, stderr %q", r.code, r.errOut)
+	}
+	r = timelake(t, map[string]string{}, false, "tables", "batches", "iot.readings")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "TIMELAKE_WAREHOUSE") {
+		t.Errorf("no warehouse: exit %d, stderr %q", r.code, r.errOut)
+	}
+	// An empty warehouse lists nothing: [] with --json, a header in a pipe.
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh}
+	if out := mustRun(t, env, false, "tables", "list", "--json"); out != "[]\n" {
+		t.Errorf("empty list --json: %q", out)
+	}
+	if out := mustRun(t, env, true, "tables", "list"); out != "no tables in "+wh+"\n" {
+		t.Errorf("empty list on a terminal: %q", out)
+	}
+}
+
+// TestTablesS3 ingests two files into an s3:// warehouse on the test S3
+// server and reads them back with the tables commands.
+func TestTablesS3(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	bucket := srv.NewBucket(t)
+	landing, keys := copyLanding(t, "gateway-1/")
+	env := map[string]string{
+		"TIMELAKE_WAREHOUSE":    "s3://" + bucket + "/warehouse",
+		"TIMELAKE_TABLE":        "iot.readings",
+		"LANDING_BUCKET":        landing,
+		"AWS_ENDPOINT_URL_S3":   srv.Endpoint,
+		"AWS_REGION":            srv.Region,
+		"AWS_ACCESS_KEY_ID":     srv.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": srv.SecretKey,
+	}
+	mustRun(t, env, false, "ingest")
+	if ids := batchIDs(decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json"))); !slices.Equal(ids, keys) {
+		t.Errorf("tables batches on S3: %v, want %v", ids, keys)
+	}
+	out := mustRun(t, env, false, "tables", "batch", keys[0])
+	if rows := pipeColumn(t, out, 4); !slices.Equal(rows, []string{"300"}) {
+		t.Errorf("tables batch on S3:\n%s", out)
+	}
+	files := decode[[]struct{ Path string }](t, mustRun(t, env, false, "tables", "files", "--json"))
+	if len(files) != 2 || !strings.HasPrefix(files[0].Path, "s3://"+bucket+"/warehouse/iot/readings/data/") {
+		t.Errorf("tables files on S3: %+v", files)
+	}
+	if got := pipeColumn(t, mustRun(t, env, false, "tables", "list"), 1); !slices.Equal(got, []string{"600"}) {
+		t.Errorf("tables list on S3: rows %v", got)
+	}
+	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:        s3://"+bucket+"/warehouse/iot/readings\n") {
+		t.Errorf("tables show on S3:\n%s", out)
+	}
+}

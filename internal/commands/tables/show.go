@@ -1,0 +1,373 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// ShowOptions are the inputs of `tables show`.
+type ShowOptions struct {
+	Output
+	Lake  *lake.Lake
+	Table lake.TableName
+}
+
+// NewCmdShow builds `tables show`. runF replaces RunShow in tests; nil
+// means RunShow.
+func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show [NAME]",
+		Short: "Show a table: location, schema, partition spec, sort order, contract, current snapshot, totals",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := &ShowOptions{Output: output(f)}
+			var err error
+			if opts.Table, err = tableName(f, firstArg(args)); err != nil {
+				return err
+			}
+			if opts.Lake, err = openLake(cmd, f); err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts, runF, RunShow)
+		},
+	}
+}
+
+// TableDetail is what `tables show` prints.
+type TableDetail struct {
+	Table            string  `json:"table"`             // namespace.table
+	Location         string  `json:"location"`          // table root URI
+	MetadataLocation string  `json:"metadata_location"` // URI of vN.metadata.json
+	MetadataVersion  int     `json:"metadata_version"`  // N
+	FormatVersion    int     `json:"format_version"`    // Iceberg format version (2)
+	TableUUID        string  `json:"table_uuid"`
+	LastUpdatedAt    UTCTime `json:"last_updated_at"` // last-updated-ms of the metadata
+	Schema           Schema  `json:"schema"`
+	PartitionSpec    Spec    `json:"partition_spec"`
+	SortOrder        Order   `json:"sort_order"`
+	// Contract holds the timelake.* properties (timelake-format.md, "Table
+	// contract"), Properties all others.
+	Contract        map[string]string `json:"contract"`
+	Properties      map[string]string `json:"properties"`
+	CurrentSnapshot *SnapshotRow      `json:"current_snapshot"` // null without snapshots
+	Totals          Totals            `json:"totals"`
+}
+
+// Schema is the current schema.
+type Schema struct {
+	SchemaID int      `json:"schema_id"`
+	Columns  []Column `json:"columns"`
+}
+
+// Column is one top-level field of the schema; Type is the Iceberg type
+// name (timestamptz, string, double, ...).
+type Column struct {
+	ID       int    `json:"id"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Required bool   `json:"required"`
+	Doc      string `json:"doc,omitempty"`
+}
+
+// Spec is the default partition spec.
+type Spec struct {
+	SpecID int         `json:"spec_id"`
+	Fields []SpecField `json:"fields"` // empty: unpartitioned
+}
+
+// SpecField is one partition field; Expr is "day(time)", or the column
+// name for identity.
+type SpecField struct {
+	FieldID   int    `json:"field_id"`
+	Name      string `json:"name"`
+	SourceID  int    `json:"source_id"`
+	Source    string `json:"source"`
+	Transform string `json:"transform"`
+	Expr      string `json:"expr"`
+}
+
+// Order is the default sort order.
+type Order struct {
+	OrderID int          `json:"order_id"`
+	Fields  []OrderField `json:"fields"` // empty: unsorted
+}
+
+// OrderField is one sort key; Expr is "device_id asc nulls-first".
+type OrderField struct {
+	SourceID  int    `json:"source_id"`
+	Source    string `json:"source"`
+	Transform string `json:"transform"`
+	Direction string `json:"direction"`  // asc or desc
+	NullOrder string `json:"null_order"` // nulls-first or nulls-last
+	Expr      string `json:"expr"`
+}
+
+// Totals are the current snapshot's summary totals (0 without snapshots).
+type Totals struct {
+	Snapshots   int   `json:"snapshots"` // snapshots in the metadata, abandoned ones included
+	Rows        int64 `json:"rows"`      // total-records
+	DataFiles   int64 `json:"data_files"`
+	DeleteFiles int64 `json:"delete_files"`
+	SizeBytes   int64 `json:"size_bytes"` // total-files-size
+}
+
+// BuildTableDetail describes a table from its metadata, its version N and
+// the URI of vN.metadata.json.
+func BuildTableDetail(name lake.TableName, version int, metadataLocation string, meta table.Metadata) TableDetail {
+	sc := meta.CurrentSchema()
+	colName := func(id int) string {
+		if f, ok := sc.FindFieldByID(id); ok {
+			return f.Name
+		}
+		return fmt.Sprintf("#%d", id)
+	}
+	d := TableDetail{
+		Table: name.String(), Location: meta.Location(), MetadataLocation: metadataLocation,
+		MetadataVersion: version, FormatVersion: meta.Version(), TableUUID: meta.TableUUID().String(),
+		LastUpdatedAt: At(meta.LastUpdatedMillis()),
+		Schema:        Schema{SchemaID: sc.ID, Columns: []Column{}},
+		Contract:      map[string]string{}, Properties: map[string]string{},
+	}
+	for _, f := range sc.Fields() {
+		d.Schema.Columns = append(d.Schema.Columns, Column{ID: f.ID, Name: f.Name, Type: f.Type.String(), Required: f.Required, Doc: f.Doc})
+	}
+	spec := meta.PartitionSpec()
+	d.PartitionSpec = Spec{SpecID: spec.ID(), Fields: []SpecField{}}
+	for _, pf := range spec.Fields() {
+		src := colName(pf.SourceID())
+		expr := pf.Transform.String() + "(" + src + ")"
+		if _, ok := pf.Transform.(iceberg.IdentityTransform); ok {
+			expr = src
+		}
+		d.PartitionSpec.Fields = append(d.PartitionSpec.Fields, SpecField{FieldID: pf.FieldID, Name: pf.Name,
+			SourceID: pf.SourceID(), Source: src, Transform: pf.Transform.String(), Expr: expr})
+	}
+	so := meta.SortOrder()
+	d.SortOrder = Order{OrderID: so.OrderID(), Fields: []OrderField{}}
+	for _, sf := range so.Fields() {
+		src := colName(sf.SourceID())
+		term := src
+		if _, ok := sf.Transform.(iceberg.IdentityTransform); !ok {
+			term = sf.Transform.String() + "(" + src + ")"
+		}
+		d.SortOrder.Fields = append(d.SortOrder.Fields, OrderField{SourceID: sf.SourceID(), Source: src,
+			Transform: sf.Transform.String(), Direction: string(sf.Direction), NullOrder: string(sf.NullOrder),
+			Expr: term + " " + string(sf.Direction) + " " + string(sf.NullOrder)})
+	}
+	for k, v := range meta.Properties() {
+		if strings.HasPrefix(k, "timelake.") {
+			d.Contract[k] = v
+		} else {
+			d.Properties[k] = v
+		}
+	}
+	d.Totals.Snapshots = len(meta.Snapshots())
+	if s := meta.CurrentSnapshot(); s != nil {
+		r := snapshotRow(*s, s.SnapshotID, lake.InCurrentAncestry(meta))
+		d.CurrentSnapshot = &r
+		if s.Summary != nil {
+			p := s.Summary.Properties
+			d.Totals.Rows = summaryInt(p, "total-records")
+			d.Totals.DataFiles = summaryInt(p, "total-data-files")
+			d.Totals.DeleteFiles = summaryInt(p, "total-delete-files")
+			d.Totals.SizeBytes = summaryInt(p, "total-files-size")
+		}
+	}
+	return d
+}
+
+// RunShow loads the table and prints its description.
+func RunShow(ctx context.Context, opts *ShowOptions) error {
+	t, err := opts.Lake.LoadTable(ctx, opts.Table)
+	if err != nil {
+		return err
+	}
+	return RenderShow(opts.Output, BuildTableDetail(opts.Table, t.Version(), t.MetadataLocation(), t.Metadata()))
+}
+
+// RenderShow prints d. On a terminal: labelled sections (property values
+// longer than 60 characters are shortened). In a pipe: one
+// record per line, the record type first, then tab-separated values
+// (docs/tables.md lists the record types).
+func RenderShow(o Output, d TableDetail) error {
+	if o.JSON {
+		return printJSON(o.Out, d)
+	}
+	if o.TTY {
+		return renderShowTTY(o.Out, d)
+	}
+	var b strings.Builder
+	rec := func(fields ...string) {
+		for i, f := range fields {
+			fields[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(f)
+		}
+		b.WriteString(strings.Join(fields, "\t"))
+		b.WriteByte('\n')
+	}
+	rec("table", d.Table)
+	rec("location", d.Location)
+	rec("metadata_location", d.MetadataLocation)
+	rec("metadata_version", formatInt(int64(d.MetadataVersion)))
+	rec("format_version", formatInt(int64(d.FormatVersion)))
+	rec("table_uuid", d.TableUUID)
+	rec("last_updated_at", d.LastUpdatedAt.machine())
+	rec("schema_id", formatInt(int64(d.Schema.SchemaID)))
+	for _, c := range d.Schema.Columns {
+		rec("column", formatInt(int64(c.ID)), c.Name, c.Type, requiredWord(c.Required))
+	}
+	rec("partition_spec_id", formatInt(int64(d.PartitionSpec.SpecID)))
+	for _, f := range d.PartitionSpec.Fields {
+		rec("partition_field", f.Name, f.Expr)
+	}
+	rec("sort_order_id", formatInt(int64(d.SortOrder.OrderID)))
+	for _, f := range d.SortOrder.Fields {
+		rec("sort_field", f.Source, f.Transform, f.Direction, f.NullOrder)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Contract)) {
+		rec("contract", k, d.Contract[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Properties)) {
+		rec("property", k, d.Properties[k])
+	}
+	if s := d.CurrentSnapshot; s != nil {
+		batch := ""
+		if s.BatchID != nil {
+			batch = *s.BatchID
+		}
+		rec("current_snapshot", formatInt(s.SnapshotID), s.CommittedAt.machine(), s.Operation, batch)
+	}
+	rec("snapshots", formatInt(int64(d.Totals.Snapshots)))
+	rec("rows", formatInt(d.Totals.Rows))
+	rec("data_files", formatInt(d.Totals.DataFiles))
+	rec("delete_files", formatInt(d.Totals.DeleteFiles))
+	rec("size_bytes", formatInt(d.Totals.SizeBytes))
+	_, err := io.WriteString(o.Out, b.String())
+	return err
+}
+
+func requiredWord(req bool) string {
+	if req {
+		return "required"
+	}
+	return "optional"
+}
+
+func renderShowTTY(w io.Writer, d TableDetail) error {
+	var b strings.Builder
+	kv := func(rows [][2]string) {
+		width := 0
+		for _, r := range rows {
+			width = max(width, len(r[0]))
+		}
+		for _, r := range rows {
+			fmt.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
+		}
+	}
+	section := func(title string) { b.WriteString("\n" + title + "\n") }
+
+	kv([][2]string{
+		{"Table", d.Table},
+		{"Location", d.Location},
+		{"Metadata", fmt.Sprintf("v%d (%s)", d.MetadataVersion, d.MetadataLocation)},
+		{"Format version", formatInt(int64(d.FormatVersion))},
+		{"UUID", d.TableUUID},
+		{"Last updated", d.LastUpdatedAt.terminal() + " UTC"},
+	})
+
+	section(fmt.Sprintf("Schema (id %d)", d.Schema.SchemaID))
+	cols := make([][]string, 0, len(d.Schema.Columns))
+	for _, c := range d.Schema.Columns {
+		req := ""
+		if c.Required {
+			req = "yes"
+		}
+		cols = append(cols, []string{formatInt(int64(c.ID)), c.Name, c.Type, req})
+	}
+	var tb strings.Builder
+	_ = printTable(&tb, true, []column{{"id", "", true}, {"name", "", false}, {"type", "", false}, {"required", "", false}}, cols)
+	b.WriteString(indent(tb.String()))
+
+	section(fmt.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
+	if len(d.PartitionSpec.Fields) == 0 {
+		b.WriteString("  unpartitioned\n")
+	}
+	for _, f := range d.PartitionSpec.Fields {
+		fmt.Fprintf(&b, "  %s  (%s)\n", f.Expr, f.Name)
+	}
+
+	section(fmt.Sprintf("Sort order (id %d)", d.SortOrder.OrderID))
+	if len(d.SortOrder.Fields) == 0 {
+		b.WriteString("  unsorted\n")
+	}
+	exprs := make([]string, len(d.SortOrder.Fields))
+	for i, f := range d.SortOrder.Fields {
+		exprs[i] = f.Expr
+	}
+	if len(exprs) > 0 {
+		b.WriteString("  " + strings.Join(exprs, ", ") + "\n")
+	}
+
+	props := func(title string, m map[string]string) {
+		section(title)
+		if len(m) == 0 {
+			b.WriteString("  none\n")
+			return
+		}
+		rows := make([][]string, 0, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			rows = append(rows, []string{k, ellipsis(m[k], 60)})
+		}
+		width := 0
+		for _, r := range rows {
+			width = max(width, len(r[0]))
+		}
+		for _, r := range rows {
+			fmt.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
+		}
+	}
+	props("Timelake contract", d.Contract)
+	props("Properties", d.Properties)
+
+	section("Current snapshot")
+	if s := d.CurrentSnapshot; s == nil {
+		b.WriteString("  none (no data yet)\n")
+	} else {
+		batch := "-"
+		if s.BatchID != nil {
+			batch = *s.BatchID
+		}
+		fmt.Fprintf(&b, "  %d  %s UTC  %s  batch %s\n", s.SnapshotID, s.CommittedAt.terminal(), s.Operation, batch)
+	}
+
+	section("Totals")
+	fmt.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
+		HumanBytes(d.Totals.SizeBytes), d.Totals.Snapshots)
+	if d.Totals.DeleteFiles > 0 {
+		fmt.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func indent(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString("  " + l)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,112 @@
+// Package tables is the `timelake tables` command group: what landed, when,
+// and from which file, without a query engine (docs/tables.md).
+//
+// Each subcommand has an Options struct, a NewCmdX(f, runF) constructor
+// and a plain RunX(ctx, opts) function. Rows are built by pure functions
+// from Iceberg table metadata (table.Metadata) and rendered separately: an
+// aligned table on a terminal, tab-separated values in a pipe, one JSON
+// document with --json.
+package tables
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// NewCmdTables builds the `tables` group. runF, when not nil, replaces the
+// run function of every subcommand and receives its *XOptions (tests of flag
+// parsing); nil means the real run functions.
+func NewCmdTables(f *cmdutil.Factory, runF func(context.Context, any) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tables",
+		Short: "Show the warehouse's tables: what landed, when, and from which file",
+		Long: `Inspect the Iceberg tables of the warehouse without a query engine: list
+them, show one's schema and contract, its snapshots, the batch ids (landing
+keys) it holds and its data files, or create one from a sample file.
+
+NAME is namespace.table (a bare name is in namespace "default"); when it is
+left out, TIMELAKE_TABLE is used. Output is an aligned table on a terminal,
+tab-separated values with a header line in a pipe, and one JSON document with
+--json (see docs/tables.md).`,
+		Example: `  timelake tables list --warehouse ./lake
+  timelake tables batch iot.readings gateway-7/20260105T1000.csv
+  timelake tables snapshots --since 24h --env-file timelake.env`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().String("warehouse", "", "warehouse: s3://bucket/prefix or a local folder"+cmdutil.EnvHelp(ingestcmd.WarehouseEnv...))
+	cmd.AddCommand(
+		NewCmdList(f, adapt[ListOptions](runF)),
+		NewCmdShow(f, adapt[ShowOptions](runF)),
+		NewCmdSnapshots(f, adapt[SnapshotsOptions](runF)),
+		NewCmdBatches(f, adapt[BatchesOptions](runF)),
+		NewCmdBatch(f, adapt[BatchOptions](runF)),
+		NewCmdFiles(f, adapt[FilesOptions](runF)),
+		NewCmdCreate(f, adapt[CreateOptions](runF)),
+	)
+	return cmd
+}
+
+func adapt[T any](runF func(context.Context, any) error) func(context.Context, *T) error {
+	if runF == nil {
+		return nil
+	}
+	return func(ctx context.Context, o *T) error { return runF(ctx, o) }
+}
+
+// output returns the Output of f's streams.
+func output(f *cmdutil.Factory) Output {
+	return Output{Out: f.IO.Out, TTY: f.IO.IsStdoutTTY(), JSON: f.JSON}
+}
+
+// openLake resolves --warehouse / TIMELAKE_WAREHOUSE and opens it (no I/O
+// for a local folder; an S3 client for s3://).
+func openLake(cmd *cobra.Command, f *cmdutil.Factory) (*lake.Lake, error) {
+	ws, err := f.MustResolve(cmd, "warehouse", ingestcmd.WarehouseEnv...)
+	if err != nil {
+		return nil, err
+	}
+	return f.OpenLake(cmd.Context(), cmd, ws.Value)
+}
+
+// tableName parses the NAME argument, or TIMELAKE_TABLE when arg is empty.
+func tableName(f *cmdutil.Factory, arg string) (lake.TableName, error) {
+	src := "NAME"
+	if strings.TrimSpace(arg) == "" {
+		env, err := f.Env()
+		if err != nil {
+			return lake.TableName{}, err
+		}
+		v, k, from := env.Lookup(ingestcmd.TableEnv...)
+		if v == "" {
+			return lake.TableName{}, cmdutil.FlagErrorf("missing table: pass NAME or set %s", strings.Join(ingestcmd.TableEnv, " or "))
+		}
+		arg, src = v, k+" ("+string(from)+")"
+	}
+	n, err := lake.ParseTableName(arg)
+	if err != nil {
+		return lake.TableName{}, cmdutil.FlagErrorf("%s: %v", src, err)
+	}
+	return n, nil
+}
+
+// firstArg is args[0], or "" (the table then comes from TIMELAKE_TABLE).
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// run calls runF when set, else run.
+func run[T any](ctx context.Context, opts *T, runF func(context.Context, *T) error, run func(context.Context, *T) error) error {
+	if runF != nil {
+		return runF(ctx, opts)
+	}
+	return run(ctx, opts)
+}
