@@ -42,6 +42,8 @@ var (
 	TimezoneEnv   = []string{"TIMELAKE_ASSUME_TIMEZONE"}
 	MaxFilesEnv   = []string{"TIMELAKE_MAX_FILES"}
 	LeaseTTLEnv   = []string{"TIMELAKE_LEASE_TTL"}
+	ParallelEnv   = []string{"TIMELAKE_PARALLEL"}
+	PerCommitEnv  = []string{"TIMELAKE_FILES_PER_COMMIT"}
 )
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -89,6 +91,8 @@ variable is named in each flag's help.`,
 	fl.Bool("dry-run", false, "list what would be loaded; change nothing")
 	fl.Int("max-files", 0, "load at most this many files in this run (0: all)"+cmdutil.EnvHelp(MaxFilesEnv...))
 	fl.Duration("lease-ttl", 10*time.Minute, "how long the ingest lease lasts without renewal"+cmdutil.EnvHelp(LeaseTTLEnv...))
+	fl.Int("parallel", ingest.DefaultParallel, "files downloaded, decoded and written at once"+cmdutil.EnvHelp(ParallelEnv...))
+	fl.Int("files-per-commit", ingest.DefaultFilesPerCommit, "most files (one snapshot each) per metadata write"+cmdutil.EnvHelp(PerCommitEnv...))
 	return cmd
 }
 
@@ -169,6 +173,19 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	}
 	if c.LeaseTTL, err = time.ParseDuration(ttl); err != nil || c.LeaseTTL <= 0 {
 		return nil, cmdutil.FlagErrorf("--lease-ttl: expected a duration such as 10m, got %q", ttl)
+	}
+	for _, n := range []struct {
+		flag string
+		env  []string
+		dst  *int
+	}{{"parallel", ParallelEnv, &c.Parallel}, {"files-per-commit", PerCommitEnv, &c.FilesPerCommit}} {
+		v, err := get(n.flag, n.env)
+		if err != nil {
+			return nil, err
+		}
+		if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 {
+			return nil, cmdutil.FlagErrorf("--%s: expected a whole number >= 1, got %q", n.flag, v)
+		}
 	}
 	c.NoCreate, _ = cmd.Flags().GetBool("no-create")
 	c.DryRun, _ = cmd.Flags().GetBool("dry-run")
