@@ -16,7 +16,10 @@ import (
 
 	"github.com/timelake/timelake/internal/build"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	envcheckcmd "github.com/timelake/timelake/internal/commands/envcheck"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	tablescmd "github.com/timelake/timelake/internal/commands/tables"
+	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 )
@@ -56,6 +59,9 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
 	root.AddCommand(ingestcmd.NewCmdIngest(f, nil))
+	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
+	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
+	root.AddCommand(tablescmd.NewCmdTables(f, nil))
 	return root
 }
 

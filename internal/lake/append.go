@@ -254,13 +254,13 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 		// last load by another writer, or by one of our own attempts whose
 		// response was lost (a retried PUT then reads 412 although it
 		// succeeded).
-		meta, version := t.Metadata(), t.Version()
+		version := t.Version()
 		var pending []*Prepared
 		for _, p := range ps {
 			if results[p.BatchID] != nil {
 				continue
 			}
-			if s := findBatch(meta, p.BatchID); s != nil {
+			if s := t.findSnapshot(p.BatchID); s != nil {
 				results[p.BatchID] = t.settle(c, p, s, version, attempt)
 				continue
 			}
@@ -290,7 +290,7 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 				return err
 			}
 			for _, p := range pending {
-				s := findBatch(c.committedMeta, p.BatchID)
+				s := t.findSnapshot(p.BatchID)
 				if s == nil {
 					return fmt.Errorf("internal: batch %s missing after commit", p.BatchID)
 				}
@@ -515,6 +515,11 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 			return nil, "", fmt.Errorf("%w: v%d.metadata.json was created by another writer", table.ErrCommitFailed, v+1)
 		}
 		return nil, "", err
+	}
+	// Keep the metadata as read back from what was written: the builder's
+	// result holds on to internal state that grows with every commit.
+	if clean, err := table.ParseMetadataBytes(body); err == nil {
+		next = clean
 	}
 	c.committedMeta, c.committedVersion = next, v+1
 	loc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v+1) + ".metadata.json"

@@ -57,7 +57,7 @@ func BatchesOf(meta table.Metadata) []BatchInfo {
 // FindBatchIn is the pure form of Table.FindBatch: the newest snapshot in
 // the current ancestry of meta whose summary has timelake.batch-id = id.
 func FindBatchIn(meta table.Metadata, id string) (BatchInfo, bool) {
-	s := findBatch(meta, id)
+	s := batchIndex(meta)[id]
 	if s == nil {
 		return BatchInfo{}, false
 	}

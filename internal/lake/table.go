@@ -146,24 +146,47 @@ func (t *Table) FindBatch(id string) (BatchInfo, bool) {
 }
 
 // Batches returns every batch in the current ancestry, newest first.
-func (t *Table) Batches() []BatchInfo {
-	var out []BatchInfo
-	for _, s := range ancestry(t.Metadata()) {
-		if s.Summary != nil {
-			if id, ok := s.Summary.Properties[SummaryBatchID]; ok {
-				out = append(out, batchInfo(id, &s))
-			}
-		}
-	}
-	return out
-}
+func (t *Table) Batches() []BatchInfo { return BatchesOf(t.Metadata()) }
 
+// ancestry returns the current snapshot and its ancestors, newest first.
+// It copies the snapshot list once: iceberg-go's SnapshotByID clones a
+// snapshot (and its summary) per call.
 func ancestry(meta table.Metadata) []table.Snapshot {
 	cur := meta.CurrentSnapshot()
 	if cur == nil {
 		return nil
 	}
-	return table.AncestorsOf(cur.SnapshotID, meta.SnapshotByID)
+	all := meta.Snapshots()
+	byID := make(map[int64]int, len(all))
+	for i := range all {
+		byID[all[i].SnapshotID] = i
+	}
+	var out []table.Snapshot
+	seen := map[int64]bool{}
+	for id, ok := cur.SnapshotID, true; ok && !seen[id]; {
+		i, found := byID[id]
+		if !found {
+			break
+		}
+		seen[id] = true
+		out = append(out, all[i])
+		if all[i].ParentSnapshotID == nil {
+			break
+		}
+		id = *all[i].ParentSnapshotID
+	}
+	return out
+}
+
+// findSnapshot returns the snapshot of the current ancestry holding batch
+// id, from the cached index.
+func (t *Table) findSnapshot(id string) *table.Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.batches == nil {
+		t.batches = batchIndex(t.meta)
+	}
+	return t.batches[id]
 }
 
 func batchIndex(meta table.Metadata) map[string]*table.Snapshot {
@@ -181,15 +204,6 @@ func batchIndex(meta table.Metadata) map[string]*table.Snapshot {
 		}
 	}
 	return idx
-}
-
-func findBatch(meta table.Metadata, id string) *table.Snapshot {
-	for _, s := range ancestry(meta) {
-		if s.Summary != nil && s.Summary.Properties[SummaryBatchID] == id {
-			return &s
-		}
-	}
-	return nil
 }
 
 func batchInfo(id string, s *table.Snapshot) BatchInfo {

@@ -35,6 +35,9 @@ type S3Config struct {
 	// MaxAttempts bounds SDK retries of throttling, 5xx and network errors
 	// (4xx are never retried by the standard retryer). 0 means 5.
 	MaxAttempts int
+	// HTTPClient replaces the SDK's HTTP client (e.g. to count requests in
+	// benchmarks); nil keeps the default.
+	HTTPClient aws.HTTPClient
 }
 
 // IsTigrisEndpoint reports whether endpoint is one of Tigris's hosts
@@ -77,6 +80,7 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
+
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
@@ -88,6 +92,9 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 		}
 	}
 	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 			o.UsePathStyle = !cfg.VirtualHosted

@@ -1,0 +1,113 @@
+// Command tlbench-duckdb is the DuckDB baseline of bench/run.sh: it converts
+// the same landing files to zstd Parquet with DuckDB, one COPY per file, and
+// prints one result line in tlbench's format. It is a separate module so
+// that timelake itself never links DuckDB.
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+type result struct {
+	Case    string  `json:"case"`
+	Mode    string  `json:"mode"`
+	Seconds float64 `json:"seconds"`
+	Files   int     `json:"files"`
+	Rows    int64   `json:"rows"`
+	Bytes   int64   `json:"bytes"`
+	PeakRSS int64   `json:"peak_rss"`
+}
+
+func main() {
+	data := flag.String("data", "", "folder of generated landing files")
+	name := flag.String("case", "", "case name")
+	threads := flag.Int("threads", 0, "DuckDB threads (0: DuckDB's default)")
+	flag.Parse()
+	if err := run(*data, *name, *threads); err != nil {
+		fmt.Fprintln(os.Stderr, "tlbench-duckdb:", err)
+		os.Exit(1)
+	}
+}
+
+func run(data, name string, threads int) error {
+	out, err := os.MkdirTemp("", "tlbench-duckdb")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(out)
+	var files []string
+	var bytes int64
+	err = filepath.WalkDir(data, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, p)
+		bytes += fi.Size()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if threads > 0 {
+		if _, err := db.Exec("SET threads = " + strconv.Itoa(threads)); err != nil {
+			return err
+		}
+	}
+	r := result{Case: name, Mode: "duckdb", Files: len(files), Bytes: bytes}
+	start := time.Now()
+	for i, f := range files {
+		src := "read_csv('" + f + "', header = true)"
+		if strings.HasSuffix(f, ".parquet") {
+			src = "read_parquet('" + f + "')"
+		}
+		dst := filepath.Join(out, fmt.Sprintf("%05d.parquet", i))
+		if _, err := db.Exec("COPY (SELECT * FROM " + src + ") TO '" + dst + "' (FORMAT parquet, COMPRESSION zstd)"); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		var n int64
+		if err := db.QueryRow("SELECT count(*) FROM read_parquet('" + dst + "')").Scan(&n); err != nil {
+			return err
+		}
+		r.Rows += n
+	}
+	r.Seconds = time.Since(start).Seconds()
+	r.PeakRSS = peakRSS()
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// peakRSS is the process's high-water resident set size (Linux VmHWM).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

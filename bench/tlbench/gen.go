@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// spec describes a case's files.
+type spec struct {
+	files, rowsPerFile, gateways int
+	parquet                      bool
+	spanDays                     int // rows spread uniformly over this many days (0: one reading per device per 10 s)
+}
+
+// cases are the benchmark cases of docs/performance.md.
+var cases = map[string]spec{
+	"c1":    {files: 1000, rowsPerFile: 100, gateways: 20},                  // small CSV files, ~10 KB
+	"c1-5k": {files: 5000, rowsPerFile: 100, gateways: 20},                  // the same, 5x the files (RSS flatness)
+	"c2":    {files: 20, rowsPerFile: 560_000, gateways: 4},                 // ~50 MB CSV files, ~1 GB in all
+	"c3":    {files: 200, rowsPerFile: 40_000, gateways: 10, parquet: true}, // ~1 MB Parquet files
+	"c4":    {files: 10, rowsPerFile: 10_000, gateways: 2, spanDays: 90},    // 100,000 rows over 90 days
+}
+
+var start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+
+// generate writes a case's files below out, reproducibly (fixed seeds).
+func generate(name, out string) error {
+	sp, ok := cases[name]
+	if !ok {
+		return fmt.Errorf("unknown case %q", name)
+	}
+	for i := range sp.files {
+		gw := i % sp.gateways
+		rng := rand.New(rand.NewPCG(uint64(i), 42))
+		ext := ".csv"
+		if sp.parquet {
+			ext = ".parquet"
+		}
+		t0 := start.Add(time.Duration(i/sp.gateways) * time.Duration(sp.rowsPerFile/10+1) * 10 * time.Second)
+		key := fmt.Sprintf("gateway-%02d/%s-%05d%s", gw, t0.Format("20060102T150405Z"), i, ext)
+		p := filepath.Join(out, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		row := func(j int) (time.Time, string, float64, float64, float64) {
+			t := t0.Add(time.Duration(j/10) * 10 * time.Second)
+			if sp.spanDays > 0 {
+				t = start.Add(time.Duration(rng.Int64N(int64(sp.spanDays) * 24 * int64(time.Hour))))
+			}
+			return t, fmt.Sprintf("dev-%02d-%02d", gw, j%10),
+				float64(rng.IntN(400))/10 - 5, float64(rng.IntN(1000)) / 10, 3 + float64(rng.IntN(120))/100
+		}
+		var err error
+		if sp.parquet {
+			err = writeParquet(p, sp.rowsPerFile, row)
+		} else {
+			err = writeCSV(p, sp.rowsPerFile, row)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type rowFunc func(j int) (time.Time, string, float64, float64, float64)
+
+func writeCSV(p string, n int, row rowFunc) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("time,device_id,site,temperature_c,humidity_pct,battery_v\n")
+	buf := make([]byte, 0, 128)
+	for j := range n {
+		t, dev, temp, hum, bat := row(j)
+		buf = t.AppendFormat(buf[:0], time.RFC3339)
+		buf = append(buf, ',')
+		buf = append(buf, dev...)
+		buf = append(buf, ",north-field-station,"...)
+		buf = strconv.AppendFloat(buf, temp, 'f', 1, 64)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, hum, 'f', 1, 64)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, bat, 'f', 2, 64)
+		buf = append(buf, '\n')
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeParquet(p string, n int, row rowFunc) error {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		{Name: "device_id", Type: arrow.BinaryTypes.String},
+		{Name: "site", Type: arrow.BinaryTypes.String},
+		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "humidity_pct", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "battery_v", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for j := range n {
+		t, dev, temp, hum, bat := row(j)
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMilli()))
+		b.Field(1).(*array.StringBuilder).Append(dev)
+		b.Field(2).(*array.StringBuilder).Append("north-field-station")
+		b.Field(3).(*array.Float64Builder).Append(temp)
+		b.Field(4).(*array.Float64Builder).Append(hum)
+		b.Field(5).(*array.Float64Builder).Append(bat)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	if err := pqarrow.WriteTable(tbl, f, int64(n), props, pqarrow.DefaultWriterProps()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,210 @@
+// Command tlbench is timelake's benchmark driver, run by bench/run.sh. It
+// generates reproducible gateway data, prepares buckets on an S3 server,
+// runs one measured case per process (so peak RSS is the case's own), and
+// prints medians and ratios against baselines measured in the same run.
+//
+//	tlbench gen    -case c1 -out DIR
+//	tlbench setup  -case c1 -data DIR            > buckets.json
+//	tlbench run    -case c1 -mode ingest -setup buckets.json  >> results.jsonl
+//	tlbench report results.jsonl
+//
+// The S3 server comes from TIMELAKE_TEST_S3_* (scripts/s3-server.sh).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report ...")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	if dir := os.Getenv("TLBENCH_PROFILE"); dir != "" && os.Args[1] == "run" {
+		stop, perr := startProfiles(dir)
+		if perr != nil {
+			fmt.Fprintln(os.Stderr, "tlbench:", perr)
+			os.Exit(1)
+		}
+		defer stop()
+	}
+	var err error
+	switch os.Args[1] {
+	case "gen":
+		fs := flag.NewFlagSet("gen", flag.ExitOnError)
+		c := fs.String("case", "c1", "case")
+		out := fs.String("out", "", "folder")
+		_ = fs.Parse(os.Args[2:])
+		err = generate(*c, *out)
+	case "setup":
+		fs := flag.NewFlagSet("setup", flag.ExitOnError)
+		data := fs.String("data", "", "folder of generated files")
+		_ = fs.Parse(os.Args[2:])
+		err = setup(ctx, *data, os.Stdout)
+	case "run":
+		fs := flag.NewFlagSet("run", flag.ExitOnError)
+		c := fs.String("case", "c1", "case")
+		mode := fs.String("mode", "ingest", "ingest, sequential, rawcopy, upload, sdkupload")
+		setupFile := fs.String("setup", "", "output of tlbench setup")
+		data := fs.String("data", "", "folder of generated files (upload modes)")
+		_ = fs.Parse(os.Args[2:])
+		err = runCase(ctx, *c, *mode, *setupFile, *data, os.Stdout)
+	case "cleanup":
+		fs := flag.NewFlagSet("cleanup", flag.ExitOnError)
+		setupFile := fs.String("setup", "", "output of tlbench setup")
+		_ = fs.Parse(os.Args[2:])
+		err = cleanup(ctx, *setupFile)
+	case "report":
+		err = report(os.Args[2:], os.Stdout)
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tlbench:", err)
+		os.Exit(1) //nolint: deferred profiles are lost on failure, which is fine
+	}
+}
+
+// startProfiles writes a CPU profile and, at the end, a heap profile into
+// dir (TLBENCH_PROFILE=dir).
+func startProfiles(dir string) (func(), error) {
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, err
+	}
+	if d, err := time.ParseDuration(os.Getenv("TLBENCH_HEAP_AFTER")); err == nil {
+		time.AfterFunc(d, func() {
+			if f, err := os.Create(filepath.Join(dir, "heap-mid.pprof")); err == nil {
+				runtime.GC()
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		cpu.Close()
+		if f, err := os.Create(filepath.Join(dir, "heap.pprof")); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}, nil
+}
+
+// Result is one measured run (one line of results.jsonl).
+type Result struct {
+	Case     string  `json:"case"`
+	Mode     string  `json:"mode"`
+	Seconds  float64 `json:"seconds"`
+	Files    int     `json:"files"`
+	Rows     int64   `json:"rows"`
+	Bytes    int64   `json:"bytes"` // source bytes
+	Requests int64   `json:"requests"`
+	PeakRSS  int64   `json:"peak_rss"` // bytes, VmHWM of the process
+	// Case-specific facts: metadata size, data files per partition.
+	MetadataBytes     int64   `json:"metadata_bytes,omitempty"`
+	DataFiles         int     `json:"data_files,omitempty"`
+	Partitions        int     `json:"partitions,omitempty"`
+	FilesPerPartition float64 `json:"files_per_partition,omitempty"`
+}
+
+func (r Result) filesPerSec() float64 { return float64(r.Files) / r.Seconds }
+func (r Result) rowsPerSec() float64  { return float64(r.Rows) / r.Seconds }
+func (r Result) mbPerSec() float64    { return float64(r.Bytes) / r.Seconds / 1e6 }
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// report prints medians per case and mode, with ratios to the baselines.
+func report(files []string, w io.Writer) error {
+	type key struct{ c, m string }
+	runs := map[key][]Result{}
+	var order []key
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			var r Result
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			k := key{r.Case, r.Mode}
+			if _, ok := runs[k]; !ok {
+				order = append(order, k)
+			}
+			runs[k] = append(runs[k], r)
+		}
+	}
+	if len(order) == 0 {
+		return errors.New("no results")
+	}
+	med := func(k key, f func(Result) float64) float64 {
+		var xs []float64
+		for _, r := range runs[k] {
+			xs = append(xs, f(r))
+		}
+		return median(xs)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs sdk upload\t")
+	for _, k := range order {
+		fps := med(k, Result.filesPerSec)
+		mbs := med(k, Result.mbPerSec)
+		ratio := func(base string, f func(Result) float64) string {
+			bk := key{k.c, base}
+			if _, ok := runs[bk]; !ok || bk == k {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", med(k, f)/med(bk, f))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n",
+			k.c, k.m, len(runs[k]), fps, med(k, Result.rowsPerSec), mbs,
+			med(k, func(r Result) float64 { return float64(r.PeakRSS) / (1 << 20) }),
+			med(k, func(r Result) float64 { return float64(r.Requests) }),
+			ratio("sequential", Result.filesPerSec), ratio("rawcopy", Result.mbPerSec),
+			ratio("duckdb", Result.mbPerSec), ratio("sdkupload", Result.mbPerSec))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, k := range order {
+		r := runs[k][0]
+		if r.MetadataBytes > 0 || r.Partitions > 0 {
+			fmt.Fprintf(w, "%s %s: newest metadata %d bytes after the run; %d data files in %d partitions (%.1f per partition)\n",
+				k.c, k.m, r.MetadataBytes, r.DataFiles, r.Partitions, r.FilesPerPartition)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// countingClient counts the HTTP requests the S3 client sends.
+type countingClient struct {
+	http.Client
+	n atomic.Int64
+}
+
+func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.Client.Do(r)
+}
+
+func s3Client(ctx context.Context, hc aws.HTTPClient) (*s3.Client, error) {
+	ep := os.Getenv("TIMELAKE_TEST_S3_ENDPOINT")
+	if ep == "" {
+		return nil, errors.New("TIMELAKE_TEST_S3_ENDPOINT is not set: start the server with scripts/s3-server.sh")
+	}
+	region := os.Getenv("TIMELAKE_TEST_S3_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	return storage.NewS3Client(ctx, storage.S3Config{Endpoint: ep, Region: region,
+		AccessKeyID: os.Getenv("TIMELAKE_TEST_S3_ACCESS_KEY"), SecretAccessKey: os.Getenv("TIMELAKE_TEST_S3_SECRET_KEY"),
+		HTTPClient: hc})
+}
+
+// Setup names the buckets of one measured run.
+type Setup struct {
+	Landing string `json:"landing"` // holds the case's files
+	Lake    string `json:"lake"`    // empty warehouse bucket
+	Copy    string `json:"copy"`    // empty bucket for the raw copy and uploads
+	Files   int    `json:"files"`
+	Bytes   int64  `json:"bytes"`
+}
+
+func randomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// localFiles lists the generated files as landing keys.
+func localFiles(dir string) (map[string]string, []string, error) {
+	paths := map[string]string{}
+	var keys []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		k := filepath.ToSlash(rel)
+		paths[k] = p
+		keys = append(keys, k)
+		return nil
+	})
+	return paths, keys, err
+}
+
+// setup creates the buckets and uploads the case's files (not measured).
+func setup(ctx context.Context, data string, w io.Writer) error {
+	c, err := s3Client(ctx, nil)
+	if err != nil {
+		return err
+	}
+	s := Setup{Landing: randomName("bench-landing"), Lake: randomName("bench-lake"), Copy: randomName("bench-copy")}
+	for _, b := range []string{s.Landing, s.Lake, s.Copy} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			return err
+		}
+	}
+	if data != "" {
+		paths, keys, err := localFiles(data)
+		if err != nil {
+			return err
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
+		var total atomic.Int64
+		for _, k := range keys {
+			g.Go(func() error {
+				f, err := os.Open(paths[k])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				fi, _ := f.Stat()
+				total.Add(fi.Size())
+				_, err = c.PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(s.Landing), Key: aws.String(k), Body: f})
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		s.Files, s.Bytes = len(keys), total.Load()
+	}
+	return json.NewEncoder(w).Encode(s)
+}
+
+func readSetup(p string) (Setup, error) {
+	var s Setup
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+// peakRSS is the process's high-water resident set size (Linux VmHWM).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Writer) error {
+	s, err := readSetup(setupFile)
+	if err != nil {
+		return err
+	}
+	hc := &countingClient{}
+	c, err := s3Client(ctx, hc)
+	if err != nil {
+		return err
+	}
+	r := Result{Case: name, Mode: mode, Files: s.Files, Bytes: s.Bytes}
+	start := time.Now()
+	switch mode {
+	case "ingest", "sequential":
+		l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
+		if err != nil {
+			return err
+		}
+		cfg := ingest.Config{
+			Landing: storage.NewS3Store(c, s.Landing, "", storage.S3StoreOptions{}),
+			Lake:    l, Table: lake.TableName{Namespace: "bench", Name: "readings"}, SeriesKey: []string{"device_id"},
+			WorkDir: os.TempDir(),
+		}
+		if mode == "sequential" {
+			cfg.Parallel, cfg.FilesPerCommit = 1, 1
+		}
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		r.Seconds = time.Since(start).Seconds()
+		if rep.Loaded != s.Files {
+			return fmt.Errorf("%s: loaded %d of %d files (%d quarantined)", mode, rep.Loaded, s.Files, rep.Quarantined)
+		}
+		r.Rows = rep.Rows
+		r.Requests = hc.n.Load()
+		if err := tableFacts(ctx, c, s, l, &r); err != nil {
+			return err
+		}
+	case "rawcopy":
+		// The I/O floor: GET every landing object and PUT its bytes to
+		// another bucket, with ingest's default concurrency.
+		var keys []string
+		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(s.Landing)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Contents {
+				keys = append(keys, aws.ToString(o.Key))
+			}
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(ingest.DefaultParallel)
+		for _, k := range keys {
+			g.Go(func() error { return copyObject(gctx, c, s, k) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		r.Seconds = time.Since(start).Seconds()
+		r.Requests = hc.n.Load()
+	default:
+		if fn, ok := extraModes[mode]; ok {
+			if err := fn(ctx, c, s, data, &r); err != nil {
+				return err
+			}
+			r.Seconds = time.Since(start).Seconds()
+			r.Requests = hc.n.Load()
+			break
+		}
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	r.PeakRSS = peakRSS()
+	return json.NewEncoder(w).Encode(r)
+}
+
+// extraModes are measured modes defined in other files (uploads).
+var extraModes = map[string]func(ctx context.Context, c *s3.Client, s Setup, data string, r *Result) error{}
+
+// copyObject streams one object to the copy bucket through a temp file,
+// as ingest downloads before it decodes.
+func copyObject(ctx context.Context, c *s3.Client, s Setup, key string) error {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Landing), Key: aws.String(key)})
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", "tlbench-copy-*")
+	if err != nil {
+		out.Body.Close()
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	_, err = io.Copy(f, out.Body)
+	out.Body.Close()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Copy), Key: aws.String(key), Body: f})
+	return err
+}
+
+// tableFacts records the newest metadata size and the data files per
+// partition.
+func tableFacts(ctx context.Context, c *s3.Client, s Setup, l *lake.Lake, r *Result) error {
+	tbl, err := l.LoadTable(ctx, lake.TableName{Namespace: "bench", Name: "readings"})
+	if err != nil {
+		return err
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.Lake),
+		Key: aws.String(fmt.Sprintf("warehouse/bench/readings/metadata/v%d.metadata.json", tbl.Version()))})
+	if err != nil {
+		return err
+	}
+	r.MetadataBytes = aws.ToInt64(head.ContentLength)
+	tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		return err
+	}
+	parts := map[string]bool{}
+	for _, t := range tasks {
+		parts[fmt.Sprint(t.File.Partition())] = true
+	}
+	r.DataFiles, r.Partitions = len(tasks), len(parts)
+	if len(parts) > 0 {
+		r.FilesPerPartition = float64(len(tasks)) / float64(len(parts))
+	}
+	return nil
+}
+
+// cleanup empties and deletes the buckets of a setup.
+func cleanup(ctx context.Context, setupFile string) error {
+	s, err := readSetup(setupFile)
+	if err != nil {
+		return err
+	}
+	c, err := s3Client(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var errs []error
+	for _, b := range []string{s.Landing, s.Lake, s.Copy} {
+		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(b)})
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(16)
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			for _, o := range page.Contents {
+				g.Go(func() error {
+					_, err := c.DeleteObject(gctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: o.Key})
+					return err
+				})
+			}
+		}
+		if err := g.Wait(); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

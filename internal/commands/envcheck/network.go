@@ -1,0 +1,298 @@
+package envcheck
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/timelake/timelake/internal/config"
+)
+
+// network runs the connect, clock and auth checks.
+func (c *checker) network(ctx context.Context) {
+	if c.s3Blocked != "" {
+		for _, n := range []string{CheckConnect, CheckClock, CheckAuth} {
+			c.skip(n, c.s3Blocked)
+		}
+		return
+	}
+	c.connect(ctx)
+	c.clock()
+	c.auth(ctx)
+}
+
+// serviceURL is the endpoint, or the AWS S3 regional endpoint of the
+// client's region.
+func (c *checker) resolveServiceURL(ctx context.Context) (string, error) {
+	if e := c.opts.Settings.S3.Endpoint; e != "" {
+		return e, nil
+	}
+	ep, err := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, s3.EndpointParameters{
+		Region: aws.String(c.client.Options().Region), ForcePathStyle: aws.Bool(true),
+	})
+	if err != nil {
+		return "", fmt.Errorf("resolve the AWS S3 endpoint of region %q: %w", c.client.Options().Region, err)
+	}
+	return ep.URI.String(), nil
+}
+
+func (c *checker) httpClient() *http.Client {
+	if c.opts.HTTPClient != nil {
+		return c.opts.HTTPClient
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// connect sends one unauthenticated GET to the endpoint: any HTTP answer
+// (S3 answers 403 without credentials) proves DNS, TCP and TLS work.
+func (c *checker) connect(ctx context.Context) {
+	u, err := c.resolveServiceURL(ctx)
+	if err != nil {
+		c.fail(CheckConnect, err.Error(), "set AWS_REGION, or the endpoint with AWS_ENDPOINT_URL_S3")
+		c.blockS3("endpoint unknown")
+		return
+	}
+	c.serviceURL = u
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+
+	var mu sync.Mutex
+	var remote string
+	var tlsVersion uint16
+	trace := &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			if i.Conn != nil {
+				remote = i.Conn.RemoteAddr().String()
+			}
+		},
+		TLSHandshakeDone: func(s tls.ConnectionState, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				tlsVersion = s.Version
+			}
+		},
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u, nil)
+	if err != nil {
+		c.fail(CheckConnect, fmt.Sprintf("%s: %v", u, err), "check the endpoint URL")
+		c.blockS3("endpoint invalid")
+		return
+	}
+	client := c.httpClient()
+	start := c.now()
+	resp, err := client.Do(req)
+	end := c.now()
+	if err != nil {
+		detail, fix := describeNetError(u, err, c.opts.Timeout, c.opts.Settings.Endpoint)
+		c.fail(CheckConnect, detail, fix)
+		c.blockS3("endpoint not reachable")
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	c.connected = true
+	if d := resp.Header.Get("Date"); d != "" {
+		if t, err := http.ParseTime(d); err == nil {
+			c.serverDate = t
+			c.localAtResponse = start.Add(end.Sub(start) / 2)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	via := ""
+	if remote != "" {
+		via = " via " + remote
+	}
+	tlsDesc := "plain HTTP"
+	if tlsVersion != 0 {
+		tlsDesc = tls.VersionName(tlsVersion)
+	}
+	c.ok(CheckConnect, fmt.Sprintf("%s reached in %s%s (%s; an unsigned GET got HTTP %d; timeout %s)",
+		u, end.Sub(start).Round(time.Millisecond), via, tlsDesc, resp.StatusCode, c.opts.Timeout))
+}
+
+// describeNetError turns a failed request into a detail naming the endpoint
+// and a fix.
+func describeNetError(endpoint string, err error, timeout time.Duration, setting config.Setting) (detail, fix string) {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	where := "the endpoint"
+	if setting.Value != "" {
+		where = setting.Describe()
+	}
+	host := endpoint
+	if u, perr := url.Parse(endpoint); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var recErr tls.RecordHeaderError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("%s: DNS lookup of %s failed: %v", endpoint, dnsErr.Name, dnsErr.Err),
+			fmt.Sprintf("check the host name in %s (Tigris: https://t3.storage.dev) and the host's DNS", where)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("%s: connection refused: nothing listens on %s", endpoint, host),
+			fmt.Sprintf("check the port in %s and that the server runs", where)
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
+		return fmt.Sprintf("%s: TLS certificate not trusted: %v", endpoint, err),
+			"check the host name; behind a TLS-inspecting proxy, add its CA to the system trust store (or SSL_CERT_FILE)"
+	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("%s: the server does not speak TLS on %s", endpoint, host),
+			fmt.Sprintf("use http:// in %s for this server, or its TLS port", where)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Sprintf("%s: no answer within %s (--timeout)", endpoint, timeout),
+			"check the host and port, a firewall or HTTPS_PROXY; raise --timeout on a slow link"
+	}
+	return fmt.Sprintf("%s: %v", endpoint, err), fmt.Sprintf("check %s and the network", where)
+}
+
+// clock compares the local clock with the server's Date header (1-second
+// resolution, RFC 9110), taken at the middle of the request.
+func (c *checker) clock() {
+	if !c.connected {
+		c.skip(CheckClock, "endpoint not reachable")
+		return
+	}
+	if c.serverDate.IsZero() {
+		c.warn(CheckClock, "the server sent no Date header: skew not measured",
+			"keep the clock synchronised (timedatectl set-ntp true)")
+		return
+	}
+	// Date is truncated to the second: the server's clock was in
+	// [Date, Date+1s), so take the middle.
+	skew := c.serverDate.Add(500 * time.Millisecond).Sub(c.localAtResponse)
+	abs := skew
+	if abs < 0 {
+		abs = -abs
+	}
+	if abs <= time.Second {
+		c.ok(CheckClock, "local clock within 1s of the server's")
+		return
+	}
+	dir := "behind"
+	if skew < 0 {
+		dir = "ahead of"
+	}
+	detail := fmt.Sprintf("local clock is %s %s the server's", abs.Round(time.Second), dir)
+	const fix = "synchronise the clock: timedatectl set-ntp true, or install chrony"
+	switch {
+	case abs > SkewFail:
+		c.fail(CheckClock, detail+": S3 rejects requests signed more than 15 minutes off (SigV4, RequestTimeTooSkewed)", fix)
+	case abs > SkewWarn:
+		c.warn(CheckClock, detail+": S3 (SigV4) rejects requests beyond 15 minutes", fix)
+	default:
+		c.ok(CheckClock, detail)
+	}
+}
+
+// auth proves the credentials with one cheap signed call, ListBuckets with
+// MaxBuckets=1. AccessDenied still proves them: the server checked the
+// signature before the permission (ingest does not need ListBuckets).
+func (c *checker) auth(ctx context.Context) {
+	if !c.connected {
+		c.skip(CheckAuth, "endpoint not reachable")
+		return
+	}
+	cr := c.opts.Settings.Credentials
+	cctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	prov := c.client.Options().Credentials
+	if prov == nil {
+		c.fail(CheckAuth, "no credentials provider", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+		c.blockS3("no credentials")
+		return
+	}
+	creds, err := prov.Retrieve(cctx)
+	if err != nil {
+		c.fail(CheckAuth, fmt.Sprintf("no credentials found (%s): %v", cr.Kind, err),
+			fmt.Sprintf("set %s and %s in the env file, or %s (docs/configuration.md)", AccessKeyEnv, SecretKeyEnv, ProfileEnv))
+		c.blockS3("no credentials")
+		return
+	}
+	key := config.Mask(creds.AccessKeyID)
+	source := ""
+	if cr.Kind != CredStatic && creds.Source != "" {
+		source = "; credentials from " + creds.Source
+	}
+	_, err = c.client.ListBuckets(cctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+	if err == nil {
+		c.ok(CheckAuth, fmt.Sprintf("key %s accepted by %s (ListBuckets%s)", key, c.serviceURL, source))
+		return
+	}
+	var ae smithy.APIError
+	code := ""
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	idVar, secretVar := AccessKeyEnv, SecretKeyEnv
+	if cr.Kind == CredStatic {
+		idVar, secretVar = describeVar(cr.From, AccessKeyEnv), describeVar(cr.From, SecretKeyEnv)
+	}
+	switch code {
+	case "AccessDenied", "AllAccessDisabled":
+		c.ok(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which ingest does not need%s)", key, c.serviceURL, source))
+		return
+	case "InvalidAccessKeyId", "InvalidClientTokenId", "XAdminUserNotFound": // the last is versitygw's
+		c.fail(CheckAuth, fmt.Sprintf("%s does not know access key id %s (%s)", c.serviceURL, key, code),
+			fmt.Sprintf("copy the access key id again into %s; check the endpoint is the provider that issued it (Tigris keys: docs/tigris.md)", idVar))
+	case "SignatureDoesNotMatch":
+		c.fail(CheckAuth, fmt.Sprintf("the secret key does not match access key id %s (SignatureDoesNotMatch)", key),
+			fmt.Sprintf("copy the secret access key again into %s, without spaces or quotes around it; check AWS_REGION (it is signed too)", secretVar))
+	case "RequestTimeTooSkewed":
+		c.fail(CheckAuth, "the server rejected the request time (RequestTimeTooSkewed): the local clock is more than 15 minutes off",
+			"synchronise the clock: timedatectl set-ntp true, or install chrony")
+	case "AuthorizationHeaderMalformed", "InvalidRegion", "IllegalLocationConstraintException":
+		c.fail(CheckAuth, fmt.Sprintf("wrong signing region %q: %v", c.client.Options().Region, err),
+			"set AWS_REGION to the region the server expects (Tigris: auto)")
+	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
+		c.fail(CheckAuth, fmt.Sprintf("the session token of key %s is expired or invalid (%s)", key, code),
+			"refresh the temporary credentials, or use long-lived keys for cron")
+	default:
+		if code == "" {
+			detail, fix := describeNetError(c.serviceURL, err, c.opts.Timeout, c.opts.Settings.Endpoint)
+			c.fail(CheckAuth, "ListBuckets: "+detail, fix)
+		} else {
+			c.fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
+		}
+	}
+	c.blockS3("credentials rejected")
+}
+
+// describeVar picks "KEY (source)" for key out of a Credentials.From list.
+func describeVar(fromList, key string) string {
+	for _, part := range strings.Split(fromList, ", ") {
+		if strings.HasPrefix(part, key+" ") {
+			return part
+		}
+	}
+	return key
+}

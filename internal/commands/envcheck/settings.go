@@ -1,0 +1,209 @@
+package envcheck
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// from renders " from KEY (source)" for a detail.
+func from(s config.Setting) string { return " from " + s.Describe() }
+
+// missingFix tells how to set a missing setting.
+func missingFix(flag, key, example string) string {
+	return fmt.Sprintf("set %s=%s in the env file (or pass --%s); see docs/configuration.md", key, example, flag)
+}
+
+// settings checks that each setting is present and well formed (no I/O but
+// reading the AWS shared config files to build the S3 client).
+func (c *checker) settings(ctx context.Context) {
+	s := c.opts.Settings
+
+	// Warehouse.
+	switch loc, err := storage.ParseLocation(s.Warehouse.Value, false); {
+	case s.Warehouse.Value == "":
+		c.fail(CheckWarehouse, "not set", missingFix("warehouse", "TIMELAKE_WAREHOUSE", "s3://my-lake/warehouse"))
+	case err != nil:
+		c.fail(CheckWarehouse, fmt.Sprintf("%v%s", err, from(s.Warehouse)),
+			"use s3://bucket/prefix or a local folder such as ./lake")
+	default:
+		c.warehouse, c.warehouseOK = loc, true
+		c.ok(CheckWarehouse, describeLocation(loc)+from(s.Warehouse))
+	}
+
+	// Table name.
+	switch n, err := lake.ParseTableName(s.Table.Value); {
+	case s.Table.Value == "":
+		c.fail(CheckTableName, "not set", missingFix("table", "TIMELAKE_TABLE", "iot.readings"))
+	case err != nil:
+		c.fail(CheckTableName, fmt.Sprintf("%v%s", err, from(s.Table)),
+			"use namespace.table, each part letters, digits, _ or -, e.g. iot.readings")
+	default:
+		c.tableName, c.tableOK = n, true
+		c.ok(CheckTableName, n.String()+from(s.Table))
+	}
+
+	// Landing.
+	switch loc, err := storage.ParseLocation(s.Landing.Value, true); {
+	case s.Landing.Value == "":
+		c.fail(CheckLanding, "not set", missingFix("landing", "LANDING_BUCKET", "my-lake-landing"))
+	case err != nil:
+		c.fail(CheckLanding, fmt.Sprintf("%v%s", err, from(s.Landing)),
+			"use a bucket name, s3://bucket/prefix, or a local folder such as ./landing")
+	default:
+		c.landing, c.landingOK = loc, true
+		c.ok(CheckLanding, describeLocation(loc)+from(s.Landing))
+		if c.warehouseOK && contains(loc, c.warehouse) {
+			last := &c.rep.Checks[len(c.rep.Checks)-1]
+			last.Result, last.Fix = Fail, "use a separate landing bucket or folder, or landing and warehouse prefixes that do not contain each other"
+			last.Detail += fmt.Sprintf("; the warehouse %s lies inside it, so ingest would take the lake's own files for landed files", c.warehouse)
+		}
+	}
+
+	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
+	if !c.s3Needed {
+		reason := "not used: no S3 location"
+		if c.landingOK && c.warehouseOK {
+			reason = "not used: landing and warehouse are local folders"
+		}
+		for _, n := range []string{CheckEndpoint, CheckRegion, CheckCredentials} {
+			c.skip(n, reason)
+		}
+		c.s3Blocked = reason
+		return
+	}
+	c.endpoint()
+	c.region()
+	c.credentials(ctx)
+}
+
+// contains reports whether inner lies inside (or is) outer.
+func contains(outer, inner storage.Location) bool {
+	switch {
+	case outer.IsS3() && inner.IsS3():
+		return outer.Bucket == inner.Bucket && (outer.Prefix == "" || inner.Prefix == outer.Prefix ||
+			strings.HasPrefix(inner.Prefix, outer.Prefix+"/"))
+	case !outer.IsS3() && !inner.IsS3():
+		return inner.Dir == outer.Dir || strings.HasPrefix(inner.Dir, strings.TrimSuffix(outer.Dir, string(filepath.Separator))+string(filepath.Separator))
+	}
+	return false
+}
+
+func describeLocation(l storage.Location) string {
+	if l.IsS3() {
+		return l.String()
+	}
+	return l.Dir + " (local folder)"
+}
+
+// endpoint checks the endpoint URL and names the variable it came from.
+func (c *checker) endpoint() {
+	s := c.opts.Settings
+	e := s.Endpoint
+	c.tigris = storage.IsTigrisEndpoint(e.Value)
+	if s.S3Err != nil {
+		c.fail(CheckEndpoint, s.S3Err.Error(), "see docs/configuration.md")
+		c.s3Blocked = "S3 settings invalid"
+		return
+	}
+	if e.Value == "" {
+		c.ok(CheckEndpoint, "not set: AWS S3 (for Tigris set AWS_ENDPOINT_URL_S3=https://t3.storage.dev)")
+		return
+	}
+	u, err := url.Parse(e.Value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.fail(CheckEndpoint, fmt.Sprintf("%q%s is not an http(s) URL", e.Value, from(e)),
+			"use a URL such as https://t3.storage.dev (Tigris) or http://127.0.0.1:9000")
+		c.s3Blocked = "endpoint invalid"
+		return
+	}
+	detail := e.Value + from(e)
+	if c.tigris {
+		detail += " (Tigris)"
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		c.warn(CheckEndpoint, detail+": plain HTTP, so data travels unencrypted",
+			"use https:// unless the server is on a trusted network")
+		return
+	}
+	c.ok(CheckEndpoint, detail)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// region checks the signing region (SigV4 signs it, so a wrong one is an
+// authentication error on AWS; Tigris expects "auto").
+func (c *checker) region() {
+	r := c.opts.Settings.Region
+	switch {
+	case r.Value == "" && c.tigris:
+		c.ok(CheckRegion, "not set: auto (Tigris)")
+	case r.Value == "":
+		c.ok(CheckRegion, "not set: from the AWS config files, else us-east-1")
+	case c.tigris && r.Value != "auto":
+		c.warn(CheckRegion, fmt.Sprintf("%s%s, but Tigris uses auto", r.Value, from(r)), "set AWS_REGION=auto")
+	default:
+		c.ok(CheckRegion, r.Value+from(r))
+	}
+}
+
+// credentials names where the credentials come from and builds the client.
+func (c *checker) credentials(ctx context.Context) {
+	cr := c.opts.Settings.Credentials
+	var detail string
+	switch cr.Kind {
+	case CredStatic:
+		if cr.Missing != "" {
+			c.fail(CheckCredentials, fmt.Sprintf("static keys from %s, but %s is not set", cr.From, cr.Missing),
+				fmt.Sprintf("set both %s and %s in the env file", AccessKeyEnv, SecretKeyEnv))
+			c.blockS3("credentials incomplete")
+			return
+		}
+		detail = fmt.Sprintf("static keys from %s: key id %s, secret %s", cr.From,
+			config.Mask(cr.AccessKeyID), config.Mask(cr.SecretAccessKey))
+		if cr.SessionToken != "" {
+			detail += ", session token " + config.Mask(cr.SessionToken)
+		}
+	case CredProfile:
+		detail = fmt.Sprintf("shared config profile %q from %s", cr.Profile, cr.From)
+	default:
+		detail = "default AWS chain (" + cr.From + "); no " + AccessKeyEnv + " or " + ProfileEnv + " set"
+	}
+	if c.s3Blocked != "" {
+		c.ok(CheckCredentials, detail)
+		return
+	}
+	cfg := c.opts.Settings.S3
+	cfg.MaxAttempts = 1 // report what happens; ingest itself retries
+	newClient := c.opts.NewS3Client
+	if newClient == nil {
+		newClient = storage.NewS3Client
+	}
+	client, err := newClient(ctx, cfg)
+	if err != nil {
+		c.fail(CheckCredentials, fmt.Sprintf("%s: %v", detail, err), "check AWS_PROFILE and ~/.aws/config, or set the keys in the env file")
+		c.blockS3("S3 client not built")
+		return
+	}
+	c.client = client
+	c.ok(CheckCredentials, detail)
+}
+
+func (c *checker) blockS3(reason string) {
+	if c.s3Blocked == "" {
+		c.s3Blocked = reason
+	}
+}

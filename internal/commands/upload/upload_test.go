@@ -1,0 +1,307 @@
+package upload_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/upload"
+)
+
+func getenv(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+}
+
+func TestNewCmdUpload(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c upload.Config)
+		wantErr string // usage error substring
+	}{
+		{
+			name: "one file",
+			args: []string{"--landing", landing, "--gateway", "gateway-7", "r.csv"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.Gateway != "gateway-7" || len(c.Files) != 1 || c.Store.URI() != landing || !c.Validate || c.Time != upload.TimeModified || c.Gzip {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "settings from the environment",
+			args: []string{"--validate=false", "--gzip", "--time", "now", "r.csv"},
+			env:  map[string]string{"LANDING_BUCKET": "my-landing", "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_UPLOAD_PREFIX": "/site-3/", "TIMELAKE_TIME_COLUMN": "ts"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.Store.URI() != "s3://my-landing" || c.Gateway != "gw1" || c.Prefix != "site-3" || c.Validate || !c.Gzip || c.Time != upload.TimeNow || c.ValidateOptions.TimeColumn != "ts" {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "spool from the environment",
+			env:  map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_SPOOL": "/var/spool/tl", "TIMELAKE_SPOOL_DONE": "/var/spool/done"},
+			args: []string{"--min-age", "30s"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.Spool != "/var/spool/tl" || c.Done != "/var/spool/done" || c.MinAge != 30*time.Second || len(c.Files) != 0 {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "files win over a spool from the environment",
+			env:  map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_SPOOL": "/var/spool/tl"},
+			args: []string{"a.csv", "b.csv"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.Spool != "" || len(c.Files) != 2 {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "explicit key needs no gateway",
+			args: []string{"--landing", landing, "--key", "gateway-7/20260105T1000.csv", "r.csv"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.Key != "gateway-7/20260105T1000.csv" || c.Gateway != "" {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{name: "nothing to upload", args: []string{"--landing", landing, "--gateway", "g"}, wantErr: "nothing to upload"},
+		{name: "files and spool", args: []string{"--landing", landing, "--gateway", "g", "--spool", dir, "a.csv"}, wantErr: "not both"},
+		{name: "key with two files", args: []string{"--landing", landing, "--key", "k.csv", "a.csv", "b.csv"}, wantErr: "exactly one file"},
+		{name: "key with spool", args: []string{"--landing", landing, "--key", "k.csv", "--spool", dir}, wantErr: "exactly one file"},
+		{name: "absolute key", args: []string{"--landing", landing, "--key", "/k.csv", "a.csv"}, wantErr: "must not start with /"},
+		{name: "dot-dot key", args: []string{"--landing", landing, "--key", "a/../k.csv", "a.csv"}, wantErr: `".."`},
+		{name: "no gateway", args: []string{"--landing", landing, "a.csv"}, wantErr: "pass --gateway or set TIMELAKE_GATEWAY"},
+		{name: "bad gateway", args: []string{"--landing", landing, "--gateway", "a/b", "a.csv"}, wantErr: "invalid gateway name"},
+		{name: "bad time", args: []string{"--landing", landing, "--gateway", "g", "--time", "ctime", "a.csv"}, wantErr: "not one of mtime, now"},
+		{name: "done without spool", args: []string{"--landing", landing, "--gateway", "g", "--done", dir, "a.csv"}, wantErr: "only apply with --spool"},
+		{name: "done is the spool", args: []string{"--landing", landing, "--gateway", "g", "--spool", dir, "--done", dir + "/"}, wantErr: "another folder"},
+		{name: "bad prefix", args: []string{"--landing", landing, "--gateway", "g", "--prefix", "a/../b", "a.csv"}, wantErr: "--prefix"},
+		{name: "bad time unit", args: []string{"--landing", landing, "--gateway", "g", "--time-unit", "h", "a.csv"}, wantErr: "--time-unit"},
+		{name: "no landing", args: []string{"--gateway", "g", "a.csv"}, wantErr: "pass --landing or set LANDING_BUCKET"},
+		{name: "bad landing", args: []string{"--gateway", "g", "--landing", "Bad_Bucket", "a.csv"}, wantErr: "invalid bucket name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _ := iostreams.Test()
+			f := &cmdutil.Factory{IO: ios, Getenv: getenv(tt.env)}
+			var got *uploadcmd.Options
+			cmd := uploadcmd.NewCmdUpload(f, func(_ context.Context, o *uploadcmd.Options) error {
+				got = o
+				return nil
+			})
+			// The S3 connection flags are the root's persistent flags.
+			root := &cobra.Command{Use: "timelake", SilenceErrors: true, SilenceUsage: true}
+			for _, name := range []string{"endpoint", "region", "s3-virtual-hosted"} {
+				root.PersistentFlags().String(name, "", "")
+			}
+			root.AddCommand(cmd)
+			root.SetArgs(append([]string{"upload"}, tt.args...))
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			err := root.ExecuteContext(t.Context())
+			if tt.wantErr != "" {
+				var fe *cmdutil.FlagError
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, got.Config)
+		})
+	}
+}
+
+func sum(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+const readings = "time,sensor,value\n2026-01-05T10:00:00Z,s1,1.5\n2026-01-05T10:01:00Z,s1,2.5\n"
+
+var t0 = time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+
+func writeFile(t *testing.T, path, content string, mtime time.Time) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// run executes `timelake upload args...` as main does and returns the exit
+// code, stdout and stderr.
+func run(t *testing.T, env map[string]string, stderrTTY bool, args ...string) (cmdutil.ExitCode, string, string) {
+	t.Helper()
+	ios, out, errOut := iostreams.Test()
+	ios.SetStderrTTY(stderrTTY)
+	code := commands.Execute(t.Context(), append([]string{"upload"}, args...), ios, getenv(env))
+	return code, out.String(), errOut.String()
+}
+
+func TestOutputAndExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	file := writeFile(t, filepath.Join(dir, "readings.csv"), readings, t0)
+	broken := writeFile(t, filepath.Join(dir, "broken.csv"), readings+"2026-01-05T10:02:00Z,s1\n", t0)
+	other := writeFile(t, filepath.Join(dir, "other.csv"), strings.Replace(readings, "s1", "s2", -1), t0)
+	key := "gateway-7/20260105T100000Z-" + sum(readings)[:8] + ".csv"
+	env := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_GATEWAY": "gateway-7"}
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   cmdutil.ExitCode
+		wantOut    string
+		wantErrOut string
+	}{
+		{name: "uploaded", args: []string{file}, wantOut: fmt.Sprintf("uploaded         %s -> %s  74 bytes\n", file, key)},
+		{name: "already uploaded", args: []string{file}, wantOut: fmt.Sprintf("already uploaded %s -> %s  74 bytes\n", file, key)},
+		{name: "invalid file", args: []string{broken}, wantCode: cmdutil.ExitFailed,
+			wantErrOut: fmt.Sprintf("Error: %s: row 3: wrong number of fields (the header has 3) at line 4\n", broken)},
+		{name: "conflict", args: []string{"--key", key, other}, wantCode: cmdutil.ExitFailed,
+			wantErrOut: "Error: " + key + ": key already exists with different content in " + landing},
+		{name: "usage", args: []string{"--time", "x", file}, wantCode: cmdutil.ExitUsage,
+			wantErrOut: "Error: --time: \"x\" is not one of mtime, now\nTry: timelake upload --help\n"},
+		{name: "several files", args: []string{file, broken}, wantCode: cmdutil.ExitFailed,
+			wantOut:    fmt.Sprintf("already uploaded %s -> %s  74 bytes\nfailed           %s: row 3: wrong number of fields (the header has 3) at line 4\n", file, key, broken),
+			wantErrOut: "Error: 1 of 2 files failed\n"},
+	}
+	summary := regexp.MustCompile(`(?m)^0 uploaded \(0 bytes\), 1 already uploaded, 1 failed to .*/landing in \d+\.\ds\n`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, env, false, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d (stderr %q)", code, tt.wantCode, errOut)
+			}
+			if tt.name == "several files" {
+				if !summary.MatchString(out) {
+					t.Errorf("no summary line in %q", out)
+				}
+				out = summary.ReplaceAllString(out, "")
+			}
+			if out != tt.wantOut {
+				t.Errorf("stdout:\n%q\nwant:\n%q", out, tt.wantOut)
+			}
+			if !strings.HasPrefix(errOut, tt.wantErrOut) || (tt.wantErrOut == "" && errOut != "") {
+				t.Errorf("stderr:\n%q\nwant prefix:\n%q", errOut, tt.wantErrOut)
+			}
+		})
+	}
+}
+
+func TestJSONReport(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	writeFile(t, filepath.Join(spool, "a.csv"), readings, t0)
+	writeFile(t, filepath.Join(spool, "b.csv.part"), "partial", t0)
+	env := map[string]string{"LANDING_BUCKET": filepath.Join(dir, "landing"), "TIMELAKE_GATEWAY": "gw"}
+	code, out, errOut := run(t, env, false, "--json", "--spool", spool, "--gzip")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rep upload.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out)
+	}
+	if rep.Uploaded != 1 || len(rep.Files) != 1 || !rep.Files[0].Deleted || !rep.Files[0].Gzipped ||
+		!strings.HasSuffix(rep.Files[0].Key, ".csv.gz") || rep.Files[0].SourceSHA256 != sum(readings) {
+		t.Fatalf("report = %+v", rep)
+	}
+	// An empty spool is an empty list, not null.
+	code, out, _ = run(t, env, false, "--json", "--spool", spool)
+	if code != 0 || !strings.Contains(out, `"files": []`) {
+		t.Fatalf("exit %d, stdout %s", code, out)
+	}
+	code, out, _ = run(t, env, false, "--spool", spool)
+	if code != 0 || out != "nothing to upload in "+spool+"\n" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("2026-01-05T10:00:00Z,s1,1.5\n", (uploadcmd.ProgressMinBytes/28)+1)
+	file := writeFile(t, filepath.Join(dir, "big.csv"), "time,sensor,value\n"+big, t0)
+	tests := []struct {
+		name string
+		tty  bool
+	}{{"terminal", true}, {"pipe", false}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"LANDING_BUCKET": filepath.Join(t.TempDir(), "landing"), "TIMELAKE_GATEWAY": "gw"}
+			code, out, errOut := run(t, env, tt.tty, file)
+			if code != 0 || !strings.HasPrefix(out, "uploaded ") {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if tt.tty != (errOut != "") {
+				t.Fatalf("stderr %q on a terminal=%v", errOut, tt.tty)
+			}
+			if tt.tty && !strings.Contains(errOut, "\r") {
+				t.Fatalf("stderr %q holds no progress bar", errOut)
+			}
+		})
+	}
+}
+
+// TestValidationBeforeAnyRequest runs the command against an S3 endpoint
+// that counts requests: an invalid file is refused with none.
+func TestValidationBeforeAnyRequest(t *testing.T) {
+	var requests atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer ts.Close()
+	dir := t.TempDir()
+	broken := writeFile(t, filepath.Join(dir, "broken.csv"), "time,sensor,value\n2026-01-05T10:00:00Z,s1,\"1.5\n", t0)
+	env := map[string]string{
+		"LANDING_BUCKET": "landing", "TIMELAKE_GATEWAY": "gw", "AWS_ENDPOINT_URL_S3": ts.URL,
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+	}
+	code, _, errOut := run(t, env, false, broken)
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, broken+": row 1: malformed csv (line 2)") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests sent for an invalid file", n)
+	}
+	if code, _, _ := run(t, env, false, "--validate=false", broken); code != cmdutil.ExitFailed || requests.Load() == 0 {
+		t.Fatalf("without --validate: exit %d, %d requests; the endpoint should have been reached", code, requests.Load())
+	}
+}

@@ -1,0 +1,284 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// randomBytes returns n deterministic pseudo-random bytes.
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+func readAll(t *testing.T, s Store, key string) []byte {
+	t.Helper()
+	b, _, err := ReadAll(t.Context(), s, key)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	return b
+}
+
+// uploadContract runs the behaviour every store must share.
+func uploadContract(t *testing.T, s Store, bigOpts UploadOptions, big int) {
+	ctx := t.Context()
+	first := []byte("time,value\n2026-01-05T10:00:00Z,1\n")
+	other := []byte("time,value\n2026-01-05T10:00:00Z,2\n")
+
+	tests := []struct {
+		name    string
+		key     string
+		body    []byte
+		sha     string
+		opts    UploadOptions
+		wantErr error
+		want    []byte // content of key afterwards; nil: must not exist
+	}{
+		{name: "create", key: "gw/a.csv", body: first, sha: sha(first), want: first},
+		{name: "existing key refused", key: "gw/a.csv", body: other, sha: sha(other), wantErr: ErrPreconditionFailed, want: first},
+		{name: "wrong checksum refused", key: "gw/b.csv", body: other, sha: sha(first), wantErr: ErrChecksumMismatch},
+		{name: "big create", key: "gw/big.bin", body: randomBytes(1, big), opts: bigOpts},
+		{name: "big existing refused", key: "gw/big.bin", body: randomBytes(2, big), opts: bigOpts, wantErr: ErrPreconditionFailed},
+		{name: "big wrong checksum refused", key: "gw/big2.bin", body: randomBytes(3, big), sha: sha(first), opts: bigOpts, wantErr: ErrChecksumMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.sha == "" {
+				tt.sha = sha(tt.body)
+			}
+			opts := tt.opts
+			opts.IfAbsent, opts.SHA256 = true, tt.sha
+			var last atomic.Int64
+			opts.Progress = func(n int64) { last.Store(n) }
+			res, err := Upload(ctx, s, tt.key, bytes.NewReader(tt.body), int64(len(tt.body)), opts)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Upload: err = %v, want %v", err, tt.wantErr)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("Upload: %v", err)
+				}
+				if res.Size != int64(len(tt.body)) {
+					t.Errorf("size = %d, want %d", res.Size, len(tt.body))
+				}
+				if last.Load() != int64(len(tt.body)) {
+					t.Errorf("progress ended at %d, want %d", last.Load(), len(tt.body))
+				}
+				tt.want = tt.body
+			}
+			if tt.want == nil && tt.wantErr != ErrPreconditionFailed {
+				if _, err := s.Stat(ctx, tt.key); !errors.Is(err, ErrNotExist) {
+					t.Fatalf("%s exists after a refused upload (stat err %v)", tt.key, err)
+				}
+				return
+			}
+			if tt.want != nil && !bytes.Equal(readAll(t, s, tt.key), tt.want) {
+				t.Fatalf("%s: content differs from what was expected", tt.key)
+			}
+		})
+	}
+}
+
+func TestUploadLocal(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploadContract(t, s, UploadOptions{}, 3<<20)
+	// No temporary files are left behind by the refused uploads.
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+			t.Errorf("left-over temporary file %s", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, meta, err := StatMetadata(t.Context(), s, "gw/a.csv")
+	if err != nil || meta != nil {
+		t.Fatalf("StatMetadata on a folder = %v, %v; want nil map, nil", meta, err)
+	}
+}
+
+func TestUploadS3(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	client := srv.Client(t)
+	bucket := srv.NewBucket(t)
+	s := NewS3Store(client, bucket, "landing", S3StoreOptions{})
+	big := 12 << 20
+	// 6 MiB threshold, 5 MiB parts (the S3 minimum): 3 parts.
+	bigOpts := UploadOptions{MultipartThreshold: 6 << 20, PartSize: 5 << 20, Concurrency: 2}
+	uploadContract(t, s, bigOpts, big)
+
+	ctx := t.Context()
+	info, meta, err := StatMetadata(ctx, s, "gw/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sha(randomBytes(1, big)); meta[MetaSHA256] != want {
+		t.Errorf("metadata %s = %q, want %q (all: %v)", MetaSHA256, meta[MetaSHA256], want, meta)
+	}
+	if info.Size != int64(big) {
+		t.Errorf("size = %d, want %d", info.Size, big)
+	}
+	if !strings.HasSuffix(strings.Trim(info.ETag, `"`), "-3") {
+		t.Errorf("ETag %s is not that of a 3-part multipart upload", info.ETag)
+	}
+	// Aborted uploads leave no parts behind.
+	ups, err := client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads left open", len(ups.Uploads))
+	}
+
+	res, err := Upload(ctx, s, "gw/meta.csv", strings.NewReader("a"), 1,
+		UploadOptions{SHA256: sha([]byte("a")), Metadata: map[string]string{"source-sha256": "abc"}, ContentType: "text/csv"})
+	if err != nil || res.Multipart || res.Parts != 1 {
+		t.Fatalf("Upload = %+v, %v", res, err)
+	}
+	_, meta, err = StatMetadata(ctx, s, "gw/meta.csv")
+	if err != nil || meta["source-sha256"] != "abc" || meta[MetaSHA256] != sha([]byte("a")) {
+		t.Fatalf("metadata = %v, %v", meta, err)
+	}
+}
+
+// TestServerChecksSHA256 proves that the server refuses a body whose
+// x-amz-checksum-sha256 does not match, on PutObject (single Upload) and on
+// UploadPart (multipart Upload): the guarantee against corruption in transit.
+func TestServerChecksSHA256(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	client := srv.Client(t)
+	bucket := srv.NewBucket(t)
+	ctx := t.Context()
+	wrong := sha256.Sum256([]byte("something else"))
+	wrongB64 := aws.String(base64.StdEncoding.EncodeToString(wrong[:]))
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{name: "PutObject", call: func() error {
+			_, err := client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket: aws.String(bucket), Key: aws.String("x.csv"),
+				Body: strings.NewReader("time,value\n"), ChecksumSHA256: wrongB64,
+			})
+			return err
+		}},
+		{name: "UploadPart", call: func() error {
+			mpu, err := client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+				Bucket: aws.String(bucket), Key: aws.String("y.csv"), ChecksumAlgorithm: "SHA256",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = client.UploadPart(ctx, &s3.UploadPartInput{
+				Bucket: aws.String(bucket), Key: aws.String("y.csv"), UploadId: mpu.UploadId,
+				PartNumber: aws.Int32(1), Body: strings.NewReader("time,value\n"), ChecksumSHA256: wrongB64,
+			})
+			_, _ = client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(bucket), Key: aws.String("y.csv"), UploadId: mpu.UploadId,
+			})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if err == nil {
+				t.Fatalf("%s with a wrong x-amz-checksum-sha256 succeeded", tt.name)
+			}
+			if !errors.Is(classifyUpload("put", "x.csv", err), ErrChecksumMismatch) {
+				var ae smithy.APIError
+				errors.As(err, &ae)
+				t.Fatalf("error %v (code %v) is not classified as ErrChecksumMismatch", err, ae)
+			}
+		})
+	}
+}
+
+// TestUploadRetries pins the retry policy of clients from NewS3Client:
+// 5xx answers are retried with backoff, 4xx answers (403, 412) are not.
+func TestUploadRetries(t *testing.T) {
+	tests := []struct {
+		name     string
+		statuses []int // answers to successive requests; then 200
+		wantReqs int32
+		wantErr  error
+	}{
+		{name: "500 then ok", statuses: []int{500}, wantReqs: 2},
+		{name: "503 twice then ok", statuses: []int{503, 503}, wantReqs: 3},
+		{name: "403 not retried", statuses: []int{403}, wantReqs: 1, wantErr: errors.New("any")},
+		{name: "412 not retried", statuses: []int{412}, wantReqs: 1, wantErr: ErrPreconditionFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Int32
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				i := int(n.Add(1)) - 1
+				if i < len(tt.statuses) {
+					code := map[int]string{500: "InternalError", 503: "ServiceUnavailable", 403: "AccessDenied", 412: "PreconditionFailed"}[tt.statuses[i]]
+					w.WriteHeader(tt.statuses[i])
+					_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+code+`</Code><Message>test</Message></Error>`)
+					return
+				}
+				w.Header().Set("ETag", `"abc"`)
+			}))
+			defer ts.Close()
+			client, err := NewS3Client(t.Context(), S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewS3Store(client, "bucket", "", S3StoreOptions{})
+			body := []byte("time,value\n")
+			_, err = Upload(context.Background(), s, "a.csv", bytes.NewReader(body), int64(len(body)), UploadOptions{IfAbsent: true, SHA256: sha(body)})
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("Upload: %v", err)
+			case tt.wantErr != nil && err == nil:
+				t.Fatal("Upload succeeded")
+			case tt.wantErr == ErrPreconditionFailed && !errors.Is(err, ErrPreconditionFailed):
+				t.Fatalf("err = %v, want ErrPreconditionFailed", err)
+			}
+			if got := n.Load(); got != tt.wantReqs {
+				t.Errorf("%d requests, want %d", got, tt.wantReqs)
+			}
+		})
+	}
+}

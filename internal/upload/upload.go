@@ -1,0 +1,671 @@
+// Package upload is the gateway side of timelake: it puts landing files into
+// the landing bucket (or folder) under keys that are unique per file and
+// stable across retries, never overwriting an object (docs/gateways.md).
+//
+// For each file: validate it locally (no network), hash it, optionally gzip
+// it, derive its key, and create the object with a conditional put
+// (If-None-Match: *). A key that already holds the same content is "already
+// uploaded" (a retry); different content is refused, because ingest skips
+// keys it has already loaded, so corrections must be new files. In spool
+// mode the local file is deleted (or moved) only after the object is
+// confirmed, so a crash at any point is safe to rerun.
+package upload
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// MetaSourceSHA256 is the user metadata (x-amz-meta-source-sha256) holding
+// the hex SHA-256 of the gateway's file before --gzip; set only on objects
+// that were compressed on the way. storage.MetaSHA256 holds the SHA-256 of
+// the object's bytes as stored.
+const MetaSourceSHA256 = "source-sha256"
+
+// ErrKeyConflict is returned (wrapped) when the key already holds an object
+// with different content. The object is left unchanged.
+var ErrKeyConflict = errors.New("key already exists with different content")
+
+// Status is what happened to one file.
+type Status string
+
+// File statuses.
+const (
+	Uploaded        Status = "uploaded"
+	AlreadyUploaded Status = "already-uploaded"
+	Failed          Status = "failed"
+)
+
+// TimeSource selects the time in generated keys.
+type TimeSource string
+
+// Time sources.
+const (
+	// TimeModified uses the file's modification time (stable across retries).
+	TimeModified TimeSource = "mtime"
+	// TimeNow uses the upload time: a retry after a crash gets a new key.
+	TimeNow TimeSource = "now"
+)
+
+// Config is one upload run's input: Files, or every eligible file of Spool.
+type Config struct {
+	// Store is the landing bucket or folder.
+	Store storage.Store
+
+	// Files are uploaded in the given order and left in place.
+	Files []string
+	// Spool is a folder whose eligible files (see SpoolFiles) are uploaded
+	// oldest first and deleted, or moved to Done, once uploaded.
+	Spool string
+	// Done receives spool files after their upload; "" deletes them.
+	Done string
+	// MinAge skips spool files modified less than this long ago (files still
+	// being written in place).
+	MinAge time.Duration
+
+	// Key is the explicit key of the single file (still below Prefix).
+	Key string
+	// Gateway is the first segment of generated keys; required without Key.
+	Gateway string
+	// Prefix goes in front of every key ("" for none).
+	Prefix string
+	// Time is the time in generated keys; "" means TimeModified.
+	Time TimeSource
+
+	// Gzip compresses CSV and TSV files that are not compressed yet; their
+	// keys end in ".gz". Parquet and .gz files go up unchanged.
+	Gzip bool
+	// Validate checks each file with Validate before anything is sent.
+	Validate        bool
+	ValidateOptions ValidateOptions
+
+	// Transfer tunes the multipart upload (zero: storage defaults).
+	MultipartThreshold, PartSize int64
+	Concurrency                  int
+
+	// TempDir holds gzip output while it is uploaded; "" is os.TempDir().
+	TempDir string
+	// Now is the clock (TimeNow, MinAge); nil is time.Now.
+	Now func() time.Time
+
+	// OnFile is called after each file with its result.
+	OnFile func(FileResult)
+	// Progress is called before a file's bytes are sent; the returned
+	// function (may be nil) gets the bytes sent so far, and done is called
+	// when the transfer ends. Nil means no progress.
+	Progress func(file string, size int64) (update func(sent int64), done func())
+	// AfterUpload runs after an object is confirmed and before the spool
+	// file is deleted or moved; an error stops the run there. Tests use it to
+	// simulate a crash.
+	AfterUpload func(FileResult) error
+}
+
+// FileResult is the outcome of one file (one output line, one JSON entry).
+type FileResult struct {
+	File   string `json:"file"`
+	Key    string `json:"key,omitempty"`
+	Status Status `json:"status"`
+	// Size is the object's size in bytes (after --gzip).
+	Size int64 `json:"size"`
+	// SHA256 is the hex SHA-256 of the object's bytes.
+	SHA256 string `json:"sha256,omitempty"`
+	// SourceSHA256 is the hex SHA-256 of the file before --gzip (the hash in
+	// generated keys); equal to SHA256 when nothing was compressed.
+	SourceSHA256 string  `json:"source_sha256,omitempty"`
+	Gzipped      bool    `json:"gzipped,omitempty"`
+	Multipart    bool    `json:"multipart,omitempty"`
+	Parts        int     `json:"parts,omitempty"`
+	Deleted      bool    `json:"deleted,omitempty"`  // spool file deleted
+	MovedTo      string  `json:"moved_to,omitempty"` // spool file moved to --done
+	Error        string  `json:"error,omitempty"`
+	Seconds      float64 `json:"seconds"`
+}
+
+// Report is the outcome of a run (the --json document).
+type Report struct {
+	Landing         string       `json:"landing"`
+	Spool           string       `json:"spool,omitempty"`
+	Files           []FileResult `json:"files"`
+	Uploaded        int          `json:"uploaded"`
+	AlreadyUploaded int          `json:"already_uploaded"`
+	Failed          int          `json:"failed"`
+	// Bytes is the number of bytes uploaded by this run.
+	Bytes int64 `json:"bytes"`
+	// Stopped is true when an error (network, storage, cancellation) ended
+	// the run before every file was tried.
+	Stopped bool    `json:"stopped"`
+	Seconds float64 `json:"seconds"`
+}
+
+// fileError marks a problem of one file (invalid, conflicting, unreadable):
+// the run goes on with the next file. Any other error stops the run.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// IsFileError reports whether err concerns one file only (the run went on).
+func IsFileError(err error) bool {
+	var fe *fileError
+	return errors.As(err, &fe)
+}
+
+// Run uploads the files of cfg and returns the report with an error when a
+// file failed or the run stopped early. A file-level failure (invalid file,
+// key conflict, unreadable file) does not stop the run; any other error
+// (storage, network, ctx) does, and the files not tried stay where they are.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	start := time.Now()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Time == "" {
+		cfg.Time = TimeModified
+	}
+	rep := &Report{Landing: cfg.Store.URI(), Spool: cfg.Spool, Files: []FileResult{}}
+	err := run(ctx, cfg, rep)
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, err
+}
+
+func run(ctx context.Context, cfg Config, rep *Report) error {
+	if cfg.Key != "" && (cfg.Spool != "" || len(cfg.Files) != 1) {
+		return errors.New("an explicit key needs exactly one file")
+	}
+	files := cfg.Files
+	if cfg.Spool != "" {
+		var err error
+		if files, err = SpoolFiles(cfg.Spool, cfg.Now().Add(-cfg.MinAge)); err != nil {
+			return err
+		}
+	}
+	var failed []error
+	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			rep.Stopped = true
+			return err
+		}
+		t0 := time.Now()
+		res, err := uploadFile(ctx, cfg, path)
+		if err == nil && cfg.AfterUpload != nil {
+			err = cfg.AfterUpload(res)
+		}
+		if err == nil && cfg.Spool != "" {
+			err = settleSpool(cfg, &res)
+		}
+		res.Seconds = time.Since(t0).Seconds()
+		if err != nil && cfg.Spool != "" && errors.Is(err, fs.ErrNotExist) {
+			// Gone from the spool since the listing: an overlapping run
+			// uploaded it and deleted or moved it.
+			continue
+		}
+		if err != nil {
+			res.Status, res.Error = Failed, err.Error()
+		}
+		record(cfg, rep, res)
+		if err != nil {
+			if !IsFileError(err) {
+				rep.Stopped = true
+				return err
+			}
+			failed = append(failed, err)
+		}
+	}
+	switch {
+	case len(failed) == 1 && len(files) == 1:
+		return failed[0]
+	case len(failed) > 0:
+		return &fileError{fmt.Errorf("%d of %d files failed", len(failed), len(files))}
+	}
+	return nil
+}
+
+func record(cfg Config, rep *Report, res FileResult) {
+	rep.Files = append(rep.Files, res)
+	switch res.Status {
+	case Uploaded:
+		rep.Uploaded++
+		rep.Bytes += res.Size
+	case AlreadyUploaded:
+		rep.AlreadyUploaded++
+	case Failed:
+		rep.Failed++
+	}
+	if cfg.OnFile != nil {
+		cfg.OnFile(res)
+	}
+}
+
+// partialSuffixes mark files that are still being written; the spool skips
+// them (as it skips hidden files).
+var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
+
+// SpoolFiles lists the files of dir to upload, oldest modification time
+// first (then by name): regular files only (no folders, no symbolic links),
+// not hidden (".name"), not partial (*.tmp, *.part, *.partial, *.swp, *~),
+// and modified at or before notAfter.
+func SpoolFiles(dir string, notAfter time.Time) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	type cand struct {
+		path string
+		mt   time.Time
+	}
+	var cands []cand
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || isPartial(name) {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // moved away meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		if fi.ModTime().After(notAfter) {
+			continue
+		}
+		cands = append(cands, cand{filepath.Join(dir, name), fi.ModTime()})
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if !cands[i].mt.Equal(cands[j].mt) {
+			return cands[i].mt.Before(cands[j].mt)
+		}
+		return cands[i].path < cands[j].path
+	})
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.path
+	}
+	return out, nil
+}
+
+func isPartial(name string) bool {
+	lower := strings.ToLower(name)
+	for _, s := range partialSuffixes {
+		if strings.HasSuffix(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// prepared is a file ready to be sent.
+type prepared struct {
+	res  FileResult
+	body *os.File // the file itself, or its gzip copy
+	temp string   // gzip copy to remove
+}
+
+func (p *prepared) close() {
+	if p.body != nil {
+		p.body.Close()
+	}
+	if p.temp != "" {
+		os.Remove(p.temp)
+	}
+}
+
+// uploadFile validates, hashes, compresses and uploads one file.
+func uploadFile(ctx context.Context, cfg Config, path string) (FileResult, error) {
+	res := FileResult{File: path}
+	if cfg.Validate {
+		if err := Validate(ctx, path, cfg.ValidateOptions); err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			return res, &fileError{err}
+		}
+	}
+	p, err := prepare(ctx, cfg, path)
+	if p != nil {
+		defer p.close()
+	}
+	if err != nil {
+		return res, err
+	}
+	return send(ctx, cfg, p)
+}
+
+// prepare hashes the file, gzips it if asked, and derives its key.
+func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
+	p := &prepared{res: FileResult{File: path}}
+	f, err := os.Open(path)
+	if err != nil {
+		return p, &fileError{err}
+	}
+	p.body = f
+	fi, err := f.Stat()
+	if err != nil {
+		return p, &fileError{err}
+	}
+	if !fi.Mode().IsRegular() {
+		return p, &fileError{fmt.Errorf("%s: not a regular file (use --spool for a folder)", path)}
+	}
+	size := fi.Size()
+	sum, err := hashFile(ctx, f, size)
+	if err != nil {
+		return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
+	}
+	p.res.Size, p.res.SHA256, p.res.SourceSHA256 = size, sum, sum
+	ext := Ext(path)
+
+	if cfg.Gzip && compressible(path, f) {
+		if err := p.compress(ctx, cfg.TempDir); err != nil {
+			return p, err
+		}
+		ext += ".gz"
+	}
+
+	switch {
+	case cfg.Key != "":
+		p.res.Key, err = JoinKey(cfg.Prefix, cfg.Key)
+		if err == nil && p.res.Gzipped && !strings.HasSuffix(strings.ToLower(cfg.Key), ".gz") {
+			err = fmt.Errorf("key %s: --gzip compresses %s, so the key must end in .gz", cfg.Key, path)
+		}
+	default:
+		t := fi.ModTime()
+		if cfg.Time == TimeNow {
+			t = cfg.Now()
+		}
+		p.res.Key, err = GeneratedKey(cfg.Prefix, cfg.Gateway, t, p.res.SourceSHA256, ext)
+	}
+	if err != nil {
+		return p, &fileError{err}
+	}
+	return p, nil
+}
+
+func hashFile(ctx context.Context, r io.ReaderAt, size int64) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, io.NewSectionReader(r, 0, size)}); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// compressible reports whether --gzip applies: a CSV or TSV file that is
+// not gzip-compressed already.
+func compressible(path string, f io.ReaderAt) bool {
+	head := make([]byte, 4)
+	n, _ := f.ReadAt(head, 0)
+	format, gz, err := landing.DetectFormat(path, head[:n])
+	return err == nil && !gz && (format == landing.FormatCSV || format == landing.FormatTSV)
+}
+
+// compress replaces the body by a gzip copy in dir. The gzip header carries
+// no name and no time, so the same input always gives the same bytes with
+// one timelake build.
+func (p *prepared) compress(ctx context.Context, dir string) error {
+	tmp, err := os.CreateTemp(dir, "timelake-upload-*.gz")
+	if err != nil {
+		return fmt.Errorf("gzip %s: %w", p.res.File, err)
+	}
+	p.temp = tmp.Name()
+	h := sha256.New()
+	zw := gzip.NewWriter(io.MultiWriter(tmp, h))
+	_, err = io.Copy(zw, ctxReader{ctx, io.NewSectionReader(p.body, 0, p.res.Size)})
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		tmp.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &fileError{fmt.Errorf("gzip %s: %w", p.res.File, err)}
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		tmp.Close()
+		return fmt.Errorf("gzip %s: %w", p.res.File, err)
+	}
+	p.body.Close()
+	p.body = tmp
+	p.res.Size, p.res.SHA256, p.res.Gzipped = size, hex.EncodeToString(h.Sum(nil)), true
+	return nil
+}
+
+// contentType is the MIME type stored with an object, from its key.
+func contentType(key string) string {
+	k := strings.ToLower(key)
+	switch {
+	case strings.HasSuffix(k, ".gz"):
+		return "application/gzip"
+	case strings.HasSuffix(k, ".csv"):
+		return "text/csv"
+	case strings.HasSuffix(k, ".tsv"):
+		return "text/tab-separated-values"
+	case strings.HasSuffix(k, ".parquet"):
+		return "application/vnd.apache.parquet"
+	}
+	return "application/octet-stream"
+}
+
+// maxPutAttempts bounds the put -> 412 -> object gone (ingest loaded and
+// deleted it meanwhile) -> put again loop.
+const maxPutAttempts = 3
+
+// send creates the object, or settles an existing one.
+func send(ctx context.Context, cfg Config, p *prepared) (FileResult, error) {
+	res := p.res
+	threshold := cfg.MultipartThreshold
+	if threshold <= 0 {
+		threshold = storage.DefaultMultipartThreshold
+	}
+	if res.Size >= threshold {
+		// A large retry costs one HEAD instead of a full resend. Any error
+		// (e.g. 403 without s3:GetObject) just means "not known": the
+		// conditional put below still protects the key.
+		if why, err := sameContent(ctx, cfg.Store, res); err == nil {
+			return settleExisting(cfg.Store, res, why)
+		}
+	}
+	opts := storage.UploadOptions{
+		IfAbsent:           true,
+		SHA256:             res.SHA256,
+		ContentType:        contentType(res.Key),
+		MultipartThreshold: cfg.MultipartThreshold,
+		PartSize:           cfg.PartSize,
+		Concurrency:        cfg.Concurrency,
+	}
+	if res.Gzipped {
+		opts.Metadata = map[string]string{MetaSourceSHA256: res.SourceSHA256}
+	}
+	for attempt := 1; ; attempt++ {
+		var done func()
+		if cfg.Progress != nil {
+			opts.Progress, done = cfg.Progress(res.File, res.Size)
+		}
+		ur, err := storage.Upload(ctx, cfg.Store, res.Key, p.body, res.Size, opts)
+		if done != nil {
+			done()
+		}
+		switch {
+		case err == nil:
+			res.Status, res.Multipart, res.Parts = Uploaded, ur.Multipart, ur.Parts
+			return res, nil
+		case errors.Is(err, storage.ErrChecksumMismatch):
+			return res, &fileError{err}
+		case !errors.Is(err, storage.ErrPreconditionFailed):
+			return res, err
+		}
+		// The key exists: a retry of this very file, or a conflict.
+		why, err := sameContent(ctx, cfg.Store, res)
+		if errors.Is(err, storage.ErrNotExist) && attempt < maxPutAttempts {
+			continue // gone since the put: try again
+		}
+		if storage.IsAccessDenied(err) {
+			return res, &fileError{fmt.Errorf("%s already exists in %s and cannot be compared with %s: the credentials lack s3:GetObject, which the already-uploaded check needs: %w",
+				res.Key, cfg.Store.URI(), res.File, err)}
+		}
+		if err != nil {
+			return res, err
+		}
+		return settleExisting(cfg.Store, res, why)
+	}
+}
+
+// settleExisting turns the comparison with an existing object (why: "" when
+// it holds the same content) into the file's outcome.
+func settleExisting(s storage.Store, res FileResult, why string) (FileResult, error) {
+	if why == "" {
+		res.Status = AlreadyUploaded
+		return res, nil
+	}
+	return res, &fileError{fmt.Errorf("%s: %w in %s (%s); corrections must be uploaded as new files under new keys, since ingest skips keys it has already loaded",
+		res.Key, ErrKeyConflict, s.URI(), why)}
+}
+
+// sameContent compares the object at res.Key with the file: "" when it is
+// the same content, else why not. It compares, in this order, the
+// source-sha256 metadata (objects gzipped on the way), the sha256 metadata,
+// and without metadata (folders, other clients) the size and then the
+// SHA-256 of the object's bytes (a download). ErrNotExist when there is no
+// object.
+func sameContent(ctx context.Context, s storage.Store, res FileResult) (string, error) {
+	info, meta, err := storage.StatMetadata(ctx, s, res.Key)
+	if err != nil {
+		return "", err
+	}
+	if src := meta[MetaSourceSHA256]; src != "" {
+		if src == res.SourceSHA256 {
+			return "", nil
+		}
+		return "source SHA-256 " + short(src) + " there, " + short(res.SourceSHA256) + " here", nil
+	}
+	if sum := meta[storage.MetaSHA256]; sum != "" {
+		if sum == res.SHA256 && info.Size == res.Size {
+			return "", nil
+		}
+		return fmt.Sprintf("%d bytes with SHA-256 %s there, %d bytes with %s here", info.Size, short(sum), res.Size, short(res.SHA256)), nil
+	}
+	if info.Size != res.Size {
+		return fmt.Sprintf("%d bytes there, %d here", info.Size, res.Size), nil
+	}
+	rc, _, err := s.Get(ctx, res.Key)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return "", fmt.Errorf("read %s: %w", res.Key, err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != res.SHA256 {
+		return "SHA-256 " + short(sum) + " there, " + short(res.SHA256) + " here", nil
+	}
+	return "", nil
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
+}
+
+// settleSpool deletes the uploaded spool file or moves it to cfg.Done.
+func settleSpool(cfg Config, res *FileResult) error {
+	if cfg.Done == "" {
+		if err := os.Remove(res.File); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("uploaded %s as %s but could not delete it (the next run will find it already uploaded): %w", res.File, res.Key, err)
+		}
+		res.Deleted = true
+		return nil
+	}
+	dst, err := moveFile(res.File, cfg.Done, res.SourceSHA256[:HashChars])
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // moved or deleted by an overlapping run meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("uploaded %s as %s but could not move it to %s (the next run will find it already uploaded): %w", res.File, res.Key, cfg.Done, err)
+	}
+	res.MovedTo = dst
+	return nil
+}
+
+// moveFile moves src into dir without replacing a file there: a name that
+// is taken gets "-<tag>" before its extension. Across file systems it
+// copies, syncs and removes.
+func moveFile(src, dir, tag string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	base := filepath.Base(src)
+	dst := filepath.Join(dir, base)
+	if _, err := os.Lstat(dst); err == nil {
+		stem, ext := splitExt(base)
+		dst = filepath.Join(dir, stem+"-"+tag+ext)
+	}
+	err := os.Link(src, dst)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		// Same name and same tag: the same file was moved before.
+	case errors.Is(err, fs.ErrNotExist):
+		return "", err // src moved by an overlapping run
+	default:
+		if err := copyFile(src, dst); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Remove(src); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return dst, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dst)
+	}
+	return err
+}
+
+// ctxReader stops a long read when ctx is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,593 @@
+package upload
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+// forEachStore runs fn on a landing folder and on a bucket of the test S3
+// server (skipped, or failed with TIMELAKE_TEST_S3_REQUIRED=1, without one).
+func forEachStore(t *testing.T, fn func(t *testing.T, s storage.Store)) {
+	t.Run("local", func(t *testing.T) {
+		s, err := storage.NewLocalStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s)
+	})
+	t.Run("s3", func(t *testing.T) {
+		fn(t, s3Store(t))
+	})
+}
+
+func s3Store(t *testing.T) *storage.S3Store {
+	srv := s3test.FromEnv(t)
+	return storage.NewS3Store(srv.Client(t), srv.NewBucket(t), "landing", storage.S3StoreOptions{})
+}
+
+// writeFile writes a file with a modification time.
+func writeFile(t *testing.T, path, content string, mtime time.Time) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func keys(t *testing.T, s storage.Store) []string {
+	t.Helper()
+	var out []string
+	if err := s.List(t.Context(), "", func(o storage.ObjectInfo) error {
+		out = append(out, o.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func object(t *testing.T, s storage.Store, key string) []byte {
+	t.Helper()
+	b, _, err := storage.ReadAll(t.Context(), s, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var t0 = time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+
+var keyPattern = regexp.MustCompile(`^gateway-7/20260105T100000Z-[0-9a-f]{8}\.csv$`)
+
+func TestSameFileTwice(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		path := writeFile(t, filepath.Join(t.TempDir(), "readings.csv"), csvRows(3), t0)
+		cfg := Config{Store: s, Files: []string{path}, Gateway: "gateway-7", Validate: true}
+		var statuses []Status
+		for i := 0; i < 2; i++ {
+			rep, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatalf("run %d: %v", i+1, err)
+			}
+			statuses = append(statuses, rep.Files[0].Status)
+		}
+		if statuses[0] != Uploaded || statuses[1] != AlreadyUploaded {
+			t.Fatalf("statuses = %v, want uploaded then already-uploaded", statuses)
+		}
+		ks := keys(t, s)
+		if len(ks) != 1 || !keyPattern.MatchString(ks[0]) {
+			t.Fatalf("objects = %v, want one key like %s", ks, keyPattern)
+		}
+		if got := object(t, s, ks[0]); string(got) != csvRows(3) {
+			t.Fatalf("object content %q", got)
+		}
+	})
+}
+
+func TestExistingKeyWithDifferentContentRefused(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		dir := t.TempDir()
+		first := writeFile(t, filepath.Join(dir, "a.csv"), csvRows(2), t0)
+		second := writeFile(t, filepath.Join(dir, "b.csv"), csvRows(3), t0)
+		const key = "gateway-7/20260105T1000.csv"
+		if _, err := Run(t.Context(), Config{Store: s, Files: []string{first}, Key: key, Validate: true}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(t.Context(), Config{Store: s, Files: []string{second}, Key: key, Validate: true})
+		if !errors.Is(err, ErrKeyConflict) || !IsFileError(err) {
+			t.Fatalf("err = %v, want ErrKeyConflict", err)
+		}
+		if !strings.Contains(err.Error(), "corrections must be uploaded as new files") {
+			t.Errorf("message %q does not say what to do", err)
+		}
+		if rep.Failed != 1 || rep.Files[0].Status != Failed {
+			t.Errorf("report = %+v", rep)
+		}
+		if got := object(t, s, key); string(got) != csvRows(2) {
+			t.Fatalf("object changed: %q", got)
+		}
+	})
+}
+
+// TestObjectsWithoutMetadata covers keys written by other S3 clients (and
+// folders): the comparison falls back to size and SHA-256 of the bytes.
+func TestObjectsWithoutMetadata(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		dir := t.TempDir()
+		path := writeFile(t, filepath.Join(dir, "a.csv"), csvRows(2), t0)
+		put := func(key, content string) {
+			if _, err := s.Put(t.Context(), key, strings.NewReader(content), storage.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tests := []struct {
+			name, existing string
+			wantErr        error
+		}{
+			{name: "same bytes", existing: csvRows(2)},
+			{name: "same size other bytes", existing: strings.Replace(csvRows(2), "s1", "s2", 1), wantErr: ErrKeyConflict},
+			{name: "other size", existing: csvRows(5), wantErr: ErrKeyConflict},
+		}
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				key := fmt.Sprintf("other/%d.csv", i)
+				put(key, tt.existing)
+				rep, err := Run(t.Context(), Config{Store: s, Files: []string{path}, Key: key})
+				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if tt.wantErr == nil && rep.Files[0].Status != AlreadyUploaded {
+					t.Fatalf("status = %s", rep.Files[0].Status)
+				}
+				if got := object(t, s, key); string(got) != tt.existing {
+					t.Fatal("object changed")
+				}
+			})
+		}
+	})
+}
+
+func TestGzip(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		path := writeFile(t, filepath.Join(t.TempDir(), "readings.csv"), csvRows(50), t0)
+		cfg := Config{Store: s, Files: []string{path}, Gateway: "gateway-7", Gzip: true, Validate: true}
+		rep, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Files[0]
+		if !res.Gzipped || !strings.HasSuffix(res.Key, ".csv.gz") || res.SHA256 == res.SourceSHA256 {
+			t.Fatalf("result = %+v", res)
+		}
+		plain, err := Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "gateway-7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.TrimSuffix(res.Key, ".gz"); plain.Files[0].Key != want {
+			t.Errorf("key without --gzip = %s, want %s (same hash: of the file before compression)", plain.Files[0].Key, want)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(object(t, s, res.Key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || string(got) != csvRows(50) {
+			t.Fatalf("object does not decompress to the file (%v)", err)
+		}
+		if _, meta, err := storage.StatMetadata(t.Context(), s, res.Key); err != nil {
+			t.Fatal(err)
+		} else if _, isS3 := s.(*storage.S3Store); isS3 && (meta[MetaSourceSHA256] != res.SourceSHA256 || meta[storage.MetaSHA256] != res.SHA256) {
+			t.Errorf("metadata = %v", meta)
+		}
+		again, err := Run(t.Context(), cfg)
+		if err != nil || again.Files[0].Status != AlreadyUploaded {
+			t.Fatalf("second gzip upload: %v, %+v", err, again.Files)
+		}
+		_, err = Run(t.Context(), Config{Store: s, Files: []string{path}, Key: "x/readings.csv", Gzip: true})
+		if err == nil || !strings.Contains(err.Error(), "must end in .gz") {
+			t.Fatalf("--key without .gz and --gzip: err = %v", err)
+		}
+	})
+}
+
+// TestSpoolCrashAndRerun simulates a crash after the upload of file 2 of 5,
+// before that file is deleted: the rerun finds it already uploaded, uploads
+// the rest, and leaves five objects and an empty spool.
+func TestSpoolCrashAndRerun(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		spool := t.TempDir()
+		var want []string
+		for i := 5; i >= 1; i-- { // names in the opposite order of times
+			name := fmt.Sprintf("f%d.csv", 6-i)
+			writeFile(t, filepath.Join(spool, name), csvRows(i), t0.Add(time.Duration(i)*time.Minute))
+			want = append(want, filepath.Join(spool, name))
+		}
+		// Oldest first: f5 (1 min) ... f1 (5 min).
+		for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
+			want[i], want[j] = want[j], want[i]
+		}
+		crash := errors.New("simulated crash")
+		n := 0
+		var order []string
+		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true,
+			OnFile: func(r FileResult) { order = append(order, r.File) },
+			AfterUpload: func(FileResult) error {
+				if n++; n == 2 {
+					return crash
+				}
+				return nil
+			}}
+		rep, err := Run(t.Context(), cfg)
+		if !errors.Is(err, crash) || !rep.Stopped {
+			t.Fatalf("first run: err = %v, stopped %v", err, rep.Stopped)
+		}
+		if left, _ := SpoolFiles(spool, time.Now()); len(left) != 4 || left[0] != want[1] {
+			t.Fatalf("spool after the crash = %v, want %v", left, want[1:])
+		}
+		cfg.AfterUpload = nil
+		rep, err = Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.AlreadyUploaded != 1 || rep.Uploaded != 3 || rep.Files[0].File != want[1] || rep.Files[0].Status != AlreadyUploaded {
+			t.Fatalf("rerun report = %+v", rep)
+		}
+		if got := strings.Join(order, " "); got != strings.Join(append(want[:2:2], want[1:]...), " ") {
+			t.Errorf("order = %s", got)
+		}
+		if ks := keys(t, s); len(ks) != 5 {
+			t.Fatalf("objects = %v, want 5", ks)
+		}
+		if entries, _ := os.ReadDir(spool); len(entries) != 0 {
+			t.Fatalf("spool not empty: %v", entries)
+		}
+	})
+}
+
+func TestSpoolFiles(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	writeFile(t, filepath.Join(dir, "b.csv"), "x", now.Add(-2*time.Hour))
+	writeFile(t, filepath.Join(dir, "a.csv"), "x", now.Add(-time.Hour))
+	writeFile(t, filepath.Join(dir, "c.csv"), "x", now.Add(-time.Hour)) // same time: by name
+	writeFile(t, filepath.Join(dir, "fresh.csv"), "x", now)
+	for _, skipped := range []string{".hidden.csv", "d.csv.tmp", "e.csv.PART", "f.partial", "g.csv~", ".h.swp"} {
+		writeFile(t, filepath.Join(dir, skipped), "x", now.Add(-3*time.Hour))
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "a.csv"), filepath.Join(dir, "link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		minAge time.Duration
+		want   []string
+	}{
+		{0, []string{"b.csv", "a.csv", "c.csv", "fresh.csv"}},
+		{time.Minute, []string{"b.csv", "a.csv", "c.csv"}},
+	}
+	for _, tt := range tests {
+		got, err := SpoolFiles(dir, now.Add(-tt.minAge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i] = filepath.Base(got[i])
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("minAge %s: %v, want %v", tt.minAge, got, tt.want)
+		}
+	}
+}
+
+func TestSpoolDoneAndInvalidFiles(t *testing.T) {
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spool, done := t.TempDir(), filepath.Join(t.TempDir(), "done")
+	writeFile(t, filepath.Join(spool, "a.csv"), csvRows(1), t0)
+	writeFile(t, filepath.Join(spool, "bad.csv"), "time,v\n2026-01-05T10:00:00Z\n", t0.Add(time.Minute))
+	writeFile(t, filepath.Join(spool, "c.csv"), csvRows(2), t0.Add(2*time.Minute))
+	writeFile(t, filepath.Join(done, "a.csv"), "an older a.csv", t0) // name taken
+	rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Done: done, Gateway: "gw", Validate: true})
+	if err == nil || err.Error() != "1 of 3 files failed" || !IsFileError(err) {
+		t.Fatalf("err = %v", err)
+	}
+	if rep.Uploaded != 2 || rep.Failed != 1 || rep.Stopped {
+		t.Fatalf("report = %+v", rep)
+	}
+	if e := rep.Files[1].Error; !strings.Contains(e, "bad.csv: row 1: wrong number of fields") {
+		t.Errorf("error of bad.csv = %q", e)
+	}
+	left, _ := SpoolFiles(spool, time.Now())
+	if len(left) != 1 || filepath.Base(left[0]) != "bad.csv" {
+		t.Errorf("spool = %v, want only bad.csv", left)
+	}
+	moved := rep.Files[0].MovedTo
+	if !regexp.MustCompile(`/a-[0-9a-f]{8}\.csv$`).MatchString(moved) {
+		t.Errorf("a.csv moved to %s, want a-<hash>.csv next to the older a.csv", moved)
+	}
+	if b, _ := os.ReadFile(filepath.Join(done, "a.csv")); string(b) != "an older a.csv" {
+		t.Error("the older done/a.csv was replaced")
+	}
+	if b, _ := os.ReadFile(moved); string(b) != csvRows(1) {
+		t.Error("moved file content differs")
+	}
+}
+
+func TestTimeNow(t *testing.T) {
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, filepath.Join(t.TempDir(), "r.csv"), csvRows(1), t0)
+	now := time.Date(2026, 3, 1, 12, 30, 15, 0, time.UTC)
+	rep, err := Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "g", Prefix: "site-3", Time: TimeNow, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := rep.Files[0].Key; !regexp.MustCompile(`^site-3/g/20260301T123015Z-[0-9a-f]{8}\.csv$`).MatchString(k) {
+		t.Fatalf("key = %s", k)
+	}
+}
+
+// TestInvalidFileSendsNothing proves that --validate refuses a broken file
+// before any request: the S3 endpoint counts requests.
+func TestInvalidFileSendsNothing(t *testing.T) {
+	var requests atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer ts.Close()
+	client, err := storage.NewS3Client(t.Context(), storage.S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := storage.NewS3Store(client, "landing", "", storage.S3StoreOptions{})
+	path := writeFile(t, filepath.Join(t.TempDir(), "broken.csv"), csvRows(5)+"2026-01-05T11:00:00Z,s1\n", t0)
+
+	_, err = Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "g", Validate: true})
+	if err == nil || !strings.Contains(err.Error(), "broken.csv: row 6: wrong number of fields (the header has 3) at line 7") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests were sent for an invalid file", n)
+	}
+	// The same file without validation does reach the server.
+	if _, err := Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "g"}); err == nil {
+		t.Fatal("upload to a failing endpoint succeeded")
+	}
+	if requests.Load() == 0 {
+		t.Fatal("the endpoint counted no request: the proof above is void")
+	}
+}
+
+// writeBigCSV writes a valid CSV of at least size bytes, every line unique.
+func writeBigCSV(t *testing.T, path string, size int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, _ := w.WriteString("time,sensor,value\n")
+	written := int64(n)
+	for i := 0; written < size; i++ {
+		n, _ := fmt.Fprintf(w, "%s,sensor-%d,%d\n", t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), i%97, i)
+		written += int64(n)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameStream compares two readers in 1 MiB chunks.
+func sameStream(a, b io.Reader) (bool, error) {
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, ea := io.ReadFull(a, ba)
+		nb, eb := io.ReadFull(b, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		aEnd := errors.Is(ea, io.EOF) || errors.Is(ea, io.ErrUnexpectedEOF)
+		bEnd := errors.Is(eb, io.EOF) || errors.Is(eb, io.ErrUnexpectedEOF)
+		if aEnd || bEnd {
+			return aEnd == bEnd, nil
+		}
+		if ea != nil {
+			return false, ea
+		}
+		if eb != nil {
+			return false, eb
+		}
+	}
+}
+
+func TestMultipart64MiB(t *testing.T) {
+	s := s3Store(t)
+	path := filepath.Join(t.TempDir(), "big.csv")
+	writeBigCSV(t, path, 64<<20)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastProgress atomic.Int64
+	cfg := Config{Store: s, Files: []string{path}, Gateway: "gateway-7", Validate: true,
+		Progress: func(string, int64) (func(int64), func()) {
+			return func(n int64) { lastProgress.Store(n) }, nil
+		}}
+	rep, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Files[0]
+	wantParts := int((fi.Size() + storage.DefaultPartSize - 1) / storage.DefaultPartSize)
+	if !res.Multipart || res.Parts != wantParts {
+		t.Fatalf("multipart %v with %d parts, want %d parts", res.Multipart, res.Parts, wantParts)
+	}
+	if lastProgress.Load() != fi.Size() {
+		t.Errorf("progress ended at %d of %d bytes", lastProgress.Load(), fi.Size())
+	}
+	rc, info, err := s.Get(t.Context(), res.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if same, err := sameStream(rc, f); err != nil || !same || info.Size != fi.Size() {
+		t.Fatalf("object (%d bytes) differs from the file (%d bytes): %v", info.Size, fi.Size(), err)
+	}
+	// A retry of a large file costs one HEAD, not a resend.
+	again, err := Run(t.Context(), cfg)
+	if err != nil || again.Files[0].Status != AlreadyUploaded {
+		t.Fatalf("second upload: %v %+v", err, again.Files)
+	}
+}
+
+// TestUploadThenIngest uploads a spool to the S3 landing bucket and ingests
+// it into a local warehouse: every row lands in the table.
+func TestUploadThenIngest(t *testing.T) {
+	s := s3Store(t)
+	spool := t.TempDir()
+	writeFile(t, filepath.Join(spool, "a.csv"), csvRows(3), t0)
+	writeFile(t, filepath.Join(spool, "b.csv"), csvRows(4), t0.Add(time.Minute))
+	writeFile(t, filepath.Join(spool, "c.csv"), csvRows(5), t0.Add(2*time.Minute))
+	up, err := Run(t.Context(), Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true, Gzip: true})
+	if err != nil || up.Uploaded != 3 {
+		t.Fatalf("upload: %v, %+v", err, up)
+	}
+
+	ctx := context.Background()
+	lk, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := lake.ParseTableName("iot.readings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ingest.Run(ctx, ingest.Config{Landing: s, Lake: lk, Table: name, Partition: lake.Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != 3 || rep.Rows != 12 || rep.Quarantined != 0 {
+		t.Fatalf("ingest report: %+v", rep)
+	}
+	tbl, err := lk.LoadTable(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range up.Files {
+		if _, ok := tbl.FindBatch(f.Key); !ok {
+			t.Errorf("batch %s not in the table", f.Key)
+		}
+	}
+	if ks := keys(t, s); len(ks) != 0 {
+		t.Errorf("landing not empty after ingest: %v", ks)
+	}
+}
+
+// TestExistingKeyWithoutReadPermission: write-only credentials get 412 on
+// the put and 403 on the HEAD that would compare; the message says why.
+func TestExistingKeyWithoutReadPermission(t *testing.T) {
+	var methods []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods = append(methods, r.Method)
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.Method {
+		case http.MethodPut:
+			w.WriteHeader(http.StatusPreconditionFailed)
+			_, _ = io.WriteString(w, `<Error><Code>PreconditionFailed</Code><Message>x</Message></Error>`)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+		}
+	}))
+	defer ts.Close()
+	client, err := storage.NewS3Client(t.Context(), storage.S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := storage.NewS3Store(client, "landing", "", storage.S3StoreOptions{})
+	path := writeFile(t, filepath.Join(t.TempDir(), "r.csv"), csvRows(2), t0)
+	_, err = Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "g"})
+	if err == nil || !IsFileError(err) || !strings.Contains(err.Error(), "lack s3:GetObject") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := strings.Join(methods, ","); got != "PUT,HEAD" {
+		t.Errorf("requests %s, want PUT,HEAD (no retry of 4xx)", got)
+	}
+}
+
+// TestSpoolOverlappingRuns: a file that disappears from the spool after the
+// listing (an overlapping run took it) is skipped, not a failure.
+func TestSpoolOverlappingRuns(t *testing.T) {
+	for _, done := range []string{"", "done"} {
+		t.Run("done="+done, func(t *testing.T) {
+			s, err := storage.NewLocalStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			spool := t.TempDir()
+			a := writeFile(t, filepath.Join(spool, "a.csv"), csvRows(1), t0)
+			b := writeFile(t, filepath.Join(spool, "b.csv"), csvRows(2), t0.Add(time.Minute))
+			cfg := Config{Store: s, Spool: spool, Gateway: "gw", Validate: true}
+			if done != "" {
+				cfg.Done = filepath.Join(t.TempDir(), done)
+			}
+			cfg.AfterUpload = func(r FileResult) error {
+				if r.File == a {
+					return os.Remove(b) // the other run took b
+				}
+				// The other run moved or deleted this file meanwhile.
+				return os.Remove(r.File)
+			}
+			rep, err := Run(t.Context(), cfg)
+			if err != nil || rep.Uploaded != 1 || len(rep.Files) != 1 {
+				t.Fatalf("err %v, report %+v", err, rep)
+			}
+			writeFile(t, b, csvRows(2), t0.Add(time.Minute))
+			cfg.AfterUpload = func(r FileResult) error { return os.Remove(r.File) }
+			rep, err = Run(t.Context(), cfg)
+			if err != nil || rep.Uploaded != 1 {
+				t.Fatalf("err %v, report %+v", err, rep)
+			}
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package upload
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/timelake/timelake/internal/landing"
+)
+
+// DefaultSampleRows is the number of data rows of a CSV or TSV file that
+// Validate decodes (types, time column) when ValidateOptions.SampleRows is 0.
+const DefaultSampleRows = 1000
+
+// Bounds that keep validation cheap on a small gateway.
+const (
+	// maxSampleBytes caps the decoded sample of a CSV/TSV file (whole rows,
+	// at least one).
+	maxSampleBytes = 4 << 20
+	// parquetDecodeLimit: Parquet files up to this size are decoded fully;
+	// larger ones only have their footer and schema checked.
+	parquetDecodeLimit = 16 << 20
+)
+
+// ValidateOptions tune Validate. The zero value validates with the rules
+// ingest uses to create a table from a file.
+type ValidateOptions struct {
+	// TimeColumn names the time column; "" means infer it as ingest does.
+	TimeColumn string
+	// TimeUnit is the unit of a numeric epoch time column: "", s, ms, us, ns.
+	TimeUnit string
+	// SampleRows is the number of CSV/TSV data rows decoded; 0 means
+	// DefaultSampleRows.
+	SampleRows int
+}
+
+// Validate checks a landing file before it is uploaded, without any network
+// access, so that a gateway learns about a broken file at the edge:
+//
+//   - the type, from the name and first bytes (landing.DetectFormat);
+//   - CSV/TSV (optionally gzipped): every record is read to check the
+//     structure (quoting, same number of fields as the header, complete gzip
+//     stream), and the header plus the first SampleRows rows are decoded with
+//     landing.Decode (column names, time column, value types);
+//   - Parquet: decoded fully up to 16 MiB, else its footer and schema.
+//
+// Every error is a *landing.FileError whose Key is path, with the data row
+// (header excluded) and, for CSV structure errors, the line.
+func Validate(ctx context.Context, path string, opts ValidateOptions) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+	}
+	size := fi.Size()
+	head := make([]byte, 4)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+	}
+	format, gz, err := landing.DetectFormat(path, head[:n])
+	if err != nil {
+		return err
+	}
+	if size == 0 {
+		return &landing.FileError{Key: path, Reason: "empty file"}
+	}
+	dopts := landing.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit}
+	if format == landing.FormatParquet {
+		return validateParquet(ctx, path, f, size, dopts)
+	}
+	comma := ','
+	if format == landing.FormatTSV {
+		comma = '\t'
+	}
+	rows := opts.SampleRows
+	if rows <= 0 {
+		rows = DefaultSampleRows
+	}
+	sampleEnd, err := scanText(ctx, path, f, size, gz, comma, rows)
+	if err != nil {
+		return err
+	}
+	// Decode the sample: a prefix of whole records of the decompressed text,
+	// so row numbers are those of the file.
+	r, closer, err := textStream(path, f, size, gz)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	sample := make([]byte, sampleEnd)
+	if _, err := io.ReadFull(r, sample); err != nil {
+		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+	}
+	dec, err := landing.Decode(ctx, landing.Source{Key: path, R: bytes.NewReader(sample), Size: sampleEnd}, dopts)
+	if err != nil {
+		return err
+	}
+	dec.Release()
+	return nil
+}
+
+// textStream returns the decompressed bytes of a text file.
+func textStream(path string, f io.ReaderAt, size int64, gz bool) (io.Reader, io.Closer, error) {
+	var r io.Reader = io.NewSectionReader(f, 0, size)
+	if !gz {
+		return r, io.NopCloser(nil), nil
+	}
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, &landing.FileError{Key: path, Reason: "empty file"}
+		}
+		return nil, nil, &landing.FileError{Key: path, Reason: "cannot read gzip data", Err: err}
+	}
+	return zr, zr, nil
+}
+
+// scanText reads every record of a CSV/TSV file with constant memory and
+// returns the byte offset (in the decompressed text) that ends the header and
+// the first rows data rows, or maxSampleBytes worth of whole rows.
+func scanText(ctx context.Context, path string, f io.ReaderAt, size int64, gz bool, comma rune, rows int) (int64, error) {
+	r, closer, err := textStream(path, f, size, gz)
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	cr := csv.NewReader(bufio.NewReaderSize(r, 64<<10))
+	cr.Comma = comma
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return 0, &landing.FileError{Key: path, Reason: "empty file"}
+	}
+	if err != nil {
+		return 0, textError(path, 0, 0, err)
+	}
+	width := len(header)
+	sampleEnd := int64(-1)
+	var row int64
+	for {
+		if row%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+		_, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		row++
+		if err != nil {
+			return 0, textError(path, row, width, err)
+		}
+		if sampleEnd < 0 && (row == int64(rows) || cr.InputOffset() >= maxSampleBytes) {
+			sampleEnd = cr.InputOffset()
+		}
+	}
+	if row == 0 {
+		return 0, &landing.FileError{Key: path, Reason: "no data rows"}
+	}
+	if sampleEnd < 0 {
+		sampleEnd = cr.InputOffset()
+	}
+	return sampleEnd, nil
+}
+
+// textError words a CSV or gzip read error as ingest does (with the line).
+func textError(path string, row int64, width int, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			return &landing.FileError{Key: path, Row: row,
+				Reason: fmt.Sprintf("wrong number of fields (the header has %d) at line %d", width, pe.Line)}
+		}
+		where := fmt.Sprintf("line %d", pe.Line)
+		if row == 0 {
+			where = "header, " + where
+		}
+		return &landing.FileError{Key: path, Row: row, Reason: fmt.Sprintf("malformed csv (%s): %v", where, pe.Err)}
+	}
+	if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &landing.FileError{Key: path, Reason: "cannot read gzip data (truncated or corrupt)", Err: err}
+	}
+	return &landing.FileError{Key: path, Row: row, Reason: "cannot read file", Err: err}
+}
+
+// validateParquet decodes small files fully and checks the footer and schema
+// of large ones (a truncated Parquet file has no footer).
+func validateParquet(ctx context.Context, path string, f io.ReaderAt, size int64, dopts landing.DecodeOptions) error {
+	if size <= parquetDecodeLimit {
+		dec, err := landing.Decode(ctx, landing.Source{Key: path, R: f, Size: size}, dopts)
+		if err != nil {
+			return err
+		}
+		dec.Release()
+		return nil
+	}
+	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, size))
+	if err != nil {
+		return &landing.FileError{Key: path, Reason: "not a readable parquet file", Err: err}
+	}
+	defer pf.Close()
+	if pf.NumRows() == 0 {
+		return &landing.FileError{Key: path, Reason: "no data rows"}
+	}
+	if _, err := pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata()); err != nil {
+		return &landing.FileError{Key: path, Reason: "cannot read parquet schema", Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package upload
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/timelake/timelake/internal/landing"
+)
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func parquetBytes(t *testing.T) []byte {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "value", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(1767607200000000))
+	b.Field(1).(*array.Float64Builder).Append(1.5)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// csvRows returns a valid CSV with n data rows.
+func csvRows(n int) string {
+	var b strings.Builder
+	b.WriteString("time,sensor,value\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "2026-01-05T10:%02d:%02dZ,s%d,%d.5\n", i/60%60, i%60, i%7, i)
+	}
+	return b.String()
+}
+
+func TestValidate(t *testing.T) {
+	good := csvRows(3)
+	pq := parquetBytes(t)
+	tests := []struct {
+		name    string
+		file    string
+		data    []byte
+		opts    ValidateOptions
+		wantErr string // substring; "" means valid
+		wantRow int64
+	}{
+		{name: "csv", file: "r.csv", data: []byte(good)},
+		{name: "tsv", file: "r.tsv", data: []byte("time\tvalue\n2026-01-05T10:00:00Z\t1\n")},
+		{name: "gzipped csv", file: "r.csv.gz", data: gzipBytes(t, []byte(good))},
+		{name: "bom", file: "r.csv", data: append([]byte{0xef, 0xbb, 0xbf}, good...)},
+		{name: "quoted newline", file: "r.csv", data: []byte("time,note\n2026-01-05T10:00:00Z,\"a\nb\"\n")},
+		{name: "parquet", file: "r.parquet", data: pq},
+		{name: "ragged row", file: "r.csv", data: []byte(good + "2026-01-05T11:00:00Z,s1\n"),
+			wantErr: "r.csv: row 4: wrong number of fields (the header has 3) at line 5", wantRow: 4},
+		{name: "ragged row after the sample", file: "r.csv", data: []byte(csvRows(1500) + "x\n"),
+			wantErr: "row 1501: wrong number of fields (the header has 3) at line 1502", wantRow: 1501},
+		{name: "bad quote", file: "r.csv", data: []byte("time,v\n2026-01-05T10:00:00Z,\"x\"y\n"),
+			wantErr: "r.csv: row 1: malformed csv (line 2)", wantRow: 1},
+		{name: "bad time in sample", file: "r.csv", data: []byte("time,v\n2026-01-05T10:00:00Z,1\nyesterday,2\n"),
+			opts: ValidateOptions{TimeColumn: "time"}, wantErr: "r.csv: row 2, column \"time\"", wantRow: 2},
+		{name: "no time column", file: "r.csv", data: []byte("a,b\n1,2\n"), wantErr: "no time column found"},
+		{name: "named time column missing", file: "r.csv", data: []byte(good), opts: ValidateOptions{TimeColumn: "ts"},
+			wantErr: "time column is not in the file"},
+		{name: "empty", file: "r.csv", data: nil, wantErr: "r.csv: empty file"},
+		{name: "header only", file: "r.csv", data: []byte("time,v\n"), wantErr: "no data rows"},
+		{name: "unsupported type", file: "r.json", data: []byte("{}"), wantErr: "unsupported file type"},
+		{name: "truncated gzip", file: "r.csv.gz", data: gzipBytes(t, []byte(csvRows(200)))[:300], wantErr: "cannot read gzip data"},
+		{name: "truncated parquet", file: "r.parquet", data: pq[:len(pq)-10], wantErr: "r.parquet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tt.file)
+			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Validate(t.Context(), path, tt.opts)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate: err = %v, want %q", err, tt.wantErr)
+			}
+			var fe *landing.FileError
+			if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
+				t.Fatalf("err = %#v, want a FileError for %s at row %d", err, path, tt.wantRow)
+			}
+		})
+	}
+}
