@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/timelake/timelake/internal/lake"
@@ -409,10 +410,15 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		if err != nil {
 			return err
 		}
+		// Delete the committed landing objects (or settle duplicates)
+		// concurrently: each is one request, independent of the others.
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
 		for i, it := range pending {
-			if err := r.finish(ctx, it, results[i]); err != nil {
-				return err
-			}
+			g.Go(func() error { return r.finish(gctx, it, results[i]) })
+		}
+		if err := g.Wait(); err != nil {
+			return err
 		}
 	}
 	for _, it := range items {

@@ -522,6 +522,7 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 		next = clean
 	}
 	c.committedMeta, c.committedVersion = next, v+1
+	c.lake.remember(c.name, v+1, next)
 	loc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v+1) + ".metadata.json"
 	return next, loc, nil
 }

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -58,6 +59,38 @@ type Lake struct {
 	store storage.Store // metadata reads and commits, rooted at the warehouse
 	fsF   table.FSysF   // data files and manifests for iceberg-go
 	log   *slog.Logger
+
+	// cache keeps the newest metadata read or written per table. A
+	// vN.metadata.json is never rewritten (it is created with a
+	// conditional create), so a version seen in a listing that is in the
+	// cache need not be read and parsed again.
+	mu    sync.Mutex
+	cache map[TableName]cachedVersion
+}
+
+type cachedVersion struct {
+	version int
+	meta    table.Metadata
+}
+
+func (l *Lake) cached(n TableName, version int) table.Metadata {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := l.cache[n]; ok && c.version == version {
+		return c.meta
+	}
+	return nil
+}
+
+func (l *Lake) remember(n TableName, version int, meta table.Metadata) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cache == nil {
+		l.cache = map[TableName]cachedVersion{}
+	}
+	if c, ok := l.cache[n]; !ok || c.version < version {
+		l.cache[n] = cachedVersion{version: version, meta: meta}
+	}
 }
 
 // Open opens the warehouse at uri (s3://bucket/prefix, file:///path or a
@@ -166,7 +199,13 @@ func (l *Lake) loadLatest(ctx context.Context, n TableName) (table.Metadata, int
 		if v == 0 {
 			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
 		}
+		if meta := l.cached(n, v); meta != nil {
+			return meta, v, nil
+		}
 		meta, err := l.readVersion(ctx, n, v)
+		if err == nil {
+			l.remember(n, v, meta)
+		}
 		if errors.Is(err, storage.ErrNotExist) {
 			continue // removed between list and read (metadata cleanup): list again
 		}
@@ -274,6 +313,10 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		table.ParquetCompressionLevelKey:  "3",
 		table.DefaultWriteMetricsModeKey:  "truncate(16)",
 		table.WriteTargetFileSizeBytesKey: strconv.Itoa(512 << 20),
+		// Merge small manifests as snapshots accumulate (the Iceberg
+		// default in Java), so manifest lists stay short with one
+		// snapshot per landing file.
+		table.ManifestMergeEnabledKey: "true",
 	}
 	if len(spec.SeriesKey) > 0 {
 		props[PropSeriesKey] = strings.Join(spec.SeriesKey, ",")
