@@ -306,7 +306,10 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 	weight := func(o storage.ObjectInfo) int64 { return min(max(o.Size, 1), budget) }
 
 	jobs := make(chan storage.ObjectInfo)
-	ready := make(chan *item, workers)
+	// Prepared items hold no decoded data (only the data files' metadata),
+	// so up to a whole commit's worth may wait while the previous commit
+	// runs: commits then carry many snapshots each.
+	ready := make(chan *item, perCommit)
 	go func() {
 		defer close(jobs)
 		for _, o := range files {
