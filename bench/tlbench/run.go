@@ -165,6 +165,18 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 		return err
 	}
 	r := Result{Case: name, Mode: mode, Files: s.Files, Bytes: s.Bytes}
+	if mode == "upload" {
+		// The spool is consumed: fill a fresh one before the timer starts.
+		spool, err := os.MkdirTemp("", "tlbench-spool")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(spool)
+		if err := copyTree(data, spool); err != nil {
+			return err
+		}
+		data = spool
+	}
 	start := time.Now()
 	switch mode {
 	case "ingest", "sequential":

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/timelake/timelake/internal/landing"
@@ -61,6 +62,9 @@ const (
 	TimeNow TimeSource = "now"
 )
 
+// DefaultParallel is how many files upload at once by default.
+const DefaultParallel = 4
+
 // Config is one upload run's input: Files, or every eligible file of Spool.
 type Config struct {
 	// Store is the landing bucket or folder.
@@ -92,6 +96,10 @@ type Config struct {
 	// Validate checks each file with Validate before anything is sent.
 	Validate        bool
 	ValidateOptions ValidateOptions
+
+	// Parallel is how many files are uploaded at once (oldest first); 0
+	// means DefaultParallel.
+	Parallel int
 
 	// Transfer tunes the multipart upload (zero: storage defaults).
 	MultipartThreshold, PartSize int64
@@ -193,37 +201,95 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 			return err
 		}
 	}
-	var failed []error
-	for _, path := range files {
-		if err := ctx.Err(); err != nil {
-			rep.Stopped = true
-			return err
-		}
-		t0 := time.Now()
-		res, err := uploadFile(ctx, cfg, path)
-		if err == nil && cfg.AfterUpload != nil {
-			err = cfg.AfterUpload(res)
-		}
-		if err == nil && cfg.Spool != "" {
-			err = settleSpool(cfg, &res)
-		}
-		res.Seconds = time.Since(t0).Seconds()
-		if err != nil && cfg.Spool != "" && errors.Is(err, fs.ErrNotExist) {
-			// Gone from the spool since the listing: an overlapping run
-			// uploaded it and deleted or moved it.
-			continue
-		}
-		if err != nil {
-			res.Status, res.Error = Failed, err.Error()
-		}
-		record(cfg, rep, res)
-		if err != nil {
-			if !IsFileError(err) {
-				rep.Stopped = true
-				return err
+	parallel := cfg.Parallel
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		failed  []error
+		fatal   error
+		next    int
+		workers sync.WaitGroup
+		// Results are recorded (and printed) in the files' order: slot i
+		// holds file i's result until every earlier file is recorded.
+		slots   = make([]*FileResult, len(files))
+		settled = make([]bool, len(files))
+		flushed int
+	)
+	flush := func() {
+		for flushed < len(files) && settled[flushed] {
+			if r := slots[flushed]; r != nil {
+				record(cfg, rep, *r)
 			}
-			failed = append(failed, err)
+			flushed++
 		}
+	}
+	// Files start oldest first; up to parallel of them are in flight.
+	for range min(parallel, len(files)) {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for {
+				mu.Lock()
+				if next == len(files) || fatal != nil || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				i, path := next, files[next]
+				next++
+				mu.Unlock()
+
+				t0 := time.Now()
+				res, err := uploadFile(ctx, cfg, path)
+				if err == nil && cfg.AfterUpload != nil {
+					mu.Lock()
+					err = cfg.AfterUpload(res)
+					mu.Unlock()
+				}
+				if err == nil && cfg.Spool != "" {
+					err = settleSpool(cfg, &res)
+				}
+				res.Seconds = time.Since(t0).Seconds()
+				gone := err != nil && cfg.Spool != "" && errors.Is(err, fs.ErrNotExist)
+				if err != nil && !gone {
+					res.Status, res.Error = Failed, err.Error()
+				}
+				mu.Lock()
+				if !gone {
+					// Gone from the spool since the listing means an
+					// overlapping run uploaded it and deleted or moved it:
+					// nothing to report.
+					slots[i] = &res
+				}
+				settled[i] = true
+				flush()
+				if err != nil && !gone {
+					if IsFileError(err) {
+						failed = append(failed, err)
+					} else if fatal == nil {
+						fatal = err
+						cancel()
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	workers.Wait()
+	for flushed < len(files) && slots[flushed] == nil && !settled[flushed] {
+		flushed++ // never started: the run stopped
+	}
+	flush()
+	if fatal != nil {
+		rep.Stopped = true
+		return fatal
+	}
+	if err := ctx.Err(); err != nil && next < len(files) {
+		rep.Stopped = true
+		return err
 	}
 	switch {
 	case len(failed) == 1 && len(files) == 1:

@@ -234,7 +234,9 @@ func TestSpoolCrashAndRerun(t *testing.T) {
 		crash := errors.New("simulated crash")
 		n := 0
 		var order []string
-		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true,
+		// One at a time, so "the crash after file 2" is exact; the parallel
+		// case is TestSpoolCrashAndRerunParallel.
+		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true, Parallel: 1,
 			OnFile: func(r FileResult) { order = append(order, r.File) },
 			AfterUpload: func(FileResult) error {
 				if n++; n == 2 {
@@ -262,6 +264,44 @@ func TestSpoolCrashAndRerun(t *testing.T) {
 		}
 		if ks := keys(t, s); len(ks) != 5 {
 			t.Fatalf("objects = %v, want 5", ks)
+		}
+		if entries, _ := os.ReadDir(spool); len(entries) != 0 {
+			t.Fatalf("spool not empty: %v", entries)
+		}
+	})
+}
+
+// TestSpoolCrashAndRerunParallel: with several uploads in flight, a crash
+// after the second confirmed upload and a rerun still leave every file
+// uploaded exactly once and the spool empty.
+func TestSpoolCrashAndRerunParallel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		spool := t.TempDir()
+		for i := range 12 {
+			writeFile(t, filepath.Join(spool, fmt.Sprintf("f%02d.csv", i)), csvRows(i+1), t0.Add(time.Duration(i)*time.Minute))
+		}
+		crash := errors.New("simulated crash")
+		var n atomic.Int32
+		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true, Parallel: 4,
+			AfterUpload: func(FileResult) error {
+				if n.Add(1) == 2 {
+					return crash
+				}
+				return nil
+			}}
+		if _, err := Run(t.Context(), cfg); !errors.Is(err, crash) {
+			t.Fatalf("first run: err = %v", err)
+		}
+		cfg.AfterUpload = nil
+		rep, err := Run(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Failed != 0 || rep.Uploaded+rep.AlreadyUploaded == 0 {
+			t.Fatalf("rerun report = %+v", rep)
+		}
+		if ks := keys(t, s); len(ks) != 12 {
+			t.Fatalf("objects = %v, want 12", ks)
 		}
 		if entries, _ := os.ReadDir(spool); len(entries) != 0 {
 			t.Fatalf("spool not empty: %v", entries)
@@ -567,7 +607,9 @@ func TestSpoolOverlappingRuns(t *testing.T) {
 			spool := t.TempDir()
 			a := writeFile(t, filepath.Join(spool, "a.csv"), csvRows(1), t0)
 			b := writeFile(t, filepath.Join(spool, "b.csv"), csvRows(2), t0.Add(time.Minute))
-			cfg := Config{Store: s, Spool: spool, Gateway: "gw", Validate: true}
+			// One file at a time: the scenario is "b vanished while a was
+			// being uploaded".
+			cfg := Config{Store: s, Spool: spool, Gateway: "gw", Validate: true, Parallel: 1}
 			if done != "" {
 				cfg.Done = filepath.Join(t.TempDir(), done)
 			}

@@ -96,6 +96,7 @@ variable is named in each flag's help. See docs/gateways.md.`,
 	fl.String("done", "", "with --spool: move uploaded files to this folder instead of deleting them"+cmdutil.EnvHelp(DoneEnv...))
 	fl.Duration("min-age", 0, "with --spool: skip files modified less than this long ago, e.g. 30s")
 	fl.Bool("gzip", false, "gzip CSV and TSV files on the way (the key ends in .gz)")
+	fl.Int("parallel", upload.DefaultParallel, "files uploaded at once (output stays in file order)")
 	fl.Bool("validate", true, "check each file (header, rows, time column) before sending it; --validate=false to skip")
 	fl.String("time-column", "", "time column for --validate (default: inferred as ingest does)"+cmdutil.EnvHelp(TimeColumnEnv...))
 	fl.String("time-unit", "", "unit of a numeric epoch time column for --validate: s, ms, us or ns"+cmdutil.EnvHelp(TimeUnitEnv...))
@@ -172,6 +173,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	}
 
 	c.Gzip, _ = fl.GetBool("gzip")
+	if c.Parallel, _ = fl.GetInt("parallel"); c.Parallel < 1 {
+		return nil, cmdutil.FlagErrorf("--parallel: expected a whole number >= 1, got %d", c.Parallel)
+	}
 	c.Validate, _ = fl.GetBool("validate")
 	if c.ValidateOptions.TimeColumn, err = get("time-column", TimeColumnEnv); err != nil {
 		return nil, err
