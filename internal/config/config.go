@@ -8,7 +8,9 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -45,9 +47,15 @@ func LoadEnv(envFile string, getenv func(string) (string, bool)) (*Env, error) {
 		return nil, fmt.Errorf("env file: %w", err)
 	}
 	defer f.Close()
-	m, err := godotenv.Parse(f)
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("env file %s: %w", envFile, err)
+	}
+	m, err := godotenv.UnmarshalBytes(b)
+	if err != nil {
+		// The parser's message quotes the file, secrets included: name
+		// the line instead.
+		return nil, fmt.Errorf("env file %s: cannot parse line %d (expected KEY=value, with matching quotes)", envFile, badLine(b))
 	}
 	e.file = m
 	return e, nil
@@ -101,4 +109,22 @@ func Mask(secret string) string {
 		return "****"
 	}
 	return secret[:4] + strings.Repeat("*", 8)
+}
+
+// badLine finds the first line at which the env file stops parsing.
+func badLine(b []byte) int {
+	lines := bytes.Split(b, []byte("\n"))
+	for i := range lines {
+		if _, err := godotenv.UnmarshalBytes(bytes.Join(lines[:i+1], []byte("\n"))); err != nil {
+			// A quote opened here may close later: only blame this line
+			// if the file up to the next line fails too.
+			if i+1 < len(lines) {
+				if _, err := godotenv.UnmarshalBytes(bytes.Join(lines[:i+2], []byte("\n"))); err == nil {
+					continue
+				}
+			}
+			return i + 1
+		}
+	}
+	return len(lines)
 }

@@ -155,13 +155,11 @@ type Report struct {
 func (r *Report) Partial() bool { return r.Quarantined > 0 }
 
 type runner struct {
-	cfg     Config
-	bucket  *landing.Bucket
-	tbl     *lake.Table // nil until the table exists
-	rep     *Report
-	log     *slog.Logger
-	lease   *landing.Lease // nil in a dry run
-	renewAt time.Time
+	cfg    Config
+	bucket *landing.Bucket
+	tbl    *lake.Table // nil until the table exists
+	rep    *Report
+	log    *slog.Logger
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -204,7 +202,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.rep, err
 }
 
-func (r *runner) run(ctx context.Context) error {
+func (r *runner) run(ctx context.Context) (err error) {
+	defer func() {
+		// A lost lease cancels the run's context with the reason.
+		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+	}()
 	tbl, err := r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
 	switch {
 	case err == nil:
@@ -218,6 +222,12 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 
+	// A missing landing bucket or folder (a typo) is an error, not an
+	// empty landing bucket; check before the lease would create anything.
+	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+		return fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
+	}
+
 	var lease *landing.Lease
 	if !r.cfg.DryRun {
 		lease, err = landing.AcquireLease(ctx, r.cfg.Landing, landing.LeaseKey(r.cfg.Table.String()),
@@ -225,6 +235,11 @@ func (r *runner) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Renew in the background every third of the TTL, so that a long
+		// file never outlives the lease; losing it stops the run.
+		var stopRenew func()
+		ctx, stopRenew = r.keepLease(ctx, lease)
+		defer stopRenew()
 		defer func() {
 			// Release even when ctx was cancelled.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -256,18 +271,68 @@ func (r *runner) run(ctx context.Context) error {
 		return fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
-	r.lease = lease
-	r.renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
 	i := 0
 	// Until the table exists, files go one by one: the first one that
-	// decodes creates it.
+	// decodes creates it. A file that cannot create the table is not
+	// quarantined yet: the settings (--time-column, --series-key) may be
+	// what is wrong. Once a table exists such files are tried again
+	// against it; if none can create it, the run fails and moves nothing.
+	var deferred []storage.ObjectInfo
+	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
 		it := r.prepare(ctx, files[i])
+		if it.deferred != nil {
+			deferred = append(deferred, files[i])
+			if firstCause == nil {
+				firstCause = it.deferred
+			}
+			continue
+		}
 		if err := r.commit(ctx, []*item{it}); err != nil {
 			return err
 		}
 	}
-	return r.pipeline(ctx, files[i:])
+	if r.tbl == nil && firstCause != nil {
+		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %v (check --time-column and --series-key; the files stay in the landing bucket)",
+			ErrCannotCreate, r.cfg.Table, firstCause)
+	}
+	return r.pipeline(ctx, append(deferred, files[i:]...))
+}
+
+// ErrCannotCreate is returned when the table does not exist and no landing
+// file of the run could create it.
+var ErrCannotCreate = errors.New("cannot create the table")
+
+// keepLease renews the lease every third of its TTL until the returned stop
+// function is called. A renewal that fails cancels the returned context, so
+// the run stops instead of working without the lease.
+func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(max(r.cfg.LeaseTTL/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := lease.Renew(ctx); err != nil {
+					cancel(fmt.Errorf("lease lost, run stopped (is another run working on the table?): %w", err))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		<-stopped
+		cancel(nil)
+	}
 }
 
 // item is one landing file on its way through the pipeline.
@@ -279,6 +344,7 @@ type item struct {
 	prepared *lake.Prepared // data files written, to commit
 	done     bool           // res is final (already loaded, quarantined, dry run)
 	err      error          // fatal: stop the run, leave the file in place
+	deferred error          // could not create the table: retried once it exists
 }
 
 // pipeline loads files with Parallel workers that download, decode and
@@ -405,10 +471,6 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		ps = nil
 	}
 	if len(ps) > 0 {
-		if err := r.renewLease(ctx); err != nil {
-			r.discard(pending)
-			return err
-		}
 		results, err := r.tbl.Commit(ctx, ps, lake.CommitOptions{})
 		if err != nil {
 			return err
@@ -431,18 +493,6 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		}
 	}
 	return firstErr
-}
-
-// renewLease extends the lease once a third of its TTL has passed.
-func (r *runner) renewLease(ctx context.Context) error {
-	if r.lease == nil || !r.cfg.Now().After(r.renewAt) {
-		return nil
-	}
-	if err := r.lease.Renew(ctx); err != nil {
-		return err
-	}
-	r.renewAt = r.cfg.Now().Add(r.cfg.LeaseTTL / 3)
-	return nil
 }
 
 // finish completes a committed item: delete the landing object, or settle a
@@ -558,6 +608,10 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo) *item {
 		}
 	}
 	reject := func(cause error) *item {
+		if r.tbl == nil && ctx.Err() == nil {
+			it.deferred = cause
+			return it
+		}
 		it.res, it.err = r.reject(ctx, it.res, d, cause)
 		it.done = true
 		return it

@@ -547,3 +547,80 @@ func TestNoCreate(t *testing.T) {
 		t.Fatal("file touched")
 	}
 }
+
+func TestHiddenAndPartialFilesAreLeftAlone(t *testing.T) {
+	e := localEnv(t)
+	body := csvFile(readings(1, 0, 5), false, false)
+	for _, k := range []string{"gw/a.csv", "gw/.hidden.csv", "gw/b.csv.tmp", "gw/c.csv.part", ".cache/x.csv", "gw/d.csv~"} {
+		e.put(t, k, body)
+	}
+	rep, err := ingest.Run(context.Background(), e.config())
+	if err != nil || rep.Loaded != 1 || len(rep.Files) != 1 || rep.Files[0].Key != "gw/a.csv" {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if got := e.keys(t, ""); len(got) != 5 {
+		t.Fatalf("landing after the run: %v", got)
+	}
+}
+
+func TestTableCreationProblemsQuarantineNothing(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	for i := range 3 {
+		e.put(t, fmt.Sprintf("gw/%d.csv", i), csvFile(readings(1, i, 5), false, false))
+	}
+	cfg := e.config()
+	cfg.SeriesKey = []string{"nope"} // an operator's typo
+	_, err := ingest.Run(ctx, cfg)
+	if !errors.Is(err, ingest.ErrCannotCreate) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("err = %v, want ErrCannotCreate naming the column", err)
+	}
+	if got := e.keys(t, ""); len(got) != 3 {
+		t.Fatalf("files moved: %v", got)
+	}
+	// With the setting fixed, a bad first file does not block the others:
+	// it is tried again once a good file created the table.
+	e.put(t, "gw/0.csv", []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,d\n"))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != 2 || rep.Quarantined != 1 || rep.Files[0].Status != ingest.Quarantined {
+		t.Fatalf("report %+v, %v", rep.Files, err)
+	}
+}
+
+func TestMissingLandingFolderIsAnError(t *testing.T) {
+	e := localEnv(t)
+	missing, err := storage.NewLocalStore(t.TempDir() + "/typo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config()
+	cfg.Landing = missing
+	if _, err := ingest.Run(context.Background(), cfg); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("err = %v, want ErrNotExist", err)
+	}
+	if _, err := missing.Stat(context.Background(), landing.LeaseKey("iot.readings")); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatal("the run created a lease in the missing folder")
+	}
+}
+
+// TestLeaseRenewedDuringALongFile: the lease is renewed in the background,
+// so a file that takes longer than the TTL keeps it.
+func TestLeaseRenewedDuringALongFile(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
+	cfg := e.config()
+	cfg.LeaseTTL = 300 * time.Millisecond
+	var other error
+	cfg.AfterCommit = func(string) error {
+		time.Sleep(time.Second) // a long file: more than three TTLs
+		_, other = landing.AcquireLease(ctx, e.landing, landing.LeaseKey("iot.readings"), "other", time.Minute, nil)
+		return nil
+	}
+	if _, err := ingest.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(other, landing.ErrLeaseHeld) {
+		t.Fatalf("another run got the lease during a long file: %v", other)
+	}
+}

@@ -170,6 +170,9 @@ func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, storage.ErrNotExist) {
+		return 0, nil // a warehouse folder not created yet: no table
+	}
 	if err != nil {
 		return 0, fmt.Errorf("list metadata of %s: %w", n, err)
 	}

@@ -37,11 +37,29 @@ func (b *Bucket) quarantinePrefix() string {
 	return p
 }
 
-// Skipped reports whether key is timelake's own object or already
-// quarantined, and so never a file to load.
+// partialSuffixes mark files still being written (write, then rename).
+var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
+
+// Skipped reports whether key is never a file to load: timelake's own
+// objects, the quarantine, hidden names (a path segment starting with ".",
+// e.g. editor locks) and partial files (*.tmp, *.part, *.partial, *.swp,
+// *~) that a writer renames when complete.
 func (b *Bucket) Skipped(key string) bool {
-	return strings.HasPrefix(key, ReservedPrefix) || strings.HasPrefix(key, b.quarantinePrefix()) ||
-		strings.HasPrefix(key, DefaultQuarantinePrefix)
+	if strings.HasPrefix(key, ReservedPrefix) || strings.HasPrefix(key, b.quarantinePrefix()) ||
+		strings.HasPrefix(key, DefaultQuarantinePrefix) {
+		return true
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	for _, suf := range partialSuffixes {
+		if strings.HasSuffix(key, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // List calls fn for each file to load below prefix, in key order, page by

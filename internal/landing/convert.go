@@ -412,6 +412,11 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 			if !ok {
 				return reason
 			}
+			if isTime {
+				if reason := implausible(v, dst.Unit, ""); reason != "" {
+					return reason
+				}
+			}
 			b.Append(arrow.Timestamp(v))
 			return ""
 		})), nil
@@ -436,6 +441,11 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				v, ok := convertUnit(raw, from, dst.Unit)
 				if !ok {
 					return strconv.FormatInt(raw, 10), "timestamp is out of range for " + typeName(dst)
+				}
+				if isTime {
+					if reason := implausible(v, dst.Unit, ""); reason != "" {
+						return a.Value(i).ToTime(from).Format(time.RFC3339Nano), reason
+					}
 				}
 				b.Append(arrow.Timestamp(v))
 				return "", ""
@@ -485,6 +495,9 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				}
 				if !ok {
 					return shown, "epoch value " + shown + " is out of range"
+				}
+				if reason := implausible(v, dst.Unit, " (check --time-unit)"); reason != "" {
+					return shown, reason
 				}
 				b.Append(arrow.Timestamp(v))
 				return "", ""
@@ -704,4 +717,22 @@ func typeName(dt arrow.DataType) string {
 		return name
 	}
 	return dt.String()
+}
+
+// Times outside these years are rejected in the time column: they come from
+// a wrong --time-unit (milliseconds read as seconds land in year 50,000) or
+// a placeholder value, not from a gateway's clock.
+const (
+	minPlausibleYear = 1900
+	maxPlausibleYear = 2199
+)
+
+// implausible returns a reason when v (in unit) is outside
+// minPlausibleYear..maxPlausibleYear, else "".
+func implausible(v int64, unit arrow.TimeUnit, hint string) string {
+	y := arrow.Timestamp(v).ToTime(unit).UTC().Year()
+	if y < minPlausibleYear || y > maxPlausibleYear {
+		return fmt.Sprintf("time in year %d is outside %d-%d%s", y, minPlausibleYear, maxPlausibleYear, hint)
+	}
+	return ""
 }

@@ -33,14 +33,13 @@ type LocalStore struct {
 
 var _ Store = (*LocalStore)(nil)
 
-// NewLocalStore returns a store rooted at dir, creating dir if needed.
+// NewLocalStore returns a store rooted at dir. It does not create dir:
+// writes create the folders they need, and a listing of a missing root is
+// ErrNotExist, so a mistyped folder is an error, not an empty store.
 func NewLocalStore(dir string) (*LocalStore, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("create folder %s: %w", abs, err)
 	}
 	return &LocalStore{root: abs}, nil
 }
@@ -79,6 +78,9 @@ func mapOSErr(op, key string, err error) error {
 
 // List walks the folder and reports regular files in key order.
 func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	if fi, err := os.Stat(s.root); err != nil || !fi.IsDir() {
+		return fmt.Errorf("folder %s: %w", s.root, ErrNotExist)
+	}
 	var infos []ObjectInfo
 	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -96,3 +96,26 @@ func localLocation(p string) (Location, error) {
 	}
 	return Location{Dir: abs}, nil
 }
+
+// Overlaps reports whether one location lies inside the other (or they are
+// the same): the same bucket with one prefix below the other, or one folder
+// within the other. A landing location must not overlap the warehouse, or
+// ingest would load the table's own files.
+func Overlaps(a, b Location) bool {
+	if a.IsS3() != b.IsS3() {
+		return false
+	}
+	if a.IsS3() {
+		if a.Bucket != b.Bucket {
+			return false
+		}
+		return within(a.Prefix, b.Prefix) || within(b.Prefix, a.Prefix)
+	}
+	return within(filepath.ToSlash(a.Dir), filepath.ToSlash(b.Dir)) || within(filepath.ToSlash(b.Dir), filepath.ToSlash(a.Dir))
+}
+
+// within reports whether slash path p is parent or below it.
+func within(p, parent string) bool {
+	parent = strings.TrimSuffix(parent, "/")
+	return parent == "" || p == parent || strings.HasPrefix(p, parent+"/")
+}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -40,6 +41,9 @@ type S3Config struct {
 	HTTPClient aws.HTTPClient
 }
 
+// ErrInvalidEndpoint is returned for an endpoint that is not an http(s) URL.
+var ErrInvalidEndpoint = errors.New("invalid S3 endpoint")
+
 // IsTigrisEndpoint reports whether endpoint is one of Tigris's hosts
 // (t3.storage.dev, fly.storage.tigris.dev and their subdomains).
 func IsTigrisEndpoint(endpoint string) bool {
@@ -58,7 +62,7 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("invalid S3 endpoint %q: expected a URL such as https://t3.storage.dev", cfg.Endpoint)
+			return nil, fmt.Errorf("%w %q: expected a URL such as https://t3.storage.dev", ErrInvalidEndpoint, cfg.Endpoint)
 		}
 	}
 	attempts := cfg.MaxAttempts

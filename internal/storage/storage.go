@@ -20,7 +20,7 @@ import (
 
 // ErrNotExist is returned (wrapped) when an object or its bucket does not
 // exist: S3 404 NoSuchKey/NotFound, or a missing file.
-var ErrNotExist = errors.New("object does not exist")
+var ErrNotExist = errors.New("does not exist")
 
 // ErrPreconditionFailed is returned (wrapped) when a conditional write loses:
 // S3 answers 412 PreconditionFailed for If-None-Match: * on an existing key or

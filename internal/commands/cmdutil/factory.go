@@ -5,6 +5,7 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -55,7 +56,7 @@ func (f *Factory) Env() (*config.Env, error) {
 	}
 	e, err := config.LoadEnv(path, f.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, &FlagError{Err: err} // a settings problem: exit 2
 	}
 	f.env = e
 	return e, nil
@@ -159,6 +160,9 @@ func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client,
 	}
 	c, err := storage.NewS3Client(ctx, cfg)
 	if err != nil {
+		if errors.Is(err, storage.ErrInvalidEndpoint) {
+			return nil, cfg, &FlagError{Err: err}
+		}
 		return nil, cfg, err
 	}
 	f.s3, f.s3cfg = c, cfg

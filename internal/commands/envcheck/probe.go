@@ -89,6 +89,10 @@ func openFolder(dir string) (*folder, error) {
 			}
 		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		undo()
+		return nil, err
+	}
 	st, err := storage.NewLocalStore(dir)
 	if err != nil {
 		undo()

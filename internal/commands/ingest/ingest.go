@@ -5,7 +5,6 @@ package ingest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,20 +29,21 @@ type Options struct {
 
 // Settings and the environment variables behind them.
 var (
-	LandingEnv    = []string{"LANDING_BUCKET", "TIMELAKE_LANDING"}
-	WarehouseEnv  = []string{"TIMELAKE_WAREHOUSE"}
-	TableEnv      = []string{"TIMELAKE_TABLE"}
-	PrefixEnv     = []string{"TIMELAKE_LANDING_PREFIX"}
-	QuarantineEnv = []string{"TIMELAKE_QUARANTINE_PREFIX"}
-	TimeColumnEnv = []string{"TIMELAKE_TIME_COLUMN"}
-	SeriesKeyEnv  = []string{"TIMELAKE_SERIES_KEY"}
-	PartitionEnv  = []string{"TIMELAKE_PARTITION"}
-	TimeUnitEnv   = []string{"TIMELAKE_TIME_UNIT"}
-	TimezoneEnv   = []string{"TIMELAKE_ASSUME_TIMEZONE"}
-	MaxFilesEnv   = []string{"TIMELAKE_MAX_FILES"}
-	LeaseTTLEnv   = []string{"TIMELAKE_LEASE_TTL"}
-	ParallelEnv   = []string{"TIMELAKE_PARALLEL"}
-	PerCommitEnv  = []string{"TIMELAKE_FILES_PER_COMMIT"}
+	LandingEnv      = []string{"LANDING_BUCKET", "TIMELAKE_LANDING"}
+	WarehouseEnv    = []string{"TIMELAKE_WAREHOUSE"}
+	TableEnv        = []string{"TIMELAKE_TABLE"}
+	PrefixEnv       = []string{"TIMELAKE_LANDING_PREFIX"}
+	QuarantineEnv   = []string{"TIMELAKE_QUARANTINE_PREFIX"}
+	TimeColumnEnv   = []string{"TIMELAKE_TIME_COLUMN"}
+	SeriesKeyEnv    = []string{"TIMELAKE_SERIES_KEY"}
+	PartitionEnv    = []string{"TIMELAKE_PARTITION"}
+	TimeUnitEnv     = []string{"TIMELAKE_TIME_UNIT"}
+	TimezoneEnv     = []string{"TIMELAKE_ASSUME_TIMEZONE"}
+	MaxFilesEnv     = []string{"TIMELAKE_MAX_FILES"}
+	LeaseTTLEnv     = []string{"TIMELAKE_LEASE_TTL"}
+	ParallelEnv     = []string{"TIMELAKE_PARALLEL"}
+	PerCommitEnv    = []string{"TIMELAKE_FILES_PER_COMMIT"}
+	MemoryBudgetEnv = []string{"TIMELAKE_MEMORY_BUDGET"}
 )
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -93,6 +93,7 @@ variable is named in each flag's help.`,
 	fl.Duration("lease-ttl", 10*time.Minute, "how long the ingest lease lasts without renewal"+cmdutil.EnvHelp(LeaseTTLEnv...))
 	fl.Int("parallel", ingest.DefaultParallel, "files downloaded, decoded and written at once"+cmdutil.EnvHelp(ParallelEnv...))
 	fl.Int("files-per-commit", ingest.DefaultFilesPerCommit, "most files (one snapshot each) per metadata write"+cmdutil.EnvHelp(PerCommitEnv...))
+	fl.String("memory-budget", "64MiB", "bytes of landing files decoded at once (more: faster on large files, more memory)"+cmdutil.EnvHelp(MemoryBudgetEnv...))
 	return cmd
 }
 
@@ -125,6 +126,12 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	}
 	if c.QuarantinePrefix, err = get("quarantine-prefix", QuarantineEnv); err != nil {
 		return nil, err
+	}
+	if qp := strings.TrimSuffix(c.QuarantinePrefix, "/"); storage.ValidateKey(qp) != nil || c.QuarantinePrefix == "" {
+		return nil, cmdutil.FlagErrorf("--quarantine-prefix: %q is not a relative key prefix such as _rejected/", c.QuarantinePrefix)
+	}
+	if !strings.HasSuffix(c.QuarantinePrefix, "/") {
+		c.QuarantinePrefix += "/"
 	}
 	if c.TimeColumn, err = get("time-column", TimeColumnEnv); err != nil {
 		return nil, err
@@ -187,6 +194,13 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 			return nil, cmdutil.FlagErrorf("--%s: expected a whole number >= 1, got %q", n.flag, v)
 		}
 	}
+	mb, err := get("memory-budget", MemoryBudgetEnv)
+	if err != nil {
+		return nil, err
+	}
+	if c.MemoryBudget, err = parseBytes(mb); err != nil || c.MemoryBudget < 1<<20 {
+		return nil, cmdutil.FlagErrorf("--memory-budget: expected a size such as 64MiB or 1GiB (at least 1MiB), got %q", mb)
+	}
 	c.NoCreate, _ = cmd.Flags().GetBool("no-create")
 	c.DryRun, _ = cmd.Flags().GetBool("dry-run")
 	c.Logger = f.Logger()
@@ -194,6 +208,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	loc, err := storage.ParseLocation(landingS.Value, true)
 	if err != nil {
 		return nil, cmdutil.FlagErrorf("landing %s: %v", landingS.Describe(), err)
+	}
+	if wloc, err := storage.ParseLocation(warehouseS.Value, false); err == nil && storage.Overlaps(loc, wloc) {
+		return nil, cmdutil.FlagErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, loc)
 	}
 	if c.Landing, err = f.OpenStore(ctx, cmd, loc); err != nil {
 		return nil, err
@@ -214,7 +231,9 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(opts.Out, CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
-	if errors.Is(err, ingest.ErrLeaseHeld) {
+	if err != nil && len(rep.Files) == 0 {
+		// Nothing was done: the error is the whole story (no "nothing to
+		// load" summary that would read like success).
 		return err
 	}
 	if opts.JSON {
@@ -295,4 +314,23 @@ func CreatedText(c *ingest.Created) string {
 		fmt.Fprintf(&b, "  %-20s %s%s\n", col.Name, col.Type, req)
 	}
 	return b.String()
+}
+
+// parseBytes reads sizes such as 512KiB, 64MiB, 1GiB, 1GB or 1048576.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			n, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("invalid size %q", s)
+			}
+			return int64(n * float64(u.mult)), nil
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

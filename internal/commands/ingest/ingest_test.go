@@ -142,3 +142,35 @@ func TestExecuteExitCodes(t *testing.T) {
 		t.Fatalf("cancelled run: exit %d\n%s", code, errOut)
 	}
 }
+
+func TestSettingsErrorsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	badEnv := filepath.Join(dir, "bad.env")
+	if err := os.WriteFile(badEnv, []byte("TIMELAKE_TABLE=iot.readings\nAWS_SECRET_ACCESS_KEY=\"tsec_SUPERSECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"warehouse inside landing", []string{"ingest", "--landing", dir, "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap"},
+		{"landing inside warehouse", []string{"ingest", "--landing", filepath.Join(dir, "lake", "in"), "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap"},
+		{"bad quarantine prefix", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--quarantine-prefix", "../out/"}, "quarantine-prefix"},
+		{"env file syntax", []string{"ingest", "--env-file", badEnv}, "line 2"},
+		{"missing env file", []string{"ingest", "--env-file", filepath.Join(dir, "nope.env")}, "nope.env"},
+		{"endpoint without scheme", []string{"ingest", "--landing", "my-landing", "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--endpoint", "127.0.0.1:9000"}, "invalid S3 endpoint"},
+		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, out, errOut := iostreams.Test()
+			code := commands.Execute(context.Background(), tc.args, ios, getenv(nil))
+			if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), tc.msg) {
+				t.Fatalf("exit %d, want %d with %q\nstderr: %s", code, cmdutil.ExitUsage, tc.msg, errOut)
+			}
+			if strings.Contains(out.String()+errOut.String(), "SUPERSECRET") {
+				t.Fatal("a secret was printed")
+			}
+		})
+	}
+}

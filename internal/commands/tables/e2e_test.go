@@ -334,8 +334,19 @@ func TestTablesErrors(t *testing.T) {
 	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "TIMELAKE_WAREHOUSE") {
 		t.Errorf("no warehouse: exit %d, stderr %q", r.code, r.errOut)
 	}
-	// An empty warehouse lists nothing: [] with --json, a header in a pipe.
+	// A warehouse folder that does not exist is an error (a mistyped path
+	// must not look like an empty warehouse).
 	env := map[string]string{"TIMELAKE_WAREHOUSE": wh}
+	if r := timelake(t, env, false, "tables", "list"); r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, "does not exist") {
+		t.Errorf("list of a missing warehouse folder: exit %d, stderr %q", r.code, r.errOut)
+	}
+	if _, err := os.Stat(wh); err == nil {
+		t.Error("tables list created the warehouse folder")
+	}
+	// An empty warehouse lists nothing: [] with --json, a header in a pipe.
+	if err := os.MkdirAll(wh, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if out := mustRun(t, env, false, "tables", "list", "--json"); out != "[]\n" {
 		t.Errorf("empty list --json: %q", out)
 	}
