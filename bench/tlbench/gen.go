@@ -28,7 +28,7 @@ type spec struct {
 var cases = map[string]spec{
 	"c1":    {files: 1000, rowsPerFile: 100, gateways: 20},                  // small CSV files, ~10 KB
 	"c1-5k": {files: 5000, rowsPerFile: 100, gateways: 20},                  // the same, 5x the files (RSS flatness)
-	"c2":    {files: 20, rowsPerFile: 560_000, gateways: 4},                 // ~50 MB CSV files, ~1 GB in all
+	"c2":    {files: 20, rowsPerFile: 800_000, gateways: 4},                 // ~50 MB CSV files, ~1 GB in all
 	"c3":    {files: 200, rowsPerFile: 40_000, gateways: 10, parquet: true}, // ~1 MB Parquet files
 	"c4":    {files: 10, rowsPerFile: 10_000, gateways: 2, spanDays: 90},    // 100,000 rows over 90 days
 }

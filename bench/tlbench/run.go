@@ -179,7 +179,7 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 	}
 	start := time.Now()
 	switch mode {
-	case "ingest", "sequential":
+	case "ingest", "sequential", "ingest-wide":
 		l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
 		if err != nil {
 			return err
@@ -189,8 +189,12 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 			Lake:    l, Table: lake.TableName{Namespace: "bench", Name: "readings"}, SeriesKey: []string{"device_id"},
 			WorkDir: os.TempDir(),
 		}
-		if mode == "sequential" {
+		switch mode {
+		case "sequential":
 			cfg.Parallel, cfg.FilesPerCommit = 1, 1
+		case "ingest-wide":
+			// --memory-budget 160MiB: several large files decoded at once.
+			cfg.MemoryBudget = 160 << 20
 		}
 		rep, err := ingest.Run(ctx, cfg)
 		if err != nil {

@@ -427,7 +427,7 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			}
 		}
 		if firstErr != nil {
-			r.discard(batch)
+			r.discard(ctx, batch)
 			continue
 		}
 		if err := r.commit(ctx, batch); err != nil {
@@ -439,10 +439,13 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 
 // discard deletes the data files of prepared items that will not be
 // committed; their landing files stay for the next run.
-func (r *runner) discard(items []*item) {
+func (r *runner) discard(ctx context.Context, items []*item) {
+	// Runs on cancellation paths too: clean up within a bounded time.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	for _, it := range items {
 		if it.prepared != nil {
-			r.tbl.Discard(context.Background(), it.prepared)
+			r.tbl.Discard(ctx, it.prepared)
 		}
 	}
 }
@@ -466,7 +469,7 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		}
 	}
 	if firstErr != nil {
-		r.discard(pending)
+		r.discard(ctx, pending)
 		pending = nil
 		ps = nil
 	}
