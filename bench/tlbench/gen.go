@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -130,14 +131,10 @@ func writeParquet(p string, n int, row rowFunc) error {
 	defer rec.Release()
 	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer tbl.Release()
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
+	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
-	if err := pqarrow.WriteTable(tbl, f, int64(n), props, pqarrow.DefaultWriterProps()); err != nil {
-		f.Close()
+	if err := pqarrow.WriteTable(tbl, &buf, int64(n), props, pqarrow.DefaultWriterProps()); err != nil {
 		return err
 	}
-	return f.Close()
+	return os.WriteFile(p, buf.Bytes(), 0o644)
 }
