@@ -316,6 +316,10 @@ func (s *LocalStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// ContextReader returns a reader that fails with ctx's error once ctx is
+// done, so that a long io.Copy stops on cancellation.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 // ctxReader stops a long copy when ctx is cancelled.
 type ctxReader struct {
 	ctx context.Context

@@ -462,7 +462,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 
 func hashFile(ctx context.Context, r io.ReaderAt, size int64) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{ctx, io.NewSectionReader(r, 0, size)}); err != nil {
+	if _, err := io.Copy(h, storage.ContextReader(ctx, io.NewSectionReader(r, 0, size))); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -488,7 +488,7 @@ func (p *prepared) compress(ctx context.Context, dir string) error {
 	p.temp = tmp.Name()
 	h := sha256.New()
 	zw := gzip.NewWriter(io.MultiWriter(tmp, h))
-	_, err = io.Copy(zw, ctxReader{ctx, io.NewSectionReader(p.body, 0, p.res.Size)})
+	_, err = io.Copy(zw, storage.ContextReader(ctx, io.NewSectionReader(p.body, 0, p.res.Size)))
 	if err == nil {
 		err = zw.Close()
 	}
@@ -721,17 +721,4 @@ func copyFile(src, dst string) error {
 		os.Remove(dst)
 	}
 	return err
-}
-
-// ctxReader stops a long read when ctx is cancelled.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
