@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/upload"
 )
@@ -38,13 +39,15 @@ type Options struct {
 
 // Settings and the environment variables behind them.
 var (
-	LandingEnv    = []string{"LANDING_BUCKET", "TIMELAKE_LANDING"}
-	GatewayEnv    = []string{"TIMELAKE_GATEWAY"}
-	PrefixEnv     = []string{"TIMELAKE_UPLOAD_PREFIX"}
-	SpoolEnv      = []string{"TIMELAKE_SPOOL"}
-	DoneEnv       = []string{"TIMELAKE_SPOOL_DONE"}
-	TimeColumnEnv = []string{"TIMELAKE_TIME_COLUMN"}
-	TimeUnitEnv   = []string{"TIMELAKE_TIME_UNIT"}
+	// The landing bucket and the time-column settings are ingest's.
+	LandingEnv    = ingestcmd.LandingEnv
+	TimeColumnEnv = ingestcmd.TimeColumnEnv
+	TimeUnitEnv   = ingestcmd.TimeUnitEnv
+
+	GatewayEnv = []string{"TIMELAKE_GATEWAY"}
+	PrefixEnv  = []string{"TIMELAKE_UPLOAD_PREFIX"}
+	SpoolEnv   = []string{"TIMELAKE_SPOOL"}
+	DoneEnv    = []string{"TIMELAKE_SPOOL_DONE"}
 )
 
 // NewCmdUpload builds the command. runF replaces Run in tests of flag
