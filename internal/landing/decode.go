@@ -77,6 +77,9 @@ func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
 		if hasGzipMagic {
 			return "", false, &FileError{Key: key, Reason: "gzip-compressed parquet files are not supported"}
 		}
+		if len(head) >= len(parquetMagic) {
+			return "", false, &FileError{Key: key, Reason: "named .parquet but not a Parquet file (no PAR1 magic bytes at the start; a CSV file must be named .csv)"}
+		}
 		return FormatParquet, false, nil
 	case strings.HasSuffix(base, ".csv"):
 		return FormatCSV, gz, nil

@@ -34,6 +34,7 @@ func TestDetectFormat(t *testing.T) {
 		{"gw/a.csv", gzh, FormatCSV, true, ""},     // magic wins over the name
 		{"gw/a.parquet", par, FormatParquet, false, ""},
 		{"gw/a.parquet", nil, FormatParquet, false, ""},
+		{"gw/a.parquet", txt, "", false, "named .parquet but not a Parquet file"},
 		{"gw/a.dat", par, FormatParquet, false, ""}, // magic, unknown extension
 		{"gw/a.csv", par, FormatParquet, false, ""}, // magic wins
 		{"gw/a.dat", txt, "", false, "unsupported file type (expected .csv, .tsv, .csv.gz, .tsv.gz or .parquet)"},
