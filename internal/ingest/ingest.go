@@ -239,8 +239,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 		// file never outlives the lease; losing it stops the run.
 		var stopRenew func()
 		ctx, stopRenew = r.keepLease(ctx, lease)
-		defer stopRenew()
 		defer func() {
+			stopRenew() // before the release: the renewer writes the lease too
 			// Release even when ctx was cancelled.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
@@ -466,12 +466,10 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		case it.prepared != nil:
 			ps = append(ps, it.prepared)
 			pending = append(pending, it)
+		case it.done:
+			// Already loaded, quarantined or a dry run: final.
+			r.recordItem(it)
 		}
-	}
-	if firstErr != nil {
-		r.discard(ctx, pending)
-		pending = nil
-		ps = nil
 	}
 	if len(ps) > 0 {
 		results, err := r.tbl.Commit(ctx, ps, lake.CommitOptions{})
@@ -483,19 +481,31 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(8)
 		for i, it := range pending {
-			g.Go(func() error { return r.finish(gctx, it, results[i]) })
+			g.Go(func() error {
+				if err := r.finish(gctx, it, results[i]); err != nil {
+					return err
+				}
+				it.done = true
+				return nil
+			})
 		}
-		if err := g.Wait(); err != nil {
+		err = g.Wait()
+		// Report every file that is finished, even when another failed.
+		for _, it := range pending {
+			if it.done {
+				r.recordItem(it)
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
-	for _, it := range items {
-		if it.err == nil {
-			it.res.Seconds = time.Since(it.start).Seconds()
-			r.record(it.res)
-		}
-	}
 	return firstErr
+}
+
+func (r *runner) recordItem(it *item) {
+	it.res.Seconds = time.Since(it.start).Seconds()
+	r.record(it.res)
 }
 
 // finish completes a committed item: delete the landing object, or settle a
