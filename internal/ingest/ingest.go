@@ -23,6 +23,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
@@ -124,6 +126,21 @@ type Created struct {
 	Partition  string   `json:"partition"`
 	Columns    []Column `json:"columns"`
 	FromFile   string   `json:"from_file"`
+}
+
+// CreatedFrom describes a table created from file fromFile, from its
+// metadata: location, contract (timelake.* properties) and columns.
+func CreatedFrom(name lake.TableName, meta table.Metadata, fromFile string) *Created {
+	c := &Created{Table: name.String(), Location: meta.Location(), FromFile: fromFile,
+		SeriesKey: []string{}, Columns: []Column{}}
+	if ct, err := lake.ContractOf(meta); err == nil {
+		c.TimeColumn, c.Partition = ct.TimeColumn, string(ct.Chunk)
+		c.SeriesKey = append(c.SeriesKey, ct.SeriesKey...)
+	}
+	for _, f := range meta.CurrentSchema().Fields() {
+		c.Columns = append(c.Columns, Column{Name: f.Name, Type: f.Type.String(), Required: f.Required})
+	}
+	return c
 }
 
 // Column is a column of a created table.
@@ -703,15 +720,7 @@ func (r *runner) createTable(ctx context.Context, key string, dec *landing.Decod
 		return err
 	}
 	r.tbl = tbl
-	c := tbl.Contract()
-	created := &Created{Table: r.cfg.Table.String(), Location: tbl.Location(), TimeColumn: c.TimeColumn,
-		SeriesKey: c.SeriesKey, Partition: string(c.Chunk), FromFile: key}
-	if created.SeriesKey == nil {
-		created.SeriesKey = []string{}
-	}
-	for _, f := range tbl.Metadata().CurrentSchema().Fields() {
-		created.Columns = append(created.Columns, Column{Name: f.Name, Type: f.Type.String(), Required: f.Required})
-	}
+	created := CreatedFrom(r.cfg.Table, tbl.Metadata(), key)
 	r.rep.Created = created
 	if r.cfg.OnCreate != nil {
 		r.cfg.OnCreate(created)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
 // Table properties of the Timelake table contract (timelake-format.md,
@@ -89,6 +90,12 @@ type Contract struct {
 	TimeColumn string      // timelake.time-column
 	SeriesKey  []string    // timelake.series-key, comma-separated
 	Chunk      Granularity // timelake.chunk, partition granularity
+}
+
+// ContractOf reads the contract of a table's metadata (pure: for fixtures
+// and other readers as well as loaded tables).
+func ContractOf(meta table.Metadata) (Contract, error) {
+	return contractFromProps(meta.Properties(), meta.CurrentSchema())
 }
 
 func contractFromProps(props iceberg.Properties, sc *iceberg.Schema) (Contract, error) {

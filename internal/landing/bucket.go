@@ -54,8 +54,16 @@ func (b *Bucket) Skipped(key string) bool {
 			return true
 		}
 	}
+	return IsPartialName(key)
+}
+
+// IsPartialName reports whether a file name marks a file still being
+// written (*.tmp, *.part, *.partial, *.swp, *~, any case): writers create
+// it under such a name and rename it when complete.
+func IsPartialName(name string) bool {
+	lower := strings.ToLower(name)
 	for _, suf := range partialSuffixes {
-		if strings.HasSuffix(key, suf) {
+		if strings.HasSuffix(lower, suf) {
 			return true
 		}
 	}

@@ -316,10 +316,6 @@ func record(cfg Config, rep *Report, res FileResult) {
 	}
 }
 
-// partialSuffixes mark files that are still being written; the spool skips
-// them (as it skips hidden files).
-var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
-
 // SpoolFiles lists the files of dir to upload, oldest modification time
 // first (then by name): regular files only (no folders, no symbolic links),
 // not hidden (".name"), not partial (*.tmp, *.part, *.partial, *.swp, *~),
@@ -336,7 +332,7 @@ func SpoolFiles(dir string, notAfter time.Time) ([]string, error) {
 	var cands []cand
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || isPartial(name) {
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || landing.IsPartialName(name) {
 			continue
 		}
 		fi, err := e.Info()
@@ -362,16 +358,6 @@ func SpoolFiles(dir string, notAfter time.Time) ([]string, error) {
 		out[i] = c.path
 	}
 	return out, nil
-}
-
-func isPartial(name string) bool {
-	lower := strings.ToLower(name)
-	for _, s := range partialSuffixes {
-		if strings.HasSuffix(lower, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // prepared is a file ready to be sent.

@@ -159,25 +159,9 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 }
 
 // BuildCreated describes a new table the way ingest reports the tables it
-// creates (ingest.Created): name, location, contract and columns.
+// creates (ingest.CreatedFrom).
 func BuildCreated(name lake.TableName, meta table.Metadata, fromFile string) *ingest.Created {
-	c := &ingest.Created{Table: name.String(), Location: meta.Location(), FromFile: fromFile,
-		SeriesKey: []string{}, Columns: []ingest.Column{}}
-	p := meta.Properties()
-	c.TimeColumn = p[lake.PropTimeColumn]
-	c.Partition = p[lake.PropChunk]
-	if c.Partition == "" {
-		c.Partition = string(lake.Day)
-	}
-	for _, k := range strings.Split(p[lake.PropSeriesKey], ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			c.SeriesKey = append(c.SeriesKey, k)
-		}
-	}
-	for _, f := range meta.CurrentSchema().Fields() {
-		c.Columns = append(c.Columns, ingest.Column{Name: f.Name, Type: f.Type.String(), Required: f.Required})
-	}
-	return c
+	return ingest.CreatedFrom(name, meta, fromFile)
 }
 
 // RenderCreated prints c: ingest's "created table" text, or c as JSON.
