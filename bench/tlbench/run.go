@@ -26,15 +26,20 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// countingClient counts the HTTP requests the S3 client sends.
+// countingClient counts the HTTP requests the S3 client sends, over the
+// HTTP client timelake uses (storage.NewHTTPClient), for every mode.
 type countingClient struct {
-	http.Client
-	n atomic.Int64
+	inner aws.HTTPClient
+	n     atomic.Int64
+}
+
+func newCountingClient() *countingClient {
+	return &countingClient{inner: storage.NewHTTPClient()}
 }
 
 func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return c.Client.Do(r)
+	return c.inner.Do(r)
 }
 
 func s3Client(ctx context.Context, hc aws.HTTPClient) (*s3.Client, error) {
@@ -159,7 +164,7 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 	if err != nil {
 		return err
 	}
-	hc := &countingClient{}
+	hc := newCountingClient()
 	c, err := s3Client(ctx, hc)
 	if err != nil {
 		return err
@@ -196,7 +201,11 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 			// --memory-budget 160MiB: several large files decoded at once.
 			cfg.MemoryBudget = 160 << 20
 		}
+		// As `timelake ingest` does (GOGC / GOMEMLIMIT in the environment
+		// override it).
+		restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
 		rep, err := ingest.Run(ctx, cfg)
+		restore()
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,9 @@ const (
 	DefaultParallel       = 4
 	DefaultFilesPerCommit = 100
 	DefaultMemoryBudget   = 64 << 20
+	// DefaultCommitWait bounds how long prepared files wait for others to
+	// fill a commit.
+	DefaultCommitWait = time.Second
 )
 
 // Config is one ingest run's input.
@@ -71,9 +74,14 @@ type Config struct {
 	// FilesPerCommit bounds how many files (one snapshot each) go into one
 	// metadata write; 0 means DefaultFilesPerCommit.
 	FilesPerCommit int
-	// MemoryBudget bounds the bytes of landing files being decoded at once
-	// (decoded data takes a small multiple of it); a larger file is
-	// processed alone. 0 means DefaultMemoryBudget.
+	// CommitWait bounds how long a prepared file waits for more to fill
+	// its commit (up to FilesPerCommit); 0 means DefaultCommitWait.
+	CommitWait time.Duration
+	// MemoryBudget bounds the bytes of landing files being decoded and
+	// written at once (decoded data takes a small multiple of it); a larger
+	// file is processed alone. Downloads (to WorkDir, not memory) do not
+	// count: up to Parallel files download while others are decoded. 0
+	// means DefaultMemoryBudget.
 	MemoryBudget int64
 
 	LeaseTTL time.Duration // 0 means 10 minutes
@@ -297,7 +305,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	var deferred []storage.ObjectInfo
 	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
-		it := r.prepare(ctx, files[i])
+		it := r.prepare(ctx, files[i], func() error { return nil }) // one at a time
 		if it.deferred != nil {
 			deferred = append(deferred, files[i])
 			if firstCause == nil {
@@ -305,7 +313,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 			}
 			continue
 		}
-		if err := r.commit(ctx, []*item{it}); err != nil {
+		finish, err := r.commit(ctx, []*item{it})
+		if ferr := finish(); err == nil {
+			err = ferr
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -368,7 +380,8 @@ type item struct {
 // write data files, while this goroutine commits what is ready, up to
 // FilesPerCommit snapshots per metadata write, and deletes the committed
 // landing objects. The bytes of files being decoded at once stay within
-// MemoryBudget.
+// MemoryBudget; a worker takes its share only once its file is downloaded,
+// so downloads overlap the decoding of other files.
 func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
 	if len(files) == 0 {
 		return nil
@@ -396,14 +409,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 	go func() {
 		defer close(jobs)
 		for _, o := range files {
-			// Acquired in key order, so a large file is not starved.
-			if err := sem.Acquire(ctx, weight(o)); err != nil {
-				return
-			}
 			select {
 			case jobs <- o:
 			case <-ctx.Done():
-				sem.Release(weight(o))
 				return
 			}
 		}
@@ -414,8 +422,19 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 		go func() {
 			defer wg.Done()
 			for o := range jobs {
-				it := r.prepare(ctx, o)
-				sem.Release(weight(o))
+				// The semaphore serves waiters in order, so a large file
+				// is not starved by smaller ones behind it.
+				held := false
+				it := r.prepare(ctx, o, func() error {
+					if err := sem.Acquire(ctx, weight(o)); err != nil {
+						return err
+					}
+					held = true
+					return nil
+				})
+				if held {
+					sem.Release(weight(o))
+				}
 				ready <- it
 			}
 		}()
@@ -429,28 +448,58 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			cancel()
 		}
 	}
+	wait := r.cfg.CommitWait
+	if wait <= 0 {
+		wait = DefaultCommitWait
+	}
+	var finishing chan error // the previous batch's finish, while it runs
+	waitFinish := func() {
+		if finishing != nil {
+			if err := <-finishing; err != nil {
+				fail(err)
+			}
+			finishing = nil
+		}
+	}
 	for it := range ready {
+		// Gather up to perCommit prepared files, waiting at most wait for
+		// more: every metadata write rewrites the whole table history, so
+		// fewer, fuller commits cost less; the wait ends at once when the
+		// last file is ready.
 		batch := []*item{it}
-	drain:
-		for len(batch) < perCommit {
+		timer := time.NewTimer(wait)
+	gather:
+		for len(batch) < perCommit && firstErr == nil {
 			select {
 			case more, ok := <-ready:
 				if !ok {
-					break drain
+					break gather
 				}
 				batch = append(batch, more)
-			default:
-				break drain
+			case <-timer.C:
+				break gather
 			}
 		}
+		timer.Stop()
 		if firstErr != nil {
 			r.discard(ctx, batch)
 			continue
 		}
-		if err := r.commit(ctx, batch); err != nil {
+		finish, err := r.commit(ctx, batch)
+		waitFinish()
+		if err != nil {
+			if ferr := finish(); ferr != nil {
+				fail(ferr)
+			}
 			fail(err)
+			continue
 		}
+		// The deletes of this batch overlap the next commit; results are
+		// still recorded batch by batch, in order.
+		finishing = make(chan error, 1)
+		go func(done chan<- error) { done <- finish() }(finishing)
 	}
+	waitFinish()
 	return firstErr
 }
 
@@ -467,10 +516,14 @@ func (r *runner) discard(ctx context.Context, items []*item) {
 	}
 }
 
-// commit commits the prepared items of a batch in one metadata write, then
-// deletes their landing objects and records every item's result in order.
-// A fatal item error is returned after the others are recorded.
-func (r *runner) commit(ctx context.Context, items []*item) error {
+// commit commits the prepared items of a batch in one metadata write and
+// returns the rest of the batch's work: deleting the committed landing
+// objects (or settling duplicates) and recording every item's result in
+// order, which may run while the next batch commits. finish returns the
+// first error, a fatal item error after the others are recorded. When the
+// commit itself fails, commit returns its error and finish only records the
+// items that were already final.
+func (r *runner) commit(ctx context.Context, items []*item) (finish func() error, err error) {
 	var firstErr error
 	var ps []*lake.Prepared
 	var pending []*item
@@ -483,18 +536,25 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 		case it.prepared != nil:
 			ps = append(ps, it.prepared)
 			pending = append(pending, it)
-		case it.done:
-			// Already loaded, quarantined or a dry run: final.
-			r.recordItem(it)
 		}
 	}
-	if len(ps) > 0 {
-		results, err := r.tbl.Commit(ctx, ps, lake.CommitOptions{})
-		if err != nil {
-			return err
+	// Already loaded, quarantined or a dry run: final; and the committed
+	// items once finished.
+	recordDone := func() {
+		for _, it := range items {
+			if it.done {
+				r.recordItem(it)
+			}
 		}
-		// Delete the committed landing objects (or settle duplicates)
-		// concurrently: each is one request, independent of the others.
+	}
+	var results []lake.AppendResult
+	if len(ps) > 0 {
+		if results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{}); err != nil {
+			return func() error { recordDone(); return firstErr }, err
+		}
+	}
+	return func() error {
+		// Each delete is one request, independent of the others.
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(8)
 		for i, it := range pending {
@@ -506,18 +566,14 @@ func (r *runner) commit(ctx context.Context, items []*item) error {
 				return nil
 			})
 		}
-		err = g.Wait()
+		err := g.Wait()
 		// Report every file that is finished, even when another failed.
-		for _, it := range pending {
-			if it.done {
-				r.recordItem(it)
-			}
-		}
+		recordDone()
 		if err != nil {
 			return err
 		}
-	}
-	return firstErr
+		return firstErr
+	}, nil
 }
 
 func (r *runner) recordItem(it *item) {
@@ -603,8 +659,10 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
 // with the file itself end in quarantine (done); anything else is a fatal
-// item error that leaves the object in place.
-func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo) *item {
+// item error that leaves the object in place. admit is called once, after
+// the download and before the decode, and blocks until the file fits the
+// memory budget (an error: ctx is done).
+func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func() error) *item {
 	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
@@ -644,6 +702,10 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo) *item {
 		}
 		it.res, it.err = r.reject(ctx, it.res, d, cause)
 		it.done = true
+		return it
+	}
+	if err := admit(); err != nil {
+		it.err = err
 		return it
 	}
 	dec, err := r.decode(ctx, d)

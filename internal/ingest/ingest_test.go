@@ -624,3 +624,54 @@ func TestLeaseRenewedDuringALongFile(t *testing.T) {
 		t.Fatalf("another run got the lease during a long file: %v", other)
 	}
 }
+
+// TestCommitsAreFilled checks how files are grouped into metadata writes:
+// a commit waits for up to FilesPerCommit prepared files (one snapshot
+// each), and the deletes of one batch overlapping the next commit still
+// report every file once.
+func TestCommitsAreFilled(t *testing.T) {
+	for _, tc := range []struct {
+		perCommit    int
+		wantVersions int // after the 20 files: v1 create, v2 the first file, then the rest
+	}{
+		{perCommit: 1, wantVersions: 21},
+		{perCommit: 7, wantVersions: 2 + 3}, // 19 files: 7 + 7 + 5
+		{perCommit: 100, wantVersions: 3},
+	} {
+		t.Run(fmt.Sprintf("per-commit-%d", tc.perCommit), func(t *testing.T) {
+			ctx := context.Background()
+			e := localEnv(t)
+			want := dropGatewayFiles(t, e)
+			cfg := e.config()
+			cfg.FilesPerCommit = tc.perCommit
+			cfg.CommitWait = time.Minute // batches fill unless the run is done
+			seen := map[string]int{}
+			cfg.OnFile = func(r ingest.FileResult) { seen[r.Key]++ }
+			rep, err := ingest.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Loaded != 20 || len(seen) != 20 {
+				t.Fatalf("loaded %d, reported %d files", rep.Loaded, len(seen))
+			}
+			for k, n := range seen {
+				if n != 1 {
+					t.Errorf("%s reported %d times", k, n)
+				}
+			}
+			if left := e.keys(t, ""); len(left) != 0 {
+				t.Fatalf("landing not empty: %v", left)
+			}
+			tbl, err := e.lake.LoadTable(ctx, tableName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tbl.Version() != tc.wantVersions || snapshotCount(t, e) != 20 {
+				t.Errorf("version %d with %d snapshots, want version %d with 20", tbl.Version(), snapshotCount(t, e), tc.wantVersions)
+			}
+			if got := tableRows(t, e); !slices.Equal(got, want) {
+				t.Fatalf("table rows differ from the files: %d rows, want %d", len(got), len(want))
+			}
+		})
+	}
+}

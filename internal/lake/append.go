@@ -9,12 +9,15 @@ import (
 	"iter"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	iofs "io/fs"
 
 	"github.com/timelake/timelake/internal/storage"
@@ -156,41 +159,32 @@ func checkRequired(r arrow.RecordBatch) error {
 }
 
 // writeDataFiles sorts recs and writes them as Parquet data files, one or
-// more per partition, without committing.
+// more per partition, without committing. Large appends are cut into ranges
+// of whole partitions written concurrently (writeSplits, writeRanges); the
+// files come back in sorted order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	sorted, err := sortRows(ctx, memory.DefaultAllocator, v.arrowSc, recs,
-		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk, batchRows)
+	rows, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs,
+		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
 	if err != nil {
 		return nil, 0, err
 	}
-	// WriteRecords releases every batch it is given; hand each over once
-	// and release the ones never handed over.
-	next := 0
-	defer func() {
-		for _, r := range sorted[next:] {
-			r.Release()
-		}
-	}()
-	seq := func(yield func(arrow.RecordBatch, error) bool) {
-		for next < len(sorted) {
-			r := sorted[next]
-			next++
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-	var files []iceberg.DataFile
-	var size int64
-	// Sorted by partition first, so the clustered writer keeps one
+	defer rows.Release()
+	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
-	// append spans.
-	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, iter.Seq2[arrow.RecordBatch, error](seq), table.WithClusteredWrite()) {
-		if err != nil {
-			t.removeFiles(ctx, dataFilePaths(files))
-			return nil, 0, fmt.Errorf("write data files: %w", err)
-		}
-		files = append(files, df)
+	// append spans. The sorted batches are taken as the writer asks for
+	// them, at most writeBufferBatches ahead of it, and WriteRecords
+	// releases each one.
+	write := func(ctx context.Context, start, end int) iter.Seq2[iceberg.DataFile, error] {
+		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, rows.batches(ctx, start, end, batchRows),
+			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches))
+	}
+	files, err := writeRanges(ctx, rows.split(writeSplits(rows.Len())), write)
+	if err != nil {
+		t.removeFiles(ctx, dataFilePaths(files))
+		return nil, 0, fmt.Errorf("write data files: %w", err)
+	}
+	var size int64
+	for _, df := range files {
 		size += df.FileSizeBytes()
 	}
 	return files, size, nil
@@ -278,16 +272,31 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 				return err
 			}
 		}
-		txn := t.iceberg(c).NewTransaction()
-		for _, p := range pending {
-			if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
-				return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
+		var err error
+		if meta := t.Metadata(); t.canStage(meta, pending) {
+			// Write the snapshots' manifests and lists concurrently, then
+			// commit them in one metadata write.
+			c.fast = true
+			updates, reqs, serr := t.stage(ctx, c, meta, pending, attempt)
+			if serr != nil {
+				return fmt.Errorf("stage snapshots: %w", serr)
 			}
+			_, _, err = c.CommitTable(ctx, table.Identifier{t.name.Namespace, t.name.Name}, reqs, updates)
+		} else {
+			txn := t.iceberg(c).NewTransaction()
+			for _, p := range pending {
+				if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
+					return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
+				}
+			}
+			_, err = txn.Commit(ctx)
 		}
-		_, err := txn.Commit(ctx)
 		if err == nil {
 			if err := t.set(c.committedMeta, c.committedVersion); err != nil {
 				return err
+			}
+			if c.fast {
+				t.lastList, t.lastManifests = c.lastList, c.lastManifests
 			}
 			for _, p := range pending {
 				s := t.findSnapshot(p.BatchID)
@@ -364,9 +373,12 @@ func (t *Table) cleanup(ctx context.Context, c *committer, ps []*Prepared, commi
 		return
 	}
 	var paths []string
+	if c.fast {
+		paths = t.unusedStaged(c)
+	}
 	for _, s := range c.attempts {
-		if c.committed[s.SnapshotID] {
-			continue
+		if _, staged := c.listRefs[s.ManifestList]; staged || c.committed[s.SnapshotID] {
+			continue // staged attempts are cleaned by unusedStaged
 		}
 		if mfs, err := s.Manifests(fs); err == nil {
 			for _, m := range mfs {
@@ -446,6 +458,40 @@ type committer struct {
 
 	committedMeta    table.Metadata
 	committedVersion int
+
+	// Staged commits (snapshots.go) only.
+	fast          bool
+	commitID      uuid.UUID                       // names this Commit's manifests and lists
+	snapIDs       map[string]int64                // batch id -> snapshot id, fixed for the Commit
+	own           map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
+	manifestSeq   atomic.Int64
+	mu            sync.Mutex          // guards written
+	written       []string            // manifests and lists written, as URIs
+	listRefs      map[string][]string // manifest list URI -> manifests it names
+	lastList      string              // the newest attempt's last manifest list
+	lastManifests []iceberg.ManifestFile
+}
+
+// unusedStaged returns the manifests and manifest lists a staged Commit
+// wrote that no committed snapshot of ours names.
+func (t *Table) unusedStaged(c *committer) []string {
+	used := map[string]bool{}
+	meta := t.Metadata()
+	for id := range c.committed {
+		if s := meta.SnapshotByID(id); s != nil {
+			used[s.ManifestList] = true
+			for _, m := range c.listRefs[s.ManifestList] {
+				used[m] = true
+			}
+		}
+	}
+	var out []string
+	for _, p := range c.written {
+		if !used[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c *committer) ours(id int64) bool {

@@ -3,9 +3,11 @@ package lake
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,16 +15,91 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// sortRows concatenates recs (all of schema sc) and returns batches of at
-// most batchRows rows sorted by (partition of the time column, series key
-// columns, time), ascending with nulls first: the order timelake-format.md
-// asks for inside data files. Iceberg-go applies a table sort order per
-// record batch only, so the whole append is sorted here. The caller releases
-// the returned batches; recs are not released.
-func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
-	timeCol string, seriesKey []string, chunk Granularity, batchRows int,
-) ([]arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, sc.NumFields())
+// sortedRows holds the rows of one append in the order timelake-format.md
+// asks for inside data files: by (partition of the time column, series key
+// columns, time), ascending with nulls first, ties in input order.
+// Iceberg-go applies a table sort order per record batch only, so the whole
+// append is ordered here. The rows are not copied in that order up front,
+// nor concatenated: batches takes them from the input batches on demand,
+// so that only the batches being written are held twice.
+type sortedRows struct {
+	mem  memory.Allocator
+	sc   *arrow.Schema
+	cols []*arrow.Chunked // the input columns: the input batches' arrays, or one concatenated array (see chunkedTake)
+	perm []int64          // sorted position -> input row; nil when already in order
+	runs []int            // start of each partition's rows in sorted order, then the row count
+}
+
+// chunkedTake reports whether arrow's take reads values of type dt from
+// several chunks in place (fixed-width and variable-length binary types);
+// for other types it concatenates the chunks on every call, so they are
+// concatenated once up front instead.
+func chunkedTake(dt arrow.DataType) bool {
+	return arrow.IsPrimitive(dt.ID()) || arrow.IsBaseBinary(dt.ID())
+}
+
+// newSortedRows takes recs (all of schema sc; retained, not released) and
+// computes their order. Errors name a missing or unsortable time or series
+// key column. The caller releases the result.
+func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
+	timeCol string, seriesKey []string, chunk Granularity,
+) (*sortedRows, error) {
+	s := &sortedRows{mem: mem, sc: sc, cols: make([]*arrow.Chunked, sc.NumFields())}
+	for i, f := range sc.Fields() {
+		parts := make([]arrow.Array, 0, len(recs))
+		for _, r := range recs {
+			parts = append(parts, r.Column(i))
+		}
+		if len(parts) <= 1 || chunkedTake(f.Type) {
+			s.cols[i] = arrow.NewChunked(f.Type, parts)
+			continue
+		}
+		c, err := s.flat(i, parts)
+		if err != nil {
+			s.Release()
+			return nil, err
+		}
+		s.cols[i] = arrow.NewChunked(f.Type, []arrow.Array{c})
+		c.Release()
+	}
+	if err := s.order(timeCol, seriesKey, chunk); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// flat returns column i as one array (the caller releases it).
+func (s *sortedRows) flat(i int, parts []arrow.Array) (arrow.Array, error) {
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	c, err := array.Concatenate(parts, s.mem)
+	if err != nil {
+		return nil, fmt.Errorf("concatenate column %s: %w", s.sc.Field(i).Name, err)
+	}
+	return c, nil
+}
+
+// Release releases the columns.
+func (s *sortedRows) Release() {
+	for i, c := range s.cols {
+		if c != nil {
+			c.Release()
+			s.cols[i] = nil
+		}
+	}
+}
+
+// Len is the number of rows.
+func (s *sortedRows) Len() int { return s.runs[len(s.runs)-1] }
+
+// order computes perm and runs from the time and series key columns, which
+// it concatenates for the while.
+func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity) error {
+	sc := s.sc
+	cols := make([]arrow.Array, sc.NumFields()) // the key columns only
 	defer func() {
 		for _, c := range cols {
 			if c != nil {
@@ -30,29 +107,25 @@ func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs 
 			}
 		}
 	}()
-	for i := range sc.NumFields() {
-		parts := make([]arrow.Array, 0, len(recs))
-		for _, r := range recs {
-			parts = append(parts, r.Column(i))
+	for _, name := range append([]string{timeCol}, seriesKey...) {
+		for _, i := range sc.FieldIndices(name) {
+			if cols[i] != nil {
+				continue
+			}
+			c, err := s.flat(i, s.cols[i].Chunks())
+			if err != nil {
+				return err
+			}
+			cols[i] = c
 		}
-		c, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, fmt.Errorf("concatenate column %s: %w", sc.Field(i).Name, err)
-		}
-		cols[i] = c
 	}
-	n := 0
-	if len(cols) > 0 {
-		n = cols[0].Len()
-	}
-
 	ti := sc.FieldIndices(timeCol)
 	if len(ti) != 1 {
-		return nil, fmt.Errorf("time column %q not in schema", timeCol)
+		return fmt.Errorf("time column %q not in schema", timeCol)
 	}
 	times, ok := cols[ti[0]].(*array.Timestamp)
 	if !ok {
-		return nil, fmt.Errorf("time column %q is %s, expected a timestamp", timeCol, cols[ti[0]].DataType())
+		return fmt.Errorf("time column %q is %s, expected a timestamp", timeCol, cols[ti[0]].DataType())
 	}
 	unit := times.DataType().(*arrow.TimestampType).Unit
 	keys := make([]func(i, j int) int, 0, len(seriesKey)+2)
@@ -62,11 +135,11 @@ func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs 
 	for _, k := range seriesKey {
 		idx := sc.FieldIndices(k)
 		if len(idx) != 1 {
-			return nil, fmt.Errorf("series key column %q not in schema", k)
+			return fmt.Errorf("series key column %q not in schema", k)
 		}
 		cmp, err := columnComparator(cols[idx[0]])
 		if err != nil {
-			return nil, fmt.Errorf("series key column %q: %w", k, err)
+			return fmt.Errorf("series key column %q: %w", k, err)
 		}
 		keys = append(keys, cmp)
 	}
@@ -74,51 +147,145 @@ func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs 
 
 	perm, sorted, err := sortPermutation(cols, sc, times, unit, chunk, seriesKey, keys)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	n := times.Len()
+	s.runs = nil
+	prev := int64(math.MinInt64)
+	for i := range n {
+		if p := chunk.bucket(times.Value(int(perm[i])), unit); i == 0 || p != prev {
+			s.runs = append(s.runs, i)
+			prev = p
+		}
+	}
+	s.runs = append(s.runs, n)
+	if !sorted {
+		s.perm = perm
+	}
+	return nil
+}
 
+// split cuts the sorted rows into at most k ranges [start, end) that begin
+// and end at partition boundaries, each of about Len()/k rows (a partition
+// larger than that makes its range larger). Ranges are in order and cover
+// every row.
+func (s *sortedRows) split(k int) [][2]int {
+	n := s.Len()
+	var out [][2]int
+	start := 0
+	for j := 1; j <= k && start < n; j++ {
+		target := n * j / k
+		// The first partition start at or after target, but past start.
+		i, _ := slices.BinarySearch(s.runs, target)
+		end := s.runs[min(i, len(s.runs)-1)]
+		if j == k {
+			end = n
+		}
+		if end <= start {
+			continue
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// batches yields the sorted rows [start, end) as record batches of at most
+// batchRows rows (0 means 65,536), each taken from the columns only when
+// asked for; the consumer releases every batch it receives. It stops with
+// ctx's error once ctx is done. Safe for concurrent use over any ranges.
+func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) iter.Seq2[arrow.RecordBatch, error] {
 	if batchRows <= 0 {
 		batchRows = 64 * 1024
 	}
-	var out []arrow.RecordBatch
-	release := func() {
-		for _, r := range out {
-			r.Release()
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for lo := start; lo < end; lo += batchRows {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			rec, err := s.take(ctx, lo, min(lo+batchRows, end))
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(rec, nil) {
+				rec.Release()
+				return
+			}
 		}
 	}
-	for start := 0; start < n; start += batchRows {
-		if err := ctx.Err(); err != nil {
-			release()
-			return nil, err
-		}
-		end := min(start+batchRows, n)
-		bld := array.NewInt64Builder(mem)
-		bld.AppendValues(perm[start:end], nil)
-		idx := bld.NewArray()
-		bld.Release()
-		taken := make([]arrow.Array, len(cols))
-		for i, c := range cols {
-			var t arrow.Array
-			var err error
-			if sorted {
-				t = array.NewSlice(c, int64(start), int64(end))
-			} else {
-				t, err = compute.TakeArray(ctx, c, idx)
-			}
-			if err != nil {
-				idx.Release()
-				for _, tt := range taken[:i] {
-					tt.Release()
-				}
-				release()
-				return nil, fmt.Errorf("reorder column %s: %w", sc.Field(i).Name, err)
-			}
-			taken[i] = t
-		}
-		idx.Release()
-		rec := array.NewRecordBatch(sc, taken, int64(end-start))
+}
+
+// take builds the batch of sorted rows [lo, hi).
+func (s *sortedRows) take(ctx context.Context, lo, hi int) (arrow.RecordBatch, error) {
+	taken := make([]arrow.Array, 0, len(s.cols))
+	defer func() {
 		for _, t := range taken {
 			t.Release()
+		}
+	}()
+	var idx compute.Datum
+	if s.perm != nil {
+		bld := array.NewInt64Builder(s.mem)
+		bld.AppendValues(s.perm[lo:hi], nil)
+		a := bld.NewArray()
+		bld.Release()
+		idx = compute.NewDatumWithoutOwning(a)
+		defer a.Release()
+	}
+	ctx = compute.WithAllocator(ctx, s.mem)
+	for i, c := range s.cols {
+		var part *arrow.Chunked
+		if idx == nil {
+			part = array.NewChunkedSlice(c, int64(lo), int64(hi))
+		} else {
+			// perm holds every row once: no bounds check needed.
+			out, err := compute.Take(ctx, compute.TakeOptions{BoundsCheck: false}, compute.NewDatumWithoutOwning(c), idx)
+			if err != nil {
+				return nil, fmt.Errorf("reorder column %s: %w", s.sc.Field(i).Name, err)
+			}
+			switch d := out.(type) {
+			case *compute.ArrayDatum:
+				part = arrow.NewChunked(c.DataType(), []arrow.Array{d.MakeArray()})
+				part.Chunk(0).Release()
+			case *compute.ChunkedDatum:
+				part = d.Value
+				part.Retain()
+			}
+			out.Release()
+			if part == nil {
+				return nil, fmt.Errorf("reorder column %s: unexpected take result %s", s.sc.Field(i).Name, out.Kind())
+			}
+		}
+		a, err := s.flat(i, part.Chunks())
+		part.Release()
+		if err != nil {
+			return nil, err
+		}
+		taken = append(taken, a)
+	}
+	return array.NewRecordBatch(s.sc, taken, int64(hi-lo)), nil
+}
+
+// sortRows returns every row of recs in table order (see sortedRows) as
+// batches of at most batchRows rows. The caller releases the returned
+// batches; recs are not released.
+func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
+	timeCol string, seriesKey []string, chunk Granularity, batchRows int,
+) ([]arrow.RecordBatch, error) {
+	s, err := newSortedRows(mem, sc, recs, timeCol, seriesKey, chunk)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	var out []arrow.RecordBatch
+	for rec, err := range s.batches(ctx, 0, s.Len(), batchRows) {
+		if err != nil {
+			for _, r := range out {
+				r.Release()
+			}
+			return nil, err
 		}
 		out = append(out, rec)
 	}
@@ -199,18 +366,17 @@ func columnComparator(c arrow.Array) (func(i, j int) int, error) {
 	return nil, fmt.Errorf("cannot sort by type %s (use a string, integer, float, boolean or timestamp column)", c.DataType())
 }
 
-// rowKey is the sort key of one row when the series key has at most two
-// columns: the partition ordinal, each series column as an int64 rank
-// (nulls first), the time, and the row index as the final tie-break, which
-// makes the order stable.
-type rowKey struct {
-	part, k1, k2, time int64
-	row                int64
-}
+// groupKey is the leading part of a row's sort key when the series key has
+// at most two columns: the partition ordinal and each series column as an
+// int64 rank (nulls first).
+type groupKey struct{ part, k1, k2 int64 }
 
-// sortPermutation returns the row order. The common case (at most two
-// series key columns) sorts flat keys, several times faster than comparing
-// through the Arrow arrays; other shapes use the generic comparators.
+// sortPermutation returns the row order (sorted position -> row) and
+// whether it is the input order. The common case (at most two series key
+// columns) is a stable counting sort of the rows by their groupKey, then a
+// stable sort by time inside each group that is not already in time order
+// (gateways write in time order, so usually none): O(rows) plus the sort of
+// the distinct groups. Other shapes use the generic comparators.
 func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestamp, unit arrow.TimeUnit,
 	chunk Granularity, seriesKey []string, keys []func(i, j int) int,
 ) ([]int64, bool, error) {
@@ -234,38 +400,124 @@ func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestam
 		}
 		ranks[k] = r
 	}
-	rk := make([]rowKey, n)
-	for i := range rk {
-		t := times.Value(i)
-		rk[i] = rowKey{part: chunk.bucket(t, unit), time: int64(t), row: int64(i)}
+	// Number the distinct groups in order of first appearance.
+	keyOf := func(i int) groupKey {
+		g := groupKey{part: chunk.bucket(times.Value(i), unit)}
 		if ranks[0] != nil {
-			rk[i].k1 = ranks[0][i]
+			g.k1 = ranks[0][i]
 		}
 		if ranks[1] != nil {
-			rk[i].k2 = ranks[1][i]
+			g.k2 = ranks[1][i]
+		}
+		return g
+	}
+	ids := make([]int32, n)
+	var groups []groupKey
+	if n > 0 {
+		lo, hi := keyOf(0), keyOf(0)
+		for i := range n {
+			g := keyOf(i)
+			lo = groupKey{min(lo.part, g.part), min(lo.k1, g.k1), min(lo.k2, g.k2)}
+			hi = groupKey{max(hi.part, g.part), max(hi.k1, g.k1), max(hi.k2, g.k2)}
+		}
+		if slots, ok := denseSlots(lo, hi, n); ok {
+			// Few possible keys (e.g. days x devices): index them directly.
+			span1, span2 := hi.k1-lo.k1+1, hi.k2-lo.k2+1
+			slot := make([]int32, slots)
+			for i := range n {
+				g := keyOf(i)
+				j := ((g.part-lo.part)*span1+(g.k1-lo.k1))*span2 + (g.k2 - lo.k2)
+				if slot[j] == 0 {
+					groups = append(groups, g)
+					slot[j] = int32(len(groups))
+				}
+				ids[i] = slot[j] - 1
+			}
+		} else {
+			index := map[groupKey]int32{}
+			for i := range n {
+				g := keyOf(i)
+				id, ok := index[g]
+				if !ok {
+					id = int32(len(groups))
+					index[g] = id
+					groups = append(groups, g)
+				}
+				ids[i] = id
+			}
 		}
 	}
-	cmpKey := func(a, b rowKey) int {
+	// Each group's first position in sorted order.
+	byKey := make([]int32, len(groups))
+	for i := range byKey {
+		byKey[i] = int32(i)
+	}
+	slices.SortFunc(byKey, func(a, b int32) int {
+		x, y := groups[a], groups[b]
 		switch {
-		case a.part != b.part:
-			return cmpInt(a.part, b.part)
-		case a.k1 != b.k1:
-			return cmpInt(a.k1, b.k1)
-		case a.k2 != b.k2:
-			return cmpInt(a.k2, b.k2)
-		case a.time != b.time:
-			return cmpInt(a.time, b.time)
+		case x.part != y.part:
+			return cmpInt(x.part, y.part)
+		case x.k1 != y.k1:
+			return cmpInt(x.k1, y.k1)
 		}
-		return cmpInt(a.row, b.row)
+		return cmpInt(x.k2, y.k2)
+	})
+	count := make([]int, len(groups))
+	for _, id := range ids {
+		count[id]++
 	}
-	sorted := slices.IsSortedFunc(rk, cmpKey)
-	if !sorted {
-		slices.SortFunc(rk, cmpKey)
+	next := make([]int, len(groups))
+	pos := 0
+	for _, id := range byKey {
+		next[id] = pos
+		pos += count[id]
 	}
-	for i := range rk {
-		perm[i] = rk[i].row
+	for i, id := range ids {
+		perm[next[id]] = int64(i)
+		next[id]++
+	}
+	// next[id] is now the end of group id; order each group by time.
+	for _, id := range byKey {
+		seg := perm[next[id]-count[id] : next[id]]
+		inOrder := true
+		for j := 1; j < len(seg); j++ {
+			if times.Value(int(seg[j])) < times.Value(int(seg[j-1])) {
+				inOrder = false
+				break
+			}
+		}
+		if !inOrder {
+			slices.SortStableFunc(seg, func(a, b int64) int {
+				return cmpInt(int64(times.Value(int(a))), int64(times.Value(int(b))))
+			})
+		}
+	}
+	sorted := true
+	for i, r := range perm {
+		if r != int64(i) {
+			sorted = false
+			break
+		}
 	}
 	return perm, sorted, nil
+}
+
+// denseSlots returns the number of possible keys between lo and hi
+// (inclusive, per field) when it is small enough to index them directly:
+// at most 4 slots per row plus 4096.
+func denseSlots(lo, hi groupKey, rows int) (int64, bool) {
+	limit := 4*int64(rows) + 4096
+	total := int64(1)
+	for _, span := range []int64{hi.part - lo.part, hi.k1 - lo.k1, hi.k2 - lo.k2} {
+		if span < 0 || span >= limit { // also catches overflow of hi-lo
+			return 0, false
+		}
+		total *= span + 1
+		if total > limit {
+			return 0, false
+		}
+	}
+	return total, true
 }
 
 // columnRanks maps each row of a column to an int64 that orders like the
@@ -274,25 +526,36 @@ func columnRanks(c arrow.Array) ([]int64, error) {
 	out := make([]int64, c.Len())
 	switch a := c.(type) {
 	case *array.String:
-		uniq := map[string]int64{}
-		for i := range out {
-			if !a.IsNull(i) {
-				uniq[a.Value(i)] = 0
-			}
-		}
-		names := make([]string, 0, len(uniq))
-		for v := range uniq {
-			names = append(names, v)
-		}
-		slices.Sort(names)
-		for r, v := range names {
-			uniq[v] = int64(r)
-		}
+		// Number the values in order of appearance, then map those
+		// numbers to ranks: one map access per row.
+		first := map[string]int64{}
+		var names []string
 		for i := range out {
 			if a.IsNull(i) {
 				out[i] = -1
-			} else {
-				out[i] = uniq[a.Value(i)]
+				continue
+			}
+			v := a.Value(i)
+			id, ok := first[v]
+			if !ok {
+				id = int64(len(names))
+				first[v] = id
+				names = append(names, v)
+			}
+			out[i] = id
+		}
+		byValue := make([]int64, len(names))
+		for i := range byValue {
+			byValue[i] = int64(i)
+		}
+		slices.SortFunc(byValue, func(x, y int64) int { return strings.Compare(names[x], names[y]) })
+		rank := make([]int64, len(names))
+		for r, id := range byValue {
+			rank[id] = int64(r)
+		}
+		for i, id := range out {
+			if id >= 0 {
+				out[i] = rank[id]
 			}
 		}
 		return out, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -27,6 +28,12 @@ type Table struct {
 	batches  map[string]*table.Snapshot // batch id -> snapshot, current ancestry; built lazily
 
 	headDropped bool // metadata/timelake-head removed after our first commit
+
+	// The manifest list of the last snapshot this Table committed and the
+	// manifests it names: the next staged commit's parent manifests,
+	// without reading them back. Used by Commit only.
+	lastList      string
+	lastManifests []iceberg.ManifestFile
 }
 
 func (t *Table) set(meta table.Metadata, version int) error {

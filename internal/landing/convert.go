@@ -23,6 +23,9 @@ type resolved struct {
 	epoch     arrow.TimeUnit
 	epochSet  bool
 	batchRows int
+	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes.
+	parallel   int
+	chunkBytes int64
 }
 
 // convertFn converts one source column of a batch into a column of the
@@ -407,19 +410,33 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 		tc.epoch, tc.epochSet = ro.epoch, ro.epochSet
 	}
 	if isText(src) {
-		return build(ro, col, dst, textFill(func(b *array.TimestampBuilder, s string) string {
-			v, reason, ok := tc.fromText(s)
-			if !ok {
-				return reason
-			}
-			if isTime {
-				if reason := implausible(v, dst.Unit, ""); reason != "" {
-					return reason
+		return build(ro, col, dst, func(arr arrow.Array) func(*array.TimestampBuilder, int) (string, string) {
+			get := textValues(arr)
+			// Rows of several series often share a time: a value equal
+			// to the previous row's was accepted already, with this result.
+			var last string
+			var lastV int64
+			have := false
+			return func(b *array.TimestampBuilder, i int) (string, string) {
+				s := get(i)
+				if have && s == last {
+					b.Append(arrow.Timestamp(lastV))
+					return "", ""
 				}
+				v, reason, ok := tc.fromText(s)
+				if !ok {
+					return s, reason
+				}
+				if isTime {
+					if reason := implausible(v, dst.Unit, ""); reason != "" {
+						return s, reason
+					}
+				}
+				b.Append(arrow.Timestamp(v))
+				last, lastV, have = s, v, true
+				return "", ""
 			}
-			b.Append(arrow.Timestamp(v))
-			return ""
-		})), nil
+		}), nil
 	}
 	if st, ok := src.(*arrow.TimestampType); ok {
 		from := st.Unit

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +123,19 @@ type DecodeOptions struct {
 	// DefaultBatchRows.
 	BatchRows int
 	// Mem allocates all Arrow memory; nil means memory.DefaultAllocator.
+	// It must be safe for concurrent use (parallel decoding).
 	Mem memory.Allocator
+	// Parallelism is how many goroutines decode one uncompressed CSV/TSV
+	// file larger than ChunkBytes, each a range of whole lines; 0 means
+	// runtime.GOMAXPROCS(0), 1 means sequential. Files holding a quote
+	// character (a quoted field may span lines), gzipped files and Parquet
+	// files are always decoded sequentially. Results and errors (rows,
+	// values, line numbers) are the same either way; memory grows by about
+	// two ranges of text per goroutine.
+	Parallelism int
+	// ChunkBytes is the size of those ranges in bytes; 0 means
+	// DefaultChunkBytes.
+	ChunkBytes int64
 }
 
 // Decoded is the result of Decode.
@@ -185,7 +198,7 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 		if format == FormatTSV {
 			comma = '\t'
 		}
-		bs, err = openText(ro, src, gz, comma)
+		bs, err = openText(ctx, ro, src, gz, comma)
 	}
 	if err != nil {
 		return nil, err
@@ -194,10 +207,23 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 	if err := checkNames(ro.key, bs.schema()); err != nil {
 		return nil, err
 	}
+	var out *Decoded
 	if opts.Target != nil {
-		return decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn)
+		out, err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn)
+	} else {
+		out, err = decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
 	}
-	return decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
+	var fe *FileError
+	if _, chunked := bs.(*chunkedText); chunked && errors.As(err, &fe) && fe.Row > 0 && ctx.Err() == nil {
+		// Which of several bad rows is reported depends on the batches
+		// (the first batch with a problem; in it a CSV error before a
+		// value error, else the first column in table order): decode
+		// the bad file again sequentially to report exactly its error.
+		bs.close()
+		opts.Parallelism = 1
+		return Decode(ctx, src, opts)
+	}
+	return out, err
 }
 
 // resolveOptions validates opts and fills in defaults.
@@ -206,9 +232,16 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	if !ok {
 		return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid time unit %q (expected s, ms, us or ns)", opts.TimeUnit)}
 	}
-	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows}
+	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
+		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes}
 	if ro.mem == nil {
 		ro.mem = memory.DefaultAllocator
+	}
+	if ro.parallel <= 0 {
+		ro.parallel = runtime.GOMAXPROCS(0)
+	}
+	if ro.chunkBytes <= 0 {
+		ro.chunkBytes = DefaultChunkBytes
 	}
 	if ro.batchRows <= 0 {
 		ro.batchRows = DefaultBatchRows
@@ -225,6 +258,11 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	if err != nil {
 		return nil, err
 	}
+	// A chunked source converts on its workers.
+	ct, converted := bs.(*chunkedText)
+	if converted {
+		ct.conv = conf.convert
+	}
 	out := &Decoded{Schema: target, TimeColumn: timeCol}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -239,13 +277,16 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		if rec == nil {
 			break
 		}
-		conv, err := conf.convert(rec, out.Rows)
-		out.Rows += rec.NumRows()
-		rec.Release()
-		if err != nil {
-			out.Release()
-			return nil, err
+		conv := rec
+		if !converted {
+			conv, err = conf.convert(rec, out.Rows)
+			rec.Release()
+			if err != nil {
+				out.Release()
+				return nil, err
+			}
 		}
+		out.Rows += conv.NumRows()
 		out.Records = append(out.Records, conv)
 	}
 	if out.Rows == 0 {
@@ -364,8 +405,10 @@ func openTextStream(ro *resolved, src Source, gz bool) (io.Reader, io.Closer, er
 }
 
 // openText reads the header in a first pass (to name the string columns and
-// to report header problems precisely), then opens the data pass.
-func openText(ro *resolved, src Source, gz bool, comma rune) (batchSource, error) {
+// to report header problems precisely), then opens the data pass: in
+// parallel chunks (chunkedText) when the file is large, uncompressed and
+// safe to split (planTextChunks), else sequentially (textSource).
+func openText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune) (batchSource, error) {
 	hr, hc, err := openTextStream(ro, src, gz)
 	if err != nil {
 		return nil, err
@@ -387,6 +430,16 @@ func openText(ro *resolved, src Source, gz bool, comma rune) (batchSource, error
 	sc := arrow.NewSchema(fields, nil)
 	if err := checkNames(ro.key, sc); err != nil {
 		return nil, err
+	}
+	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes {
+		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes)
+		if err != nil {
+			return nil, &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
+		}
+		if chunks != nil {
+			return &chunkedText{ctx: ctx, ro: ro, src: src, sc: sc, comma: comma, header: header,
+				chunks: chunks, workers: ro.parallel}, nil
+		}
 	}
 
 	dr, dc, err := openTextStream(ro, src, gz)

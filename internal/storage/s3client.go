@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -96,6 +98,7 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 		}
 	}
 	return s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		o.HTTPClient = NewHTTPClient()
 		if cfg.HTTPClient != nil {
 			o.HTTPClient = cfg.HTTPClient
 		}
@@ -108,4 +111,22 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}), nil
+}
+
+// MaxIdleConnsPerHost is the idle connection pool of NewHTTPClient per
+// host: at least the requests timelake runs at once against one endpoint
+// (ingest: its workers, the commit's manifest writes, the parallel deletes
+// and the lease).
+const MaxIdleConnsPerHost = 64
+
+// NewHTTPClient returns the HTTP client NewS3Client uses by default: the
+// SDK's buildable client with an idle pool of MaxIdleConnsPerHost
+// connections per host. The SDK keeps 10 and Go's default transport 2; with
+// more requests in flight than that, connections are closed after each
+// burst and dialled again.
+func NewHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+		t.MaxIdleConns = max(t.MaxIdleConns, 2*MaxIdleConnsPerHost)
+	})
 }

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	tm "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Upload tuning defaults. The part size and threshold are those of the SDK's
@@ -194,7 +197,7 @@ func (s *S3Store) upload(ctx context.Context, key string, r io.ReaderAt, size in
 	if opts.IfAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
-	out, err := s.client.PutObject(ctx, in, extra...)
+	out, err := s.client.PutObject(ctx, in, append(extra, withPayloadHash(opts.SHA256))...)
 	if err != nil {
 		if vr.err != nil {
 			return UploadResult{}, vr.err
@@ -268,6 +271,26 @@ func (s *S3Store) multipartUpload(ctx context.Context, key string, r io.ReaderAt
 		Multipart:  true,
 		Parts:      client.parts(),
 	}, nil
+}
+
+// withPayloadHash gives the SigV4 signer of a PutObject over plain HTTP the
+// body's SHA-256 (hex), which Upload already knows: without it the SDK reads
+// and hashes the whole body once more before sending it. The server still
+// checks the body against it (and against x-amz-checksum-sha256), and
+// verifyReader still hashes the bytes actually sent. Over HTTPS nothing
+// changes: the payload stays UNSIGNED-PAYLOAD, which the SDK does not hash.
+func withPayloadHash(hexSHA256 string) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("timelakePayloadHash",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					if req, ok := in.Request.(*smithyhttp.Request); ok && !req.IsHTTPS() {
+						ctx = v4.SetPayloadHash(ctx, hexSHA256)
+					}
+					return next.HandleFinalize(ctx, in)
+				}), middleware.Before)
+		})
+	}
 }
 
 // classifyUpload is classify plus the checksum answers of S3-compatible

@@ -282,3 +282,72 @@ func TestUploadRetries(t *testing.T) {
 		})
 	}
 }
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestPutSignsWithKnownSHA256 pins that a single PutObject over plain HTTP
+// is signed with the SHA-256 Upload was given (x-amz-content-sha256), so
+// that the body is read once, as it is sent, not once more beforehand by
+// the SDK to hash it; a retry reads it again.
+func TestPutSignsWithKnownSHA256(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      []byte
+		statuses  []int // answers before a 200
+		wantReads int   // passes over the body
+	}{
+		{name: "empty", body: nil, wantReads: 1},
+		{name: "small", body: []byte("time,value\n2026-01-05T10:00:00Z,1\n"), wantReads: 1},
+		{name: "1 MiB", body: randomBytes(4, 1<<20), wantReads: 1},
+		{name: "retried", body: []byte("time,value\n"), statuses: []int{503}, wantReads: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				n      atomic.Int32
+				hdr    atomic.Value
+				gotLen atomic.Int64
+			)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				hdr.Store(r.Header.Get("X-Amz-Content-Sha256"))
+				gotLen.Store(int64(len(b)))
+				if i := int(n.Add(1)) - 1; i < len(tt.statuses) {
+					w.WriteHeader(tt.statuses[i])
+					_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>test</Message></Error>`)
+					return
+				}
+				w.Header().Set("ETag", `"abc"`)
+			}))
+			defer ts.Close()
+			client, err := NewS3Client(t.Context(), S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewS3Store(client, "bucket", "", S3StoreOptions{})
+			body := &countingReaderAt{r: bytes.NewReader(tt.body)}
+			if _, err := Upload(t.Context(), s, "a.csv", body, int64(len(tt.body)), UploadOptions{IfAbsent: true, SHA256: sha(tt.body)}); err != nil {
+				t.Fatalf("Upload: %v", err)
+			}
+			if got := hdr.Load(); got != sha(tt.body) {
+				t.Errorf("x-amz-content-sha256 = %v, want %s", got, sha(tt.body))
+			}
+			if gotLen.Load() != int64(len(tt.body)) {
+				t.Errorf("server got %d bytes, want %d", gotLen.Load(), len(tt.body))
+			}
+			if got, want := body.n.Load(), int64(tt.wantReads*len(tt.body)); got != want {
+				t.Errorf("read %d bytes of the body, want %d (%d passes)", got, want, tt.wantReads)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@
 package upload
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -218,11 +219,23 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		slots   = make([]*FileResult, len(files))
 		settled = make([]bool, len(files))
 		flushed int
+		// The printer records results (and calls OnFile, which writes the
+		// output lines) in order, outside mu: a slow output never holds up
+		// the workers. It owns rep until it is done.
+		ordered = make(chan FileResult, len(files))
+		printer sync.WaitGroup
 	)
+	printer.Add(1)
+	go func() {
+		defer printer.Done()
+		for r := range ordered {
+			record(cfg, rep, r)
+		}
+	}()
 	flush := func() {
 		for flushed < len(files) && settled[flushed] {
 			if r := slots[flushed]; r != nil {
-				record(cfg, rep, *r)
+				ordered <- *r // never blocks: one slot per file
 			}
 			flushed++
 		}
@@ -283,6 +296,8 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		flushed++ // never started: the run stopped
 	}
 	flush()
+	close(ordered)
+	printer.Wait()
 	if fatal != nil {
 		rep.Stopped = true
 		return fatal
@@ -365,6 +380,9 @@ type prepared struct {
 	res  FileResult
 	body *os.File // the file itself, or its gzip copy
 	temp string   // gzip copy to remove
+	// src is what is validated, hashed and compressed: a copy of the file in
+	// memory (files up to snapshotMax bytes), else the file itself.
+	src io.ReaderAt
 }
 
 func (p *prepared) close() {
@@ -376,51 +394,72 @@ func (p *prepared) close() {
 	}
 }
 
+// snapshotMax is the size up to which a file is read into memory once, and
+// validated, hashed (and compressed) from that copy, instead of being read
+// from the file for each of these steps. It bounds the memory this takes to
+// Parallel x snapshotMax.
+const snapshotMax = 1 << 20
+
 // uploadFile validates, hashes, compresses and uploads one file.
 func uploadFile(ctx context.Context, cfg Config, path string) (FileResult, error) {
-	res := FileResult{File: path}
-	if cfg.Validate {
-		if err := Validate(ctx, path, cfg.ValidateOptions); err != nil {
-			if ctx.Err() != nil {
-				return res, ctx.Err()
-			}
-			return res, &fileError{err}
-		}
-	}
 	p, err := prepare(ctx, cfg, path)
 	if p != nil {
 		defer p.close()
 	}
 	if err != nil {
-		return res, err
+		return FileResult{File: path}, err
 	}
 	return send(ctx, cfg, p)
 }
 
-// prepare hashes the file, gzips it if asked, and derives its key.
+// prepare opens the file once, validates it (before any network call),
+// hashes it, gzips it if asked, and derives its key.
 func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	p := &prepared{res: FileResult{File: path}}
 	f, err := os.Open(path)
 	if err != nil {
-		return p, &fileError{err}
+		return p, openError(cfg, path, err)
 	}
 	p.body = f
 	fi, err := f.Stat()
 	if err != nil {
-		return p, &fileError{err}
+		return p, openError(cfg, path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return p, &fileError{fmt.Errorf("%s: not a regular file (use --spool for a folder)", path)}
 	}
 	size := fi.Size()
-	sum, err := hashFile(ctx, f, size)
-	if err != nil {
-		return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
+	p.src = f
+	var (
+		sum  string
+		data []byte // the file in memory
+	)
+	if size <= snapshotMax {
+		data = make([]byte, size)
+		if _, err := f.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
+			return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
+		}
+		p.src = bytes.NewReader(data)
+		s := sha256.Sum256(data)
+		sum = hex.EncodeToString(s[:])
+	}
+	if cfg.Validate {
+		if err := validate(ctx, path, p.src, size, data, cfg.ValidateOptions); err != nil {
+			if ctx.Err() != nil {
+				return p, ctx.Err()
+			}
+			return p, &fileError{err}
+		}
+	}
+	if sum == "" {
+		if sum, err = hashFile(ctx, f, size); err != nil {
+			return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
+		}
 	}
 	p.res.Size, p.res.SHA256, p.res.SourceSHA256 = size, sum, sum
 	ext := Ext(path)
 
-	if cfg.Gzip && compressible(path, f) {
+	if cfg.Gzip && compressible(path, p.src) {
 		if err := p.compress(ctx, cfg.TempDir); err != nil {
 			return p, err
 		}
@@ -444,6 +483,15 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		return p, &fileError{err}
 	}
 	return p, nil
+}
+
+// openError is the file error of a file that cannot be opened, worded as
+// Validate words it when validation is on.
+func openError(cfg Config, path string, err error) error {
+	if cfg.Validate {
+		err = &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+	}
+	return &fileError{err}
 }
 
 func hashFile(ctx context.Context, r io.ReaderAt, size int64) (string, error) {
@@ -474,7 +522,7 @@ func (p *prepared) compress(ctx context.Context, dir string) error {
 	p.temp = tmp.Name()
 	h := sha256.New()
 	zw := gzip.NewWriter(io.MultiWriter(tmp, h))
-	_, err = io.Copy(zw, storage.ContextReader(ctx, io.NewSectionReader(p.body, 0, p.res.Size)))
+	_, err = io.Copy(zw, storage.ContextReader(ctx, io.NewSectionReader(p.src, 0, p.res.Size)))
 	if err == nil {
 		err = zw.Close()
 	}

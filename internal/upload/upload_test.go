@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -629,6 +632,181 @@ func TestSpoolOverlappingRuns(t *testing.T) {
 			rep, err = Run(t.Context(), cfg)
 			if err != nil || rep.Uploaded != 1 {
 				t.Fatalf("err %v, report %+v", err, rep)
+			}
+		})
+	}
+}
+
+// TestFilesInMemoryAndStreamed covers both ways a file is prepared: up to
+// snapshotMax bytes it is read once into memory (validated, hashed and
+// gzipped from that copy), larger files are read from disk for each step.
+// Both give the key of the file's SHA-256, the same object, and the same
+// errors.
+func TestFilesInMemoryAndStreamed(t *testing.T) {
+	dir := t.TempDir()
+	small := writeFile(t, filepath.Join(dir, "small.csv"), csvRows(50), t0)
+	at := filepath.Join(dir, "at-limit.csv")
+	writeBigCSV(t, at, snapshotMax-200)
+	fillTo(t, at, snapshotMax)
+	large := filepath.Join(dir, "large.csv")
+	writeBigCSV(t, large, snapshotMax+1)
+	raggedSmall := writeFile(t, filepath.Join(dir, "ragged-small.csv"), csvRows(5)+"x\n", t0)
+	raggedLarge := filepath.Join(dir, "ragged-large.csv")
+	writeBigCSV(t, raggedLarge, snapshotMax+1)
+	appendTo(t, raggedLarge, "x\n")
+	folder := filepath.Join(dir, "folder.csv")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.csv")
+
+	tests := []struct {
+		name     string
+		path     string
+		validate bool
+		gzip     bool
+		wantErr  string // substring; "" means uploaded
+		notExist bool   // the error wraps fs.ErrNotExist
+	}{
+		{name: "small", path: small, validate: true},
+		{name: "small without validation", path: small},
+		{name: "small gzipped", path: small, validate: true, gzip: true},
+		{name: "at the limit", path: at, validate: true},
+		{name: "large", path: large, validate: true},
+		{name: "large gzipped", path: large, validate: true, gzip: true},
+		{name: "ragged small", path: raggedSmall, validate: true, wantErr: "ragged-small.csv: row 6: wrong number of fields (the header has 3) at line 7"},
+		{name: "ragged large", path: raggedLarge, validate: true, wantErr: "ragged-large.csv: row"},
+		{name: "folder", path: folder, validate: true, wantErr: "not a regular file (use --spool for a folder)"},
+		{name: "folder without validation", path: folder, wantErr: "not a regular file (use --spool for a folder)"},
+		{name: "missing", path: missing, validate: true, wantErr: "missing.csv: cannot read file", notExist: true},
+		{name: "missing without validation", path: missing, wantErr: "no such file", notExist: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := storage.NewLocalStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(t.Context(), Config{Store: s, Files: []string{tt.path}, Gateway: "g", Validate: tt.validate, Gzip: tt.gzip, TempDir: t.TempDir()})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !IsFileError(err) {
+					t.Fatalf("err = %v, want a file error with %q", err, tt.wantErr)
+				}
+				if errors.Is(err, fs.ErrNotExist) != tt.notExist {
+					t.Fatalf("err = %v: wraps fs.ErrNotExist = %v, want %v", err, !tt.notExist, tt.notExist)
+				}
+				if ks := keys(t, s); len(ks) != 0 {
+					t.Fatalf("objects %v after a failure", ks)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			data, err := os.ReadFile(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(data)
+			res := rep.Files[0]
+			if res.SourceSHA256 != hex.EncodeToString(sum[:]) || !strings.Contains(res.Key, "-"+res.SourceSHA256[:HashChars]+".csv") {
+				t.Fatalf("key %s, source SHA-256 %s; want the file's %x", res.Key, res.SourceSHA256, sum)
+			}
+			got := object(t, s, res.Key)
+			if tt.gzip {
+				zr, err := gzip.NewReader(bytes.NewReader(got))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("object %s differs from the file (%d bytes, want %d)", res.Key, len(got), len(data))
+			}
+		})
+	}
+}
+
+// fillTo appends valid rows to a CSV file until it is exactly size bytes.
+func fillTo(t *testing.T, path string, size int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const row = "2026-01-05T10:00:00Z,s,1\n" // 25 bytes
+	n := size - fi.Size()
+	if n < int64(len(row)) {
+		t.Fatalf("%s is %d bytes, too close to %d", path, fi.Size(), size)
+	}
+	tail := strings.Repeat(row, int(n)/len(row)-1)
+	pad := int(n) - len(tail) - len(row)
+	tail += "2026-01-05T10:00:00Z,s" + strings.Repeat("0", pad) + ",1\n"
+	appendTo(t, path, tail)
+	if fi, err := os.Stat(path); err != nil || fi.Size() != size {
+		t.Fatalf("%s: %v bytes, want %d (%v)", path, fi.Size(), size, err)
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOutputDoesNotHoldUpUploads: output lines (OnFile) come in the files'
+// order, but a slow output (a full pipe, a slow terminal) never stops the
+// uploads: here the first line is only written once every file is uploaded.
+func TestOutputDoesNotHoldUpUploads(t *testing.T) {
+	for _, parallel := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallel %d", parallel), func(t *testing.T) {
+			s, err := storage.NewLocalStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			spool := t.TempDir()
+			var want []string
+			for i := range 9 {
+				want = append(want, writeFile(t, filepath.Join(spool, fmt.Sprintf("f%d.csv", i)), csvRows(i+1), t0.Add(time.Duration(i)*time.Minute)))
+			}
+			var (
+				uploaded atomic.Int32
+				allUp    = make(chan struct{})
+				order    []string
+			)
+			cfg := Config{Store: s, Spool: spool, Gateway: "g", Validate: true, Parallel: parallel,
+				AfterUpload: func(FileResult) error {
+					if uploaded.Add(1) == int32(len(want)) {
+						close(allUp)
+					}
+					return nil
+				},
+				OnFile: func(r FileResult) {
+					if len(order) == 0 {
+						select {
+						case <-allUp:
+						case <-time.After(time.Minute): // a deadlock guard, not a timing check
+							t.Error("the uploads waited for the output")
+						}
+					}
+					order = append(order, r.File)
+				}}
+			rep, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(order, " "); got != strings.Join(want, " ") || rep.Uploaded != len(want) || len(rep.Files) != len(want) {
+				t.Fatalf("output order %s, report %+v; want %s", got, rep, want)
 			}
 		})
 	}

@@ -65,7 +65,13 @@ func Validate(ctx context.Context, path string, opts ValidateOptions) error {
 	if err != nil {
 		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
-	size := fi.Size()
+	return validate(ctx, path, f, fi.Size(), nil, opts)
+}
+
+// validate is Validate on the size bytes of f: the file at path, or a copy
+// of it in memory, then also passed as data (path names the file in errors
+// and gives its type).
+func validate(ctx context.Context, path string, f io.ReaderAt, size int64, data []byte, opts ValidateOptions) error {
 	head := make([]byte, 4)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -90,22 +96,42 @@ func Validate(ctx context.Context, path string, opts ValidateOptions) error {
 	if rows <= 0 {
 		rows = DefaultSampleRows
 	}
+	if data != nil && !gz && size <= maxSampleBytes && bytes.Count(data, []byte{'\n'}) <= rows {
+		// At most rows records after the header (a record ends at a newline)
+		// in at most maxSampleBytes: the sample is the whole file, and
+		// decoding it reads every record too. Only a failure needs the scan,
+		// whose structure errors come first, worded with their line.
+		dec, err := landing.Decode(ctx, landing.Source{Key: path, R: f, Size: size}, dopts)
+		if err == nil {
+			dec.Release()
+			return nil
+		}
+		if _, serr := scanText(ctx, path, f, size, gz, comma, rows); serr != nil {
+			return serr
+		}
+		return err
+	}
 	sampleEnd, err := scanText(ctx, path, f, size, gz, comma, rows)
 	if err != nil {
 		return err
 	}
 	// Decode the sample: a prefix of whole records of the decompressed text,
-	// so row numbers are those of the file.
-	r, closer, err := textStream(path, f, size, gz)
-	if err != nil {
-		return err
+	// so row numbers are those of the file. Uncompressed, that prefix is
+	// read in place.
+	var sample io.ReaderAt = io.NewSectionReader(f, 0, sampleEnd)
+	if gz {
+		r, closer, err := textStream(path, f, size, gz)
+		if err != nil {
+			return err
+		}
+		defer closer.Close()
+		b := make([]byte, sampleEnd)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+		}
+		sample = bytes.NewReader(b)
 	}
-	defer closer.Close()
-	sample := make([]byte, sampleEnd)
-	if _, err := io.ReadFull(r, sample); err != nil {
-		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
-	}
-	dec, err := landing.Decode(ctx, landing.Source{Key: path, R: bytes.NewReader(sample), Size: sampleEnd}, dopts)
+	dec, err := landing.Decode(ctx, landing.Source{Key: path, R: sample, Size: sampleEnd}, dopts)
 	if err != nil {
 		return err
 	}
@@ -138,7 +164,13 @@ func scanText(ctx context.Context, path string, f io.ReaderAt, size int64, gz bo
 		return 0, err
 	}
 	defer closer.Close()
-	cr := csv.NewReader(bufio.NewReaderSize(r, 64<<10))
+	// A buffer larger than the file is never filled: small files get one of
+	// their size (the csv reader copes with lines longer than the buffer).
+	buf := 64 << 10
+	if !gz && size < int64(buf) {
+		buf = int(size)
+	}
+	cr := csv.NewReader(bufio.NewReaderSize(r, buf))
 	cr.Comma = comma
 	cr.ReuseRecord = true
 	header, err := cr.Read()

@@ -101,6 +101,20 @@ func TestValidate(t *testing.T) {
 		{name: "unsupported type", file: "r.json", data: []byte("{}"), wantErr: "unsupported file type"},
 		{name: "truncated gzip", file: "r.csv.gz", data: gzipBytes(t, []byte(csvRows(200)))[:300], wantErr: "cannot read gzip data"},
 		{name: "truncated parquet", file: "r.parquet", data: pq[:len(pq)-10], wantErr: "r.parquet"},
+		// Files larger than their sample: rows after it are only scanned.
+		{name: "bad time after the sample", file: "r.csv", data: []byte(csvRows(2) + "yesterday,s1,1\n"),
+			opts: ValidateOptions{TimeColumn: "time", SampleRows: 2}},
+		{name: "bad time in a sample of 2", file: "r.csv", data: []byte("time,v\n2026-01-05T10:00:00Z,1\nyesterday,2\n2026-01-05T10:00:00Z,3\n"),
+			opts: ValidateOptions{TimeColumn: "time", SampleRows: 2}, wantErr: "r.csv: row 2, column \"time\"", wantRow: 2},
+		{name: "ragged row after a sample of 2", file: "r.csv", data: []byte(csvRows(3) + "x\n"), opts: ValidateOptions{SampleRows: 2},
+			wantErr: "row 4: wrong number of fields (the header has 3) at line 5", wantRow: 4},
+		{name: "ragged row without a final newline", file: "r.csv", data: []byte(csvRows(2) + "x"),
+			wantErr: "row 3: wrong number of fields (the header has 3) at line 4", wantRow: 3},
+		{name: "blank lines at the end", file: "r.csv", data: []byte(csvRows(2) + "\n\n\n")},
+		{name: "quoted newlines", file: "r.csv", data: []byte("time,note\n2026-01-05T10:00:00Z,\"a\nb\nc\"\n2026-01-05T10:00:01Z,d\n"),
+			opts: ValidateOptions{SampleRows: 2}},
+		{name: "unterminated quote", file: "r.csv", data: []byte("time,note\n2026-01-05T10:00:00Z,\"a\n"),
+			wantErr: "r.csv: row 1: malformed csv", wantRow: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,19 +122,32 @@ func TestValidate(t *testing.T) {
 			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := Validate(t.Context(), path, tt.opts)
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
+			// Validate reads the file; upload validates small files from
+			// memory (validate with data), which must find the same.
+			var msgs []string
+			for _, mem := range []bool{false, true} {
+				var err error
+				if mem {
+					err = validate(t.Context(), path, bytes.NewReader(tt.data), int64(len(tt.data)), tt.data, tt.opts)
+				} else {
+					err = Validate(t.Context(), path, tt.opts)
 				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Validate: err = %v, want %q", err, tt.wantErr)
-			}
-			var fe *landing.FileError
-			if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
-				t.Fatalf("err = %#v, want a FileError for %s at row %d", err, path, tt.wantRow)
+				if tt.wantErr == "" {
+					if err != nil {
+						t.Fatalf("in memory %v: %v", mem, err)
+					}
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("in memory %v: err = %v, want %q", mem, err, tt.wantErr)
+				}
+				if msgs = append(msgs, err.Error()); len(msgs) == 2 && msgs[0] != msgs[1] {
+					t.Fatalf("from the file: %s; from memory: %s", msgs[0], msgs[1])
+				}
+				var fe *landing.FileError
+				if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
+					t.Fatalf("in memory %v: err = %#v, want a FileError for %s at row %d", mem, err, path, tt.wantRow)
+				}
 			}
 		})
 	}

@@ -25,6 +25,9 @@ type Options struct {
 	Config ingest.Config
 	JSON   bool
 	Out    io.Writer
+	// Getenv reports the process environment; when set, Run tunes the Go
+	// runtime's memory settings for the run (ingest.TuneRuntime).
+	Getenv func(string) (string, bool)
 }
 
 // Settings and the environment variables behind them.
@@ -218,7 +221,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if c.Lake, err = f.OpenLake(ctx, cmd, warehouseS.Value); err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, JSON: f.JSON, Out: f.IO.Out}, nil
+	return &Options{Config: c, JSON: f.JSON, Out: f.IO.Out, Getenv: f.Getenv}, nil
 }
 
 // Run runs one ingest and prints one line per file and a summary, or the
@@ -226,6 +229,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 // quarantined.
 func Run(ctx context.Context, opts *Options) error {
 	c := opts.Config
+	if opts.Getenv != nil {
+		defer ingest.TuneRuntime(c.MemoryBudget, opts.Getenv)()
+	}
 	if !opts.JSON {
 		c.OnFile = func(r ingest.FileResult) { fmt.Fprintln(opts.Out, FileLine(r)) }
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(opts.Out, CreatedText(cr)) }

@@ -1,0 +1,361 @@
+package landing
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// DefaultChunkBytes is the size of the byte ranges a large uncompressed
+// text file is split into for parallel decoding when DecodeOptions.ChunkBytes
+// is 0.
+const DefaultChunkBytes = 4 << 20
+
+// textChunk is the byte range [off, end) of an uncompressed text file; it
+// starts at the beginning of a line, and lines lines (the header included)
+// come before it.
+type textChunk struct {
+	off, end int64
+	lines    int64
+}
+
+// planTextChunks splits the data lines of an uncompressed text file of size
+// bytes into ranges of about chunkBytes bytes, each starting right after a
+// '\n'. It also returns the header line as written (without a byte order
+// mark, with its line end).
+//
+// Splitting is safe only when every '\n' ends a record, so it returns no
+// chunks (decode sequentially) when the file holds a quote character (a
+// quoted field may span lines), when its first line is empty or longer than
+// the scan block (the CSV reader would skip or read it differently), and
+// when fewer than two chunks result. Errors are read errors of r.
+func planTextChunks(r io.ReaderAt, size, chunkBytes int64) ([]byte, []textChunk, error) {
+	const block = 1 << 20
+	buf := make([]byte, block)
+	var (
+		header []byte
+		chunks []textChunk
+		lines  int64 // '\n' seen before pos in the current block
+		target int64 // the next boundary is the first '\n' at or after it
+	)
+	for off := int64(0); off < size; off += block {
+		want := min(block, size-off)
+		n, err := r.ReadAt(buf[:want], off)
+		if int64(n) < want {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, nil, err
+		}
+		b := buf[:n]
+		if bytes.IndexByte(b, '"') >= 0 {
+			return nil, nil, nil
+		}
+		pos := 0
+		if header == nil {
+			start := 0
+			if bytes.HasPrefix(b, utf8BOM) {
+				start = len(utf8BOM)
+			}
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 || i == start || (i == start+1 && b[start] == '\r') {
+				return nil, nil, nil
+			}
+			header = bytes.Clone(b[start : i+1])
+			pos, lines = i+1, 1
+			chunks = append(chunks, textChunk{off: int64(pos), lines: 1})
+			target = int64(pos) + chunkBytes
+		}
+		for target < off+int64(n) {
+			t := int(target - off)
+			i := bytes.IndexByte(b[t:], '\n')
+			if i < 0 {
+				target = off + int64(n)
+				break
+			}
+			bnd := t + i + 1
+			lines += int64(bytes.Count(b[pos:bnd], []byte{'\n'}))
+			pos = bnd
+			if off+int64(bnd) >= size {
+				break
+			}
+			chunks[len(chunks)-1].end = off + int64(bnd)
+			chunks = append(chunks, textChunk{off: off + int64(bnd), lines: lines})
+			target = off + int64(bnd) + chunkBytes
+		}
+		lines += int64(bytes.Count(b[pos:], []byte{'\n'}))
+	}
+	if len(chunks) < 2 {
+		return nil, nil, nil
+	}
+	chunks[len(chunks)-1].end = size
+	return header, chunks, nil
+}
+
+// chunkedText is the batchSource of a text file split by planTextChunks:
+// workers goroutines parse the chunks with arrow-go's CSV reader and
+// convert them when conv is set, while next returns their batches in file
+// order. Rows and values are
+// those of the sequential textSource, and so are the row and line numbers
+// of an error; but which of several bad rows is reported first depends on
+// the batches, so Decode decodes a file with a row error again
+// sequentially to report exactly the sequential error.
+type chunkedText struct {
+	ctx     context.Context
+	ro      *resolved
+	src     Source
+	sc      *arrow.Schema
+	comma   rune
+	header  []byte // the header line, fed to each chunk's reader first
+	chunks  []textChunk
+	workers int
+
+	// conv, when set before the first next, converts each batch on the
+	// worker; rowBase is then the chunk-local number of rows before it,
+	// and a *FileError's Row is shifted to the file's numbering by next.
+	conv    func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)
+	once    sync.Once
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	claim   atomic.Int64 // next chunk index to parse
+	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
+	results []chunkResult
+	done    []chan struct{} // closed when results[i] is final
+
+	cur     int                 // next chunk to deliver
+	pending []arrow.RecordBatch // undelivered batches of chunk cur-1
+	rows    int64               // rows of the chunks before cur
+}
+
+// chunkResult is what a worker made of one chunk.
+type chunkResult struct {
+	recs   []arrow.RecordBatch
+	rows   int64
+	err    error // a read error, or a *FileError with a chunk-local Row
+	read   bool  // err is a read error
+	errRow int64 // chunk-local data row of a read error
+}
+
+func (c *chunkedText) schema() *arrow.Schema { return c.sc }
+
+func (c *chunkedText) start() {
+	c.once.Do(func() {
+		c.ctx, c.cancel = context.WithCancel(c.ctx)
+		c.results = make([]chunkResult, len(c.chunks))
+		c.done = make([]chan struct{}, len(c.chunks))
+		for i := range c.done {
+			c.done[i] = make(chan struct{})
+		}
+		c.stop.Store(int64(len(c.chunks)))
+		for range min(c.workers, len(c.chunks)) {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				for {
+					i := int(c.claim.Add(1) - 1)
+					if i >= len(c.chunks) {
+						return
+					}
+					if int64(i) > c.stop.Load() || c.ctx.Err() != nil {
+						c.results[i].err = context.Canceled
+						close(c.done[i])
+						continue
+					}
+					c.parse(i)
+					close(c.done[i])
+				}
+			}()
+		}
+	})
+}
+
+// fail records that chunk i failed, so that later chunks are not started.
+func (c *chunkedText) fail(i int) {
+	for {
+		s := c.stop.Load()
+		if int64(i) >= s || c.stop.CompareAndSwap(s, int64(i)) {
+			return
+		}
+	}
+}
+
+// parse reads chunk i into results[i] with the CSV reader and the text
+// schema, which report every problem as the sequential path does.
+func (c *chunkedText) parse(i int) {
+	ch, res := c.chunks[i], &c.results[i]
+	if c.ctx.Err() == nil && c.read(ch, c.sc, c.conv, res) != nil {
+		c.fail(i)
+	}
+	if err := c.ctx.Err(); err != nil && res.err == nil {
+		res.err = err
+	}
+}
+
+// read parses ch with the columns of sc into res, converting each batch
+// with conv when it is set, and returns res.err.
+func (c *chunkedText) read(ch textChunk, sc *arrow.Schema, conv func(arrow.RecordBatch, int64) (arrow.RecordBatch, error), res *chunkResult) error {
+	size := ch.end - ch.off
+	r := io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size))
+	cr := arrowcsv.NewReader(r, sc,
+		arrowcsv.WithHeader(true),
+		arrowcsv.WithComma(c.comma),
+		arrowcsv.WithNullReader(true, ""),
+		arrowcsv.WithChunk(int(min(int64(c.ro.batchRows), max(size/16, 256)))),
+		arrowcsv.WithAllocator(c.ro.mem),
+	)
+	defer cr.Release()
+	for {
+		if err := c.ctx.Err(); err != nil {
+			res.err = err
+			return err
+		}
+		ok := cr.Next()
+		if err := cr.Err(); err != nil {
+			var done int64
+			if rec := cr.RecordBatch(); rec != nil {
+				done = rec.NumRows()
+			}
+			// The reader counts the header it was fed as line 1.
+			res.err, res.read, res.errRow = shiftLines(err, ch.lines-1), true, res.rows+done+1
+			return res.err
+		}
+		if !ok || cr.RecordBatch().NumRows() == 0 {
+			return nil
+		}
+		rec := cr.RecordBatch()
+		rec.Retain()
+		n := rec.NumRows()
+		if conv != nil {
+			out, err := conv(rec, res.rows)
+			rec.Release()
+			if err != nil {
+				res.err = err
+				return err
+			}
+			rec = out
+		}
+		rec, err := compact(rec, c.ro.mem)
+		if err != nil {
+			res.err = &FileError{Key: c.ro.key, Reason: "cannot copy decoded data", Err: err}
+			return res.err
+		}
+		res.recs = append(res.recs, rec)
+		res.rows += n
+	}
+}
+
+// compact returns rec, or when some of its columns hold much more buffer
+// capacity than data (the CSV reader's builders grow by doubling, so a
+// column may take up to twice its size), a batch where those columns are
+// copied into exactly sized buffers; rec is then released. Decoded files
+// stay in memory until written, so the copy pays.
+func compact(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	wasteful := func(c arrow.Array) bool {
+		var used, held int
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				// A trimmed builder buffer keeps its whole allocation
+				// behind a shorter slice: count the slice's capacity.
+				used, held = used+b.Len(), held+cap(b.Buf())
+			}
+		}
+		return held-used > used/8+4096 // padding of small buffers is no waste
+	}
+	cols := rec.Columns()
+	var copied []arrow.Array
+	defer func() {
+		for _, c := range copied {
+			c.Release()
+		}
+	}()
+	for i, c := range cols {
+		if !wasteful(c) {
+			continue
+		}
+		if copied == nil {
+			cols = slices.Clone(cols)
+		}
+		cp, err := array.Concatenate([]arrow.Array{c}, mem)
+		if err != nil {
+			rec.Release()
+			return nil, err
+		}
+		copied = append(copied, cp)
+		cols[i] = cp
+	}
+	if copied == nil {
+		return rec, nil
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+	rec.Release()
+	return out, nil
+}
+
+// shiftLines adds d to the line numbers of a CSV parse error.
+func shiftLines(err error, d int64) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return &csv.ParseError{StartLine: pe.StartLine + int(d), Line: pe.Line + int(d), Column: pe.Column, Err: pe.Err}
+}
+
+func (c *chunkedText) next() (arrow.RecordBatch, error) {
+	c.start()
+	for len(c.pending) == 0 {
+		if c.cur == len(c.chunks) {
+			return nil, nil
+		}
+		<-c.done[c.cur]
+		res := &c.results[c.cur]
+		switch {
+		case res.err != nil && res.read:
+			return nil, textReadError(c.ro, c.rows+res.errRow, c.sc.NumFields(), res.err)
+		case res.err != nil:
+			var fe *FileError
+			if errors.As(res.err, &fe) {
+				shifted := *fe
+				if shifted.Row > 0 {
+					shifted.Row += c.rows
+				}
+				return nil, &shifted
+			}
+			return nil, &FileError{Key: c.ro.key, Reason: "decoding cancelled", Err: res.err}
+		}
+		c.pending, res.recs = res.recs, nil
+		c.rows += res.rows
+		c.cur++
+	}
+	rec := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	return rec, nil
+}
+
+func (c *chunkedText) close() {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	c.wg.Wait()
+	for _, r := range c.pending {
+		r.Release()
+	}
+	c.pending = nil
+	for i := range c.results {
+		for _, r := range c.results[i].recs {
+			r.Release()
+		}
+		c.results[i].recs = nil
+	}
+}
