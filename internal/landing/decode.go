@@ -397,7 +397,13 @@ func openTextStream(ro *resolved, src Source, gz bool) (io.Reader, io.Closer, er
 		}
 		r, closer = zr, zr
 	}
-	br := bufio.NewReaderSize(r, 64*1024)
+	// A small uncompressed file needs no larger buffer than itself
+	// (bufio's minimum is 16 bytes); a decode opens the stream twice.
+	size := 64 << 10
+	if !gz && src.Size < int64(size) {
+		size = int(max(src.Size, 16))
+	}
+	br := bufio.NewReaderSize(r, size)
 	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
 		_, _ = br.Discard(len(utf8BOM))
 	}
