@@ -201,7 +201,7 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 			// --memory-budget 160MiB: several large files decoded at once.
 			cfg.MemoryBudget = 160 << 20
 		}
-		// As `timelake ingest` does (GOGC / GOMEMLIMIT in the environment
+		// As `timelake ingest` does (GOMEMLIMIT in the environment
 		// override it).
 		restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
 		rep, err := ingest.Run(ctx, cfg)
