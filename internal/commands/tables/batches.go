@@ -42,10 +42,7 @@ were rolled back are not listed: they count as not loaded.`,
 			opts := &BatchesOptions{Output: output(f)}
 			opts.Prefix, _ = cmd.Flags().GetString("prefix")
 			var err error
-			if opts.Table, err = tableName(f, firstArg(args)); err != nil {
-				return err
-			}
-			if opts.Lake, err = openLake(cmd, f); err != nil {
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunBatches)
@@ -147,10 +144,7 @@ message), 1 means the question could not be answered.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := &BatchOptions{Output: output(f), BatchID: args[len(args)-1]}
 			var err error
-			if opts.Table, err = tableName(f, firstArg(args[:len(args)-1])); err != nil {
-				return err
-			}
-			if opts.Lake, err = openLake(cmd, f); err != nil {
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args[:len(args)-1]); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunBatch)

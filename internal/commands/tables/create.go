@@ -112,10 +112,7 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 	if opts.AssumeLocation, err = time.LoadLocation(tz); err != nil {
 		return nil, cmdutil.FlagErrorf("--assume-timezone: unknown time zone %q (expected an IANA name such as Europe/Berlin)", tz)
 	}
-	if opts.Table, err = tableName(f, firstArg(args)); err != nil {
-		return nil, err
-	}
-	if opts.Lake, err = openLake(cmd, f); err != nil {
+	if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 		return nil, err
 	}
 	return opts, nil

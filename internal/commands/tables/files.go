@@ -36,10 +36,7 @@ of small files is easy to see.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := &FilesOptions{Output: output(f)}
 			var err error
-			if opts.Table, err = tableName(f, firstArg(args)); err != nil {
-				return err
-			}
-			if opts.Lake, err = openLake(cmd, f); err != nil {
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunFiles)

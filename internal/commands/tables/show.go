@@ -33,10 +33,7 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := &ShowOptions{Output: output(f)}
 			var err error
-			if opts.Table, err = tableName(f, firstArg(args)); err != nil {
-				return err
-			}
-			if opts.Lake, err = openLake(cmd, f); err != nil {
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunShow)

@@ -51,10 +51,7 @@ counts as not loaded).`,
 					return cmdutil.FlagErrorf("--since: %v", err)
 				}
 			}
-			if opts.Table, err = tableName(f, firstArg(args)); err != nil {
-				return err
-			}
-			if opts.Lake, err = openLake(cmd, f); err != nil {
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunSnapshots)

@@ -95,6 +95,21 @@ func tableName(f *cmdutil.Factory, arg string) (lake.TableName, error) {
 	return n, nil
 }
 
+// tableAndLake resolves the table of the optional NAME argument (args[0],
+// else TIMELAKE_TABLE) and opens the warehouse: what every command on one
+// table starts with.
+func tableAndLake(cmd *cobra.Command, f *cmdutil.Factory, args []string) (lake.TableName, *lake.Lake, error) {
+	n, err := tableName(f, firstArg(args))
+	if err != nil {
+		return lake.TableName{}, nil, err
+	}
+	l, err := openLake(cmd, f)
+	if err != nil {
+		return lake.TableName{}, nil, err
+	}
+	return n, l, nil
+}
+
 // firstArg is args[0], or "" (the table then comes from TIMELAKE_TABLE).
 func firstArg(args []string) string {
 	if len(args) == 0 {
