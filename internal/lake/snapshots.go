@@ -420,14 +420,19 @@ func partitionKey(p map[int]any) string {
 }
 
 // newSnapshotID returns a random positive snapshot id used by no snapshot of
-// meta and by none in taken.
+// meta and by none in taken (collisions are 1 in 2^63 per id: retried).
 func newSnapshotID(meta table.Metadata, taken map[string]int64) int64 {
 	for {
 		id := rand.Int64()
-		if id == 0 || meta.SnapshotByID(id) != nil || slices.Contains(slices.Collect(maps.Values(taken)), id) {
-			// Collisions are 1 in 2^63 per existing id: retry.
+		if id == 0 || meta.SnapshotByID(id) != nil {
 			continue
 		}
-		return id
+		used := false
+		for _, t := range taken {
+			used = used || t == id
+		}
+		if !used {
+			return id
+		}
 	}
 }

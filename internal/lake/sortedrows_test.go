@@ -299,3 +299,27 @@ func BenchmarkSortedRows(b *testing.B) {
 		s.Release()
 	}
 }
+
+// sortRows returns every row of recs in table order (see sortedRows) as
+// batches of at most batchRows rows. The caller releases the returned
+// batches; recs are not released.
+func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
+	timeCol string, seriesKey []string, chunk Granularity, batchRows int,
+) ([]arrow.RecordBatch, error) {
+	s, err := newSortedRows(mem, sc, recs, timeCol, seriesKey, chunk)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	var out []arrow.RecordBatch
+	for rec, err := range s.batches(ctx, 0, s.Len(), batchRows) {
+		if err != nil {
+			for _, r := range out {
+				r.Release()
+			}
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}

@@ -193,7 +193,7 @@ func (c *chunkedText) fail(i int) {
 // schema, which report every problem as the sequential path does.
 func (c *chunkedText) parse(i int) {
 	ch, res := c.chunks[i], &c.results[i]
-	if c.ctx.Err() == nil && c.read(ch, c.sc, c.conv, res) != nil {
+	if c.ctx.Err() == nil && c.read(ch, res) != nil {
 		c.fail(i)
 	}
 	if err := c.ctx.Err(); err != nil && res.err == nil {
@@ -201,9 +201,10 @@ func (c *chunkedText) parse(i int) {
 	}
 }
 
-// read parses ch with the columns of sc into res, converting each batch
-// with conv when it is set, and returns res.err.
-func (c *chunkedText) read(ch textChunk, sc *arrow.Schema, conv func(arrow.RecordBatch, int64) (arrow.RecordBatch, error), res *chunkResult) error {
+// read parses ch with the columns of c.sc into res, converting each batch
+// with c.conv when it is set, and returns res.err.
+func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
+	sc, conv := c.sc, c.conv
 	size := ch.end - ch.off
 	r := io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size))
 	cr := arrowcsv.NewReader(r, sc,
