@@ -220,8 +220,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
 		r.rep.MetadataVersion = r.tbl.Version()
-		if s := r.tbl.Metadata().CurrentSnapshot(); s != nil {
-			r.rep.SnapshotID = s.SnapshotID
+		if id, ok := r.tbl.CurrentSnapshotID(); ok {
+			r.rep.SnapshotID = id
 		}
 	}
 	return r.rep, err

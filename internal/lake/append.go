@@ -273,15 +273,15 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 			}
 		}
 		var err error
-		if meta := t.Metadata(); t.canStage(meta, pending) {
+		if h, _ := t.loaded(); t.canStage(h, pending) {
 			// Write the snapshots' manifests and lists concurrently, then
 			// commit them in one metadata write.
 			c.fast = true
-			updates, reqs, serr := t.stage(ctx, c, meta, pending, attempt)
+			snaps, parent, serr := t.stage(ctx, c, h, pending, attempt)
 			if serr != nil {
 				return fmt.Errorf("stage snapshots: %w", serr)
 			}
-			_, _, err = c.CommitTable(ctx, table.Identifier{t.name.Namespace, t.name.Name}, reqs, updates)
+			err = c.commitStaged(ctx, h.write.TableUUID(), parent, snaps)
 		} else {
 			txn := t.iceberg(c).NewTransaction()
 			for _, p := range pending {
@@ -292,7 +292,7 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 			_, err = txn.Commit(ctx)
 		}
 		if err == nil {
-			if err := t.set(c.committedMeta, c.committedVersion); err != nil {
+			if err := t.set(c.committedHead, c.committedVersion); err != nil {
 				return err
 			}
 			if c.fast {
@@ -314,7 +314,7 @@ func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, op
 		case errors.As(err, &dup):
 			// Settle the found batches at the top of the loop, then retry
 			// the others at once on the newer version.
-			if err := t.set(dup.meta, dup.version); err != nil {
+			if err := t.set(dup.head, dup.version); err != nil {
 				return err
 			}
 			retry = false
@@ -436,7 +436,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // iceberg-go's own retry loop stops too.
 type batchCommittedError struct {
 	snapshot *table.Snapshot
-	meta     table.Metadata
+	head     *head
 	version  int
 }
 
@@ -456,7 +456,7 @@ type committer struct {
 	committed map[int64]bool    // those of them in the final ancestry
 	unknown   bool              // an attempt ended with an unknown outcome
 
-	committedMeta    table.Metadata
+	committedHead    *head
 	committedVersion int
 
 	// Staged commits (snapshots.go) only.
@@ -476,13 +476,19 @@ type committer struct {
 // wrote that no committed snapshot of ours names.
 func (t *Table) unusedStaged(c *committer) []string {
 	used := map[string]bool{}
-	meta := t.Metadata()
+	h, _ := t.loaded()
 	for id := range c.committed {
-		if s := meta.SnapshotByID(id); s != nil {
-			used[s.ManifestList] = true
-			for _, m := range c.listRefs[s.ManifestList] {
-				used[m] = true
-			}
+		i, ok := h.byID[id]
+		if !ok {
+			continue
+		}
+		s, err := h.snapshot(i)
+		if err != nil {
+			return nil // keep every file rather than guess
+		}
+		used[s.ManifestList] = true
+		for _, m := range c.listRefs[s.ManifestList] {
+			used[m] = true
 		}
 	}
 	var out []string
@@ -529,25 +535,23 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 			c.attempts = append(c.attempts, staged.Snapshot)
 		}
 	}
-	base, v, err := c.lake.loadLatest(ctx, c.name)
+	base, v, err := c.base(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := checkFormatVersion(base.Properties()); err != nil {
+	meta, err := base.metadata()
+	if err != nil {
 		return nil, "", err
 	}
 	for _, r := range reqs {
-		if err := r.Validate(base); err != nil {
+		if err := r.Validate(meta); err != nil {
 			return nil, "", fmt.Errorf("%w: %v", table.ErrCommitFailed, err)
 		}
 	}
-	for _, s := range ancestry(base) {
-		if s.Summary != nil && c.batches[s.Summary.Properties[SummaryBatchID]] {
-			return nil, "", &batchCommittedError{snapshot: &s, meta: base, version: v}
-		}
+	if err := c.checkBatches(base, v); err != nil {
+		return nil, "", err
 	}
-	baseLoc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v) + ".metadata.json"
-	next, err := table.UpdateTableMetadata(base, updates, baseLoc)
+	next, err := table.UpdateTableMetadata(meta, updates, c.location(v))
 	if err != nil {
 		return nil, "", fmt.Errorf("apply updates: %w", err)
 	}
@@ -555,20 +559,94 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 	if err != nil {
 		return nil, "", fmt.Errorf("encode metadata: %w", err)
 	}
-	if _, err := c.lake.store.Put(ctx, metadataKey(c.name, v+1), bytes.NewReader(body),
-		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
-		if errors.Is(err, storage.ErrPreconditionFailed) {
-			return nil, "", fmt.Errorf("%w: v%d.metadata.json was created by another writer", table.ErrCommitFailed, v+1)
-		}
-		return nil, "", err
-	}
 	// Keep the metadata as read back from what was written: the builder's
 	// result holds on to internal state that grows with every commit.
-	if clean, err := table.ParseMetadataBytes(body); err == nil {
-		next = clean
+	h, err := parseHead(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("metadata after the update: %w", err)
 	}
-	c.committedMeta, c.committedVersion = next, v+1
-	c.lake.remember(c.name, v+1, next)
-	loc := c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v+1) + ".metadata.json"
-	return next, loc, nil
+	if err := c.put(ctx, v+1, body, h); err != nil {
+		return nil, "", err
+	}
+	return h.full, c.location(v + 1), nil
+}
+
+// commitStaged commits snaps (staged by Table.stage on top of parent) in
+// one metadata write: it checks that the newest version is the same table
+// (uuid) with parent still current and none of the batch ids committed,
+// then appends the snapshots to that version (head.withSnapshots) and
+// creates v(N+1).metadata.json conditionally. A lost race or a moved branch
+// wraps table.ErrCommitFailed; a committed batch id is a
+// *batchCommittedError.
+func (c *committer) commitStaged(ctx context.Context, tableUUID uuid.UUID, parent *int64, snaps []table.Snapshot) error {
+	for i := range snaps {
+		c.attempts = append(c.attempts, &snaps[i])
+	}
+	base, v, err := c.base(ctx)
+	if err != nil {
+		return err
+	}
+	if base.write.TableUUID() != tableUUID {
+		return fmt.Errorf("%w: table uuid changed to %s", table.ErrCommitFailed, base.write.TableUUID())
+	}
+	cur, ok := int64(0), base.current >= 0
+	if ok {
+		cur = base.snaps[base.current].id
+	}
+	if ok != (parent != nil) || (ok && cur != *parent) {
+		return fmt.Errorf("%w: the main branch moved to snapshot %d", table.ErrCommitFailed, cur)
+	}
+	if err := c.checkBatches(base, v); err != nil {
+		return err
+	}
+	next, body, err := base.withSnapshots(snaps, c.location(v))
+	if err != nil {
+		return fmt.Errorf("add snapshots: %w", err)
+	}
+	return c.put(ctx, v+1, body, next)
+}
+
+// base loads the newest version for a commit attempt.
+func (c *committer) base(ctx context.Context) (*head, int, error) {
+	base, v, err := c.lake.loadLatest(ctx, c.name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkFormatVersion(base.props()); err != nil {
+		return nil, 0, err
+	}
+	return base, v, nil
+}
+
+// checkBatches fails with *batchCommittedError when one of the batch ids
+// being committed is in the current ancestry of base (version v).
+func (c *committer) checkBatches(base *head, v int) error {
+	for id := range c.batches {
+		s, err := base.findBatch(id)
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			return &batchCommittedError{snapshot: s, head: base, version: v}
+		}
+	}
+	return nil
+}
+
+// put creates version v (which h holds) with a conditional create.
+func (c *committer) put(ctx context.Context, v int, body []byte, h *head) error {
+	if _, err := c.lake.store.Put(ctx, metadataKey(c.name, v), bytes.NewReader(body),
+		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
+		if errors.Is(err, storage.ErrPreconditionFailed) {
+			return fmt.Errorf("%w: v%d.metadata.json was created by another writer", table.ErrCommitFailed, v)
+		}
+		return err
+	}
+	c.committedHead, c.committedVersion = h, v
+	c.lake.remember(c.name, v, h)
+	return nil
+}
+
+func (c *committer) location(v int) string {
+	return c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v) + ".metadata.json"
 }

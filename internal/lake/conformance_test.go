@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -958,6 +959,15 @@ func TestAppendToForeignTable(t *testing.T) {
 			if spec := meta.PartitionSpec(); spec.ID() != 4 || spec.Field(0).FieldID != 1007 {
 				t.Errorf("partition spec changed: %s", spec)
 			}
+			tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range tasks {
+				if task.File.SpecID() != 4 {
+					t.Errorf("data file %s has partition spec %d, want the table's 4", task.File.FilePath(), task.File.SpecID())
+				}
+			}
 			at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -999,5 +1009,42 @@ func TestRefusesNewerTimelakeFormatFixture(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"metadata/v1.metadata.json"}) {
 		t.Fatalf("files after the refusal: %v", keys)
+	}
+}
+
+// TestWithoutHistory: the metadata given to the data file writer keeps
+// every write setting of a foreign table (ids included) and none of its
+// history.
+func TestWithoutHistory(t *testing.T) {
+	ctx := context.Background()
+	l := confLocalLake(t)
+	n := TableName{Namespace: "iot", Name: "foreign"}
+	installFixture(t, l, n, "foreign-empty.metadata.json")
+	tbl, err := l.LoadTable(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC)
+	confAppend(t, tbl, "gw/a.csv", start, 10, 1, AppendOptions{})
+	confAppend(t, tbl, "gw/b.csv", start, 10, 2, AppendOptions{})
+	meta := tbl.Metadata()
+	if len(meta.Snapshots()) != 2 {
+		t.Fatalf("%d snapshots, want 2", len(meta.Snapshots()))
+	}
+	h, _ := tbl.loaded()
+	w := h.write
+	logs, previous := len(slices.Collect(w.SnapshotLogs())), len(slices.Collect(w.PreviousFiles()))
+	if len(w.Snapshots()) != 0 || w.CurrentSnapshot() != nil || logs != 0 || previous != 0 {
+		t.Errorf("history kept: %d snapshots, current %v, %d log entries, %d previous files",
+			len(w.Snapshots()), w.CurrentSnapshot(), logs, previous)
+	}
+	if w.Version() != meta.Version() || w.TableUUID() != meta.TableUUID() || w.Location() != meta.Location() ||
+		!w.CurrentSchema().Equals(meta.CurrentSchema()) || !w.PartitionSpec().Equals(meta.PartitionSpec()) ||
+		!w.SortOrder().Equals(meta.SortOrder()) || !maps.Equal(w.Properties(), meta.Properties()) {
+		t.Errorf("write settings differ:\n%+v\n%+v", w, meta)
+	}
+	if w.CurrentSchema().ID != 3 || w.DefaultPartitionSpec() != 4 || w.SortOrder().OrderID() != 2 {
+		t.Errorf("ids: schema %d, spec %d, sort order %d; want 3, 4, 2",
+			w.CurrentSchema().ID, w.DefaultPartitionSpec(), w.SortOrder().OrderID())
 	}
 }

@@ -70,26 +70,26 @@ type Lake struct {
 
 type cachedVersion struct {
 	version int
-	meta    table.Metadata
+	head    *head
 }
 
-func (l *Lake) cached(n TableName, version int) table.Metadata {
+func (l *Lake) cached(n TableName, version int) *head {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c, ok := l.cache[n]; ok && c.version == version {
-		return c.meta
+		return c.head
 	}
 	return nil
 }
 
-func (l *Lake) remember(n TableName, version int, meta table.Metadata) {
+func (l *Lake) remember(n TableName, version int, h *head) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
 		l.cache = map[TableName]cachedVersion{}
 	}
 	if c, ok := l.cache[n]; !ok || c.version < version {
-		l.cache[n] = cachedVersion{version: version, meta: meta}
+		l.cache[n] = cachedVersion{version: version, head: h}
 	}
 }
 
@@ -180,20 +180,20 @@ func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 }
 
 // readVersion reads and parses vN.metadata.json.
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int) (table.Metadata, error) {
+func (l *Lake) readVersion(ctx context.Context, n TableName, version int) (*head, error) {
 	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
 	if err != nil {
 		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
 	}
-	meta, err := table.ParseMetadataBytes(b)
+	h, err := parseHead(b)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
 	}
-	return meta, nil
+	return h, nil
 }
 
-// loadLatest returns the newest metadata of a table and its version.
-func (l *Lake) loadLatest(ctx context.Context, n TableName) (table.Metadata, int, error) {
+// loadLatest returns the newest version of a table and its number.
+func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) {
 	for range 5 {
 		v, err := l.latestVersion(ctx, n)
 		if err != nil {
@@ -202,17 +202,17 @@ func (l *Lake) loadLatest(ctx context.Context, n TableName) (table.Metadata, int
 		if v == 0 {
 			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
 		}
-		if meta := l.cached(n, v); meta != nil {
-			return meta, v, nil
+		if h := l.cached(n, v); h != nil {
+			return h, v, nil
 		}
-		meta, err := l.readVersion(ctx, n, v)
+		h, err := l.readVersion(ctx, n, v)
 		if err == nil {
-			l.remember(n, v, meta)
+			l.remember(n, v, h)
 		}
 		if errors.Is(err, storage.ErrNotExist) {
 			continue // removed between list and read (metadata cleanup): list again
 		}
-		return meta, v, err
+		return h, v, err
 	}
 	return nil, 0, fmt.Errorf("load %s: metadata kept changing while reading", n)
 }
@@ -220,12 +220,12 @@ func (l *Lake) loadLatest(ctx context.Context, n TableName) (table.Metadata, int
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
 // ErrUnsupportedFormat if its timelake.format-version is too new.
 func (l *Lake) LoadTable(ctx context.Context, n TableName) (*Table, error) {
-	meta, v, err := l.loadLatest(ctx, n)
+	h, v, err := l.loadLatest(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	t := &Table{lake: l, name: n}
-	if err := t.set(meta, v); err != nil {
+	if err := t.set(h, v); err != nil {
 		return nil, err
 	}
 	return t, nil

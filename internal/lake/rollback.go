@@ -29,10 +29,10 @@ func (t *Table) RollbackTo(ctx context.Context, snapshotID int64) error {
 	if _, err := txn.Commit(ctx); err != nil {
 		return fmt.Errorf("rollback %s to snapshot %d: %w", t.name, snapshotID, err)
 	}
-	if c.committedMeta == nil {
+	if c.committedHead == nil {
 		return fmt.Errorf("rollback %s to snapshot %d: nothing was committed", t.name, snapshotID)
 	}
-	if err := t.set(c.committedMeta, c.committedVersion); err != nil {
+	if err := t.set(c.committedHead, c.committedVersion); err != nil {
 		return err
 	}
 	t.afterCommit(ctx)

@@ -43,7 +43,8 @@ const (
 // snapshot at a time: a format-version 2 table at the location this lake
 // gives it, whose data files were all written with the current partition
 // spec. Other tables take the transaction path.
-func (t *Table) canStage(meta table.Metadata, ps []*Prepared) bool {
+func (t *Table) canStage(h *head, ps []*Prepared) bool {
+	meta := h.write
 	if meta.Version() != 2 || meta.Location() != t.lake.tableLocation(t.name) {
 		return false
 	}
@@ -60,7 +61,8 @@ func (t *Table) canStage(meta table.Metadata, ps []*Prepared) bool {
 
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
-// updates and requirements that commit them in one metadata write.
+// snapshots to commit in one metadata write (committer.commitStaged) and
+// the parent they were staged on (nil for none).
 //
 // Per batch it writes one manifest of its data files (ADDED entries; once
 // per Commit, reused by later attempts, since snapshot ids stay fixed for
@@ -76,20 +78,23 @@ func (t *Table) canStage(meta table.Metadata, ps []*Prepared) bool {
 // snapshot names few manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
-func (t *Table) stage(ctx context.Context, c *committer, meta table.Metadata, pending []*Prepared, attempt int) ([]table.Update, []table.Requirement, error) {
+func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, *int64, error) {
+	meta := h.write
 	spec := meta.PartitionSpec()
 	schema := meta.CurrentSchema()
 	props := meta.Properties()
 	merge := props.GetBool(table.ManifestMergeEnabledKey, table.ManifestMergeEnabledDefault)
 
-	parent := meta.CurrentSnapshot()
+	parent, err := h.currentSnapshot()
+	if err != nil {
+		return nil, nil, err
+	}
 	var parentID *int64
 	var baseManifests []iceberg.ManifestFile
 	var prevSummary iceberg.Properties
 	if parent != nil {
 		id := parent.SnapshotID
 		parentID = &id
-		var err error
 		if baseManifests, err = t.parentManifests(ctx, parent); err != nil {
 			return nil, nil, err
 		}
@@ -106,10 +111,10 @@ func (t *Table) stage(ctx context.Context, c *committer, meta table.Metadata, pe
 	}
 	for _, p := range pending {
 		if _, ok := c.snapIDs[p.BatchID]; !ok {
-			c.snapIDs[p.BatchID] = newSnapshotID(meta, c.snapIDs)
+			c.snapIDs[p.BatchID] = newSnapshotID(h, c.snapIDs)
 		}
 	}
-	seq0 := meta.LastSequenceNumber()
+	seq0 := h.lastSeq
 	last := len(pending) - 1
 
 	// The batches' own manifests (all but the last one's when merging).
@@ -222,19 +227,9 @@ func (t *Table) stage(ctx context.Context, c *committer, meta table.Metadata, pe
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	updates := make([]table.Update, 0, 2*len(snaps))
-	for i := range snaps {
-		updates = append(updates,
-			table.NewAddSnapshotUpdate(&snaps[i]),
-			table.NewSetSnapshotRefUpdate(table.MainBranch, snaps[i].SnapshotID, table.BranchRef, -1, -1, -1))
-	}
-	reqs := []table.Requirement{
-		table.AssertTableUUID(meta.TableUUID()),
-		table.AssertRefSnapshotID(table.MainBranch, parentID),
-	}
 	c.lastList = snaps[last].ManifestList
 	c.lastManifests = lastFiles
-	return updates, reqs, nil
+	return snaps, parentID, nil
 }
 
 // sequenced returns mf with its sequence numbers assigned: seq, and seq as
@@ -420,11 +415,11 @@ func partitionKey(p map[int]any) string {
 }
 
 // newSnapshotID returns a random positive snapshot id used by no snapshot of
-// meta and by none in taken (collisions are 1 in 2^63 per id: retried).
-func newSnapshotID(meta table.Metadata, taken map[string]int64) int64 {
+// h and by none in taken (collisions are 1 in 2^63 per id: retried).
+func newSnapshotID(h *head, taken map[string]int64) int64 {
 	for {
 		id := rand.Int64()
-		if id == 0 || meta.SnapshotByID(id) != nil {
+		if id == 0 || h.snapshotIDTaken(id) {
 			continue
 		}
 		used := false

@@ -21,11 +21,10 @@ type Table struct {
 	name TableName
 
 	mu       sync.RWMutex // guards the fields below
-	meta     table.Metadata
+	head     *head        // the loaded version: its fields, snapshot index and write metadata
 	version  int
 	contract Contract
 	arrowSc  *arrow.Schema
-	batches  map[string]*table.Snapshot // batch id -> snapshot, current ancestry; built lazily
 
 	headDropped bool // metadata/timelake-head removed after our first commit
 
@@ -36,22 +35,29 @@ type Table struct {
 	lastManifests []iceberg.ManifestFile
 }
 
-func (t *Table) set(meta table.Metadata, version int) error {
-	if err := checkFormatVersion(meta.Properties()); err != nil {
+func (t *Table) set(h *head, version int) error {
+	props, schema := h.write.Properties(), h.write.CurrentSchema()
+	if err := checkFormatVersion(props); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
-	c, err := contractFromProps(meta.Properties(), meta.CurrentSchema())
+	c, err := contractFromProps(props, schema)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
-	sc, err := table.SchemaToArrowSchema(meta.CurrentSchema(), nil, true, false)
+	sc, err := table.SchemaToArrowSchema(schema, nil, true, false)
 	if err != nil {
 		return fmt.Errorf("table %s: schema: %w", t.name, err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.meta, t.version, t.contract, t.arrowSc, t.batches = meta, version, c, sc, nil
+	t.head, t.version, t.contract, t.arrowSc = h, version, c, sc
 	return nil
+}
+
+func (t *Table) loaded() (*head, int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.head, t.version
 }
 
 // tableView is a consistent read of a Table's state.
@@ -64,17 +70,41 @@ type tableView struct {
 func (t *Table) view() tableView {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return tableView{arrowSc: t.arrowSc, contract: t.contract, iceberg: t.icebergLocked(&committer{lake: t.lake, name: t.name})}
+	return tableView{arrowSc: t.arrowSc, contract: t.contract,
+		// The metadata without history: iceberg-go copies every snapshot
+		// (and its summary) of the metadata it is given on each call.
+		iceberg: table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.head.write,
+			t.metadataLocation(t.version), t.lake.fsF, &committer{lake: t.lake, name: t.name})}
 }
 
 // Name returns the table's name.
 func (t *Table) Name() TableName { return t.name }
 
-// Metadata returns the loaded Iceberg metadata.
+// Metadata returns the loaded Iceberg metadata, parsed on first use after
+// a commit (the commit path itself keeps only an index of the snapshots).
+// It panics if metadata this process wrote does not parse: metadata read
+// from storage was parsed when it was loaded.
 func (t *Table) Metadata() table.Metadata {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.meta
+	h, _ := t.loaded()
+	return t.metadataOf(h)
+}
+
+func (t *Table) metadataOf(h *head) table.Metadata {
+	meta, err := h.metadata()
+	if err != nil {
+		panic(fmt.Sprintf("internal error: table %s: metadata written by this process does not parse: %v", t.name, err))
+	}
+	return meta
+}
+
+// CurrentSnapshotID returns the main branch's snapshot id; false when the
+// table has no snapshot.
+func (t *Table) CurrentSnapshotID() (int64, bool) {
+	h, _ := t.loaded()
+	if h.current < 0 {
+		return 0, false
+	}
+	return h.snaps[h.current].id, true
 }
 
 // Version returns N of the loaded vN.metadata.json.
@@ -85,7 +115,10 @@ func (t *Table) Version() int {
 }
 
 // Location returns the table location URI.
-func (t *Table) Location() string { return t.Metadata().Location() }
+func (t *Table) Location() string {
+	h, _ := t.loaded()
+	return h.write.Location()
+}
 
 // MetadataLocation returns the URI of the loaded vN.metadata.json.
 func (t *Table) MetadataLocation() string { return t.metadataLocation(t.Version()) }
@@ -117,22 +150,17 @@ func (t *Table) Iceberg() *table.Table {
 }
 
 func (t *Table) iceberg(c *committer) *table.Table {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.icebergLocked(c)
-}
-
-func (t *Table) icebergLocked(c *committer) *table.Table {
-	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.meta, t.metadataLocation(t.version), t.lake.fsF, c)
+	h, v := t.loaded()
+	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.metadataOf(h), t.metadataLocation(v), t.lake.fsF, c)
 }
 
 // Refresh reloads the newest version.
 func (t *Table) Refresh(ctx context.Context) error {
-	meta, v, err := t.lake.loadLatest(ctx, t.name)
+	h, v, err := t.lake.loadLatest(ctx, t.name)
 	if err != nil {
 		return err
 	}
-	return t.set(meta, v)
+	return t.set(h, v)
 }
 
 // FindBatch answers "which snapshot holds batch id X" from the loaded
@@ -140,13 +168,8 @@ func (t *Table) Refresh(ctx context.Context) error {
 // summary has timelake.batch-id = id. Snapshots outside the ancestry (after
 // a rollback) do not count (timelake-format.md, "Snapshots and batch ids").
 func (t *Table) FindBatch(id string) (BatchInfo, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.batches == nil {
-		t.batches = batchIndex(t.meta)
-	}
-	s, ok := t.batches[id]
-	if !ok {
+	s := t.findSnapshot(id)
+	if s == nil {
 		return BatchInfo{}, false
 	}
 	return batchInfo(id, s), true
@@ -186,14 +209,16 @@ func ancestry(meta table.Metadata) []table.Snapshot {
 }
 
 // findSnapshot returns the snapshot of the current ancestry holding batch
-// id, from the cached index.
+// id, from the loaded version's index. It panics if the snapshot's JSON
+// does not parse: a version read from storage was parsed whole when it was
+// loaded, and the snapshots this process adds are encoded by iceberg-go.
 func (t *Table) findSnapshot(id string) *table.Snapshot {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.batches == nil {
-		t.batches = batchIndex(t.meta)
+	h, _ := t.loaded()
+	s, err := h.findBatch(id)
+	if err != nil {
+		panic(fmt.Sprintf("internal error: table %s: %v", t.name, err))
 	}
-	return t.batches[id]
+	return s
 }
 
 func batchIndex(meta table.Metadata) map[string]*table.Snapshot {

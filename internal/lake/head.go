@@ -1,0 +1,425 @@
+package lake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// head is one version of a table's metadata (vN.metadata.json) in the form
+// the ingest path needs: the file's top-level fields as JSON, an index of
+// its snapshots (id, parent, batch id and where each one's JSON is), and the
+// metadata without history (withoutHistory) for schemas, specs and
+// properties. It does not hold every snapshot and summary as iceberg-go
+// objects, and a commit of new snapshots (withSnapshots) appends their JSON
+// to the previous version's instead of rebuilding and re-encoding the whole
+// history: memory and time per commit stay nearly independent of the
+// table's age. The full iceberg-go metadata is parsed on demand (metadata).
+//
+// A head is immutable once built; metadata caches its parse.
+type head struct {
+	fields []field // top-level members, in file order
+
+	snaps   []snapRef      // every snapshot, in file order
+	byID    map[int64]int  // snapshot id -> index in snaps
+	batches map[string]int // batch id -> index in snaps: current ancestry, newest wins
+	current int            // index in snaps of the current snapshot; -1 if none
+
+	lastSeq     int64 // last-sequence-number
+	lastUpdated int64 // last-updated-ms
+	write       table.Metadata
+
+	once sync.Once
+	full table.Metadata
+	err  error
+}
+
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// snapRef locates one snapshot object inside the "snapshots" member.
+type snapRef struct {
+	start, end int
+	id         int64
+	parent     int64
+	hasParent  bool
+}
+
+// lightSnapshot is what the index reads of each snapshot: encoding/json
+// skips the other members without allocating them.
+type lightSnapshot struct {
+	SnapshotID *int64 `json:"snapshot-id"`
+	Parent     *int64 `json:"parent-snapshot-id"`
+	Summary    struct {
+		BatchID string `json:"timelake.batch-id"`
+	} `json:"summary"`
+}
+
+// parseHead reads a vN.metadata.json. It parses the full metadata once as
+// well (iceberg-go's validation, and the metadata callers may ask for),
+// which the head keeps until the next commit replaces it.
+//
+// Errors: the body is not valid table metadata (Iceberg spec, "Table
+// Metadata Fields").
+func parseHead(body []byte) (*head, error) {
+	full, err := table.ParseMetadataBytes(body)
+	if err != nil {
+		return nil, err
+	}
+	h, err := indexHead(body)
+	if err != nil {
+		return nil, err
+	}
+	h.once.Do(func() { h.full = full })
+	return h, nil
+}
+
+func indexHead(body []byte) (*head, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("table metadata is not a JSON object")
+	}
+	h := &head{current: -1}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("field %s: %w", key, err)
+		}
+		h.fields = append(h.fields, field{key, v})
+	}
+	if err := h.index(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// index fills snaps, byID, batches, current, lastSeq, lastUpdated and write
+// from fields.
+func (h *head) index() error {
+	var err error
+	if h.snaps, err = snapshotRefs(h.get("snapshots")); err != nil {
+		return fmt.Errorf("snapshots: %w", err)
+	}
+	h.byID = make(map[int64]int, len(h.snaps))
+	for i, s := range h.snaps {
+		h.byID[s.id] = i
+	}
+	var cur *int64
+	if raw := h.get("current-snapshot-id"); raw != nil {
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return fmt.Errorf("current-snapshot-id: %w", err)
+		}
+	}
+	if cur != nil {
+		if i, ok := h.byID[*cur]; ok {
+			h.current = i
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"last-sequence-number", &h.lastSeq}, {"last-updated-ms", &h.lastUpdated}} {
+		if raw := h.get(f.key); raw != nil {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return fmt.Errorf("%s: %w", f.key, err)
+			}
+		}
+	}
+	h.batches = map[string]int{}
+	raw := h.get("snapshots")
+	seen := map[int]bool{}
+	for i := h.current; i >= 0 && !seen[i]; {
+		seen[i] = true
+		var ls lightSnapshot
+		if err := json.Unmarshal(raw[h.snaps[i].start:h.snaps[i].end], &ls); err != nil {
+			return err
+		}
+		if id := ls.Summary.BatchID; id != "" {
+			if _, ok := h.batches[id]; !ok {
+				h.batches[id] = i
+			}
+		}
+		next, ok := h.byID[h.snaps[i].parent]
+		if !h.snaps[i].hasParent || !ok {
+			break
+		}
+		i = next
+	}
+	h.write, err = h.withoutHistory()
+	return err
+}
+
+// snapshotRefs indexes the members of a "snapshots" array.
+func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
+	if raw == nil || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, errors.New("not a JSON array")
+	}
+	var out []snapRef
+	for dec.More() {
+		start := int(dec.InputOffset())
+		var ls lightSnapshot
+		if err := dec.Decode(&ls); err != nil {
+			return nil, err
+		}
+		end := int(dec.InputOffset())
+		for start < end && raw[start] != '{' { // the separator and spaces before the object
+			start++
+		}
+		if ls.SnapshotID == nil {
+			return nil, errors.New("a snapshot has no snapshot-id")
+		}
+		r := snapRef{start: start, end: end, id: *ls.SnapshotID}
+		if ls.Parent != nil {
+			r.parent, r.hasParent = *ls.Parent, true
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (h *head) get(key string) json.RawMessage {
+	for _, f := range h.fields {
+		if f.key == key {
+			return f.value
+		}
+	}
+	return nil
+}
+
+// body encodes the fields back into a metadata file.
+func (h *head) body() []byte {
+	n := 2
+	for _, f := range h.fields {
+		n += len(f.key) + len(f.value) + 4
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, f := range h.fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, f.key)
+		b = append(b, ':')
+		b = append(b, f.value...)
+	}
+	return append(b, '}')
+}
+
+// historyKeys are the table metadata fields (Iceberg spec, "Table
+// Metadata Fields") that record snapshots rather than how data files are
+// written.
+var historyKeys = map[string]bool{"current-snapshot-id": true, "snapshots": true, "snapshot-log": true,
+	"metadata-log": true, "refs": true, "statistics": true, "partition-statistics": true}
+
+// withoutHistory returns the metadata with no snapshots, refs, logs or
+// statistics: the same format version, uuid, location, schemas, partition
+// specs, sort orders and properties, so data files written with it are
+// those the full metadata would give.
+func (h *head) withoutHistory() (table.Metadata, error) {
+	w := &head{}
+	for _, f := range h.fields {
+		if !historyKeys[f.key] {
+			w.fields = append(w.fields, f)
+		}
+	}
+	meta, err := table.ParseMetadataBytes(w.body())
+	if err != nil {
+		return nil, fmt.Errorf("metadata without history: %w", err)
+	}
+	return meta, nil
+}
+
+// metadata returns the full iceberg-go metadata, parsed on first use.
+func (h *head) metadata() (table.Metadata, error) {
+	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.body()) })
+	return h.full, h.err
+}
+
+// snapshot parses snapshot i of snaps.
+func (h *head) snapshot(i int) (*table.Snapshot, error) {
+	r := h.snaps[i]
+	var s table.Snapshot
+	if err := json.Unmarshal(h.get("snapshots")[r.start:r.end], &s); err != nil {
+		return nil, fmt.Errorf("snapshot %d: %w", r.id, err)
+	}
+	return &s, nil
+}
+
+// currentSnapshot returns the main branch's snapshot, nil for none.
+func (h *head) currentSnapshot() (*table.Snapshot, error) {
+	if h.current < 0 {
+		return nil, nil
+	}
+	return h.snapshot(h.current)
+}
+
+// findBatch returns the snapshot of the current ancestry holding batch id,
+// nil if none does.
+func (h *head) findBatch(id string) (*table.Snapshot, error) {
+	i, ok := h.batches[id]
+	if !ok {
+		return nil, nil
+	}
+	return h.snapshot(i)
+}
+
+// withSnapshots returns the next version: snaps (each the parent of the
+// next, the first a child of the current snapshot; sequence numbers after
+// lastSeq) appended, the main branch and current-snapshot-id on the last
+// one, its timestamp as last-updated-ms, one snapshot-log entry for it (the
+// earlier ones were never current: iceberg-go and Java leave them out too),
+// and baseLocation (this version's file) added to the metadata-log, which
+// keeps the newest write.metadata.previous-versions-max entries. It returns
+// the new head and the file to write; h is unchanged.
+func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head, []byte, error) {
+	if len(snaps) == 0 {
+		return nil, nil, errors.New("no snapshots to add")
+	}
+	last := snaps[len(snaps)-1]
+	next := &head{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
+		lastSeq: last.SequenceNumber, lastUpdated: last.TimestampMs, write: h.write}
+	copy(next.fields, h.fields)
+
+	// snapshots: the old array with the new objects before its "]".
+	old := bytes.TrimRight(h.get("snapshots"), " \t\r\n")
+	if len(old) == 0 || string(old) == "null" {
+		old = []byte("[]")
+	}
+	if old[len(old)-1] != ']' {
+		return nil, nil, errors.New("snapshots is not a JSON array")
+	}
+	arr := make([]byte, 0, len(old)+len(snaps)*1024)
+	arr = append(arr, old[:len(old)-1]...)
+	next.snaps = make([]snapRef, len(h.snaps), len(h.snaps)+len(snaps))
+	copy(next.snaps, h.snaps)
+	next.byID = maps.Clone(h.byID)
+	next.batches = maps.Clone(h.batches)
+	for i := range snaps {
+		s := &snaps[i]
+		enc, err := json.Marshal(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode snapshot %d: %w", s.SnapshotID, err)
+		}
+		if len(next.snaps) > 0 {
+			arr = append(arr, ',')
+		}
+		r := snapRef{start: len(arr), id: s.SnapshotID}
+		arr = append(arr, enc...)
+		r.end = len(arr)
+		if s.ParentSnapshotID != nil {
+			r.parent, r.hasParent = *s.ParentSnapshotID, true
+		}
+		next.byID[s.SnapshotID] = len(next.snaps)
+		if s.Summary != nil {
+			if id := s.Summary.Properties[SummaryBatchID]; id != "" {
+				next.batches[id] = len(next.snaps)
+			}
+		}
+		next.snaps = append(next.snaps, r)
+	}
+	arr = append(arr, ']')
+	next.set("snapshots", arr)
+
+	var snapLog []json.RawMessage
+	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+		return nil, nil, fmt.Errorf("snapshot-log: %w", err)
+	}
+	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: last.SnapshotID, TimestampMs: last.TimestampMs})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := next.setJSON("snapshot-log", append(snapLog, entry)); err != nil {
+		return nil, nil, err
+	}
+
+	var metaLog []table.MetadataLogEntry
+	if err := unmarshalOptional(h.get("metadata-log"), &metaLog); err != nil {
+		return nil, nil, fmt.Errorf("metadata-log: %w", err)
+	}
+	metaLog = append(metaLog, table.MetadataLogEntry{MetadataFile: baseLocation, TimestampMs: h.lastUpdated})
+	keep := max(1, h.write.Properties().GetInt(table.MetadataPreviousVersionsMaxKey, table.MetadataPreviousVersionsMaxDefault))
+	if len(metaLog) > keep {
+		metaLog = metaLog[len(metaLog)-keep:]
+	}
+	if err := next.setJSON("metadata-log", metaLog); err != nil {
+		return nil, nil, err
+	}
+
+	// refs: main moves to the last snapshot; its other settings and the
+	// other refs stay.
+	refs := map[string]map[string]json.RawMessage{}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return nil, nil, fmt.Errorf("refs: %w", err)
+	}
+	if refs == nil {
+		refs = map[string]map[string]json.RawMessage{}
+	}
+	main := refs[table.MainBranch]
+	if main == nil {
+		main = map[string]json.RawMessage{}
+	}
+	main["snapshot-id"] = json.RawMessage(strconv.FormatInt(last.SnapshotID, 10))
+	main["type"] = json.RawMessage(`"branch"`)
+	refs[table.MainBranch] = main
+	if err := next.setJSON("refs", refs); err != nil {
+		return nil, nil, err
+	}
+	next.set("current-snapshot-id", []byte(strconv.FormatInt(last.SnapshotID, 10)))
+	next.set("last-sequence-number", []byte(strconv.FormatInt(last.SequenceNumber, 10)))
+	next.set("last-updated-ms", []byte(strconv.FormatInt(last.TimestampMs, 10)))
+	return next, next.body(), nil
+}
+
+func unmarshalOptional(raw json.RawMessage, v any) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// set replaces (or appends) a top-level field.
+func (h *head) set(key string, value []byte) {
+	for i := range h.fields {
+		if h.fields[i].key == key {
+			h.fields[i].value = value
+			return
+		}
+	}
+	h.fields = append(h.fields, field{key, value})
+}
+
+func (h *head) setJSON(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	h.set(key, b)
+	return nil
+}
+
+// snapshotIDTaken reports whether id names a snapshot of this version.
+func (h *head) snapshotIDTaken(id int64) bool {
+	_, ok := h.byID[id]
+	return ok
+}
+
+// props returns the table properties.
+func (h *head) props() iceberg.Properties { return h.write.Properties() }

@@ -1,0 +1,149 @@
+package lake
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// TestWithSnapshotsMatchesBuilder: appending snapshots to a version's JSON
+// (head.withSnapshots) gives the metadata iceberg-go's builder gives for
+// the same snapshots (AddSnapshot and a main branch update each), on a
+// pretty-printed foreign file with empty history and on our own compact
+// output, over several commits, with the metadata-log trimmed to
+// write.metadata.previous-versions-max.
+func TestWithSnapshotsMatchesBuilder(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "foreign-empty.metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = []byte(strings.Replace(string(raw), "@LOCATION@", "file:///lake/iot/foreign", 1))
+	raw = []byte(strings.Replace(string(raw), `"comment":`, `"write.metadata.previous-versions-max": "2", "comment":`, 1))
+
+	h, err := parseHead(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := h.full
+	seq, ts := int64(0), int64(1767600000000)
+	var parent *int64
+	nextID := int64(1) << 60 // above 2^53: ids must survive as exact integers
+	for commit := range 4 {
+		base := "file:///lake/iot/foreign/metadata/v" + strconv.Itoa(commit+1) + ".metadata.json"
+		var snaps []table.Snapshot
+		var updates []table.Update
+		for i := range commit + 1 { // 1, 2, 3, 4 snapshots per commit
+			seq++
+			ts += 1000
+			nextID++
+			schemaID := 3
+			s := table.Snapshot{SnapshotID: nextID, ParentSnapshotID: parent, SequenceNumber: seq, TimestampMs: ts,
+				ManifestList: "file:///lake/iot/foreign/metadata/snap-" + strconv.FormatInt(nextID, 10) + ".avro",
+				SchemaID:     &schemaID,
+				Summary: &table.Summary{Operation: table.OpAppend, Properties: iceberg.Properties{
+					SummaryBatchID: "gw/" + strconv.Itoa(commit) + "-" + strconv.Itoa(i) + ".csv", "added-records": "10"}}}
+			id := s.SnapshotID
+			parent = &id
+			snaps = append(snaps, s)
+			updates = append(updates, table.NewAddSnapshotUpdate(&snaps[len(snaps)-1]),
+				table.NewSetSnapshotRefUpdate(table.MainBranch, s.SnapshotID, table.BranchRef, -1, -1, -1))
+		}
+		if want, err = table.UpdateTableMetadata(want, updates, base); err != nil {
+			t.Fatal(err)
+		}
+		var body []byte
+		if h, body, err = h.withSnapshots(snaps, base); err != nil {
+			t.Fatal(err)
+		}
+		got, err := table.ParseMetadataBytes(body)
+		if err != nil {
+			t.Fatalf("commit %d: the appended metadata does not parse: %v\n%s", commit, err, body)
+		}
+		if g, w := got.Snapshots(), want.Snapshots(); !reflect.DeepEqual(g, w) {
+			t.Errorf("commit %d: snapshots\n got %+v\nwant %+v", commit, g, w)
+		}
+		for name, pair := range map[string][2]any{
+			"snapshot-log":         {slices.Collect(got.SnapshotLogs()), slices.Collect(want.SnapshotLogs())},
+			"metadata-log":         {slices.Collect(got.PreviousFiles()), slices.Collect(want.PreviousFiles())},
+			"current-snapshot":     {got.CurrentSnapshot().SnapshotID, want.CurrentSnapshot().SnapshotID},
+			"main":                 {got.Ref().SnapshotID, want.Ref().SnapshotID},
+			"last-sequence-number": {got.LastSequenceNumber(), want.LastSequenceNumber()},
+			"last-updated-ms":      {got.LastUpdatedMillis(), want.LastUpdatedMillis()},
+			"properties":           {got.Properties(), want.Properties()},
+			"schema":               {got.CurrentSchema().String(), want.CurrentSchema().String()},
+			"spec":                 {got.PartitionSpec().String(), want.PartitionSpec().String()},
+		} {
+			if !reflect.DeepEqual(pair[0], pair[1]) {
+				t.Errorf("commit %d: %s\n got %+v\nwant %+v", commit, name, pair[0], pair[1])
+			}
+		}
+		if n := len(slices.Collect(got.PreviousFiles())); n > 2 {
+			t.Errorf("commit %d: %d metadata-log entries, previous-versions-max is 2", commit, n)
+		}
+
+		// The index agrees with the parsed file, and a re-read file gives
+		// the same index.
+		again, err := parseHead(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hh := range []*head{h, again} {
+			if hh.lastSeq != seq || hh.lastUpdated != ts || hh.snaps[hh.current].id != nextID || len(hh.snaps) != len(got.Snapshots()) {
+				t.Errorf("commit %d: index seq %d ts %d current %d, %d snapshots", commit, hh.lastSeq, hh.lastUpdated, hh.snaps[hh.current].id, len(hh.snaps))
+			}
+			for _, s := range got.Snapshots() {
+				found, err := hh.findBatch(s.Summary.Properties[SummaryBatchID])
+				if err != nil || found == nil || !reflect.DeepEqual(*found, s) {
+					t.Errorf("commit %d: batch %s: %+v, %v", commit, s.Summary.Properties[SummaryBatchID], found, err)
+				}
+			}
+		}
+	}
+}
+
+// TestHeadBatchesFollowAncestry: a batch id counts only in the current
+// snapshot's ancestry (timelake-format.md, "Snapshots and batch ids"): after
+// a rollback, the abandoned snapshot's batch id is not found.
+func TestHeadBatchesFollowAncestry(t *testing.T) {
+	doc := map[string]any{
+		"format-version": 2, "table-uuid": "6c4a6f0e-3d0b-4b8e-9c7a-2f1d5e8a9b10", "location": "file:///t",
+		"last-sequence-number": 2, "last-updated-ms": 1767600002000, "last-column-id": 1,
+		"current-schema-id": 0, "schemas": []any{map[string]any{"type": "struct", "schema-id": 0,
+			"fields": []any{map[string]any{"id": 1, "name": "ts", "required": true, "type": "timestamptz"}}}},
+		"default-spec-id": 0, "partition-specs": []any{map[string]any{"spec-id": 0, "fields": []any{}}},
+		"last-partition-id": 999, "default-sort-order-id": 0, "sort-orders": []any{map[string]any{"order-id": 0, "fields": []any{}}},
+		"current-snapshot-id": 1,
+		"refs":                map[string]any{"main": map[string]any{"snapshot-id": 1, "type": "branch"}},
+		"snapshots": []any{
+			map[string]any{"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1767600001000, "manifest-list": "file:///t/1.avro",
+				"summary": map[string]any{"operation": "append", SummaryBatchID: "kept.csv"}},
+			map[string]any{"snapshot-id": 2, "parent-snapshot-id": 1, "sequence-number": 2, "timestamp-ms": 1767600002000,
+				"manifest-list": "file:///t/2.avro", "summary": map[string]any{"operation": "append", SummaryBatchID: "abandoned.csv"}},
+		},
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := parseHead(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := h.findBatch("kept.csv"); err != nil || s == nil || s.SnapshotID != 1 {
+		t.Errorf("kept.csv: %+v, %v", s, err)
+	}
+	if s, err := h.findBatch("abandoned.csv"); err != nil || s != nil {
+		t.Errorf("abandoned.csv outside the ancestry was found: %+v, %v", s, err)
+	}
+	if !h.snapshotIDTaken(2) || h.snapshotIDTaken(3) {
+		t.Error("snapshot ids: 2 must be taken (it is in the file), 3 not")
+	}
+}
