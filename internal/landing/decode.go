@@ -254,6 +254,9 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 
 // decodeInto streams batches through a conformer for an existing table.
 func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string) (*Decoded, error) {
+	if ct, ok := bs.(*chunkedText); ok {
+		ct.sc = numbersAsTarget(ct.sc, target)
+	}
 	conf, err := newConformer(ro, bs.schema(), target, timeCol)
 	if err != nil {
 		return nil, err
@@ -293,6 +296,27 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		return nil, &FileError{Key: ro.key, Reason: "no data rows"}
 	}
 	return out, nil
+}
+
+// numbersAsTarget returns the text schema sc with the columns whose table
+// type is int, long, float or double read as that type: arrow-go's CSV
+// reader then parses them as the text converters do (strconv, "" is null)
+// without building a string column first. It refuses what the converters
+// also accept (spaces around a number): that is a row error, and Decode
+// decodes such a file again sequentially, with the text converters.
+func numbersAsTarget(sc, target *arrow.Schema) *arrow.Schema {
+	fields := sc.Fields()
+	for i, f := range fields {
+		idx := target.FieldIndices(f.Name)
+		if len(idx) != 1 {
+			continue
+		}
+		switch dt := target.Field(idx[0]).Type; dt.ID() {
+		case arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64:
+			fields[i].Type = dt
+		}
+	}
+	return arrow.NewSchema(fields, nil)
 }
 
 // decodeInfer reads every batch, infers the schema from all of them, then
