@@ -287,6 +287,14 @@ var standardCounters = []string{"added-data-files", "added-records", "added-file
 func checkSnapshots(meta table.Metadata) error {
 	var errs []error
 	seen := map[string]int64{}
+	// After snapshot expiry the oldest snapshot left names an expired
+	// parent: its running totals cannot be checked.
+	oldest := int64(-1)
+	for _, s := range meta.Snapshots() {
+		if oldest < 0 || s.SequenceNumber < oldest {
+			oldest = s.SequenceNumber
+		}
+	}
 	for _, s := range meta.Snapshots() {
 		if s.Summary == nil {
 			errs = append(errs, fmt.Errorf("snapshot %d: no summary", s.SnapshotID))
@@ -312,6 +320,9 @@ func checkSnapshots(meta table.Metadata) error {
 		var parent map[string]string
 		if s.ParentSnapshotID != nil {
 			ps := meta.SnapshotByID(*s.ParentSnapshotID)
+			if ps == nil && s.SequenceNumber == oldest {
+				continue
+			}
 			if ps == nil || ps.Summary == nil {
 				errs = append(errs, fmt.Errorf("snapshot %d: parent %d missing", s.SnapshotID, *s.ParentSnapshotID))
 				continue
@@ -575,6 +586,34 @@ func confAppend(t testing.TB, tbl *Table, batch string, start time.Time, n, seq 
 
 var confDay = time.Date(2026, 1, 5, 20, 0, 0, 0, time.UTC)
 
+// confPrepareMulti prepares the batches multi/0, multi/1 and multi/2 (25
+// rows each, 5 hours apart) for one Commit.
+func confPrepareMulti(t testing.TB, tbl *Table) []*Prepared {
+	t.Helper()
+	var ps []*Prepared
+	for i := range 3 {
+		rec := confRecord(t, tbl.ArrowSchema(), confDay.Add(time.Duration(i)*5*time.Hour), 25, 20+i)
+		p, err := tbl.Prepare(context.Background(), fmt.Sprintf("multi/%d", i), []arrow.RecordBatch{rec}, nil, 0)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// forEachLake runs test on a local warehouse and on one in the test S3
+// server.
+func forEachLake(t *testing.T, test func(t *testing.T, l *Lake)) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"local", confLocalLake}, {"s3", confS3Lake}} {
+		t.Run(tc.name, func(t *testing.T) { test(t, tc.open(t)) })
+	}
+}
+
 // goodTable creates the conformance table and appends three batches, two of
 // them across midnight, checking the version hint after every commit.
 func goodTable(t testing.TB, l *Lake, props map[string]string) *Table {
@@ -601,50 +640,35 @@ func goodTable(t testing.TB, l *Lake, props map[string]string) *Table {
 // ---- tests ------------------------------------------------------------------
 
 func TestConformance(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", confLocalLake}, {"s3", confS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			l := tc.open(t)
-			tbl := goodTable(t, l, nil)
-			if tbl.Version() != 4 {
-				t.Fatalf("version %d after create and three appends, want 4", tbl.Version())
-			}
-			requireConformant(t, confOf(l, confName), confWant)
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		tbl := goodTable(t, l, nil)
+		if tbl.Version() != 4 {
+			t.Fatalf("version %d after create and three appends, want 4", tbl.Version())
+		}
+		requireConformant(t, confOf(l, confName), confWant)
 
-			// Several snapshots in one metadata write (the ingest pipeline's
-			// commit), the first one losing a race to an injected conflict.
-			ctx := context.Background()
-			var ps []*Prepared
-			for i := range 3 {
-				rec := confRecord(t, tbl.ArrowSchema(), confDay.Add(time.Duration(i)*5*time.Hour), 25, 20+i)
-				p, err := tbl.Prepare(ctx, fmt.Sprintf("multi/%d", i), []arrow.RecordBatch{rec}, nil, 0)
-				rec.Release()
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps = append(ps, p)
+		// Several snapshots in one metadata write (the ingest pipeline's
+		// commit), the first one losing a race to an injected conflict.
+		ctx := context.Background()
+		ps := confPrepareMulti(t, tbl)
+		other, err := l.LoadTable(ctx, confName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := tbl.Commit(ctx, ps, CommitOptions{BeforeCommit: func(attempt int) error {
+			if attempt == 1 {
+				confAppend(t, other, "intruder", confDay, 10, 99, AppendOptions{})
 			}
-			other, err := l.LoadTable(ctx, confName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := tbl.Commit(ctx, ps, CommitOptions{BeforeCommit: func(attempt int) error {
-				if attempt == 1 {
-					confAppend(t, other, "intruder", confDay, 10, 99, AppendOptions{})
-				}
-				return nil
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res) != 3 || res[0].Attempts != 2 || tbl.Version() != 6 {
-				t.Fatalf("commit of three batches: %+v, version %d; want them in v6 after one lost race", res, tbl.Version())
-			}
-			requireConformant(t, confOf(l, confName), confWant)
-		})
-	}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 3 || res[0].Attempts != 2 || tbl.Version() != 6 {
+			t.Fatalf("commit of three batches: %+v, version %d; want them in v6 after one lost race", res, tbl.Version())
+		}
+		requireConformant(t, confOf(l, confName), confWant)
+	})
 }
 
 // firstConditionalPutLoses makes the first conditional create of a metadata
@@ -671,65 +695,59 @@ func (s *firstConditionalPutLoses) Put(ctx context.Context, key string, body io.
 // TestConformanceUnderCommitConflicts: lost races (an injected one, then
 // concurrent writers) leave a conformant table with no orphan files.
 func TestConformanceUnderCommitConflicts(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", confLocalLake}, {"s3", confS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			goodTable(t, l, nil)
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		goodTable(t, l, nil)
 
-			inj := &firstConditionalPutLoses{Store: l.store}
-			l.store = inj
-			tbl, err := l.LoadTable(ctx, confName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := confAppend(t, tbl, "injected", confDay, 40, 7, AppendOptions{})
-			if inj.lost != 1 || res.Attempts != 2 || res.Duplicate {
-				t.Fatalf("injected conflict: lost %d, result %+v; want one lost put and a commit on attempt 2", inj.lost, res)
-			}
-			l.store = inj.Store
+		inj := &firstConditionalPutLoses{Store: l.store}
+		l.store = inj
+		tbl, err := l.LoadTable(ctx, confName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := confAppend(t, tbl, "injected", confDay, 40, 7, AppendOptions{})
+		if inj.lost != 1 || res.Attempts != 2 || res.Duplicate {
+			t.Fatalf("injected conflict: lost %d, result %+v; want one lost put and a commit on attempt 2", inj.lost, res)
+		}
+		l.store = inj.Store
 
-			const writers, each = 4, 3
-			var wg sync.WaitGroup
-			errs := make(chan error, writers)
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tbl, err := l.LoadTable(ctx, confName)
+		const writers, each = 4, 3
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tbl, err := l.LoadTable(ctx, confName)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range each {
+					rec := confRecord(t, tbl.ArrowSchema(), confDay.Add(time.Duration(w)*time.Hour), 30, w*10+i)
+					_, err := tbl.Append(ctx, fmt.Sprintf("w%d/%d", w, i), []arrow.RecordBatch{rec}, AppendOptions{})
+					rec.Release()
 					if err != nil {
 						errs <- err
 						return
 					}
-					for i := range each {
-						rec := confRecord(t, tbl.ArrowSchema(), confDay.Add(time.Duration(w)*time.Hour), 30, w*10+i)
-						_, err := tbl.Append(ctx, fmt.Sprintf("w%d/%d", w, i), []arrow.RecordBatch{rec}, AppendOptions{})
-						rec.Release()
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			requireConformant(t, confOf(l, confName), confWant)
-			meta, _, err := confOf(l, confName).latest(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, want := len(meta.Snapshots()), 3+1+writers*each; got != want {
-				t.Fatalf("%d snapshots, want %d", got, want)
-			}
-		})
-	}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		requireConformant(t, confOf(l, confName), confWant)
+		meta, _, err := confOf(l, confName).latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(meta.Snapshots()), 3+1+writers*each; got != want {
+			t.Fatalf("%d snapshots, want %d", got, want)
+		}
+	})
 }
 
 // TestConformanceChecksFail breaks a good table in one way per case and
@@ -909,87 +927,81 @@ func installFixture(t *testing.T, l *Lake, n TableName, file string) map[string]
 // including unknown timelake.* and write.* ones): the append lands, and the
 // table keeps its schema, spec and every property.
 func TestAppendToForeignTable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", confLocalLake}, {"s3", confS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			n := TableName{Namespace: "iot", Name: "foreign"}
-			fixture := installFixture(t, l, n, "foreign-empty.metadata.json")
-			tbl, err := l.LoadTable(ctx, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c := tbl.Contract(); c.TimeColumn != "ts" || !slices.Equal(c.SeriesKey, []string{"device_id"}) || c.Chunk != Day {
-				t.Fatalf("contract %+v", c)
-			}
-			start := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC)
-			r1 := confAppend(t, tbl, "gw/a.csv", start, 50, 1, AppendOptions{})
-			r2 := confAppend(t, tbl, "gw/b.csv", start.Add(time.Hour), 50, 2, AppendOptions{})
-			r3 := confAppend(t, tbl, "gw/a.csv", start, 50, 1, AppendOptions{})
-			if r1.Rows != 50 || r2.Rows != 50 || !r3.Duplicate || tbl.Version() != 3 {
-				t.Fatalf("appends: %+v %+v %+v, version %d", r1, r2, r3, tbl.Version())
-			}
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		n := TableName{Namespace: "iot", Name: "foreign"}
+		fixture := installFixture(t, l, n, "foreign-empty.metadata.json")
+		tbl, err := l.LoadTable(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := tbl.Contract(); c.TimeColumn != "ts" || !slices.Equal(c.SeriesKey, []string{"device_id"}) || c.Chunk != Day {
+			t.Fatalf("contract %+v", c)
+		}
+		start := time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC)
+		r1 := confAppend(t, tbl, "gw/a.csv", start, 50, 1, AppendOptions{})
+		r2 := confAppend(t, tbl, "gw/b.csv", start.Add(time.Hour), 50, 2, AppendOptions{})
+		r3 := confAppend(t, tbl, "gw/a.csv", start, 50, 1, AppendOptions{})
+		if r1.Rows != 50 || r2.Rows != 50 || !r3.Duplicate || tbl.Version() != 3 {
+			t.Fatalf("appends: %+v %+v %+v, version %d", r1, r2, r3, tbl.Version())
+		}
 
-			meta := tbl.Metadata()
-			for k, v := range fixture["properties"].(map[string]any) {
-				if got, ok := meta.Properties()[k]; !ok || got != v {
-					t.Errorf("property %s = %q (present %v), the fixture had %q", k, got, ok, v)
+		meta := tbl.Metadata()
+		for k, v := range fixture["properties"].(map[string]any) {
+			if got, ok := meta.Properties()[k]; !ok || got != v {
+				t.Errorf("property %s = %q (present %v), the fixture had %q", k, got, ok, v)
+			}
+		}
+		var fields []map[string]any
+		for _, s := range fixture["schemas"].([]any) {
+			if s.(map[string]any)["schema-id"] == fixture["current-schema-id"] {
+				for _, f := range s.(map[string]any)["fields"].([]any) {
+					fields = append(fields, f.(map[string]any))
 				}
 			}
-			var fields []map[string]any
-			for _, s := range fixture["schemas"].([]any) {
-				if s.(map[string]any)["schema-id"] == fixture["current-schema-id"] {
-					for _, f := range s.(map[string]any)["fields"].([]any) {
-						fields = append(fields, f.(map[string]any))
-					}
-				}
+		}
+		if len(fields) != meta.CurrentSchema().NumFields() {
+			t.Fatalf("schema now has %d fields, the fixture %d", meta.CurrentSchema().NumFields(), len(fields))
+		}
+		for _, f := range fields {
+			got, ok := meta.CurrentSchema().FindFieldByName(f["name"].(string))
+			if !ok || float64(got.ID) != f["id"].(float64) {
+				t.Errorf("field %v: now %+v", f, got)
 			}
-			if len(fields) != meta.CurrentSchema().NumFields() {
-				t.Fatalf("schema now has %d fields, the fixture %d", meta.CurrentSchema().NumFields(), len(fields))
+		}
+		if spec := meta.PartitionSpec(); spec.ID() != 4 || spec.Field(0).FieldID != 1007 {
+			t.Errorf("partition spec changed: %s", spec)
+		}
+		tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if task.File.SpecID() != 4 {
+				t.Errorf("data file %s has partition spec %d, want the table's 4", task.File.FilePath(), task.File.SpecID())
 			}
-			for _, f := range fields {
-				got, ok := meta.CurrentSchema().FindFieldByName(f["name"].(string))
-				if !ok || float64(got.ID) != f["id"].(float64) {
-					t.Errorf("field %v: now %+v", f, got)
-				}
-			}
-			if spec := meta.PartitionSpec(); spec.ID() != 4 || spec.Field(0).FieldID != 1007 {
-				t.Errorf("partition spec changed: %s", spec)
-			}
-			tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)
+		}
+		at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer at.Release()
+		if at.NumRows() != 100 {
+			t.Fatalf("scan: %d rows, want 100", at.NumRows())
+		}
+		c := confOf(l, n)
+		for name, err := range map[string]error{
+			"layout":       checkLayout(ctx, c),
+			"version-hint": checkVersionHint(ctx, c),
+			"snapshots":    checkSnapshots(meta),
+			"bounds":       checkManifestBounds(ctx, c, meta),
+			"orphans":      checkNoOrphans(ctx, c, meta),
+		} {
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("check %s: %v", name, err)
 			}
-			for _, task := range tasks {
-				if task.File.SpecID() != 4 {
-					t.Errorf("data file %s has partition spec %d, want the table's 4", task.File.FilePath(), task.File.SpecID())
-				}
-			}
-			at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer at.Release()
-			if at.NumRows() != 100 {
-				t.Fatalf("scan: %d rows, want 100", at.NumRows())
-			}
-			c := confOf(l, n)
-			for name, err := range map[string]error{
-				"layout":       checkLayout(ctx, c),
-				"version-hint": checkVersionHint(ctx, c),
-				"snapshots":    checkSnapshots(meta),
-				"bounds":       checkManifestBounds(ctx, c, meta),
-				"orphans":      checkNoOrphans(ctx, c, meta),
-			} {
-				if err != nil {
-					t.Errorf("check %s: %v", name, err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestRefusesNewerTimelakeFormatFixture: a table whose

@@ -158,6 +158,30 @@ func TestNewCmdTables(t *testing.T) {
 			usage: true, wantErr: "--partition"},
 		{name: "create bad unit", args: []string{"create", "--from-file", "x.csv", "--time-unit", "h"}, env: env,
 			usage: true, wantErr: "--time-unit"},
+		{
+			name: "expire",
+			args: []string{"expire", "iot.other", "--older-than", "7d", "--retain-last", "10", "--dry-run"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*ExpireOptions); o.Table.String() != "iot.other" || o.OlderThan != 7*24*time.Hour ||
+					o.RetainLast != 10 || !o.DryRun {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "expire defaults",
+			args: []string{"expire"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*ExpireOptions); o.Table.String() != "iot.readings" || o.OlderThan != 0 || o.RetainLast != 0 || o.DryRun {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "expire bad age", args: []string{"expire", "--older-than", "soon"}, env: env, usage: true, wantErr: "--older-than"},
+		{name: "expire zero age", args: []string{"expire", "--older-than", "0s"}, env: env, usage: true, wantErr: "above zero"},
+		{name: "expire negative retain", args: []string{"expire", "--retain-last", "-2"}, env: env, usage: true, wantErr: "--retain-last"},
 		{name: "create bad zone", args: []string{"create", "--from-file", "x.csv", "--assume-timezone", "Mars/Olympus"}, env: env,
 			usage: true, wantErr: "--assume-timezone"},
 	}

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
@@ -387,5 +389,54 @@ func TestTablesS3(t *testing.T) {
 	}
 	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:        s3://"+bucket+"/warehouse/iot/readings\n") {
 		t.Errorf("tables show on S3:\n%s", out)
+	}
+}
+
+// TestTablesExpire: expire after an ingest keeps the newest snapshots,
+// reports the expired ones, and their batch ids are no longer listed; a dry
+// run changes nothing.
+func TestTablesExpire(t *testing.T) {
+	landing, keys := copyLanding(t, "")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	time.Sleep(5 * time.Millisecond) // every snapshot is older than --older-than 1ms
+
+	type report struct {
+		DryRun    bool `json:"dry_run"`
+		Version   int  `json:"version"`
+		Kept      int  `json:"kept"`
+		Expired   int  `json:"expired"`
+		Snapshots []struct {
+			BatchID *string `json:"batch_id"`
+		} `json:"snapshots"`
+	}
+	out := mustRun(t, env, true, "tables", "expire", "--older-than", "1ms", "--retain-last", "2", "--dry-run")
+	if !strings.HasPrefix(out, "would expire "+strconv.Itoa(len(keys)-2)+" snapshots of iot.readings, committed ") {
+		t.Errorf("dry run on a terminal: %q", out)
+	}
+	if got := decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json")); len(got) != len(keys) {
+		t.Fatalf("after the dry run %d batches, want %d", len(got), len(keys))
+	}
+
+	rep := decode[report](t, mustRun(t, env, false, "tables", "expire", "--older-than", "1ms", "--retain-last", "2", "--json"))
+	if rep.DryRun || rep.Kept != 2 || rep.Expired != len(keys)-2 || len(rep.Snapshots) != rep.Expired {
+		t.Fatalf("report %+v, want %d expired and 2 kept", rep, len(keys)-2)
+	}
+	var expired []string
+	for _, s := range rep.Snapshots {
+		if s.BatchID == nil {
+			t.Fatal("an expired snapshot without its batch id")
+		}
+		expired = append(expired, *s.BatchID)
+	}
+	left := batchIDs(decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json")))
+	if all := sorted(append(expired, left...)); len(left) != 2 || !slices.Equal(all, keys) {
+		t.Errorf("expired %v and left %v, want the %d landing keys split 2 left", expired, left, len(keys))
+	}
+
+	out = mustRun(t, env, false, "tables", "expire")
+	if out != "nothing to expire in iot.readings (2 snapshots kept)\n" {
+		t.Errorf("expire with the defaults: %q", out)
 	}
 }

@@ -28,7 +28,8 @@ func NewCmdTables(f *cmdutil.Factory, runF func(context.Context, any) error) *co
 		Short: "Show the warehouse's tables: what landed, when, and from which file",
 		Long: `Inspect the Iceberg tables of the warehouse without a query engine: list
 them, show one's schema and contract, its snapshots, the batch ids (landing
-keys) it holds and its data files, or create one from a sample file.
+keys) it holds and its data files, create one from a sample file, or expire
+old snapshots.
 
 NAME is namespace.table (a bare name is in namespace "default"); when it is
 left out, TIMELAKE_TABLE is used. Output is an aligned table on a terminal,
@@ -48,6 +49,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdBatch(f, adapt[BatchOptions](runF)),
 		NewCmdFiles(f, adapt[FilesOptions](runF)),
 		NewCmdCreate(f, adapt[CreateOptions](runF)),
+		NewCmdExpire(f, adapt[ExpireOptions](runF)),
 	)
 	return cmd
 }

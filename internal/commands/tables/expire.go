@@ -1,0 +1,142 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// ExpireOptions are the inputs of `tables expire`.
+type ExpireOptions struct {
+	Output
+	Lake       *lake.Lake
+	Table      lake.TableName
+	OlderThan  time.Duration // 0: the table's history.expire.max-snapshot-age-ms (5 days)
+	RetainLast int           // 0: the table's history.expire.min-snapshots-to-keep (1)
+	DryRun     bool
+}
+
+// NewCmdExpire builds `tables expire`. runF replaces RunExpire in tests; nil
+// means RunExpire.
+func NewCmdExpire(f *cmdutil.Factory, runF func(context.Context, *ExpireOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "expire [NAME]",
+		Short: "Expire old snapshots and delete the files only they referenced (forgets their batch ids)",
+		Long: `Remove the snapshots older than --older-than, except the newest --retain-last
+of the main branch (and any a branch or tag points at), then delete the
+manifest lists, manifests and data files that no remaining snapshot
+references. Every row stays: an append-only table keeps all its data files.
+
+Every commit rewrites the table's metadata file with all its snapshots (one
+per loaded file), so the file, and the time and memory of each commit, grow
+with the history until it is expired. Run this regularly (e.g. daily from
+cron) on busy tables.
+
+The batch ids of expired snapshots are forgotten: a landing file re-sent
+under one of them after its snapshot expired is loaded again. --older-than is
+therefore the dedupe window: keep it longer than a gateway may take to
+retry an upload. Defaults come from the table properties
+history.expire.max-snapshot-age-ms (Iceberg's default: 5 days) and
+history.expire.min-snapshots-to-keep (1).`,
+		Example: `  timelake tables expire iot.readings --older-than 7d --dry-run
+  timelake tables expire --older-than 48h --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := &ExpireOptions{Output: output(f)}
+			var err error
+			if s, _ := cmd.Flags().GetString("older-than"); s != "" {
+				if opts.OlderThan, err = ParseAge(s); err != nil || opts.OlderThan == 0 {
+					return cmdutil.FlagErrorf("--older-than: expected a duration above zero such as 48h or 7d, got %q", s)
+				}
+			}
+			if opts.RetainLast, err = cmd.Flags().GetInt("retain-last"); err != nil || opts.RetainLast < 0 {
+				return cmdutil.FlagErrorf("--retain-last: expected a whole number >= 1")
+			}
+			opts.DryRun, _ = cmd.Flags().GetBool("dry-run")
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts, runF, RunExpire)
+		},
+	}
+	cmd.Flags().String("older-than", "", "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d")
+	cmd.Flags().Int("retain-last", 0, "always keep the newest N snapshots; default: the table's history.expire.min-snapshots-to-keep, else 1")
+	cmd.Flags().Bool("dry-run", false, "list what would be expired; change nothing")
+	return cmd
+}
+
+// ExpiredRow is one expired snapshot in the --json report.
+type ExpiredRow struct {
+	SnapshotID  int64   `json:"snapshot_id"`
+	CommittedAt UTCTime `json:"committed_at"`
+	BatchID     *string `json:"batch_id"` // null when the snapshot has none
+}
+
+// ExpireReport is the --json document of `tables expire`.
+type ExpireReport struct {
+	Table     string       `json:"table"`
+	DryRun    bool         `json:"dry_run"`
+	Version   int          `json:"version"` // the metadata version after the command
+	Kept      int          `json:"kept"`    // snapshots left
+	Expired   int          `json:"expired"` // snapshots removed (or that would be)
+	Snapshots []ExpiredRow `json:"snapshots"`
+}
+
+// BuildExpireReport describes res.
+func BuildExpireReport(table string, dryRun bool, res lake.ExpireResult) ExpireReport {
+	r := ExpireReport{Table: table, DryRun: dryRun, Version: res.Version, Kept: res.Kept,
+		Expired: len(res.Expired), Snapshots: []ExpiredRow{}}
+	for _, e := range res.Expired {
+		row := ExpiredRow{SnapshotID: e.SnapshotID, CommittedAt: UTCTime{e.CommittedAt}}
+		if e.BatchID != "" {
+			id := e.BatchID
+			row.BatchID = &id
+		}
+		r.Snapshots = append(r.Snapshots, row)
+	}
+	return r
+}
+
+// RunExpire loads the table, expires its old snapshots and prints what it
+// did. When the snapshots were expired but some files could not be
+// deleted, it prints the report and returns the error.
+func RunExpire(ctx context.Context, opts *ExpireOptions) error {
+	t, err := opts.Lake.LoadTable(ctx, opts.Table)
+	if err != nil {
+		return err
+	}
+	res, err := t.Expire(ctx, lake.ExpireOptions{OlderThan: opts.OlderThan, RetainLast: opts.RetainLast, DryRun: opts.DryRun})
+	if err != nil && res.Version == 0 {
+		return err
+	}
+	if rerr := RenderExpire(opts.Output, BuildExpireReport(opts.Table.String(), opts.DryRun, res)); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// RenderExpire prints r: one JSON document with --json, else one line.
+func RenderExpire(o Output, r ExpireReport) error {
+	if o.JSON {
+		return printJSON(o.Out, r)
+	}
+	var err error
+	switch {
+	case r.Expired == 0:
+		_, err = fmt.Fprintf(o.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
+	case r.DryRun:
+		_, err = fmt.Fprintf(o.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would be forgotten\n",
+			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, o.TTY),
+			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, o.TTY), r.Kept)
+	default:
+		_, err = fmt.Fprintf(o.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are forgotten: a file re-sent under one loads again\n",
+			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, o.TTY),
+			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, o.TTY), r.Kept, r.Version)
+	}
+	return err
+}

@@ -1,0 +1,141 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// ExpireOptions selects the snapshots Table.Expire removes.
+type ExpireOptions struct {
+	// OlderThan: snapshots committed more than OlderThan before now may
+	// be expired. 0 uses the table property
+	// history.expire.max-snapshot-age-ms (Iceberg's default: 5 days).
+	OlderThan time.Duration
+	// RetainLast: the newest RetainLast snapshots of the main branch are
+	// kept whatever their age. 0 uses history.expire.min-snapshots-to-keep
+	// (Iceberg's default: 1).
+	RetainLast int
+	// DryRun reports what would be expired and writes nothing.
+	DryRun bool
+}
+
+// ExpiredSnapshot is one snapshot Expire removed (or would remove).
+type ExpiredSnapshot struct {
+	SnapshotID  int64
+	CommittedAt time.Time // UTC
+	BatchID     string    // timelake.batch-id; "" when the snapshot has none
+}
+
+// ExpireResult is what Expire did.
+type ExpireResult struct {
+	Expired []ExpiredSnapshot // oldest first
+	Kept    int               // snapshots left in the table
+	// Version is N of the vN.metadata.json written; the loaded version when
+	// nothing was expired or DryRun is set.
+	Version int
+}
+
+// expireAttempts bounds the commits Expire tries when other writers (ingest)
+// commit in between.
+const expireAttempts = 5
+
+// Expire removes old snapshots and then the files only they referenced:
+// Iceberg's expire-snapshots maintenance as iceberg-go implements it
+// (Transaction.ExpireSnapshots). A snapshot is kept when a branch or tag
+// points at it, when it is among the newest RetainLast of its branch, or
+// when it is younger than OlderThan; the others leave the metadata, and
+// then the manifest lists, manifests and data files that no kept snapshot
+// references are deleted (an append-only table keeps every data file).
+//
+// The batch ids of expired snapshots are forgotten (timelake-format.md,
+// "Snapshots and batch ids"): a landing file re-sent under one of them
+// loads again. OlderThan is therefore the dedupe window.
+//
+// The commit goes through the catalog-free protocol with the main branch
+// asserted; when another writer commits first, Expire reloads and tries
+// again, expireAttempts times at most (then an error wrapping
+// table.ErrCommitFailed). Other errors: I/O, and settings iceberg-go
+// refuses (gc.enabled=false). When the snapshots were expired but deleting
+// the unreferenced files failed, the result is returned with the error.
+// On success the Table holds the new version.
+func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, error) {
+	var xo []table.ExpireSnapshotsOpt
+	if opts.OlderThan > 0 {
+		xo = append(xo, table.WithOlderThan(opts.OlderThan))
+	}
+	if opts.RetainLast > 0 {
+		xo = append(xo, table.WithRetainLast(opts.RetainLast))
+	}
+	var lastErr error
+	for attempt := 1; attempt <= expireAttempts; attempt++ {
+		if attempt > 1 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return ExpireResult{}, err
+			}
+			if err := t.Refresh(ctx); err != nil {
+				return ExpireResult{}, err
+			}
+		}
+		c := &committer{lake: t.lake, name: t.name}
+		base := t.iceberg(c)
+		txn := base.NewTransaction()
+		if err := txn.ExpireSnapshots(xo...); err != nil {
+			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+		}
+		staged, err := txn.StagedTable()
+		if err != nil {
+			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+		}
+		res := ExpireResult{Expired: expiredSnapshots(base.Metadata(), staged.Metadata()),
+			Kept: len(staged.Metadata().Snapshots()), Version: t.Version()}
+		if opts.DryRun || len(res.Expired) == 0 {
+			return res, nil
+		}
+		_, err = txn.Commit(ctx)
+		if c.committedHead != nil {
+			// Committed; an error now is from deleting the files.
+			if serr := t.set(c.committedHead, c.committedVersion); serr != nil {
+				return ExpireResult{}, serr
+			}
+			t.afterCommit(ctx)
+			res.Version = c.committedVersion
+			if err != nil {
+				return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
+					len(res.Expired), t.name, err)
+			}
+			return res, nil
+		}
+		if !errors.Is(err, table.ErrCommitFailed) {
+			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+		}
+		lastErr = err
+	}
+	return ExpireResult{}, fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.name, expireAttempts, lastErr)
+}
+
+// expiredSnapshots lists the snapshots of before that after no longer has,
+// oldest first.
+func expiredSnapshots(before, after table.Metadata) []ExpiredSnapshot {
+	kept := map[int64]bool{}
+	for _, s := range after.Snapshots() {
+		kept[s.SnapshotID] = true
+	}
+	out := []ExpiredSnapshot{}
+	for _, s := range before.Snapshots() {
+		if kept[s.SnapshotID] {
+			continue
+		}
+		e := ExpiredSnapshot{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}
+		if s.Summary != nil {
+			e.BatchID = s.Summary.Properties[SummaryBatchID]
+		}
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
+	return out
+}

@@ -1,0 +1,98 @@
+package lake
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestExpire: expiry removes the snapshots beyond the newest RetainLast
+// that are older than OlderThan, deletes the files only they referenced and
+// keeps every row; the expired batch ids are forgotten (a re-sent file loads
+// again); a dry run writes nothing.
+func TestExpire(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, nil) // gw-0/file.csv .. gw-2/file.csv, 60 rows each
+		// One commit of three snapshots, 25 rows each.
+		if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // every snapshot is older than OlderThan
+		c := confOf(l, confName)
+		before, err := c.keys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version := tbl.Version()
+		wantExpired := []string{"gw-0/file.csv", "gw-1/file.csv", "gw-2/file.csv", "multi/0"}
+		batchIDs := func(es []ExpiredSnapshot) []string {
+			var out []string
+			for _, e := range es {
+				out = append(out, e.BatchID)
+			}
+			return out
+		}
+
+		dry, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 2, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := c.keys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(batchIDs(dry.Expired), wantExpired) || dry.Kept != 2 || dry.Version != version ||
+			tbl.Version() != version || !slices.Equal(after, before) {
+			t.Fatalf("dry run: expired %v, kept %d, version %d (table %d, was %d), files changed %v",
+				batchIDs(dry.Expired), dry.Kept, dry.Version, tbl.Version(), version, !slices.Equal(after, before))
+		}
+
+		res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(batchIDs(res.Expired), wantExpired) || res.Kept != 2 || res.Version != version+1 || tbl.Version() != version+1 {
+			t.Fatalf("expire: expired %v, kept %d, version %d (table %d), want %v, 2, %d",
+				batchIDs(res.Expired), res.Kept, res.Version, tbl.Version(), wantExpired, version+1)
+		}
+		meta := tbl.Metadata()
+		if len(meta.Snapshots()) != 2 {
+			t.Fatalf("%d snapshots left, want 2", len(meta.Snapshots()))
+		}
+		for name, err := range map[string]error{
+			"snapshots": checkSnapshots(meta),
+			"orphans":   checkNoOrphans(ctx, c, meta),
+			"layout":    checkLayout(ctx, c),
+		} {
+			if err != nil {
+				t.Errorf("check %s: %v", name, err)
+			}
+		}
+		at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := at.NumRows()
+		at.Release()
+		if rows != 3*60+3*25 {
+			t.Fatalf("scan after expiry: %d rows, want %d", rows, 3*60+3*25)
+		}
+
+		if _, ok := tbl.FindBatch("gw-0/file.csv"); ok {
+			t.Error("an expired batch id is still found")
+		}
+		if _, ok := tbl.FindBatch("multi/2"); !ok {
+			t.Error("a kept batch id is not found")
+		}
+		if r := confAppend(t, tbl, "gw-0/file.csv", confDay, 60, 0, AppendOptions{}); r.Duplicate || r.Rows != 60 {
+			t.Errorf("re-sent file after its snapshot expired: %+v, want it loaded again", r)
+		}
+
+		none, err := tbl.Expire(ctx, ExpireOptions{}) // the table's defaults: 5 days
+		if err != nil || len(none.Expired) != 0 || none.Version != tbl.Version() {
+			t.Errorf("expire with the defaults: %+v, %v; want nothing expired", none, err)
+		}
+	})
+}
