@@ -332,6 +332,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 // file of the run could create it.
 var ErrCannotCreate = errors.New("cannot create the table")
 
+// ErrLeaseLost stops a run whose lease renewal failed (another run took the
+// lease over, or the landing store refused the write): the files committed
+// so far stay committed, the others stay in the landing bucket.
+var ErrLeaseLost = errors.New("lease lost, run stopped")
+
 // keepLease renews the lease every third of its TTL until the returned stop
 // function is called. A renewal that fails cancels the returned context, so
 // the run stops instead of working without the lease.
@@ -351,7 +356,9 @@ func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.C
 				return
 			case <-t.C:
 				if err := lease.Renew(ctx); err != nil {
-					cancel(fmt.Errorf("lease lost, run stopped (is another run working on the table?): %w", err))
+					// Not wrapped: a lease taken over is a failure of this
+					// run (exit 1), not "another run holds it" (exit 11).
+					cancel(fmt.Errorf("%w (is another run working on the table?): %v", ErrLeaseLost, err))
 					return
 				}
 			}

@@ -625,6 +625,35 @@ func TestLeaseRenewedDuringALongFile(t *testing.T) {
 	}
 }
 
+// TestLeaseLostStopsTheRun: when another run takes the lease over, the run
+// stops with ErrLeaseLost, which is not ErrLeaseHeld (exit 1, not 11:
+// this run did something), and the files it did not load stay.
+func TestLeaseLostStopsTheRun(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
+	e.put(t, "gw/b.csv", csvFile(readings(2, 0, 5), false, false))
+	cfg := e.config()
+	cfg.Parallel, cfg.FilesPerCommit = 1, 1
+	cfg.LeaseTTL = 300 * time.Millisecond
+	cfg.AfterCommit = func(key string) error {
+		if key == "gw/a.csv" { // another run takes the lease over
+			if _, err := e.landing.Put(ctx, landing.LeaseKey("iot.readings"), strings.NewReader(`{"holder":"other"}`), storage.PutOptions{}); err != nil {
+				return err
+			}
+			time.Sleep(time.Second) // more than a renewal period
+		}
+		return nil
+	}
+	_, err := ingest.Run(ctx, cfg)
+	if !errors.Is(err, ingest.ErrLeaseLost) || errors.Is(err, landing.ErrLeaseHeld) {
+		t.Fatalf("error %v, want ErrLeaseLost and not ErrLeaseHeld", err)
+	}
+	if left := e.keys(t, "gw/"); !slices.Contains(left, "gw/b.csv") {
+		t.Errorf("landing after the lost lease: %v, want gw/b.csv kept", left)
+	}
+}
+
 // TestCommitsAreFilled checks how files are grouped into metadata writes:
 // a commit waits for up to FilesPerCommit prepared files (one snapshot
 // each), and the deletes of one batch overlapping the next commit still

@@ -42,7 +42,7 @@ type ExpireResult struct {
 
 // expireAttempts bounds the commits Expire tries when other writers (ingest)
 // commit in between.
-const expireAttempts = 5
+const expireAttempts = 20
 
 // Expire removes old snapshots and then the files only they referenced:
 // Iceberg's expire-snapshots maintenance as iceberg-go implements it
