@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"path"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	iofs "io/fs"
 
 	"github.com/timelake/timelake/internal/storage"
@@ -348,6 +350,7 @@ func (t *Table) settle(c *committer, p *Prepared, s *table.Snapshot, version, at
 // afterCommit does the best-effort chores after a successful commit.
 func (t *Table) afterCommit(ctx context.Context) {
 	t.lake.writeVersionHint(ctx, t.name, t.Version())
+	t.dropOldVersions(ctx)
 	// A Timelake head cache would now be stale: drop it so its readers
 	// list. Once per Table: timelake itself never writes one.
 	if !t.headDropped {
@@ -356,6 +359,42 @@ func (t *Table) afterCommit(ctx context.Context) {
 		} else {
 			t.headDropped = true
 		}
+	}
+}
+
+// dropOldVersions deletes the vN.metadata.json files older than every one
+// the loaded version's metadata-log names, when the table sets
+// write.metadata.delete-after-commit.enabled (Iceberg's table property;
+// timelake sets it on the tables it creates): each version holds the whole
+// snapshot history, so keeping them all would store that history once per
+// commit. The versions come from the listing of the commit's last attempt.
+// Best effort: a failure is logged, and the next commit tries again.
+func (t *Table) dropOldVersions(ctx context.Context) {
+	h, _ := t.loaded()
+	if !h.props().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
+		return
+	}
+	var entries []table.MetadataLogEntry
+	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil || len(entries) == 0 {
+		return
+	}
+	oldest := 0
+	for _, e := range entries {
+		v, ok := parseVersion(path.Base(e.MetadataFile))
+		if !ok {
+			return // a file name of another scheme: leave the files alone
+		}
+		if oldest == 0 || v < oldest {
+			oldest = v
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(stageConcurrency)
+	for _, v := range t.lake.listedBelow(t.name, oldest) {
+		g.Go(func() error { return t.lake.store.Delete(gctx, metadataKey(t.name, v)) })
+	}
+	if err := g.Wait(); err != nil {
+		t.lake.log.Warn("old metadata versions not all deleted", "table", t.name.String(), "err", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -109,7 +110,8 @@ func (c confTable) latest(ctx context.Context) (table.Metadata, int, error) {
 }
 
 // checkLayout: the table lives at <warehouse>/<ns>/<table>; metadata files
-// are metadata/vN.metadata.json numbered 1..N without gaps or zero padding,
+// are metadata/vN.metadata.json numbered 1..N without gaps or zero padding
+// (K..N when old versions are deleted: K is the oldest the metadata-log names),
 // plus version-hint.text, manifest lists (snap-*.avro) and manifests
 // (*-m<k>.avro); data files are data/<timecol>_<chunk>=<value>/*.parquet
 // with <value> in the chunk's format; every metadata file's location is the
@@ -150,9 +152,20 @@ func checkLayout(ctx context.Context, c confTable) error {
 		}
 	}
 	sort.Ints(versions)
+	// Versions older than the metadata-log's are deleted after a commit
+	// when write.metadata.delete-after-commit.enabled is set.
+	first := 1
+	if props.GetBool(table.MetadataDeleteAfterCommitEnabledKey, false) && len(versions) > 0 {
+		first = versions[len(versions)-1]
+		for e := range meta.PreviousFiles() {
+			if v, ok := parseVersion(path.Base(e.MetadataFile)); ok {
+				first = min(first, v)
+			}
+		}
+	}
 	for i, n := range versions {
-		if n != i+1 {
-			errs = append(errs, fmt.Errorf("metadata versions %v: want 1..%d without gaps", versions, len(versions)))
+		if n != first+i {
+			errs = append(errs, fmt.Errorf("metadata versions %v: want %d..%d without gaps", versions, first, first+len(versions)-1))
 			break
 		}
 	}

@@ -96,3 +96,42 @@ func TestExpire(t *testing.T) {
 		}
 	})
 }
+
+// TestOldVersionsDeleted: with write.metadata.delete-after-commit.enabled
+// (set on the tables timelake creates), a commit deletes the versions older
+// than every one its metadata-log names, keeping
+// write.metadata.previous-versions-max of them; a table with the property
+// off keeps every version.
+func TestOldVersionsDeleted(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, map[string]string{"write.metadata.previous-versions-max": "2"}) // v1..v4
+		for i := range 3 {
+			confAppend(t, tbl, "more/"+string(rune('a'+i)), confDay, 10, 40+i, AppendOptions{})
+		}
+		c := confOf(l, confName)
+		got, err := c.versions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{5, 6, 7}; !slices.Equal(got, want) {
+			t.Errorf("versions %v, want %v (the current one and the 2 its metadata-log names)", got, want)
+		}
+		if err := checkLayout(ctx, c); err != nil {
+			t.Error(err)
+		}
+		if _, err := l.LoadTable(ctx, confName); err != nil {
+			t.Fatalf("load after the old versions were deleted: %v", err)
+		}
+
+	})
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, map[string]string{"write.metadata.previous-versions-max": "2",
+			"write.metadata.delete-after-commit.enabled": "false"})
+		confAppend(t, tbl, "more/a", confDay, 10, 40, AppendOptions{})
+		if got, err := confOf(l, confName).versions(ctx); err != nil || !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+			t.Errorf("without the property: versions %v (%v), want all of 1..5", got, err)
+		}
+	})
+}

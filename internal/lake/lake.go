@@ -66,6 +66,9 @@ type Lake struct {
 	// cache need not be read and parsed again.
 	mu    sync.Mutex
 	cache map[TableName]cachedVersion
+	// listed holds the vN.metadata.json numbers the newest listing of each
+	// table found, for dropOldVersions.
+	listed map[TableName][]int
 }
 
 type cachedVersion struct {
@@ -164,9 +167,11 @@ func parseVersion(base string) (int, bool) {
 // listing, not the version hint, is the truth (timelake-format.md, "Layout").
 func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 	latest := 0
+	var seen []int
 	err := l.store.List(ctx, metadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
-		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok && v > latest {
-			latest = v
+		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok {
+			latest = max(latest, v)
+			seen = append(seen, v)
 		}
 		return nil
 	})
@@ -176,7 +181,30 @@ func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list metadata of %s: %w", n, err)
 	}
+	l.mu.Lock()
+	if l.listed == nil {
+		l.listed = map[TableName][]int{}
+	}
+	l.listed[n] = seen
+	l.mu.Unlock()
 	return latest, nil
+}
+
+// listedBelow returns the versions of n the newest listing found below v
+// and forgets them.
+func (l *Lake) listedBelow(n TableName, v int) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var below, rest []int
+	for _, x := range l.listed[n] {
+		if x < v {
+			below = append(below, x)
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	l.listed[n] = rest
+	return below
 }
 
 // readVersion reads and parses vN.metadata.json.
@@ -320,6 +348,9 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		// default in Java), so manifest lists stay short with one
 		// snapshot per landing file.
 		table.ManifestMergeEnabledKey: "true",
+		// Every version holds the whole snapshot history: keep only those
+		// the metadata-log names (write.metadata.previous-versions-max).
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
 	}
 	if len(spec.SeriesKey) > 0 {
 		props[PropSeriesKey] = strings.Join(spec.SeriesKey, ",")
