@@ -68,7 +68,7 @@ func AcquireLease(ctx context.Context, store storage.Store, key, holder string, 
 			return l, nil
 		}
 		if !errors.Is(err, storage.ErrPreconditionFailed) {
-			return nil, err
+			return nil, l.abandon(ctx, err)
 		}
 		cur, info, err := l.read(ctx)
 		if errors.Is(err, storage.ErrNotExist) {
@@ -85,7 +85,7 @@ func AcquireLease(ctx context.Context, store storage.Store, key, holder string, 
 			return l, nil
 		}
 		if !errors.Is(err, storage.ErrPreconditionFailed) {
-			return nil, err
+			return nil, l.abandon(ctx, err)
 		}
 		// Someone else took it over first: read it again.
 	}
@@ -94,6 +94,30 @@ func AcquireLease(ctx context.Context, store storage.Store, key, holder string, 
 		return nil, err
 	}
 	return nil, &LeaseHeldError{Key: key, Holder: cur.Holder, Expires: cur.Expires}
+}
+
+// abandon follows a lease write that failed with writeErr, whose outcome is
+// unknown: a cancelled or interrupted write may still have landed (the file
+// was created, or the PUT reached the server), and such a lease would block
+// every run for its TTL. It deletes the lease when it names this holder,
+// with its own short deadline since ctx may be done, and returns writeErr,
+// joined with the reason when the lease may be left behind.
+func (l *Lease) abandon(ctx context.Context, writeErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cur, _, err := l.read(ctx)
+	switch {
+	case errors.Is(err, storage.ErrNotExist):
+		return writeErr
+	case err == nil && cur.Holder != l.holder:
+		return writeErr // another run's lease
+	case err == nil:
+		err = l.store.Delete(ctx, l.key)
+		if err == nil {
+			return writeErr
+		}
+	}
+	return errors.Join(writeErr, fmt.Errorf("the lease %s may be left behind until it expires: %w", l.key, err))
 }
 
 func (l *Lease) read(ctx context.Context) (leaseBody, storage.ObjectInfo, error) {
