@@ -99,8 +99,10 @@ func localLocation(p string) (Location, error) {
 
 // Overlaps reports whether one location lies inside the other (or they are
 // the same): the same bucket with one prefix below the other, or one folder
-// within the other. A landing location must not overlap the warehouse, or
-// ingest would load the table's own files.
+// within the other, after following symbolic links (folders are compared as
+// the file system resolves them, so a link into the landing folder is
+// inside it). A landing location must not overlap the warehouse, or ingest
+// would load the table's own files.
 func Overlaps(a, b Location) bool {
 	if a.IsS3() != b.IsS3() {
 		return false
@@ -111,7 +113,25 @@ func Overlaps(a, b Location) bool {
 		}
 		return within(a.Prefix, b.Prefix) || within(b.Prefix, a.Prefix)
 	}
-	return within(filepath.ToSlash(a.Dir), filepath.ToSlash(b.Dir)) || within(filepath.ToSlash(b.Dir), filepath.ToSlash(a.Dir))
+	ad, bd := filepath.ToSlash(resolvedDir(a.Dir)), filepath.ToSlash(resolvedDir(b.Dir))
+	return within(ad, bd) || within(bd, ad)
+}
+
+// resolvedDir returns the absolute folder dir with symbolic links
+// resolved in its longest existing part (the rest may not exist yet).
+func resolvedDir(dir string) string {
+	rest := ""
+	for d := filepath.Clean(dir); ; {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return filepath.Clean(dir)
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+		d = parent
+	}
 }
 
 // within reports whether slash path p is parent or below it.
