@@ -9,7 +9,6 @@ import (
 	"iter"
 	"math/rand/v2"
 	"path"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -590,7 +589,7 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 	if err := c.checkBatches(base, v); err != nil {
 		return nil, "", err
 	}
-	next, err := table.UpdateTableMetadata(meta, updates, c.location(v))
+	next, err := table.UpdateTableMetadata(meta, updates, c.lake.metadataLocation(c.name, v))
 	if err != nil {
 		return nil, "", fmt.Errorf("apply updates: %w", err)
 	}
@@ -607,7 +606,7 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 	if err := c.put(ctx, v+1, body, h); err != nil {
 		return nil, "", err
 	}
-	return h.full, c.location(v + 1), nil
+	return h.full, c.lake.metadataLocation(c.name, v+1), nil
 }
 
 // commitStaged commits snaps (staged by Table.stage on top of parent) in
@@ -638,7 +637,7 @@ func (c *committer) commitStaged(ctx context.Context, tableUUID uuid.UUID, paren
 	if err := c.checkBatches(base, v); err != nil {
 		return err
 	}
-	next, body, err := base.withSnapshots(snaps, c.location(v))
+	next, body, err := base.withSnapshots(snaps, c.lake.metadataLocation(c.name, v))
 	if err != nil {
 		return fmt.Errorf("add snapshots: %w", err)
 	}
@@ -684,8 +683,4 @@ func (c *committer) put(ctx context.Context, v int, body []byte, h *head) error 
 	c.committedHead, c.committedVersion = h, v
 	c.lake.remember(c.name, v, h)
 	return nil
-}
-
-func (c *committer) location(v int) string {
-	return c.lake.tableLocation(c.name) + "/metadata/v" + strconv.Itoa(v) + ".metadata.json"
 }

@@ -151,6 +151,11 @@ func metadataKey(n TableName, version int) string {
 	return metadataPrefix(n) + "v" + strconv.Itoa(version) + ".metadata.json"
 }
 
+// metadataLocation returns the URI of n's vN.metadata.json.
+func (l *Lake) metadataLocation(n TableName, version int) string {
+	return l.tableLocation(n) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
+}
+
 // parseVersion returns N for "vN.metadata.json", or false.
 func parseVersion(base string) (int, bool) {
 	if !strings.HasPrefix(base, "v") || !strings.HasSuffix(base, ".metadata.json") {

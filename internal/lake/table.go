@@ -123,9 +123,7 @@ func (t *Table) Location() string {
 // MetadataLocation returns the URI of the loaded vN.metadata.json.
 func (t *Table) MetadataLocation() string { return t.metadataLocation(t.Version()) }
 
-func (t *Table) metadataLocation(version int) string {
-	return t.lake.tableLocation(t.name) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
-}
+func (t *Table) metadataLocation(version int) string { return t.lake.metadataLocation(t.name, version) }
 
 // Contract returns the table's time-series contract.
 func (t *Table) Contract() Contract {
