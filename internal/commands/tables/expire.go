@@ -55,7 +55,7 @@ history.expire.min-snapshots-to-keep (1).`,
 				}
 			}
 			if opts.RetainLast, err = cmd.Flags().GetInt("retain-last"); err != nil || opts.RetainLast < 0 {
-				return cmdutil.FlagErrorf("--retain-last: expected a whole number >= 1")
+				return cmdutil.FlagErrorf("--retain-last: expected a whole number >= 1 (0 or unset: the table's default)")
 			}
 			opts.DryRun, _ = cmd.Flags().GetBool("dry-run")
 			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
