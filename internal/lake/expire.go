@@ -22,6 +22,10 @@ type ExpireOptions struct {
 	RetainLast int
 	// DryRun reports what would be expired and writes nothing.
 	DryRun bool
+
+	// beforeCommit, when set, runs right before each attempt's metadata
+	// write (tests: another writer commits first).
+	beforeCommit func(attempt int) error
 }
 
 // ExpiredSnapshot is one snapshot Expire removed (or would remove).
@@ -56,13 +60,17 @@ const expireAttempts = 20
 // "Snapshots and batch ids"): a landing file re-sent under one of them
 // loads again. OlderThan is therefore the dedupe window.
 //
-// The commit goes through the catalog-free protocol with the main branch
-// asserted; when another writer commits first, Expire reloads and tries
-// again, expireAttempts times at most (then an error wrapping
-// table.ErrCommitFailed). Other errors: I/O, and settings iceberg-go
-// refuses (gc.enabled=false). When the snapshots were expired but deleting
-// the unreferenced files failed, the result is returned with the error.
-// On success the Table holds the new version.
+// The snapshots to expire are chosen once, on the newest version. Each
+// commit attempt reads the newest version again and removes them from it
+// (removing old snapshots commutes with appends on top of the current one;
+// a snapshot that became current or the head of a ref is refused), then
+// creates the next vN.metadata.json conditionally; when another writer
+// (ingest) creates it first, the attempt is retried, expireAttempts times
+// at most (then an error wrapping table.ErrCommitFailed). Other errors:
+// I/O, and settings iceberg-go refuses (gc.enabled=false). When the
+// snapshots were expired but deleting the unreferenced files failed, the
+// result is returned with the error. On success the Table holds the new
+// version.
 func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, error) {
 	var xo []table.ExpireSnapshotsOpt
 	if opts.OlderThan > 0 {
@@ -71,51 +79,90 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if opts.RetainLast > 0 {
 		xo = append(xo, table.WithRetainLast(opts.RetainLast))
 	}
+	if err := t.Refresh(ctx); err != nil {
+		return ExpireResult{}, err
+	}
+	base := t.Iceberg()
+	txn := base.NewTransaction()
+	if err := txn.ExpireSnapshots(xo...); err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
+	res := ExpireResult{Expired: expiredSnapshots(base.Metadata(), staged.Metadata()),
+		Kept: len(staged.Metadata().Snapshots()), Version: t.Version()}
+	if opts.DryRun || len(res.Expired) == 0 {
+		return res, nil
+	}
+	ids := make(map[int64]bool, len(res.Expired))
+	idList := make([]int64, 0, len(res.Expired))
+	for _, e := range res.Expired {
+		ids[e.SnapshotID] = true
+		idList = append(idList, e.SnapshotID)
+	}
+	// Removing old snapshots commutes with appends on top of the current
+	// one, so a lost race is retried on the newest version at once, as an
+	// append is: the expired snapshots stay as chosen.
+	c := &committer{lake: t.lake, name: t.name}
 	var lastErr error
 	for attempt := 1; attempt <= expireAttempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
 				return ExpireResult{}, err
 			}
-			if err := t.Refresh(ctx); err != nil {
-				return ExpireResult{}, err
-			}
 		}
-		c := &committer{lake: t.lake, name: t.name}
-		base := t.iceberg(c)
-		txn := base.NewTransaction()
-		if err := txn.ExpireSnapshots(xo...); err != nil {
-			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+		// Only the index of the newest version: a short attempt has a
+		// chance against an ingest that commits back to back.
+		pre, v, err := t.lake.loadLatestWith(ctx, t.name, indexHead)
+		if err != nil {
+			return ExpireResult{}, err
 		}
-		staged, err := txn.StagedTable()
+		if err := checkFormatVersion(pre.props()); err != nil {
+			return ExpireResult{}, err
+		}
+		next, body, err := pre.withoutSnapshots(ids, t.lake.metadataLocation(t.name, v), time.Now().UnixMilli())
 		if err != nil {
 			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 		}
-		res := ExpireResult{Expired: expiredSnapshots(base.Metadata(), staged.Metadata()),
-			Kept: len(staged.Metadata().Snapshots()), Version: t.Version()}
-		if opts.DryRun || len(res.Expired) == 0 {
-			return res, nil
-		}
-		_, err = txn.Commit(ctx)
-		if c.committedHead != nil {
-			// Committed; an error now is from deleting the files.
-			if serr := t.set(c.committedHead, c.committedVersion); serr != nil {
-				return ExpireResult{}, serr
+		if opts.beforeCommit != nil {
+			if err := opts.beforeCommit(attempt); err != nil {
+				return ExpireResult{}, err
 			}
-			t.afterCommit(ctx)
-			res.Version = c.committedVersion
-			if err != nil {
-				return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
-					len(res.Expired), t.name, err)
-			}
-			return res, nil
 		}
-		if !errors.Is(err, table.ErrCommitFailed) {
+		if err := c.put(ctx, v+1, body, next); err != nil {
+			if errors.Is(err, table.ErrCommitFailed) {
+				lastErr = err
+				continue
+			}
 			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 		}
-		lastErr = err
+		if err := t.set(next, v+1); err != nil {
+			return ExpireResult{}, err
+		}
+		t.afterCommit(ctx)
+		res.Version, res.Kept = v+1, len(next.snaps)
+		if err := t.deleteExpiredFiles(ctx, c, pre, v, idList); err != nil {
+			return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
+				len(res.Expired), t.name, err)
+		}
+		return res, nil
 	}
 	return ExpireResult{}, fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.name, expireAttempts, lastErr)
+}
+
+// deleteExpiredFiles deletes the manifest lists, manifests and data files
+// that the snapshots ids of version v (pre) referenced and no snapshot of
+// the loaded version does: iceberg-go's remove-snapshots post-commit step.
+func (t *Table) deleteExpiredFiles(ctx context.Context, c *committer, pre *head, v int, ids []int64) error {
+	preMeta, err := pre.metadata()
+	if err != nil {
+		return err
+	}
+	ident := table.Identifier{t.name.Namespace, t.name.Name}
+	before := table.New(ident, preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, c)
+	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.iceberg(c))
 }
 
 // expiredSnapshots lists the snapshots of before that after no longer has,

@@ -350,16 +350,7 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 		return nil, nil, err
 	}
 
-	var metaLog []table.MetadataLogEntry
-	if err := unmarshalOptional(h.get("metadata-log"), &metaLog); err != nil {
-		return nil, nil, fmt.Errorf("metadata-log: %w", err)
-	}
-	metaLog = append(metaLog, table.MetadataLogEntry{MetadataFile: baseLocation, TimestampMs: h.lastUpdated})
-	keep := max(1, h.write.Properties().GetInt(table.MetadataPreviousVersionsMaxKey, table.MetadataPreviousVersionsMaxDefault))
-	if len(metaLog) > keep {
-		metaLog = metaLog[len(metaLog)-keep:]
-	}
-	if err := next.setJSON("metadata-log", metaLog); err != nil {
+	if err := h.logPrevious(next, baseLocation); err != nil {
 		return nil, nil, err
 	}
 
@@ -386,6 +377,108 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 	next.set("last-sequence-number", []byte(strconv.FormatInt(last.SequenceNumber, 10)))
 	next.set("last-updated-ms", []byte(strconv.FormatInt(last.TimestampMs, 10)))
 	return next, next.body(), nil
+}
+
+// logPrevious sets next's metadata-log: h's with baseLocation (h's own
+// file) added, trimmed to the newest write.metadata.previous-versions-max
+// entries (as iceberg-go's and Java's metadata builders do).
+func (h *head) logPrevious(next *head, baseLocation string) error {
+	var metaLog []table.MetadataLogEntry
+	if err := unmarshalOptional(h.get("metadata-log"), &metaLog); err != nil {
+		return fmt.Errorf("metadata-log: %w", err)
+	}
+	metaLog = append(metaLog, table.MetadataLogEntry{MetadataFile: baseLocation, TimestampMs: h.lastUpdated})
+	keep := max(1, h.write.Properties().GetInt(table.MetadataPreviousVersionsMaxKey, table.MetadataPreviousVersionsMaxDefault))
+	if len(metaLog) > keep {
+		metaLog = metaLog[len(metaLog)-keep:]
+	}
+	return next.setJSON("metadata-log", metaLog)
+}
+
+// withoutSnapshots returns the next version with the snapshots ids removed
+// (Iceberg's remove-snapshots update, as iceberg-go's builder applies it):
+// they leave snapshots, their statistics leave statistics and
+// partition-statistics, the snapshot-log keeps only the entries after the
+// last removed snapshot, baseLocation joins the metadata-log, and
+// last-updated-ms becomes now (milliseconds) unless that is earlier. Ids
+// this version does not have are ignored. It refuses to remove the current
+// snapshot or one a branch or tag points at. h is unchanged.
+func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int64) (*head, []byte, error) {
+	if h.current >= 0 && ids[h.snaps[h.current].id] {
+		return nil, nil, fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
+	}
+	var refs map[string]struct {
+		SnapshotID int64 `json:"snapshot-id"`
+	}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return nil, nil, fmt.Errorf("refs: %w", err)
+	}
+	for name, r := range refs {
+		if ids[r.SnapshotID] {
+			return nil, nil, fmt.Errorf("snapshot %d is the head of %s", r.SnapshotID, name)
+		}
+	}
+	next := &head{fields: make([]field, len(h.fields))}
+	copy(next.fields, h.fields)
+
+	raw := h.get("snapshots")
+	arr := make([]byte, 0, len(raw))
+	arr = append(arr, '[')
+	for _, r := range h.snaps {
+		if ids[r.id] {
+			continue
+		}
+		if len(arr) > 1 {
+			arr = append(arr, ',')
+		}
+		arr = append(arr, raw[r.start:r.end]...)
+	}
+	next.set("snapshots", append(arr, ']'))
+
+	var snapLog []table.SnapshotLogEntry
+	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+		return nil, nil, fmt.Errorf("snapshot-log: %w", err)
+	}
+	kept := []table.SnapshotLogEntry{}
+	for _, e := range snapLog {
+		if !h.snapshotIDTaken(e.SnapshotID) || ids[e.SnapshotID] {
+			kept = kept[:0] // the log stays contiguous
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if err := next.setJSON("snapshot-log", kept); err != nil {
+		return nil, nil, err
+	}
+	for _, key := range []string{"statistics", "partition-statistics"} {
+		var stats []json.RawMessage
+		if err := unmarshalOptional(h.get(key), &stats); err != nil || len(stats) == 0 {
+			continue
+		}
+		keep := []json.RawMessage{}
+		for _, st := range stats {
+			var id struct {
+				SnapshotID int64 `json:"snapshot-id"`
+			}
+			if json.Unmarshal(st, &id) == nil && ids[id.SnapshotID] {
+				continue
+			}
+			keep = append(keep, st)
+		}
+		if err := next.setJSON(key, keep); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := h.logPrevious(next, baseLocation); err != nil {
+		return nil, nil, err
+	}
+	next.set("last-updated-ms", []byte(strconv.FormatInt(max(now, h.lastUpdated), 10)))
+	body := next.body()
+	indexed, err := indexHead(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return indexed, body, nil
 }
 
 func unmarshalOptional(raw json.RawMessage, v any) error {

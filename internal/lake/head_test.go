@@ -107,6 +107,46 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 			}
 		}
 	}
+
+	// Removing the oldest snapshots (expiry) matches the builder too.
+	var ids []int64
+	remove := map[int64]bool{}
+	for _, s := range want.Snapshots()[:6] {
+		ids = append(ids, s.SnapshotID)
+		remove[s.SnapshotID] = true
+	}
+	base := "file:///lake/iot/foreign/metadata/v5.metadata.json"
+	if want, err = table.UpdateTableMetadata(want, []table.Update{table.NewRemoveSnapshotsUpdate(ids, false)}, base); err != nil {
+		t.Fatal(err)
+	}
+	next, body, err := h.withoutSnapshots(remove, base, ts+5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := table.ParseMetadataBytes(body)
+	if err != nil {
+		t.Fatalf("the metadata without the expired snapshots does not parse: %v\n%s", err, body)
+	}
+	for name, pair := range map[string][2]any{
+		"snapshots":    {got.Snapshots(), want.Snapshots()},
+		"snapshot-log": {slices.Collect(got.SnapshotLogs()), slices.Collect(want.SnapshotLogs())},
+		"metadata-log": {slices.Collect(got.PreviousFiles()), slices.Collect(want.PreviousFiles())},
+		"current":      {got.CurrentSnapshot().SnapshotID, want.CurrentSnapshot().SnapshotID},
+		"sequence":     {got.LastSequenceNumber(), want.LastSequenceNumber()},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("after removal: %s\n got %+v\nwant %+v", name, pair[0], pair[1])
+		}
+	}
+	if len(next.snaps) != len(want.Snapshots()) || next.snaps[next.current].id != nextID {
+		t.Errorf("index after removal: %d snapshots, current %d", len(next.snaps), next.snaps[next.current].id)
+	}
+	if s, err := next.findBatch("gw/0-0.csv"); err != nil || s != nil {
+		t.Errorf("a removed snapshot's batch id is still found: %+v, %v", s, err)
+	}
+	if _, _, err := h.withoutSnapshots(map[int64]bool{nextID: true}, base, ts); err == nil {
+		t.Error("removing the current snapshot was not refused")
+	}
 }
 
 // TestHeadBatchesFollowAncestry: a batch id counts only in the current

@@ -212,21 +212,28 @@ func (l *Lake) listedBelow(n TableName, v int) []int {
 	return below
 }
 
-// readVersion reads and parses vN.metadata.json.
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int) (*head, error) {
+// readVersion reads vN.metadata.json and parses it with parse (parseHead,
+// or indexHead where the full metadata is not needed).
+func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*head, error)) (*head, error) {
 	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
 	if err != nil {
 		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
 	}
-	h, err := parseHead(b)
+	h, err := parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
 	}
 	return h, nil
 }
 
-// loadLatest returns the newest version of a table and its number.
+// loadLatest returns the newest version of a table and its number, parsed
+// whole (validated) when it is read.
 func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) {
+	return l.loadLatestWith(ctx, n, parseHead)
+}
+
+// loadLatestWith is loadLatest with the parser of versions not cached.
+func (l *Lake) loadLatestWith(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error) {
 	for range 5 {
 		v, err := l.latestVersion(ctx, n)
 		if err != nil {
@@ -238,7 +245,7 @@ func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) 
 		if h := l.cached(n, v); h != nil {
 			return h, v, nil
 		}
-		h, err := l.readVersion(ctx, n, v)
+		h, err := l.readVersion(ctx, n, v, parse)
 		if err == nil {
 			l.remember(n, v, h)
 		}
