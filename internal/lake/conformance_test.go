@@ -34,7 +34,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/storage"
-	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
 // confTable is what the checks look at: a table folder in a warehouse store.
@@ -535,25 +534,6 @@ var confSchema = arrow.NewSchema([]arrow.Field{
 
 var confWant = contractWant{timeCol: "time", seriesKey: []string{"site", "device"}, chunk: Day}
 
-func confLocalLake(t testing.TB) *Lake {
-	t.Helper()
-	l, err := Open(context.Background(), t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func confS3Lake(t testing.TB) *Lake {
-	t.Helper()
-	srv := s3test.FromEnv(t)
-	l, err := Open(context.Background(), "s3://"+srv.NewBucket(t)+"/warehouse", Options{S3: srv.Client(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // confRecord builds n rows of any flat schema of timestamps, strings,
 // doubles and longs: times from start, seq-dependent values, a null now
 // and then in nullable columns.
@@ -614,17 +594,6 @@ func confPrepareMulti(t testing.TB, tbl *Table) []*Prepared {
 		ps = append(ps, p)
 	}
 	return ps
-}
-
-// forEachLake runs test on a local warehouse and on one in the test S3
-// server.
-func forEachLake(t *testing.T, test func(t *testing.T, l *Lake)) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", confLocalLake}, {"s3", confS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) { test(t, tc.open(t)) })
-	}
 }
 
 // goodTable creates the conformance table and appends three batches, two of
@@ -891,7 +860,7 @@ func TestConformanceChecksFail(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := confLocalLake(t)
+			l := newLocalLake(t)
 			goodTable(t, l, tc.props)
 			c := confOf(l, confName)
 			before := checkAll(ctx, c, confWant)
@@ -1022,7 +991,7 @@ func TestAppendToForeignTable(t *testing.T) {
 // is written to it.
 func TestRefusesNewerTimelakeFormatFixture(t *testing.T) {
 	ctx := context.Background()
-	l := confLocalLake(t)
+	l := newLocalLake(t)
 	n := TableName{Namespace: "iot", Name: "future"}
 	installFixture(t, l, n, "foreign-future.metadata.json")
 	if _, err := l.LoadTable(ctx, n); !errors.Is(err, ErrUnsupportedFormat) {
@@ -1042,7 +1011,7 @@ func TestRefusesNewerTimelakeFormatFixture(t *testing.T) {
 // history.
 func TestWithoutHistory(t *testing.T) {
 	ctx := context.Background()
-	l := confLocalLake(t)
+	l := newLocalLake(t)
 	n := TableName{Namespace: "iot", Name: "foreign"}
 	installFixture(t, l, n, "foreign-empty.metadata.json")
 	tbl, err := l.LoadTable(ctx, n)

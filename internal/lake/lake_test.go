@@ -69,6 +69,17 @@ func newS3Lake(t testing.TB) *Lake {
 	return l
 }
 
+// forEachLake runs test on a local warehouse and on one in the test S3
+// server.
+func forEachLake(t *testing.T, test func(t *testing.T, l *Lake)) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
+		t.Run(tc.name, func(t *testing.T) { test(t, tc.open(t)) })
+	}
+}
+
 func createTestTable(t testing.TB, l *Lake) *Table {
 	t.Helper()
 	tbl, err := l.CreateTable(context.Background(), testName, testSchema,
@@ -103,49 +114,43 @@ func scanCount(t testing.TB, tbl *Table) int64 {
 var day0 = time.Date(2026, 1, 5, 23, 0, 0, 0, time.UTC)
 
 func TestAppendIdempotentByBatchID(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			r1 := appendRows(t, tbl, "gw-1/a.csv", day0, 120) // crosses midnight: two partitions
-			if r1.Duplicate || r1.Rows != 120 || r1.DataFiles != 2 || r1.Bytes <= 0 || r1.Version != 2 {
-				t.Fatalf("first append: %+v", r1)
-			}
-			r2 := appendRows(t, tbl, "gw-1/a.csv", day0, 120)
-			if !r2.Duplicate || r2.Rows != 0 || r2.SnapshotID != r1.SnapshotID || r2.DataFiles != 0 {
-				t.Fatalf("second append of the same batch: %+v", r2)
-			}
-			// A fresh handle with stale metadata must also see the duplicate.
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			appendRows(t, tbl, "gw-2/b.csv", day0, 10)
-			r3 := appendRows(t, other, "gw-1/a.csv", day0, 120)
-			if !r3.Duplicate {
-				t.Fatalf("stale handle committed a duplicate: %+v", r3)
-			}
-			if got := scanCount(t, tbl); got != 130 {
-				t.Fatalf("rows = %d, want 130", got)
-			}
-			b, ok := tbl.FindBatch("gw-1/a.csv")
-			if !ok || b.Rows != 120 || b.SnapshotID != r1.SnapshotID {
-				t.Fatalf("FindBatch = %+v, %v", b, ok)
-			}
-			if _, ok := tbl.FindBatch("gw-9/none.csv"); ok {
-				t.Fatal("unknown batch found")
-			}
-			hint, _, err := storage.ReadAll(ctx, l.store, metadataPrefix(testName)+"version-hint.text")
-			if err != nil || string(hint) != "3" {
-				t.Fatalf("version hint = %q, %v; want 3", hint, err)
-			}
-			assertNoOrphans(t, l, tbl)
-		})
-	}
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		r1 := appendRows(t, tbl, "gw-1/a.csv", day0, 120) // crosses midnight: two partitions
+		if r1.Duplicate || r1.Rows != 120 || r1.DataFiles != 2 || r1.Bytes <= 0 || r1.Version != 2 {
+			t.Fatalf("first append: %+v", r1)
+		}
+		r2 := appendRows(t, tbl, "gw-1/a.csv", day0, 120)
+		if !r2.Duplicate || r2.Rows != 0 || r2.SnapshotID != r1.SnapshotID || r2.DataFiles != 0 {
+			t.Fatalf("second append of the same batch: %+v", r2)
+		}
+		// A fresh handle with stale metadata must also see the duplicate.
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendRows(t, tbl, "gw-2/b.csv", day0, 10)
+		r3 := appendRows(t, other, "gw-1/a.csv", day0, 120)
+		if !r3.Duplicate {
+			t.Fatalf("stale handle committed a duplicate: %+v", r3)
+		}
+		if got := scanCount(t, tbl); got != 130 {
+			t.Fatalf("rows = %d, want 130", got)
+		}
+		b, ok := tbl.FindBatch("gw-1/a.csv")
+		if !ok || b.Rows != 120 || b.SnapshotID != r1.SnapshotID {
+			t.Fatalf("FindBatch = %+v, %v", b, ok)
+		}
+		if _, ok := tbl.FindBatch("gw-9/none.csv"); ok {
+			t.Fatal("unknown batch found")
+		}
+		hint, _, err := storage.ReadAll(ctx, l.store, metadataPrefix(testName)+"version-hint.text")
+		if err != nil || string(hint) != "3" {
+			t.Fatalf("version hint = %q, %v; want 3", hint, err)
+		}
+		assertNoOrphans(t, l, tbl)
+	})
 }
 
 func TestAppendRejectsNullInRequiredColumn(t *testing.T) {
@@ -196,65 +201,59 @@ func TestDataFilesSortedBySeriesThenTime(t *testing.T) {
 }
 
 func TestConcurrentWritersLinearHistory(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			createTestTable(t, l)
-			const writers, each = 4, 5
-			var wg sync.WaitGroup
-			errs := make(chan error, writers*each)
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tbl, err := l.LoadTable(ctx, testName)
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		createTestTable(t, l)
+		const writers, each = 4, 5
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tbl, err := l.LoadTable(ctx, testName)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i := range each {
+					rec := rows(t, tbl.ArrowSchema(), day0, 10, false)
+					_, err := tbl.Append(ctx, fmt.Sprintf("w%d/%d", w, i), []arrow.RecordBatch{rec}, AppendOptions{})
+					rec.Release()
 					if err != nil {
 						errs <- err
-						return
 					}
-					for i := range each {
-						rec := rows(t, tbl.ArrowSchema(), day0, 10, false)
-						_, err := tbl.Append(ctx, fmt.Sprintf("w%d/%d", w, i), []arrow.RecordBatch{rec}, AppendOptions{})
-						rec.Release()
-						if err != nil {
-							errs <- err
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Fatal(err)
-			}
-			tbl, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			anc := ancestry(tbl.Metadata())
-			if len(anc) != writers*each || len(tbl.Metadata().Snapshots()) != writers*each {
-				t.Fatalf("ancestry %d, snapshots %d, want %d", len(anc), len(tbl.Metadata().Snapshots()), writers*each)
-			}
-			seen := map[string]bool{}
-			for _, b := range tbl.Batches() {
-				if seen[b.BatchID] {
-					t.Fatalf("batch %s twice", b.BatchID)
 				}
-				seen[b.BatchID] = true
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		tbl, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anc := ancestry(tbl.Metadata())
+		if len(anc) != writers*each || len(tbl.Metadata().Snapshots()) != writers*each {
+			t.Fatalf("ancestry %d, snapshots %d, want %d", len(anc), len(tbl.Metadata().Snapshots()), writers*each)
+		}
+		seen := map[string]bool{}
+		for _, b := range tbl.Batches() {
+			if seen[b.BatchID] {
+				t.Fatalf("batch %s twice", b.BatchID)
 			}
-			if len(seen) != writers*each {
-				t.Fatalf("%d batches", len(seen))
-			}
-			if got := scanCount(t, tbl); got != writers*each*10 {
-				t.Fatalf("rows = %d", got)
-			}
-			assertNoOrphans(t, l, tbl)
-		})
-	}
+			seen[b.BatchID] = true
+		}
+		if len(seen) != writers*each {
+			t.Fatalf("%d batches", len(seen))
+		}
+		if got := scanCount(t, tbl); got != writers*each*10 {
+			t.Fatalf("rows = %d", got)
+		}
+		assertNoOrphans(t, l, tbl)
+	})
 }
 
 // lostResponseStore performs the first conditional metadata write it sees
@@ -373,54 +372,48 @@ func assertNoOrphans(t testing.TB, l *Lake, tbl *Table) {
 }
 
 func TestCommitSeveralBatchesInOneMetadataWrite(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			// Another writer commits batch b2 first.
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			appendRows(t, other, "b2", day0, 3)
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		// Another writer commits batch b2 first.
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendRows(t, other, "b2", day0, 3)
 
-			var ps []*Prepared
-			for i := range 5 {
-				rec := rows(t, tbl.ArrowSchema(), day0.Add(time.Duration(i)*time.Hour), 10, false)
-				p, err := tbl.Prepare(ctx, fmt.Sprintf("b%d", i), []arrow.RecordBatch{rec}, map[string]string{SummarySourceSize: "10"}, 0)
-				rec.Release()
-				if err != nil {
-					t.Fatal(err)
-				}
-				ps = append(ps, p)
-			}
-			res, err := tbl.Commit(ctx, ps, CommitOptions{})
+		var ps []*Prepared
+		for i := range 5 {
+			rec := rows(t, tbl.ArrowSchema(), day0.Add(time.Duration(i)*time.Hour), 10, false)
+			p, err := tbl.Prepare(ctx, fmt.Sprintf("b%d", i), []arrow.RecordBatch{rec}, map[string]string{SummarySourceSize: "10"}, 0)
+			rec.Release()
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range res {
-				if r.BatchID != fmt.Sprintf("b%d", i) || r.Duplicate != (i == 2) {
-					t.Fatalf("result %d: %+v", i, r)
-				}
+			ps = append(ps, p)
+		}
+		res, err := tbl.Commit(ctx, ps, CommitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.BatchID != fmt.Sprintf("b%d", i) || r.Duplicate != (i == 2) {
+				t.Fatalf("result %d: %+v", i, r)
 			}
-			// v1 create, v2 the other writer, v3 our four snapshots at once.
-			if tbl.Version() != 3 || len(ancestry(tbl.Metadata())) != 5 {
-				t.Fatalf("version %d, ancestry %d", tbl.Version(), len(ancestry(tbl.Metadata())))
+		}
+		// v1 create, v2 the other writer, v3 our four snapshots at once.
+		if tbl.Version() != 3 || len(ancestry(tbl.Metadata())) != 5 {
+			t.Fatalf("version %d, ancestry %d", tbl.Version(), len(ancestry(tbl.Metadata())))
+		}
+		if got := scanCount(t, tbl); got != 43 {
+			t.Fatalf("rows = %d, want 43", got)
+		}
+		for _, id := range []string{"b0", "b1", "b3", "b4"} {
+			b, ok := tbl.FindBatch(id)
+			if !ok || b.Rows != 10 || b.Summary[SummarySourceSize] != "10" {
+				t.Fatalf("batch %s: %+v %v", id, b, ok)
 			}
-			if got := scanCount(t, tbl); got != 43 {
-				t.Fatalf("rows = %d, want 43", got)
-			}
-			for _, id := range []string{"b0", "b1", "b3", "b4"} {
-				b, ok := tbl.FindBatch(id)
-				if !ok || b.Rows != 10 || b.Summary[SummarySourceSize] != "10" {
-					t.Fatalf("batch %s: %+v %v", id, b, ok)
-				}
-			}
-			assertNoOrphans(t, l, tbl)
-		})
-	}
+		}
+		assertNoOrphans(t, l, tbl)
+	})
 }

@@ -45,103 +45,97 @@ func scanSnapshotCount(t *testing.T, tbl *Table, id int64) int64 {
 // number, also once merged into one manifest (Iceberg spec, "Manifests":
 // EXISTING entries keep the snapshot id and sequence numbers that added them).
 func TestStagedCommitWritesCompleteSnapshots(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"local", newLocalLake}, {"s3", newS3Lake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl, err := l.CreateTable(ctx, testName, testSchema, CreateSpec{
-				TimeColumn: "time", SeriesKey: []string{"device"},
-				// Merge the parent's manifests from the third commit on.
-				Properties: map[string]string{table.ManifestMinMergeCountKey: "3"},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			const perBatch = 7
-			var want int64
-			wantFiles := 0
-			for commit := range 4 {
-				ps := prepareN(t, tbl, fmt.Sprintf("c%d-b", commit), 3, perBatch)
-				res, err := tbl.Commit(ctx, ps, CommitOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range res {
-					want += perBatch
-					wantFiles += r.DataFiles
-					s := tbl.Metadata().SnapshotByID(r.SnapshotID)
-					if s == nil {
-						t.Fatalf("%s: snapshot %d missing", r.BatchID, r.SnapshotID)
-					}
-					if got := scanSnapshotCount(t, tbl, r.SnapshotID); got != want {
-						t.Errorf("%s: snapshot %d shows %d rows, want %d", r.BatchID, r.SnapshotID, got, want)
-					}
-					props := s.Summary.Properties
-					if props.GetInt64("total-records", -1) != want || props.GetInt64("added-records", -1) != perBatch ||
-						props.GetInt64("added-data-files", -1) != int64(r.DataFiles) || props[SummaryBatchID] != r.BatchID ||
-						s.Summary.Operation != table.OpAppend {
-						t.Errorf("%s: summary %v", r.BatchID, s.Summary)
-					}
-				}
-			}
-			if got := scanCount(t, tbl); got != want {
-				t.Fatalf("rows = %d, want %d", got, want)
-			}
-
-			// The newest snapshot names few manifests, and every data file
-			// is recorded with the snapshot that added it.
-			fs, err := l.fsF(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cur := tbl.Metadata().CurrentSnapshot()
-			mfs, err := cur.Manifests(fs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(mfs) > 2 {
-				t.Errorf("current snapshot names %d manifests, want merged ones (<= 2)", len(mfs))
-			}
-			bySnapshot := map[int64]int64{} // snapshot id -> its sequence number
-			for _, s := range tbl.Metadata().Snapshots() {
-				bySnapshot[s.SnapshotID] = s.SequenceNumber
-			}
-			files := 0
-			for _, m := range mfs {
-				entries, err := m.FetchEntries(fs, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range entries {
-					files++
-					seq, ok := bySnapshot[e.SnapshotID()]
-					if !ok {
-						t.Errorf("%s: unknown snapshot %d", e.DataFile().FilePath(), e.SnapshotID())
-						continue
-					}
-					if e.SequenceNum() != seq {
-						t.Errorf("%s: sequence %d, its snapshot has %d", e.DataFile().FilePath(), e.SequenceNum(), seq)
-					}
-					// ADDED is relative to the snapshot that added the
-					// manifest; entries merged in from others are EXISTING.
-					wantStatus := iceberg.EntryStatusEXISTING
-					if e.SnapshotID() == m.SnapshotID() {
-						wantStatus = iceberg.EntryStatusADDED
-					}
-					if e.Status() != wantStatus {
-						t.Errorf("%s: status %v, want %v", e.DataFile().FilePath(), e.Status(), wantStatus)
-					}
-				}
-			}
-			if files != wantFiles {
-				t.Errorf("current snapshot names %d data files, want %d", files, wantFiles)
-			}
-			assertNoOrphans(t, l, tbl)
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl, err := l.CreateTable(ctx, testName, testSchema, CreateSpec{
+			TimeColumn: "time", SeriesKey: []string{"device"},
+			// Merge the parent's manifests from the third commit on.
+			Properties: map[string]string{table.ManifestMinMergeCountKey: "3"},
 		})
-	}
+		if err != nil {
+			t.Fatal(err)
+		}
+		const perBatch = 7
+		var want int64
+		wantFiles := 0
+		for commit := range 4 {
+			ps := prepareN(t, tbl, fmt.Sprintf("c%d-b", commit), 3, perBatch)
+			res, err := tbl.Commit(ctx, ps, CommitOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				want += perBatch
+				wantFiles += r.DataFiles
+				s := tbl.Metadata().SnapshotByID(r.SnapshotID)
+				if s == nil {
+					t.Fatalf("%s: snapshot %d missing", r.BatchID, r.SnapshotID)
+				}
+				if got := scanSnapshotCount(t, tbl, r.SnapshotID); got != want {
+					t.Errorf("%s: snapshot %d shows %d rows, want %d", r.BatchID, r.SnapshotID, got, want)
+				}
+				props := s.Summary.Properties
+				if props.GetInt64("total-records", -1) != want || props.GetInt64("added-records", -1) != perBatch ||
+					props.GetInt64("added-data-files", -1) != int64(r.DataFiles) || props[SummaryBatchID] != r.BatchID ||
+					s.Summary.Operation != table.OpAppend {
+					t.Errorf("%s: summary %v", r.BatchID, s.Summary)
+				}
+			}
+		}
+		if got := scanCount(t, tbl); got != want {
+			t.Fatalf("rows = %d, want %d", got, want)
+		}
+
+		// The newest snapshot names few manifests, and every data file
+		// is recorded with the snapshot that added it.
+		fs, err := l.fsF(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := tbl.Metadata().CurrentSnapshot()
+		mfs, err := cur.Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mfs) > 2 {
+			t.Errorf("current snapshot names %d manifests, want merged ones (<= 2)", len(mfs))
+		}
+		bySnapshot := map[int64]int64{} // snapshot id -> its sequence number
+		for _, s := range tbl.Metadata().Snapshots() {
+			bySnapshot[s.SnapshotID] = s.SequenceNumber
+		}
+		files := 0
+		for _, m := range mfs {
+			entries, err := m.FetchEntries(fs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				files++
+				seq, ok := bySnapshot[e.SnapshotID()]
+				if !ok {
+					t.Errorf("%s: unknown snapshot %d", e.DataFile().FilePath(), e.SnapshotID())
+					continue
+				}
+				if e.SequenceNum() != seq {
+					t.Errorf("%s: sequence %d, its snapshot has %d", e.DataFile().FilePath(), e.SequenceNum(), seq)
+				}
+				// ADDED is relative to the snapshot that added the
+				// manifest; entries merged in from others are EXISTING.
+				wantStatus := iceberg.EntryStatusEXISTING
+				if e.SnapshotID() == m.SnapshotID() {
+					wantStatus = iceberg.EntryStatusADDED
+				}
+				if e.Status() != wantStatus {
+					t.Errorf("%s: status %v, want %v", e.DataFile().FilePath(), e.Status(), wantStatus)
+				}
+			}
+		}
+		if files != wantFiles {
+			t.Errorf("current snapshot names %d data files, want %d", files, wantFiles)
+		}
+		assertNoOrphans(t, l, tbl)
+	})
 }
 
 // TestStagedCommitLostRaceRebases checks a staged commit that loses the
