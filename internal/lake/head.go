@@ -52,6 +52,7 @@ type snapRef struct {
 	id         int64
 	parent     int64
 	hasParent  bool
+	batch      string // timelake.batch-id; "" when none
 }
 
 // lightSnapshot is what the index reads of each snapshot: encoding/json
@@ -140,15 +141,10 @@ func (h *head) index() error {
 		}
 	}
 	h.batches = map[string]int{}
-	raw := h.get("snapshots")
 	seen := map[int]bool{}
 	for i := h.current; i >= 0 && !seen[i]; {
 		seen[i] = true
-		var ls lightSnapshot
-		if err := json.Unmarshal(raw[h.snaps[i].start:h.snaps[i].end], &ls); err != nil {
-			return err
-		}
-		if id := ls.Summary.BatchID; id != "" {
+		if id := h.snaps[i].batch; id != "" {
 			if _, ok := h.batches[id]; !ok {
 				h.batches[id] = i
 			}
@@ -186,7 +182,7 @@ func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
 		if ls.SnapshotID == nil {
 			return nil, errors.New("a snapshot has no snapshot-id")
 		}
-		r := snapRef{start: start, end: end, id: *ls.SnapshotID}
+		r := snapRef{start: start, end: end, id: *ls.SnapshotID, batch: ls.Summary.BatchID}
 		if ls.Parent != nil {
 			r.parent, r.hasParent = *ls.Parent, true
 		}
@@ -322,16 +318,17 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 			arr = append(arr, ',')
 		}
 		r := snapRef{start: len(arr), id: s.SnapshotID}
+		if s.Summary != nil {
+			r.batch = s.Summary.Properties[SummaryBatchID]
+		}
 		arr = append(arr, enc...)
 		r.end = len(arr)
 		if s.ParentSnapshotID != nil {
 			r.parent, r.hasParent = *s.ParentSnapshotID, true
 		}
 		next.byID[s.SnapshotID] = len(next.snaps)
-		if s.Summary != nil {
-			if id := s.Summary.Properties[SummaryBatchID]; id != "" {
-				next.batches[id] = len(next.snaps)
-			}
+		if r.batch != "" {
+			next.batches[r.batch] = len(next.snaps)
 		}
 		next.snaps = append(next.snaps, r)
 	}
