@@ -261,13 +261,9 @@ func TestUploadRetries(t *testing.T) {
 				w.Header().Set("ETag", `"abc"`)
 			}))
 			defer ts.Close()
-			client, err := NewS3Client(t.Context(), S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := NewS3Store(client, "bucket", "", S3StoreOptions{})
+			s := fakeServerStore(t, ts.URL)
 			body := []byte("time,value\n")
-			_, err = Upload(context.Background(), s, "a.csv", bytes.NewReader(body), int64(len(body)), UploadOptions{IfAbsent: true, SHA256: sha(body)})
+			_, err := Upload(context.Background(), s, "a.csv", bytes.NewReader(body), int64(len(body)), UploadOptions{IfAbsent: true, SHA256: sha(body)})
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("Upload: %v", err)
@@ -330,11 +326,7 @@ func TestPutSignsWithKnownSHA256(t *testing.T) {
 				w.Header().Set("ETag", `"abc"`)
 			}))
 			defer ts.Close()
-			client, err := NewS3Client(t.Context(), S3Config{Endpoint: ts.URL, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := NewS3Store(client, "bucket", "", S3StoreOptions{})
+			s := fakeServerStore(t, ts.URL)
 			body := &countingReaderAt{r: bytes.NewReader(tt.body)}
 			if _, err := Upload(t.Context(), s, "a.csv", body, int64(len(tt.body)), UploadOptions{IfAbsent: true, SHA256: sha(tt.body)}); err != nil {
 				t.Fatalf("Upload: %v", err)
@@ -350,4 +342,15 @@ func TestPutSignsWithKnownSHA256(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeServerStore is an S3Store of bucket "bucket" on the test HTTP server
+// at endpoint.
+func fakeServerStore(t *testing.T, endpoint string) *S3Store {
+	t.Helper()
+	client, err := NewS3Client(t.Context(), S3Config{Endpoint: endpoint, Region: "us-east-1", AccessKeyID: "k", SecretAccessKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewS3Store(client, "bucket", "", S3StoreOptions{})
 }
