@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // benchCSV is a gateway file like the benchmark's c2 files: rows in time
@@ -29,7 +28,7 @@ func benchCSV(rows int) []byte {
 // schema, sequentially and on GOMAXPROCS goroutines.
 func BenchmarkDecodeCSV(b *testing.B) {
 	data := benchCSV(200_000)
-	sc := iceberg.NewSchema(0,
+	target := arrowTarget(b,
 		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
 		iceberg.NestedField{ID: 2, Name: "device_id", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 3, Name: "site", Type: iceberg.PrimitiveTypes.String},
@@ -37,10 +36,6 @@ func BenchmarkDecodeCSV(b *testing.B) {
 		iceberg.NestedField{ID: 5, Name: "humidity_pct", Type: iceberg.PrimitiveTypes.Float64},
 		iceberg.NestedField{ID: 6, Name: "battery_v", Type: iceberg.PrimitiveTypes.Float64},
 	)
-	target, err := table.SchemaToArrowSchema(sc, nil, true, false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, par := range []int{1, 0} {
 		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

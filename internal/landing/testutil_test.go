@@ -17,11 +17,22 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
+// arrowTarget is the Arrow schema of an Iceberg schema of fields, with
+// field IDs in metadata, as the loader builds it.
+func arrowTarget(t testing.TB, fields ...iceberg.NestedField) *arrow.Schema {
+	t.Helper()
+	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, fields...), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as
+}
+
 // tableTarget is the Arrow schema of a realistic table, built the way the
 // loader builds it (iceberg-go, field IDs in metadata).
 func tableTarget(t *testing.T) *arrow.Schema {
 	t.Helper()
-	sc := iceberg.NewSchema(0,
+	return arrowTarget(t,
 		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
 		iceberg.NestedField{ID: 2, Name: "device", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 3, Name: "temp", Type: iceberg.PrimitiveTypes.Float64},
@@ -29,11 +40,6 @@ func tableTarget(t *testing.T) *arrow.Schema {
 		iceberg.NestedField{ID: 5, Name: "ok", Type: iceberg.PrimitiveTypes.Bool},
 		iceberg.NestedField{ID: 6, Name: "level", Type: iceberg.PrimitiveTypes.Int32},
 	)
-	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return as
 }
 
 // timeOnlyTarget has just a required time column and a nullable value.
