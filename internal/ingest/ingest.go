@@ -25,6 +25,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
@@ -723,7 +724,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 
 	if r.tbl == nil {
 		if err := r.createTable(ctx, o.Key, dec); err != nil {
-			var fe *landing.FileError
+			var fe *decode.FileError
 			if errors.As(err, &fe) {
 				return reject(err)
 			}
@@ -755,23 +756,23 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	return it
 }
 
-func (r *runner) decode(ctx context.Context, d *download) (*landing.Decoded, error) {
-	opts := landing.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation}
+func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, error) {
+	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
 	} else {
 		opts.TimeColumn = r.cfg.TimeColumn
 	}
-	return landing.Decode(ctx, landing.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+	return decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
 }
 
 // createTable creates the table from the first decoded file, or loads it if
 // another writer created it first.
-func (r *runner) createTable(ctx context.Context, key string, dec *landing.Decoded) error {
+func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decoded) error {
 	for _, k := range r.cfg.SeriesKey {
 		if len(dec.Schema.FieldIndices(k)) == 0 {
-			return &landing.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
+			return &decode.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
 		}
 	}
 	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, lake.CreateSpec{
@@ -832,7 +833,7 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 	}
 	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
 		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause)}
-	var fe *landing.FileError
+	var fe *decode.FileError
 	if errors.As(cause, &fe) {
 		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value
 	}
@@ -852,7 +853,7 @@ func hint(err error) string {
 	case errors.Is(err, lake.ErrEmptyBatch):
 		return "the file has no data rows; nothing to load"
 	}
-	var fe *landing.FileError
+	var fe *decode.FileError
 	if errors.As(err, &fe) {
 		return "fix the file and upload it again under a new key; the quarantined copy and this report can then be deleted"
 	}

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -489,7 +490,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 // Validate words it when validation is on.
 func openError(cfg Config, path string, err error) error {
 	if cfg.Validate {
-		err = &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+		err = &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
 	return &fileError{err}
 }
@@ -507,8 +508,8 @@ func hashFile(ctx context.Context, r io.ReaderAt, size int64) (string, error) {
 func compressible(path string, f io.ReaderAt) bool {
 	head := make([]byte, 4)
 	n, _ := f.ReadAt(head, 0)
-	format, gz, err := landing.DetectFormat(path, head[:n])
-	return err == nil && !gz && (format == landing.FormatCSV || format == landing.FormatTSV)
+	format, gz, err := decode.DetectFormat(path, head[:n])
+	return err == nil && !gz && (format == decode.FormatCSV || format == decode.FormatTSV)
 }
 
 // compress replaces the body by a gzip copy in dir. The gzip header carries

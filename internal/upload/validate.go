@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/decode"
 )
 
 // DefaultSampleRows is the number of data rows of a CSV or TSV file that
@@ -46,24 +46,24 @@ type ValidateOptions struct {
 // Validate checks a landing file before it is uploaded, without any network
 // access, so that a gateway learns about a broken file at the edge:
 //
-//   - the type, from the name and first bytes (landing.DetectFormat);
+//   - the type, from the name and first bytes (decode.DetectFormat);
 //   - CSV/TSV (optionally gzipped): every record is read to check the
 //     structure (quoting, same number of fields as the header, complete gzip
 //     stream), and the header plus the first SampleRows rows are decoded with
-//     landing.Decode (column names, time column, value types);
+//     decode.Decode (column names, time column, value types);
 //   - Parquet: decoded fully up to 16 MiB, else its footer and schema.
 //
-// Every error is a *landing.FileError whose Key is path, with the data row
+// Every error is a *decode.FileError whose Key is path, with the data row
 // (header excluded) and, for CSV structure errors, the line.
 func Validate(ctx context.Context, path string, opts ValidateOptions) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+		return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+		return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
 	return validate(ctx, path, f, fi.Size(), nil, opts)
 }
@@ -75,21 +75,21 @@ func validate(ctx context.Context, path string, f io.ReaderAt, size int64, data 
 	head := make([]byte, 4)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+		return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
-	format, gz, err := landing.DetectFormat(path, head[:n])
+	format, gz, err := decode.DetectFormat(path, head[:n])
 	if err != nil {
 		return err
 	}
 	if size == 0 {
-		return &landing.FileError{Key: path, Reason: "empty file"}
+		return &decode.FileError{Key: path, Reason: "empty file"}
 	}
-	dopts := landing.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit}
-	if format == landing.FormatParquet {
+	dopts := decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit}
+	if format == decode.FormatParquet {
 		return validateParquet(ctx, path, f, size, dopts)
 	}
 	comma := ','
-	if format == landing.FormatTSV {
+	if format == decode.FormatTSV {
 		comma = '\t'
 	}
 	rows := opts.SampleRows
@@ -101,7 +101,7 @@ func validate(ctx context.Context, path string, f io.ReaderAt, size int64, data 
 		// in at most maxSampleBytes: the sample is the whole file, and
 		// decoding it reads every record too. Only a failure needs the scan,
 		// whose structure errors come first, worded with their line.
-		dec, err := landing.Decode(ctx, landing.Source{Key: path, R: f, Size: size}, dopts)
+		dec, err := decode.Decode(ctx, decode.Source{Key: path, R: f, Size: size}, dopts)
 		if err == nil {
 			dec.Release()
 			return nil
@@ -127,11 +127,11 @@ func validate(ctx context.Context, path string, f io.ReaderAt, size int64, data 
 		defer closer.Close()
 		b := make([]byte, sampleEnd)
 		if _, err := io.ReadFull(r, b); err != nil {
-			return &landing.FileError{Key: path, Reason: "cannot read file", Err: err}
+			return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 		}
 		sample = bytes.NewReader(b)
 	}
-	dec, err := landing.Decode(ctx, landing.Source{Key: path, R: sample, Size: sampleEnd}, dopts)
+	dec, err := decode.Decode(ctx, decode.Source{Key: path, R: sample, Size: sampleEnd}, dopts)
 	if err != nil {
 		return err
 	}
@@ -148,9 +148,9 @@ func textStream(path string, f io.ReaderAt, size int64, gz bool) (io.Reader, io.
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, &landing.FileError{Key: path, Reason: "empty file"}
+			return nil, nil, &decode.FileError{Key: path, Reason: "empty file"}
 		}
-		return nil, nil, &landing.FileError{Key: path, Reason: "cannot read gzip data", Err: err}
+		return nil, nil, &decode.FileError{Key: path, Reason: "cannot read gzip data", Err: err}
 	}
 	return zr, zr, nil
 }
@@ -175,7 +175,7 @@ func scanText(ctx context.Context, path string, f io.ReaderAt, size int64, gz bo
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
-		return 0, &landing.FileError{Key: path, Reason: "empty file"}
+		return 0, &decode.FileError{Key: path, Reason: "empty file"}
 	}
 	if err != nil {
 		return 0, textError(path, 0, 0, err)
@@ -202,7 +202,7 @@ func scanText(ctx context.Context, path string, f io.ReaderAt, size int64, gz bo
 		}
 	}
 	if row == 0 {
-		return 0, &landing.FileError{Key: path, Reason: "no data rows"}
+		return 0, &decode.FileError{Key: path, Reason: "no data rows"}
 	}
 	if sampleEnd < 0 {
 		sampleEnd = cr.InputOffset()
@@ -215,26 +215,26 @@ func textError(path string, row int64, width int, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			return &landing.FileError{Key: path, Row: row,
+			return &decode.FileError{Key: path, Row: row,
 				Reason: fmt.Sprintf("wrong number of fields (the header has %d) at line %d", width, pe.Line)}
 		}
 		where := fmt.Sprintf("line %d", pe.Line)
 		if row == 0 {
 			where = "header, " + where
 		}
-		return &landing.FileError{Key: path, Row: row, Reason: fmt.Sprintf("malformed csv (%s): %v", where, pe.Err)}
+		return &decode.FileError{Key: path, Row: row, Reason: fmt.Sprintf("malformed csv (%s): %v", where, pe.Err)}
 	}
 	if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &landing.FileError{Key: path, Reason: "cannot read gzip data (truncated or corrupt)", Err: err}
+		return &decode.FileError{Key: path, Reason: "cannot read gzip data (truncated or corrupt)", Err: err}
 	}
-	return &landing.FileError{Key: path, Row: row, Reason: "cannot read file", Err: err}
+	return &decode.FileError{Key: path, Row: row, Reason: "cannot read file", Err: err}
 }
 
 // validateParquet decodes small files fully and checks the footer and schema
 // of large ones (a truncated Parquet file has no footer).
-func validateParquet(ctx context.Context, path string, f io.ReaderAt, size int64, dopts landing.DecodeOptions) error {
+func validateParquet(ctx context.Context, path string, f io.ReaderAt, size int64, dopts decode.DecodeOptions) error {
 	if size <= parquetDecodeLimit {
-		dec, err := landing.Decode(ctx, landing.Source{Key: path, R: f, Size: size}, dopts)
+		dec, err := decode.Decode(ctx, decode.Source{Key: path, R: f, Size: size}, dopts)
 		if err != nil {
 			return err
 		}
@@ -243,14 +243,14 @@ func validateParquet(ctx context.Context, path string, f io.ReaderAt, size int64
 	}
 	pf, err := file.NewParquetReader(io.NewSectionReader(f, 0, size))
 	if err != nil {
-		return &landing.FileError{Key: path, Reason: "not a readable parquet file", Err: err}
+		return &decode.FileError{Key: path, Reason: "not a readable parquet file", Err: err}
 	}
 	defer pf.Close()
 	if pf.NumRows() == 0 {
-		return &landing.FileError{Key: path, Reason: "no data rows"}
+		return &decode.FileError{Key: path, Reason: "no data rows"}
 	}
 	if _, err := pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata()); err != nil {
-		return &landing.FileError{Key: path, Reason: "cannot read parquet schema", Err: err}
+		return &decode.FileError{Key: path, Reason: "cannot read parquet schema", Err: err}
 	}
 	return nil
 }

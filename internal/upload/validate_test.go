@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/decode"
 )
 
 func gzipBytes(t *testing.T, b []byte) []byte {
@@ -144,7 +144,7 @@ func TestValidate(t *testing.T) {
 				if msgs = append(msgs, err.Error()); len(msgs) == 2 && msgs[0] != msgs[1] {
 					t.Fatalf("from the file: %s; from memory: %s", msgs[0], msgs[1])
 				}
-				var fe *landing.FileError
+				var fe *decode.FileError
 				if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
 					t.Fatalf("in memory %v: err = %#v, want a FileError for %s at row %d", mem, err, path, tt.wantRow)
 				}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
-	"github.com/timelake/timelake/internal/landing"
 )
 
 // CreateOptions are the inputs of `tables create`.
@@ -118,10 +118,10 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 	return opts, nil
 }
 
-// RunCreate decodes FromFile with landing.Decode (Target nil: schema and
+// RunCreate decodes FromFile with decode.Decode (Target nil: schema and
 // time column inferred as for ingest's auto-create), creates the table with
 // lake.CreateTable and prints what was created. Errors: the file cannot be
-// read or decoded (*landing.FileError), a series key column is missing, or
+// read or decoded (*decode.FileError), a series key column is missing, or
 // lake.ErrTableExists.
 func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	fh, err := os.Open(opts.FromFile)
@@ -134,7 +134,7 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 		return fmt.Errorf("create %s: %w", opts.Table, err)
 	}
 	key := filepath.Base(opts.FromFile)
-	dec, err := landing.Decode(ctx, landing.Source{Key: key, R: fh, Size: st.Size()}, landing.DecodeOptions{
+	dec, err := decode.Decode(ctx, decode.Source{Key: key, R: fh, Size: st.Size()}, decode.DecodeOptions{
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 	})
 	if err != nil {

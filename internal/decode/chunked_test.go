@@ -1,4 +1,4 @@
-package landing
+package decode
 
 import (
 	"bytes"

@@ -1,10 +1,13 @@
-// Package landing decodes landing files (CSV, TSV, optionally gzip-compressed,
-// and Parquet) dropped by field gateways into Arrow record batches that
-// conform to an Iceberg table's Arrow schema, or infers the schema of a new
-// table from a first file. The rules come from timelake-format.md ("Data
+// Package decode turns the bytes of one landing file (CSV, TSV, optionally
+// gzip-compressed, and Parquet) dropped by a field gateway into Arrow record
+// batches that conform to an Iceberg table's Arrow schema, or infers the
+// schema of a new table from a first file. It does no I/O of its own: the
+// caller hands it a downloaded file (Source) and a target schema. Both
+// ingest and upload --validate decode through it, so they give the same
+// reason for the same file. The rules come from timelake-format.md ("Data
 // files" and "Appending a file whose schema differs from the table") and
 // iceberg-go-notes.md ("Schema").
-package landing
+package decode
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package landing
+package decode
 
 import (
 	"context"
@@ -636,7 +636,7 @@ func textValues(arr arrow.Array) func(int) string {
 	case *array.StringView:
 		return a.Value
 	}
-	panic(fmt.Sprintf("landing: not a text array: %s", arr.DataType()))
+	panic(fmt.Sprintf("decode: not a text array: %s", arr.DataType()))
 }
 
 func bytesValues(arr arrow.Array) func(int) []byte {
@@ -678,7 +678,7 @@ func uint64Values(arr arrow.Array) func(int) uint64 {
 	case *array.Uint64:
 		return a.Value
 	}
-	panic(fmt.Sprintf("landing: not an integer array: %s", arr.DataType()))
+	panic(fmt.Sprintf("decode: not an integer array: %s", arr.DataType()))
 }
 
 func float64Values(arr arrow.Array) func(int) float64 {
