@@ -68,8 +68,9 @@ type Settings struct {
 	// built from the settings (e.g. an invalid TIMELAKE_S3_VIRTUAL_HOSTED).
 	S3    storage.S3Config
 	S3Err error
-	// Checked counts the other settings of the registry that were
-	// validated; Invalid holds a *settings.ValueError for each bad one.
+	// Checked counts the other settings of the registry with a variable
+	// that were validated; Invalid holds a *settings.ValueError for each
+	// bad one.
 	Checked int
 	Invalid []error
 }
@@ -134,8 +135,10 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	s.Credentials = credentialsFrom(env)
 	s.S3, s.S3Err = f.S3Config(cmd)
 	for _, spec := range settings.All() {
-		switch spec {
-		case &settings.Landing.Spec, &settings.Warehouse.Spec, &settings.Table.Spec:
+		switch {
+		case len(spec.Env) == 0:
+			continue // a per-run flag: only a flag sets it
+		case spec == &settings.Landing.Spec, spec == &settings.Warehouse.Spec, spec == &settings.Table.Spec:
 			continue // checked by their own rows
 		}
 		s.Checked++
