@@ -111,7 +111,7 @@ func (t *TablePrinter) terminal() (string, error) {
 		}
 		hdr[i] = strings.ToUpper(c.Header)
 		if c.Wrap > 0 {
-			widths.Set(i, c.Wrap)
+			widths.Set(i, c.Wrap+2) // the width counts the padding
 			wrap = tw.WrapNormal
 		}
 	}

@@ -261,6 +261,12 @@ func TestCheckSettings(t *testing.T) {
 			envcheck.CheckCredentials, envcheck.Fail, []string{`profile "lake" from AWS_PROFILE (environment)`}},
 		{"local only", map[string]string{"LANDING_BUCKET": "./landing", "TIMELAKE_WAREHOUSE": "./lake"},
 			envcheck.CheckEndpoint, envcheck.Skip, []string{"landing and warehouse are local folders"}},
+		{"every other value valid", map[string]string{"TIMELAKE_MAX_FILES": "10", "TIMELAKE_SPOOL_MIN_AGE": "30s"},
+			envcheck.CheckSettings, envcheck.OK, []string{"other settings valid"}},
+		{"bad number", map[string]string{"TIMELAKE_MAX_FILES": "abc"}, envcheck.CheckSettings, envcheck.Fail,
+			[]string{`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`, "docs/configuration.md"}},
+		{"bad values of other commands", map[string]string{"TIMELAKE_UPLOAD_PARALLEL": "0", "TIMELAKE_EXPIRE_OLDER_THAN": "soon"},
+			envcheck.CheckSettings, envcheck.Fail, []string{"TIMELAKE_UPLOAD_PARALLEL (environment)", "TIMELAKE_EXPIRE_OLDER_THAN (environment)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.check, func(t *testing.T) {
@@ -268,6 +274,22 @@ func TestCheckSettings(t *testing.T) {
 			r := checkJSON(t, tt.env, "--timeout", "1s")
 			r.expect(t, tt.check, tt.want, tt.text...)
 		})
+	}
+}
+
+// TestCheckRefusesBadValues checks that a bad value of any setting fails
+// env check (exit 1) naming the variable and where it came from.
+func TestCheckRefusesBadValues(t *testing.T) {
+	env, _, _ := localEnv(t)
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	if err := os.WriteFile(envFile, []byte("TIMELAKE_MAX_FILES=abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := checkJSON(t, env, "--env-file", envFile)
+	r.expect(t, envcheck.CheckSettings, envcheck.Fail, `TIMELAKE_MAX_FILES (env file): expected a whole number >= 0, got "abc"`)
+	if r.code != cmdutil.ExitFailed || r.report.OK {
+		t.Errorf("exit %d, ok %v; want 1 and false", r.code, r.report.OK)
 	}
 }
 
