@@ -13,15 +13,41 @@
 //     when cobra sets it, a variable when it is read, with the same parser,
 //     and a bad value is a *ValueError naming the flag or the variable;
 //   - `env show` lists All settings with their value and source, `env check`
-//     validates every value (Spec.Check), and a test checks
-//     docs/configuration.md against All.
+//     validates every value (Spec.Check), and tests check that every flag of
+//     every command comes from here and that docs/configuration.md matches.
 //
-// Adding a setting is one change here: declare it in registry.go with the
-// commands that take it (its flag then appears on them, in --help, in `env
-// show` and `env check`), read it where it is used (Setting.Get), and add
-// its row to docs/configuration.md (the test says if the row is missing or
-// wrong). A setting without a variable must be a per-run flag (GroupPerRun).
-// Secrets (Sensitivity Secret) are never printed: Display masks them fully.
+// # Adding a setting
+//
+// A new setting (serve's --listen or --sweep, a webhook secret,
+// --csv-delimiter, --content-dedupe, --evolve) is one declaration in
+// registry.go; for example:
+//
+//	CSVDelimiter = register(&Setting[string]{Spec: Spec{
+//		Flag: "csv-delimiter", Env: []string{"TIMELAKE_CSV_DELIMITER"}, Default: ",",
+//		Help:     "field separator of CSV files",
+//		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+//	}, Kind: Enum(",", ";", "|")})
+//
+// The commands listed bind the flag with its help and variables; `env show`
+// lists it and `env check` validates it. What remains is the use: the
+// command reads it into its Options (settings.CSVDelimiter.Get(r), typed),
+// and docs/configuration.md gets its row (the test says which). A new
+// command adds its Command constant and calls Bind. A secret (a webhook
+// token) is Sensitivity Secret and has no flag: it is never printed, not
+// one character (Display, MaskSecret), and an env file holding it that
+// others can read is reported (CheckEnvFile). A setting without a variable
+// must be a per-run flag (GroupPerRun).
+//
+// # Why not a configuration library
+//
+// The parsing is done by libraries: pflag reads the command line and
+// godotenv the env file (internal/config). What this package adds is the
+// glue that configuration libraries (viper, koanf) do not give: several
+// variables per setting tried in a fixed order (the endpoint's
+// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_ENDPOINT; DESIGN.md,
+// "Settings"), the provenance of every value for `env show` and for errors,
+// secrets that are never printed, and one list that the docs are tested
+// against. It is a few hundred lines over pflag, with no new dependency.
 package settings
 
 import (
