@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -199,10 +200,10 @@ func RunShow(ctx context.Context, opts *ShowOptions) error {
 // (docs/tables.md lists the record types).
 func RenderShow(o Output, d TableDetail) error {
 	if o.JSON {
-		return printJSON(o.Out, d)
+		return o.IO.PrintJSON(d)
 	}
-	if o.TTY {
-		return renderShowTTY(o.Out, d)
+	if o.tty() {
+		return renderShowTTY(o.IO.Out, d)
 	}
 	var b strings.Builder
 	rec := func(fields ...string) {
@@ -249,7 +250,7 @@ func RenderShow(o Output, d TableDetail) error {
 	rec("data_files", formatInt(d.Totals.DataFiles))
 	rec("delete_files", formatInt(d.Totals.DeleteFiles))
 	rec("size_bytes", formatInt(d.Totals.SizeBytes))
-	_, err := io.WriteString(o.Out, b.String())
+	_, err := io.WriteString(o.IO.Out, b.String())
 	return err
 }
 
@@ -283,16 +284,20 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 	})
 
 	section(fmt.Sprintf("Schema (id %d)", d.Schema.SchemaID))
-	cols := make([][]string, 0, len(d.Schema.Columns))
+	var tb strings.Builder
+	cols := iostreams.NewTablePrinter(&tb, true,
+		iostreams.Column{Header: "id", Right: true}, iostreams.Column{Header: "name"},
+		iostreams.Column{Header: "type"}, iostreams.Column{Header: "required"})
 	for _, c := range d.Schema.Columns {
 		req := ""
 		if c.Required {
 			req = "yes"
 		}
-		cols = append(cols, []string{formatInt(int64(c.ID)), c.Name, c.Type, req})
+		cols.AddRow(formatInt(int64(c.ID)), c.Name, c.Type, req)
 	}
-	var tb strings.Builder
-	_ = printTable(&tb, true, []column{{"id", "", true}, {"name", "", false}, {"type", "", false}, {"required", "", false}}, cols)
+	if err := cols.Render(); err != nil {
+		return err
+	}
 	b.WriteString(indent(tb.String()))
 
 	section(fmt.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
