@@ -54,9 +54,12 @@ type TableDetail struct {
 	Schema           Schema  `json:"schema"`
 	PartitionSpec    Spec    `json:"partition_spec"`
 	SortOrder        Order   `json:"sort_order"`
-	// Contract holds the timelake.* properties (timelake-format.md, "Table
-	// contract"), Properties all others.
+	// Contract holds the timelake.* properties of the table contract
+	// (timelake-format.md, "Table contract"), Maintenance the other
+	// timelake.* ones (docs/maintenance.md; the load history as its
+	// segment count), Properties all others.
 	Contract        map[string]string `json:"contract"`
+	Maintenance     map[string]string `json:"maintenance"`
 	Properties      map[string]string `json:"properties"`
 	CurrentSnapshot *SnapshotRow      `json:"current_snapshot"` // null without snapshots
 	Totals          Totals            `json:"totals"`
@@ -135,7 +138,7 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 		MetadataVersion: version, FormatVersion: meta.Version(), TableUUID: meta.TableUUID().String(),
 		LastUpdatedAt: At(meta.LastUpdatedMillis()),
 		Schema:        Schema{SchemaID: sc.ID, Columns: []Column{}},
-		Contract:      map[string]string{}, Properties: map[string]string{},
+		Contract:      map[string]string{}, Maintenance: map[string]string{}, Properties: map[string]string{},
 	}
 	for _, f := range sc.Fields() {
 		d.Schema.Columns = append(d.Schema.Columns, Column{ID: f.ID, Name: f.Name, Type: f.Type.String(), Required: f.Required, Doc: f.Doc})
@@ -164,9 +167,14 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 			Expr: term + " " + string(sf.Direction) + " " + string(sf.NullOrder)})
 	}
 	for k, v := range meta.Properties() {
-		if strings.HasPrefix(k, "timelake.") {
+		switch {
+		case k == lake.PropTimeColumn || k == lake.PropSeriesKey || k == lake.PropChunk || k == lake.PropFormatVersion:
 			d.Contract[k] = v
-		} else {
+		case k == lake.PropLoadHistory:
+			d.Maintenance[k] = plural(int64(len(strings.Split(v, ","))), "segment")
+		case strings.HasPrefix(k, "timelake."):
+			d.Maintenance[k] = v
+		default:
 			d.Properties[k] = v
 		}
 	}
@@ -234,6 +242,9 @@ func RenderShow(o Output, d TableDetail) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Contract)) {
 		rec("contract", k, d.Contract[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Maintenance)) {
+		rec("maintenance", k, d.Maintenance[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Properties)) {
 		rec("property", k, d.Properties[k])
@@ -339,6 +350,9 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		}
 	}
 	props("Timelake contract", d.Contract)
+	if len(d.Maintenance) > 0 {
+		props("Maintenance", d.Maintenance)
+	}
 	props("Properties", d.Properties)
 
 	section("Current snapshot")
