@@ -34,7 +34,7 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 		clock := time.Now()
 		l.now = func() time.Time { return clock }
 		tbl := createTestTable(t, l)
-		const gateways, minutes = 4, 90
+		const gateways, minutes = 3, 70
 		rows := 0
 		maxFiles, maxSnaps, orphanChecks, orphans := 0, 0, 0, 0
 		for m := range minutes {
