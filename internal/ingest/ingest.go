@@ -108,6 +108,10 @@ type Config struct {
 	OnFile func(FileResult)
 	// OnCreate is called when the run creates the table.
 	OnCreate func(*Created)
+	// OnCommit is called after each metadata write of loaded files with
+	// their number, how long the write took, and its error (nil when it
+	// succeeded): serve's commit metrics.
+	OnCommit func(files int, took time.Duration, err error)
 	// AfterCommit runs after a file's rows are committed and before the
 	// landing object is deleted; an error aborts the run there. Tests use it
 	// to simulate a crash between commit and delete.
@@ -221,6 +225,17 @@ type runner struct {
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
+	r := newRunner(cfg)
+	err := r.run(ctx)
+	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
+		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
+	}
+	r.finishReport(start)
+	return r.rep, err
+}
+
+// newRunner fills cfg's defaults and starts an empty report.
+func newRunner(cfg Config) *runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -237,15 +252,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &runner{
 		cfg:    cfg,
 		bucket: &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
-		rep: &Report{Table: cfg.Table.String(), Warehouse: cfg.Lake.URI(), Landing: cfg.Landing.URI(),
-			DryRun: cfg.DryRun, Files: []FileResult{}},
-		log: cfg.Logger,
+		log:    cfg.Logger,
 	}
-	err := r.run(ctx)
+	r.newReport()
+	return r
+}
+
+// newReport starts an empty report (a run's, or one load's of a Session).
+func (r *runner) newReport() {
+	r.rep = &Report{Table: r.cfg.Table.String(), Warehouse: r.cfg.Lake.URI(), Landing: r.cfg.Landing.URI(),
+		DryRun: r.cfg.DryRun, Files: []FileResult{}}
+}
+
+// finishReport puts the report's files in key order and stamps it with its
+// duration since start and the table's current version and snapshot.
+func (r *runner) finishReport(start time.Time) {
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
-	if err == nil && r.tbl != nil && !cfg.DryRun && cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
-		r.rep.Maintenance = maintain(ctx, r.tbl, cfg.MaintenanceBudget)
-	}
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
 		r.rep.MetadataVersion = r.tbl.Version()
@@ -253,33 +275,57 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.rep.SnapshotID = id
 		}
 	}
-	return r.rep, err
 }
 
 func (r *runner) run(ctx context.Context) (err error) {
-	defer func() {
-		// A lost lease cancels the run's context with the reason.
-		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-			err = cause
-		}
-	}()
+	defer func() { err = withCause(ctx, err) }()
+	var release func()
+	ctx, release, err = r.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	files, err := r.list(ctx)
+	if err != nil {
+		return err
+	}
+	return r.load(ctx, files)
+}
+
+// withCause returns the reason ctx was cancelled instead of err when there
+// is one: a lost lease cancels the run's context with the reason.
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// open loads the table (nil when it does not exist yet and may be
+// created), checks the landing bucket and, unless this is a dry run, takes
+// the table's ingest lease and keeps renewing it. The returned context is
+// cancelled, with ErrLeaseLost as its cause, when a renewal fails; release
+// stops the renewals and releases the lease (with its own deadline: it
+// runs when ctx may be done).
+func (r *runner) open(ctx context.Context) (_ context.Context, release func(), err error) {
+	release = func() {}
 	tbl, err := r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
 	switch {
 	case err == nil:
 		r.tbl = tbl
 	case errors.Is(err, lake.ErrTableNotFound):
 		if r.cfg.NoCreate {
-			return fmt.Errorf("%w: %v", ErrNoTable, err)
+			return ctx, release, fmt.Errorf("%w: %v", ErrNoTable, err)
 		}
 		// Created from the first file that decodes.
 	default:
-		return err
+		return ctx, release, err
 	}
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
 	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
-		return fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
+		return ctx, release, fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
 	var lease *landing.Lease
@@ -287,13 +333,13 @@ func (r *runner) run(ctx context.Context) (err error) {
 		lease, err = landing.AcquireLease(ctx, r.cfg.Landing, landing.LeaseKey(r.cfg.Table.String()),
 			r.cfg.Holder, r.cfg.LeaseTTL, r.cfg.Now)
 		if err != nil {
-			return err
+			return ctx, release, err
 		}
 		// Renew in the background every third of the TTL, so that a long
 		// file never outlives the lease; losing it stops the run.
 		var stopRenew func()
 		ctx, stopRenew = r.keepLease(ctx, lease)
-		defer func() {
+		release = func() {
 			stopRenew() // before the release: the renewer writes the lease too
 			// Release even when ctx was cancelled.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -301,19 +347,25 @@ func (r *runner) run(ctx context.Context) (err error) {
 			if err := lease.Release(rctx); err != nil {
 				r.log.Warn("lease not released (it expires by itself)", "err", err)
 			}
-		}()
+		}
 		if r.tbl != nil {
 			// The table may have moved while we waited for nothing: use the
 			// newest version for the already-loaded checks.
 			if err := r.tbl.Refresh(ctx); err != nil {
-				return err
+				release()
+				return ctx, func() {}, err
 			}
 		}
 	}
+	return ctx, release, nil
+}
 
+// list lists the files to load, in key order, up to MaxFiles (Remaining
+// is set when more wait).
+func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 	var files []storage.ObjectInfo
 	errEnough := errors.New("enough")
-	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+	err := r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough
@@ -322,9 +374,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
+		return nil, fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
 	}
+	return files, nil
+}
 
+// load loads files in the order given: one by one until the table exists
+// (the first file that decodes creates it), then through the pipeline.
+func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	i := 0
 	// Until the table exists, files go one by one: the first one that
 	// decodes creates it. A file that cannot create the table is not
@@ -588,7 +645,12 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 	}
 	var results []lake.AppendResult
 	if len(ps) > 0 {
-		if results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{}); err != nil {
+		t0 := time.Now()
+		results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{})
+		if r.cfg.OnCommit != nil {
+			r.cfg.OnCommit(len(ps), time.Since(t0), err)
+		}
+		if err != nil {
 			return func() error { recordDone(); return firstErr }, err
 		}
 	}
