@@ -70,6 +70,7 @@ type Command string
 const (
 	Global          Command = "timelake"
 	Ingest          Command = "ingest"
+	Serve           Command = "serve"
 	Upload          Command = "upload"
 	Tables          Command = "tables" // persistent flags of the group
 	TablesSnapshots Command = "tables snapshots"
@@ -90,6 +91,7 @@ const (
 	GroupS3        Group = "S3 connection"
 	GroupCreate    Group = "Table creation"
 	GroupIngest    Group = "Ingest"
+	GroupServe     Group = "Serve"
 	GroupUpload    Group = "Upload"
 	GroupTables    Group = "Tables"
 	GroupGlobal    Group = "Global"

@@ -70,9 +70,22 @@ starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 }
 
 func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	r, err := f.Settings(cmd)
+	c, err := ResolveConfig(cmd, f)
 	if err != nil {
 		return nil, err
+	}
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+}
+
+// ResolveConfig resolves the settings of a command that loads the landing
+// bucket (ingest, serve) into an ingest.Config, with the landing store and
+// the lake opened. Errors: usage errors (a missing or bad setting, a
+// warehouse that overlaps the landing location), and those of opening the
+// stores.
+func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error) {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return ingest.Config{}, err
 	}
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
@@ -97,19 +110,19 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
-		return nil, err
+		return c, err
 	}
 	if wloc, err := storage.ParseLocation(warehouse, false); err == nil && storage.Overlaps(land, wloc) {
-		return nil, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
+		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
 	}
 	ctx := cmd.Context()
 	if c.Landing, err = f.OpenStore(ctx, cmd, land); err != nil {
-		return nil, err
+		return c, err
 	}
 	if c.Lake, err = f.OpenLake(ctx, cmd, warehouse); err != nil {
-		return nil, err
+		return c, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+	return c, nil
 }
 
 // Report is the --json document: ingest's report and the time the run
