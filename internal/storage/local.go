@@ -186,15 +186,24 @@ func randomSuffix() string {
 
 // writeTemp copies body into a new temporary file next to dst.
 func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
 	tmp := filepath.Join(filepath.Dir(dst), tempPrefix+filepath.Base(dst)+"-"+randomSuffix())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return "", err
+	var f *os.File
+	for attempt := 0; ; attempt++ {
+		// A concurrent Delete of a folder's last file removes the folder
+		// (and its empty parents) between the two steps; once the temp file
+		// is in it, it is no longer empty.
+		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err == nil {
+			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err == nil {
+				break
+			}
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+			return "", err
+		}
 	}
-	_, err = io.Copy(f, ctxReader{ctx, body})
+	_, err := io.Copy(f, ctxReader{ctx, body})
 	if err == nil {
 		err = f.Sync()
 	}
@@ -242,7 +251,7 @@ func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, op
 // swap replaces p by tmp if p's ETag is etag, under the key's lock so
 // that two compare-and-swaps cannot interleave.
 func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
-	return s.locked(ctx, key, p, func() error {
+	err := s.locked(ctx, key, p, func() error {
 		cur, err := s.Stat(ctx, key)
 		if err != nil {
 			if errors.Is(err, ErrNotExist) {
@@ -258,6 +267,10 @@ func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed) // the folder, so the object, is gone
+	}
+	return err
 }
 
 // locked runs fn while holding the exclusive lock file of key (path p),
