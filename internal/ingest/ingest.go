@@ -86,8 +86,39 @@ type Config struct {
 	MemoryBudget int64
 
 	LeaseTTL time.Duration // 0 means 10 minutes
-	Holder   string        // names this run in the lease (host:pid)
-	WorkDir  string        // temp folder for downloads; "" = os.TempDir()
+	// Holder names this run in the lease; the zero value means
+	// landing.NewHolder() (host, PID and a random run id).
+	Holder landing.Holder
+	// LeaseStore holds the lease, and LeasePrefix is the landing prefix it
+	// covers, relative to LeaseStore. Leave both empty to keep the lease in
+	// Landing on Prefix; a landing location with a key prefix of its own
+	// (s3://bucket/gateways) keeps it at the bucket's root instead
+	// (LeaseStore the bucket, LeasePrefix "gateways/"+Prefix), so that
+	// pollers given overlapping locations still see each other's leases.
+	LeaseStore  storage.Store
+	LeasePrefix string
+	// BreakLease removes the leases that would block this run (its own
+	// table and prefix, and overlapping prefixes) before taking its own;
+	// each one removed is reported in Report.BrokenLeases and to OnBreak.
+	BreakLease bool
+	OnBreak    func(landing.LeaseInfo)
+	WorkDir    string // temp folder for downloads; "" = os.TempDir()
+
+	// SettleTime: a landing file modified less than this long ago may still
+	// be being written. The run waits (at most SettleTime) for such files to
+	// settle and loads the ones that did not change meanwhile; the others
+	// are reported as waiting and left for the next run. 0 means
+	// DefaultSettleTime on a local landing folder (*storage.LocalStore) and
+	// none on S3, where an object is visible only once complete; negative
+	// means none.
+	SettleTime time.Duration
+
+	// Warehouse is the warehouse's store, for the check that a table that
+	// does not exist is not a missing lake bucket; nil skips the check.
+	Warehouse storage.Store
+	// Explain names the landing bucket, the warehouse and the settings
+	// behind them in the explanations of setup errors (storage.Diagnose).
+	Explain Explain
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -102,6 +133,17 @@ type Config struct {
 	AfterCommit func(key string) error
 }
 
+// DefaultSettleTime is how old a file of a local landing folder must be
+// before it is loaded (Config.SettleTime).
+const DefaultSettleTime = 2 * time.Second
+
+// Explain names the stores of a run for storage.Diagnose. Empty Where
+// fields are filled from the stores' URIs.
+type Explain struct {
+	Landing, Lake storage.Where
+	Names         storage.Names
+}
+
 // Status is what happened to one landing file.
 type Status string
 
@@ -111,6 +153,9 @@ const (
 	AlreadyLoaded Status = "already-loaded"
 	Quarantined   Status = "quarantined"
 	WouldLoad     Status = "would-load" // dry run
+	// Waiting: the file was modified too recently (or changed while it was
+	// read) and may still be being written; the next run loads it.
+	Waiting Status = "waiting"
 )
 
 // FileResult is one output line.
@@ -161,31 +206,37 @@ type Column struct {
 
 // Report is the outcome of a run (the --json document).
 type Report struct {
-	Table           string       `json:"table"`
-	Warehouse       string       `json:"warehouse"`
-	Landing         string       `json:"landing"`
-	DryRun          bool         `json:"dry_run"`
-	Created         *Created     `json:"created,omitempty"`
-	Files           []FileResult `json:"files"`
-	Loaded          int          `json:"loaded"`
-	AlreadyLoaded   int          `json:"already_loaded"`
-	Quarantined     int          `json:"quarantined"`
-	Rows            int64        `json:"rows"`
-	Remaining       bool         `json:"remaining"` // --max-files stopped the run early
-	SnapshotID      int64        `json:"snapshot_id,omitempty"`
-	MetadataVersion int          `json:"metadata_version,omitempty"`
-	Seconds         float64      `json:"seconds"`
+	Table     string `json:"table"`
+	Warehouse string `json:"warehouse"`
+	Landing   string `json:"landing"`
+	DryRun    bool   `json:"dry_run"`
+	// WouldCreate is set by a dry run when the table does not exist: the
+	// run would create it from the first file that decodes.
+	WouldCreate     string              `json:"would_create,omitempty"`
+	Created         *Created            `json:"created,omitempty"`
+	BrokenLeases    []landing.LeaseInfo `json:"broken_leases,omitempty"`
+	Files           []FileResult        `json:"files"`
+	Loaded          int                 `json:"loaded"`
+	AlreadyLoaded   int                 `json:"already_loaded"`
+	Quarantined     int                 `json:"quarantined"`
+	Waiting         int                 `json:"waiting"`
+	Rows            int64               `json:"rows"`
+	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
+	SnapshotID      int64               `json:"snapshot_id,omitempty"`
+	MetadataVersion int                 `json:"metadata_version,omitempty"`
+	Seconds         float64             `json:"seconds"`
 }
 
 // Partial reports whether some files were quarantined.
 func (r *Report) Partial() bool { return r.Quarantined > 0 }
 
 type runner struct {
-	cfg    Config
-	bucket *landing.Bucket
-	tbl    *lake.Table // nil until the table exists
-	rep    *Report
-	log    *slog.Logger
+	cfg     Config
+	bucket  *landing.Bucket
+	tbl     *lake.Table // nil until the table exists
+	rep     *Report
+	log     *slog.Logger
+	waiting []FileResult // recorded at the end of the run
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -205,9 +256,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 10 * time.Minute
 	}
-	if cfg.Holder == "" {
-		host, _ := os.Hostname()
-		cfg.Holder = host + ":" + strconv.Itoa(os.Getpid())
+	if cfg.Holder.Token == "" {
+		cfg.Holder = landing.NewHolder()
+	}
+	if cfg.LeaseStore == nil {
+		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix
+	}
+	if cfg.SettleTime == 0 {
+		if _, local := cfg.Landing.(*storage.LocalStore); local {
+			cfg.SettleTime = DefaultSettleTime
+		}
+	}
+	ex := &cfg.Explain
+	if ex.Landing.Location == (storage.Location{}) {
+		ex.Landing.Location, _ = storage.ParseLocation(cfg.Landing.URI(), false)
+	}
+	if ex.Landing.What == "" {
+		ex.Landing.What = "landing"
+	}
+	if ex.Lake.Location == (storage.Location{}) {
+		ex.Lake.Location, _ = storage.ParseLocation(cfg.Lake.URI(), false)
+	}
+	if ex.Lake.What == "" {
+		ex.Lake.What = "warehouse"
 	}
 	r := &runner{
 		cfg:    cfg,
@@ -217,6 +288,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log: cfg.Logger,
 	}
 	err := r.run(ctx)
+	for _, w := range r.waiting {
+		r.record(w)
+	}
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
@@ -240,45 +314,49 @@ func (r *runner) run(ctx context.Context) (err error) {
 	case err == nil:
 		r.tbl = tbl
 	case errors.Is(err, lake.ErrTableNotFound):
+		// A missing lake bucket reads as an empty warehouse: tell them
+		// apart before anything would be created (or reported as done).
+		if err := r.checkWarehouse(ctx); err != nil {
+			return err
+		}
 		if r.cfg.NoCreate {
 			return fmt.Errorf("%w: %v", ErrNoTable, err)
 		}
+		if r.cfg.DryRun {
+			r.rep.WouldCreate = r.cfg.Table.String()
+		}
 		// Created from the first file that decodes.
 	default:
-		return err
+		return r.lakeErr(err)
 	}
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
 	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
+			return p
+		}
 		return fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
-	var lease *landing.Lease
 	if !r.cfg.DryRun {
-		lease, err = landing.AcquireLease(ctx, r.cfg.Landing, landing.LeaseKey(r.cfg.Table.String()),
-			r.cfg.Holder, r.cfg.LeaseTTL, r.cfg.Now)
+		release, err := r.takeLease(ctx)
 		if err != nil {
 			return err
 		}
-		// Renew in the background every third of the TTL, so that a long
-		// file never outlives the lease; losing it stops the run.
+		var leaseCtx context.Context
 		var stopRenew func()
-		ctx, stopRenew = r.keepLease(ctx, lease)
+		leaseCtx, stopRenew = r.keepLease(ctx, release.lease)
 		defer func() {
 			stopRenew() // before the release: the renewer writes the lease too
-			// Release even when ctx was cancelled.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := lease.Release(rctx); err != nil {
-				r.log.Warn("lease not released (it expires by itself)", "err", err)
-			}
+			release.release(ctx)
 		}()
+		ctx = leaseCtx
 		if r.tbl != nil {
 			// The table may have moved while we waited for nothing: use the
 			// newest version for the already-loaded checks.
 			if err := r.tbl.Refresh(ctx); err != nil {
-				return err
+				return r.lakeErr(err)
 			}
 		}
 	}
@@ -294,7 +372,10 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
+		return r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	}
+	if files, err = r.settle(ctx, files); err != nil {
+		return err
 	}
 
 	i := 0
@@ -338,30 +419,94 @@ var ErrCannotCreate = errors.New("cannot create the table")
 // so far stay committed, the others stay in the landing bucket.
 var ErrLeaseLost = errors.New("lease lost, run stopped")
 
+// takeLease breaks the blocking leases if asked, then takes this run's
+// lease. The returned release removes it (with its own deadline: it runs
+// when ctx may be done).
+func (r *runner) takeLease(ctx context.Context) (*heldLease, error) {
+	opts := landing.LeaseOptions{Table: r.cfg.Table.String(), Prefix: r.cfg.LeasePrefix, Holder: r.cfg.Holder,
+		TTL: r.cfg.LeaseTTL, Now: r.cfg.Now, Logger: r.log}
+	if r.cfg.BreakLease {
+		broken, err := landing.BreakLeases(ctx, r.cfg.LeaseStore, opts)
+		for _, b := range broken {
+			r.rep.BrokenLeases = append(r.rep.BrokenLeases, b)
+			if r.cfg.OnBreak != nil {
+				r.cfg.OnBreak(b)
+			}
+		}
+		if err != nil {
+			return nil, r.landingErr(err)
+		}
+	}
+	lease, err := landing.AcquireLease(ctx, r.cfg.LeaseStore, opts)
+	if errors.Is(err, landing.ErrLeaseHeld) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, r.landingErr(err)
+	}
+	return &heldLease{lease: lease, log: r.log}, nil
+}
+
+// heldLease is the run's lease.
+type heldLease struct {
+	lease *landing.Lease
+	log   *slog.Logger
+}
+
+// release deletes the lease even when ctx was cancelled. A failure is only
+// logged: the run's outcome stands, and the lease expires by itself.
+func (h *heldLease) release(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.lease.Release(rctx); err != nil {
+		h.log.Warn("lease not released (it expires by itself)", "lease", h.lease.Key(), "err", err)
+	}
+}
+
 // keepLease renews the lease every third of its TTL until the returned stop
-// function is called. A renewal that fails cancels the returned context, so
-// the run stops instead of working without the lease.
+// function is called. A renewal that fails for a passing reason (a 5xx
+// answer, a lost connection) is tried again while the lease has time left;
+// a renewal that cannot succeed (the lease was taken over, a permanent
+// error, no time left) cancels the returned context, so the run stops
+// instead of working without the lease.
 func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	ttl := r.cfg.LeaseTTL
+	retryWait := min(max(ttl/30, 10*time.Millisecond), 5*time.Second)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-done:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(max(r.cfg.LeaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := lease.Renew(ctx); err != nil {
-					// Not wrapped: a lease taken over is a failure of this
-					// run (exit 1), not "another run holds it" (exit 11).
-					cancel(fmt.Errorf("%w (is another run working on the table?): %v", ErrLeaseLost, err))
+		for wait(max(ttl/3, time.Millisecond)) {
+			err := lease.Renew(ctx)
+			for err != nil && !errors.Is(err, landing.ErrLeaseTaken) && !storage.IsPermanent(err) &&
+				lease.Expires().Sub(r.cfg.Now()) > ttl/6+retryWait {
+				r.log.Warn("lease renewal failed, trying again", "lease", lease.Key(), "err", err)
+				if !wait(retryWait) {
 					return
 				}
+				err = lease.Renew(ctx)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// Not wrapped: a lease taken over is a failure of this
+				// run (exit 1), not "another run holds it" (exit 11).
+				cancel(fmt.Errorf("%w (is another run working on the table?): %v", ErrLeaseLost, r.landingErr(err)))
+				return
 			}
 		}
 	}()
@@ -370,6 +515,96 @@ func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.C
 		<-stopped
 		cancel(nil)
 	}
+}
+
+// checkWarehouse makes sure the warehouse's bucket exists and answers (a
+// listing of a prefix that holds nothing costs one request).
+func (r *runner) checkWarehouse(ctx context.Context) error {
+	if r.cfg.Warehouse == nil {
+		return nil
+	}
+	err := r.cfg.Warehouse.List(ctx, landing.ReservedPrefix+"none/", func(storage.ObjectInfo) error { return nil })
+	if err == nil {
+		return nil
+	}
+	if _, local := r.cfg.Warehouse.(*storage.LocalStore); local && errors.Is(err, storage.ErrNotExist) {
+		return nil // a warehouse folder is created by the first commit
+	}
+	if p := storage.Diagnose(err, r.cfg.Explain.Lake, r.cfg.Explain.Names); p != nil {
+		return p
+	}
+	return fmt.Errorf("warehouse %s: %w", r.cfg.Warehouse.URI(), err)
+}
+
+// landingErr and lakeErr explain a setup error of the landing bucket or the
+// warehouse (storage.Diagnose); other errors are returned as they are.
+func (r *runner) landingErr(err error) error {
+	return storage.Explain(err, r.cfg.Explain.Landing, r.cfg.Explain.Names)
+}
+
+func (r *runner) lakeErr(err error) error {
+	return storage.Explain(err, r.cfg.Explain.Lake, r.cfg.Explain.Names)
+}
+
+// settle holds back the files that may still be being written (modified
+// less than SettleTime ago). It waits until the newest of them would be
+// SettleTime old (at most SettleTime; not in a dry run), looks at them
+// again, and keeps those that did not change meanwhile; the others are
+// reported as waiting at the end of the run and stay for the next one.
+func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
+	d := r.cfg.SettleTime
+	if d <= 0 {
+		return files, nil
+	}
+	recent := map[string]storage.ObjectInfo{}
+	var newest time.Time
+	for _, f := range files {
+		if time.Since(f.LastModified) < d {
+			recent[f.Key] = f
+			if f.LastModified.After(newest) {
+				newest = f.LastModified
+			}
+		}
+	}
+	if len(recent) == 0 {
+		return files, nil
+	}
+	waiting := map[string]storage.ObjectInfo{}
+	if r.cfg.DryRun {
+		waiting = recent
+	} else {
+		t := time.NewTimer(min(time.Until(newest.Add(d)), d))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		for key, f := range recent {
+			info, err := r.cfg.Landing.Stat(ctx, key)
+			switch {
+			case errors.Is(err, storage.ErrNotExist):
+				waiting[key] = storage.ObjectInfo{} // gone (renamed, moved): not ours to report
+			case err != nil:
+				return nil, r.landingErr(err)
+			case info.ETag != f.ETag || time.Since(info.LastModified) < d:
+				waiting[key] = info
+			}
+		}
+	}
+	ready := files[:0:0]
+	for _, f := range files {
+		w, ok := waiting[f.Key]
+		switch {
+		case !ok:
+			ready = append(ready, f)
+		case w.Key != "":
+			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: w.Size,
+				Reason: fmt.Sprintf("modified %s ago: it may still be being written; the next run loads it",
+					time.Since(w.LastModified).Round(100*time.Millisecond))})
+		}
+	}
+	return ready, nil
 }
 
 // item is one landing file on its way through the pipeline.
@@ -558,7 +793,7 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 	var results []lake.AppendResult
 	if len(ps) > 0 {
 		if results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{}); err != nil {
-			return func() error { recordDone(); return firstErr }, err
+			return func() error { recordDone(); return firstErr }, r.lakeErr(err)
 		}
 	}
 	return func() error {
@@ -605,10 +840,19 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 			return err
 		}
 	}
-	if err := r.cfg.Landing.Delete(ctx, it.obj.Key); err != nil {
-		return fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err)
-	}
 	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
+	// Delete only what was loaded: an object replaced since it was read
+	// (a file still being written, a key re-sent) stays, and the next run
+	// quarantines it as different content under a loaded key.
+	err := r.cfg.Landing.DeleteIfMatch(ctx, it.obj.Key, it.src.info.ETag)
+	if errors.Is(err, storage.ErrPreconditionFailed) {
+		it.res.Reason = "the file changed after it was read; the new content stays in the landing bucket"
+		r.log.Warn("loaded file changed after it was read: not deleted", "key", it.obj.Key, "snapshot", ar.SnapshotID)
+		return nil
+	}
+	if err != nil {
+		return r.landingErr(fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err))
+	}
 	return nil
 }
 
@@ -622,6 +866,8 @@ func (r *runner) record(res FileResult) {
 		r.rep.AlreadyLoaded++
 	case Quarantined:
 		r.rep.Quarantined++
+	case Waiting:
+		r.rep.Waiting++
 	}
 	if r.cfg.OnFile != nil {
 		r.cfg.OnFile(res)
@@ -659,10 +905,19 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 		d.close()
 		return nil, fmt.Errorf("download %s: %w", key, err)
 	}
+	if _, local := r.cfg.Landing.(*storage.LocalStore); n != info.Size && (local || info.Size > 0) {
+		// Bytes were added (or cut) while it was read: a file still being
+		// written in place.
+		d.close()
+		return nil, fmt.Errorf("%s: read %d bytes, the store said %d: %w", key, n, info.Size, errChanging)
+	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
 	return d, nil
 }
+
+// errChanging marks a landing file that changed while it was read.
+var errChanging = errors.New("the file changed while it was read")
 
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
@@ -688,8 +943,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		it.res.Status, it.res.Reason, it.done = AlreadyLoaded, "gone from the landing bucket", true
 		return it
 	}
+	if errors.Is(err, errChanging) {
+		it.res.Status, it.res.Reason, it.done = Waiting, "it changed while it was read: it may still be being written; the next run loads it", true
+		return it
+	}
 	if err != nil {
-		it.err = err
+		it.err = r.landingErr(err)
 		return it
 	}
 	defer d.close()
@@ -728,7 +987,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			if errors.As(err, &fe) {
 				return reject(err)
 			}
-			it.err = err
+			it.err = r.lakeErr(err)
 			return it
 		}
 		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
@@ -749,7 +1008,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrEmptyBatch) {
 			return reject(err)
 		}
-		it.err = err
+		it.err = r.lakeErr(err)
 		return it
 	}
 	it.prepared = p
@@ -806,8 +1065,9 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 		return r.reject(ctx, res, d, fmt.Errorf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
 			d.info.Key, b.SnapshotID, reason))
 	}
-	if err := r.cfg.Landing.Delete(ctx, d.info.Key); err != nil {
-		return res, fmt.Errorf("delete already loaded %s: %w", d.info.Key, err)
+	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
+	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
+		return res, r.landingErr(fmt.Errorf("delete already loaded %s: %w", d.info.Key, err))
 	}
 	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
 	return res, nil
