@@ -410,6 +410,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 	return r.pipeline(ctx, append(deferred, files[i:]...))
 }
 
+// errNoRows refuses a file without data rows.
+var errNoRows = errors.New("no rows to append")
+
 // ErrCannotCreate is returned when the table does not exist and no landing
 // file of the run could create it.
 var ErrCannotCreate = errors.New("cannot create the table")
@@ -999,13 +1002,16 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			}
 		}
 	}
+	if dec.Rows == 0 {
+		return reject(fmt.Errorf("%s: %w", o.Key, errNoRows))
+	}
 	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, map[string]string{
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
 	}, 0)
 	if err != nil {
-		if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrEmptyBatch) {
+		if errors.Is(err, lake.ErrRequiredNull) {
 			return reject(err)
 		}
 		it.err = r.lakeErr(err)
@@ -1110,7 +1116,7 @@ func hint(err error) string {
 	switch {
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
-	case errors.Is(err, lake.ErrEmptyBatch):
+	case errors.Is(err, errNoRows):
 		return "the file has no data rows; nothing to load"
 	}
 	var fe *decode.FileError

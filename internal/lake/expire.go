@@ -2,7 +2,6 @@ package lake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -60,13 +59,12 @@ const expireAttempts = 20
 // "Snapshots and batch ids"): a landing file re-sent under one of them
 // loads again. OlderThan is therefore the dedupe window.
 //
-// The snapshots to expire are chosen once, on the newest version. Each
-// commit attempt reads the newest version again and removes them from it
-// (removing old snapshots commutes with appends on top of the current one;
-// a snapshot that became current or the head of a ref is refused), then
-// creates the next vN.metadata.json conditionally; when another writer
-// (ingest) creates it first, the attempt is retried, expireAttempts times
-// at most (then an error wrapping table.ErrCommitFailed). Other errors:
+// The snapshots to expire are chosen once, on the newest version, and
+// removed through the commit protocol (expireMutation): each attempt
+// removes them from the newest version (a snapshot that became current or
+// the head of a ref is refused); when another writer (ingest) commits
+// first, the attempt is retried, expireAttempts times at most (then an
+// error wrapping table.ErrCommitFailed). Other errors:
 // I/O, and settings iceberg-go refuses (gc.enabled=false). When the
 // snapshots were expired but deleting the unreferenced files failed, the
 // result is returned with the error. On success the Table holds the new
@@ -96,73 +94,83 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if opts.DryRun || len(res.Expired) == 0 {
 		return res, nil
 	}
-	ids := make(map[int64]bool, len(res.Expired))
-	idList := make([]int64, 0, len(res.Expired))
+	m := &expireMutation{t: t, ids: make(map[int64]bool, len(res.Expired)), bases: map[int]expireBase{}}
 	for _, e := range res.Expired {
-		ids[e.SnapshotID] = true
-		idList = append(idList, e.SnapshotID)
+		m.ids[e.SnapshotID] = true
 	}
-	// Removing old snapshots commutes with appends on top of the current
-	// one, so a lost race is retried on the newest version at once, as an
-	// append is: the expired snapshots stay as chosen.
-	c := &committer{lake: t.lake, name: t.name}
-	var lastErr error
-	for attempt := 1; attempt <= expireAttempts; attempt++ {
-		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return ExpireResult{}, err
-			}
-		}
-		// Only the index of the newest version: a short attempt has a
-		// chance against an ingest that commits back to back.
-		pre, v, err := t.lake.loadLatestWith(ctx, t.name, indexHead)
-		if err != nil {
-			return ExpireResult{}, err
-		}
-		if err := checkFormatVersion(pre.props()); err != nil {
-			return ExpireResult{}, err
-		}
-		next, body, err := pre.withoutSnapshots(ids, t.lake.metadataLocation(t.name, v), time.Now().UnixMilli())
-		if err != nil {
-			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
-		}
-		if opts.beforeCommit != nil {
-			if err := opts.beforeCommit(attempt); err != nil {
-				return ExpireResult{}, err
-			}
-		}
-		if err := c.put(ctx, v+1, body, next); err != nil {
-			if errors.Is(err, table.ErrCommitFailed) {
-				lastErr = err
-				continue
-			}
-			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
-		}
-		if err := t.set(next, v+1); err != nil {
-			return ExpireResult{}, err
-		}
-		t.afterCommit(ctx)
-		res.Version, res.Kept = v+1, len(next.snaps)
-		if err := t.deleteExpiredFiles(ctx, c, pre, v, idList); err != nil {
+	cr, err := t.commit(ctx, m, CommitOptions{MaxAttempts: expireAttempts, BeforeCommit: opts.beforeCommit})
+	if err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
+	res.Version = cr.Version
+	h, _ := t.loaded()
+	res.Kept = len(h.snaps)
+	if b, ok := m.bases[cr.Attempt]; ok && cr.Committed {
+		if err := t.deleteExpiredFiles(ctx, b.head, b.version, m.removed(b.head)); err != nil {
 			return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
 				len(res.Expired), t.name, err)
 		}
-		return res, nil
 	}
-	return ExpireResult{}, fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.name, expireAttempts, lastErr)
+	return res, nil
 }
+
+// expireMutation removes chosen snapshots from the newest version.
+// Removing old snapshots commutes with appends on top of the current one,
+// so a lost race is rebuilt on the newest version with the same choice;
+// a chosen snapshot that became current or the head of a ref is refused.
+type expireMutation struct {
+	t     *Table
+	ids   map[int64]bool
+	bases map[int]expireBase // per attempt: the version it was built on
+}
+
+type expireBase struct {
+	head    *head
+	version int
+}
+
+// indexOnly: an attempt needs only the newest version's snapshot index, so
+// it stays short against an ingest that commits back to back.
+func (m *expireMutation) indexOnly() bool { return true }
+
+// removed returns the chosen ids that base holds.
+func (m *expireMutation) removed(base *head) []int64 {
+	var out []int64
+	for id := range m.ids {
+		if base.snapshotIDTaken(id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *expireMutation) build(_ context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+	ids := m.removed(base)
+	if len(ids) == 0 {
+		return nil, nil, errNothingToCommit // expired by another writer meanwhile
+	}
+	m.bases[attempt] = expireBase{base, n}
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return base.withoutSnapshots(set, m.t.lake.metadataLocation(m.t.name, n), time.Now().UnixMilli())
+}
+
+// finish: an expiry writes nothing but its version.
+func (m *expireMutation) finish(context.Context, int, bool) {}
 
 // deleteExpiredFiles deletes the manifest lists, manifests and data files
 // that the snapshots ids of version v (pre) referenced and no snapshot of
 // the loaded version does: iceberg-go's remove-snapshots post-commit step.
-func (t *Table) deleteExpiredFiles(ctx context.Context, c *committer, pre *head, v int, ids []int64) error {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []int64) error {
 	preMeta, err := pre.metadata()
 	if err != nil {
 		return err
 	}
-	ident := table.Identifier{t.name.Namespace, t.name.Name}
-	before := table.New(ident, preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, c)
-	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.iceberg(c))
+	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, readOnly{})
+	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
 }
 
 // expiredSnapshots lists the snapshots of before that after no longer has,

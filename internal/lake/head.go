@@ -478,6 +478,40 @@ func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int
 	return indexed, body, nil
 }
 
+// withProperties returns the next version with the table properties set
+// and unset (Iceberg's set-properties and remove-properties updates),
+// baseLocation (this version's file) added to the metadata-log and
+// last-updated-ms now (milliseconds) unless that is earlier. h is
+// unchanged.
+func (h *head) withProperties(set map[string]string, unset []string, baseLocation string, now int64) (*head, []byte, error) {
+	next := &head{fields: make([]field, len(h.fields))}
+	copy(next.fields, h.fields)
+	props := map[string]string{}
+	if err := unmarshalOptional(h.get("properties"), &props); err != nil {
+		return nil, nil, fmt.Errorf("properties: %w", err)
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	for _, k := range unset {
+		delete(props, k)
+	}
+	maps.Copy(props, set)
+	if err := next.setJSON("properties", props); err != nil {
+		return nil, nil, err
+	}
+	if err := h.logPrevious(next, baseLocation); err != nil {
+		return nil, nil, err
+	}
+	next.set("last-updated-ms", []byte(strconv.FormatInt(max(now, h.lastUpdated), 10)))
+	body := next.body()
+	indexed, err := indexHead(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return indexed, body, nil
+}
+
 func unmarshalOptional(raw json.RawMessage, v any) error {
 	if raw == nil {
 		return nil

@@ -11,7 +11,6 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +56,7 @@ type Options struct {
 type Lake struct {
 	loc   storage.Location
 	store storage.Store // metadata reads and commits, rooted at the warehouse
+	cat   catalog       // the table versions: metadataFiles on store
 	fsF   table.FSysF   // data files and manifests for iceberg-go
 	log   *slog.Logger
 
@@ -104,6 +104,7 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 		return nil, fmt.Errorf("warehouse: %w", err)
 	}
 	l := &Lake{loc: loc, log: opts.Logger}
+	l.cat = metadataFiles{l}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -144,117 +145,20 @@ func (l *Lake) tableLocation(n TableName) string {
 	return u.String()
 }
 
-func metadataPrefix(n TableName) string { return n.Namespace + "/" + n.Name + "/metadata/" }
-
-// metadataKey is the store key of vN.metadata.json.
-func metadataKey(n TableName, version int) string {
-	return metadataPrefix(n) + "v" + strconv.Itoa(version) + ".metadata.json"
-}
-
 // metadataLocation returns the URI of n's vN.metadata.json.
 func (l *Lake) metadataLocation(n TableName, version int) string {
 	return l.tableLocation(n) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
 }
 
-// parseVersion returns N for "vN.metadata.json", or false.
-func parseVersion(base string) (int, bool) {
-	if !strings.HasPrefix(base, "v") || !strings.HasSuffix(base, ".metadata.json") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(base, "v"), ".metadata.json"))
-	if err != nil || n < 1 {
-		return 0, false
-	}
-	return n, true
-}
-
-// latestVersion lists metadata/ and returns the highest N (0 if none). The
-// listing, not the version hint, is the truth (timelake-format.md, "Layout").
-func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
-	latest := 0
-	var seen []int
-	err := l.store.List(ctx, metadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
-		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok {
-			latest = max(latest, v)
-			seen = append(seen, v)
-		}
-		return nil
-	})
-	if errors.Is(err, storage.ErrNotExist) {
-		return 0, nil // a warehouse folder not created yet: no table
-	}
-	if err != nil {
-		return 0, fmt.Errorf("list metadata of %s: %w", n, err)
-	}
-	l.mu.Lock()
-	if l.listed == nil {
-		l.listed = map[TableName][]int{}
-	}
-	l.listed[n] = seen
-	l.mu.Unlock()
-	return latest, nil
-}
-
-// listedBelow returns the versions of n the newest listing found below v
-// and forgets them.
-func (l *Lake) listedBelow(n TableName, v int) []int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var below, rest []int
-	for _, x := range l.listed[n] {
-		if x < v {
-			below = append(below, x)
-		} else {
-			rest = append(rest, x)
-		}
-	}
-	l.listed[n] = rest
-	return below
-}
-
-// readVersion reads vN.metadata.json and parses it with parse (parseHead,
-// or indexHead where the full metadata is not needed).
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*head, error)) (*head, error) {
-	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
-	if err != nil {
-		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
-	}
-	h, err := parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
-	}
-	return h, nil
-}
-
 // loadLatest returns the newest version of a table and its number, parsed
 // whole (validated) when it is read.
 func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) {
-	return l.loadLatestWith(ctx, n, parseHead)
+	return l.cat.latest(ctx, n, parseHead)
 }
 
 // loadLatestWith is loadLatest with the parser of versions not cached.
 func (l *Lake) loadLatestWith(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error) {
-	for range 5 {
-		v, err := l.latestVersion(ctx, n)
-		if err != nil {
-			return nil, 0, err
-		}
-		if v == 0 {
-			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
-		}
-		if h := l.cached(n, v); h != nil {
-			return h, v, nil
-		}
-		h, err := l.readVersion(ctx, n, v, parse)
-		if err == nil {
-			l.remember(n, v, h)
-		}
-		if errors.Is(err, storage.ErrNotExist) {
-			continue // removed between list and read (metadata cleanup): list again
-		}
-		return h, v, err
-	}
-	return nil, 0, fmt.Errorf("load %s: metadata kept changing while reading", n)
+	return l.cat.latest(ctx, n, parse)
 }
 
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
@@ -383,9 +287,8 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	} else if v > 0 {
 		return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
 	}
-	if _, err := l.store.Put(ctx, metadataKey(n, 1), bytes.NewReader(body),
-		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
-		if errors.Is(err, storage.ErrPreconditionFailed) {
+	if err := l.cat.create(ctx, n, 1, body); err != nil {
+		if errors.Is(err, errVersionTaken) {
 			return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
 		}
 		return nil, fmt.Errorf("create %s: %w", n, err)

@@ -61,8 +61,7 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
-// snapshots to commit in one metadata write (committer.commitStaged) and
-// the parent they were staged on (nil for none).
+// snapshots to commit in one metadata write (head.withSnapshots).
 //
 // Per batch it writes one manifest of its data files (ADDED entries; once
 // per Commit, reused by later attempts, since snapshot ids stay fixed for
@@ -78,7 +77,7 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 // snapshot names few manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
-func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, *int64, error) {
+func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
 	meta := h.write
 	spec := meta.PartitionSpec()
 	schema := meta.CurrentSchema()
@@ -87,7 +86,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 
 	parent, err := h.currentSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var parentID *int64
 	var baseManifests []iceberg.ManifestFile
@@ -96,7 +95,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		id := parent.SnapshotID
 		parentID = &id
 		if baseManifests, err = t.parentManifests(ctx, parent); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if parent.Summary != nil {
 			prevSummary = parent.Summary.Properties
@@ -106,12 +105,12 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	if c.snapIDs == nil {
 		c.snapIDs = map[string]int64{}
 		c.own = map[string]iceberg.ManifestFile{}
-		c.listRefs = map[string][]string{}
 		c.commitID = uuid.New()
 	}
 	for _, p := range pending {
 		if _, ok := c.snapIDs[p.BatchID]; !ok {
 			c.snapIDs[p.BatchID] = newSnapshotID(h, c.snapIDs)
+			c.ours[c.snapIDs[p.BatchID]] = true
 		}
 	}
 	seq0 := h.lastSeq
@@ -122,7 +121,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	g.SetLimit(stageConcurrency)
 	var own []*Prepared
 	for i, p := range pending {
-		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) {
+		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) || len(p.files) == 0 {
 			continue
 		}
 		own = append(own, p)
@@ -160,13 +159,19 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 				}
 			}
 		}
-		g.Go(func() (err error) {
-			merged, err = t.writeMergedManifest(gctx, c, spec, schema, pending, seq0, absorbed)
-			return err
-		})
+		entries := len(absorbed)
+		for _, p := range pending {
+			entries += len(p.files)
+		}
+		if entries > 0 { // a commit of batches without rows adds no manifest
+			g.Go(func() (err error) {
+				merged, err = t.writeMergedManifest(gctx, c, spec, schema, pending, seq0, absorbed)
+				return err
+			})
+		}
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i, p := range own {
 		c.own[p.BatchID] = written[i]
@@ -191,10 +196,14 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		}
 		var files []iceberg.ManifestFile
 		if merge && i == last {
-			files = append(files, sequenced(merged, seq))
+			if merged != nil {
+				files = append(files, sequenced(merged, seq))
+			}
 		} else {
 			for j := i; j >= 0; j-- {
-				files = append(files, sequenced(c.own[pending[j].BatchID], seq0+int64(j)+1))
+				if mf := c.own[pending[j].BatchID]; mf != nil {
+					files = append(files, sequenced(mf, seq0+int64(j)+1))
+				}
 			}
 		}
 		if i == last {
@@ -215,7 +224,8 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		for _, f := range files {
 			refs = append(refs, f.FilePath())
 		}
-		c.listRefs[snaps[i].ManifestList] = refs
+		a.refs = append(a.refs, snaps[i].ManifestList)
+		a.refs = append(a.refs, refs...)
 		g.Go(func() error {
 			var buf bytes.Buffer
 			if err := iceberg.WriteManifestList(2, &buf, id, pid, &seq, 0, files); err != nil {
@@ -225,11 +235,11 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c.lastList = snaps[last].ManifestList
-	c.lastManifests = lastFiles
-	return snaps, parentID, nil
+	a.lastList = snaps[last].ManifestList
+	a.lastManifests = lastFiles
+	return snaps, nil
 }
 
 // sequenced returns mf with its sequence numbers assigned: seq, and seq as
@@ -273,7 +283,7 @@ func (t *Table) parentManifests(ctx context.Context, parent *table.Snapshot) ([]
 // writeMergedManifest writes the last snapshot's manifest: the commit's data
 // files (the last batch's ADDED, the others EXISTING with their snapshot ids
 // and sequence numbers seq0+1...) and the live entries of absorbed.
-func (t *Table) writeMergedManifest(ctx context.Context, c *committer, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
 	pending []*Prepared, seq0 int64, absorbed []iceberg.ManifestFile,
 ) (iceberg.ManifestFile, error) {
 	old := make([][]iceberg.ManifestEntry, len(absorbed))
@@ -325,7 +335,7 @@ func (t *Table) writeMergedManifest(ctx context.Context, c *committer, spec iceb
 
 // writeManifest encodes one data manifest (format v2) with the entries add
 // writes and stores it under the table's metadata folder.
-func (t *Table) writeManifest(ctx context.Context, c *committer, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+func (t *Table) writeManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
 	var buf bytes.Buffer
@@ -352,7 +362,7 @@ func (t *Table) writeManifest(ctx context.Context, c *committer, spec iceberg.Pa
 
 // putMetadataFile stores body as metadata/<name> of the table and records
 // it for cleanup if the commit does not use it.
-func (t *Table) putMetadataFile(ctx context.Context, c *committer, name string, body []byte) error {
+func (t *Table) putMetadataFile(ctx context.Context, c *appendMutation, name string, body []byte) error {
 	c.mu.Lock()
 	c.written = append(c.written, t.lake.tableLocation(t.name)+"/metadata/"+name)
 	c.mu.Unlock()
