@@ -662,6 +662,14 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			}
 		}
 	}()
+	// A worker that meets a fatal error (the store refused a request, a
+	// data file could not be written) stops the others at once: the next
+	// files would most likely meet the same error.
+	var stopOnce sync.Once
+	var stopErr error
+	stop := func(err error) {
+		stopOnce.Do(func() { stopErr = err; cancel() })
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -680,6 +688,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 				})
 				if held {
 					sem.Release(weight(o))
+				}
+				if it.err != nil && ctx.Err() == nil {
+					stop(it.err)
 				}
 				ready <- it
 			}
@@ -746,6 +757,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 		go func(done chan<- error) { done <- finish() }(finishing)
 	}
 	waitFinish()
+	if stopErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {
+		return stopErr
+	}
 	return firstErr
 }
 
