@@ -83,6 +83,10 @@ type Rule struct {
 	// (CreateMultipartUpload), "uploadId" (parts, completion),
 	// "list-type" (ListObjectsV2).
 	Query string
+	// Without is a query parameter the request must not carry, e.g.
+	// "uploadId" to select a single PutObject and not the parts of a
+	// multipart upload.
+	Without string
 	// Header is a request header that must be present, e.g.
 	// "If-None-Match" (conditional create) or "X-Amz-Copy-Source" (copy).
 	Header string
@@ -277,6 +281,8 @@ func (r *rule) matches(req *http.Request, bucket, key string) bool {
 	case r.key != nil && !r.key.MatchString(key):
 		return false
 	case r.Query != "" && !req.URL.Query().Has(r.Query):
+		return false
+	case r.Without != "" && req.URL.Query().Has(r.Without):
 		return false
 	case r.Header != "" && req.Header.Get(r.Header) == "":
 		return false
