@@ -65,7 +65,9 @@ func (p *Prepared) DataFiles() int { return len(p.files) }
 // carries timelake.batch-id = batchID: Prepare then Commit. recs are not
 // released. See Prepare and Commit for the rules and errors.
 func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordBatch, opts AppendOptions) (AppendResult, error) {
-	if b, ok := t.FindBatch(batchID); ok && batchID != "" {
+	if b, ok, err := t.FindLoaded(ctx, batchID); err != nil {
+		return AppendResult{BatchID: batchID}, err
+	} else if ok && batchID != "" {
 		return AppendResult{BatchID: batchID, Duplicate: true, SnapshotID: b.SnapshotID, Version: t.Version(), Existing: &b}, nil
 	}
 	p, err := t.Prepare(ctx, batchID, recs, opts.Summary, opts.BatchRows)
@@ -273,6 +275,27 @@ func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt i
 			continue
 		}
 		pending = append(pending, p)
+	}
+	// And those the load history remembers (their snapshots expired).
+	if len(pending) > 0 && base.props()[PropLoadHistory] != "" {
+		hist, err := t.lake.historyOf(ctx, t.name, base.props())
+		if err != nil {
+			return nil, nil, err
+		}
+		still := pending[:0:0]
+		for _, p := range pending {
+			r, ok, err := hist.Find(ctx, p.BatchID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				b := batchInfoOfRecord(r)
+				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID, Duplicate: true, Existing: &b}
+				continue
+			}
+			still = append(still, p)
+		}
+		pending = still
 	}
 	if len(pending) == 0 {
 		return nil, nil, errNothingToCommit
@@ -508,6 +531,9 @@ func (t *Table) dropOldVersions(ctx context.Context) {
 	}
 }
 
+// isNotExist reports a missing file (local or object store).
+func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
+
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
 	if len(paths) == 0 {
 		return
@@ -517,7 +543,7 @@ func (t *Table) removeFiles(ctx context.Context, paths []string) {
 		return
 	}
 	for _, p := range paths {
-		if err := fs.Remove(p); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		if err := fs.Remove(p); err != nil && !isNotExist(err) {
 			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
 		}
 	}

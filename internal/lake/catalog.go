@@ -48,7 +48,10 @@ type metadataFiles struct{ l *Lake }
 
 var _ catalog = metadataFiles{}
 
-func metadataPrefix(n TableName) string { return n.Namespace + "/" + n.Name + "/metadata/" }
+// tablePrefix is the store prefix of table n's folder.
+func tablePrefix(n TableName) string { return n.Namespace + "/" + n.Name + "/" }
+
+func metadataPrefix(n TableName) string { return tablePrefix(n) + "metadata/" }
 
 // metadataKey is the store key of vN.metadata.json.
 func metadataKey(n TableName, version int) string {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -49,6 +50,10 @@ type Options struct {
 	Tigris bool
 	// Logger receives debug and warning logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of snapshot timestamps and of every age-based
+	// decision (snapshot retention, cold partitions, the dedupe window,
+	// orphan age); nil means time.Now. Benchmarks simulate days with it.
+	Now func() time.Time
 }
 
 // Lake is an opened warehouse: an S3 prefix or a local folder holding
@@ -59,6 +64,7 @@ type Lake struct {
 	cat   catalog       // the table versions: metadataFiles on store
 	fsF   table.FSysF   // data files and manifests for iceberg-go
 	log   *slog.Logger
+	now   func() time.Time
 
 	// cache keeps the newest metadata read or written per table. A
 	// vN.metadata.json is never rewritten (it is created with a
@@ -69,6 +75,8 @@ type Lake struct {
 	// listed holds the vN.metadata.json numbers the newest listing of each
 	// table found, for dropOldVersions.
 	listed map[TableName][]int
+
+	segments segmentCache // load history segments read (history.go)
 }
 
 type cachedVersion struct {
@@ -103,8 +111,11 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: %w", err)
 	}
-	l := &Lake{loc: loc, log: opts.Logger}
+	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now}
 	l.cat = metadataFiles{l}
+	if l.now == nil {
+		l.now = time.Now
+	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -264,9 +275,16 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		// default in Java), so manifest lists stay short with one
 		// snapshot per landing file.
 		table.ManifestMergeEnabledKey: "true",
+		// ... as soon as there are a few: compaction and expiry read the
+		// current snapshot's manifests every minute.
+		table.ManifestMinMergeCountKey: strconv.Itoa(DefaultManifestMergeCount),
 		// Every version holds the whole snapshot history: keep only those
-		// the metadata-log names (write.metadata.previous-versions-max).
+		// the metadata-log names, a few (maintain.go).
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      strconv.Itoa(DefaultMetadataVersions),
+		// Compaction, snapshot expiry with the load history, orphan file
+		// removal after ingest (maintain.go).
+		PropAutoMaintain: "true",
 	}
 	if len(spec.SeriesKey) > 0 {
 		props[PropSeriesKey] = strings.Join(spec.SeriesKey, ",")
@@ -281,6 +299,11 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	body, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: encode metadata: %w", n, err)
+	}
+	// The creation time by the lake's clock, as every later timestamp.
+	if h, err := indexHead(body); err == nil {
+		h.set("last-updated-ms", []byte(strconv.FormatInt(l.now().UnixMilli(), 10)))
+		body = h.body()
 	}
 	if v, err := l.latestVersion(ctx, n); err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"time"
 
 	"github.com/apache/iceberg-go"
 )
@@ -54,7 +53,7 @@ func (m *propertiesMutation) build(_ context.Context, base *head, n int, _ int) 
 	if !changed {
 		return nil, nil, errNothingToCommit
 	}
-	return base.withProperties(m.set, m.unset, m.t.lake.metadataLocation(m.t.name, n), time.Now().UnixMilli())
+	return base.withProperties(m.set, m.unset, m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
 }
 
 // finish: a property change writes nothing but its version.

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -178,7 +177,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	}
 
 	// One manifest list per snapshot, newest manifests first.
-	now := time.Now().UnixMilli()
+	now := t.lake.now().UnixMilli()
 	schemaID := schema.ID
 	snaps := make([]table.Snapshot, len(pending))
 	var lastFiles []iceberg.ManifestFile
@@ -338,26 +337,38 @@ func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec
 func (t *Table) writeManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
-	var buf bytes.Buffer
-	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := add(w); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
 	name := fmt.Sprintf("%s-m%d.avro", c.commitID, c.manifestSeq.Add(1))
-	mf, err := w.ToManifestFile(t.lake.tableLocation(t.name)+"/metadata/"+name, int64(buf.Len()))
+	mf, body, err := encodeManifest(spec, schema, snapshotID, t.lake.tableLocation(t.name)+"/metadata/"+name, add)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, err
 	}
-	if err := t.putMetadataFile(ctx, c, name, buf.Bytes()); err != nil {
+	if err := t.putMetadataFile(ctx, c, name, body); err != nil {
 		return nil, err
 	}
 	return mf, nil
+}
+
+// encodeManifest encodes one data manifest (format v2) of snapshotID with
+// the entries add writes, to be stored at location.
+func encodeManifest(spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, location string,
+	add func(*iceberg.ManifestWriter) error,
+) (iceberg.ManifestFile, []byte, error) {
+	var buf bytes.Buffer
+	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := add(w); err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	mf, err := w.ToManifestFile(location, int64(buf.Len()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	return mf, buf.Bytes(), nil
 }
 
 // putMetadataFile stores body as metadata/<name> of the table and records
@@ -366,6 +377,11 @@ func (t *Table) putMetadataFile(ctx context.Context, c *appendMutation, name str
 	c.mu.Lock()
 	c.written = append(c.written, t.lake.tableLocation(t.name)+"/metadata/"+name)
 	c.mu.Unlock()
+	return t.putFile(ctx, name, body)
+}
+
+// putFile stores body as metadata/<name> of the table.
+func (t *Table) putFile(ctx context.Context, name string, body []byte) error {
 	if _, err := t.lake.store.Put(ctx, metadataPrefix(t.name)+name, bytes.NewReader(body),
 		storage.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
