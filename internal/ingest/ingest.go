@@ -99,9 +99,8 @@ type Config struct {
 	LeasePrefix string
 	// BreakLease removes the leases that would block this run (its own
 	// table and prefix, and overlapping prefixes) before taking its own;
-	// each one removed is reported in Report.BrokenLeases and to OnBreak.
+	// each one removed is reported in Report.BrokenLeases.
 	BreakLease bool
-	OnBreak    func(landing.LeaseInfo)
 	WorkDir    string // temp folder for downloads; "" = os.TempDir()
 
 	// SettleTime: a landing file modified less than this long ago may still
@@ -125,6 +124,10 @@ type Config struct {
 
 	// OnFile is called after each file with its result (output lines).
 	OnFile func(FileResult)
+	// OnPlan is called once, before the first file, with the report so
+	// far: the table it would create (a dry run, WouldCreate) and the
+	// leases it broke (BrokenLeases).
+	OnPlan func(*Report)
 	// OnCreate is called when the run creates the table.
 	OnCreate func(*Created)
 	// AfterCommit runs after a file's rows are committed and before the
@@ -361,6 +364,10 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}
 
+	if r.cfg.OnPlan != nil {
+		r.cfg.OnPlan(r.rep)
+	}
+
 	var files []storage.ObjectInfo
 	errEnough := errors.New("enough")
 	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
@@ -430,12 +437,7 @@ func (r *runner) takeLease(ctx context.Context) (*heldLease, error) {
 		TTL: r.cfg.LeaseTTL, Now: r.cfg.Now, Logger: r.log}
 	if r.cfg.BreakLease {
 		broken, err := landing.BreakLeases(ctx, r.cfg.LeaseStore, opts)
-		for _, b := range broken {
-			r.rep.BrokenLeases = append(r.rep.BrokenLeases, b)
-			if r.cfg.OnBreak != nil {
-				r.cfg.OnBreak(b)
-			}
-		}
+		r.rep.BrokenLeases = append(r.rep.BrokenLeases, broken...)
 		if err != nil {
 			return nil, r.landingErr(err)
 		}

@@ -127,9 +127,11 @@ func TestDryRunSaysItWouldCreateTheTable(t *testing.T) {
 	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
 	cfg := e.config()
 	cfg.DryRun = true
+	planned := ""
+	cfg.OnPlan = func(rep *ingest.Report) { planned = rep.WouldCreate }
 	rep, err := ingest.Run(context.Background(), cfg)
-	if err != nil || rep.WouldCreate != "iot.readings" {
-		t.Fatalf("dry run: would create %q, %v", rep.WouldCreate, err)
+	if err != nil || rep.WouldCreate != "iot.readings" || planned != "iot.readings" {
+		t.Fatalf("dry run: would create %q (planned %q), %v", rep.WouldCreate, planned, err)
 	}
 	if _, err := e.lake.LoadTable(context.Background(), tableName); !errors.Is(err, lake.ErrTableNotFound) {
 		t.Fatalf("the dry run created the table: %v", err)
@@ -152,7 +154,7 @@ func TestBreakLease(t *testing.T) {
 	cfg := e.config()
 	cfg.BreakLease = true
 	var told []landing.LeaseInfo
-	cfg.OnBreak = func(li landing.LeaseInfo) { told = append(told, li) }
+	cfg.OnPlan = func(rep *ingest.Report) { told = append(told, rep.BrokenLeases...) }
 	rep, err := ingest.Run(ctx, cfg)
 	if err != nil || rep.Loaded != 1 {
 		t.Fatalf("run with BreakLease: %+v, %v", rep, err)

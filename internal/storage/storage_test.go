@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,6 +246,27 @@ func TestParseLocation(t *testing.T) {
 		if err != nil || loc.Bucket != tc.bucket || loc.Prefix != tc.prefix || (loc.Dir != "") != tc.local {
 			t.Errorf("ParseLocation(%q, %v) = %+v, %v", tc.in, tc.bareIsBucket, loc, err)
 		}
+	}
+}
+
+// TestBareWordThatIsAFolder: "land" where ./land exists is most likely the
+// folder, not a bucket: the error asks.
+func TestBareWordThatIsAFolder(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("land", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := storage.ParseLocation("land", true)
+	if err == nil || !strings.Contains(err.Error(), "did you mean ./land?") || !strings.Contains(err.Error(), "s3://land") {
+		t.Fatalf("error %v, want did you mean ./land?", err)
+	}
+	for _, s := range []string{"./land", "s3://land"} {
+		if _, err := storage.ParseLocation(s, true); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if loc, err := storage.ParseLocation("land", false); err != nil || loc.IsS3() {
+		t.Errorf("a warehouse bare word is a folder: %+v, %v", loc, err)
 	}
 }
 
