@@ -2,6 +2,7 @@ package faults
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 )
 
@@ -144,6 +146,22 @@ func TestKill9(t *testing.T) {
 			figures.Unlock()
 			t.Logf("%d trials, %d rows, %d files left by killed runs for maintenance", trials, len(st.rowIDs), len(st.strays))
 		}
+	}
+
+	// Maintenance (an hour later: the orphans are old enough) removes what
+	// the killed runs left: no file is left that no snapshot references,
+	// and no row moved.
+	tbl, err := e.maintenanceLake(t).LoadTable(context.Background(), e.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Maintain(context.Background(), lake.MaintainOptions{Force: true, Orphans: true}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.read(t)
+	checkRows(t, st, want)
+	if len(st.strays) != 0 {
+		t.Fatalf("after maintenance %d files are left that nothing references: %v", len(st.strays), head(st.strays))
 	}
 }
 

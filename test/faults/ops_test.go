@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ type work struct {
 	spool  string            // upload: the spool folder
 	files  map[string][]byte // upload: spool file name -> content
 	holder landing.Holder    // ingest: the runs' lease holder
+	done   bool              // maintenance: a round finished with nothing pending
 }
 
 // fault is a set of proxy rules. lostResponse faults must not fail any
@@ -91,7 +93,7 @@ func storms(e *env) []fault {
 	}
 }
 
-var operations = []operation{ingestOp, uploadOp, expireOp}
+var operations = []operation{ingestOp, uploadOp, expireOp, maintainOp}
 
 // TestFaults runs every operation under each of its faults, for a few
 // seeds in the long version.
@@ -361,6 +363,94 @@ var expireOp = operation{
 		return append([]fault{
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
 			lose("delete of expired files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
+		}, storms(e)...)
+	},
+}
+
+// later is a clock two hours ahead: maintenance then takes the files a
+// killed run left behind for orphans (they are older than
+// timelake.orphan-min-age, an hour by default) and every snapshot for old
+// enough to expire.
+func later() time.Time { return time.Now().Add(2 * time.Hour) }
+
+// maintenanceLake opens the warehouse through the proxy with the clock of
+// later.
+func (e *env) maintenanceLake(t *testing.T) *lake.Lake {
+	t.Helper()
+	l, err := lake.Open(context.Background(), "s3://"+e.lakeBucket+"/"+warehousePrefix, lake.Options{S3: e.client, Logger: quiet, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// plantOrphans copies a data file and a manifest of the table to names no
+// snapshot references, as a run killed before its commit leaves them.
+func (e *env) plantOrphans(t *testing.T) {
+	t.Helper()
+	root := warehousePrefix + "/" + e.table.Namespace + "/" + e.table.Name + "/"
+	planted := 0
+	for _, key := range listKeys(t, e.direct, e.lakeBucket, root) {
+		rel := strings.TrimPrefix(key, root)
+		var dst string
+		switch {
+		case strings.HasPrefix(rel, "data/") && strings.HasSuffix(rel, ".parquet") && planted&1 == 0:
+			dst = root + "data/killed-run-00000.parquet"
+			planted |= 1
+		case strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".avro") && !strings.HasPrefix(rel, "metadata/snap-") && planted&2 == 0:
+			dst = root + "metadata/killed-run-m0.avro"
+			planted |= 2
+		default:
+			continue
+		}
+		e.putDirect(t, e.lakeBucket, dst, getObject(t, e.direct, e.lakeBucket, key))
+	}
+	if planted != 3 {
+		t.Fatalf("found no data file and manifest to copy (%b)", planted)
+	}
+}
+
+var maintainOp = operation{
+	name: "tables maintain",
+	setup: func(t *testing.T, e *env) *work {
+		// Small files, one snapshot each, and what a killed run leaves.
+		want := e.dropFiles(t, "", 0, scale(8, 20), 5)
+		_, err := ingest.Run(context.Background(), ingest.Config{Landing: e.landing, Lake: e.lake, Table: e.table,
+			Parallel: 1, FilesPerCommit: 1, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.plantOrphans(t)
+		if st := e.read(t); len(st.strays) != 2 {
+			t.Fatalf("planted 2 orphans, the reader finds %d", len(st.strays))
+		}
+		return &work{want: want}
+	},
+	run: func(ctx context.Context, t *testing.T, e *env, w *work) error {
+		tbl, err := e.maintenanceLake(t).LoadTable(ctx, e.table)
+		if err != nil {
+			return err
+		}
+		rep, err := tbl.Maintain(ctx, lake.MaintainOptions{Force: true, Orphans: true})
+		w.done = err == nil && !rep.Pending
+		return err
+	},
+	done: func(t *testing.T, e *env, w *work) bool { return w.done },
+	check: func(t *testing.T, e *env, w *work) (int, int) {
+		st := e.read(t)
+		checkRows(t, st, w.want)
+		if len(st.strays) != 0 {
+			t.Fatalf("after maintenance %d files are left that nothing references: %v", len(st.strays), head(st.strays))
+		}
+		return len(st.rowIDs), len(st.strays)
+	},
+	faults: func(e *env) []fault {
+		kb := e.lakeBucket
+		return append([]fault{
+			lose("compacted data file", 2, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/data/*"}),
+			lose("manifest", 2, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/*.avro"}),
+			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
+			lose("delete of orphans and replaced files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
 		}, storms(e)...)
 	},
 }
