@@ -325,19 +325,26 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// smallFilesTable loads small files into the table without faults, one
+// snapshot per file, and returns their row ids.
+func (e *env) smallFilesTable(t *testing.T) []string {
+	t.Helper()
+	want := e.dropFiles(t, "", 0, scale(8, 20), 5)
+	_, err := ingest.Run(context.Background(), ingest.Config{Landing: e.landing, Lake: e.lake, Table: e.table,
+		Parallel: 1, FilesPerCommit: 1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 // expireKeep is how many snapshots the expire trials keep.
 const expireKeep = 2
 
 var expireOp = operation{
 	name: "tables expire",
 	setup: func(t *testing.T, e *env) *work {
-		// A table with one snapshot per file, loaded without faults.
-		want := e.dropFiles(t, "", 0, scale(8, 20), 5)
-		_, err := ingest.Run(context.Background(), ingest.Config{Landing: e.landing, Lake: e.lake, Table: e.table,
-			Parallel: 1, FilesPerCommit: 1, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := e.smallFilesTable(t)
 		time.Sleep(5 * time.Millisecond) // every snapshot is older than OlderThan
 		return &work{want: want}
 	},
@@ -414,12 +421,7 @@ var maintainOp = operation{
 	name: "tables maintain",
 	setup: func(t *testing.T, e *env) *work {
 		// Small files, one snapshot each, and what a killed run leaves.
-		want := e.dropFiles(t, "", 0, scale(8, 20), 5)
-		_, err := ingest.Run(context.Background(), ingest.Config{Landing: e.landing, Lake: e.lake, Table: e.table,
-			Parallel: 1, FilesPerCommit: 1, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := e.smallFilesTable(t)
 		e.plantOrphans(t)
 		if st := e.read(t); len(st.strays) != 2 {
 			t.Fatalf("planted 2 orphans, the reader finds %d", len(st.strays))
