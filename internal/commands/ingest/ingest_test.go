@@ -359,7 +359,7 @@ func TestLeaseAndPlanOutput(t *testing.T) {
 		t.Fatalf("--break-lease output:\n%s", out)
 	}
 	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago: it may still be being written; the next run loads it$`).MatchString(out) ||
-		!strings.Contains(out, "; 1 still being written, for the next run") {
+		!strings.Contains(out, ", 1 waiting for the next run") {
 		t.Fatalf("the file being written is not reported as waiting:\n%s", out)
 	}
 }
