@@ -379,4 +379,10 @@ func TestStorageErrorsAreExplained(t *testing.T) {
 		!strings.Contains(errOut.String(), "Fix: create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse\n") {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
+	ios, _, errOut = iostreams.Test()
+	commands.Execute(context.Background(), []string{"ingest", "--json", "--landing", landing,
+		"--warehouse", "s3://tl-no-such-lake-bucket/warehouse", "--table", "iot.t"}, ios, getenv(env))
+	if !strings.Contains(errOut.String(), `"fix":"create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse"`) {
+		t.Fatalf("the JSON exit error has no fix: %s", errOut)
+	}
 }
