@@ -31,7 +31,7 @@ bash scripts/s3-server.sh start "$STATE" >/dev/null
 
 modes_of() {
 	case "$1" in
-	c1) echo "ingest sequential rawcopy duckdb upload sdkupload" ;;
+	c1) echo "ingest pollers4 sequential rawcopy duckdb upload sdkupload" ;;
 	c1-5k) echo "ingest" ;;
 	c2) echo "ingest ingest-wide sequential rawcopy duckdb" ;;
 	*) echo "ingest sequential rawcopy duckdb" ;;

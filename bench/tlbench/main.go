@@ -58,7 +58,7 @@ func main() {
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ExitOnError)
 		c := fs.String("case", "c1", "case")
-		mode := fs.String("mode", "ingest", "ingest, sequential, rawcopy, upload, sdkupload")
+		mode := fs.String("mode", "ingest", "ingest, sequential, ingest-wide, pollers4, rawcopy, upload, sdkupload")
 		setupFile := fs.String("setup", "", "output of tlbench setup")
 		data := fs.String("data", "", "folder of generated files (upload modes)")
 		_ = fs.Parse(os.Args[2:])
@@ -123,6 +123,8 @@ type Result struct {
 	DataFiles         int     `json:"data_files,omitempty"`
 	Partitions        int     `json:"partitions,omitempty"`
 	FilesPerPartition float64 `json:"files_per_partition,omitempty"`
+	// Fleet modes: the most ingest runs that were loading at one time.
+	Concurrent int `json:"concurrent,omitempty"`
 }
 
 func (r Result) filesPerSec() float64 { return float64(r.Files) / r.Seconds }
@@ -204,6 +206,10 @@ func report(files []string, w io.Writer) error {
 		if r.MetadataBytes > 0 || r.Partitions > 0 {
 			fmt.Fprintf(w, "%s %s: newest metadata %d bytes after the run; %d data files in %d partitions (%.1f per partition)\n",
 				k.c, k.m, r.MetadataBytes, r.DataFiles, r.Partitions, r.FilesPerPartition)
+		}
+		if r.Concurrent > 0 {
+			fmt.Fprintf(w, "%s %s: up to %d ingest runs loaded the table at the same time; rows exact, no lease refused, no commit gave up\n",
+				k.c, k.m, r.Concurrent)
 		}
 	}
 	return nil

@@ -92,6 +92,9 @@ func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, geten
 			w = iostreams.NewTimedWriter(w, nil)
 		}
 		fmt.Fprintln(w, "Error:", err)
+		if fix := fixHint(err); fix != "" {
+			fmt.Fprintln(w, "Fix:", fix)
+		}
 		if cmdutil.IsUsage(err) && cmd != nil {
 			fmt.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
 		}
@@ -99,9 +102,23 @@ func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, geten
 	// --json is read again: a flag error may stop cobra before the
 	// globals are resolved.
 	if f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil))) {
-		_ = iostreams.WriteJSON(ios.ErrOut, map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}, false)
+		doc := map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}
+		if fix := fixHint(err); fix != "" {
+			doc["fix"] = fix
+		}
+		_ = iostreams.WriteJSON(ios.ErrOut, doc, false)
 	}
 	return code
+}
+
+// fixHint is the fix an error carries (a storage.Problem: what env check
+// would say to do), or "".
+func fixHint(err error) string {
+	var h interface{ FixHint() string }
+	if errors.As(err, &h) {
+		return h.FixHint()
+	}
+	return ""
 }
 
 func exitCode(ctx context.Context, err error) cmdutil.ExitCode {

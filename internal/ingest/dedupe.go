@@ -2,7 +2,10 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // sameContent settles a file whose content (its decompressed bytes) was
@@ -21,8 +24,9 @@ func (r *runner) sameContent(ctx context.Context, it *item, d *download) bool {
 		return true
 	}
 	if ok && b.BatchID != d.info.Key {
-		if err := r.cfg.Landing.Delete(ctx, d.info.Key); err != nil {
-			it.err = fmt.Errorf("delete %s, a copy of %s: %w", d.info.Key, b.BatchID, err)
+		// Only the copy that was read: a file replaced meanwhile stays.
+		if err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag); err != nil && !errors.Is(err, storage.ErrPreconditionFailed) {
+			it.err = r.landingErr(fmt.Errorf("delete %s, a copy of %s: %w", d.info.Key, b.BatchID, err))
 			return true
 		}
 		it.res.Status, it.res.SnapshotID, it.res.SameAs, it.done = AlreadyLoaded, b.SnapshotID, b.BatchID, true

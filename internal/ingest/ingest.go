@@ -98,14 +98,48 @@ type Config struct {
 	MaintenanceBudget time.Duration
 
 	LeaseTTL time.Duration // 0 means 10 minutes
-	Holder   string        // names this run in the lease (host:pid)
-	WorkDir  string        // temp folder for downloads; "" = os.TempDir()
+	// Holder names this run in the lease; the zero value means
+	// landing.NewHolder() (host, PID and a random run id).
+	Holder landing.Holder
+	// LeaseStore holds the lease, and LeasePrefix is the landing prefix it
+	// covers, relative to LeaseStore. Leave both empty to keep the lease in
+	// Landing on Prefix; a landing location with a key prefix of its own
+	// (s3://bucket/gateways) keeps it at the bucket's root instead
+	// (LeaseStore the bucket, LeasePrefix "gateways/"+Prefix), so that
+	// pollers given overlapping locations still see each other's leases.
+	LeaseStore  storage.Store
+	LeasePrefix string
+	// BreakLease removes the leases that would block this run (its own
+	// table and prefix, and overlapping prefixes) before taking its own;
+	// each one removed is reported in Report.BrokenLeases.
+	BreakLease bool
+	WorkDir    string // temp folder for downloads; "" = os.TempDir()
+
+	// SettleTime: a landing file modified less than this long ago may still
+	// be being written. The run waits (at most SettleTime) for such files to
+	// settle and loads the ones that did not change meanwhile; the others
+	// are reported as waiting and left for the next run. 0 means
+	// DefaultSettleTime on a local landing folder (*storage.LocalStore) and
+	// none on S3, where an object is visible only once complete; negative
+	// means none.
+	SettleTime time.Duration
+
+	// Warehouse is the warehouse's store, for the check that a table that
+	// does not exist is not a missing lake bucket; nil skips the check.
+	Warehouse storage.Store
+	// Explain names the landing bucket, the warehouse and the settings
+	// behind them in the explanations of setup errors (storage.Diagnose).
+	Explain Explain
 
 	Logger *slog.Logger
 	Now    func() time.Time
 
 	// OnFile is called after each file with its result (output lines).
 	OnFile func(FileResult)
+	// OnPlan is called once, before the first file, with the report so
+	// far: the table it would create (a dry run, WouldCreate) and the
+	// leases it broke (BrokenLeases).
+	OnPlan func(*Report)
 	// OnCreate is called when the run creates the table.
 	OnCreate func(*Created)
 	// OnCommit is called after each metadata write of loaded files with
@@ -118,6 +152,17 @@ type Config struct {
 	AfterCommit func(key string) error
 }
 
+// DefaultSettleTime is how old a file of a local landing folder must be
+// before it is loaded (Config.SettleTime).
+const DefaultSettleTime = 2 * time.Second
+
+// Explain names the stores of a run for storage.Diagnose. Empty Where
+// fields are filled from the stores' URIs.
+type Explain struct {
+	Landing, Lake storage.Where
+	Names         storage.Names
+}
+
 // Status is what happened to one landing file.
 type Status string
 
@@ -127,8 +172,10 @@ const (
 	AlreadyLoaded Status = "already-loaded"
 	Quarantined   Status = "quarantined"
 	WouldLoad     Status = "would-load" // dry run
-	// Waiting: left in the landing bucket for the next run (its content
-	// is being loaded under another key in this run).
+	// Waiting: left in the landing bucket for the next run: the file was
+	// modified too recently or changed while it was read (it may still be
+	// being written), or its content is being loaded under another key in
+	// this run.
 	Waiting Status = "waiting"
 )
 
@@ -183,20 +230,24 @@ type Column struct {
 
 // Report is the outcome of a run (the --json document).
 type Report struct {
-	Table           string       `json:"table"`
-	Warehouse       string       `json:"warehouse"`
-	Landing         string       `json:"landing"`
-	DryRun          bool         `json:"dry_run"`
-	Created         *Created     `json:"created,omitempty"`
-	Files           []FileResult `json:"files"`
-	Loaded          int          `json:"loaded"`
-	AlreadyLoaded   int          `json:"already_loaded"`
-	Quarantined     int          `json:"quarantined"`
-	Waiting         int          `json:"waiting"`
-	Rows            int64        `json:"rows"`
-	Remaining       bool         `json:"remaining"` // --max-files stopped the run early
-	SnapshotID      int64        `json:"snapshot_id,omitempty"`
-	MetadataVersion int          `json:"metadata_version,omitempty"`
+	Table     string `json:"table"`
+	Warehouse string `json:"warehouse"`
+	Landing   string `json:"landing"`
+	DryRun    bool   `json:"dry_run"`
+	// WouldCreate is set by a dry run when the table does not exist: the
+	// run would create it from the first file that decodes.
+	WouldCreate     string              `json:"would_create,omitempty"`
+	Created         *Created            `json:"created,omitempty"`
+	BrokenLeases    []landing.LeaseInfo `json:"broken_leases,omitempty"`
+	Files           []FileResult        `json:"files"`
+	Loaded          int                 `json:"loaded"`
+	AlreadyLoaded   int                 `json:"already_loaded"`
+	Quarantined     int                 `json:"quarantined"`
+	Waiting         int                 `json:"waiting"`
+	Rows            int64               `json:"rows"`
+	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
+	SnapshotID      int64               `json:"snapshot_id,omitempty"`
+	MetadataVersion int                 `json:"metadata_version,omitempty"`
 	// Maintenance is what the maintenance after the loading did; nil when
 	// none ran.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
@@ -207,11 +258,12 @@ type Report struct {
 func (r *Report) Partial() bool { return r.Quarantined > 0 }
 
 type runner struct {
-	cfg    Config
-	bucket *landing.Bucket
-	tbl    *lake.Table // nil until the table exists
-	rep    *Report
-	log    *slog.Logger
+	cfg     Config
+	bucket  *landing.Bucket
+	tbl     *lake.Table // nil until the table exists
+	rep     *Report
+	log     *slog.Logger
+	waiting []FileResult // recorded at the end of the run
 
 	mu       sync.Mutex
 	contents map[string]string // content hash -> key, of the files of this run being loaded
@@ -245,9 +297,29 @@ func newRunner(cfg Config) *runner {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 10 * time.Minute
 	}
-	if cfg.Holder == "" {
-		host, _ := os.Hostname()
-		cfg.Holder = host + ":" + strconv.Itoa(os.Getpid())
+	if cfg.Holder.Token == "" {
+		cfg.Holder = landing.NewHolder()
+	}
+	if cfg.LeaseStore == nil {
+		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix
+	}
+	if cfg.SettleTime == 0 {
+		if _, local := cfg.Landing.(*storage.LocalStore); local {
+			cfg.SettleTime = DefaultSettleTime
+		}
+	}
+	ex := &cfg.Explain
+	if ex.Landing.Location == (storage.Location{}) {
+		ex.Landing.Location, _ = storage.ParseLocation(cfg.Landing.URI(), false)
+	}
+	if ex.Landing.What == "" {
+		ex.Landing.What = "landing"
+	}
+	if ex.Lake.Location == (storage.Location{}) {
+		ex.Lake.Location, _ = storage.ParseLocation(cfg.Lake.URI(), false)
+	}
+	if ex.Lake.What == "" {
+		ex.Lake.What = "warehouse"
 	}
 	r := &runner{
 		cfg:    cfg,
@@ -264,9 +336,14 @@ func (r *runner) newReport() {
 		DryRun: r.cfg.DryRun, Files: []FileResult{}}
 }
 
-// finishReport puts the report's files in key order and stamps it with its
-// duration since start and the table's current version and snapshot.
+// finishReport records the files left waiting, puts the report's files in
+// key order and stamps it with its duration since start and the table's
+// current version and snapshot.
 func (r *runner) finishReport(start time.Time) {
+	for _, w := range r.waiting {
+		r.record(w)
+	}
+	r.waiting = nil
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
@@ -285,6 +362,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer release()
+	if r.cfg.OnPlan != nil {
+		r.cfg.OnPlan(r.rep)
+	}
 	files, err := r.list(ctx)
 	if err != nil {
 		return err
@@ -314,46 +394,50 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	case err == nil:
 		r.tbl = tbl
 	case errors.Is(err, lake.ErrTableNotFound):
+		// A missing lake bucket reads as an empty warehouse: tell them
+		// apart before anything would be created (or reported as done).
+		if err := r.checkWarehouse(ctx); err != nil {
+			return ctx, release, err
+		}
 		if r.cfg.NoCreate {
 			return ctx, release, fmt.Errorf("%w: %v", ErrNoTable, err)
 		}
+		if r.cfg.DryRun {
+			r.rep.WouldCreate = r.cfg.Table.String()
+		}
 		// Created from the first file that decodes.
 	default:
-		return ctx, release, err
+		return ctx, release, r.lakeErr(err)
 	}
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
 	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
+			return ctx, release, p
+		}
 		return ctx, release, fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
-	var lease *landing.Lease
 	if !r.cfg.DryRun {
-		lease, err = landing.AcquireLease(ctx, r.cfg.Landing, landing.LeaseKey(r.cfg.Table.String()),
-			r.cfg.Holder, r.cfg.LeaseTTL, r.cfg.Now)
+		held, err := r.takeLease(ctx)
 		if err != nil {
 			return ctx, release, err
 		}
-		// Renew in the background every third of the TTL, so that a long
-		// file never outlives the lease; losing it stops the run.
+		var leaseCtx context.Context
 		var stopRenew func()
-		ctx, stopRenew = r.keepLease(ctx, lease)
+		leaseCtx, stopRenew = r.keepLease(ctx, held.lease)
 		release = func() {
 			stopRenew() // before the release: the renewer writes the lease too
-			// Release even when ctx was cancelled.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := lease.Release(rctx); err != nil {
-				r.log.Warn("lease not released (it expires by itself)", "err", err)
-			}
+			held.release(ctx)
 		}
+		ctx = leaseCtx
 		if r.tbl != nil {
 			// The table may have moved while we waited for nothing: use the
 			// newest version for the already-loaded checks.
 			if err := r.tbl.Refresh(ctx); err != nil {
 				release()
-				return ctx, func() {}, err
+				return ctx, func() {}, r.lakeErr(err)
 			}
 		}
 	}
@@ -374,7 +458,7 @@ func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return nil, fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err)
+		return nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
 	}
 	return files, nil
 }
@@ -382,6 +466,10 @@ func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 // load loads files in the order given: one by one until the table exists
 // (the first file that decodes creates it), then through the pipeline.
 func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
+	files, err := r.settle(ctx, files)
+	if err != nil {
+		return err
+	}
 	i := 0
 	// Until the table exists, files go one by one: the first one that
 	// decodes creates it. A file that cannot create the table is not
@@ -426,30 +514,89 @@ var ErrCannotCreate = errors.New("cannot create the table")
 // so far stay committed, the others stay in the landing bucket.
 var ErrLeaseLost = errors.New("lease lost, run stopped")
 
+// takeLease breaks the blocking leases if asked, then takes this run's
+// lease. The returned release removes it (with its own deadline: it runs
+// when ctx may be done).
+func (r *runner) takeLease(ctx context.Context) (*heldLease, error) {
+	opts := landing.LeaseOptions{Table: r.cfg.Table.String(), Prefix: r.cfg.LeasePrefix, Holder: r.cfg.Holder,
+		TTL: r.cfg.LeaseTTL, Now: r.cfg.Now, Logger: r.log}
+	if r.cfg.BreakLease {
+		broken, err := landing.BreakLeases(ctx, r.cfg.LeaseStore, opts)
+		r.rep.BrokenLeases = append(r.rep.BrokenLeases, broken...)
+		if err != nil {
+			return nil, r.landingErr(err)
+		}
+	}
+	lease, err := landing.AcquireLease(ctx, r.cfg.LeaseStore, opts)
+	if errors.Is(err, landing.ErrLeaseHeld) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, r.landingErr(err)
+	}
+	return &heldLease{lease: lease, log: r.log}, nil
+}
+
+// heldLease is the run's lease.
+type heldLease struct {
+	lease *landing.Lease
+	log   *slog.Logger
+}
+
+// release deletes the lease even when ctx was cancelled. A failure is only
+// logged: the run's outcome stands, and the lease expires by itself.
+func (h *heldLease) release(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.lease.Release(rctx); err != nil {
+		h.log.Warn("lease not released (it expires by itself)", "lease", h.lease.Key(), "err", err)
+	}
+}
+
 // keepLease renews the lease every third of its TTL until the returned stop
-// function is called. A renewal that fails cancels the returned context, so
-// the run stops instead of working without the lease.
+// function is called. A renewal that fails for a passing reason (a 5xx
+// answer, a lost connection) is tried again while the lease has time left;
+// a renewal that cannot succeed (the lease was taken over, a permanent
+// error, no time left) cancels the returned context, so the run stops
+// instead of working without the lease.
 func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	ttl := r.cfg.LeaseTTL
+	retryWait := min(max(ttl/30, 10*time.Millisecond), 5*time.Second)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-done:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(max(r.cfg.LeaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := lease.Renew(ctx); err != nil {
-					// Not wrapped: a lease taken over is a failure of this
-					// run (exit 1), not "another run holds it" (exit 11).
-					cancel(fmt.Errorf("%w (is another run working on the table?): %v", ErrLeaseLost, err))
+		for wait(max(ttl/3, time.Millisecond)) {
+			err := lease.Renew(ctx)
+			for err != nil && !errors.Is(err, landing.ErrLeaseTaken) && !storage.IsPermanent(err) &&
+				lease.Expires().Sub(r.cfg.Now()) > ttl/6+retryWait {
+				r.log.Warn("lease renewal failed, trying again", "lease", lease.Key(), "err", err)
+				if !wait(retryWait) {
 					return
 				}
+				err = lease.Renew(ctx)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// Not wrapped: a lease taken over is a failure of this
+				// run (exit 1), not "another run holds it" (exit 11).
+				cancel(fmt.Errorf("%w (is another run working on the table?): %v", ErrLeaseLost, r.landingErr(err)))
+				return
 			}
 		}
 	}()
@@ -458,6 +605,96 @@ func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.C
 		<-stopped
 		cancel(nil)
 	}
+}
+
+// checkWarehouse makes sure the warehouse's bucket exists and answers (a
+// listing of a prefix that holds nothing costs one request).
+func (r *runner) checkWarehouse(ctx context.Context) error {
+	if r.cfg.Warehouse == nil {
+		return nil
+	}
+	err := r.cfg.Warehouse.List(ctx, landing.ReservedPrefix+"none/", func(storage.ObjectInfo) error { return nil })
+	if err == nil {
+		return nil
+	}
+	if _, local := r.cfg.Warehouse.(*storage.LocalStore); local && errors.Is(err, storage.ErrNotExist) {
+		return nil // a warehouse folder is created by the first commit
+	}
+	if p := storage.Diagnose(err, r.cfg.Explain.Lake, r.cfg.Explain.Names); p != nil {
+		return p
+	}
+	return fmt.Errorf("warehouse %s: %w", r.cfg.Warehouse.URI(), err)
+}
+
+// landingErr and lakeErr explain a setup error of the landing bucket or the
+// warehouse (storage.Diagnose); other errors are returned as they are.
+func (r *runner) landingErr(err error) error {
+	return storage.Explain(err, r.cfg.Explain.Landing, r.cfg.Explain.Names)
+}
+
+func (r *runner) lakeErr(err error) error {
+	return storage.Explain(err, r.cfg.Explain.Lake, r.cfg.Explain.Names)
+}
+
+// settle holds back the files that may still be being written (modified
+// less than SettleTime ago). It waits until the newest of them would be
+// SettleTime old (at most SettleTime; not in a dry run), looks at them
+// again, and keeps those that did not change meanwhile; the others are
+// reported as waiting at the end of the run and stay for the next one.
+func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
+	d := r.cfg.SettleTime
+	if d <= 0 {
+		return files, nil
+	}
+	recent := map[string]storage.ObjectInfo{}
+	var newest time.Time
+	for _, f := range files {
+		if time.Since(f.LastModified) < d {
+			recent[f.Key] = f
+			if f.LastModified.After(newest) {
+				newest = f.LastModified
+			}
+		}
+	}
+	if len(recent) == 0 {
+		return files, nil
+	}
+	waiting := map[string]storage.ObjectInfo{}
+	if r.cfg.DryRun {
+		waiting = recent
+	} else {
+		t := time.NewTimer(min(time.Until(newest.Add(d)), d))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		for key, f := range recent {
+			info, err := r.cfg.Landing.Stat(ctx, key)
+			switch {
+			case errors.Is(err, storage.ErrNotExist):
+				waiting[key] = storage.ObjectInfo{} // gone (renamed, moved): not ours to report
+			case err != nil:
+				return nil, r.landingErr(err)
+			case info.ETag != f.ETag || time.Since(info.LastModified) < d:
+				waiting[key] = info
+			}
+		}
+	}
+	ready := files[:0:0]
+	for _, f := range files {
+		w, ok := waiting[f.Key]
+		switch {
+		case !ok:
+			ready = append(ready, f)
+		case w.Key != "":
+			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: w.Size,
+				Reason: fmt.Sprintf("modified %s ago: it may still be being written; the next run loads it",
+					time.Since(w.LastModified).Round(100*time.Millisecond))})
+		}
+	}
+	return ready, nil
 }
 
 // item is one landing file on its way through the pipeline.
@@ -512,6 +749,14 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			}
 		}
 	}()
+	// A worker that meets a fatal error (the store refused a request, a
+	// data file could not be written) stops the others at once: the next
+	// files would most likely meet the same error.
+	var stopOnce sync.Once
+	var stopErr error
+	stop := func(err error) {
+		stopOnce.Do(func() { stopErr = err; cancel() })
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -530,6 +775,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 				})
 				if held {
 					sem.Release(weight(o))
+				}
+				if it.err != nil && ctx.Err() == nil {
+					stop(it.err)
 				}
 				ready <- it
 			}
@@ -596,6 +844,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 		go func(done chan<- error) { done <- finish() }(finishing)
 	}
 	waitFinish()
+	if stopErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {
+		return stopErr
+	}
 	return firstErr
 }
 
@@ -651,7 +902,7 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 			r.cfg.OnCommit(len(ps), time.Since(t0), err)
 		}
 		if err != nil {
-			return func() error { recordDone(); return firstErr }, err
+			return func() error { recordDone(); return firstErr }, r.lakeErr(err)
 		}
 	}
 	return func() error {
@@ -698,10 +949,19 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 			return err
 		}
 	}
-	if err := r.cfg.Landing.Delete(ctx, it.obj.Key); err != nil {
-		return fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err)
-	}
 	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
+	// Delete only what was loaded: an object replaced since it was read
+	// (a file still being written, a key re-sent) stays, and the next run
+	// quarantines it as different content under a loaded key.
+	err := r.cfg.Landing.DeleteIfMatch(ctx, it.obj.Key, it.src.info.ETag)
+	if errors.Is(err, storage.ErrPreconditionFailed) {
+		it.res.Reason = "the file changed after it was read; the new content stays in the landing bucket"
+		r.log.Warn("loaded file changed after it was read: not deleted", "key", it.obj.Key, "snapshot", ar.SnapshotID)
+		return nil
+	}
+	if err != nil {
+		return r.landingErr(fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err))
+	}
 	return nil
 }
 
@@ -762,6 +1022,12 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 		d.close()
 		return nil, fmt.Errorf("download %s: %w", key, err)
 	}
+	if _, local := r.cfg.Landing.(*storage.LocalStore); n != info.Size && (local || info.Size > 0) {
+		// Bytes were added (or cut) while it was read: a file still being
+		// written in place.
+		d.close()
+		return nil, fmt.Errorf("%s: read %d bytes, the store said %d: %w", key, n, info.Size, errChanging)
+	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
 	d.content = d.sha256
@@ -772,6 +1038,9 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	}
 	return d, nil
 }
+
+// errChanging marks a landing file that changed while it was read.
+var errChanging = errors.New("the file changed while it was read")
 
 // contentHash returns the hex SHA-256 of the decompressed bytes of f when
 // it is gzip-compressed (by its magic bytes), "" when it is not, and an
@@ -822,8 +1091,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		it.res.Status, it.res.Reason, it.done = AlreadyLoaded, "gone from the landing bucket", true
 		return it
 	}
+	if errors.Is(err, errChanging) {
+		it.res.Status, it.res.Reason, it.done = Waiting, "it changed while it was read: it may still be being written; the next run loads it", true
+		return it
+	}
 	if err != nil {
-		it.err = err
+		it.err = r.landingErr(err)
 		return it
 	}
 	defer d.close()
@@ -870,7 +1143,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			if errors.As(err, &fe) {
 				return reject(err)
 			}
-			it.err = err
+			it.err = r.lakeErr(err)
 			return it
 		}
 		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
@@ -898,7 +1171,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		if errors.Is(err, lake.ErrRequiredNull) {
 			return reject(err)
 		}
-		it.err = err
+		it.err = r.lakeErr(err)
 		return it
 	}
 	it.prepared = p
@@ -955,8 +1228,9 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 		return r.reject(ctx, res, d, fmt.Errorf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
 			d.info.Key, b.SnapshotID, reason))
 	}
-	if err := r.cfg.Landing.Delete(ctx, d.info.Key); err != nil {
-		return res, fmt.Errorf("delete already loaded %s: %w", d.info.Key, err)
+	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
+	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
+		return res, r.landingErr(fmt.Errorf("delete already loaded %s: %w", d.info.Key, err))
 	}
 	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
 	return res, nil

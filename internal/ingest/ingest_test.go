@@ -61,8 +61,10 @@ func s3Env(t *testing.T) env {
 	return env{landing: storage.NewS3Store(client, landingBucket, "", storage.S3StoreOptions{}), lake: l}
 }
 
+// config is the run's configuration. Files are loaded as soon as they are
+// written (no SettleTime): TestFilesStillBeingWritten covers that wait.
 func (e env) config() ingest.Config {
-	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"}}
+	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"}, SettleTime: -1}
 }
 
 func (e env) put(t *testing.T, key string, body []byte) {
@@ -431,7 +433,7 @@ func TestOverlappingRuns(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					cfg := e.config()
-					cfg.Holder = fmt.Sprintf("run-%d", i)
+					cfg.Holder = landing.Holder{Token: fmt.Sprintf("run-%d", i)}
 					reports[i], results[i] = ingest.Run(ctx, cfg)
 				}()
 			}
@@ -476,20 +478,23 @@ func TestLeaseExpiresAndIsTakenOver(t *testing.T) {
 	e := localEnv(t)
 	now := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	key := landing.LeaseKey("iot.readings")
-	first, err := landing.AcquireLease(ctx, e.landing, key, "crashed-run", time.Minute, clock)
+	key := landing.LeaseKey("iot.readings", "")
+	lease := func(holder string) landing.LeaseOptions {
+		return landing.LeaseOptions{Table: "iot.readings", Holder: landing.Holder{Token: holder}, TTL: time.Minute, Now: clock}
+	}
+	first, err := landing.AcquireLease(ctx, e.landing, lease("crashed-run"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := landing.AcquireLease(ctx, e.landing, key, "second", time.Minute, clock); !errors.Is(err, landing.ErrLeaseHeld) {
+	if _, err := landing.AcquireLease(ctx, e.landing, lease("second")); !errors.Is(err, landing.ErrLeaseHeld) {
 		t.Fatalf("unexpired lease: %v", err)
 	}
 	now = now.Add(2 * time.Minute) // the first run died without releasing
-	second, err := landing.AcquireLease(ctx, e.landing, key, "second", time.Minute, clock)
+	second, err := landing.AcquireLease(ctx, e.landing, lease("second"))
 	if err != nil {
 		t.Fatalf("expired lease not taken over: %v", err)
 	}
-	if err := first.Renew(ctx); !errors.Is(err, landing.ErrLeaseHeld) {
+	if err := first.Renew(ctx); !errors.Is(err, landing.ErrLeaseTaken) {
 		t.Fatalf("renew of a taken-over lease: %v", err)
 	}
 	if err := first.Release(ctx); err != nil {
@@ -598,7 +603,7 @@ func TestMissingLandingFolderIsAnError(t *testing.T) {
 	if _, err := ingest.Run(context.Background(), cfg); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("err = %v, want ErrNotExist", err)
 	}
-	if _, err := missing.Stat(context.Background(), landing.LeaseKey("iot.readings")); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := missing.Stat(context.Background(), landing.LeaseKey("iot.readings", "")); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatal("the run created a lease in the missing folder")
 	}
 }
@@ -614,7 +619,7 @@ func TestLeaseRenewedDuringALongFile(t *testing.T) {
 	var other error
 	cfg.AfterCommit = func(string) error {
 		time.Sleep(time.Second) // a long file: more than three TTLs
-		_, other = landing.AcquireLease(ctx, e.landing, landing.LeaseKey("iot.readings"), "other", time.Minute, nil)
+		_, other = landing.AcquireLease(ctx, e.landing, landing.LeaseOptions{Table: "iot.readings", Holder: landing.Holder{Token: "other"}, TTL: time.Minute})
 		return nil
 	}
 	if _, err := ingest.Run(ctx, cfg); err != nil {
@@ -638,7 +643,7 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 	cfg.LeaseTTL = 300 * time.Millisecond
 	cfg.AfterCommit = func(key string) error {
 		if key == "gw/a.csv" { // another run takes the lease over
-			if _, err := e.landing.Put(ctx, landing.LeaseKey("iot.readings"), strings.NewReader(`{"holder":"other"}`), storage.PutOptions{}); err != nil {
+			if _, err := e.landing.Put(ctx, landing.LeaseKey("iot.readings", ""), strings.NewReader(`{"holder":"other"}`), storage.PutOptions{}); err != nil {
 				return err
 			}
 			time.Sleep(time.Second) // more than a renewal period

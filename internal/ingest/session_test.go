@@ -87,7 +87,7 @@ func TestSessionLoads(t *testing.T) {
 	}
 
 	s.Close()
-	if _, err := e.landing.Stat(ctx, landing.LeaseKey("iot.readings")); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := e.landing.Stat(ctx, landing.LeaseKey("iot.readings", "")); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("lease after Close: %v", err)
 	}
 	if _, err := ingest.Run(ctx, e.config()); err != nil {
@@ -107,7 +107,7 @@ func TestSessionLeaseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := e.landing.Put(ctx, landing.LeaseKey("iot.readings"), strings.NewReader(`{"holder":"other"}`), storage.PutOptions{}); err != nil {
+	if _, err := e.landing.Put(ctx, landing.LeaseKey("iot.readings", ""), strings.NewReader(`{"holder":"other"}`), storage.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

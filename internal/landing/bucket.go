@@ -46,16 +46,19 @@ func (b *Bucket) quarantinePrefix() string {
 var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
 
 // Skipped reports whether key is never a file to load: timelake's own
-// objects, the quarantine, hidden names (a path segment starting with ".",
-// e.g. editor locks) and partial files (*.tmp, *.part, *.partial, *.swp,
-// *~) that a writer renames when complete.
+// objects and the quarantine (at the root, and below any folder: a poller
+// whose landing location is s3://bucket/prefix keeps them below prefix),
+// hidden names (a path segment starting with ".", e.g. editor locks) and
+// partial files (*.tmp, *.part, *.partial, *.swp, *~) that a writer renames
+// when complete.
 func (b *Bucket) Skipped(key string) bool {
-	if strings.HasPrefix(key, ReservedPrefix) || strings.HasPrefix(key, b.quarantinePrefix()) ||
-		strings.HasPrefix(key, DefaultQuarantinePrefix) {
+	if strings.HasPrefix(key, b.quarantinePrefix()) {
 		return true
 	}
-	for _, seg := range strings.Split(key, "/") {
-		if strings.HasPrefix(seg, ".") {
+	reserved, quarantine := strings.TrimSuffix(ReservedPrefix, "/"), strings.TrimSuffix(DefaultQuarantinePrefix, "/")
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if strings.HasPrefix(seg, ".") || (i < len(segs)-1 && (seg == reserved || seg == quarantine)) {
 			return true
 		}
 	}

@@ -6,124 +6,348 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/timelake/timelake/internal/storage"
 )
 
 // ErrLeaseHeld is returned (wrapped in *LeaseHeldError) when another ingest
-// run holds an unexpired lease on the table.
+// run holds an unexpired lease on the table and prefix, or on an
+// overlapping prefix.
 var ErrLeaseHeld = errors.New("another ingest run holds the lease")
 
-// LeaseHeldError names the holder of a lease and when it expires.
+// ErrLeaseTaken is returned by Renew when another run took the lease over
+// (this run outlived its TTL without renewing, or the lease was broken).
+var ErrLeaseTaken = errors.New("the lease was taken over by another run")
+
+// LeaseHeldError names the holder of a lease that blocks a run.
 type LeaseHeldError struct {
-	Key     string
-	Holder  string
-	Expires time.Time
+	Key      string
+	Holder   string
+	Prefix   string // the holder's landing prefix
+	Mine     string // the prefix of the run that was refused
+	Acquired time.Time
+	Expires  time.Time
 }
 
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("%v: %s holds %s until %s (it expires by itself if that run died)",
-		ErrLeaseHeld, e.Holder, e.Key, e.Expires.UTC().Format(time.RFC3339))
+	since := ""
+	if !e.Acquired.IsZero() {
+		since = " since " + e.Acquired.UTC().Format(time.RFC3339)
+	}
+	until := e.Expires.UTC().Format(time.RFC3339)
+	if e.Prefix != e.Mine {
+		return fmt.Sprintf("%v: %s loads landing prefix %q of the table (lease %s%s, until %s), which overlaps prefix %q of this run; give the pollers of one table disjoint prefixes",
+			ErrLeaseHeld, e.Holder, e.Prefix, e.Key, since, until, e.Mine)
+	}
+	return fmt.Sprintf("%v: %s holds %s%s until %s (it expires by itself if that run died; timelake ingest --break-lease removes it now)",
+		ErrLeaseHeld, e.Holder, e.Key, since, until)
 }
 
 // Unwrap makes errors.Is(err, ErrLeaseHeld) work.
 func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
 
-// leaseBody is the lease object's JSON.
+// leaseBody is the lease object's JSON. holder, acquired and expires are
+// read by every timelake version; the rest was added with per-prefix
+// leases (a lease without "prefix" covers the whole landing bucket).
 type leaseBody struct {
-	Holder   string    `json:"holder"`
+	Holder
+	Table    string    `json:"table,omitempty"`
+	Prefix   string    `json:"prefix"`
 	Acquired time.Time `json:"acquired"`
 	Expires  time.Time `json:"expires"`
 }
 
-// Lease is an ingest lease: an object created with a conditional create
-// (If-None-Match: *) that carries its own expiry, so a crashed run never
-// blocks the next ones for longer than the TTL. An expired lease is taken
-// over with a compare-and-swap (If-Match on its ETag), so two runs that both
-// see it expired cannot both win.
-type Lease struct {
-	store  storage.Store
-	key    string
-	holder string
-	ttl    time.Duration
-	now    func() time.Time
-	etag   string
-	body   leaseBody
+// LeaseOptions describe the lease a run takes.
+type LeaseOptions struct {
+	// Table is the table name (namespace.table).
+	Table string
+	// Prefix is the landing key prefix the run loads ("" for all of it).
+	// Runs on overlapping prefixes of one table exclude each other; runs on
+	// disjoint prefixes hold separate leases and load at the same time.
+	Prefix string
+	// Holder identifies the run; the zero value means NewHolder().
+	Holder Holder
+	// TTL is how long the lease lasts without renewal.
+	TTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives the take-over messages; nil means slog.Default().
+	Logger *slog.Logger
 }
 
-// LeaseKey is the landing key of the lease for a table.
-func LeaseKey(table string) string { return ReservedPrefix + "lease/" + table + ".json" }
-
-// AcquireLease takes the lease at key for ttl or returns *LeaseHeldError.
-// now is the clock (time.Now when nil).
-func AcquireLease(ctx context.Context, store storage.Store, key, holder string, ttl time.Duration, now func() time.Time) (*Lease, error) {
-	if now == nil {
-		now = time.Now
+func (o *LeaseOptions) defaults() {
+	if o.Holder.Token == "" {
+		o.Holder = NewHolder()
 	}
-	l := &Lease{store: store, key: key, holder: holder, ttl: ttl, now: now}
-	for range 3 {
-		err := l.write(ctx, storage.PutOptions{IfAbsent: true})
-		if err == nil {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Lease is an ingest lease on a table and landing prefix: an object in the
+// landing bucket's reserved prefix, created with a conditional create
+// (If-None-Match: *) and carrying its holder's token and its own expiry, so
+// a crashed run never blocks the next ones for longer than the TTL.
+//
+// The protocol (docs/ingest.md, "The ingest lease"):
+//   - A write whose outcome is unknown (a lost response; the SDK's retry of
+//     the conditional create then gets 412 for its own write) is resolved
+//     by reading the lease back: the run's own token means it holds it.
+//   - An expired lease, or one whose holder is a process that no longer
+//     runs on this host, is taken over with a compare-and-swap (If-Match
+//     on its ETag), so two runs that both see it free cannot both win.
+//   - After taking its lease, a run lists the table's other leases and
+//     backs off (deleting its own) if a live one covers an overlapping
+//     prefix; two runs that start together may both back off, never both
+//     proceed.
+//   - Renewal is a compare-and-swap too; a renewal that finds its own token
+//     (its write landed, the response did not) goes on.
+//   - Release is a conditional delete (If-Match on the lease's ETag): a
+//     lease taken over meanwhile is left alone.
+type Lease struct {
+	store storage.Store
+	key   string
+	opts  LeaseOptions
+	etag  string
+	body  leaseBody
+}
+
+// LeaseKey is the landing key of the lease of table on landing prefix:
+// _timelake/lease/<table>.json for the whole bucket (the key of earlier
+// timelake versions), _timelake/lease/<table>/<escaped prefix>.json for a
+// prefix.
+func LeaseKey(table, prefix string) string {
+	if prefix == "" {
+		return leaseBase(table) + ".json"
+	}
+	return leaseBase(table) + "/" + url.PathEscape(prefix) + ".json"
+}
+
+func leaseBase(table string) string { return ReservedPrefix + "lease/" + table }
+
+// PrefixesOverlap reports whether a key can start with both prefixes: one
+// is a prefix of the other ("" overlaps every prefix).
+func PrefixesOverlap(a, b string) bool {
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
+}
+
+// maxOverlapTries bounds the back-offs of a run that meets a lease on an
+// overlapping prefix that was taken a moment ago (two runs that started
+// together both back off; a random wait separates them).
+const maxOverlapTries = 3
+
+// overlapBackoff is the shortest wait of a run that backed off from an
+// overlapping lease before it tries again (up to 5 times as long, at
+// random). A variable so that tests can shorten it.
+var overlapBackoff = 200 * time.Millisecond
+
+// recentLease is how young an overlapping lease must be for a backed-off run
+// to try again in this run.
+const recentLease = 5 * time.Second
+
+// AcquireLease takes the lease of opts.Table on opts.Prefix in store for
+// opts.TTL. It returns *LeaseHeldError (errors.Is ErrLeaseHeld) when a live
+// lease of another run covers the same or an overlapping prefix, or the
+// storage error of a write whose outcome it could not resolve.
+func AcquireLease(ctx context.Context, store storage.Store, opts LeaseOptions) (*Lease, error) {
+	opts.defaults()
+	l := &Lease{store: store, key: LeaseKey(opts.Table, opts.Prefix), opts: opts}
+	for attempt := 1; ; attempt++ {
+		if err := l.take(ctx); err != nil {
+			return nil, err
+		}
+		held, err := l.overlapping(ctx)
+		if err == nil && held == nil {
 			return l, nil
 		}
+		if rerr := l.Release(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if attempt == maxOverlapTries || opts.Now().Sub(held.Acquired) > recentLease {
+			return nil, held
+		}
+		if err := sleep(ctx, overlapBackoff+rand.N(4*overlapBackoff)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// take creates or takes over this run's lease key.
+func (l *Lease) take(ctx context.Context) error {
+	self := l.opts.Holder
+	for range 3 {
+		err := l.write(ctx, storage.PutOptions{IfAbsent: true}, false)
+		if err == nil {
+			return nil
+		}
 		if !errors.Is(err, storage.ErrPreconditionFailed) {
-			return nil, l.abandon(ctx, err)
+			return l.resolve(ctx, err)
 		}
 		cur, info, err := l.read(ctx)
 		if errors.Is(err, storage.ErrNotExist) {
 			continue // released meanwhile: try again
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if now().Before(cur.Expires) {
-			return nil, &LeaseHeldError{Key: key, Holder: cur.Holder, Expires: cur.Expires}
+		if cur.Token == self.Token {
+			// Our own write, whose response was lost.
+			l.etag, l.body = info.ETag, cur
+			return nil
 		}
-		err = l.write(ctx, storage.PutOptions{IfMatch: info.ETag})
+		if l.live(cur) {
+			return l.heldError(cur)
+		}
+		if cur.gone(self) {
+			l.opts.Logger.Warn("taking over the lease of a run that died on this host",
+				"lease", l.key, "holder", cur.Token, "pid", cur.PID, "since", cur.Acquired.UTC().Format(time.RFC3339))
+		} else {
+			l.opts.Logger.Info("taking over an expired lease",
+				"lease", l.key, "holder", cur.Token, "expired", cur.Expires.UTC().Format(time.RFC3339))
+		}
+		err = l.write(ctx, storage.PutOptions{IfMatch: info.ETag}, false)
 		if err == nil {
-			return l, nil
+			return nil
 		}
 		if !errors.Is(err, storage.ErrPreconditionFailed) {
-			return nil, l.abandon(ctx, err)
+			return l.resolve(ctx, err)
 		}
-		// Someone else took it over first: read it again.
+		// Someone else took it over first, or our take-over landed and its
+		// response was lost: read it again.
 	}
 	cur, _, err := l.read(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return nil, &LeaseHeldError{Key: key, Holder: cur.Holder, Expires: cur.Expires}
+	if cur.Token == self.Token {
+		return l.resolve(ctx, nil)
+	}
+	return l.heldError(cur)
 }
 
-// abandon follows a lease write that failed with writeErr, whose outcome is
-// unknown: a cancelled or interrupted write may still have landed (the file
-// was created, or the PUT reached the server), and such a lease would block
-// every run for its TTL. It deletes the lease when it names this holder,
-// with its own short deadline since ctx may be done, and returns writeErr,
-// joined with the reason when the lease may be left behind.
-func (l *Lease) abandon(ctx context.Context, writeErr error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+// live reports whether a lease blocks others: unexpired, and not held by a
+// process known to be dead.
+func (l *Lease) live(b leaseBody) bool {
+	return l.opts.Now().Before(b.Expires) && !b.gone(l.opts.Holder)
+}
+
+func (l *Lease) heldError(b leaseBody) *LeaseHeldError {
+	return &LeaseHeldError{Key: l.key, Holder: b.Token, Prefix: b.Prefix, Mine: l.opts.Prefix,
+		Acquired: b.Acquired, Expires: b.Expires}
+}
+
+// resolve settles a lease write that failed with writeErr and whose outcome
+// is unknown (a lost response, a timeout, a cancellation: the write may
+// have landed). It reads the lease back, with its own short deadline since
+// ctx may be done: our token means the write landed and the run holds the
+// lease (nil); when ctx is done, such a lease is deleted instead, as the
+// run will not use it. Anything else returns writeErr (joined with the
+// reason when a lease of ours may be left behind).
+func (l *Lease) resolve(ctx context.Context, writeErr error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	cur, _, err := l.read(ctx)
+	cur, info, err := l.read(rctx)
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
-		return writeErr
-	case err == nil && cur.Holder != l.holder:
-		return writeErr // another run's lease
-	case err == nil:
-		err = l.store.Delete(ctx, l.key)
-		if err == nil {
-			return writeErr
+		return orUnknown(writeErr)
+	case err != nil:
+		return errors.Join(orUnknown(writeErr), fmt.Errorf("the lease %s may be left behind until it expires: %w", l.key, err))
+	case cur.Token != l.opts.Holder.Token:
+		return orUnknown(writeErr) // another run's lease
+	}
+	l.etag, l.body = info.ETag, cur
+	if ctx.Err() == nil {
+		return nil // ours
+	}
+	if err := l.store.DeleteIfMatch(rctx, l.key, info.ETag); err != nil {
+		return errors.Join(orUnknown(writeErr), fmt.Errorf("the lease %s may be left behind until it expires: %w", l.key, err))
+	}
+	return orUnknown(writeErr)
+}
+
+func orUnknown(err error) error {
+	if err == nil {
+		return errors.New("lease write with unknown outcome")
+	}
+	return err
+}
+
+// overlapping returns the held error of a live lease of the same table on
+// an overlapping prefix, if there is one. Leases of runs that died on this
+// host are deleted on the way (conditionally, so a renewed one stays).
+func (l *Lease) overlapping(ctx context.Context) (*LeaseHeldError, error) {
+	var held *LeaseHeldError
+	err := l.eachLease(ctx, func(key string, b leaseBody, info storage.ObjectInfo) error {
+		if key == l.key || b.Token == l.opts.Holder.Token {
+			return nil
+		}
+		if !l.live(b) {
+			if b.gone(l.opts.Holder) {
+				l.opts.Logger.Warn("removing the lease of a run that died on this host",
+					"lease", key, "holder", b.Token, "pid", b.PID, "since", b.Acquired.UTC().Format(time.RFC3339))
+				if err := l.store.DeleteIfMatch(ctx, key, info.ETag); err != nil && !errors.Is(err, storage.ErrPreconditionFailed) {
+					return err
+				}
+			}
+			return nil
+		}
+		if PrefixesOverlap(b.Prefix, l.opts.Prefix) && held == nil {
+			held = &LeaseHeldError{Key: key, Holder: b.Token, Prefix: b.Prefix, Mine: l.opts.Prefix,
+				Acquired: b.Acquired, Expires: b.Expires}
+		}
+		return nil
+	})
+	return held, err
+}
+
+// eachLease calls fn with every lease of the table: its key, body and info.
+// Leases deleted while listing are skipped.
+func (l *Lease) eachLease(ctx context.Context, fn func(key string, b leaseBody, info storage.ObjectInfo) error) error {
+	base := leaseBase(l.opts.Table)
+	var keys []string
+	err := l.store.List(ctx, base, func(o storage.ObjectInfo) error {
+		if o.Key == base+".json" || strings.HasPrefix(o.Key, base+"/") {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return fmt.Errorf("list leases of %s: %w", l.opts.Table, err)
+	}
+	for _, key := range keys {
+		b, info, err := readLease(ctx, l.store, key)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(key, b, info); err != nil {
+			return err
 		}
 	}
-	return errors.Join(writeErr, fmt.Errorf("the lease %s may be left behind until it expires: %w", l.key, err))
+	return nil
 }
 
 func (l *Lease) read(ctx context.Context) (leaseBody, storage.ObjectInfo, error) {
-	b, info, err := storage.ReadAll(ctx, l.store, l.key)
+	return readLease(ctx, l.store, l.key)
+}
+
+func readLease(ctx context.Context, store storage.Store, key string) (leaseBody, storage.ObjectInfo, error) {
+	b, info, err := storage.ReadAll(ctx, store, key)
 	if err != nil {
-		return leaseBody{}, info, fmt.Errorf("read lease: %w", err)
+		return leaseBody{}, info, fmt.Errorf("read lease %s: %w", key, err)
 	}
 	var body leaseBody
 	if err := json.Unmarshal(b, &body); err != nil {
@@ -133,10 +357,12 @@ func (l *Lease) read(ctx context.Context) (leaseBody, storage.ObjectInfo, error)
 	return body, info, nil
 }
 
-func (l *Lease) write(ctx context.Context, opts storage.PutOptions) error {
-	t := l.now().UTC()
-	body := leaseBody{Holder: l.holder, Acquired: t, Expires: t.Add(l.ttl)}
-	if l.etag != "" {
+// write puts this run's lease body with opts; renewal keeps the time it
+// was acquired.
+func (l *Lease) write(ctx context.Context, opts storage.PutOptions, renewal bool) error {
+	t := l.opts.Now().UTC()
+	body := leaseBody{Holder: l.opts.Holder, Table: l.opts.Table, Prefix: l.opts.Prefix, Acquired: t, Expires: t.Add(l.opts.TTL)}
+	if renewal {
 		body.Acquired = l.body.Acquired
 	}
 	b, err := json.Marshal(body)
@@ -152,33 +378,115 @@ func (l *Lease) write(ctx context.Context, opts storage.PutOptions) error {
 	return nil
 }
 
+// Key returns the lease's landing key.
+func (l *Lease) Key() string { return l.key }
+
 // Expires returns when the lease lapses unless renewed.
 func (l *Lease) Expires() time.Time { return l.body.Expires }
 
-// Renew extends the lease by its TTL. It fails with ErrLeaseHeld when the
-// lease was taken over (the run outlived its TTL without renewing).
+// Renew extends the lease by its TTL with a compare-and-swap. A write whose
+// response was lost is recognised by reading the lease back (our token
+// under a new ETag: renewed). It fails with ErrLeaseTaken when another run
+// holds the lease now, and with the storage error otherwise (the lease is
+// then still ours until it expires: the caller may try again).
 func (l *Lease) Renew(ctx context.Context) error {
-	err := l.write(ctx, storage.PutOptions{IfMatch: l.etag})
-	if errors.Is(err, storage.ErrPreconditionFailed) {
-		return fmt.Errorf("renew lease %s: %w", l.key, ErrLeaseHeld)
-	}
-	return err
-}
-
-// Release deletes the lease if it is still ours.
-func (l *Lease) Release(ctx context.Context) error {
-	info, err := l.store.Stat(ctx, l.key)
-	if errors.Is(err, storage.ErrNotExist) {
+	old := l.etag
+	err := l.write(ctx, storage.PutOptions{IfMatch: old}, true)
+	if err == nil {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("release lease: %w", err)
+	cur, info, rerr := l.read(ctx)
+	switch {
+	case rerr == nil && cur.Token == l.opts.Holder.Token && info.ETag != old:
+		l.etag, l.body = info.ETag, cur // our write landed
+		return nil
+	case errors.Is(err, storage.ErrPreconditionFailed) && (rerr == nil || errors.Is(rerr, storage.ErrNotExist)):
+		holder := "nobody (it was removed)"
+		if rerr == nil {
+			holder = cur.Token
+		}
+		return fmt.Errorf("renew lease %s: %w: now held by %s", l.key, ErrLeaseTaken, holder)
 	}
-	if info.ETag != l.etag {
-		return nil // taken over: not ours to delete
+	return fmt.Errorf("renew lease %s: %w", l.key, err)
+}
+
+// Release deletes the lease if it is still ours (a conditional delete on
+// its ETag). A lease taken over meanwhile is left to its new holder.
+func (l *Lease) Release(ctx context.Context) error {
+	err := l.store.DeleteIfMatch(ctx, l.key, l.etag)
+	if errors.Is(err, storage.ErrPreconditionFailed) {
+		cur, info, rerr := l.read(ctx)
+		if rerr == nil && cur.Token == l.opts.Holder.Token {
+			// A renewal landed after its response was lost.
+			err = l.store.DeleteIfMatch(ctx, l.key, info.ETag)
+		} else {
+			return nil // taken over: not ours to delete
+		}
 	}
-	if err := l.store.Delete(ctx, l.key); err != nil {
-		return fmt.Errorf("release lease: %w", err)
+	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) {
+		return fmt.Errorf("release lease %s: %w", l.key, err)
 	}
 	return nil
+}
+
+// LeaseInfo describes a lease removed by BreakLeases.
+type LeaseInfo struct {
+	Key      string    `json:"key"`
+	Holder   string    `json:"holder"`
+	Prefix   string    `json:"prefix"`
+	Acquired time.Time `json:"acquired"`
+	Expires  time.Time `json:"expires"`
+	// State is "expired", "dead" (its process no longer runs on this
+	// host) or "live" (as far as can be told).
+	State string `json:"state"`
+}
+
+// BreakLeases removes the leases that would block a run with opts: the
+// lease of its table and prefix and every lease of the table on an
+// overlapping prefix, live or not, each with a conditional delete on the
+// ETag it was read with. It returns what it removed, for the operator. A
+// lease renewed while it is being broken is left (its holder is alive) and
+// reported as an error.
+func BreakLeases(ctx context.Context, store storage.Store, opts LeaseOptions) ([]LeaseInfo, error) {
+	opts.defaults()
+	l := &Lease{store: store, key: LeaseKey(opts.Table, opts.Prefix), opts: opts}
+	var broken []LeaseInfo
+	var errs []error
+	err := l.eachLease(ctx, func(key string, b leaseBody, info storage.ObjectInfo) error {
+		if key != l.key && !PrefixesOverlap(b.Prefix, opts.Prefix) {
+			return nil
+		}
+		li := LeaseInfo{Key: key, Holder: b.Token, Prefix: b.Prefix, Acquired: b.Acquired, Expires: b.Expires, State: "live"}
+		switch {
+		case b.gone(opts.Holder):
+			li.State = "dead"
+		case !opts.Now().Before(b.Expires):
+			li.State = "expired"
+		}
+		err := store.DeleteIfMatch(ctx, key, info.ETag)
+		switch {
+		case errors.Is(err, storage.ErrPreconditionFailed):
+			errs = append(errs, fmt.Errorf("lease %s of %s was renewed while it was being broken: its run is alive; not removed", key, b.Token))
+		case err != nil:
+			return fmt.Errorf("break lease %s: %w", key, err)
+		default:
+			broken = append(broken, li)
+		}
+		return nil
+	})
+	if err != nil {
+		return broken, err
+	}
+	return broken, errors.Join(errs...)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

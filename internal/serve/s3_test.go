@@ -258,7 +258,7 @@ func TestServeS3(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	if _, err := store.Stat(ctx, landing.LeaseKey(tableName.String())); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := store.Stat(ctx, landing.LeaseKey(tableName.String(), "")); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("lease after the stop: %v", err)
 	}
 

@@ -331,6 +331,12 @@ var (
 		Commands: []Command{Ingest, TablesExpire}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
+	BreakLease = register(&Setting[bool]{Spec: Spec{
+		Flag: "break-lease", Default: "false",
+		Help:     "remove the leases that block this run (printing who held them and since when), then load",
+		Commands: []Command{Ingest}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
 	Key = register(&Setting[string]{Spec: Spec{
 		Flag: "key", Help: "explicit object key for a single file, instead of the generated one",
 		Commands: []Command{Upload}, Group: GroupPerRun,

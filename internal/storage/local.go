@@ -15,8 +15,12 @@ import (
 	"time"
 )
 
-// tempPrefix marks in-progress files of a LocalStore; List never returns them.
-const tempPrefix = ".tl-tmp-"
+// tempPrefix marks in-progress files of a LocalStore, lockSuffix the lock
+// files of its compare-and-swaps; List never returns them.
+const (
+	tempPrefix = ".tl-tmp-"
+	lockSuffix = ".tl-lock"
+)
 
 // lockStale is the age after which a left-over IfMatch lock file (from a
 // process that died inside the few microseconds it holds one) is broken.
@@ -104,7 +108,8 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) {
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix) ||
+			!strings.HasPrefix(key, prefix) {
 			return nil
 		}
 		fi, err := d.Info()
@@ -181,15 +186,24 @@ func randomSuffix() string {
 
 // writeTemp copies body into a new temporary file next to dst.
 func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
 	tmp := filepath.Join(filepath.Dir(dst), tempPrefix+filepath.Base(dst)+"-"+randomSuffix())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return "", err
+	var f *os.File
+	for attempt := 0; ; attempt++ {
+		// A concurrent Delete of a folder's last file removes the folder
+		// (and its empty parents) between the two steps; once the temp file
+		// is in it, it is no longer empty.
+		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err == nil {
+			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err == nil {
+				break
+			}
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+			return "", err
+		}
 	}
-	_, err = io.Copy(f, ctxReader{ctx, body})
+	_, err := io.Copy(f, ctxReader{ctx, body})
 	if err == nil {
 		err = f.Sync()
 	}
@@ -234,18 +248,46 @@ func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, op
 	return s.Stat(ctx, key)
 }
 
-// swap replaces p by tmp if p's ETag is etag, under an exclusive lock file so
+// swap replaces p by tmp if p's ETag is etag, under the key's lock so
 // that two compare-and-swaps cannot interleave.
 func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
-	lock := p + ".tl-lock"
+	err := s.locked(ctx, key, p, func() error {
+		cur, err := s.Stat(ctx, key)
+		if err != nil {
+			if errors.Is(err, ErrNotExist) {
+				return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+			}
+			return err
+		}
+		if cur.ETag != etag {
+			return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed) // the folder, so the object, is gone
+	}
+	return err
+}
+
+// locked runs fn while holding the exclusive lock file of key (path p),
+// breaking a lock left by a process that died while holding it.
+func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error) error {
+	lock := p + lockSuffix
 	for {
 		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			f.Close()
 			break
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w", key, ErrNotExist) // the folder is gone
+		}
 		if !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("put %s: lock: %w", key, err)
+			return fmt.Errorf("%s: lock: %w", key, err)
 		}
 		if fi, serr := os.Stat(lock); serr == nil && time.Since(fi.ModTime()) > lockStale {
 			os.Remove(lock)
@@ -258,19 +300,42 @@ func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
 		}
 	}
 	defer os.Remove(lock)
-	cur, err := s.Stat(ctx, key)
+	return fn()
+}
+
+// DeleteIfMatch removes the file if its ETag (size and modification time)
+// is etag, under the key's lock, then any folders it leaves empty.
+func (s *LocalStore) DeleteIfMatch(ctx context.Context, key, etag string) error {
+	p, err := s.path(key)
 	if err != nil {
-		if errors.Is(err, ErrNotExist) {
-			return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
-		}
 		return err
 	}
-	if cur.ETag != etag {
-		return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+	err = s.locked(ctx, key, p, func() error {
+		cur, err := s.Stat(ctx, key)
+		if errors.Is(err, ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.ETag != etag {
+			return fmt.Errorf("delete %s: %w", key, ErrPreconditionFailed)
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete %s: %w", key, err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotExist) {
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	s.removeEmptyParents(p)
 	return nil
 }
 
@@ -308,12 +373,18 @@ func (s *LocalStore) Delete(ctx context.Context, key string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
+	s.removeEmptyParents(p)
+	return nil
+}
+
+// removeEmptyParents removes the folders above file p that are left empty,
+// up to the root.
+func (s *LocalStore) removeEmptyParents(p string) {
 	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
 		if os.Remove(dir) != nil { // not empty, or gone: stop
 			break
 		}
 	}
-	return nil
 }
 
 // ContextReader returns a reader that fails with ctx's error once ctx is

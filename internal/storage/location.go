@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -40,7 +41,9 @@ var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 //   - file:///absolute/path
 //   - a path containing a slash, or starting with "." or "~": a local folder
 //   - a bare word: an S3 bucket name when bareIsBucket (LANDING_BUCKET holds
-//     a bucket name in the public docs), otherwise a local folder.
+//     a bucket name in the public docs), otherwise a local folder. A bare
+//     word that names a folder in the current directory is refused with
+//     "did you mean ./name?" (it reads the file system for that).
 func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -64,6 +67,12 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 		return Location{}, fmt.Errorf("unsupported location %q (expected s3://bucket/prefix or a local folder)", s)
 	}
 	if bareIsBucket && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "~") {
+		if fi, err := os.Stat(s); err == nil && fi.IsDir() {
+			// The user most likely means the folder: a bucket of the same
+			// name would be reached through the network, with credentials.
+			return Location{}, fmt.Errorf("%q names the S3 bucket %s, but ./%s is a folder here: did you mean ./%s? (write s3://%s for the bucket)",
+				s, s, s, s, s)
+		}
 		return s3Location(s, s, "")
 	}
 	return localLocation(s)

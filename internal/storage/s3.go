@@ -92,28 +92,41 @@ func (s *S3Store) readOpts() []func(*s3.Options) {
 	return nil
 }
 
-// classify maps S3 errors to the package sentinels, keeping the original.
+// classify maps S3 errors to the package sentinels. The original error
+// stays in the chain (errors.As finds the smithy.APIError, Diagnose explains
+// it) while the message stays short.
 func classify(op, key string, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "NoSuchKey", "NotFound", "NoSuchBucket":
-			return fmt.Errorf("%s %s: %w (%s)", op, key, ErrNotExist, ae.ErrorCode())
+			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrNotExist, ae.ErrorCode()), ErrNotExist, err}
 		case "PreconditionFailed", "ConditionalRequestConflict":
-			return fmt.Errorf("%s %s: %w (%s)", op, key, ErrPreconditionFailed, ae.ErrorCode())
+			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrPreconditionFailed, ae.ErrorCode()), ErrPreconditionFailed, err}
 		}
 	}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotFound:
-			return fmt.Errorf("%s %s: %w", op, key, ErrNotExist)
+			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrNotExist), ErrNotExist, err}
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%s %s: %w", op, key, ErrPreconditionFailed)
+			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrPreconditionFailed), ErrPreconditionFailed, err}
 		}
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
+
+// opError is a classified S3 error: a short message, the sentinel, and the
+// SDK's error.
+type opError struct {
+	msg      string
+	sentinel error
+	cause    error
+}
+
+func (e *opError) Error() string   { return e.msg }
+func (e *opError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 // List pages through ListObjectsV2 (which returns keys in ascending UTF-8
 // binary order, S3 API reference).
@@ -251,4 +264,41 @@ func (s *S3Store) Delete(ctx context.Context, key string) error {
 		return classify("delete", key, err)
 	}
 	return nil
+}
+
+// DeleteIfMatch issues DeleteObject with If-Match (S3 conditional deletes).
+// A server that answers NotImplemented for the condition gets a HEAD, a
+// compare and a plain delete instead.
+func (s *S3Store) DeleteIfMatch(ctx context.Context, key, etag string) error {
+	var extra []func(*s3.Options)
+	if s.consistentWrites || s.consistentAll {
+		extra = append(extra, withHeader(TigrisConsistentHeader, "true"))
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket:  aws.String(s.bucket),
+		Key:     aws.String(s.prefix + key),
+		IfMatch: aws.String(etag),
+	}, extra...)
+	if err == nil {
+		return nil
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "NotImplemented" {
+		info, err := s.Stat(ctx, key)
+		if errors.Is(err, ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if info.ETag != etag {
+			return fmt.Errorf("delete %s: %w", key, ErrPreconditionFailed)
+		}
+		return s.Delete(ctx, key)
+	}
+	err = classify("delete", key, err)
+	if errors.Is(err, ErrNotExist) {
+		return nil // AWS answers 404 to If-Match on a missing key
+	}
+	return err
 }

@@ -4,21 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // S3Config holds what is needed to build an S3 client. Empty fields fall back
 // to the standard AWS chain (environment, shared config and credentials
-// files, instance roles).
+// files, instance roles; with an Endpoint, instance roles only when the
+// profile's credential_source asks for them).
 type S3Config struct {
 	// Endpoint is the service URL of an S3-compatible store, e.g.
 	// https://t3.storage.dev for Tigris or http://127.0.0.1:9000; empty means
@@ -86,6 +89,13 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
+	if cfg.Endpoint != "" && cfg.AccessKeyID == "" && !profileUsesInstanceMetadata(ctx, cfg.Profile) {
+		// An S3-compatible endpoint never takes EC2 instance-role
+		// credentials: without keys, the default chain would end in
+		// requests to the instance metadata service (a warning and a
+		// timeout off EC2) instead of "no credentials found".
+		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
 
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -129,4 +139,35 @@ func NewHTTPClient() *awshttp.BuildableClient {
 		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 		t.MaxIdleConns = max(t.MaxIdleConns, 2*MaxIdleConnsPerHost)
 	})
+}
+
+// profileUsesInstanceMetadata reports whether the shared-config profile
+// (profile, else AWS_PROFILE, else "default"), or a profile it sources its
+// credentials from, says credential_source = Ec2InstanceMetadata: the only
+// case in which a custom endpoint may use instance-role credentials.
+func profileUsesInstanceMetadata(ctx context.Context, profile string) bool {
+	if profile == "" {
+		profile = os.Getenv("AWS_PROFILE")
+	}
+	if profile == "" {
+		profile = "default"
+	}
+	sc, err := config.LoadSharedConfigProfile(ctx, profile, func(o *config.LoadSharedConfigOptions) {
+		// The SDK's own environment variables for the files' places.
+		if f := os.Getenv("AWS_CONFIG_FILE"); f != "" {
+			o.ConfigFiles = []string{f}
+		}
+		if f := os.Getenv("AWS_SHARED_CREDENTIALS_FILE"); f != "" {
+			o.CredentialsFiles = []string{f}
+		}
+	})
+	if err != nil {
+		return false
+	}
+	for p := &sc; p != nil; p = p.Source {
+		if p.CredentialSource == "Ec2InstanceMetadata" {
+			return true
+		}
+	}
+	return false
 }

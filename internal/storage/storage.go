@@ -68,6 +68,14 @@ type Store interface {
 	// Delete removes an object. Deleting a missing object is not an error
 	// (S3 DeleteObject semantics).
 	Delete(ctx context.Context, key string) error
+	// DeleteIfMatch removes an object only while its ETag is etag: a
+	// conditional delete (S3 DeleteObject with If-Match; a compare under
+	// the store's lock on a folder). Another ETag is ErrPreconditionFailed
+	// and the object stays; a missing object is not an error. It is how a
+	// writer removes an object it wrote without removing a newer one put
+	// there meanwhile (the ingest lease, a landing file re-sent while it was
+	// loaded). Servers that ignore If-Match on DELETE delete unconditionally.
+	DeleteIfMatch(ctx context.Context, key, etag string) error
 	// URI names the store root for messages: s3://bucket/prefix or a path.
 	URI() string
 }

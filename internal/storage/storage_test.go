@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,39 @@ func TestStoreContract(t *testing.T) {
 					t.Fatal(err)
 				}
 			})
+			t.Run("conditional delete", func(t *testing.T) {
+				s := open(t)
+				first, err := put(t, s, "c/lease.json", "one", storage.PutOptions{IfAbsent: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				second, err := put(t, s, "c/lease.json", "two!", storage.PutOptions{IfMatch: first.ETag})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.DeleteIfMatch(ctx, "c/lease.json", first.ETag); !errors.Is(err, storage.ErrPreconditionFailed) {
+					t.Fatalf("delete with a stale ETag: %v, want ErrPreconditionFailed", err)
+				}
+				if b, _, err := storage.ReadAll(ctx, s, "c/lease.json"); err != nil || string(b) != "two!" {
+					t.Fatalf("after the refused delete: %q %v", b, err)
+				}
+				if err := s.DeleteIfMatch(ctx, "c/lease.json", second.ETag); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Stat(ctx, "c/lease.json"); !errors.Is(err, storage.ErrNotExist) {
+					t.Fatalf("after the delete: %v", err)
+				}
+				if err := s.DeleteIfMatch(ctx, "c/lease.json", second.ETag); err != nil {
+					t.Fatalf("delete of a missing key: %v", err)
+				}
+				var keys []string
+				if err := s.List(ctx, "", func(o storage.ObjectInfo) error { keys = append(keys, o.Key); return nil }); err != nil && !errors.Is(err, storage.ErrNotExist) {
+					t.Fatal(err)
+				}
+				if len(keys) != 0 {
+					t.Fatalf("left behind: %v", keys)
+				}
+			})
 			t.Run("invalid keys are refused", func(t *testing.T) {
 				s := open(t)
 				for _, k := range []string{"", "/abs", "a/../b", "a//b", "a\x00b", "dir/"} {
@@ -212,6 +246,27 @@ func TestParseLocation(t *testing.T) {
 		if err != nil || loc.Bucket != tc.bucket || loc.Prefix != tc.prefix || (loc.Dir != "") != tc.local {
 			t.Errorf("ParseLocation(%q, %v) = %+v, %v", tc.in, tc.bareIsBucket, loc, err)
 		}
+	}
+}
+
+// TestBareWordThatIsAFolder: "land" where ./land exists is most likely the
+// folder, not a bucket: the error asks.
+func TestBareWordThatIsAFolder(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("land", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := storage.ParseLocation("land", true)
+	if err == nil || !strings.Contains(err.Error(), "did you mean ./land?") || !strings.Contains(err.Error(), "s3://land") {
+		t.Fatalf("error %v, want did you mean ./land?", err)
+	}
+	for _, s := range []string{"./land", "s3://land"} {
+		if _, err := storage.ParseLocation(s, true); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if loc, err := storage.ParseLocation("land", false); err != nil || loc.IsS3() {
+		t.Errorf("a warehouse bare word is a folder: %+v, %v", loc, err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	tm "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
@@ -338,6 +339,65 @@ func (c *mpuClient) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts
 		c.mu.Unlock()
 	}
 	return c.S3APIClient.UploadPart(ctx, in, opts...)
+}
+
+// CreateMultipartUpload starts the upload. When the SDK had to send it more
+// than once (a lost response: the first request may have created an
+// upload the client never heard of), the stray uploads of this key are
+// aborted, or they would hold their parts (and storage costs) until a
+// bucket lifecycle rule removes them.
+func (c *mpuClient) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	start := time.Now()
+	out, err := c.S3APIClient.CreateMultipartUpload(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	if res, ok := retry.GetAttemptResults(out.ResultMetadata); ok && len(res.Results) > 1 {
+		c.abortStrays(ctx, in, aws.ToString(out.UploadId), time.Since(start))
+	}
+	return out, nil
+}
+
+// multipartLister is the part of *s3.Client that abortStrays needs.
+type multipartLister interface {
+	ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, opts ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error)
+}
+
+// abortStrays aborts the other uploads of in.Key that the server started
+// within took before ours: those are the ones earlier attempts of our
+// CreateMultipartUpload created (an overlapping upload of the same key
+// started just as well, e.g. by a second gateway run, would be aborted too,
+// and that run fails its completion and retries). Best effort: without
+// s3:ListBucketMultipartUploads a stray stays for the lifecycle rule.
+func (c *mpuClient) abortStrays(ctx context.Context, in *s3.CreateMultipartUploadInput, ours string, took time.Duration) {
+	l, ok := c.S3APIClient.(multipartLister)
+	if !ok {
+		return
+	}
+	out, err := l.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: in.Bucket, Prefix: in.Key})
+	if err != nil {
+		return
+	}
+	var oursAt time.Time
+	for _, u := range out.Uploads {
+		if aws.ToString(u.UploadId) == ours && u.Initiated != nil {
+			oursAt = *u.Initiated
+		}
+	}
+	if oursAt.IsZero() {
+		return
+	}
+	// Initiated has a resolution of one second on some servers.
+	window := took + 2*time.Second
+	for _, u := range out.Uploads {
+		if aws.ToString(u.Key) != aws.ToString(in.Key) || aws.ToString(u.UploadId) == ours || u.Initiated == nil ||
+			u.Initiated.Before(oursAt.Add(-window)) || u.Initiated.After(oursAt.Add(time.Second)) {
+			continue
+		}
+		_, _ = c.S3APIClient.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+			Bucket: in.Bucket, Key: u.Key, UploadId: u.UploadId, ExpectedBucketOwner: in.ExpectedBucketOwner,
+		})
+	}
 }
 
 func (c *mpuClient) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,19 @@ const (
 	Uploaded        Status = "uploaded"
 	AlreadyUploaded Status = "already-uploaded"
 	Failed          Status = "failed"
+	// Rejected: a spool file that can never be uploaded as it is (it fails
+	// validation, or its key holds other content) was moved to the
+	// rejected folder with a report, so it does not fail every run.
+	Rejected Status = "rejected"
 )
+
+// ErrRejected is returned by a spool run that moved files to the rejected
+// folder and had no other failure: the other files went up.
+var ErrRejected = errors.New("some spool files were rejected")
+
+// RejectedFolder is the folder below the spool that rejected files are
+// moved to when Config.Rejected is empty.
+const RejectedFolder = "rejected"
 
 // TimeSource selects the time in generated keys.
 type TimeSource string
@@ -79,6 +92,10 @@ type Config struct {
 	Spool string
 	// Done receives spool files after their upload; "" deletes them.
 	Done string
+	// Rejected receives spool files that can never be uploaded as they are
+	// (they fail validation, or their key holds other content), each with
+	// a report <name>.error.json beside it; "" means <Spool>/rejected.
+	Rejected string
 	// MinAge skips spool files modified less than this long ago (files still
 	// being written in place).
 	MinAge time.Duration
@@ -139,8 +156,9 @@ type FileResult struct {
 	Gzipped      bool    `json:"gzipped,omitempty"`
 	Multipart    bool    `json:"multipart,omitempty"`
 	Parts        int     `json:"parts,omitempty"`
-	Deleted      bool    `json:"deleted,omitempty"`  // spool file deleted
-	MovedTo      string  `json:"moved_to,omitempty"` // spool file moved to --done
+	Deleted      bool    `json:"deleted,omitempty"`     // spool file deleted
+	MovedTo      string  `json:"moved_to,omitempty"`    // spool file moved to --done
+	RejectedTo   string  `json:"rejected_to,omitempty"` // spool file moved to the rejected folder
 	Error        string  `json:"error,omitempty"`
 	Seconds      float64 `json:"seconds"`
 }
@@ -153,6 +171,7 @@ type Report struct {
 	Uploaded        int          `json:"uploaded"`
 	AlreadyUploaded int          `json:"already_uploaded"`
 	Failed          int          `json:"failed"`
+	Rejected        int          `json:"rejected"`
 	// Bytes is the number of bytes uploaded by this run.
 	Bytes int64 `json:"bytes"`
 	// Stopped is true when an error (network, storage, cancellation) ended
@@ -271,6 +290,17 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 				if err != nil && !gone {
 					res.Status, res.Error = Failed, err.Error()
 				}
+				if err != nil && !gone && cfg.Spool != "" && rejectable(err) {
+					switch rerr := reject(cfg, path, &res, err); {
+					case rerr == nil:
+						err = nil
+					case errors.Is(rerr, fs.ErrNotExist):
+						gone = true
+					default:
+						err = &fileError{rerr} // not moved: a failure like any other
+						res.Error = rerr.Error()
+					}
+				}
 				mu.Lock()
 				if !gone {
 					// Gone from the spool since the listing means an
@@ -312,7 +342,69 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		return failed[0]
 	case len(failed) > 0:
 		return &fileError{fmt.Errorf("%d of %d files failed", len(failed), len(files))}
+	case rep.Rejected > 0:
+		return fmt.Errorf("%w: %d of %d moved to %s", ErrRejected, rep.Rejected, len(files), rejectedDir(cfg))
 	}
+	return nil
+}
+
+// rejectable reports whether a file's error means it can never be
+// uploaded as it is: it fails validation, or its key holds other content.
+func rejectable(err error) bool {
+	var fe *decode.FileError
+	return IsFileError(err) && (errors.As(err, &fe) || errors.Is(err, ErrKeyConflict))
+}
+
+func rejectedDir(cfg Config) string {
+	if cfg.Rejected != "" {
+		return cfg.Rejected
+	}
+	return filepath.Join(cfg.Spool, RejectedFolder)
+}
+
+// RejectReport is the JSON report written beside a rejected spool file
+// (<name>.error.json).
+type RejectReport struct {
+	File       string    `json:"file"`        // where the file was in the spool
+	RejectedTo string    `json:"rejected_to"` // where it is now
+	Reason     string    `json:"reason"`
+	Row        int64     `json:"row,omitempty"`
+	Column     string    `json:"column,omitempty"`
+	Value      string    `json:"value,omitempty"`
+	Key        string    `json:"key,omitempty"` // the landing key it would have had
+	Hint       string    `json:"hint"`
+	At         time.Time `json:"at"`
+}
+
+// reject moves a spool file that can never be uploaded to the rejected
+// folder and writes its report there; res becomes Rejected.
+func reject(cfg Config, path string, res *FileResult, cause error) error {
+	rep := RejectReport{File: path, Reason: cause.Error(), Key: res.Key, At: cfg.Now().UTC(),
+		Hint: "fix the file and put it back into the spool (or send a correction as a new file); the report can then be deleted"}
+	var fe *decode.FileError
+	if errors.As(cause, &fe) {
+		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value
+	}
+	if errors.Is(cause, ErrKeyConflict) {
+		rep.Hint = "the landing bucket already holds other content under this key; send the file as a new file under a new key (for example with --time now)"
+	}
+	tag := cfg.Now().UTC().Format("20060102T150405Z")
+	dst, err := moveFile(path, rejectedDir(cfg), tag)
+	if errors.Is(err, fs.ErrNotExist) {
+		return err // moved by an overlapping run meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("%s cannot be uploaded and could not be moved to %s: %w (it was: %v)", path, rejectedDir(cfg), err, cause)
+	}
+	rep.RejectedTo = dst
+	body, err := json.MarshalIndent(rep, "", "  ")
+	if err == nil {
+		err = os.WriteFile(dst+".error.json", append(body, '\n'), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("rejected %s to %s but could not write its report: %w", path, dst, err)
+	}
+	res.Status, res.RejectedTo = Rejected, dst
 	return nil
 }
 
@@ -326,6 +418,8 @@ func record(cfg Config, rep *Report, res FileResult) {
 		rep.AlreadyUploaded++
 	case Failed:
 		rep.Failed++
+	case Rejected:
+		rep.Rejected++
 	}
 	if cfg.OnFile != nil {
 		cfg.OnFile(res)

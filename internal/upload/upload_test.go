@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -360,18 +361,28 @@ func TestSpoolDoneAndInvalidFiles(t *testing.T) {
 	writeFile(t, filepath.Join(spool, "c.csv"), csvRows(2), t0.Add(2*time.Minute))
 	writeFile(t, filepath.Join(done, "a.csv"), "an older a.csv", t0) // name taken
 	rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Done: done, Gateway: "gw", Validate: true})
-	if err == nil || err.Error() != "1 of 3 files failed" || !IsFileError(err) {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, ErrRejected) || IsFileError(err) {
+		t.Fatalf("err = %v, want ErrRejected", err)
 	}
-	if rep.Uploaded != 2 || rep.Failed != 1 || rep.Stopped {
+	if rep.Uploaded != 2 || rep.Rejected != 1 || rep.Failed != 0 || rep.Stopped {
 		t.Fatalf("report = %+v", rep)
 	}
-	if e := rep.Files[1].Error; !strings.Contains(e, "bad.csv: row 1: wrong number of fields") {
-		t.Errorf("error of bad.csv = %q", e)
+	bad := rep.Files[1]
+	if bad.Status != Rejected || !strings.Contains(bad.Error, "bad.csv: row 1: wrong number of fields") ||
+		bad.RejectedTo != filepath.Join(spool, "rejected", "bad.csv") {
+		t.Errorf("bad.csv: %+v", bad)
 	}
-	left, _ := SpoolFiles(spool, time.Now())
-	if len(left) != 1 || filepath.Base(left[0]) != "bad.csv" {
-		t.Errorf("spool = %v, want only bad.csv", left)
+	var report RejectReport
+	if b, err := os.ReadFile(bad.RejectedTo + ".error.json"); err != nil || json.Unmarshal(b, &report) != nil ||
+		report.Row != 1 || !strings.Contains(report.Reason, "wrong number of fields") || report.File != filepath.Join(spool, "bad.csv") {
+		t.Errorf("report %+v, %v", report, err)
+	}
+	if left, _ := SpoolFiles(spool, time.Now()); len(left) != 0 {
+		t.Errorf("spool = %v, want empty: the poison file no longer fails every run", left)
+	}
+	// The next run has nothing to do and succeeds.
+	if rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Done: done, Gateway: "gw", Validate: true}); err != nil || len(rep.Files) != 0 {
+		t.Fatalf("next run: %+v, %v", rep, err)
 	}
 	moved := rep.Files[0].MovedTo
 	if !regexp.MustCompile(`/a-[0-9a-f]{8}\.csv$`).MatchString(moved) {
@@ -810,4 +821,36 @@ func TestOutputDoesNotHoldUpUploads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpoolKeyConflictIsRejected: a spool file whose key holds other
+// content can never be uploaded as it is: it is moved to the rejected
+// folder (with a report saying how to send it), and the run goes on.
+func TestSpoolKeyConflictIsRejected(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		spool := t.TempDir()
+		path := writeFile(t, filepath.Join(spool, "a.csv"), csvRows(2), t0)
+		writeFile(t, filepath.Join(spool, "b.csv"), csvRows(3), t0.Add(time.Minute))
+		sum := sha256.Sum256([]byte(csvRows(2)))
+		key, err := GeneratedKey("", "gw", t0, hex.EncodeToString(sum[:]), ".csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(t.Context(), key, strings.NewReader("other content"), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Gateway: "gw", Validate: true, Parallel: 1})
+		if !errors.Is(err, ErrRejected) || rep.Rejected != 1 || rep.Uploaded != 1 {
+			t.Fatalf("run: %+v, %v", rep, err)
+		}
+		var report RejectReport
+		b, err := os.ReadFile(filepath.Join(spool, "rejected", "a.csv.error.json"))
+		if err != nil || json.Unmarshal(b, &report) != nil || report.Key != key || report.File != path ||
+			!strings.Contains(report.Hint, "new key") {
+			t.Fatalf("report %s, %v", b, err)
+		}
+		if got := object(t, s, key); string(got) != "other content" {
+			t.Fatalf("the existing object changed: %q", got)
+		}
+	})
 }

@@ -159,6 +159,37 @@ func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client,
 	return c, cfg, nil
 }
 
+// StorageNames names the settings behind cmd's S3 connection, for the
+// explanations of storage errors (storage.Diagnose): where the endpoint and
+// the keys are set, and the access key id masked. Secrets are never in it.
+func (f *Factory) StorageNames(cmd *cobra.Command) storage.Names {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return storage.Names{}
+	}
+	n := storage.Names{Endpoint: settings.Endpoint.Get(r), Region: settings.Region.Get(r),
+		KeyID: settings.MaskKeyID(settings.AccessKeyID.Get(r))}
+	for _, x := range []struct {
+		spec *settings.Spec
+		dst  *string
+	}{{&settings.Endpoint.Spec, &n.EndpointSetting}, {&settings.AccessKeyID.Spec, &n.AccessKeyVar}, {&settings.SecretAccessKey.Spec, &n.SecretKeyVar}} {
+		if from := r.Lookup(x.spec); from.Value != "" {
+			*x.dst = from.Describe()
+		}
+	}
+	return n
+}
+
+// Where names a store for storage.Diagnose: what it is to the user
+// ("landing bucket"), its location, and where setting spec sets it.
+func (f *Factory) Where(cmd *cobra.Command, spec *settings.Spec, what string, loc storage.Location) storage.Where {
+	w := storage.Where{What: what, Location: loc}
+	if r, err := f.Settings(cmd); err == nil {
+		w.Setting = r.Lookup(spec).Describe()
+	}
+	return w
+}
+
 // OpenStore opens a landing location: an S3 bucket/prefix or a folder.
 func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage.Location) (storage.Store, error) {
 	if !loc.IsS3() {

@@ -47,7 +47,7 @@ func (c *checker) lake(ctx context.Context) {
 	cancel()
 	if err != nil {
 		if isNotFound(err) {
-			c.fail(CheckLakeBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.warehouse.Bucket), missingBucketFix(c.warehouse, setting))
+			c.fail(CheckLakeBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.warehouse.Bucket), storage.MissingBucketFix(c.warehouse, setting))
 		} else {
 			c.fail(CheckLakeBucket, fmt.Sprintf("%s: list: %v", uri, err), "the key needs s3:ListBucket on the lake bucket")
 		}
@@ -132,7 +132,7 @@ func (c *checker) table(ctx context.Context) {
 	if !c.warehouse.IsS3() {
 		// lake.Open would create a missing folder: do not leave one behind.
 		if _, err := os.Stat(c.warehouse.Dir); errors.Is(err, os.ErrNotExist) {
-			c.ok(CheckTable, fmt.Sprintf("%s does not exist yet: the first ingest creates it from the first file's schema", c.tableName))
+			c.ok(CheckTable, fmt.Sprintf("%s does not exist yet (the warehouse folder does not either): the first ingest creates it from the first file's schema", c.tableName))
 			return
 		}
 	}
@@ -146,7 +146,8 @@ func (c *checker) table(ctx context.Context) {
 	t, err := l.LoadTable(tctx, c.tableName)
 	switch {
 	case errors.Is(err, lake.ErrTableNotFound):
-		c.ok(CheckTable, fmt.Sprintf("%s does not exist yet in %s: the first ingest creates it from the first file's schema", c.tableName, l.URI()))
+		c.ok(CheckTable, fmt.Sprintf("%s does not exist yet in %s: the first ingest creates it from the first file's schema (if it should exist, check %s for a typo)",
+			c.tableName, l.URI(), c.opts.Settings.Table.Describe()))
 		return
 	case errors.Is(err, lake.ErrUnsupportedFormat):
 		c.fail(CheckTable, fmt.Sprintf("%v (this binary writes format %d.x)", err, lake.SupportedFormatMajor),

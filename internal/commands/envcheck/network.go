@@ -3,17 +3,14 @@ package envcheck
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/timelake/timelake/internal/config"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // network runs the connect, clock and auth checks.
@@ -136,44 +134,23 @@ func (c *checker) connect(ctx context.Context) {
 }
 
 // describeNetError turns a failed request into a detail naming the endpoint
-// and a fix.
+// and a fix: storage.DescribeNetError's, the explanation ingest prints for
+// the same failure, with the --timeout flag named where it matters.
 func describeNetError(endpoint string, err error, timeout time.Duration, setting config.Setting) (detail, fix string) {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
 	where := "the endpoint"
 	if setting.Value != "" {
 		where = setting.Describe()
 	}
-	host := endpoint
-	if u, perr := url.Parse(endpoint); perr == nil && u.Host != "" {
-		host = u.Host
+	kind, reason, fix, _ := storage.DescribeNetError(endpoint, err, timeout, where)
+	if kind == "" {
+		return fmt.Sprintf("%s: %v", endpoint, err), fmt.Sprintf("check %s and the network", where)
 	}
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var recErr tls.RecordHeaderError
 	var netErr net.Error
-	switch {
-	case errors.As(err, &dnsErr):
-		return fmt.Sprintf("%s: DNS lookup of %s failed: %v", endpoint, dnsErr.Name, dnsErr.Err),
-			fmt.Sprintf("check the host name in %s (Tigris: https://t3.storage.dev) and the host's DNS", where)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Sprintf("%s: connection refused: nothing listens on %s", endpoint, host),
-			fmt.Sprintf("check the port in %s and that the server runs", where)
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr):
-		return fmt.Sprintf("%s: TLS certificate not trusted: %v", endpoint, err),
-			"check the host name; behind a TLS-inspecting proxy, add its CA to the system trust store (or SSL_CERT_FILE)"
-	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		return fmt.Sprintf("%s: the server does not speak TLS on %s", endpoint, host),
-			fmt.Sprintf("use http:// in %s for this server, or its TLS port", where)
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Sprintf("%s: no answer within %s (--timeout)", endpoint, timeout),
-			"check the host and port, a firewall or HTTPS_PROXY; raise --timeout on a slow link"
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
+		reason += " (--timeout)"
+		fix += "; raise --timeout on a slow link"
 	}
-	return fmt.Sprintf("%s: %v", endpoint, err), fmt.Sprintf("check %s and the network", where)
+	return reason, fix
 }
 
 // clock compares the local clock with the server's Date header (1-second
@@ -258,32 +235,21 @@ func (c *checker) auth(ctx context.Context) {
 	if cr.Kind == CredStatic {
 		idVar, secretVar = describeVar(cr.From, AccessKeyEnv), describeVar(cr.From, SecretKeyEnv)
 	}
-	switch code {
-	case "AccessDenied", "AllAccessDisabled":
+	if code == "AccessDenied" || code == "AllAccessDisabled" {
 		c.ok(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which ingest does not need%s)", key, c.serviceURL, source))
 		return
-	case "InvalidAccessKeyId", "InvalidClientTokenId", "XAdminUserNotFound": // the last is versitygw's
-		c.fail(CheckAuth, fmt.Sprintf("%s does not know access key id %s (%s)", c.serviceURL, key, code),
-			fmt.Sprintf("copy the access key id again into %s; check the endpoint is the provider that issued it (Tigris keys: docs/tigris.md)", idVar))
-	case "SignatureDoesNotMatch":
-		c.fail(CheckAuth, fmt.Sprintf("the secret key does not match access key id %s (SignatureDoesNotMatch)", key),
-			fmt.Sprintf("copy the secret access key again into %s, without spaces or quotes around it; check AWS_REGION (it is signed too)", secretVar))
-	case "RequestTimeTooSkewed":
-		c.fail(CheckAuth, "the server rejected the request time (RequestTimeTooSkewed): the local clock is more than 15 minutes off",
-			"synchronise the clock: timedatectl set-ntp true, or install chrony")
-	case "AuthorizationHeaderMalformed", "InvalidRegion", "IllegalLocationConstraintException":
-		c.fail(CheckAuth, fmt.Sprintf("wrong signing region %q: %v", c.client.Options().Region, err),
-			"set AWS_REGION to the region the server expects (Tigris: auto)")
-	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
-		c.fail(CheckAuth, fmt.Sprintf("the session token of key %s is expired or invalid (%s)", key, code),
-			"refresh the temporary credentials, or use long-lived keys for cron")
+	}
+	// The same explanation ingest prints for the same answer.
+	p := storage.Diagnose(err, storage.Where{}, storage.Names{Endpoint: c.serviceURL, Region: c.client.Options().Region,
+		KeyID: key, AccessKeyVar: idVar, SecretKeyVar: secretVar, Timeout: c.opts.Timeout})
+	switch {
+	case p != nil && code != "":
+		c.fail(CheckAuth, p.Reason, p.Fix)
+	case code == "":
+		detail, fix := describeNetError(c.serviceURL, err, c.opts.Timeout, c.opts.Settings.Endpoint)
+		c.fail(CheckAuth, "ListBuckets: "+detail, fix)
 	default:
-		if code == "" {
-			detail, fix := describeNetError(c.serviceURL, err, c.opts.Timeout, c.opts.Settings.Endpoint)
-			c.fail(CheckAuth, "ListBuckets: "+detail, fix)
-		} else {
-			c.fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
-		}
+		c.fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
 	}
 	c.blockS3("credentials rejected")
 }

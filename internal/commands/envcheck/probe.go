@@ -151,11 +151,6 @@ func plural(n int, more bool, one, many string) string {
 	return s + " " + many
 }
 
-// missingBucketFix is the fix for a bucket that does not exist.
-func missingBucketFix(loc storage.Location, setting string) string {
-	return fmt.Sprintf("create bucket %s (docs/tigris.md) or fix %s", loc.Bucket, setting)
-}
-
 // landingBucket lists the landing bucket, writes, reads back and deletes a
 // probe, then checks conditional create (the ingest lease relies on it).
 func (c *checker) landingBucket(ctx context.Context) {
@@ -196,7 +191,7 @@ func (c *checker) probeLanding(ctx context.Context, st storage.Store, f *folder,
 	cancel()
 	if err != nil {
 		if isNotFound(err) {
-			c.fail(CheckLandingBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.landing.Bucket), missingBucketFix(c.landing, setting))
+			c.fail(CheckLandingBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.landing.Bucket), storage.MissingBucketFix(c.landing, setting))
 		} else {
 			c.fail(CheckLandingBucket, fmt.Sprintf("%s: list: %v", uri, err),
 				"the key needs s3:ListBucket on the landing bucket")

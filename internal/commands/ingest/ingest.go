@@ -106,23 +106,52 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 		FilesPerCommit:    settings.FilesPerCommit.Get(r),
 		MemoryBudget:      settings.MemoryBudget.Get(r),
 		ContentDedupe:     settings.ContentDedupe.Get(r),
+		BreakLease:        settings.BreakLease.Get(r),
 		MaintenanceBudget: settings.MaintenanceBudget.Get(r),
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
 		return c, err
 	}
-	if wloc, err := storage.ParseLocation(warehouse, false); err == nil && storage.Overlaps(land, wloc) {
+	wloc, err := storage.ParseLocation(warehouse, false)
+	if err == nil && storage.Overlaps(land, wloc) {
 		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
 	}
 	ctx := cmd.Context()
 	if c.Landing, err = f.OpenStore(ctx, cmd, land); err != nil {
 		return c, err
 	}
+	if land.IsS3() && land.Prefix != "" {
+		// Leases live at the bucket's root, so that pollers given
+		// s3://bucket and s3://bucket/prefix see each other's.
+		if c.LeaseStore, err = f.OpenStore(ctx, cmd, storage.Location{Bucket: land.Bucket}); err != nil {
+			return c, err
+		}
+		c.LeasePrefix = land.Prefix + "/" + c.Prefix
+	}
 	if c.Lake, err = f.OpenLake(ctx, cmd, warehouse); err != nil {
 		return c, err
 	}
+	if wloc.IsS3() {
+		// For the check that a missing table is not a missing lake bucket.
+		if c.Warehouse, err = f.OpenStore(ctx, cmd, wloc); err != nil {
+			return c, err
+		}
+	}
+	c.Explain = ingest.Explain{
+		Landing: f.Where(cmd, &settings.Landing.Spec, storeWhat(land, "landing bucket", "landing folder"), land),
+		Lake:    f.Where(cmd, &settings.Warehouse.Spec, storeWhat(wloc, "lake bucket", "warehouse folder"), wloc),
+		Names:   f.StorageNames(cmd),
+	}
 	return c, nil
+}
+
+// storeWhat names a location for messages.
+func storeWhat(loc storage.Location, bucket, folder string) string {
+	if loc.IsS3() {
+		return bucket
+	}
+	return folder
 }
 
 // Report is the --json document: ingest's report and the time the run
@@ -147,6 +176,7 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	out := opts.IO.TimedOut(now)
 	if !opts.JSON {
+		c.OnPlan = func(rep *ingest.Report) { fmt.Fprint(out, PlanText(rep)) }
 		c.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, FileLine(r)) }
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, CreatedText(cr)) }
 	}
@@ -175,11 +205,39 @@ func Run(ctx context.Context, opts *Options) error {
 	return nil
 }
 
+// PlanText is what a run says before its first file: the leases it broke
+// (who held them and since when) and, in a dry run, the table it would
+// create.
+func PlanText(rep *ingest.Report) string {
+	var b strings.Builder
+	for _, l := range rep.BrokenLeases {
+		since, until := l.Acquired.UTC().Format(time.RFC3339), l.Expires.UTC().Format(time.RFC3339)
+		fmt.Fprintf(&b, "broke lease %s of %s (landing prefix %q): held since %s, ", l.Key, l.Holder, l.Prefix, since)
+		switch l.State {
+		case "dead":
+			b.WriteString("by a process that no longer runs on this host\n")
+		case "expired":
+			fmt.Fprintf(&b, "expired at %s\n", until)
+		default:
+			fmt.Fprintf(&b, "valid until %s\n", until)
+		}
+	}
+	if rep.WouldCreate != "" {
+		fmt.Fprintf(&b, "table %s does not exist in %s: this run would create it from the first file that decodes\n",
+			rep.WouldCreate, rep.Warehouse)
+	}
+	return b.String()
+}
+
 // FileLine is the one output line of a file.
 func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
-		return fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
+		s := fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
+		if r.Reason != "" {
+			s += "; " + r.Reason
+		}
+		return s
 	case ingest.AlreadyLoaded:
 		if r.SnapshotID == 0 || r.SameAs != "" {
 			return fmt.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
@@ -217,7 +275,7 @@ func Summary(rep *ingest.Report, started time.Time) string {
 			s += fmt.Sprintf("; current snapshot %d (metadata v%d)", rep.SnapshotID, rep.MetadataVersion)
 		}
 		if rep.Waiting > 0 {
-			s += fmt.Sprintf(", %d waiting", rep.Waiting)
+			s += fmt.Sprintf(", %d waiting for the next run", rep.Waiting)
 		}
 		if rep.Remaining {
 			s += "; more files wait (--max-files)"

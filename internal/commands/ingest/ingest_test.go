@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
 func getenv(m map[string]string) func(string) (string, bool) {
@@ -276,5 +278,111 @@ func TestTimedErrors(t *testing.T) {
 	code := commands.Execute(context.Background(), []string{"ingest"}, ios, getenv(map[string]string{"TIMELAKE_MAX_FILES": "x"}))
 	if code != cmdutil.ExitUsage || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ Error: missing setting: pass --landing`).MatchString(errOut.String()) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestLeaseAndPlanOutput: a stale lease makes the run exit 11 with who
+// holds it and how to break it; --break-lease says whose lease it broke
+// and since when, and loads; a dry run on a missing table says it would
+// create it, on its first line; a file still being written is reported as
+// waiting.
+func TestLeaseAndPlanOutput(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	old := time.Now().Add(-time.Minute)
+	write := func(name, body string, mtime time.Time) {
+		t.Helper()
+		p := filepath.Join(landing, "gw", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.csv", "time,v\n2026-01-05T10:00:00Z,1.5\n", old)
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "iot.t"}
+	exec := func(extra ...string) (cmdutil.ExitCode, string, string) {
+		ios, out, errOut := iostreams.Test()
+		ios.SetStdoutTTY(true)
+		code := commands.Execute(context.Background(), append(args, extra...), ios, getenv(nil))
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, errOut := exec("--dry-run")
+	if code != cmdutil.ExitOK || !strings.HasPrefix(out, "table iot.t does not exist in "+filepath.Join(dir, "lake")+": this run would create it") {
+		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
+	}
+
+	lease := `{"holder":"poller-1:4242:0a1b2c","host":"poller-1","pid":4242,"prefix":"","acquired":"2026-01-05T09:00:00Z","expires":"2999-01-01T00:00:00Z"}`
+	if err := os.MkdirAll(filepath.Join(landing, "_timelake", "lease"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(landing, "_timelake", "lease", "iot.t.json"), []byte(lease), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = exec()
+	if code != cmdutil.ExitLeaseHeld || !strings.Contains(errOut, "poller-1:4242:0a1b2c holds _timelake/lease/iot.t.json since 2026-01-05T09:00:00Z") ||
+		!strings.Contains(errOut, "--break-lease") {
+		t.Fatalf("held lease: exit %d\n%s", code, errOut)
+	}
+
+	write("b.csv", "time,v\n2026-01-05T11:00:00Z,2.5\n", old)
+	f, err := os.OpenFile(filepath.Join(landing, "gw", "c.csv"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a writer that keeps appending
+		fmt.Fprint(f, "time,v\n")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				fmt.Fprintf(f, "2026-01-05T12:%02d:00Z,%d.5\n", i%60, i)
+			}
+		}
+	}()
+	code, out, errOut = exec("--break-lease")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("--break-lease: exit %d\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], `broke lease _timelake/lease/iot.t.json of poller-1:4242:0a1b2c (landing prefix ""): held since 2026-01-05T09:00:00Z, valid until 2999-01-01T00:00:00Z`) ||
+		!strings.HasPrefix(lines[1], "created table iot.t") {
+		t.Fatalf("--break-lease output:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago: it may still be being written; the next run loads it$`).MatchString(out) ||
+		!strings.Contains(out, ", 1 waiting for the next run") {
+		t.Fatalf("the file being written is not reported as waiting:\n%s", out)
+	}
+}
+
+// TestStorageErrorsAreExplained: a missing lake bucket fails the run (not
+// "nothing to load"), with env check's reason and a Fix: line.
+func TestStorageErrorsAreExplained(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	env := map[string]string{"AWS_ENDPOINT_URL_S3": srv.Endpoint, "AWS_REGION": srv.Region,
+		"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey}
+	ios, out, errOut := iostreams.Test()
+	landing := t.TempDir()
+	code := commands.Execute(context.Background(), []string{"ingest", "--landing", landing,
+		"--warehouse", "s3://tl-no-such-lake-bucket/warehouse", "--table", "iot.t"}, ios, getenv(env))
+	if code != cmdutil.ExitFailed || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), "Error: lake bucket s3://tl-no-such-lake-bucket/warehouse: bucket tl-no-such-lake-bucket does not exist\n") ||
+		!strings.Contains(errOut.String(), "Fix: create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse\n") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	ios, _, errOut = iostreams.Test()
+	commands.Execute(context.Background(), []string{"ingest", "--json", "--landing", landing,
+		"--warehouse", "s3://tl-no-such-lake-bucket/warehouse", "--table", "iot.t"}, ios, getenv(env))
+	if !strings.Contains(errOut.String(), `"fix":"create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse"`) {
+		t.Fatalf("the JSON exit error has no fix: %s", errOut)
 	}
 }

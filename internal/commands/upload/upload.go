@@ -5,6 +5,7 @@ package upload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -158,8 +159,18 @@ func Run(ctx context.Context, opts *Options) error {
 	} else if !single && (err == nil || len(rep.Files) > 0) {
 		fmt.Fprintln(opts.IO.Out, Summary(rep))
 	}
+	if errors.Is(err, upload.ErrRejected) {
+		return &rejected{err} // reported above: exit 3
+	}
 	return err
 }
+
+// rejected is a spool run that moved files to the rejected folder and
+// uploaded the others: partial (exit 3), already reported on stdout.
+type rejected struct{ err error }
+
+func (e *rejected) Error() string   { return e.err.Error() }
+func (e *rejected) Unwrap() []error { return []error{cmdutil.ErrPartial, e.err} }
 
 // progressBar draws one bar per large file on w.
 func progressBar(w io.Writer) func(string, int64) (func(int64), func()) {
@@ -218,6 +229,9 @@ func FileLine(r upload.FileResult) string {
 	if !strings.HasPrefix(msg, r.File+":") {
 		msg = r.File + ": " + msg // validation errors start with the file already
 	}
+	if r.Status == upload.Rejected {
+		return fmt.Sprintf("%-16s %s -> %s", "rejected", msg, r.RejectedTo)
+	}
 	return fmt.Sprintf("%-16s %s", "failed", msg)
 }
 
@@ -229,8 +243,21 @@ func Summary(rep *upload.Report) string {
 	}
 	s := fmt.Sprintf("%d uploaded (%d bytes), %d already uploaded, %d failed to %s in %.1fs",
 		rep.Uploaded, rep.Bytes, rep.AlreadyUploaded, rep.Failed, rep.Landing, rep.Seconds)
+	if rep.Rejected > 0 {
+		s += fmt.Sprintf("; %d rejected to %s (see the .error.json reports)", rep.Rejected, filepath.Dir(rejectedTo(rep)))
+	}
 	if rep.Stopped {
 		s += "; stopped early, the remaining files wait for the next run"
 	}
 	return s
+}
+
+// rejectedTo is where the first rejected file went.
+func rejectedTo(rep *upload.Report) string {
+	for _, f := range rep.Files {
+		if f.RejectedTo != "" {
+			return f.RejectedTo
+		}
+	}
+	return ""
 }

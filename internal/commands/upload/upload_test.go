@@ -306,3 +306,29 @@ func TestValidationBeforeAnyRequest(t *testing.T) {
 		t.Fatalf("without --validate: exit %d, %d requests; the endpoint should have been reached", code, requests.Load())
 	}
 }
+
+// TestSpoolRejects: an invalid spool file is moved to <spool>/rejected/
+// with its report, the others go up, and the run exits 3 (partial).
+func TestSpoolRejects(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool")
+	writeFile(t, filepath.Join(spool, "a.csv"), readings, t0)
+	bad := writeFile(t, filepath.Join(spool, "bad.csv"), readings+"2026-01-05T10:02:00Z,s1\n", t0.Add(time.Minute))
+	env := map[string]string{"LANDING_BUCKET": filepath.Join(dir, "landing"), "TIMELAKE_GATEWAY": "gw"}
+	code, out, errOut := run(t, env, false, "--spool", spool)
+	rejected := filepath.Join(spool, "rejected", "bad.csv")
+	if code != cmdutil.ExitPartial || errOut != "" {
+		t.Fatalf("exit %d, want %d; stderr %q", code, cmdutil.ExitPartial, errOut)
+	}
+	if !strings.Contains(out, fmt.Sprintf("rejected         %s: row 3: wrong number of fields (the header has 3) at line 4 -> %s\n", bad, rejected)) ||
+		!strings.Contains(out, "1 uploaded") || !strings.Contains(out, "; 1 rejected to "+filepath.Dir(rejected)) {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	if _, err := os.Stat(rejected + ".error.json"); err != nil {
+		t.Fatal(err)
+	}
+	// The next run has nothing left to fail on.
+	if code, out, _ := run(t, env, false, "--spool", spool); code != cmdutil.ExitOK {
+		t.Fatalf("next run: exit %d\n%s", code, out)
+	}
+}
