@@ -143,9 +143,9 @@ type Config struct {
 	// OnCreate is called when the run creates the table.
 	OnCreate func(*Created)
 	// OnCommit is called after each metadata write of loaded files with
-	// their number, how long the write took, and its error (nil when it
-	// succeeded): serve's commit metrics.
-	OnCommit func(files int, took time.Duration, err error)
+	// their keys (batch ids), how long the write took, and its error (nil
+	// when it succeeded): serve's commit metrics, the latency benchmark.
+	OnCommit func(keys []string, took time.Duration, err error)
 	// AfterCommit runs after a file's rows are committed and before the
 	// landing object is deleted; an error aborts the run there. Tests use it
 	// to simulate a crash between commit and delete.
@@ -899,7 +899,11 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 		t0 := time.Now()
 		results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{})
 		if r.cfg.OnCommit != nil {
-			r.cfg.OnCommit(len(ps), time.Since(t0), err)
+			keys := make([]string, len(pending))
+			for i, it := range pending {
+				keys[i] = it.obj.Key
+			}
+			r.cfg.OnCommit(keys, time.Since(t0), err)
 		}
 		if err != nil {
 			return func() error { recordDone(); return firstErr }, r.lakeErr(err)

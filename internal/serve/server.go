@@ -220,7 +220,7 @@ func (s *Server) wrapIngest() {
 			onFile(r)
 		}
 	}
-	s.cfg.Ingest.OnCommit = func(files int, took time.Duration, err error) {
+	s.cfg.Ingest.OnCommit = func(keys []string, took time.Duration, err error) {
 		s.metrics.commitSeconds.Observe(took.Seconds())
 		if err != nil {
 			s.metrics.commitErrors.Inc()
@@ -229,7 +229,7 @@ func (s *Server) wrapIngest() {
 			s.health.committed()
 		}
 		if onCommit != nil {
-			onCommit(files, took, err)
+			onCommit(keys, took, err)
 		}
 	}
 }
