@@ -120,15 +120,23 @@ func eventTime(t, now time.Time) time.Time {
 }
 
 // authorized checks the Authorization header against Auth, in constant
-// time (both sides are hashed first, so not even the length leaks).
+// time (both sides are hashed first, so not even the length leaks): a
+// bearer token (with or without the "Bearer" scheme) or basic
+// authentication.
 func (s *Server) authorized(r *http.Request) bool {
 	a := s.cfg.Auth
 	if !a.Enabled() {
 		return true
 	}
 	h := r.Header.Get("Authorization")
-	if scheme, tok, ok := strings.Cut(h, " "); a.Token != "" && ok && strings.EqualFold(scheme, "Bearer") {
-		if equal(strings.TrimSpace(tok), a.Token) {
+	if a.Token != "" {
+		// "Bearer <token>", or the token alone: MinIO sends its auth_token
+		// as the header's value as it is.
+		tok := h
+		if scheme, rest, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			tok = strings.TrimSpace(rest)
+		}
+		if equal(tok, a.Token) {
 			return true
 		}
 	}

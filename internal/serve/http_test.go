@@ -56,6 +56,8 @@ func TestNotifyAuth(t *testing.T) {
 		{"token as basic", []string{"Authorization", "Basic czNjcmV0LXRva2Vu"}, 401},
 		{"token", []string{"Authorization", "Bearer s3cret-token"}, 200},
 		{"token, scheme in lower case", []string{"Authorization", "bearer s3cret-token"}, 200},
+		{"token without scheme", []string{"Authorization", "s3cret-token"}, 200},
+		{"another scheme", []string{"Authorization", "Token s3cret-token"}, 401},
 		{"basic", []string{"Authorization", "Basic dGlncmlzOnBhNTU="}, 200}, // tigris:pa55
 	} {
 		t.Run(tc.name, func(t *testing.T) {

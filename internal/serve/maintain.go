@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 )
 
 // maintainer runs rounds of table maintenance beside the loading, on a
@@ -11,6 +12,7 @@ import (
 // loads' (lake: maintenance races appends), so loads never wait for it.
 type maintainer struct {
 	s      *Server
+	tbl    *lake.Table   // loaded by the first round, refreshed by each (Maintain)
 	done   chan struct{} // closed when the round under way ended; nil before the first
 	cancel context.CancelFunc
 }
@@ -35,12 +37,15 @@ func (m *maintainer) start(ctx context.Context) {
 	m.done = make(chan struct{})
 	go func() {
 		defer close(m.done)
-		tbl, err := s.cfg.Ingest.Lake.LoadTable(ctx, s.cfg.Ingest.Table)
+		var err error
+		if m.tbl == nil {
+			m.tbl, err = s.cfg.Ingest.Lake.LoadTable(ctx, s.cfg.Ingest.Table)
+		}
 		var rep *ingest.Maintenance
 		if err != nil {
 			rep = &ingest.Maintenance{Error: err.Error()}
 		} else {
-			rep = ingest.Maintain(ctx, tbl, s.cfg.Ingest.MaintenanceBudget)
+			rep = ingest.Maintain(ctx, m.tbl, s.cfg.Ingest.MaintenanceBudget)
 		}
 		if ctx.Err() != nil {
 			return // stopped: a stop is not a failure

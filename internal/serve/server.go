@@ -136,7 +136,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	inflight map[string]waiting // the files of the load under way
-	fromLoad bool               // the load under way is a sweep's
+	sweeping bool               // the load under way is a sweep's
 }
 
 // New checks cfg and builds a server. Errors: CheckListen's, a user name
@@ -206,7 +206,7 @@ func (s *Server) wrapIngest() {
 		}
 		s.mu.Lock()
 		w, ok := s.inflight[r.Key]
-		sweep := s.fromLoad
+		sweep := s.sweeping
 		delete(s.inflight, r.Key)
 		s.mu.Unlock()
 		if ok && r.Status == ingest.Loaded {
@@ -392,6 +392,7 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 				nextSweep = now.Add(min(retry.next(), s.cfg.Sweep))
 			} else {
 				nextSweep = now.Add(s.cfg.Sweep)
+				retry.reset()
 			}
 		case s.queue.len() > 0:
 			if err := s.loadQueued(ctx, sess); err != nil {
@@ -475,9 +476,11 @@ func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
 	files, err := s.stat(ctx, ws)
 	if err != nil {
 		s.requeue(ws, nil)
+		s.health.loadDone(err)
 		return err
 	}
 	if len(files) == 0 {
+		s.health.loadDone(nil) // nothing left to load is a load that succeeded
 		return nil
 	}
 	return s.load(ctx, sess, files, ws, false)
@@ -525,7 +528,7 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 		}
 		s.inflight[f.Key] = w
 	}
-	s.fromLoad = sweep
+	s.sweeping = sweep
 	s.mu.Unlock()
 	rep, err := sess.Load(ctx, files)
 	s.mu.Lock()
