@@ -183,7 +183,7 @@ func BuildAlterReport(table string, dryRun bool, version int, before, after iceb
 	for _, k := range slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(set)), unset...))) {
 		c := PropertyChange{Property: k, Before: lookup(before, k), After: lookup(after, k)}
 		c.Changed = (c.Before == nil) != (c.After == nil) || (c.Before != nil && *c.Before != *c.After)
-		if _, ok := settingValues(lake.MaintenanceSettings{})[k]; ok {
+		if slices.Contains(maintenanceKeys, k) {
 			c.DefaultBefore, c.DefaultAfter = defaultsBefore[k], defaultsAfter[k]
 		}
 		if c.Changed {
@@ -267,8 +267,11 @@ func RenderAlter(o Output, r AlterReport) error {
 			before, after = propertyText(c.Before, c.DefaultBefore), propertyText(c.After, c.DefaultAfter)
 		}
 		changed := strconvBool(c.Changed)
-		if tty {
-			changed = map[bool]string{true: "yes", false: "no"}[c.Changed]
+		switch {
+		case tty && c.Changed:
+			changed = "yes"
+		case tty:
+			changed = "no"
 		}
 		t.AddRow(c.Property, before, after, changed)
 	}
