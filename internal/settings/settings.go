@@ -76,6 +76,8 @@ const (
 	TablesBatches   Command = "tables batches"
 	TablesCreate    Command = "tables create"
 	TablesExpire    Command = "tables expire"
+	TablesMaintain  Command = "tables maintain"
+	TablesAlter     Command = "tables alter"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )
