@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math/rand/v2"
 	"path"
 	"sync"
@@ -24,7 +25,9 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// ErrEmptyBatch is returned when an append has no rows.
+// ErrEmptyBatch is returned when an append has no rows and the table
+// cannot take a snapshot without data files (a table that Commit writes
+// through iceberg-go's transaction, see canStage).
 var ErrEmptyBatch = errors.New("no rows to append")
 
 // ErrRequiredNull is returned when a required (NOT NULL) column holds a
@@ -103,10 +106,12 @@ func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordB
 }
 
 // Prepare validates recs against the table schema (ErrRequiredNull for a
-// null in a NOT NULL column, which iceberg-go would write as 0; ErrEmptyBatch
-// for no rows), sorts them by (partition, series key, time) as
-// timelake-format.md asks, and writes them as zstd Parquet data files, one
-// or more per partition, without committing. recs are not released.
+// null in a NOT NULL column, which iceberg-go would write as 0), sorts them
+// by (partition, series key, time) as timelake-format.md asks, and writes
+// them as zstd Parquet data files, one or more per partition, without
+// committing. A batch without rows writes no file: its snapshot will carry
+// the batch id and add nothing (ErrEmptyBatch where the table cannot take
+// such a snapshot). recs are not released.
 // Prepare may run concurrently with other Prepare calls and with Commit.
 func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.RecordBatch, summary map[string]string, batchRows int) (*Prepared, error) {
 	if batchID == "" {
@@ -123,11 +128,18 @@ func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.Record
 		}
 		rows += r.NumRows()
 	}
-	if rows == 0 {
-		return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, ErrEmptyBatch)
-	}
 	if v.contract.TimeColumn == "" {
 		return nil, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
+	}
+	if rows == 0 {
+		// A batch without rows (a gateway with nothing to report) is still
+		// recorded: a snapshot with no data files carrying its batch id.
+		if h, _ := t.loaded(); !t.canStage(h, nil) {
+			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, ErrEmptyBatch)
+		}
+		props := iceberg.Properties{SummaryBatchID: batchID}
+		maps.Copy(props, summary)
+		return &Prepared{BatchID: batchID, summary: props}, nil
 	}
 	files, size, err := t.writeDataFiles(ctx, v, recs, batchRows)
 	if err != nil {

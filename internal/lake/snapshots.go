@@ -122,8 +122,8 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	g.SetLimit(stageConcurrency)
 	var own []*Prepared
 	for i, p := range pending {
-		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) {
-			continue
+		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) || len(p.files) == 0 {
+			continue // a batch without rows has no manifest of its own
 		}
 		own = append(own, p)
 	}
@@ -147,7 +147,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	// replaces.
 	var merged iceberg.ManifestFile
 	kept := baseManifests
-	if merge {
+	if merge && !noFiles(pending) {
 		var absorbed []iceberg.ManifestFile
 		if len(baseManifests)+1 >= props.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) {
 			target := int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault))
@@ -190,11 +190,14 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 			pid = &prev
 		}
 		var files []iceberg.ManifestFile
-		if merge && i == last {
+		switch {
+		case merge && i == last && merged != nil:
 			files = append(files, sequenced(merged, seq))
-		} else {
+		case !(merge && i == last):
 			for j := i; j >= 0; j-- {
-				files = append(files, sequenced(c.own[pending[j].BatchID], seq0+int64(j)+1))
+				if mf, ok := c.own[pending[j].BatchID]; ok {
+					files = append(files, sequenced(mf, seq0+int64(j)+1))
+				}
 			}
 		}
 		if i == last {
@@ -230,6 +233,16 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	c.lastList = snaps[last].ManifestList
 	c.lastManifests = lastFiles
 	return snaps, parentID, nil
+}
+
+// noFiles reports whether no batch of ps has a data file.
+func noFiles(ps []*Prepared) bool {
+	for _, p := range ps {
+		if len(p.files) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sequenced returns mf with its sequence numbers assigned: seq, and seq as
@@ -379,6 +392,13 @@ func snapshotSummary(p *Prepared, prev iceberg.Properties) *table.Summary {
 	setPositive(out, summaryAddedFilesSize, size)
 	setPositive(out, summaryAddedDataFiles, int64(len(p.files)))
 	setPositive(out, summaryAddedRecords, records)
+	if len(p.files) == 0 {
+		// A batch without rows still carries the counters every append
+		// snapshot has (timelake-format.md, "Snapshots and batch ids").
+		for _, k := range []string{summaryAddedFilesSize, summaryAddedDataFiles, summaryAddedRecords} {
+			out[k] = "0"
+		}
+	}
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}
