@@ -115,10 +115,13 @@ const (
 
 // FileResult is one output line.
 type FileResult struct {
-	Key           string  `json:"key"`
-	Status        Status  `json:"status"`
-	Size          int64   `json:"size"`
-	Rows          int64   `json:"rows"`
+	Key    string `json:"key"`
+	Status Status `json:"status"`
+	Size   int64  `json:"size"`
+	Rows   int64  `json:"rows"`
+	// DuplicateRows counts the rows loaded whose (series key, time) an
+	// earlier row of the same file has: kept, and said so.
+	DuplicateRows int64   `json:"duplicate_rows,omitempty"`
 	SnapshotID    int64   `json:"snapshot_id,omitempty"`
 	DataFiles     int     `json:"data_files,omitempty"`
 	Reason        string  `json:"reason,omitempty"`
@@ -739,6 +742,10 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 				return reject(err)
 			}
 		}
+	}
+	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
+		it.err = err
+		return it
 	}
 	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, map[string]string{
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),

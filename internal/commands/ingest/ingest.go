@@ -264,6 +264,10 @@ func Run(ctx context.Context, opts *Options) error {
 func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
+		if r.DuplicateRows > 0 {
+			return fmt.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
+				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		}
 		return fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
 	case ingest.AlreadyLoaded:
 		if r.SnapshotID == 0 {

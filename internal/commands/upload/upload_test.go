@@ -193,13 +193,13 @@ func TestOutputAndExitCodes(t *testing.T) {
 		{name: "uploaded", args: []string{file}, wantOut: fmt.Sprintf("uploaded         %s -> %s  74 bytes\n", file, key)},
 		{name: "already uploaded", args: []string{file}, wantOut: fmt.Sprintf("already uploaded %s -> %s  74 bytes\n", file, key)},
 		{name: "invalid file", args: []string{broken}, wantCode: cmdutil.ExitFailed,
-			wantErrOut: fmt.Sprintf("Error: %s: row 3: wrong number of fields (the header has 3) at line 4\n", broken)},
+			wantErrOut: fmt.Sprintf("Error: %s: row 3 (line 4): wrong number of fields: the line has 2, the header has 3\n", broken)},
 		{name: "conflict", args: []string{"--key", key, other}, wantCode: cmdutil.ExitFailed,
 			wantErrOut: "Error: " + key + ": key already exists with different content in " + landing},
 		{name: "usage", args: []string{"--time", "x", file}, wantCode: cmdutil.ExitUsage,
 			wantErrOut: "Error: --time: \"x\" is not one of mtime, now\nTry: timelake upload --help\n"},
 		{name: "several files", args: []string{file, broken}, wantCode: cmdutil.ExitFailed,
-			wantOut:    fmt.Sprintf("already uploaded %s -> %s  74 bytes\nfailed           %s: row 3: wrong number of fields (the header has 3) at line 4\n", file, key, broken),
+			wantOut:    fmt.Sprintf("already uploaded %s -> %s  74 bytes\nfailed           %s: row 3 (line 4): wrong number of fields: the line has 2, the header has 3\n", file, key, broken),
 			wantErrOut: "Error: 1 of 2 files failed\n"},
 	}
 	summary := regexp.MustCompile(`(?m)^0 uploaded \(0 bytes\), 1 already uploaded, 1 failed to .*/landing in \d+\.\ds\n`)
@@ -295,7 +295,7 @@ func TestValidationBeforeAnyRequest(t *testing.T) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
 	}
 	code, _, errOut := run(t, env, false, broken)
-	if code != cmdutil.ExitFailed || !strings.Contains(errOut, broken+": row 1: malformed csv (line 2)") {
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, broken+": row 1 (line 2): malformed csv") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if n := requests.Load(); n != 0 {
