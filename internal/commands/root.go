@@ -1,15 +1,14 @@
 // Package commands assembles the timelake command tree and maps the final
-// error of a run to a documented exit code (docs/exit-codes.md).
+// error of a run to a documented exit code (docs/exit-codes.md): usage
+// errors are recognised by type (cmdutil.IsUsage), never by their text.
 package commands
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,6 +21,7 @@ import (
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // NewRootCmd builds the command tree around f.
@@ -38,30 +38,23 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute.`,
 	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	pf := root.PersistentFlags()
-	pf.StringVar(&f.EnvFile, "env-file", "", "read settings from this KEY=value file (e.g. timelake.env); the environment wins over it"+cmdutil.EnvHelp("TIMELAKE_ENV_FILE"))
-	pf.BoolVar(&f.JSON, "json", false, "print one JSON document on stdout (logs stay on stderr)")
-	pf.StringVar(&f.LogLevel, "log-level", "warn", "stderr log level: debug, info, warn or error"+cmdutil.EnvHelp("TIMELAKE_LOG_LEVEL"))
-	pf.String("endpoint", "", "S3 endpoint URL, e.g. https://t3.storage.dev"+cmdutil.EnvHelp(cmdutil.EndpointEnv...))
-	pf.String("region", "", "S3 region; Tigris uses auto"+cmdutil.EnvHelp(cmdutil.RegionEnv...))
-	pf.String("s3-virtual-hosted", "", "use virtual-hosted-style S3 addressing (default: path-style for custom endpoints)"+cmdutil.EnvHelp(cmdutil.VirtualHostedEnv...))
+	settings.Bind(root.PersistentFlags(), settings.Global)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if !cmd.Flags().Changed("log-level") {
-			if v, ok := f.Getenv("TIMELAKE_LOG_LEVEL"); ok && v != "" {
-				f.LogLevel = v
-			}
+		if err := f.ResolveGlobals(cmd); err != nil {
+			return err
 		}
-		switch f.LogLevel {
-		case "debug", "info", "warn", "error":
-			return nil
+		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationReportsEnvFile) {
+			f.WarnExposedEnvFile()
 		}
-		return cmdutil.FlagErrorf("--log-level: %q is not one of debug, info, warn, error", f.LogLevel)
+		return nil
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} })
+	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(ingestcmd.NewCmdIngest(f, nil))
 	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
 	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
 	root.AddCommand(tablescmd.NewCmdTables(f, nil))
+	root.InitDefaultCompletionCmd()
+	cmdutil.TypeUsageErrors(root)
 	return root
 }
 
@@ -88,26 +81,29 @@ func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, geten
 	case errors.As(err, &silent), errors.Is(err, cmdutil.ErrPartial):
 		// Already reported on stdout.
 	default:
-		fmt.Fprintln(ios.ErrOut, "Error:", err)
-		var fe *cmdutil.FlagError
-		if errors.As(err, &fe) && cmd != nil {
-			fmt.Fprintf(ios.ErrOut, "Try: %s --help\n", cmd.CommandPath())
+		w := ios.ErrOut
+		if cmd != nil && cmdutil.HasAnnotation(cmd, cmdutil.AnnotationTimedErrors) && !ios.IsStderrTTY() {
+			w = iostreams.NewTimedWriter(w, nil)
+		}
+		fmt.Fprintln(w, "Error:", err)
+		if cmdutil.IsUsage(err) && cmd != nil {
+			fmt.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
 		}
 	}
-	if f.JSON {
-		b, _ := json.Marshal(map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()})
-		fmt.Fprintln(ios.ErrOut, string(b))
+	// --json is read again: a flag error may stop cobra before the
+	// globals are resolved.
+	if f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil))) {
+		_ = iostreams.WriteJSON(ios.ErrOut, map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}, false)
 	}
 	return code
 }
 
 func exitCode(ctx context.Context, err error) cmdutil.ExitCode {
-	var fe *cmdutil.FlagError
 	var silent *cmdutil.SilentError
 	switch {
 	case errors.As(err, &silent):
 		return silent.Code
-	case errors.As(err, &fe):
+	case cmdutil.IsUsage(err):
 		return cmdutil.ExitUsage
 	case errors.Is(err, cmdutil.ErrPartial):
 		return cmdutil.ExitPartial
@@ -116,20 +112,5 @@ func exitCode(ctx context.Context, err error) cmdutil.ExitCode {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return cmdutil.ExitCancelled
 	}
-	if isCobraUsage(err) {
-		return cmdutil.ExitUsage
-	}
 	return cmdutil.ExitFailed
-}
-
-// isCobraUsage recognises cobra's own argument errors (unknown command,
-// wrong number of arguments), which are not FlagErrors.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }

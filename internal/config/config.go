@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -32,7 +33,8 @@ const (
 type Env struct {
 	getenv   func(string) (string, bool)
 	file     map[string]string
-	FilePath string // the env file read, or ""
+	FilePath string      // the env file read, or ""
+	FileMode fs.FileMode // its permission bits (0 when there is none)
 }
 
 // LoadEnv reads envFile (if not empty) and returns the lookup. getenv is
@@ -47,6 +49,9 @@ func LoadEnv(envFile string, getenv func(string) (string, bool)) (*Env, error) {
 		return nil, fmt.Errorf("env file: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		e.FileMode = st.Mode().Perm()
+	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("env file %s: %w", envFile, err)
@@ -75,15 +80,19 @@ func (e *Env) Lookup(keys ...string) (value string, key string, src Source) {
 	return "", "", ""
 }
 
+// InFile reports whether the env file sets key to a non-blank value.
+func (e *Env) InFile(key string) bool { return strings.TrimSpace(e.file[key]) != "" }
+
 // Get is Lookup without the provenance.
 func (e *Env) Get(keys ...string) string {
 	v, _, _ := e.Lookup(keys...)
 	return v
 }
 
-// Setting is one resolved value and its origin, for messages and `env show`.
+// Setting is one resolved value as given (before parsing) and its origin,
+// for messages and `env show`. Source "" means nothing set it.
 type Setting struct {
-	Name   string // flag name
+	Name   string // flag name (the variable for a setting without flag)
 	Value  string
 	Source Source
 	Key    string // environment variable, when Source is env or env file
@@ -96,19 +105,10 @@ func (s Setting) Describe() string {
 		return "--" + s.Name
 	case FromEnv, FromEnvFile:
 		return s.Key + " (" + string(s.Source) + ")"
+	case "":
+		return "not set"
 	}
 	return string(s.Source)
-}
-
-// Mask hides all but the first 4 characters of a secret.
-func Mask(secret string) string {
-	if secret == "" {
-		return ""
-	}
-	if len(secret) <= 4 {
-		return "****"
-	}
-	return secret[:4] + strings.Repeat("*", 8)
 }
 
 // badLine finds the first line at which the env file stops parsing.

@@ -743,6 +743,9 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			}
 		}
 	}
+	// A file without data rows is loaded too: its snapshot records the
+	// key as loaded and adds no data file (docs/ingest.md, "Files without
+	// rows").
 	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
 		it.err = err
 		return it
@@ -753,7 +756,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		lake.SummarySourceETag:   d.info.ETag,
 	}, 0)
 	if err != nil {
-		if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrEmptyBatch) {
+		if errors.Is(err, lake.ErrRequiredNull) {
 			return reject(err)
 		}
 		it.err = err
@@ -857,8 +860,6 @@ func hint(err error) string {
 	switch {
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
-	case errors.Is(err, lake.ErrEmptyBatch):
-		return "the file has no data rows; nothing to load"
 	}
 	var fe *decode.FileError
 	if errors.As(err, &fe) {

@@ -1,5 +1,16 @@
-// Package iostreams carries a command's standard streams, so commands write
-// to injected writers and tests read buffers.
+// Package iostreams is timelake's output layer: a command's standard
+// streams, and the three ways every command prints on them.
+//
+//   - Tables (NewTable): an aligned table with upper-case headers on a
+//     terminal (tablewriter), tab-separated values under a header line in a
+//     pipe, the same for every command.
+//   - JSON (PrintJSON): one document on stdout, indented on a terminal and
+//     exactly one line in a pipe, so `--json >> ingest.log` keeps one record
+//     per run.
+//   - Timed lines (TimedOut): lines of a run's log that, in a pipe, start with
+//     an RFC 3339 UTC timestamp, so a cron log says when each line happened.
+//
+// Commands write only to the injected streams; tests read buffers (Test).
 package iostreams
 
 import (
@@ -34,7 +45,8 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
 	return &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}, out, errOut
 }
 
-// IsStdoutTTY reports whether Out is a terminal (aligned tables, progress).
+// IsStdoutTTY reports whether Out is a terminal (aligned tables, indented
+// JSON, no timestamps).
 func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 
 // IsStderrTTY reports whether ErrOut is a terminal (progress bars).

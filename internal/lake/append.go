@@ -1,18 +1,15 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
-	"math/rand/v2"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -21,25 +18,11 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 	iofs "io/fs"
-
-	"github.com/timelake/timelake/internal/storage"
 )
-
-// ErrEmptyBatch is returned when an append has no rows and the table
-// cannot take a snapshot without data files (a table that Commit writes
-// through iceberg-go's transaction, see canStage).
-var ErrEmptyBatch = errors.New("no rows to append")
 
 // ErrRequiredNull is returned when a required (NOT NULL) column holds a
 // null: iceberg-go would silently write 0 there (iceberg-go-notes.md).
 var ErrRequiredNull = errors.New("null in required column")
-
-// CommitRetryBase is the first backoff between commit attempts after a lost
-// race; it doubles per attempt up to CommitRetryMax. Tests may lower it.
-var (
-	CommitRetryBase = 25 * time.Millisecond
-	CommitRetryMax  = 2 * time.Second
-)
 
 // AppendOptions tune Append.
 type AppendOptions struct {
@@ -49,15 +32,6 @@ type AppendOptions struct {
 	// BatchRows is the record batch size used when writing; 0 means 65,536.
 	BatchRows int
 	CommitOptions
-}
-
-// CommitOptions tune Commit.
-type CommitOptions struct {
-	// MaxAttempts bounds commit attempts after lost races; 0 means 20.
-	MaxAttempts int
-	// BeforeCommit, when set, runs before each commit attempt (fault
-	// injection in tests).
-	BeforeCommit func(attempt int) error
 }
 
 // AppendResult reports one append.
@@ -79,8 +53,8 @@ type AppendResult struct {
 type Prepared struct {
 	BatchID string
 	Rows    int64
-	Bytes   int64 // bytes of the data files
-	files   []iceberg.DataFile
+	Bytes   int64              // bytes of the data files
+	files   []iceberg.DataFile // none for a batch without rows
 	summary iceberg.Properties
 }
 
@@ -91,7 +65,9 @@ func (p *Prepared) DataFiles() int { return len(p.files) }
 // carries timelake.batch-id = batchID: Prepare then Commit. recs are not
 // released. See Prepare and Commit for the rules and errors.
 func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordBatch, opts AppendOptions) (AppendResult, error) {
-	if b, ok := t.FindBatch(batchID); ok && batchID != "" {
+	if b, ok, err := t.FindLoaded(ctx, batchID); err != nil {
+		return AppendResult{BatchID: batchID}, err
+	} else if ok && batchID != "" {
 		return AppendResult{BatchID: batchID, Duplicate: true, SnapshotID: b.SnapshotID, Version: t.Version(), Existing: &b}, nil
 	}
 	p, err := t.Prepare(ctx, batchID, recs, opts.Summary, opts.BatchRows)
@@ -109,9 +85,9 @@ func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordB
 // null in a NOT NULL column, which iceberg-go would write as 0), sorts them
 // by (partition, series key, time) as timelake-format.md asks, and writes
 // them as zstd Parquet data files, one or more per partition, without
-// committing. A batch without rows writes no file: its snapshot will carry
-// the batch id and add nothing (ErrEmptyBatch where the table cannot take
-// such a snapshot). recs are not released.
+// committing. recs are not released. A batch without rows (a gateway's
+// header-only file) writes no data file: its snapshot adds nothing but
+// records the batch id as loaded.
 // Prepare may run concurrently with other Prepare calls and with Commit.
 func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.RecordBatch, summary map[string]string, batchRows int) (*Prepared, error) {
 	if batchID == "" {
@@ -131,19 +107,13 @@ func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.Record
 	if v.contract.TimeColumn == "" {
 		return nil, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
 	}
-	if rows == 0 {
-		// A batch without rows (a gateway with nothing to report) is still
-		// recorded: a snapshot with no data files carrying its batch id.
-		if h, _ := t.loaded(); !t.canStage(h, nil) {
-			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, ErrEmptyBatch)
+	var files []iceberg.DataFile
+	var size int64
+	if rows > 0 {
+		var err error
+		if files, size, err = t.writeDataFiles(ctx, v, recs, batchRows); err != nil {
+			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
 		}
-		props := iceberg.Properties{SummaryBatchID: batchID}
-		maps.Copy(props, summary)
-		return &Prepared{BatchID: batchID, summary: props}, nil
-	}
-	files, size, err := t.writeDataFiles(ctx, v, recs, batchRows)
-	if err != nil {
-		return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
 	}
 	props := iceberg.Properties{SummaryBatchID: batchID}
 	for k, val := range summary {
@@ -212,150 +182,302 @@ func dataFilePaths(files []iceberg.DataFile) []string {
 }
 
 // Commit commits prepared batches, one snapshot each (in order), in a single
-// metadata write: the conditional create of the next vN.metadata.json. On a
-// lost race it reloads and retries with backoff; every attempt first checks
-// each batch id against the ancestry of the newest version, and a batch that
-// is already there commits nothing (Duplicate, Rows 0; its files are
-// deleted). A batch found there under a snapshot of one of our own attempts
-// (a write whose response was lost) counts as committed. Files written by
-// attempts that did not win are deleted. Results are in the order of ps.
-// Commit must not run concurrently with another Commit on the same Table.
+// metadata write, through the commit protocol (Table.commit). Every attempt
+// first checks each batch id against the ancestry of the newest version: a
+// batch that is already there commits nothing (Duplicate, Rows 0; its data
+// files are deleted), and one found under a snapshot of this Commit (a write
+// whose response was lost) counts as committed. Files written by attempts
+// that did not win are deleted. Results are in the order of ps. Commit must
+// not run concurrently with another Commit on the same Table.
 //
 // Errors: I/O errors, and table.ErrCommitFailed after MaxAttempts lost
 // races; on error no result is returned and, when the outcome is known, the
 // data files of the batches not committed are deleted.
 func (t *Table) Commit(ctx context.Context, ps []*Prepared, opts CommitOptions) ([]AppendResult, error) {
-	c := &committer{lake: t.lake, name: t.name, batches: map[string]bool{}, committed: map[int64]bool{}}
-	results := make(map[string]*AppendResult, len(ps))
-	err := t.commitLoop(ctx, c, ps, opts, results)
-	t.cleanup(ctx, c, ps, err, results)
+	m := &appendMutation{t: t, ps: ps, results: make(map[string]*AppendResult, len(ps)),
+		attempts: map[int]*appendAttempt{}, ours: map[int64]bool{}}
+	res, err := t.commit(ctx, m, opts)
 	if err != nil {
 		return nil, fmt.Errorf("commit to %s: %w", t.name, err)
 	}
+	if a := m.attempts[res.Attempt]; res.Committed && a != nil {
+		for _, p := range a.pending {
+			s := t.findSnapshot(p.BatchID)
+			if s == nil {
+				return nil, fmt.Errorf("commit to %s: internal: batch %s missing after commit", t.name, p.BatchID)
+			}
+			m.results[p.BatchID] = m.settle(p, s)
+		}
+		if a.lastList != "" {
+			t.lastList, t.lastManifests = a.lastList, a.lastManifests
+		}
+	}
 	out := make([]AppendResult, len(ps))
 	for i, p := range ps {
-		out[i] = *results[p.BatchID]
+		r := m.results[p.BatchID]
+		if r == nil {
+			return nil, fmt.Errorf("commit to %s: internal: batch %s not settled", t.name, p.BatchID)
+		}
+		r.Version, r.Attempts = res.Version, res.Attempts
+		out[i] = *r
 	}
 	return out, nil
 }
 
-// commitLoop commits the batches not yet settled in results, reloading and
-// retrying after lost races.
-func (t *Table) commitLoop(ctx context.Context, c *committer, ps []*Prepared, opts CommitOptions, results map[string]*AppendResult) error {
-	maxAttempts := opts.MaxAttempts
-	if maxAttempts <= 0 {
-		maxAttempts = 20
+// appendMutation is the mutation of Commit: append the prepared batches not
+// yet in the ancestry, one snapshot each. Staged (snapshots.go) on tables it
+// can write itself, through iceberg-go's transaction otherwise.
+type appendMutation struct {
+	t       *Table
+	ps      []*Prepared
+	results map[string]*AppendResult // batches settled so far
+
+	attempts map[int]*appendAttempt
+	ours     map[int64]bool // snapshot ids staged by any attempt
+
+	// Staged attempts only: snapshot ids and the batches' own manifests
+	// are fixed for the whole Commit and reused by later attempts.
+	commitID    uuid.UUID
+	snapIDs     map[string]int64                // batch id -> snapshot id
+	own         map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
+	manifestSeq atomic.Int64
+	mu          sync.Mutex // guards written
+	written     []string   // every manifest and manifest list written, as URIs
+}
+
+// appendAttempt is what one attempt staged.
+type appendAttempt struct {
+	pending []*Prepared
+	// files the attempt's version references that the attempt wrote: its
+	// manifest lists and the manifests they name
+	refs          []string
+	lastList      string // staged: the last snapshot's manifest list
+	lastManifests []iceberg.ManifestFile
+	// txn path: the snapshots iceberg-go staged
+	snapshots []table.Snapshot
+}
+
+func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+	t := m.t
+	// Settle the batches already in the ancestry: committed since the last
+	// load by another writer, or by one of our own attempts.
+	var pending []*Prepared
+	for _, p := range m.ps {
+		if m.results[p.BatchID] != nil {
+			continue
+		}
+		s, err := base.findBatch(p.BatchID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s != nil {
+			m.results[p.BatchID] = m.settle(p, s)
+			continue
+		}
+		pending = append(pending, p)
 	}
-	var lastErr error
-	retry := false
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if retry {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return err
-			}
-			if err := t.Refresh(ctx); err != nil {
-				return err
-			}
+	// And those the load history remembers (their snapshots expired).
+	if len(pending) > 0 && base.props()[PropLoadHistory] != "" {
+		hist, err := t.lake.historyOf(ctx, t.name, base.props())
+		if err != nil {
+			return nil, nil, err
 		}
-		// Settle the batches already in the ancestry: committed since the
-		// last load by another writer, or by one of our own attempts whose
-		// response was lost (a retried PUT then reads 412 although it
-		// succeeded).
-		version := t.Version()
-		var pending []*Prepared
-		for _, p := range ps {
-			if results[p.BatchID] != nil {
-				continue
-			}
-			if s := t.findSnapshot(p.BatchID); s != nil {
-				results[p.BatchID] = t.settle(c, p, s, version, attempt)
-				continue
-			}
-			pending = append(pending, p)
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		clear(c.batches)
+		still := pending[:0:0]
 		for _, p := range pending {
-			c.batches[p.BatchID] = true
+			r, ok, err := hist.Find(ctx, p.BatchID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				b := batchInfoOfRecord(r)
+				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID, Duplicate: true, Existing: &b}
+				continue
+			}
+			still = append(still, p)
 		}
-		if opts.BeforeCommit != nil {
-			if err := opts.BeforeCommit(attempt); err != nil {
-				return err
-			}
+		pending = still
+	}
+	if len(pending) == 0 {
+		return nil, nil, errNothingToCommit
+	}
+	a := &appendAttempt{pending: pending}
+	m.attempts[attempt] = a
+	baseLoc := t.lake.metadataLocation(t.name, n)
+	if t.canStage(base, pending) {
+		// Write the snapshots' manifests and lists concurrently, then
+		// append them to the newest version's JSON.
+		snaps, err := t.stage(ctx, m, a, base, pending, attempt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("stage snapshots: %w", err)
 		}
-		var err error
-		if h, _ := t.loaded(); t.canStage(h, pending) {
-			// Write the snapshots' manifests and lists concurrently, then
-			// commit them in one metadata write.
-			c.fast = true
-			snaps, parent, serr := t.stage(ctx, c, h, pending, attempt)
-			if serr != nil {
-				return fmt.Errorf("stage snapshots: %w", serr)
-			}
-			err = c.commitStaged(ctx, h.write.TableUUID(), parent, snaps)
-		} else {
-			txn := t.iceberg(c).NewTransaction()
-			for _, p := range pending {
-				if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
-					return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
-				}
-			}
-			_, err = txn.Commit(ctx)
+		next, body, err := base.withSnapshots(snaps, baseLoc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("add snapshots: %w", err)
 		}
-		if err == nil {
-			if err := t.set(c.committedHead, c.committedVersion); err != nil {
-				return err
-			}
-			if c.fast {
-				t.lastList, t.lastManifests = c.lastList, c.lastManifests
-			}
-			for _, p := range pending {
-				s := t.findSnapshot(p.BatchID)
-				if s == nil {
-					return fmt.Errorf("internal: batch %s missing after commit", p.BatchID)
-				}
-				results[p.BatchID] = t.settle(c, p, s, c.committedVersion, attempt)
-			}
-			t.afterCommit(ctx)
-			return nil
-		}
-		lastErr, retry = err, true
-		var dup *batchCommittedError
-		switch {
-		case errors.As(err, &dup):
-			// Settle the found batches at the top of the loop, then retry
-			// the others at once on the newer version.
-			if err := t.set(dup.head, dup.version); err != nil {
-				return err
-			}
-			retry = false
-		case errors.Is(err, table.ErrCommitFailed):
-		default:
-			// Unknown outcome (e.g. the PUT's response was lost): reload and
-			// let the batch-id check decide.
-			c.unknown = true
-			if ctx.Err() != nil {
-				return err
-			}
+		return next, body, nil
+	}
+	return m.buildWithTransaction(ctx, a, base, baseLoc, pending)
+}
+
+// buildWithTransaction stages the pending batches through iceberg-go's
+// transaction (one AddDataFiles per batch), for tables canStage refuses
+// (format v1 or v3, data files of another partition spec, another
+// location), and returns the metadata it would commit.
+func (m *appendMutation) buildWithTransaction(ctx context.Context, a *appendAttempt, base *head, baseLoc string, pending []*Prepared) (*head, []byte, error) {
+	meta, err := base.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
+	tbl := table.New(m.t.ident(), meta, baseLoc, m.t.lake.fsF, cc)
+	txn := tbl.NewTransaction()
+	for _, p := range pending {
+		if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
+			return nil, nil, fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
 		}
 	}
-	return fmt.Errorf("gave up after %d commit attempts: %w", maxAttempts, lastErr)
+	next, body, err := cc.capture(ctx, txn)
+	a.snapshots = cc.snapshots
+	for _, s := range cc.snapshots {
+		m.ours[s.SnapshotID] = true
+	}
+	return next, body, err
 }
 
 // settle reports a batch found in the ancestry in snapshot s: committed by
 // one of our attempts, or a duplicate of another commit.
-func (t *Table) settle(c *committer, p *Prepared, s *table.Snapshot, version, attempts int) *AppendResult {
-	r := &AppendResult{BatchID: p.BatchID, SnapshotID: s.SnapshotID, Version: version, Attempts: attempts}
-	if c.ours(s.SnapshotID) {
-		c.committed[s.SnapshotID] = true
+func (m *appendMutation) settle(p *Prepared, s *table.Snapshot) *AppendResult {
+	r := &AppendResult{BatchID: p.BatchID, SnapshotID: s.SnapshotID}
+	if m.ours[s.SnapshotID] {
 		r.Rows, r.DataFiles, r.Bytes = p.Rows, len(p.files), p.Bytes
 		return r
 	}
 	b := batchInfo(p.BatchID, s)
 	r.Duplicate, r.Existing = true, &b
 	return r
+}
+
+// finish deletes what the losing attempts wrote (manifest lists and their
+// own manifests) and the data files of the batches not committed by us.
+// With an unknown outcome every file is kept: it may be referenced (orphan
+// file removal takes what turns out not to be).
+func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
+	t := m.t
+	if won == 0 && !unknown {
+		// Batches found under our own snapshot ids although no attempt is
+		// known to have won (its version was already deleted when it was
+		// checked): which attempt's files they use is not known.
+		for _, r := range m.results {
+			unknown = unknown || !r.Duplicate
+		}
+	}
+	if unknown {
+		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String())
+		return
+	}
+	keep := map[string]bool{}
+	if a := m.attempts[won]; a != nil {
+		for _, r := range a.refs {
+			keep[r] = true
+		}
+	}
+	var paths []string
+	for _, p := range m.written {
+		if !keep[p] {
+			paths = append(paths, p)
+		}
+	}
+	if fs, err := t.lake.fsF(ctx); err == nil {
+		for n, a := range m.attempts {
+			if n == won {
+				continue
+			}
+			for _, s := range a.snapshots {
+				if mfs, err := s.Manifests(fs); err == nil {
+					for _, mf := range mfs {
+						if mf.SnapshotID() == s.SnapshotID {
+							paths = append(paths, mf.FilePath())
+						}
+					}
+				}
+				paths = append(paths, s.ManifestList)
+			}
+		}
+	}
+	for _, p := range m.ps {
+		if r := m.results[p.BatchID]; r == nil || r.Duplicate {
+			if a := m.attempts[won]; a == nil || !slices.Contains(a.pending, p) {
+				paths = append(paths, dataFilePaths(p.files)...)
+			}
+		}
+	}
+	t.removeFiles(ctx, paths)
+}
+
+// captureCatalog is the table.CatalogIO of a transaction whose commit the
+// commit protocol performs: CommitTable checks the requirements against
+// base, applies the updates (the metadata-log gains baseLoc, as a catalog's
+// commit would) and records the result instead of writing it.
+type captureCatalog struct {
+	base      table.Metadata
+	baseLoc   string
+	next      table.Metadata
+	snapshots []table.Snapshot // the snapshots the updates add
+}
+
+// errCaptured ends a transaction's own commit once captureCatalog has the
+// metadata; it does not wrap table.ErrCommitFailed, so iceberg-go does not
+// retry.
+var errCaptured = errors.New("metadata captured")
+
+func (c *captureCatalog) LoadTable(context.Context, table.Identifier) (*table.Table, error) {
+	return nil, errors.New("internal: the commit protocol loads tables itself")
+}
+
+func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	for _, u := range updates {
+		if u.Action() != table.UpdateAddSnapshot {
+			continue
+		}
+		var staged struct {
+			Snapshot *table.Snapshot `json:"snapshot"`
+		}
+		if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &staged) == nil && staged.Snapshot != nil {
+			c.snapshots = append(c.snapshots, *staged.Snapshot)
+		}
+	}
+	for _, r := range reqs {
+		if err := r.Validate(c.base); err != nil {
+			return nil, "", err
+		}
+	}
+	next, err := table.UpdateTableMetadata(c.base, updates, c.baseLoc)
+	if err != nil {
+		return nil, "", fmt.Errorf("apply updates: %w", err)
+	}
+	c.next = next
+	return nil, "", errCaptured
+}
+
+// capture runs txn's commit against c and returns the next version.
+func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*head, []byte, error) {
+	if _, err := txn.Commit(ctx); !errors.Is(err, errCaptured) {
+		if err == nil {
+			return nil, nil, errNothingToCommit
+		}
+		return nil, nil, err
+	}
+	body, err := json.Marshal(c.next)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	// Keep the metadata as read back from what is written: the builder's
+	// result holds on to internal state that grows with every commit.
+	h, err := parseHead(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata after the update: %w", err)
+	}
+	return h, body, nil
 }
 
 // afterCommit does the best-effort chores after a successful commit.
@@ -409,43 +531,8 @@ func (t *Table) dropOldVersions(ctx context.Context) {
 	}
 }
 
-// cleanup deletes what the losing attempts wrote (manifest lists and their
-// own manifests) and the data files of the batches not committed by us.
-// Attempts whose outcome is unknown are only cleaned once a later version
-// has been committed: their vN slot is then taken, so they can never land.
-func (t *Table) cleanup(ctx context.Context, c *committer, ps []*Prepared, commitErr error, results map[string]*AppendResult) {
-	if commitErr != nil && c.unknown {
-		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String())
-		return
-	}
-	fs, err := t.lake.fsF(ctx)
-	if err != nil {
-		return
-	}
-	var paths []string
-	if c.fast {
-		paths = t.unusedStaged(c)
-	}
-	for _, s := range c.attempts {
-		if _, staged := c.listRefs[s.ManifestList]; staged || c.committed[s.SnapshotID] {
-			continue // staged attempts are cleaned by unusedStaged
-		}
-		if mfs, err := s.Manifests(fs); err == nil {
-			for _, m := range mfs {
-				if m.SnapshotID() == s.SnapshotID {
-					paths = append(paths, m.FilePath())
-				}
-			}
-		}
-		paths = append(paths, s.ManifestList)
-	}
-	for _, p := range ps {
-		if r := results[p.BatchID]; r == nil || r.Duplicate {
-			paths = append(paths, dataFilePaths(p.files)...)
-		}
-	}
-	t.removeFiles(ctx, paths)
-}
+// isNotExist reports a missing file (local or object store).
+func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
 	if len(paths) == 0 {
@@ -456,243 +543,8 @@ func (t *Table) removeFiles(ctx context.Context, paths []string) {
 		return
 	}
 	for _, p := range paths {
-		if err := fs.Remove(p); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		if err := fs.Remove(p); err != nil && !isNotExist(err) {
 			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
 		}
 	}
-}
-
-func backoff(attempt int) time.Duration {
-	d := CommitRetryBase << min(attempt-2, 10)
-	if d > CommitRetryMax {
-		d = CommitRetryMax
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
-}
-
-// batchCommittedError stops a commit whose batch id is already in the
-// ancestry of the newest version. It does not wrap table.ErrCommitFailed, so
-// iceberg-go's own retry loop stops too.
-type batchCommittedError struct {
-	snapshot *table.Snapshot
-	head     *head
-	version  int
-}
-
-func (e *batchCommittedError) Error() string {
-	return fmt.Sprintf("batch already committed in snapshot %d", e.snapshot.SnapshotID)
-}
-
-// committer is the catalog-free table.CatalogIO of one append: it commits by
-// conditionally creating the next vN.metadata.json and checks the batch id on
-// every call, including retries made inside iceberg-go.
-type committer struct {
-	lake    *Lake
-	name    TableName
-	batches map[string]bool // batch ids being committed
-
-	attempts  []*table.Snapshot // snapshots our attempts staged
-	committed map[int64]bool    // those of them in the final ancestry
-	unknown   bool              // an attempt ended with an unknown outcome
-
-	committedHead    *head
-	committedVersion int
-
-	// Staged commits (snapshots.go) only.
-	fast          bool
-	commitID      uuid.UUID                       // names this Commit's manifests and lists
-	snapIDs       map[string]int64                // batch id -> snapshot id, fixed for the Commit
-	own           map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
-	manifestSeq   atomic.Int64
-	mu            sync.Mutex          // guards written
-	written       []string            // manifests and lists written, as URIs
-	listRefs      map[string][]string // manifest list URI -> manifests it names
-	lastList      string              // the newest attempt's last manifest list
-	lastManifests []iceberg.ManifestFile
-}
-
-// unusedStaged returns the manifests and manifest lists a staged Commit
-// wrote that no committed snapshot of ours names.
-func (t *Table) unusedStaged(c *committer) []string {
-	used := map[string]bool{}
-	h, _ := t.loaded()
-	for id := range c.committed {
-		i, ok := h.byID[id]
-		if !ok {
-			continue
-		}
-		s, err := h.snapshot(i)
-		if err != nil {
-			return nil // keep every file rather than guess
-		}
-		used[s.ManifestList] = true
-		for _, m := range c.listRefs[s.ManifestList] {
-			used[m] = true
-		}
-	}
-	var out []string
-	for _, p := range c.written {
-		if !used[p] {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (c *committer) ours(id int64) bool {
-	for _, s := range c.attempts {
-		if s.SnapshotID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// LoadTable loads the newest version.
-func (c *committer) LoadTable(ctx context.Context, _ table.Identifier) (*table.Table, error) {
-	t, err := c.lake.LoadTable(ctx, c.name)
-	if err != nil {
-		return nil, err
-	}
-	return t.iceberg(c), nil
-}
-
-// CommitTable validates reqs against the newest version, applies updates and
-// writes v(N+1).metadata.json with a conditional create. A lost race (412 or
-// 409) or a failed requirement wraps table.ErrCommitFailed.
-func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	// Record the staged snapshot first: its manifests are already written,
-	// and must be cleaned up if this attempt does not win.
-	for _, u := range updates {
-		if u.Action() != table.UpdateAddSnapshot {
-			continue
-		}
-		var staged struct {
-			Snapshot *table.Snapshot `json:"snapshot"`
-		}
-		if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &staged) == nil && staged.Snapshot != nil {
-			c.attempts = append(c.attempts, staged.Snapshot)
-		}
-	}
-	base, v, err := c.base(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	meta, err := base.metadata()
-	if err != nil {
-		return nil, "", err
-	}
-	for _, r := range reqs {
-		if err := r.Validate(meta); err != nil {
-			return nil, "", fmt.Errorf("%w: %v", table.ErrCommitFailed, err)
-		}
-	}
-	if err := c.checkBatches(base, v); err != nil {
-		return nil, "", err
-	}
-	next, err := table.UpdateTableMetadata(meta, updates, c.lake.metadataLocation(c.name, v))
-	if err != nil {
-		return nil, "", fmt.Errorf("apply updates: %w", err)
-	}
-	body, err := json.Marshal(next)
-	if err != nil {
-		return nil, "", fmt.Errorf("encode metadata: %w", err)
-	}
-	// Keep the metadata as read back from what was written: the builder's
-	// result holds on to internal state that grows with every commit.
-	h, err := parseHead(body)
-	if err != nil {
-		return nil, "", fmt.Errorf("metadata after the update: %w", err)
-	}
-	if err := c.put(ctx, v+1, body, h); err != nil {
-		return nil, "", err
-	}
-	return h.full, c.lake.metadataLocation(c.name, v+1), nil
-}
-
-// commitStaged commits snaps (staged by Table.stage on top of parent) in
-// one metadata write: it checks that the newest version is the same table
-// (uuid) with parent still current and none of the batch ids committed,
-// then appends the snapshots to that version (head.withSnapshots) and
-// creates v(N+1).metadata.json conditionally. A lost race or a moved branch
-// wraps table.ErrCommitFailed; a committed batch id is a
-// *batchCommittedError.
-func (c *committer) commitStaged(ctx context.Context, tableUUID uuid.UUID, parent *int64, snaps []table.Snapshot) error {
-	for i := range snaps {
-		c.attempts = append(c.attempts, &snaps[i])
-	}
-	base, v, err := c.base(ctx)
-	if err != nil {
-		return err
-	}
-	if base.write.TableUUID() != tableUUID {
-		return fmt.Errorf("%w: table uuid changed to %s", table.ErrCommitFailed, base.write.TableUUID())
-	}
-	cur, ok := int64(0), base.current >= 0
-	if ok {
-		cur = base.snaps[base.current].id
-	}
-	if ok != (parent != nil) || (ok && cur != *parent) {
-		return fmt.Errorf("%w: the main branch moved to snapshot %d", table.ErrCommitFailed, cur)
-	}
-	if err := c.checkBatches(base, v); err != nil {
-		return err
-	}
-	next, body, err := base.withSnapshots(snaps, c.lake.metadataLocation(c.name, v))
-	if err != nil {
-		return fmt.Errorf("add snapshots: %w", err)
-	}
-	return c.put(ctx, v+1, body, next)
-}
-
-// base loads the newest version for a commit attempt.
-func (c *committer) base(ctx context.Context) (*head, int, error) {
-	base, v, err := c.lake.loadLatest(ctx, c.name)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := checkFormatVersion(base.props()); err != nil {
-		return nil, 0, err
-	}
-	return base, v, nil
-}
-
-// checkBatches fails with *batchCommittedError when one of the batch ids
-// being committed is in the current ancestry of base (version v).
-func (c *committer) checkBatches(base *head, v int) error {
-	for id := range c.batches {
-		s, err := base.findBatch(id)
-		if err != nil {
-			return err
-		}
-		if s != nil {
-			return &batchCommittedError{snapshot: s, head: base, version: v}
-		}
-	}
-	return nil
-}
-
-// put creates version v (which h holds) with a conditional create.
-func (c *committer) put(ctx context.Context, v int, body []byte, h *head) error {
-	if _, err := c.lake.store.Put(ctx, metadataKey(c.name, v), bytes.NewReader(body),
-		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
-		if errors.Is(err, storage.ErrPreconditionFailed) {
-			return fmt.Errorf("%w: v%d.metadata.json was created by another writer", table.ErrCommitFailed, v)
-		}
-		return err
-	}
-	c.committedHead, c.committedVersion = h, v
-	c.lake.remember(c.name, v, h)
-	return nil
 }

@@ -136,6 +136,7 @@ func checkLayout(ctx context.Context, c confTable) error {
 	dataFile := regexp.MustCompile(`^data/` + regexp.QuoteMeta(timeCol+"_"+chunk) + `=` + valueFormat + `/[^/]+\.parquet$`)
 	manifestList := regexp.MustCompile(`^metadata/snap-\d+-\d+-[0-9a-f-]+\.avro$`)
 	manifest := regexp.MustCompile(`^metadata/[0-9a-f-]+-m\d+\.avro$`)
+	historySegment := regexp.MustCompile(`^metadata/load-history-\d+-\d+-[0-9a-f-]+\.parquet$`)
 	var versions []int
 	var errs []error
 	for _, k := range keys {
@@ -145,7 +146,8 @@ func checkLayout(ctx context.Context, c confTable) error {
 			versions = append(versions, n)
 		case anyVersionFile.MatchString(k):
 			errs = append(errs, fmt.Errorf("%s: zero-padded version number", k))
-		case k == "metadata/version-hint.text", manifestList.MatchString(k), manifest.MatchString(k), dataFile.MatchString(k):
+		case k == "metadata/version-hint.text", k == maintenanceStateKey, manifestList.MatchString(k), manifest.MatchString(k), dataFile.MatchString(k),
+			historySegment.MatchString(k):
 		default:
 			errs = append(errs, fmt.Errorf("%s: not a file of the table layout", k))
 		}
@@ -313,16 +315,31 @@ func checkSnapshots(meta table.Metadata) error {
 			continue
 		}
 		p := s.Summary.Properties
-		if s.Summary.Operation != table.OpAppend {
-			errs = append(errs, fmt.Errorf("snapshot %d: operation %q, want append", s.SnapshotID, s.Summary.Operation))
-		}
-		id, ok := p[SummaryBatchID]
-		if !ok || id == "" {
-			errs = append(errs, fmt.Errorf("snapshot %d: no %s in the summary", s.SnapshotID, SummaryBatchID))
-		} else if other, dup := seen[id]; dup {
-			errs = append(errs, fmt.Errorf("batch %q in snapshots %d and %d", id, other, s.SnapshotID))
-		} else {
-			seen[id] = s.SnapshotID
+		replace := s.Summary.Operation == table.OpReplace
+		switch s.Summary.Operation {
+		case table.OpAppend:
+			id, ok := p[SummaryBatchID]
+			if !ok || id == "" {
+				errs = append(errs, fmt.Errorf("snapshot %d: no %s in the summary", s.SnapshotID, SummaryBatchID))
+			} else if other, dup := seen[id]; dup {
+				errs = append(errs, fmt.Errorf("batch %q in snapshots %d and %d", id, other, s.SnapshotID))
+			} else {
+				seen[id] = s.SnapshotID
+			}
+		case table.OpReplace:
+			// A compaction: no batch id, the same rows in other files.
+			if id := p[SummaryBatchID]; id != "" {
+				errs = append(errs, fmt.Errorf("replace snapshot %d carries batch id %q", s.SnapshotID, id))
+			}
+			if summaryInt(p, "added-records") != summaryInt(p, summaryDeletedRecords) {
+				errs = append(errs, fmt.Errorf("replace snapshot %d: added-records %s, deleted-records %s: a rewrite keeps the rows",
+					s.SnapshotID, p["added-records"], p[summaryDeletedRecords]))
+			}
+			if p[SummaryCompaction] == "" {
+				errs = append(errs, fmt.Errorf("replace snapshot %d: no %s in the summary", s.SnapshotID, SummaryCompaction))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("snapshot %d: operation %q, want append or replace", s.SnapshotID, s.Summary.Operation))
 		}
 		for _, k := range standardCounters {
 			if _, err := strconv.ParseInt(p[k], 10, 64); err != nil {
@@ -341,9 +358,15 @@ func checkSnapshots(meta table.Metadata) error {
 			}
 			parent = ps.Summary.Properties
 		}
-		for _, pair := range [][2]string{{"total-records", "added-records"}, {"total-data-files", "added-data-files"}, {"total-files-size", "added-files-size"}} {
-			if got, want := summaryInt(p, pair[0]), summaryInt(parent, pair[0])+summaryInt(p, pair[1]); got != want {
-				errs = append(errs, fmt.Errorf("snapshot %d: %s = %d, parent's plus %s is %d", s.SnapshotID, pair[0], got, pair[1], want))
+		for _, k := range [][3]string{{"total-records", "added-records", summaryDeletedRecords},
+			{"total-data-files", "added-data-files", summaryDeletedDataFiles},
+			{"total-files-size", "added-files-size", summaryRemovedFilesSize}} {
+			want := summaryInt(parent, k[0]) + summaryInt(p, k[1])
+			if replace {
+				want -= summaryInt(p, k[2])
+			}
+			if got := summaryInt(p, k[0]); got != want {
+				errs = append(errs, fmt.Errorf("snapshot %d: %s = %d, parent's plus %s (minus %s) is %d", s.SnapshotID, k[0], got, k[1], k[2], want))
 			}
 		}
 	}
@@ -433,6 +456,8 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 	if err != nil {
 		return err
 	}
+	// Live references: DELETED manifest entries name files a snapshot
+	// removed, which expiry may have deleted.
 	ref := map[string]bool{}
 	for _, s := range meta.Snapshots() {
 		ref[s.ManifestList] = true
@@ -442,7 +467,7 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 		}
 		for _, m := range mfs {
 			ref[m.FilePath()] = true
-			es, err := m.FetchEntries(fs, false)
+			es, err := m.FetchEntries(fs, true)
 			if err != nil {
 				return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 			}
@@ -450,6 +475,13 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 				ref[e.DataFile().FilePath()] = true
 			}
 		}
+	}
+	segs, err := segmentsOfVersions(ctx, c.store, c.prefix())
+	if err != nil {
+		return err
+	}
+	for _, name := range segs {
+		ref[c.location+"/metadata/"+name] = true
 	}
 	keys, err := c.keys(ctx)
 	if err != nil {
@@ -459,7 +491,7 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 	present := map[string]bool{}
 	for _, k := range keys {
 		present[c.location+"/"+k] = true
-		if anyVersionFile.MatchString(k) || k == "metadata/version-hint.text" {
+		if anyVersionFile.MatchString(k) || k == "metadata/version-hint.text" || k == maintenanceStateKey {
 			continue
 		}
 		if !ref[c.location+"/"+k] {
@@ -480,6 +512,31 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 		errs = append(errs, fmt.Errorf("%d referenced files missing: %v", len(missing), missing))
 	}
 	return errors.Join(errs...)
+}
+
+// segmentsOfVersions returns the load history segments named by any
+// version of the table below prefix that is still stored: a segment a
+// newer version no longer names stays for readers of the older ones.
+func segmentsOfVersions(ctx context.Context, st storage.Store, prefix string) ([]string, error) {
+	var out []string
+	err := st.List(ctx, prefix+"metadata/v", func(o storage.ObjectInfo) error {
+		if !strings.HasSuffix(o.Key, ".metadata.json") {
+			return nil
+		}
+		b, _, err := storage.ReadAll(ctx, st, o.Key)
+		if err != nil {
+			return err
+		}
+		m, err := table.ParseMetadataBytes(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Key, err)
+		}
+		for _, s := range historySegments(m.Properties()) {
+			out = append(out, s.name)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // checkAll runs every check on a table and returns their errors, by name.

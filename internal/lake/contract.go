@@ -29,6 +29,10 @@ const (
 	SummarySourceSize   = "timelake.source-size"
 	SummarySourceSHA256 = "timelake.source-sha256"
 	SummarySourceETag   = "timelake.source-etag"
+	// SummaryContentSHA256 is the hex SHA-256 of the landing file's
+	// decompressed bytes, written when it was compressed (otherwise it
+	// equals timelake.source-sha256): content dedupe compares it.
+	SummaryContentSHA256 = "timelake.content-sha256"
 )
 
 // SupportedFormatMajor is the newest major version of the
@@ -187,4 +191,7 @@ type BatchInfo struct {
 	DataFiles   int64     // added-data-files
 	Bytes       int64     // added-files-size
 	Summary     map[string]string
+	// FromHistory is set when the batch is known from the load history:
+	// its snapshot has expired (Rows and the source facts remain).
+	FromHistory bool
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -39,6 +40,11 @@ type ExpiredSnapshot struct {
 type ExpireResult struct {
 	Expired []ExpiredSnapshot // oldest first
 	Kept    int               // snapshots left in the table
+	// Remembered is how many batch ids moved into the load history.
+	Remembered int
+	// FilesDeleted counts the manifest lists, manifests and data files
+	// deleted because only expired snapshots referenced them.
+	FilesDeleted int
 	// Version is N of the vN.metadata.json written; the loaded version when
 	// nothing was expired or DryRun is set.
 	Version int
@@ -48,141 +54,413 @@ type ExpireResult struct {
 // commit in between.
 const expireAttempts = 20
 
-// Expire removes old snapshots and then the files only they referenced:
-// Iceberg's expire-snapshots maintenance as iceberg-go implements it
-// (Transaction.ExpireSnapshots). A snapshot is kept when a branch or tag
-// points at it, when it is among the newest RetainLast of its branch, or
-// when it is younger than OlderThan; the others leave the metadata, and
-// then the manifest lists, manifests and data files that no kept snapshot
-// references are deleted (an append-only table keeps every data file).
+// ErrGCDisabled is returned by Expire for a table with gc.enabled=false:
+// its files may be shared with other tables, so none may be deleted
+// (Iceberg's rule).
+var ErrGCDisabled = errors.New("gc.enabled is false: files of this table may be shared, snapshots are not expired")
+
+// Expire removes old snapshots and then the files only they referenced
+// (Iceberg's expire-snapshots maintenance). A snapshot is kept when a branch
+// or tag points at it, when it is among the newest RetainLast of the main
+// branch, when it is in the ancestry of a branch other than main, or when
+// it is younger than OlderThan by the lake's clock; the others leave the
+// metadata, and then the manifest lists, manifests and data files that no
+// kept snapshot references are deleted.
 //
-// The batch ids of expired snapshots are forgotten (timelake-format.md,
-// "Snapshots and batch ids"): a landing file re-sent under one of them
-// loads again. OlderThan is therefore the dedupe window.
+// The batch ids of the expired snapshots of the current ancestry move into
+// the load history (history.go) in the same commit: they stay "already
+// loaded" for the table's dedupe window (timelake.dedupe-window), however
+// short the snapshots are kept.
 //
-// The snapshots to expire are chosen once, on the newest version. Each
-// commit attempt reads the newest version again and removes them from it
-// (removing old snapshots commutes with appends on top of the current one;
-// a snapshot that became current or the head of a ref is refused), then
-// creates the next vN.metadata.json conditionally; when another writer
-// (ingest) creates it first, the attempt is retried, expireAttempts times
-// at most (then an error wrapping table.ErrCommitFailed). Other errors:
-// I/O, and settings iceberg-go refuses (gc.enabled=false). When the
-// snapshots were expired but deleting the unreferenced files failed, the
-// result is returned with the error. On success the Table holds the new
+// The snapshots to expire are chosen once, on the newest version, and
+// removed through the commit protocol (expireMutation): each attempt
+// removes them from the newest version (a snapshot that became current or
+// the head of a ref is refused); when another writer (ingest) commits
+// first, the attempt is retried, expireAttempts times at most (then an
+// error wrapping table.ErrCommitFailed). Other errors: I/O, and
+// ErrGCDisabled. When the snapshots were expired but deleting the
+// unreferenced files failed, the result is returned with the error (orphan
+// file removal deletes them later). On success the Table holds the new
 // version.
 func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, error) {
-	var xo []table.ExpireSnapshotsOpt
-	if opts.OlderThan > 0 {
-		xo = append(xo, table.WithOlderThan(opts.OlderThan))
-	}
-	if opts.RetainLast > 0 {
-		xo = append(xo, table.WithRetainLast(opts.RetainLast))
-	}
 	if err := t.Refresh(ctx); err != nil {
 		return ExpireResult{}, err
 	}
-	base := t.Iceberg()
-	txn := base.NewTransaction()
-	if err := txn.ExpireSnapshots(xo...); err != nil {
-		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	h, v := t.loaded()
+	props := h.props()
+	if !props.GetBool(table.GCEnabledKey, table.GCEnabledDefault) {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, ErrGCDisabled)
 	}
-	staged, err := txn.StagedTable()
+	olderThan, retainLast := opts.OlderThan, opts.RetainLast
+	if olderThan <= 0 {
+		olderThan = time.Duration(props.GetInt64(table.MaxSnapshotAgeMsKey, table.MaxSnapshotAgeMsDefault)) * time.Millisecond
+	}
+	if retainLast <= 0 {
+		retainLast = max(1, props.GetInt(table.MinSnapshotsToKeepKey, table.MinSnapshotsToKeepDefault))
+	}
+	expired, err := chooseExpired(h, t.lake.now().Add(-olderThan), retainLast)
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
-	res := ExpireResult{Expired: expiredSnapshots(base.Metadata(), staged.Metadata()),
-		Kept: len(staged.Metadata().Snapshots()), Version: t.Version()}
-	if opts.DryRun || len(res.Expired) == 0 {
+	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v}
+	if opts.DryRun || len(expired) == 0 {
 		return res, nil
 	}
-	ids := make(map[int64]bool, len(res.Expired))
-	idList := make([]int64, 0, len(res.Expired))
-	for _, e := range res.Expired {
-		ids[e.SnapshotID] = true
-		idList = append(idList, e.SnapshotID)
+	m := &expireMutation{t: t, ids: make(map[int64]bool, len(expired)), bases: map[int]expireAttempt{}}
+	for _, e := range expired {
+		m.ids[e.SnapshotID] = true
 	}
-	// Removing old snapshots commutes with appends on top of the current
-	// one, so a lost race is retried on the newest version at once, as an
-	// append is: the expired snapshots stay as chosen.
-	c := &committer{lake: t.lake, name: t.name}
-	var lastErr error
-	for attempt := 1; attempt <= expireAttempts; attempt++ {
-		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return ExpireResult{}, err
-			}
-		}
-		// Only the index of the newest version: a short attempt has a
-		// chance against an ingest that commits back to back.
-		pre, v, err := t.lake.loadLatestWith(ctx, t.name, indexHead)
+	cr, err := t.commit(ctx, m, CommitOptions{MaxAttempts: expireAttempts, BeforeCommit: opts.beforeCommit})
+	if err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
+	res.Version = cr.Version
+	h, _ = t.loaded()
+	res.Kept = len(h.snaps)
+	if a, ok := m.bases[cr.Attempt]; ok && cr.Committed {
+		res.Remembered = a.remembered
+		n, err := t.deleteExpiredFiles(ctx, a.head, a.version, m.removed(a.head))
+		res.FilesDeleted = n
 		if err != nil {
-			return ExpireResult{}, err
-		}
-		if err := checkFormatVersion(pre.props()); err != nil {
-			return ExpireResult{}, err
-		}
-		next, body, err := pre.withoutSnapshots(ids, t.lake.metadataLocation(t.name, v), time.Now().UnixMilli())
-		if err != nil {
-			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
-		}
-		if opts.beforeCommit != nil {
-			if err := opts.beforeCommit(attempt); err != nil {
-				return ExpireResult{}, err
-			}
-		}
-		if err := c.put(ctx, v+1, body, next); err != nil {
-			if errors.Is(err, table.ErrCommitFailed) {
-				lastErr = err
-				continue
-			}
-			return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
-		}
-		if err := t.set(next, v+1); err != nil {
-			return ExpireResult{}, err
-		}
-		t.afterCommit(ctx)
-		res.Version, res.Kept = v+1, len(next.snaps)
-		if err := t.deleteExpiredFiles(ctx, c, pre, v, idList); err != nil {
 			return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
 				len(res.Expired), t.name, err)
 		}
-		return res, nil
 	}
-	return ExpireResult{}, fmt.Errorf("expire snapshots of %s: gave up after %d attempts: %w", t.name, expireAttempts, lastErr)
+	return res, nil
+}
+
+// chooseExpired picks the snapshots of h to expire: committed before
+// cutoff, not among the newest retainLast of the main branch's ancestry,
+// not the head of a ref, and not in the ancestry of another branch. Oldest
+// first. It reads the snapshot index only.
+func chooseExpired(h *head, cutoff time.Time, retainLast int) ([]ExpiredSnapshot, error) {
+	var refs map[string]struct {
+		SnapshotID int64  `json:"snapshot-id"`
+		Type       string `json:"type"`
+	}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return nil, fmt.Errorf("refs: %w", err)
+	}
+	keep := map[int64]bool{}
+	// ancestors walks i and its ancestors while visit says go on.
+	ancestors := func(i int, visit func(n int, id int64) bool) {
+		seen := map[int]bool{}
+		for n := 0; i >= 0 && !seen[i]; n++ {
+			seen[i] = true
+			r := h.snaps[i]
+			if !visit(n, r.id) || !r.hasParent {
+				return
+			}
+			next, ok := h.byID[r.parent]
+			if !ok {
+				return
+			}
+			i = next
+		}
+	}
+	ancestors(h.current, func(n int, id int64) bool {
+		keep[id] = true
+		return n+1 < retainLast
+	})
+	for name, ref := range refs {
+		keep[ref.SnapshotID] = true
+		if i, ok := h.byID[ref.SnapshotID]; ok && name != table.MainBranch && ref.Type == string(table.BranchRef) {
+			ancestors(i, func(_ int, id int64) bool { keep[id] = true; return true })
+		}
+	}
+	out := []ExpiredSnapshot{}
+	for _, r := range h.snaps {
+		at := time.UnixMilli(r.timestamp).UTC()
+		if keep[r.id] || !at.Before(cutoff) {
+			continue
+		}
+		out = append(out, ExpiredSnapshot{SnapshotID: r.id, CommittedAt: at, BatchID: r.batch})
+	}
+	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
+	return out, nil
+}
+
+// expireMutation removes chosen snapshots from the newest version and moves
+// the batch ids they carried into the load history, in one version.
+// Removing old snapshots commutes with appends on top of the current one,
+// so a lost race is rebuilt on the newest version with the same choice; a
+// chosen snapshot that became current or the head of a ref is refused.
+type expireMutation struct {
+	t     *Table
+	ids   map[int64]bool
+	bases map[int]expireAttempt // per attempt: the version it was built on
+
+	written []string // load history segments written, by every attempt
+}
+
+type expireAttempt struct {
+	head       *head
+	version    int
+	segment    string // the load history segment it wrote, or ""
+	remembered int
+}
+
+// indexOnly: an attempt needs only the newest version's snapshot index, so
+// it stays short against an ingest that commits back to back.
+func (m *expireMutation) indexOnly() bool { return true }
+
+// removed returns the chosen ids that base holds.
+func (m *expireMutation) removed(base *head) []int64 {
+	var out []int64
+	for id := range m.ids {
+		if base.snapshotIDTaken(id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+	t := m.t
+	ids := m.removed(base)
+	if len(ids) == 0 {
+		return nil, nil, errNothingToCommit // expired by another writer meanwhile
+	}
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	// The batch ids of the current ancestry that leave with them.
+	var added []LoadRecord
+	for _, id := range ids {
+		i := base.byID[id]
+		r := base.snaps[i]
+		if r.batch == "" || base.batches[r.batch] != i {
+			continue // no batch id, or not loaded (abandoned by a rollback)
+		}
+		s, err := base.snapshot(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		var summary map[string]string
+		if s.Summary != nil {
+			summary = s.Summary.Properties
+		}
+		added = append(added, loadRecordOf(r.batch, s.SnapshotID, s.TimestampMs, summary))
+	}
+	props := base.props()
+	now := t.lake.now()
+	window := dedupeWindow(props)
+	plan := planHistory(historySegments(props), added, now, window)
+	a := expireAttempt{head: base, version: n, remembered: len(added)}
+	e := base.edit()
+	if err := e.removeSnapshots(set); err != nil {
+		return nil, nil, err
+	}
+	if len(plan.added) > 0 || len(plan.merge) > 0 || len(plan.dropped) > 0 {
+		segs, name, err := t.lake.writeHistory(ctx, t.name, plan, now, window)
+		if err != nil {
+			return nil, nil, err
+		}
+		if name != "" {
+			a.segment = name
+			m.written = append(m.written, name)
+		}
+		if err := e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil); err != nil {
+			return nil, nil, err
+		}
+		if len(segs) == 0 {
+			if err := e.setProperties(nil, []string{PropLoadHistory}); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	m.bases[attempt] = a
+	return e.done(t.lake.metadataLocation(t.name, n), now.UnixMilli())
+}
+
+// finish deletes the load history segments written by attempts that did
+// not win (segments the winner replaced stay for readers of older versions;
+// orphan file removal deletes them once they are old).
+func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
+	if unknown {
+		return
+	}
+	keep := m.bases[won].segment
+	var paths []string
+	for _, name := range m.written {
+		if name != keep {
+			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+		}
+	}
+	m.t.removeFiles(ctx, paths)
 }
 
 // deleteExpiredFiles deletes the manifest lists, manifests and data files
 // that the snapshots ids of version v (pre) referenced and no snapshot of
-// the loaded version does: iceberg-go's remove-snapshots post-commit step.
-func (t *Table) deleteExpiredFiles(ctx context.Context, c *committer, pre *head, v int, ids []int64) error {
+// the loaded version does, and returns how many it deleted.
+//
+// When the kept snapshots are one line of history (main is the only ref
+// and every kept snapshot is in its ancestry, after every expired one), a
+// file is referenced by a kept snapshot only if the oldest kept one
+// references it: Iceberg's incremental file cleanup, which reads the
+// manifest lists of the expired snapshots and the oldest kept one only.
+// Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
+// reads every kept snapshot's manifest list (and does not count).
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []int64) (int, error) {
+	after, _ := t.loaded()
+	if oldest, ok := linearTail(after, pre, ids); ok {
+		return t.deleteExpiredIncremental(ctx, pre, oldest, ids)
+	}
 	preMeta, err := pre.metadata()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	ident := table.Identifier{t.name.Namespace, t.name.Name}
-	before := table.New(ident, preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, c)
-	return table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.iceberg(c))
+	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, readOnly{})
+	return 0, table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
 }
 
-// expiredSnapshots lists the snapshots of before that after no longer has,
-// oldest first.
-func expiredSnapshots(before, after table.Metadata) []ExpiredSnapshot {
-	kept := map[int64]bool{}
-	for _, s := range after.Snapshots() {
-		kept[s.SnapshotID] = true
+// linearTail reports whether the snapshots after the expiry form one line
+// (the main branch's ancestry, no other ref) whose oldest member's ancestors
+// include every expired snapshot, and returns that oldest kept snapshot's
+// index in after.
+func linearTail(after, pre *head, ids []int64) (int, bool) {
+	var refs map[string]refID
+	if err := unmarshalOptional(after.get("refs"), &refs); err != nil {
+		return 0, false
 	}
-	out := []ExpiredSnapshot{}
-	for _, s := range before.Snapshots() {
-		if kept[s.SnapshotID] {
+	for name := range refs {
+		if name != table.MainBranch {
+			return 0, false
+		}
+	}
+	if after.current < 0 {
+		return 0, false
+	}
+	// Walk main's ancestry in after: it must hold every snapshot of after.
+	seen, oldest := 0, -1
+	for i := after.current; i >= 0; {
+		seen++
+		oldest = i
+		r := after.snaps[i]
+		next, ok := after.byID[r.parent]
+		if !r.hasParent || !ok {
+			break
+		}
+		i = next
+	}
+	if seen != len(after.snaps) {
+		return 0, false
+	}
+	// Every expired snapshot must be an ancestor of the oldest kept one in
+	// pre.
+	anc := map[int64]bool{}
+	i, ok := pre.byID[after.snaps[oldest].id]
+	for ok {
+		r := pre.snaps[i]
+		if !r.hasParent {
+			break
+		}
+		anc[r.parent] = true
+		i, ok = pre.byID[r.parent]
+	}
+	for _, id := range ids {
+		if !anc[id] {
+			return 0, false
+		}
+	}
+	return oldest, true
+}
+
+// refID is the part of a ref that the clean-up reads.
+type refID struct {
+	SnapshotID int64 `json:"snapshot-id"`
+}
+
+// deleteExpiredIncremental is deleteExpiredFiles for a line of history.
+func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestKept int, ids []int64) (int, error) {
+	fs, err := t.lake.fsF(ctx)
+	if err != nil {
+		return 0, err
+	}
+	after, _ := t.loaded()
+	kept, err := after.snapshot(oldestKept)
+	if err != nil {
+		return 0, err
+	}
+	keptManifests, err := kept.Manifests(fs)
+	if err != nil {
+		return 0, fmt.Errorf("read manifest list of snapshot %d: %w", kept.SnapshotID, err)
+	}
+	refManifests := map[string]bool{}
+	refFiles := map[string]bool{}
+	for _, mf := range keptManifests {
+		refManifests[mf.FilePath()] = true
+		entries, err := mf.FetchEntries(fs, true)
+		if err != nil {
+			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+		}
+		for _, e := range entries {
+			refFiles[e.DataFile().FilePath()] = true
+		}
+	}
+	var lists []string
+	candidates := map[string]iceberg.ManifestFile{}
+	for _, id := range ids {
+		s, err := pre.snapshot(pre.byID[id])
+		if err != nil {
+			return 0, err
+		}
+		lists = append(lists, s.ManifestList)
+		mfs, err := s.Manifests(fs)
+		if err != nil {
+			return 0, fmt.Errorf("read manifest list of snapshot %d: %w", id, err)
+		}
+		for _, mf := range mfs {
+			if !refManifests[mf.FilePath()] {
+				candidates[mf.FilePath()] = mf
+			}
+		}
+	}
+	var dataFiles []string
+	seen := map[string]bool{}
+	for _, mf := range candidates {
+		if mf.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		e := ExpiredSnapshot{SnapshotID: s.SnapshotID, CommittedAt: time.UnixMilli(s.TimestampMs).UTC()}
-		if s.Summary != nil {
-			e.BatchID = s.Summary.Properties[SummaryBatchID]
+		entries, err := mf.FetchEntries(fs, false)
+		if err != nil {
+			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
-		out = append(out, e)
+		for _, e := range entries {
+			p := e.DataFile().FilePath()
+			if !refFiles[p] && !seen[p] {
+				seen[p] = true
+				dataFiles = append(dataFiles, p)
+			}
+		}
 	}
-	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
-	return out
+	paths := append(dataFiles, lists...)
+	for p := range candidates {
+		paths = append(paths, p)
+	}
+	return t.deleteFiles(ctx, paths)
+}
+
+// deleteFiles deletes paths (URIs under the table location) and returns how
+// many it deleted; missing files count as deleted.
+func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
+	fs, err := t.lake.fsF(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		if err := fs.Remove(p); err != nil && !isNotExist(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", p, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }

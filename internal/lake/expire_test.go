@@ -94,15 +94,22 @@ func TestExpire(t *testing.T) {
 		}
 
 		if _, ok := tbl.FindBatch("gw-0/file.csv"); ok {
-			t.Error("an expired batch id is still found")
+			t.Error("an expired batch id is still in the snapshots")
+		}
+		// It moved into the load history with its source facts.
+		if b, ok, err := tbl.FindLoaded(ctx, "gw-0/file.csv"); err != nil || !ok || !b.FromHistory || b.Rows != 60 {
+			t.Errorf("expired batch id in the load history: %+v, %v, %v; want it found with 60 rows", b, ok, err)
+		}
+		if res.Remembered != len(wantExpired) {
+			t.Errorf("%d batch ids remembered, want %d", res.Remembered, len(wantExpired))
 		}
 		for _, id := range []string{"multi/2", "intruder"} {
 			if _, ok := tbl.FindBatch(id); !ok {
 				t.Errorf("kept batch id %s is not found", id)
 			}
 		}
-		if r := confAppend(t, tbl, "gw-0/file.csv", confDay, 60, 0, AppendOptions{}); r.Duplicate || r.Rows != 60 {
-			t.Errorf("re-sent file after its snapshot expired: %+v, want it loaded again", r)
+		if r := confAppend(t, tbl, "gw-0/file.csv", confDay, 60, 0, AppendOptions{}); !r.Duplicate || r.Rows != 0 {
+			t.Errorf("re-sent file after its snapshot expired: %+v, want it recognised as already loaded", r)
 		}
 
 		none, err := tbl.Expire(ctx, ExpireOptions{}) // the table's defaults: 5 days

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,10 @@ type head struct {
 	snaps   []snapRef      // every snapshot, in file order
 	byID    map[int64]int  // snapshot id -> index in snaps
 	batches map[string]int // batch id -> index in snaps: current ancestry, newest wins
-	current int            // index in snaps of the current snapshot; -1 if none
+	// content hash (timelake.content-sha256, else timelake.source-sha256)
+	// -> index in snaps: current ancestry, newest wins
+	contents map[string]int
+	current  int // index in snaps of the current snapshot; -1 if none
 
 	lastSeq     int64 // last-sequence-number
 	lastUpdated int64 // last-updated-ms
@@ -53,6 +57,8 @@ type snapRef struct {
 	parent     int64
 	hasParent  bool
 	batch      string // timelake.batch-id; "" when none
+	content    string // the content hash of the batch's landing file; "" when unknown
+	timestamp  int64  // timestamp-ms
 }
 
 // lightSnapshot is what the index reads of each snapshot: encoding/json
@@ -60,8 +66,11 @@ type snapRef struct {
 type lightSnapshot struct {
 	SnapshotID *int64 `json:"snapshot-id"`
 	Parent     *int64 `json:"parent-snapshot-id"`
+	Timestamp  int64  `json:"timestamp-ms"`
 	Summary    struct {
-		BatchID string `json:"timelake.batch-id"`
+		BatchID       string `json:"timelake.batch-id"`
+		SourceSHA256  string `json:"timelake.source-sha256"`
+		ContentSHA256 string `json:"timelake.content-sha256"`
 	} `json:"summary"`
 }
 
@@ -141,12 +150,18 @@ func (h *head) index() error {
 		}
 	}
 	h.batches = map[string]int{}
+	h.contents = map[string]int{}
 	seen := map[int]bool{}
 	for i := h.current; i >= 0 && !seen[i]; {
 		seen[i] = true
 		if id := h.snaps[i].batch; id != "" {
 			if _, ok := h.batches[id]; !ok {
 				h.batches[id] = i
+			}
+			if c := h.snaps[i].content; c != "" {
+				if _, ok := h.contents[c]; !ok {
+					h.contents[c] = i
+				}
 			}
 		}
 		next, ok := h.byID[h.snaps[i].parent]
@@ -182,7 +197,8 @@ func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
 		if ls.SnapshotID == nil {
 			return nil, errors.New("a snapshot has no snapshot-id")
 		}
-		r := snapRef{start: start, end: end, id: *ls.SnapshotID, batch: ls.Summary.BatchID}
+		r := snapRef{start: start, end: end, id: *ls.SnapshotID, batch: ls.Summary.BatchID, timestamp: ls.Timestamp,
+			content: cmp.Or(ls.Summary.ContentSHA256, ls.Summary.SourceSHA256)}
 		if ls.Parent != nil {
 			r.parent, r.hasParent = *ls.Parent, true
 		}
@@ -291,7 +307,7 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 	}
 	last := snaps[len(snaps)-1]
 	next := &head{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
-		lastSeq: last.SequenceNumber, lastUpdated: last.TimestampMs, write: h.write}
+		lastSeq: last.SequenceNumber, write: h.write}
 	copy(next.fields, h.fields)
 
 	// snapshots: the old array with the new objects before its "]".
@@ -308,6 +324,7 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 	copy(next.snaps, h.snaps)
 	next.byID = maps.Clone(h.byID)
 	next.batches = maps.Clone(h.batches)
+	next.contents = maps.Clone(h.contents)
 	for i := range snaps {
 		s := &snaps[i]
 		enc, err := json.Marshal(s)
@@ -317,9 +334,10 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 		if len(next.snaps) > 0 {
 			arr = append(arr, ',')
 		}
-		r := snapRef{start: len(arr), id: s.SnapshotID}
+		r := snapRef{start: len(arr), id: s.SnapshotID, timestamp: s.TimestampMs}
 		if s.Summary != nil {
 			r.batch = s.Summary.Properties[SummaryBatchID]
+			r.content = cmp.Or(s.Summary.Properties[SummaryContentSHA256], s.Summary.Properties[SummarySourceSHA256])
 		}
 		arr = append(arr, enc...)
 		r.end = len(arr)
@@ -329,6 +347,9 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 		next.byID[s.SnapshotID] = len(next.snaps)
 		if r.batch != "" {
 			next.batches[r.batch] = len(next.snaps)
+			if r.content != "" {
+				next.contents[r.content] = len(next.snaps)
+			}
 		}
 		next.snaps = append(next.snaps, r)
 	}
@@ -372,7 +393,8 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 	}
 	next.set("current-snapshot-id", []byte(strconv.FormatInt(last.SnapshotID, 10)))
 	next.set("last-sequence-number", []byte(strconv.FormatInt(last.SequenceNumber, 10)))
-	next.set("last-updated-ms", []byte(strconv.FormatInt(last.TimestampMs, 10)))
+	next.lastUpdated = max(last.TimestampMs, h.lastUpdated)
+	next.set("last-updated-ms", []byte(strconv.FormatInt(next.lastUpdated, 10)))
 	return next, next.body(), nil
 }
 
@@ -392,32 +414,43 @@ func (h *head) logPrevious(next *head, baseLocation string) error {
 	return next.setJSON("metadata-log", metaLog)
 }
 
-// withoutSnapshots returns the next version with the snapshots ids removed
-// (Iceberg's remove-snapshots update, as iceberg-go's builder applies it):
-// they leave snapshots, their statistics leave statistics and
-// partition-statistics, the snapshot-log keeps only the entries after the
-// last removed snapshot, baseLocation joins the metadata-log, and
-// last-updated-ms becomes now (milliseconds) unless that is earlier. Ids
+// edit is the next version being built from h by changes that do not add
+// snapshots (withSnapshots does that): removing snapshots, setting
+// properties. done adds h's own file to the metadata-log and returns the
+// new version; h is unchanged.
+type edit struct {
+	h    *head
+	next *head
+}
+
+func (h *head) edit() *edit {
+	next := &head{fields: make([]field, len(h.fields))}
+	copy(next.fields, h.fields)
+	return &edit{h: h, next: next}
+}
+
+// removeSnapshots removes the snapshots ids (Iceberg's remove-snapshots
+// update, as iceberg-go's builder applies it): they leave snapshots, their
+// statistics leave statistics and partition-statistics, and the
+// snapshot-log keeps only the entries after the last removed snapshot. Ids
 // this version does not have are ignored. It refuses to remove the current
-// snapshot or one a branch or tag points at. h is unchanged.
-func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int64) (*head, []byte, error) {
+// snapshot or one a branch or tag points at.
+func (e *edit) removeSnapshots(ids map[int64]bool) error {
+	h, next := e.h, e.next
 	if h.current >= 0 && ids[h.snaps[h.current].id] {
-		return nil, nil, fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
+		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
 	}
 	var refs map[string]struct {
 		SnapshotID int64 `json:"snapshot-id"`
 	}
 	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
-		return nil, nil, fmt.Errorf("refs: %w", err)
+		return fmt.Errorf("refs: %w", err)
 	}
 	for name, r := range refs {
 		if ids[r.SnapshotID] {
-			return nil, nil, fmt.Errorf("snapshot %d is the head of %s", r.SnapshotID, name)
+			return fmt.Errorf("snapshot %d is the head of %s", r.SnapshotID, name)
 		}
 	}
-	next := &head{fields: make([]field, len(h.fields))}
-	copy(next.fields, h.fields)
-
 	raw := h.get("snapshots")
 	arr := make([]byte, 0, len(raw))
 	arr = append(arr, '[')
@@ -434,7 +467,7 @@ func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int
 
 	var snapLog []table.SnapshotLogEntry
 	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
-		return nil, nil, fmt.Errorf("snapshot-log: %w", err)
+		return fmt.Errorf("snapshot-log: %w", err)
 	}
 	kept := []table.SnapshotLogEntry{}
 	for _, e := range snapLog {
@@ -445,7 +478,7 @@ func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int
 		kept = append(kept, e)
 	}
 	if err := next.setJSON("snapshot-log", kept); err != nil {
-		return nil, nil, err
+		return err
 	}
 	for _, key := range []string{"statistics", "partition-statistics"} {
 		var stats []json.RawMessage
@@ -463,19 +496,63 @@ func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int
 			keep = append(keep, st)
 		}
 		if err := next.setJSON(key, keep); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
-	if err := h.logPrevious(next, baseLocation); err != nil {
+	return nil
+}
+
+// setProperties sets and removes table properties (Iceberg's
+// set-properties and remove-properties updates); a key in both is set.
+func (e *edit) setProperties(set map[string]string, unset []string) error {
+	props := map[string]string{}
+	if err := unmarshalOptional(e.next.get("properties"), &props); err != nil {
+		return fmt.Errorf("properties: %w", err)
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	for _, k := range unset {
+		delete(props, k)
+	}
+	maps.Copy(props, set)
+	return e.next.setJSON("properties", props)
+}
+
+// done adds baseLocation (h's own file) to the metadata-log, sets
+// last-updated-ms to now (milliseconds) unless that is earlier, and returns
+// the new version and its encoding.
+func (e *edit) done(baseLocation string, now int64) (*head, []byte, error) {
+	if err := e.h.logPrevious(e.next, baseLocation); err != nil {
 		return nil, nil, err
 	}
-	next.set("last-updated-ms", []byte(strconv.FormatInt(max(now, h.lastUpdated), 10)))
-	body := next.body()
+	e.next.set("last-updated-ms", []byte(strconv.FormatInt(max(now, e.h.lastUpdated), 10)))
+	body := e.next.body()
 	indexed, err := indexHead(body)
 	if err != nil {
 		return nil, nil, err
 	}
 	return indexed, body, nil
+}
+
+// withoutSnapshots returns the next version with the snapshots ids removed
+// (edit.removeSnapshots).
+func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int64) (*head, []byte, error) {
+	e := h.edit()
+	if err := e.removeSnapshots(ids); err != nil {
+		return nil, nil, err
+	}
+	return e.done(baseLocation, now)
+}
+
+// withProperties returns the next version with the table properties set
+// and unset (edit.setProperties).
+func (h *head) withProperties(set map[string]string, unset []string, baseLocation string, now int64) (*head, []byte, error) {
+	e := h.edit()
+	if err := e.setProperties(set, unset); err != nil {
+		return nil, nil, err
+	}
+	return e.done(baseLocation, now)
 }
 
 func unmarshalOptional(raw json.RawMessage, v any) error {

@@ -11,7 +11,6 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -50,6 +50,10 @@ type Options struct {
 	Tigris bool
 	// Logger receives debug and warning logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of snapshot timestamps and of every age-based
+	// decision (snapshot retention, cold partitions, the dedupe window,
+	// orphan age); nil means time.Now. Benchmarks simulate days with it.
+	Now func() time.Time
 }
 
 // Lake is an opened warehouse: an S3 prefix or a local folder holding
@@ -57,8 +61,10 @@ type Options struct {
 type Lake struct {
 	loc   storage.Location
 	store storage.Store // metadata reads and commits, rooted at the warehouse
+	cat   catalog       // the table versions: metadataFiles on store
 	fsF   table.FSysF   // data files and manifests for iceberg-go
 	log   *slog.Logger
+	now   func() time.Time
 
 	// cache keeps the newest metadata read or written per table. A
 	// vN.metadata.json is never rewritten (it is created with a
@@ -69,6 +75,8 @@ type Lake struct {
 	// listed holds the vN.metadata.json numbers the newest listing of each
 	// table found, for dropOldVersions.
 	listed map[TableName][]int
+
+	segments segmentCache // load history segments read (history.go)
 }
 
 type cachedVersion struct {
@@ -103,7 +111,11 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: %w", err)
 	}
-	l := &Lake{loc: loc, log: opts.Logger}
+	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now}
+	l.cat = metadataFiles{l}
+	if l.now == nil {
+		l.now = time.Now
+	}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
@@ -144,117 +156,20 @@ func (l *Lake) tableLocation(n TableName) string {
 	return u.String()
 }
 
-func metadataPrefix(n TableName) string { return n.Namespace + "/" + n.Name + "/metadata/" }
-
-// metadataKey is the store key of vN.metadata.json.
-func metadataKey(n TableName, version int) string {
-	return metadataPrefix(n) + "v" + strconv.Itoa(version) + ".metadata.json"
-}
-
 // metadataLocation returns the URI of n's vN.metadata.json.
 func (l *Lake) metadataLocation(n TableName, version int) string {
 	return l.tableLocation(n) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
 }
 
-// parseVersion returns N for "vN.metadata.json", or false.
-func parseVersion(base string) (int, bool) {
-	if !strings.HasPrefix(base, "v") || !strings.HasSuffix(base, ".metadata.json") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(base, "v"), ".metadata.json"))
-	if err != nil || n < 1 {
-		return 0, false
-	}
-	return n, true
-}
-
-// latestVersion lists metadata/ and returns the highest N (0 if none). The
-// listing, not the version hint, is the truth (timelake-format.md, "Layout").
-func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
-	latest := 0
-	var seen []int
-	err := l.store.List(ctx, metadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
-		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok {
-			latest = max(latest, v)
-			seen = append(seen, v)
-		}
-		return nil
-	})
-	if errors.Is(err, storage.ErrNotExist) {
-		return 0, nil // a warehouse folder not created yet: no table
-	}
-	if err != nil {
-		return 0, fmt.Errorf("list metadata of %s: %w", n, err)
-	}
-	l.mu.Lock()
-	if l.listed == nil {
-		l.listed = map[TableName][]int{}
-	}
-	l.listed[n] = seen
-	l.mu.Unlock()
-	return latest, nil
-}
-
-// listedBelow returns the versions of n the newest listing found below v
-// and forgets them.
-func (l *Lake) listedBelow(n TableName, v int) []int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var below, rest []int
-	for _, x := range l.listed[n] {
-		if x < v {
-			below = append(below, x)
-		} else {
-			rest = append(rest, x)
-		}
-	}
-	l.listed[n] = rest
-	return below
-}
-
-// readVersion reads vN.metadata.json and parses it with parse (parseHead,
-// or indexHead where the full metadata is not needed).
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*head, error)) (*head, error) {
-	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
-	if err != nil {
-		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
-	}
-	h, err := parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
-	}
-	return h, nil
-}
-
 // loadLatest returns the newest version of a table and its number, parsed
 // whole (validated) when it is read.
 func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) {
-	return l.loadLatestWith(ctx, n, parseHead)
+	return l.cat.latest(ctx, n, parseHead)
 }
 
 // loadLatestWith is loadLatest with the parser of versions not cached.
 func (l *Lake) loadLatestWith(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error) {
-	for range 5 {
-		v, err := l.latestVersion(ctx, n)
-		if err != nil {
-			return nil, 0, err
-		}
-		if v == 0 {
-			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
-		}
-		if h := l.cached(n, v); h != nil {
-			return h, v, nil
-		}
-		h, err := l.readVersion(ctx, n, v, parse)
-		if err == nil {
-			l.remember(n, v, h)
-		}
-		if errors.Is(err, storage.ErrNotExist) {
-			continue // removed between list and read (metadata cleanup): list again
-		}
-		return h, v, err
-	}
-	return nil, 0, fmt.Errorf("load %s: metadata kept changing while reading", n)
+	return l.cat.latest(ctx, n, parse)
 }
 
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
@@ -360,9 +275,16 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		// default in Java), so manifest lists stay short with one
 		// snapshot per landing file.
 		table.ManifestMergeEnabledKey: "true",
+		// ... as soon as there are a few: compaction and expiry read the
+		// current snapshot's manifests every minute.
+		table.ManifestMinMergeCountKey: strconv.Itoa(DefaultManifestMergeCount),
 		// Every version holds the whole snapshot history: keep only those
-		// the metadata-log names (write.metadata.previous-versions-max).
+		// the metadata-log names, a few (maintain.go).
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      strconv.Itoa(DefaultMetadataVersions),
+		// Compaction, snapshot expiry with the load history, orphan file
+		// removal after ingest (maintain.go).
+		PropAutoMaintain: "true",
 	}
 	if len(spec.SeriesKey) > 0 {
 		props[PropSeriesKey] = strings.Join(spec.SeriesKey, ",")
@@ -378,14 +300,18 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	if err != nil {
 		return nil, fmt.Errorf("create %s: encode metadata: %w", n, err)
 	}
+	// The creation time by the lake's clock, as every later timestamp.
+	if h, err := indexHead(body); err == nil {
+		h.set("last-updated-ms", []byte(strconv.FormatInt(l.now().UnixMilli(), 10)))
+		body = h.body()
+	}
 	if v, err := l.latestVersion(ctx, n); err != nil {
 		return nil, err
 	} else if v > 0 {
 		return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
 	}
-	if _, err := l.store.Put(ctx, metadataKey(n, 1), bytes.NewReader(body),
-		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
-		if errors.Is(err, storage.ErrPreconditionFailed) {
+	if err := l.cat.create(ctx, n, 1, body); err != nil {
+		if errors.Is(err, errVersionTaken) {
 			return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
 		}
 		return nil, fmt.Errorf("create %s: %w", n, err)

@@ -356,9 +356,16 @@ func assertNoOrphans(t testing.TB, l *Lake, tbl *Table) {
 		referenced[task.File.FilePath()] = true
 	}
 	prefix := testName.Namespace + "/" + testName.Name + "/"
+	segs, err := segmentsOfVersions(ctx, l.store, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range segs {
+		referenced[tbl.Location()+"/metadata/"+name] = true
+	}
 	err = l.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
 		rel := strings.TrimPrefix(o.Key, prefix)
-		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" {
+		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" || rel == maintenanceStateKey {
 			return nil
 		}
 		uri := tbl.Location() + "/" + rel

@@ -2,7 +2,9 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/apache/iceberg-go/table"
 )
@@ -14,29 +16,68 @@ import (
 // loaded any more (timelake-format.md, "Snapshots and batch ids"): a file
 // re-sent under such a key loads again.
 //
-// The commit goes through the catalog-free protocol with no batch id: the
-// next vN.metadata.json is created conditionally and the branch head is
-// asserted, so a concurrent append makes RollbackTo fail with an error
-// wrapping table.ErrCommitFailed instead of undoing that append. It is not
-// retried: refresh, look again and decide. On success the Table holds the
-// new version.
+// The commit goes through the commit protocol (rollbackMutation): a lost
+// race is retried on the newest version as long as the main branch still
+// points where it pointed when RollbackTo was called; when a concurrent
+// append moved it, RollbackTo fails with ErrBranchMoved instead of undoing
+// that append (refresh, look again and decide). On success the Table holds
+// the new version.
 func (t *Table) RollbackTo(ctx context.Context, snapshotID int64) error {
-	c := &committer{lake: t.lake, name: t.name}
-	txn := t.iceberg(c).NewTransaction()
-	if err := txn.RollbackToSnapshot(snapshotID); err != nil {
+	m := &rollbackMutation{t: t, target: snapshotID}
+	if id, ok := t.CurrentSnapshotID(); ok {
+		m.expected = &id
+	}
+	if _, err := t.commit(ctx, m, CommitOptions{}); err != nil {
 		return fmt.Errorf("rollback %s to snapshot %d: %w", t.name, snapshotID, err)
 	}
-	if _, err := txn.Commit(ctx); err != nil {
-		return fmt.Errorf("rollback %s to snapshot %d: %w", t.name, snapshotID, err)
-	}
-	if c.committedHead == nil {
-		return fmt.Errorf("rollback %s to snapshot %d: nothing was committed", t.name, snapshotID)
-	}
-	if err := t.set(c.committedHead, c.committedVersion); err != nil {
-		return err
-	}
-	t.afterCommit(ctx)
 	return nil
+}
+
+// ErrBranchMoved is returned by RollbackTo when another writer moved the
+// main branch after the rollback was asked for.
+var ErrBranchMoved = errors.New("the main branch moved since the table was loaded")
+
+// rollbackMutation points main at target, on the condition that main still
+// points at expected (Iceberg's assert-ref-snapshot-id requirement).
+type rollbackMutation struct {
+	t        *Table
+	target   int64
+	expected *int64
+}
+
+func (m *rollbackMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
+	var cur *int64
+	if base.current >= 0 {
+		id := base.snaps[base.current].id
+		cur = &id
+	}
+	switch {
+	case cur != nil && *cur == m.target:
+		return nil, nil, errNothingToCommit
+	case (cur == nil) != (m.expected == nil) || (cur != nil && *cur != *m.expected):
+		return nil, nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
+	}
+	meta, err := base.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	baseLoc := m.t.lake.metadataLocation(m.t.name, n)
+	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
+	txn := table.New(m.t.ident(), meta, baseLoc, m.t.lake.fsF, cc).NewTransaction()
+	if err := txn.RollbackToSnapshot(m.target); err != nil {
+		return nil, nil, err
+	}
+	return cc.capture(ctx, txn)
+}
+
+// finish: a rollback writes nothing but its version.
+func (m *rollbackMutation) finish(context.Context, int, bool) {}
+
+func formatOptionalID(id *int64) string {
+	if id == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*id, 10)
 }
 
 // BatchesOf returns every batch in the current snapshot's ancestry of meta,

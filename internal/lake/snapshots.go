@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -61,8 +60,7 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
-// snapshots to commit in one metadata write (committer.commitStaged) and
-// the parent they were staged on (nil for none).
+// snapshots to commit in one metadata write (head.withSnapshots).
 //
 // Per batch it writes one manifest of its data files (ADDED entries; once
 // per Commit, reused by later attempts, since snapshot ids stay fixed for
@@ -78,7 +76,7 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 // snapshot names few manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
-func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, *int64, error) {
+func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
 	meta := h.write
 	spec := meta.PartitionSpec()
 	schema := meta.CurrentSchema()
@@ -87,7 +85,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 
 	parent, err := h.currentSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var parentID *int64
 	var baseManifests []iceberg.ManifestFile
@@ -96,7 +94,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		id := parent.SnapshotID
 		parentID = &id
 		if baseManifests, err = t.parentManifests(ctx, parent); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if parent.Summary != nil {
 			prevSummary = parent.Summary.Properties
@@ -106,12 +104,12 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	if c.snapIDs == nil {
 		c.snapIDs = map[string]int64{}
 		c.own = map[string]iceberg.ManifestFile{}
-		c.listRefs = map[string][]string{}
 		c.commitID = uuid.New()
 	}
 	for _, p := range pending {
 		if _, ok := c.snapIDs[p.BatchID]; !ok {
 			c.snapIDs[p.BatchID] = newSnapshotID(h, c.snapIDs)
+			c.ours[c.snapIDs[p.BatchID]] = true
 		}
 	}
 	seq0 := h.lastSeq
@@ -123,7 +121,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	var own []*Prepared
 	for i, p := range pending {
 		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) || len(p.files) == 0 {
-			continue // a batch without rows has no manifest of its own
+			continue
 		}
 		own = append(own, p)
 	}
@@ -147,7 +145,7 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 	// replaces.
 	var merged iceberg.ManifestFile
 	kept := baseManifests
-	if merge && !noFiles(pending) {
+	if merge {
 		var absorbed []iceberg.ManifestFile
 		if len(baseManifests)+1 >= props.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) {
 			target := int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault))
@@ -160,20 +158,26 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 				}
 			}
 		}
-		g.Go(func() (err error) {
-			merged, err = t.writeMergedManifest(gctx, c, spec, schema, pending, seq0, absorbed)
-			return err
-		})
+		entries := len(absorbed)
+		for _, p := range pending {
+			entries += len(p.files)
+		}
+		if entries > 0 { // a commit of batches without rows adds no manifest
+			g.Go(func() (err error) {
+				merged, err = t.writeMergedManifest(gctx, c, spec, schema, pending, seq0, absorbed)
+				return err
+			})
+		}
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i, p := range own {
 		c.own[p.BatchID] = written[i]
 	}
 
 	// One manifest list per snapshot, newest manifests first.
-	now := time.Now().UnixMilli()
+	now := t.lake.now().UnixMilli()
 	schemaID := schema.ID
 	snaps := make([]table.Snapshot, len(pending))
 	var lastFiles []iceberg.ManifestFile
@@ -190,12 +194,13 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 			pid = &prev
 		}
 		var files []iceberg.ManifestFile
-		switch {
-		case merge && i == last && merged != nil:
-			files = append(files, sequenced(merged, seq))
-		case !(merge && i == last):
+		if merge && i == last {
+			if merged != nil {
+				files = append(files, sequenced(merged, seq))
+			}
+		} else {
 			for j := i; j >= 0; j-- {
-				if mf, ok := c.own[pending[j].BatchID]; ok {
+				if mf := c.own[pending[j].BatchID]; mf != nil {
 					files = append(files, sequenced(mf, seq0+int64(j)+1))
 				}
 			}
@@ -218,7 +223,8 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		for _, f := range files {
 			refs = append(refs, f.FilePath())
 		}
-		c.listRefs[snaps[i].ManifestList] = refs
+		a.refs = append(a.refs, snaps[i].ManifestList)
+		a.refs = append(a.refs, refs...)
 		g.Go(func() error {
 			var buf bytes.Buffer
 			if err := iceberg.WriteManifestList(2, &buf, id, pid, &seq, 0, files); err != nil {
@@ -228,21 +234,11 @@ func (t *Table) stage(ctx context.Context, c *committer, h *head, pending []*Pre
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c.lastList = snaps[last].ManifestList
-	c.lastManifests = lastFiles
-	return snaps, parentID, nil
-}
-
-// noFiles reports whether no batch of ps has a data file.
-func noFiles(ps []*Prepared) bool {
-	for _, p := range ps {
-		if len(p.files) > 0 {
-			return false
-		}
-	}
-	return true
+	a.lastList = snaps[last].ManifestList
+	a.lastManifests = lastFiles
+	return snaps, nil
 }
 
 // sequenced returns mf with its sequence numbers assigned: seq, and seq as
@@ -286,7 +282,7 @@ func (t *Table) parentManifests(ctx context.Context, parent *table.Snapshot) ([]
 // writeMergedManifest writes the last snapshot's manifest: the commit's data
 // files (the last batch's ADDED, the others EXISTING with their snapshot ids
 // and sequence numbers seq0+1...) and the live entries of absorbed.
-func (t *Table) writeMergedManifest(ctx context.Context, c *committer, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
 	pending []*Prepared, seq0 int64, absorbed []iceberg.ManifestFile,
 ) (iceberg.ManifestFile, error) {
 	old := make([][]iceberg.ManifestEntry, len(absorbed))
@@ -338,37 +334,54 @@ func (t *Table) writeMergedManifest(ctx context.Context, c *committer, spec iceb
 
 // writeManifest encodes one data manifest (format v2) with the entries add
 // writes and stores it under the table's metadata folder.
-func (t *Table) writeManifest(ctx context.Context, c *committer, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+func (t *Table) writeManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
-	var buf bytes.Buffer
-	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := add(w); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
 	name := fmt.Sprintf("%s-m%d.avro", c.commitID, c.manifestSeq.Add(1))
-	mf, err := w.ToManifestFile(t.lake.tableLocation(t.name)+"/metadata/"+name, int64(buf.Len()))
+	mf, body, err := encodeManifest(spec, schema, snapshotID, t.lake.tableLocation(t.name)+"/metadata/"+name, add)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, err
 	}
-	if err := t.putMetadataFile(ctx, c, name, buf.Bytes()); err != nil {
+	if err := t.putMetadataFile(ctx, c, name, body); err != nil {
 		return nil, err
 	}
 	return mf, nil
 }
 
+// encodeManifest encodes one data manifest (format v2) of snapshotID with
+// the entries add writes, to be stored at location.
+func encodeManifest(spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, location string,
+	add func(*iceberg.ManifestWriter) error,
+) (iceberg.ManifestFile, []byte, error) {
+	var buf bytes.Buffer
+	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := add(w); err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	mf, err := w.ToManifestFile(location, int64(buf.Len()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest: %w", err)
+	}
+	return mf, buf.Bytes(), nil
+}
+
 // putMetadataFile stores body as metadata/<name> of the table and records
 // it for cleanup if the commit does not use it.
-func (t *Table) putMetadataFile(ctx context.Context, c *committer, name string, body []byte) error {
+func (t *Table) putMetadataFile(ctx context.Context, c *appendMutation, name string, body []byte) error {
 	c.mu.Lock()
 	c.written = append(c.written, t.lake.tableLocation(t.name)+"/metadata/"+name)
 	c.mu.Unlock()
+	return t.putFile(ctx, name, body)
+}
+
+// putFile stores body as metadata/<name> of the table.
+func (t *Table) putFile(ctx context.Context, name string, body []byte) error {
 	if _, err := t.lake.store.Put(ctx, metadataPrefix(t.name)+name, bytes.NewReader(body),
 		storage.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
@@ -392,13 +405,6 @@ func snapshotSummary(p *Prepared, prev iceberg.Properties) *table.Summary {
 	setPositive(out, summaryAddedFilesSize, size)
 	setPositive(out, summaryAddedDataFiles, int64(len(p.files)))
 	setPositive(out, summaryAddedRecords, records)
-	if len(p.files) == 0 {
-		// A batch without rows still carries the counters every append
-		// snapshot has (timelake-format.md, "Snapshots and batch ids").
-		for _, k := range []string{summaryAddedFilesSize, summaryAddedDataFiles, summaryAddedRecords} {
-			out[k] = "0"
-		}
-	}
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}

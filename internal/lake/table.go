@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -73,8 +74,7 @@ func (t *Table) view() tableView {
 	return tableView{arrowSc: t.arrowSc, contract: t.contract,
 		// The metadata without history: iceberg-go copies every snapshot
 		// (and its summary) of the metadata it is given on each call.
-		iceberg: table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.head.write,
-			t.metadataLocation(t.version), t.lake.fsF, &committer{lake: t.lake, name: t.name})}
+		iceberg: table.New(t.ident(), t.head.write, t.metadataLocation(t.version), t.lake.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -142,14 +142,27 @@ func (t *Table) ArrowSchema() *arrow.Schema {
 }
 
 // Iceberg returns an iceberg-go table for reads (scans, inspection). Writes
-// must go through Append or Prepare and Commit.
+// must go through this package (Append or Prepare and Commit, Expire,
+// RollbackTo, ...): its catalog refuses commits.
 func (t *Table) Iceberg() *table.Table {
-	return t.iceberg(&committer{lake: t.lake, name: t.name})
+	h, v := t.loaded()
+	return table.New(t.ident(), t.metadataOf(h), t.metadataLocation(v), t.lake.fsF, readOnly{})
 }
 
-func (t *Table) iceberg(c *committer) *table.Table {
-	h, v := t.loaded()
-	return table.New(table.Identifier{t.name.Namespace, t.name.Name}, t.metadataOf(h), t.metadataLocation(v), t.lake.fsF, c)
+func (t *Table) ident() table.Identifier { return table.Identifier{t.name.Namespace, t.name.Name} }
+
+// readOnly is the catalog of the iceberg-go tables handed out for reads:
+// every change of a table goes through the commit protocol (commit.go).
+type readOnly struct{}
+
+var errReadOnly = errors.New("internal: iceberg-go tables of package lake are read-only; commit through lake")
+
+func (readOnly) LoadTable(context.Context, table.Identifier) (*table.Table, error) {
+	return nil, errReadOnly
+}
+
+func (readOnly) CommitTable(context.Context, table.Identifier, []table.Requirement, []table.Update) (table.Metadata, string, error) {
+	return nil, "", errReadOnly
 }
 
 // Refresh reloads the newest version.

@@ -3,6 +3,11 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // ExitCode is the process exit status, a documented contract
@@ -20,16 +25,24 @@ const (
 	ExitCancelled ExitCode = 130 // interrupted (SIGINT/SIGTERM)
 )
 
-// FlagError is a usage error: main prints it with a hint to run --help and
-// exits with ExitUsage.
-type FlagError struct{ Err error }
+// UsageError is a usage error: a bad flag, argument, subcommand or
+// setting. main prints it with a hint to run --help and exits with
+// ExitUsage.
+type UsageError struct{ Err error }
 
-func (e *FlagError) Error() string { return e.Err.Error() }
-func (e *FlagError) Unwrap() error { return e.Err }
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
 
-// FlagErrorf builds a FlagError.
-func FlagErrorf(format string, a ...any) error {
-	return &FlagError{Err: fmt.Errorf(format, a...)}
+// UsageErrorf builds a UsageError.
+func UsageErrorf(format string, a ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, a...)}
+}
+
+// IsUsage reports whether err is a usage error: a *UsageError, or a bad or
+// missing setting (settings.IsUsage).
+func IsUsage(err error) bool {
+	var ue *UsageError
+	return errors.As(err, &ue) || settings.IsUsage(err)
 }
 
 // ErrPartial is returned by ingest after it reported a run in which some
@@ -45,3 +58,62 @@ type SilentError struct {
 
 func (e *SilentError) Error() string { return e.Err.Error() }
 func (e *SilentError) Unwrap() error { return e.Err }
+
+// FlagErrorFunc is the root's cobra flag error function: every flag error
+// (unknown flag, missing value, a value the setting's kind refuses) is a
+// UsageError; a refused value keeps the setting's own message.
+func FlagErrorFunc(_ *cobra.Command, err error) error {
+	var ve *settings.ValueError
+	if errors.As(err, &ve) {
+		return &UsageError{Err: ve}
+	}
+	return &UsageError{Err: err}
+}
+
+// TypeUsageErrors makes the argument errors of every command below root
+// usage errors by type: each command's Args validator (cobra.NoArgs,
+// cobra.MaximumNArgs, ...) is wrapped so that what it returns is a
+// *UsageError. A command group (subcommands, no run function of its own)
+// gets GroupArgs and ShowHelp: a bare group prints its help (exit 0), an
+// unknown subcommand is a usage error (exit 2). Call it once the tree is
+// complete (cobra's completion command included: InitDefaultCompletionCmd).
+func TypeUsageErrors(root *cobra.Command) {
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args, c.RunE = GroupArgs, ShowHelp
+		}
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return &UsageError{Err: err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// GroupArgs is the Args of a command group: an argument is an unknown
+// subcommand, reported with the nearest names ("did you mean").
+func GroupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg)
+}
+
+// ShowHelp is the run function of a command group: it prints the group's
+// help.
+func ShowHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }

@@ -1,15 +1,12 @@
-// Package cmdutil holds what every command shares: the Factory that resolves
-// settings (flags > environment > --env-file) and builds clients lazily, and
-// the typed errors that main maps to exit codes.
+// Package cmdutil holds what every command shares: the Factory that loads
+// the settings (flags > environment > --env-file, internal/settings) and
+// builds clients lazily, and the typed errors that main maps to exit codes.
 package cmdutil
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
@@ -17,15 +14,8 @@ import (
 	"github.com/timelake/timelake/internal/config"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
-)
-
-// Environment variables of the S3 connection. The endpoint variables are
-// tried in this order (DESIGN.md, "Settings").
-var (
-	EndpointEnv      = []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}
-	RegionEnv        = []string{"AWS_REGION", "AWS_DEFAULT_REGION"}
-	VirtualHostedEnv = []string{"TIMELAKE_S3_VIRTUAL_HOSTED"}
 )
 
 // Factory is built once per invocation. Nothing in it does I/O until a
@@ -34,32 +24,69 @@ type Factory struct {
 	IO     *iostreams.IOStreams
 	Getenv func(string) (string, bool)
 
-	// Global flag values, bound by the root command.
-	EnvFile  string
+	// Global settings, set by ResolveGlobals before a command runs.
+	EnvFile  config.Setting // the env file's path (Value) and where it came from
 	JSON     bool
 	LogLevel string
 
-	env    *config.Env
-	logger *slog.Logger
-	s3     *s3.Client
-	s3cfg  storage.S3Config
+	globals bool // ResolveGlobals ran
+	env     *config.Env
+	logger  *slog.Logger
+	s3      *s3.Client
+	s3cfg   storage.S3Config
 }
 
-// Env returns the settings lookup (environment, then the env file).
+// ResolveGlobals reads the root's settings for cmd: --env-file (from the
+// flag or the environment: the file cannot name itself), --json, and
+// --log-level (which the env file may also set; an env file that cannot be
+// read is left to the command to report). The root calls it before any
+// command runs. Errors: a bad value (*settings.ValueError).
+func (f *Factory) ResolveGlobals(cmd *cobra.Command) error {
+	boot := f.environment()
+	r := settings.NewResolver(cmd.Flags(), boot)
+	_, f.EnvFile, _ = settings.EnvFile.Resolve(r)
+	f.JSON = settings.JSON.Get(r)
+	f.globals = true
+	env, err := f.Env()
+	if err != nil {
+		env = boot
+	}
+	r = settings.NewResolver(cmd.Flags(), env)
+	f.LogLevel = settings.LogLevel.Get(r)
+	return r.Err()
+}
+
+// environment is the settings lookup without env file.
+func (f *Factory) environment() *config.Env {
+	e, _ := config.LoadEnv("", f.Getenv) // no file: cannot fail
+	return e
+}
+
+// Env returns the settings lookup (environment, then the env file). An env
+// file that cannot be read or parsed is a usage error.
 func (f *Factory) Env() (*config.Env, error) {
 	if f.env != nil {
 		return f.env, nil
 	}
-	path := f.EnvFile
-	if path == "" {
-		path, _ = f.Getenv("TIMELAKE_ENV_FILE")
+	if !f.globals { // a command run without the root (tests)
+		_, f.EnvFile, _ = settings.EnvFile.Resolve(settings.NewResolver(nil, f.environment()))
 	}
-	e, err := config.LoadEnv(path, f.Getenv)
+	e, err := config.LoadEnv(f.EnvFile.Value, f.Getenv)
 	if err != nil {
-		return nil, &FlagError{Err: err} // a settings problem: exit 2
+		return nil, &UsageError{Err: err} // a settings problem: exit 2
 	}
 	f.env = e
 	return e, nil
+}
+
+// Settings returns the resolver of cmd's settings: its flags, then the
+// environment, then the env file.
+func (f *Factory) Settings(cmd *cobra.Command) (*settings.Resolver, error) {
+	env, err := f.Env()
+	if err != nil {
+		return nil, err
+	}
+	return settings.NewResolver(cmd.Flags(), env), nil
 }
 
 // Logger returns the stderr logger at --log-level (text, or JSON with --json).
@@ -80,73 +107,36 @@ func (f *Factory) Logger() *slog.Logger {
 	return f.logger
 }
 
-// Resolve returns a setting from its flag if the user set it, else from the
-// first of envKeys found in the environment or env file, else the flag's
-// default.
-func (f *Factory) Resolve(cmd *cobra.Command, flag string, envKeys ...string) (config.Setting, error) {
-	fl := cmd.Flags().Lookup(flag)
-	if fl == nil {
-		return config.Setting{}, fmt.Errorf("internal: no flag --%s", flag)
-	}
-	if fl.Changed {
-		return config.Setting{Name: flag, Value: fl.Value.String(), Source: config.FromFlag}, nil
-	}
+// WarnExposedEnvFile logs a warning on stderr when the env file holds a
+// secret and other users can read it (settings.CheckEnvFile), with the
+// chmod that fixes it. An env file that cannot be read is not reported
+// here: the command fails on it.
+func (f *Factory) WarnExposedEnvFile() {
 	env, err := f.Env()
 	if err != nil {
-		return config.Setting{}, err
+		return
 	}
-	if v, k, src := env.Lookup(envKeys...); v != "" {
-		return config.Setting{Name: flag, Value: v, Source: src, Key: k}, nil
+	if x := settings.CheckEnvFile(env); x != nil {
+		f.Logger().Warn(x.Problem(), "fix", x.Fix())
 	}
-	return config.Setting{Name: flag, Value: fl.DefValue, Source: config.FromDefault}, nil
 }
 
-// MustResolve is Resolve for settings that are required: a missing one is a
-// usage error naming the flag and the variable.
-func (f *Factory) MustResolve(cmd *cobra.Command, flag string, envKeys ...string) (config.Setting, error) {
-	s, err := f.Resolve(cmd, flag, envKeys...)
-	if err != nil {
-		return s, err
-	}
-	if strings.TrimSpace(s.Value) == "" {
-		return s, FlagErrorf("missing setting: pass --%s or set %s", flag, strings.Join(envKeys, " or "))
-	}
-	return s, nil
-}
-
-// S3Config resolves the S3 connection settings.
+// S3Config resolves the S3 connection settings of cmd.
 func (f *Factory) S3Config(cmd *cobra.Command) (storage.S3Config, error) {
-	env, err := f.Env()
+	r, err := f.Settings(cmd)
 	if err != nil {
 		return storage.S3Config{}, err
 	}
-	endpoint, err := f.Resolve(cmd, "endpoint", EndpointEnv...)
-	if err != nil {
-		return storage.S3Config{}, err
+	cfg := storage.S3Config{
+		Endpoint:        settings.Endpoint.Get(r),
+		Region:          settings.Region.Get(r),
+		VirtualHosted:   settings.VirtualHosted.Get(r),
+		AccessKeyID:     settings.AccessKeyID.Get(r),
+		SecretAccessKey: settings.SecretAccessKey.Get(r),
+		SessionToken:    settings.SessionToken.Get(r),
+		Profile:         settings.Profile.Get(r),
 	}
-	region, err := f.Resolve(cmd, "region", RegionEnv...)
-	if err != nil {
-		return storage.S3Config{}, err
-	}
-	vh, err := f.Resolve(cmd, "s3-virtual-hosted", VirtualHostedEnv...)
-	if err != nil {
-		return storage.S3Config{}, err
-	}
-	virtual := false
-	if vh.Value != "" {
-		if virtual, err = strconv.ParseBool(vh.Value); err != nil {
-			return storage.S3Config{}, FlagErrorf("invalid %s=%q: expected true or false", vh.Describe(), vh.Value)
-		}
-	}
-	return storage.S3Config{
-		Endpoint:        endpoint.Value,
-		Region:          region.Value,
-		VirtualHosted:   virtual,
-		AccessKeyID:     env.Get("AWS_ACCESS_KEY_ID"),
-		SecretAccessKey: env.Get("AWS_SECRET_ACCESS_KEY"),
-		SessionToken:    env.Get("AWS_SESSION_TOKEN"),
-		Profile:         env.Get("AWS_PROFILE"),
-	}, nil
+	return cfg, r.Err()
 }
 
 // S3Client builds (once) the S3 client for the resolved settings.
@@ -161,7 +151,7 @@ func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client,
 	c, err := storage.NewS3Client(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidEndpoint) {
-			return nil, cfg, &FlagError{Err: err}
+			return nil, cfg, &UsageError{Err: err}
 		}
 		return nil, cfg, err
 	}
@@ -186,7 +176,7 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) (*lake.Lake, error) {
 	loc, err := storage.ParseLocation(uri, false)
 	if err != nil {
-		return nil, FlagErrorf("warehouse: %v", err)
+		return nil, UsageErrorf("warehouse: %v", err)
 	}
 	opts := lake.Options{Logger: f.Logger()}
 	if loc.IsS3() {
@@ -199,7 +189,20 @@ func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) 
 	return lake.Open(ctx, uri, opts)
 }
 
-// EnvHelp renders the "(env NAME)" suffix of a flag's help text.
-func EnvHelp(keys ...string) string {
-	return " (env " + strings.Join(keys, ", ") + ")"
+// AnnotationReportsEnvFile marks a command that reports an exposed env file
+// itself (env check), so the root does not log it.
+const AnnotationReportsEnvFile = "timelake/reports-env-file"
+
+// AnnotationTimedErrors marks a command whose final error line, in a pipe,
+// starts with a timestamp like its other output lines (ingest).
+const AnnotationTimedErrors = "timelake/timed-errors"
+
+// HasAnnotation reports whether cmd or one of its parents carries key.
+func HasAnnotation(cmd *cobra.Command, key string) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if _, ok := c.Annotations[key]; ok {
+			return true
+		}
+	}
+	return false
 }

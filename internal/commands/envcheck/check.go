@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -16,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -56,6 +58,7 @@ const (
 	CheckWarehouse     = "warehouse"
 	CheckTableName     = "table-name"
 	CheckLanding       = "landing"
+	CheckSettings      = "settings"
 	CheckEndpoint      = "endpoint"
 	CheckRegion        = "region"
 	CheckCredentials   = "credentials"
@@ -93,6 +96,10 @@ type CheckOptions struct {
 	ProbeID string
 }
 
+// DefaultTimeout bounds each network check (connect, each S3 call) unless
+// --timeout says otherwise (the registry's default of --timeout).
+var DefaultTimeout, _ = time.ParseDuration(settings.CheckTimeout.Default)
+
 // MinCleanupTimeout is the least time given to deleting probe objects.
 const MinCleanupTimeout = 5 * time.Second
 
@@ -114,8 +121,9 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) e
 		Long: `Run every check that "timelake ingest" depends on and print one row per check
 (name, ok/warn/fail/skip, what was found, how to fix it):
 
-  settings    warehouse, table name, landing bucket, endpoint, region and
-              where the credentials come from
+  settings    warehouse, table name, landing bucket, every other setting's
+              value (numbers, durations, sizes, names), endpoint, region
+              and where the credentials come from
   connect     the endpoint answers (DNS, TCP, TLS) within --timeout
   clock       the local clock is within 1 minute of the server's (SigV4
               fails beyond 15 minutes)
@@ -129,16 +137,21 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) e
 
 Probe objects are deleted even when a check fails. A failed check does not
 stop the others; checks that depend on it are skipped. The exit code is 1
-when any check failed, 0 otherwise (warnings included). Secrets are printed
-masked (first 4 characters).`,
+when any check failed, 0 otherwise (warnings included). Secrets are never
+printed, not one character; an env file holding one that other users can
+read is a warning.`,
 		Example: `  timelake env check --env-file timelake.env
   timelake env check --landing ./landing --warehouse ./lake --table iot.readings
   set -a; . ./timelake.env; set +a; timelake env check --json`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cmdutil.AnnotationReportsEnvFile: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			timeout, _ := cmd.Flags().GetDuration("timeout")
-			if timeout <= 0 {
-				return cmdutil.FlagErrorf("--timeout: expected a positive duration such as 5s, got %s", timeout)
+			// --timeout has no variable: it does not need the env file,
+			// which the env-file check reports on.
+			r := settings.NewResolver(cmd.Flags(), nil)
+			timeout := settings.CheckTimeout.Get(r)
+			if err := r.Err(); err != nil {
+				return err
 			}
 			s, err := resolveSettings(cmd, f)
 			if err != nil {
@@ -151,7 +164,7 @@ masked (first 4 characters).`,
 			return RunCheck(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().Duration("timeout", DefaultTimeout, "time limit of each network step (connect, each S3 call)")
+	settings.Bind(cmd.Flags(), settings.EnvCheck)
 	return cmd
 }
 
@@ -175,7 +188,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckEndpoint, CheckRegion,
+		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckEndpoint, CheckRegion,
 			CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
 			CheckLakeBucket, CheckLakeCommit, CheckTable} {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
@@ -275,7 +288,8 @@ func (c *checker) version() {
 	c.ok(CheckVersion, fmt.Sprintf("timelake %s, %s/%s, %s", build.String(), runtime.GOOS, runtime.GOARCH, runtime.Version()))
 }
 
-// envFile reports the env file; false when it cannot be read.
+// envFile reports the env file; false when it cannot be read. A relative
+// path and a file holding a secret that other users can read are warnings.
 func (c *checker) envFile() bool {
 	ef := c.opts.Settings.EnvFile
 	switch {
@@ -285,12 +299,23 @@ func (c *checker) envFile() bool {
 		return false
 	case ef.Path == "":
 		c.ok(CheckEnvFile, "none: settings come from flags and the environment")
-	case relativeEnvFile(ef.Path):
-		c.warn(CheckEnvFile, fmt.Sprintf("%s (from %s) is relative: it is read from the current folder, and cron starts jobs in $HOME", ef.Path, ef.Source),
-			"in crontab, cd to its folder first (cd $HOME/timelake && timelake ingest --env-file timelake.env) or give an absolute path")
-	default:
-		c.ok(CheckEnvFile, fmt.Sprintf("%s (from %s)", ef.Path, ef.Source))
+		return true
 	}
+	var problems, fixes []string
+	if relativeEnvFile(ef.Path) {
+		problems = append(problems, "is relative: it is read from the current folder, and cron starts jobs in $HOME")
+		fixes = append(fixes, "in crontab, cd to its folder first (cd $HOME/timelake && timelake ingest --env-file timelake.env) or give an absolute path")
+	}
+	if x := ef.Exposed; x != nil {
+		problems = append(problems, strings.TrimPrefix(x.Problem(), "env file "+x.Path+" "))
+		fixes = append(fixes, x.Fix())
+	}
+	detail := fmt.Sprintf("%s (from %s)", ef.Path, ef.Source)
+	if len(problems) == 0 {
+		c.ok(CheckEnvFile, detail)
+		return true
+	}
+	c.warn(CheckEnvFile, detail+" "+strings.Join(problems, "; it "), strings.Join(fixes, "; "))
 	return true
 }
 

@@ -9,30 +9,22 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// DefaultTimeout bounds each network check (connect, each S3 call) unless
-// --timeout says otherwise.
-const DefaultTimeout = 5 * time.Second
-
-// EnvFileEnv names the variable that gives the env file when --env-file is
-// not set (the root command reads the same one).
-const EnvFileEnv = "TIMELAKE_ENV_FILE"
-
-// Credential variables of the standard AWS chain that timelake reads itself.
-const (
-	AccessKeyEnv    = "AWS_ACCESS_KEY_ID"
-	SecretKeyEnv    = "AWS_SECRET_ACCESS_KEY"
-	SessionTokenEnv = "AWS_SESSION_TOKEN"
-	ProfileEnv      = "AWS_PROFILE"
+// Credential variables of the standard AWS chain that timelake reads
+// itself (internal/settings).
+var (
+	AccessKeyEnv    = settings.AccessKeyID.Name()
+	SecretKeyEnv    = settings.SecretAccessKey.Name()
+	SessionTokenEnv = settings.SessionToken.Name()
+	ProfileEnv      = settings.Profile.Name()
 )
 
 // RunFuncs replace the run functions of the group's commands in tests of
@@ -53,10 +45,7 @@ environment, then --env-file. Run "timelake env check --env-file timelake.env"
 on the poller host before you add the cron line.`,
 		Args: cobra.NoArgs,
 	}
-	pf := cmd.PersistentFlags()
-	pf.String("landing", "", "landing bucket: bucket name, s3://bucket/prefix, or a local folder"+cmdutil.EnvHelp(ingestcmd.LandingEnv...))
-	pf.String("warehouse", "", "warehouse: s3://bucket/prefix or a local folder"+cmdutil.EnvHelp(ingestcmd.WarehouseEnv...))
-	pf.String("table", "", "table name, namespace.table"+cmdutil.EnvHelp(ingestcmd.TableEnv...))
+	settings.Bind(cmd.PersistentFlags(), settings.Env)
 	if runF == nil {
 		runF = &RunFuncs{}
 	}
@@ -66,7 +55,7 @@ on the poller host before you add the cron line.`,
 
 // Settings are the resolved settings that env check and env show look at.
 // Values are as given; Credentials holds secrets and must only be printed
-// through config.Mask.
+// masked (settings.MaskSecret).
 type Settings struct {
 	EnvFile     EnvFile
 	Landing     config.Setting
@@ -79,6 +68,11 @@ type Settings struct {
 	// built from the settings (e.g. an invalid TIMELAKE_S3_VIRTUAL_HOSTED).
 	S3    storage.S3Config
 	S3Err error
+	// Checked counts the other settings of the registry with a variable
+	// that were validated; Invalid holds a *settings.ValueError for each
+	// bad one.
+	Checked int
+	Invalid []error
 }
 
 // EnvFile describes the env file of a run.
@@ -88,6 +82,9 @@ type EnvFile struct {
 	// Err is why the file could not be read; every other setting is then
 	// unknown.
 	Err error
+	// Exposed is set when the file holds a secret that other users can
+	// read.
+	Exposed *settings.Exposure
 }
 
 // Credentials says where the S3 credentials come from. Secret fields are
@@ -117,38 +114,38 @@ const (
 // errEnvFile marks settings that are unknown because the env file failed.
 var errEnvFile = errors.New("env file not readable")
 
-// resolveSettings reads every setting through the factory, as ingest does.
-// A missing setting is not an error here: the checks report it.
+// resolveSettings reads every setting through the factory, as ingest does,
+// and validates every value of the registry. A missing setting is not an
+// error here: the checks report it.
 func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	var s Settings
-	s.EnvFile.Path, s.EnvFile.Source = f.EnvFile, "--env-file"
-	if s.EnvFile.Path == "" {
-		if v, ok := f.Getenv(EnvFileEnv); ok && v != "" {
-			s.EnvFile.Path, s.EnvFile.Source = v, EnvFileEnv+" (environment)"
-		}
-	}
 	env, err := f.Env()
+	s.EnvFile.Path, s.EnvFile.Source = f.EnvFile.Value, f.EnvFile.Describe()
 	if err != nil {
 		s.EnvFile.Err = err
 		return s, nil
 	}
-	for _, r := range []struct {
-		dst  *config.Setting
-		flag string
-		keys []string
-	}{
-		{&s.Landing, "landing", ingestcmd.LandingEnv},
-		{&s.Warehouse, "warehouse", ingestcmd.WarehouseEnv},
-		{&s.Table, "table", ingestcmd.TableEnv},
-		{&s.Endpoint, "endpoint", cmdutil.EndpointEnv},
-		{&s.Region, "region", cmdutil.RegionEnv},
-	} {
-		if *r.dst, err = f.Resolve(cmd, r.flag, r.keys...); err != nil {
-			return s, err
-		}
-	}
+	s.EnvFile.Exposed = settings.CheckEnvFile(env)
+	r := settings.NewResolver(cmd.Flags(), env)
+	s.Landing = r.Lookup(&settings.Landing.Spec)
+	s.Warehouse = r.Lookup(&settings.Warehouse.Spec)
+	s.Table = r.Lookup(&settings.Table.Spec)
+	s.Endpoint = r.Lookup(&settings.Endpoint.Spec)
+	s.Region = r.Lookup(&settings.Region.Spec)
 	s.Credentials = credentialsFrom(env)
 	s.S3, s.S3Err = f.S3Config(cmd)
+	for _, spec := range settings.All() {
+		switch {
+		case len(spec.Env) == 0:
+			continue // a per-run flag: only a flag sets it
+		case spec == &settings.Landing.Spec, spec == &settings.Warehouse.Spec, spec == &settings.Table.Spec:
+			continue // checked by their own rows
+		}
+		s.Checked++
+		if err := spec.Check(r); err != nil {
+			s.Invalid = append(s.Invalid, err)
+		}
+	}
 	return s, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/envcheck"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // result is one run of the CLI.
@@ -260,6 +261,12 @@ func TestCheckSettings(t *testing.T) {
 			envcheck.CheckCredentials, envcheck.Fail, []string{`profile "lake" from AWS_PROFILE (environment)`}},
 		{"local only", map[string]string{"LANDING_BUCKET": "./landing", "TIMELAKE_WAREHOUSE": "./lake"},
 			envcheck.CheckEndpoint, envcheck.Skip, []string{"landing and warehouse are local folders"}},
+		{"every other value valid", map[string]string{"TIMELAKE_MAX_FILES": "10", "TIMELAKE_SPOOL_MIN_AGE": "30s"},
+			envcheck.CheckSettings, envcheck.OK, []string{"other settings valid"}},
+		{"bad number", map[string]string{"TIMELAKE_MAX_FILES": "abc"}, envcheck.CheckSettings, envcheck.Fail,
+			[]string{`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`, "docs/configuration.md"}},
+		{"bad values of other commands", map[string]string{"TIMELAKE_UPLOAD_PARALLEL": "0", "TIMELAKE_EXPIRE_OLDER_THAN": "soon"},
+			envcheck.CheckSettings, envcheck.Fail, []string{"TIMELAKE_UPLOAD_PARALLEL (environment)", "TIMELAKE_EXPIRE_OLDER_THAN (environment)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.check, func(t *testing.T) {
@@ -267,6 +274,22 @@ func TestCheckSettings(t *testing.T) {
 			r := checkJSON(t, tt.env, "--timeout", "1s")
 			r.expect(t, tt.check, tt.want, tt.text...)
 		})
+	}
+}
+
+// TestCheckRefusesBadValues checks that a bad value of any setting fails
+// env check (exit 1) naming the variable and where it came from.
+func TestCheckRefusesBadValues(t *testing.T) {
+	env, _, _ := localEnv(t)
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	if err := os.WriteFile(envFile, []byte("TIMELAKE_MAX_FILES=abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := checkJSON(t, env, "--env-file", envFile)
+	r.expect(t, envcheck.CheckSettings, envcheck.Fail, `TIMELAKE_MAX_FILES (env file): expected a whole number >= 0, got "abc"`)
+	if r.code != cmdutil.ExitFailed || r.report.OK {
+		t.Errorf("exit %d, ok %v; want 1 and false", r.code, r.report.OK)
 	}
 }
 
@@ -373,9 +396,7 @@ func TestCheckTimeoutFlag(t *testing.T) {
 	}}
 	// The root command owns the connection flags.
 	root := &cobra.Command{Use: "timelake"}
-	for _, fl := range []string{"endpoint", "region", "s3-virtual-hosted"} {
-		root.PersistentFlags().String(fl, "", "")
-	}
+	settings.Bind(root.PersistentFlags(), settings.Global)
 	root.AddCommand(envcheck.NewCmdEnv(f, &envcheck.RunFuncs{Check: func(_ context.Context, o *envcheck.CheckOptions) error {
 		got = o
 		return nil
@@ -449,16 +470,16 @@ func TestCheckOutput(t *testing.T) {
 			t.Fatalf("exit %d: %s%s", r.code, r.out, r.errOut)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-		if len(lines) != 16 {
-			t.Errorf("%d lines, want one per check (16):\n%s", len(lines), r.out)
+		if len(lines) != 18 {
+			t.Errorf("%d lines, want a header and one per check (17):\n%s", len(lines), r.out)
 		}
 		for _, l := range lines {
 			if f := strings.Split(l, "\t"); len(f) != 4 {
 				t.Errorf("line %q has %d tab-separated fields, want 4", l, len(f))
 			}
 		}
-		if !strings.HasPrefix(lines[0], "version\tok\ttimelake ") {
-			t.Errorf("first line %q", lines[0])
+		if lines[0] != "check\tresult\tdetail\tfix" || !strings.HasPrefix(lines[1], "version\tok\ttimelake ") {
+			t.Errorf("first lines %q", lines[:2])
 		}
 	})
 	t.Run("terminal", func(t *testing.T) {
@@ -479,12 +500,15 @@ func TestCheckOutput(t *testing.T) {
 func TestEnvShow(t *testing.T) {
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "timelake.env")
-	body := "AWS_ENDPOINT=https://t3.storage.dev\nAWS_SECRET_ACCESS_KEY=tsec_supersecretvalue\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_PARTITION=hour\n"
+	const secret, token = "tsec_Zq9xKp2wLm7vRt4yBn8j", "FQoGZXIvYXdzEJr8Hk3QwEaDMx7pL"
+	body := "AWS_ENDPOINT=https://t3.storage.dev\nAWS_SECRET_ACCESS_KEY=" + secret +
+		"\nAWS_SESSION_TOKEN='" + token + "'\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_PARTITION=hour\nTIMELAKE_MAX_FILES=50\n"
 	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
 		"AWS_ACCESS_KEY_ID": "tid_accesskeyvalue", "AWS_REGION": "auto", "LANDING_BUCKET": "my-lake-landing",
+		"TIMELAKE_UPLOAD_PREFIX": "site-3",
 	}
 	args := []string{"env", "show", "--env-file", envFile, "--warehouse", "s3://my-lake/warehouse"}
 
@@ -499,47 +523,82 @@ func TestEnvShow(t *testing.T) {
 		}
 		got := map[string]envcheck.ShownSetting{}
 		for _, s := range rows {
-			got[s.Name] = s
+			got[s.Name+" "+strings.Join(s.Commands, ",")] = s
 		}
-		want := []envcheck.ShownSetting{
-			{Name: "env-file", Value: envFile, Source: "flag"},
-			{Name: "landing", Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
-			{Name: "warehouse", Value: "s3://my-lake/warehouse", Source: "flag"},
-			{Name: "table", Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
-			{Name: "endpoint", Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
-			{Name: "region", Value: "auto", Source: "environment", Variable: "AWS_REGION"},
-			{Name: "AWS_ACCESS_KEY_ID", Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
-			{Name: "AWS_SECRET_ACCESS_KEY", Value: "tsec********", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
-			{Name: "AWS_SESSION_TOKEN"},
-			{Name: "credentials", Value: envcheck.CredStatic, Source: "derived"},
-			{Name: "partition", Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
-			{Name: "quarantine-prefix", Value: "_rejected/", Source: "default"},
-			{Name: "lease-ttl", Value: "10m0s", Source: "default"},
+		want := map[string]envcheck.ShownSetting{
+			"env-file all":                            {Value: envFile, Source: "flag"},
+			"landing ingest,upload,env":               {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
+			"warehouse ingest,tables,env":             {Value: "s3://my-lake/warehouse", Source: "flag"},
+			"table ingest,env":                        {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
+			"endpoint all":                            {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
+			"region all":                              {Value: "auto", Source: "environment", Variable: "AWS_REGION"},
+			"AWS_ACCESS_KEY_ID all":                   {Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
+			"AWS_SECRET_ACCESS_KEY all":               {Value: "set (25 characters)", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
+			"AWS_SESSION_TOKEN all":                   {Value: "set (29 characters)", Source: "env file", Variable: "AWS_SESSION_TOKEN"},
+			"credentials all":                         {Value: envcheck.CredStatic, Source: "derived"},
+			"partition ingest,tables create":          {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
+			"max-files ingest":                        {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
+			"quarantine-prefix ingest":                {Value: "_rejected/", Source: "default"},
+			"lease-ttl ingest":                        {Value: "10m", Source: "default"},
+			"prefix ingest":                           {},
+			"prefix upload":                           {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
+			"parallel upload":                         {Value: "4", Source: "default"},
+			"older-than tables expire":                {},
+			"time-column ingest,upload,tables create": {},
+			"log-level all":                           {Value: "warn", Source: "default"},
 		}
-		for _, w := range want {
-			if got[w.Name] != w {
-				t.Errorf("%s = %+v, want %+v", w.Name, got[w.Name], w)
+		for k, w := range want {
+			g, ok := got[k]
+			if !ok || g.Value != w.Value || g.Source != w.Source || g.Variable != w.Variable {
+				t.Errorf("%s = %+v (listed %v), want %+v", k, g, ok, w)
 			}
+		}
+		// Every setting that can come from a variable is listed, once.
+		listed := 0
+		for _, s := range settings.All() {
+			if len(s.Env) > 0 {
+				listed++
+				if _, ok := got[s.Name()+" "+strings.Join(s.CommandNames(), ",")]; !ok {
+					t.Errorf("setting %s (%v) not listed", s.Name(), s.Env)
+				}
+			}
+		}
+		if len(rows) != listed+1 { // and the derived credentials row
+			t.Errorf("%d rows, want %d", len(rows), listed+1)
+		}
+		if strings.Count(r.out, "\n") != 1 {
+			t.Errorf("--json in a pipe is not one line:\n%s", r.out)
 		}
 	})
 	t.Run("pipe", func(t *testing.T) {
 		r := execute(t, env, false, args...)
+		if !strings.HasPrefix(r.out, "setting\tvalue\tsource\tcommands\n") {
+			t.Errorf("no header line:\n%s", r.out)
+		}
 		for _, line := range []string{
-			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\n",
-			"warehouse\ts3://my-lake/warehouse\t--warehouse\n",
-			"AWS_SECRET_ACCESS_KEY\ttsec********\tAWS_SECRET_ACCESS_KEY (env file)\n",
-			"AWS_SESSION_TOKEN\t-\tnot set\n",
-			"time-column\t-\tnot set\n",
+			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, upload, env\n",
+			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, tables, env\n",
+			"AWS_SECRET_ACCESS_KEY\tset (25 characters)\tAWS_SECRET_ACCESS_KEY (env file)\tall\n",
+			"time-column\t-\tnot set\tingest, upload, tables create\n",
+			"max-files\t50\tTIMELAKE_MAX_FILES (env file)\tingest\n",
 		} {
 			if !strings.Contains(r.out, line) {
 				t.Errorf("missing line %q in:\n%s", line, r.out)
 			}
 		}
 	})
-	for _, tty := range []bool{false, true} {
-		r := execute(t, env, tty, args...)
-		if all := r.out + r.errOut; strings.Contains(all, "supersecretvalue") || strings.Contains(all, "accesskeyvalue") {
-			t.Errorf("tty=%v: a secret was printed:\n%s", tty, all)
+	// Not one 4-character piece of a secret is printed, in any form.
+	for _, mode := range [][]string{nil, {"--json"}} {
+		for _, tty := range []bool{false, true} {
+			r := execute(t, env, tty, append(args, mode...)...)
+			all := r.out + r.errOut
+			for _, sec := range []string{secret, token} {
+				for i := 0; i+4 <= len(sec); i++ {
+					if strings.Contains(all, sec[i:i+4]) {
+						t.Fatalf("tty=%v %v: %q of a secret was printed:\n%s", tty, mode, sec[i:i+4], all)
+					}
+				}
+			}
 		}
 	}
 }

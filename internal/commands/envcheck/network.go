@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // network runs the connect, clock and auth checks.
@@ -238,7 +239,7 @@ func (c *checker) auth(ctx context.Context) {
 		c.blockS3("no credentials")
 		return
 	}
-	key := config.Mask(creds.AccessKeyID)
+	key := settings.MaskKeyID(creds.AccessKeyID)
 	source := ""
 	if cr.Kind != CredStatic && creds.Source != "" {
 		source = "; credentials from " + creds.Source

@@ -10,6 +10,7 @@ import (
 
 	"github.com/timelake/timelake/internal/config"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -65,6 +66,17 @@ func (c *checker) settings(ctx context.Context) {
 			last.Result, last.Fix = Fail, "use a separate landing bucket or folder, or landing and warehouse prefixes that do not contain each other"
 			last.Detail += fmt.Sprintf("; the warehouse %s lies inside it, so ingest would take the lake's own files for landed files", c.warehouse)
 		}
+	}
+
+	// Every other value of the registry: numbers, durations, sizes, names.
+	if len(s.Invalid) == 0 {
+		c.ok(CheckSettings, fmt.Sprintf("%d other settings valid (docs/configuration.md)", s.Checked))
+	} else {
+		msgs := make([]string, len(s.Invalid))
+		for i, err := range s.Invalid {
+			msgs[i] = err.Error()
+		}
+		c.fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
 
 	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
@@ -173,9 +185,9 @@ func (c *checker) credentials(ctx context.Context) {
 			return
 		}
 		detail = fmt.Sprintf("static keys from %s: key id %s, secret %s", cr.From,
-			config.Mask(cr.AccessKeyID), config.Mask(cr.SecretAccessKey))
+			settings.MaskKeyID(cr.AccessKeyID), settings.MaskSecret(cr.SecretAccessKey))
 		if cr.SessionToken != "" {
-			detail += ", session token " + config.Mask(cr.SessionToken)
+			detail += ", session token " + settings.MaskSecret(cr.SessionToken)
 		}
 	case CredProfile:
 		detail = fmt.Sprintf("shared config profile %q from %s", cr.Profile, cr.From)

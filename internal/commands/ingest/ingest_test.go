@@ -2,8 +2,10 @@ package ingest_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -149,22 +151,31 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 	if err := os.WriteFile(badEnv, []byte("TIMELAKE_TABLE=iot.readings\nAWS_SECRET_ACCESS_KEY=\"tsec_SUPERSECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	sizeEnv := filepath.Join(dir, "size.env")
+	if err := os.WriteFile(sizeEnv, []byte("LANDING_BUCKET="+filepath.Join(dir, "l")+"\nTIMELAKE_WAREHOUSE="+filepath.Join(dir, "w")+
+		"\nTIMELAKE_TABLE=a.b\nTIMELAKE_MEMORY_BUDGET=lots\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
 		msg  string
+		env  map[string]string
 	}{
-		{"warehouse inside landing", []string{"ingest", "--landing", dir, "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap"},
-		{"landing inside warehouse", []string{"ingest", "--landing", filepath.Join(dir, "lake", "in"), "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap"},
-		{"bad quarantine prefix", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--quarantine-prefix", "../out/"}, "quarantine-prefix"},
-		{"env file syntax", []string{"ingest", "--env-file", badEnv}, "line 2"},
-		{"missing env file", []string{"ingest", "--env-file", filepath.Join(dir, "nope.env")}, "nope.env"},
-		{"endpoint without scheme", []string{"ingest", "--landing", "my-landing", "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--endpoint", "127.0.0.1:9000"}, "invalid S3 endpoint"},
-		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget"},
+		{"number from a variable", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b"},
+			`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`, map[string]string{"TIMELAKE_MAX_FILES": "abc"}},
+		{"size from the env file", []string{"ingest", "--env-file", sizeEnv}, `TIMELAKE_MEMORY_BUDGET (env file): expected a size`, nil},
+		{"warehouse inside landing", []string{"ingest", "--landing", dir, "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
+		{"landing inside warehouse", []string{"ingest", "--landing", filepath.Join(dir, "lake", "in"), "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
+		{"bad quarantine prefix", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--quarantine-prefix", "../out/"}, "quarantine-prefix", nil},
+		{"env file syntax", []string{"ingest", "--env-file", badEnv}, "line 2", nil},
+		{"missing env file", []string{"ingest", "--env-file", filepath.Join(dir, "nope.env")}, "nope.env", nil},
+		{"endpoint without scheme", []string{"ingest", "--landing", "my-landing", "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--endpoint", "127.0.0.1:9000"}, "invalid S3 endpoint", nil},
+		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ios, out, errOut := iostreams.Test()
-			code := commands.Execute(context.Background(), tc.args, ios, getenv(nil))
+			code := commands.Execute(context.Background(), tc.args, ios, getenv(tc.env))
 			if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), tc.msg) {
 				t.Fatalf("exit %d, want %d with %q\nstderr: %s", code, cmdutil.ExitUsage, tc.msg, errOut)
 			}
@@ -172,5 +183,98 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 				t.Fatal("a secret was printed")
 			}
 		})
+	}
+}
+
+// TestRunOutput checks ingest's output for a cron log: in a pipe every
+// line starts with its time (RFC 3339, UTC), the summary names the run's
+// start and duration, and --json is one line with started_at; on a
+// terminal lines carry no time.
+func TestRunOutput(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(landing, "gw", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Date(2026, 1, 5, 10, 0, 0, 0, time.FixedZone("CET", 3600))
+	exec := func(tty bool, extra ...string) (string, string) {
+		t.Helper()
+		clock := start
+		ios, out, errOut := iostreams.Test()
+		ios.SetStdoutTTY(tty)
+		f := &cmdutil.Factory{IO: ios, Getenv: getenv(nil)}
+		root := commands.NewRootCmd(f)
+		for _, c := range root.Commands() {
+			if c.Name() == "ingest" {
+				root.RemoveCommand(c)
+			}
+		}
+		root.AddCommand(ingestcmd.NewCmdIngest(f, func(ctx context.Context, o *ingestcmd.Options) error {
+			o.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
+			return ingestcmd.Run(ctx, o)
+		}))
+		root.SetArgs(append([]string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "iot.t"}, extra...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v\n%s", err, errOut)
+		}
+		return out.String(), errOut.String()
+	}
+
+	write("a.csv", "time,v\n2026-01-05T10:00:00Z,1\n")
+	out, _ := exec(false)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	stamp := regexp.MustCompile(`^2026-01-05T09:00:0\dZ `)
+	for _, l := range lines {
+		if !stamp.MatchString(l) {
+			t.Errorf("line without a UTC time: %q", l)
+		}
+	}
+	if !strings.HasPrefix(lines[0], "2026-01-05T09:00:02Z created table iot.t") ||
+		!regexp.MustCompile(`Z loaded +gw/a.csv  1 rows`).MatchString(out) {
+		t.Errorf("output:\n%s", out)
+	}
+	summary := regexp.MustCompile(`Z iot.t: 1 loaded \(1 rows\), 0 already loaded, 0 quarantined; current snapshot \d+ \(metadata v\d+\); ` +
+		`run started 2026-01-05T09:00:01Z, took \d+\.\ds$`)
+	if !summary.MatchString(lines[len(lines)-1]) {
+		t.Errorf("summary %q does not name the start and duration", lines[len(lines)-1])
+	}
+
+	write("b.csv", "time,v\n2026-01-05T11:00:00Z,2\n")
+	out, _ = exec(true)
+	if !strings.HasPrefix(out, "loaded          gw/b.csv  1 rows") || !strings.Contains(out, "; run started 2026-01-05T09:00:01Z, took ") {
+		t.Errorf("terminal output:\n%s", out)
+	}
+
+	write("c.csv", "time,v\n2026-01-05T12:00:00Z,3\n")
+	out, _ = exec(false, "--json")
+	var rep struct {
+		StartedAt time.Time `json:"started_at"`
+		Loaded    int       `json:"loaded"`
+		Seconds   float64   `json:"seconds"`
+	}
+	if strings.Count(out, "\n") != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Loaded != 1 ||
+		!rep.StartedAt.Equal(start.Add(time.Second)) || rep.StartedAt.Location() != time.UTC {
+		t.Errorf("--json in a pipe: %+v\n%s", rep, out)
+	}
+
+	out, _ = exec(false)
+	if !regexp.MustCompile(`^2026-01-05T09:00:02Z iot.t: nothing to load in .*; run started 2026-01-05T09:00:01Z, took \d+\.\ds\n$`).MatchString(out) {
+		t.Errorf("empty run: %q", out)
+	}
+}
+
+// TestTimedErrors checks that ingest's final error line in a pipe starts
+// with its time, like its other lines.
+func TestTimedErrors(t *testing.T) {
+	ios, _, errOut := iostreams.Test()
+	code := commands.Execute(context.Background(), []string{"ingest"}, ios, getenv(map[string]string{"TIMELAKE_MAX_FILES": "x"}))
+	if code != cmdutil.ExitUsage || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ Error: missing setting: pass --landing`).MatchString(errOut.String()) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

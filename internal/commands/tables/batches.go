@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // ErrNotLoaded is the error behind `tables batch` exiting with
@@ -39,16 +41,21 @@ were rolled back are not listed: they count as not loaded.`,
 		Example: `  timelake tables batches iot.readings --prefix gateway-7/`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &BatchesOptions{Output: output(f)}
-			opts.Prefix, _ = cmd.Flags().GetString("prefix")
-			var err error
+			r, err := f.Settings(cmd)
+			if err != nil {
+				return err
+			}
+			opts := &BatchesOptions{Output: output(f), Prefix: settings.BatchPrefix.Get(r)}
+			if err := r.Err(); err != nil {
+				return err
+			}
 			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunBatches)
 		},
 	}
-	cmd.Flags().String("prefix", "", "only batch ids that start with this prefix, e.g. gateway-7/")
+	settings.Bind(cmd.Flags(), settings.TablesBatches)
 	return cmd
 }
 
@@ -90,30 +97,31 @@ func RunBatches(ctx context.Context, opts *BatchesOptions) error {
 	return RenderBatches(opts.Output, opts.Table.String(), BuildBatchRows(t.Metadata(), opts.Prefix))
 }
 
-var batchColumns = []column{
-	{"batch id", "batch_id", false},
-	{"snapshot", "snapshot_id", true},
-	{"committed (utc)", "committed_at", false},
-	{"rows", "rows", true},
-	{"files", "data_files", true},
-	{"size", "size_bytes", true},
+var batchColumns = []iostreams.Column{
+	{Header: "batch id", Pipe: "batch_id"},
+	{Header: "snapshot", Pipe: "snapshot_id", Right: true},
+	{Header: "committed (utc)", Pipe: "committed_at"},
+	{Header: "rows", Right: true},
+	{Header: "files", Pipe: "data_files", Right: true},
+	{Header: "size", Pipe: "size_bytes", Right: true},
 }
 
 // RenderBatches prints rows of table.
 func RenderBatches(o Output, table string, rows []BatchRow) error {
 	if o.JSON {
-		return printJSON(o.Out, rows)
+		return o.IO.PrintJSON(rows)
 	}
-	if o.TTY && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.Out, "no batches in %s\n", table)
+	tty := o.tty()
+	if tty && len(rows) == 0 {
+		_, err := fmt.Fprintf(o.IO.Out, "no batches in %s\n", table)
 		return err
 	}
-	cells := make([][]string, 0, len(rows))
+	t := o.IO.NewTable(batchColumns...)
 	for _, r := range rows {
-		cells = append(cells, []string{r.BatchID, formatInt(r.SnapshotID), formatTime(&r.CommittedAt, o.TTY),
-			formatInt(r.Rows), formatInt(r.DataFiles), formatBytes(r.SizeBytes, o.TTY)})
+		t.AddRow(r.BatchID, formatInt(r.SnapshotID), formatTime(&r.CommittedAt, tty),
+			formatInt(r.Rows), formatInt(r.DataFiles), formatBytes(r.SizeBytes, tty))
 	}
-	return printTable(o.Out, o.TTY, batchColumns, cells)
+	return t.Render()
 }
 
 // BatchOptions are the inputs of `tables batch`.
@@ -197,14 +205,9 @@ func RunBatch(ctx context.Context, opts *BatchOptions) error {
 	return nil
 }
 
-var batchStatusColumns = []column{
-	{"", "batch_id", false},
-	{"", "status", false},
-	{"", "snapshot_id", false},
-	{"", "committed_at", false},
-	{"", "rows", false},
-	{"", "data_files", false},
-	{"", "size_bytes", false},
+var batchStatusColumns = []iostreams.Column{
+	{Pipe: "batch_id"}, {Pipe: "status"}, {Pipe: "snapshot_id"}, {Pipe: "committed_at"},
+	{Pipe: "rows"}, {Pipe: "data_files"}, {Pipe: "size_bytes"},
 }
 
 // RenderBatch prints st: a sentence on a terminal; in a pipe a header and
@@ -212,14 +215,14 @@ var batchStatusColumns = []column{
 func RenderBatch(o Output, st BatchStatus) error {
 	switch {
 	case o.JSON:
-		return printJSON(o.Out, st)
-	case o.TTY && st.Loaded:
-		_, err := fmt.Fprintf(o.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
+		return o.IO.PrintJSON(st)
+	case o.tty() && st.Loaded:
+		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
 			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"),
 			plural(*st.DataFiles, "data file"), HumanBytes(*st.SizeBytes))
 		return err
-	case o.TTY:
-		_, err := fmt.Fprintf(o.Out, "%s: not loaded into %s (no snapshot in the current ancestry has this batch id)\n",
+	case o.tty():
+		_, err := fmt.Fprintf(o.IO.Out, "%s: not loaded into %s (no snapshot in the current ancestry has this batch id)\n",
 			st.BatchID, st.Table)
 		return err
 	}
@@ -227,7 +230,8 @@ func RenderBatch(o Output, st BatchStatus) error {
 	if st.Loaded {
 		status = "loaded"
 	}
-	return printTable(o.Out, false, batchStatusColumns, [][]string{{st.BatchID, status,
-		optInt(st.SnapshotID, false), formatTime(st.CommittedAt, false), optInt(st.Rows, false),
-		optInt(st.DataFiles, false), optInt(st.SizeBytes, false)}})
+	t := o.IO.NewTable(batchStatusColumns...)
+	t.AddRow(st.BatchID, status, optInt(st.SnapshotID, false), formatTime(st.CommittedAt, false),
+		optInt(st.Rows, false), optInt(st.DataFiles, false), optInt(st.SizeBytes, false))
+	return t.Render()
 }

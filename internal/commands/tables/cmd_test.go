@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,7 +23,7 @@ func TestNewCmdTables(t *testing.T) {
 		env     map[string]string
 		want    func(t *testing.T, opts any)
 		wantErr string
-		usage   bool // a *cmdutil.FlagError
+		usage   bool // a usage error (cmdutil.IsUsage)
 	}{
 		{
 			name: "list",
@@ -74,7 +73,7 @@ func TestNewCmdTables(t *testing.T) {
 		{name: "show bad name", args: []string{"show", "a.b.c"}, env: env, usage: true, wantErr: `NAME: invalid table name "a.b.c"`},
 		{name: "show bad env name", args: []string{"show"}, env: map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "x/y"},
 			usage: true, wantErr: "TIMELAKE_TABLE (environment): invalid table name"},
-		{name: "show two names", args: []string{"show", "a", "b"}, env: env, wantErr: "accepts at most 1 arg(s)"},
+		{name: "show two names", args: []string{"show", "a", "b"}, env: env, usage: true, wantErr: "accepts at most 1 arg(s)"},
 		{
 			name: "snapshots limit since",
 			args: []string{"snapshots", "iot.other", "--limit", "5", "--since", "2026-01-05T10:00:00Z"},
@@ -128,7 +127,7 @@ func TestNewCmdTables(t *testing.T) {
 				}
 			},
 		},
-		{name: "batch no id", args: []string{"batch"}, env: env, wantErr: "accepts between 1 and 2 arg(s)"},
+		{name: "batch no id", args: []string{"batch"}, env: env, usage: true, wantErr: "accepts between 1 and 2 arg(s)"},
 		{
 			name: "files",
 			args: []string{"files", "iot.readings"},
@@ -197,6 +196,7 @@ func TestNewCmdTables(t *testing.T) {
 				got = opts
 				return nil
 			})
+			cmdutil.TypeUsageErrors(cmd)
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(ios.ErrOut)
 			cmd.SetErr(ios.ErrOut)
@@ -205,9 +205,8 @@ func TestNewCmdTables(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
 				}
-				var fe *cmdutil.FlagError
-				if tc.usage != errors.As(err, &fe) {
-					t.Errorf("FlagError: %v, want %v", errors.As(err, &fe), tc.usage)
+				if tc.usage != cmdutil.IsUsage(err) {
+					t.Errorf("usage error: %v, want %v", cmdutil.IsUsage(err), tc.usage)
 				}
 				return
 			}

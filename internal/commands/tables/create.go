@@ -17,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // CreateOptions are the inputs of `tables create`.
@@ -57,60 +58,29 @@ The settings that ingest reads from the environment are read here too
 			return run(cmd.Context(), opts, runF, RunCreate)
 		},
 	}
-	fl := cmd.Flags()
-	fl.String("from-file", "", "local CSV, TSV (optionally .gz) or Parquet file whose schema the table takes (required)")
-	fl.String("time-column", "", "time column (default: inferred)"+cmdutil.EnvHelp(ingestcmd.TimeColumnEnv...))
-	fl.String("series-key", "", "comma-separated columns that identify a series"+cmdutil.EnvHelp(ingestcmd.SeriesKeyEnv...))
-	fl.String("partition", "day", "time partition granularity: hour, day or month"+cmdutil.EnvHelp(ingestcmd.PartitionEnv...))
-	fl.String("time-unit", "", "unit of a numeric epoch time column: s, ms, us or ns"+cmdutil.EnvHelp(ingestcmd.TimeUnitEnv...))
-	fl.String("assume-timezone", "UTC", "IANA zone of text times written without an offset"+cmdutil.EnvHelp(ingestcmd.TimezoneEnv...))
+	settings.Bind(cmd.Flags(), settings.TablesCreate)
 	return cmd
 }
 
 func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*CreateOptions, error) {
-	opts := &CreateOptions{Output: output(f)}
-	opts.FromFile, _ = cmd.Flags().GetString("from-file")
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	opts := &CreateOptions{
+		Output:         output(f),
+		FromFile:       settings.FromFile.Get(r),
+		TimeColumn:     settings.TimeColumn.Get(r),
+		SeriesKey:      settings.SeriesKey.Get(r),
+		Partition:      settings.Partition.Get(r),
+		TimeUnit:       settings.TimeUnit.Get(r),
+		AssumeLocation: settings.AssumeTimezone.Get(r),
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(opts.FromFile) == "" {
-		return nil, cmdutil.FlagErrorf("--from-file is required")
-	}
-	get := func(flag string, env []string) (string, error) {
-		s, err := f.Resolve(cmd, flag, env...)
-		return s.Value, err
-	}
-	var err error
-	if opts.TimeColumn, err = get("time-column", ingestcmd.TimeColumnEnv); err != nil {
-		return nil, err
-	}
-	sk, err := get("series-key", ingestcmd.SeriesKeyEnv)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range strings.Split(sk, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			opts.SeriesKey = append(opts.SeriesKey, k)
-		}
-	}
-	part, err := get("partition", ingestcmd.PartitionEnv)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Partition, err = lake.ParseGranularity(part); err != nil {
-		return nil, cmdutil.FlagErrorf("--partition: %v", err)
-	}
-	if opts.TimeUnit, err = get("time-unit", ingestcmd.TimeUnitEnv); err != nil {
-		return nil, err
-	}
-	switch opts.TimeUnit {
-	case "", "s", "ms", "us", "ns":
-	default:
-		return nil, cmdutil.FlagErrorf("--time-unit: invalid unit %q (expected s, ms, us or ns)", opts.TimeUnit)
-	}
-	tz, err := get("assume-timezone", ingestcmd.TimezoneEnv)
-	if err != nil {
-		return nil, err
-	}
-	if opts.AssumeLocation, err = time.LoadLocation(tz); err != nil {
-		return nil, cmdutil.FlagErrorf("--assume-timezone: unknown time zone %q (expected an IANA name such as Europe/Berlin)", tz)
+		return nil, cmdutil.UsageErrorf("--from-file is required")
 	}
 	if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 		return nil, err
@@ -164,8 +134,8 @@ func BuildCreated(name lake.TableName, meta table.Metadata, fromFile string) *in
 // RenderCreated prints c: ingest's "created table" text, or c as JSON.
 func RenderCreated(o Output, c *ingest.Created) error {
 	if o.JSON {
-		return printJSON(o.Out, c)
+		return o.IO.PrintJSON(c)
 	}
-	_, err := io.WriteString(o.Out, ingestcmd.CreatedText(c))
+	_, err := io.WriteString(o.IO.Out, ingestcmd.CreatedText(c))
 	return err
 }

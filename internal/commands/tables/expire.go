@@ -9,6 +9,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // ExpireOptions are the inputs of `tables expire`.
@@ -47,26 +48,26 @@ history.expire.min-snapshots-to-keep (1).`,
   timelake tables expire --older-than 48h --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &ExpireOptions{Output: output(f)}
-			var err error
-			if s, _ := cmd.Flags().GetString("older-than"); s != "" {
-				if opts.OlderThan, err = ParseAge(s); err != nil || opts.OlderThan == 0 {
-					return cmdutil.FlagErrorf("--older-than: expected a duration above zero such as 48h or 7d, got %q", s)
-				}
+			r, err := f.Settings(cmd)
+			if err != nil {
+				return err
 			}
-			if opts.RetainLast, err = cmd.Flags().GetInt("retain-last"); err != nil || opts.RetainLast < 0 {
-				return cmdutil.FlagErrorf("--retain-last: expected a whole number >= 1 (0 or unset: the table's default)")
+			opts := &ExpireOptions{
+				Output:     output(f),
+				OlderThan:  settings.ExpireOlderThan.Get(r),
+				RetainLast: settings.ExpireRetainLast.Get(r),
+				DryRun:     settings.DryRun.Get(r),
 			}
-			opts.DryRun, _ = cmd.Flags().GetBool("dry-run")
+			if err := r.Err(); err != nil {
+				return err
+			}
 			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
 			}
 			return run(cmd.Context(), opts, runF, RunExpire)
 		},
 	}
-	cmd.Flags().String("older-than", "", "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d")
-	cmd.Flags().Int("retain-last", 0, "always keep the newest N snapshots; default: the table's history.expire.min-snapshots-to-keep, else 1")
-	cmd.Flags().Bool("dry-run", false, "list what would be expired; change nothing")
+	settings.Bind(cmd.Flags(), settings.TablesExpire)
 	return cmd
 }
 
@@ -123,20 +124,21 @@ func RunExpire(ctx context.Context, opts *ExpireOptions) error {
 // RenderExpire prints r: one JSON document with --json, else one line.
 func RenderExpire(o Output, r ExpireReport) error {
 	if o.JSON {
-		return printJSON(o.Out, r)
+		return o.IO.PrintJSON(r)
 	}
+	tty := o.tty()
 	var err error
 	switch {
 	case r.Expired == 0:
-		_, err = fmt.Fprintf(o.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
+		_, err = fmt.Fprintf(o.IO.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
 	case r.DryRun:
-		_, err = fmt.Fprintf(o.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would be forgotten\n",
-			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, o.TTY),
-			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, o.TTY), r.Kept)
+		_, err = fmt.Fprintf(o.IO.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would be forgotten\n",
+			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
+			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept)
 	default:
-		_, err = fmt.Fprintf(o.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are forgotten: a file re-sent under one loads again\n",
-			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, o.TTY),
-			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, o.TTY), r.Kept, r.Version)
+		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are forgotten: a file re-sent under one loads again\n",
+			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
+			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept, r.Version)
 	}
 	return err
 }

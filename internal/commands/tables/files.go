@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -153,46 +154,46 @@ func RunFiles(ctx context.Context, opts *FilesOptions) error {
 	return RenderFiles(opts.Output, opts.Table.String(), t.Location(), BuildFileRows(t.Metadata(), entries))
 }
 
-var fileColumns = []column{
-	{"partition", "partition", false},
-	{"rows", "rows", true},
-	{"size", "size_bytes", true},
-	{"snapshot", "snapshot_id", true},
-	{"path", "path", false},
+var fileColumns = []iostreams.Column{
+	{Header: "partition"},
+	{Header: "rows", Right: true},
+	{Header: "size", Pipe: "size_bytes", Right: true},
+	{Header: "snapshot", Pipe: "snapshot_id", Right: true},
+	{Header: "path"},
 }
 
 // RenderFiles prints rows of table. On a terminal paths are shown relative
 // to location (the table root) and a summary line follows.
 func RenderFiles(o Output, table, location string, rows []FileRow) error {
 	if o.JSON {
-		return printJSON(o.Out, rows)
+		return o.IO.PrintJSON(rows)
 	}
-	if o.TTY && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.Out, "no data files in %s\n", table)
+	tty := o.tty()
+	if tty && len(rows) == 0 {
+		_, err := fmt.Fprintf(o.IO.Out, "no data files in %s\n", table)
 		return err
 	}
-	cells := make([][]string, 0, len(rows))
+	t := o.IO.NewTable(fileColumns...)
 	var totalRows, totalBytes int64
 	partitions := map[string]bool{}
 	for _, r := range rows {
 		path := r.Path
-		if o.TTY {
+		if tty {
 			path = strings.TrimPrefix(path, strings.TrimSuffix(location, "/")+"/")
 		}
-		cells = append(cells, []string{optString(r.Partition, o.TTY), formatInt(r.Rows), formatBytes(r.SizeBytes, o.TTY),
-			formatInt(r.SnapshotID), path})
+		t.AddRow(optString(r.Partition, tty), formatInt(r.Rows), formatBytes(r.SizeBytes, tty), formatInt(r.SnapshotID), path)
 		totalRows += r.Rows
 		totalBytes += r.SizeBytes
 		partitions[r.Partition] = true
 	}
-	if err := printTable(o.Out, o.TTY, fileColumns, cells); err != nil {
+	if err := t.Render(); err != nil {
 		return err
 	}
-	if !o.TTY {
+	if !tty {
 		return nil
 	}
 	n := int64(len(rows))
-	_, err := fmt.Fprintf(o.Out, "%s in %s, %s, %s; %.1f files per partition, %s per file on average\n",
+	_, err := fmt.Fprintf(o.IO.Out, "%s in %s, %s, %s; %.1f files per partition, %s per file on average\n",
 		plural(n, "data file"), plural(int64(len(partitions)), "partition"), plural(totalRows, "row"), HumanBytes(totalBytes),
 		float64(n)/float64(len(partitions)), HumanBytes(totalBytes/n))
 	return err

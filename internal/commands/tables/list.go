@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -89,14 +90,14 @@ func RunList(ctx context.Context, opts *ListOptions) error {
 	return RenderList(opts.Output, opts.Lake.URI(), rows)
 }
 
-var listColumns = []column{
-	{"table", "table", false},
-	{"rows", "rows", true},
-	{"files", "data_files", true},
-	{"size", "size_bytes", true},
-	{"last commit (utc)", "last_commit_at", false},
-	{"snapshot", "snapshot_id", true},
-	{"version", "metadata_version", true},
+var listColumns = []iostreams.Column{
+	{Header: "table"},
+	{Header: "rows", Right: true},
+	{Header: "files", Pipe: "data_files", Right: true},
+	{Header: "size", Pipe: "size_bytes", Right: true},
+	{Header: "last commit (utc)", Pipe: "last_commit_at"},
+	{Header: "snapshot", Pipe: "snapshot_id", Right: true},
+	{Header: "version", Pipe: "metadata_version", Right: true},
 }
 
 // RenderList prints rows; warehouse names the warehouse when it is empty
@@ -105,41 +106,42 @@ var listColumns = []column{
 // them.
 func RenderList(o Output, warehouse string, rows []TableRow) error {
 	if o.JSON {
-		return printJSON(o.Out, rows)
+		return o.IO.PrintJSON(rows)
 	}
-	if o.TTY && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.Out, "no tables in %s\n", warehouse)
+	tty := o.tty()
+	if tty && len(rows) == 0 {
+		_, err := fmt.Fprintf(o.IO.Out, "no tables in %s\n", warehouse)
 		return err
 	}
 	cols := listColumns
-	if !o.TTY {
-		cols = append(slices.Clip(cols), column{"", "error", false})
+	if !tty {
+		cols = append(slices.Clip(cols), iostreams.Column{Pipe: "error"})
 	}
-	cells := make([][]string, 0, len(rows))
+	t := o.IO.NewTable(cols...)
 	var errs []string
 	for _, r := range rows {
-		if r.Error != "" && o.TTY {
+		if r.Error != "" && tty {
 			errs = append(errs, r.Table+": "+r.Error)
-			cells = append(cells, []string{r.Table, "-", "-", "-", "-", "-", "-"})
+			t.AddRow(r.Table, "-", "-", "-", "-", "-", "-")
 			continue
 		}
 		var c []string
 		if r.Error != "" { // pipe only
 			c = []string{r.Table, "", "", "", "", "", "", r.Error}
 		} else {
-			c = []string{r.Table, formatInt(r.Rows), formatInt(r.DataFiles), formatBytes(r.SizeBytes, o.TTY),
-				formatTime(r.LastCommitAt, o.TTY), optInt(r.SnapshotID, o.TTY), formatInt(int64(r.MetadataVersion))}
-			if !o.TTY {
+			c = []string{r.Table, formatInt(r.Rows), formatInt(r.DataFiles), formatBytes(r.SizeBytes, tty),
+				formatTime(r.LastCommitAt, tty), optInt(r.SnapshotID, tty), formatInt(int64(r.MetadataVersion))}
+			if !tty {
 				c = append(c, "")
 			}
 		}
-		cells = append(cells, c)
+		t.AddRow(c...)
 	}
-	if err := printTable(o.Out, o.TTY, cols, cells); err != nil {
+	if err := t.Render(); err != nil {
 		return err
 	}
 	for _, e := range errs {
-		if _, err := fmt.Fprintf(o.Out, "error: %s\n", e); err != nil {
+		if _, err := fmt.Fprintf(o.IO.Out, "error: %s\n", e); err != nil {
 			return err
 		}
 	}

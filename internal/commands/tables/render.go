@@ -2,26 +2,10 @@ package tables
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
-
-// Output is where and how a subcommand prints: an aligned table on a
-// terminal, tab-separated values with a header line in a pipe, or one JSON
-// document with --json.
-type Output struct {
-	Out  io.Writer // f.IO.Out
-	TTY  bool      // Out is a terminal
-	JSON bool      // --json
-}
 
 // Time formats. Commit times come from Iceberg's timestamp-ms, so machine
 // formats keep the milliseconds.
@@ -118,91 +102,4 @@ func optString(s string, tty bool) string {
 		return "-"
 	}
 	return s
-}
-
-// column is one column of a printed table: its terminal header, its pipe
-// header, and whether the terminal right-aligns it (numbers).
-type column struct {
-	tty, pipe string
-	right     bool
-}
-
-// printTable writes rows under cols: on a terminal, an aligned borderless
-// table (tablewriter) with upper-case headers and two spaces between
-// columns; in a pipe, the pipe headers
-// and the cells separated by tabs (tabs and newlines inside cells become
-// spaces). Every line ends with a newline.
-func printTable(w io.Writer, tty bool, cols []column, rows [][]string) error {
-	if !tty {
-		var b strings.Builder
-		hdr := make([]string, len(cols))
-		for i, c := range cols {
-			hdr[i] = c.pipe
-		}
-		b.WriteString(strings.Join(hdr, "\t"))
-		b.WriteByte('\n')
-		for _, r := range rows {
-			cells := make([]string, len(r))
-			for i, c := range r {
-				cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
-			}
-			b.WriteString(strings.Join(cells, "\t"))
-			b.WriteByte('\n')
-		}
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	align := make([]tw.Align, len(cols))
-	hdr := make([]string, len(cols))
-	for i, c := range cols {
-		align[i] = tw.AlignLeft
-		if c.right {
-			align[i] = tw.AlignRight
-		}
-		hdr[i] = strings.ToUpper(c.tty)
-	}
-	var b strings.Builder
-	t := tablewriter.NewTable(&b,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{ShowHeader: tw.Off, ShowFooter: tw.Off, BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
-			},
-		})),
-		tablewriter.WithPadding(tw.Padding{Right: "  ", Overwrite: true}),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{PerColumn: align}),
-		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	t.Header(hdr)
-	if err := t.Bulk(rows); err != nil {
-		return fmt.Errorf("render table: %w", err)
-	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("render table: %w", err)
-	}
-	// The last column is padded too: drop trailing blanks.
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(b.String(), "\n") {
-		if l != "" {
-			out.WriteString(strings.TrimRight(l, " \n") + "\n")
-		}
-	}
-	_, err := io.WriteString(w, out.String())
-	return err
-}
-
-// printJSON writes v as one indented JSON document.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write json: %w", err)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -53,9 +54,12 @@ type TableDetail struct {
 	Schema           Schema  `json:"schema"`
 	PartitionSpec    Spec    `json:"partition_spec"`
 	SortOrder        Order   `json:"sort_order"`
-	// Contract holds the timelake.* properties (timelake-format.md, "Table
-	// contract"), Properties all others.
+	// Contract holds the timelake.* properties of the table contract
+	// (timelake-format.md, "Table contract"), Maintenance the other
+	// timelake.* ones (docs/maintenance.md; the load history as its
+	// segment count), Properties all others.
 	Contract        map[string]string `json:"contract"`
+	Maintenance     map[string]string `json:"maintenance"`
 	Properties      map[string]string `json:"properties"`
 	CurrentSnapshot *SnapshotRow      `json:"current_snapshot"` // null without snapshots
 	Totals          Totals            `json:"totals"`
@@ -134,7 +138,7 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 		MetadataVersion: version, FormatVersion: meta.Version(), TableUUID: meta.TableUUID().String(),
 		LastUpdatedAt: At(meta.LastUpdatedMillis()),
 		Schema:        Schema{SchemaID: sc.ID, Columns: []Column{}},
-		Contract:      map[string]string{}, Properties: map[string]string{},
+		Contract:      map[string]string{}, Maintenance: map[string]string{}, Properties: map[string]string{},
 	}
 	for _, f := range sc.Fields() {
 		d.Schema.Columns = append(d.Schema.Columns, Column{ID: f.ID, Name: f.Name, Type: f.Type.String(), Required: f.Required, Doc: f.Doc})
@@ -163,9 +167,14 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 			Expr: term + " " + string(sf.Direction) + " " + string(sf.NullOrder)})
 	}
 	for k, v := range meta.Properties() {
-		if strings.HasPrefix(k, "timelake.") {
+		switch {
+		case k == lake.PropTimeColumn || k == lake.PropSeriesKey || k == lake.PropChunk || k == lake.PropFormatVersion:
 			d.Contract[k] = v
-		} else {
+		case k == lake.PropLoadHistory:
+			d.Maintenance[k] = plural(int64(len(strings.Split(v, ","))), "segment")
+		case strings.HasPrefix(k, "timelake."):
+			d.Maintenance[k] = v
+		default:
 			d.Properties[k] = v
 		}
 	}
@@ -199,10 +208,10 @@ func RunShow(ctx context.Context, opts *ShowOptions) error {
 // (docs/tables.md lists the record types).
 func RenderShow(o Output, d TableDetail) error {
 	if o.JSON {
-		return printJSON(o.Out, d)
+		return o.IO.PrintJSON(d)
 	}
-	if o.TTY {
-		return renderShowTTY(o.Out, d)
+	if o.tty() {
+		return renderShowTTY(o.IO.Out, d)
 	}
 	var b strings.Builder
 	rec := func(fields ...string) {
@@ -234,6 +243,9 @@ func RenderShow(o Output, d TableDetail) error {
 	for _, k := range slices.Sorted(maps.Keys(d.Contract)) {
 		rec("contract", k, d.Contract[k])
 	}
+	for _, k := range slices.Sorted(maps.Keys(d.Maintenance)) {
+		rec("maintenance", k, d.Maintenance[k])
+	}
 	for _, k := range slices.Sorted(maps.Keys(d.Properties)) {
 		rec("property", k, d.Properties[k])
 	}
@@ -249,7 +261,7 @@ func RenderShow(o Output, d TableDetail) error {
 	rec("data_files", formatInt(d.Totals.DataFiles))
 	rec("delete_files", formatInt(d.Totals.DeleteFiles))
 	rec("size_bytes", formatInt(d.Totals.SizeBytes))
-	_, err := io.WriteString(o.Out, b.String())
+	_, err := io.WriteString(o.IO.Out, b.String())
 	return err
 }
 
@@ -283,16 +295,20 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 	})
 
 	section(fmt.Sprintf("Schema (id %d)", d.Schema.SchemaID))
-	cols := make([][]string, 0, len(d.Schema.Columns))
+	var tb strings.Builder
+	cols := iostreams.NewTablePrinter(&tb, true,
+		iostreams.Column{Header: "id", Right: true}, iostreams.Column{Header: "name"},
+		iostreams.Column{Header: "type"}, iostreams.Column{Header: "required"})
 	for _, c := range d.Schema.Columns {
 		req := ""
 		if c.Required {
 			req = "yes"
 		}
-		cols = append(cols, []string{formatInt(int64(c.ID)), c.Name, c.Type, req})
+		cols.AddRow(formatInt(int64(c.ID)), c.Name, c.Type, req)
 	}
-	var tb strings.Builder
-	_ = printTable(&tb, true, []column{{"id", "", true}, {"name", "", false}, {"type", "", false}, {"required", "", false}}, cols)
+	if err := cols.Render(); err != nil {
+		return err
+	}
 	b.WriteString(indent(tb.String()))
 
 	section(fmt.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
@@ -334,6 +350,9 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		}
 	}
 	props("Timelake contract", d.Contract)
+	if len(d.Maintenance) > 0 {
+		props("Maintenance", d.Maintenance)
+	}
 	props("Properties", d.Properties)
 
 	section("Current snapshot")

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // SnapshotsOptions are the inputs of `tables snapshots`.
@@ -41,15 +42,13 @@ counts as not loaded).`,
   timelake tables snapshots --since 2026-01-05T00:00:00Z --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &SnapshotsOptions{Output: output(f)}
-			var err error
-			if opts.Limit, err = cmd.Flags().GetInt("limit"); err != nil || opts.Limit < 0 {
-				return cmdutil.FlagErrorf("--limit: expected a whole number >= 0")
+			r, err := f.Settings(cmd)
+			if err != nil {
+				return err
 			}
-			if s, _ := cmd.Flags().GetString("since"); s != "" {
-				if opts.Since, err = ParseSince(s, time.Now()); err != nil {
-					return cmdutil.FlagErrorf("--since: %v", err)
-				}
+			opts := &SnapshotsOptions{Output: output(f), Limit: settings.Limit.Get(r), Since: settings.SinceTime.Get(r)}
+			if err := r.Err(); err != nil {
+				return err
 			}
 			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 				return err
@@ -57,41 +56,8 @@ counts as not loaded).`,
 			return run(cmd.Context(), opts, runF, RunSnapshots)
 		},
 	}
-	cmd.Flags().Int("limit", 0, "show at most N snapshots, newest first (0: all)")
-	cmd.Flags().String("since", "", "only snapshots committed since an RFC 3339 time (2026-01-05T00:00:00Z) or a duration ago (90m, 24h, 7d)")
+	settings.Bind(cmd.Flags(), settings.TablesSnapshots)
 	return cmd
-}
-
-// ParseSince reads --since: an RFC 3339 time, a date (2026-01-05, UTC
-// midnight), or a duration before now (Go syntax such as 90m or 24h, plus
-// whole days such as 7d).
-func ParseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse("2006-01-02", s); err == nil {
-		return t, nil
-	}
-	if d, err := ParseAge(s); err == nil {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-05T10:00:00Z) nor a duration (24h, 7d)", s)
-}
-
-// ParseAge reads a duration >= 0: Go syntax such as 90m or 24h, or whole
-// days such as 7d.
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d, nil
-	}
-	return 0, fmt.Errorf("%q is not a duration (90m, 24h, 7d)", s)
 }
 
 // Snapshot states relative to the current snapshot.
@@ -174,38 +140,39 @@ func RunSnapshots(ctx context.Context, opts *SnapshotsOptions) error {
 	return RenderSnapshots(opts.Output, opts.Table.String(), BuildSnapshotRows(t.Metadata(), opts.Since, opts.Limit))
 }
 
-var snapshotColumns = []column{
-	{"snapshot", "snapshot_id", true},
-	{"parent", "parent_id", true},
-	{"committed (utc)", "committed_at", false},
-	{"operation", "operation", false},
-	{"+rows", "added_rows", true},
-	{"+files", "added_files", true},
-	{"+size", "added_bytes", true},
-	{"state", "state", false},
-	{"batch id", "batch_id", false},
+var snapshotColumns = []iostreams.Column{
+	{Header: "snapshot", Pipe: "snapshot_id", Right: true},
+	{Header: "parent", Pipe: "parent_id", Right: true},
+	{Header: "committed (utc)", Pipe: "committed_at"},
+	{Header: "operation"},
+	{Header: "+rows", Pipe: "added_rows", Right: true},
+	{Header: "+files", Pipe: "added_files", Right: true},
+	{Header: "+size", Pipe: "added_bytes", Right: true},
+	{Header: "state"},
+	{Header: "batch id", Pipe: "batch_id"},
 }
 
 // RenderSnapshots prints rows of table.
 func RenderSnapshots(o Output, table string, rows []SnapshotRow) error {
 	if o.JSON {
-		return printJSON(o.Out, rows)
+		return o.IO.PrintJSON(rows)
 	}
-	if o.TTY && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.Out, "no snapshots in %s\n", table)
+	tty := o.tty()
+	if tty && len(rows) == 0 {
+		_, err := fmt.Fprintf(o.IO.Out, "no snapshots in %s\n", table)
 		return err
 	}
-	cells := make([][]string, 0, len(rows))
+	t := o.IO.NewTable(snapshotColumns...)
 	for _, r := range rows {
 		batch := ""
 		if r.BatchID != nil {
 			batch = *r.BatchID
 		}
-		cells = append(cells, []string{formatInt(r.SnapshotID), optInt(r.ParentID, o.TTY), formatTime(&r.CommittedAt, o.TTY),
-			r.Operation, formatInt(r.AddedRows), formatInt(r.AddedFiles), formatBytes(r.AddedBytes, o.TTY),
-			r.State, optString(batch, o.TTY)})
+		t.AddRow(formatInt(r.SnapshotID), optInt(r.ParentID, tty), formatTime(&r.CommittedAt, tty),
+			r.Operation, formatInt(r.AddedRows), formatInt(r.AddedFiles), formatBytes(r.AddedBytes, tty),
+			r.State, optString(batch, tty))
 	}
-	return printTable(o.Out, o.TTY, snapshotColumns, cells)
+	return t.Render()
 }
 
 func summaryInt(p map[string]string, k string) int64 {

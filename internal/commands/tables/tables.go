@@ -3,9 +3,9 @@
 //
 // Each subcommand has an Options struct, a NewCmdX(f, runF) constructor
 // and a plain RunX(ctx, opts) function. Rows are built by pure functions
-// from Iceberg table metadata (table.Metadata) and rendered separately: an
-// aligned table on a terminal, tab-separated values in a pipe, one JSON
-// document with --json.
+// from Iceberg table metadata (table.Metadata) and rendered separately
+// through internal/iostreams: an aligned table on a terminal, tab-separated
+// values under a header line in a pipe, one JSON document with --json.
 package tables
 
 import (
@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
 )
 
 // NewCmdTables builds the `tables` group. runF, when not nil, replaces the
@@ -40,7 +41,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
   timelake tables snapshots --since 24h --env-file timelake.env`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().String("warehouse", "", "warehouse: s3://bucket/prefix or a local folder"+cmdutil.EnvHelp(ingestcmd.WarehouseEnv...))
+	settings.Bind(cmd.PersistentFlags(), settings.Tables)
 	cmd.AddCommand(
 		NewCmdList(f, adapt[ListOptions](runF)),
 		NewCmdShow(f, adapt[ShowOptions](runF)),
@@ -61,38 +62,53 @@ func adapt[T any](runF func(context.Context, any) error) func(context.Context, *
 	return func(ctx context.Context, o *T) error { return runF(ctx, o) }
 }
 
-// output returns the Output of f's streams.
-func output(f *cmdutil.Factory) Output {
-	return Output{Out: f.IO.Out, TTY: f.IO.IsStdoutTTY(), JSON: f.JSON}
+// Output is where and how a subcommand prints (internal/iostreams): a
+// table aligned on a terminal and tab-separated with a header line in a
+// pipe, or one JSON document with --json.
+type Output struct {
+	IO   *iostreams.IOStreams
+	JSON bool // --json
 }
+
+// tty reports whether stdout is a terminal.
+func (o Output) tty() bool { return o.IO.IsStdoutTTY() }
+
+// output returns the Output of f's streams.
+func output(f *cmdutil.Factory) Output { return Output{IO: f.IO, JSON: f.JSON} }
 
 // openLake resolves --warehouse / TIMELAKE_WAREHOUSE and opens it (no I/O
 // for a local folder; an S3 client for s3://).
 func openLake(cmd *cobra.Command, f *cmdutil.Factory) (*lake.Lake, error) {
-	ws, err := f.MustResolve(cmd, "warehouse", ingestcmd.WarehouseEnv...)
+	r, err := f.Settings(cmd)
 	if err != nil {
 		return nil, err
 	}
-	return f.OpenLake(cmd.Context(), cmd, ws.Value)
+	uri := settings.Warehouse.Require(r)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return f.OpenLake(cmd.Context(), cmd, uri)
 }
 
 // tableName parses the NAME argument, or TIMELAKE_TABLE when arg is empty.
-func tableName(f *cmdutil.Factory, arg string) (lake.TableName, error) {
-	src := "NAME"
-	if strings.TrimSpace(arg) == "" {
-		env, err := f.Env()
+func tableName(cmd *cobra.Command, f *cmdutil.Factory, arg string) (lake.TableName, error) {
+	if strings.TrimSpace(arg) != "" {
+		n, err := lake.ParseTableName(arg)
 		if err != nil {
-			return lake.TableName{}, err
+			return lake.TableName{}, cmdutil.UsageErrorf("NAME: %v", err)
 		}
-		v, k, from := env.Lookup(ingestcmd.TableEnv...)
-		if v == "" {
-			return lake.TableName{}, cmdutil.FlagErrorf("missing table: pass NAME or set %s", strings.Join(ingestcmd.TableEnv, " or "))
-		}
-		arg, src = v, k+" ("+string(from)+")"
+		return n, nil
 	}
-	n, err := lake.ParseTableName(arg)
+	r, err := f.Settings(cmd)
 	if err != nil {
-		return lake.TableName{}, cmdutil.FlagErrorf("%s: %v", src, err)
+		return lake.TableName{}, err
+	}
+	n, from, err := settings.Table.Resolve(r)
+	switch {
+	case err != nil:
+		return lake.TableName{}, err
+	case from.Source == "":
+		return lake.TableName{}, cmdutil.UsageErrorf("missing table: pass NAME or set %s", strings.Join(settings.Table.Env, " or "))
 	}
 	return n, nil
 }
@@ -101,7 +117,7 @@ func tableName(f *cmdutil.Factory, arg string) (lake.TableName, error) {
 // else TIMELAKE_TABLE) and opens the warehouse: what every command on one
 // table starts with.
 func tableAndLake(cmd *cobra.Command, f *cmdutil.Factory, args []string) (lake.TableName, *lake.Lake, error) {
-	n, err := tableName(f, firstArg(args))
+	n, err := tableName(cmd, f, firstArg(args))
 	if err != nil {
 		return lake.TableName{}, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -439,24 +440,38 @@ time_day=2026-01-06   300  4.6 KiB  6732267319869248205  data/time_day=2026-01-0
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, mode := range []struct {
-				name string
-				o    func(*bytes.Buffer) Output
-				want string
+				name      string
+				tty, json bool
+				want      string
 			}{
-				{"tty", func(b *bytes.Buffer) Output { return Output{Out: b, TTY: true} }, tc.tty},
-				{"pipe", func(b *bytes.Buffer) Output { return Output{Out: b} }, tc.pipe},
-				{"json", func(b *bytes.Buffer) Output { return Output{Out: b, TTY: true, JSON: true} }, ""},
+				{"tty", true, false, tc.tty},
+				{"pipe", false, false, tc.pipe},
+				{"json", true, true, ""},
+				{"json in a pipe", false, true, ""},
 			} {
-				var b bytes.Buffer
-				if err := tc.render(mode.o(&b)); err != nil {
+				ios, b, _ := iostreams.Test()
+				ios.SetStdoutTTY(mode.tty)
+				if err := tc.render(Output{IO: ios, JSON: mode.json}); err != nil {
 					t.Fatalf("%s: %v", mode.name, err)
 				}
-				if mode.name == "json" {
+				switch {
+				case mode.json && mode.tty:
 					checkGolden(t, tc.golden, b.Bytes())
-					continue
-				}
-				if got := b.String(); got != mode.want {
-					t.Errorf("%s output:\n%s\nwant:\n%s\ngot (quoted): %q", mode.name, got, mode.want, got)
+				case mode.json:
+					// The golden document on exactly one line.
+					var want bytes.Buffer
+					if golden, err := os.ReadFile(filepath.Join("testdata", "golden", tc.golden)); err != nil {
+						t.Fatal(err)
+					} else if err := json.Compact(&want, golden); err != nil {
+						t.Fatal(err)
+					}
+					if got := b.String(); got != want.String()+"\n" {
+						t.Errorf("%s output:\n%s\nwant one line:\n%s", mode.name, got, want.String())
+					}
+				default:
+					if got := b.String(); got != mode.want {
+						t.Errorf("%s output:\n%s\nwant:\n%s\ngot (quoted): %q", mode.name, got, mode.want, got)
+					}
 				}
 			}
 		})

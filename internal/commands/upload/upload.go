@@ -5,7 +5,6 @@ package upload
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -17,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
-	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/upload"
 )
 
@@ -29,26 +28,12 @@ const ProgressMinBytes = 4 << 20
 // Options are the resolved inputs of one upload command.
 type Options struct {
 	Config upload.Config
+	IO     *iostreams.IOStreams // file lines and summary or the --json document on Out; progress bars on ErrOut
 	JSON   bool
-	Out    io.Writer // file lines and summary, or the --json document
-	ErrOut io.Writer // progress bars
 	// Progress shows progress bars on ErrOut (it is a terminal) for files of
 	// at least ProgressMinBytes.
 	Progress bool
 }
-
-// Settings and the environment variables behind them.
-var (
-	// The landing bucket and the time-column settings are ingest's.
-	LandingEnv    = ingestcmd.LandingEnv
-	TimeColumnEnv = ingestcmd.TimeColumnEnv
-	TimeUnitEnv   = ingestcmd.TimeUnitEnv
-
-	GatewayEnv = []string{"TIMELAKE_GATEWAY"}
-	PrefixEnv  = []string{"TIMELAKE_UPLOAD_PREFIX"}
-	SpoolEnv   = []string{"TIMELAKE_SPOOL"}
-	DoneEnv    = []string{"TIMELAKE_SPOOL_DONE"}
-)
 
 // NewCmdUpload builds the command. runF replaces Run in tests of flag
 // parsing; nil means Run.
@@ -89,123 +74,62 @@ variable is named in each flag's help. See docs/gateways.md.`,
 			return Run(cmd.Context(), opts)
 		},
 	}
-	fl := cmd.Flags()
-	fl.String("landing", "", "landing bucket: bucket name, s3://bucket/prefix, or a local folder such as ./landing"+cmdutil.EnvHelp(LandingEnv...))
-	fl.String("gateway", "", "gateway name, the first segment of generated keys"+cmdutil.EnvHelp(GatewayEnv...))
-	fl.String("key", "", "explicit object key for a single file, instead of the generated one")
-	fl.String("prefix", "", "key prefix in front of every key, e.g. site-3"+cmdutil.EnvHelp(PrefixEnv...))
-	fl.String("time", string(upload.TimeModified), "time in generated keys: mtime (the file's modification time, stable across retries) or now")
-	fl.String("spool", "", "upload every file of this folder, oldest first, then delete it"+cmdutil.EnvHelp(SpoolEnv...))
-	fl.String("done", "", "with --spool: move uploaded files to this folder instead of deleting them"+cmdutil.EnvHelp(DoneEnv...))
-	fl.Duration("min-age", 0, "with --spool: skip files modified less than this long ago, e.g. 30s")
-	fl.Bool("gzip", false, "gzip CSV and TSV files on the way (the key ends in .gz)")
-	fl.Int("parallel", upload.DefaultParallel, "files uploaded at once (output stays in file order)")
-	fl.Bool("validate", true, "check each file (header, rows, time column) before sending it; --validate=false to skip")
-	fl.String("time-column", "", "time column for --validate (default: inferred as ingest does)"+cmdutil.EnvHelp(TimeColumnEnv...))
-	fl.String("time-unit", "", "unit of a numeric epoch time column for --validate: s, ms, us or ns"+cmdutil.EnvHelp(TimeUnitEnv...))
+	settings.Bind(cmd.Flags(), settings.Upload)
 	return cmd
 }
 
 func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, error) {
-	get := func(flag string, env []string) (string, error) {
-		s, err := f.Resolve(cmd, flag, env...)
-		return strings.TrimSpace(s.Value), err
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
 	}
-	var c upload.Config
-	var err error
-	c.Files = args
-	fl := cmd.Flags()
+	c := upload.Config{Files: args}
+	flagSet := cmd.Flags().Changed
 
 	// Files on the command line win over a spool folder from the
 	// environment; both on the command line is a usage error.
 	if len(args) == 0 {
-		if c.Spool, err = get("spool", SpoolEnv); err != nil {
-			return nil, err
-		}
-	} else if fl.Changed("spool") {
-		return nil, cmdutil.FlagErrorf("pass files or --spool, not both")
+		c.Spool = settings.Spool.Get(r)
+	} else if flagSet(settings.Spool.Flag) {
+		return nil, cmdutil.UsageErrorf("pass files or --spool, not both")
 	}
 	if len(args) == 0 && c.Spool == "" {
-		return nil, cmdutil.FlagErrorf("nothing to upload: pass files, or --spool DIR (or set %s)", strings.Join(SpoolEnv, " or "))
+		return nil, cmdutil.UsageErrorf("nothing to upload: pass files, or --spool DIR (or set %s)", strings.Join(settings.Spool.Env, " or "))
 	}
 	if c.Spool != "" {
-		if c.Done, err = get("done", DoneEnv); err != nil {
-			return nil, err
-		}
+		c.Done = settings.SpoolDone.Get(r)
 		if c.Done != "" && filepath.Clean(c.Done) == filepath.Clean(c.Spool) {
-			return nil, cmdutil.FlagErrorf("--done must be another folder than --spool")
+			return nil, cmdutil.UsageErrorf("--done must be another folder than --spool")
 		}
-		c.MinAge, _ = fl.GetDuration("min-age")
-		if c.MinAge < 0 {
-			return nil, cmdutil.FlagErrorf("--min-age must not be negative")
-		}
-	} else if fl.Changed("done") || fl.Changed("min-age") {
-		return nil, cmdutil.FlagErrorf("--done and --min-age only apply with --spool")
+		c.MinAge = settings.SpoolMinAge.Get(r)
+	} else if flagSet(settings.SpoolDone.Flag) || flagSet(settings.SpoolMinAge.Flag) {
+		return nil, cmdutil.UsageErrorf("--done and --min-age only apply with --spool")
 	}
 
-	c.Key, _ = fl.GetString("key")
-	if c.Key != "" {
+	if c.Key = settings.Key.Get(r); c.Key != "" {
 		if c.Spool != "" || len(args) != 1 {
-			return nil, cmdutil.FlagErrorf("--key names the object of exactly one file (not with --spool)")
-		}
-		if err := storage.ValidateKey(c.Key); err != nil {
-			return nil, cmdutil.FlagErrorf("--key: %v", err)
+			return nil, cmdutil.UsageErrorf("--key names the object of exactly one file (not with --spool)")
 		}
 	} else {
-		gw, err := f.MustResolve(cmd, "gateway", GatewayEnv...)
-		if err != nil {
-			return nil, err
-		}
-		c.Gateway = strings.TrimSpace(gw.Value)
-		if err := upload.ValidateGateway(c.Gateway); err != nil {
-			return nil, cmdutil.FlagErrorf("%s: %v", gw.Describe(), err)
-		}
+		c.Gateway = settings.Gateway.Require(r)
 	}
-	prefix, err := get("prefix", PrefixEnv)
-	if err != nil {
+	c.Prefix = settings.UploadPrefix.Get(r)
+	c.Time = settings.UploadTime.Get(r)
+	c.Gzip = settings.Gzip.Get(r)
+	c.Parallel = settings.UploadParallel.Get(r)
+	c.Validate = settings.Validate.Get(r)
+	c.ValidateOptions.TimeColumn = settings.TimeColumn.Get(r)
+	c.ValidateOptions.TimeUnit = settings.TimeUnit.Get(r)
+	loc := settings.Landing.Require(r)
+	if err := r.Err(); err != nil {
 		return nil, err
-	}
-	if c.Prefix, err = upload.NormalizePrefix(prefix); err != nil {
-		return nil, cmdutil.FlagErrorf("--prefix: %v", err)
-	}
-	ts, _ := fl.GetString("time")
-	switch c.Time = upload.TimeSource(ts); c.Time {
-	case upload.TimeModified, upload.TimeNow:
-	default:
-		return nil, cmdutil.FlagErrorf("--time: %q is not one of mtime, now", ts)
-	}
-
-	c.Gzip, _ = fl.GetBool("gzip")
-	if c.Parallel, _ = fl.GetInt("parallel"); c.Parallel < 1 {
-		return nil, cmdutil.FlagErrorf("--parallel: expected a whole number >= 1, got %d", c.Parallel)
-	}
-	c.Validate, _ = fl.GetBool("validate")
-	if c.ValidateOptions.TimeColumn, err = get("time-column", TimeColumnEnv); err != nil {
-		return nil, err
-	}
-	if c.ValidateOptions.TimeUnit, err = get("time-unit", TimeUnitEnv); err != nil {
-		return nil, err
-	}
-	switch c.ValidateOptions.TimeUnit {
-	case "", "s", "ms", "us", "ns":
-	default:
-		return nil, cmdutil.FlagErrorf("--time-unit: invalid unit %q (expected s, ms, us or ns)", c.ValidateOptions.TimeUnit)
-	}
-
-	landingS, err := f.MustResolve(cmd, "landing", LandingEnv...)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := storage.ParseLocation(landingS.Value, true)
-	if err != nil {
-		return nil, cmdutil.FlagErrorf("landing %s: %v", landingS.Describe(), err)
 	}
 	// Building the client reads configuration only: no request is sent
 	// before the first file is validated.
 	if c.Store, err = f.OpenStore(cmd.Context(), cmd, loc); err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, JSON: f.JSON, Out: f.IO.Out, ErrOut: f.IO.ErrOut, Progress: f.IO.IsStderrTTY()}, nil
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY()}, nil
 }
 
 // Run uploads and prints one line per file (and a summary for a spool or
@@ -220,21 +144,19 @@ func Run(ctx context.Context, opts *Options) error {
 			if single && r.Status == upload.Failed {
 				return // main prints the error
 			}
-			fmt.Fprintln(opts.Out, FileLine(r))
+			fmt.Fprintln(opts.IO.Out, FileLine(r))
 		}
 	}
 	if opts.Progress {
-		c.Progress = progressBar(opts.ErrOut)
+		c.Progress = progressBar(opts.IO.ErrOut)
 	}
 	rep, err := upload.Run(ctx, c)
 	if opts.JSON {
-		enc := json.NewEncoder(opts.Out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+		if jerr := opts.IO.PrintJSON(rep); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else if !single && (err == nil || len(rep.Files) > 0) {
-		fmt.Fprintln(opts.Out, Summary(rep))
+		fmt.Fprintln(opts.IO.Out, Summary(rep))
 	}
 	return err
 }

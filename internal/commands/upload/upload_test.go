@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/upload"
 )
 
@@ -119,17 +119,15 @@ func TestNewCmdUpload(t *testing.T) {
 			})
 			// The S3 connection flags are the root's persistent flags.
 			root := &cobra.Command{Use: "timelake", SilenceErrors: true, SilenceUsage: true}
-			for _, name := range []string{"endpoint", "region", "s3-virtual-hosted"} {
-				root.PersistentFlags().String(name, "", "")
-			}
+			settings.Bind(root.PersistentFlags(), settings.Global)
+			root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 			root.AddCommand(cmd)
 			root.SetArgs(append([]string{"upload"}, tt.args...))
 			root.SetOut(io.Discard)
 			root.SetErr(io.Discard)
 			err := root.ExecuteContext(t.Context())
 			if tt.wantErr != "" {
-				var fe *cmdutil.FlagError
-				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.wantErr) {
+				if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
 				}
 				return
@@ -243,9 +241,12 @@ func TestJSONReport(t *testing.T) {
 		!strings.HasSuffix(rep.Files[0].Key, ".csv.gz") || rep.Files[0].SourceSHA256 != sum(readings) {
 		t.Fatalf("report = %+v", rep)
 	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("--json in a pipe is not one line:\n%s", out)
+	}
 	// An empty spool is an empty list, not null.
 	code, out, _ = run(t, env, false, "--json", "--spool", spool)
-	if code != 0 || !strings.Contains(out, `"files": []`) {
+	if code != 0 || !strings.Contains(out, `"files":[]`) {
 		t.Fatalf("exit %d, stdout %s", code, out)
 	}
 	code, out, _ = run(t, env, false, "--spool", spool)

@@ -1,0 +1,166 @@
+package commands_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/settings"
+)
+
+type result struct {
+	code        cmdutil.ExitCode
+	out, errOut string
+}
+
+func run(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	ios, out, errOut := iostreams.Test()
+	code := commands.Execute(context.Background(), args, ios, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return result{code, out.String(), errOut.String()}
+}
+
+// TestUsageErrors checks that wrong arguments and unknown subcommands are
+// usage errors (exit 2, a "Try:" hint), and that a bare group prints its
+// help.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+		try  string
+	}{
+		{[]string{"bogus"}, `unknown command "bogus" for "timelake"`, "Try: timelake --help"},
+		{[]string{"ingets"}, "did you mean ingest?", "Try: timelake --help"},
+		{[]string{"tables", "bogus"}, `unknown command "bogus" for "timelake tables"`, "Try: timelake tables --help"},
+		{[]string{"env", "bogus"}, `unknown command "bogus" for "timelake env"`, "Try: timelake env --help"},
+		{[]string{"env", "chek"}, "did you mean check?", "Try: timelake env --help"},
+		{[]string{"tables", "show", "a", "b"}, "accepts at most 1 arg(s)", "Try: timelake tables show --help"},
+		{[]string{"tables", "batch"}, "accepts between 1 and 2 arg(s)", "Try: timelake tables batch --help"},
+		{[]string{"ingest", "extra"}, `unknown command "extra" for "timelake ingest"`, "Try: timelake ingest --help"},
+		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: expected a duration above zero`, "Try: timelake env check --help"},
+		{[]string{"ingest", "--nope"}, "unknown flag: --nope", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--log-level", "loud"}, `--log-level: "loud" is not one of debug, info, warn, error`, "Try: timelake ingest --help"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := run(t, nil, tc.args...)
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "Error: ") || !strings.Contains(r.errOut, tc.msg) ||
+				!strings.Contains(r.errOut, tc.try+"\n") {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 with %q and %q", r.code, r.errOut, tc.msg, tc.try)
+			}
+		})
+	}
+	for _, args := range [][]string{nil, {"tables"}, {"env"}} {
+		t.Run("bare "+strings.Join(args, " "), func(t *testing.T) {
+			r := run(t, nil, args...)
+			if r.code != cmdutil.ExitOK || !strings.Contains(r.out, "Usage:") || r.errOut != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want the help and exit 0", r.code, r.out, r.errOut)
+			}
+		})
+	}
+}
+
+// TestFlagsComeFromTheRegistry checks that every flag of every command is
+// a setting of internal/settings declared for that command, and that every
+// setting is bound where it says.
+func TestFlagsComeFromTheRegistry(t *testing.T) {
+	ios, _, _ := iostreams.Test()
+	root := commands.NewRootCmd(&cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }})
+	bound := map[*settings.Spec]map[settings.Command]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		path := settings.Command(strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), "timelake"), " "))
+		if path == "" {
+			path = settings.Global
+		}
+		visit := func(fl *pflag.Flag) {
+			if fl.Name == "help" || fl.Name == "version" {
+				return
+			}
+			s := settings.Owner(fl)
+			if s == nil {
+				t.Errorf("%s --%s is not a setting of internal/settings", c.CommandPath(), fl.Name)
+				return
+			}
+			if !s.UsedBy(path) {
+				t.Errorf("%s --%s is bound, but its setting names the commands %v", c.CommandPath(), fl.Name, s.Commands)
+			}
+			if bound[s] == nil {
+				bound[s] = map[settings.Command]bool{}
+			}
+			bound[s][path] = true
+		}
+		c.LocalNonPersistentFlags().VisitAll(visit)
+		c.PersistentFlags().VisitAll(visit)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, s := range settings.All() {
+		if s.Flag == "" {
+			continue
+		}
+		for _, c := range s.Commands {
+			if !bound[s][c] {
+				t.Errorf("--%s is declared for %q but that command does not bind it", s.Flag, c)
+			}
+		}
+	}
+}
+
+// TestEnvFileExposure checks the warning about an env file that holds a
+// secret and other users can read: a log line on stderr from a command, a
+// warning row in env check (and no log line there).
+func TestEnvFileExposure(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not say who can read a file on Windows")
+	}
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKET=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") +
+		"\nTIMELAKE_TABLE=iot.readings\nAWS_SECRET_ACCESS_KEY=tsec_Zq9xKp2wLm7vRt4yBn8j\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"landing", "lake"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warning := "env file " + envFile + " holds AWS_SECRET_ACCESS_KEY and is open to its group and other users (mode 0644)"
+	fix := "chmod 600 " + envFile
+
+	r := run(t, nil, "ingest", "--env-file", envFile)
+	if r.code != 0 || strings.Contains(r.errOut, "mode") {
+		t.Fatalf("mode 0600: exit %d, stderr %q", r.code, r.errOut)
+	}
+	if err := os.Chmod(envFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ingest"}, {"tables", "list"}, {"env", "show"}} {
+		r := run(t, nil, append(args, "--env-file", envFile)...)
+		if r.code != 0 || !strings.Contains(r.errOut, "level=WARN") || !strings.Contains(r.errOut, warning) || !strings.Contains(r.errOut, fix) {
+			t.Errorf("%v: exit %d, stderr %q; want the warning and %q", args, r.code, r.errOut, fix)
+		}
+		if strings.Contains(r.out+r.errOut, "Zq9x") {
+			t.Errorf("%v: the secret was printed", args)
+		}
+	}
+	r = run(t, nil, "env", "check", "--env-file", envFile)
+	if r.code != 0 || r.errOut != "" || !strings.Contains(r.out, "env-file\twarn\t"+envFile+" (from --env-file) holds AWS_SECRET_ACCESS_KEY") ||
+		!strings.Contains(r.out, "\t"+fix+"\n") {
+		t.Errorf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
+	}
+}

@@ -1,0 +1,713 @@
+package lake
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+)
+
+// Compaction rewrites the small data files of a partition into fewer,
+// larger ones, sorted by the table contract (series key, then time), and
+// commits them as one Iceberg replace snapshot through the commit protocol:
+// the rows stay the same, only the files change, so appends committed
+// meanwhile never conflict with it, and older snapshots (time travel) keep
+// reading the old files until they expire.
+//
+// Which files: a fleet appends a small file per gateway per minute to
+// today's partition, which is the one users query, so compaction cannot wait
+// for the partition to go cold. Files are grouped in size tiers (each tier
+// compact-min-files times the one below, from 64 KiB up to the target file
+// size); once a tier of a partition holds compact-min-files files they are
+// merged into one of the next tier (size-tiered, as an LSM tree merges
+// runs), so a partition holds a few files per tier at any moment and each
+// row is rewritten about once per tier. A partition whose files are all
+// older than compact-cold-after is cold: its files below the target size
+// are merged into as few as the target size allows.
+//
+// iceberg-go's RewriteDataFiles plans bin-packing without sorting and
+// stamps snapshots with the wall clock; the rewrite here sorts (the files of
+// a partition are read, sorted and written as an append's are) and is
+// staged like appends (snapshots.go), with the lake's clock, so the fleet
+// benchmark can simulate days. Manifests are encoded by iceberg-go.
+
+// Table properties of compaction (docs/maintenance.md).
+const (
+	PropTargetFileSize   = "timelake.target-file-size"
+	PropCompactMinFiles  = "timelake.compact-min-files"
+	PropCompactColdAfter = "timelake.compact-cold-after"
+)
+
+// Compaction defaults, for tables that do not set the properties.
+const (
+	DefaultTargetFileSize   = 32 << 20
+	DefaultCompactMinFiles  = 4
+	DefaultCompactColdAfter = time.Hour
+)
+
+// tierBase is the upper bound of the smallest size tier.
+const tierBase = 64 << 10
+
+// Snapshot summary keys of a replace snapshot (Iceberg spec, "Snapshots":
+// optional summary fields).
+const (
+	summaryDeletedDataFiles = "deleted-data-files"
+	summaryDeletedRecords   = "deleted-records"
+	summaryRemovedFilesSize = "removed-files-size"
+	// SummaryCompaction names why a replace snapshot rewrote its files:
+	// "tiered" (small files of a live partition) or "cold".
+	SummaryCompaction = "timelake.compaction"
+)
+
+// CompactOptions tune Compact. Zero values take the table's properties,
+// then the defaults.
+type CompactOptions struct {
+	TargetFileSize int64         // timelake.target-file-size
+	MinFiles       int           // timelake.compact-min-files
+	ColdAfter      time.Duration // timelake.compact-cold-after
+	// MaxBytes bounds the bytes of input files one call rewrites (the
+	// rest waits for the next call); 0 means no bound.
+	MaxBytes int64
+	// DryRun plans and reports, and writes nothing.
+	DryRun bool
+}
+
+// CompactionGroup is one set of files of a partition rewritten together.
+type CompactionGroup struct {
+	Partition string // e.g. time_day=2026-01-05
+	Reason    string // "tiered" or "cold"
+	Tier      int    // the size tier merged (tiered groups)
+	FilesIn   int
+	BytesIn   int64
+	Rows      int64
+	FilesOut  int // 0 in a dry run
+	BytesOut  int64
+	inputs    []iceberg.DataFile
+	outputs   []iceberg.DataFile
+}
+
+// CompactResult is what Compact did.
+type CompactResult struct {
+	Groups     []CompactionGroup
+	SnapshotID int64 // the replace snapshot; 0 when nothing was committed
+	Version    int
+	// Dropped counts groups planned but not committed because another
+	// writer replaced one of their files meanwhile (their output was
+	// deleted; nothing is lost).
+	Dropped int
+}
+
+// compactSettings are the resolved compaction settings of a table.
+type compactSettings struct {
+	target    int64
+	minFiles  int
+	coldAfter time.Duration
+}
+
+func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSettings {
+	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
+	if s.target <= 0 {
+		s.target = DefaultTargetFileSize
+		if v, err := ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
+			s.target = v
+		}
+	}
+	if s.minFiles <= 1 {
+		s.minFiles = DefaultCompactMinFiles
+		if v, err := strconv.Atoi(props[PropCompactMinFiles]); err == nil && v >= 2 {
+			s.minFiles = v
+		}
+	}
+	if s.coldAfter <= 0 {
+		s.coldAfter = DefaultCompactColdAfter
+		if v, err := ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
+			s.coldAfter = v
+		}
+	}
+	return s
+}
+
+// sizeTier is the tier of a file of n bytes: 0 below tierBase, then one
+// more per factor of minFiles.
+func sizeTier(n int64, minFiles int) int {
+	t := 0
+	for limit := int64(tierBase); n >= limit; limit *= int64(minFiles) {
+		t++
+	}
+	return t
+}
+
+// liveFile is a live data file of the current snapshot and its commit time.
+type liveFile struct {
+	entry     iceberg.ManifestEntry
+	partition string
+	committed time.Time
+}
+
+// liveFiles reads the live data file entries of h's current snapshot with
+// each file's commit time: its snapshot's timestamp, or, when that snapshot
+// has expired, the oldest snapshot's (the file is at least that old).
+func (t *Table) liveFiles(ctx context.Context, h *head) ([]liveFile, []iceberg.ManifestFile, error) {
+	cur, err := h.currentSnapshot()
+	if err != nil || cur == nil {
+		return nil, nil, err
+	}
+	fs, err := t.lake.fsF(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	mfs, err := cur.Manifests(fs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
+	}
+	oldest := int64(0)
+	times := make(map[int64]int64, len(h.snaps))
+	for _, r := range h.snaps {
+		times[r.id] = r.timestamp
+		if oldest == 0 || r.timestamp < oldest {
+			oldest = r.timestamp
+		}
+	}
+	spec := h.write.PartitionSpec()
+	entries := make([][]iceberg.ManifestEntry, len(mfs))
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(stageConcurrency)
+	for i, mf := range mfs {
+		if mf.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		g.Go(func() (err error) {
+			if entries[i], err = mf.FetchEntries(fs, true); err != nil {
+				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	var out []liveFile
+	for _, es := range entries {
+		for _, e := range es {
+			df := e.DataFile()
+			ms, ok := times[e.SnapshotID()]
+			if !ok {
+				ms = oldest
+			}
+			out = append(out, liveFile{entry: e, committed: time.UnixMilli(ms).UTC(),
+				partition: partitionPath(spec, h.write.CurrentSchema(), df)})
+		}
+	}
+	return out, mfs, nil
+}
+
+// partitionPath renders a data file's partition as in its folder name,
+// e.g. time_day=2026-01-05; "" for an unpartitioned file.
+func partitionPath(spec iceberg.PartitionSpec, sc *iceberg.Schema, df iceberg.DataFile) string {
+	if df.SpecID() != int32(spec.ID()) || spec.NumFields() == 0 {
+		return partitionKey(df.Partition())
+	}
+	rec := make(partitionRecord, spec.NumFields())
+	for i := range spec.NumFields() {
+		rec[i] = df.Partition()[spec.Field(i).FieldID]
+	}
+	return spec.PartitionToPath(rec, sc)
+}
+
+// partitionRecord is a partition tuple in spec field order (iceberg's
+// structLike).
+type partitionRecord []any
+
+func (r partitionRecord) Size() int        { return len(r) }
+func (r partitionRecord) Get(i int) any    { return r[i] }
+func (r partitionRecord) Set(i int, v any) { r[i] = v }
+
+// planCompaction groups the live files of compactable partitions.
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) []CompactionGroup {
+	byPart := map[string][]liveFile{}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		if df.SpecID() != spec || df.ContentType() != iceberg.EntryContentData || df.FileFormat() != iceberg.ParquetFile {
+			continue
+		}
+		byPart[f.partition] = append(byPart[f.partition], f)
+	}
+	parts := slices.Sorted(maps.Keys(byPart))
+	var out []CompactionGroup
+	budget := maxBytes
+	take := func(g CompactionGroup) bool {
+		if maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
+			return false
+		}
+		budget -= g.BytesIn
+		out = append(out, g)
+		return true
+	}
+	// Newest partitions first: the one being written is the one queried.
+	for i := len(parts) - 1; i >= 0; i-- {
+		fs := byPart[parts[i]]
+		slices.SortFunc(fs, func(a, b liveFile) int {
+			if c := a.committed.Compare(b.committed); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.entry.DataFile().FilePath(), b.entry.DataFile().FilePath())
+		})
+		cold := true
+		for _, f := range fs {
+			cold = cold && f.committed.Before(now.Add(-s.coldAfter))
+		}
+		var small []liveFile
+		for _, f := range fs {
+			if f.entry.DataFile().FileSizeBytes() < s.target {
+				small = append(small, f)
+			}
+		}
+		var groups []CompactionGroup
+		if cold {
+			if len(small) >= 2 {
+				groups = packGroups(parts[i], "cold", 0, small, s.target)
+			}
+		} else {
+			tiers := map[int][]liveFile{}
+			for _, f := range small {
+				tr := sizeTier(f.entry.DataFile().FileSizeBytes(), s.minFiles)
+				tiers[tr] = append(tiers[tr], f)
+			}
+			for _, tr := range slices.Sorted(maps.Keys(tiers)) {
+				if len(tiers[tr]) >= s.minFiles {
+					groups = append(groups, packGroups(parts[i], "tiered", tr, tiers[tr], s.target)...)
+				}
+			}
+		}
+		for _, g := range groups {
+			if len(g.inputs) < 2 {
+				continue
+			}
+			if !take(g) {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// packGroups cuts files (oldest first) into groups of at most target bytes
+// of input.
+func packGroups(partition, reason string, tier int, files []liveFile, target int64) []CompactionGroup {
+	var out []CompactionGroup
+	cur := CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		if cur.FilesIn > 0 && cur.BytesIn+df.FileSizeBytes() > target {
+			out = append(out, cur)
+			cur = CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
+		}
+		cur.inputs = append(cur.inputs, df)
+		cur.FilesIn++
+		cur.BytesIn += df.FileSizeBytes()
+		cur.Rows += df.Count()
+	}
+	if cur.FilesIn > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// Compact plans and commits one round of compaction (see the package
+// comment above): the groups of every partition that needs one, within
+// MaxBytes, in one replace snapshot. A group whose input files another
+// writer replaced meanwhile is dropped (its output deleted), the others
+// commit. On success the Table holds the new version.
+//
+// Errors: reading or writing files, and those of the commit protocol.
+func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult, error) {
+	if err := t.Refresh(ctx); err != nil {
+		return CompactResult{}, err
+	}
+	h, v := t.loaded()
+	res := CompactResult{Version: v}
+	s := compactSettingsOf(h.props(), opts)
+	files, _, err := t.liveFiles(ctx, h)
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", t.name, err)
+	}
+	groups := planCompaction(files, int32(h.write.DefaultPartitionSpec()), s, t.lake.now(), opts.MaxBytes)
+	if opts.DryRun || len(groups) == 0 {
+		res.Groups = groups
+		return res, nil
+	}
+	// Write the groups' new files.
+	var written []*CompactionGroup
+	defer func() {
+		// Outputs of groups that were not committed.
+		var paths []string
+		for _, g := range written {
+			if g.FilesOut == 0 {
+				paths = append(paths, dataFilePaths(g.outputs)...)
+			}
+		}
+		t.removeFiles(context.WithoutCancel(ctx), paths)
+	}()
+	for i := range groups {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		g := &groups[i]
+		out, err := t.rewriteGroup(ctx, g)
+		if err != nil {
+			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
+		}
+		g.outputs = out
+		written = append(written, g)
+	}
+	m := &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
+	cr, err := t.commit(ctx, m, CommitOptions{})
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", t.name, err)
+	}
+	res.Version = cr.Version
+	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
+		res.SnapshotID = a.snapshotID
+		for _, g := range a.groups {
+			g.FilesOut = len(g.outputs)
+			for _, df := range g.outputs {
+				g.BytesOut += df.FileSizeBytes()
+			}
+			res.Groups = append(res.Groups, *g)
+		}
+	}
+	res.Dropped = len(written) - len(res.Groups)
+	return res, nil
+}
+
+// rewriteGroup reads the rows of g's input files (through iceberg-go's
+// scan: projected to the current schema by field id, so files written
+// before a schema change read with the new columns null) and writes them as
+// new data files, sorted as appends are.
+func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
+	v := t.view()
+	tasks := make([]table.FileScanTask, len(g.inputs))
+	for i, df := range g.inputs {
+		tasks[i] = table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes()}
+	}
+	_, it, err := t.Iceberg().Scan().ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, err
+	}
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var rows int64
+	for rec, err := range it {
+		if err != nil {
+			return nil, err
+		}
+		conformed, err := conformRecord(rec, v.arrowSc)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, conformed)
+		rows += conformed.NumRows()
+	}
+	if rows != g.Rows {
+		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.inputs), g.Rows)
+	}
+	files, _, err := t.writeDataFiles(ctx, v, recs, 0)
+	return files, err
+}
+
+// conformRecord returns rec with exactly schema sc (the table's Arrow
+// schema, field ids in metadata): the scan's schema carries the same
+// columns and types.
+func conformRecord(rec arrow.RecordBatch, sc *arrow.Schema) (arrow.RecordBatch, error) {
+	if rec.Schema().Equal(sc) {
+		rec.Retain()
+		return rec, nil
+	}
+	if int(rec.NumCols()) != sc.NumFields() {
+		return nil, fmt.Errorf("scan schema %s does not match table schema %s", rec.Schema(), sc)
+	}
+	for i, f := range sc.Fields() {
+		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) || rec.Schema().Field(i).Name != f.Name {
+			return nil, fmt.Errorf("scan column %s %s does not match table column %s %s",
+				rec.Schema().Field(i).Name, rec.Column(i).DataType(), f.Name, f.Type)
+		}
+	}
+	return array.NewRecordBatch(sc, rec.Columns(), rec.NumRows()), nil
+}
+
+// rewriteMutation commits the rewritten groups as one replace snapshot on
+// the newest version. Its requirement, checked at every attempt: each
+// group's input files are still live in the current snapshot (another
+// compaction may have replaced them; appends never do). Groups that fail
+// it are left out; when none is left, nothing is committed.
+type rewriteMutation struct {
+	t        *Table
+	groups   []*CompactionGroup
+	attempts map[int]*rewriteAttempt
+	commitID uuid.UUID
+	written  []string // manifests and manifest lists, every attempt
+	seq      int
+}
+
+type rewriteAttempt struct {
+	groups     []*CompactionGroup
+	snapshotID int64
+	refs       []string // files of this attempt its version references
+}
+
+func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+	t := m.t
+	if m.commitID == uuid.Nil {
+		m.commitID = uuid.New()
+	}
+	parent, err := base.currentSnapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		return nil, nil, errNothingToCommit
+	}
+	files, mfs, err := t.liveFiles(ctx, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.entry.DataFile().FilePath()] = true
+	}
+	a := &rewriteAttempt{}
+	deleted := map[string]bool{}
+	for _, g := range m.groups {
+		ok := true
+		for _, df := range g.inputs {
+			ok = ok && live[df.FilePath()]
+		}
+		if ok {
+			a.groups = append(a.groups, g)
+			for _, df := range g.inputs {
+				deleted[df.FilePath()] = true
+			}
+		}
+	}
+	if len(a.groups) == 0 {
+		return nil, nil, errNothingToCommit
+	}
+	m.attempts[attempt] = a
+	a.snapshotID = newSnapshotID(base, nil)
+	seq := base.lastSeq + 1
+	meta := base.write
+	spec, schema := meta.PartitionSpec(), meta.CurrentSchema()
+
+	fs, err := t.lake.fsF(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The new files, in a manifest of their own; each manifest naming a
+	// replaced file rewritten with that entry DELETED; the others kept.
+	var added []iceberg.DataFile
+	for _, g := range a.groups {
+		added = append(added, g.outputs...)
+	}
+	manifests := make([]iceberg.ManifestFile, 0, len(mfs)+1)
+	addedMF, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
+		for _, df := range added {
+			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, nil, nil, df)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	manifests = append(manifests, sequenced(addedMF, seq))
+	a.refs = append(a.refs, addedMF.FilePath())
+	var delFiles, delRows, delBytes int64
+	for _, mf := range mfs {
+		if mf.ManifestContent() != iceberg.ManifestContentData {
+			manifests = append(manifests, mf)
+			continue
+		}
+		entries, err := mf.FetchEntries(fs, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+		}
+		touched := false
+		for _, e := range entries {
+			touched = touched || deleted[e.DataFile().FilePath()]
+		}
+		if !touched {
+			manifests = append(manifests, mf)
+			continue
+		}
+		rewritten, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
+			for _, e := range entries {
+				if deleted[e.DataFile().FilePath()] {
+					delFiles++
+					delRows += e.DataFile().Count()
+					delBytes += e.DataFile().FileSizeBytes()
+					if err := w.Delete(e); err != nil {
+						return err
+					}
+				} else if err := w.Existing(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		manifests = append(manifests, sequenced(rewritten, seq))
+		a.refs = append(a.refs, rewritten.FilePath())
+	}
+	summary := rewriteSummary(added, delFiles, delRows, delBytes, parent, a.groups)
+	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
+	var buf bytes.Buffer
+	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
+		return nil, nil, fmt.Errorf("manifest list: %w", err)
+	}
+	list := t.lake.tableLocation(t.name) + "/metadata/" + name
+	m.written = append(m.written, list)
+	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	a.refs = append(a.refs, list)
+	schemaID := schema.ID
+	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
+		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
+	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+}
+
+// rewriteSummary is the summary of a replace snapshot.
+func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64, parent *table.Snapshot, groups []*CompactionGroup) *table.Summary {
+	out := iceberg.Properties{}
+	var records, size int64
+	parts := map[string]bool{}
+	for _, df := range added {
+		records += df.Count()
+		size += df.FileSizeBytes()
+		parts[partitionKey(df.Partition())] = true
+	}
+	var prev iceberg.Properties
+	if parent.Summary != nil {
+		prev = parent.Summary.Properties
+	}
+	setPositive(out, summaryAddedDataFiles, int64(len(added)))
+	setPositive(out, summaryAddedRecords, records)
+	setPositive(out, summaryAddedFilesSize, size)
+	setPositive(out, summaryDeletedDataFiles, delFiles)
+	setPositive(out, summaryDeletedRecords, delRows)
+	setPositive(out, summaryRemovedFilesSize, delBytes)
+	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
+		setPositive(out, summaryChangedParts, int64(len(parts)))
+	}
+	total := func(key string, delta int64) {
+		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
+	}
+	total(summaryTotalDataFiles, int64(len(added))-delFiles)
+	total(summaryTotalDeletes, 0)
+	total(summaryTotalRecords, records-delRows)
+	total(summaryTotalFilesSize, size-delBytes)
+	total(summaryTotalPosDels, 0)
+	total(summaryTotalEqDels, 0)
+	reason := groups[0].Reason
+	for _, g := range groups {
+		if g.Reason != reason {
+			reason = "tiered,cold"
+		}
+	}
+	out[SummaryCompaction] = reason
+	maps.Copy(out, iceberg.EnvironmentContext())
+	return &table.Summary{Operation: table.OpReplace, Properties: out}
+}
+
+// writeManifest encodes one data manifest (format v2) and stores it.
+func (m *rewriteMutation) writeManifest(ctx context.Context, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+	snapshotID int64, add func(*iceberg.ManifestWriter) error,
+) (iceberg.ManifestFile, error) {
+	m.seq++
+	name := fmt.Sprintf("%s-m%d.avro", m.commitID, m.seq)
+	mf, body, err := encodeManifest(spec, schema, snapshotID, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name, add)
+	if err != nil {
+		return nil, err
+	}
+	m.written = append(m.written, mf.FilePath())
+	if err := m.t.putFile(ctx, name, body); err != nil {
+		return nil, err
+	}
+	return mf, nil
+}
+
+// finish deletes the manifests and lists the losing attempts wrote (the
+// new data files of groups not committed are deleted by Compact).
+func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
+	if unknown {
+		return
+	}
+	keep := map[string]bool{}
+	if a := m.attempts[won]; a != nil {
+		for _, r := range a.refs {
+			keep[r] = true
+		}
+	}
+	var paths []string
+	for _, p := range m.written {
+		if !keep[p] {
+			paths = append(paths, p)
+		}
+	}
+	m.t.removeFiles(ctx, paths)
+	if won == 0 {
+		for _, g := range m.groups {
+			g.FilesOut = 0
+		}
+	}
+}
+
+// ParseSize reads a byte size such as 512KiB, 32MiB, 1GiB, 64MB or 1048576.
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	for _, u := range units {
+		if n, ok := cutSuffixFold(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
+			}
+			return int64(v * u.mult), nil
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
+	}
+	return v, nil
+}
+
+func cutSuffixFold(s, suffix string) (string, bool) {
+	if len(s) < len(suffix) || !strings.EqualFold(s[len(s)-len(suffix):], suffix) {
+		return s, false
+	}
+	return strings.TrimSpace(s[:len(s)-len(suffix)]), true
+}

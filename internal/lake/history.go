@@ -1,0 +1,698 @@
+package lake
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// The load history keeps every landing file loaded into the table within
+// the dedupe window (timelake.dedupe-window) after the snapshot that loaded
+// it has expired: its key (the batch id), size, SHA-256 (of the object's
+// bytes, and of its decompressed content when it was compressed), rows,
+// snapshot id and load time. The snapshots still in the metadata carry the
+// same facts in their summaries, so "already loaded" means: in the current
+// snapshot's ancestry, or in the load history. With it, snapshots can
+// expire after minutes while a file re-sent days later is still recognised
+// (Snowpipe keeps a load history for the same reason).
+//
+// The history is a list of immutable Parquet files (segments) in the
+// table's metadata folder, named by the table property timelake.load-history
+// (comma-separated file names). A snapshot expiry writes the keys of the
+// snapshots it removes into a new segment and names it in the same commit
+// that removes them (expireMutation): a key never leaves the snapshots
+// without entering the history, whatever fails in between. Segments of
+// similar size are merged (8 at a time), dropping records older than the
+// dedupe window, so a table keeps a few dozen segments at most. Any Parquet
+// reader can read them (DuckDB: SELECT * FROM 'metadata/load-history-*.parquet').
+
+// Table properties of the load history and of maintenance (Timelake table
+// conventions where Timelake names them; docs/maintenance.md).
+const (
+	PropLoadHistory  = "timelake.load-history"
+	PropDedupeWindow = "timelake.dedupe-window"
+)
+
+// DefaultDedupeWindow is how long a loaded key is remembered when the table
+// does not set timelake.dedupe-window (Snowpipe keeps 14 days).
+const DefaultDedupeWindow = 14 * 24 * time.Hour
+
+// LoadRecord is one landing file loaded into the table.
+type LoadRecord struct {
+	Key           string    `json:"key"`                      // the batch id: the landing object key
+	Size          int64     `json:"size"`                     // bytes of the landing object
+	SHA256        string    `json:"sha256,omitempty"`         // hex SHA-256 of the object's bytes
+	ContentSHA256 string    `json:"content_sha256,omitempty"` // hex SHA-256 of its decompressed bytes; "" when not compressed
+	Rows          int64     `json:"rows"`
+	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not)
+	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time
+}
+
+// contentHash is the hash of the file's content: its decompressed bytes,
+// which are its bytes when it was not compressed.
+func (r LoadRecord) contentHash() string {
+	if r.ContentSHA256 != "" {
+		return r.ContentSHA256
+	}
+	return r.SHA256
+}
+
+// loadRecordOf reads the load record of a batch from its snapshot summary.
+func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRecord {
+	return LoadRecord{
+		Key:           key,
+		Size:          summaryInt(summary, SummarySourceSize),
+		SHA256:        summary[SummarySourceSHA256],
+		ContentSHA256: summary[SummaryContentSHA256],
+		Rows:          summaryInt(summary, summaryAddedRecords),
+		SnapshotID:    id,
+		LoadedAt:      time.UnixMilli(tsMs).UTC(),
+	}
+}
+
+// segmentName is a segment's file name: load-history-<newest load time in
+// ms>-<records>-<uuid>.parquet, so that merging and window expiry can be
+// planned from the property alone.
+func segmentName(newest time.Time, records int) string {
+	return fmt.Sprintf("load-history-%d-%d-%s.parquet", newest.UnixMilli(), records, uuid.New())
+}
+
+// segmentInfo is what a segment's name says about it.
+type segmentInfo struct {
+	name    string
+	newest  time.Time
+	records int
+}
+
+func parseSegmentName(name string) (segmentInfo, bool) {
+	rest, ok := strings.CutPrefix(name, "load-history-")
+	if !ok || !strings.HasSuffix(rest, ".parquet") {
+		return segmentInfo{}, false
+	}
+	parts := strings.SplitN(rest, "-", 3)
+	if len(parts) != 3 {
+		return segmentInfo{}, false
+	}
+	ms, err1 := strconv.ParseInt(parts[0], 10, 64)
+	n, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || n < 0 {
+		return segmentInfo{}, false
+	}
+	return segmentInfo{name: name, newest: time.UnixMilli(ms).UTC(), records: n}, true
+}
+
+// historySegments returns the segments a version's properties name, in
+// the order named (oldest first). Names that do not parse are kept (with a
+// zero time and count) so nothing is dropped by mistake.
+func historySegments(props map[string]string) []segmentInfo {
+	var out []segmentInfo
+	for _, n := range strings.Split(props[PropLoadHistory], ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		info, ok := parseSegmentName(n)
+		if !ok {
+			info = segmentInfo{name: n}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func segmentsProperty(segs []segmentInfo) string {
+	names := make([]string, len(segs))
+	for i, s := range segs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ",")
+}
+
+// dedupeWindow reads timelake.dedupe-window (a duration such as 336h or
+// 14d), DefaultDedupeWindow when unset or unreadable.
+func dedupeWindow(props map[string]string) time.Duration {
+	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
+		return d
+	}
+	return DefaultDedupeWindow
+}
+
+// ParseAge reads an age such as 90s, 15m, 36h, 14d or 2w (d = 24h, w = 7d).
+// Errors name the value and the accepted forms.
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration")
+	}
+	for _, u := range []struct {
+		suffix string
+		unit   time.Duration
+	}{{"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
+			}
+			return time.Duration(v * float64(u.unit)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
+	}
+	return d, nil
+}
+
+// historyMergeFanIn is how many segments of one size tier are merged into
+// one: tiers grow by this factor, so a history of N records has about
+// log8(N) tiers of at most 7 segments each.
+const historyMergeFanIn = 8
+
+// segmentTier is the size tier of a segment of n records.
+func segmentTier(n int) int {
+	t := 0
+	for n >= historyMergeFanIn {
+		n /= historyMergeFanIn
+		t++
+	}
+	return t
+}
+
+var historySchema = arrow.NewSchema([]arrow.Field{
+	{Name: "key", Type: arrow.BinaryTypes.String},
+	{Name: "size", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "sha256", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "content_sha256", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "snapshot_id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "loaded_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+}, nil)
+
+// encodeSegment writes records (sorted by key here) as a zstd Parquet file.
+func encodeSegment(records []LoadRecord) ([]byte, error) {
+	recs := slices.Clone(records)
+	slices.SortFunc(recs, func(a, b LoadRecord) int { return cmp.Compare(a.Key, b.Key) })
+	b := array.NewRecordBuilder(memory.DefaultAllocator, historySchema)
+	defer b.Release()
+	optString := func(bld *array.StringBuilder, v string) {
+		if v == "" {
+			bld.AppendNull()
+		} else {
+			bld.Append(v)
+		}
+	}
+	for _, r := range recs {
+		b.Field(0).(*array.StringBuilder).Append(r.Key)
+		b.Field(1).(*array.Int64Builder).Append(r.Size)
+		optString(b.Field(2).(*array.StringBuilder), r.SHA256)
+		optString(b.Field(3).(*array.StringBuilder), r.ContentSHA256)
+		b.Field(4).(*array.Int64Builder).Append(r.Rows)
+		b.Field(5).(*array.Int64Builder).Append(r.SnapshotID)
+		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(r.LoadedAt.UnixMilli()))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(historySchema, &buf,
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true)),
+		pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeSegment reads a segment's records.
+func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
+	pf, err := file.NewParquetReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := fr.ReadTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	rr := array.NewTableReader(tbl, 64*1024)
+	defer rr.Release()
+	col := func(rec arrow.RecordBatch, name string) arrow.Array {
+		idx := rec.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			return nil
+		}
+		return rec.Column(idx[0])
+	}
+	var out []LoadRecord
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		keys, ok := col(rec, "key").(*array.String)
+		if !ok {
+			return nil, errors.New("no key column")
+		}
+		str := func(name string, i int) string {
+			if a, ok := col(rec, name).(*array.String); ok && a.IsValid(i) {
+				return a.Value(i)
+			}
+			return ""
+		}
+		i64 := func(name string, i int) int64 {
+			if a, ok := col(rec, name).(*array.Int64); ok && a.IsValid(i) {
+				return a.Value(i)
+			}
+			return 0
+		}
+		at, _ := col(rec, "loaded_at").(*array.Timestamp)
+		for i := range keys.Len() {
+			r := LoadRecord{Key: keys.Value(i), Size: i64("size", i), SHA256: str("sha256", i),
+				ContentSHA256: str("content_sha256", i), Rows: i64("rows", i), SnapshotID: i64("snapshot_id", i)}
+			if at != nil && at.IsValid(i) {
+				r.LoadedAt = time.UnixMilli(int64(at.Value(i))).UTC()
+			}
+			out = append(out, r)
+		}
+	}
+	return out, rr.Err()
+}
+
+// historyKey is the store key of a segment of table n.
+func historyKey(n TableName, name string) string { return metadataPrefix(n) + name }
+
+// readSegment reads and decodes one segment from the store.
+func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
+	body, _, err := storage.ReadAll(ctx, l.store, historyKey(n, name))
+	if err != nil {
+		return nil, fmt.Errorf("read load history of %s: %w", n, err)
+	}
+	recs, err := decodeSegment(ctx, body)
+	if err != nil {
+		return nil, fmt.Errorf("read load history of %s: %s: %w", n, name, err)
+	}
+	return recs, nil
+}
+
+// fingerprint is the 64-bit FNV-1a hash of s: the in-memory index of a
+// segment keeps fingerprints, not records.
+func fingerprint(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+type fpRow struct {
+	fp  uint64
+	row int32
+}
+
+// segmentIndex is the in-memory index of one segment: the fingerprints of
+// its keys and content hashes, sorted (16 bytes per record), so that a
+// lookup that misses (almost every landing file is new) costs no I/O.
+type segmentIndex struct {
+	info     segmentInfo
+	keys     []fpRow
+	contents []fpRow
+}
+
+func indexSegment(info segmentInfo, recs []LoadRecord) *segmentIndex {
+	ix := &segmentIndex{info: info, keys: make([]fpRow, len(recs)), contents: make([]fpRow, 0, len(recs))}
+	for i, r := range recs {
+		ix.keys[i] = fpRow{fingerprint(r.Key), int32(i)}
+		if c := r.contentHash(); c != "" {
+			ix.contents = append(ix.contents, fpRow{fingerprint(c), int32(i)})
+		}
+	}
+	byFP := func(a, b fpRow) int { return cmp.Compare(a.fp, b.fp) }
+	slices.SortFunc(ix.keys, byFP)
+	slices.SortFunc(ix.contents, byFP)
+	return ix
+}
+
+func (ix *segmentIndex) rows(list []fpRow, fp uint64) []int32 {
+	i, _ := slices.BinarySearchFunc(list, fp, func(e fpRow, t uint64) int { return cmp.Compare(e.fp, t) })
+	var out []int32
+	for ; i < len(list) && list[i].fp == fp; i++ {
+		out = append(out, list[i].row)
+	}
+	return out
+}
+
+// LoadHistory is the load history of one table version: look keys and
+// content hashes up in it. Safe for concurrent use.
+type LoadHistory struct {
+	lake     *Lake
+	name     TableName
+	window   time.Duration
+	segments []*segmentIndex // newest first
+}
+
+// segmentCache keeps the index of every segment read by this Lake, by
+// table and name (segments are immutable).
+type segmentCache struct {
+	mu  sync.Mutex
+	ix  map[string]*segmentIndex
+	rec map[string][]LoadRecord // the records of the last segments a lookup hit
+}
+
+// LoadHistory returns the load history of the loaded version, reading the
+// segments this Lake has not read before (each once per process).
+func (t *Table) LoadHistory(ctx context.Context) (*LoadHistory, error) {
+	h, _ := t.loaded()
+	return t.lake.historyOf(ctx, t.name, h.props())
+}
+
+// historyOf returns the load history a version's properties name.
+func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]string) (*LoadHistory, error) {
+	hist := &LoadHistory{lake: l, name: n, window: dedupeWindow(props)}
+	segs := historySegments(props)
+	for i := len(segs) - 1; i >= 0; i-- {
+		ix, err := l.segmentIndex(ctx, n, segs[i])
+		if err != nil {
+			return nil, err
+		}
+		hist.segments = append(hist.segments, ix)
+	}
+	return hist, nil
+}
+
+// FindLoaded answers "was the landing file with this key loaded" from the
+// loaded version: a snapshot of the current ancestry with that batch id
+// (FindBatch), else the load history within the dedupe window. Errors:
+// reading the load history.
+func (t *Table) FindLoaded(ctx context.Context, key string) (BatchInfo, bool, error) {
+	if b, ok := t.FindBatch(key); ok {
+		return b, true, nil
+	}
+	hist, err := t.LoadHistory(ctx)
+	if err != nil {
+		return BatchInfo{}, false, err
+	}
+	r, ok, err := hist.Find(ctx, key)
+	if err != nil || !ok {
+		return BatchInfo{}, false, err
+	}
+	return batchInfoOfRecord(r), true, nil
+}
+
+// FindContent answers "was a landing file with this content loaded" (the hex
+// SHA-256 of its decompressed bytes) from the loaded version: the current
+// ancestry's snapshots, else the load history within the dedupe window.
+func (t *Table) FindContent(ctx context.Context, sum string) (BatchInfo, bool, error) {
+	if sum == "" {
+		return BatchInfo{}, false, nil
+	}
+	h, _ := t.loaded()
+	if i, ok := h.contents[sum]; ok {
+		s, err := h.snapshot(i)
+		if err != nil {
+			return BatchInfo{}, false, err
+		}
+		return batchInfo(h.snaps[i].batch, s), true, nil
+	}
+	hist, err := t.LoadHistory(ctx)
+	if err != nil {
+		return BatchInfo{}, false, err
+	}
+	r, ok, err := hist.FindContent(ctx, sum)
+	if err != nil || !ok {
+		return BatchInfo{}, false, err
+	}
+	return batchInfoOfRecord(r), true, nil
+}
+
+// batchInfoOfRecord describes a batch known from the load history; its
+// Summary holds the source facts the snapshot's summary had.
+func batchInfoOfRecord(r LoadRecord) BatchInfo {
+	summary := map[string]string{SummaryBatchID: r.Key, SummarySourceSize: strconv.FormatInt(r.Size, 10),
+		summaryAddedRecords: strconv.FormatInt(r.Rows, 10)}
+	if r.SHA256 != "" {
+		summary[SummarySourceSHA256] = r.SHA256
+	}
+	if r.ContentSHA256 != "" {
+		summary[SummaryContentSHA256] = r.ContentSHA256
+	}
+	return BatchInfo{BatchID: r.Key, SnapshotID: r.SnapshotID, CommittedAt: r.LoadedAt, Rows: r.Rows,
+		Summary: summary, FromHistory: true}
+}
+
+func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) (*segmentIndex, error) {
+	id := n.String() + "/" + info.name
+	l.segments.mu.Lock()
+	ix := l.segments.ix[id]
+	l.segments.mu.Unlock()
+	if ix != nil {
+		return ix, nil
+	}
+	recs, err := l.readSegment(ctx, n, info.name)
+	if err != nil {
+		return nil, err
+	}
+	ix = indexSegment(info, recs)
+	l.segments.mu.Lock()
+	if l.segments.ix == nil {
+		l.segments.ix = map[string]*segmentIndex{}
+	}
+	l.segments.ix[id] = ix
+	l.segments.mu.Unlock()
+	return ix, nil
+}
+
+// Segments returns how many segments the history has.
+func (h *LoadHistory) Segments() int { return len(h.segments) }
+
+// Find returns the newest record of key within the dedupe window.
+func (h *LoadHistory) Find(ctx context.Context, key string) (LoadRecord, bool, error) {
+	return h.find(ctx, func(ix *segmentIndex) []int32 { return ix.rows(ix.keys, fingerprint(key)) },
+		func(r LoadRecord) bool { return r.Key == key })
+}
+
+// FindContent returns the newest record whose content (decompressed bytes)
+// has the hex SHA-256 sum, within the dedupe window.
+func (h *LoadHistory) FindContent(ctx context.Context, sum string) (LoadRecord, bool, error) {
+	if sum == "" {
+		return LoadRecord{}, false, nil
+	}
+	return h.find(ctx, func(ix *segmentIndex) []int32 { return ix.rows(ix.contents, fingerprint(sum)) },
+		func(r LoadRecord) bool { return r.contentHash() == sum })
+}
+
+func (h *LoadHistory) find(ctx context.Context, candidates func(*segmentIndex) []int32, match func(LoadRecord) bool) (LoadRecord, bool, error) {
+	cutoff := h.lake.now().Add(-h.window)
+	var best LoadRecord
+	found := false
+	for _, ix := range h.segments {
+		if found && ix.info.newest.Before(best.LoadedAt) && !ix.info.newest.IsZero() {
+			continue // older than what was found
+		}
+		rows := candidates(ix)
+		if len(rows) == 0 {
+			continue
+		}
+		recs, err := h.lake.segmentRecords(ctx, h.name, ix.info.name)
+		if err != nil {
+			return LoadRecord{}, false, err
+		}
+		for _, i := range rows {
+			if int(i) >= len(recs) {
+				continue
+			}
+			r := recs[i]
+			if !match(r) || r.LoadedAt.Before(cutoff) {
+				continue
+			}
+			if !found || r.LoadedAt.After(best.LoadedAt) {
+				best, found = r, true
+			}
+		}
+	}
+	return best, found, nil
+}
+
+// segmentRecords returns a segment's records in index order (as written:
+// sorted by key), keeping the last few read.
+func (l *Lake) segmentRecords(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
+	id := n.String() + "/" + name
+	l.segments.mu.Lock()
+	recs, ok := l.segments.rec[id]
+	l.segments.mu.Unlock()
+	if ok {
+		return recs, nil
+	}
+	recs, err := l.readSegment(ctx, n, name)
+	if err != nil {
+		return nil, err
+	}
+	l.segments.mu.Lock()
+	if len(l.segments.rec) >= 4 {
+		clear(l.segments.rec)
+	}
+	if l.segments.rec == nil {
+		l.segments.rec = map[string][]LoadRecord{}
+	}
+	l.segments.rec[id] = recs
+	l.segments.mu.Unlock()
+	return recs, nil
+}
+
+// Records returns every record of the history within the dedupe window,
+// newest load first, one per key (its newest load).
+func (h *LoadHistory) Records(ctx context.Context) ([]LoadRecord, error) {
+	cutoff := h.lake.now().Add(-h.window)
+	newest := map[string]LoadRecord{}
+	for _, ix := range h.segments {
+		recs, err := h.lake.readSegment(ctx, h.name, ix.info.name)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.LoadedAt.Before(cutoff) {
+				continue
+			}
+			if cur, ok := newest[r.Key]; !ok || r.LoadedAt.After(cur.LoadedAt) {
+				newest[r.Key] = r
+			}
+		}
+	}
+	out := make([]LoadRecord, 0, len(newest))
+	for _, r := range newest {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b LoadRecord) int {
+		if c := b.LoadedAt.Compare(a.LoadedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return out, nil
+}
+
+// historyPlan is the next history of an expiry: the segments to name, the
+// records of the new segment and the segments to merge into one.
+type historyPlan struct {
+	keep    []segmentInfo // kept as they are
+	merge   []segmentInfo // read, merged with added, window-trimmed, written as one
+	dropped []segmentInfo // past the window: left out
+	added   []LoadRecord  // records of the snapshots being expired
+}
+
+// planHistory decides the next history from the current segments and the
+// records leaving the snapshots: segments whose newest record is past the
+// window are dropped; the new records go into a segment of their own,
+// unless a size tier then holds historyMergeFanIn segments, which are
+// merged with them into one.
+func planHistory(cur []segmentInfo, added []LoadRecord, now time.Time, window time.Duration) historyPlan {
+	p := historyPlan{added: added}
+	cutoff := now.Add(-window)
+	var live []segmentInfo
+	for _, s := range cur {
+		if !s.newest.IsZero() && s.newest.Before(cutoff) {
+			p.dropped = append(p.dropped, s)
+			continue
+		}
+		live = append(live, s)
+	}
+	if len(added) == 0 && len(p.dropped) == 0 {
+		p.keep = live
+		return p
+	}
+	tiers := map[int][]segmentInfo{}
+	for _, s := range live {
+		tiers[segmentTier(s.records)] = append(tiers[segmentTier(s.records)], s)
+	}
+	// The new records join the smallest tier; a full tier is merged, and
+	// the result may fill the next one.
+	tier, carry := segmentTier(len(added)), len(added)
+	merging := map[string]bool{}
+	for len(tiers[tier])+1 >= historyMergeFanIn {
+		for _, s := range tiers[tier] {
+			merging[s.name] = true
+			carry += s.records
+		}
+		tier = max(tier+1, segmentTier(carry))
+	}
+	for _, s := range live {
+		if merging[s.name] {
+			p.merge = append(p.merge, s)
+		} else {
+			p.keep = append(p.keep, s)
+		}
+	}
+	return p
+}
+
+// writeHistory carries out plan for table n: it writes the new segment (the
+// added records, merged with the records of plan.merge still inside the
+// window, newest load of a key kept) and returns the segments the next
+// version names, oldest first, and the file written ("" if none).
+func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
+	recs := slices.Clone(plan.added)
+	cutoff := now.Add(-window)
+	for _, s := range plan.merge {
+		old, err := l.readSegment(ctx, n, s.name)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, r := range old {
+			if !r.LoadedAt.Before(cutoff) {
+				recs = append(recs, r)
+			}
+		}
+	}
+	// Keep each key's newest load.
+	slices.SortStableFunc(recs, func(a, b LoadRecord) int {
+		if c := cmp.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return b.LoadedAt.Compare(a.LoadedAt)
+	})
+	recs = slices.CompactFunc(recs, func(a, b LoadRecord) bool { return a.Key == b.Key })
+	out := slices.Clone(plan.keep)
+	if len(recs) == 0 {
+		return out, "", nil
+	}
+	var newest time.Time
+	for _, r := range recs {
+		if r.LoadedAt.After(newest) {
+			newest = r.LoadedAt
+		}
+	}
+	body, err := encodeSegment(recs)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode load history: %w", err)
+	}
+	name := segmentName(newest, len(recs))
+	if _, err := l.store.Put(ctx, historyKey(n, name), bytes.NewReader(body),
+		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
+		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
+	}
+	info, _ := parseSegmentName(name)
+	return append(out, info), name, nil
+}

@@ -1,0 +1,132 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestSegmentRoundTrip(t *testing.T) {
+	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	in := []LoadRecord{
+		{Key: "gw-2/b.csv", Size: 10, SHA256: "aa", Rows: 3, SnapshotID: 7, LoadedAt: at},
+		{Key: "gw-1/a.csv.gz", Size: 20, SHA256: "bb", ContentSHA256: "cc", Rows: 0, SnapshotID: -8, LoadedAt: at.Add(time.Second)},
+	}
+	body, err := encodeSegment(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := decodeSegment(context.Background(), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0] != in[1] || out[1] != in[0] {
+		t.Fatalf("round trip: %+v, want %+v sorted by key", out, in)
+	}
+	if out[0].contentHash() != "cc" || out[1].contentHash() != "aa" {
+		t.Fatal("content hash: the content sum of a compressed file, else its sum")
+	}
+	if n := len(body); n > 2000 {
+		t.Errorf("segment of two records is %d bytes", n)
+	}
+}
+
+func TestSegmentBytesPerKey(t *testing.T) {
+	// The budget: the load history costs at most 100 bytes per key.
+	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var recs []LoadRecord
+	for i := range 20000 {
+		gw, minute := i%20, i/20
+		recs = append(recs, LoadRecord{
+			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
+			Size:   int64(3000 + i%500),
+			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
+			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
+		})
+	}
+	body, err := encodeSegment(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if per := float64(len(body)) / float64(len(recs)); per > 100 {
+		t.Errorf("%.1f bytes per key, want at most 100", per)
+	}
+}
+
+func TestPlanHistoryTiers(t *testing.T) {
+	now := time.Date(2026, 1, 20, 0, 0, 0, 0, time.UTC)
+	window := 14 * 24 * time.Hour
+	var segs []segmentInfo
+	add := func(records int, newest time.Time) {
+		segs = append(segs, segmentInfo{name: fmt.Sprintf("s%d", len(segs)), newest: newest, records: records})
+	}
+	for range 7 {
+		add(20, now.Add(-time.Hour)) // a full tier 1 (8..63 records) but one
+	}
+	add(30, now.Add(-15*24*time.Hour)) // past the window
+	p := planHistory(segs, make([]LoadRecord, 20), now, window)
+	if len(p.dropped) != 1 || p.dropped[0].name != "s7" {
+		t.Errorf("dropped %v, want s7 (past the window)", p.dropped)
+	}
+	if len(p.merge) != 7 || len(p.keep) != 0 {
+		t.Errorf("merge %d, keep %d: the 8th segment of tier 1 merges the tier", len(p.merge), len(p.keep))
+	}
+	p = planHistory(segs[:3], make([]LoadRecord, 20), now, window)
+	if len(p.merge) != 0 || len(p.keep) != 3 {
+		t.Errorf("merge %d, keep %d: a tier below the fan-in is kept", len(p.merge), len(p.keep))
+	}
+	if p := planHistory(segs[:3], nil, now, window); len(p.keep) != 3 || len(p.merge)+len(p.dropped) != 0 {
+		t.Errorf("nothing added, nothing expired: %+v", p)
+	}
+}
+
+// TestHistoryStaysSmall expires one snapshot at a time for a long while:
+// the history keeps a bounded number of segments, forgets keys past the
+// window and remembers the others.
+func TestHistoryStaysSmall(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Now() // the store's file times are real: orphan removal compares them with the clock
+	l, err := Open(ctx, t.TempDir(), Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	if err := tbl.SetProperties(ctx, map[string]string{PropDedupeWindow: "2d"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 150
+	maxSegs := 0
+	for i := range rounds {
+		appendRows(t, tbl, fmt.Sprintf("gw/%04d.csv", i), day0, 2)
+		clock = clock.Add(40 * time.Minute)
+		if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Minute, RetainLast: 1}); err != nil {
+			t.Fatal(err)
+		}
+		maxSegs = max(maxSegs, len(historySegments(tbl.Properties())))
+	}
+	if maxSegs > 2*historyMergeFanIn {
+		t.Errorf("up to %d segments, want a bounded number", maxSegs)
+	}
+	// 150 rounds of 40 minutes = 100 hours; the window is 48 hours.
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{{"gw/0000.csv", false}, {"gw/0050.csv", false}, {"gw/0100.csv", true}, {"gw/0147.csv", true}} {
+		_, ok, err := tbl.FindLoaded(ctx, tc.key)
+		if err != nil || ok != tc.want {
+			t.Errorf("FindLoaded(%s) = %v, %v; want %v", tc.key, ok, err, tc.want)
+		}
+	}
+	// Segments merged away stay for readers of older versions until
+	// orphan file removal takes them.
+	clock = clock.Add(2 * time.Hour)
+	res, err := tbl.RemoveOrphans(ctx, OrphanOptions{MinAge: time.Nanosecond})
+	if err != nil || len(res.Files) == 0 {
+		t.Fatalf("orphans: %+v, %v; want the merged-away segments", res, err)
+	}
+	assertNoOrphans(t, l, tbl)
+	if _, ok, err := tbl.FindLoaded(ctx, "gw/0147.csv"); err != nil || !ok {
+		t.Fatalf("after orphan removal: %v, %v", ok, err)
+	}
+}

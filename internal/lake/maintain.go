@@ -1,0 +1,331 @@
+package lake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// Maintenance keeps a table as small and fast to read on day 300 as on day
+// 1 (docs/maintenance.md): it compacts small data files (compact.go),
+// expires snapshots past their retention while the load history keeps their
+// keys (expire.go, history.go), keeps only a few metadata versions
+// (write.metadata.previous-versions-max) and removes orphan files
+// (orphans.go). ingest runs it after its commits, within a time budget;
+// `timelake tables maintain` runs it by hand or from cron.
+
+// Table properties of maintenance (with those of compaction, the load
+// history and orphan removal). Timelake's own names where it has them.
+const (
+	PropAutoMaintain      = "timelake.auto-maintain"
+	PropSnapshotRetention = "timelake.snapshot-retention"
+	PropMinSnapshots      = "timelake.min-snapshots"
+)
+
+// Maintenance defaults: what a table gets without tuning, chosen for a
+// fleet of 20 gateways dropping a file a minute each (about 29,000 files a
+// day) to live with for a year (docs/maintenance.md explains each).
+const (
+	DefaultSnapshotRetention = 15 * time.Minute
+	DefaultMinSnapshots      = 20
+	// DefaultMetadataVersions is write.metadata.previous-versions-max on
+	// the tables timelake creates (Iceberg's default keeps 100, each a
+	// copy of the snapshot list).
+	DefaultMetadataVersions = 5
+	// DefaultManifestMergeCount is commit.manifest.min-count-to-merge on
+	// the tables timelake creates (Iceberg's default is 100): a commit
+	// merges the current snapshot's small manifests once there are this
+	// many, so maintenance reads a handful per round.
+	DefaultManifestMergeCount = 4
+	// OrphanCheckInterval is how often maintenance lists the table's
+	// folders for orphan files (reading every snapshot's manifest list).
+	OrphanCheckInterval = time.Hour
+)
+
+// MaintenanceProperties are the timelake.* table properties of
+// maintenance, with what each accepts (tables alter refuses the others).
+var MaintenanceProperties = map[string]string{
+	PropAutoMaintain:      "true or false",
+	PropSnapshotRetention: "a duration such as 15m, 2h or 1d",
+	PropMinSnapshots:      "a whole number >= 1",
+	PropDedupeWindow:      "a duration such as 14d",
+	PropTargetFileSize:    "a size such as 32MiB",
+	PropCompactMinFiles:   "a whole number >= 2",
+	PropCompactColdAfter:  "a duration such as 1h",
+	PropOrphanMinAge:      "a duration such as 1h",
+}
+
+// ValidateProperty checks a timelake.* property value for SetProperties
+// callers (tables alter): contract properties are fixed at creation,
+// maintenance ones must parse, unknown timelake.* keys are refused. Other
+// keys (Iceberg's write.*, history.*, ...) are not checked here.
+func ValidateProperty(key, value string) error {
+	if !strings.HasPrefix(key, "timelake.") {
+		return nil
+	}
+	switch key {
+	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory:
+		return fmt.Errorf("%s is set by timelake and cannot be changed", key)
+	case PropAutoMaintain:
+		if _, err := strconv.ParseBool(value); err != nil {
+			return fmt.Errorf("%s=%q: expected true or false", key, value)
+		}
+	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
+		if d, err := ParseAge(value); err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
+		}
+	case PropMinSnapshots, PropCompactMinFiles:
+		n, err := strconv.Atoi(value)
+		if low := map[string]int{PropMinSnapshots: 1, PropCompactMinFiles: 2}[key]; err != nil || n < low {
+			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
+		}
+	case PropTargetFileSize:
+		if n, err := ParseSize(value); err != nil || n < 1<<20 {
+			return fmt.Errorf("%s=%q: expected a size of at least 1MiB such as 32MiB", key, value)
+		}
+	default:
+		known := slices.Sorted(maps.Keys(MaintenanceProperties))
+		return fmt.Errorf("unknown property %s (timelake.* properties that can be set: %s)", key, strings.Join(known, ", "))
+	}
+	return nil
+}
+
+// MaintenanceSettings are a table's maintenance settings, from its
+// properties and the defaults.
+type MaintenanceSettings struct {
+	Enabled bool   `json:"enabled"`
+	Why     string `json:"why"` // why enabled or not
+	// SnapshotRetention and MinSnapshots: snapshots older than the
+	// retention are expired, keeping the newest MinSnapshots.
+	SnapshotRetention time.Duration `json:"-"`
+	MinSnapshots      int           `json:"min_snapshots"`
+	DedupeWindow      time.Duration `json:"-"`
+	TargetFileSize    int64         `json:"target_file_size"`
+	CompactMinFiles   int           `json:"compact_min_files"`
+	CompactColdAfter  time.Duration `json:"-"`
+	OrphanMinAge      time.Duration `json:"-"`
+	MetadataVersions  int           `json:"metadata_versions"`
+}
+
+// createdByTimelake recognises the tables this writer creates, which are
+// maintained by default even when they predate timelake.auto-maintain:
+// the contract properties and the Parquet and metrics settings CreateTable
+// has always set.
+func createdByTimelake(props iceberg.Properties) bool {
+	return props[PropTimeColumn] != "" && props[PropChunk] != "" &&
+		props[table.ParquetCompressionKey] == "zstd" && props[table.DefaultWriteMetricsModeKey] == "truncate(16)"
+}
+
+// maintenanceSettings resolves a table's settings.
+func maintenanceSettings(props iceberg.Properties) MaintenanceSettings {
+	s := MaintenanceSettings{SnapshotRetention: DefaultSnapshotRetention, MinSnapshots: DefaultMinSnapshots,
+		DedupeWindow: dedupeWindow(props), OrphanMinAge: DefaultOrphanMinAge}
+	switch v, err := strconv.ParseBool(props[PropAutoMaintain]); {
+	case props[PropAutoMaintain] != "" && err == nil:
+		s.Enabled, s.Why = v, PropAutoMaintain+"="+props[PropAutoMaintain]
+	case createdByTimelake(props):
+		s.Enabled, s.Why = true, "created by timelake"
+	default:
+		s.Why = "not created by timelake and " + PropAutoMaintain + " is not set"
+	}
+	if d, err := ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
+		s.SnapshotRetention = d
+	}
+	if n, err := strconv.Atoi(props[PropMinSnapshots]); err == nil && n >= 1 {
+		s.MinSnapshots = n
+	}
+	if d, err := ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
+		s.OrphanMinAge = d
+	}
+	c := compactSettingsOf(props, CompactOptions{})
+	s.TargetFileSize, s.CompactMinFiles, s.CompactColdAfter = c.target, c.minFiles, c.coldAfter
+	s.MetadataVersions = props.GetInt(table.MetadataPreviousVersionsMaxKey, table.MetadataPreviousVersionsMaxDefault)
+	return s
+}
+
+// MaintainOptions tune Maintain.
+type MaintainOptions struct {
+	// Budget bounds the time spent: no step or compaction group starts
+	// after it is used up (a step that started finishes); 0 means no bound.
+	Budget time.Duration
+	// Force maintains a table whose settings do not enable it (tables
+	// maintain by hand).
+	Force bool
+	// DryRun reports what would be done and changes nothing.
+	DryRun bool
+	// Orphans forces orphan file removal now (else it runs when an hour
+	// passed since the last check).
+	Orphans bool
+}
+
+// MaintainReport is what Maintain did.
+type MaintainReport struct {
+	Settings  MaintenanceSettings `json:"settings"`
+	Upgraded  []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
+	Compacted CompactResult       `json:"-"`
+	Expired   ExpireResult        `json:"-"`
+	Orphans   *OrphanResult       `json:"-"` // nil when not checked this time
+	// Pending is set when the budget ran out with work left.
+	Pending bool          `json:"pending"`
+	Took    time.Duration `json:"-"`
+	Skipped string        `json:"skipped,omitempty"` // why nothing was done
+}
+
+// maintenanceStateKey is a small object next to the table's metadata that
+// remembers when orphan files were last looked for.
+const maintenanceStateKey = "metadata/timelake-maintenance.json"
+
+type maintenanceState struct {
+	OrphansCheckedAt time.Time `json:"orphans_checked_at"`
+}
+
+// Maintain runs one round of maintenance: compaction, snapshot expiry
+// (with the load history) and, once an hour, orphan file removal, each
+// step starting only while the budget lasts. A table created by timelake
+// before these settings existed first gets them (one property commit:
+// timelake.auto-maintain and a short metadata-log). Tables whose settings
+// do not enable maintenance are skipped unless Force is set.
+//
+// Errors: those of the steps; the report says what was done before.
+func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainReport, error) {
+	start := time.Now()
+	deadline := time.Time{}
+	if opts.Budget > 0 {
+		deadline = start.Add(opts.Budget)
+	}
+	left := func() bool { return deadline.IsZero() || time.Now().Before(deadline) }
+	var rep MaintainReport
+	defer func() { rep.Took = time.Since(start) }()
+	if err := t.Refresh(ctx); err != nil {
+		return rep, err
+	}
+	props := t.Properties()
+	rep.Settings = maintenanceSettings(props)
+	if !rep.Settings.Enabled && !opts.Force {
+		rep.Skipped = rep.Settings.Why
+		return rep, nil
+	}
+	if !props.GetBool(table.GCEnabledKey, table.GCEnabledDefault) {
+		rep.Skipped = "gc.enabled is false: files of this table may be shared with others"
+		return rep, nil
+	}
+	// Tables created before maintenance existed keep 100 metadata
+	// versions, each a copy of the snapshot list.
+	if up := upgradeProperties(props); len(up) > 0 && createdByTimelake(props) {
+		rep.Upgraded = slices.Sorted(maps.Keys(up))
+		if !opts.DryRun {
+			if err := t.SetProperties(ctx, up, nil); err != nil {
+				return rep, err
+			}
+			rep.Settings = maintenanceSettings(t.Properties())
+		}
+	}
+	s := rep.Settings
+
+	// Compaction first: the replace snapshot it commits can then expire
+	// with the others, and the files it replaced with it.
+	if !left() {
+		rep.Pending = true
+		return rep, nil
+	}
+	var err error
+	rep.Compacted, err = t.Compact(ctx, CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
+		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound})
+	if err != nil {
+		return rep, err
+	}
+	if !left() {
+		rep.Pending = true
+		return rep, nil
+	}
+	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun})
+	if err != nil {
+		return rep, err
+	}
+	due, err := t.orphansDue(ctx, opts.Orphans)
+	if err != nil {
+		return rep, err
+	}
+	if due && !left() {
+		rep.Pending = true
+		return rep, nil
+	}
+	if due {
+		res, err := t.RemoveOrphans(ctx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
+		rep.Orphans = &res
+		if err != nil {
+			return rep, err
+		}
+		if !opts.DryRun {
+			if err := t.saveMaintenanceState(ctx, maintenanceState{OrphansCheckedAt: t.lake.now().UTC()}); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+// compactBytesPerRound bounds the input one round of maintenance rewrites
+// (the budget bounds its time as well).
+const compactBytesPerRound = 256 << 20
+
+// upgradeProperties returns the properties a table created by timelake
+// before maintenance existed lacks.
+func upgradeProperties(props iceberg.Properties) map[string]string {
+	up := map[string]string{}
+	if props[PropAutoMaintain] == "" {
+		up[PropAutoMaintain] = "true"
+	}
+	if props[table.MetadataPreviousVersionsMaxKey] == "" {
+		up[table.MetadataPreviousVersionsMaxKey] = strconv.Itoa(DefaultMetadataVersions)
+	}
+	if props[table.MetadataDeleteAfterCommitEnabledKey] == "" {
+		up[table.MetadataDeleteAfterCommitEnabledKey] = "true"
+	}
+	if props[table.ManifestMinMergeCountKey] == "" {
+		up[table.ManifestMinMergeCountKey] = strconv.Itoa(DefaultManifestMergeCount)
+	}
+	return up
+}
+
+// orphansDue reports whether orphan files were last looked for more than
+// OrphanCheckInterval ago (or never).
+func (t *Table) orphansDue(ctx context.Context, force bool) (bool, error) {
+	if force {
+		return true, nil
+	}
+	b, _, err := storage.ReadAll(ctx, t.lake.store, tablePrefix(t.name)+maintenanceStateKey)
+	if errors.Is(err, storage.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var st maintenanceState
+	if json.Unmarshal(b, &st) != nil {
+		return true, nil
+	}
+	return !t.lake.now().Before(st.OrphansCheckedAt.Add(OrphanCheckInterval)), nil
+}
+
+func (t *Table) saveMaintenanceState(ctx context.Context, st maintenanceState) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = t.lake.store.Put(ctx, tablePrefix(t.name)+maintenanceStateKey, bytes.NewReader(b),
+		storage.PutOptions{ContentType: "application/json"})
+	return err
+}

@@ -1,0 +1,106 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// rowsAt builds n rows of gateway g's devices at times at+i seconds.
+func rowsAt(t testing.TB, tbl *Table, at time.Time, n, g int) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(at.Add(time.Duration(i) * time.Second).UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("gw-%d-d%d", g, i%3))
+		b.Field(2).(*array.Float64Builder).Append(float64(i) / 8)
+	}
+	return b.NewRecordBatch()
+}
+
+// TestMaintainKeepsAFleetTableSmall runs a small fleet for simulated hours
+// with maintenance after every minute's commit: the files per partition,
+// the snapshots and the metadata versions stay bounded, the rows are
+// exact, and a key re-sent after its snapshot expired is still known.
+func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		clock := time.Now()
+		l.now = func() time.Time { return clock }
+		tbl := createTestTable(t, l)
+		const gateways, minutes = 4, 90
+		rows := 0
+		maxFiles, maxSnaps, orphanChecks, orphans := 0, 0, 0, 0
+		for m := range minutes {
+			var ps []*Prepared
+			for g := range gateways {
+				rec := rowsAt(t, tbl, clock, 5, g)
+				p, err := tbl.Prepare(ctx, fmt.Sprintf("gw-%d/%04d.csv", g, m), []arrow.RecordBatch{rec}, nil, 0)
+				rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ps = append(ps, p)
+				rows += 5
+			}
+			if _, err := tbl.Commit(ctx, ps, CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := tbl.Maintain(ctx, MaintainOptions{})
+			if err != nil {
+				t.Fatalf("minute %d: %v", m, err)
+			}
+			if rep.Skipped != "" {
+				t.Fatalf("maintenance skipped: %s", rep.Skipped)
+			}
+			if rep.Orphans != nil {
+				orphanChecks++
+				orphans += len(rep.Orphans.Files)
+			}
+			for _, n := range liveDataFiles(t, tbl) {
+				maxFiles = max(maxFiles, n)
+			}
+			maxSnaps = max(maxSnaps, len(tbl.Metadata().Snapshots()))
+			clock = clock.Add(time.Minute)
+		}
+		// Tiers of 4 from 64 KiB: a few files per tier and the minute's own.
+		if maxFiles > 16 {
+			t.Errorf("up to %d live files in a partition", maxFiles)
+		}
+		// 15 minutes of 4 snapshots, plus compactions.
+		if maxSnaps > 15*gateways+20 {
+			t.Errorf("up to %d snapshots", maxSnaps)
+		}
+		if n := len(scanRows(t, tbl, 0)); n != rows {
+			t.Fatalf("%d rows, want %d", n, rows)
+		}
+		versions, err := confOf(l, testName).versions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(versions) > DefaultMetadataVersions+1 {
+			t.Errorf("%d metadata versions kept", len(versions))
+		}
+		if b, ok, err := tbl.FindLoaded(ctx, "gw-0/0000.csv"); err != nil || !ok || !b.FromHistory {
+			t.Errorf("the first key: %+v, %v, %v; want it in the load history", b, ok, err)
+		}
+		// Hourly.
+		if orphanChecks != 2 {
+			t.Errorf("orphan removal ran %d times (%d files), want 2", orphanChecks, orphans)
+		}
+		checkSortedFiles(t, tbl)
+		// Load history segments merged away in the last hour stay until a
+		// check finds them older than timelake.orphan-min-age.
+		clock = clock.Add(2 * time.Hour)
+		if res, err := tbl.RemoveOrphans(ctx, OrphanOptions{}); err != nil || len(res.Files) == 0 {
+			t.Fatalf("orphans two hours later: %+v, %v; want the merged-away segments", res, err)
+		}
+		requireConformantTable(t, l, tbl)
+	})
+}

@@ -1,0 +1,218 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// PropOrphanMinAge is the table property of how old an unreferenced file
+// must be before orphan file removal deletes it.
+const PropOrphanMinAge = "timelake.orphan-min-age"
+
+// DefaultOrphanMinAge keeps unreferenced files younger than an hour: a
+// commit in flight (data files written, metadata not yet) never takes that
+// long.
+const DefaultOrphanMinAge = time.Hour
+
+// OrphanOptions tune RemoveOrphans.
+type OrphanOptions struct {
+	// MinAge: only files last modified more than MinAge before now are
+	// deleted; 0 uses timelake.orphan-min-age (DefaultOrphanMinAge).
+	MinAge time.Duration
+	// DryRun lists the orphans and deletes nothing.
+	DryRun bool
+}
+
+// OrphanResult is what RemoveOrphans found.
+type OrphanResult struct {
+	Files []string // orphans, relative to the table location (data/..., metadata/...)
+	Bytes int64
+	// Young counts unreferenced files kept because they are younger than
+	// MinAge (maybe a commit in flight).
+	Young int
+}
+
+// RemoveOrphans deletes the files in the table's data/ and metadata/
+// folders that nothing references and that are older than MinAge (Iceberg's
+// remove_orphan_files): data files and manifests of runs killed before
+// their commit, files of commits whose outcome stayed unknown, half-written
+// files of a full disk, load history segments merged away, metadata
+// versions older than the metadata-log. Referenced are: the manifest lists,
+// manifests and live data files of every snapshot of the current version,
+// the current version and those its metadata-log names, the load history
+// segments they name, and the version hint. Files outside data/ and
+// metadata/ are never touched.
+//
+// Errors: listing or reading metadata (nothing is deleted then), and the
+// first failed delete (the result lists what was found).
+func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanResult, error) {
+	if err := t.Refresh(ctx); err != nil {
+		return OrphanResult{}, err
+	}
+	h, v := t.loaded()
+	minAge := opts.MinAge
+	if minAge <= 0 {
+		minAge = DefaultOrphanMinAge
+		if d, err := ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
+			minAge = d
+		}
+	}
+	ref, err := t.referencedFiles(ctx, h, v)
+	if err != nil {
+		return OrphanResult{}, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
+	}
+	cutoff := t.lake.now().Add(-minAge)
+	prefix := tablePrefix(t.name)
+	var res OrphanResult
+	var keys []string
+	for _, dir := range []string{"data/", "metadata/"} {
+		err := t.lake.store.List(ctx, prefix+dir, func(o storage.ObjectInfo) error {
+			rel := strings.TrimPrefix(o.Key, prefix)
+			if ref[rel] || protectedMetadata(rel, v) {
+				return nil
+			}
+			if !o.LastModified.Before(cutoff) {
+				res.Young++
+				return nil
+			}
+			res.Files = append(res.Files, rel)
+			res.Bytes += o.Size
+			keys = append(keys, o.Key)
+			return nil
+		})
+		if err != nil && !isStoreNotExist(err) {
+			return OrphanResult{}, fmt.Errorf("remove orphan files of %s: list %s: %w", t.name, dir, err)
+		}
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(stageConcurrency)
+	for _, k := range keys {
+		g.Go(func() error { return t.lake.store.Delete(gctx, k) })
+	}
+	if err := g.Wait(); err != nil {
+		return res, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
+	}
+	return res, nil
+}
+
+func isStoreNotExist(err error) bool { return errors.Is(err, storage.ErrNotExist) }
+
+// protectedMetadata reports the metadata files never removed as orphans
+// whatever their age: versions from the newest one v on (a commit may
+// have just created one), the version hint, and Timelake's head cache
+// (dropped by commits themselves).
+func protectedMetadata(rel string, v int) bool {
+	base := path.Base(rel)
+	if n, ok := parseVersion(base); ok && strings.HasPrefix(rel, "metadata/") {
+		return n >= v
+	}
+	return rel == "metadata/version-hint.text" || rel == "metadata/timelake-head" || rel == maintenanceStateKey
+}
+
+// referencedFiles returns the files of the table's folder that version v
+// (h) references, relative to the table location.
+func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string]bool, error) {
+	loc := t.lake.tableLocation(t.name) + "/"
+	rel := func(uri string) string { return strings.TrimPrefix(uri, loc) }
+	ref := map[string]bool{rel(t.lake.metadataLocation(t.name, v)): true}
+	var mu sync.Mutex
+	add := func(uri string) {
+		mu.Lock()
+		ref[rel(uri)] = true
+		mu.Unlock()
+	}
+	// The versions the metadata-log names, and the load history segments
+	// of each of them.
+	var entries []table.MetadataLogEntry
+	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil {
+		return nil, fmt.Errorf("metadata-log: %w", err)
+	}
+	for _, s := range historySegments(h.props()) {
+		ref["metadata/"+s.name] = true
+	}
+	for _, e := range entries {
+		ref[rel(e.MetadataFile)] = true
+		n, ok := parseVersion(path.Base(e.MetadataFile))
+		if !ok {
+			continue
+		}
+		old, err := t.lake.readVersion(ctx, t.name, n, indexHead)
+		if isStoreNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range historySegments(old.props()) {
+			ref["metadata/"+s.name] = true
+		}
+	}
+	// Every snapshot's manifest list, manifests and live data files.
+	fs, err := t.lake.fsF(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var lists []string
+	for i := range h.snaps {
+		s, err := h.snapshot(i)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, s.ManifestList)
+		ref[rel(s.ManifestList)] = true
+	}
+	manifests := map[string]iceberg.ManifestFile{}
+	lg, _ := errgroup.WithContext(ctx)
+	lg.SetLimit(stageConcurrency)
+	for _, list := range lists {
+		lg.Go(func() error {
+			s := table.Snapshot{ManifestList: list}
+			mfs, err := s.Manifests(fs)
+			if err != nil {
+				return fmt.Errorf("read manifest list %s: %w", list, err)
+			}
+			mu.Lock()
+			for _, mf := range mfs {
+				manifests[mf.FilePath()] = mf
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := lg.Wait(); err != nil {
+		return nil, err
+	}
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(stageConcurrency)
+	for _, p := range slices.Sorted(maps.Keys(manifests)) {
+		mf := manifests[p]
+		add(p)
+		g.Go(func() error {
+			entries, err := mf.FetchEntries(fs, true)
+			if err != nil {
+				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			}
+			for _, e := range entries {
+				add(e.DataFile().FilePath())
+			}
+			return nil
+		})
+	}
+	return ref, g.Wait()
+}

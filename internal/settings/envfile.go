@@ -1,0 +1,60 @@
+package settings
+
+import (
+	"fmt"
+	"io/fs"
+	"runtime"
+	"strings"
+
+	"github.com/timelake/timelake/internal/config"
+)
+
+// Exposure is an env file that holds a secret and that other users can
+// read: its mode gives read access to its group or to others (mode & 077
+// reads, writes or runs are all reported; only the owner needs access).
+type Exposure struct {
+	Path    string
+	Mode    fs.FileMode
+	Secrets []string // the secret variables the file sets
+}
+
+// CheckEnvFile returns the Exposure of env's file, or nil when there is no
+// env file, it holds no secret (Sensitivity Secret), or only its owner has
+// access. File modes are not checked on Windows, where they do not say who
+// can read a file.
+func CheckEnvFile(env *config.Env) *Exposure {
+	if env == nil || env.FilePath == "" || env.FileMode&0o077 == 0 || runtime.GOOS == "windows" {
+		return nil
+	}
+	var secrets []string
+	for _, s := range all {
+		if s.Sensitivity != Secret {
+			continue
+		}
+		for _, k := range s.Env {
+			if env.InFile(k) {
+				secrets = append(secrets, k)
+			}
+		}
+	}
+	if len(secrets) == 0 {
+		return nil
+	}
+	return &Exposure{Path: env.FilePath, Mode: env.FileMode, Secrets: secrets}
+}
+
+// Problem says what is wrong, e.g. "env file timelake.env holds
+// AWS_SECRET_ACCESS_KEY and is readable by other users (mode 0644)".
+func (e *Exposure) Problem() string {
+	who := "its group"
+	switch {
+	case e.Mode&0o070 != 0 && e.Mode&0o007 != 0:
+		who = "its group and other users"
+	case e.Mode&0o007 != 0:
+		who = "other users"
+	}
+	return fmt.Sprintf("env file %s holds %s and is open to %s (mode %04o)", e.Path, strings.Join(e.Secrets, ", "), who, e.Mode)
+}
+
+// Fix is the command that closes the file to everyone but its owner.
+func (e *Exposure) Fix() string { return "chmod 600 " + e.Path }

@@ -1,0 +1,233 @@
+package settings
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is how the values of a setting are read: its parser and the
+// placeholder --help shows for it. Parse gets a trimmed, non-empty value
+// (an empty one means "not set" and is never parsed) and returns an error
+// that says what was expected and quotes what it got; a secret kind never
+// fails, so no error can quote a secret.
+type Kind[T any] struct {
+	// Type is the placeholder of the flag in --help ("string", "int",
+	// "duration"); for a switch it is "bool" (--flag alone means true).
+	Type  string
+	Parse func(string) (T, error)
+	// Switch makes the flag a boolean switch: --flag means true,
+	// --flag=false false.
+	Switch bool
+}
+
+// String is free text.
+func String() Kind[string] {
+	return Kind[string]{Type: "string", Parse: func(s string) (string, error) { return s, nil }}
+}
+
+// Checked is free text that check accepts (check's error says what was
+// expected), e.g. a location or a gateway name.
+func Checked(check func(string) error) Kind[string] {
+	return Kind[string]{Type: "string", Parse: func(s string) (string, error) { return s, check(s) }}
+}
+
+// Convert is text read by parse into a typed value, e.g. a table name.
+func Convert[T any](parse func(string) (T, error)) Kind[T] {
+	return Kind[T]{Type: "string", Parse: parse}
+}
+
+// Bool is a switch: --flag means true; a variable takes true/false, 1/0
+// (strconv.ParseBool).
+func Bool() Kind[bool] {
+	k := BoolValue()
+	k.Type, k.Switch = "bool", true
+	return k
+}
+
+// BoolValue is a boolean whose flag needs a value (--flag true).
+func BoolValue() Kind[bool] {
+	return Kind[bool]{Type: "true|false", Parse: func(s string) (bool, error) {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, fmt.Errorf("expected true or false, got %q", s)
+		}
+		return b, nil
+	}}
+}
+
+// Int is a whole number in [min, max].
+func Int(min, max int) Kind[int] {
+	want := fmt.Sprintf("a whole number >= %d", min)
+	if max < math.MaxInt {
+		want = fmt.Sprintf("a whole number from %d to %d", min, max)
+	}
+	return Kind[int]{Type: "int", Parse: func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < min || n > max {
+			return 0, fmt.Errorf("expected %s, got %q", want, s)
+		}
+		return n, nil
+	}}
+}
+
+// Duration is a Go duration (90s, 10m, 1h30m) of at least min; example is
+// shown in the error.
+func Duration(min time.Duration, example string) Kind[time.Duration] {
+	return Kind[time.Duration]{Type: "duration", Parse: func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < min {
+			return 0, fmt.Errorf("expected a duration %ssuch as %s, got %q", durationFloor(min), example, s)
+		}
+		return d, nil
+	}}
+}
+
+// Positive is the min of a Duration or Age that must be above zero.
+const Positive time.Duration = 1
+
+func durationFloor(min time.Duration) string {
+	switch min {
+	case 0:
+		return ""
+	case Positive:
+		return "above zero "
+	}
+	return "of at least " + min.String() + " "
+}
+
+// Age is a duration that may also be given in whole days (7d), of at least
+// min (Positive: above zero).
+func Age(min time.Duration) Kind[time.Duration] {
+	return Kind[time.Duration]{Type: "string", Parse: func(s string) (time.Duration, error) {
+		d, err := ParseAge(s)
+		if err != nil || d < min {
+			return 0, fmt.Errorf("expected a duration %ssuch as 90m, 48h or 7d, got %q", durationFloor(min), s)
+		}
+		return d, nil
+	}}
+}
+
+// ParseAge reads a duration in Go syntax (90m, 24h) or whole days (7d).
+// Errors: anything else, or a negative duration.
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%q is not a duration (90m, 24h, 7d)", s)
+}
+
+// Since is a point in time: an RFC 3339 time, a date (UTC midnight), or a
+// duration before the moment it is read (ParseSince).
+func Since(now func() time.Time) Kind[time.Time] {
+	return Kind[time.Time]{Type: "string", Parse: func(s string) (time.Time, error) { return ParseSince(s, now()) }}
+}
+
+// ParseSince reads an RFC 3339 time, a date (2026-01-05, UTC midnight), or
+// a duration before now (Go syntax such as 90m or 24h, plus whole days
+// such as 7d).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if d, err := ParseAge(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-05T10:00:00Z) nor a duration (24h, 7d)", s)
+}
+
+// ByteSize is a size such as 512KiB, 64MiB, 1GiB, 1GB or 1048576 (bytes),
+// of at least min bytes.
+func ByteSize(min int64) Kind[int64] {
+	return Kind[int64]{Type: "size", Parse: func(s string) (int64, error) {
+		n, err := ParseBytes(s)
+		if err != nil || n < min {
+			return 0, fmt.Errorf("expected a size such as 64MiB or 1GiB (at least %s), got %q", FormatBytes(min), s)
+		}
+		return n, nil
+	}}
+}
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+
+// ParseBytes reads sizes such as 512KiB, 64MiB, 1GiB, 1GB or 1048576.
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	for _, u := range byteUnits {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("invalid size %q", s)
+			}
+			return int64(n * float64(u.mult)), nil
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// FormatBytes renders n in the largest binary unit that divides it
+// (1MiB, 64KiB, 100B).
+func FormatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// Enum is one of values.
+func Enum(values ...string) Kind[string] {
+	return Kind[string]{Type: "string", Parse: func(s string) (string, error) {
+		for _, v := range values {
+			if s == v {
+				return s, nil
+			}
+		}
+		return "", fmt.Errorf("%q is not one of %s", s, strings.Join(values, ", "))
+	}}
+}
+
+// List is a comma-separated list; blanks around items and empty items are
+// dropped.
+func List() Kind[[]string] {
+	return Kind[[]string]{Type: "string", Parse: func(s string) ([]string, error) {
+		var out []string
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	}}
+}
+
+// Zone is an IANA time zone name (Europe/Berlin, UTC), from the system's
+// zone database or the one built into the binary.
+func Zone() Kind[*time.Location] {
+	return Kind[*time.Location]{Type: "string", Parse: func(s string) (*time.Location, error) {
+		loc, err := time.LoadLocation(s)
+		if err != nil {
+			return nil, fmt.Errorf("unknown time zone %q (expected an IANA name such as Europe/Berlin)", s)
+		}
+		return loc, nil
+	}}
+}

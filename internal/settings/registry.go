@@ -1,0 +1,307 @@
+package settings
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/upload"
+)
+
+// The registry: every setting of every command, in the order of
+// docs/configuration.md. Declare a new setting here (see the package doc).
+
+// Locations.
+var (
+	Warehouse = register(&Setting[string]{Spec: Spec{
+		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
+		Help:     "warehouse: s3://bucket/prefix or a local folder",
+		Commands: []Command{Ingest, Tables, Env}, Group: GroupLocations,
+	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
+
+	Table = register(&Setting[lake.TableName]{Spec: Spec{
+		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
+		Help:     "table name, namespace.table",
+		Commands: []Command{Ingest, Env}, Group: GroupLocations,
+	}, Kind: Convert(lake.ParseTableName)})
+
+	Landing = register(&Setting[storage.Location]{Spec: Spec{
+		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},
+		Help:     "landing bucket: bucket name, s3://bucket/prefix, or a local folder such as ./landing",
+		Commands: []Command{Ingest, Upload, Env}, Group: GroupLocations,
+	}, Kind: Convert(func(s string) (storage.Location, error) { return storage.ParseLocation(s, true) })})
+
+	LandingPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Env: []string{"TIMELAKE_LANDING_PREFIX"},
+		Help:     "only load landing keys that start with this prefix",
+		Commands: []Command{Ingest}, Group: GroupLocations,
+	}, Kind: String()})
+
+	QuarantinePrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "quarantine-prefix", Env: []string{"TIMELAKE_QUARANTINE_PREFIX"}, Default: landing.DefaultQuarantinePrefix,
+		Help:     "where files that cannot be loaded are moved",
+		Commands: []Command{Ingest}, Group: GroupLocations,
+	}, Kind: Convert(keyPrefix)})
+)
+
+// keyPrefix reads a relative key prefix and ends it with "/".
+func keyPrefix(s string) (string, error) {
+	if storage.ValidateKey(strings.TrimSuffix(s, "/")) != nil {
+		return "", fmt.Errorf("%q is not a relative key prefix such as _rejected/", s)
+	}
+	return strings.TrimSuffix(s, "/") + "/", nil
+}
+
+// S3 connection.
+var (
+	Endpoint = register(&Setting[string]{Spec: Spec{
+		Flag: "endpoint", Env: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}, // DESIGN.md, "Settings"
+		Help:     "S3 endpoint URL, e.g. https://t3.storage.dev",
+		Commands: []Command{Global}, Group: GroupS3,
+	}, Kind: String()}) // checked when the client is built (storage.ErrInvalidEndpoint) and by env check
+
+	Region = register(&Setting[string]{Spec: Spec{
+		Flag: "region", Env: []string{"AWS_REGION", "AWS_DEFAULT_REGION"},
+		Help:     "S3 region; Tigris uses auto",
+		Commands: []Command{Global}, Group: GroupS3,
+	}, Kind: String()})
+
+	VirtualHosted = register(&Setting[bool]{Spec: Spec{
+		Flag: "s3-virtual-hosted", Env: []string{"TIMELAKE_S3_VIRTUAL_HOSTED"},
+		Help:     "use virtual-hosted-style S3 addressing (default: path-style for custom endpoints)",
+		Commands: []Command{Global}, Group: GroupS3,
+	}, Kind: BoolValue()})
+
+	AccessKeyID = register(&Setting[string]{Spec: Spec{
+		Env: []string{"AWS_ACCESS_KEY_ID"}, Help: "access key id of static credentials",
+		Commands: []Command{Global}, Group: GroupS3, Sensitivity: KeyID,
+	}, Kind: String()})
+
+	SecretAccessKey = register(&Setting[string]{Spec: Spec{
+		Env: []string{"AWS_SECRET_ACCESS_KEY"}, Help: "secret access key of static credentials",
+		Commands: []Command{Global}, Group: GroupS3, Sensitivity: Secret,
+	}, Kind: String()})
+
+	SessionToken = register(&Setting[string]{Spec: Spec{
+		Env: []string{"AWS_SESSION_TOKEN"}, Help: "session token of temporary credentials",
+		Commands: []Command{Global}, Group: GroupS3, Sensitivity: Secret,
+	}, Kind: String()})
+
+	Profile = register(&Setting[string]{Spec: Spec{
+		Env: []string{"AWS_PROFILE"}, Help: "profile of ~/.aws/config when no static keys are set",
+		Commands: []Command{Global}, Group: GroupS3,
+	}, Kind: String()})
+)
+
+// Table creation (ingest creates a missing table from the first file;
+// tables create from a sample; upload --validate reads the time column the
+// same way).
+var (
+	TimeColumn = register(&Setting[string]{Spec: Spec{
+		Flag: "time-column", Env: []string{"TIMELAKE_TIME_COLUMN"},
+		Help:     "time column of the files (default: inferred)",
+		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+	}, Kind: String()})
+
+	SeriesKey = register(&Setting[[]string]{Spec: Spec{
+		Flag: "series-key", Env: []string{"TIMELAKE_SERIES_KEY"},
+		Help:     "comma-separated columns that identify a series, when creating the table",
+		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+	}, Kind: List()})
+
+	Partition = register(&Setting[lake.Granularity]{Spec: Spec{
+		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: string(lake.Day),
+		Help:     "time partition granularity when creating the table: hour, day or month",
+		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+	}, Kind: Convert(lake.ParseGranularity)})
+
+	TimeUnit = register(&Setting[string]{Spec: Spec{
+		Flag: "time-unit", Env: []string{"TIMELAKE_TIME_UNIT"},
+		Help:     "unit of a numeric epoch time column: s, ms, us or ns (text times need none)",
+		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+	}, Kind: Enum("s", "ms", "us", "ns")})
+
+	AssumeTimezone = register(&Setting[*time.Location]{Spec: Spec{
+		Flag: "assume-timezone", Env: []string{"TIMELAKE_ASSUME_TIMEZONE"}, Default: "UTC",
+		Help:     "IANA zone of text times written without an offset, e.g. Europe/Berlin",
+		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+	}, Kind: Zone()})
+)
+
+// Ingest.
+var (
+	NoCreate = register(&Setting[bool]{Spec: Spec{
+		Flag: "no-create", Env: []string{"TIMELAKE_NO_CREATE"}, Default: "false",
+		Help:     "fail instead of creating a missing table",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Bool()})
+
+	MaxFiles = register(&Setting[int]{Spec: Spec{
+		Flag: "max-files", Env: []string{"TIMELAKE_MAX_FILES"}, Default: "0",
+		Help:     "load at most this many files in this run (0: all)",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Int(0, math.MaxInt)})
+
+	LeaseTTL = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "lease-ttl", Env: []string{"TIMELAKE_LEASE_TTL"}, Default: "10m",
+		Help:     "how long the ingest lease lasts without renewal",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Duration(Positive, "10m")})
+
+	Parallel = register(&Setting[int]{Spec: Spec{
+		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: strconv.Itoa(ingest.DefaultParallel),
+		Help:     "files downloaded, decoded and written at once",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Int(1, math.MaxInt)})
+
+	FilesPerCommit = register(&Setting[int]{Spec: Spec{
+		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: strconv.Itoa(ingest.DefaultFilesPerCommit),
+		Help:     "most files (one snapshot each) per metadata write",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Int(1, math.MaxInt)})
+
+	MemoryBudget = register(&Setting[int64]{Spec: Spec{
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: FormatBytes(ingest.DefaultMemoryBudget),
+		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: ByteSize(1 << 20)})
+)
+
+// Upload.
+var (
+	Gateway = register(&Setting[string]{Spec: Spec{
+		Flag: "gateway", Env: []string{"TIMELAKE_GATEWAY"},
+		Help:     "gateway name, the first segment of generated keys",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Checked(upload.ValidateGateway)})
+
+	UploadPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Env: []string{"TIMELAKE_UPLOAD_PREFIX"},
+		Help:     "key prefix in front of every key, e.g. site-3",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Convert(upload.NormalizePrefix)})
+
+	UploadTime = register(&Setting[upload.TimeSource]{Spec: Spec{
+		Flag: "time", Env: []string{"TIMELAKE_UPLOAD_TIME"}, Default: string(upload.TimeModified),
+		Help:     "time in generated keys: mtime (the file's modification time, stable across retries) or now",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Convert(func(s string) (upload.TimeSource, error) {
+		v, err := Enum(string(upload.TimeModified), string(upload.TimeNow)).Parse(s)
+		return upload.TimeSource(v), err
+	})})
+
+	Spool = register(&Setting[string]{Spec: Spec{
+		Flag: "spool", Env: []string{"TIMELAKE_SPOOL"},
+		Help:     "upload every file of this folder, oldest first, then delete it",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: String()})
+
+	SpoolDone = register(&Setting[string]{Spec: Spec{
+		Flag: "done", Env: []string{"TIMELAKE_SPOOL_DONE"},
+		Help:     "with --spool: move uploaded files to this folder instead of deleting them",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: String()})
+
+	SpoolMinAge = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "min-age", Env: []string{"TIMELAKE_SPOOL_MIN_AGE"}, Default: "0s",
+		Help:     "with --spool: skip files modified less than this long ago, e.g. 30s",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Duration(0, "30s")})
+
+	Gzip = register(&Setting[bool]{Spec: Spec{
+		Flag: "gzip", Env: []string{"TIMELAKE_UPLOAD_GZIP"}, Default: "false",
+		Help:     "gzip CSV and TSV files on the way (the key ends in .gz)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Bool()})
+
+	UploadParallel = register(&Setting[int]{Spec: Spec{
+		Flag: "parallel", Env: []string{"TIMELAKE_UPLOAD_PARALLEL"}, Default: strconv.Itoa(upload.DefaultParallel),
+		Help:     "files uploaded at once (output stays in file order)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Int(1, math.MaxInt)})
+
+	Validate = register(&Setting[bool]{Spec: Spec{
+		Flag: "validate", Env: []string{"TIMELAKE_UPLOAD_VALIDATE"}, Default: "true",
+		Help:     "check each file (header, rows, time column) before sending it; --validate=false to skip",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Bool()})
+)
+
+// Tables.
+var (
+	ExpireOlderThan = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "older-than", Env: []string{"TIMELAKE_EXPIRE_OLDER_THAN"},
+		Help:     "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d",
+		Commands: []Command{TablesExpire}, Group: GroupTables,
+	}, Kind: Age(Positive)})
+
+	ExpireRetainLast = register(&Setting[int]{Spec: Spec{
+		Flag: "retain-last", Env: []string{"TIMELAKE_EXPIRE_RETAIN_LAST"}, Default: "0",
+		Help:     "always keep the newest N snapshots; 0: the table's history.expire.min-snapshots-to-keep, else 1",
+		Commands: []Command{TablesExpire}, Group: GroupTables,
+	}, Kind: Int(0, math.MaxInt)})
+)
+
+// Global.
+var (
+	EnvFile = register(&Setting[string]{Spec: Spec{
+		Flag: "env-file", Env: []string{"TIMELAKE_ENV_FILE"},
+		Help:     "read settings from this KEY=value file (e.g. timelake.env); the environment wins over it",
+		Commands: []Command{Global}, Group: GroupGlobal,
+	}, Kind: String()}) // read from the flag or the environment only
+
+	LogLevel = register(&Setting[string]{Spec: Spec{
+		Flag: "log-level", Env: []string{"TIMELAKE_LOG_LEVEL"}, Default: "warn",
+		Help:     "stderr log level: debug, info, warn or error",
+		Commands: []Command{Global}, Group: GroupGlobal,
+	}, Kind: Enum("debug", "info", "warn", "error")})
+)
+
+// Per-run flags: no variable (GroupPerRun says why).
+var (
+	JSON = register(&Setting[bool]{Spec: Spec{
+		Flag: "json", Default: "false", Help: "print one JSON document on stdout (logs stay on stderr)",
+		Commands: []Command{Global}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	DryRun = register(&Setting[bool]{Spec: Spec{
+		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
+		Commands: []Command{Ingest, TablesExpire}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	Key = register(&Setting[string]{Spec: Spec{
+		Flag: "key", Help: "explicit object key for a single file, instead of the generated one",
+		Commands: []Command{Upload}, Group: GroupPerRun,
+	}, Kind: Checked(storage.ValidateKey)})
+
+	FromFile = register(&Setting[string]{Spec: Spec{
+		Flag: "from-file", Help: "local CSV, TSV (optionally .gz) or Parquet file whose schema the table takes (required)",
+		Commands: []Command{TablesCreate}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	Limit = register(&Setting[int]{Spec: Spec{
+		Flag: "limit", Default: "0", Help: "show at most N snapshots, newest first (0: all)",
+		Commands: []Command{TablesSnapshots}, Group: GroupPerRun,
+	}, Kind: Int(0, math.MaxInt)})
+
+	SinceTime = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "since", Help: "only snapshots committed since an RFC 3339 time (2026-01-05T00:00:00Z) or a duration ago (90m, 24h, 7d)",
+		Commands: []Command{TablesSnapshots}, Group: GroupPerRun,
+	}, Kind: Since(time.Now)})
+
+	BatchPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Help: "only batch ids that start with this prefix, e.g. gateway-7/",
+		Commands: []Command{TablesBatches}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "timeout", Default: "5s", Help: "time limit of each network step (connect, each S3 call)",
+		Commands: []Command{EnvCheck}, Group: GroupPerRun,
+	}, Kind: Duration(Positive, "5s")})
+)

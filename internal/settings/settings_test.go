@@ -1,0 +1,317 @@
+package settings
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/timelake/timelake/internal/config"
+)
+
+func env(t *testing.T, vars map[string]string, file string) *config.Env {
+	t.Helper()
+	e, err := config.LoadEnv(file, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func writeEnvFile(t *testing.T, body string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "timelake.env")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// flags binds command's flags and parses args like cobra does.
+func flags(t *testing.T, command Command, args ...string) (*pflag.FlagSet, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet(string(command), pflag.ContinueOnError)
+	Bind(fs, command)
+	return fs, fs.Parse(args)
+}
+
+// TestRegistry checks what every declaration must satisfy.
+func TestRegistry(t *testing.T) {
+	vars := map[string]*Spec{}
+	type flagAt struct {
+		flag string
+		cmd  Command
+	}
+	flagsAt := map[flagAt]*Spec{}
+	for _, s := range All() {
+		if s.Flag == "" && len(s.Env) == 0 {
+			t.Errorf("a setting has neither flag nor variable: %+v", s)
+			continue
+		}
+		if (len(s.Env) == 0) != (s.Group == GroupPerRun) {
+			t.Errorf("%s: only per-run flags have no variable (group %q, variables %v)", s.Name(), s.Group, s.Env)
+		}
+		if s.Help == "" || len(s.Commands) == 0 || s.Group == "" {
+			t.Errorf("%s: help, commands and group are required", s.Name())
+		}
+		for _, k := range s.Env {
+			if other := vars[k]; other != nil {
+				t.Errorf("variable %s belongs to %s and %s", k, other.Name(), s.Name())
+			}
+			vars[k] = s
+		}
+		for _, c := range s.Commands {
+			if s.Flag == "" {
+				break
+			}
+			if other := flagsAt[flagAt{s.Flag, c}]; other != nil {
+				t.Errorf("--%s is declared twice for %s", s.Flag, c)
+			}
+			flagsAt[flagAt{s.Flag, c}] = s
+		}
+		if s.Default != "" {
+			if err := s.validate(s.Default); err != nil {
+				t.Errorf("%s: default %q does not parse: %v", s.Name(), s.Default, err)
+			}
+		}
+		if s.Sensitivity == Secret && s.Flag != "" {
+			t.Errorf("%s: a secret must not be a flag (it would show in ps and shell history)", s.Name())
+		}
+	}
+}
+
+func TestResolveOrder(t *testing.T) {
+	file := writeEnvFile(t, "TIMELAKE_MAX_FILES=7\nTIMELAKE_PARTITION=month\nLANDING_BUCKET=from-file\n", 0o600)
+	e := env(t, map[string]string{"TIMELAKE_MAX_FILES": "9", "TIMELAKE_LANDING": "second-variable"}, file)
+	fs, err := flags(t, Ingest, "--lease-ttl", "90s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(fs, e)
+	if got := LeaseTTL.Get(r); got != 90*time.Second {
+		t.Errorf("flag: lease ttl %s", got)
+	}
+	if got := MaxFiles.Get(r); got != 9 {
+		t.Errorf("environment beats env file: max files %d", got)
+	}
+	if got := Partition.Get(r); got != "month" {
+		t.Errorf("env file: partition %s", got)
+	}
+	if got := Landing.Get(r).String(); got != "s3://from-file" {
+		t.Errorf("the first variable wins, from the env file too: landing %s", got)
+	}
+	if got := FilesPerCommit.Get(r); got != 100 {
+		t.Errorf("default: files per commit %d", got)
+	}
+	if got := LandingPrefix.Get(r); got != "" {
+		t.Errorf("not set: prefix %q", got)
+	}
+	for spec, want := range map[*Spec]string{
+		&LeaseTTL.Spec:       "--lease-ttl",
+		&MaxFiles.Spec:       "TIMELAKE_MAX_FILES (environment)",
+		&Partition.Spec:      "TIMELAKE_PARTITION (env file)",
+		&Landing.Spec:        "LANDING_BUCKET (env file)",
+		&FilesPerCommit.Spec: "default",
+		&LandingPrefix.Spec:  "not set",
+	} {
+		if got := r.Lookup(spec).Describe(); got != want {
+			t.Errorf("%s comes from %q, want %q", spec.Name(), got, want)
+		}
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		args []string
+		get  func(*Resolver)
+		msg  string
+	}{
+		{"int from a variable", map[string]string{"TIMELAKE_MAX_FILES": "abc"}, nil, func(r *Resolver) { MaxFiles.Get(r) },
+			`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`},
+		{"int below its bound", map[string]string{"TIMELAKE_PARALLEL": "0"}, nil, func(r *Resolver) { Parallel.Get(r) },
+			`TIMELAKE_PARALLEL (environment): expected a whole number >= 1, got "0"`},
+		{"size", map[string]string{"TIMELAKE_MEMORY_BUDGET": "12KiB"}, nil, func(r *Resolver) { MemoryBudget.Get(r) },
+			`TIMELAKE_MEMORY_BUDGET (environment): expected a size such as 64MiB or 1GiB (at least 1MiB), got "12KiB"`},
+		{"duration", map[string]string{"TIMELAKE_LEASE_TTL": "0s"}, nil, func(r *Resolver) { LeaseTTL.Get(r) },
+			`TIMELAKE_LEASE_TTL (environment): expected a duration above zero such as 10m, got "0s"`},
+		{"enum", map[string]string{"TIMELAKE_TIME_UNIT": "h"}, nil, func(r *Resolver) { TimeUnit.Get(r) },
+			`TIMELAKE_TIME_UNIT (environment): "h" is not one of s, ms, us, ns`},
+		{"zone", map[string]string{"TIMELAKE_ASSUME_TIMEZONE": "Mars/Olympus"}, nil, func(r *Resolver) { AssumeTimezone.Get(r) },
+			`unknown time zone "Mars/Olympus"`},
+		{"bool", map[string]string{"TIMELAKE_NO_CREATE": "maybe"}, nil, func(r *Resolver) { NoCreate.Get(r) },
+			`TIMELAKE_NO_CREATE (environment): expected true or false, got "maybe"`},
+		{"table name", map[string]string{"TIMELAKE_TABLE": "a/b"}, nil, func(r *Resolver) { Table.Get(r) },
+			`TIMELAKE_TABLE (environment): invalid table name`},
+		{"missing", nil, nil, func(r *Resolver) { Landing.Require(r) },
+			"missing setting: pass --landing or set LANDING_BUCKET or TIMELAKE_LANDING"},
+		{"first error kept", map[string]string{"TIMELAKE_MAX_FILES": "x", "TIMELAKE_PARALLEL": "y"}, nil,
+			func(r *Resolver) { MaxFiles.Get(r); Parallel.Get(r) }, "TIMELAKE_MAX_FILES"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, err := flags(t, Ingest, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewResolver(fs, env(t, tc.vars, ""))
+			tc.get(r)
+			if r.Err() == nil || !strings.Contains(r.Err().Error(), tc.msg) || !IsUsage(r.Err()) {
+				t.Fatalf("error %v, want a usage error with %q", r.Err(), tc.msg)
+			}
+		})
+	}
+}
+
+// TestFlagsParseOnce checks that a flag's value is parsed when it is set,
+// by the setting's own kind, and read back typed.
+func TestFlagsParseOnce(t *testing.T) {
+	_, err := flags(t, Ingest, "--max-files", "abc")
+	var ve *ValueError
+	if !errors.As(err, &ve) || ve.Error() != `--max-files: expected a whole number >= 0, got "abc"` {
+		t.Fatalf("error %v, want the setting's ValueError", err)
+	}
+	fs, err := flags(t, Ingest, "--memory-budget", "1GiB", "--series-key", "site, device_id,", "--no-create", "--assume-timezone", "Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(fs, env(t, map[string]string{"TIMELAKE_MEMORY_BUDGET": "bad", "TIMELAKE_NO_CREATE": "bad"}, ""))
+	if got := MemoryBudget.Get(r); got != 1<<30 {
+		t.Errorf("memory budget %d", got)
+	}
+	if got := SeriesKey.Get(r); !slices.Equal(got, []string{"site", "device_id"}) {
+		t.Errorf("series key %q", got)
+	}
+	if !NoCreate.Get(r) || AssumeTimezone.Get(r).String() != "Europe/Berlin" {
+		t.Errorf("no-create %v, zone %v", NoCreate.Get(r), AssumeTimezone.Get(r))
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	// A flag of the same name bound for another setting is not this one's.
+	fs, err = flags(t, Upload, "--prefix", "site-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = NewResolver(fs, env(t, nil, ""))
+	if got, up := LandingPrefix.Get(r), UploadPrefix.Get(r); got != "" || up != "site-3" {
+		t.Errorf("ingest prefix %q, upload prefix %q", got, up)
+	}
+}
+
+func TestBindHelp(t *testing.T) {
+	fs, _ := flags(t, Global)
+	fl := fs.Lookup("endpoint")
+	if fl == nil || !strings.HasSuffix(fl.Usage, " (env AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_ENDPOINT)") || Owner(fl) != &Endpoint.Spec {
+		t.Fatalf("--endpoint: %+v", fl)
+	}
+	fs, _ = flags(t, Upload, "--gzip", "--validate=false")
+	if !Gzip.Get(NewResolver(fs, nil)) || Validate.Get(NewResolver(fs, nil)) {
+		t.Error("switches: --gzip alone is true, --validate=false is false")
+	}
+	if _, err := flags(t, Global, "--s3-virtual-hosted", "true"); err != nil {
+		t.Errorf("--s3-virtual-hosted takes a value: %v", err)
+	}
+}
+
+func TestKinds(t *testing.T) {
+	now := time.Date(2026, 1, 6, 12, 0, 0, 0, time.UTC)
+	since := Since(func() time.Time { return now })
+	for _, tc := range []struct {
+		in      string
+		want    time.Time
+		wantErr bool
+	}{
+		{in: "24h", want: now.Add(-24 * time.Hour)},
+		{in: "7d", want: now.Add(-7 * 24 * time.Hour)},
+		{in: "2026-01-05T11:00:00+01:00", want: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)},
+		{in: "2026-01-05", want: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)},
+		{in: "yesterday", wantErr: true},
+		{in: "-5h", wantErr: true},
+	} {
+		got, err := since.Parse(tc.in)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && !got.Equal(tc.want)) {
+			t.Errorf("since %q = %v, %v", tc.in, got, err)
+		}
+	}
+	for in, want := range map[string]int64{"512KiB": 512 << 10, "64MiB": 64 << 20, "1.5GiB": 3 << 29, "1GB": 1e9, "1048576": 1 << 20, "100B": 100} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for n, want := range map[int64]string{64 << 20: "64MiB", 1 << 30: "1GiB", 1536: "1536B", 100: "100B"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if _, err := Age(Positive).Parse("0s"); err == nil || !strings.Contains(err.Error(), "above zero") {
+		t.Errorf("age 0s: %v", err)
+	}
+	if d, err := Age(Positive).Parse("7d"); err != nil || d != 7*24*time.Hour {
+		t.Errorf("age 7d: %v %v", d, err)
+	}
+}
+
+func TestMasking(t *testing.T) {
+	const secret = "tsec_0123456789abcdefghij"
+	got := SecretAccessKey.Display(secret)
+	if got != "set (25 characters)" {
+		t.Errorf("secret shown as %q", got)
+	}
+	for i := 0; i+4 <= len(secret); i++ {
+		if strings.Contains(got, secret[i:i+4]) {
+			t.Fatalf("%q of the secret is shown", secret[i:i+4])
+		}
+	}
+	if got := AccessKeyID.Display("tid_abcdefgh"); got != "tid_********" {
+		t.Errorf("key id shown as %q", got)
+	}
+	if got := AccessKeyID.Display("abc"); got != "****" {
+		t.Errorf("short key id shown as %q", got)
+	}
+	if got := Region.Display("auto"); got != "auto" {
+		t.Errorf("plain value shown as %q", got)
+	}
+}
+
+func TestCheckEnvFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not say who can read a file on Windows")
+	}
+	secret := "AWS_SECRET_ACCESS_KEY=tsec_x\n"
+	for _, tc := range []struct {
+		name string
+		body string
+		mode os.FileMode
+		want string
+	}{
+		{"owner only", secret, 0o600, ""},
+		{"group", secret, 0o640, "is open to its group (mode 0640)"},
+		{"everyone", secret + "AWS_SESSION_TOKEN=t\n", 0o644, "holds AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and is open to its group and other users (mode 0644)"},
+		{"others only", secret, 0o604, "is open to other users (mode 0604)"},
+		{"no secret", "AWS_ACCESS_KEY_ID=tid_x\nTIMELAKE_TABLE=a.b\n", 0o644, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeEnvFile(t, tc.body, tc.mode)
+			x := CheckEnvFile(env(t, nil, p))
+			switch {
+			case tc.want == "" && x != nil:
+				t.Errorf("reported %s", x.Problem())
+			case tc.want != "" && (x == nil || !strings.Contains(x.Problem(), tc.want) || x.Fix() != "chmod 600 "+p):
+				t.Errorf("got %+v, want %q", x, tc.want)
+			}
+		})
+	}
+}
