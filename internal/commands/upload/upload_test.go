@@ -56,9 +56,11 @@ func TestNewCmdUpload(t *testing.T) {
 		{
 			name: "settings from the environment",
 			args: []string{"--validate=false", "--gzip", "--time", "now", "r.csv"},
-			env:  map[string]string{"LANDING_BUCKET": "my-landing", "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_UPLOAD_PREFIX": "/site-3/", "TIMELAKE_TIME_COLUMN": "ts"},
+			env: map[string]string{"LANDING_BUCKET": "my-landing", "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_UPLOAD_PREFIX": "/site-3/", "TIMELAKE_TIME_COLUMN": "ts",
+				"TIMELAKE_ASSUME_TIMEZONE": "Europe/Berlin"},
 			check: func(t *testing.T, c upload.Config) {
-				if c.Store.URI() != "s3://my-landing" || c.Gateway != "gw1" || c.Prefix != "site-3" || c.Validate || !c.Gzip || c.Time != upload.TimeNow || c.ValidateOptions.TimeColumn != "ts" {
+				if c.Store.URI() != "s3://my-landing" || c.Gateway != "gw1" || c.Prefix != "site-3" || c.Validate || !c.Gzip || c.Time != upload.TimeNow || c.ValidateOptions.TimeColumn != "ts" ||
+					c.ValidateOptions.AssumeLocation.String() != "Europe/Berlin" {
 					t.Errorf("config = %+v", c)
 				}
 			},
@@ -105,6 +107,7 @@ func TestNewCmdUpload(t *testing.T) {
 		{name: "done is the spool", args: []string{"--landing", landing, "--gateway", "g", "--spool", dir, "--done", dir + "/"}, wantErr: "another folder"},
 		{name: "bad prefix", args: []string{"--landing", landing, "--gateway", "g", "--prefix", "a/../b", "a.csv"}, wantErr: "--prefix"},
 		{name: "bad time unit", args: []string{"--landing", landing, "--gateway", "g", "--time-unit", "h", "a.csv"}, wantErr: "--time-unit"},
+		{name: "bad zone", args: []string{"--landing", landing, "--gateway", "g", "--assume-timezone", "Mars/Olympus", "a.csv"}, wantErr: "--assume-timezone"},
 		{name: "no landing", args: []string{"--gateway", "g", "a.csv"}, wantErr: "pass --landing or set LANDING_BUCKET"},
 		{name: "bad landing", args: []string{"--gateway", "g", "--landing", "Bad_Bucket", "a.csv"}, wantErr: "invalid bucket name"},
 	}
