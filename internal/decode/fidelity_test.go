@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -323,5 +324,44 @@ func TestFileErrorLines(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// TestFastDecimalMatchesStrconv: the fast path of parseFloatText gives
+// the double strconv gives, bit for bit, on random decimals it takes.
+func TestFastDecimalMatchesStrconv(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	taken := 0
+	for range 200_000 {
+		mant := r.Uint64N(1<<53 + 1)
+		if r.IntN(2) == 0 {
+			mant = r.Uint64N(100_000)
+		}
+		s := strconv.FormatUint(mant, 10)
+		if f := r.IntN(24); f > 0 {
+			s = strings.Repeat("0", max(0, f-len(s)+1)) + s
+			s = s[:len(s)-f] + "." + s[len(s)-f:]
+		}
+		switch r.IntN(3) {
+		case 0:
+			s = "-" + s
+		case 1:
+			s = "+" + s
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		got, ok := fastDecimal(s)
+		if !ok {
+			continue
+		}
+		taken++
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("fastDecimal(%q) = %v, strconv says %v", s, got, want)
+		}
+	}
+	if taken < 100_000 {
+		t.Fatalf("the fast path took only %d values", taken)
 	}
 }

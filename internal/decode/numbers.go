@@ -56,6 +56,11 @@ func parseFloatText(s string, bitSize int) (v float64, problem string) {
 	if len(t) > 0 && (t[0] == ' ' || t[len(t)-1] == ' ' || t[0] == '\t' || t[len(t)-1] == '\t') {
 		t = strings.TrimSpace(t) // the common case, a value without spaces, skips the call
 	}
+	if bitSize == 64 {
+		if v, ok := fastDecimal(t); ok {
+			return v, ""
+		}
+	}
 	whole := true
 	for i := 0; i < len(t); i++ {
 		switch numberChar[t[i]] {
@@ -79,6 +84,51 @@ func parseFloatText(s string, bitSize int) (v float64, problem string) {
 		return 0, "it would be stored rounded: " + wholeNumberLimit(bitSize)
 	}
 	return v, ""
+}
+
+// pow10 holds the powers of ten a double holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// fastDecimal parses the common sensor reading, [+-]digits[.digits] with
+// at most 2^53 as its digits and at most 22 after the point, into the
+// nearest double: float64(digits) and 10^fraction are then exact, so one
+// division rounds correctly (Clinger's fast path, the one strconv takes
+// first too). ok is false for anything else, which takes the full rules.
+// It reads each byte once, where checking the bytes and then calling
+// strconv would read them twice.
+func fastDecimal(t string) (v float64, ok bool) {
+	i, neg := 0, false
+	if i < len(t) && (t[i] == '+' || t[i] == '-') {
+		neg, i = t[i] == '-', i+1
+	}
+	var mant uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= '0' && c <= '9':
+			if mant > (1<<53)/10 {
+				return 0, false
+			}
+			mant = mant*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || mant > 1<<53 || frac >= len(pow10) {
+		return 0, false
+	}
+	v = float64(mant) / pow10[frac]
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // notNumber is the problem of a value that is no number at all: the caller
