@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -305,13 +304,9 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		if text {
 			prec, scale := dt.Precision, dt.Scale
 			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
-				ts := strings.TrimSpace(s)
-				if !decimalScaleFits(ts, scale) {
-					return cannot(s) + fmt.Sprintf(" (more than %d decimal places)", scale)
-				}
-				n, err := decimal128.FromString(ts, prec, scale)
-				if err != nil {
-					return cannot(s)
+				n, problem := parseDecimalText(s, prec, scale)
+				if problem != "" {
+					return numberReason(s, dst, problem)
 				}
 				b.Append(n)
 				return ""
@@ -642,20 +637,6 @@ func textFill[B array.Builder](parse func(b B, s string) string) func(arr arrow.
 			return "", ""
 		}
 	}
-}
-
-// decimalScaleFits reports whether plain decimal text has at most scale
-// significant fractional digits (exponent forms are left to FromString).
-func decimalScaleFits(s string, scale int32) bool {
-	if strings.ContainsAny(s, "eE") {
-		return true
-	}
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 {
-		return true
-	}
-	frac := strings.TrimRight(s[dot+1:], "0")
-	return int32(len(frac)) <= scale
 }
 
 func isText(dt arrow.DataType) bool {

@@ -365,3 +365,40 @@ func TestFastDecimalMatchesStrconv(t *testing.T) {
 		t.Fatalf("the fast path took only %d values", taken)
 	}
 }
+
+// TestDecimalText: text goes into a decimal column exactly, or is refused.
+func TestDecimalText(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "price", Type: iceberg.DecimalTypeOf(9, 2)},
+	)
+	for _, tc := range []struct{ in, want, problem string }{
+		{"12.34", "12.34", ""},
+		{" -0.5 ", "-0.5", ""},
+		{"1.2e1", "12", ""},
+		{"1234567.89", "1234567.89", ""},
+		{"12.345", "", "more than 2 digits after the point"},
+		{"1.2345e1", "", "more than 2 digits after the point"},
+		{"1e-400", "", "more than 2 digits after the point"},
+		{"12345678.9", "", "more than 9 digits"},
+		{"0x10", "", "hexadecimal"},
+		{"1_000", "", "digit separators"},
+		{"NaN", "", `cannot parse "NaN"`},
+		{"1e99999999999", "", "cannot parse"},
+	} {
+		d, err := decode(t, "gw/p.csv", []byte("time,price\n2026-01-05T10:00:00Z,"+tc.in+"\n"), DecodeOptions{Target: target, TimeColumn: "time"})
+		if tc.problem != "" {
+			if fe := mustFileError(t, err); fe.Column != "price" || !strings.Contains(fe.Reason, tc.problem) {
+				t.Errorf("%q: %v, want %q", tc.in, err, tc.problem)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if got := rows(t, d)[0][1]; got != tc.want {
+			t.Errorf("%q = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

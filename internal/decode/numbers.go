@@ -2,6 +2,7 @@ package decode
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -218,6 +220,40 @@ func wholeNumberLimit(bitSize int) string {
 		return "a float holds every whole number only up to 2^24 = 16777216"
 	}
 	return "a double holds every whole number only up to 2^53 = 9007199254740992"
+}
+
+// parseDecimalText parses s into a decimal(prec, scale) value under the
+// number rules, exactly: decimal notation only (no NaN or infinity, an
+// exponent of at most 1000), and refused when it has more digits after the
+// point than scale (it would be rounded) or more in all than prec.
+func parseDecimalText(s string, prec, scale int32) (decimal128.Num, string) {
+	t := strings.TrimSpace(s)
+	for i := 0; i < len(t); i++ {
+		if numberChar[t[i]] == charOther {
+			return decimal128.Num{}, numberLookalike(t)
+		}
+	}
+	if e := strings.IndexAny(t, "eE"); e >= 0 {
+		if exp, err := strconv.Atoi(t[e+1:]); err != nil || exp > 1000 || exp < -1000 {
+			return decimal128.Num{}, notNumber
+		}
+	}
+	r, ok := new(big.Rat).SetString(t)
+	if !ok {
+		return decimal128.Num{}, notNumber
+	}
+	r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	if !r.IsInt() {
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits after the point: it would be rounded", scale)
+	}
+	if r.Num().BitLen() > 127 {
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec)
+	}
+	n := decimal128.FromBigInt(r.Num())
+	if !n.FitsInPrecision(prec) {
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec)
+	}
+	return n, ""
 }
 
 // exactInt64 reports whether a double holds v exactly.

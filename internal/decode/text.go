@@ -219,7 +219,7 @@ func (t *textSource) close() {
 	_ = t.closer.Close()
 }
 
-// fieldCountError marks the FileError of a line with the wrong number of
+// errFieldCount marks the FileError of a line with the wrong number of
 // fields, so that Decode can add how many it had (locateRow).
 var errFieldCount = errors.New("wrong number of fields")
 
