@@ -482,12 +482,12 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				if !ok {
 					return s, reason
 				}
-				hint := ""
-				if tc.epochSet && !strings.ContainsAny(s, ":-") {
-					hint = epochHint
-				}
-				if reason := rng.problem(v, hint); reason != "" {
-					return s, reason
+				if !rng.accepts(v) {
+					hint := ""
+					if tc.epochSet && !strings.ContainsAny(s, ":-") {
+						hint = epochHint // a number, not RFC 3339 text
+					}
+					return s, rng.problem(v, hint)
 				}
 				b.Append(arrow.Timestamp(v))
 				last, lastV, have = s, v, true
@@ -812,9 +812,12 @@ func newTimeRange(unit arrow.TimeUnit, check bool) timeRange {
 	return timeRange{unit: unit, check: check, lo: lo, hi: hi}
 }
 
+// accepts reports whether v is accepted.
+func (r timeRange) accepts(v int64) bool { return !r.check || (v >= r.lo && v < r.hi) }
+
 // problem returns the reason v is refused, or "".
 func (r timeRange) problem(v int64, hint string) string {
-	if !r.check || (v >= r.lo && v < r.hi) {
+	if r.accepts(v) {
 		return ""
 	}
 	y := arrow.Timestamp(v).ToTime(r.unit).UTC().Year()
