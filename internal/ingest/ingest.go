@@ -7,6 +7,8 @@
 package ingest
 
 import (
+	"cmp"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -85,6 +87,16 @@ type Config struct {
 	// means DefaultMemoryBudget.
 	MemoryBudget int64
 
+	// ContentDedupe reports a file whose decompressed bytes equal those of
+	// a file loaded within the table's dedupe window (under another key)
+	// as already loaded, naming the first key, and deletes it.
+	ContentDedupe bool
+	// MaintenanceBudget bounds the table maintenance run after the loading
+	// (lake.Table.Maintain: compaction, snapshot expiry, orphan files) on
+	// tables whose settings enable it; 0 runs none (maintenance from cron
+	// with `timelake tables maintain`).
+	MaintenanceBudget time.Duration
+
 	LeaseTTL time.Duration // 0 means 10 minutes
 	Holder   string        // names this run in the lease (host:pid)
 	WorkDir  string        // temp folder for downloads; "" = os.TempDir()
@@ -111,6 +123,9 @@ const (
 	AlreadyLoaded Status = "already-loaded"
 	Quarantined   Status = "quarantined"
 	WouldLoad     Status = "would-load" // dry run
+	// Waiting: left in the landing bucket for the next run (its content
+	// is being loaded under another key in this run).
+	Waiting Status = "waiting"
 )
 
 // FileResult is one output line.
@@ -121,12 +136,15 @@ type FileResult struct {
 	Rows   int64  `json:"rows"`
 	// DuplicateRows counts the rows loaded whose (series key, time) an
 	// earlier row of the same file has: kept, and said so.
-	DuplicateRows int64   `json:"duplicate_rows,omitempty"`
-	SnapshotID    int64   `json:"snapshot_id,omitempty"`
-	DataFiles     int     `json:"data_files,omitempty"`
-	Reason        string  `json:"reason,omitempty"`
-	QuarantinedTo string  `json:"quarantined_to,omitempty"`
-	Seconds       float64 `json:"seconds"`
+	DuplicateRows int64  `json:"duplicate_rows,omitempty"`
+	SnapshotID    int64  `json:"snapshot_id,omitempty"`
+	DataFiles     int    `json:"data_files,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	QuarantinedTo string `json:"quarantined_to,omitempty"`
+	// SameAs names the key under which the same content was loaded
+	// (content dedupe).
+	SameAs  string  `json:"same_as,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Created describes a table created by this run.
@@ -173,11 +191,15 @@ type Report struct {
 	Loaded          int          `json:"loaded"`
 	AlreadyLoaded   int          `json:"already_loaded"`
 	Quarantined     int          `json:"quarantined"`
+	Waiting         int          `json:"waiting"`
 	Rows            int64        `json:"rows"`
 	Remaining       bool         `json:"remaining"` // --max-files stopped the run early
 	SnapshotID      int64        `json:"snapshot_id,omitempty"`
 	MetadataVersion int          `json:"metadata_version,omitempty"`
-	Seconds         float64      `json:"seconds"`
+	// Maintenance is what the maintenance after the loading did; nil when
+	// none ran.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	Seconds     float64      `json:"seconds"`
 }
 
 // Partial reports whether some files were quarantined.
@@ -189,6 +211,9 @@ type runner struct {
 	tbl    *lake.Table // nil until the table exists
 	rep    *Report
 	log    *slog.Logger
+
+	mu       sync.Mutex
+	contents map[string]string // content hash -> key, of the files of this run being loaded
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -221,6 +246,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	err := r.run(ctx)
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
+	if err == nil && r.tbl != nil && !cfg.DryRun && cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
+		r.rep.Maintenance = maintain(ctx, r.tbl, cfg.MaintenanceBudget)
+	}
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
 		r.rep.MetadataVersion = r.tbl.Version()
@@ -625,6 +653,8 @@ func (r *runner) record(res FileResult) {
 		r.rep.AlreadyLoaded++
 	case Quarantined:
 		r.rep.Quarantined++
+	case Waiting:
+		r.rep.Waiting++
 	}
 	if r.cfg.OnFile != nil {
 		r.cfg.OnFile(res)
@@ -636,7 +666,15 @@ type download struct {
 	f      *os.File
 	info   storage.ObjectInfo
 	sha256 string
+	// content is the hex SHA-256 of the decompressed bytes of a gzip file,
+	// the sha256 of any other; "" when the gzip stream does not read (the
+	// decoder says why).
+	content string
 }
+
+// compressed reports a gzip file, whose content hash differs from its
+// hash.
+func (d *download) compressed() bool { return d.content != d.sha256 }
 
 func (d *download) close() {
 	if d != nil && d.f != nil {
@@ -664,7 +702,33 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
+	d.content = d.sha256
+	if gz, err := contentHash(f); err != nil {
+		d.content = ""
+	} else if gz != "" {
+		d.content = gz
+	}
 	return d, nil
+}
+
+// contentHash returns the hex SHA-256 of the decompressed bytes of f when
+// it is gzip-compressed (by its magic bytes), "" when it is not, and an
+// error when the gzip stream does not read to its end.
+func contentHash(f io.ReaderAt) (string, error) {
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
+		return "", nil
+	}
+	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return "", err
+	}
+	defer zr.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, zr); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // prepare takes one landing object as far as it goes before the commit:
@@ -678,7 +742,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
 		if r.tbl != nil {
-			if b, ok := r.tbl.FindBatch(o.Key); ok {
+			b, ok, err := r.tbl.FindLoaded(ctx, o.Key)
+			if err != nil {
+				it.err = err
+				return it
+			}
+			if ok {
 				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
 			}
 		}
@@ -700,9 +769,17 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	it.res.Size = d.info.Size
 
 	if r.tbl != nil {
-		if b, ok := r.tbl.FindBatch(o.Key); ok {
+		b, ok, err := r.tbl.FindLoaded(ctx, o.Key)
+		if err != nil {
+			it.err = err
+			return it
+		}
+		if ok {
 			it.res, it.err = r.settleLoaded(ctx, it.res, d, b)
 			it.done = true
+			return it
+		}
+		if done := r.sameContent(ctx, it, d); done {
 			return it
 		}
 	}
@@ -750,11 +827,15 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		it.err = err
 		return it
 	}
-	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, map[string]string{
+	summary := map[string]string{
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
-	}, 0)
+	}
+	if d.content != "" && d.compressed() {
+		summary[lake.SummaryContentSHA256] = d.content
+	}
+	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, summary, 0)
 	if err != nil {
 		if errors.Is(err, lake.ErrRequiredNull) {
 			return reject(err)
@@ -827,6 +908,10 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 // a downloaded file. Snapshots written without it (other writers) count as
 // the same file, as the public poller's "skip loaded keys" rule does.
 func differs(summary map[string]string, d *download) string {
+	// The same content, compressed or not, is the same file.
+	if was := cmp.Or(summary[lake.SummaryContentSHA256], summary[lake.SummarySourceSHA256]); was != "" && was == d.content {
+		return ""
+	}
 	if s := summary[lake.SummarySourceSize]; s != "" && s != strconv.FormatInt(d.info.Size, 10) {
 		return "size " + s + " then, " + strconv.FormatInt(d.info.Size, 10) + " now"
 	}

@@ -375,18 +375,11 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String())
 		return
 	}
-	keep := map[string]bool{}
+	var refs []string
 	if a := m.attempts[won]; a != nil {
-		for _, r := range a.refs {
-			keep[r] = true
-		}
+		refs = a.refs
 	}
-	var paths []string
-	for _, p := range m.written {
-		if !keep[p] {
-			paths = append(paths, p)
-		}
-	}
+	paths := without(m.written, refs)
 	if fs, err := t.lake.fsF(ctx); err == nil {
 		for n, a := range m.attempts {
 			if n == won {
@@ -529,6 +522,23 @@ func (t *Table) dropOldVersions(ctx context.Context) {
 	if err := g.Wait(); err != nil {
 		t.lake.log.Warn("old metadata versions not all deleted", "table", t.name.String(), "err", err)
 	}
+}
+
+// without returns the paths of written that are not in keep: what the
+// attempts of a commit wrote that the winning attempt's version does not
+// reference.
+func without(written, keep []string) []string {
+	set := make(map[string]bool, len(keep))
+	for _, k := range keep {
+		set[k] = true
+	}
+	var out []string
+	for _, p := range written {
+		if !set[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // isNotExist reports a missing file (local or object store).

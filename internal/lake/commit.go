@@ -130,9 +130,17 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 			lastErr, unknown = err, true
 			continue
 		} else if w != nil {
-			won, unknown = w.attempt, false
-			res.Committed, res.Attempt, res.Version = true, w.attempt, n
-			return res, t.committed(ctx, w.next, w.version)
+			switch v, verr := t.verifyNewest(ctx, w.version, w.next, w.body); v {
+			case verdictCommitted:
+				won, unknown = w.attempt, false
+				res.Committed, res.Attempt, res.Version = true, w.attempt, n
+				return res, t.committed(ctx, w.next, w.version)
+			case verdictUnknown:
+				unknown = true
+				return res, fmt.Errorf("%w: %w", errOutcomeUnknown, verr)
+			}
+			writes = still
+			unknown = len(writes) > 0
 		} else {
 			writes = still
 			unknown = len(writes) > 0
@@ -154,12 +162,30 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
+		// Old versions are deleted after commits: a create into the slot
+		// of one would succeed (verifyNewest). Make sure n is still the
+		// newest right before creating n+1.
+		if newest, err := t.lake.latestVersion(ctx, t.name); err != nil {
+			return res, err
+		} else if newest != n {
+			lastErr = fmt.Errorf("v%d was created by another writer: %w", n+1, errVersionTaken)
+			continue
+		}
 		err = t.lake.cat.create(ctx, t.name, n+1, body)
 		if err == nil {
-			won, unknown = attempt, false
-			res.Committed, res.Version = true, n+1
-			t.lake.remember(t.name, n+1, next)
-			return res, t.committed(ctx, next, n+1)
+			switch v, verr := t.verifyNewest(ctx, n+1, next, body); v {
+			case verdictCommitted:
+				won, unknown = attempt, false
+				res.Committed, res.Version = true, n+1
+				t.lake.remember(t.name, n+1, next)
+				return res, t.committed(ctx, next, n+1)
+			case verdictUnknown:
+				unknown = true
+				return res, fmt.Errorf("%w: %w", errOutcomeUnknown, verr)
+			}
+			// A slot of a deleted old version: nobody builds on it.
+			lastErr = fmt.Errorf("v%d was written after newer versions: %w", n+1, errVersionTaken)
+			continue
 		}
 		if ctx.Err() != nil {
 			// Cancelled mid-write: the outcome is unknown, and stays so.
@@ -177,11 +203,13 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		if _, n, err := t.lake.loadLatestWith(ctx, t.name, parse); err == nil {
 			if w, still, err := t.landed(ctx, writes, n); err == nil {
 				if w != nil {
-					won, unknown = w.attempt, false
-					res.Committed, res.Attempt, res.Version = true, w.attempt, n
-					return res, t.committed(ctx, w.next, w.version)
+					if v, _ := t.verifyNewest(ctx, w.version, w.next, w.body); v == verdictCommitted {
+						won, unknown = w.attempt, false
+						res.Committed, res.Attempt, res.Version = true, w.attempt, n
+						return res, t.committed(ctx, w.next, w.version)
+					}
 				}
-				unknown = len(still) > 0
+				unknown = len(still) > 0 || w != nil
 			}
 		}
 	}
@@ -207,6 +235,64 @@ func (t *Table) landed(ctx context.Context, writes []attemptWrite, n int) (w *at
 		}
 	}
 	return nil, still, nil
+}
+
+// errOutcomeUnknown ends a commit whose write landed but could not be
+// confirmed as part of the table's history; its files are kept (orphan
+// file removal takes them if it was not).
+var errOutcomeUnknown = errors.New("commit outcome unknown")
+
+// verdict is what verifyNewest learnt of a version this commit wrote.
+type verdict int
+
+const (
+	verdictCommitted verdict = iota // the newest version, or the base of the next one
+	verdictZombie                   // written into the slot of a deleted old version: not in the history
+	verdictUnknown
+)
+
+// verifyNewest checks that version v, which this commit wrote (next, body),
+// is part of the table's history. Old versions are deleted after commits
+// (write.metadata.delete-after-commit.enabled), so a writer that stalled
+// between reading version v-1 and creating v can create v after v and
+// newer ones existed and v was deleted: the conditional create succeeds,
+// but readers take the highest version and never see it. v is in the
+// history if it is the newest version listed, or if version v+1 was built
+// on it (its metadata-log's last entry is v's file with v's
+// last-updated-ms, and it still has v's current snapshot). A version that
+// is neither is deleted again (verdictZombie): nobody builds on a version
+// that is not the newest. verdictUnknown when v+1 cannot be read (error
+// returned).
+func (t *Table) verifyNewest(ctx context.Context, v int, next *head, body []byte) (verdict, error) {
+	newest, err := t.lake.latestVersion(ctx, t.name)
+	if err != nil {
+		return verdictUnknown, err
+	}
+	if newest <= v {
+		return verdictCommitted, nil
+	}
+	succ, err := t.lake.readVersion(ctx, t.name, v+1, indexHead)
+	if err != nil {
+		return verdictUnknown, fmt.Errorf("read v%d to confirm v%d: %w", v+1, v, err)
+	}
+	var log []table.MetadataLogEntry
+	if err := unmarshalOptional(succ.get("metadata-log"), &log); err != nil {
+		return verdictUnknown, err
+	}
+	builtOn := len(log) > 0 && log[len(log)-1].MetadataFile == t.lake.metadataLocation(t.name, v) &&
+		log[len(log)-1].TimestampMs == next.lastUpdated
+	if builtOn && next.current >= 0 {
+		builtOn = succ.snapshotIDTaken(next.snaps[next.current].id)
+	}
+	if builtOn {
+		return verdictCommitted, nil
+	}
+	if ok, err := t.lake.cat.holds(ctx, t.name, v, body); err == nil && ok {
+		if err := t.lake.store.Delete(ctx, metadataKey(t.name, v)); err != nil {
+			t.lake.log.Warn("a metadata version written after newer ones was not deleted", "table", t.name.String(), "version", v, "err", err)
+		}
+	}
+	return verdictZombie, nil
 }
 
 // committed moves the Table to the version it committed and does the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // faultyCatalog injects faults into the conditional create of versions:
@@ -242,4 +244,68 @@ func alwaysBefore(t *testing.T, fc *faultyCatalog, other *Table) {
 	fc.mu.Lock()
 	fc.before = func() { alwaysBefore(t, fc, other) }
 	fc.mu.Unlock()
+}
+
+// TestStalledWriterDoesNotCommitIntoADeletedSlot: a writer that stalls
+// between reading version N and creating N+1 while others commit enough
+// versions for N+1 to be deleted as old must not take its create of N+1 for
+// a commit (readers take the highest version): it is recognised as not in
+// the history, removed, and the change is committed on the newest version.
+func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
+	for _, op := range []string{"append", "properties"} {
+		t.Run(op, func(t *testing.T) {
+			ctx := context.Background()
+			l := newLocalLake(t)
+			tbl := createTestTable(t, l)
+			appendRows(t, tbl, "first.csv", day0, 3)
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stalled := tbl.Version() + 1
+			// Between its check that its base is the newest and its
+			// create, other writers commit one more version than
+			// write.metadata.previous-versions-max (5) plus one: the slot it
+			// aims at is deleted as old, the one after it is kept.
+			others := DefaultMetadataVersions + 2
+			fc := &faultyCatalog{catalog: l.cat, before: func() {
+				for i := range others {
+					appendRows(t, other, fmt.Sprintf("other-%d.csv", i), day0, 2)
+				}
+			}}
+			l.cat = fc
+			switch op {
+			case "append":
+				appendRows(t, tbl, "stalled.csv", day0, 5)
+			case "properties":
+				if err := tbl.SetProperties(ctx, map[string]string{"x.stalled": "1"}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.cat = fc.catalog
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch op {
+			case "append":
+				if _, ok := fresh.FindBatch("stalled.csv"); !ok {
+					t.Fatal("the stalled append is not in the newest version's history")
+				}
+				if n := scanCount(t, fresh); n != 3+5+2*int64(others) {
+					t.Fatalf("%d rows", n)
+				}
+			case "properties":
+				if fresh.Properties()["x.stalled"] != "1" {
+					t.Fatal("the stalled property change is not in the newest version")
+				}
+			}
+			if fresh.Version() <= stalled || tbl.Version() != fresh.Version() {
+				t.Fatalf("versions: stalled slot %d, table %d, newest %d", stalled, tbl.Version(), fresh.Version())
+			}
+			if _, _, err := storage.ReadAll(ctx, l.store, metadataKey(testName, stalled)); !errors.Is(err, storage.ErrNotExist) {
+				t.Errorf("the version written into the deleted slot v%d is still there (%v)", stalled, err)
+			}
+		})
+	}
 }

@@ -662,19 +662,11 @@ func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		return
 	}
-	keep := map[string]bool{}
+	var refs []string
 	if a := m.attempts[won]; a != nil {
-		for _, r := range a.refs {
-			keep[r] = true
-		}
+		refs = a.refs
 	}
-	var paths []string
-	for _, p := range m.written {
-		if !keep[p] {
-			paths = append(paths, p)
-		}
-	}
-	m.t.removeFiles(ctx, paths)
+	m.t.removeFiles(ctx, without(m.written, refs))
 	if won == 0 {
 		for _, g := range m.groups {
 			g.FilesOut = 0

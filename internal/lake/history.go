@@ -411,11 +411,16 @@ func (t *Table) FindLoaded(ctx context.Context, key string) (BatchInfo, bool, er
 	if b, ok := t.FindBatch(key); ok {
 		return b, true, nil
 	}
+	return t.fromHistory(ctx, func(h *LoadHistory) (LoadRecord, bool, error) { return h.Find(ctx, key) })
+}
+
+// fromHistory looks a batch up in the loaded version's load history.
+func (t *Table) fromHistory(ctx context.Context, find func(*LoadHistory) (LoadRecord, bool, error)) (BatchInfo, bool, error) {
 	hist, err := t.LoadHistory(ctx)
 	if err != nil {
 		return BatchInfo{}, false, err
 	}
-	r, ok, err := hist.Find(ctx, key)
+	r, ok, err := find(hist)
 	if err != nil || !ok {
 		return BatchInfo{}, false, err
 	}
@@ -437,15 +442,7 @@ func (t *Table) FindContent(ctx context.Context, sum string) (BatchInfo, bool, e
 		}
 		return batchInfo(h.snaps[i].batch, s), true, nil
 	}
-	hist, err := t.LoadHistory(ctx)
-	if err != nil {
-		return BatchInfo{}, false, err
-	}
-	r, ok, err := hist.FindContent(ctx, sum)
-	if err != nil || !ok {
-		return BatchInfo{}, false, err
-	}
-	return batchInfoOfRecord(r), true, nil
+	return t.fromHistory(ctx, func(h *LoadHistory) (LoadRecord, bool, error) { return h.FindContent(ctx, sum) })
 }
 
 // batchInfoOfRecord describes a batch known from the load history; its

@@ -34,7 +34,7 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 		clock := time.Now()
 		l.now = func() time.Time { return clock }
 		tbl := createTestTable(t, l)
-		const gateways, minutes = 4, 90
+		const gateways, minutes = 3, 70
 		rows := 0
 		maxFiles, maxSnaps, orphanChecks, orphans := 0, 0, 0, 0
 		for m := range minutes {
@@ -103,4 +103,52 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 		}
 		requireConformantTable(t, l, tbl)
 	})
+}
+
+// TestMaintainOlderAndForeignTables: a table timelake created before
+// maintenance existed gets the settings on its first round and is
+// maintained; a table another tool wrote is left alone unless its
+// properties ask for maintenance.
+func TestMaintainOlderAndForeignTables(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := createTestTable(t, l)
+	for i := range 5 {
+		appendRows(t, tbl, fmt.Sprintf("old-%d.csv", i), day0, 3)
+	}
+	// As CreateTable wrote tables before: no maintenance properties.
+	if err := tbl.SetProperties(ctx, nil, []string{PropAutoMaintain, "write.metadata.previous-versions-max",
+		"commit.manifest.min-count-to-merge"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tbl.Maintain(ctx, MaintainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Skipped != "" || !rep.Settings.Enabled || len(rep.Upgraded) != 3 {
+		t.Fatalf("older timelake table: %+v", rep)
+	}
+	if got := tbl.Properties(); got[PropAutoMaintain] != "true" || got["write.metadata.previous-versions-max"] != "5" {
+		t.Fatalf("properties after the first round: %v", got)
+	}
+	if len(rep.Compacted.Groups) != 1 {
+		t.Fatalf("older table not compacted: %+v", rep.Compacted)
+	}
+
+	// Another tool's table: no timelake contract properties.
+	if err := tbl.SetProperties(ctx, nil, []string{PropAutoMaintain, PropTimeColumn, PropChunk}); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, tbl, "foreign-1.csv", day0, 3)
+	v := tbl.Version()
+	rep, err = tbl.Maintain(ctx, MaintainOptions{})
+	if err != nil || rep.Skipped == "" || rep.Settings.Enabled || tbl.Version() != v {
+		t.Fatalf("foreign table: %+v, %v; want it left alone", rep, err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropAutoMaintain: "true"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = tbl.Maintain(ctx, MaintainOptions{}); err != nil || rep.Skipped != "" || len(rep.Upgraded) != 0 {
+		t.Fatalf("foreign table asking for maintenance: %+v, %v", rep, err)
+	}
 }

@@ -171,6 +171,18 @@ var (
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
 		Commands: []Command{Ingest}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
+
+	ContentDedupe = register(&Setting[bool]{Spec: Spec{
+		Flag: "content-dedupe", Env: []string{"TIMELAKE_CONTENT_DEDUPE"}, Default: "true",
+		Help:     "report a file whose content was loaded under another key within the dedupe window as already loaded, and delete it",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Bool()})
+
+	MaintenanceBudget = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "maintenance-budget", Env: []string{"TIMELAKE_MAINTENANCE_BUDGET"}, Default: "10s",
+		Help:     "time spent on table maintenance after loading (compaction, snapshot expiry, orphan files); 0 for none (run tables maintain from cron)",
+		Commands: []Command{Ingest}, Group: GroupIngest,
+	}, Kind: Duration(0, "10s")})
 )
 
 // Upload.

@@ -77,22 +77,24 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
 	c := ingest.Config{
-		Table:            settings.Table.Require(r),
-		Prefix:           settings.LandingPrefix.Get(r),
-		QuarantinePrefix: settings.QuarantinePrefix.Get(r),
-		TimeColumn:       settings.TimeColumn.Get(r),
-		SeriesKey:        settings.SeriesKey.Get(r),
-		Partition:        settings.Partition.Get(r),
-		TimeUnit:         settings.TimeUnit.Get(r),
-		AssumeLocation:   settings.AssumeTimezone.Get(r),
-		NoCreate:         settings.NoCreate.Get(r),
-		DryRun:           settings.DryRun.Get(r),
-		MaxFiles:         settings.MaxFiles.Get(r),
-		LeaseTTL:         settings.LeaseTTL.Get(r),
-		Parallel:         settings.Parallel.Get(r),
-		FilesPerCommit:   settings.FilesPerCommit.Get(r),
-		MemoryBudget:     settings.MemoryBudget.Get(r),
-		Logger:           f.Logger(),
+		Table:             settings.Table.Require(r),
+		Prefix:            settings.LandingPrefix.Get(r),
+		QuarantinePrefix:  settings.QuarantinePrefix.Get(r),
+		TimeColumn:        settings.TimeColumn.Get(r),
+		SeriesKey:         settings.SeriesKey.Get(r),
+		Partition:         settings.Partition.Get(r),
+		TimeUnit:          settings.TimeUnit.Get(r),
+		AssumeLocation:    settings.AssumeTimezone.Get(r),
+		NoCreate:          settings.NoCreate.Get(r),
+		DryRun:            settings.DryRun.Get(r),
+		MaxFiles:          settings.MaxFiles.Get(r),
+		LeaseTTL:          settings.LeaseTTL.Get(r),
+		Parallel:          settings.Parallel.Get(r),
+		FilesPerCommit:    settings.FilesPerCommit.Get(r),
+		MemoryBudget:      settings.MemoryBudget.Get(r),
+		ContentDedupe:     settings.ContentDedupe.Get(r),
+		MaintenanceBudget: settings.MaintenanceBudget.Get(r),
+		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
@@ -146,6 +148,9 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else {
+		if m := rep.Maintenance; m != nil && (m.Work() || m.Error != "" || m.Pending) {
+			fmt.Fprintln(out, MaintenanceLine(m))
+		}
 		fmt.Fprintln(out, Summary(rep, started))
 	}
 	if err != nil {
@@ -167,10 +172,12 @@ func FileLine(r ingest.FileResult) string {
 		}
 		return fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
 	case ingest.AlreadyLoaded:
-		if r.SnapshotID == 0 {
+		if r.SnapshotID == 0 || r.SameAs != "" {
 			return fmt.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
 		}
 		return fmt.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
+	case ingest.Waiting:
+		return fmt.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
 	case ingest.Quarantined:
 		return fmt.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
@@ -200,11 +207,40 @@ func Summary(rep *ingest.Report, started time.Time) string {
 		if rep.SnapshotID != 0 {
 			s += fmt.Sprintf("; current snapshot %d (metadata v%d)", rep.SnapshotID, rep.MetadataVersion)
 		}
+		if rep.Waiting > 0 {
+			s += fmt.Sprintf(", %d waiting", rep.Waiting)
+		}
 		if rep.Remaining {
 			s += "; more files wait (--max-files)"
 		}
 	}
 	return s + fmt.Sprintf("; run started %s, took %.1fs", started.UTC().Format(time.RFC3339), rep.Seconds)
+}
+
+// MaintenanceLine says what the maintenance after the loading did.
+func MaintenanceLine(m *ingest.Maintenance) string {
+	var parts []string
+	if m.FilesIn > 0 {
+		parts = append(parts, fmt.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
+	}
+	if m.SnapshotsExpired > 0 {
+		parts = append(parts, fmt.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
+			m.SnapshotsExpired, m.KeysRemembered, m.FilesDeleted))
+	}
+	if m.OrphansRemoved > 0 {
+		parts = append(parts, fmt.Sprintf("removed %d orphan files", m.OrphansRemoved))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to do")
+	}
+	s := fmt.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
+	if m.Pending {
+		s += "; more next run"
+	}
+	if m.Error != "" {
+		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"
+	}
+	return s
 }
 
 // CreatedText describes a table created by the run.

@@ -219,7 +219,7 @@ func RenderBatch(o Output, st BatchStatus) error {
 	case o.tty() && st.Loaded:
 		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
 			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"),
-			plural(*st.DataFiles, "data file"), HumanBytes(*st.SizeBytes))
+			plural(*st.DataFiles, "data file"), iostreams.HumanBytes(*st.SizeBytes))
 		return err
 	case o.tty():
 		_, err := fmt.Fprintf(o.IO.Out, "%s: not loaded into %s (no snapshot in the current ancestry has this batch id)\n",

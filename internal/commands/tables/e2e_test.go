@@ -131,7 +131,8 @@ func pipeColumn(t *testing.T, out string, i int) []string {
 func TestTablesAfterIngestLocal(t *testing.T) {
 	landing, keys := copyLanding(t, "")
 	wh := filepath.Join(t.TempDir(), "lake")
-	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing}
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing,
+		"TIMELAKE_MAINTENANCE_BUDGET": "0"} // the table as ingest loaded it, not compacted
 	mustRun(t, env, false, "ingest", "--series-key", "device_id")
 
 	// batches: exactly the landing keys, in a pipe and as JSON.
@@ -294,7 +295,7 @@ func TestTablesCreate(t *testing.T) {
 	}
 	// Ingest appends to it: same schema.
 	landing, _ := copyLanding(t, "gateway-1/")
-	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.sample", "LANDING_BUCKET": landing}
+	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.sample", "LANDING_BUCKET": landing, "TIMELAKE_MAINTENANCE_BUDGET": "0"}
 	mustRun(t, env2, false, "ingest", "--no-create")
 	if got := pipeColumn(t, mustRun(t, env2, false, "tables", "batches"), 3); !slices.Equal(got, []string{"300", "300"}) {
 		t.Errorf("rows of the batches loaded into the created table: %v", got)
@@ -398,7 +399,8 @@ func TestTablesS3(t *testing.T) {
 func TestTablesExpire(t *testing.T) {
 	landing, keys := copyLanding(t, "")
 	wh := filepath.Join(t.TempDir(), "lake")
-	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing}
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing,
+		"TIMELAKE_MAINTENANCE_BUDGET": "0"} // the table as ingest loaded it, not compacted
 	mustRun(t, env, false, "ingest", "--series-key", "device_id")
 	time.Sleep(5 * time.Millisecond) // every snapshot is older than --older-than 1ms
 

@@ -27,7 +27,7 @@ type ExpireOptions struct {
 func NewCmdExpire(f *cmdutil.Factory, runF func(context.Context, *ExpireOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "expire [NAME]",
-		Short: "Expire old snapshots and delete the files only they referenced (forgets their batch ids)",
+		Short: "Expire old snapshots and delete the files only they referenced (their batch ids move into the load history)",
 		Long: `Remove the snapshots older than --older-than, except the newest --retain-last
 of the main branch (and any a branch or tag points at), then delete the
 manifest lists, manifests and data files that no remaining snapshot
@@ -38,10 +38,11 @@ per loaded file), so the file, and the time and memory of each commit, grow
 with the history until it is expired. Run this regularly (e.g. daily from
 cron) on busy tables.
 
-The batch ids of expired snapshots are forgotten: a landing file re-sent
-under one of them after its snapshot expired is loaded again. --older-than is
-therefore the dedupe window: keep it longer than a gateway may take to
-retry an upload. Defaults come from the table properties
+The batch ids of expired snapshots move into the table's load history in
+the same commit: a landing file re-sent under one of them within the dedupe
+window (timelake.dedupe-window, 14 days by default) is still recognised as
+loaded. Maintenance after each ingest expires snapshots by itself
+(docs/maintenance.md); this command is for other ages by hand. Defaults come from the table properties
 history.expire.max-snapshot-age-ms (Iceberg's default: 5 days) and
 history.expire.min-snapshots-to-keep (1).`,
 		Example: `  timelake tables expire iot.readings --older-than 7d --dry-run
@@ -132,11 +133,11 @@ func RenderExpire(o Output, r ExpireReport) error {
 	case r.Expired == 0:
 		_, err = fmt.Fprintf(o.IO.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
 	case r.DryRun:
-		_, err = fmt.Fprintf(o.IO.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would be forgotten\n",
+		_, err = fmt.Fprintf(o.IO.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would move into the load history\n",
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
 			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept)
 	default:
-		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are forgotten: a file re-sent under one loads again\n",
+		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are in the load history\n",
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
 			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept, r.Version)
 	}

@@ -194,7 +194,7 @@ func RenderFiles(o Output, table, location string, rows []FileRow) error {
 	}
 	n := int64(len(rows))
 	_, err := fmt.Fprintf(o.IO.Out, "%s in %s, %s, %s; %.1f files per partition, %s per file on average\n",
-		plural(n, "data file"), plural(int64(len(partitions)), "partition"), plural(totalRows, "row"), HumanBytes(totalBytes),
-		float64(n)/float64(len(partitions)), HumanBytes(totalBytes/n))
+		plural(n, "data file"), plural(int64(len(partitions)), "partition"), plural(totalRows, "row"), iostreams.HumanBytes(totalBytes),
+		float64(n)/float64(len(partitions)), iostreams.HumanBytes(totalBytes/n))
 	return err
 }

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"encoding/json"
+	"github.com/timelake/timelake/internal/iostreams"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -42,27 +43,10 @@ func formatTime(t *UTCTime, tty bool) string {
 	return t.machine()
 }
 
-// HumanBytes renders a size with binary units: "512 B", "4.5 KiB",
-// "1.2 MiB", "3.0 GiB".
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
-		v /= unit
-		if v < unit && v > -unit || u == "PiB" {
-			return strconv.FormatFloat(v, 'f', 1, 64) + " " + u
-		}
-	}
-	return "" // unreachable
-}
-
-// formatBytes is HumanBytes on a terminal and the raw number in a pipe.
+// formatBytes is iostreams.HumanBytes on a terminal and the raw number in a pipe.
 func formatBytes(n int64, tty bool) string {
 	if tty {
-		return HumanBytes(n)
+		return iostreams.HumanBytes(n)
 	}
 	return strconv.FormatInt(n, 10)
 }

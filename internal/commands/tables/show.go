@@ -368,7 +368,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 
 	section("Totals")
 	fmt.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
-		HumanBytes(d.Totals.SizeBytes), d.Totals.Snapshots)
+		iostreams.HumanBytes(d.Totals.SizeBytes), d.Totals.Snapshots)
 	if d.Totals.DeleteFiles > 0 {
 		fmt.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
 	}

@@ -1,0 +1,66 @@
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// DefaultMaintenanceBudget bounds the maintenance after an ingest run: a
+// sixth of a one-minute cron interval, so the next run never waits for it.
+const DefaultMaintenanceBudget = 10 * time.Second
+
+// Maintenance is what the table maintenance after an ingest run did (the
+// report's maintenance object; docs/maintenance.md).
+type Maintenance struct {
+	// Compaction: data files rewritten (FilesIn, BytesIn) into FilesOut
+	// files.
+	FilesIn  int   `json:"files_in"`
+	BytesIn  int64 `json:"bytes_in"`
+	FilesOut int   `json:"files_out"`
+	// SnapshotsExpired and KeysRemembered: snapshots expired, and the
+	// batch ids they carried that moved into the load history.
+	SnapshotsExpired int `json:"snapshots_expired"`
+	KeysRemembered   int `json:"keys_remembered"`
+	// FilesDeleted counts files only expired snapshots referenced, and
+	// orphan files removed.
+	FilesDeleted   int `json:"files_deleted"`
+	OrphansRemoved int `json:"orphans_removed"`
+	// Pending is set when the budget ran out with work left (the next run
+	// goes on).
+	Pending bool `json:"pending"`
+	// Skipped says why nothing was done (the table's settings).
+	Skipped string `json:"skipped,omitempty"`
+	// Error is why maintenance stopped; the run's files are loaded
+	// whatever it says.
+	Error   string  `json:"error,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Work reports whether maintenance changed anything.
+func (m *Maintenance) Work() bool {
+	return m.FilesIn > 0 || m.SnapshotsExpired > 0 || m.FilesDeleted > 0 || m.OrphansRemoved > 0
+}
+
+// maintain runs lake.Table.Maintain within budget and sums up what it did.
+// A failure does not fail the run, whose files are committed: it is
+// reported (Error), and `timelake tables maintain` fails on it.
+func maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maintenance {
+	rep, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: budget})
+	m := &Maintenance{Pending: rep.Pending, Skipped: rep.Skipped, Seconds: rep.Took.Seconds(),
+		SnapshotsExpired: len(rep.Expired.Expired), KeysRemembered: rep.Expired.Remembered,
+		FilesDeleted: rep.Expired.FilesDeleted}
+	for _, g := range rep.Compacted.Groups {
+		m.FilesIn += g.FilesIn
+		m.BytesIn += g.BytesIn
+		m.FilesOut += g.FilesOut
+	}
+	if rep.Orphans != nil {
+		m.OrphansRemoved = len(rep.Orphans.Files)
+	}
+	if err != nil {
+		m.Error = err.Error()
+	}
+	return m
+}
