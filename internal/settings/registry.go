@@ -130,7 +130,7 @@ var (
 	AssumeTimezone = register(&Setting[*time.Location]{Spec: Spec{
 		Flag: "assume-timezone", Env: []string{"TIMELAKE_ASSUME_TIMEZONE"}, Default: "UTC",
 		Help:     "IANA zone of text times written without an offset, e.g. Europe/Berlin",
-		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: Zone()})
 )
 
