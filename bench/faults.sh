@@ -6,7 +6,6 @@
 #
 #   bench/faults.sh                  long run, seeds from 1
 #   SEED=7 bench/faults.sh           another first seed
-#   KNOWN_BUGS=1 bench/faults.sh     also the checks of known, unfixed bugs
 #
 # The figures go to bench/results/faults-<date>.json (gitignored).
 set -euo pipefail
@@ -25,7 +24,6 @@ echo "faults: long run of test/faults (figures in $FIGURES)" >&2
 TIMELAKE_TEST_S3_REQUIRED=1 \
 	TIMELAKE_FAULTS_LONG=1 \
 	TIMELAKE_FAULTS_SEED="${SEED:-1}" \
-	TIMELAKE_TEST_KNOWN_BUGS="${KNOWN_BUGS:-0}" \
 	TIMELAKE_FAULTS_FIGURES="$FIGURES" \
 	go test -count=1 -timeout 3h ./test/faults/
 cat "$FIGURES"

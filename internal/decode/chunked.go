@@ -114,7 +114,7 @@ type chunkedText struct {
 	ctx     context.Context
 	ro      *resolved
 	src     Source
-	sc      *arrow.Schema
+	cols    textColumns // the columns the CSV reader reads (numbersAsTarget may type some), and those a batch keeps
 	comma   rune
 	header  []byte // the header line, fed to each chunk's reader first
 	chunks  []textChunk
@@ -146,7 +146,7 @@ type chunkResult struct {
 	errRow int64 // chunk-local data row of a read error
 }
 
-func (c *chunkedText) schema() *arrow.Schema { return c.sc }
+func (c *chunkedText) schema() *arrow.Schema { return c.cols.out }
 
 func (c *chunkedText) start() {
 	c.once.Do(func() {
@@ -201,10 +201,10 @@ func (c *chunkedText) parse(i int) {
 	}
 }
 
-// read parses ch with the columns of c.sc into res, converting each batch
+// read parses ch with the columns of c.cols into res, converting each batch
 // with c.conv when it is set, and returns res.err.
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
-	sc, conv := c.sc, c.conv
+	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
 	r := io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size))
 	cr := arrowcsv.NewReader(r, sc,
@@ -236,6 +236,11 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 		rec := cr.RecordBatch()
 		rec.Retain()
 		n := rec.NumRows()
+		rec, err := c.cols.trim(c.ro, rec, res.rows)
+		if err != nil {
+			res.err = err
+			return err
+		}
 		if conv != nil {
 			out, err := conv(rec, res.rows)
 			rec.Release()
@@ -245,7 +250,7 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 			}
 			rec = out
 		}
-		rec, err := compact(rec, c.ro.mem)
+		rec, err = compact(rec, c.ro.mem)
 		if err != nil {
 			res.err = &FileError{Key: c.ro.key, Reason: "cannot copy decoded data", Err: err}
 			return res.err
@@ -321,7 +326,7 @@ func (c *chunkedText) next() (arrow.RecordBatch, error) {
 		res := &c.results[c.cur]
 		switch {
 		case res.err != nil && res.read:
-			return nil, textReadError(c.ro, c.rows+res.errRow, c.sc.NumFields(), res.err)
+			return nil, textReadError(c.ro, c.rows+res.errRow, c.cols.read.NumFields(), res.err)
 		case res.err != nil:
 			var fe *FileError
 			if errors.As(res.err, &fe) {

@@ -64,27 +64,27 @@ func TestChunkedDecodeMatchesSequential(t *testing.T) {
 		{
 			name: "quoted newlines with an error after them", split: false,
 			data:    fullHeader + genRows(50, okRow) + "2026-01-05T11:00:00Z,\"d\n1\",1,1,true,1\n" + genRows(50, okRow) + "2026-01-05T11:00:00Z,d1,x,1,true,1\n",
-			wantErr: `row 102, column "temp": cannot parse "x" as double`,
+			wantErr: `row 102 (line 104), column "temp": cannot parse "x" as double`,
 		},
 		{
 			name: "bad value late", split: true,
 			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,1,1.5,true,1\n" + genRows(40, okRow),
-			wantErr: `gw/c.csv: row 251, column "count": cannot parse "1.5" as long`,
+			wantErr: `gw/c.csv: row 251 (line 252), column "count": cannot parse "1.5" as long`,
 		},
 		{
 			name: "ragged row late after blank lines", split: true,
 			data:    fullHeader + "\n\n" + genRows(180, okRow) + "\n2026-01-05T11:00:00Z,d1\n" + genRows(40, okRow),
-			wantErr: "gw/c.csv: row 181: wrong number of fields (the header has 6) at line 185",
+			wantErr: "gw/c.csv: row 181 (line 185): wrong number of fields: the line has 2, the header has 6",
 		},
 		{
 			name: "ragged row first", split: true,
 			data:    fullHeader + "2026-01-05T11:00:00Z,d1,1,1,true,1,extra\n" + many,
-			wantErr: "gw/c.csv: row 1: wrong number of fields (the header has 6) at line 2",
+			wantErr: "gw/c.csv: row 1 (line 2): wrong number of fields: the line has 7, the header has 6",
 		},
 		{
 			name: "two errors, the first in the file wins", split: true,
 			data:    fullHeader + genRows(20, okRow) + ",d1,1,1,true,1\n" + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1\n",
-			wantErr: `gw/c.csv: row 21, column "time": null in required column`,
+			wantErr: `gw/c.csv: row 21 (line 22), column "time": null in required column`,
 		},
 		{
 			name: "numbers with spaces", split: true,
@@ -98,12 +98,52 @@ func TestChunkedDecodeMatchesSequential(t *testing.T) {
 		{
 			name: "int overflow late", split: true,
 			data:    fullHeader + genRows(260, okRow) + "2026-01-05T11:00:00Z,d1,1,1,true,3000000000\n" + genRows(10, okRow),
-			wantErr: `gw/c.csv: row 261, column "level": cannot parse "3000000000" as int`,
+			wantErr: `gw/c.csv: row 261 (line 262), column "level": cannot parse "3000000000" as int (out of range)`,
+		},
+		{
+			name: "number words", split: true,
+			data: fullHeader + genRows(200, func(i int) string {
+				return fmt.Sprintf("2026-01-05T10:00:%02dZ,d1,%s,%d,true,1\n", i%60, []string{"NaN", "inf", "-Infinity", " 1.5 ", ".5"}[i%5], i)
+			}),
+		},
+		{
+			name: "hexadecimal float late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,0x1p3,1,true,1\n" + genRows(40, okRow),
+			wantErr: `gw/c.csv: row 251 (line 252), column "temp": cannot parse "0x1p3" as double (hexadecimal notation`,
+		},
+		{
+			name: "digit separator late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,1_000.5,1,true,1\n" + genRows(40, okRow),
+			wantErr: `gw/c.csv: row 251 (line 252), column "temp": cannot parse "1_000.5" as double (digit separators`,
+		},
+		{
+			name: "underflow late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,1e-400,1,true,1\n" + genRows(40, okRow),
+			wantErr: `column "temp": cannot parse "1e-400" as double (too small for double: it would be stored as 0)`,
+		},
+		{
+			name: "inexact whole number late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,9007199254740993,1,true,1\n" + genRows(40, okRow),
+			wantErr: `column "temp": cannot parse "9007199254740993" as double (it would be stored rounded`,
+		},
+		{
+			name: "invalid UTF-8 late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,Z\xfcrich,1,1,true,1\n" + genRows(40, okRow),
+			wantErr: `gw/c.csv: row 251 (line 252), column "device": value "Z\xfcrich" is not valid UTF-8 (byte 0xfc at byte offset 1 of the value)`,
+		},
+		{
+			name: "unnamed empty trailing column", split: true,
+			data: strings.ReplaceAll(fullHeader+many, "\n", ",\n"),
+		},
+		{
+			name: "unnamed trailing column with a value late", split: true,
+			data:    strings.ReplaceAll(fullHeader+genRows(250, okRow), "\n", ",\n") + "2026-01-05T11:00:00Z,d1,1,1,true,1,x\n",
+			wantErr: `gw/c.csv: row 251 (line 252): column 7 has no name in the header but holds the value "x"`,
 		},
 		{
 			name: "bad time late", split: true,
 			data:    fullHeader + genRows(290, okRow) + "yesterday,d1,1,1,true,1\n",
-			wantErr: `gw/c.csv: row 291, column "time"`,
+			wantErr: `gw/c.csv: row 291 (line 292), column "time"`,
 		},
 	}
 	for _, tc := range tests {

@@ -11,13 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // resolved holds DecodeOptions after defaults and validation.
 type resolved struct {
 	key       string
+	text      bool // the file is CSV/TSV text
 	mem       memory.Allocator
 	loc       *time.Location // nil = UTC
 	epoch     arrow.TimeUnit
@@ -119,6 +119,10 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 	if d, ok := src.(*arrow.DictionaryType); ok {
 		valueType, dict = d.ValueType, true
 	}
+	_, strict := src.(*strictFloatType)
+	if strict {
+		valueType = src.(*strictFloatType).StorageType()
+	}
 	core, err := coreConverter(ro, col, valueType, dst.Type, isTime)
 	if err != nil {
 		return nil, err
@@ -126,6 +130,9 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 	required := !dst.Nullable || isTime
 	ctx := compute.WithAllocator(context.Background(), ro.mem)
 	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		if strict {
+			arr = storageOf(arr)
+		}
 		if dict {
 			d := arr.(*array.Dictionary)
 			dec, err := compute.TakeArray(ctx, d.Dictionary(), d.Indices())
@@ -152,6 +159,12 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 // set. Everything else is an error naming the column.
 func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime bool) (convertFn, error) {
 	if arrow.TypeEqual(src, dst) {
+		switch dst.ID() {
+		case arrow.TIMESTAMP:
+			return newTimeRange(dst.(*arrow.TimestampType).Unit, isTime).passThrough(ro, col, dst), nil
+		case arrow.STRING, arrow.LARGE_STRING:
+			return utf8PassThrough(ro, col, dst), nil
+		}
 		return passThrough(dst), nil
 	}
 	if src.ID() == arrow.NULL {
@@ -174,7 +187,7 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 	switch dt := dst.(type) {
 	case *arrow.Int32Type, *arrow.Int64Type, *arrow.Float32Type, *arrow.Float64Type:
 		if text {
-			return textNumber(ro, col, dst, cannot), nil
+			return textNumber(ro, col, dst), nil
 		}
 		if conv := numberToNumber(ro, col, src, dst); conv != nil {
 			return conv, nil
@@ -199,13 +212,25 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 
 	case *arrow.StringType:
 		if text {
-			return build(ro, col, dst, textFill(func(b *array.StringBuilder, s string) string { b.Append(s); return "" })), nil
+			return build(ro, col, dst, textFill(func(b *array.StringBuilder, s string) string {
+				if reason := textProblem(ro, s); reason != "" {
+					return reason
+				}
+				b.Append(s)
+				return ""
+			})), nil
 		}
 		return nil, mismatch("")
 
 	case *arrow.LargeStringType:
 		if text {
-			return build(ro, col, dst, textFill(func(b *array.LargeStringBuilder, s string) string { b.Append(s); return "" })), nil
+			return build(ro, col, dst, textFill(func(b *array.LargeStringBuilder, s string) string {
+				if reason := textProblem(ro, s); reason != "" {
+					return reason
+				}
+				b.Append(s)
+				return ""
+			})), nil
 		}
 		return nil, mismatch("")
 
@@ -279,13 +304,9 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		if text {
 			prec, scale := dt.Precision, dt.Scale
 			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
-				ts := strings.TrimSpace(s)
-				if !decimalScaleFits(ts, scale) {
-					return cannot(s) + fmt.Sprintf(" (more than %d decimal places)", scale)
-				}
-				n, err := decimal128.FromString(ts, prec, scale)
-				if err != nil {
-					return cannot(s)
+				n, problem := parseDecimalText(s, prec, scale)
+				if problem != "" {
+					return numberReason(s, dst, problem)
 				}
 				b.Append(n)
 				return ""
@@ -296,43 +317,44 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 	return nil, mismatch("")
 }
 
-// textNumber parses text into int32/int64/float32/float64. Surrounding
-// spaces are ignored; integers are accepted for float targets (so a file
-// whose values happen to be whole numbers fits a double column).
-func textNumber(ro *resolved, col string, dst arrow.DataType, cannot func(string) string) convertFn {
+// textNumber parses text into int32/int64/float32/float64 under the text
+// number rules (numbers.go). Integers are accepted for float targets (so a
+// file whose values happen to be whole numbers fits a double column) when
+// the type holds them exactly.
+func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 	switch dst.ID() {
 	case arrow.INT32:
 		return build(ro, col, dst, textFill(func(b *array.Int32Builder, s string) string {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-			if err != nil {
-				return cannot(s)
+			v, problem := parseIntText(s, 32)
+			if problem != "" {
+				return numberReason(s, dst, problem)
 			}
 			b.Append(int32(v))
 			return ""
 		}))
 	case arrow.INT64:
 		return build(ro, col, dst, textFill(func(b *array.Int64Builder, s string) string {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-			if err != nil {
-				return cannot(s)
+			v, problem := parseIntText(s, 64)
+			if problem != "" {
+				return numberReason(s, dst, problem)
 			}
 			b.Append(v)
 			return ""
 		}))
 	case arrow.FLOAT32:
 		return build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 32)
-			if err != nil {
-				return cannot(s)
+			v, problem := parseFloatText(s, 32)
+			if problem != "" {
+				return numberReason(s, dst, problem)
 			}
 			b.Append(float32(v))
 			return ""
 		}))
 	default:
 		return build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil {
-				return cannot(s)
+			v, problem := parseFloatText(s, 64)
+			if problem != "" {
+				return numberReason(s, dst, problem)
 			}
 			b.Append(v)
 			return ""
@@ -386,10 +408,39 @@ func numberToNumber(ro *resolved, col string, src, dst arrow.DataType) convertFn
 			})
 		}
 	case arrow.FLOAT64:
-		if signed || unsigned || float {
+		switch {
+		case float || (signed && bits <= 32) || (unsigned && bits <= 32):
 			return build(ro, col, dst, func(arr arrow.Array) func(*array.Float64Builder, int) (string, string) {
 				get := float64Values(arr)
 				return func(b *array.Float64Builder, i int) (string, string) { b.Append(get(i)); return "", "" }
+			})
+		case signed:
+			// A double holds every integer up to 2^53 exactly, and only
+			// some beyond: the others are refused, never rounded.
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Float64Builder, int) (string, string) {
+				get := int64Values(arr)
+				return func(b *array.Float64Builder, i int) (string, string) {
+					v := get(i)
+					if !exactInt64(v) {
+						s := strconv.FormatInt(v, 10)
+						return s, "value " + s + " would be stored rounded in a double (" + wholeNumberLimit(64) + ")"
+					}
+					b.Append(float64(v))
+					return "", ""
+				}
+			})
+		case unsigned:
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.Float64Builder, int) (string, string) {
+				get := uint64Values(arr)
+				return func(b *array.Float64Builder, i int) (string, string) {
+					v := get(i)
+					if !exactUint64(v) {
+						s := strconv.FormatUint(v, 10)
+						return s, "value " + s + " would be stored rounded in a double (" + wholeNumberLimit(64) + ")"
+					}
+					b.Append(float64(v))
+					return "", ""
+				}
 			})
 		}
 	}
@@ -398,17 +449,21 @@ func numberToNumber(ro *resolved, col string, src, dst arrow.DataType) convertFn
 
 // timestampConverter handles every source that may become a timestamp:
 // text (RFC 3339, see timeparse.go), timestamps of any unit and zone, and
-// integer/float epochs for the time column when a time unit is set.
+// integer/float epochs for the time column when a time unit is set. Values
+// of the time column outside the accepted years (timeRange) are refused
+// whatever their source.
 //
 // A timestamp without zone (Parquet isAdjustedToUTC=false) going into a
 // zoned target (Iceberg timestamptz) is read as wall-clock time in
-// AssumeLocation, i.e. as UTC when AssumeLocation is nil. A zoned timestamp
+// AssumeLocation, i.e. as UTC when AssumeLocation is nil; a wall-clock time
+// that does not exist there or occurs twice is refused. A zoned timestamp
 // going into a target without zone keeps its UTC wall-clock value.
 func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow.TimestampType, isTime bool, mismatch func(string) error) (convertFn, error) {
 	tc := &timeConv{unit: dst.Unit, naive: dst.TimeZone == "", loc: ro.loc, hintEpoch: isTime}
 	if isTime {
 		tc.epoch, tc.epochSet = ro.epoch, ro.epochSet
 	}
+	rng := newTimeRange(dst.Unit, isTime)
 	if isText(src) {
 		return build(ro, col, dst, func(arr arrow.Array) func(*array.TimestampBuilder, int) (string, string) {
 			get := textValues(arr)
@@ -427,10 +482,12 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				if !ok {
 					return s, reason
 				}
-				if isTime {
-					if reason := implausible(v, dst.Unit, ""); reason != "" {
-						return s, reason
+				if !rng.accepts(v) {
+					hint := ""
+					if tc.epochSet && !strings.ContainsAny(s, ":-") {
+						hint = epochHint // a number, not RFC 3339 text
 					}
+					return s, rng.problem(v, hint)
 				}
 				b.Append(arrow.Timestamp(v))
 				last, lastV, have = s, v, true
@@ -440,29 +497,35 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 	}
 	if st, ok := src.(*arrow.TimestampType); ok {
 		from := st.Unit
+		if arrow.TypeEqual(src, dst) {
+			return rng.passThrough(ro, col, dst), nil
+		}
 		shift := st.TimeZone == "" && dst.TimeZone != "" && ro.loc != nil && ro.loc != time.UTC
 		return build(ro, col, dst, func(arr arrow.Array) func(*array.TimestampBuilder, int) (string, string) {
 			a := arr.(*array.Timestamp)
 			return func(b *array.TimestampBuilder, i int) (string, string) {
 				raw := int64(a.Value(i))
+				shown := func() string { return a.Value(i).ToTime(from).Format(time.RFC3339Nano) }
+				var v int64
 				if shift {
 					wall := a.Value(i).ToTime(from)
-					inst := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), ro.loc)
-					v, ok := timeToUnit(inst, dst.Unit)
-					if !ok {
-						return wall.Format(time.RFC3339Nano), "timestamp is out of range for " + typeName(dst)
+					inst, issue := wallInstant(wall.Year(), int(wall.Month()), wall.Day(), wall.Hour(), wall.Minute(), wall.Second(), wall.Nanosecond(), ro.loc)
+					if issue != nil {
+						w := wall.Format("2006-01-02 15:04:05.999999999")
+						return w, localTimeReason(w, ro.loc, issue)
 					}
-					b.Append(arrow.Timestamp(v))
-					return "", ""
-				}
-				v, ok := convertUnit(raw, from, dst.Unit)
-				if !ok {
-					return strconv.FormatInt(raw, 10), "timestamp is out of range for " + typeName(dst)
-				}
-				if isTime {
-					if reason := implausible(v, dst.Unit, ""); reason != "" {
-						return a.Value(i).ToTime(from).Format(time.RFC3339Nano), reason
+					var ok bool
+					if v, ok = timeToUnit(inst, dst.Unit); !ok {
+						return shown(), "timestamp is out of range for " + typeName(dst)
 					}
+				} else {
+					var ok bool
+					if v, ok = convertUnit(raw, from, dst.Unit); !ok {
+						return shown(), "timestamp is out of range for " + typeName(dst)
+					}
+				}
+				if reason := rng.problem(v, ""); reason != "" {
+					return shown(), reason
 				}
 				b.Append(arrow.Timestamp(v))
 				return "", ""
@@ -513,7 +576,7 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				if !ok {
 					return shown, "epoch value " + shown + " is out of range"
 				}
-				if reason := implausible(v, dst.Unit, " (check --time-unit)"); reason != "" {
+				if reason := rng.problem(v, epochHint); reason != "" {
 					return shown, reason
 				}
 				b.Append(arrow.Timestamp(v))
@@ -523,6 +586,9 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 	}
 	return nil, mismatch("")
 }
+
+// epochHint follows the reason of an epoch time outside the accepted years.
+const epochHint = " (check --time-unit)"
 
 // passThrough re-labels an array whose type already equals the target type
 // with the target's DataType object, sharing the buffers.
@@ -571,20 +637,6 @@ func textFill[B array.Builder](parse func(b B, s string) string) func(arr arrow.
 			return "", ""
 		}
 	}
-}
-
-// decimalScaleFits reports whether plain decimal text has at most scale
-// significant fractional digits (exponent forms are left to FromString).
-func decimalScaleFits(s string, scale int32) bool {
-	if strings.ContainsAny(s, "eE") {
-		return true
-	}
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 {
-		return true
-	}
-	frac := strings.TrimRight(s[dot+1:], "0")
-	return int32(len(frac)) <= scale
 }
 
 func isText(dt arrow.DataType) bool {
@@ -736,20 +788,60 @@ func typeName(dt arrow.DataType) string {
 	return dt.String()
 }
 
-// Times outside these years are rejected in the time column: they come from
-// a wrong --time-unit (milliseconds read as seconds land in year 50,000) or
-// a placeholder value, not from a gateway's clock.
+// Times outside these years are refused in the time column, whatever the
+// source (text, epoch numbers, Parquet timestamps of any unit): they come
+// from a wrong --time-unit (milliseconds read as seconds land in year
+// 57,983) or a placeholder value (0001-01-01, 9999-12-31), not from a
+// gateway's clock. Other timestamp columns take any value their type holds.
 const (
-	minPlausibleYear = 1900
-	maxPlausibleYear = 2199
+	minTimeYear = 1900
+	maxTimeYear = 2199
 )
 
-// implausible returns a reason when v (in unit) is outside
-// minPlausibleYear..maxPlausibleYear, else "".
-func implausible(v int64, unit arrow.TimeUnit, hint string) string {
-	y := arrow.Timestamp(v).ToTime(unit).UTC().Year()
-	if y < minPlausibleYear || y > maxPlausibleYear {
-		return fmt.Sprintf("time in year %d is outside %d-%d%s", y, minPlausibleYear, maxPlausibleYear, hint)
+// timeRange checks time column values (in unit) against the accepted
+// years; with check false it accepts everything.
+type timeRange struct {
+	unit   arrow.TimeUnit
+	check  bool
+	lo, hi int64 // the accepted values: [lo, hi)
+}
+
+func newTimeRange(unit arrow.TimeUnit, check bool) timeRange {
+	lo, _ := timeToUnit(time.Date(minTimeYear, 1, 1, 0, 0, 0, 0, time.UTC), unit)
+	hi, _ := timeToUnit(time.Date(maxTimeYear+1, 1, 1, 0, 0, 0, 0, time.UTC), unit)
+	return timeRange{unit: unit, check: check, lo: lo, hi: hi}
+}
+
+// accepts reports whether v is accepted.
+func (r timeRange) accepts(v int64) bool { return !r.check || (v >= r.lo && v < r.hi) }
+
+// problem returns the reason v is refused, or "".
+func (r timeRange) problem(v int64, hint string) string {
+	if r.accepts(v) {
+		return ""
 	}
-	return ""
+	y := arrow.Timestamp(v).ToTime(r.unit).UTC().Year()
+	return fmt.Sprintf("time in year %d is outside the accepted years %d-%d%s", y, minTimeYear, maxTimeYear, hint)
+}
+
+// passThrough is passThrough for a timestamp column of the target's type,
+// checking the accepted years when r.check is set.
+func (r timeRange) passThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
+	relabel := passThrough(dst)
+	if !r.check {
+		return relabel
+	}
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		a := arr.(*array.Timestamp)
+		for i := 0; i < a.Len(); i++ {
+			if a.IsNull(i) {
+				continue
+			}
+			if reason := r.problem(int64(a.Value(i)), ""); reason != "" {
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col,
+					Value: a.Value(i).ToTime(r.unit).Format(time.RFC3339Nano), Reason: reason}
+			}
+		}
+		return relabel(arr, rowBase)
+	}
 }

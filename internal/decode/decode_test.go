@@ -162,7 +162,7 @@ func TestNumericCasts(t *testing.T) {
 func TestFractionIntoLongMessage(t *testing.T) {
 	csv := "time,device,count\n2026-01-05T10:00:00Z,d1,1.5\n"
 	_, err := decode(t, "gw/n.csv", []byte(csv), DecodeOptions{Target: tableTarget(t), TimeColumn: "time"})
-	want := `gw/n.csv: row 1, column "count": cannot parse "1.5" as long`
+	want := `gw/n.csv: row 1 (line 2), column "count": cannot parse "1.5" as long`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
@@ -200,8 +200,8 @@ func TestTimeParsing(t *testing.T) {
 		{name: "epoch ns", value: "1767607200123456789", unit: "ns", want: time.UnixMicro(sec*1_000_000 + 123456)},
 		{name: "epoch float s", value: "1767607200.25", unit: "s", want: time.UnixMilli(sec*1000 + 250)},
 		{name: "unit set but text", value: "2026-01-05T10:00:00Z", unit: "ms", want: base},
-		{name: "epoch without unit", value: "1767607200", wantErr: `row 2, column "time": cannot parse "1767607200" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z); numeric epoch times need a time unit`},
-		{name: "garbage", value: "12/01/2026 10:00", wantErr: `gw/t.csv: row 2, column "time": cannot parse "12/01/2026 10:00" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z)`},
+		{name: "epoch without unit", value: "1767607200", wantErr: `row 2 (line 3), column "time": cannot parse "1767607200" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z); numeric epoch times need a time unit`},
+		{name: "garbage", value: "12/01/2026 10:00", wantErr: `gw/t.csv: row 2 (line 3), column "time": cannot parse "12/01/2026 10:00" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z)`},
 		{name: "no seconds", value: "2026-01-05T10:00", wantErr: `cannot parse "2026-01-05T10:00"`},
 		{name: "leap second", value: "2026-01-05T10:00:60Z", wantErr: "cannot parse"},
 		{name: "bad day", value: "2026-02-30T10:00:00Z", wantErr: "cannot parse"},
@@ -272,8 +272,7 @@ func TestFileProblems(t *testing.T) {
 	}{
 		{name: "empty file", data: "", wantErr: "gw/x.csv: empty file"},
 		{name: "blank lines only", data: "\n\n", wantErr: "gw/x.csv: empty file"},
-		{name: "header only", data: "time,device\n", wantErr: "gw/x.csv: no data rows"},
-		{name: "ragged row", data: "time,device\n2026-01-05T10:00:00Z,d1\n2026-01-05T10:00:01Z,d1,extra\n", wantErr: "wrong number of fields (the header has 2)", wantRow: 2},
+		{name: "ragged row", data: "time,device\n2026-01-05T10:00:00Z,d1\n2026-01-05T10:00:01Z,d1,extra\n", wantErr: "row 2 (line 3): wrong number of fields: the line has 3, the header has 2", wantRow: 2},
 		{name: "ragged row after a batch", batch: 2, data: "time,device\n2026-01-05T10:00:00Z,d1\n2026-01-05T10:00:01Z,d1\n2026-01-05T10:00:02Z,d1\n2026-01-05T10:00:03Z\n", wantErr: "wrong number of fields", wantRow: 4},
 		{name: "bare quote", data: "time,device\n2026-01-05T10:00:00Z,d\"1\n", wantErr: "malformed csv", wantRow: 1},
 		{name: "duplicate header", data: "time,device,device\n2026-01-05T10:00:00Z,d1,d2\n", wantErr: "duplicate column name", wantCol: "device"},
@@ -281,7 +280,7 @@ func TestFileProblems(t *testing.T) {
 		{name: "extra column", data: "time,device,humidity\n2026-01-05T10:00:00Z,d1,40\n", wantErr: `gw/x.csv: column "humidity": not in the table schema (tables do not evolve on append)`, wantCol: "humidity"},
 		{name: "missing required column", data: "time,temp\n2026-01-05T10:00:00Z,1\n", wantErr: `column "device": required column is missing from the file`, wantCol: "device"},
 		{name: "missing time column", data: "device,temp\nd1,1\n", wantErr: `column "time": time column is missing from the file`, wantCol: "time"},
-		{name: "null time", data: "time,device\n2026-01-05T10:00:00Z,d1\n,d1\n", wantErr: `gw/x.csv: row 2, column "time": null in required column`, wantRow: 2, wantCol: "time"},
+		{name: "null time", data: "time,device\n2026-01-05T10:00:00Z,d1\n,d1\n", wantErr: `gw/x.csv: row 2 (line 3), column "time": null in required column`, wantRow: 2, wantCol: "time"},
 		{name: "null in required string", data: "time,device\n2026-01-05T10:00:00Z,d1\n2026-01-05T10:00:01Z,\n", wantErr: "null in required column", wantRow: 2, wantCol: "device"},
 	}
 	for _, tc := range tests {

@@ -9,7 +9,8 @@ import (
 // returned by Decode and DetectFormat is a *FileError (possibly wrapping a
 // lower-level cause in Err), so callers can write a quarantine report that
 // names the object key, the 1-based data row (header excluded; 0 when the
-// problem is not tied to a row), the column and the offending value.
+// problem is not tied to a row), for text files the line, the column and
+// the offending value.
 type FileError struct {
 	// Key is the landing object key of the file.
 	Key string
@@ -17,6 +18,10 @@ type FileError struct {
 	// for Parquet it is the row index in the file plus one), 0 when the
 	// error is not row-specific.
 	Row int64
+	// Line is the 1-based line of a CSV/TSV file where the row starts (the
+	// header is line 1; blank lines and line breaks inside quoted values
+	// count), 0 when unknown or not a text file.
+	Line int64
 	// Column is the column name, "" when the error is not column-specific.
 	Column string
 	// Value is the raw offending value, "" when there is none.
@@ -28,14 +33,19 @@ type FileError struct {
 	Err error
 }
 
-// Error formats the error as `<key>: row <n>, column "<c>": <reason>`,
-// leaving out the parts that are not set.
+// Error formats the error as `<key>: row <n> (line <l>), column "<c>":
+// <reason>`, leaving out the parts that are not set.
 func (e *FileError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Key)
 	var loc []string
-	if e.Row > 0 {
+	switch {
+	case e.Row > 0 && e.Line > 0:
+		loc = append(loc, "row "+strconv.FormatInt(e.Row, 10)+" (line "+strconv.FormatInt(e.Line, 10)+")")
+	case e.Row > 0:
 		loc = append(loc, "row "+strconv.FormatInt(e.Row, 10))
+	case e.Line > 0:
+		loc = append(loc, "line "+strconv.FormatInt(e.Line, 10))
 	}
 	if e.Column != "" {
 		loc = append(loc, "column "+strconv.Quote(e.Column))

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // timeColumnNames are the column names (compared case-insensitively, in
@@ -48,8 +47,11 @@ func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, f
 
 // pickTimeColumn applies the inference rules for the time column: the
 // explicit name when given; else the first timestamp-typed column; else the
-// first column named like timeColumnNames whose values all parse as times
-// (text, or numbers when a time unit is set).
+// first column named like timeColumnNames whose values all convert to the
+// time column's type (text, or numbers when a time unit is set; nulls and
+// times outside the accepted years do not). When a column has such a name
+// but no column qualifies, the error is the first such column's conversion
+// error, the same an existing table's time column gives for that value.
 func pickTimeColumn(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, timeCol string) (int, error) {
 	if timeCol != "" {
 		idx := src.FieldIndices(timeCol)
@@ -64,56 +66,54 @@ func pickTimeColumn(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch
 			return i, nil
 		}
 	}
-	tc := &timeConv{unit: arrow.Microsecond, loc: ro.loc, epoch: ro.epoch, epochSet: ro.epochSet}
+	var firstErr error
 	for _, name := range timeColumnNames {
 		for i, f := range src.Fields() {
-			if strings.EqualFold(f.Name, name) && allTimes(tc, batches, i) {
+			if !strings.EqualFold(f.Name, name) {
+				continue
+			}
+			err := convertsToTime(ro, f, batches, i)
+			if err == nil {
 				return i, nil
 			}
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
+	}
+	if firstErr != nil {
+		return -1, firstErr
 	}
 	return -1, &FileError{Key: ro.key,
 		Reason: "no time column found (columns: " + listColumns(src) + "); pass --time-column"}
 }
 
-// allTimes reports whether column i is text (or a number, with a time unit
-// set) and every value is non-null and parses as a time.
-func allTimes(tc *timeConv, batches []arrow.RecordBatch, i int) bool {
-	for _, rec := range batches {
-		arr := rec.Column(i)
-		if d, ok := arr.(*array.Dictionary); ok {
-			if arr.NullN() > 0 {
-				return false
-			}
-			arr = d.Dictionary() // unused dictionary entries are checked too
-		}
-		dt := arr.DataType()
-		switch {
-		case isText(dt):
-			get := textValues(arr)
-			for j := 0; j < arr.Len(); j++ {
-				if arr.IsNull(j) {
-					return false
-				}
-				if _, _, ok := tc.fromText(get(j)); !ok {
-					return false
-				}
-			}
-		case tc.epochSet && (isSigned(dt) || isUnsigned(dt) || isFloat(dt)):
-			if arr.NullN() > 0 {
-				return false
-			}
-		default:
-			return false
-		}
+// convertsToTime converts column i of batches to the inferred time column
+// type and returns the first error, as the conformer would report it.
+func convertsToTime(ro *resolved, f arrow.Field, batches []arrow.RecordBatch, i int) error {
+	conv, err := makeConverter(ro, f.Name, f.Type, arrow.Field{Name: f.Name, Type: inferredTimeType}, true)
+	if err != nil {
+		return err
 	}
-	return true
+	var rowBase int64
+	for _, rec := range batches {
+		out, err := conv(rec.Column(i), rowBase)
+		if err != nil {
+			return err
+		}
+		out.Release()
+		rowBase += rec.NumRows()
+	}
+	return nil
 }
 
 // sniffText infers the type of a CSV/TSV text column from all its non-null
 // values: int64 when all parse as base-10 integers, else float64 when all
-// parse as floats (NaN/Inf allowed, but at least one value must contain a
-// digit), else bool when all are true/false (case-insensitive), else string.
+// are numbers a double holds under the text number rules (numbers.go; the
+// NaN/Inf words allowed, but at least one value must contain a digit), else
+// bool when all are true/false (case-insensitive), else string. A value
+// those rules refuse (0x1p3, 1_000, 1e-400) makes the column a string, which
+// keeps it exactly as written.
 // An all-null column is a string. Surrounding spaces are ignored, as in the
 // conversion that follows.
 func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
@@ -130,14 +130,17 @@ func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
 			s := strings.TrimSpace(get(j))
 			isInt := false
 			if canInt {
-				if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+				if v, problem := parseIntText(s, 64); problem == "" {
 					isInt, floatDigit = true, true
+					// Should a later value make the column a double, this
+					// one must fit it exactly.
+					canFloat = canFloat && exactInt64(v)
 				} else {
 					canInt = false
 				}
 			}
 			if canFloat && !isInt {
-				if _, err := strconv.ParseFloat(s, 64); err != nil {
+				if _, problem := parseFloatText(s, 64); problem != "" {
 					canFloat = false
 				} else if hasDigit(s) {
 					floatDigit = true

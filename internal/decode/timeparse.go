@@ -1,7 +1,9 @@
 package decode
 
 import (
+	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -158,16 +160,97 @@ func daysIn(year, month int) int {
 }
 
 // instant resolves t to an absolute time: its own offset when it has one,
-// otherwise loc (UTC when nil).
-func (t textTime) instant(loc *time.Location) time.Time {
+// otherwise loc (UTC when nil). A wall-clock time that does not exist in
+// loc or occurs twice there is refused (wallIssue).
+func (t textTime) instant(loc *time.Location) (time.Time, *wallIssue) {
 	if t.hasOffset {
 		return time.Date(t.year, time.Month(t.month), t.day, t.hour, t.min, t.sec, t.nsec, time.UTC).
-			Add(-time.Duration(t.offset) * time.Second)
+			Add(-time.Duration(t.offset) * time.Second), nil
 	}
-	if loc == nil {
-		loc = time.UTC
+	return wallInstant(t.year, t.month, t.day, t.hour, t.min, t.sec, t.nsec, loc)
+}
+
+// wallIssue describes a wall-clock time that a zone skips (gap) or repeats.
+// before and after are the UTC offsets in seconds around the change.
+type wallIssue struct {
+	gap           bool
+	before, after int
+}
+
+// wallInstant returns the instant of a wall-clock time in loc (UTC when
+// nil). Where the zone's offset changes, a wall-clock time may not exist
+// (the clocks skip it when daylight saving time starts) or exist twice
+// (when it ends); time.Date would pick one instant silently, so both are
+// reported as a wallIssue instead.
+func wallInstant(year, month, day, hour, min, sec, nsec int, loc *time.Location) (time.Time, *wallIssue) {
+	if loc == nil || loc == time.UTC {
+		return time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC), nil
 	}
-	return time.Date(t.year, time.Month(t.month), t.day, t.hour, t.min, t.sec, t.nsec, loc)
+	t := time.Date(year, time.Month(month), day, hour, min, sec, nsec, loc)
+	wall := time.Date(year, time.Month(month), day, hour, min, sec, nsec, time.UTC)
+	same := func(u time.Time) bool {
+		y, mo, d := u.Date()
+		h, mi, s := u.Clock()
+		return y == year && int(mo) == month && d == day && h == hour && mi == min && s == sec
+	}
+	if !same(t) {
+		_, before := wall.Add(-12 * time.Hour).In(loc).Zone()
+		_, after := wall.Add(12 * time.Hour).In(loc).Zone()
+		return t, &wallIssue{gap: true, before: before, after: after}
+	}
+	_, off := t.Zone()
+	start, end := t.ZoneBounds()
+	// The same wall-clock time under the offset of the neighbouring zone
+	// period, if it falls into that period, is a second instant.
+	if !start.IsZero() {
+		if _, prev := start.Add(-time.Nanosecond).Zone(); prev != off {
+			u := wall.Add(-time.Duration(prev) * time.Second)
+			if u.Before(start) && same(u.In(loc)) {
+				return t, &wallIssue{before: prev, after: off}
+			}
+		}
+	}
+	if !end.IsZero() {
+		if _, next := end.Zone(); next != off {
+			u := wall.Add(-time.Duration(next) * time.Second)
+			if !u.Before(end) && same(u.In(loc)) {
+				return t, &wallIssue{before: off, after: next}
+			}
+		}
+	}
+	return t, nil
+}
+
+// localTimeReason is the reason for a wall-clock time value (as written)
+// that loc skips or repeats, with the fix.
+func localTimeReason(value string, loc *time.Location, w *wallIssue) string {
+	fix := "or choose an --assume-timezone without daylight saving time (" + fixedZones(min(w.before, w.after)) + ")"
+	if w.gap {
+		return fmt.Sprintf("local time %s does not exist in %s: the clocks skip it when the offset changes from %s to %s; write times with their UTC offset, %s",
+			quoteValue(value), loc, formatOffset(w.before), formatOffset(w.after), fix)
+	}
+	wall := strings.Replace(strings.TrimSpace(value), " ", "T", 1)
+	return fmt.Sprintf("local time %s is ambiguous in %s: it occurs twice, at offset %s and again at %s; write it with its UTC offset (%s%s or %s%s), %s",
+		quoteValue(value), loc, formatOffset(w.before), formatOffset(w.after), wall, formatOffset(w.before), wall, formatOffset(w.after), fix)
+}
+
+// formatOffset renders seconds east of UTC as +hh:mm.
+func formatOffset(off int) string {
+	sign := '+'
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	return fmt.Sprintf("%c%02d:%02d", sign, off/3600, off/60%60)
+}
+
+// fixedZones names zones without daylight saving time: UTC, and the IANA
+// fixed-offset zone for off when it is whole hours (Etc/GMT-1 is +01:00:
+// POSIX signs are inverted).
+func fixedZones(off int) string {
+	if off == 0 || off%3600 != 0 {
+		return "UTC"
+	}
+	return fmt.Sprintf("UTC, or Etc/GMT%+d for a fixed %s", -off/3600, formatOffset(off))
 }
 
 // timeToUnit converts an absolute time to a count of unit since the Unix
@@ -246,16 +329,20 @@ type timeConv struct {
 }
 
 // fromText parses one text value. Numbers are tried as epoch values only
-// after the text forms failed and only when an epoch unit is set.
+// after the text forms failed and only when an epoch unit is set; they
+// follow the text number rules (numbers.go): a decimal fraction is exact
+// and its digits beyond the target unit are truncated, as in RFC 3339 text.
 func (c *timeConv) fromText(s string) (int64, string, bool) {
 	if tt, ok := parseTextTime(s); ok {
-		var inst time.Time
+		loc := c.loc
 		if c.naive {
 			// Iceberg "timestamp" (no zone) stores wall-clock time: keep text
 			// without offset as written; text with an offset becomes UTC.
-			inst = tt.instant(time.UTC)
-		} else {
-			inst = tt.instant(c.loc)
+			loc = time.UTC
+		}
+		inst, issue := tt.instant(loc)
+		if issue != nil {
+			return 0, localTimeReason(s, loc, issue), false
 		}
 		v, ok := timeToUnit(inst, c.unit)
 		if !ok {
@@ -264,6 +351,7 @@ func (c *timeConv) fromText(s string) (int64, string, bool) {
 		return v, "", true
 	}
 	ts := strings.TrimSpace(s)
+	_, numProblem := parseFloatText(ts, 64)
 	if c.epochSet {
 		if i, err := strconv.ParseInt(ts, 10, 64); err == nil {
 			if v, ok := convertUnit(i, c.epoch, c.unit); ok {
@@ -271,20 +359,43 @@ func (c *timeConv) fromText(s string) (int64, string, bool) {
 			}
 			return 0, "epoch value " + quoteValue(s) + " is out of range", false
 		}
-		if f, err := strconv.ParseFloat(ts, 64); err == nil && hasDigit(ts) {
-			if v, ok := floatEpochToUnit(f, c.epoch, c.unit); ok {
-				return v, "", true
-			}
-			return 0, "epoch value " + quoteValue(s) + " is out of range", false
+		if v, problem := decimalEpoch(ts, c.epoch, c.unit); problem == "" {
+			return v, "", true
+		} else if problem != notNumber {
+			return 0, "cannot parse " + quoteValue(s) + " as an epoch time (" + problem + ")", false
 		}
 	}
 	reason := "cannot parse " + quoteValue(s) + " as a timestamp (expected RFC 3339 such as " + timeExample + ")"
-	if !c.epochSet && c.hintEpoch {
-		if _, err := strconv.ParseFloat(ts, 64); err == nil && hasDigit(ts) {
-			reason += "; numeric epoch times need a time unit (--time-unit s, ms, us or ns)"
-		}
+	if !c.epochSet && c.hintEpoch && numProblem == "" && hasDigit(ts) {
+		reason += "; numeric epoch times need a time unit (--time-unit s, ms, us or ns)"
 	}
 	return 0, reason, false
+}
+
+// decimalEpoch converts decimal text (a fraction or an exponent: the text
+// number rules) in unit from to a count of unit to, exactly, truncating
+// toward the past. problem follows parseFloatText; NaN and infinities are
+// not times (notNumber), values beyond int64 are "out of range".
+func decimalEpoch(t string, from, to arrow.TimeUnit) (int64, string) {
+	f, problem := parseFloatText(t, 64)
+	if problem != "" {
+		return 0, problem
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, notNumber
+	}
+	// t is plain decimal notation here (parseFloatText checked its bytes),
+	// with an exponent bounded by the double range.
+	r, ok := new(big.Rat).SetString(t)
+	if !ok {
+		return 0, notNumber
+	}
+	r.Mul(r, new(big.Rat).SetFrac64(int64(from.Multiplier()), int64(to.Multiplier())))
+	q := new(big.Int).Div(r.Num(), r.Denom()) // Euclidean: floor for a positive denominator
+	if !q.IsInt64() {
+		return 0, "out of range"
+	}
+	return q.Int64(), ""
 }
 
 func hasDigit(s string) bool {

@@ -181,10 +181,13 @@ const (
 
 // FileResult is one output line.
 type FileResult struct {
-	Key           string `json:"key"`
-	Status        Status `json:"status"`
-	Size          int64  `json:"size"`
-	Rows          int64  `json:"rows"`
+	Key    string `json:"key"`
+	Status Status `json:"status"`
+	Size   int64  `json:"size"`
+	Rows   int64  `json:"rows"`
+	// DuplicateRows counts the rows loaded whose (series key, time) an
+	// earlier row of the same file has: kept, and said so.
+	DuplicateRows int64  `json:"duplicate_rows,omitempty"`
 	SnapshotID    int64  `json:"snapshot_id,omitempty"`
 	DataFiles     int    `json:"data_files,omitempty"`
 	Reason        string `json:"reason,omitempty"`
@@ -501,9 +504,6 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	}
 	return r.pipeline(ctx, append(deferred, files[i:]...))
 }
-
-// errNoRows refuses a file without data rows.
-var errNoRows = errors.New("no rows to append")
 
 // ErrCannotCreate is returned when the table does not exist and no landing
 // file of the run could create it.
@@ -1159,8 +1159,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			}
 		}
 	}
-	if dec.Rows == 0 {
-		return reject(fmt.Errorf("%s: %w", o.Key, errNoRows))
+	// A file without data rows is loaded too: its snapshot records the
+	// key as loaded and adds no data file (docs/ingest.md, "Files without
+	// rows").
+	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
+		it.err = err
+		return it
 	}
 	summary := map[string]string{
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
@@ -1281,8 +1285,6 @@ func hint(err error) string {
 	switch {
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
-	case errors.Is(err, errNoRows):
-		return "the file has no data rows; nothing to load"
 	}
 	var fe *decode.FileError
 	if errors.As(err, &fe) {

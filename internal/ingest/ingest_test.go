@@ -709,3 +709,74 @@ func TestCommitsAreFilled(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesWithoutRowsAreLoaded: a header-only CSV and a zero-row Parquet
+// file are loaded as 0 rows (their keys recorded as loaded, the files
+// deleted, exit status not partial); sent again they are already loaded.
+// A 0-byte file is quarantined as empty.
+func TestFilesWithoutRowsAreLoaded(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gateway-1/00-good.csv", csvFile(readings(1, 0, 10), false, false))
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
+	empty := map[string][]byte{
+		"gateway-1/header-only.csv":    []byte("time,device_id,temperature_c\n"),
+		"gateway-1/header-only.csv.gz": gzipped(t, []byte("time,device_id,temperature_c\r\n")),
+		"gateway-1/zero-rows.parquet":  parquetFile(t, nil),
+	}
+	for k, b := range empty {
+		e.put(t, k, b)
+	}
+	e.put(t, "gateway-1/zero-bytes.csv", nil)
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != len(empty) || rep.Rows != 0 || rep.Quarantined != 1 {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	for _, f := range rep.Files {
+		if f.Key == "gateway-1/zero-bytes.csv" {
+			if f.Status != ingest.Quarantined || !strings.Contains(f.Reason, "empty file (0 bytes)") {
+				t.Errorf("0-byte file: %+v", f)
+			}
+			continue
+		}
+		if f.Status != ingest.Loaded || f.Rows != 0 || f.SnapshotID == 0 {
+			t.Errorf("%s: %+v", f.Key, f)
+		}
+	}
+	if left := e.keys(t, "gateway-1/"); len(left) != 0 {
+		t.Fatalf("landing files left: %v", left)
+	}
+	if n := len(tableRows(t, e)); n != 10 {
+		t.Fatalf("rows %d, want 10", n)
+	}
+	for k, b := range empty {
+		e.put(t, k, b)
+	}
+	rep, err = ingest.Run(ctx, e.config())
+	if err != nil || rep.AlreadyLoaded != len(empty) {
+		t.Fatalf("sent again: %+v, %v", rep, err)
+	}
+}
+
+// TestDuplicateRowsAreKeptAndCounted: rows repeating the series key and
+// time of an earlier row of the file are loaded, and the report counts them.
+func TestDuplicateRowsAreKeptAndCounted(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	body := "time,device_id,temperature_c\n" +
+		"2026-01-05T10:00:00Z,d1,1.5\n2026-01-05T10:00:00Z,d2,2.5\n2026-01-05T10:00:00Z,d1,3.5\n2026-01-05T10:00:00Z,d1,3.5\n"
+	e.put(t, "gateway-1/dup.csv", []byte(body))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != 1 || rep.Rows != 4 || rep.Files[0].DuplicateRows != 2 {
+		t.Fatalf("run: %+v, %v; want 4 rows loaded, 2 of them repeats", rep, err)
+	}
+	b, err := json.Marshal(rep.Files[0])
+	if err != nil || !strings.Contains(string(b), `"duplicate_rows":2`) {
+		t.Fatalf("JSON %s, %v", b, err)
+	}
+	if n := len(tableRows(t, e)); n != 4 {
+		t.Fatalf("rows %d, want 4", n)
+	}
+}

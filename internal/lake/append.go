@@ -289,7 +289,7 @@ func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt i
 				return nil, nil, err
 			}
 			if ok {
-				b := batchInfoOfRecord(r)
+				b := r.BatchInfo()
 				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID, Duplicate: true, Existing: &b}
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // CommitRetryBase is the first backoff between commit attempts after a lost
@@ -95,7 +97,8 @@ type attemptWrite struct {
 // outcome is known). On success the Table holds the committed version.
 //
 // Errors: m's (a requirement that no longer holds), I/O errors of loading,
-// ctx's, and, after MaxAttempts lost races, an error wrapping
+// a permanent error of the create (storage.IsPermanent: not retried), ctx's,
+// and, after MaxAttempts lost races, an error wrapping
 // table.ErrCommitFailed.
 func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res commitResult, err error) {
 	maxAttempts := opts.MaxAttempts
@@ -190,6 +193,11 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		if ctx.Err() != nil {
 			// Cancelled mid-write: the outcome is unknown, and stays so.
 			unknown = true
+			return res, err
+		}
+		if storage.IsPermanent(err) {
+			// Refused (access denied, a read-only disk): nothing was
+			// written, and no retry can change that.
 			return res, err
 		}
 		// Lost the race, or an unknown outcome: the next attempt reads the

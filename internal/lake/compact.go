@@ -114,6 +114,8 @@ type compactSettings struct {
 	target    int64
 	minFiles  int
 	coldAfter time.Duration
+	// fromProperties names the properties that gave a value.
+	fromProperties []string
 }
 
 func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSettings {
@@ -122,18 +124,21 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 		s.target = DefaultTargetFileSize
 		if v, err := ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
 			s.target = v
+			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
 		}
 	}
 	if s.minFiles <= 1 {
 		s.minFiles = DefaultCompactMinFiles
 		if v, err := strconv.Atoi(props[PropCompactMinFiles]); err == nil && v >= 2 {
 			s.minFiles = v
+			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
 		}
 	}
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
 		if v, err := ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
 			s.coldAfter = v
+			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
 		}
 	}
 	return s

@@ -424,7 +424,7 @@ func (t *Table) fromHistory(ctx context.Context, find func(*LoadHistory) (LoadRe
 	if err != nil || !ok {
 		return BatchInfo{}, false, err
 	}
-	return batchInfoOfRecord(r), true, nil
+	return r.BatchInfo(), true, nil
 }
 
 // FindContent answers "was a landing file with this content loaded" (the hex
@@ -445,9 +445,11 @@ func (t *Table) FindContent(ctx context.Context, sum string) (BatchInfo, bool, e
 	return t.fromHistory(ctx, func(h *LoadHistory) (LoadRecord, bool, error) { return h.FindContent(ctx, sum) })
 }
 
-// batchInfoOfRecord describes a batch known from the load history; its
-// Summary holds the source facts the snapshot's summary had.
-func batchInfoOfRecord(r LoadRecord) BatchInfo {
+// BatchInfo describes the batch of a load record (FromHistory is set): its
+// Summary holds the source facts the snapshot's summary had
+// (timelake.source-size, timelake.source-sha256, timelake.content-sha256,
+// added-records); DataFiles and Bytes are unknown (0).
+func (r LoadRecord) BatchInfo() BatchInfo {
 	summary := map[string]string{SummaryBatchID: r.Key, SummarySourceSize: strconv.FormatInt(r.Size, 10),
 		summaryAddedRecords: strconv.FormatInt(r.Rows, 10)}
 	if r.SHA256 != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -423,4 +424,70 @@ func TestCommitSeveralBatchesInOneMetadataWrite(t *testing.T) {
 		}
 		assertNoOrphans(t, l, tbl)
 	})
+}
+
+// TestBatchWithoutRows: a batch with no rows is recorded as a snapshot that
+// carries its batch id and adds no data file, alone or among batches with
+// rows in one commit, with manifest merging on and off; a second append of
+// it is a duplicate.
+func TestBatchWithoutRows(t *testing.T) {
+	for _, merge := range []string{"true", "false"} {
+		t.Run("merge="+merge, func(t *testing.T) {
+			forEachLake(t, func(t *testing.T, l *Lake) {
+				ctx := context.Background()
+				tbl, err := l.CreateTable(ctx, testName, testSchema, CreateSpec{TimeColumn: "time", SeriesKey: []string{"device"},
+					Partition: Day, Properties: map[string]string{table.ManifestMergeEnabledKey: merge}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// First on an empty table: a snapshot without manifests.
+				r, err := tbl.Append(ctx, "gw/empty-0.csv", nil, AppendOptions{})
+				if err != nil || r.Duplicate || r.Rows != 0 || r.DataFiles != 0 || r.SnapshotID == 0 {
+					t.Fatalf("empty first batch: %+v, %v", r, err)
+				}
+				// Then among batches with rows, in one commit.
+				var ps []*Prepared
+				for i, n := range []int{10, 0, 5, 0} {
+					var recs []arrow.RecordBatch
+					if n > 0 {
+						rec := rows(t, tbl.ArrowSchema(), day0.Add(time.Duration(i)*time.Hour), n, false)
+						defer rec.Release()
+						recs = append(recs, rec)
+					}
+					p, err := tbl.Prepare(ctx, fmt.Sprintf("gw/%d.csv", i), recs, nil, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ps = append(ps, p)
+				}
+				res, err := tbl.Commit(ctx, ps, CommitOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, want := range []int64{10, 0, 5, 0} {
+					if res[i].Rows != want || res[i].Duplicate {
+						t.Fatalf("result %d: %+v", i, res[i])
+					}
+					b, ok := tbl.FindBatch(fmt.Sprintf("gw/%d.csv", i))
+					if !ok || b.Rows != want {
+						t.Fatalf("batch %d: %+v, %v", i, b, ok)
+					}
+				}
+				if got := scanCount(t, tbl); got != 15 {
+					t.Fatalf("rows = %d, want 15", got)
+				}
+				if len(ancestry(tbl.Metadata())) != 5 {
+					t.Fatalf("ancestry %d, want 5 snapshots", len(ancestry(tbl.Metadata())))
+				}
+				again, err := tbl.Append(ctx, "gw/empty-0.csv", nil, AppendOptions{})
+				if err != nil || !again.Duplicate {
+					t.Fatalf("second append of an empty batch: %+v, %v", again, err)
+				}
+				if err := checkSnapshots(tbl.Metadata()); err != nil {
+					t.Fatal(err)
+				}
+				assertNoOrphans(t, l, tbl)
+			})
+		})
+	}
 }

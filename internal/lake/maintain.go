@@ -117,7 +117,20 @@ type MaintenanceSettings struct {
 	CompactColdAfter  time.Duration `json:"-"`
 	OrphanMinAge      time.Duration `json:"-"`
 	MetadataVersions  int           `json:"metadata_versions"`
+	// Sources says where each value comes from, by property name (the
+	// MaintenanceProperties and write.metadata.previous-versions-max):
+	// SourceProperty or SourceDefault.
+	Sources map[string]string `json:"-"`
 }
+
+// Where a maintenance setting's value comes from (MaintenanceSettings.Sources).
+const (
+	// SourceProperty: the table property sets it.
+	SourceProperty = "property"
+	// SourceDefault: the property is not set, or its value does not parse
+	// (it is then ignored, as Iceberg ignores a bad property value).
+	SourceDefault = "default"
+)
 
 // createdByTimelake recognises the tables this writer creates, which are
 // maintained by default even when they predate timelake.auto-maintain:
@@ -128,13 +141,21 @@ func createdByTimelake(props iceberg.Properties) bool {
 		props[table.ParquetCompressionKey] == "zstd" && props[table.DefaultWriteMetricsModeKey] == "truncate(16)"
 }
 
-// maintenanceSettings resolves a table's settings.
-func maintenanceSettings(props iceberg.Properties) MaintenanceSettings {
+// MaintenanceSettingsOf resolves a table's maintenance settings from its
+// properties (Table.Properties) and the defaults; a property whose value
+// does not parse is ignored.
+func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 	s := MaintenanceSettings{SnapshotRetention: DefaultSnapshotRetention, MinSnapshots: DefaultMinSnapshots,
-		DedupeWindow: dedupeWindow(props), OrphanMinAge: DefaultOrphanMinAge}
+		DedupeWindow: dedupeWindow(props), OrphanMinAge: DefaultOrphanMinAge, Sources: map[string]string{}}
+	for k := range MaintenanceProperties {
+		s.Sources[k] = SourceDefault
+	}
+	s.Sources[table.MetadataPreviousVersionsMaxKey] = SourceDefault
+	fromProperty := func(k string) { s.Sources[k] = SourceProperty }
 	switch v, err := strconv.ParseBool(props[PropAutoMaintain]); {
 	case props[PropAutoMaintain] != "" && err == nil:
 		s.Enabled, s.Why = v, PropAutoMaintain+"="+props[PropAutoMaintain]
+		fromProperty(PropAutoMaintain)
 	case createdByTimelake(props):
 		s.Enabled, s.Why = true, "created by timelake"
 	default:
@@ -142,16 +163,28 @@ func maintenanceSettings(props iceberg.Properties) MaintenanceSettings {
 	}
 	if d, err := ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
 		s.SnapshotRetention = d
+		fromProperty(PropSnapshotRetention)
 	}
 	if n, err := strconv.Atoi(props[PropMinSnapshots]); err == nil && n >= 1 {
 		s.MinSnapshots = n
+		fromProperty(PropMinSnapshots)
+	}
+	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
+		fromProperty(PropDedupeWindow)
 	}
 	if d, err := ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
 		s.OrphanMinAge = d
+		fromProperty(PropOrphanMinAge)
 	}
 	c := compactSettingsOf(props, CompactOptions{})
 	s.TargetFileSize, s.CompactMinFiles, s.CompactColdAfter = c.target, c.minFiles, c.coldAfter
+	for _, k := range c.fromProperties {
+		fromProperty(k)
+	}
 	s.MetadataVersions = props.GetInt(table.MetadataPreviousVersionsMaxKey, table.MetadataPreviousVersionsMaxDefault)
+	if _, err := strconv.Atoi(props[table.MetadataPreviousVersionsMaxKey]); err == nil { // as GetInt reads it
+		fromProperty(table.MetadataPreviousVersionsMaxKey)
+	}
 	return s
 }
 
@@ -212,7 +245,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		return rep, err
 	}
 	props := t.Properties()
-	rep.Settings = maintenanceSettings(props)
+	rep.Settings = MaintenanceSettingsOf(props)
 	if !rep.Settings.Enabled && !opts.Force {
 		rep.Skipped = rep.Settings.Why
 		return rep, nil
@@ -229,7 +262,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 			if err := t.SetProperties(ctx, up, nil); err != nil {
 				return rep, err
 			}
-			rep.Settings = maintenanceSettings(t.Properties())
+			rep.Settings = MaintenanceSettingsOf(t.Properties())
 		}
 	}
 	s := rep.Settings

@@ -105,6 +105,38 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 	})
 }
 
+// TestMaintenanceSettingsOf checks the resolution of the settings and where
+// each value comes from: a property that parses, a default for one unset or
+// unreadable.
+func TestMaintenanceSettingsOf(t *testing.T) {
+	s := MaintenanceSettingsOf(map[string]string{
+		PropSnapshotRetention: "2h", PropMinSnapshots: "abc", PropTargetFileSize: "8MiB",
+		PropDedupeWindow: "30d", PropAutoMaintain: "false", "write.metadata.previous-versions-max": "7",
+	})
+	if s.Enabled || s.SnapshotRetention != 2*time.Hour || s.MinSnapshots != DefaultMinSnapshots ||
+		s.TargetFileSize != 8<<20 || s.DedupeWindow != 30*24*time.Hour || s.MetadataVersions != 7 ||
+		s.CompactMinFiles != DefaultCompactMinFiles || s.OrphanMinAge != DefaultOrphanMinAge {
+		t.Errorf("settings %+v", s)
+	}
+	want := map[string]string{
+		PropAutoMaintain: SourceProperty, PropSnapshotRetention: SourceProperty, PropMinSnapshots: SourceDefault,
+		PropDedupeWindow: SourceProperty, PropTargetFileSize: SourceProperty, PropCompactMinFiles: SourceDefault,
+		PropCompactColdAfter: SourceDefault, PropOrphanMinAge: SourceDefault,
+		"write.metadata.previous-versions-max": SourceProperty,
+	}
+	if len(s.Sources) != len(want) {
+		t.Errorf("sources %v, want %v", s.Sources, want)
+	}
+	for k, v := range want {
+		if s.Sources[k] != v {
+			t.Errorf("%s comes from %q, want %q", k, s.Sources[k], v)
+		}
+	}
+	if d := MaintenanceSettingsOf(nil); d.Enabled || d.Sources[PropAutoMaintain] != SourceDefault || d.MetadataVersions != 100 {
+		t.Errorf("no properties: %+v", d)
+	}
+}
+
 // TestMaintainOlderAndForeignTables: a table timelake created before
 // maintenance existed gets the settings on its first round and is
 // maintained; a table another tool wrote is left alone unless its

@@ -405,6 +405,13 @@ func snapshotSummary(p *Prepared, prev iceberg.Properties) *table.Summary {
 	setPositive(out, summaryAddedFilesSize, size)
 	setPositive(out, summaryAddedDataFiles, int64(len(p.files)))
 	setPositive(out, summaryAddedRecords, records)
+	if len(p.files) == 0 {
+		// A batch without rows still carries the counters every append
+		// snapshot has (timelake-format.md, "Snapshots and batch ids").
+		for _, k := range []string{summaryAddedFilesSize, summaryAddedDataFiles, summaryAddedRecords} {
+			out[k] = "0"
+		}
+	}
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}

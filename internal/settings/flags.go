@@ -41,12 +41,14 @@ type bound interface {
 }
 
 // value is the pflag.Value of a setting of type T: Set parses with the
-// kind, once; String is the text as given (or the default).
+// kind, once; String is the text as given (or the default). A kind that
+// combines values (Repeated) keeps every value given, in order.
 type value[T any] struct {
-	spec *Spec
-	kind Kind[T]
-	raw  string
-	v    T
+	spec  *Spec
+	kind  Kind[T]
+	raw   string
+	v     T
+	given bool // Set was called
 }
 
 func (v *value[T]) String() string { return v.raw }
@@ -63,7 +65,11 @@ func (v *value[T]) Set(s string) error {
 			return &ValueError{Spec: v.spec, From: config.Setting{Name: v.spec.Flag, Value: s, Source: config.FromFlag}, Err: err}
 		}
 	}
-	v.raw, v.v = s, t
+	if v.kind.Combine != nil && v.given {
+		v.raw, v.v = v.raw+", "+s, v.kind.Combine(v.v, t)
+		return nil
+	}
+	v.raw, v.v, v.given = s, t, true
 	return nil
 }
 

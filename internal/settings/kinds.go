@@ -21,6 +21,9 @@ type Kind[T any] struct {
 	// Switch makes the flag a boolean switch: --flag means true,
 	// --flag=false false.
 	Switch bool
+	// Combine, when set, lets the flag be given several times: each
+	// value is parsed and combined with those before it (Repeated).
+	Combine func(before, next T) T
 }
 
 // String is free text.
@@ -218,6 +221,15 @@ func List() Kind[[]string] {
 		}
 		return out, nil
 	}}
+}
+
+// Repeated is a flag given once per item (--set a=1 --set b=2): each value
+// is one item, commas and all, checked by check (its error says what was
+// expected). placeholder names an item in --help (KEY=VALUE).
+func Repeated(placeholder string, check func(string) error) Kind[[]string] {
+	return Kind[[]string]{Type: placeholder,
+		Parse:   func(s string) ([]string, error) { return []string{s}, check(s) },
+		Combine: func(before, next []string) []string { return append(before, next...) }}
 }
 
 // Zone is an IANA time zone name (Europe/Berlin, UTC), from the system's

@@ -131,7 +131,7 @@ var (
 	AssumeTimezone = register(&Setting[*time.Location]{Spec: Spec{
 		Flag: "assume-timezone", Env: []string{"TIMELAKE_ASSUME_TIMEZONE"}, Default: "UTC",
 		Help:     "IANA zone of text times written without an offset, e.g. Europe/Berlin",
-		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: Zone()})
 )
 
@@ -328,7 +328,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{
@@ -348,19 +348,49 @@ var (
 	}, Kind: String()})
 
 	Limit = register(&Setting[int]{Spec: Spec{
-		Flag: "limit", Default: "0", Help: "show at most N snapshots, newest first (0: all)",
-		Commands: []Command{TablesSnapshots}, Group: GroupPerRun,
+		Flag: "limit", Default: "0", Help: "show at most N, newest first (0: all)",
+		Commands: []Command{TablesSnapshots, TablesBatches}, Group: GroupPerRun,
 	}, Kind: Int(0, math.MaxInt)})
 
 	SinceTime = register(&Setting[time.Time]{Spec: Spec{
-		Flag: "since", Help: "only snapshots committed since an RFC 3339 time (2026-01-05T00:00:00Z) or a duration ago (90m, 24h, 7d)",
-		Commands: []Command{TablesSnapshots}, Group: GroupPerRun,
+		Flag: "since", Help: "only those committed since an RFC 3339 time (2026-01-05T00:00:00Z) or a duration ago (90m, 24h, 7d)",
+		Commands: []Command{TablesSnapshots, TablesBatches}, Group: GroupPerRun,
 	}, Kind: Since(time.Now)})
 
 	BatchPrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "prefix", Help: "only batch ids that start with this prefix, e.g. gateway-7/",
 		Commands: []Command{TablesBatches}, Group: GroupPerRun,
 	}, Kind: String()})
+
+	MaintainBudget = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "budget", Default: "0s", Help: "start no new maintenance step after this long, e.g. 2m (0: no bound)",
+		Commands: []Command{TablesMaintain}, Group: GroupPerRun,
+	}, Kind: Duration(0, "2m")})
+
+	Orphans = register(&Setting[bool]{Spec: Spec{
+		Flag: "orphans", Default: "false", Help: "look for orphan files now (else at most once an hour)",
+		Commands: []Command{TablesMaintain}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	SetProperty = register(&Setting[[]string]{Spec: Spec{
+		Flag: "set", Help: "set a table property, KEY=VALUE; repeat for several",
+		Commands: []Command{TablesAlter}, Group: GroupPerRun,
+	}, Kind: Repeated("KEY=VALUE", func(s string) error {
+		if k, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("expected KEY=VALUE such as timelake.snapshot-retention=1h, got %q", s)
+		}
+		return nil
+	})})
+
+	UnsetProperty = register(&Setting[[]string]{Spec: Spec{
+		Flag: "unset", Help: "remove a table property (its default applies); repeat for several",
+		Commands: []Command{TablesAlter}, Group: GroupPerRun,
+	}, Kind: Repeated("KEY", func(s string) error {
+		if strings.Contains(s, "=") {
+			return fmt.Errorf("expected a property name such as timelake.snapshot-retention, got %q", s)
+		}
+		return nil
+	})})
 
 	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "timeout", Default: "5s", Help: "time limit of each network step (connect, each S3 call)",

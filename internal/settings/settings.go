@@ -77,6 +77,8 @@ const (
 	TablesBatches   Command = "tables batches"
 	TablesCreate    Command = "tables create"
 	TablesExpire    Command = "tables expire"
+	TablesMaintain  Command = "tables maintain"
+	TablesAlter     Command = "tables alter"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )

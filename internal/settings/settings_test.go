@@ -315,3 +315,27 @@ func TestCheckEnvFile(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedFlags checks a flag given once per item: every value kept in
+// order, commas and "=" inside a value included, each item checked.
+func TestRepeatedFlags(t *testing.T) {
+	fs, err := flags(t, TablesAlter, "--set", "a=1,2", "--set", " b = x=y ", "--unset", "c", "--unset", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(fs, nil)
+	if got := SetProperty.Get(r); !slices.Equal(got, []string{"a=1,2", "b = x=y"}) {
+		t.Errorf("--set %q", got)
+	}
+	if got := UnsetProperty.Get(r); !slices.Equal(got, []string{"c", "d"}) {
+		t.Errorf("--unset %q", got)
+	}
+	var ve *ValueError
+	if _, err := flags(t, TablesAlter, "--set", "a=1", "--set", "b"); !errors.As(err, &ve) ||
+		ve.Error() != `--set: expected KEY=VALUE such as timelake.snapshot-retention=1h, got "b"` {
+		t.Errorf("--set without =: %v", err)
+	}
+	if got := SetProperty.Get(NewResolver(nil, nil)); got != nil {
+		t.Errorf("not given: %q", got)
+	}
+}

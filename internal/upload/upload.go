@@ -539,7 +539,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		sum = hex.EncodeToString(s[:])
 	}
 	if cfg.Validate {
-		if err := validate(ctx, path, p.src, size, data, cfg.ValidateOptions); err != nil {
+		if err := validate(ctx, path, p.src, size, cfg.ValidateOptions); err != nil {
 			if ctx.Err() != nil {
 				return p, ctx.Err()
 			}

@@ -368,7 +368,7 @@ func TestSpoolDoneAndInvalidFiles(t *testing.T) {
 		t.Fatalf("report = %+v", rep)
 	}
 	bad := rep.Files[1]
-	if bad.Status != Rejected || !strings.Contains(bad.Error, "bad.csv: row 1: wrong number of fields") ||
+	if bad.Status != Rejected || !strings.Contains(bad.Error, "bad.csv: row 1 (line 2): wrong number of fields") ||
 		bad.RejectedTo != filepath.Join(spool, "rejected", "bad.csv") {
 		t.Errorf("bad.csv: %+v", bad)
 	}
@@ -430,7 +430,7 @@ func TestInvalidFileSendsNothing(t *testing.T) {
 	path := writeFile(t, filepath.Join(t.TempDir(), "broken.csv"), csvRows(5)+"2026-01-05T11:00:00Z,s1\n", t0)
 
 	_, err = Run(t.Context(), Config{Store: s, Files: []string{path}, Gateway: "g", Validate: true})
-	if err == nil || !strings.Contains(err.Error(), "broken.csv: row 6: wrong number of fields (the header has 3) at line 7") {
+	if err == nil || !strings.Contains(err.Error(), "broken.csv: row 6 (line 7): wrong number of fields: the line has 2, the header has 3") {
 		t.Fatalf("err = %v", err)
 	}
 	if n := requests.Load(); n != 0 {
@@ -685,7 +685,7 @@ func TestFilesInMemoryAndStreamed(t *testing.T) {
 		{name: "at the limit", path: at, validate: true},
 		{name: "large", path: large, validate: true},
 		{name: "large gzipped", path: large, validate: true, gzip: true},
-		{name: "ragged small", path: raggedSmall, validate: true, wantErr: "ragged-small.csv: row 6: wrong number of fields (the header has 3) at line 7"},
+		{name: "ragged small", path: raggedSmall, validate: true, wantErr: "ragged-small.csv: row 6 (line 7): wrong number of fields: the line has 1, the header has 3"},
 		{name: "ragged large", path: raggedLarge, validate: true, wantErr: "ragged-large.csv: row"},
 		{name: "folder", path: folder, validate: true, wantErr: "not a regular file (use --spool for a folder)"},
 		{name: "folder without validation", path: folder, wantErr: "not a regular file (use --spool for a folder)"},

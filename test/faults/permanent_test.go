@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 )
-
-// EnvKnownBugs set to 1 also runs the checks of behaviour known to be
-// wrong in packages outside this suite's reach (they fail until fixed).
-const EnvKnownBugs = "TIMELAKE_TEST_KNOWN_BUGS"
 
 // TestPermanentErrorsAreNotRetried: an answer that no retry can change
 // (403 AccessDenied: the key lacks a permission) ends the run at once with
@@ -25,24 +20,20 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 			Action: s3fault.Fail, Status: http.StatusForbidden, Code: "AccessDenied"}
 	}
 	for _, tc := range []struct {
-		name     string
-		rule     func(e *env) s3fault.Rule
-		knownBug string // the package that still retries
+		name string
+		rule func(e *env) s3fault.Rule
 	}{
-		{"landing read", func(e *env) s3fault.Rule { return denied("denied", e.landingBucket, http.MethodGet, "gw-*") }, ""},
+		{"landing read", func(e *env) s3fault.Rule { return denied("denied", e.landingBucket, http.MethodGet, "gw-*") }},
 		{"lease write", func(e *env) s3fault.Rule {
 			return denied("denied", e.landingBucket, http.MethodPut, "_timelake/lease/*")
-		}, ""},
-		{"landing delete", func(e *env) s3fault.Rule { return denied("denied", e.landingBucket, http.MethodDelete, "gw-*") }, ""},
-		{"data file write", func(e *env) s3fault.Rule { return denied("denied", e.lakeBucket, http.MethodPut, "*/data/*") }, ""},
+		}},
+		{"landing delete", func(e *env) s3fault.Rule { return denied("denied", e.landingBucket, http.MethodDelete, "gw-*") }},
+		{"data file write", func(e *env) s3fault.Rule { return denied("denied", e.lakeBucket, http.MethodPut, "*/data/*") }},
 		{"metadata commit", func(e *env) s3fault.Rule {
 			return denied("denied", e.lakeBucket, http.MethodPut, "*/metadata/v*.metadata.json")
-		}, "internal/lake: Table.commit retries every error of the conditional create (DefaultCommitAttempts times) as an unknown outcome"},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.knownBug != "" && os.Getenv(EnvKnownBugs) != "1" {
-				t.Skipf("known bug (%s=1 runs it): %s", EnvKnownBugs, tc.knownBug)
-			}
 			e := newEnv(t, firstSeed())
 			// The table exists, as it does on every run but the first.
 			e.dropFiles(t, "", 0, 1, 5)

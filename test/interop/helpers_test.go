@@ -257,3 +257,18 @@ func dataObjects(ctx context.Context, w warehouse, location string) ([]string, e
 	sort.Strings(out)
 	return out, nil
 }
+
+// scanRows reads the table with an iceberg-go scan into rows of cols.
+func scanRows(t testing.TB, tbl *lake.Table, cols []Column) []Row {
+	t.Helper()
+	at, err := tbl.Iceberg().Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	rows, err := ArrowRows(at, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}

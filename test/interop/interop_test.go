@@ -185,16 +185,7 @@ func TestIndependentReaders(t *testing.T) {
 			contract := tbl.Contract()
 
 			// iceberg-go's view: the scan and the manifests.
-			at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			scanned, err := ArrowRows(at, cols)
-			at.Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := CompareRows(cols, scanned, want, 1); err != nil {
+			if err := CompareRows(cols, scanRows(t, tbl, cols), want, 1); err != nil {
 				t.Errorf("iceberg-go scan vs source: %v", err)
 			}
 			tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)

@@ -190,6 +190,8 @@ func sourceCSV(path string, cols []Column) ([]Row, error) {
 	}
 }
 
+// parseText parses the text of a value of an Iceberg type into its
+// canonical Row value: times in RFC 3339 (UTC when without an offset).
 func parseText(s, typ string) (any, error) {
 	switch typ {
 	case "timestamptz", "timestamp":
@@ -199,14 +201,20 @@ func parseText(s, typ string) (any, error) {
 			}
 		}
 		return nil, fmt.Errorf("time %q is not RFC 3339", s)
-	case "double", "float":
+	case "double":
 		return strconv.ParseFloat(s, 64)
+	case "float": // the nearest float32, as the column stores it
+		f, err := strconv.ParseFloat(s, 32)
+		return float64(float32(f)), err
 	case "long", "int":
 		return strconv.ParseInt(s, 10, 64)
 	case "boolean":
 		return strconv.ParseBool(s)
 	case "string":
 		return s, nil
+	case "date":
+		t, err := time.Parse(time.DateOnly, s)
+		return t.Unix() / 86400, err
 	}
 	return nil, fmt.Errorf("unsupported column type %s", typ)
 }

@@ -234,6 +234,10 @@ func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
 		s := fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
+		if r.DuplicateRows > 0 {
+			s = fmt.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
+				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		}
 		if r.Reason != "" {
 			s += "; " + r.Reason
 		}

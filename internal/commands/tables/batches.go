@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
@@ -16,16 +19,32 @@ import (
 )
 
 // ErrNotLoaded is the error behind `tables batch` exiting with
-// cmdutil.ExitNotLoaded: no snapshot in the current ancestry carries the
-// batch id.
+// cmdutil.ExitNotLoaded: neither a snapshot in the current ancestry nor the
+// load history (within the dedupe window) has the batch id.
 var ErrNotLoaded = errors.New("batch not loaded")
+
+// Where a loaded batch is known from (the "source" field).
+const (
+	// FromSnapshot: a snapshot in the current ancestry carries the batch id.
+	FromSnapshot = "snapshot"
+	// FromLoadHistory: the snapshot expired; the table's load history
+	// remembers the batch for its dedupe window.
+	FromLoadHistory = "load-history"
+)
 
 // BatchesOptions are the inputs of `tables batches`.
 type BatchesOptions struct {
 	Output
 	Lake   *lake.Lake
 	Table  lake.TableName
-	Prefix string // only batch ids that start with it
+	Filter BatchFilter
+}
+
+// BatchFilter selects the batches `tables batches` lists.
+type BatchFilter struct {
+	Prefix string    // only batch ids that start with it
+	Since  time.Time // only batches committed at or after it (zero: all)
+	Limit  int       // at most this many, newest first (0: all)
 }
 
 // NewCmdBatches builds `tables batches`. runF replaces RunBatches in tests;
@@ -33,19 +52,24 @@ type BatchesOptions struct {
 func NewCmdBatches(f *cmdutil.Factory, runF func(context.Context, *BatchesOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "batches [NAME]",
-		Short: "List the batch ids (landing keys) loaded into a table, newest first",
-		Long: `List the batch ids in the current snapshot's ancestry, newest first, with the
-snapshot that committed each, its time and its rows. The batch id is the
-landing object key of the file that was loaded. Batches of snapshots that
-were rolled back are not listed: they count as not loaded.`,
-		Example: `  timelake tables batches iot.readings --prefix gateway-7/`,
-		Args:    cobra.MaximumNArgs(1),
+		Short: "List the batch ids (landing keys) loaded into a table, newest first, from the snapshots and the load history",
+		Long: `List the loaded batch ids, newest first, with the snapshot that committed each,
+its time and its rows. The batch id is the landing object key of the file that
+was loaded. Batches whose snapshot is still in the current snapshot's ancestry
+come from the snapshots; those whose snapshot has expired come from the
+table's load history, which keeps them for the dedupe window
+(timelake.dedupe-window, 14 days by default; docs/maintenance.md). Batches of
+snapshots that were rolled back are not listed: they count as not loaded.`,
+		Example: `  timelake tables batches iot.readings --prefix gateway-7/
+  timelake tables batches --since 24h --limit 100 --json`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := f.Settings(cmd)
 			if err != nil {
 				return err
 			}
-			opts := &BatchesOptions{Output: output(f), Prefix: settings.BatchPrefix.Get(r)}
+			opts := &BatchesOptions{Output: output(f), Filter: BatchFilter{
+				Prefix: settings.BatchPrefix.Get(r), Since: settings.SinceTime.Get(r), Limit: settings.Limit.Get(r)}}
 			if err := r.Err(); err != nil {
 				return err
 			}
@@ -61,40 +85,103 @@ were rolled back are not listed: they count as not loaded.`,
 
 // BatchRow is one loaded batch: the snapshot that committed it and what
 // that snapshot added (summary added-records, added-data-files,
-// added-files-size).
+// added-files-size), and the landing file it came from.
 type BatchRow struct {
 	BatchID     string  `json:"batch_id"`
 	SnapshotID  int64   `json:"snapshot_id"`
 	CommittedAt UTCTime `json:"committed_at"`
 	Rows        int64   `json:"rows"`
-	DataFiles   int64   `json:"data_files"`
-	SizeBytes   int64   `json:"size_bytes"`
+	DataFiles   *int64  `json:"data_files"` // null from the load history
+	SizeBytes   *int64  `json:"size_bytes"` // null from the load history
+	// Source is FromSnapshot or FromLoadHistory.
+	Source string `json:"source"`
+	// SourceSize and SourceSHA256 describe the landing file
+	// (timelake.source-size, timelake.source-sha256); null when the
+	// snapshot does not say (other writers).
+	SourceSize   *int64  `json:"source_size"`
+	SourceSHA256 *string `json:"source_sha256"`
 }
 
 func batchRow(b lake.BatchInfo) BatchRow {
-	return BatchRow{BatchID: b.BatchID, SnapshotID: b.SnapshotID, CommittedAt: UTCTime{b.CommittedAt},
-		Rows: b.Rows, DataFiles: b.DataFiles, SizeBytes: b.Bytes}
+	r := BatchRow{BatchID: b.BatchID, SnapshotID: b.SnapshotID, CommittedAt: UTCTime{b.CommittedAt},
+		Rows: b.Rows, Source: FromSnapshot}
+	if b.FromHistory {
+		r.Source = FromLoadHistory
+	} else {
+		r.DataFiles, r.SizeBytes = &b.DataFiles, &b.Bytes
+	}
+	r.SourceSize, r.SourceSHA256 = sourceFacts(b.Summary)
+	return r
 }
 
-// BuildBatchRows lists the batches of meta's current ancestry, newest
-// first, whose id starts with prefix.
-func BuildBatchRows(meta table.Metadata, prefix string) []BatchRow {
+// sourceFacts reads the landing file's size and SHA-256 from a snapshot
+// summary; nil for those it does not hold.
+func sourceFacts(summary map[string]string) (*int64, *string) {
+	var size *int64
+	var sum *string
+	if v, err := strconv.ParseInt(summary[lake.SummarySourceSize], 10, 64); err == nil {
+		size = &v
+	}
+	if v := summary[lake.SummarySourceSHA256]; v != "" {
+		sum = &v
+	}
+	return size, sum
+}
+
+// BuildBatchRows lists the loaded batches, newest first, that f selects:
+// those of meta's current ancestry, then, merged by commit time, those of
+// the load history (history: LoadHistory.Records, newest first) whose id no
+// snapshot of the ancestry carries.
+func BuildBatchRows(meta table.Metadata, history []lake.LoadRecord, f BatchFilter) []BatchRow {
+	snaps := lake.BatchesOf(meta)
+	inSnapshots := make(map[string]bool, len(snaps))
+	for _, b := range snaps {
+		inSnapshots[b.BatchID] = true
+	}
+	keep := func(b lake.BatchInfo) bool {
+		return strings.HasPrefix(b.BatchID, f.Prefix) && !b.CommittedAt.Before(f.Since)
+	}
 	rows := []BatchRow{}
-	for _, b := range lake.BatchesOf(meta) {
-		if strings.HasPrefix(b.BatchID, prefix) {
+	add := func(b lake.BatchInfo) bool {
+		if keep(b) {
 			rows = append(rows, batchRow(b))
+		}
+		return f.Limit == 0 || len(rows) < f.Limit
+	}
+	i, j := 0, 0
+	for i < len(snaps) || j < len(history) {
+		if j < len(history) && inSnapshots[history[j].Key] {
+			j++
+			continue
+		}
+		var b lake.BatchInfo
+		if j == len(history) || (i < len(snaps) && !snaps[i].CommittedAt.Before(history[j].LoadedAt)) {
+			b, i = snaps[i], i+1
+		} else {
+			b, j = history[j].BatchInfo(), j+1
+		}
+		if !add(b) {
+			break
 		}
 	}
 	return rows
 }
 
-// RunBatches loads the table and prints its batches.
+// RunBatches loads the table and its load history and prints its batches.
 func RunBatches(ctx context.Context, opts *BatchesOptions) error {
 	t, err := opts.Lake.LoadTable(ctx, opts.Table)
 	if err != nil {
 		return err
 	}
-	return RenderBatches(opts.Output, opts.Table.String(), BuildBatchRows(t.Metadata(), opts.Prefix))
+	hist, err := t.LoadHistory(ctx)
+	if err != nil {
+		return err
+	}
+	recs, err := hist.Records(ctx)
+	if err != nil {
+		return err
+	}
+	return RenderBatches(opts.Output, opts.Table.String(), BuildBatchRows(t.Metadata(), recs, opts.Filter))
 }
 
 var batchColumns = []iostreams.Column{
@@ -104,6 +191,19 @@ var batchColumns = []iostreams.Column{
 	{Header: "rows", Right: true},
 	{Header: "files", Pipe: "data_files", Right: true},
 	{Header: "size", Pipe: "size_bytes", Right: true},
+	{Header: "from", Pipe: "source"},
+}
+
+// batchPipeColumns are the pipe's columns: the terminal's, then the landing
+// file's size and SHA-256.
+var batchPipeColumns = append(slices.Clone(batchColumns), iostreams.Column{Pipe: "source_size"}, iostreams.Column{Pipe: "source_sha256"})
+
+// sourceWord is how a terminal names a row's source.
+func sourceWord(source string) string {
+	if source == FromLoadHistory {
+		return "load history"
+	}
+	return source
 }
 
 // RenderBatches prints rows of table.
@@ -116,10 +216,22 @@ func RenderBatches(o Output, table string, rows []BatchRow) error {
 		_, err := fmt.Fprintf(o.IO.Out, "no batches in %s\n", table)
 		return err
 	}
-	t := o.IO.NewTable(batchColumns...)
+	if tty {
+		t := o.IO.NewTable(batchColumns...)
+		for _, r := range rows {
+			size := "-"
+			if r.SizeBytes != nil {
+				size = iostreams.HumanBytes(*r.SizeBytes)
+			}
+			t.AddRow(r.BatchID, formatInt(r.SnapshotID), formatTime(&r.CommittedAt, tty),
+				formatInt(r.Rows), optInt(r.DataFiles, tty), size, sourceWord(r.Source))
+		}
+		return t.Render()
+	}
+	t := o.IO.NewTable(batchPipeColumns...)
 	for _, r := range rows {
-		t.AddRow(r.BatchID, formatInt(r.SnapshotID), formatTime(&r.CommittedAt, tty),
-			formatInt(r.Rows), formatInt(r.DataFiles), formatBytes(r.SizeBytes, tty))
+		t.AddRow(r.BatchID, formatInt(r.SnapshotID), formatTime(&r.CommittedAt, tty), formatInt(r.Rows),
+			optInt(r.DataFiles, tty), optInt(r.SizeBytes, tty), r.Source, optInt(r.SourceSize, tty), optPtr(r.SourceSHA256))
 	}
 	return t.Render()
 }
@@ -140,9 +252,11 @@ func NewCmdBatch(f *cmdutil.Factory, runF func(context.Context, *BatchOptions) e
 		Short: "Say whether one batch id (landing key) is loaded: snapshot, time and rows, or exit code 4",
 		Long: `Answer "did this file load?" for one batch id (the landing object key): loaded
 (snapshot, commit time, rows) or not loaded. A batch counts as loaded when a
-snapshot in the current snapshot's ancestry carries it; a rolled-back one
-does not. With one argument it is the ID and the table comes from
-TIMELAKE_TABLE.
+snapshot in the current snapshot's ancestry carries it, or, once that snapshot
+has expired, when the table's load history remembers it (for the dedupe
+window, timelake.dedupe-window, 14 days by default): exactly the batches
+ingest reports as already loaded. A rolled-back one does not count. With one
+argument it is the ID and the table comes from TIMELAKE_TABLE.
 
 Exit code 0 means loaded, 4 means not loaded (the printed line is the only
 message), 1 means the question could not be answered.`,
@@ -169,32 +283,42 @@ type BatchStatus struct {
 	SnapshotID  *int64   `json:"snapshot_id"`
 	CommittedAt *UTCTime `json:"committed_at"`
 	Rows        *int64   `json:"rows"`
-	DataFiles   *int64   `json:"data_files"`
-	SizeBytes   *int64   `json:"size_bytes"`
+	DataFiles   *int64   `json:"data_files"` // null from the load history too
+	SizeBytes   *int64   `json:"size_bytes"` // null from the load history too
+	// Source, SourceSize and SourceSHA256 are those of BatchRow.
+	Source       *string `json:"source"`
+	SourceSize   *int64  `json:"source_size"`
+	SourceSHA256 *string `json:"source_sha256"`
 }
 
-// BuildBatchStatus looks id up in meta's current ancestry.
-func BuildBatchStatus(table string, meta table.Metadata, id string) BatchStatus {
+// BuildBatchStatus describes batch id of table: b when loaded
+// (Table.FindLoaded), else not loaded.
+func BuildBatchStatus(table, id string, b lake.BatchInfo, loaded bool) BatchStatus {
 	st := BatchStatus{Table: table, BatchID: id}
-	b, ok := lake.FindBatchIn(meta, id)
-	if !ok {
+	if !loaded {
 		return st
 	}
-	at := UTCTime{b.CommittedAt}
-	st.Loaded, st.SnapshotID, st.CommittedAt = true, &b.SnapshotID, &at
-	st.Rows, st.DataFiles, st.SizeBytes = &b.Rows, &b.DataFiles, &b.Bytes
+	r := batchRow(b)
+	st.Loaded, st.SnapshotID, st.CommittedAt, st.Rows = true, &r.SnapshotID, &r.CommittedAt, &r.Rows
+	st.DataFiles, st.SizeBytes, st.Source = r.DataFiles, r.SizeBytes, &r.Source
+	st.SourceSize, st.SourceSHA256 = r.SourceSize, r.SourceSHA256
 	return st
 }
 
-// RunBatch loads the table and prints the status of one batch id. A batch
-// that is not loaded returns a *cmdutil.SilentError with ExitNotLoaded
-// (wrapping ErrNotLoaded) after printing the answer.
+// RunBatch loads the table and prints the status of one batch id (from
+// the snapshots, else the load history). A batch that is not loaded
+// returns a *cmdutil.SilentError with ExitNotLoaded (wrapping ErrNotLoaded)
+// after printing the answer.
 func RunBatch(ctx context.Context, opts *BatchOptions) error {
 	t, err := opts.Lake.LoadTable(ctx, opts.Table)
 	if err != nil {
 		return err
 	}
-	st := BuildBatchStatus(opts.Table.String(), t.Metadata(), opts.BatchID)
+	b, loaded, err := t.FindLoaded(ctx, opts.BatchID)
+	if err != nil {
+		return err
+	}
+	st := BuildBatchStatus(opts.Table.String(), opts.BatchID, b, loaded)
 	if err := RenderBatch(opts.Output, st); err != nil {
 		return err
 	}
@@ -208,6 +332,7 @@ func RunBatch(ctx context.Context, opts *BatchOptions) error {
 var batchStatusColumns = []iostreams.Column{
 	{Pipe: "batch_id"}, {Pipe: "status"}, {Pipe: "snapshot_id"}, {Pipe: "committed_at"},
 	{Pipe: "rows"}, {Pipe: "data_files"}, {Pipe: "size_bytes"},
+	{Pipe: "source"}, {Pipe: "source_size"}, {Pipe: "source_sha256"},
 }
 
 // RenderBatch prints st: a sentence on a terminal; in a pipe a header and
@@ -216,13 +341,24 @@ func RenderBatch(o Output, st BatchStatus) error {
 	switch {
 	case o.JSON:
 		return o.IO.PrintJSON(st)
+	case o.tty() && st.Loaded && *st.Source == FromLoadHistory:
+		var from []string
+		if st.SourceSize != nil {
+			from = append(from, "source "+iostreams.HumanBytes(*st.SourceSize))
+		}
+		if st.SourceSHA256 != nil {
+			from = append(from, "sha256 "+*st.SourceSHA256)
+		}
+		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s; from the load history (the snapshot has expired)%s\n",
+			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"), prefixed(", ", strings.Join(from, ", ")))
+		return err
 	case o.tty() && st.Loaded:
 		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
 			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"),
 			plural(*st.DataFiles, "data file"), iostreams.HumanBytes(*st.SizeBytes))
 		return err
 	case o.tty():
-		_, err := fmt.Fprintf(o.IO.Out, "%s: not loaded into %s (no snapshot in the current ancestry has this batch id)\n",
+		_, err := fmt.Fprintf(o.IO.Out, "%s: not loaded into %s (neither a snapshot in the current ancestry nor the load history has this batch id)\n",
 			st.BatchID, st.Table)
 		return err
 	}
@@ -232,6 +368,23 @@ func RenderBatch(o Output, st BatchStatus) error {
 	}
 	t := o.IO.NewTable(batchStatusColumns...)
 	t.AddRow(st.BatchID, status, optInt(st.SnapshotID, false), formatTime(st.CommittedAt, false),
-		optInt(st.Rows, false), optInt(st.DataFiles, false), optInt(st.SizeBytes, false))
+		optInt(st.Rows, false), optInt(st.DataFiles, false), optInt(st.SizeBytes, false),
+		optPtr(st.Source), optInt(st.SourceSize, false), optPtr(st.SourceSHA256))
 	return t.Render()
+}
+
+// optPtr renders an optional text in a pipe: empty when nil.
+func optPtr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// prefixed is p+s, or "" when s is empty.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }

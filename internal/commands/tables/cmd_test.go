@@ -2,7 +2,9 @@ package tables
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +104,7 @@ func TestNewCmdTables(t *testing.T) {
 			args: []string{"batches", "--prefix", "gateway-7/"},
 			env:  env,
 			want: func(t *testing.T, opts any) {
-				if o := opts.(*BatchesOptions); o.Prefix != "gateway-7/" || o.Table.String() != "iot.readings" {
+				if o := opts.(*BatchesOptions); o.Filter != (BatchFilter{Prefix: "gateway-7/"}) || o.Table.String() != "iot.readings" {
 					t.Errorf("options %+v", o)
 				}
 			},
@@ -181,6 +183,71 @@ func TestNewCmdTables(t *testing.T) {
 		{name: "expire bad age", args: []string{"expire", "--older-than", "soon"}, env: env, usage: true, wantErr: "--older-than"},
 		{name: "expire zero age", args: []string{"expire", "--older-than", "0s"}, env: env, usage: true, wantErr: "above zero"},
 		{name: "expire negative retain", args: []string{"expire", "--retain-last", "-2"}, env: env, usage: true, wantErr: "--retain-last"},
+		{
+			name: "batches limit since",
+			args: []string{"batches", "--limit", "10", "--since", "2026-01-05"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*BatchesOptions); o.Filter != (BatchFilter{Limit: 10, Since: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}) {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "maintain",
+			args: []string{"maintain", "iot.other", "--dry-run", "--budget", "2m", "--orphans"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*MaintainOptions); o.Table.String() != "iot.other" || !o.DryRun || o.Budget != 2*time.Minute || !o.Orphans {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "maintain defaults",
+			args: []string{"maintain"},
+			env:  env,
+			want: func(t *testing.T, opts any) {
+				if o := opts.(*MaintainOptions); o.Table.String() != "iot.readings" || o.DryRun || o.Budget != 0 || o.Orphans {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "maintain bad budget", args: []string{"maintain", "--budget", "soon"}, env: env, usage: true, wantErr: "--budget"},
+		{
+			name: "alter",
+			args: []string{"alter", "iot.other", "--set", "timelake.snapshot-retention=1h", "--set", "write.metadata.previous-versions-max = 3",
+				"--set", "commit.note=a=b,c", "--unset", "timelake.min-snapshots", "--unset", "history.expire.max-snapshot-age-ms", "--dry-run"},
+			env: env,
+			want: func(t *testing.T, opts any) {
+				o := opts.(*AlterOptions)
+				want := map[string]string{"timelake.snapshot-retention": "1h", "write.metadata.previous-versions-max": "3", "commit.note": "a=b,c"}
+				if o.Table.String() != "iot.other" || !o.DryRun || !maps.Equal(o.Set, want) ||
+					!slices.Equal(o.Unset, []string{"history.expire.max-snapshot-age-ms", "timelake.min-snapshots"}) {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "alter nothing", args: []string{"alter"}, env: env, usage: true, wantErr: "nothing to change"},
+		{name: "alter unknown key", args: []string{"alter", "--set", "timelake.bogus=1"}, env: env, usage: true,
+			wantErr: "--set timelake.bogus: unknown property (the timelake.* properties that can be set: timelake.auto-maintain, "},
+		{name: "alter contract key", args: []string{"alter", "--set", "timelake.series-key=site"}, env: env, usage: true,
+			wantErr: "--set timelake.series-key: part of the table contract"},
+		{name: "unset contract key", args: []string{"alter", "--unset", "timelake.time-column"}, env: env, usage: true,
+			wantErr: "--unset timelake.time-column: part of the table contract"},
+		{name: "unset the load history", args: []string{"alter", "--unset", "timelake.load-history"}, env: env, usage: true,
+			wantErr: "--unset timelake.load-history: the load history's segment list, kept by timelake"},
+		{name: "alter bad value", args: []string{"alter", "--set", "timelake.snapshot-retention=soon"}, env: env, usage: true,
+			wantErr: `timelake.snapshot-retention="soon": expected a duration`},
+		{name: "alter reserved key", args: []string{"alter", "--set", "format-version=3"}, env: env, usage: true,
+			wantErr: "--set format-version: reserved by Iceberg"},
+		{name: "alter no equals", args: []string{"alter", "--set", "timelake.min-snapshots"}, env: env, usage: true,
+			wantErr: `--set: expected KEY=VALUE`},
+		{name: "alter empty value", args: []string{"alter", "--set", "write.x="}, env: env, usage: true, wantErr: "empty value"},
+		{name: "alter twice", args: []string{"alter", "--set", "a=1", "--set", "a=2"}, env: env, usage: true, wantErr: "--set a is given twice"},
+		{name: "alter set and unset", args: []string{"alter", "--set", "a=1", "--unset", "a"}, env: env, usage: true,
+			wantErr: "a is given to both --set and --unset"},
+		{name: "unset with a value", args: []string{"alter", "--unset", "a=1"}, env: env, usage: true, wantErr: "--unset: expected a property name"},
 		{name: "create bad zone", args: []string{"create", "--from-file", "x.csv", "--assume-timezone", "Mars/Olympus"}, env: env,
 			usage: true, wantErr: "--assume-timezone"},
 	}
@@ -223,7 +290,7 @@ func TestNewCmdTables(t *testing.T) {
 
 // TestHelp parses --help of every subcommand.
 func TestHelp(t *testing.T) {
-	for _, sub := range []string{"", "list", "show", "snapshots", "batches", "batch", "files", "create"} {
+	for _, sub := range []string{"", "list", "show", "snapshots", "batches", "batch", "files", "create", "maintain", "alter", "expire"} {
 		ios, _, _ := iostreams.Test()
 		f := &cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }}
 		cmd := NewCmdTables(f, nil)

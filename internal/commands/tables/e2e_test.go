@@ -105,6 +105,8 @@ type batchJSON struct {
 	BatchID    string      `json:"batch_id"`
 	SnapshotID json.Number `json:"snapshot_id"`
 	Rows       int64       `json:"rows"`
+	Source     string      `json:"source"`
+	SourceSize int64       `json:"source_size"`
 	Loaded     *bool       `json:"loaded"` // tables batch only
 }
 
@@ -163,12 +165,12 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 	// only message.
 	r := timelake(t, env, true, "tables", "batch", "gateway-7/20260105T1000.csv")
 	if r.code != cmdutil.ExitNotLoaded || r.errOut != "" ||
-		r.out != "gateway-7/20260105T1000.csv: not loaded into iot.readings (no snapshot in the current ancestry has this batch id)\n" {
+		r.out != "gateway-7/20260105T1000.csv: not loaded into iot.readings (neither a snapshot in the current ancestry nor the load history has this batch id)\n" {
 		t.Errorf("unknown id: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	r = timelake(t, env, false, "tables", "batch", "gateway-7/20260105T1000.csv")
-	if r.code != 4 || r.errOut != "" || r.out != "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n"+
-		"gateway-7/20260105T1000.csv\tnot-loaded\t\t\t\t\t\n" {
+	if r.code != 4 || r.errOut != "" || r.out != "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n"+
+		"gateway-7/20260105T1000.csv\tnot-loaded\t\t\t\t\t\t\t\t\n" {
 		t.Errorf("unknown id in a pipe: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	r = timelake(t, env, false, "tables", "batch", "gateway-7/20260105T1000.csv", "--json")
@@ -393,9 +395,9 @@ func TestTablesS3(t *testing.T) {
 	}
 }
 
-// TestTablesExpire: expire after an ingest keeps the newest snapshots,
-// reports the expired ones, and their batch ids are no longer listed; a dry
-// run changes nothing.
+// TestTablesExpire: expire after an ingest keeps the newest snapshots and
+// reports the expired ones, whose batch ids are then listed from the load
+// history and still count as loaded; a dry run changes nothing.
 func TestTablesExpire(t *testing.T) {
 	landing, keys := copyLanding(t, "")
 	wh := filepath.Join(t.TempDir(), "lake")
@@ -405,11 +407,12 @@ func TestTablesExpire(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // every snapshot is older than --older-than 1ms
 
 	type report struct {
-		DryRun    bool `json:"dry_run"`
-		Version   int  `json:"version"`
-		Kept      int  `json:"kept"`
-		Expired   int  `json:"expired"`
-		Snapshots []struct {
+		DryRun         bool `json:"dry_run"`
+		Version        int  `json:"version"`
+		Kept           int  `json:"kept"`
+		Expired        int  `json:"expired"`
+		KeysRemembered int  `json:"keys_remembered"`
+		Snapshots      []struct {
 			BatchID *string `json:"batch_id"`
 		} `json:"snapshots"`
 	}
@@ -422,7 +425,7 @@ func TestTablesExpire(t *testing.T) {
 	}
 
 	rep := decode[report](t, mustRun(t, env, false, "tables", "expire", "--older-than", "1ms", "--retain-last", "2", "--json"))
-	if rep.DryRun || rep.Kept != 2 || rep.Expired != len(keys)-2 || len(rep.Snapshots) != rep.Expired {
+	if rep.DryRun || rep.Kept != 2 || rep.Expired != len(keys)-2 || len(rep.Snapshots) != rep.Expired || rep.KeysRemembered != rep.Expired {
 		t.Fatalf("report %+v, want %d expired and 2 kept", rep, len(keys)-2)
 	}
 	var expired []string
@@ -432,13 +435,124 @@ func TestTablesExpire(t *testing.T) {
 		}
 		expired = append(expired, *s.BatchID)
 	}
-	left := batchIDs(decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json")))
-	if all := sorted(append(expired, left...)); len(left) != 2 || !slices.Equal(all, keys) {
-		t.Errorf("expired %v and left %v, want the %d landing keys split 2 left", expired, left, len(keys))
+	var left, remembered []string
+	for _, b := range decode[[]batchJSON](t, mustRun(t, env, false, "tables", "batches", "--json")) {
+		switch {
+		case b.Source == "snapshot":
+			left = append(left, b.BatchID)
+		case b.Source == "load-history" && b.Rows == 300 && b.SourceSize > 0:
+			remembered = append(remembered, b.BatchID)
+		default:
+			t.Errorf("batch %+v", b)
+		}
+	}
+	if all := sorted(append(slices.Clone(remembered), left...)); len(left) != 2 || !slices.Equal(all, keys) ||
+		!slices.Equal(sorted(remembered), sorted(expired)) {
+		t.Errorf("expired %v; listed from the snapshots %v and from the load history %v, want the %d landing keys split 2 left",
+			expired, left, remembered, len(keys))
+	}
+	st := decode[batchJSON](t, mustRun(t, env, false, "tables", "batch", expired[0], "--json"))
+	if st.Loaded == nil || !*st.Loaded || st.Source != "load-history" || st.Rows != 300 {
+		t.Errorf("batch %s after its snapshot expired: %+v", expired[0], st)
 	}
 
 	out = mustRun(t, env, false, "tables", "expire")
 	if out != "nothing to expire in iot.readings (2 snapshots kept)\n" {
 		t.Errorf("expire with the defaults: %q", out)
+	}
+}
+
+// TestTablesMaintainByHand: a table whose settings keep ingest from
+// maintaining it (timelake.auto-maintain=false set with tables alter) is
+// left alone by ingest and maintained by tables maintain, which says so;
+// alter --dry-run changes nothing, and --unset brings the default back.
+func TestTablesMaintainByHand(t *testing.T) {
+	landing, _ := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": landing}
+	mustRun(t, env, false, "tables", "create", "--from-file", filepath.Join(examples, "gateway-1", "20260105T1000.csv"), "--series-key", "device_id")
+
+	type change struct {
+		Property      string
+		Before, After *string
+		Changed       bool
+	}
+	type alterJSON struct {
+		DryRun     bool `json:"dry_run"`
+		Version    int
+		Changed    int
+		Properties []change
+	}
+	dry := decode[alterJSON](t, mustRun(t, env, false, "tables", "alter", "--set", "timelake.auto-maintain=false", "--dry-run", "--json"))
+	if !dry.DryRun || dry.Changed != 1 || len(dry.Properties) != 1 || dry.Properties[0].Before == nil ||
+		*dry.Properties[0].Before != "true" || *dry.Properties[0].After != "false" {
+		t.Fatalf("alter --dry-run: %+v", dry)
+	}
+	out := mustRun(t, env, false, "tables", "alter", "iot.readings", "--set", "timelake.auto-maintain=false", "--set", "commit.manifest.min-count-to-merge=2")
+	if want := "property\tbefore\tafter\tchanged\n" +
+		"commit.manifest.min-count-to-merge\t4\t2\ttrue\n" +
+		"timelake.auto-maintain\ttrue\tfalse\ttrue\n"; out != want {
+		t.Fatalf("alter in a pipe:\n%s\nwant:\n%s", out, want)
+	}
+	// The same change again commits nothing: the version is the first alter's.
+	if again := decode[alterJSON](t, mustRun(t, env, false, "tables", "alter", "--set", "timelake.auto-maintain=false", "--json")); again.Changed != 0 ||
+		again.Version != dry.Version+1 || again.Properties[0].Changed {
+		t.Errorf("alter to the same value: %+v, want nothing changed at v%d", again, dry.Version+1)
+	}
+
+	// Two more files of the gateway (other hours): ingest loads the four
+	// and maintains nothing.
+	for _, name := range []string{"20260105T1200.csv", "20260105T1300.csv"} {
+		b, err := os.ReadFile(filepath.Join(examples, "gateway-1", "20260105T1000.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another hour of the same device: new rows, new content.
+		body := strings.ReplaceAll(string(b), "T10:", "T"+name[9:11]+":")
+		if err := os.WriteFile(filepath.Join(landing, "gateway-1", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ing := decode[struct {
+		Loaded      int
+		Maintenance *struct{ Skipped string }
+	}](t, mustRun(t, env, false, "ingest", "--json"))
+	if ing.Loaded != 4 || ing.Maintenance == nil || !strings.Contains(ing.Maintenance.Skipped, "timelake.auto-maintain=false") {
+		t.Fatalf("ingest: %+v", ing)
+	}
+
+	out = mustRun(t, env, true, "tables", "maintain")
+	for _, want := range []string{
+		"iot.readings: compacted 4 files (",
+		"\nnote: the settings of iot.readings keep ingest from maintaining it (timelake.auto-maintain=false); timelake tables alter iot.readings --set timelake.auto-maintain=true lets it\n",
+		"\nSettings (maintenance by ingest: off, timelake.auto-maintain=false)\n",
+		"  timelake.auto-maintain                false  property\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("maintain on a terminal lacks %q:\n%s", want, out)
+		}
+	}
+	files := decode[[]struct{ Rows int64 }](t, mustRun(t, env, false, "tables", "files", "--json"))
+	if len(files) != 1 || files[0].Rows != 1200 {
+		t.Errorf("after maintain, files %+v; want one file of 1200 rows", files)
+	}
+	rep := decode[struct {
+		Enabled    bool
+		Compaction *struct{ Groups []any }
+		Expiry     *struct{ Expired int }
+		Settings   []struct{ Property, Value, Source string }
+	}](t, mustRun(t, env, false, "tables", "maintain", "--json"))
+	if rep.Enabled || rep.Compaction == nil || len(rep.Compaction.Groups) != 0 || rep.Expiry == nil || rep.Expiry.Expired != 0 ||
+		len(rep.Settings) != 9 || rep.Settings[0].Source != "property" || rep.Settings[1].Source != "default" {
+		t.Errorf("second maintain --json: %+v", rep)
+	}
+
+	out = mustRun(t, env, true, "tables", "alter", "--unset", "timelake.auto-maintain")
+	if !strings.Contains(out, "timelake.auto-maintain  false   not set (default true)  yes\n") {
+		t.Errorf("alter --unset on a terminal:\n%s", out)
+	}
+	r := timelake(t, env, false, "tables", "alter", "--set", "timelake.bogus=1")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "timelake.bogus: unknown property") || r.out != "" {
+		t.Errorf("alter of an unknown key: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 }

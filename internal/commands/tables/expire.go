@@ -27,24 +27,24 @@ type ExpireOptions struct {
 func NewCmdExpire(f *cmdutil.Factory, runF func(context.Context, *ExpireOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "expire [NAME]",
-		Short: "Expire old snapshots and delete the files only they referenced (their batch ids move into the load history)",
+		Short: "Expire snapshots older than an age by hand (their batch ids move into the load history)",
 		Long: `Remove the snapshots older than --older-than, except the newest --retain-last
 of the main branch (and any a branch or tag points at), then delete the
-manifest lists, manifests and data files that no remaining snapshot
-references. Every row stays: an append-only table keeps all its data files.
-
-Every commit rewrites the table's metadata file with all its snapshots (one
-per loaded file), so the file, and the time and memory of each commit, grow
-with the history until it is expired. Run this regularly (e.g. daily from
-cron) on busy tables.
+manifest lists, manifests and files that no remaining snapshot references
+(data files a compaction replaced among them). Every row stays.
 
 The batch ids of expired snapshots move into the table's load history in
-the same commit: a landing file re-sent under one of them within the dedupe
-window (timelake.dedupe-window, 14 days by default) is still recognised as
-loaded. Maintenance after each ingest expires snapshots by itself
-(docs/maintenance.md); this command is for other ages by hand. Defaults come from the table properties
-history.expire.max-snapshot-age-ms (Iceberg's default: 5 days) and
-history.expire.min-snapshots-to-keep (1).`,
+the same commit, not forgotten: a landing file re-sent under one of them
+within the dedupe window (timelake.dedupe-window, 14 days by default) is
+still reported as already loaded.
+
+There is no need to run this from cron: the maintenance after each ingest
+(or timelake tables maintain) expires the snapshots older than the table's
+timelake.snapshot-retention (15 minutes by default) by itself
+(docs/maintenance.md). This command is for other ages by hand, on tables
+whose maintenance is off or before a change. Its defaults come from the
+table properties history.expire.max-snapshot-age-ms (Iceberg's default: 5
+days) and history.expire.min-snapshots-to-keep (1).`,
 		Example: `  timelake tables expire iot.readings --older-than 7d --dry-run
   timelake tables expire --older-than 48h --json`,
 		Args: cobra.MaximumNArgs(1),
@@ -87,12 +87,17 @@ type ExpireReport struct {
 	Kept      int          `json:"kept"`    // snapshots left
 	Expired   int          `json:"expired"` // snapshots removed (or that would be)
 	Snapshots []ExpiredRow `json:"snapshots"`
+	// KeysRemembered counts the batch ids that moved into the load history
+	// (0 in a dry run), FilesDeleted the files only expired snapshots
+	// referenced.
+	KeysRemembered int `json:"keys_remembered"`
+	FilesDeleted   int `json:"files_deleted"`
 }
 
 // BuildExpireReport describes res.
 func BuildExpireReport(table string, dryRun bool, res lake.ExpireResult) ExpireReport {
 	r := ExpireReport{Table: table, DryRun: dryRun, Version: res.Version, Kept: res.Kept,
-		Expired: len(res.Expired), Snapshots: []ExpiredRow{}}
+		Expired: len(res.Expired), Snapshots: []ExpiredRow{}, KeysRemembered: res.Remembered, FilesDeleted: res.FilesDeleted}
 	for _, e := range res.Expired {
 		row := ExpiredRow{SnapshotID: e.SnapshotID, CommittedAt: UTCTime{e.CommittedAt}}
 		if e.BatchID != "" {
@@ -137,9 +142,10 @@ func RenderExpire(o Output, r ExpireReport) error {
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
 			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept)
 	default:
-		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); their batch ids are in the load history\n",
+		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); %s moved into the load history, %s deleted\n",
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
-			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept, r.Version)
+			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept, r.Version,
+			plural(int64(r.KeysRemembered), "batch id"), plural(int64(r.FilesDeleted), "file"))
 	}
 	return err
 }

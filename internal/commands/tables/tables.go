@@ -29,8 +29,9 @@ func NewCmdTables(f *cmdutil.Factory, runF func(context.Context, any) error) *co
 		Short: "Show the warehouse's tables: what landed, when, and from which file",
 		Long: `Inspect the Iceberg tables of the warehouse without a query engine: list
 them, show one's schema and contract, its snapshots, the batch ids (landing
-keys) it holds and its data files, create one from a sample file, or expire
-old snapshots.
+keys) it loaded and its data files; create one from a sample file, run its
+maintenance now, change its settings (properties), or expire snapshots by
+hand.
 
 NAME is namespace.table (a bare name is in namespace "default"); when it is
 left out, TIMELAKE_TABLE is used. Output is an aligned table on a terminal,
@@ -38,7 +39,8 @@ tab-separated values with a header line in a pipe, and one JSON document with
 --json (see docs/tables.md).`,
 		Example: `  timelake tables list --warehouse ./lake
   timelake tables batch iot.readings gateway-7/20260105T1000.csv
-  timelake tables snapshots --since 24h --env-file timelake.env`,
+  timelake tables snapshots --since 24h --env-file timelake.env
+  timelake tables maintain iot.readings --dry-run`,
 		Args: cobra.NoArgs,
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.Tables)
@@ -50,6 +52,8 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdBatch(f, adapt[BatchOptions](runF)),
 		NewCmdFiles(f, adapt[FilesOptions](runF)),
 		NewCmdCreate(f, adapt[CreateOptions](runF)),
+		NewCmdMaintain(f, adapt[MaintainOptions](runF)),
+		NewCmdAlter(f, adapt[AlterOptions](runF)),
 		NewCmdExpire(f, adapt[ExpireOptions](runF)),
 	)
 	return cmd

@@ -3,9 +3,11 @@ package tables
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,6 +91,66 @@ func dataFiles(t *testing.T, meta table.Metadata) []DataFileEntry {
 		out = append(out, DataFileEntry{SnapshotID: s.SnapshotID, File: b.Build()})
 	}
 	return out
+}
+
+// batchStatusIn answers `tables batch` from meta's snapshots alone.
+func batchStatusIn(meta table.Metadata, id string) BatchStatus {
+	b, ok := lake.FindBatchIn(meta, id)
+	return BuildBatchStatus("iot.readings", id, b, ok)
+}
+
+// loadHistory is a load history for the fixtures, newest first
+// (LoadHistory.Records): two files whose snapshots expired, one of them
+// gzipped, and an older load of a key a snapshot still carries (listed
+// from the snapshot).
+var loadHistory = []lake.LoadRecord{
+	{Key: "gateway-1/20260105T0900.csv", Size: 9311, SHA256: "5f0c7e5b2b0f4ad1c5a4ff1e0e7c1b2f9a6c3d2e1f0a9b8c7d6e5f4a3b2c1d0e",
+		Rows: 300, SnapshotID: 3116208411237140001, LoadedAt: time.Date(2026, 1, 5, 10, 28, 41, 0, time.UTC)},
+	{Key: "gateway-2/20260105T0900.csv.gz", Size: 2870, SHA256: "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9",
+		ContentSHA256: "99887766554433221100ffeeddccbbaa99887766554433221100ffeeddccbbaa",
+		Rows:          300, SnapshotID: 3116208411237140002, LoadedAt: time.Date(2026, 1, 5, 9, 58, 41, 0, time.UTC)},
+	{Key: "gateway-1/20260105T1000.csv", Size: 9311, Rows: 300, SnapshotID: 3116208411237140000,
+		LoadedAt: time.Date(2026, 1, 5, 9, 48, 41, 0, time.UTC)},
+}
+
+// maintained is a round of maintenance as Table.Maintain reports it: a
+// tiered compaction group, expired snapshots and two orphan files removed,
+// on a table whose properties set two settings.
+func maintained() lake.MaintainReport {
+	return lake.MaintainReport{
+		Settings: lake.MaintenanceSettingsOf(iceberg.Properties{lake.PropAutoMaintain: "true",
+			lake.PropSnapshotRetention: "1h", table.MetadataPreviousVersionsMaxKey: "5"}),
+		Compacted: lake.CompactResult{SnapshotID: 2798769066474224232, Version: 9, Groups: []lake.CompactionGroup{
+			{Partition: "time_day=2026-01-05", Reason: "tiered", FilesIn: 5, BytesIn: 22922, Rows: 1500, FilesOut: 1, BytesOut: 12025},
+			{Partition: "time_day=2026-01-04", Reason: "cold", FilesIn: 3, BytesIn: 3 << 20, Rows: 90000, FilesOut: 1, BytesOut: 1 << 20},
+		}},
+		Expired: lake.ExpireResult{Expired: make([]lake.ExpiredSnapshot, 4), Kept: 3, Remembered: 4, FilesDeleted: 13, Version: 10},
+		Orphans: &lake.OrphanResult{Bytes: 6144, Young: 1,
+			Files: []string{"data/time_day=2026-01-05/00000-0-dead-00001.parquet", "metadata/snap-1-dead.avro"}},
+		Took: 1250 * time.Millisecond,
+	}
+}
+
+// plannedOnly is a dry run on a table of another writer whose settings do
+// not enable maintenance, out of budget before the orphan check.
+func plannedOnly() lake.MaintainReport {
+	return lake.MaintainReport{
+		Settings: lake.MaintenanceSettingsOf(iceberg.Properties{}),
+		Compacted: lake.CompactResult{Version: 8, Groups: []lake.CompactionGroup{
+			{Partition: "time_day=2026-01-05", Reason: "tiered", FilesIn: 5, BytesIn: 22922, Rows: 1500},
+		}},
+		Expired: lake.ExpireResult{Expired: make([]lake.ExpiredSnapshot, 2), Kept: 4, Version: 8},
+		Pending: true, Took: 300 * time.Millisecond,
+	}
+}
+
+// altered is `tables alter` setting two maintenance settings (one to the
+// value it had), and removing one Iceberg property and one not set.
+func altered(dryRun bool) AlterReport {
+	before := iceberg.Properties{lake.PropAutoMaintain: "true", lake.PropMinSnapshots: "20", table.MetadataPreviousVersionsMaxKey: "5"}
+	set := map[string]string{lake.PropSnapshotRetention: "1s", lake.PropAutoMaintain: "true", lake.PropMinSnapshots: "1"}
+	unset := []string{"history.expire.max-snapshot-age-ms", table.MetadataPreviousVersionsMaxKey}
+	return BuildAlterReport("iot.readings", dryRun, 9, before, applied(before, set, unset), set, unset)
 }
 
 func TestRender(t *testing.T) {
@@ -175,63 +237,304 @@ error: iot.broken: table iot.broken: table format is newer than this timelake un
 			pipe:   "snapshot_id\tparent_id\tcommitted_at\toperation\tadded_rows\tadded_files\tadded_bytes\tstate\tbatch_id\n",
 		},
 		{
-			name:   "batches after rollback",
-			render: func(o Output) error { return RenderBatches(o, "iot.readings", BuildBatchRows(rolledback, "")) },
+			name: "batches after rollback",
+			render: func(o Output) error {
+				return RenderBatches(o, "iot.readings", BuildBatchRows(rolledback, nil, BatchFilter{}))
+			},
 			golden: "batches.json",
-			tty: `BATCH ID                                    SNAPSHOT  COMMITTED (UTC)      ROWS  FILES     SIZE
-gateway-3/20260105T1000.parquet  8982326459123165011  2026-01-05 11:38:41   300      1  4.6 KiB
-gateway-2/20260105T1100.csv      2512617679824841063  2026-01-05 11:18:41   300      1  4.2 KiB
-gateway-2/20260105T1000.csv.gz   4914480830112302143  2026-01-05 10:58:41   300      1  4.6 KiB
-gateway-1/20260105T1100.csv      7803464101019441819  2026-01-05 10:38:41   300      1  4.5 KiB
-gateway-1/20260105T1000.csv      1214661719074243850  2026-01-05 10:18:41   300      1  4.5 KiB
+			tty: `BATCH ID                                    SNAPSHOT  COMMITTED (UTC)      ROWS  FILES     SIZE  FROM
+gateway-3/20260105T1000.parquet  8982326459123165011  2026-01-05 11:38:41   300      1  4.6 KiB  snapshot
+gateway-2/20260105T1100.csv      2512617679824841063  2026-01-05 11:18:41   300      1  4.2 KiB  snapshot
+gateway-2/20260105T1000.csv.gz   4914480830112302143  2026-01-05 10:58:41   300      1  4.6 KiB  snapshot
+gateway-1/20260105T1100.csv      7803464101019441819  2026-01-05 10:38:41   300      1  4.5 KiB  snapshot
+gateway-1/20260105T1000.csv      1214661719074243850  2026-01-05 10:18:41   300      1  4.5 KiB  snapshot
 `,
-			pipe: "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n" +
-				"gateway-3/20260105T1000.parquet\t8982326459123165011\t2026-01-05T11:38:41.685Z\t300\t1\t4686\n" +
-				"gateway-2/20260105T1100.csv\t2512617679824841063\t2026-01-05T11:18:41.548Z\t300\t1\t4307\n" +
-				"gateway-2/20260105T1000.csv.gz\t4914480830112302143\t2026-01-05T10:58:41.411Z\t300\t1\t4692\n" +
-				"gateway-1/20260105T1100.csv\t7803464101019441819\t2026-01-05T10:38:41.274Z\t300\t1\t4580\n" +
-				"gateway-1/20260105T1000.csv\t1214661719074243850\t2026-01-05T10:18:41.137Z\t300\t1\t4657\n",
+			pipe: "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-3/20260105T1000.parquet\t8982326459123165011\t2026-01-05T11:38:41.685Z\t300\t1\t4686\tsnapshot\t4166\t617fa9974313ab936e7de82d423d9e45c5e58d62fbf402499a4035769526cdae\n" +
+				"gateway-2/20260105T1100.csv\t2512617679824841063\t2026-01-05T11:18:41.548Z\t300\t1\t4307\tsnapshot\t13252\t3a743d2271fa72d628157b8ef5bfbe246dbc04d1a9dc95d3e989486ea4bb18eb\n" +
+				"gateway-2/20260105T1000.csv.gz\t4914480830112302143\t2026-01-05T10:58:41.411Z\t300\t1\t4692\tsnapshot\t2197\te5b3e9a8c561ef29a92b29714883394898685db5da9aaaa3169e9d00321a453b\n" +
+				"gateway-1/20260105T1100.csv\t7803464101019441819\t2026-01-05T10:38:41.274Z\t300\t1\t4580\tsnapshot\t13852\t0132473afcd38ffdf4150f1f18c628ff9d0fa00cf14ba2a02fea1da1e205327d\n" +
+				"gateway-1/20260105T1000.csv\t1214661719074243850\t2026-01-05T10:18:41.137Z\t300\t1\t4657\tsnapshot\t13852\t839daf2199a406c396b99dfcb95397a3416e72f814e14e930f10e68b544dbdec\n",
 		},
 		{
-			name:   "batches prefix",
-			render: func(o Output) error { return RenderBatches(o, "iot.readings", BuildBatchRows(ingested, "gateway-3/")) },
+			name: "batches prefix",
+			render: func(o Output) error {
+				return RenderBatches(o, "iot.readings", BuildBatchRows(ingested, nil, BatchFilter{Prefix: "gateway-3/"}))
+			},
 			golden: "batches-prefix.json",
-			tty: `BATCH ID                                    SNAPSHOT  COMMITTED (UTC)      ROWS  FILES     SIZE
-gateway-3/20260106T1100.parquet  6732267319869248205  2026-01-05 11:58:41   300      1  4.6 KiB
-gateway-3/20260105T1000.parquet  8982326459123165011  2026-01-05 11:38:41   300      1  4.6 KiB
+			tty: `BATCH ID                                    SNAPSHOT  COMMITTED (UTC)      ROWS  FILES     SIZE  FROM
+gateway-3/20260106T1100.parquet  6732267319869248205  2026-01-05 11:58:41   300      1  4.6 KiB  snapshot
+gateway-3/20260105T1000.parquet  8982326459123165011  2026-01-05 11:38:41   300      1  4.6 KiB  snapshot
 `,
-			pipe: "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n" +
-				"gateway-3/20260106T1100.parquet\t6732267319869248205\t2026-01-05T11:58:41.822Z\t300\t1\t4747\n" +
-				"gateway-3/20260105T1000.parquet\t8982326459123165011\t2026-01-05T11:38:41.685Z\t300\t1\t4686\n",
+			pipe: "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-3/20260106T1100.parquet\t6732267319869248205\t2026-01-05T11:58:41.822Z\t300\t1\t4747\tsnapshot\t4216\t33bbec6bf2a3344f9a9db996dbf1b3de71b36e2e8c2cb6058a976fb9dfd931ef\n" +
+				"gateway-3/20260105T1000.parquet\t8982326459123165011\t2026-01-05T11:38:41.685Z\t300\t1\t4686\tsnapshot\t4166\t617fa9974313ab936e7de82d423d9e45c5e58d62fbf402499a4035769526cdae\n",
 		},
 		{
-			name:   "batches none",
-			render: func(o Output) error { return RenderBatches(o, "iot.readings", BuildBatchRows(ingested, "gateway-7/")) },
+			name: "batches none",
+			render: func(o Output) error {
+				return RenderBatches(o, "iot.readings", BuildBatchRows(ingested, nil, BatchFilter{Prefix: "gateway-7/"}))
+			},
 			golden: "batches-empty.json",
 			tty:    "no batches in iot.readings\n",
-			pipe:   "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n",
+			pipe:   "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n",
+		},
+		{
+			name: "batches with the load history",
+			render: func(o Output) error {
+				return RenderBatches(o, "iot.readings", BuildBatchRows(rolledback, loadHistory, BatchFilter{}))
+			},
+			golden: "batches-history.json",
+			tty: `BATCH ID                                    SNAPSHOT  COMMITTED (UTC)      ROWS  FILES     SIZE  FROM
+gateway-3/20260105T1000.parquet  8982326459123165011  2026-01-05 11:38:41   300      1  4.6 KiB  snapshot
+gateway-2/20260105T1100.csv      2512617679824841063  2026-01-05 11:18:41   300      1  4.2 KiB  snapshot
+gateway-2/20260105T1000.csv.gz   4914480830112302143  2026-01-05 10:58:41   300      1  4.6 KiB  snapshot
+gateway-1/20260105T1100.csv      7803464101019441819  2026-01-05 10:38:41   300      1  4.5 KiB  snapshot
+gateway-1/20260105T0900.csv      3116208411237140001  2026-01-05 10:28:41   300      -        -  load history
+gateway-1/20260105T1000.csv      1214661719074243850  2026-01-05 10:18:41   300      1  4.5 KiB  snapshot
+gateway-2/20260105T0900.csv.gz   3116208411237140002  2026-01-05 09:58:41   300      -        -  load history
+`,
+			pipe: "batch_id\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-3/20260105T1000.parquet\t8982326459123165011\t2026-01-05T11:38:41.685Z\t300\t1\t4686\tsnapshot\t4166\t617fa9974313ab936e7de82d423d9e45c5e58d62fbf402499a4035769526cdae\n" +
+				"gateway-2/20260105T1100.csv\t2512617679824841063\t2026-01-05T11:18:41.548Z\t300\t1\t4307\tsnapshot\t13252\t3a743d2271fa72d628157b8ef5bfbe246dbc04d1a9dc95d3e989486ea4bb18eb\n" +
+				"gateway-2/20260105T1000.csv.gz\t4914480830112302143\t2026-01-05T10:58:41.411Z\t300\t1\t4692\tsnapshot\t2197\te5b3e9a8c561ef29a92b29714883394898685db5da9aaaa3169e9d00321a453b\n" +
+				"gateway-1/20260105T1100.csv\t7803464101019441819\t2026-01-05T10:38:41.274Z\t300\t1\t4580\tsnapshot\t13852\t0132473afcd38ffdf4150f1f18c628ff9d0fa00cf14ba2a02fea1da1e205327d\n" +
+				"gateway-1/20260105T0900.csv\t3116208411237140001\t2026-01-05T10:28:41.000Z\t300\t\t\tload-history\t9311\t5f0c7e5b2b0f4ad1c5a4ff1e0e7c1b2f9a6c3d2e1f0a9b8c7d6e5f4a3b2c1d0e\n" +
+				"gateway-1/20260105T1000.csv\t1214661719074243850\t2026-01-05T10:18:41.137Z\t300\t1\t4657\tsnapshot\t13852\t839daf2199a406c396b99dfcb95397a3416e72f814e14e930f10e68b544dbdec\n" +
+				"gateway-2/20260105T0900.csv.gz\t3116208411237140002\t2026-01-05T09:58:41.000Z\t300\t\t\tload-history\t2870\t0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9\n",
+		},
+		{
+			name: "batch from the load history",
+			render: func(o Output) error {
+				return RenderBatch(o, BuildBatchStatus("iot.readings", loadHistory[1].Key, loadHistory[1].BatchInfo(), true))
+			},
+			golden: "batch-history.json",
+			tty: "gateway-2/20260105T0900.csv.gz: loaded into iot.readings in snapshot 3116208411237140002 at 2026-01-05 09:58:41 UTC, 300 rows; " +
+				"from the load history (the snapshot has expired), source 2.8 KiB, sha256 0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9\n",
+			pipe: "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-2/20260105T0900.csv.gz\tloaded\t3116208411237140002\t2026-01-05T09:58:41.000Z\t300\t\t\tload-history\t2870\t0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9\n",
+		},
+		{
+			name: "maintain",
+			render: func(o Output) error {
+				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, maintained(), 10, nil))
+			},
+			golden: "maintain.json",
+			tty: `iot.readings: compacted 8 files (3.0 MiB) into 2 (1.0 MiB), expired 4 snapshots, removed 2 orphan files; metadata v10, took 1.2s
+
+Compaction (replace snapshot 2798769066474224232)
+  PARTITION            REASON  TIER  FILES IN   SIZE IN   ROWS  FILES OUT  SIZE OUT
+  time_day=2026-01-05  tiered     0         5  22.4 KiB   1500          1  11.7 KiB
+  time_day=2026-01-04  cold       -         3   3.0 MiB  90000          1   1.0 MiB
+
+Snapshot expiry
+  4 snapshots expired (3 kept); 4 batch ids moved into the load history; 13 files deleted
+
+Orphan files
+  2 files removed (6.0 KiB); 1 younger than 1h kept
+  data/time_day=2026-01-05/00000-0-dead-00001.parquet
+  metadata/snap-1-dead.avro
+
+Settings (maintenance by ingest: on, timelake.auto-maintain=true)
+  PROPERTY                              VALUE  FROM
+  timelake.auto-maintain                true   property
+  timelake.snapshot-retention           1h     property
+  timelake.min-snapshots                20     default
+  timelake.dedupe-window                14d    default
+  timelake.target-file-size             32MiB  default
+  timelake.compact-min-files            4      default
+  timelake.compact-cold-after           1h     default
+  timelake.orphan-min-age               1h     default
+  write.metadata.previous-versions-max  5      property
+`,
+			pipe: "table\tiot.readings\n" +
+				"dry_run\tfalse\n" +
+				"enabled\ttrue\ttimelake.auto-maintain=true\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\n" +
+				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\n" +
+				"compaction_snapshot_id\t2798769066474224232\n" +
+				"expired\t4\t3\t4\t13\n" +
+				"orphans\t2\t6144\t1\n" +
+				"orphan\tdata/time_day=2026-01-05/00000-0-dead-00001.parquet\n" +
+				"orphan\tmetadata/snap-1-dead.avro\n" +
+				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
+				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
+				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
+				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
+				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
+				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\twrite.metadata.previous-versions-max\t5\tproperty\n" +
+				"pending\tfalse\n" +
+				"metadata_version\t10\n" +
+				"seconds\t1.250\n",
+		},
+		{
+			name: "maintain dry run, not enabled, budget used up",
+			render: func(o Output) error {
+				return RenderMaintain(o, BuildMaintainReport("other.events", true, plannedOnly(), 8, nil))
+			},
+			golden: "maintain-dry-run.json",
+			tty: `other.events: would compact 5 files (22.4 KiB) in 1 group, would expire 2 snapshots; metadata v8, took 0.3s; the budget ran out with work left: run it again
+note: the settings of other.events keep ingest from maintaining it (not created by timelake and timelake.auto-maintain is not set); timelake tables alter other.events --set timelake.auto-maintain=true lets it
+
+Compaction
+  PARTITION            REASON  TIER  FILES IN   SIZE IN  ROWS  FILES OUT  SIZE OUT
+  time_day=2026-01-05  tiered     0         5  22.4 KiB  1500          -         -
+
+Snapshot expiry
+  2 snapshots would expire (4 kept); their batch ids would move into the load history
+
+Orphan files
+  not done this round (the budget ran out before it)
+
+Settings (maintenance by ingest: off, not created by timelake and timelake.auto-maintain is not set)
+  PROPERTY                              VALUE  FROM
+  timelake.auto-maintain                false  default
+  timelake.snapshot-retention           15m    default
+  timelake.min-snapshots                20     default
+  timelake.dedupe-window                14d    default
+  timelake.target-file-size             32MiB  default
+  timelake.compact-min-files            4      default
+  timelake.compact-cold-after           1h     default
+  timelake.orphan-min-age               1h     default
+  write.metadata.previous-versions-max  100    default
+`,
+			pipe: "table\tother.events\n" +
+				"dry_run\ttrue\n" +
+				"enabled\tfalse\tnot created by timelake and timelake.auto-maintain is not set\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t0\t0\n" +
+				"expired\t2\t4\t0\t0\n" +
+				"setting\ttimelake.auto-maintain\tfalse\tdefault\n" +
+				"setting\ttimelake.snapshot-retention\t15m\tdefault\n" +
+				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
+				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
+				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
+				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\twrite.metadata.previous-versions-max\t100\tdefault\n" +
+				"pending\ttrue\n" +
+				"metadata_version\t8\n" +
+				"seconds\t0.300\n",
+		},
+		{
+			name: "maintain failed",
+			render: func(o Output) error {
+				rep := maintained()
+				rep.Expired, rep.Orphans = lake.ExpireResult{}, nil
+				rep.Upgraded = []string{lake.PropAutoMaintain, table.MetadataPreviousVersionsMaxKey}
+				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, rep, 9,
+					errors.New("expire snapshots of iot.readings: commit: lost 20 races")))
+			},
+			golden: "maintain-failed.json",
+			tty: `iot.readings: compacted 8 files (3.0 MiB) into 2 (1.0 MiB); metadata v9, took 1.2s
+upgraded: a table created before maintenance existed; set timelake.auto-maintain, write.metadata.previous-versions-max
+
+Compaction (replace snapshot 2798769066474224232)
+  PARTITION            REASON  TIER  FILES IN   SIZE IN   ROWS  FILES OUT  SIZE OUT
+  time_day=2026-01-05  tiered     0         5  22.4 KiB   1500          1  11.7 KiB
+  time_day=2026-01-04  cold       -         3   3.0 MiB  90000          1   1.0 MiB
+
+Snapshot expiry
+  not done this round (the round stopped before it)
+
+Orphan files
+  not done this round (the round stopped before it)
+
+Settings (maintenance by ingest: on, timelake.auto-maintain=true)
+  PROPERTY                              VALUE  FROM
+  timelake.auto-maintain                true   property
+  timelake.snapshot-retention           1h     property
+  timelake.min-snapshots                20     default
+  timelake.dedupe-window                14d    default
+  timelake.target-file-size             32MiB  default
+  timelake.compact-min-files            4      default
+  timelake.compact-cold-after           1h     default
+  timelake.orphan-min-age               1h     default
+  write.metadata.previous-versions-max  5      property
+`,
+			pipe: "table\tiot.readings\n" +
+				"dry_run\tfalse\n" +
+				"enabled\ttrue\ttimelake.auto-maintain=true\n" +
+				"upgraded\ttimelake.auto-maintain\n" +
+				"upgraded\twrite.metadata.previous-versions-max\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\n" +
+				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\n" +
+				"compaction_snapshot_id\t2798769066474224232\n" +
+				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
+				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
+				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
+				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
+				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
+				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\twrite.metadata.previous-versions-max\t5\tproperty\n" +
+				"pending\tfalse\n" +
+				"metadata_version\t9\n" +
+				"seconds\t1.250\n",
+		},
+		{
+			name:   "alter",
+			render: func(o Output) error { return RenderAlter(o, altered(false)) },
+			golden: "alter.json",
+			tty: `iot.readings: 3 properties changed (metadata v9)
+PROPERTY                              BEFORE                 AFTER                  CHANGED
+history.expire.max-snapshot-age-ms    not set                not set                no
+timelake.auto-maintain                true                   true                   no
+timelake.min-snapshots                20                     1                      yes
+timelake.snapshot-retention           not set (default 15m)  1s                     yes
+write.metadata.previous-versions-max  5                      not set (default 100)  yes
+`,
+			pipe: "property\tbefore\tafter\tchanged\n" +
+				"history.expire.max-snapshot-age-ms\t\t\tfalse\n" +
+				"timelake.auto-maintain\ttrue\ttrue\tfalse\n" +
+				"timelake.min-snapshots\t20\t1\ttrue\n" +
+				"timelake.snapshot-retention\t\t1s\ttrue\n" +
+				"write.metadata.previous-versions-max\t5\t\ttrue\n",
+		},
+		{
+			name:   "alter dry run",
+			render: func(o Output) error { return RenderAlter(o, altered(true)) },
+			golden: "alter-dry-run.json",
+			tty: `iot.readings: 3 properties would change (dry run; metadata v9)
+PROPERTY                              BEFORE                 AFTER                  CHANGED
+history.expire.max-snapshot-age-ms    not set                not set                no
+timelake.auto-maintain                true                   true                   no
+timelake.min-snapshots                20                     1                      yes
+timelake.snapshot-retention           not set (default 15m)  1s                     yes
+write.metadata.previous-versions-max  5                      not set (default 100)  yes
+`,
+			pipe: "property\tbefore\tafter\tchanged\n" +
+				"history.expire.max-snapshot-age-ms\t\t\tfalse\n" +
+				"timelake.auto-maintain\ttrue\ttrue\tfalse\n" +
+				"timelake.min-snapshots\t20\t1\ttrue\n" +
+				"timelake.snapshot-retention\t\t1s\ttrue\n" +
+				"write.metadata.previous-versions-max\t5\t\ttrue\n",
 		},
 		{
 			name: "batch loaded",
 			render: func(o Output) error {
-				return RenderBatch(o, BuildBatchStatus("iot.readings", rolledback, "gateway-2/20260105T1000.csv.gz"))
+				return RenderBatch(o, batchStatusIn(rolledback, "gateway-2/20260105T1000.csv.gz"))
 			},
 			golden: "batch-loaded.json",
 			tty: `gateway-2/20260105T1000.csv.gz: loaded into iot.readings in snapshot 4914480830112302143 at 2026-01-05 10:58:41 UTC, 300 rows, 1 data file, 4.6 KiB
 `,
-			pipe: "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n" +
-				"gateway-2/20260105T1000.csv.gz\tloaded\t4914480830112302143\t2026-01-05T10:58:41.411Z\t300\t1\t4692\n",
+			pipe: "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-2/20260105T1000.csv.gz\tloaded\t4914480830112302143\t2026-01-05T10:58:41.411Z\t300\t1\t4692\tsnapshot\t2197\te5b3e9a8c561ef29a92b29714883394898685db5da9aaaa3169e9d00321a453b\n",
 		},
 		{
 			name: "batch rolled back",
 			render: func(o Output) error {
-				return RenderBatch(o, BuildBatchStatus("iot.readings", rolledback, "gateway-3/20260106T1100.parquet"))
+				return RenderBatch(o, batchStatusIn(rolledback, "gateway-3/20260106T1100.parquet"))
 			},
 			golden: "batch-not-loaded.json",
-			tty: `gateway-3/20260106T1100.parquet: not loaded into iot.readings (no snapshot in the current ancestry has this batch id)
+			tty: `gateway-3/20260106T1100.parquet: not loaded into iot.readings (neither a snapshot in the current ancestry nor the load history has this batch id)
 `,
-			pipe: "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\n" +
-				"gateway-3/20260106T1100.parquet\tnot-loaded\t\t\t\t\t\n",
+			pipe: "batch_id\tstatus\tsnapshot_id\tcommitted_at\trows\tdata_files\tsize_bytes\tsource\tsource_size\tsource_sha256\n" +
+				"gateway-3/20260106T1100.parquet\tnot-loaded\t\t\t\t\t\t\t\t\n",
 		},
 		{
 			name:   "show",
@@ -475,5 +778,43 @@ time_day=2026-01-06   300  4.6 KiB  6732267319869248205  data/time_day=2026-01-0
 				}
 			}
 		})
+	}
+}
+
+// TestBuildBatchRows checks the filters over both sources: the prefix, the
+// time (a history row between snapshots counts) and the limit, applied to
+// the merged list newest first.
+func TestBuildBatchRows(t *testing.T) {
+	meta := fixture(t, "rolledback")
+	ids := func(rows []BatchRow) []string {
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.BatchID+"@"+r.Source)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    BatchFilter
+		want []string
+	}{
+		{"prefix", BatchFilter{Prefix: "gateway-1/"}, []string{
+			"gateway-1/20260105T1100.csv@snapshot", "gateway-1/20260105T0900.csv@load-history", "gateway-1/20260105T1000.csv@snapshot"}},
+		{"since", BatchFilter{Since: time.Date(2026, 1, 5, 10, 18, 41, 137e6, time.UTC), Prefix: "gateway-1/"}, []string{
+			"gateway-1/20260105T1100.csv@snapshot", "gateway-1/20260105T0900.csv@load-history", "gateway-1/20260105T1000.csv@snapshot"}},
+		{"since excludes", BatchFilter{Since: time.Date(2026, 1, 5, 10, 18, 41, 138e6, time.UTC), Prefix: "gateway-1/"}, []string{
+			"gateway-1/20260105T1100.csv@snapshot", "gateway-1/20260105T0900.csv@load-history"}},
+		{"limit", BatchFilter{Limit: 2, Prefix: "gateway-2/"}, []string{
+			"gateway-2/20260105T1100.csv@snapshot", "gateway-2/20260105T1000.csv.gz@snapshot"}},
+		{"limit reaches the history", BatchFilter{Limit: 3, Prefix: "gateway-2/"}, []string{
+			"gateway-2/20260105T1100.csv@snapshot", "gateway-2/20260105T1000.csv.gz@snapshot", "gateway-2/20260105T0900.csv.gz@load-history"}},
+		{"history only", BatchFilter{Prefix: "gateway-2/20260105T09"}, []string{"gateway-2/20260105T0900.csv.gz@load-history"}},
+	} {
+		if got := ids(BuildBatchRows(meta, loadHistory, tc.f)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if rows := BuildBatchRows(meta, nil, BatchFilter{Limit: 1}); len(rows) != 1 || rows[0].BatchID != "gateway-3/20260105T1000.parquet" {
+		t.Errorf("limit 1 without history: %+v", rows)
 	}
 }

@@ -121,6 +121,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	c.Validate = settings.Validate.Get(r)
 	c.ValidateOptions.TimeColumn = settings.TimeColumn.Get(r)
 	c.ValidateOptions.TimeUnit = settings.TimeUnit.Get(r)
+	c.ValidateOptions.AssumeLocation = settings.AssumeTimezone.Get(r)
 	loc := settings.Landing.Require(r)
 	if err := r.Err(); err != nil {
 		return nil, err

@@ -56,9 +56,11 @@ func TestNewCmdUpload(t *testing.T) {
 		{
 			name: "settings from the environment",
 			args: []string{"--validate=false", "--gzip", "--time", "now", "r.csv"},
-			env:  map[string]string{"LANDING_BUCKET": "my-landing", "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_UPLOAD_PREFIX": "/site-3/", "TIMELAKE_TIME_COLUMN": "ts"},
+			env: map[string]string{"LANDING_BUCKET": "my-landing", "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_UPLOAD_PREFIX": "/site-3/", "TIMELAKE_TIME_COLUMN": "ts",
+				"TIMELAKE_ASSUME_TIMEZONE": "Europe/Berlin"},
 			check: func(t *testing.T, c upload.Config) {
-				if c.Store.URI() != "s3://my-landing" || c.Gateway != "gw1" || c.Prefix != "site-3" || c.Validate || !c.Gzip || c.Time != upload.TimeNow || c.ValidateOptions.TimeColumn != "ts" {
+				if c.Store.URI() != "s3://my-landing" || c.Gateway != "gw1" || c.Prefix != "site-3" || c.Validate || !c.Gzip || c.Time != upload.TimeNow || c.ValidateOptions.TimeColumn != "ts" ||
+					c.ValidateOptions.AssumeLocation.String() != "Europe/Berlin" {
 					t.Errorf("config = %+v", c)
 				}
 			},
@@ -105,6 +107,7 @@ func TestNewCmdUpload(t *testing.T) {
 		{name: "done is the spool", args: []string{"--landing", landing, "--gateway", "g", "--spool", dir, "--done", dir + "/"}, wantErr: "another folder"},
 		{name: "bad prefix", args: []string{"--landing", landing, "--gateway", "g", "--prefix", "a/../b", "a.csv"}, wantErr: "--prefix"},
 		{name: "bad time unit", args: []string{"--landing", landing, "--gateway", "g", "--time-unit", "h", "a.csv"}, wantErr: "--time-unit"},
+		{name: "bad zone", args: []string{"--landing", landing, "--gateway", "g", "--assume-timezone", "Mars/Olympus", "a.csv"}, wantErr: "--assume-timezone"},
 		{name: "no landing", args: []string{"--gateway", "g", "a.csv"}, wantErr: "pass --landing or set LANDING_BUCKET"},
 		{name: "bad landing", args: []string{"--gateway", "g", "--landing", "Bad_Bucket", "a.csv"}, wantErr: "invalid bucket name"},
 	}
@@ -191,13 +194,13 @@ func TestOutputAndExitCodes(t *testing.T) {
 		{name: "uploaded", args: []string{file}, wantOut: fmt.Sprintf("uploaded         %s -> %s  74 bytes\n", file, key)},
 		{name: "already uploaded", args: []string{file}, wantOut: fmt.Sprintf("already uploaded %s -> %s  74 bytes\n", file, key)},
 		{name: "invalid file", args: []string{broken}, wantCode: cmdutil.ExitFailed,
-			wantErrOut: fmt.Sprintf("Error: %s: row 3: wrong number of fields (the header has 3) at line 4\n", broken)},
+			wantErrOut: fmt.Sprintf("Error: %s: row 3 (line 4): wrong number of fields: the line has 2, the header has 3\n", broken)},
 		{name: "conflict", args: []string{"--key", key, other}, wantCode: cmdutil.ExitFailed,
 			wantErrOut: "Error: " + key + ": key already exists with different content in " + landing},
 		{name: "usage", args: []string{"--time", "x", file}, wantCode: cmdutil.ExitUsage,
 			wantErrOut: "Error: --time: \"x\" is not one of mtime, now\nTry: timelake upload --help\n"},
 		{name: "several files", args: []string{file, broken}, wantCode: cmdutil.ExitFailed,
-			wantOut:    fmt.Sprintf("already uploaded %s -> %s  74 bytes\nfailed           %s: row 3: wrong number of fields (the header has 3) at line 4\n", file, key, broken),
+			wantOut:    fmt.Sprintf("already uploaded %s -> %s  74 bytes\nfailed           %s: row 3 (line 4): wrong number of fields: the line has 2, the header has 3\n", file, key, broken),
 			wantErrOut: "Error: 1 of 2 files failed\n"},
 	}
 	summary := regexp.MustCompile(`(?m)^0 uploaded \(0 bytes\), 1 already uploaded, 1 failed to .*/landing in \d+\.\ds\n`)
@@ -296,7 +299,7 @@ func TestValidationBeforeAnyRequest(t *testing.T) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
 	}
 	code, _, errOut := run(t, env, false, broken)
-	if code != cmdutil.ExitFailed || !strings.Contains(errOut, broken+": row 1: malformed csv (line 2)") {
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, broken+": row 1 (line 2): malformed csv") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	if n := requests.Load(); n != 0 {

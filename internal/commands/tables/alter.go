@@ -1,0 +1,291 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
+)
+
+// AlterOptions are the inputs of `tables alter`.
+type AlterOptions struct {
+	Output
+	Lake   *lake.Lake
+	Table  lake.TableName
+	Set    map[string]string // properties to set
+	Unset  []string          // properties to remove, sorted
+	DryRun bool
+}
+
+// NewCmdAlter builds `tables alter`. runF replaces RunAlter in tests; nil
+// means RunAlter.
+func NewCmdAlter(f *cmdutil.Factory, runF func(context.Context, *AlterOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "alter [NAME] --set KEY=VALUE ... [--unset KEY ...]",
+		Short: "Set or remove table properties: maintenance settings (timelake.*) and Iceberg's",
+		Long: `Set and remove table properties in one commit, made through the same
+conditional commit as appends: it applies to the newest version and never
+undoes another writer's commit. It prints each property before and after.
+
+timelake.* properties are the maintenance settings (docs/maintenance.md):
+` + knownProperties("  ") + `
+Their values are checked; an unknown timelake.* key, or one of the table
+contract (timelake.time-column, timelake.series-key, timelake.chunk, ...), is
+refused with exit code 2, as are Iceberg's reserved keys (format-version,
+uuid, ...). Other keys (write.*, history.*, commit.*, ...) are Iceberg
+properties and are passed through as they are.`,
+		Example: `  timelake tables alter iot.readings --set timelake.snapshot-retention=1h --set timelake.dedupe-window=30d
+  timelake tables alter --unset timelake.snapshot-retention --dry-run
+  timelake tables alter other.table --set timelake.auto-maintain=true`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := f.Settings(cmd)
+			if err != nil {
+				return err
+			}
+			opts := &AlterOptions{Output: output(f), DryRun: settings.DryRun.Get(r)}
+			set, unset := settings.SetProperty.Get(r), settings.UnsetProperty.Get(r)
+			if err := r.Err(); err != nil {
+				return err
+			}
+			if opts.Set, opts.Unset, err = ParseAlter(set, unset); err != nil {
+				return err
+			}
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts, runF, RunAlter)
+		},
+	}
+	settings.Bind(cmd.Flags(), settings.TablesAlter)
+	return cmd
+}
+
+// knownProperties lists the timelake.* properties that can be set, with what
+// each accepts, one a line behind indent.
+func knownProperties(indent string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(lake.MaintenanceProperties)) {
+		fmt.Fprintf(&b, "%s%-28s %s\n", indent, k, lake.MaintenanceProperties[k])
+	}
+	return b.String()
+}
+
+// ParseAlter reads --set KEY=VALUE and --unset KEY and checks them before
+// anything is loaded. Errors are usage errors (exit 2) naming the key: a
+// malformed pair, a key given twice or both set and unset, an empty value,
+// an Iceberg reserved property, a timelake.* key that is unknown or part of
+// the table contract (the message lists those that can be set), a bad
+// value (lake.ValidateProperty), or nothing to change.
+func ParseAlter(set, unset []string) (map[string]string, []string, error) {
+	out := map[string]string{}
+	for _, kv := range set {
+		k, v, _ := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if _, dup := out[k]; dup {
+			return nil, nil, cmdutil.UsageErrorf("--set %s is given twice", k)
+		}
+		if v == "" {
+			return nil, nil, cmdutil.UsageErrorf("--set %s=: empty value (--unset %s removes the property)", k, k)
+		}
+		if err := checkKey("--set", k); err != nil {
+			return nil, nil, err
+		}
+		if err := lake.ValidateProperty(k, v); err != nil {
+			return nil, nil, cmdutil.UsageErrorf("--set %s", err)
+		}
+		out[k] = v
+	}
+	var keys []string
+	for _, k := range unset {
+		k = strings.TrimSpace(k)
+		if _, both := out[k]; both {
+			return nil, nil, cmdutil.UsageErrorf("%s is given to both --set and --unset", k)
+		}
+		if slices.Contains(keys, k) {
+			return nil, nil, cmdutil.UsageErrorf("--unset %s is given twice", k)
+		}
+		if err := checkKey("--unset", k); err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k)
+	}
+	if len(out) == 0 && len(keys) == 0 {
+		return nil, nil, cmdutil.UsageErrorf("nothing to change: give --set KEY=VALUE or --unset KEY")
+	}
+	slices.Sort(keys)
+	return out, keys, nil
+}
+
+// checkKey refuses the keys no command may change: Iceberg's reserved
+// properties (they describe the metadata, table.ReservedProperties) and
+// timelake.* keys that are not maintenance settings.
+func checkKey(flag, k string) error {
+	if k == "" {
+		return cmdutil.UsageErrorf("%s: empty property name", flag)
+	}
+	if slices.Contains(table.ReservedProperties[:], k) {
+		return cmdutil.UsageErrorf("%s %s: reserved by Iceberg (it describes the table metadata), not a property", flag, k)
+	}
+	if _, ok := lake.MaintenanceProperties[k]; ok || !strings.HasPrefix(k, "timelake.") {
+		return nil
+	}
+	why := "unknown property"
+	switch err := lake.ValidateProperty(k, "x"); {
+	case k == lake.PropLoadHistory:
+		why = "the load history's segment list, kept by timelake"
+	case err != nil && strings.Contains(err.Error(), "cannot be changed"):
+		why = "part of the table contract, set by timelake when the table is created"
+	}
+	return cmdutil.UsageErrorf("%s %s: %s (the timelake.* properties that can be set: %s)", flag, k, why,
+		strings.Join(slices.Sorted(maps.Keys(lake.MaintenanceProperties)), ", "))
+}
+
+// PropertyChange is one property named by tables alter: its value before
+// and after (null when not set).
+type PropertyChange struct {
+	Property string  `json:"property"`
+	Before   *string `json:"before"`
+	After    *string `json:"after"`
+	Changed  bool    `json:"changed"`
+	// DefaultBefore and DefaultAfter are the values a maintenance
+	// setting takes when its property is not set (the terminal shows them).
+	DefaultBefore string `json:"-"`
+	DefaultAfter  string `json:"-"`
+}
+
+// AlterReport is the --json document of `tables alter`.
+type AlterReport struct {
+	Table      string           `json:"table"`
+	DryRun     bool             `json:"dry_run"`
+	Version    int              `json:"version"` // the metadata version after the command
+	Changed    int              `json:"changed"` // properties changed (or that would be)
+	Properties []PropertyChange `json:"properties"`
+}
+
+// BuildAlterReport compares the properties named by set and unset in
+// before and after (after: what the commit left, or, in a dry run, before
+// with the change applied).
+func BuildAlterReport(table string, dryRun bool, version int, before, after iceberg.Properties, set map[string]string, unset []string) AlterReport {
+	r := AlterReport{Table: table, DryRun: dryRun, Version: version, Properties: []PropertyChange{}}
+	defaultsBefore := settingValues(lake.MaintenanceSettingsOf(before))
+	defaultsAfter := settingValues(lake.MaintenanceSettingsOf(after))
+	for _, k := range slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(set)), unset...))) {
+		c := PropertyChange{Property: k, Before: lookup(before, k), After: lookup(after, k)}
+		c.Changed = (c.Before == nil) != (c.After == nil) || (c.Before != nil && *c.Before != *c.After)
+		if slices.Contains(maintenanceKeys, k) {
+			c.DefaultBefore, c.DefaultAfter = defaultsBefore[k], defaultsAfter[k]
+		}
+		if c.Changed {
+			r.Changed++
+		}
+		r.Properties = append(r.Properties, c)
+	}
+	return r
+}
+
+func lookup(p iceberg.Properties, k string) *string {
+	if v, ok := p[k]; ok {
+		return &v
+	}
+	return nil
+}
+
+// applied is props with set and unset applied.
+func applied(props iceberg.Properties, set map[string]string, unset []string) iceberg.Properties {
+	out := maps.Clone(props)
+	if out == nil {
+		out = iceberg.Properties{}
+	}
+	for _, k := range unset {
+		delete(out, k)
+	}
+	maps.Copy(out, set)
+	return out
+}
+
+// RunAlter loads the table, commits the property change (unless DryRun or
+// nothing changes) and prints each property before and after.
+func RunAlter(ctx context.Context, opts *AlterOptions) error {
+	t, err := opts.Lake.LoadTable(ctx, opts.Table)
+	if err != nil {
+		return err
+	}
+	before := t.Properties()
+	after := applied(before, opts.Set, opts.Unset)
+	if !opts.DryRun {
+		if err := t.SetProperties(ctx, opts.Set, opts.Unset); err != nil {
+			return err
+		}
+		after = t.Properties()
+	}
+	return RenderAlter(opts.Output, BuildAlterReport(opts.Table.String(), opts.DryRun, t.Version(), before, after, opts.Set, opts.Unset))
+}
+
+// RenderAlter prints r: one JSON document with --json; on a terminal a
+// summary line and the properties before and after; in a pipe a header and
+// one row per property (property, before, after, changed; empty when not
+// set).
+func RenderAlter(o Output, r AlterReport) error {
+	if o.JSON {
+		return o.IO.PrintJSON(r)
+	}
+	tty := o.tty()
+	if tty {
+		n := fmt.Sprintf("%d properties", r.Changed)
+		if r.Changed == 1 {
+			n = "1 property"
+		}
+		var head string
+		switch {
+		case r.DryRun:
+			head = fmt.Sprintf("%s: %s would change (dry run; metadata v%d)", r.Table, n, r.Version)
+		case r.Changed == 0:
+			head = fmt.Sprintf("%s: nothing to change (metadata v%d)", r.Table, r.Version)
+		default:
+			head = fmt.Sprintf("%s: %s changed (metadata v%d)", r.Table, n, r.Version)
+		}
+		if _, err := fmt.Fprintln(o.IO.Out, head); err != nil {
+			return err
+		}
+	}
+	t := o.IO.NewTable(iostreams.Column{Header: "property"}, iostreams.Column{Header: "before"},
+		iostreams.Column{Header: "after"}, iostreams.Column{Header: "changed"})
+	for _, c := range r.Properties {
+		before, after := optPtr(c.Before), optPtr(c.After)
+		if tty {
+			before, after = propertyText(c.Before, c.DefaultBefore), propertyText(c.After, c.DefaultAfter)
+		}
+		changed := strconvBool(c.Changed)
+		switch {
+		case tty && c.Changed:
+			changed = "yes"
+		case tty:
+			changed = "no"
+		}
+		t.AddRow(c.Property, before, after, changed)
+	}
+	return t.Render()
+}
+
+// propertyText is a property value for a terminal: the value, or "not set"
+// with the default that then applies.
+func propertyText(v *string, def string) string {
+	switch {
+	case v != nil:
+		return *v
+	case def != "":
+		return "not set (default " + def + ")"
+	}
+	return "not set"
+}

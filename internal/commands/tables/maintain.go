@@ -1,0 +1,499 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings"
+)
+
+// MaintainOptions are the inputs of `tables maintain`.
+type MaintainOptions struct {
+	Output
+	Lake    *lake.Lake
+	Table   lake.TableName
+	Budget  time.Duration // no step starts after it is used up; 0: no bound
+	DryRun  bool
+	Orphans bool // look for orphan files now, not only once an hour
+}
+
+// NewCmdMaintain builds `tables maintain`. runF replaces RunMaintain in
+// tests; nil means RunMaintain.
+func NewCmdMaintain(f *cmdutil.Factory, runF func(context.Context, *MaintainOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "maintain [NAME]",
+		Short: "Run one round of table maintenance now: compaction, snapshot expiry, orphan files",
+		Long: `Run one round of the maintenance that ingest runs after loading
+(docs/maintenance.md), and print what it did:
+
+  1. compaction: the small data files of each partition are rewritten,
+     sorted, into larger ones (size tiers; a partition whose files are all
+     older than timelake.compact-cold-after into files of
+     timelake.target-file-size), committed as one replace snapshot;
+  2. snapshot expiry: snapshots older than timelake.snapshot-retention are
+     expired, keeping the newest timelake.min-snapshots; their batch ids
+     move into the load history in the same commit, and the files only they
+     referenced are deleted;
+  3. orphan files: files in data/ and metadata/ that nothing references and
+     that are older than timelake.orphan-min-age are deleted (once an hour,
+     or now with --orphans).
+
+A table created by timelake before these settings existed first gets them.
+The table's settings (its timelake.* properties, or the defaults) are printed
+with where each comes from; change them with timelake tables alter. A table
+whose settings keep ingest from maintaining it (not created by timelake and
+no timelake.auto-maintain=true) is maintained here all the same.
+
+Run it by hand, or from cron instead of inline maintenance: ingest with
+--maintenance-budget 0, and this command every few minutes. Exit code 1 when
+a step failed (what was done before is printed).`,
+		Example: `  timelake tables maintain iot.readings --dry-run
+  timelake tables maintain --env-file timelake.env --budget 2m
+  */5 * * * * cd $HOME/timelake && timelake tables maintain --env-file timelake.env >> maintain.log 2>&1`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := f.Settings(cmd)
+			if err != nil {
+				return err
+			}
+			opts := &MaintainOptions{
+				Output:  output(f),
+				Budget:  settings.MaintainBudget.Get(r),
+				DryRun:  settings.DryRun.Get(r),
+				Orphans: settings.Orphans.Get(r),
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
+				return err
+			}
+			return run(cmd.Context(), opts, runF, RunMaintain)
+		},
+	}
+	settings.Bind(cmd.Flags(), settings.TablesMaintain)
+	return cmd
+}
+
+// MaintainReport is the --json document of `tables maintain`.
+type MaintainReport struct {
+	Table  string `json:"table"`
+	DryRun bool   `json:"dry_run"`
+	// Enabled says whether the table's settings let ingest maintain it,
+	// Why why (tables maintain runs either way).
+	Enabled bool   `json:"enabled"`
+	Why     string `json:"why"`
+	// Skipped says why nothing was done (gc.enabled=false).
+	Skipped string `json:"skipped,omitempty"`
+	// Upgraded names the properties set on a table created by timelake
+	// before maintenance existed ([] when none).
+	Upgraded []string `json:"upgraded"`
+	// Compaction, Expiry and Orphans are null for a step that did not run
+	// this round: the round was skipped, the budget ran out or a step
+	// before it failed; orphan files are also looked for only once an
+	// hour (or with --orphans).
+	Compaction *CompactionReport `json:"compaction"`
+	Expiry     *ExpiryReport     `json:"expiry"`
+	Orphans    *OrphanReport     `json:"orphans"`
+	// Pending is set when --budget ran out with work left.
+	Pending bool `json:"pending"`
+	// Settings are the maintenance settings in effect.
+	Settings        []SettingRow `json:"settings"`
+	MetadataVersion int          `json:"metadata_version"` // N of the vN.metadata.json after the round
+	Seconds         float64      `json:"seconds"`
+	// Error is why a step failed (the command exits 1); the report says
+	// what was done before.
+	Error string `json:"error,omitempty"`
+}
+
+// CompactionReport is what compaction did.
+type CompactionReport struct {
+	// SnapshotID is the replace snapshot; null when nothing was committed.
+	SnapshotID *int64          `json:"snapshot_id"`
+	Groups     []CompactionRow `json:"groups"`
+	// Dropped counts groups not committed because another writer
+	// replaced one of their files meanwhile (nothing is lost).
+	Dropped int `json:"dropped"`
+}
+
+// CompactionRow is one group of files of a partition rewritten together.
+type CompactionRow struct {
+	Partition string `json:"partition"` // e.g. time_day=2026-01-05
+	Reason    string `json:"reason"`    // tiered or cold
+	Tier      int    `json:"tier"`      // the size tier merged (tiered groups)
+	FilesIn   int    `json:"files_in"`
+	BytesIn   int64  `json:"bytes_in"`
+	Rows      int64  `json:"rows"`
+	FilesOut  int    `json:"files_out"` // 0 in a dry run
+	BytesOut  int64  `json:"bytes_out"` // 0 in a dry run
+}
+
+// ExpiryReport is what snapshot expiry did.
+type ExpiryReport struct {
+	Expired        int `json:"expired"` // snapshots expired (or that would be)
+	Kept           int `json:"kept"`    // snapshots left
+	KeysRemembered int `json:"keys_remembered"`
+	FilesDeleted   int `json:"files_deleted"`
+}
+
+// OrphanReport is what orphan file removal found.
+type OrphanReport struct {
+	Removed int      `json:"removed"` // files deleted (or that would be)
+	Bytes   int64    `json:"bytes"`
+	Young   int      `json:"young"` // unreferenced files kept: younger than timelake.orphan-min-age
+	Files   []string `json:"files"` // relative to the table location
+}
+
+// SettingRow is one maintenance setting in effect: the table property, its
+// value as the property would say it, and where it comes from
+// (lake.SourceProperty or lake.SourceDefault).
+type SettingRow struct {
+	Property string `json:"property"`
+	Value    string `json:"value"`
+	Source   string `json:"source"`
+}
+
+// maintenanceKeys are the settings a report lists, in order.
+var maintenanceKeys = []string{
+	lake.PropAutoMaintain, lake.PropSnapshotRetention, lake.PropMinSnapshots, lake.PropDedupeWindow,
+	lake.PropTargetFileSize, lake.PropCompactMinFiles, lake.PropCompactColdAfter, lake.PropOrphanMinAge,
+	table.MetadataPreviousVersionsMaxKey,
+}
+
+// settingValues renders each setting of s as its property would say it
+// (15m, 14d, 32MiB), by property name.
+func settingValues(s lake.MaintenanceSettings) map[string]string {
+	return map[string]string{
+		lake.PropAutoMaintain:                strconvBool(s.Enabled),
+		lake.PropSnapshotRetention:           ageText(s.SnapshotRetention),
+		lake.PropMinSnapshots:                formatInt(int64(s.MinSnapshots)),
+		lake.PropDedupeWindow:                ageText(s.DedupeWindow),
+		lake.PropTargetFileSize:              settings.FormatBytes(s.TargetFileSize),
+		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),
+		lake.PropCompactColdAfter:            ageText(s.CompactColdAfter),
+		lake.PropOrphanMinAge:                ageText(s.OrphanMinAge),
+		table.MetadataPreviousVersionsMaxKey: formatInt(int64(s.MetadataVersions)),
+	}
+}
+
+// SettingRows lists the settings of s in effect, in a fixed order.
+func SettingRows(s lake.MaintenanceSettings) []SettingRow {
+	values := settingValues(s)
+	rows := make([]SettingRow, 0, len(maintenanceKeys))
+	for _, k := range maintenanceKeys {
+		src := s.Sources[k]
+		if src == "" {
+			src = lake.SourceDefault
+		}
+		rows = append(rows, SettingRow{Property: k, Value: values[k], Source: src})
+	}
+	return rows
+}
+
+func strconvBool(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// ageText renders a duration the way table properties say it: whole days
+// as 14d, else whole hours (36h), whole minutes (15m), else Go's form.
+func ageText(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d > 0 && d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
+	case d > 0 && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d > 0 && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// BuildMaintainReport describes one round of maintenance of table: rep as
+// Table.Maintain returned it with err, and the metadata version after it.
+func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, version int, err error) MaintainReport {
+	r := MaintainReport{Table: table, DryRun: dryRun, Enabled: rep.Settings.Enabled, Why: rep.Settings.Why,
+		Skipped: rep.Skipped, Upgraded: append([]string{}, rep.Upgraded...), Pending: rep.Pending,
+		Settings: SettingRows(rep.Settings), MetadataVersion: version, Seconds: rep.Took.Seconds()}
+	// A step that ran reports the version it worked on (Compact and
+	// Expire, dry runs included).
+	if c := rep.Compacted; c.Version != 0 {
+		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped}
+		if id := c.SnapshotID; id != 0 {
+			r.Compaction.SnapshotID = &id
+		}
+		for _, g := range c.Groups {
+			r.Compaction.Groups = append(r.Compaction.Groups, CompactionRow{Partition: g.Partition, Reason: g.Reason,
+				Tier: g.Tier, FilesIn: g.FilesIn, BytesIn: g.BytesIn, Rows: g.Rows, FilesOut: g.FilesOut, BytesOut: g.BytesOut})
+		}
+	}
+	if e := rep.Expired; e.Version != 0 {
+		r.Expiry = &ExpiryReport{Expired: len(e.Expired), Kept: e.Kept, KeysRemembered: e.Remembered, FilesDeleted: e.FilesDeleted}
+	}
+	if o := rep.Orphans; o != nil {
+		r.Orphans = &OrphanReport{Removed: len(o.Files), Bytes: o.Bytes, Young: o.Young, Files: append([]string{}, o.Files...)}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// RunMaintain loads the table, runs one round of maintenance (forced: also
+// on a table whose settings do not enable it) and prints what it did. When
+// a step failed, it prints what was done before and returns the error.
+func RunMaintain(ctx context.Context, opts *MaintainOptions) error {
+	t, err := opts.Lake.LoadTable(ctx, opts.Table)
+	if err != nil {
+		return err
+	}
+	rep, err := t.Maintain(ctx, lake.MaintainOptions{Budget: opts.Budget, Force: true, DryRun: opts.DryRun, Orphans: opts.Orphans})
+	if err != nil && rep.Settings.Sources == nil {
+		return err // the table could not even be read again: nothing to report
+	}
+	if rerr := RenderMaintain(opts.Output, BuildMaintainReport(opts.Table.String(), opts.DryRun, rep, t.Version(), err)); rerr != nil && err == nil {
+		return rerr
+	}
+	return err
+}
+
+// RenderMaintain prints r: one JSON document with --json; on a terminal a
+// summary line and a section per step; in a pipe one tab-separated record
+// per line, its type first (docs/tables.md).
+func RenderMaintain(o Output, r MaintainReport) error {
+	switch {
+	case o.JSON:
+		return o.IO.PrintJSON(r)
+	case o.tty():
+		return renderMaintainTTY(o.IO.Out, r)
+	}
+	var b strings.Builder
+	rec := func(fields ...string) {
+		b.WriteString(strings.Join(fields, "\t"))
+		b.WriteByte('\n')
+	}
+	rec("table", r.Table)
+	rec("dry_run", strconvBool(r.DryRun))
+	rec("enabled", strconvBool(r.Enabled), r.Why)
+	if r.Skipped != "" {
+		rec("skipped", r.Skipped)
+	}
+	for _, p := range r.Upgraded {
+		rec("upgraded", p)
+	}
+	if c := r.Compaction; c != nil {
+		for _, g := range c.Groups {
+			rec("compacted", g.Partition, g.Reason, formatInt(int64(g.Tier)), formatInt(int64(g.FilesIn)), formatInt(g.BytesIn),
+				formatInt(g.Rows), formatInt(int64(g.FilesOut)), formatInt(g.BytesOut))
+		}
+		if c.SnapshotID != nil {
+			rec("compaction_snapshot_id", formatInt(*c.SnapshotID))
+		}
+	}
+	if e := r.Expiry; e != nil {
+		rec("expired", formatInt(int64(e.Expired)), formatInt(int64(e.Kept)), formatInt(int64(e.KeysRemembered)), formatInt(int64(e.FilesDeleted)))
+	}
+	if or := r.Orphans; or != nil {
+		rec("orphans", formatInt(int64(or.Removed)), formatInt(or.Bytes), formatInt(int64(or.Young)))
+		for _, f := range or.Files {
+			rec("orphan", f)
+		}
+	}
+	for _, s := range r.Settings {
+		rec("setting", s.Property, s.Value, s.Source)
+	}
+	rec("pending", strconvBool(r.Pending))
+	rec("metadata_version", formatInt(int64(r.MetadataVersion)))
+	rec("seconds", fmt.Sprintf("%.3f", r.Seconds))
+	_, err := io.WriteString(o.IO.Out, b.String())
+	return err
+}
+
+// maintainSummary is the first line on a terminal: what the round did.
+func maintainSummary(r MaintainReport) string {
+	if r.Skipped != "" {
+		return fmt.Sprintf("%s: nothing done: %s", r.Table, r.Skipped)
+	}
+	would := func(did, will string) string {
+		if r.DryRun {
+			return will
+		}
+		return did
+	}
+	var parts []string
+	if c := r.Compaction; c != nil {
+		var in, out int
+		var bytesIn, bytesOut int64
+		for _, g := range c.Groups {
+			in, out, bytesIn, bytesOut = in+g.FilesIn, out+g.FilesOut, bytesIn+g.BytesIn, bytesOut+g.BytesOut
+		}
+		switch {
+		case in == 0:
+			parts = append(parts, "nothing to compact")
+		case r.DryRun:
+			parts = append(parts, fmt.Sprintf("would compact %s (%s) in %s",
+				plural(int64(in), "file"), iostreams.HumanBytes(bytesIn), plural(int64(len(c.Groups)), "group")))
+		default:
+			parts = append(parts, fmt.Sprintf("compacted %s (%s) into %d (%s)",
+				plural(int64(in), "file"), iostreams.HumanBytes(bytesIn), out, iostreams.HumanBytes(bytesOut)))
+		}
+	}
+	switch e := r.Expiry; {
+	case e == nil:
+	case e.Expired == 0:
+		parts = append(parts, "no snapshot to expire")
+	default:
+		parts = append(parts, fmt.Sprintf("%s %s", would("expired", "would expire"), plural(int64(e.Expired), "snapshot")))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing done")
+	}
+	switch or := r.Orphans; {
+	case or != nil && or.Removed == 0:
+		parts = append(parts, "no orphan files")
+	case or != nil:
+		parts = append(parts, fmt.Sprintf("%s %s", would("removed", "would remove"), plural(int64(or.Removed), "orphan file")))
+	}
+	s := fmt.Sprintf("%s: %s; metadata v%d, took %.1fs", r.Table, strings.Join(parts, ", "), r.MetadataVersion, r.Seconds)
+	if r.Pending {
+		s += "; the budget ran out with work left: run it again"
+	}
+	return s
+}
+
+// orphanListMax bounds the orphan files a terminal lists.
+const orphanListMax = 10
+
+func renderMaintainTTY(w io.Writer, r MaintainReport) error {
+	var b strings.Builder
+	section := func(title string) { b.WriteString("\n" + title + "\n") }
+	b.WriteString(maintainSummary(r) + "\n")
+	if !r.Enabled {
+		fmt.Fprintf(&b, "note: the settings of %s keep ingest from maintaining it (%s); timelake tables alter %s --set %s=true lets it\n",
+			r.Table, r.Why, r.Table, lake.PropAutoMaintain)
+	}
+	if len(r.Upgraded) > 0 {
+		verb := "set"
+		if r.DryRun {
+			verb = "would set"
+		}
+		fmt.Fprintf(&b, "upgraded: a table created before maintenance existed; %s %s\n", verb, strings.Join(r.Upgraded, ", "))
+	}
+	notDone := "  not done this round (the round stopped before it)\n"
+	if r.Pending {
+		notDone = "  not done this round (the budget ran out before it)\n"
+	}
+	if r.Skipped == "" {
+		switch c := r.Compaction; {
+		case c == nil:
+			section("Compaction")
+			b.WriteString(notDone)
+		case len(c.Groups) > 0:
+			title := "Compaction"
+			if id := c.SnapshotID; id != nil {
+				title += fmt.Sprintf(" (replace snapshot %d)", *id)
+			}
+			section(title)
+			var tb strings.Builder
+			t := iostreams.NewTablePrinter(&tb, true,
+				iostreams.Column{Header: "partition"}, iostreams.Column{Header: "reason"}, iostreams.Column{Header: "tier", Right: true},
+				iostreams.Column{Header: "files in", Right: true}, iostreams.Column{Header: "size in", Right: true},
+				iostreams.Column{Header: "rows", Right: true}, iostreams.Column{Header: "files out", Right: true},
+				iostreams.Column{Header: "size out", Right: true})
+			for _, g := range c.Groups {
+				filesOut, sizeOut, tier := "-", "-", "-"
+				if !r.DryRun {
+					filesOut, sizeOut = formatInt(int64(g.FilesOut)), iostreams.HumanBytes(g.BytesOut)
+				}
+				if g.Reason == "tiered" {
+					tier = formatInt(int64(g.Tier))
+				}
+				t.AddRow(g.Partition, g.Reason, tier, formatInt(int64(g.FilesIn)), iostreams.HumanBytes(g.BytesIn),
+					formatInt(g.Rows), filesOut, sizeOut)
+			}
+			if err := t.Render(); err != nil {
+				return err
+			}
+			b.WriteString(indent(tb.String()))
+			if c.Dropped > 0 {
+				fmt.Fprintf(&b, "  %s dropped: another writer replaced their files meanwhile (nothing lost)\n",
+					plural(int64(c.Dropped), "group"))
+			}
+		}
+		section("Snapshot expiry")
+		switch e := r.Expiry; {
+		case e == nil:
+			b.WriteString(notDone)
+		case e.Expired == 0:
+			fmt.Fprintf(&b, "  none to expire (%d kept)\n", e.Kept)
+		case r.DryRun:
+			fmt.Fprintf(&b, "  %s would expire (%d kept); their batch ids would move into the load history\n",
+				plural(int64(e.Expired), "snapshot"), e.Kept)
+		default:
+			fmt.Fprintf(&b, "  %s expired (%d kept); %s moved into the load history; %s deleted\n",
+				plural(int64(e.Expired), "snapshot"), e.Kept, plural(int64(e.KeysRemembered), "batch id"), plural(int64(e.FilesDeleted), "file"))
+		}
+		section("Orphan files")
+		switch or := r.Orphans; {
+		case or == nil && (r.Pending || r.Error != ""):
+			b.WriteString(notDone)
+		case or == nil:
+			b.WriteString("  not looked for this round (at most once an hour; --orphans looks now)\n")
+		case or.Removed == 0:
+			fmt.Fprintf(&b, "  none (%d unreferenced but younger than %s, kept)\n", or.Young, settingValue(r, lake.PropOrphanMinAge))
+		default:
+			verb := "removed"
+			if r.DryRun {
+				verb = "would be removed"
+			}
+			fmt.Fprintf(&b, "  %s %s (%s); %d younger than %s kept\n", plural(int64(or.Removed), "file"), verb,
+				iostreams.HumanBytes(or.Bytes), or.Young, settingValue(r, lake.PropOrphanMinAge))
+			for i, f := range or.Files {
+				if i == orphanListMax {
+					fmt.Fprintf(&b, "  ... and %d more (--json lists them all)\n", len(or.Files)-orphanListMax)
+					break
+				}
+				b.WriteString("  " + f + "\n")
+			}
+		}
+	}
+	by := "on"
+	if !r.Enabled {
+		by = "off"
+	}
+	section(fmt.Sprintf("Settings (maintenance by ingest: %s, %s)", by, r.Why))
+	var tb strings.Builder
+	t := iostreams.NewTablePrinter(&tb, true, iostreams.Column{Header: "property"}, iostreams.Column{Header: "value"},
+		iostreams.Column{Header: "from"})
+	for _, s := range r.Settings {
+		t.AddRow(s.Property, s.Value, s.Source)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	b.WriteString(indent(tb.String()))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// settingValue is the value in effect of one setting of r.
+func settingValue(r MaintainReport, property string) string {
+	for _, s := range r.Settings {
+		if s.Property == property {
+			return s.Value
+		}
+	}
+	return ""
+}

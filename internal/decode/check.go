@@ -1,0 +1,229 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"io"
+)
+
+// Defaults of CheckOptions.
+const (
+	// DefaultSampleRows is the number of CSV/TSV data rows Check decodes.
+	DefaultSampleRows = 1000
+	// DefaultSampleBytes caps the decompressed text Check decodes (whole
+	// rows, at least one).
+	DefaultSampleBytes = 4 << 20
+	// DefaultParquetDecodeLimit is the size up to which Check decodes a
+	// Parquet file fully; larger ones have their footer and schema checked.
+	DefaultParquetDecodeLimit = 16 << 20
+)
+
+// CheckOptions bound the work of Check, so that a small gateway can check a
+// large file.
+type CheckOptions struct {
+	// SampleRows is the number of CSV/TSV data rows decoded; 0 means
+	// DefaultSampleRows.
+	SampleRows int
+	// SampleBytes caps the decompressed CSV/TSV text decoded; 0 means
+	// DefaultSampleBytes.
+	SampleBytes int64
+	// ParquetDecodeLimit: Parquet files up to this many bytes are decoded
+	// fully; 0 means DefaultParquetDecodeLimit.
+	ParquetDecodeLimit int64
+}
+
+// Check reports whether a landing file would decode, as Decode would decode
+// it with opts, with bounded work and memory; it is what upload --validate
+// runs on a gateway before sending a file. With opts.Target nil (the table
+// is not known there) the file is decoded as ingest decodes the file that
+// creates a table: columns and time column inferred, or the time column
+// given, with the same time unit and zone. The error is the one Decode
+// returns for the same problem, word for word:
+//
+//   - the whole file: its type (DetectFormat), its start (encodings other
+//     than UTF-8, other compression formats, binary content, an Excel sep=
+//     line, CR line ends), the header (names, duplicates, UTF-8);
+//   - CSV/TSV, every record: quoting, the number of fields, complete gzip
+//     data without trailing bytes (constant memory);
+//   - CSV/TSV values of the first SampleRows data rows (at most SampleBytes
+//     of text): the time column, numbers under the text number rules, UTF-8,
+//     local times under opts.AssumeLocation, unnamed trailing columns;
+//   - Parquet: decoded fully up to ParquetDecodeLimit bytes, else its
+//     footer, schema and column names.
+//
+// Not checked: values after the sample, and whether values fit the types of
+// an existing table (only ingest knows the table: a column that the sample
+// makes a string may be a double in the table). A file without data rows is
+// valid (ingest loads it as 0 rows once the table exists). When a file has
+// several problems, Check reports a structural one (a record) found anywhere
+// before a value problem in the sample, where Decode reports the first
+// batch's.
+func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) error {
+	if co.SampleRows <= 0 {
+		co.SampleRows = DefaultSampleRows
+	}
+	if co.SampleBytes <= 0 {
+		co.SampleBytes = DefaultSampleBytes
+	}
+	if co.ParquetDecodeLimit <= 0 {
+		co.ParquetDecodeLimit = DefaultParquetDecodeLimit
+	}
+	ro, err := resolveOptions(src.Key, opts)
+	if err != nil {
+		return err
+	}
+	head := make([]byte, 8)
+	n, err := src.R.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+	}
+	format, gz, err := DetectFormat(src.Key, head[:n])
+	if err != nil {
+		return err
+	}
+	whole := format == FormatParquet && src.Size <= co.ParquetDecodeLimit
+	if format != FormatParquet && !gz && src.Size <= co.SampleBytes {
+		// A small file of at most SampleRows records (a record ends at a
+		// newline) is its own sample.
+		lines, err := countLines(src)
+		if err != nil {
+			return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+		}
+		whole = lines <= int64(co.SampleRows)+1
+	}
+	if whole || src.Size == 0 {
+		return checkDecode(ctx, src, opts)
+	}
+	if format == FormatParquet {
+		return checkParquetFooter(ro, src)
+	}
+	comma := ','
+	if format == FormatTSV {
+		comma = '\t'
+	}
+	end, err := scanText(ctx, ro, src, gz, comma, co)
+	if err != nil {
+		return err
+	}
+	// The sample is a prefix of whole records of the decompressed text, so
+	// rows and lines are those of the file. Uncompressed, it is read in
+	// place.
+	sample := Source{Key: src.Key, R: io.NewSectionReader(src.R, 0, end), Size: end}
+	if gz {
+		r, c, err := openTextStream(ro, src, gz, false)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		b := make([]byte, end)
+		copy(b, utf8BOMIf(r.bom))
+		if _, err := io.ReadFull(r, b[len(utf8BOMIf(r.bom)):]); err != nil {
+			return textReadError(ro, 0, 0, err)
+		}
+		sample.R = bytes.NewReader(b)
+	}
+	return checkDecode(ctx, sample, opts)
+}
+
+// checkDecode decodes src and releases the result; a file without data rows
+// is valid.
+func checkDecode(ctx context.Context, src Source, opts DecodeOptions) error {
+	d, err := Decode(ctx, src, opts)
+	if errors.Is(err, ErrNoRows) {
+		return nil
+	}
+	d.Release()
+	return err
+}
+
+// countLines counts the '\n' of a file.
+func countLines(src Source) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var n int64
+	for off := int64(0); off < src.Size; off += int64(len(buf)) {
+		m, err := src.R.ReadAt(buf[:min(int64(len(buf)), src.Size-off)], off)
+		n += int64(bytes.Count(buf[:m], []byte{'\n'}))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// scanText reads every record of a text file with constant memory, checking
+// what Decode checks before the values (the start of the file, the header,
+// quoting, field counts, gzip data), and returns the offset in the
+// decompressed text (byte order mark included) that ends the header and
+// the first SampleRows data rows, or SampleBytes of whole rows (at least
+// one).
+func scanText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune, co CheckOptions) (int64, error) {
+	r, c, err := openTextStream(ro, src, gz, true)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	cr := csv.NewReader(r)
+	cr.Comma = comma
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return 0, &FileError{Key: ro.key, Reason: "empty file (no header line)"}
+	}
+	if err != nil {
+		return 0, textReadError(ro, 0, 0, err)
+	}
+	width := len(header)
+	if err := checkNames(ro.key, newTextColumns(header).out); err != nil {
+		return 0, err
+	}
+	bom := int64(len(utf8BOMIf(r.bom)))
+	end := int64(-1)
+	var row int64
+	for {
+		if row%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+			}
+		}
+		_, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		row++
+		if err != nil {
+			err := textReadError(ro, row, width, err)
+			var fe *FileError
+			if errors.As(err, &fe) {
+				addLine(ro, src, gz, comma, width, fe)
+			}
+			return 0, err
+		}
+		if end < 0 && (row == int64(co.SampleRows) || cr.InputOffset()+bom >= co.SampleBytes) {
+			end = cr.InputOffset() + bom
+		}
+	}
+	if end < 0 {
+		end = cr.InputOffset() + bom
+	}
+	return end, nil
+}
+
+// checkParquetFooter opens a Parquet file and reads its schema, as Decode
+// does first, without reading data.
+func checkParquetFooter(ro *resolved, src Source) error {
+	pf, _, sc, err := openParquetFile(ro, src)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	return checkNames(ro.key, sc)
+}
+
+func utf8BOMIf(bom bool) []byte {
+	if bom {
+		return utf8BOM
+	}
+	return nil
+}

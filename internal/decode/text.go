@@ -1,0 +1,507 @@
+package decode
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
+)
+
+// textSource reads CSV/TSV with arrow-go's csv reader, every column as a
+// nullable string, empty cells as nulls.
+type textSource struct {
+	ro     *resolved
+	cols   textColumns
+	r      *arrowcsv.Reader
+	closer io.Closer
+	rows   int64 // data rows returned so far
+}
+
+// textColumns are the columns of a text file: all of them as the CSV reader
+// reads them (read), and those a batch keeps (out): all but the unnamed
+// trailing columns (a delimiter at the end of every line), which must be
+// empty.
+type textColumns struct {
+	read, out *arrow.Schema
+}
+
+// newTextColumns names the string columns of a header; trailing empty names
+// are left out of out.
+func newTextColumns(header []string) textColumns {
+	fields := make([]arrow.Field, len(header))
+	for i, name := range header {
+		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	keep := len(fields)
+	for keep > 1 && fields[keep-1].Name == "" {
+		keep--
+	}
+	read := arrow.NewSchema(fields, nil)
+	if keep == len(fields) {
+		return textColumns{read: read, out: read}
+	}
+	return textColumns{read: read, out: arrow.NewSchema(fields[:keep], nil)}
+}
+
+// trim drops the unnamed trailing columns of rec (read with cols.read),
+// which must hold no value; rowBase is the number of data rows before rec.
+// rec is released when a new batch is returned, or on error.
+func (c textColumns) trim(ro *resolved, rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error) {
+	keep := c.out.NumFields()
+	if keep == c.read.NumFields() {
+		return rec, nil
+	}
+	for j := keep; j < int(rec.NumCols()); j++ {
+		col := rec.Column(j)
+		if col.NullN() == col.Len() {
+			continue
+		}
+		get := textValues(col)
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				rec.Release()
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Value: get(i),
+					Reason: fmt.Sprintf("column %d has no name in the header but holds the value %s: name the column, or remove the value (an unnamed column is dropped only when it is empty in every row)", j+1, quoteValue(get(i)))}
+			}
+		}
+	}
+	out := array.NewRecordBatch(c.out, rec.Columns()[:keep], rec.NumRows())
+	rec.Release()
+	return out, nil
+}
+
+// sniffBytes is how much of the (decompressed) start of a text file is
+// checked for whole-file problems.
+const sniffBytes = 64 << 10
+
+// openTextStream returns the decompressed byte stream of the file after a
+// leading UTF-8 byte order mark. With sniff set it checks the start of the
+// text for whole-file problems first (sniffText).
+func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.Closer, error) {
+	var r io.Reader = io.NewSectionReader(src.R, 0, src.Size)
+	var closer io.Closer = nopCloser{}
+	if gz {
+		zr, err := newGzipStream(r, src.Size)
+		if err != nil {
+			return nil, nil, textReadError(ro, 0, 0, err)
+		}
+		r, closer = zr, zr
+	}
+	// A small uncompressed file needs no larger buffer than itself
+	// (bufio's minimum is 16 bytes); a decode opens the stream twice.
+	size := sniffBytes
+	if !gz && src.Size < int64(size) {
+		size = int(max(src.Size, 16))
+	}
+	br := bufio.NewReaderSize(r, size)
+	head, err := br.Peek(size)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		_ = closer.Close()
+		return nil, nil, textReadError(ro, 0, 0, err)
+	}
+	bom := bytes.HasPrefix(head, utf8BOM)
+	if bom {
+		_, _ = br.Discard(len(utf8BOM))
+		head = head[len(utf8BOM):]
+	}
+	if sniff {
+		if err := checkTextStart(ro, head, gz, bom); err != nil {
+			_ = closer.Close()
+			return nil, nil, err
+		}
+	}
+	return &textStream{Reader: br, bom: bom}, closer, nil
+}
+
+// textStream is the decompressed text of a file after its byte order mark.
+type textStream struct {
+	*bufio.Reader
+	bom bool // a UTF-8 byte order mark was skipped
+}
+
+// openText reads the header in a first pass (to name the string columns and
+// to report header problems precisely), then opens the data pass: in
+// parallel chunks (chunkedText) when the file is large, uncompressed and
+// safe to split (planTextChunks), else sequentially (textSource).
+func openText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune) (batchSource, error) {
+	hr, hc, err := openTextStream(ro, src, gz, true)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(hr)
+	cr.Comma = comma
+	header, err := cr.Read()
+	_ = hc.Close()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FileError{Key: ro.key, Reason: "empty file (no header line)"}
+		}
+		return nil, textReadError(ro, 0, 0, err)
+	}
+	cols := newTextColumns(header)
+	if err := checkNames(ro.key, cols.out); err != nil {
+		return nil, err
+	}
+	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes {
+		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes)
+		if err != nil {
+			return nil, &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
+		}
+		if chunks != nil {
+			return &chunkedText{ctx: ctx, ro: ro, src: src, cols: cols, comma: comma, header: header,
+				chunks: chunks, workers: ro.parallel}, nil
+		}
+	}
+
+	dr, dc, err := openTextStream(ro, src, gz, false)
+	if err != nil {
+		return nil, err
+	}
+	// The reader preallocates builders for a whole chunk: size it to the
+	// file (a row takes at least 16 bytes; gzip shrinks text ~8x) so that
+	// small files do not allocate for 64K rows.
+	est := src.Size / 16
+	if gz {
+		est *= 8
+	}
+	chunk := int(min(int64(ro.batchRows), max(est, 256)))
+	r := arrowcsv.NewReader(dr, cols.read,
+		arrowcsv.WithHeader(true),
+		arrowcsv.WithComma(comma),
+		arrowcsv.WithNullReader(true, ""),
+		arrowcsv.WithChunk(chunk),
+		arrowcsv.WithAllocator(ro.mem),
+	)
+	return &textSource{ro: ro, cols: cols, r: r, closer: dc}, nil
+}
+
+func (t *textSource) schema() *arrow.Schema { return t.cols.out }
+
+func (t *textSource) next() (arrow.RecordBatch, error) {
+	ok := t.r.Next()
+	if err := t.r.Err(); err != nil {
+		var done int64
+		if rec := t.r.RecordBatch(); rec != nil {
+			done = rec.NumRows()
+		}
+		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	rec := t.r.RecordBatch()
+	rec.Retain()
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil, nil
+	}
+	rec, err := t.cols.trim(t.ro, rec, t.rows)
+	if err != nil {
+		return nil, err
+	}
+	t.rows += rec.NumRows()
+	return rec, nil
+}
+
+func (t *textSource) close() {
+	t.r.Release()
+	_ = t.closer.Close()
+}
+
+// errFieldCount marks the FileError of a line with the wrong number of
+// fields, so that Decode can add how many it had (locateRow).
+var errFieldCount = errors.New("wrong number of fields")
+
+// textReadError turns a CSV or gzip read error into a FileError. row is the
+// data row being read (0 for the header), width the number of header fields.
+func textReadError(ro *resolved, row int64, width int, err error) error {
+	var se *streamError
+	if errors.As(err, &se) {
+		return &FileError{Key: ro.key, Reason: se.reason, Err: se.err}
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			return &FileError{Key: ro.key, Row: row, Line: int64(pe.Line), Err: errFieldCount,
+				Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width)}
+		}
+		return &FileError{Key: ro.key, Row: row, Line: int64(pe.Line),
+			Reason: fmt.Sprintf("malformed csv at byte %d of the line: %v", pe.Column, pe.Err)}
+	}
+	if errors.Is(err, arrowcsv.ErrMismatchFields) {
+		return &FileError{Key: ro.key, Row: row, Err: errFieldCount, Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width)}
+	}
+	return &FileError{Key: ro.key, Row: row, Reason: "cannot read file", Err: err}
+}
+
+// locateRow finds data row row (1-based) of a text file by reading it again
+// with encoding/csv as arrow-go's reader does: the line the row starts on,
+// its number of fields, and whether it holds a carriage return not followed
+// by a line feed. ok is false when the file ends or fails before the row.
+// Only a refused file is read again, so this costs nothing on good files.
+func locateRow(ro *resolved, src Source, gz bool, comma rune, row int64) (line int64, fields int, bareCR bool, ok bool) {
+	r, c, err := openTextStream(ro, src, gz, false)
+	if err != nil {
+		return 0, 0, false, false
+	}
+	defer c.Close()
+	cr := csv.NewReader(r)
+	cr.Comma = comma
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	for i := int64(0); i <= row; i++ {
+		rec, err := cr.Read()
+		if err != nil {
+			return 0, 0, false, false
+		}
+		if i == row {
+			l, _ := cr.FieldPos(0)
+			for _, f := range rec {
+				if strings.Contains(f, "\r") {
+					bareCR = true
+				}
+			}
+			return int64(l), len(rec), bareCR, true
+		}
+	}
+	return 0, 0, false, false
+}
+
+// addLine completes a row error of a text file with its line and, for a
+// line with the wrong number of fields, how many it has.
+func addLine(ro *resolved, src Source, gz bool, comma rune, width int, fe *FileError) {
+	if fe.Row <= 0 {
+		return
+	}
+	line, fields, bareCR, ok := locateRow(ro, src, gz, comma, fe.Row)
+	if !ok {
+		return
+	}
+	if fe.Line == 0 {
+		fe.Line = line
+	}
+	if errors.Is(fe.Err, errFieldCount) {
+		fe.Err = nil
+		fe.Reason = fmt.Sprintf("wrong number of fields: the line has %d, the header has %d", fields, width)
+		if bareCR {
+			fe.Reason += " (the line holds a carriage return without a line feed: line ends must be LF or CRLF, not CR alone)"
+		}
+	}
+}
+
+// streamError is a problem with the bytes of the whole file, found while
+// reading it (gzip data); reason says what was found and what to do.
+type streamError struct {
+	reason string
+	err    error
+}
+
+func (e *streamError) Error() string { return e.reason }
+func (e *streamError) Unwrap() error { return e.err }
+
+// gzipStream decompresses a gzip file of one or more members (RFC 1952
+// section 2.2: members may be concatenated) and refuses bytes after the last
+// member that are not another member (padding, an appended copy of the
+// text, a broken upload) instead of Go's "invalid header".
+type gzipStream struct {
+	in   *countingReader
+	br   *bufio.Reader
+	zr   *gzip.Reader
+	size int64
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func newGzipStream(r io.Reader, size int64) (*gzipStream, error) {
+	in := &countingReader{r: r}
+	g := &gzipStream{in: in, br: bufio.NewReader(in), size: size}
+	zr, err := gzip.NewReader(g.br)
+	if err != nil {
+		return nil, gzipError(err)
+	}
+	zr.Multistream(false)
+	g.zr = zr
+	return g, nil
+}
+
+func (g *gzipStream) Read(p []byte) (int, error) {
+	for {
+		n, err := g.zr.Read(p)
+		if !errors.Is(err, io.EOF) {
+			if err != nil {
+				err = gzipError(err)
+			}
+			return n, err
+		}
+		// The end of a member: the end of the file, another member, or
+		// bytes that are neither.
+		if _, perr := g.br.Peek(1); errors.Is(perr, io.EOF) {
+			return n, io.EOF
+		}
+		at := g.in.n - int64(g.br.Buffered())
+		if rerr := g.zr.Reset(g.br); rerr != nil {
+			return n, &streamError{reason: fmt.Sprintf("%d bytes after the end of the gzip data (at byte offset %d) are not gzip data: the file was appended to or padded after it was compressed; compress the text again into a new file", g.size-at, at)}
+		}
+		g.zr.Multistream(false)
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (g *gzipStream) Close() error { return g.zr.Close() }
+
+// gzipError words a gzip decompression error.
+func gzipError(err error) error {
+	var ce flate.CorruptInputError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &streamError{reason: "the gzip data is truncated (the file ends inside the compressed data): upload the whole file again"}
+	case errors.Is(err, gzip.ErrChecksum):
+		return &streamError{reason: "the gzip data is corrupt (its checksum does not match): upload the file again"}
+	case errors.Is(err, gzip.ErrHeader):
+		return &streamError{reason: "not valid gzip data (bad gzip header)", err: err}
+	case errors.As(err, &ce):
+		return &streamError{reason: "the gzip data is corrupt", err: err}
+	}
+	return err
+}
+
+// Magic bytes of formats that are not text, found at the start of a file
+// named .csv or .tsv (or inside its gzip data): what they are and what to do.
+var notTextMagic = []struct {
+	magic      []byte
+	what, todo string
+}{
+	{gzipMagic, "gzip data inside gzip data", "the file was compressed twice: decompress it once"},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd-compressed data", recompress},
+	{[]byte("BZh"), "bzip2-compressed data", recompress},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, "xz-compressed data", recompress},
+	{[]byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, "a 7-Zip archive", "extract the CSV file and upload it"},
+	{[]byte("PK\x03\x04"), "a zip archive (or an Excel .xlsx workbook)", "extract the CSV file, or export the sheet as CSV UTF-8"},
+	{[]byte("PK\x05\x06"), "an empty zip archive", "upload the CSV file itself"},
+	{[]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, "an Excel .xls workbook", "export the sheet as CSV UTF-8"},
+	{parquetMagic, "a Parquet file inside gzip data", "upload Parquet files uncompressed, named .parquet"},
+}
+
+const recompress = "only gzip compression is supported: decompress the file, or compress it with gzip and name it .csv.gz or .tsv.gz"
+
+// Byte order marks of the Unicode encodings other than UTF-8, longest
+// first (UTF-32LE begins with the UTF-16LE mark).
+var otherBOMs = []struct {
+	bom  []byte
+	name string
+}{
+	{[]byte{0xff, 0xfe, 0x00, 0x00}, "UTF-32 (little-endian)"},
+	{[]byte{0x00, 0x00, 0xfe, 0xff}, "UTF-32 (big-endian)"},
+	{[]byte{0xff, 0xfe}, "UTF-16 (little-endian)"},
+	{[]byte{0xfe, 0xff}, "UTF-16 (big-endian)"},
+}
+
+// checkTextStart refuses a text file whose start (head: decompressed, without
+// its UTF-8 byte order mark) shows a problem with the whole file, naming
+// what was found and what to do: no bytes at all, another Unicode encoding
+// than UTF-8, compressed or archive formats, binary content, an Excel
+// "sep=" line, line ends of a lone carriage return.
+func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
+	fail := func(reason string) error { return &FileError{Key: ro.key, Reason: reason} }
+	if len(head) == 0 {
+		if gz {
+			return fail("empty file (the gzip data holds no text)")
+		}
+		if bom {
+			return fail("empty file (only a byte order mark)")
+		}
+		return fail("empty file (0 bytes)")
+	}
+	for _, b := range otherBOMs {
+		if !bom && bytes.HasPrefix(head, b.bom) {
+			return fail(fmt.Sprintf("the file is %s text (it starts with the byte order mark % x); only UTF-8 is read: save it as UTF-8 (in Excel: \"CSV UTF-8\")", b.name, b.bom))
+		}
+	}
+	for _, m := range notTextMagic {
+		if bytes.HasPrefix(head, m.magic) && (gz || !bytes.Equal(m.magic, gzipMagic)) {
+			return fail(fmt.Sprintf("not a text file: it starts with the bytes % x of %s; %s", m.magic, m.what, m.todo))
+		}
+	}
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		if utf16Like(head) {
+			return fail("the file looks like UTF-16 text without a byte order mark (every other byte is 0); only UTF-8 is read: save it as UTF-8")
+		}
+		return fail(fmt.Sprintf("binary content, not text: a NUL byte at byte offset %d; upload the CSV text itself", i+offsetOf(bom)))
+	}
+	line := head
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	if first := strings.TrimRight(string(line), "\r"); isSepLine(first) {
+		return fail(fmt.Sprintf("the first line %s is an Excel separator hint, which is not supported: remove that line (the separator must be a comma in .csv files and a tab in .tsv files)", strconv.Quote(first)))
+	}
+	if i := bytes.IndexByte(line, '\r'); i >= 0 && i+1 < len(line) && !quotedBefore(line, i) {
+		return fail("the line ends are a carriage return alone (CR, as old Mac programs write them): convert them to LF or CRLF")
+	}
+	return nil
+}
+
+func offsetOf(bom bool) int {
+	if bom {
+		return len(utf8BOM)
+	}
+	return 0
+}
+
+// utf16Like reports whether most of the first characters of b have a zero
+// byte in the same half of each 2-byte unit.
+func utf16Like(b []byte) bool {
+	n := min(len(b), 64) &^ 1
+	if n < 4 {
+		return false
+	}
+	var even, odd int
+	for i := 0; i < n; i += 2 {
+		if b[i] == 0 {
+			even++
+		}
+		if b[i+1] == 0 {
+			odd++
+		}
+	}
+	return max(even, odd) >= n/2*3/4
+}
+
+// isSepLine reports whether an Excel separator hint ("sep=;", possibly
+// quoted) is the whole line.
+func isSepLine(line string) bool {
+	l := strings.Trim(strings.TrimSpace(line), `"`)
+	return len(l) >= 4 && len(l) <= 5 && strings.EqualFold(l[:4], "sep=")
+}
+
+// quotedBefore reports whether position i of a line is inside a quoted
+// field (an odd number of quotes before it).
+func quotedBefore(line []byte, i int) bool {
+	return bytes.Count(line[:i], []byte{'"'})%2 == 1
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
