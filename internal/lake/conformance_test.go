@@ -136,7 +136,7 @@ func checkLayout(ctx context.Context, c confTable) error {
 	dataFile := regexp.MustCompile(`^data/` + regexp.QuoteMeta(timeCol+"_"+chunk) + `=` + valueFormat + `/[^/]+\.parquet$`)
 	manifestList := regexp.MustCompile(`^metadata/snap-\d+-\d+-[0-9a-f-]+\.avro$`)
 	manifest := regexp.MustCompile(`^metadata/[0-9a-f-]+-m\d+\.avro$`)
-	historySegment := regexp.MustCompile(`^metadata/load-history-\d+-\d+-[0-9a-f-]+\.parquet$`)
+	historySegment := regexp.MustCompile(`^metadata/_load-history-\d+-\d+-[0-9a-f-]+\.parquet$`)
 	var versions []int
 	var errs []error
 	for _, k := range keys {

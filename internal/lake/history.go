@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,7 @@ import (
 // without entering the history, whatever fails in between. Segments of
 // similar size are merged (8 at a time), dropping records older than the
 // dedupe window, so a table keeps a few dozen segments at most. Any Parquet
-// reader can read them (DuckDB: SELECT * FROM 'metadata/load-history-*.parquet').
+// reader can read them (DuckDB: SELECT * FROM 'metadata/_load-history-*.parquet').
 
 // Table properties of the load history and of maintenance (Timelake table
 // conventions where Timelake names them; docs/maintenance.md).
@@ -89,12 +91,16 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 	}
 }
 
-// segmentName is a segment's file name: load-history-<newest load time in
+// segmentName is a segment's file name: _load-history-<newest load time in
 // ms>-<records>-<uuid>.parquet, so that merging and window expiry can be
-// planned from the property alone.
+// planned from the property alone. The leading "_" hides it from the
+// orphan file removal of other Iceberg tools (Spark's remove_orphan_files
+// skips hidden names), to which it is a file no snapshot references.
 func segmentName(newest time.Time, records int) string {
-	return fmt.Sprintf("load-history-%d-%d-%s.parquet", newest.UnixMilli(), records, uuid.New())
+	return fmt.Sprintf("%s%d-%d-%s.parquet", segmentPrefix, newest.UnixMilli(), records, uuid.New())
 }
+
+const segmentPrefix = "_load-history-"
 
 // segmentInfo is what a segment's name says about it.
 type segmentInfo struct {
@@ -104,7 +110,7 @@ type segmentInfo struct {
 }
 
 func parseSegmentName(name string) (segmentInfo, bool) {
-	rest, ok := strings.CutPrefix(name, "load-history-")
+	rest, ok := strings.CutPrefix(name, segmentPrefix)
 	if !ok || !strings.HasSuffix(rest, ".parquet") {
 		return segmentInfo{}, false
 	}
@@ -307,17 +313,112 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 // historyKey is the store key of a segment of table n.
 func historyKey(n TableName, name string) string { return metadataPrefix(n) + name }
 
-// readSegment reads and decodes one segment from the store.
+// ErrLoadHistoryMissing is returned when a load history segment the table
+// names is gone (deleted by hand or by another tool's orphan removal): the
+// keys it held can no longer be recognised, so ingest stops rather than
+// load them twice. Table.Maintain drops the missing segments from the
+// table (docs/maintenance.md).
+var ErrLoadHistoryMissing = errors.New("a load history segment is missing")
+
+// readSegment reads and decodes one segment: from the Lake's segment cache
+// folder when an earlier run kept it there (segments are immutable, so a
+// cron poller downloads each once), else from the store (and keeps it).
 func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
-	body, _, err := storage.ReadAll(ctx, l.store, historyKey(n, name))
+	body, err := l.segmentBytes(ctx, n, name)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s of %s (the keys it held are no longer recognised; timelake tables maintain %s drops it from the table)",
+			ErrLoadHistoryMissing, name, n, n)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read load history of %s: %w", n, err)
 	}
 	recs, err := decodeSegment(ctx, body)
 	if err != nil {
+		l.uncache(n, name)
 		return nil, fmt.Errorf("read load history of %s: %s: %w", n, name, err)
 	}
 	return recs, nil
+}
+
+// segmentBytes returns a segment's bytes, through the cache folder.
+func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]byte, error) {
+	path := l.cachePath(n, name)
+	if path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			return b, nil
+		}
+	}
+	body, _, err := storage.ReadAll(ctx, l.store, historyKey(n, name))
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		if err := writeFileAtomic(path, body); err != nil {
+			l.log.Debug("load history segment not cached", "path", path, "err", err)
+		}
+	}
+	return body, nil
+}
+
+// cachePath is where a segment of table n is cached, "" without a cache
+// folder: <cache>/load-history/<ns>.<table>-<hash of the table location>/<name>.
+func (l *Lake) cachePath(n TableName, name string) string {
+	if l.cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(l.cacheDir, "load-history",
+		fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))), name)
+}
+
+func (l *Lake) uncache(n TableName, name string) {
+	if p := l.cachePath(n, name); p != "" {
+		os.Remove(p)
+	}
+}
+
+// pruneCache removes the cached segments of table n that segs does not
+// name (merged away or expired): the cache holds one table's history once.
+func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
+	if l.cacheDir == "" {
+		return
+	}
+	dir := filepath.Dir(l.cachePath(n, "x"))
+	keep := map[string]bool{}
+	for _, s := range segs {
+		keep[s.name] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !keep[e.Name()] && strings.HasPrefix(e.Name(), segmentPrefix) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// writeFileAtomic writes body to path through a temporary file and a
+// rename, so a reader never sees part of it.
+func writeFileAtomic(path string, body []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(body)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }
 
 // fingerprint is the 64-bit FNV-1a hash of s: the in-memory index of a
@@ -328,41 +429,32 @@ func fingerprint(s string) uint64 {
 	return h.Sum64()
 }
 
-type fpRow struct {
-	fp  uint64
-	row int32
-}
-
-// segmentIndex is the in-memory index of one segment: the fingerprints of
-// its keys and content hashes, sorted (16 bytes per record), so that a
-// lookup that misses (almost every landing file is new) costs no I/O.
+// segmentIndex is the in-memory index of one segment: the sorted
+// fingerprints of its keys and of its content hashes (16 bytes per
+// record), so that a lookup that misses (almost every landing file is new)
+// costs no I/O; a hit reads the segment's records to confirm.
 type segmentIndex struct {
 	info     segmentInfo
-	keys     []fpRow
-	contents []fpRow
+	keys     []uint64
+	contents []uint64
 }
 
 func indexSegment(info segmentInfo, recs []LoadRecord) *segmentIndex {
-	ix := &segmentIndex{info: info, keys: make([]fpRow, len(recs)), contents: make([]fpRow, 0, len(recs))}
+	ix := &segmentIndex{info: info, keys: make([]uint64, len(recs)), contents: make([]uint64, 0, len(recs))}
 	for i, r := range recs {
-		ix.keys[i] = fpRow{fingerprint(r.Key), int32(i)}
+		ix.keys[i] = fingerprint(r.Key)
 		if c := r.contentHash(); c != "" {
-			ix.contents = append(ix.contents, fpRow{fingerprint(c), int32(i)})
+			ix.contents = append(ix.contents, fingerprint(c))
 		}
 	}
-	byFP := func(a, b fpRow) int { return cmp.Compare(a.fp, b.fp) }
-	slices.SortFunc(ix.keys, byFP)
-	slices.SortFunc(ix.contents, byFP)
+	slices.Sort(ix.keys)
+	slices.Sort(ix.contents)
 	return ix
 }
 
-func (ix *segmentIndex) rows(list []fpRow, fp uint64) []int32 {
-	i, _ := slices.BinarySearchFunc(list, fp, func(e fpRow, t uint64) int { return cmp.Compare(e.fp, t) })
-	var out []int32
-	for ; i < len(list) && list[i].fp == fp; i++ {
-		out = append(out, list[i].row)
-	}
-	return out
+func has(list []uint64, fp uint64) bool {
+	_, ok := slices.BinarySearch(list, fp)
+	return ok
 }
 
 // LoadHistory is the load history of one table version: look keys and
@@ -400,6 +492,7 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 		}
 		hist.segments = append(hist.segments, ix)
 	}
+	l.pruneCache(n, segs)
 	return hist, nil
 }
 
@@ -489,7 +582,8 @@ func (h *LoadHistory) Segments() int { return len(h.segments) }
 
 // Find returns the newest record of key within the dedupe window.
 func (h *LoadHistory) Find(ctx context.Context, key string) (LoadRecord, bool, error) {
-	return h.find(ctx, func(ix *segmentIndex) []int32 { return ix.rows(ix.keys, fingerprint(key)) },
+	fp := fingerprint(key)
+	return h.find(ctx, func(ix *segmentIndex) bool { return has(ix.keys, fp) },
 		func(r LoadRecord) bool { return r.Key == key })
 }
 
@@ -499,11 +593,12 @@ func (h *LoadHistory) FindContent(ctx context.Context, sum string) (LoadRecord, 
 	if sum == "" {
 		return LoadRecord{}, false, nil
 	}
-	return h.find(ctx, func(ix *segmentIndex) []int32 { return ix.rows(ix.contents, fingerprint(sum)) },
+	fp := fingerprint(sum)
+	return h.find(ctx, func(ix *segmentIndex) bool { return has(ix.contents, fp) },
 		func(r LoadRecord) bool { return r.contentHash() == sum })
 }
 
-func (h *LoadHistory) find(ctx context.Context, candidates func(*segmentIndex) []int32, match func(LoadRecord) bool) (LoadRecord, bool, error) {
+func (h *LoadHistory) find(ctx context.Context, candidate func(*segmentIndex) bool, match func(LoadRecord) bool) (LoadRecord, bool, error) {
 	cutoff := h.lake.now().Add(-h.window)
 	var best LoadRecord
 	found := false
@@ -511,19 +606,14 @@ func (h *LoadHistory) find(ctx context.Context, candidates func(*segmentIndex) [
 		if found && ix.info.newest.Before(best.LoadedAt) && !ix.info.newest.IsZero() {
 			continue // older than what was found
 		}
-		rows := candidates(ix)
-		if len(rows) == 0 {
+		if !candidate(ix) {
 			continue
 		}
 		recs, err := h.lake.segmentRecords(ctx, h.name, ix.info.name)
 		if err != nil {
 			return LoadRecord{}, false, err
 		}
-		for _, i := range rows {
-			if int(i) >= len(recs) {
-				continue
-			}
-			r := recs[i]
+		for _, r := range recs {
 			if !match(r) || r.LoadedAt.Before(cutoff) {
 				continue
 			}
@@ -535,8 +625,8 @@ func (h *LoadHistory) find(ctx context.Context, candidates func(*segmentIndex) [
 	return best, found, nil
 }
 
-// segmentRecords returns a segment's records in index order (as written:
-// sorted by key), keeping the last few read.
+// segmentRecords returns a segment's records (sorted by key), keeping the
+// last few read.
 func (l *Lake) segmentRecords(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
 	id := n.String() + "/" + name
 	l.segments.mu.Lock()
@@ -692,6 +782,70 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
+	if path := l.cachePath(n, name); path != "" {
+		if err := writeFileAtomic(path, body); err != nil {
+			l.log.Debug("load history segment not cached", "path", path, "err", err)
+		}
+	}
 	info, _ := parseSegmentName(name)
 	return append(out, info), name, nil
 }
+
+// dropMissingSegments removes from the table the load history segments
+// that are gone from the store (ErrLoadHistoryMissing), through the commit
+// protocol: each attempt drops them from the newest version's list, so a
+// segment another writer added meanwhile stays. It returns the names
+// dropped.
+func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
+	h, _ := t.loaded()
+	missing := map[string]bool{}
+	var names []string
+	for _, s := range historySegments(h.props()) {
+		_, err := t.lake.store.Stat(ctx, historyKey(t.name, s.name))
+		if errors.Is(err, storage.ErrNotExist) {
+			missing[s.name] = true
+			names = append(names, s.name)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	if _, err := t.commit(ctx, &dropSegmentsMutation{t: t, missing: missing}, CommitOptions{}); err != nil {
+		return nil, fmt.Errorf("drop missing load history segments of %s: %w", t.name, err)
+	}
+	return names, nil
+}
+
+// dropSegmentsMutation removes segment names from timelake.load-history.
+type dropSegmentsMutation struct {
+	t       *Table
+	missing map[string]bool
+}
+
+func (m *dropSegmentsMutation) build(_ context.Context, base *head, n int, _ int) (*head, []byte, error) {
+	var keep []segmentInfo
+	for _, s := range historySegments(base.props()) {
+		if !m.missing[s.name] {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) == len(historySegments(base.props())) {
+		return nil, nil, errNothingToCommit
+	}
+	e := base.edit()
+	var err error
+	if len(keep) == 0 {
+		err = e.setProperties(nil, []string{PropLoadHistory})
+	} else {
+		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.done(m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
+}
+
+// finish: the change writes nothing but its version.
+func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}

@@ -2,7 +2,9 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -128,5 +130,67 @@ func TestHistoryStaysSmall(t *testing.T) {
 	assertNoOrphans(t, l, tbl)
 	if _, ok, err := tbl.FindLoaded(ctx, "gw/0147.csv"); err != nil || !ok {
 		t.Fatalf("after orphan removal: %v, %v", ok, err)
+	}
+}
+
+// TestLoadHistoryCacheAndMissingSegment: a second process with the same
+// cache folder reads the segments from it, not from the store; a segment
+// deleted by another tool stops look-ups with ErrLoadHistoryMissing until
+// maintenance drops it from the table.
+func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := t.TempDir(), t.TempDir()
+	l, err := Open(ctx, dir, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	for i := range 3 {
+		appendRows(t, tbl, fmt.Sprintf("gw/%d.csv", i), day0, 2)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	segs := historySegments(tbl.Properties())
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	// A new process, the same cache: the store's copy is not needed.
+	l2, err := Open(ctx, dir, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := l2.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.store.Delete(ctx, historyKey(testName, segs[0].name)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := t2.FindLoaded(ctx, "gw/0.csv"); err != nil || !ok {
+		t.Fatalf("from the cache: %v, %v", ok, err)
+	}
+	// Without the cache, the missing segment is an error naming the fix.
+	l3, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t3, err := l3.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := t3.FindLoaded(ctx, "gw/0.csv"); !errors.Is(err, ErrLoadHistoryMissing) || !strings.Contains(err.Error(), "tables maintain") {
+		t.Fatalf("a missing segment: %v, want ErrLoadHistoryMissing with the fix", err)
+	}
+	rep, err := t3.Maintain(ctx, MaintainOptions{})
+	if err != nil || len(rep.DroppedSegments) != 1 {
+		t.Fatalf("maintenance: %+v, %v; want the missing segment dropped", rep.DroppedSegments, err)
+	}
+	if _, ok, err := t3.FindLoaded(ctx, "gw/0.csv"); err != nil || ok {
+		t.Fatalf("after the repair: %v, %v; want not found, no error", ok, err)
+	}
+	if _, ok, err := t3.FindLoaded(ctx, "gw/2.csv"); err != nil || !ok {
+		t.Fatalf("the kept snapshot's key: %v, %v", ok, err)
 	}
 }

@@ -50,6 +50,10 @@ type Options struct {
 	Tigris bool
 	// Logger receives debug and warning logs; nil means slog.Default().
 	Logger *slog.Logger
+	// CacheDir is a folder where immutable files read from the warehouse
+	// (load history segments) are kept between runs, so that a poller
+	// started every minute downloads each once; "" keeps none.
+	CacheDir string
 	// Now is the clock of snapshot timestamps and of every age-based
 	// decision (snapshot retention, cold partitions, the dedupe window,
 	// orphan age); nil means time.Now. Benchmarks simulate days with it.
@@ -77,6 +81,7 @@ type Lake struct {
 	listed map[TableName][]int
 
 	segments segmentCache // load history segments read (history.go)
+	cacheDir string       // Options.CacheDir
 }
 
 type cachedVersion struct {
@@ -111,7 +116,7 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warehouse: %w", err)
 	}
-	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now}
+	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now, cacheDir: opts.CacheDir}
 	l.cat = metadataFiles{l}
 	if l.now == nil {
 		l.now = time.Now

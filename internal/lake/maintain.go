@@ -205,11 +205,15 @@ type MaintainOptions struct {
 
 // MaintainReport is what Maintain did.
 type MaintainReport struct {
-	Settings  MaintenanceSettings `json:"settings"`
-	Upgraded  []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
-	Compacted CompactResult       `json:"-"`
-	Expired   ExpireResult        `json:"-"`
-	Orphans   *OrphanResult       `json:"-"` // nil when not checked this time
+	Settings MaintenanceSettings `json:"settings"`
+	Upgraded []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
+	// DroppedSegments names load history segments that were gone from
+	// the store and were dropped from the table (the keys they held are
+	// no longer recognised).
+	DroppedSegments []string      `json:"dropped_segments,omitempty"`
+	Compacted       CompactResult `json:"-"`
+	Expired         ExpireResult  `json:"-"`
+	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
 	// Pending is set when the budget ran out with work left.
 	Pending bool          `json:"pending"`
 	Took    time.Duration `json:"-"`
@@ -218,7 +222,7 @@ type MaintainReport struct {
 
 // maintenanceStateKey is a small object next to the table's metadata that
 // remembers when orphan files were last looked for.
-const maintenanceStateKey = "metadata/timelake-maintenance.json"
+const maintenanceStateKey = "metadata/_timelake-maintenance.json"
 
 type maintenanceState struct {
 	OrphansCheckedAt time.Time `json:"orphans_checked_at"`
@@ -266,6 +270,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		}
 	}
 	s := rep.Settings
+	if _, err := t.LoadHistory(ctx); errors.Is(err, ErrLoadHistoryMissing) && !opts.DryRun {
+		if rep.DroppedSegments, err = t.dropMissingSegments(ctx); err != nil {
+			return rep, err
+		}
+	} else if err != nil && !errors.Is(err, ErrLoadHistoryMissing) {
+		return rep, err
+	}
 
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.

@@ -317,6 +317,12 @@ var (
 		Help:     "stderr log level: debug, info, warn or error",
 		Commands: []Command{Global}, Group: GroupGlobal,
 	}, Kind: Enum("debug", "info", "warn", "error")})
+
+	CacheDir = register(&Setting[string]{Spec: Spec{
+		Flag: "cache-dir", Env: []string{"TIMELAKE_CACHE_DIR"},
+		Help:     "folder that keeps files read from the warehouse that never change (the load history), so runs download each once (default: the user cache folder, e.g. ~/.cache/timelake; off: none)",
+		Commands: []Command{Global}, Group: GroupGlobal,
+	}, Kind: String()})
 )
 
 // Per-run flags: no variable (GroupPerRun says why).

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
@@ -34,6 +36,8 @@ type Factory struct {
 	logger  *slog.Logger
 	s3      *s3.Client
 	s3cfg   storage.S3Config
+	// CacheDir is --cache-dir as given ("" for the default).
+	CacheDir string
 }
 
 // ResolveGlobals reads the root's settings for cmd: --env-file (from the
@@ -53,7 +57,24 @@ func (f *Factory) ResolveGlobals(cmd *cobra.Command) error {
 	}
 	r = settings.NewResolver(cmd.Flags(), env)
 	f.LogLevel = settings.LogLevel.Get(r)
+	f.CacheDir = settings.CacheDir.Get(r)
 	return r.Err()
+}
+
+// cacheDir is the folder of lake.Options.CacheDir: --cache-dir, else the
+// user cache folder's timelake/ ("" when there is none or it is off).
+func (f *Factory) cacheDir() string {
+	switch f.CacheDir {
+	case "off", "none":
+		return ""
+	case "":
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(dir, "timelake")
+	}
+	return f.CacheDir
 }
 
 // environment is the settings lookup without env file.
@@ -209,7 +230,7 @@ func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) 
 	if err != nil {
 		return nil, UsageErrorf("warehouse: %v", err)
 	}
-	opts := lake.Options{Logger: f.Logger()}
+	opts := lake.Options{Logger: f.Logger(), CacheDir: f.cacheDir()}
 	if loc.IsS3() {
 		c, cfg, err := f.S3Client(ctx, cmd)
 		if err != nil {

@@ -323,7 +323,7 @@ func TestSpoolRejects(t *testing.T) {
 	if code != cmdutil.ExitPartial || errOut != "" {
 		t.Fatalf("exit %d, want %d; stderr %q", code, cmdutil.ExitPartial, errOut)
 	}
-	if !strings.Contains(out, fmt.Sprintf("rejected         %s: row 3: wrong number of fields (the header has 3) at line 4 -> %s\n", bad, rejected)) ||
+	if !strings.Contains(out, fmt.Sprintf("rejected         %s: row 3 (line 4): wrong number of fields: the line has 2, the header has 3 -> %s\n", bad, rejected)) ||
 		!strings.Contains(out, "1 uploaded") || !strings.Contains(out, "; 1 rejected to "+filepath.Dir(rejected)) {
 		t.Fatalf("stdout:\n%s", out)
 	}
