@@ -4,6 +4,11 @@
 // schema, append it with batch id = object key, and delete it only after
 // the commit (or after finding the batch already committed). A file that
 // cannot be loaded is quarantined with a report; the run goes on.
+//
+// Run is one run (`timelake ingest`). A Session keeps the same machinery
+// open, with one table and the lease held, for loads of a set of keys at a
+// time (`timelake serve`: the files notifications announce, a sweep's
+// listing).
 package ingest
 
 import (
