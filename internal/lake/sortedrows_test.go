@@ -191,6 +191,18 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 						}
 						batches = append(batches, rec)
 					}
+					// Each batch holds one partition, and ends short of
+					// 333 rows only where its partition or the range does.
+					at := r[0]
+					for _, b := range batches {
+						n := int(b.NumRows())
+						if day := want[at][0][:10]; want[at+n-1][0][:10] != day {
+							t.Fatalf("split(%d): batch at row %d spans two partitions", k, at)
+						}
+						if at += n; n < 333 && at < r[1] && want[at-1][0][:10] == want[at][0][:10] {
+							t.Fatalf("split(%d): batch of %d rows ends inside a partition at row %d", k, n, at)
+						}
+					}
 					got = append(got, flatRows(batches)...)
 					for _, b := range batches {
 						b.Release()
