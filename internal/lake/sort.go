@@ -95,6 +95,9 @@ func (s *sortedRows) Release() {
 // Len is the number of rows.
 func (s *sortedRows) Len() int { return s.runs[len(s.runs)-1] }
 
+// Partitions is the number of partitions the rows fall in.
+func (s *sortedRows) Partitions() int { return len(s.runs) - 1 }
+
 // order computes perm and runs from the time and series key columns, which
 // it concatenates for the while.
 func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity) error {

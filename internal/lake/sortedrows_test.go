@@ -267,7 +267,7 @@ func TestWriteRanges(t *testing.T) {
 					yield(fmt.Sprintf("%d-%d/b", start, end), nil)
 				}
 			}
-			got, err := writeRanges(context.Background(), tc.ranges, write)
+			got, err := writeRanges(context.Background(), tc.ranges, 2, write)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}
