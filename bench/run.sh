@@ -8,7 +8,22 @@
 #   bench/run.sh latency-20      serve's notification-to-commit latency at 20 files/s, next to cron's
 #   bench/run.sh c1 c3           some cases
 #   REPS=5 bench/run.sh          more runs per case and mode (default 3)
+#   MODES="ingest duckdb" bench/run.sh c3
+#                                only these modes (of those the case has)
+#   TLBENCH_PROFILE=DIR bench/run.sh c3
+#                                also write pprof profiles of every measured
+#                                timelake run to DIR/<case>-<mode>-<run>/:
+#                                cpu.pprof (the whole run) and allocs.pprof
+#                                (every allocation of the run); read them with
+#                                `go tool pprof -top bin/tlbench DIR/.../cpu.pprof`
+#   BEFORE=/tmp/tlbench-old bench/run.sh c3
+#                                also run the ingest mode with another tlbench
+#                                binary (built from an earlier commit), reported
+#                                as mode "before": a before/after comparison
+#                                under the same load
 #
+# The runs of a case are interleaved (run 1 of every mode, then run 2, ...),
+# so that a change in the machine's load hits every mode alike.
 # The sequential baseline of c1 commits 1,000 times and runs once (REPS_SLOW).
 # Results go to bench/results/<date>.jsonl (gitignored); the table to stdout.
 set -euo pipefail
@@ -40,8 +55,8 @@ modes_of() {
 	esac
 }
 
-one() { # case mode data
-	local c=$1 m=$2 d=$3 setup="$STATE/setup.json"
+one() { # case mode data run
+	local c=$1 m=$2 d=$3 i=$4 setup="$STATE/setup.json" prof=""
 	if [[ $m == duckdb ]]; then
 		./bin/tlbench-duckdb -case "$c" -data "$d" >>"$RESULTS"
 		return
@@ -51,7 +66,16 @@ one() { # case mode data
 	else
 		./bin/tlbench setup -data "$d" >"$setup"
 	fi
-	./bin/tlbench run -case "$c" -mode "$m" -setup "$setup" -data "$d" >>"$RESULTS"
+	if [[ -n ${TLBENCH_PROFILE:-} ]]; then
+		prof="$TLBENCH_PROFILE/$c-$m-$i"
+		mkdir -p "$prof"
+	fi
+	if [[ $m == before ]]; then
+		TLBENCH_PROFILE="$prof" "$BEFORE" run -case "$c" -mode ingest -setup "$setup" -data "$d" |
+			sed 's/"mode":"ingest"/"mode":"before"/' >>"$RESULTS"
+	else
+		TLBENCH_PROFILE="$prof" ./bin/tlbench run -case "$c" -mode "$m" -setup "$setup" -data "$d" >>"$RESULTS"
+	fi
 	./bin/tlbench cleanup -setup "$setup"
 }
 
@@ -65,12 +89,21 @@ for c in "${cases[@]}"; do
 		./bin/tlbench gen -case "$c" -out "$d"
 		touch "$d.complete"
 	fi
+	modes=()
 	for m in $(modes_of "$c"); do
-		reps=$REPS
-		[[ $c == c1 && $m == sequential ]] && reps=$REPS_SLOW
-		for ((i = 1; i <= reps; i++)); do
-			echo "bench: $c $m run $i/$reps" >&2
-			one "$c" "$m" "$d"
+		if [[ -z ${MODES:-} || " $MODES " == *" $m "* ]]; then
+			modes+=("$m")
+		fi
+		if [[ $m == ingest && -n ${BEFORE:-} ]]; then
+			modes+=(before)
+		fi
+	done
+	for ((i = 1; i <= REPS; i++)); do
+		for m in "${modes[@]}"; do
+			# The sequential baseline of c1 runs only REPS_SLOW times.
+			[[ $c == c1 && $m == sequential && $i -gt $REPS_SLOW ]] && continue
+			echo "bench: $c $m run $i/$REPS" >&2
+			one "$c" "$m" "$d" "$i"
 		done
 	done
 done

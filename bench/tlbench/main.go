@@ -80,8 +80,11 @@ func main() {
 	}
 }
 
-// startProfiles writes a CPU profile and, at the end, a heap profile into
-// dir (TLBENCH_PROFILE=dir).
+// startProfiles writes pprof profiles of one run into dir
+// (TLBENCH_PROFILE=dir): cpu.pprof over the whole run and, at its end,
+// allocs.pprof (every allocation since the process started); with
+// TLBENCH_HEAP_AFTER=<duration> also heap-mid.pprof, the live heap that
+// long into the run.
 func startProfiles(dir string) (func(), error) {
 	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
 	if err != nil {
@@ -102,7 +105,7 @@ func startProfiles(dir string) (func(), error) {
 	return func() {
 		pprof.StopCPUProfile()
 		cpu.Close()
-		if f, err := os.Create(filepath.Join(dir, "heap.pprof")); err == nil {
+		if f, err := os.Create(filepath.Join(dir, "allocs.pprof")); err == nil {
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
 		}

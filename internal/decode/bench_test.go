@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 )
 
@@ -24,11 +31,9 @@ func benchCSV(rows int) []byte {
 	return b.Bytes()
 }
 
-// BenchmarkDecodeCSV decodes a 200,000-row (~13 MB) CSV file into a table
-// schema, sequentially and on GOMAXPROCS goroutines.
-func BenchmarkDecodeCSV(b *testing.B) {
-	data := benchCSV(200_000)
-	target := arrowTarget(b,
+// gatewayTarget is the table of the benchmark's gateway files.
+func gatewayTarget(b *testing.B) *arrow.Schema {
+	return arrowTarget(b,
 		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
 		iceberg.NestedField{ID: 2, Name: "device_id", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 3, Name: "site", Type: iceberg.PrimitiveTypes.String},
@@ -36,6 +41,74 @@ func BenchmarkDecodeCSV(b *testing.B) {
 		iceberg.NestedField{ID: 5, Name: "humidity_pct", Type: iceberg.PrimitiveTypes.Float64},
 		iceberg.NestedField{ID: 6, Name: "battery_v", Type: iceberg.PrimitiveTypes.Float64},
 	)
+}
+
+// benchParquet is a gateway file like the benchmark's c3 files, as
+// bench/tlbench gen writes them: millisecond UTC times in order, 10
+// devices, three readings, zstd, one row group.
+func benchParquet(b *testing.B, rows int) []byte {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		{Name: "device_id", Type: arrow.BinaryTypes.String},
+		{Name: "site", Type: arrow.BinaryTypes.String},
+		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "humidity_pct", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "battery_v", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	rng := rand.New(rand.NewPCG(1, 42))
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer rb.Release()
+	for j := range rows {
+		rb.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(j/10) * 10 * time.Second).UnixMilli()))
+		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-01-%02d", j%10))
+		rb.Field(2).(*array.StringBuilder).Append("north-field-station")
+		rb.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(400))/10 - 5)
+		rb.Field(4).(*array.Float64Builder).Append(float64(rng.IntN(1000)) / 10)
+		rb.Field(5).(*array.Float64Builder).Append(3 + float64(rng.IntN(120))/100)
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
+		pqarrow.DefaultWriterProps())
+	if err == nil {
+		err = w.Write(rec)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkDecodeParquet decodes a 40,000-row gateway Parquet file (one
+// file of the benchmark's c3 case, about 1 MB) into a table schema.
+func BenchmarkDecodeParquet(b *testing.B) {
+	data := benchParquet(b, 40_000)
+	target := gatewayTarget(b)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		d, err := Decode(context.Background(), Source{Key: "gw/b.parquet", R: bytes.NewReader(data), Size: int64(len(data))},
+			DecodeOptions{Target: target, TimeColumn: "time"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.DuplicateRows([]string{"device_id"}); err != nil {
+			b.Fatal(err)
+		}
+		d.Release()
+	}
+}
+
+// BenchmarkDecodeCSV decodes a 200,000-row (~13 MB) CSV file into a table
+// schema, sequentially and on GOMAXPROCS goroutines.
+func BenchmarkDecodeCSV(b *testing.B) {
+	data := benchCSV(200_000)
+	target := gatewayTarget(b)
 	for _, par := range []int{1, 0} {
 		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

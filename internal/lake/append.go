@@ -142,9 +142,10 @@ func checkRequired(r arrow.RecordBatch) error {
 }
 
 // writeDataFiles sorts recs and writes them as Parquet data files, one or
-// more per partition, without committing. Large appends are cut into ranges
-// of whole partitions written concurrently (writeSplits, writeRanges); the
-// files come back in sorted order either way.
+// more per partition, without committing. Large appends, and appends that
+// span several partitions, are cut into ranges of whole partitions written
+// concurrently (writePlan, writeRanges); the files come back in sorted
+// order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
 	rows, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs,
 		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
@@ -161,7 +162,8 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, rows.batches(ctx, start, end, batchRows),
 			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches))
 	}
-	files, err := writeRanges(ctx, rows.split(writeSplits(rows.Len())), write)
+	splits, writers := writePlan(rows.Len(), rows.Partitions())
+	files, err := writeRanges(ctx, rows.split(splits), writers, write)
 	if err != nil {
 		t.removeFiles(ctx, dataFilePaths(files))
 		return nil, 0, fmt.Errorf("write data files: %w", err)

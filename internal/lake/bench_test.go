@@ -3,10 +3,14 @@ package lake
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // BenchmarkAppend measures one append (one snapshot, one metadata write) on
@@ -58,4 +62,72 @@ func BenchmarkCommitBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(100, "snapshots/op")
+}
+
+// gatewaySchema is the benchmark's gateway table (bench/tlbench gen).
+var gatewaySchema = arrow.NewSchema([]arrow.Field{
+	{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "device_id", Type: arrow.BinaryTypes.String},
+	{Name: "site", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "humidity_pct", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "battery_v", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+}, nil)
+
+// gatewayBatch is one landing file of the benchmark as decoded: n rows of
+// 10 devices, in time order (one reading per device every 10 s from
+// start), or, with spanDays > 0, at random times over that many days.
+func gatewayBatch(tb testing.TB, sc *arrow.Schema, start time.Time, n, spanDays int) arrow.RecordBatch {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), 42))
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for j := range n {
+		t := start.Add(time.Duration(j/10) * 10 * time.Second)
+		if spanDays > 0 {
+			t = start.Add(time.Duration(rng.Int64N(int64(spanDays) * 24 * int64(time.Hour))))
+		}
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t.UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-01-%02d", j%10))
+		b.Field(2).(*array.StringBuilder).Append("north-field-station")
+		b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(400))/10 - 5)
+		b.Field(4).(*array.Float64Builder).Append(float64(rng.IntN(1000)) / 10)
+		b.Field(5).(*array.Float64Builder).Append(3 + float64(rng.IntN(120))/100)
+	}
+	return b.NewRecordBatch()
+}
+
+// BenchmarkPrepare measures writing one landing file's rows as data files
+// (sort, Parquet encoding, local files) without the commit: "parquet" is a
+// file of the bench's c3 case (40,000 rows in time order over 11 hours,
+// crossing midnight), "90days" one of c4 (10,000 rows at random times over
+// 90 days: 90 data files).
+func BenchmarkPrepare(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		rows, spanDays int
+	}{{"parquet", 40_000, 0}, {"90days", 10_000, 90}} {
+		b.Run(c.name, func(b *testing.B) {
+			l := newLocalLake(b)
+			tbl, err := l.CreateTable(context.Background(), testName, gatewaySchema,
+				CreateSpec{TimeColumn: "time", SeriesKey: []string{"device_id"}, Partition: Day})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rec := gatewayBatch(b, tbl.ArrowSchema(), time.Date(2026, 1, 5, 18, 0, 0, 0, time.UTC), c.rows, c.spanDays)
+			defer rec.Release()
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				p, err := tbl.Prepare(ctx, fmt.Sprint(i), []arrow.RecordBatch{rec}, nil, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				tbl.Discard(ctx, p)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(c.rows), "rows/op")
+		})
+	}
 }

@@ -39,6 +39,9 @@ type head struct {
 	lastSeq     int64 // last-sequence-number
 	lastUpdated int64 // last-updated-ms
 	write       table.Metadata
+	// dataWrite is write with the unsorted order as default sort order:
+	// what data files are written with (dataFileMetadata).
+	dataWrite table.Metadata
 
 	once sync.Once
 	full table.Metadata
@@ -170,7 +173,10 @@ func (h *head) index() error {
 		}
 		i = next
 	}
-	h.write, err = h.withoutHistory()
+	if h.write, err = h.withoutHistory(); err != nil {
+		return err
+	}
+	h.dataWrite, err = dataFileMetadata(h.write)
 	return err
 }
 
@@ -259,6 +265,38 @@ func (h *head) withoutHistory() (table.Metadata, error) {
 	return meta, nil
 }
 
+// dataFileMetadata returns meta with the unsorted order as its default
+// sort order, for iceberg-go's data file writer (table.WriteRecords). Every
+// write of rows (appends, compaction) orders them first, all of them at
+// once, by (partition, series key, time) (sortedRows), which is the table's
+// sort order within each partition on the tables timelake creates; given a
+// sort order, iceberg-go's writer would sort every batch again, batch by
+// batch (it never merges batches), which leaves such rows as they are and
+// costs a sort and a copy of every column. Data files name no sort order
+// either way (iceberg-go sets none). The metadata itself keeps its sort
+// order: only what the writer is given differs.
+func dataFileMetadata(meta table.Metadata) (table.Metadata, error) {
+	if meta.DefaultSortOrder() == table.UnsortedSortOrderID {
+		return meta, nil
+	}
+	b, err := table.MetadataBuilderFromBase(meta, "")
+	if err == nil {
+		unsorted := table.UnsortedSortOrder
+		err = b.AddSortOrder(&unsorted)
+	}
+	if err == nil {
+		err = b.SetDefaultSortOrderID(table.UnsortedSortOrderID)
+	}
+	var out table.Metadata
+	if err == nil {
+		out, err = b.Build()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metadata for data files: %w", err)
+	}
+	return out, nil
+}
+
 // metadata returns the full iceberg-go metadata, parsed on first use.
 func (h *head) metadata() (table.Metadata, error) {
 	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.body()) })
@@ -307,7 +345,7 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 	}
 	last := snaps[len(snaps)-1]
 	next := &head{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
-		lastSeq: last.SequenceNumber, write: h.write}
+		lastSeq: last.SequenceNumber, write: h.write, dataWrite: h.dataWrite}
 	copy(next.fields, h.fields)
 
 	// snapshots: the old array with the new objects before its "]".

@@ -95,6 +95,9 @@ func (s *sortedRows) Release() {
 // Len is the number of rows.
 func (s *sortedRows) Len() int { return s.runs[len(s.runs)-1] }
 
+// Partitions is the number of partitions the rows fall in.
+func (s *sortedRows) Partitions() int { return len(s.runs) - 1 }
+
 // order computes perm and runs from the time and series key columns, which
 // it concatenates for the while.
 func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity) error {
@@ -191,20 +194,26 @@ func (s *sortedRows) split(k int) [][2]int {
 }
 
 // batches yields the sorted rows [start, end) as record batches of at most
-// batchRows rows (0 means 65,536), each taken from the columns only when
-// asked for; the consumer releases every batch it receives. It stops with
-// ctx's error once ctx is done. Safe for concurrent use over any ranges.
+// batchRows rows (0 means 65,536) that never span two partitions, each
+// taken from the columns only when asked for; the consumer releases every
+// batch it receives. A batch of one partition is what iceberg-go's writer
+// passes on as it is; one of several it would split with a copy of every
+// column. It stops with ctx's error once ctx is done. Safe for concurrent
+// use over any ranges.
 func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) iter.Seq2[arrow.RecordBatch, error] {
 	if batchRows <= 0 {
 		batchRows = 64 * 1024
 	}
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		for lo := start; lo < end; lo += batchRows {
+		for lo, hi := start, start; lo < end; lo = hi {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			rec, err := s.take(ctx, lo, min(lo+batchRows, end))
+			// The next partition's first row after lo.
+			r, _ := slices.BinarySearch(s.runs, lo+1)
+			hi = min(lo+batchRows, end, s.runs[min(r, len(s.runs)-1)])
+			rec, err := s.take(ctx, lo, hi)
 			if err != nil {
 				yield(nil, err)
 				return

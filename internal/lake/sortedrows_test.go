@@ -191,6 +191,18 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 						}
 						batches = append(batches, rec)
 					}
+					// Each batch holds one partition, and ends short of
+					// 333 rows only where its partition or the range does.
+					at := r[0]
+					for _, b := range batches {
+						n := int(b.NumRows())
+						if day := want[at][0][:10]; want[at+n-1][0][:10] != day {
+							t.Fatalf("split(%d): batch at row %d spans two partitions", k, at)
+						}
+						if at += n; n < 333 && at < r[1] && want[at-1][0][:10] == want[at][0][:10] {
+							t.Fatalf("split(%d): batch of %d rows ends inside a partition at row %d", k, n, at)
+						}
+					}
 					got = append(got, flatRows(batches)...)
 					for _, b := range batches {
 						b.Release()
@@ -255,7 +267,7 @@ func TestWriteRanges(t *testing.T) {
 					yield(fmt.Sprintf("%d-%d/b", start, end), nil)
 				}
 			}
-			got, err := writeRanges(context.Background(), tc.ranges, write)
+			got, err := writeRanges(context.Background(), tc.ranges, 2, write)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}

@@ -65,7 +65,7 @@ func (t *Table) loaded() (*head, int) {
 type tableView struct {
 	arrowSc  *arrow.Schema
 	contract Contract
-	iceberg  *table.Table
+	iceberg  *table.Table // for writing data files (table.WriteRecords) only
 }
 
 func (t *Table) view() tableView {
@@ -73,8 +73,10 @@ func (t *Table) view() tableView {
 	defer t.mu.RUnlock()
 	return tableView{arrowSc: t.arrowSc, contract: t.contract,
 		// The metadata without history: iceberg-go copies every snapshot
-		// (and its summary) of the metadata it is given on each call.
-		iceberg: table.New(t.ident(), t.head.write, t.metadataLocation(t.version), t.lake.fsF, readOnly{})}
+		// (and its summary) of the metadata it is given on each call; and
+		// without a sort order, since the rows come sorted
+		// (dataFileMetadata).
+		iceberg: table.New(t.ident(), t.head.dataWrite, t.metadataLocation(t.version), t.lake.fsF, readOnly{})}
 }
 
 // Name returns the table's name.

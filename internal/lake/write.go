@@ -18,28 +18,39 @@ const minParallelWriteRows = 128 * 1024
 // would copy a whole large file in sorted order before writing it).
 const writeBufferBatches = 2
 
-// writeSplits is how many ranges of whole partitions an append of n rows is
-// cut into (sortedRows.split): two per available core, so that a range
-// that happens to be large does not leave a core idle, or 1 below
-// minParallelWriteRows.
-func writeSplits(n int) int {
-	if n < minParallelWriteRows {
-		return 1
+// smallAppendWriters is how many writers an append of fewer rows than
+// minParallelWriteRows uses at most when its rows span several partitions.
+// Each partition becomes a data file of its own, and a data file is
+// uploaded when it is closed: one writer would wait for every upload in
+// turn (an append spanning 90 days writes 90 files), while several overlap
+// them. Their buffers hold no more than the append's own rows.
+const smallAppendWriters = 8
+
+// writePlan is how an append of n rows over the given number of
+// partitions is written: cut into splits ranges of whole partitions
+// (sortedRows.split), of which writers are written at once. A large append
+// is cut into two ranges per available core, so that a range that happens
+// to be large does not leave a core idle, written GOMAXPROCS at a time; a
+// small one into up to smallAppendWriters ranges, all at once.
+func writePlan(n, partitions int) (splits, writers int) {
+	if n >= minParallelWriteRows {
+		return 2 * runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0)
 	}
-	return 2 * runtime.GOMAXPROCS(0)
+	k := max(1, min(partitions, smallAppendWriters))
+	return k, k
 }
 
-// writeRanges calls write for every row range, at most GOMAXPROCS calls at
+// writeRanges calls write for every row range, at most writers calls at
 // once, and returns the data files (F) of all calls in range order. write
 // returns the files written for the rows [start, end). On the first error
 // the other calls are cancelled and the error is returned together with
 // every file written so far, which the caller removes.
-func writeRanges[F any](ctx context.Context, ranges [][2]int,
+func writeRanges[F any](ctx context.Context, ranges [][2]int, writers int,
 	write func(ctx context.Context, start, end int) iter.Seq2[F, error],
 ) ([]F, error) {
 	got := make([][]F, len(ranges))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(max(1, writers))
 	for i, r := range ranges {
 		g.Go(func() error {
 			for df, err := range write(gctx, r[0], r[1]) {
