@@ -31,6 +31,10 @@ type FileError struct {
 	Reason string
 	// Err is the underlying cause, if any.
 	Err error
+
+	// newColumns marks the refusal of columns the table does not have,
+	// which DecodeOptions.Evolve may turn into new columns.
+	newColumns bool
 }
 
 // Error formats the error as `<key>: row <n> (line <l>), column "<c>":
