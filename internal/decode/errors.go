@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -75,6 +76,13 @@ func (e *FileError) Error() string {
 		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// IsNewColumns reports whether err refuses a file for columns the table
+// does not have, which DecodeOptions.Evolve add-columns would add.
+func IsNewColumns(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.newColumns
 }
 
 // Unwrap returns the underlying cause (nil when there is none).

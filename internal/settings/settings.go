@@ -78,6 +78,8 @@ const (
 	TablesExpire    Command = "tables expire"
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
+	LandingGroup    Command = "landing" // persistent flags of the group
+	LandingRequeue  Command = "landing requeue"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )
@@ -91,6 +93,7 @@ const (
 	GroupLocations Group = "Locations"
 	GroupS3        Group = "S3 connection"
 	GroupCreate    Group = "Table creation"
+	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"
 	GroupUpload    Group = "Upload"
 	GroupTables    Group = "Tables"
