@@ -4,7 +4,8 @@
 # times, one process per measured run, and prints a table of medians with
 # the ratios to the baselines measured in the same run (docs/performance.md).
 #
-#   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4
+#   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4 latency-1 latency-20 latency-200
+#   bench/run.sh latency-20      serve's notification-to-commit latency at 20 files/s, next to cron's
 #   bench/run.sh c1 c3           some cases
 #   REPS=5 bench/run.sh          more runs per case and mode (default 3)
 #
@@ -34,6 +35,7 @@ modes_of() {
 	c1) echo "ingest pollers4 sequential rawcopy duckdb upload sdkupload" ;;
 	c1-5k) echo "ingest" ;;
 	c2) echo "ingest ingest-wide sequential rawcopy duckdb" ;;
+	latency-*) echo "serve cron" ;;
 	*) echo "ingest sequential rawcopy duckdb" ;;
 	esac
 }
@@ -44,8 +46,8 @@ one() { # case mode data
 		./bin/tlbench-duckdb -case "$c" -data "$d" >>"$RESULTS"
 		return
 	fi
-	if [[ $m == upload || $m == sdkupload ]]; then
-		./bin/tlbench setup >"$setup" # empty buckets: the files come from disk
+	if [[ $m == upload || $m == sdkupload || $c == latency-* ]]; then
+		./bin/tlbench setup >"$setup" # empty buckets: the files come from disk or are sent during the run
 	else
 		./bin/tlbench setup -data "$d" >"$setup"
 	fi
@@ -54,10 +56,10 @@ one() { # case mode data
 }
 
 cases=("$@")
-[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c3 c4)
+[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c3 c4 latency-1 latency-20 latency-200)
 for c in "${cases[@]}"; do
 	d="$DATA/$c"
-	if [[ ! -f "$d.complete" ]]; then
+	if [[ $c != latency-* && ! -f "$d.complete" ]]; then
 		echo "bench: generating $c in $d" >&2
 		rm -rf "$d"
 		./bin/tlbench gen -case "$c" -out "$d"

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -125,6 +126,12 @@ type Result struct {
 	FilesPerPartition float64 `json:"files_per_partition,omitempty"`
 	// Fleet modes: the most ingest runs that were loading at one time.
 	Concurrent int `json:"concurrent,omitempty"`
+	// Latency cases: files sent per second, and the seconds from a file's
+	// notification to its commit (quantiles over the run's files).
+	Rate       float64 `json:"rate,omitempty"`
+	LatencyP50 float64 `json:"latency_p50,omitempty"`
+	LatencyP99 float64 `json:"latency_p99,omitempty"`
+	LatencyMax float64 `json:"latency_max,omitempty"`
 }
 
 func (r Result) filesPerSec() float64 { return float64(r.Files) / r.Seconds }
@@ -179,8 +186,13 @@ func report(files []string, w io.Writer) error {
 		return median(xs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs sdk upload\t")
+	if slices.ContainsFunc(order, func(k key) bool { return runs[k][0].LatencyP50 == 0 }) {
+		fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs sdk upload\t")
+	}
 	for _, k := range order {
+		if runs[k][0].LatencyP50 > 0 {
+			continue // the latency table below
+		}
 		fps := med(k, Result.filesPerSec)
 		mbs := med(k, Result.mbPerSec)
 		ratio := func(base string, f func(Result) float64) string {
@@ -212,5 +224,34 @@ func report(files []string, w io.Writer) error {
 				k.c, k.m, r.Concurrent)
 		}
 	}
-	return nil
+	return latencyReport(w, order, runs)
+}
+
+// latencyReport prints the latency cases: the medians over the runs of
+// each run's quantiles of notification-to-commit seconds.
+func latencyReport[K comparable](w io.Writer, order []K, runs map[K][]Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, k := range order {
+		rs := runs[k]
+		if rs[0].LatencyP50 == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "case\tmode\truns\tfiles/s sent\tfiles\tp50 s\tp99 s\tmax s\t")
+			header = true
+		}
+		med := func(f func(Result) float64) float64 {
+			var xs []float64
+			for _, r := range rs {
+				xs = append(xs, f(r))
+			}
+			return median(xs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%d\t%.2f\t%.2f\t%.2f\t\n", rs[0].Case, rs[0].Mode, len(rs), rs[0].Rate, rs[0].Files,
+			med(func(r Result) float64 { return r.LatencyP50 }), med(func(r Result) float64 { return r.LatencyP99 }),
+			med(func(r Result) float64 { return r.LatencyMax }))
+	}
+	return tw.Flush()
 }

@@ -18,6 +18,7 @@ import (
 	envcheckcmd "github.com/timelake/timelake/internal/commands/envcheck"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	landingcmd "github.com/timelake/timelake/internal/commands/landing"
+	servecmd "github.com/timelake/timelake/internal/commands/serve"
 	tablescmd "github.com/timelake/timelake/internal/commands/tables"
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
@@ -32,7 +33,8 @@ func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 		Short: "Load files from field gateways into Apache Iceberg tables on S3-compatible storage",
 		Long: `timelake turns CSV and Parquet files that field gateways drop into a landing
 bucket into Apache Iceberg tables on S3-compatible storage (Tigris, AWS S3,
-MinIO) or a local folder. Run "timelake ingest" from cron every minute.`,
+MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
+"timelake serve" to load files seconds after they land.`,
 		Version:       build.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -51,6 +53,7 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute.`,
 	}
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
 	root.AddCommand(ingestcmd.NewCmdIngest(f, nil))
+	root.AddCommand(servecmd.NewCmdServe(f, nil))
 	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
 	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
 	root.AddCommand(tablescmd.NewCmdTables(f, nil))
@@ -61,10 +64,13 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute.`,
 }
 
 // Main runs timelake with args (without the program name) and returns the
-// exit code. SIGINT and SIGTERM cancel the run.
+// exit code. The first SIGINT or SIGTERM cancels the run, which stops
+// cleanly (serve finishes the files being loaded and releases its lease);
+// a second one gets the default action and ends the process at once.
 func Main(args []string, ios *iostreams.IOStreams, getenv func(string) (string, bool)) cmdutil.ExitCode {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 	return Execute(ctx, args, ios, getenv)
 }
 

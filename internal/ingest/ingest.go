@@ -4,6 +4,11 @@
 // schema, append it with batch id = object key, and delete it only after
 // the commit (or after finding the batch already committed). A file that
 // cannot be loaded is quarantined with a report; the run goes on.
+//
+// Run is one run (`timelake ingest`). A Session keeps the same machinery
+// open, with one table and the lease held, for loads of a set of keys at a
+// time (`timelake serve`: the files notifications announce, a sweep's
+// listing).
 package ingest
 
 import (
@@ -153,6 +158,10 @@ type Config struct {
 	OnPlan func(*Report)
 	// OnCreate is called when the run creates the table.
 	OnCreate func(*Created)
+	// OnCommit is called after each metadata write of loaded files with
+	// their keys (batch ids), how long the write took, and its error (nil
+	// when it succeeded): serve's commit metrics, the latency benchmark.
+	OnCommit func(keys []string, took time.Duration, err error)
 	// AfterCommit runs after a file's rows are committed and before the
 	// landing object is deleted; an error aborts the run there. Tests use it
 	// to simulate a crash between commit and delete.
@@ -290,6 +299,17 @@ type runner struct {
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
+	r := newRunner(cfg)
+	err := r.run(ctx)
+	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
+		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
+	}
+	r.finishReport(start)
+	return r.rep, err
+}
+
+// newRunner fills cfg's defaults and starts an empty report.
+func newRunner(cfg Config) *runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -326,18 +346,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &runner{
 		cfg:    cfg,
 		bucket: &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
-		rep: &Report{Table: cfg.Table.String(), Warehouse: cfg.Lake.URI(), Landing: cfg.Landing.URI(),
-			DryRun: cfg.DryRun, Files: []FileResult{}},
-		log: cfg.Logger,
+		log:    cfg.Logger,
 	}
-	err := r.run(ctx)
+	r.newReport()
+	return r
+}
+
+// newReport starts an empty report (a run's, or one load's of a Session).
+func (r *runner) newReport() {
+	r.rep = &Report{Table: r.cfg.Table.String(), Warehouse: r.cfg.Lake.URI(), Landing: r.cfg.Landing.URI(),
+		DryRun: r.cfg.DryRun, Files: []FileResult{}}
+}
+
+// finishReport records the files left waiting, puts the report's files in
+// key order and stamps it with its duration since start and the table's
+// current version and snapshot.
+func (r *runner) finishReport(start time.Time) {
 	for _, w := range r.waiting {
 		r.record(w)
 	}
+	r.waiting = nil
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
-	if err == nil && r.tbl != nil && !cfg.DryRun && cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
-		r.rep.Maintenance = maintain(ctx, r.tbl, cfg.MaintenanceBudget)
-	}
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
 		r.rep.MetadataVersion = r.tbl.Version()
@@ -345,16 +374,43 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.rep.SnapshotID = id
 		}
 	}
-	return r.rep, err
 }
 
 func (r *runner) run(ctx context.Context) (err error) {
-	defer func() {
-		// A lost lease cancels the run's context with the reason.
-		if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-			err = cause
-		}
-	}()
+	defer func() { err = withCause(ctx, err) }()
+	var release func()
+	ctx, release, err = r.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if r.cfg.OnPlan != nil {
+		r.cfg.OnPlan(r.rep)
+	}
+	files, err := r.list(ctx)
+	if err != nil {
+		return err
+	}
+	return r.load(ctx, files)
+}
+
+// withCause returns the reason ctx was cancelled instead of err when there
+// is one: a lost lease cancels the run's context with the reason.
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// open loads the table (nil when it does not exist yet and may be
+// created), checks the landing bucket and, unless this is a dry run, takes
+// the table's ingest lease and keeps renewing it. The returned context is
+// cancelled, with ErrLeaseLost as its cause, when a renewal fails; release
+// stops the renewals and releases the lease (with its own deadline: it
+// runs when ctx may be done).
+func (r *runner) open(ctx context.Context) (_ context.Context, release func(), err error) {
+	release = func() {}
 	tbl, err := r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
 	switch {
 	case err == nil:
@@ -363,57 +419,59 @@ func (r *runner) run(ctx context.Context) (err error) {
 		// A missing lake bucket reads as an empty warehouse: tell them
 		// apart before anything would be created (or reported as done).
 		if err := r.checkWarehouse(ctx); err != nil {
-			return err
+			return ctx, release, err
 		}
 		if r.cfg.NoCreate {
-			return fmt.Errorf("%w: %v", ErrNoTable, err)
+			return ctx, release, fmt.Errorf("%w: %v", ErrNoTable, err)
 		}
 		if r.cfg.DryRun {
 			r.rep.WouldCreate = r.cfg.Table.String()
 		}
 		// Created from the first file that decodes.
 	default:
-		return r.lakeErr(err)
+		return ctx, release, r.lakeErr(err)
 	}
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
 	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
 		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
-			return p
+			return ctx, release, p
 		}
-		return fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
+		return ctx, release, fmt.Errorf("landing %s: %w", r.cfg.Landing.URI(), err)
 	}
 
 	if !r.cfg.DryRun {
-		release, err := r.takeLease(ctx)
+		held, err := r.takeLease(ctx)
 		if err != nil {
-			return err
+			return ctx, release, err
 		}
 		var leaseCtx context.Context
 		var stopRenew func()
-		leaseCtx, stopRenew = r.keepLease(ctx, release.lease)
-		defer func() {
+		leaseCtx, stopRenew = r.keepLease(ctx, held.lease)
+		release = func() {
 			stopRenew() // before the release: the renewer writes the lease too
-			release.release(ctx)
-		}()
+			held.release(ctx)
+		}
 		ctx = leaseCtx
 		if r.tbl != nil {
 			// The table may have moved while we waited for nothing: use the
 			// newest version for the already-loaded checks.
 			if err := r.tbl.Refresh(ctx); err != nil {
-				return r.lakeErr(err)
+				release()
+				return ctx, func() {}, r.lakeErr(err)
 			}
 		}
 	}
+	return ctx, release, nil
+}
 
-	if r.cfg.OnPlan != nil {
-		r.cfg.OnPlan(r.rep)
-	}
-
+// list lists the files to load, in key order, up to MaxFiles (Remaining
+// is set when more wait).
+func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 	var files []storage.ObjectInfo
 	errEnough := errors.New("enough")
-	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+	err := r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough
@@ -422,12 +480,18 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+		return nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
 	}
-	if files, err = r.settle(ctx, files); err != nil {
+	return files, nil
+}
+
+// load loads files in the order given: one by one until the table exists
+// (the first file that decodes creates it), then through the pipeline.
+func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
+	files, err := r.settle(ctx, files)
+	if err != nil {
 		return err
 	}
-
 	i := 0
 	// Until the table exists, files go one by one: the first one that
 	// decodes creates it. A file that cannot create the table is not
@@ -851,7 +915,16 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 	}
 	var results []lake.AppendResult
 	if len(ps) > 0 {
-		if results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{}); err != nil {
+		t0 := time.Now()
+		results, err = r.tbl.Commit(ctx, ps, lake.CommitOptions{})
+		if r.cfg.OnCommit != nil {
+			keys := make([]string, len(pending))
+			for i, it := range pending {
+				keys[i] = it.obj.Key
+			}
+			r.cfg.OnCommit(keys, time.Since(t0), err)
+		}
+		if err != nil {
 			return func() error { recordDone(); return firstErr }, r.lakeErr(err)
 		}
 		if pending, results, err = r.afterSchemaConflicts(ctx, pending, results); err != nil {

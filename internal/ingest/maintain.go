@@ -43,10 +43,11 @@ func (m *Maintenance) Work() bool {
 	return m.FilesIn > 0 || m.SnapshotsExpired > 0 || m.FilesDeleted > 0 || m.OrphansRemoved > 0
 }
 
-// maintain runs lake.Table.Maintain within budget and sums up what it did.
-// A failure does not fail the run, whose files are committed: it is
-// reported (Error), and `timelake tables maintain` fails on it.
-func maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maintenance {
+// Maintain runs lake.Table.Maintain within budget and sums up what it did
+// (after an ingest run, and between loads in serve). A failure does not
+// fail the run, whose files are committed: it is reported (Error), and
+// `timelake tables maintain` fails on it.
+func Maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maintenance {
 	rep, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: budget})
 	m := &Maintenance{Pending: rep.Pending, Skipped: rep.Skipped, Seconds: rep.Took.Seconds(),
 		SnapshotsExpired: len(rep.Expired.Expired), KeysRemembered: rep.Expired.Remembered,

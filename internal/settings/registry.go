@@ -3,6 +3,7 @@ package settings
 import (
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -25,31 +26,31 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Tables, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Tables, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[lake.TableName]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Env}, Group: GroupLocations,
 	}, Kind: Convert(lake.ParseTableName)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
 		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},
 		Help:     "landing bucket: bucket name, s3://bucket/prefix, or a local folder such as ./landing",
-		Commands: []Command{Ingest, Upload, LandingGroup, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(func(s string) (storage.Location, error) { return storage.ParseLocation(s, true) })})
 
 	LandingPrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "prefix", Env: []string{"TIMELAKE_LANDING_PREFIX"},
 		Help:     "only load landing keys that start with this prefix",
-		Commands: []Command{Ingest}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve}, Group: GroupLocations,
 	}, Kind: String()})
 
 	QuarantinePrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "quarantine-prefix", Env: []string{"TIMELAKE_QUARANTINE_PREFIX"}, Default: landing.DefaultQuarantinePrefix,
 		Help:     "where files that cannot be loaded are moved",
-		Commands: []Command{Ingest, LandingGroup}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingGroup}, Group: GroupLocations,
 	}, Kind: Convert(keyPrefix)})
 )
 
@@ -109,31 +110,31 @@ var (
 	TimeColumn = register(&Setting[string]{Spec: Spec{
 		Flag: "time-column", Env: []string{"TIMELAKE_TIME_COLUMN"},
 		Help:     "time column of the files (default: inferred)",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: String()})
 
 	SeriesKey = register(&Setting[[]string]{Spec: Spec{
 		Flag: "series-key", Env: []string{"TIMELAKE_SERIES_KEY"},
 		Help:     "comma-separated columns that identify a series, when creating the table",
-		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
 	}, Kind: List()})
 
 	Partition = register(&Setting[lake.Granularity]{Spec: Spec{
 		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: string(lake.Day),
 		Help:     "time partition granularity when creating the table: hour, day or month",
-		Commands: []Command{Ingest, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
 	}, Kind: Convert(lake.ParseGranularity)})
 
 	TimeUnit = register(&Setting[string]{Spec: Spec{
 		Flag: "time-unit", Env: []string{"TIMELAKE_TIME_UNIT"},
 		Help:     "unit of a numeric epoch time column: s, ms, us or ns (text times need none)",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: Enum("s", "ms", "us", "ns")})
 
 	AssumeTimezone = register(&Setting[*time.Location]{Spec: Spec{
 		Flag: "assume-timezone", Env: []string{"TIMELAKE_ASSUME_TIMEZONE"}, Default: "UTC",
 		Help:     "IANA zone of text times written without an offset, e.g. Europe/Berlin",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: Zone()})
 )
 
@@ -143,31 +144,31 @@ var (
 	CSVDelimiter = register(&Setting[rune]{Spec: Spec{
 		Flag: "csv-delimiter", Env: []string{"TIMELAKE_CSV_DELIMITER"},
 		Help:     "field separator of .csv files: one character such as ; or |, or tab (default: a comma; a file's Excel sep= first line sets its own)",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupFiles,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
 	}, Kind: Delimiter()})
 
 	CSVDecimalComma = register(&Setting[bool]{Spec: Spec{
 		Flag: "csv-decimal-comma", Env: []string{"TIMELAKE_CSV_DECIMAL_COMMA"}, Default: "false",
 		Help:     "numbers in CSV files have a decimal comma (22,5); a point in such a number is refused",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupFiles,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
 	}, Kind: Bool()})
 
 	CSVNull = register(&Setting[[]string]{Spec: Spec{
 		Flag: "csv-null", Env: []string{"TIMELAKE_CSV_NULL"},
 		Help:     "comma-separated cell texts read as null in CSV files, matched exactly, e.g. NA,NULL (default: only an empty cell)",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupFiles,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
 	}, Kind: List()})
 
 	Columns = register(&Setting[map[string]arrow.DataType]{Spec: Spec{
 		Flag: "column", Env: []string{"TIMELAKE_COLUMNS"},
 		Help:     "type of a column when the table or the column is created, NAME:TYPE with an Iceberg type (double, long, int, float, boolean, string, date, time, timestamp, timestamptz, binary, decimal(P,S)); repeat or comma-separate for several (default: inferred from the values)",
-		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupFiles,
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
 	}, Kind: ColumnTypes()})
 
 	Evolve = register(&Setting[decode.Evolution]{Spec: Spec{
 		Flag: "evolve", Env: []string{"TIMELAKE_EVOLVE"},
 		Help:     "schema changes a landing file may bring: off, add-columns (new nullable columns) or widen (also int to long, float to double, wider decimals); default: the table's timelake.evolve property, else off",
-		Commands: []Command{Ingest, TablesCreate}, Group: GroupFiles,
+		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupFiles,
 	}, Kind: Convert(decode.ParseEvolution)})
 )
 
@@ -183,7 +184,7 @@ var (
 	NoCreate = register(&Setting[bool]{Spec: Spec{
 		Flag: "no-create", Env: []string{"TIMELAKE_NO_CREATE"}, Default: "false",
 		Help:     "fail instead of creating a missing table",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Bool()})
 
 	MaxFiles = register(&Setting[int]{Spec: Spec{
@@ -195,39 +196,82 @@ var (
 	LeaseTTL = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "lease-ttl", Env: []string{"TIMELAKE_LEASE_TTL"}, Default: "10m",
 		Help:     "how long the ingest lease lasts without renewal",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Duration(Positive, "10m")})
 
 	Parallel = register(&Setting[int]{Spec: Spec{
 		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: strconv.Itoa(ingest.DefaultParallel),
 		Help:     "files downloaded, decoded and written at once",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	FilesPerCommit = register(&Setting[int]{Spec: Spec{
 		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: strconv.Itoa(ingest.DefaultFilesPerCommit),
 		Help:     "most files (one snapshot each) per metadata write",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
 		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: FormatBytes(ingest.DefaultMemoryBudget),
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
 
 	ContentDedupe = register(&Setting[bool]{Spec: Spec{
 		Flag: "content-dedupe", Env: []string{"TIMELAKE_CONTENT_DEDUPE"}, Default: "true",
 		Help:     "report a file whose content was loaded under another key within the dedupe window as already loaded, and delete it",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Bool()})
 
 	MaintenanceBudget = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "maintenance-budget", Env: []string{"TIMELAKE_MAINTENANCE_BUDGET"}, Default: "10s",
 		Help:     "time spent on table maintenance after loading (compaction, snapshot expiry, orphan files); 0 for none (run tables maintain from cron)",
-		Commands: []Command{Ingest}, Group: GroupIngest,
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Duration(0, "10s")})
 )
+
+// Serve.
+var (
+	Listen = register(&Setting[string]{Spec: Spec{
+		Flag: "listen", Env: []string{"TIMELAKE_LISTEN"}, Default: "127.0.0.1:8080",
+		Help:     "address serve answers on, host:port; a non-loopback address needs TIMELAKE_WEBHOOK_TOKEN or TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD",
+		Commands: []Command{Serve}, Group: GroupServe,
+	}, Kind: Checked(checkListen)})
+
+	Sweep = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "sweep", Env: []string{"TIMELAKE_SWEEP"}, Default: "5m",
+		Help:     "list the landing bucket this often and load what no notification announced (the first sweep runs at start)",
+		Commands: []Command{Serve}, Group: GroupServe,
+	}, Kind: Duration(time.Second, "5m")})
+
+	WebhookToken = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_WEBHOOK_TOKEN"}, Help: "bearer token that notifications must carry (Authorization: Bearer)",
+		Commands: []Command{Serve}, Group: GroupServe, Sensitivity: Secret,
+	}, Kind: String()})
+
+	WebhookUser = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_WEBHOOK_USER"}, Help: "user name of basic authentication of notifications, with TIMELAKE_WEBHOOK_PASSWORD",
+		Commands: []Command{Serve}, Group: GroupServe,
+	}, Kind: String()})
+
+	WebhookPassword = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_WEBHOOK_PASSWORD"}, Help: "password of basic authentication of notifications, with TIMELAKE_WEBHOOK_USER",
+		Commands: []Command{Serve}, Group: GroupServe, Sensitivity: Secret,
+	}, Kind: String()})
+)
+
+// checkListen accepts host:port with a port number (the host may be empty:
+// every address).
+func checkListen(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("expected host:port such as 127.0.0.1:8080 or :8080, got %q", s)
+	}
+	return nil
+}
 
 // Upload.
 var (

@@ -70,6 +70,7 @@ type Command string
 const (
 	Global          Command = "timelake"
 	Ingest          Command = "ingest"
+	Serve           Command = "serve"
 	Upload          Command = "upload"
 	Tables          Command = "tables" // persistent flags of the group
 	TablesSnapshots Command = "tables snapshots"
@@ -95,6 +96,7 @@ const (
 	GroupCreate    Group = "Table creation"
 	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"
+	GroupServe     Group = "Serve"
 	GroupUpload    Group = "Upload"
 	GroupTables    Group = "Tables"
 	GroupGlobal    Group = "Global"

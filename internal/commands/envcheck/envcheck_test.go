@@ -526,26 +526,26 @@ func TestEnvShow(t *testing.T) {
 			got[s.Name+" "+strings.Join(s.Commands, ",")] = s
 		}
 		want := map[string]envcheck.ShownSetting{
-			"env-file all":                            {Value: envFile, Source: "flag"},
-			"landing ingest,upload,env":               {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
-			"warehouse ingest,tables,env":             {Value: "s3://my-lake/warehouse", Source: "flag"},
-			"table ingest,env":                        {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
-			"endpoint all":                            {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
-			"region all":                              {Value: "auto", Source: "environment", Variable: "AWS_REGION"},
-			"AWS_ACCESS_KEY_ID all":                   {Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
-			"AWS_SECRET_ACCESS_KEY all":               {Value: "set (25 characters)", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
-			"AWS_SESSION_TOKEN all":                   {Value: "set (29 characters)", Source: "env file", Variable: "AWS_SESSION_TOKEN"},
-			"credentials all":                         {Value: envcheck.CredStatic, Source: "derived"},
-			"partition ingest,tables create":          {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
-			"max-files ingest":                        {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
-			"quarantine-prefix ingest":                {Value: "_rejected/", Source: "default"},
-			"lease-ttl ingest":                        {Value: "10m", Source: "default"},
-			"prefix ingest":                           {},
-			"prefix upload":                           {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
-			"parallel upload":                         {Value: "4", Source: "default"},
-			"older-than tables expire":                {},
-			"time-column ingest,upload,tables create": {},
-			"log-level all":                           {Value: "warn", Source: "default"},
+			"env-file all": {Value: envFile, Source: "flag"},
+			"landing ingest,serve,upload,landing,env":       {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
+			"warehouse ingest,serve,tables,env":             {Value: "s3://my-lake/warehouse", Source: "flag"},
+			"table ingest,serve,env":                        {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
+			"endpoint all":                                  {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
+			"region all":                                    {Value: "auto", Source: "environment", Variable: "AWS_REGION"},
+			"AWS_ACCESS_KEY_ID all":                         {Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
+			"AWS_SECRET_ACCESS_KEY all":                     {Value: "set (25 characters)", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
+			"AWS_SESSION_TOKEN all":                         {Value: "set (29 characters)", Source: "env file", Variable: "AWS_SESSION_TOKEN"},
+			"credentials all":                               {Value: envcheck.CredStatic, Source: "derived"},
+			"partition ingest,serve,tables create":          {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
+			"max-files ingest":                              {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
+			"quarantine-prefix ingest,serve,landing":        {Value: "_rejected/", Source: "default"},
+			"lease-ttl ingest,serve":                        {Value: "10m", Source: "default"},
+			"prefix ingest,serve":                           {},
+			"prefix upload":                                 {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
+			"parallel upload":                               {Value: "4", Source: "default"},
+			"older-than tables expire":                      {},
+			"time-column ingest,serve,upload,tables create": {},
+			"log-level all":                                 {Value: "warn", Source: "default"},
 		}
 		for k, w := range want {
 			g, ok := got[k]
@@ -576,10 +576,10 @@ func TestEnvShow(t *testing.T) {
 			t.Errorf("no header line:\n%s", r.out)
 		}
 		for _, line := range []string{
-			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, upload, env\n",
-			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, tables, env\n",
+			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, serve, upload, landing, env\n",
+			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, serve, tables, env\n",
 			"AWS_SECRET_ACCESS_KEY\tset (25 characters)\tAWS_SECRET_ACCESS_KEY (env file)\tall\n",
-			"time-column\t-\tnot set\tingest, upload, tables create\n",
+			"time-column\t-\tnot set\tingest, serve, upload, tables create\n",
 			"max-files\t50\tTIMELAKE_MAX_FILES (env file)\tingest\n",
 		} {
 			if !strings.Contains(r.out, line) {

@@ -70,9 +70,22 @@ starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 }
 
 func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	r, err := f.Settings(cmd)
+	c, err := ResolveConfig(cmd, f)
 	if err != nil {
 		return nil, err
+	}
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+}
+
+// ResolveConfig resolves the settings of a command that loads the landing
+// bucket (ingest, serve) into an ingest.Config, with the landing store and
+// the lake opened. Errors: usage errors (a missing or bad setting, a
+// warehouse that overlaps the landing location), and those of opening the
+// stores.
+func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error) {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return ingest.Config{}, err
 	}
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
@@ -101,31 +114,31 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
-		return nil, err
+		return c, err
 	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {
-		return nil, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
+		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
 	}
 	ctx := cmd.Context()
 	if c.Landing, err = f.OpenStore(ctx, cmd, land); err != nil {
-		return nil, err
+		return c, err
 	}
 	if land.IsS3() && land.Prefix != "" {
 		// Leases live at the bucket's root, so that pollers given
 		// s3://bucket and s3://bucket/prefix see each other's.
 		if c.LeaseStore, err = f.OpenStore(ctx, cmd, storage.Location{Bucket: land.Bucket}); err != nil {
-			return nil, err
+			return c, err
 		}
 		c.LeasePrefix = land.Prefix + "/" + c.Prefix
 	}
 	if c.Lake, err = f.OpenLake(ctx, cmd, warehouse); err != nil {
-		return nil, err
+		return c, err
 	}
 	if wloc.IsS3() {
 		// For the check that a missing table is not a missing lake bucket.
 		if c.Warehouse, err = f.OpenStore(ctx, cmd, wloc); err != nil {
-			return nil, err
+			return c, err
 		}
 	}
 	c.Explain = ingest.Explain{
@@ -133,7 +146,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 		Lake:    f.Where(cmd, &settings.Warehouse.Spec, storeWhat(wloc, "lake bucket", "warehouse folder"), wloc),
 		Names:   f.StorageNames(cmd),
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+	return c, nil
 }
 
 // storeWhat names a location for messages.

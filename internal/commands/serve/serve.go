@@ -1,0 +1,166 @@
+// Package serve is the `timelake serve` command: the long-lived server that
+// loads landing files on object notifications (internal/serve).
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/serve"
+	"github.com/timelake/timelake/internal/settings"
+)
+
+// Options are the resolved inputs of one serve command.
+type Options struct {
+	Server serve.Config
+	IO     *iostreams.IOStreams
+	JSON   bool
+	// Now is the clock of the timestamps that start each output line in a
+	// pipe (and of the JSON lines); nil means time.Now.
+	Now func() time.Time
+	// Getenv reports the process environment; when set, RunServe tunes the
+	// Go runtime's memory settings as ingest does (ingest.TuneRuntime).
+	Getenv func(string) (string, bool)
+}
+
+// NewCmdServe builds the command. runF replaces RunServe in tests of flag
+// parsing; nil means RunServe.
+func NewCmdServe(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Load landing files seconds after they land, on object notifications",
+		Long: `Run as a long-lived process that loads each landing file seconds after it
+lands: Tigris, MinIO and AWS S3 send object notifications to POST /notify,
+and serve loads the announced files with ingest's code (batch id = object
+key, quarantine, the same output lines). A listing of the landing bucket
+every --sweep (and at start) loads what no notification announced.
+
+serve holds the table's ingest lease while it runs: a cron "timelake ingest"
+on the same table exits 11, and a second serve waits for the lease. Run
+either serve or cron ingest for a table, not both.
+
+GET /healthz answers 200 while the lease is held and the last sweep and load
+succeeded, 503 with the reason otherwise; GET /metrics has Prometheus
+metrics. SIGTERM or SIGINT stops it: no new requests, the files being loaded
+are finished (or left in the landing bucket after a few seconds), the lease
+is released, exit 0. A second signal stops it at once.
+
+Notifications must authenticate with TIMELAKE_WEBHOOK_TOKEN (Bearer) or
+TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD (Basic); without them
+serve only listens on a loopback address.`,
+		Example: `  timelake serve --env-file timelake.env
+  TIMELAKE_WEBHOOK_TOKEN=... timelake serve --env-file timelake.env --listen :8080 --sweep 10m`,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cmdutil.AnnotationTimedErrors: ""},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := resolve(cmd, f)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return RunServe(cmd.Context(), opts)
+		},
+	}
+	settings.Bind(cmd.Flags(), settings.Serve)
+	return cmd
+}
+
+func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	sc := serve.Config{
+		Listen: settings.Listen.Get(r),
+		Sweep:  settings.Sweep.Get(r),
+		Auth: serve.Auth{Token: settings.WebhookToken.Get(r),
+			User: settings.WebhookUser.Get(r), Password: settings.WebhookPassword.Get(r)},
+		Logger: f.Logger(),
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if (sc.Auth.User == "") != (sc.Auth.Password == "") {
+		return nil, cmdutil.UsageErrorf("basic authentication needs both TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD")
+	}
+	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
+	}
+	if sc.Ingest, err = ingestcmd.ResolveConfig(cmd, f); err != nil {
+		return nil, err
+	}
+	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+}
+
+// Line is one line of `serve --json`: a file's result, the table created,
+// a round of maintenance, or a status message.
+type Line struct {
+	Time        time.Time           `json:"time"`
+	Type        string              `json:"type"` // status, file, created, maintenance
+	Message     string              `json:"message,omitempty"`
+	File        *ingest.FileResult  `json:"file,omitempty"`
+	Created     *ingest.Created     `json:"created,omitempty"`
+	Maintenance *ingest.Maintenance `json:"maintenance,omitempty"`
+}
+
+// RunServe serves until ctx is done (SIGTERM, SIGINT), printing a line per
+// file as ingest does (timestamped in a pipe), or one JSON line per event
+// with --json. It returns nil after a graceful stop.
+func RunServe(ctx context.Context, opts *Options) error {
+	c := opts.Server
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if opts.Getenv != nil {
+		defer ingest.TuneRuntime(c.Ingest.MemoryBudget, opts.Getenv)()
+	}
+	var mu sync.Mutex
+	var printErr error
+	emit := func(l Line) {
+		mu.Lock()
+		defer mu.Unlock()
+		l.Time = now().UTC().Truncate(time.Millisecond)
+		if err := iostreams.WriteJSON(opts.IO.Out, l, false); err != nil && printErr == nil {
+			printErr = err
+		}
+	}
+	out := opts.IO.TimedOut(now)
+	if opts.JSON {
+		c.OnStatus = func(m string) { emit(Line{Type: "status", Message: m}) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", File: &r}) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
+		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
+	} else {
+		c.OnStatus = func(m string) { fmt.Fprintln(out, m) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, ingestcmd.FileLine(r)) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, ingestcmd.CreatedText(cr)) }
+		c.OnMaintenance = func(m *ingest.Maintenance) {
+			if m.Work() || m.Error != "" || m.Pending {
+				fmt.Fprintln(out, ingestcmd.MaintenanceLine(m))
+			}
+		}
+	}
+	srv, err := serve.New(c)
+	if err != nil {
+		if errors.Is(err, serve.ErrNoAuth) {
+			return &cmdutil.UsageError{Err: err}
+		}
+		return err
+	}
+	if err := srv.Run(ctx); err != nil {
+		return err
+	}
+	return printErr
+}

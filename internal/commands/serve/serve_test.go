@@ -1,0 +1,177 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	servecmd "github.com/timelake/timelake/internal/commands/serve"
+	"github.com/timelake/timelake/internal/iostreams"
+)
+
+func getenv(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// parse runs `timelake serve args` with env and returns the options the
+// command resolved, or the exit code and stderr of a usage error.
+func parse(t *testing.T, env map[string]string, args ...string) (*servecmd.Options, cmdutil.ExitCode, string) {
+	t.Helper()
+	ios, _, errOut := iostreams.Test()
+	var got *servecmd.Options
+	f := &cmdutil.Factory{IO: ios, Getenv: getenv(env)}
+	root := commands.NewRootCmd(f)
+	for _, c := range root.Commands() {
+		if c.Name() == "serve" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(servecmd.NewCmdServe(f, func(_ context.Context, o *servecmd.Options) error { got = o; return nil }))
+	root.SetArgs(append([]string{"serve"}, args...))
+	if err := root.Execute(); err != nil {
+		code := cmdutil.ExitFailed
+		if cmdutil.IsUsage(err) {
+			code = cmdutil.ExitUsage
+		}
+		return nil, code, err.Error() + errOut.String()
+	}
+	return got, cmdutil.ExitOK, errOut.String()
+}
+
+func TestSettings(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{
+		"TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "LANDING_BUCKET": filepath.Join(dir, "landing"),
+		"TIMELAKE_TABLE": "iot.readings", "TIMELAKE_FILES_PER_COMMIT": "7",
+		"TIMELAKE_SWEEP": "90s", "TIMELAKE_WEBHOOK_TOKEN": "tok",
+	}
+	if err := os.MkdirAll(env["LANDING_BUCKET"], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, code, msg := parse(t, env)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	c := o.Server
+	if c.Listen != "127.0.0.1:8080" || c.Sweep != 90*time.Second || c.Auth.Token != "tok" ||
+		c.Ingest.Table.String() != "iot.readings" || c.Ingest.FilesPerCommit != 7 || c.Ingest.MaintenanceBudget != 10*time.Second {
+		t.Fatalf("options: listen %s sweep %s auth %+v table %s per commit %d maintenance %s",
+			c.Listen, c.Sweep, c.Auth, c.Ingest.Table, c.Ingest.FilesPerCommit, c.Ingest.MaintenanceBudget)
+	}
+	o, _, _ = parse(t, env, "--listen", "0.0.0.0:9000", "--sweep", "1m")
+	if o.Server.Listen != "0.0.0.0:9000" || o.Server.Sweep != time.Minute {
+		t.Fatalf("flags: %s %s", o.Server.Listen, o.Server.Sweep)
+	}
+
+	delete(env, "TIMELAKE_WEBHOOK_TOKEN")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		msg  string
+	}{
+		{"every address without authentication", nil, []string{"--listen", ":8080"}, "TIMELAKE_WEBHOOK_TOKEN"},
+		{"a user without password", map[string]string{"TIMELAKE_WEBHOOK_USER": "u"}, nil, "TIMELAKE_WEBHOOK_PASSWORD"},
+		{"a sweep under a second", map[string]string{"TIMELAKE_SWEEP": "10ms"}, nil, "TIMELAKE_SWEEP"},
+		{"a listen address without port", nil, []string{"--listen", "localhost"}, "host:port"},
+		{"max files is ingest's", nil, []string{"--max-files", "3"}, "unknown flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := map[string]string{}
+			for k, v := range env {
+				e[k] = v
+			}
+			for k, v := range tc.env {
+				e[k] = v
+			}
+			_, code, msg := parse(t, e, tc.args...)
+			if code != cmdutil.ExitUsage || !strings.Contains(msg, tc.msg) {
+				t.Fatalf("exit %d, want 2 with %q: %s", code, tc.msg, msg)
+			}
+		})
+	}
+}
+
+// syncBuffer is a buffer written by the server's goroutines and read by the
+// test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestJSONLines: with --json every line is one JSON object with its time
+// and type, files as ingest reports them.
+func TestJSONLines(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(landing, "gw", "a.csv"), []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute) // settled: not being written
+	if err := os.Chtimes(filepath.Join(landing, "gw", "a.csv"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	o, code, msg := parse(t, map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "LANDING_BUCKET": landing,
+		"TIMELAKE_TABLE": "iot.t"}, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	out := &syncBuffer{}
+	ios, _, _ := iostreams.Test()
+	ios.Out = out
+	o.IO = ios
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Server.Listener = ln
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- servecmd.RunServe(ctx, o) }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), `"key":"gw/a.csv","status":"loaded"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no file line:\n%s", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var line servecmd.Line
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.Time.IsZero() || line.Type == "" {
+			t.Fatalf("not a JSON line with time and type: %q (%v)", l, err)
+		}
+		types[line.Type]++
+	}
+	if types["created"] != 1 || types["file"] != 1 || types["status"] < 3 {
+		t.Fatalf("lines by type %v:\n%s", types, out)
+	}
+}
