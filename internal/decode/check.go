@@ -174,6 +174,9 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 		return 0, textReadError(ro, 0, 0, err)
 	}
 	width := len(header)
+	if err := checkHintedHeader(ro, header); err != nil {
+		return 0, err
+	}
 	if err := checkNames(ro.key, newTextColumns(header).out); err != nil {
 		return 0, err
 	}

@@ -38,6 +38,8 @@ func TestSeparatorHint(t *testing.T) {
 		{name: "two characters", data: "sep=;;\ntime,v\n", err: `not an Excel separator hint of one character`},
 		{name: "a quote", data: "sep=\"\ntime,v\n", err: `cannot separate CSV fields`},
 		{name: "only the hint", data: "sep=;\n", err: "empty file (only an Excel separator hint, no header line)"},
+		{name: "a hint the file does not follow", data: "sep=;\ntime,v\n2026-01-05T10:00:00Z,1\n",
+			err: `k.csv: line 2: the header is one column, "time,v": the first line (an Excel separator hint) says fields are separated by ';', but the header is separated by ','`, line: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Delimiter: tc.delim}}

@@ -177,6 +177,22 @@ func sepLine(line string) (sep rune, isSep bool, problem string) {
 	return r, true, ""
 }
 
+// checkHintedHeader refuses a header that the file's separator hint leaves
+// as one column holding another separator ("sep=;" above "time,device,v"):
+// the hint does not match the file, and naming that beats "no time column".
+func checkHintedHeader(ro *resolved, header []string) error {
+	if ro.lineOffset == 0 || len(header) != 1 {
+		return nil
+	}
+	for _, d := range []rune{',', ';', '\t', '|'} {
+		if d != ro.comma && strings.ContainsRune(header[0], d) {
+			return &FileError{Key: ro.key, Line: 2, Reason: fmt.Sprintf("the header is one column, %s: the first line (an Excel separator hint) says fields are separated by %s, but the header is separated by %s; fix or remove that line",
+				quoteValue(header[0]), strconv.QuoteRune(ro.comma), strconv.QuoteRune(d))}
+		}
+	}
+	return nil
+}
+
 // validDelimiter reports whether r can separate CSV fields (encoding/csv:
 // not a quote, a line end, the replacement character or an invalid rune).
 func validDelimiter(r rune) bool {
@@ -203,6 +219,9 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 			return nil, &FileError{Key: ro.key, Reason: "empty file (no header line)"}
 		}
 		return nil, textReadError(ro, 0, 0, err)
+	}
+	if err := checkHintedHeader(ro, header); err != nil {
+		return nil, err
 	}
 	cols := newTextColumns(header)
 	if err := checkNames(ro.key, cols.out); err != nil {

@@ -152,6 +152,14 @@ func TestEvolveSettingWinsOverTheProperty(t *testing.T) {
 	if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Quarantined != 1 {
 		t.Fatalf("report %+v, %v; want the file quarantined with --evolve off", rep, err)
 	}
+	// A value another tool wrote is ignored: the table does not change.
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropEvolve: "yes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "gw/3.csv", []byte("time,device_id,v,extra\n2026-01-05T10:02:00Z,d1,1,x\n"))
+	if rep, err := ingest.Run(ctx, e.config()); err != nil || rep.Quarantined != 1 || !strings.Contains(rep.Files[0].Reason, "--evolve add-columns") {
+		t.Fatalf("report %+v, %v; want the file quarantined", rep, err)
+	}
 }
 
 // TestSchemaConflictInOneCommit: two files decoded at once against the same

@@ -1217,7 +1217,14 @@ func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, erro
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
 		opts.Evolve = r.cfg.Evolve
 		if opts.Evolve == "" {
-			opts.Evolve = decode.Evolution(r.tbl.Properties()[lake.PropEvolve])
+			prop := r.tbl.Properties()[lake.PropEvolve]
+			var err error
+			if opts.Evolve, err = decode.ParseEvolution(prop); err != nil {
+				// Written by another tool (tables alter checks it): the
+				// table does not change, as without the property.
+				r.log.Warn("table property ignored", "property", lake.PropEvolve, "err", err)
+				opts.Evolve = decode.EvolveOff
+			}
 		}
 	} else {
 		opts.TimeColumn = r.cfg.TimeColumn

@@ -246,8 +246,12 @@ func dataFilePaths(files []iceberg.DataFile) []string {
 // batch that is already there commits nothing (Duplicate, Rows 0; its data
 // files are deleted), and one found under a snapshot of this Commit (a write
 // whose response was lost) counts as committed. Files written by attempts
-// that did not win are deleted. Results are in the order of ps. Commit must
-// not run concurrently with another Commit on the same Table.
+// that did not win are deleted. A batch whose data files were written with
+// a changed schema (Prepare) commits that change in the same metadata
+// write, merged into the newest schema; one whose field ids another writer
+// took is not committed (AppendResult.SchemaConflict, its data files
+// deleted) while the others are. Results are in the order of ps. Commit
+// must not run concurrently with another Commit on the same Table.
 //
 // Errors: I/O errors, and table.ErrCommitFailed after MaxAttempts lost
 // races; on error no result is returned and, when the outcome is known, the
