@@ -17,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	envcheckcmd "github.com/timelake/timelake/internal/commands/envcheck"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	landingcmd "github.com/timelake/timelake/internal/commands/landing"
 	servecmd "github.com/timelake/timelake/internal/commands/serve"
 	tablescmd "github.com/timelake/timelake/internal/commands/tables"
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
@@ -56,6 +57,7 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
 	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
 	root.AddCommand(tablescmd.NewCmdTables(f, nil))
+	root.AddCommand(landingcmd.NewCmdLanding(f, nil))
 	root.InitDefaultCompletionCmd()
 	cmdutil.TypeUsageErrors(root)
 	return root

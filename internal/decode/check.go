@@ -99,11 +99,10 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 	if format == FormatParquet {
 		return checkParquetFooter(ro, src)
 	}
-	comma := ','
 	if format == FormatTSV {
-		comma = '\t'
+		ro.comma = '\t'
 	}
-	end, err := scanText(ctx, ro, src, gz, comma, co)
+	end, err := scanText(ctx, ro, src, gz, co)
 	if err != nil {
 		return err
 	}
@@ -118,8 +117,8 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		}
 		defer c.Close()
 		b := make([]byte, end)
-		copy(b, utf8BOMIf(r.bom))
-		if _, err := io.ReadFull(r, b[len(utf8BOMIf(r.bom)):]); err != nil {
+		copy(b, r.prefix)
+		if _, err := io.ReadFull(r, b[len(r.prefix):]); err != nil {
 			return textReadError(ro, 0, 0, err)
 		}
 		sample.R = bytes.NewReader(b)
@@ -155,17 +154,17 @@ func countLines(src Source) (int64, error) {
 // scanText reads every record of a text file with constant memory, checking
 // what Decode checks before the values (the start of the file, the header,
 // quoting, field counts, gzip data), and returns the offset in the
-// decompressed text (byte order mark included) that ends the header and
-// the first SampleRows data rows, or SampleBytes of whole rows (at least
-// one).
-func scanText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune, co CheckOptions) (int64, error) {
+// decompressed text (byte order mark and separator hint included) that
+// ends the header and the first SampleRows data rows, or SampleBytes of
+// whole rows (at least one).
+func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOptions) (int64, error) {
 	r, c, err := openTextStream(ro, src, gz, true)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
-	cr.Comma = comma
+	cr.Comma = ro.comma
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
@@ -175,10 +174,13 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune
 		return 0, textReadError(ro, 0, 0, err)
 	}
 	width := len(header)
+	if err := checkHintedHeader(ro, header); err != nil {
+		return 0, err
+	}
 	if err := checkNames(ro.key, newTextColumns(header).out); err != nil {
 		return 0, err
 	}
-	bom := int64(len(utf8BOMIf(r.bom)))
+	bom := int64(len(r.prefix))
 	end := int64(-1)
 	var row int64
 	for {
@@ -196,7 +198,7 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune
 			err := textReadError(ro, row, width, err)
 			var fe *FileError
 			if errors.As(err, &fe) {
-				addLine(ro, src, gz, comma, width, fe)
+				addLine(ro, src, gz, width, fe)
 			}
 			return 0, err
 		}
@@ -219,11 +221,4 @@ func checkParquetFooter(ro *resolved, src Source) error {
 	}
 	defer pf.Close()
 	return checkNames(ro.key, sc)
-}
-
-func utf8BOMIf(bom bool) []byte {
-	if bom {
-		return utf8BOM
-	}
-	return nil
 }

@@ -210,7 +210,7 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	cr := arrowcsv.NewReader(r, sc,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(c.comma),
-		arrowcsv.WithNullReader(true, ""),
+		arrowcsv.WithNullReader(true, c.ro.nulls...),
 		arrowcsv.WithChunk(int(min(int64(c.ro.batchRows), max(size/16, 256)))),
 		arrowcsv.WithAllocator(c.ro.mem),
 	)

@@ -26,6 +26,20 @@ type resolved struct {
 	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes.
 	parallel   int
 	chunkBytes int64
+
+	// comma separates the fields of a text file: tab for TSV, else
+	// CSV.Delimiter or ','; a separator hint (openTextStream) sets the
+	// file's own, and lineOffset to the line it takes.
+	comma        rune
+	lineOffset   int64
+	nulls        []string // the cells read as null: "" and CSV.Null
+	decimalComma bool     // CSV.DecimalComma
+	// columns are DecodeOptions.Columns; evolve DecodeOptions.Evolve.
+	columns map[string]arrow.DataType
+	evolve  Evolution
+	// skip names the file's columns the conformer leaves out: new columns
+	// that are empty in every row (decodeEvolve).
+	skip map[string]bool
 }
 
 // convertFn converts one source column of a batch into a column of the
@@ -57,10 +71,23 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 	if target.Field(tIdx[0]).Type.ID() != arrow.TIMESTAMP {
 		return nil, fe(timeCol, fmt.Sprintf("time column has table type %s, not a timestamp", typeName(target.Field(tIdx[0]).Type)))
 	}
+	var extra []string
 	for _, f := range src.Fields() {
-		if !target.HasField(f.Name) {
-			return nil, fe(f.Name, "not in the table schema (tables do not evolve on append)")
+		if !target.HasField(f.Name) && !ro.skip[f.Name] {
+			extra = append(extra, f.Name)
 		}
+	}
+	if len(extra) > 0 {
+		reason := "not in the table schema"
+		if len(extra) > 1 {
+			quoted := make([]string, len(extra)-1)
+			for i, n := range extra[1:] {
+				quoted[i] = strconv.Quote(n)
+			}
+			reason += fmt.Sprintf(" (nor %s %s)", map[bool]string{true: "is", false: "are"}[len(quoted) == 1], strings.Join(quoted, ", "))
+		}
+		reason += ": ingest adds new columns only with --evolve add-columns (or TIMELAKE_EVOLVE, or the table property timelake.evolve)"
+		return nil, &FileError{Key: ro.key, Column: extra[0], Reason: reason, newColumns: true}
 	}
 	c := &conformer{ro: ro, target: target, srcIdx: make([]int, target.NumFields()), convs: make([]convertFn, target.NumFields())}
 	for i, tf := range target.Fields() {
@@ -203,6 +230,9 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 				case "false", "0":
 					b.Append(false)
 				default:
+					if isNullToken(s) {
+						return cannot(s) + " (" + nullTokenHint + ")"
+					}
 					return cannot(s)
 				}
 				return ""
@@ -304,7 +334,13 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		if text {
 			prec, scale := dt.Precision, dt.Scale
 			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
-				n, problem := parseDecimalText(s, prec, scale)
+				num, problem := s, ""
+				if ro.decimalComma {
+					if num, problem = decimalPoint(s); problem != "" {
+						return numberReason(s, dst, problem)
+					}
+				}
+				n, problem := parseDecimalText(num, prec, scale)
 				if problem != "" {
 					return numberReason(s, dst, problem)
 				}
@@ -343,7 +379,7 @@ func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 		}))
 	case arrow.FLOAT32:
 		return build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
-			v, problem := parseFloatText(s, 32)
+			v, problem := ro.parseFloat(s, 32)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
@@ -352,7 +388,7 @@ func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 		}))
 	default:
 		return build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
-			v, problem := parseFloatText(s, 64)
+			v, problem := ro.parseFloat(s, 64)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
@@ -360,6 +396,19 @@ func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 			return ""
 		}))
 	}
+}
+
+// parseFloat is parseFloatText of text written with the file's decimal
+// separator (a comma with CSV.DecimalComma).
+func (ro *resolved) parseFloat(s string, bitSize int) (float64, string) {
+	if ro.decimalComma {
+		num, problem := decimalPoint(s)
+		if problem != "" {
+			return 0, problem
+		}
+		s = num
+	}
+	return parseFloatText(s, bitSize)
 }
 
 // numberToNumber returns the widening conversion between numeric types, or

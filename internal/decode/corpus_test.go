@@ -73,7 +73,7 @@ func TestCorpus(t *testing.T) {
 	}
 	// One file per rule at least (docs/ingest.md).
 	for _, rule := range []string{"numbers", "local-times", "utf8", "whole-file", "empty", "unnamed-column", "time-range",
-		"null-tokens", "duplicates", "lines", "handled"} {
+		"null-tokens", "duplicates", "lines", "handled", "dialects", "evolution"} {
 		if seen[rule] == 0 {
 			t.Errorf("no corpus case for rule %q", rule)
 		}
@@ -87,7 +87,12 @@ func corpusOptions(t *testing.T, c corpus.Case) DecodeOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DecodeOptions{TimeColumn: c.Time(), TimeUnit: c.TimeUnit, AssumeLocation: loc}
+	types, err := c.Types()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DecodeOptions{TimeColumn: c.Time(), TimeUnit: c.TimeUnit, AssumeLocation: loc, Columns: types, Evolve: Evolution(c.Evolve),
+		CSV: CSV{Delimiter: c.Delimiter(), DecimalComma: c.CSVDecimalComma, Null: c.CSVNull}}
 	if c.Table != nil {
 		sc, err := c.IcebergSchema()
 		if err != nil {

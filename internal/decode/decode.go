@@ -11,7 +11,10 @@
 // (docs/ingest.md, "What loads and what is refused"): text numbers follow
 // strict rules (numbers.go), wall-clock times must exist once in their
 // zone (timeparse.go), strings must be UTF-8 (utf8.go), and whole-file
-// problems are named (text.go).
+// problems are named (text.go). CSV dialects (a delimiter, a decimal
+// comma, null tokens, Excel's separator hint) are read only as configured
+// (CSV) or as the file itself says (the hint); a file may change an
+// existing table's schema only as DecodeOptions.Evolve allows (evolve.go).
 //
 // Own code where libraries exist, and why: CSV records are read by
 // encoding/csv (inside arrow-go's CSV reader), numbers by strconv and
@@ -33,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -151,11 +155,48 @@ type DecodeOptions struct {
 	// ChunkBytes is the size of those ranges in bytes; 0 means
 	// DefaultChunkBytes.
 	ChunkBytes int64
+	// CSV is how CSV and TSV text is written: the delimiter, the decimal
+	// comma, the tokens read as null.
+	CSV CSV
+	// Columns gives the type of columns by name where a type is inferred
+	// (Target nil, or a column added by Evolve), instead of inferring it:
+	// Arrow types of Iceberg primitive types (lake.ParseColumnType). The
+	// time column is always timestamptz. Columns not in the file are
+	// ignored.
+	Columns map[string]arrow.DataType
+	// Evolve says which changes of Target a file may bring (evolve.go);
+	// "" is EvolveOff.
+	Evolve Evolution
+}
+
+// CSV is how the CSV and TSV text of landing files is written (the
+// --csv-delimiter, --csv-decimal-comma and --csv-null settings). The zero
+// value is RFC 4180 as the default: comma-separated, a decimal point, only
+// the empty cell null.
+type CSV struct {
+	// Delimiter separates the fields of .csv files; 0 means ','. .tsv
+	// files are separated by tabs. A file whose first line is an Excel
+	// separator hint ("sep=;") is separated by that character, and the
+	// line is skipped.
+	Delimiter rune
+	// DecimalComma reads numbers in float, double and decimal columns (and
+	// when a column's type is inferred) with a comma as the decimal
+	// separator ("22,5" is 22.5); a point in such a number is refused
+	// rather than guessed (1.234 is one thousand two hundred thirty-four
+	// in the same locales). Integers, times and other columns are read as
+	// without it.
+	DecimalComma bool
+	// Null lists cell texts read as null in every column, matched exactly
+	// (case and spaces count), besides the empty cell; e.g. "NA", "NULL".
+	Null []string
 }
 
 // Decoded is the result of Decode.
 type Decoded struct {
-	// Schema is opts.Target (same pointer) or the inferred schema.
+	// Schema is opts.Target (same pointer), the inferred schema, or, when
+	// the file changes an existing table (DecodeOptions.Evolve), Target's
+	// fields (those widened with their new type) followed by the new
+	// columns, without field ids.
 	Schema *arrow.Schema
 	// TimeColumn is the time column used, as spelled in Schema.
 	TimeColumn string
@@ -192,9 +233,24 @@ func (d *Decoded) Release() {
 // data row, the line of a text file, the column and the value. ctx is
 // checked between batches; its error is wrapped in a *FileError too.
 func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, error) {
+	out, err := decodeFile(ctx, src, opts, false)
+	if err != nil && evolvable(err, opts) {
+		// A change the file may make to the table: decode it again,
+		// working out the changed schema from all its rows.
+		return decodeFile(ctx, src, opts, true)
+	}
+	return out, err
+}
+
+// decodeFile is Decode; evolving reads the whole file first and decodes it
+// into Target with the changes the file brings (decodeEvolve).
+func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bool) (*Decoded, error) {
 	ro, err := resolveOptions(src.Key, opts)
 	if err != nil {
 		return nil, err
+	}
+	if evolving {
+		ro.parallel = 1
 	}
 	head := make([]byte, 8)
 	n, err := src.R.ReadAt(head, 0)
@@ -209,15 +265,14 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 		return nil, &FileError{Key: src.Key, Reason: "empty file (0 bytes)"}
 	}
 	ro.text = format != FormatParquet
-	comma := ','
 	if format == FormatTSV {
-		comma = '\t'
+		ro.comma = '\t'
 	}
 	var bs batchSource
 	if format == FormatParquet {
 		bs, err = openParquet(ctx, ro, src)
 	} else {
-		bs, err = openText(ctx, ro, src, gz, comma)
+		bs, err = openText(ctx, ro, src, gz)
 	}
 	if err != nil {
 		return nil, err
@@ -227,9 +282,12 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 		return nil, err
 	}
 	var out *Decoded
-	if opts.Target != nil {
+	switch {
+	case opts.Target != nil && evolving:
+		out, err = decodeEvolve(ctx, ro, bs, opts.Target, opts.TimeColumn)
+	case opts.Target != nil:
 		out, err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn)
-	} else {
+	default:
 		out, err = decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
 	}
 	var fe *FileError
@@ -243,10 +301,10 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 		// the bad file again sequentially to report exactly its error.
 		bs.close()
 		opts.Parallelism = 1
-		return Decode(ctx, src, opts)
+		return decodeFile(ctx, src, opts, evolving)
 	}
 	if ts, ok := bs.(*textSource); ok {
-		addLine(ro, src, gz, comma, ts.cols.read.NumFields(), fe)
+		addLine(ro, src, gz, ts.cols.read.NumFields(), fe)
 	}
 	return out, err
 }
@@ -258,7 +316,17 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 		return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid time unit %q (expected s, ms, us or ns)", opts.TimeUnit)}
 	}
 	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
-		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes}
+		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes, comma: ',', decimalComma: opts.CSV.DecimalComma,
+		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve}
+	if d := opts.CSV.Delimiter; d != 0 {
+		if !validDelimiter(d) {
+			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}
+		}
+		ro.comma = d
+	}
+	if _, err := ParseEvolution(string(opts.Evolve)); err != nil {
+		return nil, &FileError{Key: key, Reason: err.Error()}
+	}
 	if ro.mem == nil {
 		ro.mem = memory.DefaultAllocator
 	}
@@ -280,7 +348,7 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 // decodeInto streams batches through a conformer for an existing table.
 func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string) (*Decoded, error) {
 	if ct, ok := bs.(*chunkedText); ok {
-		ct.cols = numbersAsTarget(ct.cols, target)
+		ct.cols = numbersAsTarget(ct.cols, target, ro.decimalComma)
 	}
 	conf, err := newConformer(ro, bs.schema(), target, timeCol)
 	if err != nil {
@@ -327,7 +395,7 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 // first. Whatever it refuses (also what the converters accept: spaces
 // around a number) is a row error, and Decode decodes such a file again
 // sequentially, with the text converters.
-func numbersAsTarget(cols textColumns, target *arrow.Schema) textColumns {
+func numbersAsTarget(cols textColumns, target *arrow.Schema, decimalComma bool) textColumns {
 	fields := cols.read.Fields()
 	for i, f := range fields {
 		idx := target.FieldIndices(f.Name)
@@ -338,7 +406,9 @@ func numbersAsTarget(cols textColumns, target *arrow.Schema) textColumns {
 		case arrow.INT32, arrow.INT64:
 			fields[i].Type = dt
 		case arrow.FLOAT32, arrow.FLOAT64:
-			fields[i].Type = newStrictFloatType(dt)
+			if !decimalComma { // else the text converters read them, on the workers too
+				fields[i].Type = newStrictFloatType(dt)
+			}
 		}
 	}
 	return textColumns{read: arrow.NewSchema(fields, nil), out: arrow.NewSchema(fields[:cols.out.NumFields()], nil)}
@@ -347,26 +417,10 @@ func numbersAsTarget(cols textColumns, target *arrow.Schema) textColumns {
 // decodeInfer reads every batch, infers the schema from all of them, then
 // converts them to it.
 func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, fromText bool, timeCol string) (*Decoded, error) {
-	var raw []arrow.RecordBatch
-	defer func() {
-		for _, r := range raw {
-			r.Release()
-		}
-	}()
-	var rows int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
-		}
-		rec, err := bs.next()
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			break
-		}
-		rows += rec.NumRows()
-		raw = append(raw, rec)
+	raw, rows, err := readAll(ctx, ro, bs)
+	defer release(raw)
+	if err != nil {
+		return nil, err
 	}
 	sc, tc, err := inferSchema(ro, bs.schema(), raw, fromText, timeCol)
 	if err != nil {
@@ -375,7 +429,40 @@ func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, fromText boo
 	if rows == 0 {
 		return nil, &FileError{Key: ro.key, Err: ErrNoRows}
 	}
-	conf, err := newConformer(ro, bs.schema(), sc, tc)
+	return convertAll(ctx, ro, bs.schema(), sc, tc, raw)
+}
+
+// readAll reads every batch of bs and counts their rows. The caller
+// releases the batches, also on error.
+func readAll(ctx context.Context, ro *resolved, bs batchSource) ([]arrow.RecordBatch, int64, error) {
+	var raw []arrow.RecordBatch
+	var rows int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return raw, rows, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		rec, err := bs.next()
+		if err != nil {
+			return raw, rows, err
+		}
+		if rec == nil {
+			return raw, rows, nil
+		}
+		rows += rec.NumRows()
+		raw = append(raw, rec)
+	}
+}
+
+func release(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// convertAll converts raw batches of schema src to sc (time column tc);
+// raw are not released.
+func convertAll(ctx context.Context, ro *resolved, src, sc *arrow.Schema, tc string, raw []arrow.RecordBatch) (*Decoded, error) {
+	conf, err := newConformer(ro, src, sc, tc)
 	if err != nil {
 		return nil, err
 	}

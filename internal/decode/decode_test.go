@@ -277,7 +277,7 @@ func TestFileProblems(t *testing.T) {
 		{name: "bare quote", data: "time,device\n2026-01-05T10:00:00Z,d\"1\n", wantErr: "malformed csv", wantRow: 1},
 		{name: "duplicate header", data: "time,device,device\n2026-01-05T10:00:00Z,d1,d2\n", wantErr: "duplicate column name", wantCol: "device"},
 		{name: "empty header name", data: "time,,device\n2026-01-05T10:00:00Z,1,d1\n", wantErr: "column 2 has an empty name"},
-		{name: "extra column", data: "time,device,humidity\n2026-01-05T10:00:00Z,d1,40\n", wantErr: `gw/x.csv: column "humidity": not in the table schema (tables do not evolve on append)`, wantCol: "humidity"},
+		{name: "extra column", data: "time,device,humidity\n2026-01-05T10:00:00Z,d1,40\n", wantErr: `gw/x.csv: column "humidity": not in the table schema: ingest adds new columns only with --evolve add-columns`, wantCol: "humidity"},
 		{name: "missing required column", data: "time,temp\n2026-01-05T10:00:00Z,1\n", wantErr: `column "device": required column is missing from the file`, wantCol: "device"},
 		{name: "missing time column", data: "device,temp\nd1,1\n", wantErr: `column "time": time column is missing from the file`, wantCol: "time"},
 		{name: "null time", data: "time,device\n2026-01-05T10:00:00Z,d1\n,d1\n", wantErr: `gw/x.csv: row 2 (line 3), column "time": null in required column`, wantRow: 2, wantCol: "time"},

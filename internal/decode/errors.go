@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -31,6 +32,10 @@ type FileError struct {
 	Reason string
 	// Err is the underlying cause, if any.
 	Err error
+
+	// newColumns marks the refusal of columns the table does not have,
+	// which DecodeOptions.Evolve may turn into new columns.
+	newColumns bool
 }
 
 // Error formats the error as `<key>: row <n> (line <l>), column "<c>":
@@ -71,6 +76,13 @@ func (e *FileError) Error() string {
 		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// IsNewColumns reports whether err refuses a file for columns the table
+// does not have, which DecodeOptions.Evolve add-columns would add.
+func IsNewColumns(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.newColumns
 }
 
 // Unwrap returns the underlying cause (nil when there is none).

@@ -20,7 +20,8 @@ var inferredTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "
 // inferSchema derives a schema for a new table from all rows of the file.
 // src is the file schema (all text for CSV/TSV, when fromText is true).
 // The time column is non-nullable timestamp[us, tz=UTC]; every other column
-// is nullable and keeps file order. It returns the schema and the name of the
+// is nullable, keeps file order, and has the type ro.columns gives it, else
+// the one its values suggest. It returns the schema and the name of the
 // time column as spelled in the file.
 func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, fromText bool, timeCol string) (*arrow.Schema, string, error) {
 	timeIdx, err := pickTimeColumn(ro, src, batches, timeCol)
@@ -29,11 +30,18 @@ func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, f
 	}
 	fields := make([]arrow.Field, src.NumFields())
 	for i, f := range src.Fields() {
+		given, isGiven := ro.columns[f.Name]
 		switch {
 		case i == timeIdx:
+			if isGiven && !arrow.TypeEqual(given, inferredTimeType) {
+				return nil, "", &FileError{Key: ro.key, Column: f.Name,
+					Reason: fmt.Sprintf("the time column is always timestamptz, not %s (check --column)", typeName(given))}
+			}
 			fields[i] = arrow.Field{Name: f.Name, Type: inferredTimeType, Nullable: false}
+		case isGiven:
+			fields[i] = arrow.Field{Name: f.Name, Type: given, Nullable: true}
 		case fromText:
-			fields[i] = arrow.Field{Name: f.Name, Type: sniffText(batches, i), Nullable: true}
+			fields[i] = arrow.Field{Name: f.Name, Type: sniffText(ro, batches, i), Nullable: true}
 		default:
 			dt, err := normaliseType(f.Type)
 			if err != nil {
@@ -110,13 +118,19 @@ func convertsToTime(ro *resolved, f arrow.Field, batches []arrow.RecordBatch, i 
 // sniffText infers the type of a CSV/TSV text column from all its non-null
 // values: int64 when all parse as base-10 integers, else float64 when all
 // are numbers a double holds under the text number rules (numbers.go; the
-// NaN/Inf words allowed, but at least one value must contain a digit), else
-// bool when all are true/false (case-insensitive), else string. A value
-// those rules refuse (0x1p3, 1_000, 1e-400) makes the column a string, which
-// keeps it exactly as written.
-// An all-null column is a string. Surrounding spaces are ignored, as in the
-// conversion that follows.
-func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
+// NaN/Inf words allowed, but at least one value must contain a digit; with
+// a decimal comma, ro.decimalComma), else bool when all are true/false
+// (case-insensitive), else string. A value those rules refuse (0x1p3,
+// 1_000, 1e-400) makes the column a string, which keeps it exactly as
+// written.
+// A value other tools write for a missing one (NA, NULL, -: nullTokens)
+// does not make a column a string: the column gets the type of its other
+// values, and loading it then refuses the token, with a reason that names
+// the setting that reads it as null (CSV.Null), unless the file is loaded
+// with it. A column of nulls and such tokens only is a string, as is an
+// all-null column. Surrounding spaces are ignored, as in the conversion
+// that follows.
+func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType {
 	canInt, canFloat, canBool := true, true, true
 	seen, floatDigit := false, false
 	for _, rec := range batches {
@@ -126,8 +140,17 @@ func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
 			if arr.IsNull(j) {
 				continue
 			}
-			seen = true
 			s := strings.TrimSpace(get(j))
+			if isNullToken(s) {
+				if _, problem := parseFloatText(s, 64); problem != "" {
+					continue // NA, NULL, -; but NaN is a number
+				}
+			}
+			seen = true
+			num, numProblem := s, ""
+			if ro.decimalComma {
+				num, numProblem = decimalPoint(s)
+			}
 			isInt := false
 			if canInt {
 				if v, problem := parseIntText(s, 64); problem == "" {
@@ -140,7 +163,7 @@ func sniffText(batches []arrow.RecordBatch, i int) arrow.DataType {
 				}
 			}
 			if canFloat && !isInt {
-				if _, problem := parseFloatText(s, 64); problem != "" {
+				if _, problem := parseFloatText(num, 64); problem != "" || numProblem != "" {
 					canFloat = false
 				} else if hasDigit(s) {
 					floatDigit = true

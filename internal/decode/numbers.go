@@ -174,6 +174,9 @@ func numberLookalike(t string) string {
 		}
 	}
 	if digits > 0 && seps > 0 {
+		if strings.Count(body, ",") == 1 && seps == 1 {
+			return "digit separators are not accepted: write the digits without them, with a point for decimals (a decimal comma is read with --csv-decimal-comma)"
+		}
 		return "digit separators are not accepted: write the digits without them, with a point for decimals"
 	}
 	return notNumber
@@ -312,11 +315,24 @@ func parseIntText(s string, bitSize int) (int64, string) {
 }
 
 // nullTokens are the texts other tools write for a missing value. They are
-// strings like any other (Timelake convention: only an empty cell is null);
-// in a column of another type the refusal says so.
+// strings like any other (Timelake convention: only an empty cell is null,
+// unless CSV.Null names the token); in a column of another type the
+// refusal says so, and type inference looks past them (sniffText).
 var nullTokens = []string{"null", "na", "n/a", "nan", "none", "nil", "-", "#n/a"}
 
-const nullTokenHint = "only an empty cell is null; tokens such as NULL or NA are text"
+const nullTokenHint = "only an empty cell is null; tokens such as NULL or NA are text unless --csv-null names them"
+
+// decimalPoint rewrites a number written with a decimal comma (CSV.DecimalComma:
+// "22,5", "-0,5e3") in decimal notation ("22.5"). A point in it is refused
+// (problem), never read: in the locales that write a decimal comma it
+// separates thousands (1.234,5). Text with more than one comma stays text
+// that is no number.
+func decimalPoint(s string) (string, string) {
+	if strings.IndexByte(s, '.') >= 0 {
+		return "", "with --csv-decimal-comma the decimal separator is the comma; a point is not read (it separates thousands in those locales)"
+	}
+	return strings.Replace(s, ",", ".", 1), ""
+}
 
 func isNullToken(s string) bool {
 	t := strings.TrimSpace(s)

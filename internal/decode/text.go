@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -86,8 +88,11 @@ func (c textColumns) trim(ro *resolved, rec arrow.RecordBatch, rowBase int64) (a
 const sniffBytes = 64 << 10
 
 // openTextStream returns the decompressed byte stream of the file after a
-// leading UTF-8 byte order mark. With sniff set it checks the start of the
-// text for whole-file problems first (sniffText).
+// leading UTF-8 byte order mark and an Excel separator hint ("sep=;" as
+// the whole first line), whose separator it makes ro.comma (the file's own
+// word wins over the setting), with the line numbers of the file one more
+// than those of the stream (ro.lineOffset). With sniff set it checks the
+// start of the text for whole-file problems first (checkTextStart).
 func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.Closer, error) {
 	var r io.Reader = io.NewSectionReader(src.R, 0, src.Size)
 	var closer io.Closer = nopCloser{}
@@ -111,9 +116,25 @@ func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.C
 		return nil, nil, textReadError(ro, 0, 0, err)
 	}
 	bom := bytes.HasPrefix(head, utf8BOM)
+	var prefix []byte
 	if bom {
 		_, _ = br.Discard(len(utf8BOM))
-		head = head[len(utf8BOM):]
+		prefix, head = utf8BOM, head[len(utf8BOM):]
+	}
+	line := head
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i+1]
+	}
+	sep, isSep, problem := sepLine(string(line))
+	if isSep && problem != "" {
+		_ = closer.Close()
+		return nil, nil, &FileError{Key: ro.key, Line: 1, Reason: problem}
+	}
+	if isSep {
+		_, _ = br.Discard(len(line))
+		prefix = append(slices.Clip(prefix), line...)
+		head = head[len(line):]
+		ro.comma, ro.lineOffset = sep, 1
 	}
 	if sniff {
 		if err := checkTextStart(ro, head, gz, bom); err != nil {
@@ -121,24 +142,74 @@ func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.C
 			return nil, nil, err
 		}
 	}
-	return &textStream{Reader: br, bom: bom}, closer, nil
+	return &textStream{Reader: br, bom: bom, prefix: prefix}, closer, nil
 }
 
-// textStream is the decompressed text of a file after its byte order mark.
+// textStream is the decompressed text of a file after its byte order mark
+// and its separator hint.
 type textStream struct {
 	*bufio.Reader
-	bom bool // a UTF-8 byte order mark was skipped
+	bom    bool   // a UTF-8 byte order mark was skipped
+	prefix []byte // the bytes skipped: the mark and the hint's line
+}
+
+// sepLine reads an Excel separator hint, "sep=X" as the whole first line
+// (quoted or not, with its line end), which Excel writes in front of CSV
+// exports in locales whose list separator is not a comma. isSep says
+// whether line is one; problem why its separator cannot be used.
+func sepLine(line string) (sep rune, isSep bool, problem string) {
+	l := strings.TrimRight(line, "\r\n")
+	if t := strings.TrimSpace(l); len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+		l = t[1 : len(t)-1]
+	}
+	if len(l) < 4 || !strings.EqualFold(l[:4], "sep=") {
+		return 0, false, ""
+	}
+	r, size := utf8.DecodeRuneInString(l[4:])
+	switch {
+	case size == 0:
+		return 0, true, fmt.Sprintf("the first line %s is an Excel separator hint without a separator", strconv.Quote(l))
+	case 4+size != len(l):
+		return 0, true, fmt.Sprintf("the first line %s is not an Excel separator hint of one character (sep=; or sep=,)", strconv.Quote(l))
+	case !validDelimiter(r):
+		return 0, true, fmt.Sprintf("the first line %s names %s as the separator, which cannot separate CSV fields", strconv.Quote(l), strconv.QuoteRune(r))
+	}
+	return r, true, ""
+}
+
+// checkHintedHeader refuses a header that the file's separator hint leaves
+// as one column holding another separator ("sep=;" above "time,device,v"):
+// the hint does not match the file, and naming that beats "no time column".
+func checkHintedHeader(ro *resolved, header []string) error {
+	if ro.lineOffset == 0 || len(header) != 1 {
+		return nil
+	}
+	for _, d := range []rune{',', ';', '\t', '|'} {
+		if d != ro.comma && strings.ContainsRune(header[0], d) {
+			return &FileError{Key: ro.key, Line: 2, Reason: fmt.Sprintf("the header is one column, %s: the first line (an Excel separator hint) says fields are separated by %s, but the header is separated by %s; fix or remove that line",
+				quoteValue(header[0]), strconv.QuoteRune(ro.comma), strconv.QuoteRune(d))}
+		}
+	}
+	return nil
+}
+
+// validDelimiter reports whether r can separate CSV fields (encoding/csv:
+// not a quote, a line end, the replacement character or an invalid rune).
+func validDelimiter(r rune) bool {
+	return r != 0 && r != '"' && r != '\r' && r != '\n' && utf8.ValidRune(r) && r != utf8.RuneError
 }
 
 // openText reads the header in a first pass (to name the string columns and
 // to report header problems precisely), then opens the data pass: in
 // parallel chunks (chunkedText) when the file is large, uncompressed and
-// safe to split (planTextChunks), else sequentially (textSource).
-func openText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune) (batchSource, error) {
+// safe to split (planTextChunks), else sequentially (textSource). Fields
+// are separated by ro.comma (a separator hint changes it).
+func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSource, error) {
 	hr, hc, err := openTextStream(ro, src, gz, true)
 	if err != nil {
 		return nil, err
 	}
+	comma := ro.comma
 	cr := csv.NewReader(hr)
 	cr.Comma = comma
 	header, err := cr.Read()
@@ -149,11 +220,14 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune
 		}
 		return nil, textReadError(ro, 0, 0, err)
 	}
+	if err := checkHintedHeader(ro, header); err != nil {
+		return nil, err
+	}
 	cols := newTextColumns(header)
 	if err := checkNames(ro.key, cols.out); err != nil {
 		return nil, err
 	}
-	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes {
+	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes && ro.lineOffset == 0 {
 		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes)
 		if err != nil {
 			return nil, &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
@@ -179,7 +253,7 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool, comma rune
 	r := arrowcsv.NewReader(dr, cols.read,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(comma),
-		arrowcsv.WithNullReader(true, ""),
+		arrowcsv.WithNullReader(true, ro.nulls...),
 		arrowcsv.WithChunk(chunk),
 		arrowcsv.WithAllocator(ro.mem),
 	)
@@ -232,11 +306,12 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
+		line := int64(pe.Line) + ro.lineOffset
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			return &FileError{Key: ro.key, Row: row, Line: int64(pe.Line), Err: errFieldCount,
+			return &FileError{Key: ro.key, Row: row, Line: line, Err: errFieldCount,
 				Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width)}
 		}
-		return &FileError{Key: ro.key, Row: row, Line: int64(pe.Line),
+		return &FileError{Key: ro.key, Row: row, Line: line,
 			Reason: fmt.Sprintf("malformed csv at byte %d of the line: %v", pe.Column, pe.Err)}
 	}
 	if errors.Is(err, arrowcsv.ErrMismatchFields) {
@@ -250,14 +325,14 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 // its number of fields, and whether it holds a carriage return not followed
 // by a line feed. ok is false when the file ends or fails before the row.
 // Only a refused file is read again, so this costs nothing on good files.
-func locateRow(ro *resolved, src Source, gz bool, comma rune, row int64) (line int64, fields int, bareCR bool, ok bool) {
+func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields int, bareCR bool, ok bool) {
 	r, c, err := openTextStream(ro, src, gz, false)
 	if err != nil {
 		return 0, 0, false, false
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
-	cr.Comma = comma
+	cr.Comma = ro.comma
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	for i := int64(0); i <= row; i++ {
@@ -272,7 +347,7 @@ func locateRow(ro *resolved, src Source, gz bool, comma rune, row int64) (line i
 					bareCR = true
 				}
 			}
-			return int64(l), len(rec), bareCR, true
+			return int64(l) + ro.lineOffset, len(rec), bareCR, true
 		}
 	}
 	return 0, 0, false, false
@@ -280,11 +355,11 @@ func locateRow(ro *resolved, src Source, gz bool, comma rune, row int64) (line i
 
 // addLine completes a row error of a text file with its line and, for a
 // line with the wrong number of fields, how many it has.
-func addLine(ro *resolved, src Source, gz bool, comma rune, width int, fe *FileError) {
+func addLine(ro *resolved, src Source, gz bool, width int, fe *FileError) {
 	if fe.Row <= 0 {
 		return
 	}
-	line, fields, bareCR, ok := locateRow(ro, src, gz, comma, fe.Row)
+	line, fields, bareCR, ok := locateRow(ro, src, gz, fe.Row)
 	if !ok {
 		return
 	}
@@ -419,12 +494,15 @@ var otherBOMs = []struct {
 }
 
 // checkTextStart refuses a text file whose start (head: decompressed, without
-// its UTF-8 byte order mark) shows a problem with the whole file, naming
-// what was found and what to do: no bytes at all, another Unicode encoding
-// than UTF-8, compressed or archive formats, binary content, an Excel
-// "sep=" line, line ends of a lone carriage return.
+// its UTF-8 byte order mark and separator hint) shows a problem with the
+// whole file, naming what was found and what to do: no bytes at all,
+// another Unicode encoding than UTF-8, compressed or archive formats,
+// binary content, line ends of a lone carriage return.
 func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 	fail := func(reason string) error { return &FileError{Key: ro.key, Reason: reason} }
+	if len(bytes.TrimSpace(head)) == 0 && ro.lineOffset > 0 {
+		return fail("empty file (only an Excel separator hint, no header line)")
+	}
 	if len(head) == 0 {
 		if gz {
 			return fail("empty file (the gzip data holds no text)")
@@ -453,9 +531,6 @@ func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 	line := head
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
-	}
-	if first := strings.TrimRight(string(line), "\r"); isSepLine(first) {
-		return fail(fmt.Sprintf("the first line %s is an Excel separator hint, which is not supported: remove that line (the separator must be a comma in .csv files and a tab in .tsv files)", strconv.Quote(first)))
 	}
 	if i := bytes.IndexByte(line, '\r'); i >= 0 && i+1 < len(line) && !quotedBefore(line, i) {
 		return fail("the line ends are a carriage return alone (CR, as old Mac programs write them): convert them to LF or CRLF")
@@ -487,13 +562,6 @@ func utf16Like(b []byte) bool {
 		}
 	}
 	return max(even, odd) >= n/2*3/4
-}
-
-// isSepLine reports whether an Excel separator hint ("sep=;", possibly
-// quoted) is the whole line.
-func isSepLine(line string) bool {
-	l := strings.Trim(strings.TrimSpace(line), `"`)
-	return len(l) >= 4 && len(l) <= 5 && strings.EqualFold(l[:4], "sep=")
 }
 
 // quotedBefore reports whether position i of a line is inside a quoted

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/decode"
@@ -71,6 +72,16 @@ type Config struct {
 
 	TimeUnit       string         // numeric epoch unit of the time column: s, ms, us, ns
 	AssumeLocation *time.Location // zone of text times without offset; nil = UTC
+
+	// CSV is how the landing files' CSV and TSV text is written.
+	CSV decode.CSV
+	// Columns are explicit column types by name: of the table created
+	// from the first file, and of the columns Evolve adds.
+	Columns map[string]arrow.DataType
+	// Evolve says which schema changes a landing file may bring
+	// (docs/schema.md); "" means the table's timelake.evolve property,
+	// else off. A table this run creates gets the property when it is set.
+	Evolve decode.Evolution
 
 	MaxFiles int  // 0 = no limit
 	DryRun   bool // list what would be loaded, change nothing
@@ -199,8 +210,11 @@ type FileResult struct {
 	QuarantinedTo string `json:"quarantined_to,omitempty"`
 	// SameAs names the key under which the same content was loaded
 	// (content dedupe).
-	SameAs  string  `json:"same_as,omitempty"`
-	Seconds float64 `json:"seconds"`
+	SameAs string `json:"same_as,omitempty"`
+	// SchemaChanges says how the file's commit changed the table's
+	// schema ("added battery double", "widened n int -> long").
+	SchemaChanges []string `json:"schema_changes,omitempty"`
+	Seconds       float64  `json:"seconds"`
 }
 
 // Created describes a table created by this run.
@@ -913,6 +927,9 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 		if err != nil {
 			return func() error { recordDone(); return firstErr }, r.lakeErr(err)
 		}
+		if pending, results, err = r.afterSchemaConflicts(ctx, pending, results); err != nil {
+			return func() error { recordDone(); return firstErr }, err
+		}
 	}
 	return func() error {
 		// Each delete is one request, independent of the others.
@@ -959,6 +976,7 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 		}
 	}
 	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
+	it.res.SchemaChanges = ar.SchemaChanges
 	// Delete only what was loaded: an object replaced since it was read
 	// (a file still being written, a key re-sent) stays, and the next run
 	// quarantines it as different content under a loaded key.
@@ -1192,10 +1210,22 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 }
 
 func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, error) {
-	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation}
+	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation,
+		CSV: r.cfg.CSV, Columns: r.cfg.Columns}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
+		opts.Evolve = r.cfg.Evolve
+		if opts.Evolve == "" {
+			prop := r.tbl.Properties()[lake.PropEvolve]
+			var err error
+			if opts.Evolve, err = decode.ParseEvolution(prop); err != nil {
+				// Written by another tool (tables alter checks it): the
+				// table does not change, as without the property.
+				r.log.Warn("table property ignored", "property", lake.PropEvolve, "err", err)
+				opts.Evolve = decode.EvolveOff
+			}
+		}
 	} else {
 		opts.TimeColumn = r.cfg.TimeColumn
 	}
@@ -1210,9 +1240,11 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 			return &decode.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
 		}
 	}
-	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, lake.CreateSpec{
-		TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition,
-	})
+	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition}
+	if r.cfg.Evolve != "" {
+		spec.Properties = map[string]string{lake.PropEvolve: string(r.cfg.Evolve)}
+	}
+	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, spec)
 	if errors.Is(err, lake.ErrTableExists) {
 		tbl, err = r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
 		if err != nil {
@@ -1290,10 +1322,54 @@ func hint(err error) string {
 	switch {
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case decode.IsNewColumns(err):
+		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
 	}
 	var fe *decode.FileError
 	if errors.As(err, &fe) {
-		return "fix the file and upload it again under a new key; the quarantined copy and this report can then be deleted"
+		return "fix the file and upload it again under a new key (the quarantined copy and this report can then be deleted); or, when a setting was wrong (--csv-delimiter, --csv-decimal-comma, --csv-null, --time-unit), fix it and put the file back with timelake landing requeue"
 	}
 	return "send corrections as a new file with a new key"
+}
+
+// maxSchemaRetries bounds how often one file is prepared again because
+// other writers changed the schema under it.
+const maxSchemaRetries = 5
+
+// afterSchemaConflicts prepares again, against the newest schema, the files
+// of a commit whose batches another writer's schema change left out
+// (lake.AppendResult.SchemaConflict: the field ids their data files use
+// were taken), and commits each: decoded again, a file may now load as it
+// is, or be quarantined if it no longer fits. It returns the items still
+// to finish and their results; the others are done.
+func (r *runner) afterSchemaConflicts(ctx context.Context, pending []*item, results []lake.AppendResult) ([]*item, []lake.AppendResult, error) {
+	keep := 0
+	for i, it := range pending {
+		ar := results[i]
+		for tries := 1; ar.SchemaConflict != nil; tries++ {
+			if tries > maxSchemaRetries {
+				return nil, nil, fmt.Errorf("%s: other writers kept changing the table's schema; the file stays for the next run: %w", it.obj.Key, ar.SchemaConflict)
+			}
+			r.log.Info("the table's schema changed under a file: preparing it again", "key", it.obj.Key, "reason", ar.SchemaConflict)
+			fresh := r.prepare(ctx, it.obj, func() error { return nil })
+			fresh.start = it.start
+			*it = *fresh
+			if it.err != nil {
+				return nil, nil, it.err
+			}
+			if it.done {
+				break
+			}
+			res, err := r.tbl.Commit(ctx, []*lake.Prepared{it.prepared}, lake.CommitOptions{})
+			if err != nil {
+				return nil, nil, r.lakeErr(err)
+			}
+			ar = res[0]
+		}
+		if !it.done {
+			pending[keep], results[keep] = it, ar
+			keep++
+		}
+	}
+	return pending[:keep], results[:keep], nil
 }

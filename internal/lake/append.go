@@ -46,6 +46,16 @@ type AppendResult struct {
 	Attempts   int   // commit attempts (1 unless races were lost)
 	// Existing describes the earlier commit of a duplicate batch.
 	Existing *BatchInfo
+	// SchemaChanges lists what the batch's commit changed in the table's
+	// schema ("added battery double", "widened v int -> long"); empty when
+	// nothing, or when an earlier batch of the commit (or another writer)
+	// made the same change.
+	SchemaChanges []string
+	// SchemaConflict, wrapping ErrSchemaChanged, says the batch was not
+	// committed (its data files are deleted): another writer changed the
+	// schema so that the field ids its files use are taken or mean another
+	// column. Decode and prepare its file again against the newest schema.
+	SchemaConflict error
 }
 
 // Prepared is a batch whose data files are written but not committed. Pass
@@ -56,6 +66,10 @@ type Prepared struct {
 	Bytes   int64              // bytes of the data files
 	files   []iceberg.DataFile // none for a batch without rows
 	summary iceberg.Properties
+	// change is the schema the data files were written with when the
+	// batch changes the table's schema; nil when they use the table's
+	// schema at Prepare.
+	change *schemaChange
 }
 
 // DataFiles returns the number of data files written.
@@ -88,12 +102,57 @@ func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordB
 // committing. recs are not released. A batch without rows (a gateway's
 // header-only file) writes no data file: its snapshot adds nothing but
 // records the batch id as loaded.
+//
+// recs normally have ArrowSchema(). They may also differ from it as a
+// decoder's output for an older or an evolved schema does (all of them the
+// same schema): columns are matched by field id, else by name; a nullable
+// column they lack is written as null, a column the table holds in a wider
+// type is cast to it; and columns the table lacks (without a field id) and
+// wider types the Iceberg spec allows the table's to become (int -> long,
+// float -> double, wider decimals) change the schema: the data files are
+// written with the changed schema, which Commit commits with the batch
+// (evolve.go). Whether a file may change the schema is its decoder's
+// decision.
+//
 // Prepare may run concurrently with other Prepare calls and with Commit.
 func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.RecordBatch, summary map[string]string, batchRows int) (*Prepared, error) {
 	if batchID == "" {
 		return nil, errors.New("append: empty batch id")
 	}
 	v := t.view()
+	var change *schemaChange
+	if len(recs) > 0 {
+		sc := recs[0].Schema()
+		plan, c, err := planBatch(v.head.write.CurrentSchema(), v.arrowSc, v.head.write.LastColumnID(), sc)
+		if err != nil {
+			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+		}
+		if plan != nil {
+			if c != nil {
+				if v, err = t.evolvedView(v, c); err != nil {
+					return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+				}
+				change = c
+			}
+			conformed := make([]arrow.RecordBatch, 0, len(recs))
+			defer func() {
+				for _, r := range conformed {
+					r.Release()
+				}
+			}()
+			for _, r := range recs {
+				if !r.Schema().Equal(sc) {
+					return nil, fmt.Errorf("append %s to %s: record schema %s does not match the first record's %s", batchID, t.name, r.Schema(), sc)
+				}
+				cr, err := plan.apply(ctx, memory.DefaultAllocator, r)
+				if err != nil {
+					return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
+				}
+				conformed = append(conformed, cr)
+			}
+			recs = conformed
+		}
+	}
 	var rows int64
 	for _, r := range recs {
 		if !r.Schema().Equal(v.arrowSc) {
@@ -119,7 +178,7 @@ func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.Record
 	for k, val := range summary {
 		props[k] = val
 	}
-	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props}, nil
+	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props, change: change}, nil
 }
 
 // Discard deletes the data files of batches that will not be committed.
@@ -189,8 +248,12 @@ func dataFilePaths(files []iceberg.DataFile) []string {
 // batch that is already there commits nothing (Duplicate, Rows 0; its data
 // files are deleted), and one found under a snapshot of this Commit (a write
 // whose response was lost) counts as committed. Files written by attempts
-// that did not win are deleted. Results are in the order of ps. Commit must
-// not run concurrently with another Commit on the same Table.
+// that did not win are deleted. A batch whose data files were written with
+// a changed schema (Prepare) commits that change in the same metadata
+// write, merged into the newest schema; one whose field ids another writer
+// took is not committed (AppendResult.SchemaConflict, its data files
+// deleted) while the others are. Results are in the order of ps. Commit
+// must not run concurrently with another Commit on the same Table.
 //
 // Errors: I/O errors, and table.ErrCommitFailed after MaxAttempts lost
 // races; on error no result is returned and, when the outcome is known, the
@@ -209,6 +272,7 @@ func (t *Table) Commit(ctx context.Context, ps []*Prepared, opts CommitOptions) 
 				return nil, fmt.Errorf("commit to %s: internal: batch %s missing after commit", t.name, p.BatchID)
 			}
 			m.results[p.BatchID] = m.settle(p, s)
+			m.results[p.BatchID].SchemaChanges = a.changes[p.BatchID]
 		}
 		if a.lastList != "" {
 			t.lastList, t.lastManifests = a.lastList, a.lastManifests
@@ -257,6 +321,9 @@ type appendAttempt struct {
 	lastManifests []iceberg.ManifestFile
 	// txn path: the snapshots iceberg-go staged
 	snapshots []table.Snapshot
+	// changes are the schema changes each pending batch makes, by batch
+	// id (evolve)
+	changes map[string][]string
 }
 
 func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
@@ -299,26 +366,73 @@ func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt i
 		}
 		pending = still
 	}
+	// The schema changes of the batches, merged into the newest schema.
+	a := &appendAttempt{}
+	staged, pending, err := m.evolve(a, base, pending)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(pending) == 0 {
 		return nil, nil, errNothingToCommit
 	}
-	a := &appendAttempt{pending: pending}
+	a.pending = pending
 	m.attempts[attempt] = a
 	baseLoc := t.lake.metadataLocation(t.name, n)
 	if t.canStage(base, pending) {
 		// Write the snapshots' manifests and lists concurrently, then
 		// append them to the newest version's JSON.
-		snaps, err := t.stage(ctx, m, a, base, pending, attempt)
+		snaps, err := t.stage(ctx, m, a, staged, pending, attempt)
 		if err != nil {
 			return nil, nil, fmt.Errorf("stage snapshots: %w", err)
 		}
-		next, body, err := base.withSnapshots(snaps, baseLoc)
+		next, body, err := staged.withSnapshots(snaps, baseLoc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("add snapshots: %w", err)
 		}
 		return next, body, nil
 	}
+	if staged != base {
+		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
+	}
 	return m.buildWithTransaction(ctx, a, base, baseLoc, pending)
+}
+
+// evolve merges the schema changes of the pending batches into base's
+// current schema, in order (mergeSchema). It returns the version to stage
+// the snapshots on (base itself when no batch changes the schema, else base
+// with the merged schema made current) and the batches that fit it; those
+// that do not are settled with AppendResult.SchemaConflict. The changes
+// each batch makes are recorded in a for its result.
+func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepared) (*head, []*Prepared, error) {
+	a.changes = map[string][]string{}
+	cur := base.write.CurrentSchema()
+	last := base.write.LastColumnID()
+	evolved := false
+	fit := pending[:0:0]
+	for _, p := range pending {
+		if p.change == nil {
+			fit = append(fit, p)
+			continue
+		}
+		next, nextLast, changes, err := mergeSchema(cur, last, p.change)
+		if err != nil {
+			m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SchemaConflict: fmt.Errorf("batch %s: %w", p.BatchID, err)}
+			continue
+		}
+		if len(changes) > 0 {
+			cur, last, evolved = next, nextLast, true
+			a.changes[p.BatchID] = changes
+		}
+		fit = append(fit, p)
+	}
+	if !evolved || len(fit) == 0 {
+		return base, fit, nil
+	}
+	staged, err := base.withSchema(cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schema change: %w", err)
+	}
+	return staged, fit, nil
 }
 
 // buildWithTransaction stages the pending batches through iceberg-go's
@@ -370,7 +484,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		// known to have won (its version was already deleted when it was
 		// checked): which attempt's files they use is not known.
 		for _, r := range m.results {
-			unknown = unknown || !r.Duplicate
+			unknown = unknown || (!r.Duplicate && r.SchemaConflict == nil)
 		}
 	}
 	if unknown {
@@ -400,7 +514,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		}
 	}
 	for _, p := range m.ps {
-		if r := m.results[p.BatchID]; r == nil || r.Duplicate {
+		if r := m.results[p.BatchID]; r == nil || r.Duplicate || r.SchemaConflict != nil {
 			if a := m.attempts[won]; a == nil || !slices.Contains(a.pending, p) {
 				paths = append(paths, dataFilePaths(p.files)...)
 			}

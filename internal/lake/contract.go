@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -20,6 +21,10 @@ const (
 	PropSeriesKey     = "timelake.series-key"
 	PropChunk         = "timelake.chunk"
 	PropFormatVersion = "timelake.format-version"
+	// PropEvolve is the schema changes a landing file may bring when ingest
+	// (or serve) runs without --evolve: off, add-columns or widen
+	// (docs/schema.md).
+	PropEvolve = "timelake.evolve"
 )
 
 // Snapshot summary properties written by Append next to the standard Iceberg
@@ -194,4 +199,34 @@ type BatchInfo struct {
 	// FromHistory is set when the batch is known from the load history:
 	// its snapshot has expired (Rows and the source facts remain).
 	FromHistory bool
+}
+
+// ParseColumnType reads an Iceberg primitive type name (Iceberg spec,
+// "Primitive Types", as table metadata writes them: boolean, int, long,
+// float, double, decimal(P,S), date, time, timestamp, timestamptz, string,
+// binary; any case, spaces allowed in decimal(P, S)) and returns the Arrow
+// type of such a column (table.TypeToArrowType), the type decode produces
+// and Prepare writes. Errors name the accepted names.
+func ParseColumnType(name string) (arrow.DataType, error) {
+	n := strings.ToLower(strings.Join(strings.Fields(name), ""))
+	var f iceberg.NestedField
+	err := json.Unmarshal([]byte(`{"id":1,"name":"c","required":false,"type":`+strconv.Quote(n)+`}`), &f)
+	ok := err == nil
+	if ok {
+		switch f.Type.(type) {
+		case iceberg.BooleanType, iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type,
+			iceberg.DecimalType, iceberg.DateType, iceberg.TimeType, iceberg.TimestampType, iceberg.TimestampTzType,
+			iceberg.StringType, iceberg.BinaryType:
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("unknown column type %q (expected boolean, int, long, float, double, decimal(P,S), date, time, timestamp, timestamptz, string or binary)", name)
+	}
+	dt, err := table.TypeToArrowType(f.Type, false, false)
+	if err != nil {
+		return nil, fmt.Errorf("column type %s: %w", name, err)
+	}
+	return dt, nil
 }

@@ -67,10 +67,17 @@ var MaintenanceProperties = map[string]string{
 	PropOrphanMinAge:      "a duration such as 1h",
 }
 
+// LoadProperties are the timelake.* table properties of loading that tables
+// alter may set, with what each accepts.
+var LoadProperties = map[string]string{
+	PropEvolve: "off, add-columns or widen",
+}
+
 // ValidateProperty checks a timelake.* property value for SetProperties
 // callers (tables alter): contract properties are fixed at creation,
-// maintenance ones must parse, unknown timelake.* keys are refused. Other
-// keys (Iceberg's write.*, history.*, ...) are not checked here.
+// maintenance and loading ones must parse, unknown timelake.* keys are
+// refused. Other keys (Iceberg's write.*, history.*, ...) are not checked
+// here.
 func ValidateProperty(key, value string) error {
 	if !strings.HasPrefix(key, "timelake.") {
 		return nil
@@ -91,12 +98,17 @@ func ValidateProperty(key, value string) error {
 		if low := map[string]int{PropMinSnapshots: 1, PropCompactMinFiles: 2}[key]; err != nil || n < low {
 			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
 		}
+	case PropEvolve:
+		if value != "off" && value != "add-columns" && value != "widen" {
+			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
+		}
 	case PropTargetFileSize:
 		if n, err := ParseSize(value); err != nil || n < 1<<20 {
 			return fmt.Errorf("%s=%q: expected a size of at least 1MiB such as 32MiB", key, value)
 		}
 	default:
-		known := slices.Sorted(maps.Keys(MaintenanceProperties))
+		known := slices.Concat(slices.Collect(maps.Keys(MaintenanceProperties)), slices.Collect(maps.Keys(LoadProperties)))
+		slices.Sort(known)
 		return fmt.Errorf("unknown property %s (timelake.* properties that can be set: %s)", key, strings.Join(known, ", "))
 	}
 	return nil

@@ -63,6 +63,7 @@ func (t *Table) loaded() (*head, int) {
 
 // tableView is a consistent read of a Table's state.
 type tableView struct {
+	head     *head
 	arrowSc  *arrow.Schema
 	contract Contract
 	iceberg  *table.Table // for writing data files (table.WriteRecords) only
@@ -71,7 +72,7 @@ type tableView struct {
 func (t *Table) view() tableView {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return tableView{arrowSc: t.arrowSc, contract: t.contract,
+	return tableView{head: t.head, arrowSc: t.arrowSc, contract: t.contract,
 		// The metadata without history: iceberg-go copies every snapshot
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted

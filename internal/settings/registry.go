@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
@@ -35,7 +38,7 @@ var (
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
 		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},
 		Help:     "landing bucket: bucket name, s3://bucket/prefix, or a local folder such as ./landing",
-		Commands: []Command{Ingest, Serve, Upload, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(func(s string) (storage.Location, error) { return storage.ParseLocation(s, true) })})
 
 	LandingPrefix = register(&Setting[string]{Spec: Spec{
@@ -47,7 +50,7 @@ var (
 	QuarantinePrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "quarantine-prefix", Env: []string{"TIMELAKE_QUARANTINE_PREFIX"}, Default: landing.DefaultQuarantinePrefix,
 		Help:     "where files that cannot be loaded are moved",
-		Commands: []Command{Ingest, Serve}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingGroup}, Group: GroupLocations,
 	}, Kind: Convert(keyPrefix)})
 )
 
@@ -134,6 +137,47 @@ var (
 		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupCreate,
 	}, Kind: Zone()})
 )
+
+// CSV files and schema changes (docs/schema.md): how gateways write CSV,
+// the types of new columns, and which schema changes files may bring.
+var (
+	CSVDelimiter = register(&Setting[rune]{Spec: Spec{
+		Flag: "csv-delimiter", Env: []string{"TIMELAKE_CSV_DELIMITER"},
+		Help:     "field separator of .csv files: one character such as ; or |, or tab (default: a comma; a file's Excel sep= first line sets its own)",
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
+	}, Kind: Delimiter()})
+
+	CSVDecimalComma = register(&Setting[bool]{Spec: Spec{
+		Flag: "csv-decimal-comma", Env: []string{"TIMELAKE_CSV_DECIMAL_COMMA"}, Default: "false",
+		Help:     "numbers in CSV files have a decimal comma (22,5); a point in such a number is refused",
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
+	}, Kind: Bool()})
+
+	CSVNull = register(&Setting[[]string]{Spec: Spec{
+		Flag: "csv-null", Env: []string{"TIMELAKE_CSV_NULL"},
+		Help:     "comma-separated cell texts read as null in CSV files, matched exactly, e.g. NA,NULL (default: only an empty cell)",
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
+	}, Kind: List()})
+
+	Columns = register(&Setting[map[string]arrow.DataType]{Spec: Spec{
+		Flag: "column", Env: []string{"TIMELAKE_COLUMNS"},
+		Help:     "type of a column when the table or the column is created, NAME:TYPE with an Iceberg type (double, long, int, float, boolean, string, date, time, timestamp, timestamptz, binary, decimal(P,S)); repeat or comma-separate for several (default: inferred from the values)",
+		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
+	}, Kind: ColumnTypes()})
+
+	Evolve = register(&Setting[decode.Evolution]{Spec: Spec{
+		Flag: "evolve", Env: []string{"TIMELAKE_EVOLVE"},
+		Help:     "schema changes a landing file may bring: off, add-columns (new nullable columns) or widen (also int to long, float to double, wider decimals); default: the table's timelake.evolve property, else off",
+		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupFiles,
+	}, Kind: Convert(decode.ParseEvolution)})
+)
+
+// CSVOf resolves the CSV dialect settings (--csv-delimiter,
+// --csv-decimal-comma, --csv-null), which ingest, upload --validate and
+// tables create read alike; errors are recorded in r.
+func CSVOf(r *Resolver) decode.CSV {
+	return decode.CSV{Delimiter: CSVDelimiter.Get(r), DecimalComma: CSVDecimalComma.Get(r), Null: CSVNull.Get(r)}
+}
 
 // Ingest.
 var (
@@ -397,6 +441,11 @@ var (
 		}
 		return nil
 	})})
+
+	RequeueAll = register(&Setting[bool]{Spec: Spec{
+		Flag: "all", Default: "false", Help: "requeue every quarantined file",
+		Commands: []Command{LandingRequeue}, Group: GroupPerRun,
+	}, Kind: Bool()})
 
 	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "timeout", Default: "5s", Help: "time limit of each network step (connect, each S3 call)",

@@ -18,19 +18,17 @@
 //
 // # Adding a setting
 //
-// A new setting (serve's --listen or --sweep, a webhook secret,
-// --csv-delimiter, --content-dedupe, --evolve) is one declaration in
-// registry.go; for example:
+// A new setting is one declaration in registry.go; for example:
 //
-//	CSVDelimiter = register(&Setting[string]{Spec: Spec{
-//		Flag: "csv-delimiter", Env: []string{"TIMELAKE_CSV_DELIMITER"}, Default: ",",
-//		Help:     "field separator of CSV files",
-//		Commands: []Command{Ingest, Upload, TablesCreate}, Group: GroupCreate,
-//	}, Kind: Enum(",", ";", "|")})
+//	CSVDecimalComma = register(&Setting[bool]{Spec: Spec{
+//		Flag: "csv-decimal-comma", Env: []string{"TIMELAKE_CSV_DECIMAL_COMMA"}, Default: "false",
+//		Help:     "numbers in CSV files have a decimal comma (22,5); a point in such a number is refused",
+//		Commands: []Command{Ingest, Serve, Upload, TablesCreate}, Group: GroupFiles,
+//	}, Kind: Bool()})
 //
 // The commands listed bind the flag with its help and variables; `env show`
 // lists it and `env check` validates it. What remains is the use: the
-// command reads it into its Options (settings.CSVDelimiter.Get(r), typed),
+// command reads it into its Options (settings.CSVDecimalComma.Get(r), typed),
 // and docs/configuration.md gets its row (the test says which). A new
 // command adds its Command constant and calls Bind. A secret (a webhook
 // token) is Sensitivity Secret and has no flag: it is never printed, not
@@ -79,6 +77,8 @@ const (
 	TablesExpire    Command = "tables expire"
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
+	LandingGroup    Command = "landing" // persistent flags of the group
+	LandingRequeue  Command = "landing requeue"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )
@@ -92,6 +92,7 @@ const (
 	GroupLocations Group = "Locations"
 	GroupS3        Group = "S3 connection"
 	GroupCreate    Group = "Table creation"
+	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"
 	GroupServe     Group = "Serve"
 	GroupUpload    Group = "Upload"

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/timelake/timelake/internal/decode"
 )
 
@@ -26,6 +28,10 @@ type ValidateOptions struct {
 	// SampleRows is the number of CSV/TSV data rows decoded; 0 means
 	// DefaultSampleRows.
 	SampleRows int
+	// CSV is how the CSV text is written (ingest's --csv-* settings), and
+	// Columns the column types ingest is given (--column).
+	CSV     decode.CSV
+	Columns map[string]arrow.DataType
 }
 
 // Validate checks a landing file before it is uploaded, without any network
@@ -54,6 +60,7 @@ func Validate(ctx context.Context, path string, opts ValidateOptions) error {
 // of it in memory (path names the file in errors and gives its type).
 func validate(ctx context.Context, path string, f io.ReaderAt, size int64, opts ValidateOptions) error {
 	return decode.Check(ctx, decode.Source{Key: path, R: f, Size: size},
-		decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation},
+		decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
+			CSV: opts.CSV, Columns: opts.Columns},
 		decode.CheckOptions{SampleRows: opts.SampleRows})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
@@ -57,8 +58,14 @@ func TestCorpusThroughIngest(t *testing.T) {
 			if _, err := w.landing.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			types, err := c.Types()
+			if err != nil {
+				t.Fatal(err)
+			}
 			rep, runErr := ingest.Run(ctx, ingest.Config{Landing: w.landing, Lake: w.lake, Table: name,
 				TimeColumn: c.TimeColumn, TimeUnit: c.TimeUnit, AssumeLocation: loc, SeriesKey: c.SeriesKey,
+				CSV:     decode.CSV{Delimiter: c.Delimiter(), DecimalComma: c.CSVDecimalComma, Null: c.CSVNull},
+				Columns: types, Evolve: decode.Evolution(c.Evolve),
 				Logger: quiet, WorkDir: t.TempDir()})
 			if c.Refused != nil {
 				checkIngestRefusal(t, c, w, name, rep, runErr)

@@ -526,8 +526,8 @@ func TestEnvShow(t *testing.T) {
 			got[s.Name+" "+strings.Join(s.Commands, ",")] = s
 		}
 		want := map[string]envcheck.ShownSetting{
-			"env-file all":                                  {Value: envFile, Source: "flag"},
-			"landing ingest,serve,upload,env":               {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
+			"env-file all": {Value: envFile, Source: "flag"},
+			"landing ingest,serve,upload,landing,env":       {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
 			"warehouse ingest,serve,tables,env":             {Value: "s3://my-lake/warehouse", Source: "flag"},
 			"table ingest,serve,env":                        {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
 			"endpoint all":                                  {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
@@ -538,7 +538,7 @@ func TestEnvShow(t *testing.T) {
 			"credentials all":                               {Value: envcheck.CredStatic, Source: "derived"},
 			"partition ingest,serve,tables create":          {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
 			"max-files ingest":                              {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
-			"quarantine-prefix ingest,serve":                {Value: "_rejected/", Source: "default"},
+			"quarantine-prefix ingest,serve,landing":        {Value: "_rejected/", Source: "default"},
 			"lease-ttl ingest,serve":                        {Value: "10m", Source: "default"},
 			"prefix ingest,serve":                           {},
 			"prefix upload":                                 {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
@@ -576,7 +576,7 @@ func TestEnvShow(t *testing.T) {
 			t.Errorf("no header line:\n%s", r.out)
 		}
 		for _, line := range []string{
-			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, serve, upload, env\n",
+			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, serve, upload, landing, env\n",
 			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, serve, tables, env\n",
 			"AWS_SECRET_ACCESS_KEY\tset (25 characters)\tAWS_SECRET_ACCESS_KEY (env file)\tall\n",
 			"time-column\t-\tnot set\tingest, serve, upload, tables create\n",

@@ -98,6 +98,9 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 		Partition:         settings.Partition.Get(r),
 		TimeUnit:          settings.TimeUnit.Get(r),
 		AssumeLocation:    settings.AssumeTimezone.Get(r),
+		CSV:               settings.CSVOf(r),
+		Columns:           settings.Columns.Get(r),
+		Evolve:            settings.Evolve.Get(r),
 		NoCreate:          settings.NoCreate.Get(r),
 		DryRun:            settings.DryRun.Get(r),
 		MaxFiles:          settings.MaxFiles.Get(r),
@@ -237,6 +240,9 @@ func FileLine(r ingest.FileResult) string {
 		if r.DuplicateRows > 0 {
 			s = fmt.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
 				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		}
+		if len(r.SchemaChanges) > 0 {
+			s += "; schema: " + strings.Join(r.SchemaChanges, ", ")
 		}
 		if r.Reason != "" {
 			s += "; " + r.Reason

@@ -37,7 +37,9 @@ func NewCmdAlter(f *cmdutil.Factory, runF func(context.Context, *AlterOptions) e
 conditional commit as appends: it applies to the newest version and never
 undoes another writer's commit. It prints each property before and after.
 
-timelake.* properties are the maintenance settings (docs/maintenance.md):
+timelake.* properties are the maintenance settings (docs/maintenance.md)
+and timelake.evolve, the schema changes landing files may bring
+(docs/schema.md):
 ` + knownProperties("  ") + `
 Their values are checked; an unknown timelake.* key, or one of the table
 contract (timelake.time-column, timelake.series-key, timelake.chunk, ...), is
@@ -71,12 +73,21 @@ properties and are passed through as they are.`,
 	return cmd
 }
 
+// settable are the timelake.* properties tables alter may set, with what
+// each accepts: maintenance settings and loading ones.
+func settable() map[string]string {
+	out := maps.Clone(lake.MaintenanceProperties)
+	maps.Copy(out, lake.LoadProperties)
+	return out
+}
+
 // knownProperties lists the timelake.* properties that can be set, with what
 // each accepts, one a line behind indent.
 func knownProperties(indent string) string {
 	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(lake.MaintenanceProperties)) {
-		fmt.Fprintf(&b, "%s%-28s %s\n", indent, k, lake.MaintenanceProperties[k])
+	props := settable()
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		fmt.Fprintf(&b, "%s%-28s %s\n", indent, k, props[k])
 	}
 	return b.String()
 }
@@ -137,7 +148,7 @@ func checkKey(flag, k string) error {
 	if slices.Contains(table.ReservedProperties[:], k) {
 		return cmdutil.UsageErrorf("%s %s: reserved by Iceberg (it describes the table metadata), not a property", flag, k)
 	}
-	if _, ok := lake.MaintenanceProperties[k]; ok || !strings.HasPrefix(k, "timelake.") {
+	if _, ok := settable()[k]; ok || !strings.HasPrefix(k, "timelake.") {
 		return nil
 	}
 	why := "unknown property"
@@ -148,7 +159,7 @@ func checkKey(flag, k string) error {
 		why = "part of the table contract, set by timelake when the table is created"
 	}
 	return cmdutil.UsageErrorf("%s %s: %s (the timelake.* properties that can be set: %s)", flag, k, why,
-		strings.Join(slices.Sorted(maps.Keys(lake.MaintenanceProperties)), ", "))
+		strings.Join(slices.Sorted(maps.Keys(settable())), ", "))
 }
 
 // PropertyChange is one property named by tables alter: its value before

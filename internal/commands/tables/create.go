@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
 
@@ -31,6 +34,12 @@ type CreateOptions struct {
 	Partition      lake.Granularity
 	TimeUnit       string         // "", s, ms, us or ns
 	AssumeLocation *time.Location // zone of text times without offset
+	CSV            decode.CSV     // how FromFile's CSV text is written
+	// Columns are explicit column types by name (--column); each must be
+	// a column of FromFile.
+	Columns map[string]arrow.DataType
+	// Evolve, when set, is stored as the table property timelake.evolve.
+	Evolve decode.Evolution
 }
 
 // NewCmdCreate builds `tables create`. runF replaces RunCreate in tests; nil
@@ -42,12 +51,18 @@ func NewCmdCreate(f *cmdutil.Factory, runF func(context.Context, *CreateOptions)
 		Long: `Create an empty table explicitly, from the schema of a local sample file, with
 the same rules ingest applies when it creates a table from the first landing
 file: the time column (given or inferred) becomes a required timestamptz, the
-other columns are nullable, the partition is <chunk>(time) and the sort order
-is (series key..., time). No rows are loaded.
+other columns are nullable with the type --column gives them or the type
+inferred from all their values, the partition is <chunk>(time) and the sort
+order is (series key..., time). No rows are loaded. With --evolve, the table
+keeps that rule for the schema changes landing files may bring (the table
+property timelake.evolve, docs/schema.md).
 
 The settings that ingest reads from the environment are read here too
-(TIMELAKE_TIME_COLUMN, TIMELAKE_SERIES_KEY, TIMELAKE_PARTITION, ...).`,
+(TIMELAKE_TIME_COLUMN, TIMELAKE_SERIES_KEY, TIMELAKE_PARTITION,
+TIMELAKE_CSV_DELIMITER, TIMELAKE_COLUMNS, ...).`,
 		Example: `  timelake tables create iot.readings --from-file sample.csv --series-key device_id
+  timelake tables create iot.readings --from-file sample.csv --column temperature:double --column battery:double
+  timelake tables create iot.readings --from-file export.csv --csv-delimiter ';' --csv-decimal-comma --evolve add-columns
   timelake tables create iot.readings --from-file sample.parquet --partition hour --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,6 +90,9 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 		Partition:      settings.Partition.Get(r),
 		TimeUnit:       settings.TimeUnit.Get(r),
 		AssumeLocation: settings.AssumeTimezone.Get(r),
+		CSV:            settings.CSVOf(r),
+		Columns:        settings.Columns.Get(r),
+		Evolve:         settings.Evolve.Get(r),
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
@@ -89,10 +107,10 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 }
 
 // RunCreate decodes FromFile with decode.Decode (Target nil: schema and
-// time column inferred as for ingest's auto-create), creates the table with
-// lake.CreateTable and prints what was created. Errors: the file cannot be
-// read or decoded (*decode.FileError), a series key column is missing, or
-// lake.ErrTableExists.
+// time column inferred as for ingest's auto-create, Columns typed as
+// given), creates the table with lake.CreateTable and prints what was
+// created. Errors: the file cannot be read or decoded (*decode.FileError),
+// a series key or --column column is missing, or lake.ErrTableExists.
 func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	fh, err := os.Open(opts.FromFile)
 	if err != nil {
@@ -106,6 +124,7 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	key := filepath.Base(opts.FromFile)
 	dec, err := decode.Decode(ctx, decode.Source{Key: key, R: fh, Size: st.Size()}, decode.DecodeOptions{
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
+		CSV: opts.CSV, Columns: opts.Columns,
 	})
 	if err != nil {
 		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
@@ -116,13 +135,29 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 			return fmt.Errorf("create %s: series key column %q is not in %s (check --series-key)", opts.Table, k, opts.FromFile)
 		}
 	}
-	t, err := opts.Lake.CreateTable(ctx, opts.Table, dec.Schema, lake.CreateSpec{
-		TimeColumn: dec.TimeColumn, SeriesKey: opts.SeriesKey, Partition: opts.Partition,
-	})
+	for _, k := range slices.Sorted(maps.Keys(opts.Columns)) {
+		if len(dec.Schema.FieldIndices(k)) == 0 {
+			return fmt.Errorf("create %s: column %q of --column is not in %s (columns: %s)", opts.Table, k, opts.FromFile, columnNames(dec.Schema))
+		}
+	}
+	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: opts.SeriesKey, Partition: opts.Partition}
+	if opts.Evolve != "" {
+		spec.Properties = map[string]string{lake.PropEvolve: string(opts.Evolve)}
+	}
+	t, err := opts.Lake.CreateTable(ctx, opts.Table, dec.Schema, spec)
 	if err != nil {
 		return err
 	}
 	return RenderCreated(opts.Output, BuildCreated(opts.Table, t.Metadata(), opts.FromFile))
+}
+
+// columnNames lists the columns of sc for messages.
+func columnNames(sc *arrow.Schema) string {
+	names := make([]string, sc.NumFields())
+	for i, f := range sc.Fields() {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // BuildCreated describes a new table the way ingest reports the tables it

@@ -556,3 +556,65 @@ func TestTablesMaintainByHand(t *testing.T) {
 		t.Errorf("alter of an unknown key: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 }
+
+// TestGatewayChangedItsFormat is the walkthrough of docs/schema.md through
+// the command line: a table created with --column temperature:double from
+// a file of whole numbers takes 22.5 later; a file with a new column is
+// quarantined (the reason names the column and --evolve), listed by
+// landing rejected, and loaded after tables alter sets timelake.evolve and
+// landing requeue --all puts it back; a German Excel export loads with the
+// dialect settings.
+func TestGatewayChangedItsFormat(t *testing.T) {
+	dir := t.TempDir()
+	wh, land := filepath.Join(dir, "lake"), filepath.Join(dir, "landing")
+	sample := filepath.Join(dir, "sample.csv")
+	write := func(p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(sample, "time,device_id,temperature\n2026-01-05T10:00:00Z,d1,22\n")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "TIMELAKE_TABLE": "iot.readings", "LANDING_BUCKET": land,
+		"TIMELAKE_MAINTENANCE_BUDGET": "0", "TIMELAKE_SERIES_KEY": "device_id"}
+	out := mustRun(t, env, false, "tables", "create", "--from-file", sample, "--column", "temperature:double")
+	if !strings.Contains(out, "  temperature          double\n") {
+		t.Fatalf("tables create --column:\n%s", out)
+	}
+	write(filepath.Join(land, "gw/1.csv"), "time,device_id,temperature\n2026-01-05T10:01:00Z,d1,22.5\n")
+	write(filepath.Join(land, "gw/2.csv"), "time,device_id,temperature,battery\n2026-01-05T10:02:00Z,d1,23,80\n")
+	write(filepath.Join(land, "gw/3.csv"), "sep=;\ntime;device_id;temperature\n2026-01-05T10:03:00Z;d1;23,5\n2026-01-05T10:04:00Z;d1;NA\n")
+	r := timelake(t, env, false, "ingest", "--json")
+	if r.code != cmdutil.ExitPartial {
+		t.Fatalf("ingest: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	rep := decode[struct {
+		Loaded, Quarantined int
+		Files               []struct{ Key, Status, Reason string }
+	}](t, r.out)
+	if rep.Loaded != 1 || rep.Quarantined != 2 || !strings.Contains(rep.Files[1].Reason, `column "battery": not in the table schema: ingest adds new columns only with --evolve add-columns`) {
+		t.Fatalf("ingest report %+v", rep)
+	}
+	if got := pipeColumn(t, mustRun(t, env, false, "landing", "rejected"), 0); !slices.Equal(got, []string{"gw/2.csv", "gw/3.csv"}) {
+		t.Errorf("landing rejected: %v", got)
+	}
+	mustRun(t, env, false, "tables", "alter", "--set", "timelake.evolve=add-columns")
+	mustRun(t, env, false, "landing", "requeue", "--all")
+	env["TIMELAKE_CSV_DECIMAL_COMMA"], env["TIMELAKE_CSV_NULL"] = "true", "NA"
+	r = timelake(t, env, false, "ingest")
+	if r.code != cmdutil.ExitOK || !strings.Contains(r.out, "schema: added battery long") {
+		t.Fatalf("ingest after requeue: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	show := mustRun(t, env, false, "tables", "show", "--json")
+	for _, want := range []string{`"name":"battery","type":"long"`, `"timelake.evolve":"add-columns"`} {
+		if !strings.Contains(strings.ReplaceAll(show, " ", ""), want) {
+			t.Errorf("tables show lacks %s:\n%s", want, show)
+		}
+	}
+	if got := slices.Sorted(slices.Values(pipeColumn(t, mustRun(t, env, false, "tables", "batches"), 3))); !slices.Equal(got, []string{"1", "1", "2"}) {
+		t.Errorf("rows of the batches: %v", got)
+	}
+}

@@ -122,6 +122,8 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	c.ValidateOptions.TimeColumn = settings.TimeColumn.Get(r)
 	c.ValidateOptions.TimeUnit = settings.TimeUnit.Get(r)
 	c.ValidateOptions.AssumeLocation = settings.AssumeTimezone.Get(r)
+	c.ValidateOptions.CSV = settings.CSVOf(r)
+	c.ValidateOptions.Columns = settings.Columns.Get(r)
 	loc := settings.Landing.Require(r)
 	if err := r.Err(); err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
 // Dir is the corpus folder, found from this source file so that tests of
@@ -58,6 +59,16 @@ type Case struct {
 	AssumeTimezone string `json:"assume_timezone,omitempty"`
 	// SeriesKey is the table's series key (--series-key).
 	SeriesKey []string `json:"series_key,omitempty"`
+	// CSVDelimiter, CSVDecimalComma and CSVNull are --csv-delimiter,
+	// --csv-decimal-comma and --csv-null (the tokens).
+	CSVDelimiter    string   `json:"csv_delimiter,omitempty"`
+	CSVDecimalComma bool     `json:"csv_decimal_comma,omitempty"`
+	CSVNull         []string `json:"csv_null,omitempty"`
+	// ColumnTypes are --column settings, "name type" (Iceberg type names
+	// as in Table): the types of columns the file creates.
+	ColumnTypes []string `json:"column_types,omitempty"`
+	// Evolve is --evolve: off (""), add-columns or widen.
+	Evolve string `json:"evolve,omitempty"`
 
 	// Columns are the table's columns after the load ("name type" as in
 	// Table); required for an accepted case without Table.
@@ -150,6 +161,32 @@ func (c Case) Location() (*time.Location, error) {
 		return nil, nil
 	}
 	return time.LoadLocation(c.AssumeTimezone)
+}
+
+// Delimiter is CSVDelimiter as a rune, 0 for none.
+func (c Case) Delimiter() rune {
+	for _, r := range c.CSVDelimiter {
+		return r
+	}
+	return 0
+}
+
+// Types are the Arrow types of ColumnTypes by name, as tables hold them.
+func (c Case) Types() (map[string]arrow.DataType, error) {
+	cols, err := ParseColumns(c.ColumnTypes)
+	if err != nil || len(cols) == 0 {
+		return nil, err
+	}
+	out := map[string]arrow.DataType{}
+	for _, col := range cols {
+		t, _ := icebergType(col.Type)
+		dt, err := table.TypeToArrowType(t, false, false)
+		if err != nil {
+			return nil, err
+		}
+		out[col.Name] = dt
+	}
+	return out, nil
 }
 
 // Column is one parsed "name type [required]" entry.

@@ -160,8 +160,7 @@ func files() map[string][]byte {
 	crc[len(crc)-6] ^= 0xff
 	f["whole-file/gzip-bad-checksum.csv.gz"] = crc
 	f["whole-file/gzip-members.csv.gz"] = append(gzipBytes(good+rowN(2)), gzipBytes(rowN(3))...)
-	text("whole-file/excel-sep.csv", "sep=;\n"+good)
-	text("whole-file/excel-sep-quoted.csv", "\"sep=,\"\r\n"+strings.ReplaceAll(good, "\n", "\r\n"))
+	text("dialects/excel-sep-quoted-bom.csv", "\xef\xbb\xbf\"sep=,\"\r\n"+strings.ReplaceAll(good+rowN(2), "\n", "\r\n"))
 	text("whole-file/cr-line-ends.csv", strings.ReplaceAll(good+rowN(2), "\n", "\r"))
 	text("whole-file/cr-inside-data.csv", "time,device,v\r\n2026-01-05T10:00:00Z,d1,1.5\r2026-01-05T10:00:01Z,d1,2\r\n")
 	f["whole-file/png.csv"] = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")

@@ -1,0 +1,143 @@
+package landing
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+// forEachStore runs test on a local folder and on a bucket of the test S3
+// server.
+func forEachStore(t *testing.T, test func(t *testing.T, st storage.Store)) {
+	t.Run("local", func(t *testing.T) {
+		st, err := storage.NewLocalStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		test(t, st)
+	})
+	t.Run("s3", func(t *testing.T) {
+		srv := s3test.FromEnv(t)
+		test(t, storage.NewS3Store(srv.Client(t), srv.NewBucket(t), "landing", storage.S3StoreOptions{}))
+	})
+}
+
+func put(t *testing.T, st storage.Store, key, body string) {
+	t.Helper()
+	if _, err := st.Put(context.Background(), key, strings.NewReader(body), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, st storage.Store, key string) string {
+	t.Helper()
+	b, _, err := storage.ReadAll(context.Background(), st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func keysOf(t *testing.T, st storage.Store) []string {
+	t.Helper()
+	var out []string
+	if err := st.List(context.Background(), "", func(o storage.ObjectInfo) error { out = append(out, o.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRejectedAndRequeue: quarantined files are listed with their reports
+// (a copy without one too), and requeued under their original keys; a file
+// under the key is never overwritten, and the second copy of a key
+// quarantined twice stays quarantined once the first is back.
+func TestRejectedAndRequeue(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st storage.Store) {
+		ctx := context.Background()
+		b := &Bucket{Store: st}
+		at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+		for i, k := range []string{"gw/a.csv", "gw/b.csv", "gw/a.csv"} {
+			put(t, st, k, "body of "+k+strings.Repeat("!", i))
+			if _, err := b.Quarantine(ctx, k, Report{Reason: "bad " + k, Row: 2, Column: "v", At: at.Add(time.Duration(i) * time.Minute), Hint: "fix it"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A copy whose report was never written (a crash in between).
+		put(t, st, "_rejected/gw/c.csv", "c")
+		// Files outside the quarantine are not listed.
+		put(t, st, "gw/d.csv", "d")
+
+		rows, err := b.Rejected(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Key+" <- "+r.QuarantinedTo+": "+r.Reason)
+		}
+		want := []string{
+			"gw/a.csv <- _rejected/gw/a.csv: bad gw/a.csv",
+			"gw/a.csv <- _rejected/gw/a.csv.20260105T100200.000000000Z: bad gw/a.csv",
+			"gw/b.csv <- _rejected/gw/b.csv: bad gw/b.csv",
+			"gw/c.csv <- _rejected/gw/c.csv: no report (the quarantine was interrupted before it was written)",
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("rejected\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if r := rows[0]; r.Row != 2 || r.Column != "v" || r.Hint != "fix it" || !r.At.Equal(at) || r.Size != int64(len("body of gw/a.csv")) {
+			t.Errorf("first row %+v", r)
+		}
+
+		// A gateway sent b again meanwhile: not overwritten.
+		put(t, st, "gw/b.csv", "new b")
+		var results []string
+		for _, r := range rows {
+			res, err := b.Requeue(ctx, r, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, res.Key+" "+res.Status)
+		}
+		if want := []string{"gw/a.csv requeued", "gw/a.csv not-requeued", "gw/b.csv not-requeued", "gw/c.csv requeued"}; !slices.Equal(results, want) {
+			t.Errorf("requeue %v, want %v", results, want)
+		}
+		if got := read(t, st, "gw/a.csv"); got != "body of gw/a.csv" {
+			t.Errorf("gw/a.csv holds %q", got)
+		}
+		if got := read(t, st, "gw/b.csv"); got != "new b" {
+			t.Errorf("gw/b.csv was overwritten: %q", got)
+		}
+		wantKeys := []string{
+			"_rejected/gw/a.csv.20260105T100200.000000000Z", "_rejected/gw/a.csv.20260105T100200.000000000Z.error.json",
+			"_rejected/gw/b.csv", "_rejected/gw/b.csv.error.json",
+			"gw/a.csv", "gw/b.csv", "gw/c.csv", "gw/d.csv",
+		}
+		if got := keysOf(t, st); !slices.Equal(got, wantKeys) {
+			t.Errorf("keys\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantKeys, "\n"))
+		}
+	})
+}
+
+// TestRequeueRefusesKeysIngestSkips: a report naming a key ingest would not
+// load (the quarantine itself, a hidden name) is not written there.
+func TestRequeueRefusesKeysIngestSkips(t *testing.T) {
+	st, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Bucket{Store: st}
+	put(t, st, "_rejected/x.csv", "x")
+	for _, key := range []string{"_rejected/x.csv", "gw/.hidden.csv"} {
+		if _, err := b.Requeue(context.Background(), Rejected{Key: key, QuarantinedTo: "_rejected/x.csv"}, ""); err == nil {
+			t.Errorf("requeue to %s: no error", key)
+		}
+	}
+	if keys := keysOf(t, st); !slices.Equal(keys, []string{"_rejected/x.csv"}) {
+		t.Errorf("keys %v", keys)
+	}
+}
