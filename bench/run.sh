@@ -7,9 +7,20 @@
 #   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4
 #   bench/run.sh c1 c3           some cases
 #   REPS=5 bench/run.sh          more runs per case and mode (default 3)
+#   bench/run.sh fleet           the fleet bench: a simulated day of gateways
 #
 # The sequential baseline of c1 commits 1,000 times and runs once (REPS_SLOW).
 # Results go to bench/results/<date>.jsonl (gitignored); the table to stdout.
+#
+# The fleet bench (docs/performance.md, "Fleet: a day of 20 gateways") runs
+# one ingest per simulated minute, each its own process, on each store:
+#   GATEWAYS=20         gateways, one ~100-row CSV file each per minute
+#   MINUTES=1440        simulated minutes (one day)
+#   STORES="local s3"   the local folder, the S3 server, or both
+#   DUCKDB_EVERY=180    DuckDB query sample every N simulated minutes (and at the end)
+#   STATE_EVERY=10      the table's state every N simulated minutes (and at the end)
+#   EVERY=60            rows of the printed table every N simulated minutes
+# GATEWAYS=4 MINUTES=120 bench/run.sh fleet takes a few minutes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,7 +28,8 @@ REPS="${REPS:-3}"
 REPS_SLOW="${REPS_SLOW:-1}"
 DATA="${BENCH_DATA:-${HOME}/.cache/timelake-bench}"
 mkdir -p bin bench/results "$DATA"
-RESULTS="bench/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl"
+STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+RESULTS="bench/results/$STAMP.jsonl"
 
 echo "bench: building tlbench and the DuckDB baseline" >&2
 go build -o bin/tlbench ./bench/tlbench
@@ -25,9 +37,28 @@ go build -o bin/tlbench ./bench/tlbench
 
 STATE="$(mktemp -d "${TMPDIR:-/tmp}/timelake-bench-s3.XXXXXX")"
 trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE"' EXIT
-bash scripts/s3-server.sh start "$STATE" >/dev/null
-# shellcheck disable=SC1091
-. "$STATE/env"
+start_s3() {
+	bash scripts/s3-server.sh start "$STATE" >/dev/null
+	# shellcheck disable=SC1091
+	. "$STATE/env"
+}
+
+if [[ ${1:-} == fleet ]]; then
+	RESULTS="bench/results/$STAMP-fleet.jsonl"
+	WORK="$(mktemp -d "${TMPDIR:-/tmp}/timelake-fleet.XXXXXX")"
+	trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE" "$WORK"' EXIT
+	for store in ${STORES:-local s3}; do
+		[[ $store == s3 ]] && start_s3
+		echo "bench: fleet on the $store store, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
+		./bin/tlbench fleet -store "$store" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
+			-duckdb ./bin/tlbench-duckdb -duckdb-every "${DUCKDB_EVERY:-180}" -state-every "${STATE_EVERY:-10}" \
+			-work "$WORK" -out "$RESULTS"
+	done
+	./bin/tlbench fleet-report -every "${EVERY:-60}" "$RESULTS"
+	echo "bench: results in $RESULTS" >&2
+	exit 0
+fi
+start_s3
 
 modes_of() {
 	case "$1" in
