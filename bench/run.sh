@@ -20,6 +20,10 @@
 #   DUCKDB_EVERY=180    DuckDB query sample every N simulated minutes (and at the end)
 #   STATE_EVERY=10      the table's state every N simulated minutes (and at the end)
 #   EVERY=60            rows of the printed table every N simulated minutes
+#   FLEET_SET=K=V,...   table properties set after the first run (experiments;
+#                       the targets are about the defaults)
+#   KEEP=1              keep the local store's landing and warehouse folders (path on stderr)
+#   TLBENCH_PROFILE=DIR CPU and heap profiles of every run (cpu-<store>-<minute>.pprof)
 # GATEWAYS=4 MINUTES=120 bench/run.sh fleet takes a few minutes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -46,13 +50,20 @@ start_s3() {
 if [[ ${1:-} == fleet ]]; then
 	RESULTS="bench/results/$STAMP-fleet.jsonl"
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/timelake-fleet.XXXXXX")"
-	trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE" "$WORK"' EXIT
+	keep=()
+	if [[ -n ${KEEP:-} ]]; then
+		keep=(-keep)
+		echo "bench: the fleet's folders stay in $WORK" >&2
+		trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE"' EXIT
+	else
+		trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE" "$WORK"' EXIT
+	fi
 	for store in ${STORES:-local s3}; do
 		[[ $store == s3 ]] && start_s3
 		echo "bench: fleet on the $store store, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
 		./bin/tlbench fleet -store "$store" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
 			-duckdb ./bin/tlbench-duckdb -duckdb-every "${DUCKDB_EVERY:-180}" -state-every "${STATE_EVERY:-10}" \
-			-work "$WORK" -out "$RESULTS"
+			-set "${FLEET_SET:-}" -work "$WORK" -out "$RESULTS" "${keep[@]}"
 	done
 	./bin/tlbench fleet-report -every "${EVERY:-60}" "$RESULTS"
 	echo "bench: results in $RESULTS" >&2

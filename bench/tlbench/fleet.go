@@ -57,6 +57,7 @@ type fleetOptions struct {
 	stateEvery, duckEvery int
 	resendMinute          int // the run that re-sends gateway 0's first file; -1: none
 	keep                  bool
+	set                   string // KEY=VALUE,... table properties set after the first run
 }
 
 func (o fleetOptions) validate() error {
@@ -132,6 +133,9 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		}
 		if m == o.resendMinute {
 			args = append(args, "-resend")
+		}
+		if m == 0 && o.set != "" {
+			args = append(args, "-set", o.set)
 		}
 		if err := run(self, args...); err != nil {
 			return err

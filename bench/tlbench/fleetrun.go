@@ -58,6 +58,10 @@ type fleetRunOptions struct {
 	state  bool   // record the table's state after the run
 	files  string // write the live data files for DuckDB here ("" = no)
 	resend bool   // re-send gateway 0's file of minute 0 and check it is recognised
+	// set are table properties (KEY=VALUE) set after the run, as `tables
+	// alter --set` does: experiments with other settings (the targets are
+	// about the defaults).
+	set map[string]string
 }
 
 // fleetRun drops the gateways' files of one simulated minute, runs one
@@ -166,6 +170,16 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 			return err
 		}
 		if err := enc.Encode(resend); err != nil {
+			return err
+		}
+	}
+	if len(o.set) > 0 {
+		for k, v := range o.set {
+			if err := lake.ValidateProperty(k, v); err != nil {
+				return err
+			}
+		}
+		if err := tbl.SetProperties(ctx, o.set, nil); err != nil {
 			return err
 		}
 	}

@@ -85,6 +85,7 @@ func main() {
 		fs.IntVar(&o.duckEvery, "duckdb-every", 180, "DuckDB query sample every N simulated minutes")
 		fs.IntVar(&o.resendMinute, "resend-minute", -2, "the run that re-sends gateway 0's first file (-1: none; default: the last)")
 		fs.BoolVar(&o.keep, "keep", false, "keep the landing and warehouse afterwards")
+		fs.StringVar(&o.set, "set", "", "KEY=VALUE,... table properties set after the first run (experiments; the targets are about the defaults)")
 		_ = fs.Parse(os.Args[2:])
 		if o.resendMinute == -2 {
 			o.resendMinute = o.minutes - 1
@@ -98,7 +99,11 @@ func main() {
 		fs.BoolVar(&o.state, "state", false, "record the table's state after the run")
 		fs.StringVar(&o.files, "files", "", "write the live data files here for DuckDB")
 		fs.BoolVar(&o.resend, "resend", false, "re-send gateway 0's file of minute 0 and check it")
+		set := fs.String("set", "", "KEY=VALUE,... table properties to set after the run")
 		_ = fs.Parse(os.Args[2:])
+		if o.set, err = parseProperties(*set); err != nil {
+			break
+		}
 		err = fleetRun(ctx, o, os.Stdout)
 	case "fleet-report":
 		err = fleetReport(os.Args[2:], os.Stdout)
@@ -239,4 +244,20 @@ func report(files []string, w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// parseProperties parses KEY=VALUE,... ("" is none).
+func parseProperties(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("property %q: expected KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
