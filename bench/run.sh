@@ -21,11 +21,26 @@
 #                                binary (built from an earlier commit), reported
 #                                as mode "before": a before/after comparison
 #                                under the same load
+#   bench/run.sh fleet           the fleet bench: a simulated day of gateways
 #
 # The runs of a case are interleaved (run 1 of every mode, then run 2, ...),
 # so that a change in the machine's load hits every mode alike.
 # The sequential baseline of c1 commits 1,000 times and runs once (REPS_SLOW).
 # Results go to bench/results/<date>.jsonl (gitignored); the table to stdout.
+#
+# The fleet bench (docs/performance.md, "Fleet: a day of 20 gateways") runs
+# one ingest per simulated minute, each its own process, on each store:
+#   GATEWAYS=20         gateways, one ~100-row CSV file each per minute
+#   MINUTES=1440        simulated minutes (one day)
+#   STORES="local s3"   the local folder, the S3 server, or both
+#   DUCKDB_EVERY=180    DuckDB query sample every N simulated minutes (and at the end)
+#   STATE_EVERY=10      the table's state every N simulated minutes (and at the end)
+#   EVERY=60            rows of the printed table every N simulated minutes
+#   FLEET_SET=K=V,...   table properties set after the first run (experiments;
+#                       the targets are about the defaults)
+#   KEEP=1              keep the local store's landing and warehouse folders (path on stderr)
+#   TLBENCH_PROFILE=DIR CPU and heap profiles of every run (cpu-<store>-<minute>.pprof, allocs-...)
+# GATEWAYS=4 MINUTES=120 bench/run.sh fleet takes a few minutes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,7 +48,8 @@ REPS="${REPS:-3}"
 REPS_SLOW="${REPS_SLOW:-1}"
 DATA="${BENCH_DATA:-${HOME}/.cache/timelake-bench}"
 mkdir -p bin bench/results "$DATA"
-RESULTS="bench/results/$(date -u +%Y%m%dT%H%M%SZ).jsonl"
+STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+RESULTS="bench/results/$STAMP.jsonl"
 
 echo "bench: building tlbench and the DuckDB baseline" >&2
 go build -o bin/tlbench ./bench/tlbench
@@ -41,9 +57,35 @@ go build -o bin/tlbench ./bench/tlbench
 
 STATE="$(mktemp -d "${TMPDIR:-/tmp}/timelake-bench-s3.XXXXXX")"
 trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE"' EXIT
-bash scripts/s3-server.sh start "$STATE" >/dev/null
-# shellcheck disable=SC1091
-. "$STATE/env"
+start_s3() {
+	bash scripts/s3-server.sh start "$STATE" >/dev/null
+	# shellcheck disable=SC1091
+	. "$STATE/env"
+}
+
+if [[ ${1:-} == fleet ]]; then
+	RESULTS="bench/results/$STAMP-fleet.jsonl"
+	WORK="$(mktemp -d "${TMPDIR:-/tmp}/timelake-fleet.XXXXXX")"
+	keep=()
+	if [[ -n ${KEEP:-} ]]; then
+		keep=(-keep)
+		echo "bench: the fleet's folders stay in $WORK" >&2
+		trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE"' EXIT
+	else
+		trap 'bash scripts/s3-server.sh stop "$STATE" >/dev/null || true; rm -rf "$STATE" "$WORK"' EXIT
+	fi
+	for store in ${STORES:-local s3}; do
+		[[ $store == s3 ]] && start_s3
+		echo "bench: fleet on the $store store, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
+		./bin/tlbench fleet -store "$store" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
+			-duckdb ./bin/tlbench-duckdb -duckdb-every "${DUCKDB_EVERY:-180}" -state-every "${STATE_EVERY:-10}" \
+			-set "${FLEET_SET:-}" -work "$WORK" -out "$RESULTS" "${keep[@]}"
+	done
+	./bin/tlbench fleet-report -every "${EVERY:-60}" "$RESULTS"
+	echo "bench: results in $RESULTS" >&2
+	exit 0
+fi
+start_s3
 
 modes_of() {
 	case "$1" in

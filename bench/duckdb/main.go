@@ -1,7 +1,8 @@
 // Command tlbench-duckdb is the DuckDB baseline of bench/run.sh: it converts
 // the same landing files to zstd Parquet with DuckDB, one COPY per file, and
-// prints one result line in tlbench's format. It is a separate module so
-// that timelake itself never links DuckDB.
+// prints one result line in tlbench's format; `tlbench-duckdb fleet` times
+// queries for the fleet bench (fleet.go). It is a separate module so that
+// timelake itself never links DuckDB.
 package main
 
 import (
@@ -29,6 +30,13 @@ type result struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fleet" {
+		if err := fleet(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tlbench-duckdb fleet:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	data := flag.String("data", "", "folder of generated landing files")
 	name := flag.String("case", "", "case name")
 	threads := flag.Int("threads", 0, "DuckDB threads (0: DuckDB's default)")

@@ -1,100 +1,220 @@
 package main
 
+// The fleet bench (bench/run.sh fleet; docs/performance.md, "Fleet: a day
+// of 20 gateways"): GATEWAYS gateways drop one small CSV file each per
+// simulated minute and one ingest runs per simulated minute, with the
+// product's defaults (maintenance after loading included), on a simulated
+// clock: run k happens at the clock's start + k minutes, passed to ingest
+// and to the lake, so snapshot retention, cold-after, the dedupe window and
+// orphan ages act as they would over a real day. Every run is its own
+// process (tlbench fleet-run), so its wall time, S3 requests and peak RSS
+// are its own; between runs, not measured, the bench records the table's
+// state and, every few simulated hours, has DuckDB query the live data
+// files next to the same rows compacted into one sorted file per partition
+// (bench/duckdb fleet).
+
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
-	"sync"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
 )
 
-func init() {
-	extraModes["pollers4"] = pollers4
+// fleetTable is the table the fleet loads into.
+var fleetTable = lake.TableName{Namespace: "fleet", Name: "readings"}
+
+// fleetSetup is the fleet.json one fleet bench shares with its runs.
+type fleetSetup struct {
+	Store     string `json:"store"`     // local or s3
+	Landing   string `json:"landing"`   // folder or s3://bucket
+	Warehouse string `json:"warehouse"` // folder or s3://bucket/warehouse
+	Gateways  int    `json:"gateways"`
+	Minutes   int    `json:"minutes"`
+	// ClockStart is the simulated time of run 0: the real time the bench
+	// started, so the files' real modification times (which orphan removal
+	// compares with the lake's clock) are never ahead of the clock while
+	// every run takes less than a real minute.
+	ClockStart time.Time `json:"clock_start"`
 }
 
-// pollers4 is a fleet of four pollers of one table, sharded by landing
-// prefix (docs/cron.md, "Several pollers for one table"): poller k loads
-// the gateways whose number is k modulo 4, one `ingest --prefix
-// gateway-NN/` run per gateway, and the four pollers run at the same time.
-// It fails unless every file is loaded once, no run is refused a lease
-// (exit 11) and no commit gives up; the table's row count must equal the
-// rows loaded.
-func pollers4(ctx context.Context, c *s3.Client, s Setup, _ string, r *Result) error {
-	const pollers = 4
-	gateways := 0
-	for _, sp := range cases {
-		gateways = max(gateways, sp.gateways)
+// fleetOptions are the flags of tlbench fleet.
+type fleetOptions struct {
+	store                 string
+	gateways, minutes     int
+	work, out, duckdb     string
+	stateEvery, duckEvery int
+	resendMinute          int // the run that re-sends gateway 0's first file; -1: none
+	keep                  bool
+	set                   string // KEY=VALUE,... table properties set after the first run
+}
+
+func (o fleetOptions) validate() error {
+	switch {
+	case o.store != "local" && o.store != "s3":
+		return fmt.Errorf("-store %q: expected local or s3", o.store)
+	case o.gateways < 1 || o.minutes < 1:
+		return errors.New("-gateways and -minutes must be at least 1")
+	case o.stateEvery < 1 || o.duckEvery < 1:
+		return errors.New("-state-every and -duckdb-every must be at least 1")
+	case o.work == "" || o.out == "":
+		return errors.New("-work and -out are required")
 	}
-	table := lake.TableName{Namespace: "bench", Name: "readings"}
-	var mu sync.Mutex
-	var loaded, active, concurrent int
-	var rows int64
-	var errs []error
-	var wg sync.WaitGroup
-	for k := range pollers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each poller is its own process in a fleet: its own lake.
-			l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
-			}
-			for gw := k; gw < gateways; gw += pollers {
-				mu.Lock()
-				active++
-				concurrent = max(concurrent, active)
-				mu.Unlock()
-				rep, err := ingest.Run(ctx, ingest.Config{
-					Landing: storage.NewS3Store(c, s.Landing, "", storage.S3StoreOptions{}),
-					Prefix:  fmt.Sprintf("gateway-%02d/", gw),
-					Lake:    l, Table: table, SeriesKey: []string{"device_id"}, WorkDir: os.TempDir(),
-				})
-				mu.Lock()
-				active--
-				if err != nil {
-					errs = append(errs, fmt.Errorf("poller %d, gateway-%02d/: %w", k, gw, err))
-				} else {
-					loaded += rep.Loaded
-					rows += rep.Rows
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	return nil
+}
+
+// runFleet runs the whole bench for one store, one process per run, and
+// appends every result line to o.out.
+func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
+	if err := o.validate(); err != nil {
 		return err
 	}
-	if loaded != s.Files {
-		return fmt.Errorf("pollers4: loaded %d of %d files", loaded, s.Files)
-	}
-	l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	tbl, err := l.LoadTable(ctx, table)
+	work := filepath.Join(o.work, o.store)
+	if err := os.RemoveAll(work); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	s, cleanup, err := newFleetSetup(ctx, o, work)
 	if err != nil {
 		return err
 	}
-	snap := tbl.Metadata().CurrentSnapshot()
-	if snap == nil || snap.Summary == nil {
-		return errors.New("pollers4: no current snapshot")
+	if !o.keep {
+		defer cleanup()
 	}
-	want := int64(cases[r.Case].rowsPerFile) * int64(s.Files)
-	if total, _ := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64); total != rows || rows != want {
-		return fmt.Errorf("pollers4: the table holds %d rows, the pollers loaded %d, the files hold %d", total, rows, want)
+	setupPath := filepath.Join(work, "fleet.json")
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
 	}
-	r.Rows, r.Concurrent = rows, concurrent
-	return tableFacts(ctx, c, s, l, r)
+	if err := os.WriteFile(setupPath, b, 0o644); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(o.out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s %v: %w", filepath.Base(name), args, err)
+		}
+		return nil
+	}
+	began := time.Now()
+	for m := range o.minutes {
+		last := m == o.minutes-1
+		args := []string{"fleet-run", "-setup", setupPath, "-minute", strconv.Itoa(m)}
+		if (m+1)%o.stateEvery == 0 || last {
+			args = append(args, "-state")
+		}
+		duck := o.duckdb != "" && ((m+1)%o.duckEvery == 0 || last)
+		files := filepath.Join(work, "live-files.tsv")
+		if duck {
+			args = append(args, "-files", files)
+		}
+		if m == o.resendMinute {
+			args = append(args, "-resend")
+		}
+		if m == 0 && o.set != "" {
+			args = append(args, "-set", o.set)
+		}
+		if err := run(self, args...); err != nil {
+			return err
+		}
+		if duck {
+			// The newest complete hour of readings, and one series of it.
+			end := fleetDataStart.Add(time.Duration(m+1) * time.Minute)
+			if err := run(o.duckdb, "fleet", "-files", files, "-store", o.store, "-minute", strconv.Itoa(m),
+				"-series", fleetDevice(0, 1), "-from", end.Add(-time.Hour).Format(time.RFC3339), "-to", end.Format(time.RFC3339),
+				"-expect-rows", strconv.Itoa((m+1)*o.gateways*fleetRowsPerFile), "-work", filepath.Join(work, "duckdb")); err != nil {
+				return err
+			}
+		}
+		if (m+1)%60 == 0 || last {
+			fmt.Fprintf(progress, "fleet %s: %d gateways, simulated minute %d of %d, %s\n",
+				o.store, o.gateways, m+1, o.minutes, time.Since(began).Round(time.Second))
+		}
+	}
+	return nil
+}
+
+// newFleetSetup creates the landing and warehouse locations: folders under
+// work, or two fresh buckets on the S3 server. cleanup removes them.
+func newFleetSetup(ctx context.Context, o fleetOptions, work string) (fleetSetup, func(), error) {
+	s := fleetSetup{Store: o.store, Gateways: o.gateways, Minutes: o.minutes,
+		ClockStart: time.Now().UTC().Truncate(time.Second)}
+	if o.store == "local" {
+		s.Landing, s.Warehouse = filepath.Join(work, "landing"), filepath.Join(work, "warehouse")
+		for _, d := range []string{s.Landing, s.Warehouse} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return s, nil, err
+			}
+		}
+		return s, func() { _ = os.RemoveAll(s.Landing); _ = os.RemoveAll(s.Warehouse) }, nil
+	}
+	c, err := s3Client(ctx, nil)
+	if err != nil {
+		return s, nil, err
+	}
+	buckets := Setup{Landing: randomName("fleet-landing"), Lake: randomName("fleet-lake")}
+	for _, b := range []string{buckets.Landing, buckets.Lake} {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			return s, nil, err
+		}
+	}
+	s.Landing, s.Warehouse = "s3://"+buckets.Landing, "s3://"+buckets.Lake+"/warehouse"
+	p := filepath.Join(work, "buckets.json")
+	b, err := json.Marshal(buckets)
+	if err != nil {
+		return s, nil, err
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		return s, nil, err
+	}
+	return s, func() {
+		if err := cleanup(context.WithoutCancel(ctx), p); err != nil {
+			fmt.Fprintln(os.Stderr, "tlbench: fleet clean-up:", err)
+		}
+	}, nil
+}
+
+// openFleetStore opens a landing or warehouse location of the setup with
+// client c (S3 locations).
+func openFleetStore(uri string, c *s3.Client) (storage.Store, error) {
+	loc, err := storage.ParseLocation(uri, false)
+	if err != nil {
+		return nil, err
+	}
+	if loc.IsS3() {
+		return storage.NewS3Store(c, loc.Bucket, loc.Prefix, storage.S3StoreOptions{}), nil
+	}
+	return storage.NewLocalStore(loc.Dir)
+}
+
+func readFleetSetup(p string) (fleetSetup, error) {
+	var s fleetSetup
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(b, &s)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -83,7 +84,16 @@ func writeCSV(p string, n int, row rowFunc) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	if err := writeCSVTo(f, n, row); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeCSVTo writes the header and n rows in the landing files' CSV layout.
+func writeCSVTo(out io.Writer, n int, row rowFunc) error {
+	w := bufio.NewWriterSize(out, 1<<20)
 	w.WriteString("time,device_id,site,temperature_c,humidity_pct,battery_v\n")
 	buf := make([]byte, 0, 128)
 	for j := range n {
@@ -100,11 +110,7 @@ func writeCSV(p string, n int, row rowFunc) error {
 		buf = append(buf, '\n')
 		w.Write(buf)
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return w.Flush()
 }
 
 func writeParquet(p string, n int, row rowFunc) error {

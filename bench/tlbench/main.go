@@ -7,6 +7,8 @@
 //	tlbench setup  -case c1 -data DIR            > buckets.json
 //	tlbench run    -case c1 -mode ingest -setup buckets.json  >> results.jsonl
 //	tlbench report results.jsonl
+//	tlbench fleet -store local -gateways 20 -minutes 1440 -work DIR -out fleet.jsonl
+//	tlbench fleet-report fleet.jsonl
 //
 // The S3 server comes from TIMELAKE_TEST_S3_* (scripts/s3-server.sh).
 package main
@@ -31,12 +33,12 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report ...")
+		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report|fleet|fleet-run|fleet-report ...")
 		os.Exit(2)
 	}
 	ctx := context.Background()
 	if dir := os.Getenv("TLBENCH_PROFILE"); dir != "" && os.Args[1] == "run" {
-		stop, perr := startProfiles(dir)
+		stop, perr := startProfiles(dir, "")
 		if perr != nil {
 			fmt.Fprintln(os.Stderr, "tlbench:", perr)
 			os.Exit(1)
@@ -71,6 +73,41 @@ func main() {
 		err = cleanup(ctx, *setupFile)
 	case "report":
 		err = report(os.Args[2:], os.Stdout)
+	case "fleet":
+		fs := flag.NewFlagSet("fleet", flag.ExitOnError)
+		var o fleetOptions
+		fs.StringVar(&o.store, "store", "local", "local or s3")
+		fs.IntVar(&o.gateways, "gateways", 20, "gateways, one file each per simulated minute")
+		fs.IntVar(&o.minutes, "minutes", 1440, "simulated minutes, one ingest each")
+		fs.StringVar(&o.work, "work", "", "work folder (landing and warehouse folders, file lists)")
+		fs.StringVar(&o.out, "out", "", "results file (JSON lines, appended)")
+		fs.StringVar(&o.duckdb, "duckdb", "", "tlbench-duckdb binary for the query samples (empty: none)")
+		fs.IntVar(&o.stateEvery, "state-every", 10, "record the table's state every N simulated minutes")
+		fs.IntVar(&o.duckEvery, "duckdb-every", 180, "DuckDB query sample every N simulated minutes")
+		fs.IntVar(&o.resendMinute, "resend-minute", -2, "the run that re-sends gateway 0's first file (-1: none; default: the last)")
+		fs.BoolVar(&o.keep, "keep", false, "keep the landing and warehouse afterwards")
+		fs.StringVar(&o.set, "set", "", "KEY=VALUE,... table properties set after the first run (experiments; the targets are about the defaults)")
+		_ = fs.Parse(os.Args[2:])
+		if o.resendMinute == -2 {
+			o.resendMinute = o.minutes - 1
+		}
+		err = runFleet(ctx, o, os.Stderr)
+	case "fleet-run":
+		fs := flag.NewFlagSet("fleet-run", flag.ExitOnError)
+		var o fleetRunOptions
+		fs.StringVar(&o.setup, "setup", "", "fleet.json of tlbench fleet")
+		fs.IntVar(&o.minute, "minute", 0, "simulated minute")
+		fs.BoolVar(&o.state, "state", false, "record the table's state after the run")
+		fs.StringVar(&o.files, "files", "", "write the live data files here for DuckDB")
+		fs.BoolVar(&o.resend, "resend", false, "re-send gateway 0's file of minute 0 and check it")
+		set := fs.String("set", "", "KEY=VALUE,... table properties to set after the run")
+		_ = fs.Parse(os.Args[2:])
+		if o.set, err = parseProperties(*set); err != nil {
+			break
+		}
+		err = fleetRun(ctx, o, os.Stdout)
+	case "fleet-report":
+		err = fleetReport(os.Args[2:], os.Stdout)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -81,12 +118,12 @@ func main() {
 }
 
 // startProfiles writes pprof profiles of one run into dir
-// (TLBENCH_PROFILE=dir): cpu.pprof over the whole run and, at its end,
-// allocs.pprof (every allocation since the process started); with
-// TLBENCH_HEAP_AFTER=<duration> also heap-mid.pprof, the live heap that
-// long into the run.
-func startProfiles(dir string) (func(), error) {
-	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+// (TLBENCH_PROFILE=dir): cpu<suffix>.pprof over the whole run and, at its
+// end, allocs<suffix>.pprof (every allocation since the process started);
+// with TLBENCH_HEAP_AFTER=<duration> also heap-mid<suffix>.pprof, the live
+// heap that long into the run.
+func startProfiles(dir, suffix string) (func(), error) {
+	cpu, err := os.Create(filepath.Join(dir, "cpu"+suffix+".pprof"))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +132,7 @@ func startProfiles(dir string) (func(), error) {
 	}
 	if d, err := time.ParseDuration(os.Getenv("TLBENCH_HEAP_AFTER")); err == nil {
 		time.AfterFunc(d, func() {
-			if f, err := os.Create(filepath.Join(dir, "heap-mid.pprof")); err == nil {
+			if f, err := os.Create(filepath.Join(dir, "heap-mid"+suffix+".pprof")); err == nil {
 				runtime.GC()
 				_ = pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
@@ -105,7 +142,7 @@ func startProfiles(dir string) (func(), error) {
 	return func() {
 		pprof.StopCPUProfile()
 		cpu.Close()
-		if f, err := os.Create(filepath.Join(dir, "allocs.pprof")); err == nil {
+		if f, err := os.Create(filepath.Join(dir, "allocs"+suffix+".pprof")); err == nil {
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
 		}
@@ -257,4 +294,20 @@ func latencyReport[K comparable](w io.Writer, order []K, runs map[K][]Result) er
 			med(func(r Result) float64 { return r.LatencyMax }))
 	}
 	return tw.Flush()
+}
+
+// parseProperties parses KEY=VALUE,... ("" is none).
+func parseProperties(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("property %q: expected KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

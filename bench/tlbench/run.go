@@ -327,6 +327,9 @@ func cleanup(ctx context.Context, setupFile string) error {
 	var mu sync.Mutex
 	var errs []error
 	for _, b := range []string{s.Landing, s.Lake, s.Copy} {
+		if b == "" {
+			continue // a setup without that bucket (fleet)
+		}
 		p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(b)})
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(16)

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// fleetResult is one query sample of the fleet bench (tlbench's fleetQuery).
+type fleetResult struct {
+	Kind               string  `json:"kind"` // duckdb
+	Store              string  `json:"store"`
+	Minute             int     `json:"minute"`
+	Series             string  `json:"series"`
+	From               string  `json:"from"`
+	To                 string  `json:"to"`
+	LiveFiles          int     `json:"live_files"`
+	LiveBytes          int64   `json:"live_bytes"`
+	FloorFiles         int     `json:"floor_files"`
+	FloorBytes         int64   `json:"floor_bytes"`
+	Rows               int64   `json:"rows"`
+	FloorRows          int64   `json:"floor_rows"`
+	ExpectedRows       int64   `json:"expected_rows"`
+	SeriesRows         int64   `json:"series_rows"`
+	FloorSeriesRows    int64   `json:"floor_series_rows"`
+	FullLiveSeconds    float64 `json:"full_live_seconds"`
+	FullFloorSeconds   float64 `json:"full_floor_seconds"`
+	SeriesLiveSeconds  float64 `json:"series_live_seconds"`
+	SeriesFloorSeconds float64 `json:"series_floor_seconds"`
+	CopySeconds        float64 `json:"copy_seconds"` // making the compacted copy
+}
+
+// fleet is `tlbench-duckdb fleet`: it reads the live data files tlbench
+// listed (partition, path, bytes per line), writes the same rows compacted
+// into one zstd file per partition sorted by the series key and time (the
+// floor), and times two queries over both: count(*) and avg over the whole
+// table, and the same over one series in one hour. Each query runs once to
+// warm up, then reps times; the medians are printed as one JSON line.
+func fleet(args []string) error {
+	fs := flag.NewFlagSet("fleet", flag.ExitOnError)
+	list := fs.String("files", "", "live data files: partition<TAB>path<TAB>bytes per line")
+	r := fleetResult{Kind: "duckdb"}
+	fs.StringVar(&r.Store, "store", "", "store name for the result line")
+	fs.IntVar(&r.Minute, "minute", 0, "simulated minute for the result line")
+	fs.StringVar(&r.Series, "series", "", "device_id of the one-series query")
+	fs.StringVar(&r.From, "from", "", "start of the one-series query's hour (RFC 3339)")
+	fs.StringVar(&r.To, "to", "", "its end (exclusive)")
+	fs.Int64Var(&r.ExpectedRows, "expect-rows", 0, "rows the table should hold")
+	work := fs.String("work", "", "folder for the compacted copy")
+	reps := fs.Int("reps", 11, "timed runs of each query")
+	order := fs.String("order", "device_id, time", "sort order of the compacted copy (series key, then time)")
+	_ = fs.Parse(args)
+
+	parts, err := readLiveFiles(*list, &r)
+	if err != nil {
+		return err
+	}
+	floor := filepath.Join(*work, "floor")
+	if err := os.RemoveAll(floor); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(floor, 0o755); err != nil {
+		return err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	var live, compacted []string
+	names := make([]string, 0, len(parts))
+	for p := range parts {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	start := time.Now()
+	for i, p := range names {
+		live = append(live, parts[p]...)
+		dst := filepath.Join(floor, fmt.Sprintf("%04d.parquet", i))
+		q := "COPY (SELECT * FROM read_parquet(" + sqlList(parts[p]) + ") ORDER BY " + *order + ") TO " +
+			sqlString(dst) + " (FORMAT parquet, COMPRESSION zstd)"
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("compacted copy of %s: %w", p, err)
+		}
+		fi, err := os.Stat(dst)
+		if err != nil {
+			return err
+		}
+		r.FloorBytes += fi.Size()
+		compacted = append(compacted, dst)
+	}
+	r.CopySeconds = time.Since(start).Seconds()
+	r.FloorFiles = len(compacted)
+
+	full := func(files []string) string {
+		return "SELECT count(*), avg(temperature_c) FROM read_parquet(" + sqlList(files) + ")"
+	}
+	series := func(files []string) string {
+		return full(files) + " WHERE device_id = " + sqlString(r.Series) +
+			" AND time >= TIMESTAMPTZ " + sqlString(r.From) + " AND time < TIMESTAMPTZ " + sqlString(r.To)
+	}
+	qs := []timedQuery{
+		{query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
+		{query: full(compacted), seconds: &r.FullFloorSeconds, rows: &r.FloorRows},
+		{query: series(live), seconds: &r.SeriesLiveSeconds, rows: &r.SeriesRows},
+		{query: series(compacted), seconds: &r.SeriesFloorSeconds, rows: &r.FloorSeriesRows},
+	}
+	if err := timeQueries(db, qs, *reps); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// timedQuery is a query returning count(*) and an average, with where its
+// median time and its count go.
+type timedQuery struct {
+	query   string
+	seconds *float64
+	rows    *int64
+	times   []float64
+}
+
+// readLiveFiles reads tlbench's list into paths per partition.
+func readLiveFiles(list string, r *fleetResult) (map[string][]string, error) {
+	f, err := os.Open(list)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	parts := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), "\t")
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("%s: expected partition<TAB>path<TAB>bytes, got %q", list, sc.Text())
+		}
+		n, err := strconv.ParseInt(fields[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: bytes %q: %w", list, fields[2], err)
+		}
+		parts[fields[0]] = append(parts[fields[0]], fields[1])
+		r.LiveFiles++
+		r.LiveBytes += n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if r.LiveFiles == 0 {
+		return nil, fmt.Errorf("%s: no files", list)
+	}
+	return parts, nil
+}
+
+// timeQueries runs every query once to warm up, then reps rounds of all
+// of them in turn (so that a slower moment of a shared machine falls on
+// all alike), and sets each one's median time and count(*).
+func timeQueries(db *sql.DB, qs []timedQuery, reps int) error {
+	for i := range reps + 1 {
+		for j := range qs {
+			q := &qs[j]
+			var avg sql.NullFloat64
+			start := time.Now()
+			if err := db.QueryRow(q.query).Scan(q.rows, &avg); err != nil {
+				return fmt.Errorf("%.200s: %w", q.query, err)
+			}
+			if i > 0 {
+				q.times = append(q.times, time.Since(start).Seconds())
+			}
+		}
+	}
+	for _, q := range qs {
+		sort.Float64s(q.times)
+		*q.seconds = q.times[len(q.times)/2]
+	}
+	return nil
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func sqlList(files []string) string {
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = sqlString(f)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}

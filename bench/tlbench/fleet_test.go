@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/lake"
+)
+
+func TestFleetFileIsReproducibleAndRealistic(t *testing.T) {
+	a, b := fleetFile(3, 700), fleetFile(3, 700)
+	if !bytes.Equal(a, b) {
+		t.Fatal("the same gateway and minute gave different bytes")
+	}
+	if bytes.Equal(a, fleetFile(3, 701)) || bytes.Equal(a, fleetFile(4, 700)) {
+		t.Fatal("another minute or gateway gave the same bytes")
+	}
+	recs, err := csv.NewReader(bytes.NewReader(a)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != fleetRowsPerFile+1 || strings.Join(recs[0], ",") != "time,device_id,site,temperature_c,humidity_pct,battery_v" {
+		t.Fatalf("got %d lines, header %v; want %d rows after the header", len(recs), recs[0], fleetRowsPerFile)
+	}
+	minute := fleetDataStart.Add(700 * time.Minute)
+	devices := map[string]bool{}
+	for _, r := range recs[1:] {
+		ts, err := time.Parse(time.RFC3339, r[0])
+		if err != nil || ts.Before(minute) || !ts.Before(minute.Add(time.Minute)) {
+			t.Fatalf("time %q outside minute %s", r[0], minute)
+		}
+		devices[r[1]] = true
+	}
+	if len(devices) != fleetDevices || !devices[fleetDevice(3, 0)] {
+		t.Fatalf("devices %v, want %d of gateway 3", devices, fleetDevices)
+	}
+}
+
+// TestFleetShortRun runs 30 simulated minutes of 4 gateways on a local
+// folder, in this process, and checks what the bench checks: every row
+// loaded once, the metadata versions bounded, and a key re-sent after its
+// snapshot expired recognised from the load history.
+func TestFleetShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("30 simulated minutes")
+	}
+	ctx := context.Background()
+	work := t.TempDir()
+	s := fleetSetup{Store: "local", Landing: filepath.Join(work, "landing"), Warehouse: filepath.Join(work, "warehouse"),
+		Gateways: 4, Minutes: 30, ClockStart: time.Now().UTC().Truncate(time.Second)}
+	for _, d := range []string{s.Landing, s.Warehouse} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setup := filepath.Join(work, "fleet.json")
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(setup, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(work, "fleet.jsonl")
+	var out bytes.Buffer
+	for m := range s.Minutes {
+		o := fleetRunOptions{setup: setup, minute: m, state: (m+1)%10 == 0, resend: m == s.Minutes-1}
+		if m == s.Minutes-1 {
+			o.files = filepath.Join(work, "live-files.tsv")
+		}
+		if err := fleetRun(ctx, o, &out); err != nil {
+			t.Fatalf("minute %d: %v", m, err)
+		}
+	}
+	if err := os.WriteFile(results, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	all, err := readFleetResults([]string{results})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := all[0]
+	if len(r.runs) != s.Minutes || len(r.states) != 3 || len(r.resends) != 1 {
+		t.Fatalf("%d runs, %d states, %d resends; want %d, 3, 1", len(r.runs), len(r.states), len(r.resends), s.Minutes)
+	}
+	for _, st := range r.states {
+		if st.TotalRows != st.ExpectedRows {
+			t.Errorf("minute %d: %d rows, want %d", st.Minute, st.TotalRows, st.ExpectedRows)
+		}
+		if st.VersionsKept > lake.DefaultMetadataVersions+1 {
+			t.Errorf("minute %d: %d metadata versions kept", st.Minute, st.VersionsKept)
+		}
+	}
+	if x := r.resends[0]; !x.OK || x.InSnapshots || !x.InHistory {
+		t.Errorf("re-sent key: %+v; want already loaded from the load history, rows unchanged", x)
+	}
+	list, err := os.ReadFile(filepath.Join(work, "live-files.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
+		f := strings.Split(line, "\t")
+		if _, err := os.Stat(f[1]); len(f) != 3 || err != nil {
+			t.Errorf("live file line %q: %v", line, err)
+		}
+	}
+	verdicts := map[string]string{}
+	for _, tg := range r.targets() {
+		verdicts[tg.name] = tg.verdict()
+	}
+	for name, want := range map[string]string{
+		"no row lost or loaded twice (total-records and DuckDB's counts)":          "met",
+		"a key re-sent after its snapshot expired: already loaded, rows unchanged": "met",
+		"per-run wall time of the last 60 runs <= 1.2x the first 60":               "n/a",
+	} {
+		if verdicts[name] != want {
+			t.Errorf("target %q: %s, want %s", name, verdicts[name], want)
+		}
+	}
+}
+
+// TestFleetTargetsCanFail feeds the target checks results that miss them.
+func TestFleetTargetsCanFail(t *testing.T) {
+	r := &fleetResults{store: "local", gateways: 20}
+	for m := range 240 {
+		r.runs = append(r.runs, fleetRunResult{Minute: m, Seconds: 1 + float64(m)/60, CPUSeconds: 1 + float64(m)/60, PeakRSS: int64(100+m) << 20,
+			NewestMetadataBytes: int64(m) << 14})
+	}
+	r.states = []fleetState{
+		{Minute: 119, MetadataBytes: 4 << 20, HistoryBytes: 1 << 20, LiveDataBytes: 10 << 20, TotalRows: 10, ExpectedRows: 10},
+		{Minute: 239, MetadataBytes: 9 << 20, HistoryBytes: 2 << 20, HistoryKeys: 1000, LiveDataBytes: 20 << 20,
+			TotalRows: 11, ExpectedRows: 12, TargetFileSize: 32 << 20,
+			Partitions: []fleetPartition{{Name: "d1", Files: 5, Bytes: 1 << 20, Cold: true}}},
+	}
+	r.queries = []fleetQuery{{Minute: 239, LiveBytes: 4, FloorBytes: 2, Rows: 12, FloorRows: 12, ExpectedRows: 12,
+		FullLiveSeconds: 3, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1}}
+	r.resends = []fleetResend{{InSnapshots: false, InHistory: true, OK: false}}
+	for _, tg := range r.targets() {
+		if tg.verdict() != "NOT MET" {
+			t.Errorf("%s: %s (%s), want NOT MET", tg.name, tg.verdict(), tg.result)
+		}
+	}
+}

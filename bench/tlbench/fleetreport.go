@@ -1,0 +1,466 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// fleetQuery is one DuckDB sample written by bench/duckdb fleet: a
+// "duckdb" line. Seconds are medians of repeated queries.
+type fleetQuery struct {
+	Kind               string  `json:"kind"` // duckdb
+	Store              string  `json:"store"`
+	Minute             int     `json:"minute"`
+	Series             string  `json:"series"`
+	From               string  `json:"from"`
+	To                 string  `json:"to"`
+	LiveFiles          int     `json:"live_files"`
+	LiveBytes          int64   `json:"live_bytes"`
+	FloorFiles         int     `json:"floor_files"`
+	FloorBytes         int64   `json:"floor_bytes"`
+	Rows               int64   `json:"rows"`
+	FloorRows          int64   `json:"floor_rows"`
+	ExpectedRows       int64   `json:"expected_rows"`
+	SeriesRows         int64   `json:"series_rows"`
+	FloorSeriesRows    int64   `json:"floor_series_rows"`
+	FullLiveSeconds    float64 `json:"full_live_seconds"`
+	FullFloorSeconds   float64 `json:"full_floor_seconds"`
+	SeriesLiveSeconds  float64 `json:"series_live_seconds"`
+	SeriesFloorSeconds float64 `json:"series_floor_seconds"`
+}
+
+func (q fleetQuery) fullRatio() float64   { return q.FullLiveSeconds / q.FullFloorSeconds }
+func (q fleetQuery) seriesRatio() float64 { return q.SeriesLiveSeconds / q.SeriesFloorSeconds }
+
+// fleetResults are the lines of one store's fleet bench.
+type fleetResults struct {
+	store    string
+	gateways int
+	runs     []fleetRunResult
+	states   []fleetState
+	queries  []fleetQuery
+	resends  []fleetResend
+}
+
+// readFleetResults reads result files and groups their fleet lines by store
+// (other lines are skipped).
+func readFleetResults(files []string) ([]*fleetResults, error) {
+	byStore := map[string]*fleetResults{}
+	var order []string
+	get := func(store string) *fleetResults {
+		r := byStore[store]
+		if r == nil {
+			r = &fleetResults{store: store}
+			byStore[store] = r
+			order = append(order, store)
+		}
+		return r
+	}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Bytes()
+			var k struct {
+				Kind  string `json:"kind"`
+				Store string `json:"store"`
+			}
+			if len(strings.TrimSpace(string(line))) == 0 || json.Unmarshal(line, &k) != nil || k.Kind == "" {
+				continue
+			}
+			r := get(k.Store)
+			var err error
+			switch k.Kind {
+			case "run":
+				var x fleetRunResult
+				if err = json.Unmarshal(line, &x); err == nil {
+					r.runs = append(r.runs, x)
+					r.gateways = x.Gateways
+				}
+			case "state":
+				var x fleetState
+				if err = json.Unmarshal(line, &x); err == nil {
+					r.states = append(r.states, x)
+				}
+			case "duckdb":
+				var x fleetQuery
+				if err = json.Unmarshal(line, &x); err == nil {
+					r.queries = append(r.queries, x)
+				}
+			case "resend":
+				var x fleetResend
+				if err = json.Unmarshal(line, &x); err == nil {
+					r.resends = append(r.resends, x)
+				}
+			}
+			if err != nil {
+				fh.Close()
+				return nil, fmt.Errorf("%s:%d: %w", f, n, err)
+			}
+		}
+		err = sc.Err()
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []*fleetResults
+	for _, s := range order {
+		r := byStore[s]
+		sort.Slice(r.runs, func(i, j int) bool { return r.runs[i].Minute < r.runs[j].Minute })
+		sort.Slice(r.states, func(i, j int) bool { return r.states[i].Minute < r.states[j].Minute })
+		sort.Slice(r.queries, func(i, j int) bool { return r.queries[i].Minute < r.queries[j].Minute })
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no fleet results")
+	}
+	return out, nil
+}
+
+// fleetReport prints, per store, the table over time (every hour and at the
+// end), the DuckDB samples and the targets of docs/performance.md.
+func fleetReport(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("fleet-report", flag.ContinueOnError)
+	every := fs.Int("every", 60, "a row of the table every N simulated minutes (and the last)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	all, err := readFleetResults(fs.Args())
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		r.printOverTime(w, max(*every, 1))
+		r.printQueries(w)
+		r.printTargets(w)
+	}
+	return nil
+}
+
+const mib = 1 << 20
+
+// printOverTime prints one row per `every` simulated minutes (and the
+// last state): the table's state and the runs since the row before.
+func (r *fleetResults) printOverTime(w io.Writer, every int) {
+	fmt.Fprintf(w, "fleet, %s store, %d gateways, %d runs\n\n", r.store, r.gateways, len(r.runs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "minute\tlive files\tnewest partition\tlive data MB\tdata/ MB\tmetadata/ MB\thistory KB\thistory keys\tnewest JSON KB\tversions\tsnapshots\trun s mean\trun s max\tCPU s mean\tS3 req mean\tpeak RSS MiB\tload\t")
+	prev := -1
+	for i, s := range r.states {
+		if (s.Minute+1)%every != 0 && i != len(r.states)-1 {
+			continue
+		}
+		var n, reqs int
+		var sum, most, cpu, load float64
+		var rss int64
+		for _, run := range r.runs {
+			if run.Minute > prev && run.Minute <= s.Minute {
+				n++
+				sum += run.Seconds
+				most = max(most, run.Seconds)
+				cpu += run.CPUSeconds
+				load += run.Load1
+				reqs += int(run.Requests)
+				rss = max(rss, run.PeakRSS)
+			}
+		}
+		prev = s.Minute
+		newest := 0
+		if len(s.Partitions) > 0 {
+			newest = s.Partitions[len(s.Partitions)-1].Files
+		}
+		mean := func(x float64) float64 { return x / float64(max(n, 1)) }
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
+			s.Minute+1, s.LiveDataFiles, newest, float64(s.LiveDataBytes)/mib, float64(s.DataBytes)/mib,
+			float64(s.MetadataBytes)/mib, float64(s.HistoryBytes)/1024, s.HistoryKeys, float64(s.NewestMetadataBytes)/1024,
+			s.VersionsKept, s.Snapshots, mean(sum), most, mean(cpu), mean(float64(reqs)), float64(rss)/mib, mean(load))
+	}
+	tw.Flush()
+	if len(r.states) > 0 {
+		s := r.states[len(r.states)-1]
+		fmt.Fprintf(w, "\nmetadata/ at the end: versions %.2f MB (%d), manifest lists %.2f MB (%d), manifests %.2f MB (%d), load history %.2f MB (%d segments, %d keys), other %.2f MB\n",
+			float64(s.VersionBytes)/mib, s.VersionsKept, float64(s.ManifestListBytes)/mib, s.ManifestLists,
+			float64(s.ManifestBytes)/mib, s.Manifests, float64(s.HistoryBytes)/mib, s.HistorySegments, s.HistoryKeys,
+			float64(s.OtherBytes)/mib)
+		var parts []string
+		for _, p := range s.Partitions {
+			cold := ""
+			if p.Cold {
+				cold = ", cold"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %d files, %.2f MB%s", p.Name, p.Files, float64(p.Bytes)/mib, cold))
+		}
+		fmt.Fprintf(w, "partitions at the end: %s\n", strings.Join(parts, "; "))
+	}
+	fmt.Fprintln(w)
+}
+
+// printQueries prints the DuckDB samples.
+func (r *fleetResults) printQueries(w io.Writer) {
+	if len(r.queries) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "DuckDB over the live data files against the same rows compacted (one sorted zstd file per partition), medians:\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "minute\tlive files\tcompacted files\tlive MB\tcompacted MB\tfull ms\tcompacted ms\tratio\tseries-hour ms\tcompacted ms\tratio\trows\t")
+	for _, q := range r.queries {
+		rows := "ok"
+		if q.Rows != q.ExpectedRows || q.FloorRows != q.Rows || q.SeriesRows != q.FloorSeriesRows {
+			rows = fmt.Sprintf("%d of %d", q.Rows, q.ExpectedRows)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.2fx\t%.1f\t%.1f\t%.2fx\t%s\t\n",
+			q.Minute+1, q.LiveFiles, q.FloorFiles, float64(q.LiveBytes)/mib, float64(q.FloorBytes)/mib,
+			q.FullLiveSeconds*1e3, q.FullFloorSeconds*1e3, q.fullRatio(),
+			q.SeriesLiveSeconds*1e3, q.SeriesFloorSeconds*1e3, q.seriesRatio(), rows)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// fleetTarget is one fleet target of docs/performance.md, checked.
+type fleetTarget struct {
+	name, result string
+	met          *bool // nil: not measurable in this run
+}
+
+func (t fleetTarget) verdict() string {
+	switch {
+	case t.met == nil:
+		return "n/a"
+	case *t.met:
+		return "met"
+	}
+	return "NOT MET"
+}
+
+func met(b bool) *bool { return &b }
+
+// targets checks the targets of docs/performance.md ("Fleet: a day of 20
+// gateways") on one store's results.
+func (r *fleetResults) targets() []fleetTarget {
+	var ts []fleetTarget
+	var end, ref *fleetState
+	if n := len(r.states); n > 0 {
+		end = &r.states[n-1]
+	}
+	for i := range r.states {
+		if r.states[i].Minute == 119 {
+			ref = &r.states[i]
+		}
+	}
+
+	// Metadata stops growing with the history.
+	t := fleetTarget{name: "metadata at the end <= 1.25x after 2 simulated hours, apart from the load history (<= 100 B per key)"}
+	if end != nil && ref != nil && end.Minute > ref.Minute {
+		a, b := end.MetadataBytes-end.HistoryBytes, ref.MetadataBytes-ref.HistoryBytes
+		perKey := 0.0
+		if end.HistoryKeys > 0 {
+			perKey = float64(end.HistoryBytes) / float64(end.HistoryKeys)
+		}
+		t.result = fmt.Sprintf("%.2f MB at minute %d against %.2f MB at minute 120 without the load history: %.2fx; load history %.1f B per key (%d keys)",
+			float64(a)/mib, end.Minute+1, float64(b)/mib, float64(a)/float64(b), perKey, end.HistoryKeys)
+		t.met = met(float64(a) <= 1.25*float64(b) && perKey <= 100)
+	} else {
+		t.result = "needs a run longer than 120 simulated minutes"
+	}
+	ts = append(ts, t)
+
+	// Against the live data: files of snapshots not yet expired and
+	// orphans under data/ would flatter the ratio.
+	t = fleetTarget{name: "metadata apart from the load history <= 0.25x the live data bytes"}
+	u := fleetTarget{name: "metadata with the load history <= 0.25x the live data bytes"}
+	if end != nil && end.LiveDataBytes > 0 {
+		a := end.MetadataBytes - end.HistoryBytes
+		t.result = fmt.Sprintf("%.2f MB against %.2f MB of live data (%.2f MB under data/): %.2fx",
+			float64(a)/mib, float64(end.LiveDataBytes)/mib, float64(end.DataBytes)/mib, float64(a)/float64(end.LiveDataBytes))
+		t.met = met(float64(a) <= 0.25*float64(end.LiveDataBytes))
+		u.result = fmt.Sprintf("%.2f MB: %.2fx", float64(end.MetadataBytes)/mib, float64(end.MetadataBytes)/float64(end.LiveDataBytes))
+		u.met = met(float64(end.MetadataBytes) <= 0.25*float64(end.LiveDataBytes))
+	}
+	ts = append(ts, t, u)
+
+	t = fleetTarget{name: "newest metadata JSON <= 2 MB"}
+	if len(r.runs) > 0 {
+		most, at := int64(0), 0
+		for _, run := range r.runs {
+			if run.NewestMetadataBytes > most {
+				most, at = run.NewestMetadataBytes, run.Minute+1
+			}
+		}
+		t.result = fmt.Sprintf("largest %.1f KB (minute %d), %.1f KB at the end", float64(most)/1024, at,
+			float64(r.runs[len(r.runs)-1].NewestMetadataBytes)/1024)
+		t.met = met(most <= 2<<20)
+	}
+	ts = append(ts, t)
+
+	t = fleetTarget{name: "live data bytes <= 1.5x the compacted copy"}
+	if n := len(r.queries); n > 0 {
+		q := r.queries[n-1]
+		worst := 0.0
+		for _, x := range r.queries {
+			worst = max(worst, float64(x.LiveBytes)/float64(x.FloorBytes))
+		}
+		t.result = fmt.Sprintf("%.2f MB against %.2f MB at the end: %.2fx (largest at any sample %.2fx)",
+			float64(q.LiveBytes)/mib, float64(q.FloorBytes)/mib, float64(q.LiveBytes)/float64(q.FloorBytes), worst)
+		t.met = met(float64(q.LiveBytes) <= 1.5*float64(q.FloorBytes))
+	}
+	ts = append(ts, t)
+
+	t = fleetTarget{name: "<= 2 data files per cold partition (+1 per target-file-size)"}
+	cold, worst, worstAt := 0, "", -1.0
+	for _, s := range r.states {
+		for _, p := range s.Partitions {
+			if !p.Cold {
+				continue
+			}
+			cold++
+			allowed := 2 + p.Bytes/max(s.TargetFileSize, 1)
+			if over := float64(p.Files) - float64(allowed); over > worstAt {
+				worstAt = over
+				worst = fmt.Sprintf("%s at minute %d: %d files for %.2f MB (allowed %d)", p.Name, s.Minute+1, p.Files, float64(p.Bytes)/mib, allowed)
+			}
+		}
+	}
+	if cold > 0 {
+		t.result = fmt.Sprintf("%d cold partition samples; worst %s", cold, worst)
+		t.met = met(worstAt <= 0)
+	} else {
+		t.result = "no partition went cold in this run"
+	}
+	ts = append(ts, t)
+
+	t = fleetTarget{name: "DuckDB full-table and one-series-hour queries <= 2x the compacted copy at every sample"}
+	if len(r.queries) > 0 {
+		full, series := 0.0, 0.0
+		var fullAt, seriesAt int
+		for _, q := range r.queries {
+			if q.fullRatio() > full {
+				full, fullAt = q.fullRatio(), q.Minute+1
+			}
+			if q.seriesRatio() > series {
+				series, seriesAt = q.seriesRatio(), q.Minute+1
+			}
+		}
+		t.result = fmt.Sprintf("worst full %.2fx (minute %d), worst series %.2fx (minute %d), over %d samples",
+			full, fullAt, series, seriesAt, len(r.queries))
+		t.met = met(full <= 2 && series <= 2)
+	}
+	ts = append(ts, t)
+
+	// Flat runs: the first 60 runs after the one that created the table
+	// against the last 60.
+	first, last := r.window(1, 61), r.window(len(r.runs)-60, len(r.runs))
+	t = fleetTarget{name: "per-run wall time of the last 60 runs <= 1.2x the first 60"}
+	c := fleetTarget{name: "per-run CPU time of the last 60 runs <= 1.2x the first 60 (wall time's check, less disturbed by a shared machine)"}
+	u = fleetTarget{name: "peak RSS flat (largest of the last 60 runs <= 1.2x the first 60)"}
+	if len(r.runs) >= 121 {
+		wall := func(x fleetRunResult) float64 { return x.Seconds }
+		cpu := func(x fleetRunResult) float64 { return x.CPUSeconds }
+		load := func(x fleetRunResult) float64 { return x.Load1 }
+		fs, ls := meanOf(first, wall), meanOf(last, wall)
+		fm, lm := medianOf(first, wall), medianOf(last, wall)
+		t.result = fmt.Sprintf("mean %.2f s against %.2f s: %.2fx (medians %.2f and %.2f s: %.2fx; load average %.1f and %.1f)",
+			ls, fs, ls/fs, lm, fm, lm/fm, meanOf(last, load), meanOf(first, load))
+		t.met = met(ls <= 1.2*fs)
+		fc, lc := meanOf(first, cpu), meanOf(last, cpu)
+		c.result = fmt.Sprintf("mean %.2f s against %.2f s: %.2fx", lc, fc, lc/fc)
+		c.met = met(lc <= 1.2*fc)
+		fr, lr := maxOf(first, func(x fleetRunResult) float64 { return float64(x.PeakRSS) }), maxOf(last, func(x fleetRunResult) float64 { return float64(x.PeakRSS) })
+		u.result = fmt.Sprintf("%.0f MiB against %.0f MiB: %.2fx", lr/mib, fr/mib, lr/fr)
+		u.met = met(lr <= 1.2*fr)
+	} else {
+		t.result, c.result, u.result = "needs at least 121 runs", "needs at least 121 runs", "needs at least 121 runs"
+	}
+	ts = append(ts, t, c, u)
+
+	t = fleetTarget{name: "a key re-sent after its snapshot expired: already loaded, rows unchanged"}
+	if n := len(r.resends); n > 0 {
+		x := r.resends[n-1]
+		t.result = fmt.Sprintf("%s re-sent at minute %d: %s (in a snapshot before: %v, in the load history: %v), rows %d -> %d with %d loaded by the run",
+			x.Key, x.Minute+1, x.Status, x.InSnapshots, x.InHistory, x.RowsBefore, x.RowsAfter, x.RunRows)
+		if x.InSnapshots {
+			t.result += "; its snapshot had not expired yet"
+		} else {
+			t.met = met(x.OK && x.InHistory)
+		}
+	}
+	ts = append(ts, t)
+
+	t = fleetTarget{name: "no row lost or loaded twice (total-records and DuckDB's counts)"}
+	checked, bad := 0, ""
+	for _, s := range r.states {
+		checked++
+		if s.TotalRows != s.ExpectedRows && bad == "" {
+			bad = fmt.Sprintf("minute %d: %d rows, expected %d", s.Minute+1, s.TotalRows, s.ExpectedRows)
+		}
+	}
+	for _, q := range r.queries {
+		checked++
+		if (q.Rows != q.ExpectedRows || q.FloorRows != q.Rows || q.SeriesRows != q.FloorSeriesRows) && bad == "" {
+			bad = fmt.Sprintf("minute %d: DuckDB read %d rows, expected %d", q.Minute+1, q.Rows, q.ExpectedRows)
+		}
+	}
+	if checked > 0 {
+		t.result = fmt.Sprintf("%d checks", checked)
+		if bad != "" {
+			t.result += "; " + bad
+		}
+		t.met = met(bad == "")
+	}
+	ts = append(ts, t)
+	return ts
+}
+
+func (r *fleetResults) printTargets(w io.Writer) {
+	fmt.Fprintf(w, "targets (%s store):\n", r.store)
+	for _, t := range r.targets() {
+		fmt.Fprintf(w, "  %-8s %s: %s\n", t.verdict(), t.name, t.result)
+	}
+	fmt.Fprintln(w)
+}
+
+// window returns runs[from:to] clamped to the runs there are.
+func (r *fleetResults) window(from, to int) []fleetRunResult {
+	from, to = max(from, 0), min(to, len(r.runs))
+	if from >= to {
+		return nil
+	}
+	return r.runs[from:to]
+}
+
+func meanOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {
+	sum := 0.0
+	for _, x := range rs {
+		sum += f(x)
+	}
+	return sum / float64(max(len(rs), 1))
+}
+
+func medianOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {
+	var xs []float64
+	for _, x := range rs {
+		xs = append(xs, f(x))
+	}
+	return median(xs)
+}
+
+func maxOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {
+	m := 0.0
+	for _, x := range rs {
+		m = max(m, f(x))
+	}
+	return m
+}
