@@ -163,8 +163,9 @@ type liveFile struct {
 
 // liveFiles reads the live data file entries of h's current snapshot with
 // each file's commit time: its snapshot's timestamp, or, when that snapshot
-// has expired, the oldest snapshot's (the file is at least that old).
-func (t *Table) liveFiles(ctx context.Context, h *head) ([]liveFile, []iceberg.ManifestFile, error) {
+// has expired, the earlier of the oldest snapshot's and the time seqs give
+// for its data sequence number (the file is at least that old).
+func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
 	cur, err := h.currentSnapshot()
 	if err != nil || cur == nil {
 		return nil, nil, err
@@ -210,6 +211,9 @@ func (t *Table) liveFiles(ctx context.Context, h *head) ([]liveFile, []iceberg.M
 			ms, ok := times[e.SnapshotID()]
 			if !ok {
 				ms = oldest
+				if at, ok := committedBy(seqs, e.SequenceNum()); ok && at.UnixMilli() < ms {
+					ms = at.UnixMilli()
+				}
 			}
 			out = append(out, liveFile{entry: e, committed: time.UnixMilli(ms).UTC(),
 				partition: partitionPath(spec, h.write.CurrentSchema(), df)})
@@ -344,7 +348,11 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	h, v := t.loaded()
 	res := CompactResult{Version: v}
 	s := compactSettingsOf(h.props(), opts)
-	files, _, err := t.liveFiles(ctx, h)
+	st, err := t.loadMaintenanceState(ctx)
+	if err != nil {
+		return res, err
+	}
+	files, _, err := t.liveFiles(ctx, h, st.Sequences)
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
 	}
@@ -489,7 +497,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	if parent == nil {
 		return nil, nil, errNothingToCommit
 	}
-	files, mfs, err := t.liveFiles(ctx, base)
+	files, mfs, err := t.liveFiles(ctx, base, nil)
 	if err != nil {
 		return nil, nil, err
 	}

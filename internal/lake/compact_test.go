@@ -47,7 +47,7 @@ func scanRows(t testing.TB, tbl *Table, id int64) []string {
 func liveDataFiles(t testing.TB, tbl *Table) map[string]int {
 	t.Helper()
 	h, _ := tbl.loaded()
-	files, _, err := tbl.liveFiles(context.Background(), h)
+	files, _, err := tbl.liveFiles(context.Background(), h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func checkSortedFiles(t testing.TB, tbl *Table) {
 	t.Helper()
 	ctx := context.Background()
 	h, _ := tbl.loaded()
-	files, _, err := tbl.liveFiles(ctx, h)
+	files, _, err := tbl.liveFiles(ctx, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

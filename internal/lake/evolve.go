@@ -323,6 +323,9 @@ func (h *head) withSchema(sc *iceberg.Schema) (*head, error) {
 	if next.write, err = next.withoutHistory(); err != nil {
 		return nil, err
 	}
+	if next.dataWrite, err = dataFileMetadata(next.write); err != nil {
+		return nil, err
+	}
 	return next, nil
 }
 
@@ -338,6 +341,6 @@ func (t *Table) evolvedView(v tableView, c *schemaChange) (tableView, error) {
 		return tableView{}, err
 	}
 	v.head, v.arrowSc = h, sc
-	v.iceberg = table.New(t.ident(), h.write, v.iceberg.MetadataLocation(), t.lake.fsF, readOnly{})
+	v.iceberg = table.New(t.ident(), h.dataWrite, v.iceberg.MetadataLocation(), t.lake.fsF, readOnly{})
 	return v, nil
 }

@@ -38,12 +38,12 @@ const (
 // fleet of 20 gateways dropping a file a minute each (about 29,000 files a
 // day) to live with for a year (docs/maintenance.md explains each).
 const (
-	DefaultSnapshotRetention = 15 * time.Minute
+	DefaultSnapshotRetention = 5 * time.Minute
 	DefaultMinSnapshots      = 20
 	// DefaultMetadataVersions is write.metadata.previous-versions-max on
 	// the tables timelake creates (Iceberg's default keeps 100, each a
 	// copy of the snapshot list).
-	DefaultMetadataVersions = 5
+	DefaultMetadataVersions = 3
 	// DefaultManifestMergeCount is commit.manifest.min-count-to-merge on
 	// the tables timelake creates (Iceberg's default is 100): a commit
 	// merges the current snapshot's small manifests once there are this
@@ -233,11 +233,64 @@ type MaintainReport struct {
 }
 
 // maintenanceStateKey is a small object next to the table's metadata that
-// remembers when orphan files were last looked for.
+// remembers when orphan files were last looked for, and when the table
+// reached which sequence number (sequenceTimes). It is advisory: when lost
+// or overwritten by a concurrent round, orphans are looked for early and a
+// partition goes cold a little late; nothing else depends on it.
 const maintenanceStateKey = "metadata/_timelake-maintenance.json"
 
 type maintenanceState struct {
 	OrphansCheckedAt time.Time `json:"orphans_checked_at"`
+	// Sequences are the table's last-sequence-number as seen at a time,
+	// oldest first: a data file whose data sequence number is at most Seq
+	// was committed before At. They tell how old a file is once the
+	// snapshot that added it has expired (Iceberg spec, "Sequence
+	// Numbers": a file's data sequence number is its snapshot's), which
+	// compaction needs to see a partition go cold when snapshots are kept
+	// for less than timelake.compact-cold-after.
+	Sequences []sequenceTime `json:"sequences,omitempty"`
+}
+
+// sequenceTime is one entry of maintenanceState.Sequences.
+type sequenceTime struct {
+	Seq int64     `json:"seq"`
+	At  time.Time `json:"at"`
+}
+
+// noteSequence records that the table had reached seq at now, when the
+// newest entry is older than a tenth of coldAfter (so a partition goes
+// cold at most that late), and drops entries no longer needed: those
+// older than twice coldAfter but the newest of them. It reports whether
+// the state changed.
+func (st *maintenanceState) noteSequence(seq int64, now time.Time, coldAfter time.Duration) bool {
+	if seq <= 0 || coldAfter <= 0 {
+		return false
+	}
+	if n := len(st.Sequences); n > 0 && (st.Sequences[n-1].Seq >= seq || now.Sub(st.Sequences[n-1].At) < coldAfter/10) {
+		return false
+	}
+	st.Sequences = append(st.Sequences, sequenceTime{Seq: seq, At: now.UTC()})
+	cut := 0
+	for cut+1 < len(st.Sequences) && st.Sequences[cut+1].At.Before(now.Add(-2*coldAfter)) {
+		cut++
+	}
+	st.Sequences = slices.Clone(st.Sequences[cut:])
+	return true
+}
+
+// committedBy returns the time by which a data file with data sequence
+// number seq was committed, from the recorded sequences; ok is false when
+// none tells (seq unknown, or newer than every entry).
+func committedBy(seqs []sequenceTime, seq int64) (at time.Time, ok bool) {
+	if seq <= 0 {
+		return time.Time{}, false
+	}
+	for _, s := range seqs {
+		if s.Seq >= seq {
+			return s.At, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Maintain runs one round of maintenance: compaction, snapshot expiry
@@ -290,13 +343,22 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		return rep, err
 	}
 
+	st, err := t.loadMaintenanceState(ctx)
+	if err != nil {
+		return rep, err
+	}
+	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, t.lake.now(), s.CompactColdAfter) {
+		if err := t.saveMaintenanceState(ctx, st); err != nil {
+			return rep, err
+		}
+	}
+
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
 	if !left() {
 		rep.Pending = true
 		return rep, nil
 	}
-	var err error
 	rep.Compacted, err = t.Compact(ctx, CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
 		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound})
 	if err != nil {
@@ -310,10 +372,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 	if err != nil {
 		return rep, err
 	}
-	due, err := t.orphansDue(ctx, opts.Orphans)
-	if err != nil {
-		return rep, err
-	}
+	due := t.orphansDue(st, opts.Orphans)
 	if due && !left() {
 		rep.Pending = true
 		return rep, nil
@@ -325,7 +384,8 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 			return rep, err
 		}
 		if !opts.DryRun {
-			if err := t.saveMaintenanceState(ctx, maintenanceState{OrphansCheckedAt: t.lake.now().UTC()}); err != nil {
+			st.OrphansCheckedAt = t.lake.now().UTC()
+			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err
 			}
 		}
@@ -357,23 +417,26 @@ func upgradeProperties(props iceberg.Properties) map[string]string {
 }
 
 // orphansDue reports whether orphan files were last looked for more than
-// OrphanCheckInterval ago (or never).
-func (t *Table) orphansDue(ctx context.Context, force bool) (bool, error) {
-	if force {
-		return true, nil
-	}
+// OrphanCheckInterval ago (or never), according to st.
+func (t *Table) orphansDue(st maintenanceState, force bool) bool {
+	return force || !t.lake.now().Before(st.OrphansCheckedAt.Add(OrphanCheckInterval))
+}
+
+// loadMaintenanceState reads maintenanceStateKey; a missing or unreadable
+// object is an empty state (it is advisory).
+func (t *Table) loadMaintenanceState(ctx context.Context) (maintenanceState, error) {
+	var st maintenanceState
 	b, _, err := storage.ReadAll(ctx, t.lake.store, tablePrefix(t.name)+maintenanceStateKey)
 	if errors.Is(err, storage.ErrNotExist) {
-		return true, nil
+		return st, nil
 	}
 	if err != nil {
-		return false, err
+		return st, err
 	}
-	var st maintenanceState
 	if json.Unmarshal(b, &st) != nil {
-		return true, nil
+		return maintenanceState{}, nil
 	}
-	return !t.lake.now().Before(st.OrphansCheckedAt.Add(OrphanCheckInterval)), nil
+	return st, nil
 }
 
 func (t *Table) saveMaintenanceState(ctx context.Context, st maintenanceState) error {

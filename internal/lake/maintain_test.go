@@ -160,7 +160,7 @@ func TestMaintainOlderAndForeignTables(t *testing.T) {
 	if rep.Skipped != "" || !rep.Settings.Enabled || len(rep.Upgraded) != 3 {
 		t.Fatalf("older timelake table: %+v", rep)
 	}
-	if got := tbl.Properties(); got[PropAutoMaintain] != "true" || got["write.metadata.previous-versions-max"] != "5" {
+	if got := tbl.Properties(); got[PropAutoMaintain] != "true" || got["write.metadata.previous-versions-max"] != fmt.Sprint(DefaultMetadataVersions) {
 		t.Fatalf("properties after the first round: %v", got)
 	}
 	if len(rep.Compacted.Groups) != 1 {
@@ -182,5 +182,93 @@ func TestMaintainOlderAndForeignTables(t *testing.T) {
 	}
 	if rep, err = tbl.Maintain(ctx, MaintainOptions{}); err != nil || rep.Skipped != "" || len(rep.Upgraded) != 0 {
 		t.Fatalf("foreign table asking for maintenance: %+v, %v", rep, err)
+	}
+}
+
+// TestColdAfterOutlivesSnapshots: with snapshots kept for 5 minutes and
+// compact-cold-after at 30, a partition whose last append was 30 minutes
+// ago is compacted into one file although the snapshots that added its
+// files expired long before (the sequences the maintenance state
+// records tell their age).
+func TestColdAfterOutlivesSnapshots(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	clock := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return clock }
+	tbl := createTestTable(t, l)
+	if err := tbl.SetProperties(ctx, map[string]string{PropSnapshotRetention: "5m", PropMinSnapshots: "2",
+		PropCompactColdAfter: "30m", PropCompactMinFiles: "64"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	minute := func(m int, event time.Time) {
+		t.Helper()
+		rec := rowsAt(t, tbl, event, 5, 0)
+		defer rec.Release()
+		p, err := tbl.Prepare(ctx, fmt.Sprintf("gw/%04d.csv", m), []arrow.RecordBatch{rec}, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Commit(ctx, []*Prepared{p}, CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Maintain(ctx, MaintainOptions{}); err != nil {
+			t.Fatalf("minute %d: %v", m, err)
+		}
+		clock = clock.Add(time.Minute)
+	}
+	first := "time_day=2026-03-02"
+	for m := range 10 {
+		minute(m, clock) // event time: today
+	}
+	if n := liveDataFiles(t, tbl)[first]; n != 10 {
+		t.Fatalf("%d files in %s after 10 minutes, want 10 (compact-min-files 64)", n, first)
+	}
+	// Then only the next day's partition is written.
+	for m := 10; m < 10+45; m++ {
+		minute(m, clock.Add(24*time.Hour))
+	}
+	if n := liveDataFiles(t, tbl)[first]; n != 1 {
+		t.Errorf("%d files in %s 45 minutes after its last append, want 1 (cold)", n, first)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > 12 {
+		t.Errorf("%d snapshots kept, want those of the last 5 minutes", n)
+	}
+	if n := len(scanRows(t, tbl, 0)); n != 55*5 {
+		t.Fatalf("%d rows, want %d", n, 55*5)
+	}
+}
+
+// TestNoteSequence: one entry per tenth of cold-after, the old ones
+// dropped but the newest of them, and committedBy the first entry at or
+// past a sequence number.
+func TestNoteSequence(t *testing.T) {
+	var st maintenanceState
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	if st.noteSequence(0, t0, time.Hour) || st.noteSequence(5, t0, 0) {
+		t.Fatal("recorded without a sequence number or cold-after")
+	}
+	for m := range 300 {
+		st.noteSequence(int64(m+1), t0.Add(time.Duration(m)*time.Minute), time.Hour)
+	}
+	// Every 6 minutes, over the last 2 hours, plus one older.
+	if n := len(st.Sequences); n < 20 || n > 22 {
+		t.Fatalf("%d entries: %+v", n, st.Sequences)
+	}
+	last := st.Sequences[len(st.Sequences)-1]
+	if st.noteSequence(last.Seq, last.At.Add(time.Hour), time.Hour) {
+		t.Error("recorded an unchanged sequence number")
+	}
+	if st.Sequences[0].At.After(t0.Add(299*time.Minute - 2*time.Hour)) {
+		t.Errorf("oldest entry %v is within two hours of the newest", st.Sequences[0].At)
+	}
+	at, ok := committedBy(st.Sequences, st.Sequences[3].Seq-1)
+	if !ok || !at.Equal(st.Sequences[3].At) {
+		t.Errorf("committedBy(%d) = %v, %v; want %v", st.Sequences[3].Seq-1, at, ok, st.Sequences[3].At)
+	}
+	if _, ok := committedBy(st.Sequences, last.Seq+1); ok {
+		t.Error("committedBy a sequence number newer than every entry")
+	}
+	if _, ok := committedBy(st.Sequences, 0); ok {
+		t.Error("committedBy sequence number 0 (format v1)")
 	}
 }

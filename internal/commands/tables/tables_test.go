@@ -392,7 +392,7 @@ Orphan files
 Settings (maintenance by ingest: off, not created by timelake and timelake.auto-maintain is not set)
   PROPERTY                              VALUE  FROM
   timelake.auto-maintain                false  default
-  timelake.snapshot-retention           15m    default
+  timelake.snapshot-retention           5m     default
   timelake.min-snapshots                20     default
   timelake.dedupe-window                14d    default
   timelake.target-file-size             32MiB  default
@@ -407,7 +407,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t0\t0\n" +
 				"expired\t2\t4\t0\t0\n" +
 				"setting\ttimelake.auto-maintain\tfalse\tdefault\n" +
-				"setting\ttimelake.snapshot-retention\t15m\tdefault\n" +
+				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
 				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
@@ -481,12 +481,12 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 			render: func(o Output) error { return RenderAlter(o, altered(false)) },
 			golden: "alter.json",
 			tty: `iot.readings: 3 properties changed (metadata v9)
-PROPERTY                              BEFORE                 AFTER                  CHANGED
-history.expire.max-snapshot-age-ms    not set                not set                no
-timelake.auto-maintain                true                   true                   no
-timelake.min-snapshots                20                     1                      yes
-timelake.snapshot-retention           not set (default 15m)  1s                     yes
-write.metadata.previous-versions-max  5                      not set (default 100)  yes
+PROPERTY                              BEFORE                AFTER                  CHANGED
+history.expire.max-snapshot-age-ms    not set               not set                no
+timelake.auto-maintain                true                  true                   no
+timelake.min-snapshots                20                    1                      yes
+timelake.snapshot-retention           not set (default 5m)  1s                     yes
+write.metadata.previous-versions-max  5                     not set (default 100)  yes
 `,
 			pipe: "property\tbefore\tafter\tchanged\n" +
 				"history.expire.max-snapshot-age-ms\t\t\tfalse\n" +
@@ -500,12 +500,12 @@ write.metadata.previous-versions-max  5                      not set (default 10
 			render: func(o Output) error { return RenderAlter(o, altered(true)) },
 			golden: "alter-dry-run.json",
 			tty: `iot.readings: 3 properties would change (dry run; metadata v9)
-PROPERTY                              BEFORE                 AFTER                  CHANGED
-history.expire.max-snapshot-age-ms    not set                not set                no
-timelake.auto-maintain                true                   true                   no
-timelake.min-snapshots                20                     1                      yes
-timelake.snapshot-retention           not set (default 15m)  1s                     yes
-write.metadata.previous-versions-max  5                      not set (default 100)  yes
+PROPERTY                              BEFORE                AFTER                  CHANGED
+history.expire.max-snapshot-age-ms    not set               not set                no
+timelake.auto-maintain                true                  true                   no
+timelake.min-snapshots                20                    1                      yes
+timelake.snapshot-retention           not set (default 5m)  1s                     yes
+write.metadata.previous-versions-max  5                     not set (default 100)  yes
 `,
 			pipe: "property\tbefore\tafter\tchanged\n" +
 				"history.expire.max-snapshot-age-ms\t\t\tfalse\n" +
