@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -373,7 +374,59 @@ func (l *Lake) cachePath(n TableName, name string) string {
 func (l *Lake) uncache(n TableName, name string) {
 	if p := l.cachePath(n, name); p != "" {
 		os.Remove(p)
+		os.Remove(p + indexSuffix)
 	}
+}
+
+// indexSuffix names the cached index of a segment next to its cached copy:
+// <segment>.idx holds the segment's fingerprints (segmentIndex), so that a
+// run looks keys up without decoding the history (75 ms and 37 MB of
+// allocations for a day of 20 gateways, 28,800 keys; 14 days would take
+// a second per run), reading 16 bytes per key instead.
+const indexSuffix = ".idx"
+
+// indexMagic starts an index file (its format's version).
+const indexMagic = "TLHIDX01"
+
+// encodeIndex writes ix as indexMagic, the counts of keys and of content
+// fingerprints, and both lists (little-endian uint64s).
+func encodeIndex(ix *segmentIndex) []byte {
+	b := make([]byte, 0, len(indexMagic)+16+8*(len(ix.keys)+len(ix.contents)))
+	b = append(b, indexMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(ix.keys)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(ix.contents)))
+	for _, list := range [][]uint64{ix.keys, ix.contents} {
+		for _, fp := range list {
+			b = binary.LittleEndian.AppendUint64(b, fp)
+		}
+	}
+	return b
+}
+
+// decodeIndex reads encodeIndex's bytes; ok is false for anything else (a
+// torn or foreign file is rebuilt from the segment).
+func decodeIndex(info segmentInfo, b []byte) (*segmentIndex, bool) {
+	head := len(indexMagic) + 16
+	if len(b) < head || string(b[:len(indexMagic)]) != indexMagic {
+		return nil, false
+	}
+	nk := binary.LittleEndian.Uint64(b[len(indexMagic):])
+	nc := binary.LittleEndian.Uint64(b[len(indexMagic)+8:])
+	if nk > uint64(len(b)) || nc > uint64(len(b)) || uint64(len(b)) != uint64(head)+8*(nk+nc) {
+		return nil, false
+	}
+	read := func(off, n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint64(b[off+8*i:])
+		}
+		return out
+	}
+	ix := &segmentIndex{info: info, keys: read(head, int(nk)), contents: read(head+8*int(nk), int(nc))}
+	if !slices.IsSorted(ix.keys) || !slices.IsSorted(ix.contents) {
+		return nil, false
+	}
+	return ix, true
 }
 
 // pruneCache removes the cached segments of table n that segs does not
@@ -386,6 +439,7 @@ func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
 	keep := map[string]bool{}
 	for _, s := range segs {
 		keep[s.name] = true
+		keep[s.name+indexSuffix] = true
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -563,11 +617,24 @@ func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) 
 	if ix != nil {
 		return ix, nil
 	}
-	recs, err := l.readSegment(ctx, n, info.name)
-	if err != nil {
-		return nil, err
+	path := l.cachePath(n, info.name)
+	if path != "" {
+		if b, err := os.ReadFile(path + indexSuffix); err == nil {
+			ix, _ = decodeIndex(info, b)
+		}
 	}
-	ix = indexSegment(info, recs)
+	if ix == nil {
+		recs, err := l.readSegment(ctx, n, info.name)
+		if err != nil {
+			return nil, err
+		}
+		ix = indexSegment(info, recs)
+		if path != "" {
+			if err := writeFileAtomic(path+indexSuffix, encodeIndex(ix)); err != nil {
+				l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
+			}
+		}
+	}
 	l.segments.mu.Lock()
 	if l.segments.ix == nil {
 		l.segments.ix = map[string]*segmentIndex{}
@@ -782,12 +849,14 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
+	info, _ := parseSegmentName(name)
 	if path := l.cachePath(n, name); path != "" {
 		if err := writeFileAtomic(path, body); err != nil {
 			l.log.Debug("load history segment not cached", "path", path, "err", err)
+		} else if err := writeFileAtomic(path+indexSuffix, encodeIndex(indexSegment(info, recs))); err != nil {
+			l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
 		}
 	}
-	info, _ := parseSegmentName(name)
 	return append(out, info), name, nil
 }
 

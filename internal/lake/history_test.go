@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,113 @@ func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 	if _, ok, err := t3.FindLoaded(ctx, "gw/2.csv"); err != nil || !ok {
 		t.Fatalf("the kept snapshot's key: %v, %v", ok, err)
 	}
+}
+
+// TestLoadHistoryIndexCache: a run with a cache folder looks keys up in
+// the cached index of each segment without decoding the segment; a torn
+// index is rebuilt from the segment; a hit still reads the records.
+func TestLoadHistoryIndexCache(t *testing.T) {
+	ctx := context.Background()
+	dir, cache := t.TempDir(), t.TempDir()
+	l, err := Open(ctx, dir, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	for i := range 3 {
+		appendRows(t, tbl, fmt.Sprintf("gw/%d.csv", i), day0, 2)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	segs := historySegments(tbl.Properties())
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	path := l.cachePath(testName, segs[0].name)
+	idx, err := os.ReadFile(path + indexSuffix)
+	if err != nil {
+		t.Fatalf("the writer cached no index: %v", err)
+	}
+	if ix, ok := decodeIndex(segs[0], idx); !ok || len(ix.keys) != 2 {
+		t.Fatalf("cached index %+v, %v; want 2 keys", ix, ok)
+	}
+	// A new process whose cached segment is unreadable: a miss needs only
+	// the index, so it neither reads nor fails on the segment.
+	if err := os.WriteFile(path, []byte("not parquet"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func() *Table {
+		t.Helper()
+		l2, err := Open(ctx, dir, Options{CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t2, err := l2.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return t2
+	}
+	if _, ok, err := open().FindLoaded(ctx, "gw/new.csv"); err != nil || ok {
+		t.Fatalf("a new key: %v, %v; want not found from the index alone", ok, err)
+	}
+	// A hit reads the segment: the unreadable copy is dropped from the
+	// cache and the store's copy read.
+	if _, ok, err := open().FindLoaded(ctx, "gw/0.csv"); err == nil || ok {
+		t.Fatalf("a hit on an unreadable cached segment: %v, %v; want its error", ok, err)
+	}
+	if _, ok, err := open().FindLoaded(ctx, "gw/0.csv"); err != nil || !ok {
+		t.Fatalf("after the cache dropped it: %v, %v", ok, err)
+	}
+	// A torn index is rebuilt.
+	if err := os.WriteFile(path+indexSuffix, idx[:len(idx)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := open().FindLoaded(ctx, "gw/1.csv"); err != nil || !ok {
+		t.Fatalf("with a torn index: %v, %v", ok, err)
+	}
+	if b, err := os.ReadFile(path + indexSuffix); err != nil || len(b) != len(idx) {
+		t.Fatalf("index not rebuilt: %d bytes, %v", len(b), err)
+	}
+}
+
+// BenchmarkSegmentIndex measures what a run spends to look keys up in a
+// day of 20 gateways' history (28,800 keys in one segment): "decode"
+// builds the index from the segment (a run without the cached index),
+// "cached" reads the index file the cache folder keeps.
+func BenchmarkSegmentIndex(b *testing.B) {
+	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var recs []LoadRecord
+	for i := range 28800 {
+		gw, minute := i%20, i/20
+		recs = append(recs, LoadRecord{
+			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
+			Size:   int64(3000 + i%500),
+			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
+			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
+		})
+	}
+	body, err := encodeSegment(recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		for range b.N {
+			out, err := decodeSegment(context.Background(), body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			indexSegment(segmentInfo{}, out)
+		}
+	})
+	idx := encodeIndex(indexSegment(segmentInfo{}, recs))
+	b.Run("cached", func(b *testing.B) {
+		for range b.N {
+			if _, ok := decodeIndex(segmentInfo{}, idx); !ok {
+				b.Fatal("index not read")
+			}
+		}
+	})
 }
