@@ -113,7 +113,10 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 	t0 := time.Now()
 	base := s.ClockStart.Add(time.Duration(o.minute) * time.Minute)
 	clock := func() time.Time { return base.Add(min(time.Since(t0), 59*time.Second)) }
-	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: counted, Now: clock})
+	// The cache folder persists between runs, as ~/.cache/timelake does
+	// for a poller started by cron.
+	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: counted, Now: clock,
+		CacheDir: filepath.Join(filepath.Dir(o.setup), "cache-"+s.Store)})
 	if err != nil {
 		return err
 	}
