@@ -335,6 +335,11 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		}
 	}
 	s := rep.Settings
+	if !opts.DryRun {
+		if err := t.repairHint(ctx); err != nil {
+			return rep, err
+		}
+	}
 	if _, err := t.LoadHistory(ctx); errors.Is(err, ErrLoadHistoryMissing) && !opts.DryRun {
 		if rep.DroppedSegments, err = t.dropMissingSegments(ctx); err != nil {
 			return rep, err
@@ -391,6 +396,23 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		}
 	}
 	return rep, nil
+}
+
+// repairHint redoes the best-effort chores after a commit (afterCommit:
+// the version hint, old metadata versions) when the version hint does not
+// name the current version: a writer killed or cut off between its commit
+// and those chores leaves readers that trust the hint (DuckDB, Spark's
+// Hadoop tables) a version behind until the next commit, which on a quiet
+// table may never come.
+func (t *Table) repairHint(ctx context.Context) error {
+	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+"version-hint.text")
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return err
+	}
+	if strings.TrimSpace(string(b)) != strconv.Itoa(t.Version()) {
+		t.afterCommit(ctx)
+	}
+	return nil
 }
 
 // compactBytesPerRound bounds the input one round of maintenance rewrites
