@@ -33,6 +33,19 @@ var userHomeDir = os.UserHomeDir
 // hard link for IfAbsent (link fails if the name exists, like O_EXCL).
 type LocalStore struct {
 	root string
+	// keepDepth is how many levels of folders below the root Delete
+	// leaves in place when it empties them (KeepFolders).
+	keepDepth int
+}
+
+// KeepFolders makes Delete leave the folders up to depth levels below the
+// root in place when it empties them, and returns s. A landing folder keeps
+// the gateways' folders (depth 1: landing/gateway-7/) that people and
+// gateways create and write into; deeper folders (dates under a gateway)
+// are still removed, so that listings do not walk years of empty folders.
+func (s *LocalStore) KeepFolders(depth int) *LocalStore {
+	s.keepDepth = depth
+	return s
 }
 
 var _ Store = (*LocalStore)(nil)
@@ -378,9 +391,13 @@ func (s *LocalStore) Delete(ctx context.Context, key string) error {
 }
 
 // removeEmptyParents removes the folders above file p that are left empty,
-// up to the root.
+// up to the root, but for the first keepDepth levels below it.
 func (s *LocalStore) removeEmptyParents(p string) {
 	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		rel, err := filepath.Rel(s.root, dir)
+		if err != nil || len(strings.Split(rel, string(filepath.Separator))) <= s.keepDepth {
+			break
+		}
 		if os.Remove(dir) != nil { // not empty, or gone: stop
 			break
 		}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,5 +372,48 @@ func TestPathStyleForCustomEndpoints(t *testing.T) {
 	}
 	if _, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: "t3.storage.dev"}); err == nil {
 		t.Fatal("endpoint without scheme accepted")
+	}
+}
+
+// TestLocalDeleteKeepsGatewayFolders: Delete removes the folders it leaves
+// empty, but a landing folder (KeepFolders(1)) keeps its first level, the
+// gateways' folders that gateways write into.
+func TestLocalDeleteKeepsGatewayFolders(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		depth int
+		kept  []string
+		gone  []string
+	}{
+		{depth: 0, gone: []string{"gw-1", "gw-1/2026"}},
+		{depth: 1, kept: []string{"gw-1"}, gone: []string{"gw-1/2026"}},
+	} {
+		dir := t.TempDir()
+		st, err := storage.NewLocalStore(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.KeepFolders(tc.depth)
+		for _, key := range []string{"gw-1/a.csv", "gw-1/2026/b.csv"} {
+			if _, err := st.Put(ctx, key, strings.NewReader("x"), storage.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Delete(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range tc.kept {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("depth %d: %s removed: %v", tc.depth, f, err)
+			}
+		}
+		for _, f := range tc.gone {
+			if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("depth %d: empty %s left (%v)", tc.depth, f, err)
+			}
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("depth %d: the root removed: %v", tc.depth, err)
+		}
 	}
 }

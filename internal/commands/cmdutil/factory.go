@@ -214,7 +214,11 @@ func (f *Factory) Where(cmd *cobra.Command, spec *settings.Spec, what string, lo
 // OpenStore opens a landing location: an S3 bucket/prefix or a folder.
 func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage.Location) (storage.Store, error) {
 	if !loc.IsS3() {
-		return storage.NewLocalStore(loc.Dir)
+		st, err := storage.NewLocalStore(loc.Dir)
+		if err != nil {
+			return nil, err
+		}
+		return st.KeepFolders(1), nil // the gateways' folders
 	}
 	c, cfg, err := f.S3Client(ctx, cmd)
 	if err != nil {
