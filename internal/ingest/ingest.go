@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -378,6 +379,9 @@ func (r *runner) finishReport(start time.Time) {
 
 func (r *runner) run(ctx context.Context) (err error) {
 	defer func() { err = withCause(ctx, err) }()
+	if n := removeStaleDownloads(r.cfg.WorkDir, time.Now()); n > 0 {
+		r.log.Info("removed download copies left by runs that ended without cleaning up", "files", n)
+	}
 	var release func()
 	ctx, release, err = r.open(ctx)
 	if err != nil {
@@ -1032,13 +1036,55 @@ func (d *download) close() {
 	}
 }
 
+// downloadPrefix names the temporary copies of landing files this process
+// downloads: timelake-ingest-<pid>-<process start>-, so that a later run
+// can tell the copies of a run that died (kill -9, a lost host) from those
+// of one still running (removeStaleDownloads).
+func downloadPrefix(h landing.Holder) string {
+	return fmt.Sprintf("timelake-ingest-%d-%d-", h.PID, h.Start)
+}
+
+// staleDownloadAge is the age after which a download copy whose process
+// cannot be identified (an older name without it) is removed.
+const staleDownloadAge = time.Hour
+
+// removeStaleDownloads removes the download copies in dir ("" is
+// os.TempDir()) of processes that ended (killed runs leave them; they hold
+// landing data), and unidentifiable ones older than staleDownloadAge. It
+// returns how many it removed; it is best effort (a copy a running run
+// still reads stays readable through its open file on Unix).
+func removeStaleDownloads(dir string, now time.Time) int {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "timelake-ingest-*"))
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, path := range names {
+		var pid int
+		var start uint64
+		stale := false
+		if _, err := fmt.Sscanf(filepath.Base(path), "timelake-ingest-%d-%d-", &pid, &start); err == nil && pid > 0 {
+			stale = pid != os.Getpid() && landing.ProcessGone(pid, start)
+		} else if fi, err := os.Stat(path); err == nil {
+			stale = now.Sub(fi.ModTime()) > staleDownloadAge
+		}
+		if stale && os.Remove(path) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
 func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	rc, info, err := r.cfg.Landing.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	f, err := os.CreateTemp(r.cfg.WorkDir, "timelake-ingest-*")
+	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"*")
 	if err != nil {
 		return nil, fmt.Errorf("temp file: %w", err)
 	}

@@ -64,3 +64,18 @@ func (h Holder) gone(self Holder) bool {
 	}
 	return h.Start != 0 && start != 0 && start != h.Start
 }
+
+// ProcessGone reports whether the process pid that started at start
+// (clock ticks after boot, as Holder.Start; 0 when unknown) has ended on
+// this host: the PID no longer runs, or runs a process started at another
+// time. What cannot be checked counts as running.
+func ProcessGone(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	running, now := processRunning(pid)
+	if !running {
+		return true
+	}
+	return start != 0 && now != 0 && now != start
+}
