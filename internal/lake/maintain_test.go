@@ -2,7 +2,12 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -270,5 +275,39 @@ func TestNoteSequence(t *testing.T) {
 	}
 	if _, ok := committedBy(st.Sequences, 0); ok {
 		t.Error("committedBy sequence number 0 (format v1)")
+	}
+}
+
+// TestOrphansRemoveKilledWritesTemporaryFiles: a local warehouse's
+// temporary files of writes killed midway (which listings never show) are
+// orphans once older than orphan-min-age; younger ones stay.
+func TestOrphansRemoveKilledWritesTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "gw/0.csv", day0, 2)
+	meta := filepath.Join(l.URI(), filepath.FromSlash(metadataPrefix(testName)))
+	old, young := filepath.Join(meta, ".tl-tmp-v9.metadata.json-0123"), filepath.Join(meta, ".tl-tmp-v10.metadata.json-4567")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := tbl.RemoveOrphans(ctx, OrphanOptions{DryRun: true})
+	if err != nil || !slices.Contains(dry.Files, "metadata/.tl-tmp-v9.metadata.json-0123") {
+		t.Fatalf("dry run: %+v, %v; want the old temporary file named", dry.Files, err)
+	}
+	if _, err := tbl.RemoveOrphans(ctx, OrphanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("old temporary file left: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("young temporary file removed: %v", err)
 	}
 }

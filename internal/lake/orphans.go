@@ -97,6 +97,22 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 			return OrphanResult{}, fmt.Errorf("remove orphan files of %s: list %s: %w", t.name, dir, err)
 		}
 	}
+	// A local warehouse also holds the temporary files of writes killed
+	// midway (storage.LocalStore.StaleTemp), which no listing shows.
+	if st, ok := t.lake.store.(interface {
+		StaleTemp(ctx context.Context, prefix string, before time.Time, dryRun bool) ([]storage.ObjectInfo, error)
+	}); ok {
+		for _, dir := range []string{"data/", "metadata/"} {
+			tmp, err := st.StaleTemp(ctx, prefix+dir, cutoff, opts.DryRun)
+			for _, o := range tmp {
+				res.Files = append(res.Files, strings.TrimPrefix(o.Key, prefix))
+				res.Bytes += o.Size
+			}
+			if err != nil {
+				return res, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
+			}
+		}
+	}
 	if opts.DryRun {
 		return res, nil
 	}

@@ -61,6 +61,55 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	return &LocalStore{root: abs}, nil
 }
 
+// StaleTemp finds the temporary files of writes (and the lock files of
+// compare-and-swaps) below prefix last modified before before: a process
+// killed while it wrote leaves them, and List never shows them. Unless
+// dryRun, it removes them. It returns what it found, with their keys.
+func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.Time, dryRun bool) ([]ObjectInfo, error) {
+	var out []ObjectInfo
+	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, rerr := filepath.Rel(s.root, p)
+		if rerr != nil {
+			return rerr
+		}
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) ||
+			!(strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix)) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || !fi.ModTime().Before(before) {
+			return nil
+		}
+		if !dryRun {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", key, err)
+			}
+		}
+		out = append(out, localInfo(key, fi))
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return out, fmt.Errorf("temporary files of %s: %w", s.root, err)
+	}
+	return out, nil
+}
+
 // URI returns the absolute folder.
 func (s *LocalStore) URI() string { return s.root }
 
