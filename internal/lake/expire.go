@@ -194,9 +194,12 @@ type expireMutation struct {
 }
 
 type expireAttempt struct {
-	head       *head
-	version    int
-	segment    string // the load history segment it wrote, or ""
+	head    *head
+	version int
+	segment string // the load history segment it wrote, or ""
+	// replaced are the segments its history no longer names (merged into
+	// segment, or past the dedupe window).
+	replaced   []string
 	remembered int
 }
 
@@ -262,6 +265,9 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 			a.segment = name
 			m.written = append(m.written, name)
 		}
+		for _, s := range slices.Concat(plan.merge, plan.dropped) {
+			a.replaced = append(a.replaced, s.name)
+		}
 		if err := e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil); err != nil {
 			return nil, nil, err
 		}
@@ -276,8 +282,10 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 }
 
 // finish deletes the load history segments written by attempts that did
-// not win (segments the winner replaced stay for readers of older versions;
-// orphan file removal deletes them once they are old).
+// not win, and those the winner replaced: its merged segment holds their
+// keys, and a reader of an older version that misses one reads the newest
+// version's history instead (Table.fromHistory). Whatever is not deleted
+// here (a kill, an error) is left to orphan file removal.
 func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		return
@@ -287,6 +295,12 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 	for _, name := range m.written {
 		if name != keep {
 			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+		}
+	}
+	if won > 0 {
+		for _, name := range m.bases[won].replaced {
+			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+			m.t.lake.uncache(m.t.name, name)
 		}
 	}
 	m.t.removeFiles(ctx, paths)

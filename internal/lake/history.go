@@ -562,16 +562,34 @@ func (t *Table) FindLoaded(ctx context.Context, key string) (BatchInfo, bool, er
 }
 
 // fromHistory looks a batch up in the loaded version's load history.
+//
+// A segment the loaded version names may be gone because a newer version
+// merged it into another (maintenance deletes what it merged): then the
+// table is refreshed and the newest version's history asked instead; only
+// a segment the newest version still names and the store lacks is
+// ErrLoadHistoryMissing.
 func (t *Table) fromHistory(ctx context.Context, find func(*LoadHistory) (LoadRecord, bool, error)) (BatchInfo, bool, error) {
-	hist, err := t.LoadHistory(ctx)
-	if err != nil {
-		return BatchInfo{}, false, err
+	for refreshed := false; ; refreshed = true {
+		hist, err := t.LoadHistory(ctx)
+		var r LoadRecord
+		var ok bool
+		if err == nil {
+			r, ok, err = find(hist)
+		}
+		if errors.Is(err, ErrLoadHistoryMissing) && !refreshed {
+			v := t.Version()
+			if rerr := t.Refresh(ctx); rerr != nil {
+				return BatchInfo{}, false, errors.Join(err, rerr)
+			}
+			if t.Version() != v {
+				continue
+			}
+		}
+		if err != nil || !ok {
+			return BatchInfo{}, false, err
+		}
+		return r.BatchInfo(), true, nil
 	}
-	r, ok, err := find(hist)
-	if err != nil || !ok {
-		return BatchInfo{}, false, err
-	}
-	return r.BatchInfo(), true, nil
 }
 
 // FindContent answers "was a landing file with this content loaded" (the hex
