@@ -142,22 +142,7 @@ func TestHistoryStaysSmall(t *testing.T) {
 func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
-	l, err := Open(ctx, dir, Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := createTestTable(t, l)
-	for i := range 3 {
-		appendRows(t, tbl, fmt.Sprintf("gw/%d.csv", i), day0, 2)
-	}
-	time.Sleep(2 * time.Millisecond)
-	if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}); err != nil {
-		t.Fatal(err)
-	}
-	segs := historySegments(tbl.Properties())
-	if len(segs) != 1 {
-		t.Fatalf("segments %v", segs)
-	}
+	l, segs := historyOfThree(t, dir, cache)
 	// A new process, the same cache: the store's copy is not needed.
 	l2, err := Open(ctx, dir, Options{CacheDir: cache})
 	if err != nil {
@@ -203,22 +188,7 @@ func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 func TestLoadHistoryIndexCache(t *testing.T) {
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
-	l, err := Open(ctx, dir, Options{CacheDir: cache})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := createTestTable(t, l)
-	for i := range 3 {
-		appendRows(t, tbl, fmt.Sprintf("gw/%d.csv", i), day0, 2)
-	}
-	time.Sleep(2 * time.Millisecond)
-	if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}); err != nil {
-		t.Fatal(err)
-	}
-	segs := historySegments(tbl.Properties())
-	if len(segs) != 1 {
-		t.Fatalf("segments %v", segs)
-	}
+	l, segs := historyOfThree(t, dir, cache)
 	path := l.cachePath(testName, segs[0].name)
 	idx, err := os.ReadFile(path + indexSuffix)
 	if err != nil {
@@ -352,4 +322,30 @@ func TestHistoryReaderOfAnOlderVersion(t *testing.T) {
 	if _, ok, err := old.FindLoaded(ctx, "gw/never.csv"); err != nil || ok {
 		t.Fatalf("an unknown key: %v, %v", ok, err)
 	}
+}
+
+// historyOfThree makes a table in dir, with the lake's cache folder cache,
+// of three batches gw/0.csv to gw/2.csv (two rows each), the snapshots of
+// the first two expired into one load history segment; it returns the lake
+// and the segments.
+func historyOfThree(t *testing.T, dir, cache string) (*Lake, []segmentInfo) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := Open(ctx, dir, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	for i := range 3 {
+		appendRows(t, tbl, fmt.Sprintf("gw/%d.csv", i), day0, 2)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	segs := historySegments(tbl.Properties())
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	return l, segs
 }

@@ -67,29 +67,8 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 // dryRun, it removes them. It returns what it found, with their keys.
 func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.Time, dryRun bool) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, rerr := filepath.Rel(s.root, p)
-		if rerr != nil {
-			return rerr
-		}
-		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) ||
-			!(strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix)) {
+	err := s.walk(ctx, prefix, func(p, key string, d fs.DirEntry) error {
+		if !strings.HasPrefix(d.Name(), tempPrefix) && !strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
 		fi, err := d.Info()
@@ -108,6 +87,39 @@ func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.T
 		return out, fmt.Errorf("temporary files of %s: %w", s.root, err)
 	}
 	return out, nil
+}
+
+// walk calls fn with the path and key of every regular file below the
+// root whose key starts with prefix (temporary and lock files included),
+// skipping folders that cannot hold such a key.
+func (s *LocalStore) walk(ctx context.Context, prefix string, fn func(path, key string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, rerr := filepath.Rel(s.root, p)
+		if rerr != nil {
+			return rerr
+		}
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			// Skip folders that cannot hold a key with this prefix.
+			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		return fn(p, key, d)
+	})
 }
 
 // URI returns the absolute folder.
@@ -148,30 +160,8 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 		return fmt.Errorf("folder %s: %w", s.root, ErrNotExist)
 	}
 	var infos []ObjectInfo
-	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, rerr := filepath.Rel(s.root, p)
-		if rerr != nil {
-			return rerr
-		}
-		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			// Skip folders that cannot hold a key with this prefix.
-			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix) ||
-			!strings.HasPrefix(key, prefix) {
+	err := s.walk(ctx, prefix, func(_, key string, d fs.DirEntry) error {
+		if strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
 		fi, err := d.Info()
