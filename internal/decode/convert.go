@@ -799,6 +799,11 @@ func float64Values(arr arrow.Array) func(int) float64 {
 	return func(i int) float64 { return float64(get(i)) }
 }
 
+// TypeName is the Iceberg name of the table type an Arrow type of a
+// column stands for ("double", "decimal(9, 2)", "timestamptz"), as
+// messages name it; lake.ParseColumnType reads it back.
+func TypeName(dt arrow.DataType) string { return typeName(dt) }
+
 // typeName names an Arrow type the way the Iceberg spec names the table type
 // it stands for (Iceberg spec, "Primitive Types"), falling back to Arrow's
 // own name.

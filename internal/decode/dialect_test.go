@@ -185,8 +185,8 @@ func TestColumnTypes(t *testing.T) {
 		t.Errorf("types %s", got)
 	}
 	_, err = decode(t, "k.csv", []byte(data), DecodeOptions{Columns: map[string]arrow.DataType{"time": arrow.BinaryTypes.String}})
-	if !strings.Contains(fmt.Sprint(err), "the time column is always timestamptz") {
-		t.Errorf("time column typed string: %v", err)
+	if !strings.Contains(fmt.Sprint(err), `--column time:string: "time" is the time column, which is always timestamptz`) || !IsColumnsSetting(err) {
+		t.Errorf("time column typed string: %v (a --column setting error: %t)", err, IsColumnsSetting(err))
 	}
 	_, err = decode(t, "k.csv", []byte(data), DecodeOptions{Columns: map[string]arrow.DataType{"temperature": arrow.PrimitiveTypes.Int32, "id": &arrow.Decimal128Type{Precision: 1, Scale: 0}}})
 	if err != nil {

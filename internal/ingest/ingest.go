@@ -518,7 +518,7 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 		}
 	}
 	if r.tbl == nil && firstCause != nil {
-		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %v (check --time-column and --series-key; the files stay in the landing bucket)",
+		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %w (check --time-column and --series-key; the files stay in the landing bucket)",
 			ErrCannotCreate, r.cfg.Table, firstCause)
 	}
 	return r.pipeline(ctx, append(deferred, files[i:]...))
