@@ -177,7 +177,8 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 	if err := checkHintedHeader(ro, header); err != nil {
 		return 0, err
 	}
-	if err := checkNames(ro.key, newTextColumns(header).out); err != nil {
+	cols := newTextColumns(header) // before the next Read reuses header
+	if err := checkNames(ro.key, cols.out); err != nil {
 		return 0, err
 	}
 	bom := int64(len(r.prefix))
@@ -198,7 +199,7 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 			err := textReadError(ro, row, width, err)
 			var fe *FileError
 			if errors.As(err, &fe) {
-				addLine(ro, src, gz, width, fe)
+				addLine(ro, src, gz, cols.read, fe)
 			}
 			return 0, err
 		}

@@ -172,7 +172,7 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 		if required && arr.NullN() > 0 {
 			for i := 0; i < arr.Len(); i++ {
 				if arr.IsNull(i) {
-					return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Reason: "null in required column"}
+					return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Reason: "null in required column", nullCell: true}
 				}
 			}
 		}

@@ -304,7 +304,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		return decodeFile(ctx, src, opts, evolving)
 	}
 	if ts, ok := bs.(*textSource); ok {
-		addLine(ro, src, gz, ts.cols.read.NumFields(), fe)
+		addLine(ro, src, gz, ts.cols.read, fe)
 	}
 	return out, err
 }

@@ -134,8 +134,19 @@ func TestDecimalCommaAndNullTokensInParallel(t *testing.T) {
 func TestNullTokenSettings(t *testing.T) {
 	target := timeOnlyTarget(t)
 	_, err := decode(t, "k.csv", []byte("time,v\nNULL,1\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NULL"}}})
-	if fe := mustFileError(t, err); fe.Row != 1 || !strings.Contains(err.Error(), "null in required column") {
+	if fe := mustFileError(t, err); fe.Row != 1 || fe.Value != "NULL" ||
+		err.Error() != `k.csv: row 1 (line 2), column "time": "NULL" is a null token (--csv-null) but the column is required` {
 		t.Errorf("null token in the time column: %v", err)
+	}
+	// An empty cell keeps the plain reason; so does upload --validate's
+	// Check for the token.
+	_, err = decode(t, "k.csv", []byte("time,v\n,1\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NULL"}}})
+	if err == nil || !strings.HasSuffix(err.Error(), `column "time": null in required column`) {
+		t.Errorf("empty time cell: %v", err)
+	}
+	err = Check(context.Background(), Source{Key: "k.csv", R: strings.NewReader("time,v\nNA,1\n"), Size: 13}, DecodeOptions{CSV: CSV{Null: []string{"NA"}}}, CheckOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"NA" is a null token (--csv-null) but the column is required`) {
+		t.Errorf("Check of a null token in the time column: %v", err)
 	}
 	_, err = decode(t, "k.csv", []byte("time,v\n2026-01-05T10:00:00Z,n/a\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NA"}}})
 	if !strings.Contains(fmt.Sprint(err), "unless --csv-null names them") {

@@ -40,6 +40,9 @@ type FileError struct {
 	// that no file could satisfy (the time column given another type
 	// than timestamptz): the setting is wrong, not the file.
 	columnsSetting bool
+	// nullCell marks a null in a required column, which addLine words
+	// again when the cell of a text file was a CSV.Null token.
+	nullCell bool
 }
 
 // Error formats the error as `<key>: row <n> (line <l>), column "<c>":

@@ -322,13 +322,14 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 
 // locateRow finds data row row (1-based) of a text file by reading it again
 // with encoding/csv as arrow-go's reader does: the line the row starts on,
-// its number of fields, and whether it holds a carriage return not followed
-// by a line feed. ok is false when the file ends or fails before the row.
-// Only a refused file is read again, so this costs nothing on good files.
-func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields int, bareCR bool, ok bool) {
+// its number of fields, whether it holds a carriage return not followed by
+// a line feed, and the text of field col (0-based; "" when col is out of
+// range). ok is false when the file ends or fails before the row. Only a
+// refused file is read again, so this costs nothing on good files.
+func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR bool, cell string, ok bool) {
 	r, c, err := openTextStream(ro, src, gz, false)
 	if err != nil {
-		return 0, 0, false, false
+		return 0, 0, false, "", false
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
@@ -338,7 +339,7 @@ func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields
 	for i := int64(0); i <= row; i++ {
 		rec, err := cr.Read()
 		if err != nil {
-			return 0, 0, false, false
+			return 0, 0, false, "", false
 		}
 		if i == row {
 			l, _ := cr.FieldPos(0)
@@ -347,21 +348,37 @@ func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields
 					bareCR = true
 				}
 			}
-			return int64(l) + ro.lineOffset, len(rec), bareCR, true
+			if col >= 0 && col < len(rec) {
+				cell = rec[col]
+			}
+			return int64(l) + ro.lineOffset, len(rec), bareCR, cell, true
 		}
 	}
-	return 0, 0, false, false
+	return 0, 0, false, "", false
 }
 
-// addLine completes a row error of a text file with its line and, for a
-// line with the wrong number of fields, how many it has.
-func addLine(ro *resolved, src Source, gz bool, width int, fe *FileError) {
+// addLine completes a row error of a text file (header: the file's
+// columns) with its line and, for a line with the wrong number of fields,
+// how many it has; a null in a required column that was a CSV.Null token
+// ("NA") is said to be one, quoting it.
+func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileError) {
 	if fe.Row <= 0 {
 		return
 	}
-	line, fields, bareCR, ok := locateRow(ro, src, gz, fe.Row)
+	col := -1
+	if fe.nullCell && fe.Column != "" {
+		if idx := header.FieldIndices(fe.Column); len(idx) > 0 {
+			col = idx[0]
+		}
+	}
+	line, fields, bareCR, cell, ok := locateRow(ro, src, gz, fe.Row, col)
 	if !ok {
 		return
+	}
+	width := header.NumFields()
+	if cell != "" && slices.Contains(ro.nulls, cell) {
+		fe.Value = cell
+		fe.Reason = quoteValue(cell) + " is a null token (--csv-null) but the column is required"
 	}
 	if fe.Line == 0 {
 		fe.Line = line
