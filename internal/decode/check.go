@@ -100,7 +100,7 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		return checkParquetFooter(ro, src)
 	}
 	if format == FormatTSV {
-		ro.comma = '\t'
+		ro.comma, ro.tsv = '\t', true
 	}
 	end, err := scanText(ctx, ro, src, gz, co)
 	if err != nil {
@@ -174,7 +174,7 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 		return 0, textReadError(ro, 0, 0, err)
 	}
 	width := len(header)
-	if err := checkHintedHeader(ro, header); err != nil {
+	if err := checkHeaderSeparator(ro, header); err != nil {
 		return 0, err
 	}
 	cols := newTextColumns(header) // before the next Read reuses header

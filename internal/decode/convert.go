@@ -32,6 +32,8 @@ type resolved struct {
 	// file's own, and lineOffset to the line it takes.
 	comma        rune
 	lineOffset   int64
+	tsv          bool     // a .tsv file: comma is a tab whatever CSV.Delimiter says
+	delimiterSet bool     // CSV.Delimiter was given
 	nulls        []string // the cells read as null: "" and CSV.Null
 	decimalComma bool     // CSV.DecimalComma
 	// columns are DecodeOptions.Columns; evolve DecodeOptions.Evolve.

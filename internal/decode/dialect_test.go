@@ -127,6 +127,46 @@ func TestDecimalCommaAndNullTokensInParallel(t *testing.T) {
 	}
 }
 
+// TestWrongSeparator: a header read as one column holding another likely
+// separator is refused with the separator used, where it came from and the
+// fix, by Decode and by Check alike.
+func TestWrongSeparator(t *testing.T) {
+	target := timeOnlyTarget(t)
+	for _, tc := range []struct {
+		name, key, data string
+		delim           rune
+		err             string
+	}{
+		{name: "semicolons, default comma", key: "k.csv", data: "time;device_id;v\n2026-01-05T10:00:00Z;a;1\n",
+			err: `k.csv: line 1: the header is one column, "time;device_id;v": fields are read as separated by ',' (the default), but the header is separated by ';': give --csv-delimiter ';', or make the file's first line sep=;`},
+		{name: "commas in a .tsv", key: "k.tsv", data: "time,device_id,v\n2026-01-05T10:00:00Z,a,1\n",
+			err: `k.tsv: line 1: the header is one column, "time,device_id,v": fields are read as separated by '\t' (the file is named .tsv), but the header is separated by ',': name the file .csv, or make the file's first line sep=,`},
+		{name: "pipes in a .tsv", key: "k.tsv", data: "time|v\n",
+			err: `but the header is separated by '|': name the file .csv and give --csv-delimiter '|', or make the file's first line sep=|`},
+		{name: "commas, --csv-delimiter ;", key: "k.csv", delim: ';', data: "time,v\n2026-01-05T10:00:00Z,1\n",
+			err: `fields are read as separated by ';' (--csv-delimiter), but the header is separated by ',': give --csv-delimiter ',', or make the file's first line sep=,`},
+		{name: "tabs in a .csv", key: "k.csv", data: "time\tv\n",
+			err: `but the header is separated by '\t': give --csv-delimiter $'\t', or make the file's first line sep= followed by a tab`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []DecodeOptions{{Target: target, TimeColumn: "time", CSV: CSV{Delimiter: tc.delim}}, {CSV: CSV{Delimiter: tc.delim}}} {
+				_, err := decode(t, tc.key, []byte(tc.data), opts)
+				if fe := mustFileError(t, err); !strings.Contains(err.Error(), tc.err) || fe.Line != 1 {
+					t.Errorf("Decode (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
+				}
+				err = Check(context.Background(), Source{Key: tc.key, R: strings.NewReader(tc.data), Size: int64(len(tc.data))}, opts, CheckOptions{})
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("Check (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
+				}
+			}
+		})
+	}
+	// One column without another separator is a header like any other.
+	if _, err := decode(t, "k.csv", []byte("time\n2026-01-05T10:00:00Z\n"), DecodeOptions{Target: target, TimeColumn: "time"}); err != nil {
+		t.Errorf("one column: %v", err)
+	}
+}
+
 // TestNullTokenSettings: configured tokens are null in every column, the
 // time column included (a null there is refused); the tokens not
 // configured stay text, and the reason of one in a number column names the

@@ -177,20 +177,57 @@ func sepLine(line string) (sep rune, isSep bool, problem string) {
 	return r, true, ""
 }
 
-// checkHintedHeader refuses a header that the file's separator hint leaves
-// as one column holding another separator ("sep=;" above "time,device,v"):
-// the hint does not match the file, and naming that beats "no time column".
-func checkHintedHeader(ro *resolved, header []string) error {
-	if ro.lineOffset == 0 || len(header) != 1 {
+// checkHeaderSeparator refuses a header that the file's separator leaves
+// as one column holding another likely separator (",", ";", tab, "|"):
+// "time;device;v" read with commas. The reason names the separator used,
+// where it came from (the file's Excel separator hint, .tsv, the
+// --csv-delimiter setting or its default) and the fix, which beats a
+// reason about a column named "time;device;v" (not in the table, or no
+// time column).
+func checkHeaderSeparator(ro *resolved, header []string) error {
+	if len(header) != 1 {
 		return nil
 	}
 	for _, d := range []rune{',', ';', '\t', '|'} {
-		if d != ro.comma && strings.ContainsRune(header[0], d) {
+		if d == ro.comma || !strings.ContainsRune(header[0], d) {
+			continue
+		}
+		found := fmt.Sprintf("the header is one column, %s: fields are read as separated by %s", quoteValue(header[0]), strconv.QuoteRune(ro.comma))
+		sepHint := "sep=" + string(d)
+		if d == '\t' {
+			sepHint = "sep= followed by a tab"
+		}
+		var reason string
+		switch {
+		case ro.lineOffset > 0:
 			return &FileError{Key: ro.key, Line: 2, Reason: fmt.Sprintf("the header is one column, %s: the first line (an Excel separator hint) says fields are separated by %s, but the header is separated by %s; fix or remove that line",
 				quoteValue(header[0]), strconv.QuoteRune(ro.comma), strconv.QuoteRune(d))}
+		case ro.tsv:
+			rename := "name the file .csv"
+			if d != ',' {
+				rename += " and give --csv-delimiter " + shellQuote(d)
+			}
+			reason = fmt.Sprintf("%s (the file is named .tsv), but the header is separated by %s: %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), rename, sepHint)
+		case ro.delimiterSet:
+			reason = fmt.Sprintf("%s (--csv-delimiter), but the header is separated by %s: give --csv-delimiter %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), shellQuote(d), sepHint)
+		default:
+			reason = fmt.Sprintf("%s (the default), but the header is separated by %s: give --csv-delimiter %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), shellQuote(d), sepHint)
 		}
+		return &FileError{Key: ro.key, Line: 1, Reason: reason}
 	}
 	return nil
+}
+
+// shellQuote writes a delimiter as a shell word for a flag value: ';',
+// '|', $'\t'.
+func shellQuote(d rune) string {
+	if d == '\t' {
+		return `$'\t'`
+	}
+	return "'" + string(d) + "'"
 }
 
 // validDelimiter reports whether r can separate CSV fields (encoding/csv:
@@ -220,7 +257,7 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		}
 		return nil, textReadError(ro, 0, 0, err)
 	}
-	if err := checkHintedHeader(ro, header); err != nil {
+	if err := checkHeaderSeparator(ro, header); err != nil {
 		return nil, err
 	}
 	cols := newTextColumns(header)
