@@ -79,6 +79,9 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 			extra = append(extra, f.Name)
 		}
 	}
+	if err := checkNewNames(ro, extra, target); err != nil {
+		return nil, err
+	}
 	if len(extra) > 0 {
 		reason := "not in the table schema"
 		if len(extra) > 1 {
@@ -113,6 +116,43 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 		c.convs[i] = conv
 	}
 	return c, nil
+}
+
+// checkNewNames refuses the names of a file's columns that the table lacks
+// (extra) which would make a confusing new column, whatever
+// DecodeOptions.Evolve says: one that differs from a column of target (or
+// from another of extra) only by case or by surrounding whitespace, which
+// engines that ignore case (DuckDB, Spark by default) cannot tell apart, and
+// one that begins or ends with whitespace. Such a file is refused, never
+// loaded as a new column, so that the table never holds near-identical
+// columns; the reason quotes both names.
+func checkNewNames(ro *resolved, extra []string, target *arrow.Schema) error {
+	names := make([]string, 0, target.NumFields()+len(extra))
+	for _, f := range target.Fields() {
+		names = append(names, f.Name)
+	}
+	for _, name := range extra {
+		trimmed := strings.TrimSpace(name)
+		for _, other := range names {
+			if !strings.EqualFold(trimmed, strings.TrimSpace(other)) {
+				continue
+			}
+			how := "only by case"
+			switch {
+			case trimmed != name && strings.TrimSpace(other) == trimmed:
+				how = "only by surrounding whitespace"
+			case trimmed != name || strings.TrimSpace(other) != other:
+				how = "only by case and surrounding whitespace"
+			}
+			return &FileError{Key: ro.key, Column: name, Reason: fmt.Sprintf("column %q would be a new column differing from %q %s; rename it in the file (engines that ignore case, such as DuckDB and Spark, cannot tell such columns apart)",
+				name, other, how)}
+		}
+		if trimmed != name {
+			return &FileError{Key: ro.key, Column: name, Reason: fmt.Sprintf("column %q would be a new column whose name begins or ends with whitespace; rename it in the file", name)}
+		}
+		names = append(names, name)
+	}
+	return nil
 }
 
 // convert returns a batch with exactly the target schema (the same

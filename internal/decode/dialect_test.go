@@ -317,3 +317,32 @@ func TestEvolveParquet(t *testing.T) {
 		t.Errorf("scale: %v", err)
 	}
 }
+
+// TestNearIdenticalNewColumns: a new column whose name differs from a
+// table column (or another new one) only by case or surrounding whitespace,
+// or that begins or ends with whitespace, refuses the file whatever
+// --evolve says, quoting both names.
+func TestNearIdenticalNewColumns(t *testing.T) {
+	target := timeOnlyTarget(t)
+	for _, tc := range []struct{ header, want string }{
+		{"time,v,V", `column "V": column "V" would be a new column differing from "v" only by case; rename it in the file`},
+		{"time,V", `column "V" would be a new column differing from "v" only by case`},
+		{"time,v,v ", `column "v " would be a new column differing from "v" only by surrounding whitespace`},
+		{"time,v, V", `column " V" would be a new column differing from "v" only by case and surrounding whitespace`},
+		{"time,v,Time", `column "Time" would be a new column differing from "time" only by case`},
+		{"time,v,battery,Battery", `column "Battery" would be a new column differing from "battery" only by case`},
+		{"time,v, battery", `column " battery" would be a new column whose name begins or ends with whitespace; rename it in the file`},
+	} {
+		data := tc.header + "\n2026-01-05T10:00:00Z" + strings.Repeat(",1", strings.Count(tc.header, ",")) + "\n"
+		for _, ev := range []Evolution{EvolveOff, EvolveAddColumns, EvolveWiden} {
+			_, err := decode(t, "k.csv", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", Evolve: ev})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || IsNewColumns(err) {
+				t.Errorf("%q, --evolve %s: %v, want %q", tc.header, ev, err, tc.want)
+			}
+		}
+	}
+	d, err := decode(t, "k.csv", []byte("time,v,battery\n2026-01-05T10:00:00Z,1,2\n"), DecodeOptions{Target: target, TimeColumn: "time", Evolve: EvolveAddColumns})
+	if err != nil || d.Schema.NumFields() != 3 {
+		t.Errorf("a new column of its own name: %v", err)
+	}
+}

@@ -212,7 +212,7 @@ type FileResult struct {
 	// (content dedupe).
 	SameAs string `json:"same_as,omitempty"`
 	// SchemaChanges says how the file's commit changed the table's
-	// schema ("added battery double", "widened n int -> long").
+	// schema (`added "battery" double`, `widened "n" int -> long`).
 	SchemaChanges []string `json:"schema_changes,omitempty"`
 	Seconds       float64  `json:"seconds"`
 }

@@ -623,7 +623,7 @@ func TestGatewayChangedItsFormat(t *testing.T) {
 	mustRun(t, env, false, "landing", "requeue", "--all")
 	env["TIMELAKE_CSV_DECIMAL_COMMA"], env["TIMELAKE_CSV_NULL"] = "true", "NA"
 	r = timelake(t, env, false, "ingest")
-	if r.code != cmdutil.ExitOK || !strings.Contains(r.out, "schema: added battery long") {
+	if r.code != cmdutil.ExitOK || !strings.Contains(r.out, `schema: added "battery" long`) {
 		t.Fatalf("ingest after requeue: exit %d\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	show := mustRun(t, env, false, "tables", "show", "--json")
