@@ -382,7 +382,13 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 						return numberReason(s, dst, problem)
 					}
 				}
-				n, problem := parseDecimalText(num, prec, scale)
+				n, problem, scaleProblem := parseDecimalText(num, prec, scale)
+				if scaleProblem {
+					// Named by the scale alone: the precision it was
+					// checked against may have been widened meanwhile
+					// (--evolve widen), and no precision holds it.
+					return quoteValue(s) + " has " + problem
+				}
 				if problem != "" {
 					return numberReason(s, dst, problem)
 				}

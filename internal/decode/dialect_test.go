@@ -346,3 +346,24 @@ func TestNearIdenticalNewColumns(t *testing.T) {
 		t.Errorf("a new column of its own name: %v", err)
 	}
 }
+
+// TestBooleanSpellings pins the spellings docs/schema.md lists: a boolean
+// column reads true/false in any case and 1/0, spaces around ignored;
+// inference makes a column boolean only from true/false.
+func TestBooleanSpellings(t *testing.T) {
+	cols := map[string]arrow.DataType{"b": arrow.FixedWidthTypes.Boolean}
+	for in, ok := range map[string]bool{"true": true, "TRUE": true, "tRuE": true, " false ": true, "1": true, "0": true,
+		"t": false, "f": false, "yes": false, "no": false, "on": false, "y": false, "2": false} {
+		_, err := decode(t, "k.csv", []byte("time,b\n2026-01-05T10:00:00Z,"+in+"\n"), DecodeOptions{Columns: cols})
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted %t", in, err, ok)
+		}
+	}
+	for data, want := range map[string]string{"TRUE\nFalse": "boolean", " true \nfalse": "boolean", "1\n0": "long", "true\n1": "string", "t\nf": "string"} {
+		rows := strings.Split(data, "\n")
+		d, err := decode(t, "k.csv", []byte("time,b\n2026-01-05T10:00:00Z,"+rows[0]+"\n2026-01-05T10:00:01Z,"+rows[1]+"\n"), DecodeOptions{})
+		if err != nil || typeName(d.Schema.Field(1).Type) != want {
+			t.Errorf("%q: %v, want %s", data, err, want)
+		}
+	}
+}
