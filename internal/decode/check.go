@@ -100,7 +100,7 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		return checkParquetFooter(ro, src)
 	}
 	if format == FormatTSV {
-		ro.comma = '\t'
+		ro.comma, ro.tsv = '\t', true
 	}
 	end, err := scanText(ctx, ro, src, gz, co)
 	if err != nil {
@@ -174,10 +174,11 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 		return 0, textReadError(ro, 0, 0, err)
 	}
 	width := len(header)
-	if err := checkHintedHeader(ro, header); err != nil {
+	if err := checkHeaderSeparator(ro, header); err != nil {
 		return 0, err
 	}
-	if err := checkNames(ro.key, newTextColumns(header).out); err != nil {
+	cols := newTextColumns(header) // before the next Read reuses header
+	if err := checkNames(ro.key, cols.out); err != nil {
 		return 0, err
 	}
 	bom := int64(len(r.prefix))
@@ -198,7 +199,7 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 			err := textReadError(ro, row, width, err)
 			var fe *FileError
 			if errors.As(err, &fe) {
-				addLine(ro, src, gz, width, fe)
+				addLine(ro, src, gz, cols.read, fe)
 			}
 			return 0, err
 		}

@@ -32,6 +32,8 @@ type resolved struct {
 	// file's own, and lineOffset to the line it takes.
 	comma        rune
 	lineOffset   int64
+	tsv          bool     // a .tsv file: comma is a tab whatever CSV.Delimiter says
+	delimiterSet bool     // CSV.Delimiter was given
 	nulls        []string // the cells read as null: "" and CSV.Null
 	decimalComma bool     // CSV.DecimalComma
 	// columns are DecodeOptions.Columns; evolve DecodeOptions.Evolve.
@@ -77,6 +79,9 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 			extra = append(extra, f.Name)
 		}
 	}
+	if err := checkNewNames(ro, extra, target); err != nil {
+		return nil, err
+	}
 	if len(extra) > 0 {
 		reason := "not in the table schema"
 		if len(extra) > 1 {
@@ -111,6 +116,43 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 		c.convs[i] = conv
 	}
 	return c, nil
+}
+
+// checkNewNames refuses the names of a file's columns that the table lacks
+// (extra) which would make a confusing new column, whatever
+// DecodeOptions.Evolve says: one that differs from a column of target (or
+// from another of extra) only by case or by surrounding whitespace, which
+// engines that ignore case (DuckDB, Spark by default) cannot tell apart, and
+// one that begins or ends with whitespace. Such a file is refused, never
+// loaded as a new column, so that the table never holds near-identical
+// columns; the reason quotes both names.
+func checkNewNames(ro *resolved, extra []string, target *arrow.Schema) error {
+	names := make([]string, 0, target.NumFields()+len(extra))
+	for _, f := range target.Fields() {
+		names = append(names, f.Name)
+	}
+	for _, name := range extra {
+		trimmed := strings.TrimSpace(name)
+		for _, other := range names {
+			if !strings.EqualFold(trimmed, strings.TrimSpace(other)) {
+				continue
+			}
+			how := "only by case"
+			switch {
+			case trimmed != name && strings.TrimSpace(other) == trimmed:
+				how = "only by surrounding whitespace"
+			case trimmed != name || strings.TrimSpace(other) != other:
+				how = "only by case and surrounding whitespace"
+			}
+			return &FileError{Key: ro.key, Column: name, Reason: fmt.Sprintf("column %q would be a new column differing from %q %s; rename it in the file (engines that ignore case, such as DuckDB and Spark, cannot tell such columns apart)",
+				name, other, how)}
+		}
+		if trimmed != name {
+			return &FileError{Key: ro.key, Column: name, Reason: fmt.Sprintf("column %q would be a new column whose name begins or ends with whitespace; rename it in the file", name)}
+		}
+		names = append(names, name)
+	}
+	return nil
 }
 
 // convert returns a batch with exactly the target schema (the same
@@ -172,7 +214,7 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 		if required && arr.NullN() > 0 {
 			for i := 0; i < arr.Len(); i++ {
 				if arr.IsNull(i) {
-					return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Reason: "null in required column"}
+					return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Reason: "null in required column", nullCell: true}
 				}
 			}
 		}
@@ -340,7 +382,13 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 						return numberReason(s, dst, problem)
 					}
 				}
-				n, problem := parseDecimalText(num, prec, scale)
+				n, problem, scaleProblem := parseDecimalText(num, prec, scale)
+				if scaleProblem {
+					// Named by the scale alone: the precision it was
+					// checked against may have been widened meanwhile
+					// (--evolve widen), and no precision holds it.
+					return quoteValue(s) + " has " + problem
+				}
 				if problem != "" {
 					return numberReason(s, dst, problem)
 				}
@@ -798,6 +846,11 @@ func float64Values(arr arrow.Array) func(int) float64 {
 	get := uint64Values(arr)
 	return func(i int) float64 { return float64(get(i)) }
 }
+
+// TypeName is the Iceberg name of the table type an Arrow type of a
+// column stands for ("double", "decimal(9, 2)", "timestamptz"), as
+// messages name it; lake.ParseColumnType reads it back.
+func TypeName(dt arrow.DataType) string { return typeName(dt) }
 
 // typeName names an Arrow type the way the Iceberg spec names the table type
 // it stands for (Iceberg spec, "Primitive Types"), falling back to Arrow's

@@ -266,7 +266,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 	}
 	ro.text = format != FormatParquet
 	if format == FormatTSV {
-		ro.comma = '\t'
+		ro.comma, ro.tsv = '\t', true
 	}
 	var bs batchSource
 	if format == FormatParquet {
@@ -304,7 +304,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		return decodeFile(ctx, src, opts, evolving)
 	}
 	if ts, ok := bs.(*textSource); ok {
-		addLine(ro, src, gz, ts.cols.read.NumFields(), fe)
+		addLine(ro, src, gz, ts.cols.read, fe)
 	}
 	return out, err
 }
@@ -322,7 +322,7 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 		if !validDelimiter(d) {
 			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}
 		}
-		ro.comma = d
+		ro.comma, ro.delimiterSet = d, true
 	}
 	if _, err := ParseEvolution(string(opts.Evolve)); err != nil {
 		return nil, &FileError{Key: key, Reason: err.Error()}

@@ -127,6 +127,46 @@ func TestDecimalCommaAndNullTokensInParallel(t *testing.T) {
 	}
 }
 
+// TestWrongSeparator: a header read as one column holding another likely
+// separator is refused with the separator used, where it came from and the
+// fix, by Decode and by Check alike.
+func TestWrongSeparator(t *testing.T) {
+	target := timeOnlyTarget(t)
+	for _, tc := range []struct {
+		name, key, data string
+		delim           rune
+		err             string
+	}{
+		{name: "semicolons, default comma", key: "k.csv", data: "time;device_id;v\n2026-01-05T10:00:00Z;a;1\n",
+			err: `k.csv: line 1: the header is one column, "time;device_id;v": fields are read as separated by ',' (the default), but the header is separated by ';': give --csv-delimiter ';', or make the file's first line sep=;`},
+		{name: "commas in a .tsv", key: "k.tsv", data: "time,device_id,v\n2026-01-05T10:00:00Z,a,1\n",
+			err: `k.tsv: line 1: the header is one column, "time,device_id,v": fields are read as separated by '\t' (the file is named .tsv), but the header is separated by ',': name the file .csv, or make the file's first line sep=,`},
+		{name: "pipes in a .tsv", key: "k.tsv", data: "time|v\n",
+			err: `but the header is separated by '|': name the file .csv and give --csv-delimiter '|', or make the file's first line sep=|`},
+		{name: "commas, --csv-delimiter ;", key: "k.csv", delim: ';', data: "time,v\n2026-01-05T10:00:00Z,1\n",
+			err: `fields are read as separated by ';' (--csv-delimiter), but the header is separated by ',': give --csv-delimiter ',', or make the file's first line sep=,`},
+		{name: "tabs in a .csv", key: "k.csv", data: "time\tv\n",
+			err: `but the header is separated by '\t': give --csv-delimiter $'\t', or make the file's first line sep= followed by a tab`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range []DecodeOptions{{Target: target, TimeColumn: "time", CSV: CSV{Delimiter: tc.delim}}, {CSV: CSV{Delimiter: tc.delim}}} {
+				_, err := decode(t, tc.key, []byte(tc.data), opts)
+				if fe := mustFileError(t, err); !strings.Contains(err.Error(), tc.err) || fe.Line != 1 {
+					t.Errorf("Decode (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
+				}
+				err = Check(context.Background(), Source{Key: tc.key, R: strings.NewReader(tc.data), Size: int64(len(tc.data))}, opts, CheckOptions{})
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("Check (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
+				}
+			}
+		})
+	}
+	// One column without another separator is a header like any other.
+	if _, err := decode(t, "k.csv", []byte("time\n2026-01-05T10:00:00Z\n"), DecodeOptions{Target: target, TimeColumn: "time"}); err != nil {
+		t.Errorf("one column: %v", err)
+	}
+}
+
 // TestNullTokenSettings: configured tokens are null in every column, the
 // time column included (a null there is refused); the tokens not
 // configured stay text, and the reason of one in a number column names the
@@ -134,8 +174,19 @@ func TestDecimalCommaAndNullTokensInParallel(t *testing.T) {
 func TestNullTokenSettings(t *testing.T) {
 	target := timeOnlyTarget(t)
 	_, err := decode(t, "k.csv", []byte("time,v\nNULL,1\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NULL"}}})
-	if fe := mustFileError(t, err); fe.Row != 1 || !strings.Contains(err.Error(), "null in required column") {
+	if fe := mustFileError(t, err); fe.Row != 1 || fe.Value != "NULL" ||
+		err.Error() != `k.csv: row 1 (line 2), column "time": "NULL" is a null token (--csv-null) but the column is required` {
 		t.Errorf("null token in the time column: %v", err)
+	}
+	// An empty cell keeps the plain reason; so does upload --validate's
+	// Check for the token.
+	_, err = decode(t, "k.csv", []byte("time,v\n,1\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NULL"}}})
+	if err == nil || !strings.HasSuffix(err.Error(), `column "time": null in required column`) {
+		t.Errorf("empty time cell: %v", err)
+	}
+	err = Check(context.Background(), Source{Key: "k.csv", R: strings.NewReader("time,v\nNA,1\n"), Size: 13}, DecodeOptions{CSV: CSV{Null: []string{"NA"}}}, CheckOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"NA" is a null token (--csv-null) but the column is required`) {
+		t.Errorf("Check of a null token in the time column: %v", err)
 	}
 	_, err = decode(t, "k.csv", []byte("time,v\n2026-01-05T10:00:00Z,n/a\n"), DecodeOptions{Target: target, TimeColumn: "time", CSV: CSV{Null: []string{"NA"}}})
 	if !strings.Contains(fmt.Sprint(err), "unless --csv-null names them") {
@@ -185,8 +236,8 @@ func TestColumnTypes(t *testing.T) {
 		t.Errorf("types %s", got)
 	}
 	_, err = decode(t, "k.csv", []byte(data), DecodeOptions{Columns: map[string]arrow.DataType{"time": arrow.BinaryTypes.String}})
-	if !strings.Contains(fmt.Sprint(err), "the time column is always timestamptz") {
-		t.Errorf("time column typed string: %v", err)
+	if !strings.Contains(fmt.Sprint(err), `--column time:string: "time" is the time column, which is always timestamptz`) || !IsColumnsSetting(err) {
+		t.Errorf("time column typed string: %v (a --column setting error: %t)", err, IsColumnsSetting(err))
 	}
 	_, err = decode(t, "k.csv", []byte(data), DecodeOptions{Columns: map[string]arrow.DataType{"temperature": arrow.PrimitiveTypes.Int32, "id": &arrow.Decimal128Type{Precision: 1, Scale: 0}}})
 	if err != nil {
@@ -264,5 +315,55 @@ func TestEvolveParquet(t *testing.T) {
 	_, err = decode(t, "k.csv", []byte("time,price\n2026-01-05T10:00:00Z,1.234\n"), DecodeOptions{Target: dec, TimeColumn: "time", Evolve: EvolveWiden})
 	if !strings.Contains(fmt.Sprint(err), "more than 2 digits after the point") {
 		t.Errorf("scale: %v", err)
+	}
+}
+
+// TestNearIdenticalNewColumns: a new column whose name differs from a
+// table column (or another new one) only by case or surrounding whitespace,
+// or that begins or ends with whitespace, refuses the file whatever
+// --evolve says, quoting both names.
+func TestNearIdenticalNewColumns(t *testing.T) {
+	target := timeOnlyTarget(t)
+	for _, tc := range []struct{ header, want string }{
+		{"time,v,V", `column "V": column "V" would be a new column differing from "v" only by case; rename it in the file`},
+		{"time,V", `column "V" would be a new column differing from "v" only by case`},
+		{"time,v,v ", `column "v " would be a new column differing from "v" only by surrounding whitespace`},
+		{"time,v, V", `column " V" would be a new column differing from "v" only by case and surrounding whitespace`},
+		{"time,v,Time", `column "Time" would be a new column differing from "time" only by case`},
+		{"time,v,battery,Battery", `column "Battery" would be a new column differing from "battery" only by case`},
+		{"time,v, battery", `column " battery" would be a new column whose name begins or ends with whitespace; rename it in the file`},
+	} {
+		data := tc.header + "\n2026-01-05T10:00:00Z" + strings.Repeat(",1", strings.Count(tc.header, ",")) + "\n"
+		for _, ev := range []Evolution{EvolveOff, EvolveAddColumns, EvolveWiden} {
+			_, err := decode(t, "k.csv", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", Evolve: ev})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || IsNewColumns(err) {
+				t.Errorf("%q, --evolve %s: %v, want %q", tc.header, ev, err, tc.want)
+			}
+		}
+	}
+	d, err := decode(t, "k.csv", []byte("time,v,battery\n2026-01-05T10:00:00Z,1,2\n"), DecodeOptions{Target: target, TimeColumn: "time", Evolve: EvolveAddColumns})
+	if err != nil || d.Schema.NumFields() != 3 {
+		t.Errorf("a new column of its own name: %v", err)
+	}
+}
+
+// TestBooleanSpellings pins the spellings docs/schema.md lists: a boolean
+// column reads true/false in any case and 1/0, spaces around ignored;
+// inference makes a column boolean only from true/false.
+func TestBooleanSpellings(t *testing.T) {
+	cols := map[string]arrow.DataType{"b": arrow.FixedWidthTypes.Boolean}
+	for in, ok := range map[string]bool{"true": true, "TRUE": true, "tRuE": true, " false ": true, "1": true, "0": true,
+		"t": false, "f": false, "yes": false, "no": false, "on": false, "y": false, "2": false} {
+		_, err := decode(t, "k.csv", []byte("time,b\n2026-01-05T10:00:00Z,"+in+"\n"), DecodeOptions{Columns: cols})
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted %t", in, err, ok)
+		}
+	}
+	for data, want := range map[string]string{"TRUE\nFalse": "boolean", " true \nfalse": "boolean", "1\n0": "long", "true\n1": "string", "t\nf": "string"} {
+		rows := strings.Split(data, "\n")
+		d, err := decode(t, "k.csv", []byte("time,b\n2026-01-05T10:00:00Z,"+rows[0]+"\n2026-01-05T10:00:01Z,"+rows[1]+"\n"), DecodeOptions{})
+		if err != nil || typeName(d.Schema.Field(1).Type) != want {
+			t.Errorf("%q: %v, want %s", data, err, want)
+		}
 	}
 }

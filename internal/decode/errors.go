@@ -36,6 +36,13 @@ type FileError struct {
 	// newColumns marks the refusal of columns the table does not have,
 	// which DecodeOptions.Evolve may turn into new columns.
 	newColumns bool
+	// columnsSetting marks the refusal of a DecodeOptions.Columns entry
+	// that no file could satisfy (the time column given another type
+	// than timestamptz): the setting is wrong, not the file.
+	columnsSetting bool
+	// nullCell marks a null in a required column, which addLine words
+	// again when the cell of a text file was a CSV.Null token.
+	nullCell bool
 }
 
 // Error formats the error as `<key>: row <n> (line <l>), column "<c>":
@@ -83,6 +90,14 @@ func (e *FileError) Error() string {
 func IsNewColumns(err error) bool {
 	var fe *FileError
 	return errors.As(err, &fe) && fe.newColumns
+}
+
+// IsColumnsSetting reports whether err refuses a DecodeOptions.Columns
+// entry (--column) rather than the file: the time column given a type other
+// than timestamptz. Callers report it as a bad setting.
+func IsColumnsSetting(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.columnsSetting
 }
 
 // Unwrap returns the underlying cause (nil when there is none).

@@ -377,7 +377,9 @@ func TestDecimalText(t *testing.T) {
 		{" -0.5 ", "-0.5", ""},
 		{"1.2e1", "12", ""},
 		{"1234567.89", "1234567.89", ""},
-		{"12.345", "", "more than 2 digits after the point"},
+		{"12.345", "", `"12.345" has more than 2 digits after the point: it needs scale 3 and would be rounded; a decimal column's scale never changes, not even with --evolve widen`},
+		{"0.12345", "", "it needs scale 5"},
+		{"1.2e-3", "", "it needs scale 4"},
 		{"1.2345e1", "", "more than 2 digits after the point"},
 		{"1e-400", "", "more than 2 digits after the point"},
 		{"12345678.9", "", "more than 9 digits"},
@@ -388,7 +390,8 @@ func TestDecimalText(t *testing.T) {
 	} {
 		d, err := decode(t, "gw/p.csv", []byte("time,price\n2026-01-05T10:00:00Z,"+tc.in+"\n"), DecodeOptions{Target: target, TimeColumn: "time"})
 		if tc.problem != "" {
-			if fe := mustFileError(t, err); fe.Column != "price" || !strings.Contains(fe.Reason, tc.problem) {
+			if fe := mustFileError(t, err); fe.Column != "price" || !strings.Contains(fe.Reason, tc.problem) ||
+				(strings.Contains(tc.problem, "after the point") && strings.Contains(fe.Reason, "decimal(")) {
 				t.Errorf("%q: %v, want %q", tc.in, err, tc.problem)
 			}
 			continue

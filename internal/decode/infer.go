@@ -33,9 +33,8 @@ func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, f
 		given, isGiven := ro.columns[f.Name]
 		switch {
 		case i == timeIdx:
-			if isGiven && !arrow.TypeEqual(given, inferredTimeType) {
-				return nil, "", &FileError{Key: ro.key, Column: f.Name,
-					Reason: fmt.Sprintf("the time column is always timestamptz, not %s (check --column)", typeName(given))}
+			if err := CheckTimeColumnType(f.Name, ro.columns); err != nil {
+				return nil, "", &FileError{Key: ro.key, Column: f.Name, Reason: err.Error(), columnsSetting: true}
 			}
 			fields[i] = arrow.Field{Name: f.Name, Type: inferredTimeType, Nullable: false}
 		case isGiven:
@@ -51,6 +50,20 @@ func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, f
 		}
 	}
 	return arrow.NewSchema(fields, nil), src.Field(timeIdx).Name, nil
+}
+
+// CheckTimeColumnType returns an error when columns (DecodeOptions.Columns,
+// the --column setting) gives the time column timeCol a type other than
+// timestamptz, the only type of a time column (timelake-format.md "Data
+// files"); nil when it gives it none or that one. The message names the
+// setting's value and what is expected.
+func CheckTimeColumnType(timeCol string, columns map[string]arrow.DataType) error {
+	given, ok := columns[timeCol]
+	if !ok || arrow.TypeEqual(given, inferredTimeType) {
+		return nil
+	}
+	return fmt.Errorf("--column %s:%s: %q is the time column, which is always timestamptz (leave it out of --column, or give %s:timestamptz)",
+		timeCol, typeName(given), timeCol, timeCol)
 }
 
 // pickTimeColumn applies the inference rules for the time column: the

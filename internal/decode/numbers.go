@@ -225,38 +225,64 @@ func wholeNumberLimit(bitSize int) string {
 	return "a double holds every whole number only up to 2^53 = 9007199254740992"
 }
 
+// extraScale returns the number of digits after the point a power-of-ten
+// fraction with denominator d (a product of 2s and 5s) needs: the larger
+// of its powers of 2 and of 5.
+func extraScale(d *big.Int) int32 {
+	d = new(big.Int).Set(d)
+	var twos, fives int32
+	for d.Sign() > 0 && d.Bit(0) == 0 {
+		d.Rsh(d, 1)
+		twos++
+	}
+	five, q, r := big.NewInt(5), new(big.Int), new(big.Int)
+	for d.Sign() > 0 {
+		if q.QuoRem(d, five, r); r.Sign() != 0 {
+			break
+		}
+		d.Set(q)
+		fives++
+	}
+	return max(twos, fives)
+}
+
 // parseDecimalText parses s into a decimal(prec, scale) value under the
 // number rules, exactly: decimal notation only (no NaN or infinity, an
 // exponent of at most 1000), and refused when it has more digits after the
 // point than scale (it would be rounded) or more in all than prec.
-func parseDecimalText(s string, prec, scale int32) (decimal128.Num, string) {
+//
+// A value with more digits after the point than scale sets scaleProblem,
+// and problem names the scale it needs: no precision ever holds it, so a
+// reason need not name one.
+func parseDecimalText(s string, prec, scale int32) (n decimal128.Num, problem string, scaleProblem bool) {
 	t := strings.TrimSpace(s)
 	for i := 0; i < len(t); i++ {
 		if numberChar[t[i]] == charOther {
-			return decimal128.Num{}, numberLookalike(t)
+			return decimal128.Num{}, numberLookalike(t), false
 		}
 	}
 	if e := strings.IndexAny(t, "eE"); e >= 0 {
 		if exp, err := strconv.Atoi(t[e+1:]); err != nil || exp > 1000 || exp < -1000 {
-			return decimal128.Num{}, notNumber
+			return decimal128.Num{}, notNumber, false
 		}
 	}
 	r, ok := new(big.Rat).SetString(t)
 	if !ok {
-		return decimal128.Num{}, notNumber
+		return decimal128.Num{}, notNumber, false
 	}
 	r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
 	if !r.IsInt() {
-		return decimal128.Num{}, fmt.Sprintf("more than %d digits after the point: it would be rounded", scale)
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits after the point: it needs scale %d and would be rounded; a decimal column's scale never changes, not even with --evolve widen",
+			scale, scale+extraScale(r.Denom())), true
 	}
 	if r.Num().BitLen() > 127 {
-		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec)
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec), false
 	}
-	n := decimal128.FromBigInt(r.Num())
+	n = decimal128.FromBigInt(r.Num())
 	if !n.FitsInPrecision(prec) {
-		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec)
+		return decimal128.Num{}, fmt.Sprintf("more than %d digits", prec), false
 	}
-	return n, ""
+	return n, "", false
 }
 
 // exactInt64 reports whether a double holds v exactly.

@@ -177,20 +177,57 @@ func sepLine(line string) (sep rune, isSep bool, problem string) {
 	return r, true, ""
 }
 
-// checkHintedHeader refuses a header that the file's separator hint leaves
-// as one column holding another separator ("sep=;" above "time,device,v"):
-// the hint does not match the file, and naming that beats "no time column".
-func checkHintedHeader(ro *resolved, header []string) error {
-	if ro.lineOffset == 0 || len(header) != 1 {
+// checkHeaderSeparator refuses a header that the file's separator leaves
+// as one column holding another likely separator (",", ";", tab, "|"):
+// "time;device;v" read with commas. The reason names the separator used,
+// where it came from (the file's Excel separator hint, .tsv, the
+// --csv-delimiter setting or its default) and the fix, which beats a
+// reason about a column named "time;device;v" (not in the table, or no
+// time column).
+func checkHeaderSeparator(ro *resolved, header []string) error {
+	if len(header) != 1 {
 		return nil
 	}
 	for _, d := range []rune{',', ';', '\t', '|'} {
-		if d != ro.comma && strings.ContainsRune(header[0], d) {
+		if d == ro.comma || !strings.ContainsRune(header[0], d) {
+			continue
+		}
+		found := fmt.Sprintf("the header is one column, %s: fields are read as separated by %s", quoteValue(header[0]), strconv.QuoteRune(ro.comma))
+		sepHint := "sep=" + string(d)
+		if d == '\t' {
+			sepHint = "sep= followed by a tab"
+		}
+		var reason string
+		switch {
+		case ro.lineOffset > 0:
 			return &FileError{Key: ro.key, Line: 2, Reason: fmt.Sprintf("the header is one column, %s: the first line (an Excel separator hint) says fields are separated by %s, but the header is separated by %s; fix or remove that line",
 				quoteValue(header[0]), strconv.QuoteRune(ro.comma), strconv.QuoteRune(d))}
+		case ro.tsv:
+			rename := "name the file .csv"
+			if d != ',' {
+				rename += " and give --csv-delimiter " + shellQuote(d)
+			}
+			reason = fmt.Sprintf("%s (the file is named .tsv), but the header is separated by %s: %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), rename, sepHint)
+		case ro.delimiterSet:
+			reason = fmt.Sprintf("%s (--csv-delimiter), but the header is separated by %s: give --csv-delimiter %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), shellQuote(d), sepHint)
+		default:
+			reason = fmt.Sprintf("%s (the default), but the header is separated by %s: give --csv-delimiter %s, or make the file's first line %s",
+				found, strconv.QuoteRune(d), shellQuote(d), sepHint)
 		}
+		return &FileError{Key: ro.key, Line: 1, Reason: reason}
 	}
 	return nil
+}
+
+// shellQuote writes a delimiter as a shell word for a flag value: ';',
+// '|', $'\t'.
+func shellQuote(d rune) string {
+	if d == '\t' {
+		return `$'\t'`
+	}
+	return "'" + string(d) + "'"
 }
 
 // validDelimiter reports whether r can separate CSV fields (encoding/csv:
@@ -220,7 +257,7 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		}
 		return nil, textReadError(ro, 0, 0, err)
 	}
-	if err := checkHintedHeader(ro, header); err != nil {
+	if err := checkHeaderSeparator(ro, header); err != nil {
 		return nil, err
 	}
 	cols := newTextColumns(header)
@@ -322,13 +359,14 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 
 // locateRow finds data row row (1-based) of a text file by reading it again
 // with encoding/csv as arrow-go's reader does: the line the row starts on,
-// its number of fields, and whether it holds a carriage return not followed
-// by a line feed. ok is false when the file ends or fails before the row.
-// Only a refused file is read again, so this costs nothing on good files.
-func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields int, bareCR bool, ok bool) {
+// its number of fields, whether it holds a carriage return not followed by
+// a line feed, and the text of field col (0-based; "" when col is out of
+// range). ok is false when the file ends or fails before the row. Only a
+// refused file is read again, so this costs nothing on good files.
+func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR bool, cell string, ok bool) {
 	r, c, err := openTextStream(ro, src, gz, false)
 	if err != nil {
-		return 0, 0, false, false
+		return 0, 0, false, "", false
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
@@ -338,7 +376,7 @@ func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields
 	for i := int64(0); i <= row; i++ {
 		rec, err := cr.Read()
 		if err != nil {
-			return 0, 0, false, false
+			return 0, 0, false, "", false
 		}
 		if i == row {
 			l, _ := cr.FieldPos(0)
@@ -347,21 +385,37 @@ func locateRow(ro *resolved, src Source, gz bool, row int64) (line int64, fields
 					bareCR = true
 				}
 			}
-			return int64(l) + ro.lineOffset, len(rec), bareCR, true
+			if col >= 0 && col < len(rec) {
+				cell = rec[col]
+			}
+			return int64(l) + ro.lineOffset, len(rec), bareCR, cell, true
 		}
 	}
-	return 0, 0, false, false
+	return 0, 0, false, "", false
 }
 
-// addLine completes a row error of a text file with its line and, for a
-// line with the wrong number of fields, how many it has.
-func addLine(ro *resolved, src Source, gz bool, width int, fe *FileError) {
+// addLine completes a row error of a text file (header: the file's
+// columns) with its line and, for a line with the wrong number of fields,
+// how many it has; a null in a required column that was a CSV.Null token
+// ("NA") is said to be one, quoting it.
+func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileError) {
 	if fe.Row <= 0 {
 		return
 	}
-	line, fields, bareCR, ok := locateRow(ro, src, gz, fe.Row)
+	col := -1
+	if fe.nullCell && fe.Column != "" {
+		if idx := header.FieldIndices(fe.Column); len(idx) > 0 {
+			col = idx[0]
+		}
+	}
+	line, fields, bareCR, cell, ok := locateRow(ro, src, gz, fe.Row, col)
 	if !ok {
 		return
+	}
+	width := header.NumFields()
+	if cell != "" && slices.Contains(ro.nulls, cell) {
+		fe.Value = cell
+		fe.Reason = quoteValue(cell) + " is a null token (--csv-null) but the column is required"
 	}
 	if fe.Line == 0 {
 		fe.Line = line

@@ -115,7 +115,7 @@ func TestNewColumnQuarantinedThenEvolved(t *testing.T) {
 		if err != nil || rep.Loaded != 1 || rep.Rows != 2 {
 			t.Fatalf("report %+v, %v; want the requeued file loaded", rep, err)
 		}
-		if got := strings.Join(rep.Files[0].SchemaChanges, ";"); got != "added battery double" {
+		if got := strings.Join(rep.Files[0].SchemaChanges, ";"); got != `added "battery" double` {
 			t.Errorf("schema changes %q", got)
 		}
 		if got := columnsOf(t, e); got != "time timestamptz, device_id string, temperature_c double, battery double" {

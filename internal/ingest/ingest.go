@@ -213,7 +213,7 @@ type FileResult struct {
 	// (content dedupe).
 	SameAs string `json:"same_as,omitempty"`
 	// SchemaChanges says how the file's commit changed the table's
-	// schema ("added battery double", "widened n int -> long").
+	// schema (`added "battery" double`, `widened "n" int -> long`).
 	SchemaChanges []string `json:"schema_changes,omitempty"`
 	Seconds       float64  `json:"seconds"`
 }
@@ -522,7 +522,7 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 		}
 	}
 	if r.tbl == nil && firstCause != nil {
-		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %v (check --time-column and --series-key; the files stay in the landing bucket)",
+		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %w (check --time-column and --series-key; the files stay in the landing bucket)",
 			ErrCannotCreate, r.cfg.Table, firstCause)
 	}
 	return r.pipeline(ctx, append(deferred, files[i:]...))

@@ -47,7 +47,7 @@ type AppendResult struct {
 	// Existing describes the earlier commit of a duplicate batch.
 	Existing *BatchInfo
 	// SchemaChanges lists what the batch's commit changed in the table's
-	// schema ("added battery double", "widened v int -> long"); empty when
+	// schema (`added "battery" double`, `widened "v" int -> long`); empty when
 	// nothing, or when an earlier batch of the commit (or another writer)
 	// made the same change.
 	SchemaChanges []string

@@ -233,8 +233,8 @@ func (p *conformPlan) apply(ctx context.Context, mem memory.Allocator, rec arrow
 
 // mergeSchema applies a batch's schema change c to the table schema cur
 // (last: its last-column-id) and returns the result, its last-column-id and
-// what the batch changed there ("added battery double", "widened v int ->
-// long"). A field id of c that cur gives another column, a new column of c
+// what the batch changed there (`added "battery" double`, `widened "v" int ->
+// long`; names quoted, as they may hold any character). A field id of c that cur gives another column, a new column of c
 // that cur holds under another id, or a type neither can become is an error
 // wrapping ErrSchemaChanged: the batch's data files do not fit the table.
 func mergeSchema(cur *iceberg.Schema, last int, c *schemaChange) (*iceberg.Schema, int, []string, error) {
@@ -254,7 +254,7 @@ func mergeSchema(cur *iceberg.Schema, last int, c *schemaChange) (*iceberg.Schem
 			switch {
 			case tf.Type.Equals(f.Type), promotable(f.Type, tf.Type):
 			case promotable(tf.Type, f.Type):
-				changes = append(changes, fmt.Sprintf("widened %s %s -> %s", f.Name, tf.Type, f.Type))
+				changes = append(changes, fmt.Sprintf("widened %q %s -> %s", f.Name, tf.Type, f.Type))
 				tf.Type = f.Type
 			default:
 				return nil, 0, nil, fmt.Errorf("column %q is %s now, the data files hold %s: %w", f.Name, tf.Type, f.Type, ErrSchemaChanged)
@@ -274,7 +274,7 @@ func mergeSchema(cur *iceberg.Schema, last int, c *schemaChange) (*iceberg.Schem
 		fields = append(fields, f)
 		index[f.ID] = len(fields) - 1
 		last = max(last, f.ID)
-		changes = append(changes, fmt.Sprintf("added %s %s", f.Name, f.Type))
+		changes = append(changes, fmt.Sprintf("added %q %s", f.Name, f.Type))
 	}
 	if len(changes) == 0 {
 		return cur, last, nil, nil

@@ -79,7 +79,7 @@ func TestAppendAddsColumnInTheSameCommit(t *testing.T) {
 		rec := withColumn(t, tbl, day0.Add(time.Hour), 2, "battery", arrow.PrimitiveTypes.Float64, func(i int) any { return 80.5 + float64(i) })
 		defer rec.Release()
 		res := prepareCommit(t, tbl, "new.csv", rec)
-		if got := strings.Join(res.SchemaChanges, ";"); got != "added battery double" {
+		if got := strings.Join(res.SchemaChanges, ";"); got != `added "battery" double` {
 			t.Errorf("schema changes %q", got)
 		}
 		if tbl.Version() != before+1 {
@@ -366,7 +366,7 @@ func TestWidenTypes(t *testing.T) {
 	rec := build(wide, day0.Add(time.Minute), 3_000_000_000, 1e300)
 	defer rec.Release()
 	res := prepareCommit(t, tbl, "wide.parquet", rec)
-	if got := strings.Join(res.SchemaChanges, ";"); got != "widened n int -> long;widened f float -> double" {
+	if got := strings.Join(res.SchemaChanges, ";"); got != `widened "n" int -> long;widened "f" float -> double` {
 		t.Errorf("changes %q", got)
 	}
 	if got := columnsOf(tbl); got != "1:time:timestamptz 2:device:string 3:n:long 4:f:double 5:l:long" {
@@ -413,11 +413,11 @@ func TestMergeSchema(t *testing.T) {
 		columns string
 	}{
 		{"same column, same id", change(2, time, iceberg.NestedField{ID: 3, Name: "battery", Type: iceberg.PrimitiveTypes.Float64}), "", "1 2 3"},
-		{"new id after last", change(3, time, iceberg.NestedField{ID: 4, Name: "rssi", Type: iceberg.PrimitiveTypes.Int64}), "added rssi long", "1 2 3 4"},
+		{"new id after last", change(3, time, iceberg.NestedField{ID: 4, Name: "rssi", Type: iceberg.PrimitiveTypes.Int64}), `added "rssi" long`, "1 2 3 4"},
 		{"id taken", change(2, time, iceberg.NestedField{ID: 3, Name: "rssi", Type: iceberg.PrimitiveTypes.Int64}), "field id 3 is column \"battery\"", ""},
 		{"name taken", change(1, time, iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Int32},
 			iceberg.NestedField{ID: 4, Name: "battery", Type: iceberg.PrimitiveTypes.Float64}), "added by another writer with field id 3", ""},
-		{"widen", change(3, time, iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Int64}), "widened v int -> long", "1 2 3"},
+		{"widen", change(3, time, iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Int64}), `widened "v" int -> long`, "1 2 3"},
 		{"other type", change(3, time, iceberg.NestedField{ID: 3, Name: "battery", Type: iceberg.PrimitiveTypes.String}), "column \"battery\" is double now", ""},
 		{"removed", change(4, time, iceberg.NestedField{ID: 4, Name: "gone", Type: iceberg.PrimitiveTypes.String}), "was removed", ""},
 	} {

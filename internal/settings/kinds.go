@@ -272,7 +272,7 @@ func ColumnTypes() Kind[map[string]arrow.DataType] {
 				}
 				dt, err := lake.ParseColumnType(typ)
 				if err != nil {
-					return nil, fmt.Errorf("column %s: %w", name, err)
+					return nil, fmt.Errorf("%s: %w", item, err)
 				}
 				out[name] = dt
 			}

@@ -156,6 +156,8 @@ func TestBadValues(t *testing.T) {
 			`TIMELAKE_NO_CREATE (environment): expected true or false, got "maybe"`},
 		{"table name", map[string]string{"TIMELAKE_TABLE": "a/b"}, nil, func(r *Resolver) { Table.Get(r) },
 			`TIMELAKE_TABLE (environment): invalid table name`},
+		{"column type", map[string]string{"TIMELAKE_COLUMNS": "temperature:doubel"}, nil, func(r *Resolver) { Columns.Get(r) },
+			`TIMELAKE_COLUMNS (environment): temperature:doubel: unknown column type "doubel" (expected boolean, int, long`},
 		{"missing", nil, nil, func(r *Resolver) { Landing.Require(r) },
 			"missing setting: pass --landing or set LANDING_BUCKET or TIMELAKE_LANDING"},
 		{"first error kept", map[string]string{"TIMELAKE_MAX_FILES": "x", "TIMELAKE_PARALLEL": "y"}, nil,

@@ -62,7 +62,7 @@ func TestEvolvedTableReadByIndependentReaders(t *testing.T) {
 			}
 			run("gw/1.csv", old.String(), "", nil)
 			rep := run("gw/2.csv", late.String(), decode.EvolveAddColumns, map[string]arrow.DataType{"battery_v": arrow.PrimitiveTypes.Float64})
-			if got := strings.Join(rep.Files[0].SchemaChanges, ", "); got != "added battery_v double, added status string" {
+			if got := strings.Join(rep.Files[0].SchemaChanges, ", "); got != `added "battery_v" double, added "status" string` {
 				t.Errorf("schema changes %q", got)
 			}
 			tbl, err := w.lake.LoadTable(ctx, name)

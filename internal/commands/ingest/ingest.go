@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/settings"
@@ -116,6 +117,9 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 	if err := r.Err(); err != nil {
 		return c, err
 	}
+	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
+		return c, &cmdutil.UsageError{Err: err}
+	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {
 		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
@@ -184,6 +188,10 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
+	if decode.IsColumnsSetting(err) {
+		// No file could create the table because of --column.
+		err = &cmdutil.UsageError{Err: err}
+	}
 	if err != nil && len(rep.Files) == 0 {
 		// Nothing was done: the error is the whole story (no "nothing to
 		// load" summary that would read like success).

@@ -173,6 +173,8 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 		{"env file syntax", []string{"ingest", "--env-file", badEnv}, "line 2", nil},
 		{"missing env file", []string{"ingest", "--env-file", filepath.Join(dir, "nope.env")}, "nope.env", nil},
 		{"endpoint without scheme", []string{"ingest", "--landing", "my-landing", "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--endpoint", "127.0.0.1:9000"}, "invalid S3 endpoint", nil},
+		{"time column typed by --column", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--time-column", "ts", "--column", "ts:string"},
+			`--column ts:string: "ts" is the time column, which is always timestamptz`, nil},
 		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +187,28 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 				t.Fatal("a secret was printed")
 			}
 		})
+	}
+}
+
+// A --column that types the inferred time column stops the run that would
+// create the table with a usage error; the file stays.
+func TestColumnTypingTheTimeColumnIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(landing, "gw", "a.csv"), []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ios, out, errOut := iostreams.Test()
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t", "--column", "time:string"}
+	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitUsage ||
+		!strings.Contains(errOut.String(), `--column time:string: "time" is the time column, which is always timestamptz`) {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(landing, "gw", "a.csv")); err != nil {
+		t.Errorf("the file left the landing folder: %v", err)
 	}
 }
 

@@ -81,8 +81,8 @@ func TestRequeueCommand(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"landing", "requeue"}, "name the files to requeue (KEY...) or give --all, not both"},
-		{[]string{"landing", "requeue", "--all", "gw-1/a.csv"}, "not both"},
+		{[]string{"landing", "requeue"}, "name the files to requeue (KEY...), or give --all to requeue every quarantined file"},
+		{[]string{"landing", "requeue", "--all", "gw-1/a.csv"}, "give either the files to requeue (KEY...) or --all, not both"},
 		{[]string{"landing", "requeue", "gw-9/z.csv"}, "gw-9/z.csv is not a quarantined file"},
 	} {
 		if r := run(t, env, tc.args...); r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.msg) {
@@ -109,10 +109,42 @@ func TestRequeueCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, env, "landing", "requeue", "_rejected/gw-2/b.csv")
-	if r.code != cmdutil.ExitOK || r.out != "key\tstatus\treason\ngw-2/b.csv\trequeued\t\n" {
+	if r.code != cmdutil.ExitOK || r.out != "key\tstatus\treason\tquarantined_to\ngw-2/b.csv\trequeued\t\t_rejected/gw-2/b.csv\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	if r := run(t, env, "landing", "rejected", "--json"); strings.TrimSpace(r.out) != "[]" {
 		t.Errorf("still quarantined: %s", r.out)
+	}
+}
+
+// Two quarantined copies of one key: the table names the copy each line
+// is about.
+func TestRequeueTwoCopiesNamesEach(t *testing.T) {
+	dir, st := quarantined(t)
+	b := &landing.Bucket{Store: st}
+	var copies []string
+	for i := range 2 {
+		if _, err := st.Put(context.Background(), "gw-3/c.csv", strings.NewReader("time,v\n"), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		to, err := b.Quarantine(context.Background(), "gw-3/c.csv", landing.Report{Reason: "bad", At: time.Date(2026, 1, 5, 11, i, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies = append(copies, to)
+	}
+	r := run(t, map[string]string{"LANDING_BUCKET": dir}, "landing", "requeue", "gw-3/c.csv")
+	lines := strings.Split(strings.TrimSpace(r.out), "\n")
+	if r.code != cmdutil.ExitPartial || len(lines) != 3 || lines[0] != "key\tstatus\treason\tquarantined_to" {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr: %s", r.code, r.out, r.errOut)
+	}
+	got := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		got[f[1]] = f[len(f)-1]
+	}
+	if got[landing.Requeued] == "" || got[landing.NotRequeued] == "" || got[landing.Requeued] == got[landing.NotRequeued] ||
+		!strings.Contains(strings.Join(copies, " "), got[landing.Requeued]) || !strings.Contains(strings.Join(copies, " "), got[landing.NotRequeued]) {
+		t.Errorf("copies %v, stdout:\n%s", copies, r.out)
 	}
 }

@@ -53,8 +53,11 @@ files were not requeued.`,
 			if err := r.Err(); err != nil {
 				return err
 			}
-			if opts.All == (len(args) > 0) {
-				return cmdutil.UsageErrorf("name the files to requeue (KEY...) or give --all, not both")
+			switch {
+			case opts.All && len(args) > 0:
+				return cmdutil.UsageErrorf("give either the files to requeue (KEY...) or --all, not both")
+			case !opts.All && len(args) == 0:
+				return cmdutil.UsageErrorf("name the files to requeue (KEY...), or give --all to requeue every quarantined file")
 			}
 			if opts.Landing, err = openLanding(cmd, f); err != nil {
 				return err
@@ -127,7 +130,8 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 }
 
 // RenderRequeue prints r: one JSON document with --json; else one row per
-// file (key, status, reason) and, on a terminal, a summary line.
+// file (key, status, reason, quarantined_to: which copy, as one key may
+// have several) and, on a terminal, a summary line.
 func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport) error {
 	if o.JSON {
 		return o.IO.PrintJSON(r)
@@ -137,9 +141,10 @@ func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport) error {
 		_, err := fmt.Fprint(o.IO.Out, noFiles(b))
 		return err
 	}
-	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "reason", Wrap: 80})
+	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "reason", Wrap: 80},
+		iostreams.Column{Header: "quarantined_to"})
 	for _, f := range r.Files {
-		t.AddRow(f.Key, f.Status, f.Reason)
+		t.AddRow(f.Key, f.Status, f.Reason, f.QuarantinedTo)
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
@@ -100,6 +101,9 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 	if strings.TrimSpace(opts.FromFile) == "" {
 		return nil, cmdutil.UsageErrorf("--from-file is required")
 	}
+	if err := decode.CheckTimeColumnType(opts.TimeColumn, opts.Columns); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
+	}
 	if opts.Table, opts.Lake, err = tableAndLake(cmd, f, args); err != nil {
 		return nil, err
 	}
@@ -126,6 +130,9 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 		CSV: opts.CSV, Columns: opts.Columns,
 	})
+	if decode.IsColumnsSetting(err) {
+		return &cmdutil.UsageError{Err: fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)}
+	}
 	if err != nil {
 		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
 	}
@@ -137,7 +144,8 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(opts.Columns)) {
 		if len(dec.Schema.FieldIndices(k)) == 0 {
-			return fmt.Errorf("create %s: column %q of --column is not in %s (columns: %s)", opts.Table, k, opts.FromFile, columnNames(dec.Schema))
+			return &cmdutil.UsageError{Err: fmt.Errorf("create %s: --column %s:%s: %s has no column %q%s (its columns: %s)",
+				opts.Table, k, decode.TypeName(opts.Columns[k]), opts.FromFile, k, didYouMean(k, dec.Schema), columnNames(dec.Schema))}
 		}
 	}
 	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: opts.SeriesKey, Partition: opts.Partition}
@@ -149,6 +157,23 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 		return err
 	}
 	return RenderCreated(opts.Output, BuildCreated(opts.Table, t.Metadata(), opts.FromFile))
+}
+
+// didYouMean names the column of sc closest to name ("; did you mean
+// \"temperature\"?"): equal but for case, or at most two edits
+// (Levenshtein distance) away; "" when none is.
+func didYouMean(name string, sc *arrow.Schema) string {
+	best, bestDist := "", 3
+	for _, f := range sc.Fields() {
+		d := levenshtein.ComputeDistance(strings.ToLower(name), strings.ToLower(f.Name))
+		if d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
 }
 
 // columnNames lists the columns of sc for messages.

@@ -329,6 +329,24 @@ func TestTablesCreate(t *testing.T) {
 	}
 }
 
+// Every bad --column value of tables create is a usage error naming the
+// value and what was expected.
+func TestTablesCreateBadColumn(t *testing.T) {
+	env := map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(t.TempDir(), "lake")}
+	sample := filepath.Join(examples, "gateway-1", "20260105T1000.csv")
+	for _, tc := range []struct{ column, msg string }{
+		{"temprature_c:double", `--column temprature_c:double: 20260105T1000.csv has no column "temprature_c"; did you mean "temperature_c"? (its columns: time, device_id,`},
+		{"pressure:double", `--column pressure:double: 20260105T1000.csv has no column "pressure" (its columns: time,`},
+		{"temperature_c:doubel", `temperature_c:doubel: unknown column type "doubel" (expected boolean,`},
+		{"time:string", `--column time:string: "time" is the time column, which is always timestamptz (leave it out of --column, or give time:timestamptz)`},
+	} {
+		r := timelake(t, env, false, "tables", "create", "iot.sample", "--from-file", sample, "--column", tc.column)
+		if r.code != cmdutil.ExitUsage || !strings.Contains(strings.ReplaceAll(r.errOut, sample, filepath.Base(sample)), tc.msg) {
+			t.Errorf("--column %s: exit %d, stderr %q, want exit 2 and %q", tc.column, r.code, r.errOut, tc.msg)
+		}
+	}
+}
+
 func TestTablesErrors(t *testing.T) {
 	wh := filepath.Join(t.TempDir(), "lake")
 	r := timelake(t, map[string]string{"TIMELAKE_WAREHOUSE": wh}, false, "tables", "show", "iot.missing")
@@ -605,7 +623,7 @@ func TestGatewayChangedItsFormat(t *testing.T) {
 	mustRun(t, env, false, "landing", "requeue", "--all")
 	env["TIMELAKE_CSV_DECIMAL_COMMA"], env["TIMELAKE_CSV_NULL"] = "true", "NA"
 	r = timelake(t, env, false, "ingest")
-	if r.code != cmdutil.ExitOK || !strings.Contains(r.out, "schema: added battery long") {
+	if r.code != cmdutil.ExitOK || !strings.Contains(r.out, `schema: added "battery" long`) {
 		t.Fatalf("ingest after requeue: exit %d\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	show := mustRun(t, env, false, "tables", "show", "--json")

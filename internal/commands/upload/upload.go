@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/upload"
@@ -127,6 +128,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	loc := settings.Landing.Require(r)
 	if err := r.Err(); err != nil {
 		return nil, err
+	}
+	if err := decode.CheckTimeColumnType(c.ValidateOptions.TimeColumn, c.ValidateOptions.Columns); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
 	}
 	// Building the client reads configuration only: no request is sent
 	// before the first file is validated.
