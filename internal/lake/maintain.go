@@ -257,25 +257,40 @@ type sequenceTime struct {
 	At  time.Time `json:"at"`
 }
 
-// noteSequence records that the table had reached seq at now, when the
-// newest entry is older than a tenth of coldAfter (so a partition goes
-// cold at most that late), and drops entries no longer needed: those
-// older than twice coldAfter but the newest of them. It reports whether
-// the state changed.
-func (st *maintenanceState) noteSequence(seq int64, now time.Time, coldAfter time.Duration) bool {
+// noteSequence records that the table had reached sequence number seq by
+// at (the commit time of the snapshot that took it there), when seq
+// advanced and the newest entry is older than a sixtieth of coldAfter (an
+// entry a minute for the default hour: at ingest's cadence, the commit
+// time of nearly every file is known to the minute), and drops entries no
+// longer needed: those older than twice coldAfter but the newest of them.
+// It reports whether the state changed.
+func (st *maintenanceState) noteSequence(seq int64, at, now time.Time, coldAfter time.Duration) bool {
 	if seq <= 0 || coldAfter <= 0 {
 		return false
 	}
-	if n := len(st.Sequences); n > 0 && (st.Sequences[n-1].Seq >= seq || now.Sub(st.Sequences[n-1].At) < coldAfter/10) {
+	if n := len(st.Sequences); n > 0 && (st.Sequences[n-1].Seq >= seq || at.Sub(st.Sequences[n-1].At) < coldAfter/60) {
 		return false
 	}
-	st.Sequences = append(st.Sequences, sequenceTime{Seq: seq, At: now.UTC()})
+	st.Sequences = append(st.Sequences, sequenceTime{Seq: seq, At: at.UTC()})
 	cut := 0
 	for cut+1 < len(st.Sequences) && st.Sequences[cut+1].At.Before(now.Add(-2*coldAfter)) {
 		cut++
 	}
 	st.Sequences = slices.Clone(st.Sequences[cut:])
 	return true
+}
+
+// newestCommit is the commit time of h's newest snapshot (the one that
+// took the table to its last sequence number), or now without snapshots.
+func newestCommit(h *head, now time.Time) time.Time {
+	var ms int64
+	for _, r := range h.snaps {
+		ms = max(ms, r.timestamp)
+	}
+	if ms == 0 {
+		return now
+	}
+	return time.UnixMilli(ms)
 }
 
 // committedBy returns the time by which a data file with data sequence
@@ -352,7 +367,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 	if err != nil {
 		return rep, err
 	}
-	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, t.lake.now(), s.CompactColdAfter) {
+	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter) {
 		if err := t.saveMaintenanceState(ctx, st); err != nil {
 			return rep, err
 		}

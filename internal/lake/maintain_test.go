@@ -243,28 +243,34 @@ func TestColdAfterOutlivesSnapshots(t *testing.T) {
 	}
 }
 
-// TestNoteSequence: one entry per tenth of cold-after, the old ones
-// dropped but the newest of them, and committedBy the first entry at or
-// past a sequence number.
+// TestNoteSequence: an entry per sixtieth of cold-after at most, with the
+// commit time given, the old ones dropped but the newest of them, and
+// committedBy the first entry at or past a sequence number.
 func TestNoteSequence(t *testing.T) {
 	var st maintenanceState
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	if st.noteSequence(0, t0, time.Hour) || st.noteSequence(5, t0, 0) {
+	if st.noteSequence(0, t0, t0, time.Hour) || st.noteSequence(5, t0, t0, 0) {
 		t.Fatal("recorded without a sequence number or cold-after")
 	}
-	for m := range 300 {
-		st.noteSequence(int64(m+1), t0.Add(time.Duration(m)*time.Minute), time.Hour)
+	// A commit every 30 s, a round 2 s after each.
+	for i := range 600 {
+		at := t0.Add(time.Duration(i) * 30 * time.Second)
+		st.noteSequence(int64(i+1), at, at.Add(2*time.Second), time.Hour)
 	}
-	// Every 6 minutes, over the last 2 hours, plus one older.
-	if n := len(st.Sequences); n < 20 || n > 22 {
-		t.Fatalf("%d entries: %+v", n, st.Sequences)
+	// One a minute over the last 2 hours, plus one older.
+	if n := len(st.Sequences); n < 119 || n > 122 {
+		t.Fatalf("%d entries", n)
 	}
 	last := st.Sequences[len(st.Sequences)-1]
-	if st.noteSequence(last.Seq, last.At.Add(time.Hour), time.Hour) {
+	if st.noteSequence(last.Seq, last.At.Add(time.Hour), last.At.Add(time.Hour), time.Hour) {
 		t.Error("recorded an unchanged sequence number")
 	}
-	if st.Sequences[0].At.After(t0.Add(299*time.Minute - 2*time.Hour)) {
-		t.Errorf("oldest entry %v is within two hours of the newest", st.Sequences[0].At)
+	newest := t0.Add(599 * 30 * time.Second)
+	if d := newest.Sub(last.At); d < 0 || d >= time.Minute || last.At.Sub(t0)%(30*time.Second) != 0 {
+		t.Errorf("newest entry at %v, want a commit time within a minute of %v", last.At, newest)
+	}
+	if st.Sequences[1].At.After(newest.Add(2*time.Second - 2*time.Hour).Add(time.Minute)) {
+		t.Errorf("second entry %v: more than two hours kept", st.Sequences[1].At)
 	}
 	at, ok := committedBy(st.Sequences, st.Sequences[3].Seq-1)
 	if !ok || !at.Equal(st.Sequences[3].At) {
