@@ -550,7 +550,11 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	if err != nil {
 		return nil, nil, nil, &FileError{Key: ro.key, Reason: "not a readable parquet file", Err: err}
 	}
-	fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(ro.batchRows)}, ro.mem)
+	// Batches no longer than the file: the reader reserves value buffers
+	// for a whole batch per column, so a 40,000-row file read in batches of
+	// 64 Ki rows would allocate buffers 60% larger than its values.
+	batch := min(int64(ro.batchRows), max(pf.NumRows(), 1))
+	fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, ro.mem)
 	if err == nil {
 		sc, err = fr.Schema()
 	}
