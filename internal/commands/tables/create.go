@@ -139,7 +139,8 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	defer dec.Release()
 	for _, k := range opts.SeriesKey {
 		if len(dec.Schema.FieldIndices(k)) == 0 {
-			return fmt.Errorf("create %s: series key column %q is not in %s (check --series-key)", opts.Table, k, opts.FromFile)
+			return &cmdutil.UsageError{Err: fmt.Errorf("create %s: --series-key %s: %s has no column %q%s (its columns: %s)",
+				opts.Table, k, opts.FromFile, k, didYouMean(k, dec.Schema), columnNames(dec.Schema))}
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(opts.Columns)) {
@@ -161,9 +162,12 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 
 // didYouMean names the column of sc closest to name ("; did you mean
 // \"temperature\"?"): equal but for case, or at most two edits
-// (Levenshtein distance) away; "" when none is.
+// (Levenshtein distance) away, one for a name of up to five characters;
+// "" when none is.
 func didYouMean(name string, sc *arrow.Schema) string {
-	best, bestDist := "", 3
+	// Two edits for a long name, one for a short one ("site" is not a
+	// typo of "time").
+	best, bestDist := "", min(3, len(name)/3+1)
 	for _, f := range sc.Fields() {
 		d := levenshtein.ComputeDistance(strings.ToLower(name), strings.ToLower(f.Name))
 		if d < bestDist {

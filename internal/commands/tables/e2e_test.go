@@ -308,7 +308,7 @@ func TestTablesCreate(t *testing.T) {
 		t.Errorf("second create: exit %d, stderr %q", r.code, r.errOut)
 	}
 	r = timelake(t, env, false, "tables", "create", "iot.other", "--from-file", sample, "--series-key", "site")
-	if r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, `series key column "site" is not in`) {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, `--series-key site: `) || !strings.Contains(r.errOut, `has no column "site" (its columns: time,`) {
 		t.Errorf("create with a missing series key: exit %d, stderr %q", r.code, r.errOut)
 	}
 
