@@ -259,16 +259,17 @@ type sequenceTime struct {
 
 // noteSequence records that the table had reached sequence number seq by
 // at (the commit time of the snapshot that took it there), when seq
-// advanced and the newest entry is older than a sixtieth of coldAfter (an
-// entry a minute for the default hour: at ingest's cadence, the commit
-// time of nearly every file is known to the minute), and drops entries no
+// advanced and the newest entry is older than a 120th of coldAfter (30 s
+// for the default hour: every run of a poller started each minute notes
+// its commits, so a file's commit time is known to the run), and drops
+// entries no
 // longer needed: those older than twice coldAfter but the newest of them.
 // It reports whether the state changed.
 func (st *maintenanceState) noteSequence(seq int64, at, now time.Time, coldAfter time.Duration) bool {
 	if seq <= 0 || coldAfter <= 0 {
 		return false
 	}
-	if n := len(st.Sequences); n > 0 && (st.Sequences[n-1].Seq >= seq || at.Sub(st.Sequences[n-1].At) < coldAfter/60) {
+	if n := len(st.Sequences); n > 0 && (st.Sequences[n-1].Seq >= seq || at.Sub(st.Sequences[n-1].At) < coldAfter/120) {
 		return false
 	}
 	st.Sequences = append(st.Sequences, sequenceTime{Seq: seq, At: at.UTC()})
@@ -367,11 +368,6 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 	if err != nil {
 		return rep, err
 	}
-	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter) {
-		if err := t.saveMaintenanceState(ctx, st); err != nil {
-			return rep, err
-		}
-	}
 
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
@@ -383,6 +379,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound})
 	if err != nil {
 		return rep, err
+	}
+	// Noted after the compaction, so that the files it wrote are dated
+	// by its own commit.
+	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter) {
+		if err := t.saveMaintenanceState(ctx, st); err != nil {
+			return rep, err
+		}
 	}
 	if !left() {
 		rep.Pending = true

@@ -228,12 +228,18 @@ func TestColdAfterOutlivesSnapshots(t *testing.T) {
 	if n := liveDataFiles(t, tbl)[first]; n != 10 {
 		t.Fatalf("%d files in %s after 10 minutes, want 10 (compact-min-files 64)", n, first)
 	}
-	// Then only the next day's partition is written.
+	// Then only the next day's partition is written: the first goes cold
+	// 30 minutes after its last append (minute 9), compacted by the round
+	// of minute 39 or 40.
+	coldAt := -1
 	for m := 10; m < 10+45; m++ {
 		minute(m, clock.Add(24*time.Hour))
+		if n := liveDataFiles(t, tbl)[first]; n == 1 && coldAt < 0 {
+			coldAt = m
+		}
 	}
-	if n := liveDataFiles(t, tbl)[first]; n != 1 {
-		t.Errorf("%d files in %s 45 minutes after its last append, want 1 (cold)", n, first)
+	if coldAt < 39 || coldAt > 40 {
+		t.Errorf("%s compacted into one file at minute %d, want 39 or 40 (30 minutes after its last append at 9)", first, coldAt)
 	}
 	if n := len(tbl.Metadata().Snapshots()); n > 12 {
 		t.Errorf("%d snapshots kept, want those of the last 5 minutes", n)
@@ -243,7 +249,7 @@ func TestColdAfterOutlivesSnapshots(t *testing.T) {
 	}
 }
 
-// TestNoteSequence: an entry per sixtieth of cold-after at most, with the
+// TestNoteSequence: an entry per 120th of cold-after at most, with the
 // commit time given, the old ones dropped but the newest of them, and
 // committedBy the first entry at or past a sequence number.
 func TestNoteSequence(t *testing.T) {
@@ -252,24 +258,24 @@ func TestNoteSequence(t *testing.T) {
 	if st.noteSequence(0, t0, t0, time.Hour) || st.noteSequence(5, t0, t0, 0) {
 		t.Fatal("recorded without a sequence number or cold-after")
 	}
-	// A commit every 30 s, a round 2 s after each.
-	for i := range 600 {
-		at := t0.Add(time.Duration(i) * 30 * time.Second)
+	// A commit every 15 s, a round 2 s after each.
+	for i := range 1200 {
+		at := t0.Add(time.Duration(i) * 15 * time.Second)
 		st.noteSequence(int64(i+1), at, at.Add(2*time.Second), time.Hour)
 	}
-	// One a minute over the last 2 hours, plus one older.
-	if n := len(st.Sequences); n < 119 || n > 122 {
+	// One every 30 s over the last 2 hours, plus one older.
+	if n := len(st.Sequences); n < 239 || n > 242 {
 		t.Fatalf("%d entries", n)
 	}
 	last := st.Sequences[len(st.Sequences)-1]
 	if st.noteSequence(last.Seq, last.At.Add(time.Hour), last.At.Add(time.Hour), time.Hour) {
 		t.Error("recorded an unchanged sequence number")
 	}
-	newest := t0.Add(599 * 30 * time.Second)
-	if d := newest.Sub(last.At); d < 0 || d >= time.Minute || last.At.Sub(t0)%(30*time.Second) != 0 {
-		t.Errorf("newest entry at %v, want a commit time within a minute of %v", last.At, newest)
+	newest := t0.Add(1199 * 15 * time.Second)
+	if d := newest.Sub(last.At); d < 0 || d >= 30*time.Second || last.At.Sub(t0)%(15*time.Second) != 0 {
+		t.Errorf("newest entry at %v, want a commit time within 30 s of %v", last.At, newest)
 	}
-	if st.Sequences[1].At.After(newest.Add(2*time.Second - 2*time.Hour).Add(time.Minute)) {
+	if st.Sequences[1].At.After(newest.Add(2*time.Second - 2*time.Hour).Add(30 * time.Second)) {
 		t.Errorf("second entry %v: more than two hours kept", st.Sequences[1].At)
 	}
 	at, ok := committedBy(st.Sequences, st.Sequences[3].Seq-1)
