@@ -276,7 +276,7 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		})
 		cold := true
 		for _, f := range fs {
-			cold = cold && f.committed.Before(now.Add(-s.coldAfter))
+			cold = cold && f.committed.Before(now.Add(coldSlack(s.coldAfter)-s.coldAfter))
 		}
 		var small []liveFile
 		for _, f := range fs {
@@ -311,6 +311,15 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 	}
 	return out
+}
+
+// coldSlack is how early a partition is compacted as cold: up to a
+// minute (a tenth of coldAfter when that is shorter) before its newest file
+// passes coldAfter. Maintenance runs once a minute after ingest, so the
+// round before the partition turns cold compacts it, and a reader never
+// finds a partition past coldAfter with its small files still apart.
+func coldSlack(coldAfter time.Duration) time.Duration {
+	return min(time.Minute, coldAfter/10)
 }
 
 // packGroups cuts files (oldest first) into groups of at most target bytes
