@@ -53,7 +53,7 @@ const (
 
 // Compaction defaults, for tables that do not set the properties.
 const (
-	DefaultTargetFileSize   = 32 << 20
+	DefaultTargetFileSize   = 8 << 20
 	DefaultCompactMinFiles  = 4
 	DefaultCompactColdAfter = time.Hour
 )

@@ -341,7 +341,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.snapshot-retention           1h     property
   timelake.min-snapshots                20     default
   timelake.dedupe-window                14d    default
-  timelake.target-file-size             32MiB  default
+  timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
@@ -361,7 +361,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
-				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
@@ -395,7 +395,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
   timelake.snapshot-retention           5m     default
   timelake.min-snapshots                20     default
   timelake.dedupe-window                14d    default
-  timelake.target-file-size             32MiB  default
+  timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
@@ -410,7 +410,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
-				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
@@ -449,7 +449,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.snapshot-retention           1h     property
   timelake.min-snapshots                20     default
   timelake.dedupe-window                14d    default
-  timelake.target-file-size             32MiB  default
+  timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
@@ -467,7 +467,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
-				"setting\ttimelake.target-file-size\t32MiB\tdefault\n" +
+				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
