@@ -39,17 +39,7 @@ func TestSegmentRoundTrip(t *testing.T) {
 
 func TestSegmentBytesPerKey(t *testing.T) {
 	// The budget: the load history costs at most 100 bytes per key.
-	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	var recs []LoadRecord
-	for i := range 20000 {
-		gw, minute := i%20, i/20
-		recs = append(recs, LoadRecord{
-			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
-			Size:   int64(3000 + i%500),
-			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
-			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
-		})
-	}
+	recs := gatewayKeys(20000)
 	body, err := encodeSegment(recs)
 	if err != nil {
 		t.Fatal(err)
@@ -242,17 +232,7 @@ func TestLoadHistoryIndexCache(t *testing.T) {
 // builds the index from the segment (a run without the cached index),
 // "cached" reads the index file the cache folder keeps.
 func BenchmarkSegmentIndex(b *testing.B) {
-	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	var recs []LoadRecord
-	for i := range 28800 {
-		gw, minute := i%20, i/20
-		recs = append(recs, LoadRecord{
-			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
-			Size:   int64(3000 + i%500),
-			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
-			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
-		})
-	}
+	recs := gatewayKeys(28800)
 	body, err := encodeSegment(recs)
 	if err != nil {
 		b.Fatal(err)
@@ -348,4 +328,21 @@ func historyOfThree(t *testing.T, dir, cache string) (*Lake, []segmentInfo) {
 		t.Fatalf("segments %v", segs)
 	}
 	return l, segs
+}
+
+// gatewayKeys is the load history of n files of 20 gateways, one file per
+// gateway and minute from 2026-01-05.
+func gatewayKeys(n int) []LoadRecord {
+	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	recs := make([]LoadRecord, 0, n)
+	for i := range n {
+		gw, minute := i%20, i/20
+		recs = append(recs, LoadRecord{
+			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
+			Size:   int64(3000 + i%500),
+			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
+			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
+		})
+	}
+	return recs
 }

@@ -262,3 +262,13 @@ func HasAnnotation(cmd *cobra.Command, key string) bool {
 	}
 	return false
 }
+
+// Adapt turns a command group's test hook runF, which receives the options
+// of whichever subcommand ran, into the typed hook of one subcommand
+// (nil stays nil: the subcommand runs for real).
+func Adapt[T any](runF func(context.Context, any) error) func(context.Context, *T) error {
+	if runF == nil {
+		return nil
+	}
+	return func(ctx context.Context, o *T) error { return runF(ctx, o) }
+}

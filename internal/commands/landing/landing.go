@@ -43,17 +43,10 @@ the next ingest run loads them.`,
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.LandingGroup)
 	cmd.AddCommand(
-		NewCmdRejected(f, adapt[RejectedOptions](runF)),
-		NewCmdRequeue(f, adapt[RequeueOptions](runF)),
+		NewCmdRejected(f, cmdutil.Adapt[RejectedOptions](runF)),
+		NewCmdRequeue(f, cmdutil.Adapt[RequeueOptions](runF)),
 	)
 	return cmd
-}
-
-func adapt[T any](runF func(context.Context, any) error) func(context.Context, *T) error {
-	if runF == nil {
-		return nil
-	}
-	return func(ctx context.Context, o *T) error { return runF(ctx, o) }
 }
 
 // Output is where and how a subcommand prints.

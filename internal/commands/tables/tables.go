@@ -45,25 +45,18 @@ tab-separated values with a header line in a pipe, and one JSON document with
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.Tables)
 	cmd.AddCommand(
-		NewCmdList(f, adapt[ListOptions](runF)),
-		NewCmdShow(f, adapt[ShowOptions](runF)),
-		NewCmdSnapshots(f, adapt[SnapshotsOptions](runF)),
-		NewCmdBatches(f, adapt[BatchesOptions](runF)),
-		NewCmdBatch(f, adapt[BatchOptions](runF)),
-		NewCmdFiles(f, adapt[FilesOptions](runF)),
-		NewCmdCreate(f, adapt[CreateOptions](runF)),
-		NewCmdMaintain(f, adapt[MaintainOptions](runF)),
-		NewCmdAlter(f, adapt[AlterOptions](runF)),
-		NewCmdExpire(f, adapt[ExpireOptions](runF)),
+		NewCmdList(f, cmdutil.Adapt[ListOptions](runF)),
+		NewCmdShow(f, cmdutil.Adapt[ShowOptions](runF)),
+		NewCmdSnapshots(f, cmdutil.Adapt[SnapshotsOptions](runF)),
+		NewCmdBatches(f, cmdutil.Adapt[BatchesOptions](runF)),
+		NewCmdBatch(f, cmdutil.Adapt[BatchOptions](runF)),
+		NewCmdFiles(f, cmdutil.Adapt[FilesOptions](runF)),
+		NewCmdCreate(f, cmdutil.Adapt[CreateOptions](runF)),
+		NewCmdMaintain(f, cmdutil.Adapt[MaintainOptions](runF)),
+		NewCmdAlter(f, cmdutil.Adapt[AlterOptions](runF)),
+		NewCmdExpire(f, cmdutil.Adapt[ExpireOptions](runF)),
 	)
 	return cmd
-}
-
-func adapt[T any](runF func(context.Context, any) error) func(context.Context, *T) error {
-	if runF == nil {
-		return nil
-	}
-	return func(ctx context.Context, o *T) error { return runF(ctx, o) }
 }
 
 // Output is where and how a subcommand prints (internal/iostreams): a
