@@ -234,7 +234,7 @@ type MaintainReport struct {
 
 // maintenanceStateKey is a small object next to the table's metadata that
 // remembers when orphan files were last looked for, and when the table
-// reached which sequence number (sequenceTimes). It is advisory: when lost
+// reached which sequence number (Sequences). It is advisory: when lost
 // or overwritten by a concurrent round, orphans are looked for early and a
 // partition goes cold a little late; nothing else depends on it.
 const maintenanceStateKey = "metadata/_timelake-maintenance.json"
@@ -262,9 +262,8 @@ type sequenceTime struct {
 // advanced and the newest entry is older than a 120th of coldAfter (30 s
 // for the default hour: every run of a poller started each minute notes
 // its commits, so a file's commit time is known to the run), and drops
-// entries no
-// longer needed: those older than twice coldAfter but the newest of them.
-// It reports whether the state changed.
+// entries no longer needed: those older than twice coldAfter but the newest
+// of them. It reports whether the state changed.
 func (st *maintenanceState) noteSequence(seq int64, at, now time.Time, coldAfter time.Duration) bool {
 	if seq <= 0 || coldAfter <= 0 {
 		return false

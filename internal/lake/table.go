@@ -168,11 +168,18 @@ func (readOnly) CommitTable(context.Context, table.Identifier, []table.Requireme
 	return nil, "", errReadOnly
 }
 
-// Refresh reloads the newest version.
+// Refresh reloads the newest version; it never goes back to a version
+// older than the one this Table holds.
 func (t *Table) Refresh(ctx context.Context) error {
 	h, v, err := t.lake.loadLatest(ctx, t.name)
 	if err != nil {
 		return err
+	}
+	// A commit of this Table that landed while the newest version was
+	// being read is newer than what was read: keep it (unless the table
+	// was made anew meanwhile: another table uuid).
+	if ch, cur := t.loaded(); v < cur && ch.write.TableUUID() == h.write.TableUUID() {
+		return nil
 	}
 	return t.set(h, v)
 }
