@@ -379,9 +379,6 @@ func (r *runner) finishReport(start time.Time) {
 
 func (r *runner) run(ctx context.Context) (err error) {
 	defer func() { err = withCause(ctx, err) }()
-	if n := removeStaleDownloads(r.cfg.WorkDir, time.Now()); n > 0 {
-		r.log.Info("removed download copies left by runs that ended without cleaning up", "files", n)
-	}
 	var release func()
 	ctx, release, err = r.open(ctx)
 	if err != nil {
@@ -412,9 +409,13 @@ func withCause(ctx context.Context, err error) error {
 // the table's ingest lease and keeps renewing it. The returned context is
 // cancelled, with ErrLeaseLost as its cause, when a renewal fails; release
 // stops the renewals and releases the lease (with its own deadline: it
-// runs when ctx may be done).
+// runs when ctx may be done). It first removes the download copies of runs
+// that were killed (ingest's runs and serve's session both open here).
 func (r *runner) open(ctx context.Context) (_ context.Context, release func(), err error) {
 	release = func() {}
+	if n := removeStaleDownloads(r.cfg.WorkDir, time.Now()); n > 0 {
+		r.log.Info("removed download copies left by runs that ended without cleaning up", "files", n)
+	}
 	tbl, err := r.cfg.Lake.LoadTable(ctx, r.cfg.Table)
 	switch {
 	case err == nil:

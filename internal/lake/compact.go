@@ -83,6 +83,10 @@ type CompactOptions struct {
 	MaxBytes int64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
+
+	// state is the maintenance state Maintain already read (its
+	// sequences date files whose snapshots expired); nil: Compact reads it.
+	state *maintenanceState
 }
 
 // CompactionGroup is one set of files of a partition rewritten together.
@@ -358,9 +362,13 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	h, v := t.loaded()
 	res := CompactResult{Version: v}
 	s := compactSettingsOf(h.props(), opts)
-	st, err := t.loadMaintenanceState(ctx)
-	if err != nil {
-		return res, err
+	st := opts.state
+	if st == nil {
+		loaded, err := t.loadMaintenanceState(ctx)
+		if err != nil {
+			return res, err
+		}
+		st = &loaded
 	}
 	files, _, err := t.liveFiles(ctx, h, st.Sequences)
 	if err != nil {

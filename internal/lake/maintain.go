@@ -375,7 +375,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainRep
 		return rep, nil
 	}
 	rep.Compacted, err = t.Compact(ctx, CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
-		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound})
+		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, state: &st})
 	if err != nil {
 		return rep, err
 	}
