@@ -526,6 +526,9 @@ type segmentCache struct {
 	mu  sync.Mutex
 	ix  map[string]*segmentIndex
 	rec map[string][]LoadRecord // the records of the last segments a lookup hit
+	// pruned is, per table, the segment list the cache folder was last
+	// pruned to: a list seen before needs no look at the folder.
+	pruned map[string]string
 }
 
 // LoadHistory returns the load history of the loaded version, reading the
@@ -546,7 +549,19 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 		}
 		hist.segments = append(hist.segments, ix)
 	}
-	l.pruneCache(n, segs)
+	names := segmentsProperty(segs)
+	l.segments.mu.Lock()
+	seen := l.segments.pruned[n.String()] == names
+	if !seen {
+		if l.segments.pruned == nil {
+			l.segments.pruned = map[string]string{}
+		}
+		l.segments.pruned[n.String()] = names
+	}
+	l.segments.mu.Unlock()
+	if !seen {
+		l.pruneCache(n, segs)
+	}
 	return hist, nil
 }
 
