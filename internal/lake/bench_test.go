@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 )
 
 // BenchmarkAppend measures one append (one snapshot, one metadata write) on
@@ -130,4 +131,80 @@ func BenchmarkPrepare(b *testing.B) {
 			b.ReportMetric(float64(c.rows), "rows/op")
 		})
 	}
+}
+
+// BenchmarkRewriteGroup measures rewriting one compaction group of six
+// large, well-compressed files of one day (86,400 rows each, sorted, the
+// same devices with interleaved times: the merge's worst case) into one, by the merge of the sorted files ("merge", what
+// compaction does) and by reading the group whole and sorting it ("whole",
+// the fallback for a file out of order), and reports the peak of the Go
+// heap during the rewrite (sampled every millisecond): the merge's must
+// not grow with the group.
+func BenchmarkRewriteGroup(b *testing.B) {
+	ctx := context.Background()
+	l := newLocalLake(b)
+	tbl, err := l.CreateTable(ctx, testName, gatewaySchema,
+		CreateSpec{TimeColumn: "time", SeriesKey: []string{"device_id"}, Partition: Day})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const files, rowsPerFile = 6, 86_400
+	for i := range files {
+		rec := gatewayBatch(b, tbl.ArrowSchema(), time.Date(2026, 1, 5, 0, 0, i, 0, time.UTC), rowsPerFile, 0)
+		if _, err := tbl.Append(ctx, fmt.Sprint(i), []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		rec.Release()
+	}
+	inputs := liveInputs(b, tbl)
+	g := &CompactionGroup{inputs: inputs, Rows: files * rowsPerFile}
+	for _, df := range inputs {
+		g.BytesIn += df.FileSizeBytes()
+	}
+	for _, mode := range []string{"merge", "whole"} {
+		b.Run(mode, func(b *testing.B) {
+			var peak uint64
+			for range b.N {
+				runtime.GC()
+				stop := samplePeakHeap(&peak)
+				var out []iceberg.DataFile
+				if mode == "merge" {
+					pooled, streamed := splitMergeInputs(inputs)
+					out, err = tbl.mergeGroup(ctx, tbl.view(), g, pooled, streamed)
+				} else {
+					out, err = tbl.rewriteWhole(ctx, tbl.view(), g)
+				}
+				stop()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				tbl.removeFiles(ctx, dataFilePaths(out))
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(g.BytesIn)/(1<<20), "input-MiB")
+		})
+	}
+}
+
+// samplePeakHeap records the largest HeapInuse seen into peak until the
+// returned stop is called.
+func samplePeakHeap(peak *uint64) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			*peak = max(*peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -423,35 +426,180 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	return res, nil
 }
 
-// rewriteGroup reads the rows of g's input files (through iceberg-go's
-// scan: projected to the current schema by field id, so files written
-// before a schema change read with the new columns null) and writes them as
-// new data files, sorted as appends are.
+// rewriteGroup writes the rows of g's input files as new data files,
+// sorted as appends are: by merging the files (merge.go) when some are too
+// large to hold at once, else by reading them whole and sorting (as an
+// append does), which is also what a group with an out-of-order file falls
+// back to.
 func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	v := t.view()
-	tasks := make([]table.FileScanTask, len(g.inputs))
-	for i, df := range g.inputs {
+	pooled, streamed := splitMergeInputs(g.inputs)
+	if len(streamed) == 0 {
+		return t.rewriteWhole(ctx, v, g)
+	}
+	files, err := t.mergeGroup(ctx, v, g, pooled, streamed)
+	if errors.Is(err, errUnsortedRun) {
+		return t.rewriteWhole(ctx, v, g)
+	}
+	return files, err
+}
+
+// splitMergeInputs picks the files a merge reads whole into its pool (the
+// small ones, up to mergePoolRows rows) and those it streams, each with
+// its position in inputs (ties keep input order).
+func splitMergeInputs(inputs []iceberg.DataFile) (pooled []iceberg.DataFile, streamed []int) {
+	var rows int64
+	for i, df := range inputs {
+		if n := df.Count(); n <= mergePoolFileRows && rows+n <= mergePoolRows {
+			pooled = append(pooled, df)
+			rows += n
+			continue
+		}
+		streamed = append(streamed, i)
+	}
+	return pooled, streamed
+}
+
+// rewriteWhole reads every row of g at once and writes them sorted.
+func (t *Table) rewriteWhole(ctx context.Context, v tableView, g *CompactionGroup) ([]iceberg.DataFile, error) {
+	recs, rows, err := t.readFiles(ctx, v, g.inputs)
+	defer releaseAll(recs)
+	if err != nil {
+		return nil, err
+	}
+	if rows != g.Rows {
+		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.inputs), g.Rows)
+	}
+	files, _, err := t.writeDataFiles(ctx, v, recs, 0)
+	return files, err
+}
+
+// mergeGroup writes g's rows by merging its files as sorted runs: the
+// pooled files read whole and sorted as one run, each streamed file (an
+// index into g.inputs) read mergeReadRows rows at a time. Errors wrap
+// errUnsortedRun when a streamed file is out of order (its outputs
+// removed).
+func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup, pooled []iceberg.DataFile, streamed []int) ([]iceberg.DataFile, error) {
+	k, err := newSortKey(v.arrowSc, v.contract)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*mergeRun
+	stopped := false
+	defer func() {
+		if !stopped { // mergeRuns stops them once iterated
+			for _, r := range runs {
+				r.stop()
+			}
+		}
+	}()
+	if len(pooled) > 0 {
+		recs, _, err := t.readFiles(ctx, v, pooled)
+		defer releaseAll(recs)
+		if err != nil {
+			return nil, err
+		}
+		sr, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs, v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
+		if err != nil {
+			return nil, err
+		}
+		defer sr.Release()
+		pos := 0
+		runs = append(runs, &mergeRun{name: "small files", order: -1, stop: func() {},
+			next: func() (arrow.RecordBatch, error, bool) {
+				if pos >= sr.Len() {
+					return nil, nil, false
+				}
+				lo := pos
+				pos = min(pos+mergeReadRows, sr.Len())
+				rec, err := sr.take(ctx, lo, pos)
+				return rec, err, true
+			}})
+	}
+	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
+	for _, i := range streamed {
+		df := g.inputs[i]
+		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, pullRun(df.FilePath(), i, conformed(it, v.arrowSc)))
+	}
+	var rows atomic.Int64
+	var mergeErr error
+	merged := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range mergeRuns(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
+			if err != nil {
+				mergeErr = err
+				yield(nil, err)
+				return
+			}
+			rows.Add(rec.NumRows())
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+	stopped = true
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, merged,
+		table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches)) {
+		if err != nil {
+			t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
+			if mergeErr != nil {
+				return nil, fmt.Errorf("merge data files: %w", mergeErr)
+			}
+			return nil, fmt.Errorf("write data files: %w", err)
+		}
+		files = append(files, df)
+	}
+	if n := rows.Load(); n != g.Rows {
+		t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
+		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.inputs), g.Rows)
+	}
+	return files, nil
+}
+
+// conformed passes on seq's batches as conformRecord makes them.
+func conformed(seq iter.Seq2[arrow.RecordBatch, error], sc *arrow.Schema) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range seq {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			c, err := conformRecord(rec, sc)
+			rec.Release()
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readFiles reads every row of files (through iceberg-go's scan: projected
+// to the current schema by field id, so files written before a schema
+// change read with the new columns null) as batches of v's schema, and
+// their row count. The caller releases the batches, also on error.
+func (t *Table) readFiles(ctx context.Context, v tableView, files []iceberg.DataFile) ([]arrow.RecordBatch, int64, error) {
+	tasks := make([]table.FileScanTask, len(files))
+	for i, df := range files {
 		tasks[i] = table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes()}
 	}
 	_, it, err := t.Iceberg().Scan().ReadTasks(ctx, tasks)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var recs []arrow.RecordBatch
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
 	var rows int64
 	for rec, err := range it {
 		if err != nil {
-			return nil, err
+			return recs, 0, err
 		}
 		conformed, err := conformRecord(rec, v.arrowSc)
 		rec.Release()
 		if err != nil {
-			return nil, err
+			return recs, 0, err
 		}
 		// The scan's batches keep the buffers its reader reserved for a
 		// whole batch (64 Ki rows per column), however few rows a small
@@ -461,16 +609,18 @@ func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg
 		sized, err := sizedRecord(conformed)
 		conformed.Release()
 		if err != nil {
-			return nil, err
+			return recs, 0, err
 		}
 		recs = append(recs, sized)
-		rows += conformed.NumRows()
+		rows += sized.NumRows()
 	}
-	if rows != g.Rows {
-		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.inputs), g.Rows)
+	return recs, rows, nil
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
 	}
-	files, _, err := t.writeDataFiles(ctx, v, recs, 0)
-	return files, err
 }
 
 // sizedRecord copies rec's columns into buffers of their size

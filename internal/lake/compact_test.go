@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -220,3 +224,126 @@ func requireConformantTable(t *testing.T, l *Lake, tbl *Table) {
 }
 
 var _ = arrow.RecordBatch(nil)
+
+// TestCompactMergesLargeFiles: a group with files too large to pool is
+// merged file by file (merge.go); the rows are the same and sorted, ties
+// and interleaved series included. A large file out of order (written by
+// another tool) makes the group fall back to the whole-group sort.
+func TestCompactMergesLargeFiles(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return clock }
+	tbl := createTestTable(t, l)
+	base := day0.Add(-12 * time.Hour)
+	const large = mergePoolFileRows + 4000
+	// Three large files of the same devices, their times interleaved (the
+	// first and the third identical: ties), and small ones in between.
+	for i, off := range []time.Duration{0, 333 * time.Millisecond, 0} {
+		rec := rowsAt(t, tbl, base.Add(off), large, 0)
+		if _, err := tbl.Append(ctx, fmt.Sprintf("large-%d", i), []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		appendRows(t, tbl, fmt.Sprintf("small-%d.csv", i), day0.Add(-time.Duration(i+2)*time.Hour), 7)
+	}
+	before := scanRows(t, tbl, 0)
+	clock = clock.Add(2 * time.Hour) // cold: one group of all six
+	dry, err := tbl.Compact(ctx, CompactOptions{DryRun: true})
+	if err != nil || len(dry.Groups) != 1 || dry.Groups[0].FilesIn != 6 {
+		t.Fatalf("plan: %+v, %v", dry, err)
+	}
+	pooled, streamed := splitMergeInputs(dry.Groups[0].inputs)
+	if len(pooled) != 3 || len(streamed) != 3 {
+		t.Fatalf("merge inputs: %d pooled, %d streamed; want 3 and 3", len(pooled), len(streamed))
+	}
+	// The merge itself succeeds (Compact would fall back silently).
+	merged, err := tbl.mergeGroup(ctx, tbl.view(), &dry.Groups[0], pooled, streamed)
+	if err != nil || len(merged) != 1 || merged[0].Count() != dry.Groups[0].Rows {
+		t.Fatalf("merge: %d files, %v", len(merged), err)
+	}
+	tbl.removeFiles(ctx, dataFilePaths(merged))
+	res, err := tbl.Compact(ctx, CompactOptions{})
+	if err != nil || len(res.Groups) != 1 || res.Groups[0].FilesOut != 1 {
+		t.Fatalf("compaction: %+v, %v", res, err)
+	}
+	if got := scanRows(t, tbl, 0); !slices.Equal(got, before) {
+		t.Fatalf("rows changed by the merge: %d rows, want %d", len(got), len(before))
+	}
+	checkSortedFiles(t, tbl)
+	requireConformantTable(t, l, tbl)
+
+	// A large file written unsorted, as another writer may: its rows in
+	// reverse order.
+	v := tbl.view()
+	rec := rowsAt(t, tbl, base.Add(time.Second/2), large, 1)
+	idx := make([]int64, large)
+	for i := range idx {
+		idx[i] = int64(large - 1 - i)
+	}
+	rev := takeRows(t, rec, idx)
+	rec.Release()
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, func(yield func(arrow.RecordBatch, error) bool) { yield(rev, nil) }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, df)
+	}
+	p := &Prepared{BatchID: "foreign-unsorted", Rows: large, files: files, summary: iceberg.Properties{SummaryBatchID: "foreign-unsorted"}}
+	if _, err := tbl.Commit(ctx, []*Prepared{p}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, tbl, "small-late.csv", day0.Add(-5*time.Hour), 7)
+	before = scanRows(t, tbl, 0)
+	clock = clock.Add(2 * time.Hour)
+	g := CompactionGroup{inputs: liveInputs(t, tbl), Rows: int64(len(before))}
+	if _, streamed := splitMergeInputs(g.inputs); len(streamed) < 2 {
+		t.Fatalf("%d files streamed, want the compacted file and the unsorted one", len(streamed))
+	}
+	_, err = tbl.mergeGroup(ctx, tbl.view(), &g, splitPooled(g.inputs), splitStreamed(g.inputs))
+	if !errors.Is(err, errUnsortedRun) {
+		t.Fatalf("merging an unsorted file: %v, want errUnsortedRun", err)
+	}
+	if res, err = tbl.Compact(ctx, CompactOptions{}); err != nil || len(res.Groups) != 1 || res.Groups[0].FilesIn != 3 {
+		t.Fatalf("compaction with an unsorted file: %+v, %v", res, err)
+	}
+	if got := scanRows(t, tbl, 0); !slices.Equal(got, before) {
+		t.Fatalf("rows changed by the fallback: %d rows, want %d", len(got), len(before))
+	}
+	checkSortedFiles(t, tbl)
+}
+
+func splitPooled(in []iceberg.DataFile) []iceberg.DataFile { p, _ := splitMergeInputs(in); return p }
+func splitStreamed(in []iceberg.DataFile) []int            { _, s := splitMergeInputs(in); return s }
+
+// liveInputs returns the current snapshot's data files.
+func liveInputs(t testing.TB, tbl *Table) []iceberg.DataFile {
+	t.Helper()
+	h, _ := tbl.loaded()
+	files, _, err := tbl.liveFiles(context.Background(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []iceberg.DataFile
+	for _, f := range files {
+		out = append(out, f.entry.DataFile())
+	}
+	return out
+}
+
+// takeRows returns the rows idx of rec, in that order.
+func takeRows(t testing.TB, rec arrow.RecordBatch, idx []int64) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(idx, nil)
+	ia := b.NewArray()
+	b.Release()
+	defer ia.Release()
+	out, err := compute.TakeArray(context.Background(), array.RecordToStructArray(rec), ia)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	return array.RecordFromStructArray(out.(*array.Struct), rec.Schema())
+}

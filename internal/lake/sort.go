@@ -44,6 +44,20 @@ func chunkedTake(dt arrow.DataType) bool {
 func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
 	timeCol string, seriesKey []string, chunk Granularity,
 ) (*sortedRows, error) {
+	s, err := newChunkedRows(mem, sc, recs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.order(timeCol, seriesKey, chunk); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newChunkedRows holds the columns of recs (retained) as take reads them,
+// in input order: no perm, no runs (the merge sets perm and takes).
+func newChunkedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch) (*sortedRows, error) {
 	s := &sortedRows{mem: mem, sc: sc, cols: make([]*arrow.Chunked, sc.NumFields())}
 	for i, f := range sc.Fields() {
 		parts := make([]arrow.Array, 0, len(recs))
@@ -61,10 +75,6 @@ func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBa
 		}
 		s.cols[i] = arrow.NewChunked(f.Type, []arrow.Array{c})
 		c.Release()
-	}
-	if err := s.order(timeCol, seriesKey, chunk); err != nil {
-		s.Release()
-		return nil, err
 	}
 	return s, nil
 }
@@ -219,8 +229,7 @@ func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) ite
 				return
 			}
 			if !yield(rec, nil) {
-				rec.Release()
-				return
+				return // the consumer took rec, as WriteRecords does
 			}
 		}
 	}
@@ -296,59 +305,56 @@ func cmpInt[T int64 | int32 | float64 | float32](a, b T) int {
 	return 0
 }
 
-// columnComparator orders two rows of one column, nulls first.
+// columnComparator orders two rows of one column, nulls first
+// (compareValues); errors name a type that cannot be a sort key.
 func columnComparator(c arrow.Array) (func(i, j int) int, error) {
-	withNulls := func(f func(i, j int) int) func(i, j int) int {
-		return func(i, j int) int {
-			ni, nj := c.IsNull(i), c.IsNull(j)
-			switch {
-			case ni && nj:
-				return 0
-			case ni:
-				return -1
-			case nj:
-				return 1
-			}
-			return f(i, j)
-		}
-	}
-	switch a := c.(type) {
-	case *array.String:
-		return withNulls(func(i, j int) int {
-			x, y := a.Value(i), a.Value(j)
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		}), nil
-	case *array.Int64:
-		return withNulls(func(i, j int) int { return cmpInt(a.Value(i), a.Value(j)) }), nil
-	case *array.Int32:
-		return withNulls(func(i, j int) int { return cmpInt(a.Value(i), a.Value(j)) }), nil
-	case *array.Float64:
-		return withNulls(func(i, j int) int { return cmpInt(a.Value(i), a.Value(j)) }), nil
-	case *array.Float32:
-		return withNulls(func(i, j int) int { return cmpInt(a.Value(i), a.Value(j)) }), nil
-	case *array.Boolean:
-		return withNulls(func(i, j int) int {
-			x, y := a.Value(i), a.Value(j)
-			switch {
-			case x == y:
-				return 0
-			case !x:
-				return -1
-			}
-			return 1
-		}), nil
-	case *array.Timestamp:
-		return withNulls(func(i, j int) int { return cmpInt(int64(a.Value(i)), int64(a.Value(j))) }), nil
-	case *array.Date32:
-		return withNulls(func(i, j int) int { return cmpInt(int32(a.Value(i)), int32(a.Value(j))) }), nil
+	switch c.(type) {
+	case *array.String, *array.Int64, *array.Int32, *array.Float64, *array.Float32,
+		*array.Boolean, *array.Timestamp, *array.Date32:
+		return func(i, j int) int { return compareValues(c, i, c, j) }, nil
 	}
 	return nil, fmt.Errorf("cannot sort by type %s (use a string, integer, float, boolean or timestamp column)", c.DataType())
+}
+
+// compareValues orders row i of a and row j of b, two arrays of the same
+// type (one of columnComparator's): nulls first, false before true.
+// Values of other types compare equal.
+func compareValues(a arrow.Array, i int, b arrow.Array, j int) int {
+	ni, nj := a.IsNull(i), b.IsNull(j)
+	switch {
+	case ni && nj:
+		return 0
+	case ni:
+		return -1
+	case nj:
+		return 1
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return strings.Compare(x.Value(i), b.(*array.String).Value(j))
+	case *array.Int64:
+		return cmpInt(x.Value(i), b.(*array.Int64).Value(j))
+	case *array.Int32:
+		return cmpInt(x.Value(i), b.(*array.Int32).Value(j))
+	case *array.Float64:
+		return cmpInt(x.Value(i), b.(*array.Float64).Value(j))
+	case *array.Float32:
+		return cmpInt(x.Value(i), b.(*array.Float32).Value(j))
+	case *array.Boolean:
+		u, v := x.Value(i), b.(*array.Boolean).Value(j)
+		switch {
+		case u == v:
+			return 0
+		case !u:
+			return -1
+		}
+		return 1
+	case *array.Timestamp:
+		return cmpInt(int64(x.Value(i)), int64(b.(*array.Timestamp).Value(j)))
+	case *array.Date32:
+		return cmpInt(int32(x.Value(i)), int32(b.(*array.Date32).Value(j)))
+	}
+	return 0
 }
 
 // groupKey is the leading part of a row's sort key when the series key has
