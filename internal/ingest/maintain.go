@@ -32,6 +32,9 @@ type Maintenance struct {
 	Pending bool `json:"pending"`
 	// Skipped says why nothing was done (the table's settings).
 	Skipped string `json:"skipped,omitempty"`
+	// CompactionSkipped says why compaction planned nothing (row-level
+	// delete files of another engine).
+	CompactionSkipped string `json:"compaction_skipped,omitempty"`
 	// Error is why maintenance stopped; the run's files are loaded
 	// whatever it says.
 	Error   string  `json:"error,omitempty"`
@@ -51,7 +54,7 @@ func Maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maint
 	rep, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: budget})
 	m := &Maintenance{Pending: rep.Pending, Skipped: rep.Skipped, Seconds: rep.Took.Seconds(),
 		SnapshotsExpired: len(rep.Expired.Expired), KeysRemembered: rep.Expired.Remembered,
-		FilesDeleted: rep.Expired.FilesDeleted}
+		FilesDeleted: rep.Expired.FilesDeleted, CompactionSkipped: rep.Compacted.Skipped}
 	for _, g := range rep.Compacted.Groups {
 		m.FilesIn += g.FilesIn
 		m.BytesIn += g.BytesIn

@@ -42,9 +42,9 @@ import (
 // are merged into as few as the target size allows.
 //
 // iceberg-go's RewriteDataFiles plans bin-packing without sorting and
-// stamps snapshots with the wall clock; the rewrite here sorts (the files of
-// a partition are read, sorted and written as an append's are) and is
-// staged like appends (snapshots.go), with the lake's clock, so the fleet
+// stamps snapshots with the wall clock; the rewrite here keeps the rows in
+// the order appends write them (merging the group's sorted files, merge.go)
+// and is staged like appends (snapshots.go), with the lake's clock, so the fleet
 // benchmark can simulate days. Manifests are encoded by iceberg-go.
 
 // Table properties of compaction (docs/maintenance.md).
@@ -115,6 +115,10 @@ type CompactResult struct {
 	// writer replaced one of their files meanwhile (their output was
 	// deleted; nothing is lost).
 	Dropped int
+	// Skipped says why nothing was planned although files may be small:
+	// the table has row-level delete files (written by another engine),
+	// which this rewrite does not apply.
+	Skipped string
 }
 
 // compactSettings are the resolved compaction settings of a table.
@@ -373,9 +377,20 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 		st = &loaded
 	}
-	files, _, err := t.liveFiles(ctx, h, st.Sequences)
+	files, mfs, err := t.liveFiles(ctx, h, st.Sequences)
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
+	}
+	// Rows deleted by position or equality delete files would come back
+	// if their data files were rewritten without them (the scan of a
+	// rewrite reads data files only): such tables are left to the engine
+	// that wrote the deletes (e.g. Spark's rewrite_data_files).
+	for _, mf := range mfs {
+		if mf.ManifestContent() == iceberg.ManifestContentDeletes && mf.AddedDataFiles()+mf.ExistingDataFiles() > 0 {
+			res.Skipped = "the table has row-level delete files, which compaction does not apply; " +
+				"rewrite it with the engine that wrote them (e.g. Spark's rewrite_data_files)"
+			return res, nil
+		}
 	}
 	groups := planCompaction(files, int32(h.write.DefaultPartitionSpec()), s, t.lake.now(), opts.MaxBytes)
 	if opts.DryRun || len(groups) == 0 {

@@ -347,3 +347,61 @@ func takeRows(t testing.TB, rec arrow.RecordBatch, idx []int64) arrow.RecordBatc
 	defer out.Release()
 	return array.RecordFromStructArray(out.(*array.Struct), rec.Schema())
 }
+
+// txnMutation commits what do stages on an iceberg-go transaction, as
+// another engine's commit would (tests only).
+type txnMutation struct {
+	t  *Table
+	do func(*table.Transaction) error
+}
+
+func (m *txnMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
+	meta, err := base.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := &captureCatalog{base: meta, baseLoc: m.t.lake.metadataLocation(m.t.name, n)}
+	txn := table.New(m.t.ident(), meta, cc.baseLoc, m.t.lake.fsF, cc).NewTransaction()
+	if err := m.do(txn); err != nil {
+		return nil, nil, err
+	}
+	return cc.capture(ctx, txn)
+}
+
+func (m *txnMutation) finish(context.Context, int, bool) {}
+
+// TestCompactLeavesRowLevelDeletesAlone: rows another engine deleted with
+// position delete files (merge-on-read) would come back if compaction
+// rewrote their data files without the deletes: it plans nothing and says
+// why.
+func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return clock }
+	tbl := createTestTable(t, l)
+	for i := range 6 {
+		appendRows(t, tbl, fmt.Sprintf("gw-%d.csv", i), day0.Add(-time.Duration(i+2)*time.Hour), 7)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := &txnMutation{t: tbl, do: func(txn *table.Transaction) error {
+		return txn.Delete(ctx, iceberg.EqualTo(iceberg.Reference("value"), 3.0), nil)
+	}}
+	if _, err := tbl.commit(ctx, m, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := scanRows(t, tbl, 0)
+	if len(before) != 6*7-6 {
+		t.Fatalf("%d rows after the delete, want %d", len(before), 6*7-6)
+	}
+	clock = clock.Add(2 * time.Hour)
+	res, err := tbl.Compact(ctx, CompactOptions{})
+	if err != nil || len(res.Groups) != 0 || res.Skipped == "" {
+		t.Fatalf("compaction of a table with delete files: %+v, %v", res, err)
+	}
+	if got := scanRows(t, tbl, 0); !slices.Equal(got, before) {
+		t.Fatalf("rows changed: %d rows, want %d", len(got), len(before))
+	}
+}

@@ -123,6 +123,9 @@ type CompactionReport struct {
 	// Dropped counts groups not committed because another writer
 	// replaced one of their files meanwhile (nothing is lost).
 	Dropped int `json:"dropped"`
+	// Skipped says why compaction planned nothing (row-level delete
+	// files of another engine); empty otherwise.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // CompactionRow is one group of files of a partition rewritten together.
@@ -230,7 +233,7 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 	// A step that ran reports the version it worked on (Compact and
 	// Expire, dry runs included).
 	if c := rep.Compacted; c.Version != 0 {
-		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped}
+		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped}
 		if id := c.SnapshotID; id != 0 {
 			r.Compaction.SnapshotID = &id
 		}
@@ -400,6 +403,9 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		case c == nil:
 			section("Compaction")
 			b.WriteString(notDone)
+		case c.Skipped != "":
+			section("Compaction")
+			fmt.Fprintf(&b, "  skipped: %s\n", c.Skipped)
 		case len(c.Groups) > 0:
 			title := "Compaction"
 			if id := c.SnapshotID; id != nil {
