@@ -230,8 +230,11 @@ var _ = arrow.RecordBatch(nil)
 // and interleaved series included. A large file out of order (written by
 // another tool) makes the group fall back to the whole-group sort.
 func TestCompactMergesLargeFiles(t *testing.T) {
+	forEachLake(t, testCompactMergesLargeFiles)
+}
+
+func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 	ctx := context.Background()
-	l := newLocalLake(t)
 	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return clock }
 	tbl := createTestTable(t, l)
