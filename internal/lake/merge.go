@@ -31,7 +31,7 @@ import (
 const (
 	mergePoolFileRows = 16 * 1024  // a file this small is read whole into the pool
 	mergePoolRows     = 256 * 1024 // the pool's rows at most
-	mergeReadRows     = 4 * 1024   // rows per batch read from a streamed file
+	mergeReadRows     = 1 * 1024   // rows per batch read from a streamed file
 	mergeOutRows      = 8 * 1024   // rows per merged batch handed to the writer
 )
 

@@ -1,0 +1,67 @@
+package lake
+
+import (
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/klauspost/compress/zstd"
+)
+
+// The zstd codec of the Parquet pages timelake writes. arrow-go's own
+// encodes every page with pooled encoders of the default 8 MiB window,
+// each keeping 16 MiB of history, for pages of at most about 1 MiB
+// (write.parquet.page-size-bytes and the dictionary page limit): writing
+// one data file held 16 to 32 MiB of encoder history, about a third of a
+// fleet run's memory, and a compaction's rewrite more. A window of
+// pageWindow bytes finds the same matches in a page no larger than that
+// (a match cannot reach further back than the page's start), so pages up
+// to pageWindow are encoded with encoders of that window (about 1.1 MiB of
+// history each, with klauspost/compress's lower-memory mode); larger pages,
+// and all decoding, go to arrow-go's codec. The frames are plain zstd: any
+// reader decodes them. Registered once, for the whole process
+// (compress.RegisterCodec), before any file is written.
+const pageWindow = 1 << 20
+
+type zstdPageCodec struct {
+	compress.Codec // arrow-go's zstd codec
+}
+
+var pageEncoders sync.Map // zstd.EncoderLevel -> *sync.Pool of *zstd.Encoder
+
+func init() {
+	if c, err := compress.GetCodec(compress.Codecs.Zstd); err == nil {
+		compress.RegisterCodec(compress.Codecs.Zstd, zstdPageCodec{Codec: c})
+	}
+}
+
+func (c zstdPageCodec) Encode(dst, src []byte) []byte {
+	return c.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
+}
+
+// EncodeLevel encodes src as one zstd frame at level (arrow-go's mapping:
+// compress.DefaultCompressionLevel is zstd's default speed).
+func (c zstdPageCodec) EncodeLevel(dst, src []byte, level int) []byte {
+	if len(src) > pageWindow {
+		return c.Codec.EncodeLevel(dst, src, level)
+	}
+	lvl := zstd.SpeedDefault
+	if level != compress.DefaultCompressionLevel {
+		lvl = zstd.EncoderLevelFromZstd(level)
+	}
+	p, _ := pageEncoders.LoadOrStore(lvl, &sync.Pool{New: func() any {
+		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(lvl),
+			zstd.WithEncoderConcurrency(1), zstd.WithAllLitEntropyCompression(true),
+			zstd.WithWindowSize(pageWindow), zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			return nil
+		}
+		return enc
+	}})
+	pool := p.(*sync.Pool)
+	enc, _ := pool.Get().(*zstd.Encoder)
+	if enc == nil { // options refused: arrow-go's encoders
+		return c.Codec.EncodeLevel(dst, src, level)
+	}
+	defer pool.Put(enc)
+	return enc.EncodeAll(src, dst[:0])
+}

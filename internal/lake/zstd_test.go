@@ -1,0 +1,59 @@
+package lake
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// pageLike is n bytes that compress as Parquet pages do: repeated values
+// with noise.
+func pageLike(n int) []byte {
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	var b bytes.Buffer
+	for b.Len() < n {
+		fmt.Fprintf(&b, "dev-%02d,%d.%d;", rng.IntN(20), rng.IntN(40), rng.IntN(10))
+	}
+	return b.Bytes()[:n]
+}
+
+func TestZstdPageCodec(t *testing.T) {
+	c, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, ok := c.(zstdPageCodec)
+	if !ok {
+		t.Fatalf("registered zstd codec is %T, want zstdPageCodec", c)
+	}
+	for _, n := range []int{100, 64 << 10, pageWindow, pageWindow + 1, 3 << 20} {
+		src := pageLike(n)
+		for _, level := range []int{compress.DefaultCompressionLevel, 1, 3, 9} {
+			enc := ours.EncodeLevel(nil, src, level)
+			if got := ours.Decode(nil, enc); !bytes.Equal(got, src) {
+				t.Fatalf("%d bytes at level %d: decoded %d bytes, not the input", n, level, len(got))
+			}
+			// The same compression as arrow-go's encoders.
+			theirs := ours.Codec.EncodeLevel(nil, src, level)
+			if float64(len(enc)) > 1.01*float64(len(theirs)) {
+				t.Errorf("%d bytes at level %d: %d bytes encoded, arrow-go's codec %d", n, level, len(enc), len(theirs))
+			}
+		}
+	}
+	// A new encoder costs about its window, not arrow-go's 16 MiB of history.
+	alloc := func(f func()) uint64 {
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		f()
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	src := pageLike(256 << 10)
+	if n := alloc(func() { ours.EncodeLevel(nil, src, 5) }); n > 4<<20 {
+		t.Errorf("a page encoded with a new encoder allocated %d MiB", n>>20)
+	}
+}
