@@ -140,6 +140,9 @@ func TestFleetTargetsCanFail(t *testing.T) {
 		FullLiveSeconds: 3, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1}}
 	r.resends = []fleetResend{{InSnapshots: false, InHistory: true, OK: false}}
 	for _, tg := range r.targets() {
+		if tg.note {
+			continue
+		}
 		if tg.verdict() != "NOT MET" {
 			t.Errorf("%s: %s (%s), want NOT MET", tg.name, tg.verdict(), tg.result)
 		}
