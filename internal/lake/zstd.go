@@ -48,6 +48,20 @@ func (c zstdPageCodec) EncodeLevel(dst, src []byte, level int) []byte {
 	if level != compress.DefaultCompressionLevel {
 		lvl = zstd.EncoderLevelFromZstd(level)
 	}
+	pool := pageEncoderPool(lvl)
+	enc, _ := pool.Get().(*zstd.Encoder)
+	if enc == nil { // options refused: arrow-go's encoders
+		return c.Codec.EncodeLevel(dst, src, level)
+	}
+	defer pool.Put(enc)
+	return enc.EncodeAll(src, dst[:0])
+}
+
+// pageEncoderPool returns the pool of page encoders of level lvl.
+func pageEncoderPool(lvl zstd.EncoderLevel) *sync.Pool {
+	if p, ok := pageEncoders.Load(lvl); ok {
+		return p.(*sync.Pool)
+	}
 	p, _ := pageEncoders.LoadOrStore(lvl, &sync.Pool{New: func() any {
 		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(lvl),
 			zstd.WithEncoderConcurrency(1), zstd.WithAllLitEntropyCompression(true),
@@ -57,11 +71,5 @@ func (c zstdPageCodec) EncodeLevel(dst, src []byte, level int) []byte {
 		}
 		return enc
 	}})
-	pool := p.(*sync.Pool)
-	enc, _ := pool.Get().(*zstd.Encoder)
-	if enc == nil { // options refused: arrow-go's encoders
-		return c.Codec.EncodeLevel(dst, src, level)
-	}
-	defer pool.Put(enc)
-	return enc.EncodeAll(src, dst[:0])
+	return p.(*sync.Pool)
 }
