@@ -316,15 +316,14 @@ func committedBy(seqs []sequenceTime, seq int64) (at time.Time, ok bool) {
 // do not enable maintenance are skipped unless Force is set.
 //
 // Errors: those of the steps; the report says what was done before.
-func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (MaintainReport, error) {
+func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep MaintainReport, err error) {
 	start := time.Now()
 	deadline := time.Time{}
 	if opts.Budget > 0 {
 		deadline = start.Add(opts.Budget)
 	}
 	left := func() bool { return deadline.IsZero() || time.Now().Before(deadline) }
-	var rep MaintainReport
-	defer func() { rep.Took = time.Since(start) }()
+	defer func() { rep.Took = time.Since(start) }() // the returned report (named result)
 	if err := t.Refresh(ctx); err != nil {
 		return rep, err
 	}

@@ -165,6 +165,9 @@ func TestMaintainOlderAndForeignTables(t *testing.T) {
 	if rep.Skipped != "" || !rep.Settings.Enabled || len(rep.Upgraded) != 3 {
 		t.Fatalf("older timelake table: %+v", rep)
 	}
+	if rep.Took <= 0 {
+		t.Errorf("maintenance took %v, want its duration", rep.Took)
+	}
 	if got := tbl.Properties(); got[PropAutoMaintain] != "true" || got["write.metadata.previous-versions-max"] != fmt.Sprint(DefaultMetadataVersions) {
 		t.Fatalf("properties after the first round: %v", got)
 	}
