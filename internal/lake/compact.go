@@ -334,15 +334,29 @@ func coldSlack(coldAfter time.Duration) time.Duration {
 }
 
 // packGroups cuts files (oldest first) into groups of at most target bytes
-// of input.
+// of input, each with at most mergeMaxStreams files the merge streams
+// (splitMergeInputs): a streamed file holds its reader's buffers for the
+// whole rewrite, so a partition of many mid-sized files is merged in
+// several groups, and their outputs (new files) once the partition is cold
+// again.
 func packGroups(partition, reason string, tier int, files []liveFile, target int64) []CompactionGroup {
 	var out []CompactionGroup
 	cur := CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
+	var poolRows int64
+	streams := 0
 	for _, f := range files {
 		df := f.entry.DataFile()
-		if cur.FilesIn > 0 && cur.BytesIn+df.FileSizeBytes() > target {
+		streamed := df.Count() > mergePoolFileRows || poolRows+df.Count() > mergePoolRows
+		if cur.FilesIn > 0 && (cur.BytesIn+df.FileSizeBytes() > target || streamed && streams == mergeMaxStreams) {
 			out = append(out, cur)
 			cur = CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
+			poolRows, streams = 0, 0
+			streamed = df.Count() > mergePoolFileRows
+		}
+		if streamed {
+			streams++
+		} else {
+			poolRows += df.Count()
 		}
 		cur.inputs = append(cur.inputs, df)
 		cur.FilesIn++

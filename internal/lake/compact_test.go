@@ -408,3 +408,42 @@ func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
 		t.Fatalf("rows changed: %d rows, want %d", len(got), len(before))
 	}
 }
+
+// TestCompactBoundsStreamedFiles: a cold partition of many files too large
+// to pool is merged at most mergeMaxStreams files per group, then the
+// groups' outputs once the partition is cold again; the rows stay the same.
+func TestCompactBoundsStreamedFiles(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return clock }
+	tbl := createTestTable(t, l)
+	const files = mergeMaxStreams + 2
+	for i := range files {
+		rec := rowsAt(t, tbl, day0.Add(-12*time.Hour+time.Duration(i)*time.Millisecond), mergePoolFileRows+1, i%3)
+		if _, err := tbl.Append(ctx, fmt.Sprintf("mid-%d", i), []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	before := scanRows(t, tbl, 0)
+	clock = clock.Add(2 * time.Hour)
+	res, err := tbl.Compact(ctx, CompactOptions{})
+	if err != nil || len(res.Groups) != 2 || res.Groups[0].FilesIn != mergeMaxStreams || res.Groups[1].FilesIn != 2 {
+		t.Fatalf("first round: %+v, %v; want groups of %d and 2 files", res.Groups, err, mergeMaxStreams)
+	}
+	// The outputs are new files: the partition is cold again after
+	// compact-cold-after.
+	clock = clock.Add(2 * time.Hour)
+	res, err = tbl.Compact(ctx, CompactOptions{})
+	if err != nil || len(res.Groups) != 1 || res.Groups[0].FilesIn != 2 {
+		t.Fatalf("second round: %+v, %v; want the two outputs merged", res.Groups, err)
+	}
+	if got := liveDataFiles(t, tbl); got["time_day=2026-01-05"] != 1 {
+		t.Fatalf("files after two rounds: %v", got)
+	}
+	if got := scanRows(t, tbl, 0); !slices.Equal(got, before) {
+		t.Fatalf("rows changed: %d rows, want %d", len(got), len(before))
+	}
+	checkSortedFiles(t, tbl)
+}

@@ -33,6 +33,11 @@ const (
 	mergePoolRows     = 256 * 1024 // the pool's rows at most
 	mergeReadRows     = 1 * 1024   // rows per batch read from a streamed file
 	mergeOutRows      = 8 * 1024   // rows per merged batch handed to the writer
+	// mergeMaxStreams bounds the files a merge streams at once (packGroups
+	// cuts groups to it): each holds its reader's buffers, about the
+	// file's compressed size plus a page per column, doubled by the Go
+	// heap's headroom.
+	mergeMaxStreams = 8
 )
 
 // errUnsortedRun: a merge input is not in sort order.
