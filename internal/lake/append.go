@@ -440,21 +440,16 @@ func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepare
 // (format v1 or v3, data files of another partition spec, another
 // location), and returns the metadata it would commit.
 func (m *appendMutation) buildWithTransaction(ctx context.Context, a *appendAttempt, base *head, baseLoc string, pending []*Prepared) (*head, []byte, error) {
-	meta, err := base.metadata()
-	if err != nil {
-		return nil, nil, err
-	}
-	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	tbl := table.New(m.t.ident(), meta, baseLoc, m.t.lake.fsF, cc)
-	txn := tbl.NewTransaction()
-	for _, p := range pending {
-		if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
-			return nil, nil, fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
+	next, body, snapshots, err := m.t.stageTransaction(ctx, base, baseLoc, func(txn *table.Transaction) error {
+		for _, p := range pending {
+			if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
+				return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
+			}
 		}
-	}
-	next, body, err := cc.capture(ctx, txn)
-	a.snapshots = cc.snapshots
-	for _, s := range cc.snapshots {
+		return nil
+	})
+	a.snapshots = snapshots
+	for _, s := range snapshots {
 		m.ours[s.SnapshotID] = true
 	}
 	return next, body, err
@@ -566,6 +561,23 @@ func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs
 	}
 	c.next = next
 	return nil, "", errCaptured
+}
+
+// stageTransaction runs stage on an iceberg-go transaction over base
+// (whose metadata is at baseLoc) and returns the next version as the
+// commit protocol writes it, with the snapshots the transaction added.
+func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, []table.Snapshot, error) {
+	meta, err := base.metadata()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
+	txn := table.New(t.ident(), meta, baseLoc, t.lake.fsF, cc).NewTransaction()
+	if err := stage(txn); err != nil {
+		return nil, nil, nil, err
+	}
+	next, body, err := cc.capture(ctx, txn)
+	return next, body, cc.snapshots, err
 }
 
 // capture runs txn's commit against c and returns the next version.

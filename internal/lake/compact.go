@@ -342,21 +342,21 @@ func coldSlack(coldAfter time.Duration) time.Duration {
 func packGroups(partition, reason string, tier int, files []liveFile, target int64) []CompactionGroup {
 	var out []CompactionGroup
 	cur := CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
-	var poolRows int64
+	var pool mergePool
 	streams := 0
 	for _, f := range files {
 		df := f.entry.DataFile()
-		streamed := df.Count() > mergePoolFileRows || poolRows+df.Count() > mergePoolRows
+		streamed := !pool.fits(df.Count())
 		if cur.FilesIn > 0 && (cur.BytesIn+df.FileSizeBytes() > target || streamed && streams == mergeMaxStreams) {
 			out = append(out, cur)
 			cur = CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
-			poolRows, streams = 0, 0
-			streamed = df.Count() > mergePoolFileRows
+			pool, streams = mergePool{}, 0
+			streamed = !pool.fits(df.Count())
 		}
 		if streamed {
 			streams++
 		} else {
-			poolRows += df.Count()
+			pool.rows += df.Count()
 		}
 		cur.inputs = append(cur.inputs, df)
 		cur.FilesIn++
@@ -477,11 +477,11 @@ func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg
 // small ones, up to mergePoolRows rows) and those it streams, each with
 // its position in inputs (ties keep input order).
 func splitMergeInputs(inputs []iceberg.DataFile) (pooled []iceberg.DataFile, streamed []int) {
-	var rows int64
+	var pool mergePool
 	for i, df := range inputs {
-		if n := df.Count(); n <= mergePoolFileRows && rows+n <= mergePoolRows {
+		if pool.fits(df.Count()) {
 			pooled = append(pooled, df)
-			rows += n
+			pool.rows += df.Count()
 			continue
 		}
 		streamed = append(streamed, i)
@@ -514,12 +514,9 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		return nil, err
 	}
 	var runs []*mergeRun
-	stopped := false
 	defer func() {
-		if !stopped { // mergeRuns stops them once iterated
-			for _, r := range runs {
-				r.stop()
-			}
+		for _, r := range runs {
+			r.stop() // stopping twice is harmless: mergeRuns stops them too
 		}
 	}()
 	if len(pooled) > 0 {
@@ -569,7 +566,6 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			}
 		}
 	}
-	stopped = true
 	var files []iceberg.DataFile
 	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, merged,
 		table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches)) {

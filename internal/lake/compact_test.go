@@ -16,6 +16,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
+// clockedTable creates the test table on l, whose clock then reads *clock
+// (2026-01-06 10:00 UTC until the test moves it).
+func clockedTable(t testing.TB, l *Lake) (*Table, *time.Time) {
+	t.Helper()
+	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return clock }
+	return createTestTable(t, l), &clock
+}
+
 // scanRows reads every row of snapshot id (0: the current one) as text,
 // sorted, so that tables can be compared row for row.
 func scanRows(t testing.TB, tbl *Table, id int64) []string {
@@ -100,13 +109,11 @@ func checkSortedFiles(t testing.TB, tbl *Table) {
 func TestCompactTieredAndCold(t *testing.T) {
 	forEachLake(t, func(t *testing.T, l *Lake) {
 		ctx := context.Background()
-		clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
-		l.now = func() time.Time { return clock }
-		tbl := createTestTable(t, l)
+		tbl, clock := clockedTable(t, l)
 		// Ten small files in one day, one in the next.
 		for i := range 10 {
 			appendRows(t, tbl, fmt.Sprintf("gw-%d.csv", i), day0.Add(-time.Duration(i+2)*time.Hour), 7)
-			clock = clock.Add(time.Minute)
+			*clock = clock.Add(time.Minute)
 		}
 		before := scanRows(t, tbl, 0)
 		beforeID, _ := tbl.CurrentSnapshotID()
@@ -146,7 +153,7 @@ func TestCompactTieredAndCold(t *testing.T) {
 		if res, err := tbl.Compact(ctx, CompactOptions{}); err != nil || len(res.Groups) != 0 {
 			t.Fatalf("hot partition with 3 small files: %+v, %v", res, err)
 		}
-		clock = clock.Add(2 * time.Hour)
+		*clock = clock.Add(2 * time.Hour)
 		res, err = tbl.Compact(ctx, CompactOptions{})
 		if err != nil || len(res.Groups) != 1 || res.Groups[0].Reason != "cold" || res.Groups[0].FilesIn != 3 {
 			t.Fatalf("cold partition: %+v, %v", res, err)
@@ -235,9 +242,7 @@ func TestCompactMergesLargeFiles(t *testing.T) {
 
 func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 	ctx := context.Background()
-	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
-	l.now = func() time.Time { return clock }
-	tbl := createTestTable(t, l)
+	tbl, clock := clockedTable(t, l)
 	base := day0.Add(-12 * time.Hour)
 	const large = mergePoolFileRows + 4000
 	// Three large files of the same devices, their times interleaved (the
@@ -251,7 +256,7 @@ func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 		appendRows(t, tbl, fmt.Sprintf("small-%d.csv", i), day0.Add(-time.Duration(i+2)*time.Hour), 7)
 	}
 	before := scanRows(t, tbl, 0)
-	clock = clock.Add(2 * time.Hour) // cold: one group of all six
+	*clock = clock.Add(2 * time.Hour) // cold: one group of all six
 	dry, err := tbl.Compact(ctx, CompactOptions{DryRun: true})
 	if err != nil || len(dry.Groups) != 1 || dry.Groups[0].FilesIn != 6 {
 		t.Fatalf("plan: %+v, %v", dry, err)
@@ -299,7 +304,7 @@ func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 	}
 	appendRows(t, tbl, "small-late.csv", day0.Add(-5*time.Hour), 7)
 	before = scanRows(t, tbl, 0)
-	clock = clock.Add(2 * time.Hour)
+	*clock = clock.Add(2 * time.Hour)
 	g := CompactionGroup{inputs: liveInputs(t, tbl), Rows: int64(len(before))}
 	if _, streamed := splitMergeInputs(g.inputs); len(streamed) < 2 {
 		t.Fatalf("%d files streamed, want the compacted file and the unsorted one", len(streamed))
@@ -359,16 +364,8 @@ type txnMutation struct {
 }
 
 func (m *txnMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
-	meta, err := base.metadata()
-	if err != nil {
-		return nil, nil, err
-	}
-	cc := &captureCatalog{base: meta, baseLoc: m.t.lake.metadataLocation(m.t.name, n)}
-	txn := table.New(m.t.ident(), meta, cc.baseLoc, m.t.lake.fsF, cc).NewTransaction()
-	if err := m.do(txn); err != nil {
-		return nil, nil, err
-	}
-	return cc.capture(ctx, txn)
+	next, body, _, err := m.t.stageTransaction(ctx, base, m.t.lake.metadataLocation(m.t.name, n), m.do)
+	return next, body, err
 }
 
 func (m *txnMutation) finish(context.Context, int, bool) {}
@@ -380,9 +377,7 @@ func (m *txnMutation) finish(context.Context, int, bool) {}
 func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
-	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
-	l.now = func() time.Time { return clock }
-	tbl := createTestTable(t, l)
+	tbl, clock := clockedTable(t, l)
 	for i := range 6 {
 		appendRows(t, tbl, fmt.Sprintf("gw-%d.csv", i), day0.Add(-time.Duration(i+2)*time.Hour), 7)
 	}
@@ -399,7 +394,7 @@ func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
 	if len(before) != 6*7-6 {
 		t.Fatalf("%d rows after the delete, want %d", len(before), 6*7-6)
 	}
-	clock = clock.Add(2 * time.Hour)
+	*clock = clock.Add(2 * time.Hour)
 	res, err := tbl.Compact(ctx, CompactOptions{})
 	if err != nil || len(res.Groups) != 0 || res.Skipped == "" {
 		t.Fatalf("compaction of a table with delete files: %+v, %v", res, err)
@@ -415,9 +410,7 @@ func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
 func TestCompactBoundsStreamedFiles(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
-	clock := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
-	l.now = func() time.Time { return clock }
-	tbl := createTestTable(t, l)
+	tbl, clock := clockedTable(t, l)
 	const files = mergeMaxStreams + 2
 	for i := range files {
 		rec := rowsAt(t, tbl, day0.Add(-12*time.Hour+time.Duration(i)*time.Millisecond), mergePoolFileRows+1, i%3)
@@ -427,14 +420,14 @@ func TestCompactBoundsStreamedFiles(t *testing.T) {
 		rec.Release()
 	}
 	before := scanRows(t, tbl, 0)
-	clock = clock.Add(2 * time.Hour)
+	*clock = clock.Add(2 * time.Hour)
 	res, err := tbl.Compact(ctx, CompactOptions{})
 	if err != nil || len(res.Groups) != 2 || res.Groups[0].FilesIn != mergeMaxStreams || res.Groups[1].FilesIn != 2 {
 		t.Fatalf("first round: %+v, %v; want groups of %d and 2 files", res.Groups, err, mergeMaxStreams)
 	}
 	// The outputs are new files: the partition is cold again after
 	// compact-cold-after.
-	clock = clock.Add(2 * time.Hour)
+	*clock = clock.Add(2 * time.Hour)
 	res, err = tbl.Compact(ctx, CompactOptions{})
 	if err != nil || len(res.Groups) != 1 || res.Groups[0].FilesIn != 2 {
 		t.Fatalf("second round: %+v, %v; want the two outputs merged", res.Groups, err)

@@ -40,6 +40,13 @@ const (
 	mergeMaxStreams = 8
 )
 
+// mergePool counts the rows of the files a merge reads whole into its
+// pool; the others it streams.
+type mergePool struct{ rows int64 }
+
+// fits reports whether a file of n rows joins the pool.
+func (p *mergePool) fits(n int64) bool { return n <= mergePoolFileRows && p.rows+n <= mergePoolRows }
+
 // errUnsortedRun: a merge input is not in sort order.
 var errUnsortedRun = errors.New("input not in sort order")
 
@@ -127,7 +134,7 @@ func (r *mergeRun) advance(k sortKey) error {
 			prev.Release()
 		}
 	}()
-	r.batch, r.row = nil, 0
+	r.batch, r.row, r.src = nil, 0, -1
 	for {
 		rec, err, ok := r.next()
 		if !ok {
@@ -218,7 +225,6 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k so
 			return yield(rec, nil)
 		}
 		for _, r := range runs {
-			r.src = -1
 			if err := r.advance(k); err != nil {
 				yield(nil, err)
 				return
@@ -253,7 +259,6 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k so
 				return
 			}
 			if r.row == n {
-				r.src = -1
 				if err := r.advance(k); err != nil {
 					yield(nil, err)
 					return

@@ -57,17 +57,9 @@ func (m *rollbackMutation) build(ctx context.Context, base *head, n int, _ int) 
 	case (cur == nil) != (m.expected == nil) || (cur != nil && *cur != *m.expected):
 		return nil, nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
 	}
-	meta, err := base.metadata()
-	if err != nil {
-		return nil, nil, err
-	}
-	baseLoc := m.t.lake.metadataLocation(m.t.name, n)
-	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	txn := table.New(m.t.ident(), meta, baseLoc, m.t.lake.fsF, cc).NewTransaction()
-	if err := txn.RollbackToSnapshot(m.target); err != nil {
-		return nil, nil, err
-	}
-	return cc.capture(ctx, txn)
+	next, body, _, err := m.t.stageTransaction(ctx, base, m.t.lake.metadataLocation(m.t.name, n),
+		func(txn *table.Transaction) error { return txn.RollbackToSnapshot(m.target) })
+	return next, body, err
 }
 
 // finish: a rollback writes nothing but its version.
