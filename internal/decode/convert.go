@@ -833,7 +833,7 @@ func uint64Values(arr arrow.Array) func(int) uint64 {
 func float64Values(arr arrow.Array) func(int) float64 {
 	switch a := arr.(type) {
 	case *array.Float16:
-		return func(i int) float64 { return float64(a.Value(i).Float32()) }
+		return func(i int) float64 { return halfToFloat64(a.Value(i).Uint16()) }
 	case *array.Float32:
 		return func(i int) float64 { return float64(a.Value(i)) }
 	case *array.Float64:
@@ -845,6 +845,32 @@ func float64Values(arr arrow.Array) func(int) float64 {
 	}
 	get := uint64Values(arr)
 	return func(i int) float64 { return float64(get(i)) }
+}
+
+// halfToFloat64 widens an IEEE 754 binary16 value, given by its bits, to
+// the float64 of the same value (every half float is a float32 and a
+// float64 exactly): sign, 5 exponent bits with bias 15, 10 fraction bits;
+// exponent 0 is zero or the subnormal fraction * 2^-24, exponent 31
+// infinity or NaN (IEEE 754-2019 section 3.4). Own code because arrow-go's
+// float16.Num.Float32 (v18.8) copies a subnormal's fraction into a float32
+// subnormal without normalising it: 2^-24, about 6e-8, comes out as
+// 2^-136, about 1e-41.
+func halfToFloat64(bits uint16) float64 {
+	sign := 1.0
+	if bits&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(bits>>10&0x1f), float64(bits&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	}
+	return sign * math.Ldexp(1024+frac, exp-25)
 }
 
 // TypeName is the Iceberg name of the table type an Arrow type of a

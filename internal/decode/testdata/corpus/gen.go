@@ -24,6 +24,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -266,6 +267,16 @@ func files() map[string][]byte {
 	text("handled/bad-time.csv", good+"yesterday,d1,2\n")
 	text("handled/excel-dates.csv", header+"05/01/2026 10:00,d1,1.5\n")
 	text("handled/leap-second.csv", header+"2016-12-31T23:59:60Z,d1,1.5\n")
+
+	// parquet-types: Parquet types at their extremes.
+	halves := timeDevice(arrow.FixedWidthTypes.Float16, func(b array.Builder) {
+		for _, bits := range []uint16{0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0x3555} {
+			b.(*array.Float16Builder).Append(float16.FromBits(bits))
+		}
+	})
+	halves.Retain()
+	f["parquet-types/float16.parquet"] = parquetFile(halves)
+	f["parquet-types/float16-into-double.parquet"] = parquetFile(halves)
 	return f
 }
 
