@@ -26,6 +26,7 @@ type textSource struct {
 	ro     *resolved
 	cols   textColumns
 	r      *arrowcsv.Reader
+	ends   *lineEnds // the text the reader reads
 	closer io.Closer
 	rows   int64 // data rows returned so far
 }
@@ -287,14 +288,15 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		est *= 8
 	}
 	chunk := int(min(int64(ro.batchRows), max(est, 256)))
-	r := arrowcsv.NewReader(dr, cols.read,
+	ends := newLineEnds(dr, comma, true)
+	r := arrowcsv.NewReader(ends, cols.read,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(comma),
 		arrowcsv.WithNullReader(true, ro.nulls...),
 		arrowcsv.WithChunk(chunk),
 		arrowcsv.WithAllocator(ro.mem),
 	)
-	return &textSource{ro: ro, cols: cols, r: r, closer: dc}, nil
+	return &textSource{ro: ro, cols: cols, r: r, ends: ends, closer: dc}, nil
 }
 
 func (t *textSource) schema() *arrow.Schema { return t.cols.out }
@@ -306,7 +308,7 @@ func (t *textSource) next() (arrow.RecordBatch, error) {
 		if rec := t.r.RecordBatch(); rec != nil {
 			done = rec.NumRows()
 		}
-		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), err)
+		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), t.ends.explain(err))
 	}
 	if !ok {
 		return nil, nil
@@ -340,6 +342,11 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 	var se *streamError
 	if errors.As(err, &se) {
 		return &FileError{Key: ro.key, Reason: se.reason, Err: se.err}
+	}
+	var le *lineEndError
+	if errors.As(err, &le) {
+		// addLine names the column (le.field of the header).
+		return &FileError{Key: ro.key, Row: row, Line: le.line + ro.lineOffset, Value: le.text, Reason: le.reason(), Err: le}
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
@@ -407,6 +414,14 @@ func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileEr
 		if idx := header.FieldIndices(fe.Column); len(idx) > 0 {
 			col = idx[0]
 		}
+	}
+	var le *lineEndError
+	if errors.As(fe.Err, &le) {
+		if le.field < header.NumFields() {
+			fe.Column = header.Field(le.field).Name
+		}
+		fe.Err = nil
+		return
 	}
 	line, fields, bareCR, cell, ok := locateRow(ro, src, gz, fe.Row, col)
 	if !ok {
@@ -587,6 +602,14 @@ func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 		line = line[:i]
 	}
 	if i := bytes.IndexByte(line, '\r'); i >= 0 && i+1 < len(line) && !quotedBefore(line, i) {
+		if i == len(line)-2 && line[i+1] == '\r' && len(line) < len(head) {
+			// The header ends CR CR LF: say so, as for a data line.
+			_, err := io.Copy(io.Discard, newLineEnds(bytes.NewReader(head[:len(line)+1]), ro.comma, false))
+			var le *lineEndError
+			if errors.As(err, &le) {
+				return &FileError{Key: ro.key, Line: 1 + ro.lineOffset, Reason: le.reason()}
+			}
+		}
 		return fail("the line ends are a carriage return alone (CR, as old Mac programs write them): convert them to LF or CRLF")
 	}
 	return nil

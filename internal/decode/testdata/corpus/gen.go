@@ -268,6 +268,19 @@ func files() map[string][]byte {
 	text("handled/excel-dates.csv", header+"05/01/2026 10:00,d1,1.5\n")
 	text("handled/leap-second.csv", header+"2016-12-31T23:59:60Z,d1,1.5\n")
 
+	// line-ends: LF or CRLF, and carriage returns only inside quotes.
+	crcrlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\r\n") }
+	text("line-ends/cr-cr-lf.csv", crcrlf(good+rowN(2)))
+	text("line-ends/cr-cr-lf-data.csv", header+crcrlf(row1+rowN(2)))
+	text("line-ends/cr-cr-lf-string.csv", "time,v,device\r\n2026-01-05T10:00:00Z,1.5,d1\r\n"+crcrlf("2026-01-05T10:00:01Z,2,d2\n"))
+	text("line-ends/cr-cr-lf-quoted.csv", "time,v,device\r\n2026-01-05T10:00:00Z,1.5,\"d 1\"\r\n"+crcrlf("2026-01-05T10:00:01Z,2,\"d 2\"\n"))
+	text("line-ends/cr-cr-lf.tsv", "time\tdevice\tv\n"+crcrlf("2026-01-05T10:00:00Z\td1\t1.5\n"))
+	text("line-ends/cr-in-value.csv", good+"2026-01-05T10:00:01Z,d\r1,2\n")
+	text("line-ends/cr-at-end.csv", good+"2026-01-05T10:00:01Z,d1,2\r")
+	text("line-ends/quoted-crlf-lf-file.csv", header+"2026-01-05T10:00:00Z,\"a\r\nb\",1.5\n2026-01-05T10:00:01Z,\"c\r\r\nd\",2\n2026-01-05T10:00:02Z,\"e\rf\",3\n")
+	text("line-ends/quoted-crlf-at-end.csv", "time,v,note\r\n2026-01-05T10:00:00Z,1.5,\"first\r\n\"\r\n2026-01-05T10:00:01Z,2,second\r\n")
+	text("line-ends/quoted-crlf-inferred.csv", "time,note,v\r\n2026-01-05T10:00:00Z,\"a\r\nb\",1\r\n")
+
 	// parquet-types: Parquet types at their extremes.
 	halves := timeDevice(arrow.FixedWidthTypes.Float16, func(b array.Builder) {
 		for _, bits := range []uint16{0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0x3555} {
