@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -310,7 +311,14 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		if text || isBinary(src) {
 			return build(ro, col, dst, func(arr arrow.Array) func(*array.BinaryBuilder, int) (string, string) {
 				get := bytesValues(arr)
-				return func(b *array.BinaryBuilder, i int) (string, string) { b.Append(get(i)); return "", "" }
+				return func(b *array.BinaryBuilder, i int) (string, string) {
+					v := get(i)
+					if ro.text && bytes.IndexByte(v, 0) >= 0 {
+						return string(v), nulProblem(string(v)) // CSV text holds no NUL bytes
+					}
+					b.Append(v)
+					return "", ""
+				}
 			}), nil
 		}
 		return nil, mismatch("")
@@ -715,6 +723,9 @@ func build[B array.Builder](ro *resolved, col string, dst arrow.DataType, prep f
 				continue
 			}
 			if value, reason := fill(b, i); reason != "" {
+				if nul := nulProblem(value); nul != "" && ro.text {
+					reason = nul // what is wrong with the text, more than that it does not parse
+				}
 				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}
 			}
 		}

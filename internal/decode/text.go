@@ -367,13 +367,14 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 // locateRow finds data row row (1-based) of a text file by reading it again
 // with encoding/csv as arrow-go's reader does: the line the row starts on,
 // its number of fields, whether it holds a carriage return not followed by
-// a line feed, and the text of field col (0-based; "" when col is out of
-// range). ok is false when the file ends or fails before the row. Only a
-// refused file is read again, so this costs nothing on good files.
-func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR bool, cell string, ok bool) {
+// a line feed or a NUL byte, and the text of field col (0-based; "" when
+// col is out of range). ok is false when the file ends or fails before the
+// row. Only a refused file is read again, so this costs nothing on good
+// files.
+func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR, nul bool, cell string, ok bool) {
 	r, c, err := openTextStream(ro, src, gz, false)
 	if err != nil {
-		return 0, 0, false, "", false
+		return 0, 0, false, false, "", false
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
@@ -383,22 +384,21 @@ func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int6
 	for i := int64(0); i <= row; i++ {
 		rec, err := cr.Read()
 		if err != nil {
-			return 0, 0, false, "", false
+			return 0, 0, false, false, "", false
 		}
 		if i == row {
 			l, _ := cr.FieldPos(0)
 			for _, f := range rec {
-				if strings.Contains(f, "\r") {
-					bareCR = true
-				}
+				bareCR = bareCR || strings.Contains(f, "\r")
+				nul = nul || strings.Contains(f, "\x00")
 			}
 			if col >= 0 && col < len(rec) {
 				cell = rec[col]
 			}
-			return int64(l) + ro.lineOffset, len(rec), bareCR, cell, true
+			return int64(l) + ro.lineOffset, len(rec), bareCR, nul, cell, true
 		}
 	}
-	return 0, 0, false, "", false
+	return 0, 0, false, false, "", false
 }
 
 // addLine completes a row error of a text file (header: the file's
@@ -423,7 +423,7 @@ func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileEr
 		fe.Err = nil
 		return
 	}
-	line, fields, bareCR, cell, ok := locateRow(ro, src, gz, fe.Row, col)
+	line, fields, bareCR, nul, cell, ok := locateRow(ro, src, gz, fe.Row, col)
 	if !ok {
 		return
 	}
@@ -440,6 +440,9 @@ func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileEr
 		fe.Reason = fmt.Sprintf("wrong number of fields: the line has %d, the header has %d", fields, width)
 		if bareCR {
 			fe.Reason += " (the line holds a carriage return without a line feed: line ends must be LF or CRLF, not CR alone)"
+		}
+		if nul {
+			fe.Reason += " (the line holds NUL bytes: binary content, such as the zeros a file system leaves at the end of a file whose writing was cut off)"
 		}
 	}
 }
@@ -595,7 +598,11 @@ func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 		if utf16Like(head) {
 			return fail("the file looks like UTF-16 text without a byte order mark (every other byte is 0); only UTF-8 is read: save it as UTF-8")
 		}
-		return fail(fmt.Sprintf("binary content, not text: a NUL byte at byte offset %d; upload the CSV text itself", i+offsetOf(bom)))
+		// A NUL after a header and lines of plain text is in a value,
+		// which refuses the file naming its row and column (nulProblem).
+		if nl := bytes.IndexByte(head, '\n'); nl < 0 || i < nl || !plainText(head[:i]) {
+			return fail(fmt.Sprintf("binary content, not text: a NUL byte at byte offset %d; upload the CSV text itself", i+offsetOf(bom)))
+		}
 	}
 	line := head
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
@@ -620,6 +627,17 @@ func offsetOf(bom bool) int {
 		return len(utf8BOM)
 	}
 	return 0
+}
+
+// plainText reports whether b is UTF-8 text without control characters
+// other than tab, line feed and carriage return.
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // utf16Like reports whether most of the first characters of b have a zero

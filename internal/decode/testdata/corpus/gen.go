@@ -164,6 +164,8 @@ func files() map[string][]byte {
 	text("dialects/excel-sep-quoted-bom.csv", "\xef\xbb\xbf\"sep=,\"\r\n"+strings.ReplaceAll(good+rowN(2), "\n", "\r\n"))
 	text("whole-file/cr-line-ends.csv", strings.ReplaceAll(good+rowN(2), "\n", "\r"))
 	text("whole-file/cr-inside-data.csv", "time,device,v\r\n2026-01-05T10:00:00Z,d1,1.5\r2026-01-05T10:00:01Z,d1,2\r\n")
+	f["whole-file/zero-tail.csv"] = append([]byte(good+rowN(2)), make([]byte, 64)...)
+	text("whole-file/nul-in-header.csv", "time,dev\x00ice,v\n"+row1)
 	f["whole-file/png.csv"] = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")
 	f["whole-file/empty.csv"] = []byte{}
 	f["whole-file/bom-only.csv"] = []byte("\xef\xbb\xbf")
@@ -214,6 +216,9 @@ func files() map[string][]byte {
 	text("lines/value-after-blank-lines.csv", header+"\n"+row1+"\n\n2026-01-05T10:00:01Z,d1,warm\n")
 	text("lines/bare-quote.csv", header+"2026-01-05T10:00:00Z,d\"1,1.5\n")
 	text("lines/unterminated-quote.csv", header+"2026-01-05T10:00:00Z,\"d1,1.5\n")
+	f["lines/nul-in-value.csv"] = secondDevice("d\x001")
+	f["lines/nul-in-number.csv"] = second("2\x00")
+	text("lines/nul-in-inferred.csv", "time,device,v\n2026-01-05T10:00:00Z,d\x001,1.5\n")
 	text("lines/quote-quote-a.csv", "time,note\n2026-01-05T10:00:00Z,A\n2026-01-05T10:00:01Z,\"\"A\"\"\n")
 
 	// handled: cases the decoder handled before these rules.
