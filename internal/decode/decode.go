@@ -501,8 +501,8 @@ func checkNames(key string, sc *arrow.Schema) error {
 			return &FileError{Key: key, Reason: fmt.Sprintf("column %d has an empty name (only unnamed columns at the end of the header are allowed, and only when empty in every row)", i+1)}
 		}
 		if off, ok := invalidUTF8At(f.Name); !ok {
-			return &FileError{Key: key, Value: f.Name, Reason: fmt.Sprintf("the name of column %d, %s, is not valid UTF-8 (byte 0x%02x at byte offset %d of the name); %s",
-				i+1, quoteValue(f.Name), f.Name[off], off, utf8Hint)}
+			return &FileError{Key: key, Value: f.Name, Reason: fmt.Sprintf("the name of column %d, %s, is not valid UTF-8: %s",
+				i+1, quoteValue(f.Name), invalidUTF8(f.Name, off))}
 		}
 		if seen[f.Name] {
 			return &FileError{Key: key, Column: f.Name, Reason: "duplicate column name"}

@@ -140,6 +140,11 @@ func files() map[string][]byte {
 	f["utf8/overlong.csv"] = secondDevice("\xc0\xaf")
 	f["utf8/surrogate.csv"] = secondDevice("\xed\xa0\x80")
 	text("utf8/multibyte.csv", header+"2026-01-05T10:00:00Z,Zürich,1\n2026-01-05T10:00:01Z,東京,2\n2026-01-05T10:00:02Z,😀,3\n2026-01-05T10:00:03Z,e\u0301,4\n")
+	f["utf8/java-modified-nul.csv"] = secondDevice("d\xc0\x801")
+	f["utf8/java-modified-emoji.csv"] = secondDevice("\xed\xa0\xbd\xed\xb8\x80")
+	f["utf8/java-modified-emoji.parquet"] = parquetFile(timeDeviceStrings(false, "ok", "\xed\xa0\xbd\xed\xb8\x80"))
+	f["utf8/beyond-10ffff.csv"] = secondDevice("\xf4\x90\x80\x80")
+	f["utf8/cut-off.csv"] = secondDevice("ab\xe6\x9d")
 	f["utf8/invalid.parquet"] = parquetFile(timeDeviceStrings(false, "ok", "Z\xfcrich"))
 	f["utf8/dictionary-invalid.parquet"] = parquetFile(timeDeviceStrings(true, "R\xc9UNION", "ok"))
 
