@@ -234,6 +234,10 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 			return newTimeRange(dst.(*arrow.TimestampType).Unit, isTime).passThrough(ro, col, dst), nil
 		case arrow.STRING, arrow.LARGE_STRING:
 			return utf8PassThrough(ro, col, dst), nil
+		case arrow.DECIMAL128:
+			return decimalPassThrough(ro, col, src.(*arrow.Decimal128Type), dst), nil
+		case arrow.TIME64:
+			return timeOfDayPassThrough(ro, col, dst), nil
 		}
 		return passThrough(dst), nil
 	}
@@ -373,6 +377,9 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 				}
 				return func(b *array.Time64Builder, i int) (string, string) {
 					v, _ := convertUnit(get(i), from, unit)
+					if reason := timeOfDayProblem(v, unit); reason != "" {
+						return strconv.FormatInt(get(i), 10) + " " + from.String(), reason
+					}
 					b.Append(arrow.Time64(v))
 					return "", ""
 				}
@@ -381,6 +388,11 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		return nil, mismatch("")
 
 	case *arrow.Decimal128Type:
+		if sd, ok := src.(*arrow.Decimal128Type); ok && sd.Scale == dt.Scale && sd.Precision <= dt.Precision {
+			// A wider precision holds every value (an Iceberg type
+			// promotion).
+			return decimalPassThrough(ro, col, sd, dst), nil
+		}
 		if text {
 			prec, scale := dt.Precision, dt.Scale
 			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
@@ -690,6 +702,61 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 		}), nil
 	}
 	return nil, mismatch("")
+}
+
+// decimalPassThrough relabels a decimal column of type src as dst (the same
+// scale, a precision at least src's), refusing a value with more digits
+// than src's precision. A Parquet DECIMAL's unscaled value has the bits of
+// its physical type, which hold more digits than the precision the column
+// declares (LogicalTypes.md, DECIMAL: the precision is "the number of
+// digits in the unscaled value"), and arrow-go reads it as it is; a table
+// column never holds a value beyond its type.
+func decimalPassThrough(ro *resolved, col string, src *arrow.Decimal128Type, dst arrow.DataType) convertFn {
+	relabel := passThrough(dst)
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		a := arr.(*array.Decimal128)
+		for i := 0; i < a.Len(); i++ {
+			if a.IsValid(i) && !a.Value(i).FitsInPrecision(src.Precision) {
+				s := a.Value(i).ToString(src.Scale)
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: s,
+					Reason: fmt.Sprintf("value %s has more digits than the precision %d of the column's type %s: the file holds a value its own type does not", s, src.Precision, typeName(src))}
+			}
+		}
+		return relabel(arr, rowBase)
+	}
+}
+
+// timeOfDayProblem returns the reason a time of day v (in unit) is
+// refused, or "": a time is of one day, 00:00:00 up to 23:59:59.999999
+// (Iceberg spec, "Primitive Types": time; Parquet LogicalTypes.md, TIME:
+// the time since midnight).
+func timeOfDayProblem(v int64, unit arrow.TimeUnit) string {
+	day, _ := convertUnit(86_400, arrow.Second, unit)
+	if v >= 0 && v < day {
+		return ""
+	}
+	shown := strconv.FormatInt(v, 10) + " " + unit.String()
+	if d := time.Duration(unit.Multiplier()); v > -day && v < 2*day {
+		shown = (time.Duration(v) * d).String()
+	}
+	return "time of day " + shown + " is not within a day (00:00:00 to 23:59:59.999999)"
+}
+
+// timeOfDayPassThrough is passThrough for a time column of the target's
+// type, refusing a time not within a day.
+func timeOfDayPassThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
+	relabel := passThrough(dst)
+	unit := dst.(*arrow.Time64Type).Unit
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		a := arr.(*array.Time64)
+		for i := 0; i < a.Len(); i++ {
+			if reason := timeOfDayProblem(int64(a.Value(i)), unit); reason != "" && a.IsValid(i) {
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col,
+					Value: strconv.FormatInt(int64(a.Value(i)), 10) + " " + unit.String(), Reason: reason}
+			}
+		}
+		return relabel(arr, rowBase)
+	}
 }
 
 // epochHint follows the reason of an epoch time outside the accepted years.

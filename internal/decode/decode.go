@@ -523,10 +523,11 @@ type batchSource interface {
 // parquetSource reads a Parquet file with pqarrow, all columns and row
 // groups, BatchRows rows per batch.
 type parquetSource struct {
-	ro *resolved
-	pf *file.Reader
-	rr pqarrow.RecordReader
-	sc *arrow.Schema
+	ctx context.Context
+	ro  *resolved
+	pf  *file.Reader
+	rr  pqarrow.RecordReader
+	sc  *arrow.Schema
 }
 
 func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, error) {
@@ -534,12 +535,16 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNarrowIntegers(ro, pf); err != nil {
+		_ = pf.Close()
+		return nil, err
+	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		_ = pf.Close()
 		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
 	}
-	return &parquetSource{ro: ro, pf: pf, rr: rr, sc: sc}, nil
+	return &parquetSource{ctx: ctx, ro: ro, pf: pf, rr: rr, sc: sc}, nil
 }
 
 // openParquetFile reads the footer and the Arrow schema of a Parquet file.
@@ -577,7 +582,7 @@ func (p *parquetSource) next() (arrow.RecordBatch, error) {
 		return rec, nil
 	}
 	if err := p.rr.Err(); err != nil {
-		return nil, &FileError{Key: p.ro.key, Reason: "cannot read parquet data", Err: err}
+		return nil, locateReadError(p.ctx, p.ro, p.pf, err)
 	}
 	return nil, nil
 }

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,7 +301,138 @@ func files() map[string][]byte {
 	halves.Retain()
 	f["parquet-types/float16.parquet"] = parquetFile(halves)
 	f["parquet-types/float16-into-double.parquet"] = parquetFile(halves)
+	f["parquet-types/unsigned.parquet"] = parquetFile(record([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8, Nullable: true}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true}, {Name: "u64", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+	}, func(bs []array.Builder) {
+		for i := range 2 {
+			bs[0].(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()))
+		}
+		bs[1].(*array.Uint8Builder).AppendValues([]uint8{0, 255}, nil)
+		bs[2].(*array.Uint16Builder).AppendValues([]uint16{0, 65535}, nil)
+		bs[3].(*array.Uint32Builder).AppendValues([]uint32{0, 4294967295}, nil)
+		bs[4].(*array.Uint64Builder).AppendValues([]uint64{0, 9223372036854775807}, nil)
+	}))
+	f["parquet-types/uint8-beyond-width.parquet"] = lowLevelFile(
+		leaf("v", schema.NewIntLogicalType(8, false), parquet.Types.Int32), []int32{255, 256})
+	f["parquet-types/int96-extremes.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		int96(time.Unix(0, math.MinInt64)), int96(time.Unix(0, math.MaxInt64)),
+	})
+	f["parquet-types/int96-year-1200.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)), int96(time.Date(1200, 1, 1, 0, 0, 0, 0, time.UTC)),
+	})
+	midnight := int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC))
+	midnight.SetNanoSeconds(86_400_000_000_000)
+	f["parquet-types/int96-time-of-day.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)), midnight,
+	})
+	f["parquet-types/decimal-beyond-precision.parquet"] = lowLevelFile(
+		leaf("v", schema.NewDecimalLogicalType(4, 2), parquet.Types.Int32), []int32{9999, 123456})
+	f["parquet-types/large-and-dictionary-strings.parquet"] = parquetFile(largeStrings())
 	return f
+}
+
+// leaf is a node of an optional column, logical nil for none.
+func leaf(name string, logical schema.LogicalType, physical parquet.Type) schema.Node {
+	if logical == nil {
+		logical = schema.NoLogicalType{}
+	}
+	n, err := schema.NewPrimitiveNodeLogical(name, parquet.Repetitions.Optional, logical, physical, -1, -1)
+	if err != nil {
+		fail(err)
+	}
+	return n
+}
+
+// lowLevelFile writes a required column "time" (INT64 TIMESTAMP(MICROS,
+// UTC), one second apart from 2026-01-05T10:00:00Z) and the column v with
+// values (int32 or parquet.Int96, none null) with the low-level writer:
+// the bytes are those the Parquet format describes, also where they are no
+// valid value of the column's type.
+func lowLevelFile[T int32 | parquet.Int96](v schema.Node, values []T) []byte {
+	tn, err := schema.NewPrimitiveNodeLogical("time", parquet.Repetitions.Required,
+		schema.NewTimestampLogicalType(true, schema.TimeUnitMicros), parquet.Types.Int64, -1, -1)
+	if err != nil {
+		fail(err)
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{tn, v}, -1)
+	if err != nil {
+		fail(err)
+	}
+	var b bytes.Buffer
+	w := file.NewParquetWriter(&b, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithCreatedBy("timelake corpus"))))
+	rg := w.AppendRowGroup()
+	times := make([]int64, len(values))
+	def := make([]int16, len(values))
+	for i := range times {
+		times[i] = time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()
+		def[i] = 1
+	}
+	cw, err := rg.NextColumn()
+	if err == nil {
+		_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(times, nil, nil)
+	}
+	if err == nil {
+		err = cw.Close()
+	}
+	if err == nil {
+		cw, err = rg.NextColumn()
+	}
+	if err == nil {
+		switch vals := any(values).(type) {
+		case []int32:
+			_, err = cw.(*file.Int32ColumnChunkWriter).WriteBatch(vals, def, nil)
+		case []parquet.Int96:
+			_, err = cw.(*file.Int96ColumnChunkWriter).WriteBatch(vals, def, nil)
+		}
+	}
+	for _, c := range []interface{ Close() error }{cw, rg, w} {
+		if err == nil {
+			err = c.Close()
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// int96 is t as an INT96 timestamp (the Impala layout: nanoseconds of the
+// day, then the Julian day), also outside the nanosecond range.
+func int96(t time.Time) parquet.Int96 {
+	const julianUnixEpoch = 2440588
+	t = t.UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	days := midnight.Unix()/86400 + julianUnixEpoch
+	var v parquet.Int96
+	v.SetNanoSeconds(int64(t.Sub(midnight)))
+	v[8], v[9], v[10], v[11] = byte(days), byte(days>>8), byte(days>>16), byte(days>>24)
+	return v
+}
+
+// largeStrings is rows of a large_string column "device" and a
+// dictionary<int8, large_string> column "site".
+func largeStrings() arrow.RecordBatch {
+	mem := memory.DefaultAllocator
+	dev := array.NewLargeStringBuilder(mem)
+	dev.AppendValues([]string{"", "😀", ""}, []bool{true, true, false})
+	devices := dev.NewArray()
+	site := array.NewLargeStringBuilder(mem)
+	site.AppendValues([]string{"Zürich", "東京"}, nil)
+	sites := site.NewArray()
+	idx := array.NewInt8Builder(mem)
+	idx.AppendValues([]int8{0, 1, 0}, nil)
+	indices := idx.NewArray()
+	tb := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+	for i := range 3 {
+		tb.Append(arrow.Timestamp(time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()))
+	}
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.LargeString}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: tb.Type()}, {Name: "device", Type: arrow.BinaryTypes.LargeString, Nullable: true}, {Name: "site", Type: dt, Nullable: true},
+	}, nil)
+	return array.NewRecordBatch(sc, []arrow.Array{tb.NewArray(), devices, array.NewDictionaryArray(dt, indices, sites)}, 3)
 }
 
 func utf16le(s string) []byte {
