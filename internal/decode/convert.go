@@ -712,14 +712,27 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 // digits in the unscaled value"), and arrow-go reads it as it is; a table
 // column never holds a value beyond its type.
 func decimalPassThrough(ro *resolved, col string, src *arrow.Decimal128Type, dst arrow.DataType) convertFn {
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := arr.(*array.Decimal128).Value(i)
+		if v.FitsInPrecision(src.Precision) {
+			return "", ""
+		}
+		s := v.ToString(src.Scale)
+		return s, fmt.Sprintf("value %s has more digits than the precision %d of the column's type %s: the file holds a value its own type does not", s, src.Precision, typeName(src))
+	})
+}
+
+// checkedPassThrough is passThrough refusing the first non-null value that
+// problem gives a reason for (and the value as text).
+func checkedPassThrough(ro *resolved, col string, dst arrow.DataType, problem func(arr arrow.Array, i int) (value, reason string)) convertFn {
 	relabel := passThrough(dst)
 	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
-		a := arr.(*array.Decimal128)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsValid(i) && !a.Value(i).FitsInPrecision(src.Precision) {
-				s := a.Value(i).ToString(src.Scale)
-				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: s,
-					Reason: fmt.Sprintf("value %s has more digits than the precision %d of the column's type %s: the file holds a value its own type does not", s, src.Precision, typeName(src))}
+		for i := 0; i < arr.Len(); i++ {
+			if arr.IsNull(i) {
+				continue
+			}
+			if value, reason := problem(arr, i); reason != "" {
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}
 			}
 		}
 		return relabel(arr, rowBase)
@@ -745,18 +758,14 @@ func timeOfDayProblem(v int64, unit arrow.TimeUnit) string {
 // timeOfDayPassThrough is passThrough for a time column of the target's
 // type, refusing a time not within a day.
 func timeOfDayPassThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
-	relabel := passThrough(dst)
 	unit := dst.(*arrow.Time64Type).Unit
-	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
-		a := arr.(*array.Time64)
-		for i := 0; i < a.Len(); i++ {
-			if reason := timeOfDayProblem(int64(a.Value(i)), unit); reason != "" && a.IsValid(i) {
-				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col,
-					Value: strconv.FormatInt(int64(a.Value(i)), 10) + " " + unit.String(), Reason: reason}
-			}
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := int64(arr.(*array.Time64).Value(i))
+		if reason := timeOfDayProblem(v, unit); reason != "" {
+			return strconv.FormatInt(v, 10) + " " + unit.String(), reason
 		}
-		return relabel(arr, rowBase)
-	}
+		return "", ""
+	})
 }
 
 // epochHint follows the reason of an epoch time outside the accepted years.
@@ -1033,21 +1042,14 @@ func (r timeRange) problem(v int64, hint string) string {
 // passThrough is passThrough for a timestamp column of the target's type,
 // checking the accepted years when r.check is set.
 func (r timeRange) passThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
-	relabel := passThrough(dst)
 	if !r.check {
-		return relabel
+		return passThrough(dst)
 	}
-	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
-		a := arr.(*array.Timestamp)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				continue
-			}
-			if reason := r.problem(int64(a.Value(i)), ""); reason != "" {
-				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col,
-					Value: a.Value(i).ToTime(r.unit).Format(time.RFC3339Nano), Reason: reason}
-			}
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := arr.(*array.Timestamp).Value(i)
+		if reason := r.problem(int64(v), ""); reason != "" {
+			return v.ToTime(r.unit).Format(time.RFC3339Nano), reason
 		}
-		return relabel(arr, rowBase)
-	}
+		return "", ""
+	})
 }
