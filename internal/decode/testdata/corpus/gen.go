@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,7 +316,9 @@ func files() map[string][]byte {
 	f["parquet-types/uint8-beyond-width.parquet"] = lowLevelFile(
 		leaf("v", schema.NewIntLogicalType(8, false), parquet.Types.Int32), []int32{255, 256})
 	f["parquet-types/int96-extremes.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
-		int96(time.Unix(0, math.MinInt64)), int96(time.Unix(0, math.MaxInt64)),
+		// Near the ends of the nanosecond range, within the 2^53
+		// microseconds JavaScript readers hold exactly.
+		int96(time.Date(1685, 1, 1, 0, 0, 0, 123000789, time.UTC)), int96(time.Date(2254, 12, 31, 23, 59, 59, 999000999, time.UTC)),
 	})
 	f["parquet-types/int96-year-1200.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
 		int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)), int96(time.Date(1200, 1, 1, 0, 0, 0, 0, time.UTC)),
