@@ -46,7 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tables", "show", "a", "b"}, "accepts at most 1 arg(s)", "Try: timelake tables show --help"},
 		{[]string{"tables", "batch"}, "accepts between 1 and 2 arg(s)", "Try: timelake tables batch --help"},
 		{[]string{"ingest", "extra"}, `unknown command "extra" for "timelake ingest"`, "Try: timelake ingest --help"},
-		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: expected a duration above zero`, "Try: timelake env check --help"},
+		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: "0s" is a duration, but it must be above zero`, "Try: timelake env check --help"},
 		{[]string{"ingest", "--nope"}, "unknown flag: --nope", "Try: timelake ingest --help"},
 		{[]string{"ingest", "--log-level", "loud"}, `--log-level: "loud" is not one of debug, info, warn, error`, "Try: timelake ingest --help"},
 	} {

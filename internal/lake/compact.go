@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // Compaction rewrites the small data files of a partition into fewer,
@@ -134,7 +135,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
 	if s.target <= 0 {
 		s.target = DefaultTargetFileSize
-		if v, err := ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
+		if v, err := quantity.ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
 			s.target = v
 			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
 		}
@@ -148,7 +149,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	}
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
-		if v, err := ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
+		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
 			s.coldAfter = v
 			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
 		}
@@ -908,34 +909,4 @@ func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 			g.FilesOut = 0
 		}
 	}
-}
-
-// ParseSize reads a byte size such as 512KiB, 32MiB, 1GiB, 64MB or 1048576.
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := cutSuffixFold(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-			}
-			return int64(v * u.mult), nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-	}
-	return v, nil
-}
-
-func cutSuffixFold(s, suffix string) (string, bool) {
-	if len(s) < len(suffix) || !strings.EqualFold(s[len(s)-len(suffix):], suffix) {
-		return s, false
-	}
-	return strings.TrimSpace(s[:len(s)-len(suffix)]), true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -90,8 +91,9 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
 	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
-		if d, err := ParseAge(value); err != nil || d <= 0 {
-			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
+		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h"}[key]
+		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropMinSnapshots, PropCompactMinFiles:
 		n, err := strconv.Atoi(value)
@@ -103,8 +105,8 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
 		}
 	case PropTargetFileSize:
-		if n, err := ParseSize(value); err != nil || n < 1<<20 {
-			return fmt.Errorf("%s=%q: expected a size of at least 1MiB such as 32MiB", key, value)
+		if _, err := quantity.SizeAtLeast(value, 1<<20); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	default:
 		known := slices.Concat(slices.Collect(maps.Keys(MaintenanceProperties)), slices.Collect(maps.Keys(LoadProperties)))
@@ -173,7 +175,7 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 	default:
 		s.Why = "not created by timelake and " + PropAutoMaintain + " is not set"
 	}
-	if d, err := ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
 		s.SnapshotRetention = d
 		fromProperty(PropSnapshotRetention)
 	}
@@ -181,10 +183,10 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 		s.MinSnapshots = n
 		fromProperty(PropMinSnapshots)
 	}
-	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
+	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
 		fromProperty(PropDedupeWindow)
 	}
-	if d, err := ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
 		s.OrphanMinAge = d
 		fromProperty(PropOrphanMinAge)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/upload"
 )
@@ -212,7 +213,7 @@ var (
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
-		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: FormatBytes(ingest.DefaultMemoryBudget),
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
@@ -339,7 +340,7 @@ var (
 		Flag: "older-than", Env: []string{"TIMELAKE_EXPIRE_OLDER_THAN"},
 		Help:     "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d",
 		Commands: []Command{TablesExpire}, Group: GroupTables,
-	}, Kind: Age(Positive)})
+	}, Kind: Duration(Positive, "7d")})
 
 	ExpireRetainLast = register(&Setting[int]{Spec: Spec{
 		Flag: "retain-last", Env: []string{"TIMELAKE_EXPIRE_RETAIN_LAST"}, Default: "0",

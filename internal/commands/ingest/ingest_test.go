@@ -166,7 +166,7 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 	}{
 		{"number from a variable", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b"},
 			`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`, map[string]string{"TIMELAKE_MAX_FILES": "abc"}},
-		{"size from the env file", []string{"ingest", "--env-file", sizeEnv}, `TIMELAKE_MEMORY_BUDGET (env file): expected a size`, nil},
+		{"size from the env file", []string{"ingest", "--env-file", sizeEnv}, `TIMELAKE_MEMORY_BUDGET (env file): "lots" is not a size`, nil},
 		{"warehouse inside landing", []string{"ingest", "--landing", dir, "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
 		{"landing inside warehouse", []string{"ingest", "--landing", filepath.Join(dir, "lake", "in"), "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
 		{"bad quarantine prefix", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--quarantine-prefix", "../out/"}, "quarantine-prefix", nil},

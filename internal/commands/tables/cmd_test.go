@@ -238,7 +238,7 @@ func TestNewCmdTables(t *testing.T) {
 		{name: "unset the load history", args: []string{"alter", "--unset", "timelake.load-history"}, env: env, usage: true,
 			wantErr: "--unset timelake.load-history: the load history's segment list, kept by timelake"},
 		{name: "alter bad value", args: []string{"alter", "--set", "timelake.snapshot-retention=soon"}, env: env, usage: true,
-			wantErr: `timelake.snapshot-retention="soon": expected a duration`},
+			wantErr: `timelake.snapshot-retention: "soon" is not a duration`},
 		{name: "alter reserved key", args: []string{"alter", "--set", "format-version=3"}, env: env, usage: true,
 			wantErr: "--set format-version: reserved by Iceberg"},
 		{name: "alter no equals", args: []string{"alter", "--set", "timelake.min-snapshots"}, env: env, usage: true,

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // MaintainOptions are the inputs of `tables maintain`.
@@ -180,7 +181,7 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 		lake.PropSnapshotRetention:           ageText(s.SnapshotRetention),
 		lake.PropMinSnapshots:                formatInt(int64(s.MinSnapshots)),
 		lake.PropDedupeWindow:                ageText(s.DedupeWindow),
-		lake.PropTargetFileSize:              settings.FormatBytes(s.TargetFileSize),
+		lake.PropTargetFileSize:              quantity.FormatSize(s.TargetFileSize),
 		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),
 		lake.PropCompactColdAfter:            ageText(s.CompactColdAfter),
 		lake.PropOrphanMinAge:                ageText(s.OrphanMinAge),
