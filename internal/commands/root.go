@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -47,7 +48,7 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 			return err
 		}
 		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationReportsEnvFile) {
-			f.WarnExposedEnvFile()
+			f.WarnEnvironment()
 		}
 		return nil
 	}
@@ -71,12 +72,30 @@ func Main(args []string, ios *iostreams.IOStreams, getenv func(string) (string, 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
-	return Execute(ctx, args, ios, getenv)
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv, Environ: os.Environ})
 }
 
-// Execute is Main with a caller-supplied context (tests).
+// Execute is Main with a caller-supplied context (tests); no variable of
+// the process environment is reported unknown (getenv cannot list them).
 func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, getenv func(string) (string, bool)) cmdutil.ExitCode {
-	f := &cmdutil.Factory{IO: ios, Getenv: getenv}
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv})
+}
+
+// ExecuteEnviron is Execute with the process environment given as a list
+// of KEY=value (as os.Environ), whose unknown TIMELAKE_* variables are
+// reported.
+func ExecuteEnviron(ctx context.Context, args []string, ios *iostreams.IOStreams, environ []string) cmdutil.ExitCode {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	getenv := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv, Environ: func() []string { return environ }})
+}
+
+func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.ExitCode {
+	ios := f.IO
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

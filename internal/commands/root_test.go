@@ -164,3 +164,106 @@ func TestEnvFileExposure(t *testing.T) {
 		t.Errorf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
 	}
 }
+
+// TestWritableEnvFileRefused checks that an env file its group or other
+// users can write is refused by every command (exit 2, the chmod as its
+// fix), and reported as a failed check by env check.
+func TestWritableEnvFileRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not say who can write a file on Windows")
+	}
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKET=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") + "\nTIMELAKE_TABLE=iot.readings\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for mode, who := range map[os.FileMode]string{0o620: "its group can change it (mode 0620)", 0o602: "other users can change it (mode 0602)",
+		0o666: "its group and other users can change it (mode 0666)"} {
+		if err := os.Chmod(envFile, mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"ingest"}, {"tables", "list"}, {"landing", "rejected"}, {"env", "show"}} {
+			r := run(t, nil, append(args, "--env-file", envFile)...)
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "Error: env file "+envFile+" is refused: "+who) ||
+				!strings.Contains(r.errOut, "Fix: chmod 600 "+envFile) {
+				t.Errorf("%v, mode %04o: exit %d, stderr %q", args, mode, r.code, r.errOut)
+			}
+		}
+		r := run(t, nil, "env", "check", "--env-file", envFile)
+		if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "env-file\tfail\t"+envFile+" (from --env-file): is refused: "+who) {
+			t.Errorf("env check, mode %04o: exit %d, stdout:\n%s\nstderr %q", mode, r.code, r.out, r.errOut)
+		}
+	}
+	// Readable by others but writable only by its owner: used.
+	if err := os.MkdirAll(filepath.Join(dir, "lake"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(envFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, nil, "tables", "list", "--env-file", envFile); r.code != cmdutil.ExitOK {
+		t.Errorf("mode 0644: exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
+// TestUnknownVariables checks that TIMELAKE_* variables no setting reads
+// fail env check and warn in every other command, each with the variable
+// meant; the test suite's own variables are not reported.
+func TestUnknownVariables(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKET=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") +
+		"\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_CSV_DELIMTER=;\nTIMELAKE_SERIES_KEYS=device_id\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"TIMELAKE_TEST_S3_ENDPOINT=http://127.0.0.1:1", "TIMELAKE_DRY_RUN=1", "TIMELAKE_ENDPOINT=http://x", "PATH=/bin"}
+	exec := func(args ...string) result {
+		ios, out, errOut := iostreams.Test()
+		code := commands.ExecuteEnviron(context.Background(), args, ios, environ)
+		return result{code, out.String(), errOut.String()}
+	}
+	meant := []string{
+		"TIMELAKE_CSV_DELIMTER (env file) is not a timelake variable; did you mean TIMELAKE_CSV_DELIMITER?",
+		"TIMELAKE_SERIES_KEYS (env file) is not a timelake variable; did you mean TIMELAKE_SERIES_KEY?",
+		"TIMELAKE_DRY_RUN (environment) is not a timelake variable; --dry-run has no variable on purpose",
+		"TIMELAKE_ENDPOINT (environment) is not a timelake variable; did you mean AWS_ENDPOINT_URL_S3?",
+	}
+	r := exec("env", "check", "--env-file", envFile)
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "variables\tfail\t") {
+		t.Fatalf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
+	}
+	for _, m := range meant {
+		if !strings.Contains(r.out, m) {
+			t.Errorf("env check does not say %q:\n%s", m, r.out)
+		}
+	}
+	if strings.Contains(r.out+r.errOut, "TIMELAKE_TEST_") {
+		t.Errorf("a test variable is reported:\n%s%s", r.out, r.errOut)
+	}
+	for _, d := range []string{"landing", "lake"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"ingest"}, {"tables", "list"}, {"landing", "rejected"}} {
+		r := exec(append(args, "--env-file", envFile)...)
+		if r.code != cmdutil.ExitOK {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+		}
+		for _, m := range meant {
+			if !strings.Contains(r.errOut, "level=WARN msg=\""+m) {
+				t.Errorf("%v: no warning %q in stderr:\n%s", args, m, r.errOut)
+			}
+		}
+	}
+	// Fixed, nothing is reported.
+	environ = []string{"TIMELAKE_TEST_S3_ENDPOINT=http://127.0.0.1:1"}
+	if err := os.WriteFile(envFile, []byte(strings.ReplaceAll(strings.ReplaceAll(body, "DELIMTER", "DELIMITER"), "KEYS", "KEY")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec("env", "check", "--env-file", envFile); r.code != cmdutil.ExitOK || !strings.Contains(r.out, "variables\tok\t") {
+		t.Errorf("fixed: exit %d, stdout:\n%s", r.code, r.out)
+	}
+}

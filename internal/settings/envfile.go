@@ -58,3 +58,37 @@ func (e *Exposure) Problem() string {
 
 // Fix is the command that closes the file to everyone but its owner.
 func (e *Exposure) Fix() string { return "chmod 600 " + e.Path }
+
+// WritableEnvFile is an env file that its group or other users can write
+// (mode & 022 not zero). It is refused, as ssh refuses a private key
+// others can change: whoever can write it decides where timelake reads and
+// deletes files, which endpoint gets the credentials, and which keys it
+// uses. A usage error (exit 2) with its fix (FixHint).
+type WritableEnvFile struct {
+	Path string
+	Mode fs.FileMode
+}
+
+// CheckEnvFileWritable returns a *WritableEnvFile for an env file that its
+// group or other users can write, else nil (also on Windows, where file
+// modes do not say who can write a file).
+func CheckEnvFileWritable(env *config.Env) error {
+	if env == nil || env.FilePath == "" || env.FileMode&0o022 == 0 || runtime.GOOS == "windows" {
+		return nil
+	}
+	return &WritableEnvFile{Path: env.FilePath, Mode: env.FileMode}
+}
+
+func (e *WritableEnvFile) Error() string {
+	who := "its group"
+	switch {
+	case e.Mode&0o020 != 0 && e.Mode&0o002 != 0:
+		who = "its group and other users"
+	case e.Mode&0o002 != 0:
+		who = "other users"
+	}
+	return fmt.Sprintf("env file %s is refused: %s can change it (mode %04o), and with it where timelake reads and deletes files and which keys it sends", e.Path, who, e.Mode)
+}
+
+// FixHint is the command that makes the file its owner's alone.
+func (e *WritableEnvFile) FixHint() string { return "chmod 600 " + e.Path }

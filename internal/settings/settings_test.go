@@ -338,3 +338,22 @@ func TestRepeatedFlags(t *testing.T) {
 		t.Errorf("not given: %q", got)
 	}
 }
+
+func TestUnknownVariables(t *testing.T) {
+	p := writeEnvFile(t, "TIMELAKE_TABLE=a.b\nTIMELAKE_MAX_FILE=3\nTIMELAKE_LANDING_BUCKET=x\nAWS_REGOIN=auto\nTIMELAKE_FAULTS_SEED=1\n", 0o600)
+	got := UnknownVariables(env(t, nil, p), []string{"TIMELAKE_PREFIX=gw/", "TIMELAKE_MAX_FILE=4", "TIMELAKE_COLOUR=red", "TIMELAKE_TOOLS_DIR=/x", "TIMELAKE_JSON=1"})
+	var lines []string
+	for _, u := range got {
+		lines = append(lines, u.String())
+	}
+	want := []string{
+		"TIMELAKE_COLOUR (environment) is not a timelake variable",
+		"TIMELAKE_JSON (environment) is not a timelake variable; --json has no variable on purpose (it says what one run does): pass the flag",
+		"TIMELAKE_LANDING_BUCKET (env file) is not a timelake variable; did you mean LANDING_BUCKET?",
+		"TIMELAKE_MAX_FILE (environment) is not a timelake variable; did you mean TIMELAKE_MAX_FILES?",
+		"TIMELAKE_PREFIX (environment) is not a timelake variable; did you mean TIMELAKE_LANDING_PREFIX or TIMELAKE_UPLOAD_PREFIX?",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}

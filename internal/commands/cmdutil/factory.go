@@ -25,6 +25,10 @@ import (
 type Factory struct {
 	IO     *iostreams.IOStreams
 	Getenv func(string) (string, bool)
+	// Environ lists the process environment ("KEY=value", os.Environ), for
+	// the report of unknown TIMELAKE_* variables; nil reports only those
+	// of the env file.
+	Environ func() []string
 
 	// Global settings, set by ResolveGlobals before a command runs.
 	EnvFile  config.Setting // the env file's path (Value) and where it came from
@@ -84,8 +88,22 @@ func (f *Factory) environment() *config.Env {
 }
 
 // Env returns the settings lookup (environment, then the env file). An env
-// file that cannot be read or parsed is a usage error.
+// file that cannot be read or parsed, or that its group or other users can
+// write (settings.WritableEnvFile), is a usage error.
 func (f *Factory) Env() (*config.Env, error) {
+	e, err := f.EnvUnchecked()
+	if err != nil {
+		return nil, err
+	}
+	if err := settings.CheckEnvFileWritable(e); err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return e, nil
+}
+
+// EnvUnchecked is Env without the refusal of a writable env file, for
+// env check, which reports it as a failed check beside the others.
+func (f *Factory) EnvUnchecked() (*config.Env, error) {
 	if f.env != nil {
 		return f.env, nil
 	}
@@ -98,6 +116,21 @@ func (f *Factory) Env() (*config.Env, error) {
 	}
 	f.env = e
 	return e, nil
+}
+
+// UnknownVariables are the TIMELAKE_* variables of the environment and the
+// env file that no setting reads (settings.UnknownVariables); none when the
+// env file cannot be read (the command fails on it).
+func (f *Factory) UnknownVariables() []settings.UnknownVariable {
+	env, err := f.EnvUnchecked()
+	if err != nil {
+		return nil
+	}
+	var environ []string
+	if f.Environ != nil {
+		environ = f.Environ()
+	}
+	return settings.UnknownVariables(env, environ)
 }
 
 // Settings returns the resolver of cmd's settings: its flags, then the
@@ -128,11 +161,16 @@ func (f *Factory) Logger() *slog.Logger {
 	return f.logger
 }
 
-// WarnExposedEnvFile logs a warning on stderr when the env file holds a
-// secret and other users can read it (settings.CheckEnvFile), with the
-// chmod that fixes it. An env file that cannot be read is not reported
+// WarnEnvironment logs a warning on stderr for each TIMELAKE_* variable no
+// setting reads, with the one it most likely stands for (a misspelled
+// variable is otherwise ignored), and when the env file holds a secret and
+// other users can read it (settings.CheckEnvFile), with the chmod that
+// fixes it. An env file that cannot be read or is refused is not reported
 // here: the command fails on it.
-func (f *Factory) WarnExposedEnvFile() {
+func (f *Factory) WarnEnvironment() {
+	for _, u := range f.UnknownVariables() {
+		f.Logger().Warn(u.String(), "fix", "rename or remove it (docs/configuration.md#unknown-variables)")
+	}
 	env, err := f.Env()
 	if err != nil {
 		return
@@ -245,8 +283,8 @@ func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) 
 	return lake.Open(ctx, uri, opts)
 }
 
-// AnnotationReportsEnvFile marks a command that reports an exposed env file
-// itself (env check), so the root does not log it.
+// AnnotationReportsEnvFile marks a command that reports the env file and
+// unknown variables itself (env check), so the root does not log them.
 const AnnotationReportsEnvFile = "timelake/reports-env-file"
 
 // AnnotationTimedErrors marks a command whose final error line, in a pipe,

@@ -470,8 +470,8 @@ func TestCheckOutput(t *testing.T) {
 			t.Fatalf("exit %d: %s%s", r.code, r.out, r.errOut)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-		if len(lines) != 18 {
-			t.Errorf("%d lines, want a header and one per check (17):\n%s", len(lines), r.out)
+		if len(lines) != 19 {
+			t.Errorf("%d lines, want a header and one per check (18):\n%s", len(lines), r.out)
 		}
 		for _, l := range lines {
 			if f := strings.Split(l, "\t"); len(f) != 4 {

@@ -79,6 +79,19 @@ func (c *checker) settings(ctx context.Context) {
 		c.fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
 
+	// TIMELAKE_* variables no setting reads: a misspelling is otherwise
+	// ignored, and the default used instead.
+	if len(s.Unknown) == 0 {
+		c.ok(CheckVariables, "every TIMELAKE_* variable is a setting")
+	} else {
+		msgs := make([]string, len(s.Unknown))
+		for i, u := range s.Unknown {
+			msgs[i] = u.String()
+		}
+		c.fail(CheckVariables, strings.Join(msgs, "; "),
+			"rename each to the variable meant, or remove it; every variable is in docs/configuration.md (see its section Unknown variables)")
+	}
+
 	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
 	if !c.s3Needed {
 		reason := "not used: no S3 location"
