@@ -50,6 +50,9 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationReportsEnvFile) {
 			f.WarnEnvironment()
 		}
+		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationShowsLocations) {
+			return f.CheckLocations(cmd)
+		}
 		return nil
 	}
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)

@@ -267,3 +267,42 @@ func TestUnknownVariables(t *testing.T) {
 		t.Errorf("fixed: exit %d, stdout:\n%s", r.code, r.out)
 	}
 }
+
+// TestLocationKinds checks that a warehouse and a landing of different
+// kinds are refused by every command unless the local side is written
+// explicitly (file:// or an absolute path), and fail env check's row.
+func TestLocationKinds(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	env := map[string]string{"TIMELAKE_WAREHOUSE": "my-lake/warehouse", "LANDING_BUCKET": "my-lake-landing", "TIMELAKE_TABLE": "iot.readings"}
+	for _, args := range [][]string{{"ingest"}, {"serve"}, {"tables", "list"}, {"landing", "rejected"}, {"upload", "--gateway", "gw", "x.csv"}} {
+		r := run(t, env, args...)
+		if r.code != cmdutil.ExitUsage ||
+			!strings.Contains(r.errOut, `Error: the warehouse TIMELAKE_WAREHOUSE (environment) "my-lake/warehouse" is a local folder (`+filepath.Join(dir, "my-lake", "warehouse")+`) while the landing LANDING_BUCKET (environment) is on S3 (s3://my-lake-landing)`) ||
+			!strings.Contains(r.errOut, "Fix: for a bucket write TIMELAKE_WAREHOUSE=s3://my-lake/warehouse; for this folder write TIMELAKE_WAREHOUSE="+filepath.Join(dir, "my-lake", "warehouse")) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+		}
+	}
+	r := run(t, env, "env", "check", "--json")
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, `"name":"warehouse","result":"fail","detail":"the warehouse TIMELAKE_WAREHOUSE (environment) \"my-lake/warehouse\" is a local folder`) {
+		t.Errorf("env check: exit %d, stdout %s", r.code, r.out)
+	}
+	// The landing relative, the warehouse on S3: the landing's row, the flag named.
+	r = run(t, map[string]string{"TIMELAKE_WAREHOUSE": "s3://my-lake/warehouse"}, "landing", "rejected", "--landing", "gateways/in")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, `the landing --landing "gateways/in" is a local folder`) ||
+		!strings.Contains(r.errOut, "Fix: for a bucket write --landing=s3://gateways/in") {
+		t.Errorf("relative landing: exit %d, stderr %q", r.code, r.errOut)
+	}
+	// Written explicitly, or of one kind: used.
+	for _, wh := range []string{filepath.Join(dir, "lake"), "file://" + filepath.Join(dir, "lake")} {
+		if err := os.MkdirAll(filepath.Join(dir, "lake"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if r := run(t, map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": "my-lake-landing"}, "tables", "list"); r.code != cmdutil.ExitOK {
+			t.Errorf("warehouse %s: exit %d, stderr %q", wh, r.code, r.errOut)
+		}
+	}
+	if r := run(t, map[string]string{"TIMELAKE_WAREHOUSE": "lake", "LANDING_BUCKET": "./landing"}, "tables", "list"); r.code != cmdutil.ExitOK {
+		t.Errorf("both local: exit %d, stderr %q", r.code, r.errOut)
+	}
+}

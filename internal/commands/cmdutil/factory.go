@@ -180,6 +180,22 @@ func (f *Factory) WarnEnvironment() {
 	}
 }
 
+// CheckLocations refuses, as a usage error, a warehouse and a landing
+// location of different kinds whose local side is a relative path
+// (settings.CheckLocationKinds), wherever each is set: every command
+// checks it, whether it uses one of them or both. An env file that cannot
+// be read is left to the command to report.
+func (f *Factory) CheckLocations(cmd *cobra.Command) error {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil
+	}
+	if err := r.CheckLocations(); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
+}
+
 // S3Config resolves the S3 connection settings of cmd.
 func (f *Factory) S3Config(cmd *cobra.Command) (storage.S3Config, error) {
 	r, err := f.Settings(cmd)
@@ -286,6 +302,12 @@ func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) 
 // AnnotationReportsEnvFile marks a command that reports the env file and
 // unknown variables itself (env check), so the root does not log them.
 const AnnotationReportsEnvFile = "timelake/reports-env-file"
+
+// AnnotationShowsLocations marks a command that shows or checks the
+// warehouse and landing settings rather than using them (env show, env
+// check), which the root does not refuse for their kinds
+// (CheckLocations).
+const AnnotationShowsLocations = "timelake/shows-locations"
 
 // AnnotationTimedErrors marks a command whose final error line, in a pipe,
 // starts with a timestamp like its other output lines (ingest).

@@ -43,7 +43,8 @@ func NewCmdEnv(f *cmdutil.Factory, runF *RunFuncs) *cobra.Command {
 		Long: `Check or show the settings that "timelake ingest" will use: flags, then the
 environment, then --env-file. Run "timelake env check --env-file timelake.env"
 on the poller host before you add the cron line.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cmdutil.AnnotationShowsLocations: ""},
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.Env)
 	if runF == nil {

@@ -2,6 +2,7 @@ package envcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -61,7 +62,25 @@ func (c *checker) settings(ctx context.Context) {
 	default:
 		c.landing, c.landingOK = loc, true
 		c.ok(CheckLanding, describeLocation(loc)+from(s.Landing))
-		if c.warehouseOK && contains(loc, c.warehouse) {
+		var kinds *settings.LocationKindsError
+		if errors.As(settings.CheckLocationKinds(s.Warehouse, s.Landing), &kinds) {
+			// The relative side would be used as a folder: fail its row.
+			name := CheckWarehouse
+			if kinds.LocalWhat == "landing" {
+				name = CheckLanding
+			} else {
+				c.warehouseOK = false
+			}
+			for i := range c.rep.Checks {
+				if ch := &c.rep.Checks[i]; ch.Name == name {
+					ch.Result, ch.Detail, ch.Fix = Fail, kinds.Error(), kinds.FixHint()
+				}
+			}
+			if name == CheckLanding {
+				c.landingOK = false
+			}
+		}
+		if c.warehouseOK && c.landingOK && contains(loc, c.warehouse) {
 			last := &c.rep.Checks[len(c.rep.Checks)-1]
 			last.Result, last.Fix = Fail, "use a separate landing bucket or folder, or landing and warehouse prefixes that do not contain each other"
 			last.Detail += fmt.Sprintf("; the warehouse %s lies inside it, so ingest would take the lake's own files for landed files", c.warehouse)
