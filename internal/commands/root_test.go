@@ -47,7 +47,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tables", "batch"}, "accepts between 1 and 2 arg(s)", "Try: timelake tables batch --help"},
 		{[]string{"ingest", "extra"}, `unknown command "extra" for "timelake ingest"`, "Try: timelake ingest --help"},
 		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: "0s" is a duration, but it must be above zero`, "Try: timelake env check --help"},
-		{[]string{"ingest", "--nope"}, "unknown flag: --nope", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--nope"}, "unknown flag: --nope\n", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--env-flie", "x"}, "unknown flag: --env-flie; did you mean --env-file?", "Try: timelake ingest --help"},
+		{[]string{"tables", "list", "--wharehouse", "x"}, "unknown flag: --wharehouse; did you mean --warehouse?", "Try: timelake tables list --help"},
+		{[]string{"tables", "expire", "--retain", "3"}, "unknown flag: --retain; did you mean --retain-last?", "Try: timelake tables expire --help"},
+		{[]string{"ingest", "-json"}, "unknown shorthand flag: 'j' in -json; did you mean --json?", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--older-than", "2d"}, "unknown flag: --older-than; --older-than is a flag of timelake tables expire", "Try: timelake ingest --help"},
 		{[]string{"ingest", "--log-level", "loud"}, `--log-level: "loud" is not one of debug, info, warn, error`, "Try: timelake ingest --help"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
