@@ -25,6 +25,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // NewRootCmd builds the command tree around f.
@@ -104,6 +105,13 @@ func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.Exi
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return cmdutil.ExitOK
+	}
+	if cmd != nil && fixHint(err) == "" && !cmdutil.IsUsage(err) {
+		// A store's setup problem that the command did not word itself
+		// still gets the reason and fix env check gives.
+		if p := storage.Diagnose(err, storage.Where{}, f.StorageNames(cmd)); p != nil {
+			err = p
+		}
 	}
 	code := exitCode(ctx, err)
 	var silent *cmdutil.SilentError

@@ -265,6 +265,46 @@ func (f *Factory) Where(cmd *cobra.Command, spec *settings.Spec, what string, lo
 	return w
 }
 
+// ExplainLanding and ExplainLake word a setup error of the landing bucket
+// or of the warehouse as ingest and env check do (storage.Diagnose: the
+// reason naming the store and the setting behind it, and the fix); any
+// other error, or one already explained, is returned as it is.
+func (f *Factory) ExplainLanding(cmd *cobra.Command, err error) error {
+	return f.explain(cmd, err, &settings.Landing.Spec, "landing bucket", "landing folder", true)
+}
+
+// ExplainLake: see ExplainLanding.
+func (f *Factory) ExplainLake(cmd *cobra.Command, err error) error {
+	return f.explain(cmd, err, &settings.Warehouse.Spec, "lake bucket", "warehouse folder", false)
+}
+
+func (f *Factory) explain(cmd *cobra.Command, err error, spec *settings.Spec, bucket, folder string, bareIsBucket bool) error {
+	var silent *SilentError
+	if err == nil || IsUsage(err) || errors.As(err, &silent) || errors.Is(err, ErrPartial) {
+		return err // reported already, or not the store's
+	}
+	var loc storage.Location
+	if r, rerr := f.Settings(cmd); rerr == nil {
+		loc, _ = storage.ParseLocation(r.Lookup(spec).Value, bareIsBucket)
+	}
+	what := folder
+	if loc.IsS3() {
+		what = bucket
+	}
+	return storage.Explain(err, f.Where(cmd, spec, what, loc), f.StorageNames(cmd))
+}
+
+// ExplainErrors makes every subcommand of group return its errors through
+// explain (ExplainLanding, ExplainLake): a setup problem of the store gets
+// its reason and its Fix: line in whichever subcommand meets it.
+func ExplainErrors(group *cobra.Command, explain func(*cobra.Command, error) error) {
+	for _, sub := range group.Commands() {
+		if runE := sub.RunE; runE != nil {
+			sub.RunE = func(c *cobra.Command, args []string) error { return explain(c, runE(c, args)) }
+		}
+	}
+}
+
 // OpenStore opens a landing location: an S3 bucket/prefix or a folder.
 func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage.Location) (storage.Store, error) {
 	if !loc.IsS3() {

@@ -20,7 +20,6 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
-	"github.com/timelake/timelake/internal/storage"
 )
 
 // NewCmdLanding builds the `landing` group. runF, when not nil, replaces
@@ -46,6 +45,7 @@ the next ingest run loads them.`,
 		NewCmdRejected(f, cmdutil.Adapt[RejectedOptions](runF)),
 		NewCmdRequeue(f, cmdutil.Adapt[RequeueOptions](runF)),
 	)
+	cmdutil.ExplainErrors(cmd, f.ExplainLanding)
 	return cmd
 }
 
@@ -55,18 +55,10 @@ type Output struct {
 	JSON bool // --json
 }
 
-// Landing is the landing bucket a subcommand works on.
+// Landing is the landing bucket a subcommand works on. Its setup errors
+// are explained by the group (cmdutil.ExplainErrors).
 type Landing struct {
 	Bucket *landing.Bucket
-	// Explain words the setup errors of the store (storage.Diagnose).
-	Explain func(error) error
-}
-
-func (l Landing) explain(err error) error {
-	if l.Explain == nil || err == nil {
-		return err
-	}
-	return l.Explain(err)
 }
 
 // openLanding resolves --landing and --quarantine-prefix and opens the
@@ -85,13 +77,7 @@ func openLanding(cmd *cobra.Command, f *cmdutil.Factory) (Landing, error) {
 	if err != nil {
 		return Landing{}, err
 	}
-	what := "landing folder"
-	if loc.IsS3() {
-		what = "landing bucket"
-	}
-	where, names := f.Where(cmd, &settings.Landing.Spec, what, loc), f.StorageNames(cmd)
-	return Landing{Bucket: &landing.Bucket{Store: st, QuarantinePrefix: prefix},
-		Explain: func(err error) error { return storage.Explain(err, where, names) }}, nil
+	return Landing{Bucket: &landing.Bucket{Store: st, QuarantinePrefix: prefix}}, nil
 }
 
 // run calls runF when set, else run.

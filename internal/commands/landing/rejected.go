@@ -46,7 +46,7 @@ crash) is listed too. --json prints every field of the reports.`,
 func RunRejected(ctx context.Context, opts *RejectedOptions) error {
 	rows, err := opts.Bucket.Rejected(ctx)
 	if err != nil {
-		return opts.explain(err)
+		return err
 	}
 	return RenderRejected(opts.Output, opts.Bucket, rows)
 }

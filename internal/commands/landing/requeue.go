@@ -83,7 +83,7 @@ type RequeueReport struct {
 func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 	all, err := opts.Bucket.Rejected(ctx)
 	if err != nil {
-		return opts.explain(err)
+		return err
 	}
 	picked := all
 	if !opts.All {
@@ -113,7 +113,7 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 			}
 		}
 		if err != nil {
-			runErr = opts.explain(err)
+			runErr = err
 			break
 		}
 	}
