@@ -133,7 +133,7 @@ func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.Exi
 	}
 	// --json is read again: a flag error may stop cobra before the
 	// globals are resolved.
-	if f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil))) {
+	if code != cmdutil.ExitBusy && (f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil)))) {
 		doc := map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}
 		if fix := fixHint(err); fix != "" {
 			doc["fix"] = fix

@@ -300,7 +300,7 @@ type runner struct {
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
-	r := newRunner(cfg)
+	r := newRunner(cfg, landing.HolderIngest)
 	err := r.run(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
@@ -309,8 +309,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.rep, err
 }
 
-// newRunner fills cfg's defaults and starts an empty report.
-func newRunner(cfg Config) *runner {
+// newRunner fills cfg's defaults and starts an empty report; kind is what
+// its lease says holds it (landing.HolderIngest, landing.HolderServe).
+func newRunner(cfg Config, kind string) *runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -322,6 +323,9 @@ func newRunner(cfg Config) *runner {
 	}
 	if cfg.Holder.Token == "" {
 		cfg.Holder = landing.NewHolder()
+	}
+	if cfg.Holder.Kind == "" {
+		cfg.Holder.Kind = kind
 	}
 	if cfg.LeaseStore == nil {
 		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix

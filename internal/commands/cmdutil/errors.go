@@ -23,7 +23,8 @@ const (
 	ExitUsage     ExitCode = 2   // bad flags, arguments or settings
 	ExitPartial   ExitCode = 3   // ingest: some files were quarantined, the rest loaded
 	ExitNotLoaded ExitCode = 4   // tables batch: the batch id is not in the current ancestry
-	ExitLeaseHeld ExitCode = 11  // ingest: another run holds the table's lease
+	ExitLeaseHeld ExitCode = 11  // ingest: another run (a serve, or on an overlapping prefix) holds the table's lease
+	ExitBusy      ExitCode = 12  // ingest: the previous run of this poller is still working
 	ExitCancelled ExitCode = 130 // interrupted (SIGINT/SIGTERM)
 )
 

@@ -349,8 +349,8 @@ func TestLeaseAndPlanOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = exec()
-	if code != cmdutil.ExitLeaseHeld || !strings.Contains(errOut, "poller-1:4242:0a1b2c holds _timelake/lease/iot.t.json since 2026-01-05T09:00:00Z") ||
-		!strings.Contains(errOut, "--break-lease") {
+	if code != cmdutil.ExitLeaseHeld || !strings.Contains(errOut, "Error: poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease _timelake/lease/iot.t.json since 2026-01-05T09:00:00Z until 2999-01-01T00:00:00Z (if that run died, its lease expires by itself at 2999-01-01T00:00:00Z)") ||
+		strings.Contains(errOut, "--break-lease") {
 		t.Fatalf("held lease: exit %d\n%s", code, errOut)
 	}
 
@@ -408,5 +408,48 @@ func TestStorageErrorsAreExplained(t *testing.T) {
 		"--warehouse", "s3://tl-no-such-lake-bucket/warehouse", "--table", "iot.t"}, ios, getenv(env))
 	if !strings.Contains(errOut.String(), `"fix":"create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse"`) {
 		t.Fatalf("the JSON exit error has no fix: %s", errOut)
+	}
+}
+
+// TestPreviousRunStillWorking: a run that finds the previous ingest of the
+// same table and prefix still holding the lease says so on one line (no
+// Error:) and exits 12; with --json the report names the lease; a serve
+// holding the table is an error (exit 11) that says a serve loads it.
+func TestPreviousRunStillWorking(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	leaseFile := filepath.Join(landing, "_timelake", "lease", "iot.t.json")
+	if err := os.MkdirAll(filepath.Dir(leaseFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "iot.t"}
+	exec := func(kind string, extra ...string) (cmdutil.ExitCode, string, string) {
+		t.Helper()
+		lease := `{"holder":"poller-1:4242:0a1b2c","kind":"` + kind + `","host":"poller-1","pid":4242,"prefix":"","acquired":"2026-01-05T09:00:00Z","expires":"2999-01-01T00:00:00Z"}`
+		if err := os.WriteFile(leaseFile, []byte(lease), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ios, out, errOut := iostreams.Test()
+		code := commands.Execute(context.Background(), append(args, extra...), ios, getenv(nil))
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := exec("ingest")
+	if code != cmdutil.ExitBusy || errOut != "" ||
+		!regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ iot\.t: the previous run is still working: ingest poller-1:4242:0a1b2c \(host poller-1, pid 4242\) holds the lease _timelake/lease/iot\.t\.json since 2026-01-05T09:00:00Z, renewed until 2999-01-01T00:00:00Z; this run did nothing \(if that run died, its lease expires by itself at 2999-01-01T00:00:00Z\); run started \S+\n$`).MatchString(out) {
+		t.Errorf("previous run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = exec("ingest", "--json")
+	var rep struct {
+		StillWorking *struct{ Holder, Kind, Host string } `json:"still_working"`
+		Files        []any                                `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != cmdutil.ExitBusy || errOut != "" || rep.StillWorking == nil ||
+		rep.StillWorking.Kind != "ingest" || rep.StillWorking.Host != "poller-1" || rep.Files == nil {
+		t.Errorf("--json: exit %d, %v, stdout %q, stderr %q", code, err, out, errOut)
+	}
+	code, out, errOut = exec("serve")
+	if code != cmdutil.ExitLeaseHeld || out != "" || !strings.Contains(errOut, "Error: serve poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease") ||
+		!strings.Contains(errOut, "a serve loads this table, so ingest does not") || strings.Contains(errOut, "--break-lease") {
+		t.Errorf("serve: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
