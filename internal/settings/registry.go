@@ -27,13 +27,13 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Serve, Tables, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[lake.TableName]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Serve, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(lake.ParseTableName)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
@@ -379,7 +379,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{
@@ -443,9 +443,29 @@ var (
 		return nil
 	})})
 
-	RequeueAll = register(&Setting[bool]{Spec: Spec{
-		Flag: "all", Default: "false", Help: "requeue every quarantined file",
-		Commands: []Command{LandingRequeue}, Group: GroupPerRun,
+	AllQuarantined = register(&Setting[bool]{Spec: Spec{
+		Flag: "all", Default: "false", Help: "take every quarantined file (requeue: except those whose report says the file itself is broken)",
+		Commands: []Command{LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	RejectedPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Help: "only quarantined files whose landing key starts with this prefix, e.g. gateway-7/",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedReason = register(&Setting[string]{Spec: Spec{
+		Flag: "reason", Help: "only quarantined files whose reason holds this text, in any case, e.g. delimiter",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedSince = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "since", Help: "only files quarantined since an RFC 3339 time, a date, or a duration ago (90m, 24h, 7d)",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Since(time.Now)})
+
+	DiscardDelete = register(&Setting[bool]{Spec: Spec{
+		Flag: "delete", Default: "false", Help: "delete the files and their reports instead of archiving them below _timelake/discarded/",
+		Commands: []Command{LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{

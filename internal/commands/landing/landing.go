@@ -1,16 +1,20 @@
 // Package landing is the `timelake landing` command group: the quarantined
-// files of the landing bucket, and putting them back once what refused them
-// is fixed (docs/schema.md, "A gateway changed its format").
+// files of the landing bucket, putting them back once what refused them is
+// fixed, and discarding those that will never load (docs/schema.md, "A
+// gateway changed its format").
 //
 // Each subcommand has an Options struct, a NewCmdX(f, runF) constructor and
 // a plain RunX(ctx, opts) function; output goes through internal/iostreams
-// (a table, or one JSON document with --json).
+// (a table, or one JSON document with --json). What is done to a file is
+// internal/landing's (Bucket.Requeue, Bucket.Discard, RequeueSkip).
 package landing
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +22,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -28,22 +33,29 @@ import (
 func NewCmdLanding(f *cmdutil.Factory, runF func(context.Context, any) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "landing",
-		Short: "Show the quarantined files of the landing bucket, and put them back to be loaded again",
+		Short: "Show the quarantined files of the landing bucket, put them back to be loaded again, or discard them",
 		Long: `Files that ingest cannot load are moved to the quarantine prefix of the
 landing bucket (--quarantine-prefix, _rejected/ by default) with a JSON report
 beside each. "landing rejected" lists them with their reasons; once the cause
 is fixed (a setting such as --csv-delimiter or --evolve, a type given with
 --column), "landing requeue" puts them back under their original keys, and
-the next ingest run loads them.`,
+the next ingest run loads them. "landing discard" takes those that will never
+load out of the quarantine: archived below _timelake/discarded/, or deleted.
+
+With --warehouse and --table (or TIMELAKE_WAREHOUSE and TIMELAKE_TABLE, as
+in the poller's env file), a file whose key the table loaded since (a
+corrected file sent under the same key) is marked, and requeue skips it.`,
 		Example: `  timelake landing rejected --env-file timelake.env
-  timelake landing requeue --all
-  timelake landing requeue gateway-7/20260105T1000.csv --json`,
+  timelake landing requeue --all --dry-run
+  timelake landing requeue gateway-7/20260105T1000.csv --json
+  timelake landing discard --reason "different content" --since 7d`,
 		Args: cobra.NoArgs,
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.LandingGroup)
 	cmd.AddCommand(
 		NewCmdRejected(f, cmdutil.Adapt[RejectedOptions](runF)),
 		NewCmdRequeue(f, cmdutil.Adapt[RequeueOptions](runF)),
+		NewCmdDiscard(f, cmdutil.Adapt[DiscardOptions](runF)),
 	)
 	cmdutil.ExplainErrors(cmd, f.ExplainLanding)
 	return cmd
@@ -59,10 +71,29 @@ type Output struct {
 // are explained by the group (cmdutil.ExplainErrors).
 type Landing struct {
 	Bucket *landing.Bucket
+	// FindLoaded tells whether the table loaded a key, to mark the
+	// copies whose key was loaded since (landing.MarkLoaded); nil when
+	// the warehouse or the table is not set.
+	FindLoaded landing.FindLoaded
+	// Logger gets the note that loaded keys cannot be marked; nil: none.
+	Logger *slog.Logger
 }
 
-// openLanding resolves --landing and --quarantine-prefix and opens the
-// store (no request is sent).
+// markLoaded marks the rows whose key the table loaded, or notes that it
+// cannot.
+func (l Landing) markLoaded(ctx context.Context, rows []landing.Rejected) error {
+	if l.FindLoaded == nil {
+		if l.Logger != nil && len(rows) > 0 {
+			l.Logger.Warn("the warehouse or the table is not set (--warehouse, --table, or TIMELAKE_WAREHOUSE and TIMELAKE_TABLE): quarantined files whose key was loaded since are not marked, and requeue does not skip them")
+		}
+		return nil
+	}
+	return landing.MarkLoaded(ctx, rows, l.FindLoaded)
+}
+
+// openLanding resolves --landing, --quarantine-prefix, --warehouse and
+// --table, and opens the store (no request is sent; the table is loaded
+// when a key is first looked up).
 func openLanding(cmd *cobra.Command, f *cmdutil.Factory) (Landing, error) {
 	r, err := f.Settings(cmd)
 	if err != nil {
@@ -70,14 +101,106 @@ func openLanding(cmd *cobra.Command, f *cmdutil.Factory) (Landing, error) {
 	}
 	loc := settings.Landing.Require(r)
 	prefix := settings.QuarantinePrefix.Get(r)
-	if err := r.Err(); err != nil {
+	warehouse := settings.Warehouse.Get(r)
+	name, from, terr := settings.Table.Resolve(r)
+	if err := errors.Join(r.Err(), terr); err != nil {
 		return Landing{}, err
 	}
 	st, err := f.OpenStore(cmd.Context(), cmd, loc)
 	if err != nil {
 		return Landing{}, err
 	}
-	return Landing{Bucket: &landing.Bucket{Store: st, QuarantinePrefix: prefix}}, nil
+	l := Landing{Bucket: &landing.Bucket{Store: st, QuarantinePrefix: prefix}, Logger: f.Logger()}
+	if warehouse != "" && from.Source != "" {
+		l.FindLoaded = tableLookup(cmd, f, warehouse, name)
+	}
+	return l, nil
+}
+
+// tableLookup answers landing.FindLoaded from the table (opened at the first
+// look-up); a table that does not exist loaded nothing.
+func tableLookup(cmd *cobra.Command, f *cmdutil.Factory, warehouse string, name lake.TableName) landing.FindLoaded {
+	var t *lake.Table
+	missing := false
+	return func(ctx context.Context, key string) (int64, time.Time, bool, error) {
+		if t == nil && !missing {
+			l, err := f.OpenLake(ctx, cmd, warehouse)
+			if err == nil {
+				t, err = l.LoadTable(ctx, name)
+			}
+			switch {
+			case errors.Is(err, lake.ErrTableNotFound):
+				missing = true
+			case err != nil:
+				return 0, time.Time{}, false, f.ExplainLake(cmd, err)
+			}
+		}
+		if missing {
+			return 0, time.Time{}, false, nil
+		}
+		b, ok, err := t.FindLoaded(ctx, key)
+		if err != nil {
+			return 0, time.Time{}, false, f.ExplainLake(cmd, err)
+		}
+		return b.SnapshotID, b.CommittedAt, ok, nil
+	}
+}
+
+// Selection is which quarantined files requeue and discard take: the
+// files named (Keys: original landing keys, or keys of the quarantined
+// copies), or every one (All) that Filter selects.
+type Selection struct {
+	Keys   []string
+	All    bool
+	Filter landing.RejectedFilter
+}
+
+// Bulk reports whether the files were picked by --all or a filter rather
+// than named.
+func (s Selection) Bulk() bool { return len(s.Keys) == 0 }
+
+// resolveFilter reads --prefix, --reason and --since.
+func resolveFilter(r *settings.Resolver) landing.RejectedFilter {
+	return landing.RejectedFilter{Prefix: settings.RejectedPrefix.Get(r), Reason: settings.RejectedReason.Get(r),
+		Since: settings.RejectedSince.Get(r)}
+}
+
+// resolveSelection reads KEY..., --all and the filters of a command that
+// acts on quarantined files (verb: "requeue", "discard"). Errors: usage
+// errors for nothing selected, or files named beside --all or a filter.
+func resolveSelection(r *settings.Resolver, args []string, verb string) (Selection, error) {
+	s := Selection{Keys: args, All: settings.AllQuarantined.Get(r), Filter: resolveFilter(r)}
+	if err := r.Err(); err != nil {
+		return s, err
+	}
+	switch {
+	case len(args) > 0 && (s.All || !s.Filter.Empty()):
+		return s, cmdutil.UsageErrorf("give either the files to %s (KEY...) or --all and the filters (--prefix, --reason, --since), not both", verb)
+	case len(args) == 0 && !s.All && s.Filter.Empty():
+		return s, cmdutil.UsageErrorf("name the files to %s (KEY...), or give --all to %s every quarantined file, or select them with --prefix, --reason or --since", verb, verb)
+	}
+	return s, nil
+}
+
+// pick returns the quarantined files sel takes from all. A KEY that names
+// no quarantined file is a usage error, before anything moves.
+func pick(all []landing.Rejected, sel Selection) ([]landing.Rejected, error) {
+	if sel.Bulk() {
+		return sel.Filter.Filter(all), nil
+	}
+	var picked []landing.Rejected
+	for _, k := range sel.Keys {
+		n := len(picked)
+		for _, r := range all {
+			if (r.Key == k || r.QuarantinedTo == k) && !slices.ContainsFunc(picked, func(p landing.Rejected) bool { return p.QuarantinedTo == r.QuarantinedTo }) {
+				picked = append(picked, r)
+			}
+		}
+		if len(picked) == n {
+			return nil, cmdutil.UsageErrorf("%s is not a quarantined file (timelake landing rejected lists them)", k)
+		}
+	}
+	return picked, nil
 }
 
 // run calls runF when set, else run.
@@ -106,11 +229,15 @@ func formatTime(t time.Time, tty bool) string {
 // quarantine (exit 3, after the report was printed).
 var errSomeNotRequeued = errors.New("some files were not requeued")
 
-// noFiles says that the quarantine holds nothing.
-func noFiles(b *landing.Bucket) string {
+// noFiles says that the quarantine holds nothing (that the filters select).
+func noFiles(b *landing.Bucket, filtered bool) string {
 	p := b.QuarantinePrefix
 	if p == "" {
 		p = landing.DefaultQuarantinePrefix
 	}
-	return fmt.Sprintf("no quarantined files in %s/%s\n", strings.TrimSuffix(b.Store.URI(), "/"), p)
+	what := "no quarantined files"
+	if filtered {
+		what = "no quarantined files match"
+	}
+	return fmt.Sprintf("%s in %s/%s\n", what, strings.TrimSuffix(b.Store.URI(), "/"), p)
 }
