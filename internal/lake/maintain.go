@@ -228,6 +228,11 @@ type MaintainReport struct {
 	Compacted       CompactResult `json:"-"`
 	Expired         ExpireResult  `json:"-"`
 	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
+	// OrphansCheckedAt is when orphan files were last looked for (zero:
+	// never, or the round stopped before reading it), and OrphansNext,
+	// when this round did not look (not due), when the next round will.
+	OrphansCheckedAt time.Time `json:"-"`
+	OrphansNext      time.Time `json:"-"`
 	// Pending is set when the budget ran out with work left.
 	Pending bool          `json:"pending"`
 	Took    time.Duration `json:"-"`
@@ -368,6 +373,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if err != nil {
 		return rep, err
 	}
+	rep.OrphansCheckedAt = st.OrphansCheckedAt
 
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
@@ -396,6 +402,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		return rep, err
 	}
 	due := t.orphansDue(st, opts.Orphans)
+	if !due {
+		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
+	}
 	if due && !left() {
 		rep.Pending = true
 		return rep, nil
@@ -408,6 +417,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		}
 		if !opts.DryRun {
 			st.OrphansCheckedAt = t.lake.now().UTC()
+			rep.OrphansCheckedAt = st.OrphansCheckedAt
 			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err
 			}

@@ -223,7 +223,7 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else {
-		if m := rep.Maintenance; m != nil && (m.Work() || m.Error != "" || m.Pending) {
+		if m := rep.Maintenance; m != nil && m.Notable() {
 			fmt.Fprintln(out, MaintenanceLine(m))
 		}
 		fmt.Fprintln(out, Summary(rep, started))
@@ -323,7 +323,10 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	return s + fmt.Sprintf("; run started %s, took %.1fs", started.UTC().Format(time.RFC3339), rep.Seconds)
 }
 
-// MaintenanceLine says what the maintenance after the loading did.
+// MaintenanceLine says what the maintenance after the loading did, and
+// what it left and why: the budget ran out, compaction skipped (delete
+// files), groups left by its byte bound, nothing to compact, when orphan
+// files are looked for next.
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
 	if m.FilesIn > 0 {
@@ -341,7 +344,21 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	}
 	s := fmt.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
 	if m.Pending {
-		s += "; more next run"
+		s += "; more next run (the budget ran out)"
+	}
+	switch {
+	case m.CompactionSkipped != "":
+		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0:
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+	case m.CompactionIdle != "":
+		s += "; nothing to compact: " + m.CompactionIdle
+	}
+	if m.OrphansNextCheck != nil {
+		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
+		if m.OrphansLastChecked != nil {
+			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+		}
 	}
 	if m.Error != "" {
 		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"

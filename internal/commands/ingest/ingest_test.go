@@ -453,3 +453,31 @@ func TestPreviousRunStillWorking(t *testing.T) {
 		t.Errorf("serve: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestMaintenanceLine: the maintenance line of a run says what it left
+// and why, and a round with nothing to do is not printed.
+func TestMaintenanceLine(t *testing.T) {
+	next, last := time.Date(2026, 1, 5, 11, 0, 0, 0, time.UTC), time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		m    ingest.Maintenance
+		want string
+	}{
+		{ingest.Maintenance{SnapshotsExpired: 2, KeysRemembered: 2, CompactionIdle: "every data file is at least 8MiB (timelake.target-file-size)",
+			OrphansNextCheck: &next, OrphansLastChecked: &last, Seconds: 0.1},
+			"maintenance     expired 2 snapshots (2 keys into the load history, 0 files deleted) in 0.1s; nothing to compact: every data file is at least 8MiB (timelake.target-file-size); orphan files looked for next at 2026-01-05T11:00:00Z (last at 2026-01-05T10:00:00Z)"},
+		{ingest.Maintenance{FilesIn: 4, BytesIn: 4096, FilesOut: 1, CompactionDeferred: 3, Pending: true, Seconds: 10},
+			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent)"},
+		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
+			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
+	} {
+		if !tc.m.Notable() {
+			t.Errorf("%+v is not printed", tc.m)
+		}
+		if got := ingestcmd.MaintenanceLine(&tc.m); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+	if m := (ingest.Maintenance{CompactionIdle: "x", OrphansNextCheck: &next}); m.Notable() {
+		t.Error("a round with nothing to do is printed")
+	}
+}
