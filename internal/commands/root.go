@@ -29,7 +29,12 @@ import (
 )
 
 // NewRootCmd builds the command tree around f.
-func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command { return newRootCmd(f, nil) }
+
+// newRootCmd builds the command tree; stub, when not nil, replaces the run
+// function of every command and receives its resolved *Options (tests of
+// command lines: every flag parsed, every setting resolved, nothing run).
+func newRootCmd(f *cmdutil.Factory, stub func(context.Context, any) error) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "timelake",
 		Short: "Load files from field gateways into Apache Iceberg tables on S3-compatible storage",
@@ -57,12 +62,16 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 		return nil
 	}
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
-	root.AddCommand(ingestcmd.NewCmdIngest(f, nil))
-	root.AddCommand(servecmd.NewCmdServe(f, nil))
-	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
-	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
-	root.AddCommand(tablescmd.NewCmdTables(f, nil))
-	root.AddCommand(landingcmd.NewCmdLanding(f, nil))
+	var env *envcheckcmd.RunFuncs
+	if stub != nil {
+		env = &envcheckcmd.RunFuncs{Check: cmdutil.Adapt[envcheckcmd.CheckOptions](stub), Show: cmdutil.Adapt[envcheckcmd.ShowOptions](stub)}
+	}
+	root.AddCommand(ingestcmd.NewCmdIngest(f, cmdutil.Adapt[ingestcmd.Options](stub)))
+	root.AddCommand(servecmd.NewCmdServe(f, cmdutil.Adapt[servecmd.Options](stub)))
+	root.AddCommand(uploadcmd.NewCmdUpload(f, cmdutil.Adapt[uploadcmd.Options](stub)))
+	root.AddCommand(envcheckcmd.NewCmdEnv(f, env))
+	root.AddCommand(tablescmd.NewCmdTables(f, stub))
+	root.AddCommand(landingcmd.NewCmdLanding(f, stub))
 	root.InitDefaultCompletionCmd()
 	cmdutil.TypeUsageErrors(root)
 	return root
