@@ -411,15 +411,8 @@ func shellSegments(line string) [][]string {
 	for i := 0; i < len(line); i++ {
 		ch := line[i]
 		switch {
-		case ch == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				j = len(line) - i - 1
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			inWord, i = true, i+1+j
-		case ch == '"':
-			j := strings.IndexByte(line[i+1:], '"')
+		case ch == '\'' || ch == '"': // to the closing quote, the words inside kept as one
+			j := strings.IndexByte(line[i+1:], ch)
 			if j < 0 {
 				j = len(line) - i - 1
 			}

@@ -1,13 +1,11 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/storage"
 )
-
-// syncBuffer is a log buffer written by the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSweepErrorHasItsFix checks that a sweep that fails on a setup
 // problem of the landing folder logs the fix env check gives with it.
@@ -51,11 +31,17 @@ func TestSweepErrorHasItsFix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	logPath := filepath.Join(dir, "serve.log") // the handler serializes its writes
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	cfg := serve.Config{
 		Ingest: ingest.Config{Landing: st, Lake: l, Table: tableName, LeaseTTL: 5 * time.Second},
 		Sweep:  50 * time.Millisecond, LeaseRetry: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	}
 	r := start(t, cfg)
 	waitFor(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
@@ -63,8 +49,8 @@ func TestSweepErrorHasItsFix(t *testing.T) {
 	if err := os.RemoveAll(landingDir); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a failed sweep", func() bool { return strings.Contains(logs.String(), "sweep failed") })
-	line := logs.String()[strings.Index(logs.String(), "sweep failed"):]
+	waitFor(t, "a failed sweep", func() bool { return strings.Contains(logs(), "sweep failed") })
+	line := logs()[strings.Index(logs(), "sweep failed"):]
 	line, _, _ = strings.Cut(line, "\n")
 	if !strings.Contains(line, "fix=\"create the folder") {
 		t.Errorf("the sweep's error has no fix: %s", line)

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -82,11 +81,7 @@ func RunDiscard(ctx context.Context, opts *DiscardOptions) error {
 	if now == nil {
 		now = time.Now
 	}
-	all, err := opts.Bucket.Rejected(ctx)
-	if err != nil {
-		return err
-	}
-	picked, err := pick(all, opts.Selection)
+	picked, err := opts.selected(ctx, opts.Selection, false)
 	if err != nil {
 		return err
 	}
@@ -118,28 +113,13 @@ func RenderDiscard(o Output, b *landing.Bucket, r DiscardReport, filtered bool) 
 	if o.JSON {
 		return o.IO.PrintJSON(r)
 	}
-	tty := o.IO.IsStdoutTTY()
-	if tty && len(r.Files) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b, filtered))
-		return err
+	rows := make([][]string, len(r.Files))
+	for i, f := range r.Files {
+		rows[i] = []string{f.Key, f.Status, f.ArchivedTo, f.QuarantinedTo}
 	}
-	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "archived_to"},
-		iostreams.Column{Header: "quarantined_to"})
-	for _, f := range r.Files {
-		t.AddRow(f.Key, f.Status, f.ArchivedTo, f.QuarantinedTo)
+	summary := fmt.Sprintf("%d archived below %s, %d deleted", r.Archived, landing.ArchivePrefix, r.Deleted)
+	if r.DryRun {
+		summary = fmt.Sprintf("dry run: %d would be archived below %s, %d deleted; nothing changed", r.Archived, landing.ArchivePrefix, r.Deleted)
 	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	if !tty {
-		return nil
-	}
-	var err error
-	switch {
-	case r.DryRun:
-		_, err = fmt.Fprintf(o.IO.Out, "dry run: %d would be archived below %s, %d deleted; nothing changed\n", r.Archived, landing.ArchivePrefix, r.Deleted)
-	default:
-		_, err = fmt.Fprintf(o.IO.Out, "%d archived below %s, %d deleted\n", r.Archived, landing.ArchivePrefix, r.Deleted)
-	}
-	return err
+	return renderActions(o, b, filtered, []string{"key", "status", "archived_to", "quarantined_to"}, rows, summary)
 }

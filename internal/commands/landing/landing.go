@@ -203,6 +203,48 @@ func pick(all []landing.Rejected, sel Selection) ([]landing.Rejected, error) {
 	return picked, nil
 }
 
+// selected lists the quarantined files sel takes (pick) and, when mark,
+// marks those whose key the table loaded.
+func (l Landing) selected(ctx context.Context, sel Selection, mark bool) ([]landing.Rejected, error) {
+	all, err := l.Bucket.Rejected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	picked, err := pick(all, sel)
+	if err == nil && mark {
+		err = l.markLoaded(ctx, picked)
+	}
+	return picked, err
+}
+
+// renderActions prints what a command did to each file, one row of cells
+// under headers per file: on a terminal the rows and then summary (or
+// that there was nothing, filtered: nothing that matches), in a pipe a
+// header line and the rows.
+func renderActions(o Output, b *landing.Bucket, filtered bool, headers []string, rows [][]string, summary string) error {
+	tty := o.IO.IsStdoutTTY()
+	if tty && len(rows) == 0 {
+		_, err := fmt.Fprint(o.IO.Out, noFiles(b, filtered))
+		return err
+	}
+	cols := make([]iostreams.Column, len(headers))
+	for i, h := range headers {
+		cols[i] = iostreams.Column{Header: h}
+		if h == "reason" {
+			cols[i].Wrap = 80
+		}
+	}
+	t := o.IO.NewTable(cols...)
+	for _, r := range rows {
+		t.AddRow(r...)
+	}
+	if err := t.Render(); err != nil || !tty {
+		return err
+	}
+	_, err := fmt.Fprintln(o.IO.Out, summary)
+	return err
+}
+
 // run calls runF when set, else run.
 func run[T any](ctx context.Context, opts *T, runF func(context.Context, *T) error, run func(context.Context, *T) error) error {
 	if runF != nil {

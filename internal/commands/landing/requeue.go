@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -88,15 +87,8 @@ type RequeueReport struct {
 // an error with exit code 3 when some files stay quarantined (the report
 // is printed first; not in a dry run).
 func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
-	all, err := opts.Bucket.Rejected(ctx)
+	picked, err := opts.selected(ctx, opts.Selection, true)
 	if err != nil {
-		return err
-	}
-	picked, err := pick(all, opts.Selection)
-	if err != nil {
-		return err
-	}
-	if err := opts.markLoaded(ctx, picked); err != nil {
 		return err
 	}
 	rep := RequeueReport{DryRun: opts.DryRun, Files: []landing.RequeueResult{}}
@@ -146,29 +138,14 @@ func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport, filtered bool) 
 	if o.JSON {
 		return o.IO.PrintJSON(r)
 	}
-	tty := o.IO.IsStdoutTTY()
-	if tty && len(r.Files) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b, filtered))
-		return err
+	rows := make([][]string, len(r.Files))
+	for i, f := range r.Files {
+		rows[i] = []string{f.Key, f.Status, f.Reason, f.QuarantinedTo}
 	}
-	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "reason", Wrap: 80},
-		iostreams.Column{Header: "quarantined_to"})
-	for _, f := range r.Files {
-		t.AddRow(f.Key, f.Status, f.Reason, f.QuarantinedTo)
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	if !tty {
-		return nil
-	}
-	var err error
+	summary := fmt.Sprintf("%d requeued, %d not requeued, %d skipped; the next ingest run loads the requeued files", r.Requeued, r.NotRequeued, r.Skipped)
 	if r.DryRun {
-		_, err = fmt.Fprintf(o.IO.Out, "dry run: %d would be requeued, %d not (a file is under the key), %d skipped; nothing changed\n",
-			r.Requeued, r.NotRequeued, r.Skipped)
-	} else {
-		_, err = fmt.Fprintf(o.IO.Out, "%d requeued, %d not requeued, %d skipped; the next ingest run loads the requeued files\n",
+		summary = fmt.Sprintf("dry run: %d would be requeued, %d not (a file is under the key), %d skipped; nothing changed",
 			r.Requeued, r.NotRequeued, r.Skipped)
 	}
-	return err
+	return renderActions(o, b, filtered, []string{"key", "status", "reason", "quarantined_to"}, rows, summary)
 }
