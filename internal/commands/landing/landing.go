@@ -80,11 +80,16 @@ type Landing struct {
 }
 
 // markLoaded marks the rows whose key the table loaded, or notes that it
-// cannot.
-func (l Landing) markLoaded(ctx context.Context, rows []landing.Rejected) error {
+// cannot: a warning where it matters (requeue would put such files back),
+// else an info line.
+func (l Landing) markLoaded(ctx context.Context, rows []landing.Rejected, warn bool) error {
 	if l.FindLoaded == nil {
 		if l.Logger != nil && len(rows) > 0 {
-			l.Logger.Warn("the warehouse or the table is not set (--warehouse, --table, or TIMELAKE_WAREHOUSE and TIMELAKE_TABLE): quarantined files whose key was loaded since are not marked, and requeue does not skip them")
+			level := slog.LevelInfo
+			if warn {
+				level = slog.LevelWarn
+			}
+			l.Logger.Log(ctx, level, "the warehouse or the table is not set (--warehouse, --table, or TIMELAKE_WAREHOUSE and TIMELAKE_TABLE): quarantined files whose key was loaded since are not marked, and requeue does not skip them")
 		}
 		return nil
 	}
@@ -212,7 +217,7 @@ func (l Landing) selected(ctx context.Context, sel Selection, mark bool) ([]land
 	}
 	picked, err := pick(all, sel)
 	if err == nil && mark {
-		err = l.markLoaded(ctx, picked)
+		err = l.markLoaded(ctx, picked, true)
 	}
 	return picked, err
 }

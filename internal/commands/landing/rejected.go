@@ -69,7 +69,7 @@ func RunRejected(ctx context.Context, opts *RejectedOptions) error {
 		return err
 	}
 	rows := opts.Filter.Filter(all)
-	if err := opts.markLoaded(ctx, rows); err != nil {
+	if err := opts.markLoaded(ctx, rows, false); err != nil {
 		return err
 	}
 	return RenderRejected(opts.Output, opts.Bucket, rows, !opts.Filter.Empty())
