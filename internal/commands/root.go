@@ -115,7 +115,9 @@ func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.Exi
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	if cmd != nil && fixHint(err) == "" && !cmdutil.IsUsage(err) {
+	var silent *cmdutil.SilentError
+	if cmd != nil && fixHint(err) == "" && !cmdutil.IsUsage(err) && !errors.As(err, &silent) && !errors.Is(err, cmdutil.ErrPartial) &&
+		!errors.Is(err, landing.ErrLeaseHeld) && ctx.Err() == nil {
 		// A store's setup problem that the command did not word itself
 		// still gets the reason and fix env check gives.
 		if p := storage.Diagnose(err, storage.Where{}, f.StorageNames(cmd)); p != nil {
@@ -123,7 +125,6 @@ func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.Exi
 		}
 	}
 	code := exitCode(ctx, err)
-	var silent *cmdutil.SilentError
 	switch {
 	case errors.As(err, &silent), errors.Is(err, cmdutil.ErrPartial):
 		// Already reported on stdout.
