@@ -24,6 +24,7 @@ import (
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -437,11 +438,11 @@ var versionFile = regexp.MustCompile(`^v(\d+)\.metadata\.json$`)
 func fleetStateOf(ctx context.Context, s fleetSetup, minute int, now time.Time, tbl *lake.Table, wh storage.Store, live []fleetLiveFile) (fleetState, error) {
 	props := tbl.Properties()
 	coldAfter := lake.DefaultCompactColdAfter
-	if d, err := lake.ParseAge(props[lake.PropCompactColdAfter]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[lake.PropCompactColdAfter]); err == nil && d > 0 {
 		coldAfter = d
 	}
 	target := int64(lake.DefaultTargetFileSize)
-	if n, err := lake.ParseSize(props[lake.PropTargetFileSize]); err == nil && n > 0 {
+	if n, err := quantity.ParseSize(props[lake.PropTargetFileSize]); err == nil && n > 0 {
 		target = n
 	}
 	st := fleetState{Kind: "state", Store: s.Store, Gateways: s.Gateways, Minute: minute, Clock: now,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -24,10 +25,16 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // NewRootCmd builds the command tree around f.
-func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command { return newRootCmd(f, nil) }
+
+// newRootCmd builds the command tree; stub, when not nil, replaces the run
+// function of every command and receives its resolved *Options (tests of
+// command lines: every flag parsed, every setting resolved, nothing run).
+func newRootCmd(f *cmdutil.Factory, stub func(context.Context, any) error) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "timelake",
 		Short: "Load files from field gateways into Apache Iceberg tables on S3-compatible storage",
@@ -47,17 +54,24 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 			return err
 		}
 		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationReportsEnvFile) {
-			f.WarnExposedEnvFile()
+			f.WarnEnvironment()
+		}
+		if !cmdutil.HasAnnotation(cmd, cmdutil.AnnotationShowsLocations) {
+			return f.CheckLocations(cmd)
 		}
 		return nil
 	}
 	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
-	root.AddCommand(ingestcmd.NewCmdIngest(f, nil))
-	root.AddCommand(servecmd.NewCmdServe(f, nil))
-	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
-	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil))
-	root.AddCommand(tablescmd.NewCmdTables(f, nil))
-	root.AddCommand(landingcmd.NewCmdLanding(f, nil))
+	var env *envcheckcmd.RunFuncs
+	if stub != nil {
+		env = &envcheckcmd.RunFuncs{Check: cmdutil.Adapt[envcheckcmd.CheckOptions](stub), Show: cmdutil.Adapt[envcheckcmd.ShowOptions](stub)}
+	}
+	root.AddCommand(ingestcmd.NewCmdIngest(f, cmdutil.Adapt[ingestcmd.Options](stub)))
+	root.AddCommand(servecmd.NewCmdServe(f, cmdutil.Adapt[servecmd.Options](stub)))
+	root.AddCommand(uploadcmd.NewCmdUpload(f, cmdutil.Adapt[uploadcmd.Options](stub)))
+	root.AddCommand(envcheckcmd.NewCmdEnv(f, env))
+	root.AddCommand(tablescmd.NewCmdTables(f, stub))
+	root.AddCommand(landingcmd.NewCmdLanding(f, stub))
 	root.InitDefaultCompletionCmd()
 	cmdutil.TypeUsageErrors(root)
 	return root
@@ -71,20 +85,46 @@ func Main(args []string, ios *iostreams.IOStreams, getenv func(string) (string, 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
-	return Execute(ctx, args, ios, getenv)
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv, Environ: os.Environ})
 }
 
-// Execute is Main with a caller-supplied context (tests).
+// Execute is Main with a caller-supplied context (tests); no variable of
+// the process environment is reported unknown (getenv cannot list them).
 func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, getenv func(string) (string, bool)) cmdutil.ExitCode {
-	f := &cmdutil.Factory{IO: ios, Getenv: getenv}
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv})
+}
+
+// ExecuteEnviron is Execute with the process environment given as a list
+// of KEY=value (as os.Environ), whose unknown TIMELAKE_* variables are
+// reported.
+func ExecuteEnviron(ctx context.Context, args []string, ios *iostreams.IOStreams, environ []string) cmdutil.ExitCode {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	getenv := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv, Environ: func() []string { return environ }})
+}
+
+func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.ExitCode {
+	ios := f.IO
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	code := exitCode(ctx, err)
 	var silent *cmdutil.SilentError
+	if cmd != nil && fixHint(err) == "" && !cmdutil.IsUsage(err) && !errors.As(err, &silent) && !errors.Is(err, cmdutil.ErrPartial) &&
+		!errors.Is(err, landing.ErrLeaseHeld) && ctx.Err() == nil {
+		// A store's setup problem that the command did not word itself
+		// still gets the reason and fix env check gives.
+		if p := storage.Diagnose(err, storage.Where{}, f.StorageNames(cmd)); p != nil {
+			err = p
+		}
+	}
+	code := exitCode(ctx, err)
 	switch {
 	case errors.As(err, &silent), errors.Is(err, cmdutil.ErrPartial):
 		// Already reported on stdout.
@@ -103,7 +143,7 @@ func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, geten
 	}
 	// --json is read again: a flag error may stop cobra before the
 	// globals are resolved.
-	if f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil))) {
+	if code != cmdutil.ExitBusy && (f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil)))) {
 		doc := map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}
 		if fix := fixHint(err); fix != "" {
 			doc["fix"] = fix

@@ -300,7 +300,7 @@ type runner struct {
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
-	r := newRunner(cfg)
+	r := newRunner(cfg, landing.HolderIngest)
 	err := r.run(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
@@ -309,8 +309,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.rep, err
 }
 
-// newRunner fills cfg's defaults and starts an empty report.
-func newRunner(cfg Config) *runner {
+// newRunner fills cfg's defaults and starts an empty report; kind is what
+// its lease says holds it (landing.HolderIngest, landing.HolderServe).
+func newRunner(cfg Config, kind string) *runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -322,6 +323,9 @@ func newRunner(cfg Config) *runner {
 	}
 	if cfg.Holder.Token == "" {
 		cfg.Holder = landing.NewHolder()
+	}
+	if cfg.Holder.Kind == "" {
+		cfg.Holder.Kind = kind
 	}
 	if cfg.LeaseStore == nil {
 		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix
@@ -1317,8 +1321,8 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 // corrections must come as new files.
 func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
 	if reason := differs(b.Summary, d); reason != "" {
-		return r.reject(ctx, res, d, fmt.Errorf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
-			d.info.Key, b.SnapshotID, reason))
+		return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
+			d.info.Key, b.SnapshotID, reason)})
 	}
 	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
 	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
@@ -1351,7 +1355,7 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 		return res, ctx.Err()
 	}
 	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
-		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause)}
+		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause), Kind: rejectionKind(cause)}
 	var fe *decode.FileError
 	if errors.As(cause, &fe) {
 		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value

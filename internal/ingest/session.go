@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -23,7 +24,8 @@ type Session struct {
 
 // Open opens cfg's table (none until the first file that decodes creates
 // it, unless NoCreate), checks that the landing bucket exists and takes the
-// table's ingest lease, renewing it every third of LeaseTTL until Close.
+// table's ingest lease as a serve (landing.HolderServe), renewing it every
+// third of LeaseTTL until Close.
 // DryRun and MaxFiles do not apply to a session. ctx bounds the session:
 // once it is done the lease is no longer renewed, so give it a context that
 // outlives the loading and call Close to stop.
@@ -33,7 +35,7 @@ type Session struct {
 // or table that cannot be read.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
 	cfg.DryRun, cfg.MaxFiles = false, 0
-	r := newRunner(cfg)
+	r := newRunner(cfg, landing.HolderServe)
 	lctx, release, err := r.open(ctx)
 	if err != nil {
 		return nil, withCause(lctx, err)

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // Compaction rewrites the small data files of a partition into fewer,
@@ -119,6 +120,13 @@ type CompactResult struct {
 	// the table has row-level delete files (written by another engine),
 	// which this rewrite does not apply.
 	Skipped string
+	// Deferred counts groups planned but left for a later round: the
+	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes)
+	// was spent.
+	Deferred int
+	// Idle says why nothing was planned on a table without delete files,
+	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
+	Idle string
 }
 
 // compactSettings are the resolved compaction settings of a table.
@@ -134,7 +142,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
 	if s.target <= 0 {
 		s.target = DefaultTargetFileSize
-		if v, err := ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
+		if v, err := quantity.ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
 			s.target = v
 			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
 		}
@@ -148,7 +156,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	}
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
-		if v, err := ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
+		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
 			s.coldAfter = v
 			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
 		}
@@ -255,8 +263,9 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions.
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) []CompactionGroup {
+// planCompaction groups the live files of compactable partitions, and
+// counts the groups left out once maxBytes is spent (deferred).
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -313,15 +322,37 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 			}
 		}
 		for _, g := range groups {
-			if len(g.inputs) < 2 {
-				continue
-			}
-			if !take(g) {
-				return out
+			switch {
+			case len(g.inputs) < 2:
+			case deferred > 0 || !take(g):
+				deferred++ // the first group that does not fit ends the round's plan
 			}
 		}
 	}
-	return out
+	return out, deferred
+}
+
+// idleReason says why planCompaction planned nothing for files: no data
+// file, none smaller than the target, or too few small ones in each
+// partition.
+func idleReason(files []liveFile, spec int32, s compactSettings) string {
+	var small int
+	parts := map[string]bool{}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		if df.SpecID() == spec && df.ContentType() == iceberg.EntryContentData && df.FileSizeBytes() < s.target {
+			small++
+			parts[f.partition] = true
+		}
+	}
+	switch {
+	case len(files) == 0:
+		return "the table has no data files"
+	case small == 0:
+		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.target), PropTargetFileSize)
+	}
+	return fmt.Sprintf("%d files below %s in %d partitions, but no partition has %d of one size tier (%s), or, once cold (its files older than %s, %s), 2",
+		small, quantity.FormatSize(s.target), len(parts), s.minFiles, PropCompactMinFiles, s.coldAfter, PropCompactColdAfter)
 }
 
 // coldSlack is how early a partition is compacted as cold: up to a
@@ -406,7 +437,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			return res, nil
 		}
 	}
-	groups := planCompaction(files, int32(h.write.DefaultPartitionSpec()), s, t.lake.now(), opts.MaxBytes)
+	spec := int32(h.write.DefaultPartitionSpec())
+	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes)
+	res.Deferred = deferred
+	if len(groups) == 0 {
+		res.Idle = idleReason(files, spec, s)
+	}
 	if opts.DryRun || len(groups) == 0 {
 		res.Groups = groups
 		return res, nil
@@ -908,34 +944,4 @@ func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 			g.FilesOut = 0
 		}
 	}
-}
-
-// ParseSize reads a byte size such as 512KiB, 32MiB, 1GiB, 64MB or 1048576.
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := cutSuffixFold(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-			}
-			return int64(v * u.mult), nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-	}
-	return v, nil
-}
-
-func cutSuffixFold(s, suffix string) (string, bool) {
-	if len(s) < len(suffix) || !strings.EqualFold(s[len(s)-len(suffix):], suffix) {
-		return s, false
-	}
-	return strings.TrimSpace(s[:len(s)-len(suffix)]), true
 }

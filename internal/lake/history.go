@@ -25,6 +25,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -156,36 +157,10 @@ func segmentsProperty(segs []segmentInfo) string {
 // dedupeWindow reads timelake.dedupe-window (a duration such as 336h or
 // 14d), DefaultDedupeWindow when unset or unreadable.
 func dedupeWindow(props map[string]string) time.Duration {
-	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
 		return d
 	}
 	return DefaultDedupeWindow
-}
-
-// ParseAge reads an age such as 90s, 15m, 36h, 14d or 2w (d = 24h, w = 7d).
-// Errors name the value and the accepted forms.
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty duration")
-	}
-	for _, u := range []struct {
-		suffix string
-		unit   time.Duration
-	}{{"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
-			}
-			return time.Duration(v * float64(u.unit)), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
-	}
-	return d, nil
 }
 
 // historyMergeFanIn is how many segments of one size tier are merged into

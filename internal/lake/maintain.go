@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -90,8 +91,9 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
 	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
-		if d, err := ParseAge(value); err != nil || d <= 0 {
-			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
+		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h"}[key]
+		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropMinSnapshots, PropCompactMinFiles:
 		n, err := strconv.Atoi(value)
@@ -103,8 +105,8 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
 		}
 	case PropTargetFileSize:
-		if n, err := ParseSize(value); err != nil || n < 1<<20 {
-			return fmt.Errorf("%s=%q: expected a size of at least 1MiB such as 32MiB", key, value)
+		if _, err := quantity.SizeAtLeast(value, 1<<20); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	default:
 		known := slices.Concat(slices.Collect(maps.Keys(MaintenanceProperties)), slices.Collect(maps.Keys(LoadProperties)))
@@ -173,7 +175,7 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 	default:
 		s.Why = "not created by timelake and " + PropAutoMaintain + " is not set"
 	}
-	if d, err := ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
 		s.SnapshotRetention = d
 		fromProperty(PropSnapshotRetention)
 	}
@@ -181,10 +183,10 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 		s.MinSnapshots = n
 		fromProperty(PropMinSnapshots)
 	}
-	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
+	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
 		fromProperty(PropDedupeWindow)
 	}
-	if d, err := ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
 		s.OrphanMinAge = d
 		fromProperty(PropOrphanMinAge)
 	}
@@ -226,6 +228,11 @@ type MaintainReport struct {
 	Compacted       CompactResult `json:"-"`
 	Expired         ExpireResult  `json:"-"`
 	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
+	// OrphansCheckedAt is when orphan files were last looked for (zero:
+	// never, or the round stopped before reading it), and OrphansNext,
+	// when this round did not look (not due), when the next round will.
+	OrphansCheckedAt time.Time `json:"-"`
+	OrphansNext      time.Time `json:"-"`
 	// Pending is set when the budget ran out with work left.
 	Pending bool          `json:"pending"`
 	Took    time.Duration `json:"-"`
@@ -366,6 +373,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if err != nil {
 		return rep, err
 	}
+	rep.OrphansCheckedAt = st.OrphansCheckedAt
 
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
@@ -394,6 +402,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		return rep, err
 	}
 	due := t.orphansDue(st, opts.Orphans)
+	if !due {
+		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
+	}
 	if due && !left() {
 		rep.Pending = true
 		return rep, nil
@@ -406,6 +417,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		}
 		if !opts.DryRun {
 			st.OrphansCheckedAt = t.lake.now().UTC()
+			rep.OrphansCheckedAt = st.OrphansCheckedAt
 			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -66,7 +67,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	minAge := opts.MinAge
 	if minAge <= 0 {
 		minAge = DefaultOrphanMinAge
-		if d, err := ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
+		if d, err := quantity.ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
 			minAge = d
 		}
 	}

@@ -104,6 +104,7 @@ type Report struct {
 	ETag          string    `json:"etag,omitempty"`
 	SHA256        string    `json:"sha256,omitempty"`
 	At            time.Time `json:"at"`
+	Kind          string    `json:"kind,omitempty"` // what refused it: KindFile or KindSetting ("" before they were written)
 }
 
 // Quarantine moves key to the quarantine prefix (keeping its path) and

@@ -141,3 +141,111 @@ func TestRequeueRefusesKeysIngestSkips(t *testing.T) {
 		t.Errorf("keys %v", keys)
 	}
 }
+
+// TestDiscard: a quarantined copy and its report are archived below
+// ArchivePrefix (a second copy of the same path with a time suffix), or
+// deleted; a dry run moves nothing; nothing archived is listed for ingest.
+func TestDiscard(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st storage.Store) {
+		ctx := context.Background()
+		b := &Bucket{Store: st}
+		at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+		quarantine := func(key string) Rejected {
+			t.Helper()
+			put(t, st, key, "body of "+key)
+			if _, err := b.Quarantine(ctx, key, Report{Reason: "bad", At: at, Kind: KindFile}); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := b.Rejected(ctx)
+			if err != nil || len(rows) != 1 {
+				t.Fatalf("rejected: %+v %v", rows, err)
+			}
+			return rows[0]
+		}
+		r := quarantine("gw/a.csv")
+		if r.Kind != KindFile {
+			t.Errorf("kind %q, want the report's", r.Kind)
+		}
+		if res, err := b.Discard(ctx, r, false, true, at); err != nil || res.Status != WouldArchive || len(keysOf(t, st)) != 2 {
+			t.Fatalf("dry run: %+v %v %v", res, err, keysOf(t, st))
+		}
+		for i, want := range []string{"_timelake/discarded/gw/a.csv", "_timelake/discarded/gw/a.csv.20260105T100000.000000000Z"} {
+			if i > 0 {
+				r = quarantine("gw/a.csv")
+			}
+			res, err := b.Discard(ctx, r, false, false, at)
+			if err != nil || res.Status != Archived || res.ArchivedTo != want {
+				t.Fatalf("archive %d: %+v %v", i, res, err)
+			}
+			if got := read(t, st, want); got != "body of gw/a.csv" {
+				t.Errorf("archived copy holds %q", got)
+			}
+			if !strings.Contains(read(t, st, want+".error.json"), `"kind": "file"`) {
+				t.Errorf("archived report: %s", read(t, st, want+".error.json"))
+			}
+		}
+		r = quarantine("gw/b.csv")
+		if res, err := b.Discard(ctx, r, true, false, at); err != nil || res.Status != Deleted || res.ArchivedTo != "" {
+			t.Fatalf("delete: %+v %v", res, err)
+		}
+		want := []string{"_timelake/discarded/gw/a.csv", "_timelake/discarded/gw/a.csv.20260105T100000.000000000Z",
+			"_timelake/discarded/gw/a.csv.20260105T100000.000000000Z.error.json", "_timelake/discarded/gw/a.csv.error.json"}
+		if got := keysOf(t, st); !slices.Equal(got, want) {
+			t.Errorf("keys\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		var listed []string
+		if err := b.List(ctx, "", func(o storage.ObjectInfo) error { listed = append(listed, o.Key); return nil }); err != nil || len(listed) != 0 {
+			t.Errorf("ingest would load the archive: %v %v", listed, err)
+		}
+	})
+}
+
+// TestRequeueSkipAndFilter: what requeue skips and why, and what the
+// filters select.
+func TestRequeueSkipAndFilter(t *testing.T) {
+	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	broken := Rejected{Key: "gw-1/a.csv", Kind: KindFile, At: at, Reason: "gw-1/a.csv: the gzip data is truncated"}
+	setting := Rejected{Key: "gw-2/b.csv", Kind: KindSetting, At: at.Add(time.Hour), Reason: "wrong number of fields"}
+	old := Rejected{Key: "gw-2/c.csv", At: at, Reason: "x"} // a report of an earlier version: no kind
+	loaded := setting
+	loaded.Loaded = &Loaded{SnapshotID: 7, At: at.Add(2 * time.Hour), Since: true}
+	for _, tc := range []struct {
+		r    Rejected
+		bulk bool
+		want string
+	}{
+		{broken, true, "the file itself is broken"}, {broken, false, ""},
+		{setting, true, ""}, {old, true, ""},
+		{loaded, false, "its key was loaded since it was quarantined (snapshot 7 at 2026-01-05T12:00:00Z)"},
+	} {
+		if got := RequeueSkip(tc.r, tc.bulk); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s bulk %v: %q, want %q", tc.r.Key, tc.bulk, got, tc.want)
+		}
+	}
+	rows := []Rejected{broken, setting, old}
+	for _, tc := range []struct {
+		f    RejectedFilter
+		want []string
+	}{
+		{RejectedFilter{}, []string{"gw-1/a.csv", "gw-2/b.csv", "gw-2/c.csv"}},
+		{RejectedFilter{Prefix: "gw-2/"}, []string{"gw-2/b.csv", "gw-2/c.csv"}},
+		{RejectedFilter{Reason: "GZIP"}, []string{"gw-1/a.csv"}},
+		{RejectedFilter{Since: at.Add(time.Minute)}, []string{"gw-2/b.csv"}},
+		{RejectedFilter{Prefix: "gw-2/", Reason: "fields", Since: at}, []string{"gw-2/b.csv"}},
+	} {
+		var got []string
+		for _, r := range tc.f.Filter(rows) {
+			got = append(got, r.Key)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.f, got, tc.want)
+		}
+	}
+	marked := []Rejected{broken, setting}
+	err := MarkLoaded(context.Background(), marked, func(_ context.Context, key string) (int64, time.Time, bool, error) {
+		return 9, at.Add(-time.Hour), key == "gw-1/a.csv", nil
+	})
+	if err != nil || marked[0].Loaded == nil || marked[0].Loaded.Since || marked[1].Loaded != nil {
+		t.Errorf("marked %+v %+v, %v", marked[0].Loaded, marked[1].Loaded, err)
+	}
+}

@@ -439,7 +439,7 @@ func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func()
 		s.metrics.sweeps.WithLabelValues("error").Inc()
 		s.health.sweepDone(err)
 		if sess.Err() == nil {
-			s.log.Error("sweep failed; retrying", "err", err)
+			s.log.Error("sweep failed; retrying", withFix(err, "err", err)...)
 		}
 		return err
 	}
@@ -501,7 +501,7 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("stat %s: %w", k, err)
+				return storage.Explain(fmt.Errorf("stat %s: %w", k, err), s.cfg.Ingest.Explain.Landing, s.cfg.Ingest.Explain.Names)
 			}
 			mu.Lock()
 			files = append(files, info)
@@ -544,7 +544,7 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 		s.metrics.loadErrors.Inc()
 		s.health.loadDone(err)
 		if ctx.Err() == nil && !errors.Is(err, ingest.ErrLeaseLost) {
-			s.log.Error("load failed; its files stay in the landing bucket and are tried again", "files", len(files), "err", err)
+			s.log.Error("load failed; its files stay in the landing bucket and are tried again", withFix(err, "files", len(files), "err", err)...)
 		}
 	} else {
 		s.health.loadDone(nil)
@@ -571,3 +571,13 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.d = 0 }
+
+// withFix is a log line's attributes args, and the fix err carries
+// (storage.Problem, the fix env check gives) as "fix" when it has one.
+func withFix(err error, args ...any) []any {
+	var h interface{ FixHint() string }
+	if errors.As(err, &h) && h.FixHint() != "" {
+		return append(args, "fix", h.FixHint())
+	}
+	return args
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/upload"
 )
@@ -26,13 +27,13 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Serve, Tables, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[lake.TableName]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Serve, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(lake.ParseTableName)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
@@ -212,7 +213,7 @@ var (
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
-		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: FormatBytes(ingest.DefaultMemoryBudget),
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
@@ -339,7 +340,7 @@ var (
 		Flag: "older-than", Env: []string{"TIMELAKE_EXPIRE_OLDER_THAN"},
 		Help:     "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d",
 		Commands: []Command{TablesExpire}, Group: GroupTables,
-	}, Kind: Age(Positive)})
+	}, Kind: Duration(Positive, "7d")})
 
 	ExpireRetainLast = register(&Setting[int]{Spec: Spec{
 		Flag: "retain-last", Env: []string{"TIMELAKE_EXPIRE_RETAIN_LAST"}, Default: "0",
@@ -378,7 +379,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{
@@ -442,9 +443,29 @@ var (
 		return nil
 	})})
 
-	RequeueAll = register(&Setting[bool]{Spec: Spec{
-		Flag: "all", Default: "false", Help: "requeue every quarantined file",
-		Commands: []Command{LandingRequeue}, Group: GroupPerRun,
+	AllQuarantined = register(&Setting[bool]{Spec: Spec{
+		Flag: "all", Default: "false", Help: "take every quarantined file (requeue: except those whose report says the file itself is broken)",
+		Commands: []Command{LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	RejectedPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Help: "only quarantined files whose landing key starts with this prefix, e.g. gateway-7/",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedReason = register(&Setting[string]{Spec: Spec{
+		Flag: "reason", Help: "only quarantined files whose reason holds this text, in any case, e.g. delimiter",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedSince = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "since", Help: "only files quarantined since an RFC 3339 time, a date, or a duration ago (90m, 24h, 7d)",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Since(time.Now)})
+
+	DiscardDelete = register(&Setting[bool]{Spec: Spec{
+		Flag: "delete", Default: "false", Help: "delete the files and their reports instead of archiving them below _timelake/discarded/",
+		Commands: []Command{LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{

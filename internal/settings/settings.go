@@ -78,7 +78,9 @@ const (
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
 	LandingGroup    Command = "landing" // persistent flags of the group
+	LandingRejected Command = "landing rejected"
 	LandingRequeue  Command = "landing requeue"
+	LandingDiscard  Command = "landing discard"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )

@@ -99,7 +99,7 @@ func classify(op, key string, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "NoSuchKey", "NotFound", "NoSuchBucket":
+		case "NoSuchKey", "NotFound", "NoSuchBucket", "NoSuchUpload":
 			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrNotExist, ae.ErrorCode()), ErrNotExist, err}
 		case "PreconditionFailed", "ConditionalRequestConflict":
 			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrPreconditionFailed, ae.ErrorCode()), ErrPreconditionFailed, err}
@@ -109,6 +109,12 @@ func classify(op, key string, err error) error {
 	if errors.As(err, &re) {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotFound:
+			if ae != nil && ae.ErrorCode() != "" {
+				// A 404 with another code is not a missing object:
+				// versitygw answers an unknown access key id with 404
+				// XAdminUserNotFound (Diagnose explains it).
+				break
+			}
 			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrNotExist), ErrNotExist, err}
 		case http.StatusPreconditionFailed:
 			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrPreconditionFailed), ErrPreconditionFailed, err}

@@ -59,6 +59,7 @@ const (
 	CheckTableName     = "table-name"
 	CheckLanding       = "landing"
 	CheckSettings      = "settings"
+	CheckVariables     = "variables"
 	CheckEndpoint      = "endpoint"
 	CheckRegion        = "region"
 	CheckCredentials   = "credentials"
@@ -188,7 +189,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckEndpoint, CheckRegion,
+		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion,
 			CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
 			CheckLakeBucket, CheckLakeCommit, CheckTable} {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
@@ -299,6 +300,11 @@ func (c *checker) envFile() bool {
 		return false
 	case ef.Path == "":
 		c.ok(CheckEnvFile, "none: settings come from flags and the environment")
+		return true
+	}
+	if ef.Writable != nil {
+		c.fail(CheckEnvFile, fmt.Sprintf("%s (from %s): %v", ef.Path, ef.Source, strings.TrimPrefix(ef.Writable.Error(), "env file "+ef.Path+" ")),
+			"chmod 600 "+ef.Path)
 		return true
 	}
 	var problems, fixes []string

@@ -43,7 +43,8 @@ func NewCmdEnv(f *cmdutil.Factory, runF *RunFuncs) *cobra.Command {
 		Long: `Check or show the settings that "timelake ingest" will use: flags, then the
 environment, then --env-file. Run "timelake env check --env-file timelake.env"
 on the poller host before you add the cron line.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cmdutil.AnnotationShowsLocations: ""},
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.Env)
 	if runF == nil {
@@ -73,6 +74,9 @@ type Settings struct {
 	// bad one.
 	Checked int
 	Invalid []error
+	// Unknown are the TIMELAKE_* variables of the environment and the env
+	// file that no setting reads.
+	Unknown []settings.UnknownVariable
 }
 
 // EnvFile describes the env file of a run.
@@ -85,6 +89,9 @@ type EnvFile struct {
 	// Exposed is set when the file holds a secret that other users can
 	// read.
 	Exposed *settings.Exposure
+	// Writable is set when its group or other users can write the file
+	// (a *settings.WritableEnvFile): every other command refuses it.
+	Writable error
 }
 
 // Credentials says where the S3 credentials come from. Secret fields are
@@ -119,13 +126,15 @@ var errEnvFile = errors.New("env file not readable")
 // error here: the checks report it.
 func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	var s Settings
-	env, err := f.Env()
+	env, err := f.EnvUnchecked()
 	s.EnvFile.Path, s.EnvFile.Source = f.EnvFile.Value, f.EnvFile.Describe()
 	if err != nil {
 		s.EnvFile.Err = err
 		return s, nil
 	}
 	s.EnvFile.Exposed = settings.CheckEnvFile(env)
+	s.EnvFile.Writable = settings.CheckEnvFileWritable(env)
+	s.Unknown = f.UnknownVariables()
 	r := settings.NewResolver(cmd.Flags(), env)
 	s.Landing = r.Lookup(&settings.Landing.Spec)
 	s.Warehouse = r.Lookup(&settings.Warehouse.Spec)

@@ -4,6 +4,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -41,8 +43,10 @@ func NewCmdIngest(f *cmdutil.Factory, runF func(context.Context, *Options) error
 into the Iceberg table, with the object key as the batch id, and delete each
 file once its rows are committed. A key that is already committed is only
 deleted; a file that cannot be loaded is moved to the quarantine prefix with
-an error report. Safe to run from cron every minute: an overlapping run exits
-with code 11, and a crash at any point loses and duplicates nothing.
+an error report. Safe to run from cron every minute: a run that finds the
+previous one still working says so on one line and exits with code 12 (11
+when a serve or a poller of an overlapping prefix holds the table), and a
+crash at any point loses and duplicates nothing.
 
 Every setting can also come from the environment or from --env-file; the
 variable is named in each flag's help.
@@ -165,6 +169,9 @@ func storeWhat(loc storage.Location, bucket, folder string) string {
 // started (UTC), so a log of one JSON line per run says when each ran.
 type Report struct {
 	StartedAt time.Time `json:"started_at"`
+	// StillWorking is the lease of the previous run of this poller, when
+	// it is still working and this run did nothing (exit 12).
+	StillWorking *landing.LeaseInfo `json:"still_working,omitempty"`
 	*ingest.Report
 }
 
@@ -188,6 +195,20 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
+	var held *landing.LeaseHeldError
+	if errors.As(err, &held) && held.Busy() {
+		// A backlog, not a failure: one line (or the report) and exit 12.
+		if opts.JSON {
+			info := held.Info()
+			err = opts.IO.PrintJSON(Report{StartedAt: started.UTC().Truncate(time.Millisecond), StillWorking: &info, Report: rep})
+		} else {
+			_, err = fmt.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return err
+		}
+		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
+	}
 	if decode.IsColumnsSetting(err) {
 		// No file could create the table because of --column.
 		err = &cmdutil.UsageError{Err: err}
@@ -202,7 +223,7 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else {
-		if m := rep.Maintenance; m != nil && (m.Work() || m.Error != "" || m.Pending) {
+		if m := rep.Maintenance; m != nil && m.Notable() {
 			fmt.Fprintln(out, MaintenanceLine(m))
 		}
 		fmt.Fprintln(out, Summary(rep, started))
@@ -302,7 +323,10 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	return s + fmt.Sprintf("; run started %s, took %.1fs", started.UTC().Format(time.RFC3339), rep.Seconds)
 }
 
-// MaintenanceLine says what the maintenance after the loading did.
+// MaintenanceLine says what the maintenance after the loading did, and
+// what it left and why: the budget ran out, compaction skipped (delete
+// files), groups left by its byte bound, nothing to compact, when orphan
+// files are looked for next.
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
 	if m.FilesIn > 0 {
@@ -320,7 +344,21 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	}
 	s := fmt.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
 	if m.Pending {
-		s += "; more next run"
+		s += "; more next run (the budget ran out)"
+	}
+	switch {
+	case m.CompactionSkipped != "":
+		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0:
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+	case m.CompactionIdle != "":
+		s += "; nothing to compact: " + m.CompactionIdle
+	}
+	if m.OrphansNextCheck != nil {
+		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
+		if m.OrphansLastChecked != nil {
+			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+		}
 	}
 	if m.Error != "" {
 		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"

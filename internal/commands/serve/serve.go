@@ -147,7 +147,7 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.Ingest.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, ingestcmd.FileLine(r)) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, ingestcmd.CreatedText(cr)) }
 		c.OnMaintenance = func(m *ingest.Maintenance) {
-			if m.Work() || m.Error != "" || m.Pending {
+			if m.Notable() {
 				fmt.Fprintln(out, ingestcmd.MaintenanceLine(m))
 			}
 		}

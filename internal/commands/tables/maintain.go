@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // MaintainOptions are the inputs of `tables maintain`.
@@ -104,6 +105,9 @@ type MaintainReport struct {
 	Compaction *CompactionReport `json:"compaction"`
 	Expiry     *ExpiryReport     `json:"expiry"`
 	Orphans    *OrphanReport     `json:"orphans"`
+	// OrphansSkipped says why orphan files were not looked for this
+	// round (Orphans null), and when they were last and will next be.
+	OrphansSkipped *OrphansSkipped `json:"orphans_skipped,omitempty"`
 	// Pending is set when --budget ran out with work left.
 	Pending bool `json:"pending"`
 	// Settings are the maintenance settings in effect.
@@ -126,6 +130,22 @@ type CompactionReport struct {
 	// Skipped says why compaction planned nothing (row-level delete
 	// files of another engine); empty otherwise.
 	Skipped string `json:"skipped,omitempty"`
+	// Deferred counts groups left for the next round: the round's bound
+	// on the bytes it rewrites was spent.
+	Deferred int `json:"deferred"`
+	// Idle says why nothing was planned, e.g. every file is at the target
+	// size; empty when groups were planned or Skipped says why not.
+	Idle string `json:"idle,omitempty"`
+}
+
+// OrphansSkipped is why orphan files were not looked for in a round.
+type OrphansSkipped struct {
+	Reason string `json:"reason"`
+	// LastChecked is when they were last looked for (null: never, or not
+	// known because the round stopped first); NextCheck when a round
+	// looks again (null when the round stopped first).
+	LastChecked *UTCTime `json:"last_checked"`
+	NextCheck   *UTCTime `json:"next_check"`
 }
 
 // CompactionRow is one group of files of a partition rewritten together.
@@ -180,7 +200,7 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 		lake.PropSnapshotRetention:           ageText(s.SnapshotRetention),
 		lake.PropMinSnapshots:                formatInt(int64(s.MinSnapshots)),
 		lake.PropDedupeWindow:                ageText(s.DedupeWindow),
-		lake.PropTargetFileSize:              settings.FormatBytes(s.TargetFileSize),
+		lake.PropTargetFileSize:              quantity.FormatSize(s.TargetFileSize),
 		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),
 		lake.PropCompactColdAfter:            ageText(s.CompactColdAfter),
 		lake.PropOrphanMinAge:                ageText(s.OrphanMinAge),
@@ -233,7 +253,10 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 	// A step that ran reports the version it worked on (Compact and
 	// Expire, dry runs included).
 	if c := rep.Compacted; c.Version != 0 {
-		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped}
+		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped, Deferred: c.Deferred}
+		if c.Skipped == "" {
+			r.Compaction.Idle = c.Idle
+		}
 		if id := c.SnapshotID; id != 0 {
 			r.Compaction.SnapshotID = &id
 		}
@@ -251,7 +274,30 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 	if err != nil {
 		r.Error = err.Error()
 	}
+	if rep.Orphans == nil && rep.Skipped == "" {
+		r.OrphansSkipped = orphansSkipped(rep, err)
+	}
 	return r
+}
+
+// orphansSkipped says why a round that ran did not look for orphan files.
+func orphansSkipped(rep lake.MaintainReport, err error) *OrphansSkipped {
+	o := &OrphansSkipped{}
+	switch {
+	case !rep.OrphansNext.IsZero():
+		o.Reason = fmt.Sprintf("not due: orphan files are looked for at most once every %s (--orphans looks now)", ageText(lake.OrphanCheckInterval))
+		o.NextCheck = &UTCTime{rep.OrphansNext.UTC()}
+	case err != nil:
+		o.Reason = "a step before it failed"
+	case rep.Pending:
+		o.Reason = "the budget ran out before it"
+	default:
+		o.Reason = "the round stopped before it"
+	}
+	if !rep.OrphansCheckedAt.IsZero() {
+		o.LastChecked = &UTCTime{rep.OrphansCheckedAt.UTC()}
+	}
+	return o
 }
 
 // RunMaintain loads the table, runs one round of maintenance (forced: also
@@ -304,6 +350,15 @@ func RenderMaintain(o Output, r MaintainReport) error {
 		if c.SnapshotID != nil {
 			rec("compaction_snapshot_id", formatInt(*c.SnapshotID))
 		}
+		if c.Skipped != "" {
+			rec("compaction_skipped", c.Skipped)
+		}
+		if c.Idle != "" {
+			rec("compaction_idle", c.Idle)
+		}
+		if c.Deferred > 0 {
+			rec("compaction_deferred", formatInt(int64(c.Deferred)))
+		}
 	}
 	if e := r.Expiry; e != nil {
 		rec("expired", formatInt(int64(e.Expired)), formatInt(int64(e.Kept)), formatInt(int64(e.KeysRemembered)), formatInt(int64(e.FilesDeleted)))
@@ -313,6 +368,9 @@ func RenderMaintain(o Output, r MaintainReport) error {
 		for _, f := range or.Files {
 			rec("orphan", f)
 		}
+	}
+	if os := r.OrphansSkipped; os != nil {
+		rec("orphans_skipped", os.Reason, formatTime(os.LastChecked, false), formatTime(os.NextCheck, false))
 	}
 	for _, s := range r.Settings {
 		rec("setting", s.Property, s.Value, s.Source)
@@ -406,6 +464,9 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		case c.Skipped != "":
 			section("Compaction")
 			fmt.Fprintf(&b, "  skipped: %s\n", c.Skipped)
+		case len(c.Groups) == 0:
+			section("Compaction")
+			fmt.Fprintf(&b, "  nothing to do: %s\n", c.Idle)
 		case len(c.Groups) > 0:
 			title := "Compaction"
 			if id := c.SnapshotID; id != nil {
@@ -437,6 +498,10 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 				fmt.Fprintf(&b, "  %s dropped: another writer replaced their files meanwhile (nothing lost)\n",
 					plural(int64(c.Dropped), "group"))
 			}
+			if c.Deferred > 0 {
+				fmt.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent\n",
+					plural(int64(c.Deferred), "more group"))
+			}
 		}
 		section("Snapshot expiry")
 		switch e := r.Expiry; {
@@ -456,7 +521,15 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		case or == nil && (r.Pending || r.Error != ""):
 			b.WriteString(notDone)
 		case or == nil:
-			b.WriteString("  not looked for this round (at most once an hour; --orphans looks now)\n")
+			last := "never looked for before"
+			if os := r.OrphansSkipped; os != nil && os.LastChecked != nil {
+				last = "last looked for at " + os.LastChecked.Format(time.RFC3339)
+			}
+			next := ""
+			if os := r.OrphansSkipped; os != nil && os.NextCheck != nil {
+				next = ", next at " + os.NextCheck.Format(time.RFC3339)
+			}
+			fmt.Fprintf(&b, "  not looked for this round: %s%s (at most once an hour; --orphans looks now)\n", last, next)
 		case or.Removed == 0:
 			fmt.Fprintf(&b, "  none (%d unreferenced but younger than %s, kept)\n", or.Young, settingValue(r, lake.PropOrphanMinAge))
 		default:

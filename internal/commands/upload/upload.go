@@ -73,7 +73,7 @@ variable is named in each flag's help. See docs/gateways.md.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return Run(cmd.Context(), opts)
+			return f.ExplainLanding(cmd, Run(cmd.Context(), opts))
 		},
 	}
 	settings.Bind(cmd.Flags(), settings.Upload)
