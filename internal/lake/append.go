@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -175,10 +177,41 @@ func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.Record
 		}
 	}
 	props := iceberg.Properties{SummaryBatchID: batchID}
+	if newest, ok := maxRowTime(files, v.head.write.CurrentSchema(), v.contract.TimeColumn); ok {
+		props[SummaryMaxRowTime] = newest.Format(time.RFC3339Nano)
+	}
 	for k, val := range summary {
 		props[k] = val
 	}
 	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props, change: change}, nil
+}
+
+// maxRowTime is the newest value of the time column among files, from
+// their upper bounds (Iceberg spec, "Binary single-value serialization":
+// a timestamp is 8 bytes, little-endian microseconds); false when no file
+// has one (no rows, a time column of another type).
+func maxRowTime(files []iceberg.DataFile, sc *iceberg.Schema, timeColumn string) (time.Time, bool) {
+	f, ok := sc.FindFieldByName(timeColumn)
+	if !ok {
+		return time.Time{}, false
+	}
+	switch f.Type.(type) {
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+	default:
+		return time.Time{}, false
+	}
+	var newest int64
+	found := false
+	for _, df := range files {
+		b := df.UpperBoundValues()[f.ID]
+		if len(b) != 8 {
+			continue
+		}
+		if us := int64(binary.LittleEndian.Uint64(b)); !found || us > newest {
+			newest, found = us, true
+		}
+	}
+	return time.UnixMicro(newest).UTC(), found
 }
 
 // Discard deletes the data files of batches that will not be committed.

@@ -60,16 +60,62 @@ const (
 // does not set timelake.dedupe-window (Snowpipe keeps 14 days).
 const DefaultDedupeWindow = 14 * 24 * time.Hour
 
-// LoadRecord is one landing file loaded into the table.
+// LoadRecord is one landing file loaded into the table, or, in the
+// outcome log (outcomes.go), one that ingest settled without loading it:
+// found a duplicate, or rejected into the quarantine.
 type LoadRecord struct {
 	Key           string    `json:"key"`                      // the batch id: the landing object key
 	Size          int64     `json:"size"`                     // bytes of the landing object
 	SHA256        string    `json:"sha256,omitempty"`         // hex SHA-256 of the object's bytes
 	ContentSHA256 string    `json:"content_sha256,omitempty"` // hex SHA-256 of its decompressed bytes; "" when not compressed
 	Rows          int64     `json:"rows"`
-	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not)
-	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time
+	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not); of a duplicate, the snapshot that loaded the first copy
+	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time; of an outcome, when ingest settled the file
+
+	// Status is "" for a loaded file, OutcomeDuplicate or OutcomeRejected
+	// in the outcome log.
+	Status string `json:"status,omitempty"`
+	// Reason says why a file was rejected, or what it duplicates.
+	Reason string `json:"reason,omitempty"`
+	// SameAs is the key whose content a duplicate repeats ("" for the same
+	// key loaded again); QuarantinedTo the kept copy of a rejected file.
+	SameAs        string `json:"same_as,omitempty"`
+	QuarantinedTo string `json:"quarantined_to,omitempty"`
+	// LandedAt is the landing object's modification time, MaxRowTime the
+	// newest value of the time column the file loaded, LoadedBy how its
+	// key reached the loader (LoadedByPoll, LoadedByNotification,
+	// LoadedBySweep); each zero when not known (files loaded before
+	// timelake recorded them, other writers).
+	LandedAt   time.Time `json:"landed_at,omitzero"`
+	MaxRowTime time.Time `json:"max_row_time,omitzero"`
+	LoadedBy   string    `json:"loaded_by,omitempty"`
 }
+
+// Outcomes of a landing file that was not loaded (LoadRecord.Status); a
+// loaded file's status is "" (OutcomeLoaded where a word is printed).
+const (
+	OutcomeLoaded    = "loaded"
+	OutcomeDuplicate = "duplicate"
+	OutcomeRejected  = "rejected"
+)
+
+// Outcome is r's status as a word: OutcomeLoaded for a loaded file.
+func (r LoadRecord) Outcome() string {
+	if r.Status == "" {
+		return OutcomeLoaded
+	}
+	return r.Status
+}
+
+// How a loaded key reached the loader (the snapshot summary's
+// timelake.loaded-by): a cron ingest's listing, a serve's object
+// notification, or a serve's sweep (a file no notification announced in
+// time: docs/serve.md).
+const (
+	LoadedByPoll         = "poll"
+	LoadedByNotification = "notification"
+	LoadedBySweep        = "sweep"
+)
 
 // contentHash is the hash of the file's content: its decompressed bytes,
 // which are its bytes when it was not compressed.
@@ -90,7 +136,20 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 		Rows:          summaryInt(summary, summaryAddedRecords),
 		SnapshotID:    id,
 		LoadedAt:      time.UnixMilli(tsMs).UTC(),
+		LandedAt:      summaryTime(summary, SummarySourceModified),
+		MaxRowTime:    summaryTime(summary, SummaryMaxRowTime),
+		LoadedBy:      summary[SummaryLoadedBy],
 	}
+}
+
+// summaryTime reads an RFC 3339 time of a snapshot summary; zero when it
+// is absent or does not parse (a summary of another writer).
+func summaryTime(summary map[string]string, key string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, summary[key])
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // segmentName is a segment's file name: _load-history-<newest load time in
@@ -98,11 +157,23 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 // planned from the property alone. The leading "_" hides it from the
 // orphan file removal of other Iceberg tools (Spark's remove_orphan_files
 // skips hidden names), to which it is a file no snapshot references.
-func segmentName(newest time.Time, records int) string {
-	return fmt.Sprintf("%s%d-%d-%s.parquet", segmentPrefix, newest.UnixMilli(), records, uuid.New())
+func (g recordLog) segmentName(newest time.Time, records int) string {
+	return fmt.Sprintf("%s%d-%d-%s.parquet", g.prefix, newest.UnixMilli(), records, uuid.New())
 }
 
 const segmentPrefix = "_load-history-"
+
+// recordLog is a list of load record segments in the table's metadata
+// folder, named by a table property: the load history (the loaded keys,
+// timelake.load-history) or the outcome log (the files found duplicates
+// or rejected, timelake.load-outcomes; outcomes.go). Both have the same
+// columns and are merged and trimmed to the dedupe window alike.
+type recordLog struct {
+	prop   string // the table property naming the segments
+	prefix string // the segments' file names start with it
+}
+
+var loadHistoryLog = recordLog{prop: PropLoadHistory, prefix: segmentPrefix}
 
 // segmentInfo is what a segment's name says about it.
 type segmentInfo struct {
@@ -113,6 +184,9 @@ type segmentInfo struct {
 
 func parseSegmentName(name string) (segmentInfo, bool) {
 	rest, ok := strings.CutPrefix(name, segmentPrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(name, outcomePrefix)
+	}
 	if !ok || !strings.HasSuffix(rest, ".parquet") {
 		return segmentInfo{}, false
 	}
@@ -131,9 +205,13 @@ func parseSegmentName(name string) (segmentInfo, bool) {
 // historySegments returns the segments a version's properties name, in
 // the order named (oldest first). Names that do not parse are kept (with a
 // zero time and count) so nothing is dropped by mistake.
-func historySegments(props map[string]string) []segmentInfo {
+func historySegments(props map[string]string) []segmentInfo { return loadHistoryLog.segments(props) }
+
+// segments returns the segments of log g that a version's properties
+// name, as historySegments does for the load history.
+func (g recordLog) segments(props map[string]string) []segmentInfo {
 	var out []segmentInfo
-	for _, n := range strings.Split(props[PropLoadHistory], ",") {
+	for _, n := range strings.Split(props[g.prop], ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
 		}
@@ -186,6 +264,15 @@ var historySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "snapshot_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "loaded_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	// Added later, null in older segments (readers that do not know them
+	// skip them: columns are read by name).
+	{Name: "landed_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "max_row_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "loaded_by", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "reason", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "same_as", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "quarantined_to", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
 // encodeSegment writes records (sorted by key here) as a zstd Parquet file.
@@ -194,21 +281,40 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 	slices.SortFunc(recs, func(a, b LoadRecord) int { return cmp.Compare(a.Key, b.Key) })
 	b := array.NewRecordBuilder(memory.DefaultAllocator, historySchema)
 	defer b.Release()
-	optString := func(bld *array.StringBuilder, v string) {
+	optString := func(i int, v string) {
+		bld := b.Field(i).(*array.StringBuilder)
 		if v == "" {
 			bld.AppendNull()
 		} else {
 			bld.Append(v)
 		}
 	}
+	optTime := func(i int, v time.Time, unit arrow.TimeUnit) {
+		bld := b.Field(i).(*array.TimestampBuilder)
+		switch {
+		case v.IsZero():
+			bld.AppendNull()
+		case unit == arrow.Microsecond:
+			bld.Append(arrow.Timestamp(v.UnixMicro()))
+		default:
+			bld.Append(arrow.Timestamp(v.UnixMilli()))
+		}
+	}
 	for _, r := range recs {
 		b.Field(0).(*array.StringBuilder).Append(r.Key)
 		b.Field(1).(*array.Int64Builder).Append(r.Size)
-		optString(b.Field(2).(*array.StringBuilder), r.SHA256)
-		optString(b.Field(3).(*array.StringBuilder), r.ContentSHA256)
+		optString(2, r.SHA256)
+		optString(3, r.ContentSHA256)
 		b.Field(4).(*array.Int64Builder).Append(r.Rows)
 		b.Field(5).(*array.Int64Builder).Append(r.SnapshotID)
 		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(r.LoadedAt.UnixMilli()))
+		optTime(7, r.LandedAt, arrow.Millisecond)
+		optTime(8, r.MaxRowTime, arrow.Microsecond)
+		optString(9, r.LoadedBy)
+		optString(10, r.Status)
+		optString(11, r.Reason)
+		optString(12, r.SameAs)
+		optString(13, r.QuarantinedTo)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -231,21 +337,36 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 
 // decodeSegment reads a segment's records.
 func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
+	var out []LoadRecord
+	err := scanSegment(ctx, body, func(r LoadRecord) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// segmentBatchRows is how many records scanSegment decodes at a time.
+const segmentBatchRows = 64 * 1024
+
+// scanSegment calls fn with each record of a segment, in file order,
+// holding one batch of segmentBatchRows decoded records at a time.
+// Columns are read by name; one a segment lacks (written before it was
+// added) reads as zero. Errors: not a segment (no key column), a Parquet
+// error, fn's.
+func scanSegment(ctx context.Context, body []byte, fn func(LoadRecord) error) error {
 	pf, err := file.NewParquetReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: segmentBatchRows}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	tbl, err := fr.ReadTable(ctx)
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer tbl.Release()
-	rr := array.NewTableReader(tbl, 64*1024)
 	defer rr.Release()
 	col := func(rec arrow.RecordBatch, name string) arrow.Array {
 		idx := rec.Schema().FieldIndices(name)
@@ -254,36 +375,55 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 		}
 		return rec.Column(idx[0])
 	}
-	var out []LoadRecord
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		keys, ok := col(rec, "key").(*array.String)
 		if !ok {
-			return nil, errors.New("no key column")
+			return errors.New("no key column")
 		}
-		str := func(name string, i int) string {
-			if a, ok := col(rec, name).(*array.String); ok && a.IsValid(i) {
-				return a.Value(i)
+		str := func(name string) func(int) string {
+			a, ok := col(rec, name).(*array.String)
+			return func(i int) string {
+				if ok && a.IsValid(i) {
+					return a.Value(i)
+				}
+				return ""
 			}
-			return ""
 		}
-		i64 := func(name string, i int) int64 {
-			if a, ok := col(rec, name).(*array.Int64); ok && a.IsValid(i) {
-				return a.Value(i)
+		i64 := func(name string) func(int) int64 {
+			a, ok := col(rec, name).(*array.Int64)
+			return func(i int) int64 {
+				if ok && a.IsValid(i) {
+					return a.Value(i)
+				}
+				return 0
 			}
-			return 0
 		}
-		at, _ := col(rec, "loaded_at").(*array.Timestamp)
+		ts := func(name string) func(int) time.Time {
+			a, ok := col(rec, name).(*array.Timestamp)
+			return func(i int) time.Time {
+				if !ok || !a.IsValid(i) {
+					return time.Time{}
+				}
+				if a.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+					return time.UnixMicro(int64(a.Value(i))).UTC()
+				}
+				return time.UnixMilli(int64(a.Value(i))).UTC()
+			}
+		}
+		size, sha, content, rows, snap, at := i64("size"), str("sha256"), str("content_sha256"), i64("rows"), i64("snapshot_id"), ts("loaded_at")
+		landed, maxRow, by := ts("landed_at"), ts("max_row_time"), str("loaded_by")
+		status, reason, sameAs, quarantined := str("status"), str("reason"), str("same_as"), str("quarantined_to")
 		for i := range keys.Len() {
-			r := LoadRecord{Key: keys.Value(i), Size: i64("size", i), SHA256: str("sha256", i),
-				ContentSHA256: str("content_sha256", i), Rows: i64("rows", i), SnapshotID: i64("snapshot_id", i)}
-			if at != nil && at.IsValid(i) {
-				r.LoadedAt = time.UnixMilli(int64(at.Value(i))).UTC()
+			r := LoadRecord{Key: keys.Value(i), Size: size(i), SHA256: sha(i), ContentSHA256: content(i), Rows: rows(i),
+				SnapshotID: snap(i), LoadedAt: at(i), LandedAt: landed(i), MaxRowTime: maxRow(i), LoadedBy: by(i),
+				Status: status(i), Reason: reason(i), SameAs: sameAs(i), QuarantinedTo: quarantined(i)}
+			if err := fn(r); err != nil {
+				return err
 			}
-			out = append(out, r)
 		}
 	}
-	return out, rr.Err()
+	return rr.Err()
 }
 
 // historyKey is the store key of a segment of table n.
@@ -421,7 +561,7 @@ func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
 		return
 	}
 	for _, e := range entries {
-		if !keep[e.Name()] && strings.HasPrefix(e.Name(), segmentPrefix) {
+		if !keep[e.Name()] && (strings.HasPrefix(e.Name(), segmentPrefix) || strings.HasPrefix(e.Name(), outcomePrefix)) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
@@ -513,18 +653,54 @@ func (t *Table) LoadHistory(ctx context.Context) (*LoadHistory, error) {
 	return t.lake.historyOf(ctx, t.name, h.props())
 }
 
+// LoadHistoryPresent is LoadHistory over the segments that are in the
+// store: each segment of the load history and of the outcome log is
+// looked for there (a copy in the cache folder does not count), and one
+// gone (deleted by hand or by another tool's orphan removal) is left out
+// and named in missing instead of failing with ErrLoadHistoryMissing. For
+// an audit, which reports what it cannot check; a loader must use
+// LoadHistory, which refuses to guess. Errors: the store's.
+func (t *Table) LoadHistoryPresent(ctx context.Context) (*LoadHistory, []string, error) {
+	h, _ := t.loaded()
+	props := h.props()
+	gone := map[string]bool{}
+	var missing []string
+	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
+		_, err := t.lake.store.Stat(ctx, historyKey(t.name, s.name))
+		switch {
+		case errors.Is(err, storage.ErrNotExist):
+			gone[s.name] = true
+			missing = append(missing, s.name)
+		case err != nil:
+			return nil, nil, fmt.Errorf("read load history of %s: %w", t.name, err)
+		}
+	}
+	hist, err := t.lake.historyOfPresent(ctx, t.name, props, gone)
+	return hist, missing, err
+}
+
 // historyOf returns the load history a version's properties name.
 func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]string) (*LoadHistory, error) {
+	return l.historyOfPresent(ctx, n, props, nil)
+}
+
+// historyOfPresent is historyOf without the segments skip names.
+func (l *Lake) historyOfPresent(ctx context.Context, n TableName, props map[string]string, skip map[string]bool) (*LoadHistory, error) {
 	hist := &LoadHistory{lake: l, name: n, window: dedupeWindow(props)}
 	segs := historySegments(props)
 	for i := len(segs) - 1; i >= 0; i-- {
+		if skip[segs[i].name] {
+			continue
+		}
 		ix, err := l.segmentIndex(ctx, n, segs[i])
 		if err != nil {
 			return nil, err
 		}
 		hist.segments = append(hist.segments, ix)
 	}
-	names := segmentsProperty(segs)
+	// The cache folder keeps the outcome log's segments too.
+	outcomes := outcomeLog.segments(props)
+	names := segmentsProperty(segs) + ";" + segmentsProperty(outcomes)
 	l.segments.mu.Lock()
 	seen := l.segments.pruned[n.String()] == names
 	if !seen {
@@ -535,7 +711,7 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	}
 	l.segments.mu.Unlock()
 	if !seen {
-		l.pruneCache(n, segs)
+		l.pruneCache(n, slices.Concat(segs, outcomes))
 	}
 	return hist, nil
 }
@@ -817,10 +993,20 @@ func planHistory(cur []segmentInfo, added []LoadRecord, now time.Time, window ti
 // window, newest load of a key kept) and returns the segments the next
 // version names, oldest first, and the file written ("" if none).
 func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
+	return l.writeSegment(ctx, n, loadHistoryLog, plan, now, window)
+}
+
+// writeSegment is writeHistory for the segments of log g. The load history
+// keeps each key's newest load; the outcome log keeps every outcome (a key
+// may be rejected, requeued and rejected again), each once.
+func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
 	recs := slices.Clone(plan.added)
 	cutoff := now.Add(-window)
 	for _, s := range plan.merge {
 		old, err := l.readSegment(ctx, n, s.name)
+		if g == outcomeLog && errors.Is(err, ErrLoadHistoryMissing) {
+			continue // lost already: dropped with this merge (outcomes.go)
+		}
 		if err != nil {
 			return nil, "", err
 		}
@@ -830,14 +1016,19 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 			}
 		}
 	}
-	// Keep each key's newest load.
+	// Keep each key's newest load (the outcome log: each outcome once).
 	slices.SortStableFunc(recs, func(a, b LoadRecord) int {
 		if c := cmp.Compare(a.Key, b.Key); c != 0 {
 			return c
 		}
 		return b.LoadedAt.Compare(a.LoadedAt)
 	})
-	recs = slices.CompactFunc(recs, func(a, b LoadRecord) bool { return a.Key == b.Key })
+	recs = slices.CompactFunc(recs, func(a, b LoadRecord) bool {
+		if g == outcomeLog {
+			return a == b
+		}
+		return a.Key == b.Key
+	})
 	out := slices.Clone(plan.keep)
 	if len(recs) == 0 {
 		return out, "", nil
@@ -852,7 +1043,7 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 	if err != nil {
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
-	name := segmentName(newest, len(recs))
+	name := g.segmentName(newest, len(recs))
 	if _, err := l.store.Put(ctx, historyKey(n, name), bytes.NewReader(body),
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
@@ -877,7 +1068,7 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	h, _ := t.loaded()
 	missing := map[string]bool{}
 	var names []string
-	for _, s := range historySegments(h.props()) {
+	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
 		_, err := t.lake.store.Stat(ctx, historyKey(t.name, s.name))
 		if errors.Is(err, storage.ErrNotExist) {
 			missing[s.name] = true
@@ -895,31 +1086,40 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// dropSegmentsMutation removes segment names from timelake.load-history.
+// dropSegmentsMutation removes segment names from timelake.load-history
+// and timelake.load-outcomes.
 type dropSegmentsMutation struct {
 	t       *Table
 	missing map[string]bool
 }
 
 func (m *dropSegmentsMutation) build(_ context.Context, base *head, n int, _ int) (*head, []byte, error) {
-	var keep []segmentInfo
-	for _, s := range historySegments(base.props()) {
-		if !m.missing[s.name] {
-			keep = append(keep, s)
+	e := base.edit()
+	changed := false
+	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
+		var keep []segmentInfo
+		cur := g.segments(base.props())
+		for _, s := range cur {
+			if !m.missing[s.name] {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) == len(cur) {
+			continue
+		}
+		changed = true
+		var err error
+		if len(keep) == 0 {
+			err = e.setProperties(nil, []string{g.prop})
+		} else {
+			err = e.setProperties(map[string]string{g.prop: segmentsProperty(keep)}, nil)
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	if len(keep) == len(historySegments(base.props())) {
+	if !changed {
 		return nil, nil, errNothingToCommit
-	}
-	e := base.edit()
-	var err error
-	if len(keep) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
 	}
 	return e.done(m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
 }

@@ -71,8 +71,14 @@ var MaintenanceProperties = map[string]string{
 // LoadProperties are the timelake.* table properties of loading that tables
 // alter may set, with what each accepts.
 var LoadProperties = map[string]string{
-	PropEvolve: "off, add-columns or widen",
+	PropEvolve:      "off, add-columns or widen",
+	PropExpectEvery: "a duration such as 1m or 15m",
 }
+
+// PropExpectEvery is how often each gateway of the table is expected to
+// land a file: landing status, its metrics and the alerts call a gateway
+// silent when none landed for twice as long (docs/operations.md).
+const PropExpectEvery = "timelake.expect-every"
 
 // ValidateProperty checks a timelake.* property value for SetProperties
 // callers (tables alter): contract properties are fixed at creation,
@@ -84,14 +90,15 @@ func ValidateProperty(key, value string) error {
 		return nil
 	}
 	switch key {
-	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory:
+	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory, PropLoadOutcomes:
 		return fmt.Errorf("%s is set by timelake and cannot be changed", key)
 	case PropAutoMaintain:
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
-	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
-		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h"}[key]
+	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge, PropExpectEvery:
+		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h",
+			PropExpectEvery: "1m"}[key]
 		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}

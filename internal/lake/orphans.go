@@ -54,7 +54,7 @@ type OrphanResult struct {
 // versions older than the metadata-log. Referenced are: the manifest lists,
 // manifests and live data files of every snapshot of the current version,
 // the current version and those its metadata-log names, the load history
-// segments they name, and the version hint. Files outside data/ and
+// and outcome log segments they name, and the version hint. Files outside data/ and
 // metadata/ are never touched.
 //
 // Errors: listing or reading metadata (nothing is deleted then), and the
@@ -160,7 +160,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string
 	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil {
 		return nil, fmt.Errorf("metadata-log: %w", err)
 	}
-	for _, s := range historySegments(h.props()) {
+	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
 		ref["metadata/"+s.name] = true
 	}
 	for _, e := range entries {
@@ -176,7 +176,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range historySegments(old.props()) {
+		for _, s := range slices.Concat(historySegments(old.props()), outcomeLog.segments(old.props())) {
 			ref["metadata/"+s.name] = true
 		}
 	}
