@@ -216,6 +216,11 @@ type FileResult struct {
 	// schema (`added "battery" double`, `widened "n" int -> long`).
 	SchemaChanges []string `json:"schema_changes,omitempty"`
 	Seconds       float64  `json:"seconds"`
+
+	// For the table's outcome log (lake.Table.RecordOutcomes): the
+	// landing object's SHA-256 and modification time.
+	sha256 string
+	landed time.Time
 }
 
 // Created describes a table created by this run.
@@ -274,7 +279,11 @@ type Report struct {
 	// Maintenance is what the maintenance after the loading did; nil when
 	// none ran.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
-	Seconds     float64      `json:"seconds"`
+	// OutcomesError says why the duplicates and rejections of the run
+	// could not be written to the table's outcome log (the files are
+	// settled whatever it says; docs/tables.md, "tables history").
+	OutcomesError string  `json:"outcomes_error,omitempty"`
+	Seconds       float64 `json:"seconds"`
 }
 
 // Partial reports whether some files were quarantined.
@@ -290,6 +299,13 @@ type runner struct {
 
 	mu       sync.Mutex
 	contents map[string]string // content hash -> key, of the files of this run being loaded
+
+	// loadedBy is how the keys of this run or load reached it
+	// (lake.LoadedByPoll, ...: the snapshot summary's timelake.loaded-by).
+	loadedBy string
+	// outcomes are the duplicates and rejections recorded so far, for the
+	// table's outcome log at the end of the run or load.
+	outcomes []lake.LoadRecord
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -301,7 +317,9 @@ type runner struct {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	r := newRunner(cfg, landing.HolderIngest)
+	r.loadedBy = lake.LoadedByPoll
 	err := r.run(ctx)
+	r.recordOutcomes(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
 	}
@@ -1003,6 +1021,7 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 
 func (r *runner) record(res FileResult) {
 	r.rep.Files = append(r.rep.Files, res)
+	r.noteOutcome(res)
 	switch res.Status {
 	case Loaded:
 		r.rep.Loaded++
@@ -1147,7 +1166,7 @@ func contentHash(f io.ReaderAt) (string, error) {
 // the download and before the decode, and blocks until the file fits the
 // memory budget (an error: ctx is done).
 func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func() error) *item {
-	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
+	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size, landed: o.LastModified}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
 		if r.tbl != nil {
@@ -1179,7 +1198,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	}
 	defer d.close()
 	it.src = d
-	it.res.Size = d.info.Size
+	it.res.Size, it.res.sha256 = d.info.Size, d.sha256
 
 	if r.tbl != nil {
 		b, ok, err := r.tbl.FindLoaded(ctx, o.Key)
@@ -1244,6 +1263,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
+	}
+	if r.loadedBy != "" {
+		summary[lake.SummaryLoadedBy] = r.loadedBy
+	}
+	if !o.LastModified.IsZero() {
+		summary[lake.SummarySourceModified] = o.LastModified.UTC().Format(time.RFC3339Nano)
 	}
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content

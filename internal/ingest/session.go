@@ -79,13 +79,22 @@ func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 // the report has those that were); an error wrapping ErrLeaseLost when the
 // lease was lost.
 func (s *Session) Load(ctx context.Context, files []storage.ObjectInfo) (*Report, error) {
+	return s.LoadBy(ctx, files, "")
+}
+
+// LoadBy is Load, noting in each snapshot summary how the keys reached
+// the session (timelake.loaded-by: lake.LoadedByNotification or
+// lake.LoadedBySweep; "" notes nothing).
+func (s *Session) LoadBy(ctx context.Context, files []storage.ObjectInfo, by string) (*Report, error) {
 	start := time.Now()
 	r := s.r
 	r.newReport()
 	r.contents = nil // "this run" of content dedupe is one load
+	r.loadedBy = by
 	ctx, stop := s.bind(ctx)
 	defer stop()
 	err := withCause(ctx, r.load(ctx, files))
+	r.recordOutcomes(ctx)
 	r.finishReport(start)
 	return r.rep, err
 }

@@ -28,9 +28,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -94,6 +96,12 @@ type Config struct {
 	OnStatus func(string)
 	// OnMaintenance receives what each round of maintenance did.
 	OnMaintenance func(*ingest.Maintenance)
+	// OnLoad receives each load's report (nil when the queued keys could
+	// not be looked up) and error, from the loading goroutine: it must not
+	// block (the command's alerts queue what it needs).
+	OnLoad func(*ingest.Report, error)
+	// Collectors are more metrics for /metrics (the gateways' figures).
+	Collectors []prometheus.Collector
 }
 
 // ErrNoAuth refuses a listen address that other hosts can reach when
@@ -182,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, landing: loc, queue: newQueue(cfg.MaxQueue),
 		bucket:   &landing.Bucket{Store: cfg.Ingest.Landing, QuarantinePrefix: cfg.Ingest.QuarantinePrefix},
 		inflight: map[string]waiting{}}
-	s.metrics = newMetrics(func() float64 { return float64(s.queue.len()) }, s.landingLag)
+	s.metrics = newMetrics(func() float64 { return float64(s.queue.len()) }, s.landingLag, cfg.Collectors...)
 	s.wrapIngest()
 	return s, nil
 }
@@ -477,6 +485,7 @@ func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
 	if err != nil {
 		s.requeue(ws, nil)
 		s.health.loadDone(err)
+		s.onLoad(nil, err)
 		return err
 	}
 	if len(files) == 0 {
@@ -530,7 +539,11 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	}
 	s.sweeping = sweep
 	s.mu.Unlock()
-	rep, err := sess.Load(ctx, files)
+	by := lake.LoadedByNotification
+	if sweep {
+		by = lake.LoadedBySweep
+	}
+	rep, err := sess.LoadBy(ctx, files, by)
 	s.mu.Lock()
 	clear(s.inflight)
 	s.mu.Unlock()
@@ -549,8 +562,15 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	} else {
 		s.health.loadDone(nil)
 	}
+	s.onLoad(rep, err)
 	s.requeue(ws, final)
 	return err
+}
+
+func (s *Server) onLoad(rep *ingest.Report, err error) {
+	if s.cfg.OnLoad != nil {
+		s.cfg.OnLoad(rep, err)
+	}
 }
 
 // requeue puts back the keys of ws that did not end (final[key] false).
