@@ -75,7 +75,8 @@ type GatewayStatus struct {
 	// LastLanded is the newest modification time of its files: those
 	// waiting in the landing bucket and those the table's history
 	// remembers (loaded, duplicates, rejected); a file loaded before
-	// landing times were recorded counts with its load time.
+	// landing times were recorded counts with its load time, a
+	// quarantined one without a record with the time of its copy.
 	LastLanded *time.Time `json:"last_landed"`
 	// LastLoaded is the commit time of its newest loaded file.
 	LastLoaded *time.Time `json:"last_loaded"`
@@ -177,7 +178,11 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		if !ok || landing.IsReport(obj.Key) || !strings.HasPrefix(key, o.Prefix) {
 			return nil
 		}
-		fig(key).quarantined++
+		// A quarantined file landed before it was moved: its copy's time
+		// bounds its landing, until its outcome record says when.
+		f := fig(key)
+		f.quarantined++
+		f.landed = later(f.landed, obj.LastModified)
 		return nil
 	})
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {

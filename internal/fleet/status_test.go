@@ -34,23 +34,26 @@ func TestComputeStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.put(t, "gw-1/new.csv", "new")
-		quarantine(t, s, "gw-2/q.csv", "gw-2/q.csv: row 1: bad", "", now)
+		quarantine(t, s, "gw-3/q.csv", "gw-3/q.csv: row 1: bad", "", now) // a file that landed
 		st, err := ComputeStatus(ctx, StatusOptions{Bucket: &landing.Bucket{Store: s.landing}, Table: tbl, TableName: "iot.readings", Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.ExpectEvery() != 10*time.Minute || st.ExpectFrom != ExpectFromProperty || len(st.Gateways) != 2 || st.Silent != 1 {
+		if st.ExpectEvery() != 10*time.Minute || st.ExpectFrom != ExpectFromProperty || len(st.Gateways) != 3 || st.Silent != 1 {
 			t.Fatalf("status: every %s from %q, %d gateways, %d silent: %+v", st.ExpectEvery(), st.ExpectFrom, len(st.Gateways), st.Silent, st)
 		}
-		g1, g2 := st.Gateways[0], st.Gateways[1]
+		g1, g2, g3 := st.Gateways[0], st.Gateways[1], st.Gateways[2]
 		if g1.Gateway != "gw-1" || g1.Silent || g1.Waiting != 1 || g1.LoadedLastDay != 1 || g1.DuplicatesLastDay != 1 || g1.RejectedLastDay != 0 ||
 			g1.NewestRowTime == nil || !g1.NewestRowTime.Equal(rowTime) || g1.LastLoaded == nil || g1.LastLanded == nil ||
 			now.Sub(*g1.LastLanded) > time.Minute {
 			t.Errorf("gw-1: %+v", g1)
 		}
-		if g2.Gateway != "gw-2" || !g2.Silent || g2.Waiting != 0 || g2.Quarantined != 1 || g2.RejectedLastDay != 1 || g2.LoadedLastDay != 1 ||
+		if g2.Gateway != "gw-2" || !g2.Silent || g2.Waiting != 0 || g2.RejectedLastDay != 1 || g2.LoadedLastDay != 1 ||
 			g2.LastLanded == nil || !g2.LastLanded.Equal(now.Add(-time.Hour).Truncate(time.Millisecond)) {
 			t.Errorf("gw-2: %+v", g2)
+		}
+		if g3.Gateway != "gw-3" || g3.Silent || g3.Quarantined != 1 || g3.LastLanded == nil {
+			t.Errorf("gw-3: %+v, want its quarantined file counted as landed", g3)
 		}
 		// The setting wins over the property; a long cadence makes nobody
 		// silent.

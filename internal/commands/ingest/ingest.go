@@ -31,6 +31,9 @@ type Options struct {
 	// Getenv reports the process environment; when set, Run tunes the Go
 	// runtime's memory settings for the run (ingest.TuneRuntime).
 	Getenv func(string) (string, bool)
+	// Monitor is where the run's alerts and metrics go (--notify-url,
+	// --metrics-file); nil or without either: nowhere.
+	Monitor *cmdutil.Monitor
 }
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -79,7 +82,15 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	m, err := f.ResolveMonitor(r)
+	if err != nil {
+		return nil, err
+	}
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
 
 // ResolveConfig resolves the settings of a command that loads the landing
@@ -195,8 +206,11 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
+	defer opts.Monitor.Close(ctx)
 	var held *landing.LeaseHeldError
-	if errors.As(err, &held) && held.Busy() {
+	busy := errors.As(err, &held) && held.Busy()
+	merr := opts.afterRun(ctx, rep, err, started, busy)
+	if busy {
 		// A backlog, not a failure: one line (or the report) and exit 12.
 		if opts.JSON {
 			info := held.Info()
@@ -230,6 +244,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err != nil {
 		return err
+	}
+	if merr != nil {
+		return merr
 	}
 	if rep.Partial() {
 		return cmdutil.ErrPartial
