@@ -208,3 +208,47 @@ func samplePeakHeap(peak *uint64) (stop func()) {
 	}()
 	return func() { close(done); <-finished }
 }
+
+// BenchmarkScanHistory measures ScanHistory over a day of 20 gateways
+// (28,800 loaded keys in one segment, and 1,000 outcomes), read from the
+// cache folder as a poller's status after each run reads it.
+func BenchmarkScanHistory(b *testing.B) {
+	ctx := context.Background()
+	l, err := Open(ctx, b.TempDir(), Options{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl := createTestTable(b, l)
+	now := time.Now().UTC()
+	recs := gatewayKeys(28_800)
+	for i := range recs {
+		recs[i].LoadedAt = now.Add(-time.Duration(i) * time.Second)
+	}
+	name, err := l.writeTestSegment(ctx, loadHistoryLog, recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropLoadHistory: name}, nil); err != nil {
+		b.Fatal(err)
+	}
+	outcomes := make([]LoadRecord, 1000)
+	for i := range outcomes {
+		outcomes[i] = LoadRecord{Key: fmt.Sprintf("gw-%02d/r%04d.csv", i%20, i), LoadedAt: now, Status: OutcomeRejected, Reason: "a reason"}
+	}
+	if err := tbl.RecordOutcomes(ctx, outcomes); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if _, err := tbl.ScanHistory(ctx, func(LoadRecord) error { n++; return nil }); err != nil || n != 29_800 {
+			b.Fatalf("%d records, %v", n, err)
+		}
+	}
+}
+
+// writeTestSegment writes recs as one segment of g and returns its name.
+func (l *Lake) writeTestSegment(ctx context.Context, g recordLog, recs []LoadRecord) (string, error) {
+	_, name, err := l.writeSegment(ctx, testName, g, historyPlan{added: recs}, time.Now(), DefaultDedupeWindow)
+	return name, err
+}
