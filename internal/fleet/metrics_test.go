@@ -9,51 +9,18 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/timelake/timelake/internal/testutil/monitortest"
 )
 
-// parseTextfile reads a metrics file with the Prometheus client library's
-// parser (legacy metric names, as promtool checks them).
-func parseTextfile(t *testing.T, path string) map[string]*dto.MetricFamily {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("%s does not parse: %v", path, err)
-	}
-	return mfs
-}
-
-// value is the gauge of mf whose labels include want.
+// value is the gauge name whose labels include want; its family must be a
+// gauge with a help text.
 func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
 	t.Helper()
-	mf := mfs[name]
-	if mf == nil {
-		return 0, false
-	}
-	if mf.GetType() != dto.MetricType_GAUGE || mf.GetHelp() == "" {
+	if mf := mfs[name]; mf != nil && (mf.GetType() != dto.MetricType_GAUGE || mf.GetHelp() == "") {
 		t.Errorf("%s: type %s, help %q", name, mf.GetType(), mf.GetHelp())
 	}
-next:
-	for _, m := range mf.GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue next
-			}
-		}
-		return m.GetGauge().GetValue(), true
-	}
-	return 0, false
+	return monitortest.Gauge(mfs, name, want)
 }
 
 func sampleStatus(gateways int) *Status {
@@ -86,7 +53,7 @@ func TestTextfile(t *testing.T) {
 	if err := WriteTextfile(path, sampleStatus(3), run); err != nil {
 		t.Fatal(err)
 	}
-	mfs := parseTextfile(t, path)
+	mfs := monitortest.ParseMetricsFile(t, path)
 	gw := func(name string) map[string]string {
 		return map[string]string{"table": "iot.readings", "gateway": name}
 	}
@@ -125,7 +92,7 @@ func TestTextfile(t *testing.T) {
 	if err := WriteTextfile(path, nil, failed); err != nil {
 		t.Fatal(err)
 	}
-	mfs = parseTextfile(t, path)
+	mfs = monitortest.ParseMetricsFile(t, path)
 	if got, ok := value(t, mfs, "timelake_ingest_last_success_timestamp_seconds", nil); !ok || got != float64(started.Unix()) {
 		t.Errorf("last success after a failed run: %v (%v), want %d", got, ok, started.Unix())
 	}
@@ -145,7 +112,7 @@ func TestMetricsCardinality(t *testing.T) {
 	if err := WriteTextfile(path, sampleStatus(n), nil); err != nil {
 		t.Fatal(err)
 	}
-	mfs := parseTextfile(t, path)
+	mfs := monitortest.ParseMetricsFile(t, path)
 	if got := len(mfs["timelake_gateway_files_waiting"].GetMetric()); got != MaxMetricGateways {
 		t.Errorf("%d gateway label values, want %d", got, MaxMetricGateways)
 	}

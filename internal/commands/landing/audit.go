@@ -87,13 +87,9 @@ and when it ends.`,
 // prints the report and sends the alerts. It returns a
 // *cmdutil.SilentError with exit 1 when a finding needs attention.
 func RunAudit(ctx context.Context, opts *AuditOptions) error {
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
 	m := opts.Monitor
 	defer m.Close(ctx)
-	t, err := opts.OpenTable(ctx)
+	t, now, err := opts.begin(ctx, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -102,7 +98,7 @@ func RunAudit(ctx context.Context, opts *AuditOptions) error {
 		limit = math.MaxInt
 	}
 	rep, err := fleet.Audit(ctx, fleet.AuditOptions{Bucket: opts.Bucket, Prefix: opts.Prefix, Table: t, TableName: opts.Table.String(),
-		StuckAfter: m.StuckAfter, Since: opts.Since, Limit: limit, Depth: m.Depth, Now: now()})
+		StuckAfter: m.StuckAfter, Since: opts.Since, Limit: limit, Depth: m.Depth, Now: now})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package landing
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,4 +64,14 @@ func openFleet(cmd *cobra.Command, f *cmdutil.Factory) (Fleet, error) {
 		return t, nil
 	}
 	return fl, nil
+}
+
+// begin loads the table (nil when it does not exist yet) and reads the
+// clock (now; nil means time.Now): what audit and status start with.
+func (fl Fleet) begin(ctx context.Context, now func() time.Time) (*lake.Table, time.Time, error) {
+	if now == nil {
+		now = time.Now
+	}
+	t, err := fl.OpenTable(ctx)
+	return t, now(), err
 }

@@ -3,27 +3,19 @@ package landing_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/storage"
-	"github.com/timelake/timelake/internal/testutil/s3test"
+	"github.com/timelake/timelake/internal/testutil/monitortest"
 )
 
-// fleetEnv is a landing bucket and a warehouse for the command tree: local
-// folders, or buckets of the test S3 server.
+// fleetEnv is a landing bucket and a warehouse for the command tree.
 type fleetEnv struct {
 	env       map[string]string
 	landing   storage.Store
@@ -31,47 +23,18 @@ type fleetEnv struct {
 	local     bool
 }
 
+// forEachFleet runs test on local folders and on the test S3 server.
 func forEachFleet(t *testing.T, test func(t *testing.T, e fleetEnv)) {
-	t.Run("local", func(t *testing.T) {
-		dir := t.TempDir()
-		land, lake := filepath.Join(dir, "landing"), filepath.Join(dir, "lake")
-		st, err := storage.NewLocalStore(land)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wh, err := storage.NewLocalStore(lake)
-		if err != nil {
-			t.Fatal(err)
-		}
-		test(t, fleetEnv{env: map[string]string{"LANDING_BUCKET": land, "TIMELAKE_WAREHOUSE": lake, "TIMELAKE_TABLE": "iot.readings",
-			"TIMELAKE_SERIES_KEY": "device_id", "TIMELAKE_CACHE_DIR": "off"}, landing: st, warehouse: wh, local: true})
-	})
-	t.Run("s3", func(t *testing.T) {
-		srv := s3test.FromEnv(t)
-		client := srv.Client(t)
-		land, lake := srv.NewBucket(t), srv.NewBucket(t)
-		test(t, fleetEnv{env: map[string]string{"LANDING_BUCKET": "s3://" + land, "TIMELAKE_WAREHOUSE": "s3://" + lake + "/warehouse",
-			"TIMELAKE_TABLE": "iot.readings", "TIMELAKE_SERIES_KEY": "device_id", "TIMELAKE_CACHE_DIR": "off",
-			"AWS_ENDPOINT_URL_S3": srv.Endpoint, "AWS_REGION": srv.Region, "AWS_ACCESS_KEY_ID": srv.AccessKey,
-			"AWS_SECRET_ACCESS_KEY": srv.SecretKey},
-			landing:   storage.NewS3Store(client, land, "", storage.S3StoreOptions{}),
-			warehouse: storage.NewS3Store(client, lake, "warehouse", storage.S3StoreOptions{})})
+	monitortest.Stores(t, func(t *testing.T, env map[string]string, st storage.Store) {
+		env["TIMELAKE_TABLE"], env["TIMELAKE_SERIES_KEY"], env["TIMELAKE_CACHE_DIR"] = "iot.readings", "device_id", "off"
+		_, local := st.(*storage.LocalStore)
+		test(t, fleetEnv{env: env, landing: st, warehouse: monitortest.Warehouse(t, env), local: local})
 	})
 }
 
-// put drops a landing file; in a folder it is dated a minute ago, so
-// ingest does not wait for it to settle.
+// put drops a landing file (monitortest.Put).
 func (e fleetEnv) put(t *testing.T, key, body string) {
-	t.Helper()
-	if _, err := e.landing.Put(context.Background(), key, strings.NewReader(body), storage.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if e.local {
-		old := time.Now().Add(-time.Minute)
-		if err := os.Chtimes(filepath.Join(e.env["LANDING_BUCKET"], filepath.FromSlash(key)), old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
+	monitortest.Put(t, e.env, e.landing, key, body)
 }
 
 func (e fleetEnv) with(kv ...string) map[string]string {
@@ -81,39 +44,6 @@ func (e fleetEnv) with(kv ...string) map[string]string {
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i]] = kv[i+1]
-	}
-	return out
-}
-
-// webhook records the alerts it gets.
-type webhook struct {
-	*httptest.Server
-	mu     sync.Mutex
-	alerts []map[string]any
-}
-
-func newWebhook(t *testing.T) *webhook {
-	w := &webhook{}
-	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var a map[string]any
-		json.NewDecoder(r.Body).Decode(&a)
-		w.mu.Lock()
-		w.alerts = append(w.alerts, a)
-		w.mu.Unlock()
-	}))
-	t.Cleanup(w.Close)
-	return w
-}
-
-// url is the webhook's URL with a secret path.
-func (w *webhook) url() string { return w.URL + "/services/T0/B0/hookSecretXyz" }
-
-func (w *webhook) texts() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, a := range w.alerts {
-		out = append(out, a["severity"].(string)+" "+a["event"].(string)+": "+a["text"].(string))
 	}
 	return out
 }
@@ -159,8 +89,8 @@ func TestAuditCommand(t *testing.T) {
 		e.put(t, "gw-4/never.csv", header+"2026-01-05T10:03:00Z,d,4.5\n")
 		time.Sleep(1100 * time.Millisecond)
 
-		hook := newWebhook(t)
-		env := e.with("TIMELAKE_NOTIFY_URL", hook.url(), "TIMELAKE_STUCK_AFTER", "1s")
+		hook := monitortest.NewWebhook(t)
+		env := e.with("TIMELAKE_NOTIFY_URL", hook.URL(), "TIMELAKE_STUCK_AFTER", "1s")
 		r := run(t, env, "landing", "audit", "--json")
 		var rep fleet.AuditReport
 		if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != cmdutil.ExitFailed || !rep.Attention {
@@ -186,21 +116,21 @@ func TestAuditCommand(t *testing.T) {
 		if len(got) != len(want) {
 			t.Errorf("findings %v, want only %v", got, want)
 		}
-		alerts := strings.Join(hook.texts(), "\n")
+		alerts := strings.Join(hook.Texts(), "\n")
 		for _, w := range []string{"warning stuck-files: timelake iot.readings: audit: 2 files stuck: gw-1/old.csv, gw-4/never.csv",
 			"warning audit-finding: timelake iot.readings: audit: 1 file changed-after-load: gw-2/changed.csv"} {
 			if !strings.Contains(alerts, w) {
 				t.Errorf("alert %q not sent; got:\n%s", w, alerts)
 			}
 		}
-		if strings.Contains(r.out+r.errOut, "hookSecretXyz") {
+		if strings.Contains(r.out+r.errOut, monitortest.Secret) {
 			t.Error("the webhook's secret was printed")
 		}
 		// A second audit alerts nothing new (the conditions are open).
-		n := len(hook.texts())
+		n := len(hook.Texts())
 		run(t, env, "landing", "audit")
-		if len(hook.texts()) != n {
-			t.Errorf("alerted again: %v", hook.texts()[n:])
+		if len(hook.Texts()) != n {
+			t.Errorf("alerted again: %v", hook.Texts()[n:])
 		}
 		pipe := run(t, env, "landing", "audit")
 		if !strings.HasPrefix(pipe.out, "finding\tkey\tgateway\tsize_bytes\tmodified\tsnapshot_id\tloaded_at\tquarantined_to\tdetail\n") ||
@@ -223,13 +153,13 @@ func TestAuditCommand(t *testing.T) {
 			t.Errorf("after: exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
 		resolved := 0
-		for _, a := range hook.texts()[n:] {
+		for _, a := range hook.Texts()[n:] {
 			if strings.HasPrefix(a, "resolved ") {
 				resolved++
 			}
 		}
 		if resolved != 4 {
-			t.Errorf("%d resolved alerts, want 4 (one per finding):\n%s", resolved, strings.Join(hook.texts(), "\n"))
+			t.Errorf("%d resolved alerts, want 4 (one per finding):\n%s", resolved, strings.Join(hook.Texts(), "\n"))
 		}
 	})
 }
@@ -254,9 +184,9 @@ func TestStatusCommand(t *testing.T) {
 			now := time.Now()
 			os.Chtimes(filepath.Join(e.env["LANDING_BUCKET"], "gw-1", "c.csv"), now, now)
 		}
-		hook := newWebhook(t)
+		hook := monitortest.NewWebhook(t)
 		prom := filepath.Join(t.TempDir(), "timelake.prom")
-		env := e.with("TIMELAKE_NOTIFY_URL", hook.url())
+		env := e.with("TIMELAKE_NOTIFY_URL", hook.URL())
 		r := run(t, env, "landing", "status", "--json", "--metrics-file", prom)
 		var st fleet.Status
 		if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitFailed {
@@ -273,20 +203,11 @@ func TestStatusCommand(t *testing.T) {
 		if !g2.Silent || g2.Quarantined != 1 || g2.RejectedLastDay != 1 || g2.LoadedLastDay != 1 {
 			t.Errorf("gw-2 %+v", g2)
 		}
-		f, err := os.Open(prom)
-		if err != nil {
-			t.Fatal(err)
+		mfs := monitortest.ParseMetricsFile(t, prom)
+		if v, ok := monitortest.Gauge(mfs, "timelake_gateway_silent", map[string]string{"gateway": "gw-2"}); !ok || v != 1 {
+			t.Errorf("timelake_gateway_silent{gateway=gw-2} = %v (%v)", v, ok)
 		}
-		defer f.Close()
-		p := expfmt.NewTextParser(model.LegacyValidation)
-		mfs, err := p.TextToMetricFamilies(f)
-		if err != nil {
-			t.Fatalf("the metrics file does not parse: %v", err)
-		}
-		if v := gauge(mfs, "timelake_gateway_silent", "gw-2"); v != 1 {
-			t.Errorf("timelake_gateway_silent{gateway=gw-2} = %v", v)
-		}
-		alerts := strings.Join(hook.texts(), "\n")
+		alerts := strings.Join(hook.Texts(), "\n")
 		if !strings.Contains(alerts, "warning gateway-silent: timelake iot.readings: gateway gw-2 is silent") || strings.Contains(alerts, "gw-1 is silent") {
 			t.Errorf("alerts:\n%s", alerts)
 		}
@@ -296,19 +217,8 @@ func TestStatusCommand(t *testing.T) {
 			!strings.Contains(r.out, "\nfalse\n") && !strings.HasSuffix(r.out, "\tfalse\n") {
 			t.Errorf("status --expect-every 1h: exit %d\n%s%s", r.code, r.out, r.errOut)
 		}
-		if alerts := strings.Join(hook.texts(), "\n"); !strings.Contains(alerts, "resolved gateway-silent: timelake iot.readings: gateway gw-2 lands files again") {
+		if alerts := strings.Join(hook.Texts(), "\n"); !strings.Contains(alerts, "resolved gateway-silent: timelake iot.readings: gateway gw-2 lands files again") {
 			t.Errorf("not resolved:\n%s", alerts)
 		}
 	})
-}
-
-func gauge(mfs map[string]*dto.MetricFamily, name, gateway string) float64 {
-	for _, m := range mfs[name].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "gateway" && l.GetValue() == gateway {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
 }

@@ -68,18 +68,14 @@ and stuck files (once, then every 4 hours, and when they end).`,
 // them, writes the metrics file and sends the alerts. It returns a
 // *cmdutil.SilentError with exit 1 when a gateway is silent.
 func RunStatus(ctx context.Context, opts *StatusOptions) error {
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
 	m := opts.Monitor
 	defer m.Close(ctx)
-	t, err := opts.OpenTable(ctx)
+	t, now, err := opts.begin(ctx, opts.Now)
 	if err != nil {
 		return err
 	}
 	st, err := fleet.ComputeStatus(ctx, fleet.StatusOptions{Bucket: opts.Bucket, Prefix: opts.Prefix, Table: t,
-		TableName: opts.Table.String(), Depth: m.Depth, ExpectEvery: m.ExpectEvery, Now: now()})
+		TableName: opts.Table.String(), Depth: m.Depth, ExpectEvery: m.ExpectEvery, Now: now})
 	if err != nil {
 		return err
 	}
