@@ -14,10 +14,18 @@ type waiting struct {
 	since time.Time
 	// announced is when the event arrived; zero for a file the sweep found.
 	announced time.Time
+	// notBefore is when a file of a local folder that was not complete yet
+	// may be (ingest.FileResult.ReadyAt): the queue holds it back until
+	// then. Zero: at once.
+	notBefore time.Time
 }
 
-// older keeps the earliest times of two records of one key.
+// older keeps the earliest times of two records of one key, and the later
+// notBefore.
 func (w waiting) older(o waiting) waiting {
+	if o.notBefore.After(w.notBefore) {
+		w.notBefore = o.notBefore
+	}
 	if !o.since.IsZero() && (w.since.IsZero() || o.since.Before(w.since)) {
 		w.since = o.since
 	}
@@ -64,14 +72,16 @@ func (q *queue) add(key string, w waiting) bool {
 	return true
 }
 
-// take removes and returns up to n keys, those announced first, in key
-// order.
-func (q *queue) take(n int) map[string]waiting {
+// take removes and returns up to n keys due at now (notBefore passed),
+// those announced first, in key order.
+func (q *queue) take(n int, now time.Time) map[string]waiting {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	keys := make([]string, 0, len(q.keys))
-	for k := range q.keys {
-		keys = append(keys, k)
+	for k, w := range q.keys {
+		if !w.notBefore.After(now) {
+			keys = append(keys, k)
+		}
 	}
 	if len(keys) > n {
 		sort.Slice(keys, func(i, j int) bool { return q.keys[keys[i]].announced.Before(q.keys[keys[j]].announced) })
@@ -89,6 +99,33 @@ func (q *queue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.keys)
+}
+
+// due counts the keys that take would return at now.
+func (q *queue) due(now time.Time) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, w := range q.keys {
+		if !w.notBefore.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// nextDue is the earliest notBefore of the keys held back (zero when
+// none is).
+func (q *queue) nextDue() time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var t time.Time
+	for _, w := range q.keys {
+		if !w.notBefore.IsZero() && (t.IsZero() || w.notBefore.Before(t)) {
+			t = w.notBefore
+		}
+	}
+	return t
 }
 
 // takeOverflow reports whether keys were dropped since the last call.
