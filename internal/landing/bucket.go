@@ -1,8 +1,10 @@
 // Package landing is the landing bucket (an S3 bucket or prefix, or a local
 // folder) as ingest sees it: the listing of files to load (skipping
 // timelake's own objects, the quarantine prefix, hidden and partial files),
-// quarantine with an error report next to the kept copy, and the per-table
-// ingest lease. Decoding a file's bytes is package decode's job.
+// when a local file is complete (Settle, shared with the gateway's spool),
+// quarantine with an error report next to the kept copy (for any key the
+// store holds), and the per-table ingest lease. Decoding a file's bytes is
+// package decode's job.
 package landing
 
 import (

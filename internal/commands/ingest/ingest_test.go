@@ -414,3 +414,16 @@ func TestStorageErrorsAreExplained(t *testing.T) {
 		t.Fatalf("the JSON exit error has no fix: %s", errOut)
 	}
 }
+
+// TestFailedLine: a file that failed says why on its line, and the summary
+// counts it.
+func TestFailedLine(t *testing.T) {
+	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (12 B free)"}
+	if got, want := ingestcmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
+		t.Errorf("line %q, want it to start with %q", got, want)
+	}
+	rep := &ingest.Report{Table: "iot.t", Files: []ingest.FileResult{r}, Failed: 1}
+	if got := ingestcmd.Summary(rep, time.Now()); !strings.Contains(got, "0 quarantined, 1 failed (left for the next run)") {
+		t.Errorf("summary %q", got)
+	}
+}
