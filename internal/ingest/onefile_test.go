@@ -28,11 +28,7 @@ var badCSV = []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,dev-1,wa
 func TestOddNamesDoNotStopTheTable(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
-	deep := "gw"
-	for range 5 {
-		deep += "/" + strings.Repeat("d", 240)
-	}
-	deep += "/deep.csv"
+	deep := longKey(5, 240, "deep.csv") // 1,214 bytes
 	var want []string
 	good := []string{"gw/back\\slash.csv", "gw/tab\there.csv", "gw/new\nline.csv", "gw/esc\x1b[2J.csv", deep, "gw/plain.csv"}
 	for i, k := range good {
@@ -94,6 +90,12 @@ func TestOddNamesDoNotStopTheTable(t *testing.T) {
 	}
 }
 
+// longKey is a key below gw/ of n folders, each a name of width bytes
+// (long, but each fits in a file name), and then name.
+func longKey(n, width int, name string) string {
+	return "gw/" + strings.Repeat(strings.Repeat("x", width)+"/", n) + name
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
@@ -108,11 +110,7 @@ func cmpOr(a, b string) string {
 func TestLongKeyQuarantinedOnS3(t *testing.T) {
 	ctx := context.Background()
 	e := s3Env(t)
-	long := "gw"
-	for range 4 {
-		long += "/" + strings.Repeat("k", 249)
-	}
-	long += "/bad.csv" // 1,010 bytes
+	long := longKey(4, 249, "bad.csv") // 1,010 bytes
 	e.put(t, long, badCSV)
 	e.put(t, "gw/good.csv", csvFile(readings(1, 0, 4), false, false))
 	rep, err := ingest.Run(ctx, e.config())

@@ -117,15 +117,7 @@ func (q *queue) due(now time.Time) int {
 // nextDue is the earliest notBefore of the keys held back (zero when
 // none is).
 func (q *queue) nextDue() time.Time {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var t time.Time
-	for _, w := range q.keys {
-		if !w.notBefore.IsZero() && (t.IsZero() || w.notBefore.Before(t)) {
-			t = w.notBefore
-		}
-	}
-	return t
+	return q.earliest(func(w waiting) time.Time { return w.notBefore })
 }
 
 // takeOverflow reports whether keys were dropped since the last call.
@@ -139,12 +131,18 @@ func (q *queue) takeOverflow() bool {
 
 // oldest is the earliest since of the queued keys (zero when empty).
 func (q *queue) oldest() time.Time {
+	return q.earliest(func(w waiting) time.Time { return w.since })
+}
+
+// earliest is the earliest non-zero time of the queued keys (zero when
+// none has one).
+func (q *queue) earliest(of func(waiting) time.Time) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var t time.Time
 	for _, w := range q.keys {
-		if !w.since.IsZero() && (t.IsZero() || w.since.Before(t)) {
-			t = w.since
+		if wt := of(w); !wt.IsZero() && (t.IsZero() || wt.Before(t)) {
+			t = wt
 		}
 	}
 	return t
