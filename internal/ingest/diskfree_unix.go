@@ -11,5 +11,5 @@ func diskFree(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil //nolint:unconvert // field types differ between systems
+	return int64(st.Bavail) * int64(st.Bsize), nil // the field types differ between systems
 }

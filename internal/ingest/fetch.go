@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -143,11 +142,14 @@ func (e *workDirError) Error() string {
 	}
 	free := "free space unknown"
 	if e.free >= 0 {
-		free = iostreams.HumanBytes(e.free) + " free"
+		free = mebibytes(e.free) + " free"
 	}
 	return fmt.Sprintf("%s (%s) does not fit in the download folder %s (%s); free space there, or set TMPDIR to a folder on a larger disk",
-		e.key, iostreams.HumanBytes(e.size), e.dir, free)
+		e.key, mebibytes(e.size), e.dir, free)
 }
+
+// mebibytes renders a size for a message about disk space (12.3 MiB).
+func mebibytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (e *workDirError) Unwrap() error { return e.err }
 

@@ -418,7 +418,7 @@ func TestStorageErrorsAreExplained(t *testing.T) {
 // TestFailedLine: a file that failed says why on its line, and the summary
 // counts it.
 func TestFailedLine(t *testing.T) {
-	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (12 B free)"}
+	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (0.0 MiB free)"}
 	if got, want := ingestcmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
 		t.Errorf("line %q, want it to start with %q", got, want)
 	}
