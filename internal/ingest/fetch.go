@@ -57,7 +57,7 @@ func (r *runner) notFetched(ctx context.Context, it *item, err error) {
 // fail reports an item as failed: left in the landing bucket for a later
 // run.
 func (r *runner) fail(it *item, err error) {
-	r.log.Warn("a landing file could not be loaded; it stays for a later run", "key", it.obj.Key, "err", err)
+	r.log.Info("a landing file could not be loaded; it stays for a later run", "key", it.obj.Key, "err", err)
 	it.res.Status, it.done = Failed, true
 	it.res.Reason = err.Error() + "; it stays in the landing bucket and a later run tries again"
 }

@@ -1047,7 +1047,7 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 		if r.stopsRun(ctx, err) {
 			return r.landingErr(err)
 		}
-		r.log.Warn("could not delete a loaded file; the next run finds it loaded and deletes it", "key", it.obj.Key, "err", err)
+		r.log.Info("could not delete a loaded file; the next run finds it loaded and deletes it", "key", it.obj.Key, "err", err)
 		it.res.Reason = fmt.Sprintf("not deleted (%v): the next run finds it loaded and deletes it", errors.Unwrap(err))
 	}
 	return nil
@@ -1401,7 +1401,7 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 		if r.stopsRun(ctx, err) {
 			return res, r.landingErr(err)
 		}
-		r.log.Warn("could not delete a file already loaded; the next run tries again", "key", d.info.Key, "err", err)
+		r.log.Info("could not delete a file already loaded; the next run tries again", "key", d.info.Key, "err", err)
 		res.Reason = fmt.Sprintf("loaded in snapshot %d; not deleted (%v): the next run tries again", b.SnapshotID, err)
 	}
 	return res, nil
@@ -1440,7 +1440,7 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 		if r.stopsRun(ctx, err) {
 			return res, r.landingErr(err) // the landing bucket refuses writes: stop
 		}
-		r.log.Warn("could not quarantine a file; it stays in the landing bucket", "key", d.info.Key, "err", err)
+		r.log.Info("could not quarantine a file; it stays in the landing bucket", "key", d.info.Key, "err", err)
 		res.Status = Failed
 		res.Reason = fmt.Sprintf("could not be quarantined (%v); it stays in the landing bucket and a later run tries again; it is refused because %v", err, cause)
 		return res, nil
