@@ -60,7 +60,7 @@ func (w Wait) Waiting() bool { return w.Reason != "" }
 // the file is read); Judge is the whole rule.
 func (s Settle) ByAge(modified, now time.Time) Wait {
 	age := now.Sub(modified)
-	if age >= s.Time {
+	if s.Time <= 0 || age >= s.Time {
 		return Wait{}
 	}
 	w := Wait{Until: modified.Add(s.Time),
@@ -80,7 +80,7 @@ func (s Settle) Judge(key string, r io.ReaderAt, size int64, modified, now time.
 		return w, nil
 	}
 	age := now.Sub(modified)
-	if age >= s.OpenEndTime {
+	if s.OpenEndTime <= 0 || age >= s.OpenEndTime {
 		return Wait{}, nil
 	}
 	open, err := decode.OpenEnd(key, r, size)

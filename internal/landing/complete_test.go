@@ -27,6 +27,7 @@ func TestSettle(t *testing.T) {
 		{"open end, old", rule, open, 10 * time.Minute, "", 0},
 		{"modified in the future", rule, complete, -time.Hour, "its modification time is 1h0m0s in the future", time.Hour + 30*time.Second},
 		{"no rule", Settle{}, open, 0, "", 0},
+		{"no rule, modified in the future", Settle{}, open, -time.Hour, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			modified := now.Add(-tc.age)
