@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
@@ -72,8 +73,9 @@ func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 // Load loads files in the order given, as Run loads its listing, and
 // returns the report of this load alone: its files in key order, the
 // counts, the table if this load created it, the table's version after it.
-// A file that no longer exists is reported already loaded ("gone from the
-// landing bucket"). Loads run one at a time.
+// A file that no longer exists is left out of the report (and logged); one
+// of a local folder that is not complete yet is waiting, with its
+// FileResult.ReadyAt. Loads run one at a time.
 //
 // Errors: those of Run (files not finished stay in the landing bucket and
 // the report has those that were); an error wrapping ErrLeaseLost when the
@@ -82,7 +84,8 @@ func (s *Session) Load(ctx context.Context, files []storage.ObjectInfo) (*Report
 	start := time.Now()
 	r := s.r
 	r.newReport()
-	r.contents = nil // "this run" of content dedupe is one load
+	r.contents = nil                           // "this run" of content dedupe is one load
+	r.probeOnce, r.probeErr = sync.Once{}, nil // and so is the lease read of fetchStopsRun
 	ctx, stop := s.bind(ctx)
 	defer stop()
 	err := withCause(ctx, r.load(ctx, files))

@@ -126,13 +126,15 @@ func (f RejectedFilter) Filter(rows []Rejected) []Rejected {
 }
 
 // copySuffix is the UTC time Quarantine adds to the key of a second copy
-// of the same landing key.
+// of the same landing key (copyTimeLayout).
 var copySuffix = regexp.MustCompile(`\.\d{8}T\d{6}\.\d{9}Z$`)
 
 // Rejected lists the quarantined files below the quarantine prefix, in key
-// order, each with its report. A report that cannot be read or parsed is
-// not an error: the file is listed with a reason saying so, and its
-// original key is worked out from the copy's key. Errors: listing or
+// order, each with its report, whose Key is the landing key (the copy's
+// name may be a hash of it: QuarantineKey). A report that cannot be read
+// or parsed is not an error: the file is listed with a reason saying so,
+// and its original key is worked out from the copy's key; for a hashed
+// copy it is unknown (""), and Requeue refuses it. Errors: listing or
 // reading the store.
 func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 	prefix := b.quarantinePrefix()
@@ -153,15 +155,19 @@ func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 	for _, c := range copies {
 		r := Rejected{Key: copySuffix.ReplaceAllString(strings.TrimPrefix(c.Key, prefix), ""), QuarantinedTo: c.Key,
 			Size: c.Size, At: c.LastModified.UTC()}
+		unknown := ""
+		if b.hashedCopy(c.Key) {
+			r.Key, unknown = "", "; the copy's name is a hash of its landing key, which only the report held"
+		}
 		if !reports[c.Key+reportSuffix] {
-			r.Reason = "no report (the quarantine was interrupted before it was written)"
+			r.Reason = "no report (the quarantine was interrupted before it was written)" + unknown
 			out = append(out, r)
 			continue
 		}
 		r.Report = c.Key + reportSuffix
 		body, _, err := storage.ReadAll(ctx, b.Store, r.Report)
 		if errors.Is(err, storage.ErrNotExist) {
-			r.Report, r.Reason = "", "no report (it was removed)"
+			r.Report, r.Reason = "", "no report (it was removed)"+unknown
 			out = append(out, r)
 			continue
 		}
@@ -169,8 +175,12 @@ func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 			return nil, fmt.Errorf("read %s: %w", r.Report, err)
 		}
 		var rep Report
-		if err := json.Unmarshal(body, &rep); err != nil || rep.Key == "" || storage.ValidateKey(rep.Key) != nil {
-			r.Reason = "the report does not read as a quarantine report"
+		err = json.Unmarshal(body, &rep)
+		if len(rep.KeyBytes) > 0 {
+			rep.Key = string(rep.KeyBytes)
+		}
+		if err != nil || storage.ValidateObjectKey(rep.Key) != nil {
+			r.Reason = "the report does not read as a quarantine report" + unknown
 			out = append(out, r)
 			continue
 		}
@@ -263,7 +273,10 @@ func (b *Bucket) CheckRequeue(ctx context.Context, r Rejected) (RequeueResult, e
 // finds the key taken).
 func (b *Bucket) Requeue(ctx context.Context, r Rejected, dir string) (RequeueResult, error) {
 	res := RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo}
-	if err := storage.ValidateKey(r.Key); err != nil || b.Skipped(r.Key) {
+	if r.Key == "" {
+		return res, fmt.Errorf("requeue %s: its landing key is unknown (%s); move the copy back by hand", r.QuarantinedTo, r.Reason)
+	}
+	if err := storage.ValidateObjectKey(r.Key); err != nil || b.Skipped(r.Key) {
 		return res, fmt.Errorf("requeue %s: %q is not a landing key ingest loads", r.QuarantinedTo, r.Key)
 	}
 	rc, info, err := b.Store.Get(ctx, r.QuarantinedTo)

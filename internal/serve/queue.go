@@ -14,10 +14,18 @@ type waiting struct {
 	since time.Time
 	// announced is when the event arrived; zero for a file the sweep found.
 	announced time.Time
+	// notBefore is when a file of a local folder that was not complete yet
+	// may be (ingest.FileResult.ReadyAt): the queue holds it back until
+	// then. Zero: at once.
+	notBefore time.Time
 }
 
-// older keeps the earliest times of two records of one key.
+// older keeps the earliest times of two records of one key, and the later
+// notBefore.
 func (w waiting) older(o waiting) waiting {
+	if o.notBefore.After(w.notBefore) {
+		w.notBefore = o.notBefore
+	}
 	if !o.since.IsZero() && (w.since.IsZero() || o.since.Before(w.since)) {
 		w.since = o.since
 	}
@@ -64,14 +72,16 @@ func (q *queue) add(key string, w waiting) bool {
 	return true
 }
 
-// take removes and returns up to n keys, those announced first, in key
-// order.
-func (q *queue) take(n int) map[string]waiting {
+// take removes and returns up to n keys due at now (notBefore passed),
+// those announced first, in key order.
+func (q *queue) take(n int, now time.Time) map[string]waiting {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	keys := make([]string, 0, len(q.keys))
-	for k := range q.keys {
-		keys = append(keys, k)
+	for k, w := range q.keys {
+		if !w.notBefore.After(now) {
+			keys = append(keys, k)
+		}
 	}
 	if len(keys) > n {
 		sort.Slice(keys, func(i, j int) bool { return q.keys[keys[i]].announced.Before(q.keys[keys[j]].announced) })
@@ -91,6 +101,25 @@ func (q *queue) len() int {
 	return len(q.keys)
 }
 
+// due counts the keys that take would return at now.
+func (q *queue) due(now time.Time) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, w := range q.keys {
+		if !w.notBefore.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// nextDue is the earliest notBefore of the keys held back (zero when
+// none is).
+func (q *queue) nextDue() time.Time {
+	return q.earliest(func(w waiting) time.Time { return w.notBefore })
+}
+
 // takeOverflow reports whether keys were dropped since the last call.
 func (q *queue) takeOverflow() bool {
 	q.mu.Lock()
@@ -102,12 +131,18 @@ func (q *queue) takeOverflow() bool {
 
 // oldest is the earliest since of the queued keys (zero when empty).
 func (q *queue) oldest() time.Time {
+	return q.earliest(func(w waiting) time.Time { return w.since })
+}
+
+// earliest is the earliest non-zero time of the queued keys (zero when
+// none has one).
+func (q *queue) earliest(of func(waiting) time.Time) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var t time.Time
 	for _, w := range q.keys {
-		if !w.since.IsZero() && (t.IsZero() || w.since.Before(t)) {
-			t = w.since
+		if wt := of(w); !wt.IsZero() && (t.IsZero() || wt.Before(t)) {
+			t = wt
 		}
 	}
 	return t

@@ -203,6 +203,8 @@ func (s *Server) wrapIngest() {
 			m.filesQuarantined.Inc()
 		case ingest.Waiting:
 			m.filesWaiting.Inc()
+		case ingest.Failed:
+			m.filesFailed.Inc()
 		}
 		s.mu.Lock()
 		w, ok := s.inflight[r.Key]
@@ -394,7 +396,7 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 				nextSweep = now.Add(s.cfg.Sweep)
 				retry.reset()
 			}
-		case s.queue.len() > 0:
+		case s.queue.due(now) > 0:
 			if err := s.loadQueued(ctx, sess); err != nil {
 				if !wait(retry.next(), nil) {
 					return nil
@@ -402,7 +404,7 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			} else {
 				retry.reset()
 			}
-			if s.queue.len() == 0 && s.queue.takeOverflow() {
+			if s.queue.due(time.Now()) == 0 && s.queue.takeOverflow() {
 				nextSweep = time.Now() // events were dropped: the sweep finds their files
 			}
 		case s.cfg.Ingest.MaintenanceBudget > 0 && sess.Table() != nil && now.Sub(lastMaint) >= s.cfg.MaintenanceEvery && !maint.running():
@@ -410,6 +412,9 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			maint.start(ctx)
 		default:
 			next := time.Until(nextSweep)
+			if due := s.queue.nextDue(); !due.IsZero() {
+				next = min(next, time.Until(due))
+			}
 			if s.cfg.Ingest.MaintenanceBudget > 0 {
 				next = min(next, max(time.Until(lastMaint.Add(s.cfg.MaintenanceEvery)), time.Second))
 			}
@@ -472,10 +477,10 @@ func (s *Server) loadSize() int {
 
 // loadQueued loads the keys events queued (those that still exist).
 func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
-	ws := s.queue.take(s.loadSize())
+	ws := s.queue.take(s.loadSize(), time.Now())
 	files, err := s.stat(ctx, ws)
 	if err != nil {
-		s.requeue(ws, nil)
+		s.requeue(ws, nil, nil)
 		s.health.loadDone(err)
 		return err
 	}
@@ -516,9 +521,10 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 	return files, nil
 }
 
-// load runs one Session.Load. Keys that end neither loaded, already loaded
-// nor quarantined (an error stopped the load, or they wait for another
-// key's content) go back to the queue.
+// load runs one Session.Load. Keys that end neither loaded, already loaded,
+// quarantined nor failed (an error stopped the load, or they wait for
+// another key's content, or to be complete: then not before their ReadyAt)
+// go back to the queue. A failed key waits for a sweep.
 func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage.ObjectInfo, ws map[string]waiting, sweep bool) error {
 	s.mu.Lock()
 	for _, f := range files {
@@ -535,9 +541,13 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	clear(s.inflight)
 	s.mu.Unlock()
 	final := map[string]bool{}
+	readyAt := map[string]time.Time{}
 	if rep != nil {
 		for _, f := range rep.Files {
 			final[f.Key] = f.Status != ingest.Waiting
+			if f.Status == ingest.Waiting && !f.ReadyAt.IsZero() {
+				readyAt[f.Key] = f.ReadyAt
+			}
 		}
 	}
 	if err != nil {
@@ -549,14 +559,16 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	} else {
 		s.health.loadDone(nil)
 	}
-	s.requeue(ws, final)
+	s.requeue(ws, final, readyAt)
 	return err
 }
 
-// requeue puts back the keys of ws that did not end (final[key] false).
-func (s *Server) requeue(ws map[string]waiting, final map[string]bool) {
+// requeue puts back the keys of ws that did not end (final[key] false),
+// each to be taken not before readyAt[key].
+func (s *Server) requeue(ws map[string]waiting, final map[string]bool, readyAt map[string]time.Time) {
 	for k, w := range ws {
 		if !final[k] {
+			w.notBefore = readyAt[k]
 			s.queue.add(k, w)
 		}
 	}

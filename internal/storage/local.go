@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -130,8 +131,10 @@ func (s *LocalStore) Path(key string) string {
 	return filepath.Join(s.root, filepath.FromSlash(key))
 }
 
+// path maps a key to its file below the root; ValidateObjectKey makes
+// sure it cannot escape it.
 func (s *LocalStore) path(key string) (string, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := ValidateObjectKey(key); err != nil {
 		return "", err
 	}
 	return s.Path(key), nil
@@ -144,6 +147,7 @@ func localInfo(key string, fi fs.FileInfo) ObjectInfo {
 		Size:         fi.Size(),
 		ETag:         fmt.Sprintf("%x-%x", fi.Size(), mt.UnixNano()),
 		LastModified: mt,
+		Mode:         fi.Mode().Perm(),
 	}
 }
 
@@ -236,9 +240,14 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeTemp copies body into a new temporary file next to dst.
-func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) {
-	tmp := filepath.Join(filepath.Dir(dst), tempPrefix+filepath.Base(dst)+"-"+randomSuffix())
+// writeTemp copies body into a new temporary file next to dst, with
+// permission bits mode (0: 0644 less the umask).
+func writeTemp(ctx context.Context, dst string, body io.Reader, mode fs.FileMode) (string, error) {
+	name := tempPrefix + filepath.Base(dst) + "-" + randomSuffix()
+	if len(name) > MaxNameBytes {
+		name = tempPrefix + randomSuffix() // the file's name is as long as a name may be
+	}
+	tmp := filepath.Join(filepath.Dir(dst), name)
 	var f *os.File
 	for attempt := 0; ; attempt++ {
 		// A concurrent Delete of a folder's last file removes the folder
@@ -255,7 +264,13 @@ func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) 
 			return "", err
 		}
 	}
-	_, err := io.Copy(f, ctxReader{ctx, body})
+	var err error
+	if mode != 0 {
+		err = f.Chmod(mode.Perm()) // exactly mode: the umask does not apply
+	}
+	if err == nil {
+		_, err = io.Copy(f, ctxReader{ctx, body})
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -275,7 +290,7 @@ func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, op
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	tmp, err := writeTemp(ctx, p, body)
+	tmp, err := writeTemp(ctx, p, body, opts.Mode)
 	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
 	}
@@ -328,7 +343,7 @@ func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
 // locked runs fn while holding the exclusive lock file of key (path p),
 // breaking a lock left by a process that died while holding it.
 func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error) error {
-	lock := p + lockSuffix
+	lock := lockPath(p)
 	for {
 		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
@@ -353,6 +368,17 @@ func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error)
 	}
 	defer os.Remove(lock)
 	return fn()
+}
+
+// lockPath is the lock file of the file at p: its name and lockSuffix, or,
+// when that is longer than a file name may be, a hash of its name.
+func lockPath(p string) string {
+	base := filepath.Base(p)
+	if len(base)+len(lockSuffix) <= MaxNameBytes {
+		return p + lockSuffix
+	}
+	sum := sha256.Sum256([]byte(base))
+	return filepath.Join(filepath.Dir(p), hex.EncodeToString(sum[:16])+lockSuffix)
 }
 
 // DeleteIfMatch removes the file if its ETag (size and modification time)
@@ -391,9 +417,10 @@ func (s *LocalStore) DeleteIfMatch(ctx context.Context, key, etag string) error 
 	return nil
 }
 
-// Copy copies src to dst through a temporary file.
+// Copy copies src to dst through a temporary file, with the permission
+// bits of src (a private file stays private in the quarantine).
 func (s *LocalStore) Copy(ctx context.Context, src, dst string) error {
-	rc, _, err := s.Get(ctx, src)
+	rc, info, err := s.Get(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -402,7 +429,7 @@ func (s *LocalStore) Copy(ctx context.Context, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := writeTemp(ctx, p, rc)
+	tmp, err := writeTemp(ctx, p, rc, info.Mode)
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}

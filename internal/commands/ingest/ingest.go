@@ -116,6 +116,8 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 		ContentDedupe:     settings.ContentDedupe.Get(r),
 		BreakLease:        settings.BreakLease.Get(r),
 		MaintenanceBudget: settings.MaintenanceBudget.Get(r),
+		SettleTime:        noneIfZero(settings.SettleTime.Get(r)),
+		OpenEndSettleTime: noneIfZero(settings.OpenEndSettleTime.Get(r)),
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
@@ -157,6 +159,15 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 	return c, nil
 }
 
+// noneIfZero maps a settle setting of 0 (no wait) to ingest.Config's
+// "none" (a negative value; 0 there is the default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // storeWhat names a location for messages.
 func storeWhat(loc storage.Location, bucket, folder string) string {
 	if loc.IsS3() {
@@ -177,7 +188,7 @@ type Report struct {
 
 // Run runs one ingest and prints one line per file and a summary, or the
 // --json report. It returns cmdutil.ErrPartial (exit 3) when files were
-// quarantined.
+// quarantined or failed.
 func Run(ctx context.Context, opts *Options) error {
 	c := opts.Config
 	now := opts.Now
@@ -284,6 +295,8 @@ func FileLine(r ingest.FileResult) string {
 		return fmt.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
 	case ingest.Waiting:
 		return fmt.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
+	case ingest.Failed:
+		return fmt.Sprintf("%-15s %s  %s", "failed", r.Key, r.Reason)
 	case ingest.Quarantined:
 		return fmt.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
@@ -310,6 +323,9 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	default:
 		s = fmt.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
 			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
+		if rep.Failed > 0 {
+			s += fmt.Sprintf(", %d failed (left for the next run)", rep.Failed)
+		}
 		if rep.SnapshotID != 0 {
 			s += fmt.Sprintf("; current snapshot %d (metadata v%d)", rep.SnapshotID, rep.MetadataVersion)
 		}

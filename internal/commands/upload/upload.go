@@ -104,8 +104,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 			return nil, cmdutil.UsageErrorf("--done must be another folder than --spool")
 		}
 		c.MinAge = settings.SpoolMinAge.Get(r)
-	} else if flagSet(settings.SpoolDone.Flag) || flagSet(settings.SpoolMinAge.Flag) {
-		return nil, cmdutil.UsageErrorf("--done and --min-age only apply with --spool")
+		c.OpenEndMinAge = settings.SpoolOpenEndMinAge.Get(r)
+	} else if flagSet(settings.SpoolDone.Flag) || flagSet(settings.SpoolMinAge.Flag) || flagSet(settings.SpoolOpenEndMinAge.Flag) {
+		return nil, cmdutil.UsageErrorf("--done, --min-age and --open-end-min-age only apply with --spool")
 	}
 
 	if c.Key = settings.Key.Get(r); c.Key != "" {
@@ -232,6 +233,9 @@ func FileLine(r upload.FileResult) string {
 		}
 		return s
 	}
+	if r.Status == upload.Waiting {
+		return fmt.Sprintf("%-16s %s  %s; a later run uploads it", "waiting", r.File, r.Reason)
+	}
 	msg := r.Error
 	if !strings.HasPrefix(msg, r.File+":") {
 		msg = r.File + ": " + msg // validation errors start with the file already
@@ -252,6 +256,9 @@ func Summary(rep *upload.Report) string {
 		rep.Uploaded, rep.Bytes, rep.AlreadyUploaded, rep.Failed, rep.Landing, rep.Seconds)
 	if rep.Rejected > 0 {
 		s += fmt.Sprintf("; %d rejected to %s (see the .error.json reports)", rep.Rejected, filepath.Dir(rejectedTo(rep)))
+	}
+	if rep.Waiting > 0 {
+		s += fmt.Sprintf("; %d waiting to be complete (--min-age)", rep.Waiting)
 	}
 	if rep.Stopped {
 		s += "; stopped early, the remaining files wait for the next run"
