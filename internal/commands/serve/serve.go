@@ -52,7 +52,8 @@ GET /healthz answers 200 while the lease is held and the last sweep and load
 succeeded, 503 with the reason otherwise; GET /metrics has Prometheus
 metrics. SIGTERM or SIGINT stops it: no new requests, the files being loaded
 are finished (or left in the landing bucket after a few seconds), the lease
-is released, exit 0. A second signal stops it at once.
+is released, exit 0. A second signal, a second or more after the first,
+stops it at once.
 
 Notifications must authenticate with TIMELAKE_WEBHOOK_TOKEN (Bearer) or
 TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD (Basic); without them
