@@ -14,6 +14,9 @@ type waiting struct {
 	since time.Time
 	// announced is when the event arrived; zero for a file the sweep found.
 	announced time.Time
+	// request numbers the notification that announced the key first (0
+	// for a key put back after a load): take serves requests in turn.
+	request uint64
 }
 
 // older keeps the earliest times of two records of one key.
@@ -23,6 +26,9 @@ func (w waiting) older(o waiting) waiting {
 	}
 	if !o.announced.IsZero() && (w.announced.IsZero() || o.announced.Before(w.announced)) {
 		w.announced = o.announced
+	}
+	if w.request == 0 || (o.request != 0 && o.request < w.request) {
+		w.request = o.request
 	}
 	return w
 }
@@ -46,26 +52,42 @@ func newQueue(max int) *queue {
 // add queues key; it returns false when the queue is full and the key was
 // dropped.
 func (q *queue) add(key string, w waiting) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if old, ok := q.keys[key]; ok {
-		q.keys[key] = old.older(w)
-		return true
-	}
-	if len(q.keys) >= q.max {
-		q.overflowed = true
-		return false
-	}
-	q.keys[key] = w
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return true
+	return q.addAll(map[string]waiting{key: w}) == 0
 }
 
-// take removes and returns up to n keys, those announced first, in key
-// order.
+// addAll queues the keys of one notification at once (a load takes all of
+// them or none), each once, and returns how many were dropped because the
+// queue was full.
+func (q *queue) addAll(ws map[string]waiting) (dropped int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	added := false
+	for key, w := range ws {
+		if old, ok := q.keys[key]; ok {
+			q.keys[key] = old.older(w)
+			continue
+		}
+		if len(q.keys) >= q.max {
+			q.overflowed = true
+			dropped++
+			continue
+		}
+		q.keys[key] = w
+		added = true
+	}
+	if added {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
+	}
+	return dropped
+}
+
+// take removes and returns up to n keys, taken from the notifications that
+// announced them in turn (one key of each, oldest notification first, then
+// a second of each...), so that keys announced by one large notification
+// never hold back those of the next ones.
 func (q *queue) take(n int) map[string]waiting {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -74,7 +96,22 @@ func (q *queue) take(n int) map[string]waiting {
 		keys = append(keys, k)
 	}
 	if len(keys) > n {
-		sort.Slice(keys, func(i, j int) bool { return q.keys[keys[i]].announced.Before(q.keys[keys[j]].announced) })
+		// Rank each key within its notification (by key), then order by
+		// rank, notification and key: one of each notification per round.
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := q.keys[keys[i]], q.keys[keys[j]]
+			if a.request != b.request {
+				return a.request < b.request
+			}
+			return keys[i] < keys[j]
+		})
+		rank := make(map[string]int, len(keys))
+		for i, k := range keys {
+			if i > 0 && q.keys[keys[i-1]].request == q.keys[k].request {
+				rank[k] = rank[keys[i-1]] + 1
+			}
+		}
+		sort.SliceStable(keys, func(i, j int) bool { return rank[keys[i]] < rank[keys[j]] })
 		keys = keys[:n]
 	}
 	out := make(map[string]waiting, len(keys))
