@@ -6,7 +6,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -127,12 +126,12 @@ func Execute(ctx context.Context, args []string, ios *iostreams.IOStreams, geten
 		if cmd != nil && cmdutil.HasAnnotation(cmd, cmdutil.AnnotationTimedErrors) && !ios.IsStderrTTY() {
 			w = iostreams.NewTimedWriter(w, nil)
 		}
-		fmt.Fprintln(w, "Error:", err)
+		iostreams.Fprintln(w, "Error:", err)
 		if fix := fixHint(err); fix != "" {
-			fmt.Fprintln(w, "Fix:", fix)
+			iostreams.Fprintln(w, "Fix:", fix)
 		}
 		if cmdutil.IsUsage(err) && cmd != nil {
-			fmt.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
+			iostreams.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
 		}
 	}
 	// --json is read again: a flag error may stop cobra before the

@@ -10,7 +10,6 @@ package landing
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -126,5 +125,5 @@ func noFiles(b *landing.Bucket) string {
 	if p == "" {
 		p = landing.DefaultQuarantinePrefix
 	}
-	return fmt.Sprintf("no quarantined files in %s/%s\n", strings.TrimSuffix(b.Store.URI(), "/"), p)
+	return iostreams.Sprintf("no quarantined files in %s/%s\n", strings.TrimSuffix(b.Store.URI(), "/"), p)
 }

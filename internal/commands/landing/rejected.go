@@ -2,7 +2,7 @@ package landing
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -63,7 +63,7 @@ func RenderRejected(o Output, b *landing.Bucket, rows []landing.Rejected) error 
 	}
 	tty := o.IO.IsStdoutTTY()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b))
+		_, err := io.WriteString(o.IO.Out, noFiles(b))
 		return err
 	}
 	cols := []iostreams.Column{

@@ -2,7 +2,7 @@ package landing
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -138,7 +138,7 @@ func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport) error {
 	}
 	tty := o.IO.IsStdoutTTY()
 	if tty && len(r.Files) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b))
+		_, err := io.WriteString(o.IO.Out, noFiles(b))
 		return err
 	}
 	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "reason", Wrap: 80},
@@ -150,7 +150,7 @@ func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport) error {
 		return err
 	}
 	if tty {
-		_, err := fmt.Fprintf(o.IO.Out, "%d requeued, %d not requeued; the next ingest run loads the requeued files\n", r.Requeued, r.NotRequeued)
+		_, err := iostreams.Fprintf(o.IO.Out, "%d requeued, %d not requeued; the next ingest run loads the requeued files\n", r.Requeued, r.NotRequeued)
 		return err
 	}
 	return nil

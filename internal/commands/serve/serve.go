@@ -5,7 +5,7 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -144,12 +144,12 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
 		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
 	} else {
-		c.OnStatus = func(m string) { fmt.Fprintln(out, m) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, ingestcmd.FileLine(r)) }
-		c.Ingest.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, ingestcmd.CreatedText(cr)) }
+		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, ingestcmd.FileLine(r)) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, ingestcmd.CreatedText(cr)) }
 		c.OnMaintenance = func(m *ingest.Maintenance) {
 			if m.Work() || m.Error != "" || m.Pending {
-				fmt.Fprintln(out, ingestcmd.MaintenanceLine(m))
+				iostreams.Fprintln(out, ingestcmd.MaintenanceLine(m))
 			}
 		}
 	}
