@@ -182,7 +182,7 @@ func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]
 	if err != nil || cur == nil {
 		return nil, nil, err
 	}
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -395,6 +395,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
 	}
+	// A data file the metadata names outside the table is never read
+	// (paths.go): it stays as it is, the others are compacted.
+	files = slices.DeleteFunc(files, func(f liveFile) bool {
+		p := f.entry.DataFile().FilePath()
+		if _, err := t.lake.tableRel(t.name, p); err != nil {
+			t.lake.log.Warn("data file not compacted: outside the table's location", "table", t.name.String(), "path", p)
+			return true
+		}
+		return false
+	})
 	// Rows deleted by position or equality delete files would come back
 	// if their data files were rewritten without them (the scan of a
 	// rewrite reads data files only): such tables are left to the engine
@@ -751,7 +761,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	meta := base.write
 	spec, schema := meta.PartitionSpec(), meta.CurrentSchema()
 
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -326,7 +326,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []
 	if err != nil {
 		return 0, err
 	}
-	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, readOnly{})
+	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.fsF, readOnly{})
 	return 0, table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
 }
 
@@ -389,7 +389,7 @@ type refID struct {
 
 // deleteExpiredIncremental is deleteExpiredFiles for a line of history.
 func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestKept int, ids []int64) (int, error) {
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -460,7 +460,7 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 // deleteFiles deletes paths (URIs under the table location) and returns how
 // many it deleted; missing files count as deleted.
 func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -180,7 +180,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string
 		}
 	}
 	// Every snapshot's manifest list, manifests and live data files.
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, err
 	}

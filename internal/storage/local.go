@@ -104,10 +104,13 @@ func (s *LocalStore) openRoot(create bool) (*os.Root, error) {
 	return r, nil
 }
 
-// checkLinks refuses key when a folder on its path, or the key itself, is
-// a symbolic link (ErrSymlink naming the link). A part that does not exist
-// ends the check: the operation then finds it missing, or creates it.
-func checkLinks(r *os.Root, op, key string) error {
+// CheckLinks refuses key (a slash-separated path below r) when a folder on
+// its path, or the key itself, is a symbolic link: an error wrapping
+// ErrSymlink that names the link. A part that does not exist ends the
+// check: the operation then finds it missing, or creates it. Other
+// timelake folders reached through an os.Root (a local table's files) use
+// it too.
+func CheckLinks(r *os.Root, key string) error {
 	for i := 0; i <= len(key); i++ {
 		if i < len(key) && key[i] != '/' {
 			continue
@@ -117,13 +120,10 @@ func checkLinks(r *os.Root, op, key string) error {
 			return nil
 		}
 		if err != nil {
-			return mapOSErr(op, key, err)
+			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			if i == len(key) {
-				return fmt.Errorf("%s %s: a %w", op, key, ErrSymlink)
-			}
-			return fmt.Errorf("%s %s: %s is a %w", op, key, key[:i], ErrSymlink)
+			return fmt.Errorf("%s is a %w", key[:i], ErrSymlink)
 		}
 	}
 	return nil
@@ -143,9 +143,9 @@ func (s *LocalStore) open(ctx context.Context, op, key string, create bool) (*os
 	if err != nil {
 		return nil, "", mapOSErr(op, key, err)
 	}
-	if err := checkLinks(r, op, key); err != nil {
+	if err := CheckLinks(r, key); err != nil {
 		r.Close()
-		return nil, "", err
+		return nil, "", mapOSErr(op, key, err)
 	}
 	return r, filepath.FromSlash(key), nil
 }
