@@ -439,6 +439,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 		g := &groups[i]
 		out, err := t.rewriteGroup(ctx, g)
+		if isNotExist(err) {
+			if gone, lerr := t.replacedMeanwhile(ctx, g); lerr == nil && gone {
+				res.Dropped++ // another round compacted these files and expired them first
+				continue
+			}
+		}
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
@@ -481,6 +487,30 @@ func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
+}
+
+// replacedMeanwhile reports whether an input file of g is no longer live
+// in the table's newest version: another writer replaced it since g was
+// planned (and may have deleted it, which is why reading it failed).
+func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool, error) {
+	h, _, err := t.lake.loadLatest(ctx, t.name)
+	if err != nil {
+		return false, err
+	}
+	files, _, err := t.liveFiles(ctx, h, nil)
+	if err != nil {
+		return false, err
+	}
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.entry.DataFile().FilePath()] = true
+	}
+	for _, df := range g.inputs {
+		if !live[df.FilePath()] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // splitMergeInputs picks the files a merge reads whole into its pool (the
