@@ -1,38 +1,19 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/logbuf"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
-
-// lockedBuffer is a log destination safe for the run's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLoadHistoryEntriesOutsideTheTable: a timelake.load-history entry of
 // the table's metadata that leads out of the table ("../" in it) or is not
@@ -90,7 +71,7 @@ func TestLoadHistoryEntriesOutsideTheTable(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(base, "victim.parquet"), []byte(victim), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var logs lockedBuffer
+			var logs logbuf.Buffer
 			landingStore, l, readVictim := open(t, base, slog.New(slog.NewTextHandler(&logs, nil)))
 			e := env{landing: landingStore, lake: l}
 			e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))

@@ -3,12 +3,10 @@ package serve_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +15,9 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/logbuf"
 	"github.com/timelake/timelake/internal/testutil/s3test"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 // countingStore counts the lookups of one key (Stat: a HEAD on S3) and the
@@ -79,7 +79,7 @@ func TestNotificationFlood(t *testing.T) {
 				Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler),
 			}
 			r := start(t, cfg)
-			waitFor(t, "the first sweep to load gw/seed.csv", func() bool { return len(r.resultsOf("gw/seed.csv")) > 0 })
+			wait.For(t, "the first sweep to load gw/seed.csv", func() bool { return len(r.resultsOf("gw/seed.csv")) > 0 })
 			stats0, lists0 := store.stats.Load(), store.lists.Load()
 
 			events := func(keys ...string) string {
@@ -111,11 +111,11 @@ func TestNotificationFlood(t *testing.T) {
 			if code := notify(t, r, "", events("gw/real.csv")); code != 200 {
 				t.Fatalf("notification of the real file: %d", code)
 			}
-			waitFor(t, "gw/real.csv loaded", func() bool {
+			wait.For(t, "gw/real.csv loaded", func() bool {
 				res := r.resultsOf("gw/real.csv")
 				return len(res) > 0 && res[0].Status == ingest.Loaded
 			})
-			waitFor(t, "the queue to drain", func() bool { _, body := health(r); return strings.Contains(body, `"queue":0`) })
+			wait.For(t, "the queue to drain", func() bool { _, body := health(r); return strings.Contains(body, `"queue":0`) })
 			stats, lists := store.stats.Load()-stats0, store.lists.Load()-lists0
 			t.Logf("after %d announced keys that do not exist: %d lookups, %d listings", 10*serve.MaxEventsPerRequest, stats, lists)
 			// One load's worth of lookups at most (2 x files per commit),
@@ -162,12 +162,12 @@ func TestServeRefusesLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
+	var logs logbuf.Buffer
 	r := start(t, serve.Config{
 		Ingest: ingest.Config{Landing: st, Lake: l, Table: tableName, SeriesKey: []string{"device_id"}, SettleTime: -1},
-		Sweep:  time.Hour, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil)),
+		Sweep:  time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	waitFor(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
 	if _, err := st.Put(ctx, "gw/real.csv", strings.NewReader(csv(4, 2)), storage.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestServeRefusesLinks(t *testing.T) {
 	if code := notify(t, r, "", body); code != 200 {
 		t.Fatalf("notify: %d", code)
 	}
-	waitFor(t, "gw/real.csv loaded", func() bool { return len(r.resultsOf("gw/real.csv")) > 0 })
+	wait.For(t, "gw/real.csv loaded", func() bool { return len(r.resultsOf("gw/real.csv")) > 0 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,16 +203,4 @@ func TestServeRefusesLinks(t *testing.T) {
 	if bs := tbl.Batches(); len(bs) != 1 || bs[0].BatchID != "gw/real.csv" {
 		t.Fatalf("batches %+v, want gw/real.csv alone", bs)
 	}
-}
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

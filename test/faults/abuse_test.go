@@ -15,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 // The abuse cases: requests and metadata that a careless or hostile party
@@ -51,7 +52,7 @@ func TestAbuseNotificationFlood(t *testing.T) {
 		}
 	}()
 	url := "http://" + ln.Addr().String()
-	waitUntil(t, "serve to take the lease", func() bool {
+	wait.For(t, "serve to take the lease", func() bool {
 		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -86,7 +87,7 @@ func TestAbuseNotificationFlood(t *testing.T) {
 	body, ids := gatewayFile(1, 10)
 	e.putDirect(t, e.landingBucket, "gw/real.csv", body)
 	notify("gw/real.csv")
-	waitUntil(t, "gw/real.csv loaded", func() bool { mu.Lock(); defer mu.Unlock(); return loaded["gw/real.csv"].Status == ingest.Loaded })
+	wait.For(t, "gw/real.csv loaded", func() bool { mu.Lock(); defer mu.Unlock(); return loaded["gw/real.csv"].Status == ingest.Loaded })
 
 	if c := e.proxy.Counts("bogus HEADs"); c.Matched > 2*ingest.DefaultFilesPerCommit {
 		t.Errorf("%d HEADs of keys that do not exist, want at most one load's worth", c.Matched)
@@ -144,17 +145,4 @@ func TestAbuseLoadHistoryOutside(t *testing.T) {
 	slices.Sort(all)
 	checkRows(t, e.read(t), all)
 	record("abuse: load history entry outside the table", 2, 0, e.proxy, len(all), 0)
-}
-
-// waitUntil polls cond until it holds, failing after a minute (a bound on a
-// hang, not a measure of speed).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
