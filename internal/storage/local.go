@@ -285,7 +285,9 @@ func (s *LocalStore) Get(ctx context.Context, key string) (io.ReadCloser, Object
 		return nil, ObjectInfo{}, err
 	}
 	defer r.Close()
-	f, err := r.Open(p)
+	// Without blocking: a named pipe put under a key would hold the open
+	// until something writes to it.
+	f, err := r.OpenFile(p, openReadFlags, 0)
 	if err != nil {
 		return nil, ObjectInfo{}, mapOSErr("get", key, err)
 	}
@@ -294,9 +296,9 @@ func (s *LocalStore) Get(ctx context.Context, key string) (io.ReadCloser, Object
 		f.Close()
 		return nil, ObjectInfo{}, mapOSErr("get", key, err)
 	}
-	if fi.IsDir() {
+	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, ObjectInfo{}, fmt.Errorf("get %s: %w", key, ErrNotExist)
+		return nil, ObjectInfo{}, fmt.Errorf("get %s: not a regular file: %w", key, ErrNotExist)
 	}
 	return f, localInfo(key, fi), nil
 }
@@ -317,8 +319,8 @@ func stat(r *os.Root, key, p string) (ObjectInfo, error) {
 	if err != nil {
 		return ObjectInfo{}, mapOSErr("stat", key, err)
 	}
-	if fi.IsDir() {
-		return ObjectInfo{}, fmt.Errorf("stat %s: %w", key, ErrNotExist)
+	if !fi.Mode().IsRegular() { // a folder, a named pipe, a device: not an object
+		return ObjectInfo{}, fmt.Errorf("stat %s: not a regular file: %w", key, ErrNotExist)
 	}
 	return localInfo(key, fi), nil
 }
