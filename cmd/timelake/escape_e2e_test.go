@@ -53,6 +53,7 @@ func TestErrorsCannotForgeLines(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "landing", "gw", "a.csv"), readingsCSV(1, 5), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	complete(t, filepath.Join(dir, "landing", "gw", "a.csv"))
 	env := []string{"LANDING_BUCKET=./landing", "TIMELAKE_WAREHOUSE=./lake", "TIMELAKE_TABLE=iot.readings", "TIMELAKE_SERIES_KEY=device_id"}
 	if r := run(t, dir, env, "ingest"); r.code != 0 {
 		t.Fatalf("ingest: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -214,7 +214,7 @@ func Run(ctx context.Context, opts *Options) error {
 			info := held.Info()
 			err = opts.IO.PrintJSON(Report{StartedAt: started.UTC().Truncate(time.Millisecond), StillWorking: &info, Report: rep})
 		} else {
-			_, err = fmt.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339))
+			_, err = iostreams.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339))
 		}
 		if err != nil {
 			return err
