@@ -130,6 +130,10 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 		WorkDir: os.TempDir(), ContentDedupe: true, MaintenanceBudget: ingest.DefaultMaintenanceBudget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Now:    clock,
+		// The bench writes each gateway file whole before the minute's run,
+		// on a clock of its own: a local landing folder's settle times,
+		// which run on the wall clock, would only delay it.
+		SettleTime: -1, OpenEndSettleTime: -1,
 	}
 	restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
 	rep, err := ingest.Run(ctx, cfg)

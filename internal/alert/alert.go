@@ -41,6 +41,7 @@ import (
 // Events (Alert.Event).
 const (
 	EventQuarantine = "quarantine"     // files were quarantined
+	EventFailed     = "files-failed"   // files could be neither loaded nor quarantined: they stay in the landing bucket
 	EventRunFailed  = "run-failed"     // an ingest run or a serve load stopped on an error
 	EventSilent     = "gateway-silent" // a gateway landed nothing for twice its cadence
 	EventStuck      = "stuck-files"    // files waited longer than the stuck threshold

@@ -37,8 +37,20 @@ func AlertStateKey(source string, table lake.TableName, prefix string) string {
 
 // QuarantineAlert is the alert of files quarantined by one run or load.
 func QuarantineAlert(table, landingURI string, files []alert.File) alert.Alert {
+	return filesAlert(alert.EventQuarantine, table, landingURI, "quarantined", " (timelake landing rejected lists them)", files)
+}
+
+// FailedAlert is the alert of files one run or load could neither load
+// nor quarantine (ingest.Failed): they stay in the landing bucket, and a
+// later run tries again.
+func FailedAlert(table, landingURI string, files []alert.File) alert.Alert {
+	return filesAlert(alert.EventFailed, table, landingURI, "failed", " (they stay in the landing bucket; a later run tries again)", files)
+}
+
+// filesAlert names up to three of files and their reasons.
+func filesAlert(event, table, landingURI, what, tail string, files []alert.File) alert.Alert {
 	var b strings.Builder
-	fmt.Fprintf(&b, "timelake %s: %d %s quarantined", table, len(files), plural(len(files), "file", "files"))
+	fmt.Fprintf(&b, "timelake %s: %d %s %s", table, len(files), plural(len(files), "file", "files"), what)
 	for i, f := range files {
 		if i == 3 {
 			fmt.Fprintf(&b, "; and %d more", len(files)-3)
@@ -50,8 +62,8 @@ func QuarantineAlert(table, landingURI string, files []alert.File) alert.Alert {
 		}
 		fmt.Fprintf(&b, "%s%s (%s)", sep, f.Key, strings.TrimPrefix(f.Reason, f.Key+": "))
 	}
-	b.WriteString(" (timelake landing rejected lists them)")
-	return alert.Alert{Text: b.String(), Event: alert.EventQuarantine, Severity: alert.SeverityWarning, Table: table,
+	b.WriteString(tail)
+	return alert.Alert{Text: b.String(), Event: event, Severity: alert.SeverityWarning, Table: table,
 		Landing: landingURI, Count: len(files), Files: files}
 }
 

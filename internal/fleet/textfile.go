@@ -17,9 +17,9 @@ type Run struct {
 	Seconds float64
 	// OK: the run finished (files quarantined or not); false when it
 	// failed (an error stopped it).
-	OK                                       bool
-	Loaded, Duplicates, Quarantined, Waiting int
-	Rows                                     int64
+	OK                                               bool
+	Loaded, Duplicates, Quarantined, Waiting, Failed int
+	Rows                                             int64
 }
 
 // runCollector exposes a Run, and the time of the last run that finished
@@ -38,7 +38,7 @@ func newRunCollector(run Run, lastSuccess time.Time) *runCollector {
 		at:      d("timelake_ingest_last_run_timestamp_seconds", "Unix time the last ingest run started.", tbl, nil),
 		ok:      d("timelake_ingest_last_run_success", "1 when the last ingest run finished (some files may be quarantined), 0 when an error stopped it.", tbl, nil),
 		seconds: d("timelake_ingest_last_run_duration_seconds", "Duration of the last ingest run.", tbl, nil),
-		files:   d("timelake_ingest_last_run_files", "Files of the last ingest run, by status (loaded, already-loaded, quarantined, waiting).", []string{"table", "status"}, nil),
+		files:   d("timelake_ingest_last_run_files", "Files of the last ingest run, by status (loaded, already-loaded, quarantined, waiting, failed).", []string{"table", "status"}, nil),
 		rows:    d("timelake_ingest_last_run_rows", "Rows the last ingest run committed.", tbl, nil),
 		success: d("timelake_ingest_last_success_timestamp_seconds", "Unix time the last ingest run that finished started.", tbl, nil),
 	}
@@ -65,7 +65,7 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range []struct {
 		status string
 		n      int
-	}{{"loaded", r.Loaded}, {"already-loaded", r.Duplicates}, {"quarantined", r.Quarantined}, {"waiting", r.Waiting}} {
+	}{{"loaded", r.Loaded}, {"already-loaded", r.Duplicates}, {"quarantined", r.Quarantined}, {"waiting", r.Waiting}, {"failed", r.Failed}} {
 		gauge(c.files, float64(f.n), r.Table, f.status)
 	}
 	gauge(c.rows, float64(r.Rows), r.Table)

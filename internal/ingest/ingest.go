@@ -26,7 +26,9 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -132,14 +134,18 @@ type Config struct {
 	BreakLease bool
 	WorkDir    string // temp folder for downloads; "" = os.TempDir()
 
-	// SettleTime: a landing file modified less than this long ago may still
-	// be being written. The run waits (at most SettleTime) for such files to
-	// settle and loads the ones that did not change meanwhile; the others
-	// are reported as waiting and left for the next run. 0 means
-	// DefaultSettleTime on a local landing folder (*storage.LocalStore) and
-	// none on S3, where an object is visible only once complete; negative
-	// means none.
-	SettleTime time.Duration
+	// SettleTime and OpenEndSettleTime are the rule of when a file of a
+	// local landing folder (*storage.LocalStore) is complete
+	// (landing.Settle): unmodified for SettleTime, and for
+	// OpenEndSettleTime when its end is open (a CSV line without its line
+	// end). A file not complete yet is reported as waiting (with when it
+	// may be: FileResult.ReadyAt) and left for a later run; the run waits
+	// for those that settle within MaxSettleWait. 0 means the default
+	// (landing.DefaultSettleTime, landing.DefaultOpenEndSettleTime),
+	// negative none. S3 landing buckets take no rule: an object is visible
+	// only once complete.
+	SettleTime        time.Duration
+	OpenEndSettleTime time.Duration
 
 	// Warehouse is the warehouse's store, for the check that a table that
 	// does not exist is not a missing lake bucket; nil skips the check.
@@ -169,9 +175,10 @@ type Config struct {
 	AfterCommit func(key string) error
 }
 
-// DefaultSettleTime is how old a file of a local landing folder must be
-// before it is loaded (Config.SettleTime).
-const DefaultSettleTime = 2 * time.Second
+// MaxSettleWait bounds the wait of a run for files of a local landing
+// folder that are complete a moment later (Config.SettleTime): the others
+// wait for a later run.
+const MaxSettleWait = 2 * time.Second
 
 // Explain names the stores of a run for storage.Diagnose. Empty Where
 // fields are filled from the stores' URIs.
@@ -194,6 +201,10 @@ const (
 	// being written), or its content is being loaded under another key in
 	// this run.
 	Waiting Status = "waiting"
+	// Failed: left in the landing bucket, the reason says why: it could
+	// not be fetched (or did not fit in the download folder), or could not
+	// be quarantined. A later run tries again; the run is partial.
+	Failed Status = "failed"
 )
 
 // FileResult is one output line.
@@ -215,7 +226,10 @@ type FileResult struct {
 	// SchemaChanges says how the file's commit changed the table's
 	// schema (`added "battery" double`, `widened "n" int -> long`).
 	SchemaChanges []string `json:"schema_changes,omitempty"`
-	Seconds       float64  `json:"seconds"`
+	// ReadyAt is, for a file of a local folder waiting to be complete,
+	// when it is if it does not change meanwhile (landing.Wait.Until).
+	ReadyAt time.Time `json:"ready_at,omitzero"`
+	Seconds float64   `json:"seconds"`
 
 	// For the table's outcome log (lake.Table.RecordOutcomes): the
 	// landing object's SHA-256 and modification time.
@@ -272,6 +286,7 @@ type Report struct {
 	AlreadyLoaded   int                 `json:"already_loaded"`
 	Quarantined     int                 `json:"quarantined"`
 	Waiting         int                 `json:"waiting"`
+	Failed          int                 `json:"failed"`
 	Rows            int64               `json:"rows"`
 	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
 	SnapshotID      int64               `json:"snapshot_id,omitempty"`
@@ -286,23 +301,31 @@ type Report struct {
 	Seconds       float64 `json:"seconds"`
 }
 
-// Partial reports whether some files were quarantined.
-func (r *Report) Partial() bool { return r.Quarantined > 0 }
+// Partial reports whether some files were quarantined or failed.
+func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 }
 
 type runner struct {
-	cfg     Config
-	bucket  *landing.Bucket
-	tbl     *lake.Table // nil until the table exists
-	rep     *Report
-	log     *slog.Logger
-	waiting []FileResult // recorded at the end of the run
+	cfg      Config
+	complete landing.Settle // when a local file is complete; zero on S3
+	bucket   *landing.Bucket
+	tbl      *lake.Table // nil until the table exists
+	rep      *Report
+	log      *slog.Logger
+	waiting  []FileResult // recorded at the end of the run
 
 	mu       sync.Mutex
 	contents map[string]string // content hash -> key, of the files of this run being loaded
 
-	// loadedBy is how the keys of this run or load reached it
-	// (lake.LoadedByPoll, ...: the snapshot summary's timelake.loaded-by).
-	loadedBy string
+	// leaseKey is the run's lease in LeaseStore, which fetchStopsRun reads back
+	// (once, probeOnce) to tell a refusal of every read from one object's.
+	leaseKey  string
+	probeOnce sync.Once
+	probeErr  error
+
+	// loadedBy says how a key of this run or load reached it
+	// (lake.LoadedByPoll, ...: the snapshot summary's timelake.loaded-by;
+	// "" for nothing said); nil says nothing.
+	loadedBy func(key string) string
 	// outcomes are the duplicates and rejections recorded so far, for the
 	// table's outcome log at the end of the run or load.
 	outcomes []lake.LoadRecord
@@ -317,7 +340,7 @@ type runner struct {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	r := newRunner(cfg, landing.HolderIngest)
-	r.loadedBy = lake.LoadedByPoll
+	r.loadedBy = func(string) string { return lake.LoadedByPoll }
 	err := r.run(ctx)
 	r.recordOutcomes(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
@@ -348,11 +371,6 @@ func newRunner(cfg Config, kind string) *runner {
 	if cfg.LeaseStore == nil {
 		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix
 	}
-	if cfg.SettleTime == 0 {
-		if _, local := cfg.Landing.(*storage.LocalStore); local {
-			cfg.SettleTime = DefaultSettleTime
-		}
-	}
 	ex := &cfg.Explain
 	if ex.Landing.Location == (storage.Location{}) {
 		ex.Landing.Location, _ = storage.ParseLocation(cfg.Landing.URI(), false)
@@ -367,12 +385,33 @@ func newRunner(cfg Config, kind string) *runner {
 		ex.Lake.What = "warehouse"
 	}
 	r := &runner{
-		cfg:    cfg,
-		bucket: &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
-		log:    cfg.Logger,
+		cfg:      cfg,
+		complete: settleRule(cfg),
+		bucket:   &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
+		log:      cfg.Logger,
 	}
 	r.newReport()
 	return r
+}
+
+// settleRule is the completeness rule of cfg's landing files: the settle
+// times (their defaults for 0, none for negative values) on a local
+// folder, none on S3.
+func settleRule(cfg Config) landing.Settle {
+	if _, local := cfg.Landing.(*storage.LocalStore); !local {
+		return landing.Settle{}
+	}
+	pick := func(d, def time.Duration) time.Duration {
+		switch {
+		case d == 0:
+			return def
+		case d < 0:
+			return 0
+		}
+		return d
+	}
+	return landing.Settle{Time: pick(cfg.SettleTime, landing.DefaultSettleTime),
+		OpenEndTime: pick(cfg.OpenEndSettleTime, landing.DefaultOpenEndSettleTime)}
 }
 
 // newReport starts an empty report (a run's, or one load's of a Session).
@@ -473,6 +512,7 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 		if err != nil {
 			return ctx, release, err
 		}
+		r.leaseKey = held.lease.Key()
 		var leaseCtx context.Context
 		var stopRenew func()
 		leaseCtx, stopRenew = r.keepLease(ctx, held.lease)
@@ -682,49 +722,51 @@ func (r *runner) lakeErr(err error) error {
 	return storage.Explain(err, r.cfg.Explain.Lake, r.cfg.Explain.Names)
 }
 
-// settle holds back the files that may still be being written (modified
-// less than SettleTime ago). It waits until the newest of them would be
-// SettleTime old (at most SettleTime; not in a dry run), looks at them
-// again, and keeps those that did not change meanwhile; the others are
-// reported as waiting at the end of the run and stay for the next one.
+// settle holds back the files of a local folder that may still be being
+// written: those modified within the settle time (landing.Settle.ByAge;
+// the rest of the rule applies once a file is read, in prepare). It waits
+// for those complete within MaxSettleWait (not in a dry run), looks at them
+// again and keeps those that did not change meanwhile; the others are
+// reported as waiting at the end of the run and stay for a later one.
 func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
-	d := r.cfg.SettleTime
-	if d <= 0 {
+	if r.complete.Time <= 0 {
 		return files, nil
 	}
-	recent := map[string]storage.ObjectInfo{}
-	var newest time.Time
+	now := time.Now()
+	waiting := map[string]landing.Wait{}
+	soon := map[string]storage.ObjectInfo{} // complete within MaxSettleWait
+	var last time.Time
 	for _, f := range files {
-		if time.Since(f.LastModified) < d {
-			recent[f.Key] = f
-			if f.LastModified.After(newest) {
-				newest = f.LastModified
-			}
+		w := r.complete.ByAge(f.LastModified, now)
+		switch {
+		case !w.Waiting():
+		case !r.cfg.DryRun && w.Until.Sub(now) <= MaxSettleWait:
+			soon[f.Key] = f
+			last = maxTime(last, w.Until)
+		default:
+			waiting[f.Key] = w
 		}
 	}
-	if len(recent) == 0 {
-		return files, nil
-	}
-	waiting := map[string]storage.ObjectInfo{}
-	if r.cfg.DryRun {
-		waiting = recent
-	} else {
-		t := time.NewTimer(min(time.Until(newest.Add(d)), d))
+	if len(soon) > 0 {
+		t := time.NewTimer(time.Until(last))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		for key, f := range recent {
+		now = time.Now()
+		for key, f := range soon {
 			info, err := r.cfg.Landing.Stat(ctx, key)
 			switch {
 			case errors.Is(err, storage.ErrNotExist):
-				waiting[key] = storage.ObjectInfo{} // gone (renamed, moved): not ours to report
+				waiting[key] = landing.Wait{} // gone (renamed, moved): not ours to report
 			case err != nil:
 				return nil, r.landingErr(err)
-			case info.ETag != f.ETag || time.Since(info.LastModified) < d:
-				waiting[key] = info
+			case info.ETag != f.ETag:
+				if w := r.complete.ByAge(info.LastModified, now); w.Waiting() {
+					waiting[key] = w
+				}
 			}
 		}
 	}
@@ -734,13 +776,19 @@ func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]stor
 		switch {
 		case !ok:
 			ready = append(ready, f)
-		case w.Key != "":
-			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: w.Size,
-				Reason: fmt.Sprintf("modified %s ago: it may still be being written; the next run loads it",
-					time.Since(w.LastModified).Round(100*time.Millisecond))})
+		case w.Waiting():
+			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: f.Size,
+				Reason: w.Reason + "; a later run loads it", ReadyAt: w.Until})
 		}
 	}
 	return ready, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // item is one landing file on its way through the pipeline.
@@ -751,6 +799,7 @@ type item struct {
 	src      *download      // size and checksum; its temp file is closed after prepare
 	prepared *lake.Prepared // data files written, to commit
 	done     bool           // res is final (already loaded, quarantined, dry run)
+	gone     bool           // deleted by someone else since the listing: not reported
 	err      error          // fatal: stop the run, leave the file in place
 	deferred error          // could not create the table: retried once it exists
 }
@@ -982,6 +1031,9 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 }
 
 func (r *runner) recordItem(it *item) {
+	if it.gone {
+		return
+	}
 	it.res.Seconds = time.Since(it.start).Seconds()
 	r.record(it.res)
 }
@@ -1014,7 +1066,12 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 		return nil
 	}
 	if err != nil {
-		return r.landingErr(fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err))
+		err = fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err)
+		if r.stopsRun(ctx, err) {
+			return r.landingErr(err)
+		}
+		r.log.Info("could not delete a loaded file; the next run finds it loaded and deletes it", "key", it.obj.Key, "err", err)
+		it.res.Reason = fmt.Sprintf("not deleted (%v): the next run finds it loaded and deletes it", errors.Unwrap(err))
 	}
 	return nil
 }
@@ -1032,6 +1089,8 @@ func (r *runner) record(res FileResult) {
 		r.rep.Quarantined++
 	case Waiting:
 		r.rep.Waiting++
+	case Failed:
+		r.rep.Failed++
 	}
 	if r.cfg.OnFile != nil {
 		r.cfg.OnFile(res)
@@ -1102,7 +1161,14 @@ func removeStaleDownloads(dir string, now time.Time) int {
 	return removed
 }
 
-func (r *runner) download(ctx context.Context, key string) (*download, error) {
+// download copies a landing object to a temp file in the download folder
+// (WorkDir). Errors: the store's (ErrNotExist: gone since the listing),
+// errChanging, a *workDirError when the download folder cannot take it.
+func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download, error) {
+	key := o.Key
+	if err := r.roomFor(o); err != nil {
+		return nil, err
+	}
 	rc, info, err := r.cfg.Landing.Get(ctx, key)
 	if err != nil {
 		return nil, err
@@ -1110,13 +1176,16 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	defer rc.Close()
 	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"*")
 	if err != nil {
-		return nil, fmt.Errorf("temp file: %w", err)
+		return nil, &workDirError{dir: r.workDir(), err: err}
 	}
 	d := &download{f: f, info: info}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), rc)
 	if err != nil {
 		d.close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, r.noRoom(key, info.Size, err)
+		}
 		return nil, fmt.Errorf("download %s: %w", key, err)
 	}
 	if _, local := r.cfg.Landing.(*storage.LocalStore); n != info.Size && (local || info.Size > 0) {
@@ -1181,24 +1250,25 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		}
 		return it
 	}
-	d, err := r.download(ctx, o.Key)
-	if errors.Is(err, storage.ErrNotExist) {
-		// Deleted since the listing (e.g. by an overlapping run whose lease
-		// expired): nothing to do.
-		it.res.Status, it.res.Reason, it.done = AlreadyLoaded, "gone from the landing bucket", true
-		return it
-	}
-	if errors.Is(err, errChanging) {
-		it.res.Status, it.res.Reason, it.done = Waiting, "it changed while it was read: it may still be being written; the next run loads it", true
-		return it
-	}
+	d, err := r.download(ctx, o)
 	if err != nil {
-		it.err = r.landingErr(err)
+		r.notFetched(ctx, it, err)
 		return it
 	}
 	defer d.close()
 	it.src = d
 	it.res.Size, it.res.sha256 = d.info.Size, d.sha256
+	if r.complete != (landing.Settle{}) {
+		w, err := r.complete.Judge(o.Key, d.f, d.info.Size, d.info.LastModified, time.Now())
+		if err != nil {
+			it.err = fmt.Errorf("read the download of %s: %w", o.Key, err)
+			return it
+		}
+		if w.Waiting() {
+			it.res.Status, it.res.Reason, it.res.ReadyAt, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, true
+			return it
+		}
+	}
 
 	if r.tbl != nil {
 		b, ok, err := r.tbl.FindLoaded(ctx, o.Key)
@@ -1216,13 +1286,18 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		}
 	}
 	reject := func(cause error) *item {
-		if r.tbl == nil && ctx.Err() == nil {
+		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) {
 			it.deferred = cause
 			return it
 		}
 		it.res, it.err = r.reject(ctx, it.res, d, cause)
 		it.done = true
 		return it
+	}
+	if !utf8.ValidString(o.Key) {
+		// A batch id is a string of the table's metadata (JSON, UTF-8):
+		// this key could not be recognised as loaded again.
+		return reject(fmt.Errorf("%q: %w", o.Key, errNameNotUTF8))
 	}
 	if err := admit(); err != nil {
 		it.err = err
@@ -1264,8 +1339,8 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
 	}
-	if r.loadedBy != "" {
-		summary[lake.SummaryLoadedBy] = r.loadedBy
+	if by := r.loadedByOf(o.Key); by != "" {
+		summary[lake.SummaryLoadedBy] = by
 	}
 	if !o.LastModified.IsZero() {
 		summary[lake.SummarySourceModified] = o.LastModified.UTC().Format(time.RFC3339Nano)
@@ -1349,11 +1424,16 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 		return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
 			d.info.Key, b.SnapshotID, reason)})
 	}
+	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
 	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
 	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
-		return res, r.landingErr(fmt.Errorf("delete already loaded %s: %w", d.info.Key, err))
+		err = fmt.Errorf("delete already loaded %s: %w", d.info.Key, err)
+		if r.stopsRun(ctx, err) {
+			return res, r.landingErr(err)
+		}
+		r.log.Info("could not delete a file already loaded; the next run tries again", "key", d.info.Key, "err", err)
+		res.Reason = fmt.Sprintf("loaded in snapshot %d; not deleted (%v): the next run tries again", b.SnapshotID, err)
 	}
-	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
 	return res, nil
 }
 
@@ -1387,15 +1467,26 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 	}
 	dst, err := r.bucket.Quarantine(ctx, d.info.Key, rep)
 	if err != nil {
-		return res, err
+		if r.stopsRun(ctx, err) {
+			return res, r.landingErr(err) // the landing bucket refuses writes: stop
+		}
+		r.log.Info("could not quarantine a file; it stays in the landing bucket", "key", d.info.Key, "err", err)
+		res.Status = Failed
+		res.Reason = fmt.Sprintf("could not be quarantined (%v); it stays in the landing bucket and a later run tries again; it is refused because %v", err, cause)
+		return res, nil
 	}
 	res.Status, res.Reason, res.QuarantinedTo = Quarantined, cause.Error(), dst
 	return res, nil
 }
 
+// errNameNotUTF8 refuses a landing file whose name is not UTF-8.
+var errNameNotUTF8 = errors.New("the file name is not UTF-8, which batch ids must be")
+
 // hint says how to fix the most common rejections.
 func hint(err error) string {
 	switch {
+	case errors.Is(err, errNameNotUTF8):
+		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
 	case decode.IsNewColumns(err):

@@ -62,9 +62,11 @@ func s3Env(t *testing.T) env {
 }
 
 // config is the run's configuration. Files are loaded as soon as they are
-// written (no SettleTime): TestFilesStillBeingWritten covers that wait.
+// written (no settle times): TestFilesStillBeingWritten and the tests of
+// complete.go cover the waits.
 func (e env) config() ingest.Config {
-	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"}, SettleTime: -1}
+	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"},
+		SettleTime: -1, OpenEndSettleTime: -1}
 }
 
 func (e env) put(t *testing.T, key string, body []byte) {

@@ -12,7 +12,7 @@ import (
 // gone before it was read, or left waiting, is not an outcome.
 func (r *runner) noteOutcome(res FileResult) {
 	rec := lake.LoadRecord{Key: res.Key, Size: res.Size, SHA256: res.sha256, LoadedAt: r.cfg.Now().UTC(),
-		LandedAt: res.landed.UTC(), LoadedBy: r.loadedBy, Reason: res.Reason}
+		LandedAt: res.landed.UTC(), LoadedBy: r.loadedByOf(res.Key), Reason: res.Reason}
 	switch {
 	case res.Status == Quarantined:
 		rec.Status, rec.QuarantinedTo = lake.OutcomeRejected, res.QuarantinedTo
@@ -25,6 +25,14 @@ func (r *runner) noteOutcome(res FileResult) {
 		rec.LandedAt = res.landed
 	}
 	r.outcomes = append(r.outcomes, rec)
+}
+
+// loadedByOf says how key reached this run or load ("": not said).
+func (r *runner) loadedByOf(key string) string {
+	if r.loadedBy == nil {
+		return ""
+	}
+	return r.loadedBy(key)
 }
 
 // recordOutcomes writes the outcomes noted so far to the table's outcome

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
@@ -72,24 +73,27 @@ func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 // Load loads files in the order given, as Run loads its listing, and
 // returns the report of this load alone: its files in key order, the
 // counts, the table if this load created it, the table's version after it.
-// A file that no longer exists is reported already loaded ("gone from the
-// landing bucket"). Loads run one at a time.
+// A file that no longer exists is left out of the report (and logged); one
+// of a local folder that is not complete yet is waiting, with its
+// FileResult.ReadyAt. Loads run one at a time.
 //
 // Errors: those of Run (files not finished stay in the landing bucket and
 // the report has those that were); an error wrapping ErrLeaseLost when the
 // lease was lost.
 func (s *Session) Load(ctx context.Context, files []storage.ObjectInfo) (*Report, error) {
-	return s.LoadBy(ctx, files, "")
+	return s.LoadBy(ctx, files, nil)
 }
 
-// LoadBy is Load, noting in each snapshot summary how the keys reached
-// the session (timelake.loaded-by: lake.LoadedByNotification or
-// lake.LoadedBySweep; "" notes nothing).
-func (s *Session) LoadBy(ctx context.Context, files []storage.ObjectInfo, by string) (*Report, error) {
+// LoadBy is Load, noting in each snapshot summary (and outcome record) how
+// each key reached the session: by(key) is lake.LoadedByNotification,
+// lake.LoadedBySweep, or "" for nothing (timelake.loaded-by). by is called
+// from the pipeline's goroutines; nil notes nothing.
+func (s *Session) LoadBy(ctx context.Context, files []storage.ObjectInfo, by func(key string) string) (*Report, error) {
 	start := time.Now()
 	r := s.r
 	r.newReport()
-	r.contents = nil // "this run" of content dedupe is one load
+	r.contents = nil                           // "this run" of content dedupe is one load
+	r.probeOnce, r.probeErr = sync.Once{}, nil // and so is the lease read of fetchStopsRun
 	r.loadedBy = by
 	ctx, stop := s.bind(ctx)
 	defer stop()

@@ -524,7 +524,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		refs = a.refs
 	}
 	paths := without(m.written, refs)
-	if fs, err := t.lake.fsF(ctx); err == nil {
+	if fs, err := t.fsF(ctx); err == nil {
 		for n, a := range m.attempts {
 			if n == won {
 				continue
@@ -605,7 +605,7 @@ func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string
 		return nil, nil, nil, err
 	}
 	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	txn := table.New(t.ident(), meta, baseLoc, t.lake.fsF, cc).NewTransaction()
+	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
 	if err := stage(txn); err != nil {
 		return nil, nil, nil, err
 	}
@@ -709,7 +709,7 @@ func (t *Table) removeFiles(ctx context.Context, paths []string) {
 	if len(paths) == 0 {
 		return
 	}
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return
 	}

@@ -77,7 +77,7 @@ func (t *Table) view() tableView {
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.head.dataWrite, t.metadataLocation(t.version), t.lake.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.head.dataWrite, t.metadataLocation(t.version), t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -149,7 +149,7 @@ func (t *Table) ArrowSchema() *arrow.Schema {
 // RollbackTo, ...): its catalog refuses commits.
 func (t *Table) Iceberg() *table.Table {
 	h, v := t.loaded()
-	return table.New(t.ident(), t.metadataOf(h), t.metadataLocation(v), t.lake.fsF, readOnly{})
+	return table.New(t.ident(), t.metadataOf(h), t.metadataLocation(v), t.fsF, readOnly{})
 }
 
 func (t *Table) ident() table.Identifier { return table.Identifier{t.name.Namespace, t.name.Name} }

@@ -51,10 +51,11 @@ func (b *Bucket) EachRejected(ctx context.Context, fn func(Rejected) error) erro
 // OriginalKey is the landing key a quarantined copy's key came from (the
 // copy's path below the quarantine prefix, without the time suffix of a
 // second copy), as Rejected works it out when a copy has no report; ok is
-// false for a key outside the quarantine prefix.
+// false for a key outside the quarantine prefix, and for a copy named by a
+// hash of its key (HashedFolder), which only its report knows.
 func (b *Bucket) OriginalKey(copyKey string) (string, bool) {
 	rest, ok := strings.CutPrefix(copyKey, b.quarantinePrefix())
-	if !ok {
+	if !ok || b.hashedCopy(copyKey) {
 		return "", false
 	}
 	return copySuffix.ReplaceAllString(rest, ""), true

@@ -126,13 +126,15 @@ func (f RejectedFilter) Filter(rows []Rejected) []Rejected {
 }
 
 // copySuffix is the UTC time Quarantine adds to the key of a second copy
-// of the same landing key.
+// of the same landing key (copyTimeLayout).
 var copySuffix = regexp.MustCompile(`\.\d{8}T\d{6}\.\d{9}Z$`)
 
 // Rejected lists the quarantined files below the quarantine prefix, in key
-// order, each with its report. A report that cannot be read or parsed is
-// not an error: the file is listed with a reason saying so, and its
-// original key is worked out from the copy's key. Errors: listing or
+// order, each with its report, whose Key is the landing key (the copy's
+// name may be a hash of it: QuarantineKey). A report that cannot be read
+// or parsed is not an error: the file is listed with a reason saying so,
+// and its original key is worked out from the copy's key; for a hashed
+// copy it is unknown (""), and Requeue refuses it. Errors: listing or
 // reading the store.
 func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 	prefix := b.quarantinePrefix()
@@ -170,22 +172,30 @@ func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 func (b *Bucket) rejectedCopy(ctx context.Context, c storage.ObjectInfo, noReport, gone string) (Rejected, error) {
 	r := Rejected{Key: copySuffix.ReplaceAllString(strings.TrimPrefix(c.Key, b.quarantinePrefix()), ""), QuarantinedTo: c.Key,
 		Size: c.Size, At: c.LastModified.UTC()}
+	unknown := ""
+	if b.hashedCopy(c.Key) {
+		r.Key, unknown = "", "; the copy's name is a hash of its landing key, which only the report held"
+	}
 	if noReport != "" {
-		r.Reason = noReport
+		r.Reason = noReport + unknown
 		return r, nil
 	}
 	r.Report = c.Key + reportSuffix
 	body, _, err := storage.ReadAll(ctx, b.Store, r.Report)
 	if errors.Is(err, storage.ErrNotExist) {
-		r.Report, r.Reason = "", gone
+		r.Report, r.Reason = "", gone+unknown
 		return r, nil
 	}
 	if err != nil {
 		return r, fmt.Errorf("read %s: %w", r.Report, err)
 	}
 	var rep Report
-	if err := json.Unmarshal(body, &rep); err != nil || rep.Key == "" || storage.ValidateKey(rep.Key) != nil {
-		r.Reason = "the report does not read as a quarantine report"
+	err = json.Unmarshal(body, &rep)
+	if len(rep.KeyBytes) > 0 {
+		rep.Key = string(rep.KeyBytes)
+	}
+	if err != nil || storage.ValidateObjectKey(rep.Key) != nil {
+		r.Reason = "the report does not read as a quarantine report" + unknown
 		return r, nil
 	}
 	r.Key, r.Reason, r.Row, r.Column, r.Value, r.Hint, r.Table, r.Kind = rep.Key, rep.Reason, rep.Row, rep.Column, rep.Value, rep.Hint, rep.Table, rep.Kind
@@ -275,7 +285,10 @@ func (b *Bucket) CheckRequeue(ctx context.Context, r Rejected) (RequeueResult, e
 // finds the key taken).
 func (b *Bucket) Requeue(ctx context.Context, r Rejected, dir string) (RequeueResult, error) {
 	res := RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo}
-	if err := storage.ValidateKey(r.Key); err != nil || b.Skipped(r.Key) {
+	if r.Key == "" {
+		return res, fmt.Errorf("requeue %s: its landing key is unknown (%s); move the copy back by hand", r.QuarantinedTo, r.Reason)
+	}
+	if err := storage.ValidateObjectKey(r.Key); err != nil || b.Skipped(r.Key) {
 		return res, fmt.Errorf("requeue %s: %q is not a landing key ingest loads", r.QuarantinedTo, r.Key)
 	}
 	rc, info, err := b.Store.Get(ctx, r.QuarantinedTo)

@@ -2,6 +2,7 @@ package landing
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -200,6 +201,84 @@ func TestDiscard(t *testing.T) {
 	})
 }
 
+// TestQuarantineAnyKey: a file whose key cannot be kept in the quarantine
+// as it is (too long once prefixed; a tab, a newline, an ESC or a
+// backslash, which timelake does not write; a path segment too long for a
+// file name; not UTF-8) is quarantined under a fixed-length name derived
+// from the key, its report holds the key, and landing rejected and
+// requeue take the key from the report.
+func TestQuarantineAnyKey(t *testing.T) {
+	long := "gw" // 1,007 bytes: fits S3 below "landing/", not once quarantined
+	for range 4 {
+		long += "/" + strings.Repeat("x", 248)
+	}
+	long += "/long.csv"
+	deep := "gw" // a path of 1,263 bytes, each name below 255
+	for range 5 {
+		deep += "/" + strings.Repeat("d", 250)
+	}
+	deep += "/a.csv"
+	forEachStore(t, func(t *testing.T, st storage.Store) {
+		ctx := context.Background()
+		b := &Bucket{Store: st}
+		keys := []string{long, "gw/tab\there.csv", "gw/back\\slash.csv", "gw/" + strings.Repeat("n", 240) + ".csv"}
+		if _, local := st.(*storage.LocalStore); local {
+			keys = append(keys, "gw/new\nline.csv", "gw/esc\x1b[31m.csv", deep, "gw/latin-\xfc.csv")
+		}
+		copies := map[string]string{}
+		for _, k := range keys {
+			put(t, st, k, "body of "+k)
+			dst, err := b.Quarantine(ctx, k, Report{Reason: "bad", At: time.Now()})
+			if err != nil {
+				t.Fatalf("quarantine %q: %v", k, err)
+			}
+			if !strings.HasPrefix(dst, "_rejected/"+HashedFolder) || !strings.HasSuffix(dst, ".csv") || len(dst) != len("_rejected/"+HashedFolder)+64+4 {
+				t.Fatalf("quarantine %q to %q, want a hashed name", k, dst)
+			}
+			if dst != b.QuarantineKey(k) {
+				t.Fatalf("quarantined to %q, QuarantineKey says %q", dst, b.QuarantineKey(k))
+			}
+			copies[dst] = k
+		}
+		rows, err := b.Rejected(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(keys) {
+			t.Fatalf("%d rejected, want %d: %+v", len(rows), len(keys), rows)
+		}
+		for _, r := range rows {
+			if r.Key != copies[r.QuarantinedTo] || r.Reason != "bad" {
+				t.Fatalf("rejected %+v, want key %q", r, copies[r.QuarantinedTo])
+			}
+			if res, err := b.Requeue(ctx, r, t.TempDir()); err != nil || res.Status != Requeued {
+				t.Fatalf("requeue %q: %+v, %v", r.Key, res, err)
+			}
+			if got := read(t, st, r.Key); got != "body of "+r.Key {
+				t.Fatalf("requeued %q holds %q", r.Key, got)
+			}
+		}
+		if n := len(keysOf(t, st)); n != len(keys) {
+			t.Fatalf("%d keys left, want the %d requeued", n, len(keys))
+		}
+
+		// A hashed copy without its report: the key is unknown, and
+		// requeue says so instead of guessing.
+		put(t, st, long, "again")
+		dst := b.QuarantineKey(long)
+		if err := st.Copy(ctx, long, dst); err != nil {
+			t.Fatal(err)
+		}
+		rows, err = b.Rejected(ctx)
+		if err != nil || len(rows) != 1 || rows[0].Key != "" || !strings.Contains(rows[0].Reason, "a hash of its landing key") {
+			t.Fatalf("a hashed copy without a report: %+v, %v", rows, err)
+		}
+		if _, err := b.Requeue(ctx, rows[0], t.TempDir()); err == nil || !strings.Contains(err.Error(), "landing key is unknown") {
+			t.Fatalf("requeue of a copy without its key: %v", err)
+		}
+	})
+}
+
 // TestRequeueSkipAndFilter: what requeue skips and why, and what the
 // filters select.
 func TestRequeueSkipAndFilter(t *testing.T) {
@@ -247,5 +326,32 @@ func TestRequeueSkipAndFilter(t *testing.T) {
 	})
 	if err != nil || marked[0].Loaded == nil || marked[0].Loaded.Since || marked[1].Loaded != nil {
 		t.Errorf("marked %+v %+v, %v", marked[0].Loaded, marked[1].Loaded, err)
+	}
+}
+
+// TestQuarantineKeepsTheFileMode: in a folder, the quarantined copy and its
+// report are as private as the file was.
+func TestQuarantineKeepsTheFileMode(t *testing.T) {
+	st, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, st, "gw/private.csv", "secret")
+	if err := os.Chmod(st.Path("gw/private.csv"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &Bucket{Store: st}
+	dst, err := b.Quarantine(context.Background(), "gw/private.csv", Report{Reason: "bad", Value: "secret", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{dst, dst + reportSuffix} {
+		fi, err := os.Stat(st.Path(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want -rw-------", k, fi.Mode().Perm())
+		}
 	}
 }

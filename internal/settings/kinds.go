@@ -122,6 +122,19 @@ func ByteSize(min int64) Kind[int64] {
 	return Kind[int64]{Type: "size", Parse: func(s string) (int64, error) { return quantity.SizeAtLeast(s, min) }}
 }
 
+// FormatDuration renders d as a setting's default is written: 30s, 10m,
+// 1h30m (time.Duration's form without its trailing zero units).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // Enum is one of values.
 func Enum(values ...string) Kind[string] {
 	return Kind[string]{Type: "string", Parse: func(s string) (string, error) {

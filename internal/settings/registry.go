@@ -225,6 +225,18 @@ var (
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Bool()})
 
+	SettleTime = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "settle-time", Env: []string{"TIMELAKE_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultSettleTime),
+		Help:     "in a local landing folder: load a file only once it was not modified for this long, as it may still be being written (0: at once; S3 objects are complete when they appear)",
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
+	}, Kind: Duration(0, "30s")})
+
+	OpenEndSettleTime = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "open-end-settle-time", Env: []string{"TIMELAKE_OPEN_END_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
+		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
+	}, Kind: Duration(0, "10m")})
+
 	MaintenanceBudget = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "maintenance-budget", Env: []string{"TIMELAKE_MAINTENANCE_BUDGET"}, Default: "10s",
 		Help:     "time spent on table maintenance after loading (compaction, snapshot expiry, orphan files); 0 for none (run tables maintain from cron)",
@@ -353,10 +365,16 @@ var (
 	}, Kind: String()})
 
 	SpoolMinAge = register(&Setting[time.Duration]{Spec: Spec{
-		Flag: "min-age", Env: []string{"TIMELAKE_SPOOL_MIN_AGE"}, Default: "0s",
-		Help:     "with --spool: skip files modified less than this long ago, e.g. 30s",
+		Flag: "min-age", Env: []string{"TIMELAKE_SPOOL_MIN_AGE"}, Default: FormatDuration(landing.DefaultSettleTime),
+		Help:     "with --spool: upload a file only once it was not modified for this long, as it may still be being written (0: at once)",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Duration(0, "30s")})
+
+	SpoolOpenEndMinAge = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "open-end-min-age", Env: []string{"TIMELAKE_SPOOL_OPEN_END_MIN_AGE"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
+		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Duration(0, "10m")})
 
 	Gzip = register(&Setting[bool]{Spec: Spec{
 		Flag: "gzip", Env: []string{"TIMELAKE_UPLOAD_GZIP"}, Default: "false",

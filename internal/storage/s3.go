@@ -197,7 +197,7 @@ func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 
 // Put issues PutObject with If-None-Match: * or If-Match as asked.
 func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := s.validKey(key); err != nil {
 		return ObjectInfo{}, err
 	}
 	size, err := body.Seek(0, io.SeekEnd)
@@ -235,7 +235,7 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts 
 
 // Copy issues a server-side CopyObject.
 func (s *S3Store) Copy(ctx context.Context, src, dst string) error {
-	if err := ValidateKey(dst); err != nil {
+	if err := s.validKey(dst); err != nil {
 		return err
 	}
 	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
@@ -245,6 +245,19 @@ func (s *S3Store) Copy(ctx context.Context, src, dst string) error {
 	}, s.readOpts()...)
 	if err != nil {
 		return classify("copy "+src+" to", dst, err)
+	}
+	return nil
+}
+
+// validKey checks a key to write: one the store can hold
+// (ValidateObjectKey) within S3's 1,024 bytes, prefix included (S3 object
+// key naming rules).
+func (s *S3Store) validKey(key string) error {
+	if err := ValidateObjectKey(key); err != nil {
+		return err
+	}
+	if n := len(s.prefix + key); n > MaxKeyBytes {
+		return fmt.Errorf("invalid key %q: %d bytes with the store's prefix, S3 takes at most %d", key, n, MaxKeyBytes)
 	}
 	return nil
 }

@@ -133,7 +133,8 @@ func ingestExamples(t *testing.T, w warehouse, name lake.TableName, g lake.Granu
 	t.Helper()
 	putExamples(t, w.landing)
 	rep, err := ingest.Run(context.Background(), ingest.Config{Landing: w.landing, Lake: w.lake, Table: name,
-		SeriesKey: []string{"device_id"}, Partition: g, Logger: quiet, WorkDir: t.TempDir()})
+		SeriesKey: []string{"device_id"}, Partition: g, Logger: quiet, WorkDir: t.TempDir(),
+		SettleTime: -1, OpenEndSettleTime: -1}) // the files are put whole
 	if err != nil {
 		t.Fatal(err)
 	}

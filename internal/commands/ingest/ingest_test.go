@@ -23,6 +23,10 @@ func getenv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// complete is the environment of tests whose landing files are complete
+// when they are written: no settle time.
+var complete = map[string]string{"TIMELAKE_SETTLE_TIME": "0"}
+
 // TestSettingsPrecedence checks flags > environment > --env-file, and that
 // the env file in the shell form of the public docs is read.
 func TestSettingsPrecedence(t *testing.T) {
@@ -128,11 +132,11 @@ func TestExecuteExitCodes(t *testing.T) {
 	write("b.csv", "time,v\n2026-01-05T10:00:00Z\n")
 	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t"}
 	ios, out, errOut := iostreams.Test()
-	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitPartial {
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != cmdutil.ExitPartial {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
 	}
 	ios, out, errOut = iostreams.Test()
-	if code := commands.Execute(context.Background(), append(args, "--json"), ios, getenv(nil)); code != cmdutil.ExitOK {
+	if code := commands.Execute(context.Background(), append(args, "--json"), ios, getenv(complete)); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	if !strings.HasPrefix(out.String(), "{") || errOut.Len() != 0 {
@@ -142,7 +146,7 @@ func TestExecuteExitCodes(t *testing.T) {
 	cancel()
 	write("c.csv", "time,v\n2026-01-05T11:00:00Z,1\n")
 	ios, _, errOut = iostreams.Test()
-	if code := commands.Execute(ctx, args, ios, getenv(nil)); code != cmdutil.ExitCancelled {
+	if code := commands.Execute(ctx, args, ios, getenv(complete)); code != cmdutil.ExitCancelled {
 		t.Fatalf("cancelled run: exit %d\n%s", code, errOut)
 	}
 }
@@ -203,7 +207,7 @@ func TestColumnTypingTheTimeColumnIsAUsageError(t *testing.T) {
 	}
 	ios, out, errOut := iostreams.Test()
 	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t", "--column", "time:string"}
-	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitUsage ||
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != cmdutil.ExitUsage ||
 		!strings.Contains(errOut.String(), `--column time:string: "time" is the time column, which is always timestamptz`) {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
 	}
@@ -234,7 +238,7 @@ func TestRunOutput(t *testing.T) {
 		clock := start
 		ios, out, errOut := iostreams.Test()
 		ios.SetStdoutTTY(tty)
-		f := &cmdutil.Factory{IO: ios, Getenv: getenv(nil)}
+		f := &cmdutil.Factory{IO: ios, Getenv: getenv(complete)}
 		root := commands.NewRootCmd(f)
 		for _, c := range root.Commands() {
 			if c.Name() == "ingest" {
@@ -382,7 +386,7 @@ func TestLeaseAndPlanOutput(t *testing.T) {
 		!strings.HasPrefix(lines[1], "created table iot.t") {
 		t.Fatalf("--break-lease output:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago: it may still be being written; the next run loads it$`).MatchString(out) ||
+	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago, within the settle time of 30s: it may still be being written; a later run loads it$`).MatchString(out) ||
 		!strings.Contains(out, ", 1 waiting for the next run") {
 		t.Fatalf("the file being written is not reported as waiting:\n%s", out)
 	}
@@ -479,5 +483,18 @@ func TestMaintenanceLine(t *testing.T) {
 	}
 	if m := (ingest.Maintenance{CompactionIdle: "x", OrphansNextCheck: &next}); m.Notable() {
 		t.Error("a round with nothing to do is printed")
+	}
+}
+
+// TestFailedLine: a file that failed says why on its line, and the summary
+// counts it.
+func TestFailedLine(t *testing.T) {
+	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (0.0 MiB free)"}
+	if got, want := ingestcmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
+		t.Errorf("line %q, want it to start with %q", got, want)
+	}
+	rep := &ingest.Report{Table: "iot.t", Files: []ingest.FileResult{r}, Failed: 1}
+	if got := ingestcmd.Summary(rep, time.Now()); !strings.Contains(got, "0 quarantined, 1 failed (left for the next run)") {
+		t.Errorf("summary %q", got)
 	}
 }

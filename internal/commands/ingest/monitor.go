@@ -13,7 +13,7 @@ import (
 )
 
 // afterRun tells what the run did, when --notify-url or --metrics-file is
-// set: the files it quarantined (an alert), whether it failed (a condition
+// set: the files it quarantined and those that failed (an alert each), whether it failed (a condition
 // that ends with the next run that finishes), the gateways' figures (silent
 // gateways and stuck files as conditions; docs/operations.md) and, in the
 // metrics file, those figures and the run's. busy: the previous run still
@@ -28,14 +28,20 @@ func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error
 		return nil
 	}
 	table, landingURI := c.Table.String(), c.Landing.URI()
-	if rep.Quarantined > 0 {
-		var files []alert.File
-		for _, f := range rep.Files {
-			if f.Status == ingest.Quarantined {
-				files = append(files, alert.File{Key: f.Key, Reason: f.Reason})
-			}
+	var quarantined, failed []alert.File
+	for _, f := range rep.Files {
+		switch f.Status {
+		case ingest.Quarantined:
+			quarantined = append(quarantined, alert.File{Key: f.Key, Reason: f.Reason})
+		case ingest.Failed:
+			failed = append(failed, alert.File{Key: f.Key, Reason: f.Reason})
 		}
-		m.Notify(fleet.QuarantineAlert(table, landingURI, files))
+	}
+	if len(quarantined) > 0 {
+		m.Notify(fleet.QuarantineAlert(table, landingURI, quarantined))
+	}
+	if len(failed) > 0 {
+		m.Notify(fleet.FailedAlert(table, landingURI, failed))
 	}
 	events := []string{alert.EventRunFailed}
 	var holding []alert.Condition
@@ -62,7 +68,7 @@ func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error
 	}
 	return fleet.WriteTextfile(m.MetricsFile, st, &fleet.Run{Table: table, At: started, Seconds: rep.Seconds,
 		OK: runErr == nil, Loaded: rep.Loaded, Duplicates: rep.AlreadyLoaded, Quarantined: rep.Quarantined,
-		Waiting: rep.Waiting, Rows: rep.Rows})
+		Waiting: rep.Waiting, Failed: rep.Failed, Rows: rep.Rows})
 }
 
 // status computes the gateways' figures after the run.

@@ -3,7 +3,7 @@ package landing
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -159,7 +159,7 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 		if f.Count == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %d %s: %s\n", f.Kind, f.Count, plural(f.Count), f.Meaning)
+		iostreams.Fprintf(&b, "%s: %d %s: %s\n", f.Kind, f.Count, plural(f.Count), f.Meaning)
 		if len(f.Reasons) > 0 {
 			rt := iostreams.NewTablePrinter(&b, true, iostreams.Column{Header: "files", Right: true},
 				iostreams.Column{Header: "kind"}, iostreams.Column{Header: "reason", Wrap: 80}, iostreams.Column{Header: "first"})
@@ -187,7 +187,7 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 			}
 		}
 		if len(f.Files) < f.Count && len(f.Reasons) == 0 {
-			fmt.Fprintf(&b, "  ... and %d more (--limit)\n", f.Count-len(f.Files))
+			iostreams.Fprintf(&b, "  ... and %d more (--limit)\n", f.Count-len(f.Files))
 		}
 		b.WriteString("\n")
 	}
@@ -196,9 +196,9 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 	if rep.Attention {
 		verdict = "needs attention"
 	}
-	fmt.Fprintf(&b, "%s: %s: %d landing files (%d waiting, not stuck), %d quarantined, %d history records checked at %s UTC\n",
+	iostreams.Fprintf(&b, "%s: %s: %d landing files (%d waiting, not stuck), %d quarantined, %d history records checked at %s UTC\n",
 		rep.Table, verdict, c.LandingFiles, c.Waiting, c.Quarantined, c.HistoryRecords, formatTime(rep.At, true))
-	_, err := fmt.Fprint(o.IO.Out, b.String())
+	_, err := io.WriteString(o.IO.Out, b.String()) // escaped piece by piece
 	return err
 }
 

@@ -147,7 +147,7 @@ func RenderStatus(o Output, st *fleet.Status) error {
 			strconv.Itoa(g.DuplicatesLastDay), strconv.Itoa(g.RejectedLastDay), state)
 	}
 	if tty && len(st.Gateways) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no gateways: %s holds no files and %s remembers none\n", st.Landing, st.Table)
+		_, err := iostreams.Fprintf(o.IO.Out, "no gateways: %s holds no files and %s remembers none\n", st.Landing, st.Table)
 		return err
 	}
 	if err := t.Render(); err != nil || !tty {
@@ -157,10 +157,10 @@ func RenderStatus(o Output, st *fleet.Status) error {
 	if every := st.ExpectEvery(); every > 0 {
 		cadence = fmt.Sprintf("expected every %s (%s), silent after %s without a file", every, st.ExpectFrom, fleet.SilentFactor*every)
 	}
-	_, err := fmt.Fprintf(o.IO.Out, "%d gateways, %d silent; %s; %s at %s UTC\n", len(st.Gateways), st.Silent, cadence,
+	_, err := iostreams.Fprintf(o.IO.Out, "%d gateways, %d silent; %s; %s at %s UTC\n", len(st.Gateways), st.Silent, cadence,
 		st.Table, formatTime(st.At, true))
 	if err == nil && len(st.MissingSegments) > 0 {
-		_, err = fmt.Fprintf(o.IO.Out, "history segments missing (their files are not counted): %v\n", st.MissingSegments)
+		_, err = iostreams.Fprintf(o.IO.Out, "history segments missing (their files are not counted): %v\n", st.MissingSegments)
 	}
 	return err
 }

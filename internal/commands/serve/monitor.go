@@ -35,6 +35,7 @@ type watcher struct {
 
 	mu          sync.Mutex
 	quarantined []alert.File
+	failed      []alert.File
 	loadErr     error // of the last load; nil once one succeeded
 	loadSeen    bool  // a load ended since the last evaluation
 	wake        chan struct{}
@@ -59,12 +60,15 @@ func (w *watcher) onLoad(rep *ingest.Report, err error) {
 	w.mu.Lock()
 	if rep != nil {
 		for _, f := range rep.Files {
-			if f.Status == ingest.Quarantined {
+			switch f.Status {
+			case ingest.Quarantined:
 				w.quarantined = append(w.quarantined, alert.File{Key: f.Key, Reason: f.Reason})
+			case ingest.Failed:
+				w.failed = append(w.failed, alert.File{Key: f.Key, Reason: f.Reason})
 			}
 		}
 	}
-	changed := (err == nil) != (w.loadErr == nil) || len(w.quarantined) > 0
+	changed := (err == nil) != (w.loadErr == nil) || len(w.quarantined) > 0 || len(w.failed) > 0
 	if err == nil || !errors.Is(err, context.Canceled) {
 		w.loadErr, w.loadSeen = err, true
 	}
@@ -102,14 +106,17 @@ func (w *watcher) run(ctx context.Context) {
 // load-failure condition and, with figures, the status conditions.
 func (w *watcher) round(ctx context.Context, tr *alert.Tracker, figures bool) {
 	w.mu.Lock()
-	files := w.quarantined
-	w.quarantined = nil
+	files, failed := w.quarantined, w.failed
+	w.quarantined, w.failed = nil, nil
 	loadErr, seen := w.loadErr, w.loadSeen
 	w.loadSeen = false
 	w.mu.Unlock()
 	table, landingURI := w.cfg.Table.String(), w.cfg.Landing.URI()
 	if len(files) > 0 {
 		w.m.Notify(fleet.QuarantineAlert(table, landingURI, files))
+	}
+	if len(failed) > 0 {
+		w.m.Notify(fleet.FailedAlert(table, landingURI, failed))
 	}
 	var events []string
 	var holding []alert.Condition

@@ -12,7 +12,9 @@ import (
 	servecmd "github.com/timelake/timelake/internal/commands/serve"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/logbuf"
 	"github.com/timelake/timelake/internal/testutil/monitortest"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 // TestServeGatewayMetricsAndAlerts, with a local landing folder and on S3:
@@ -30,7 +32,7 @@ func TestServeGatewayMetricsAndAlerts(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, msg)
 		}
-		out := &syncBuffer{}
+		out := &logbuf.Buffer{}
 		ios, _, errOut := iostreams.Test()
 		ios.Out = out
 		o.IO = ios
@@ -43,23 +45,18 @@ func TestServeGatewayMetricsAndAlerts(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- servecmd.RunServe(ctx, o) }()
-		deadline := time.Now().Add(time.Minute)
 		var body string
-		for {
+		wait.For(t, "the gateway metrics and the quarantine alert", func() bool {
 			resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				body = string(b)
+			if err != nil {
+				return false
 			}
-			if strings.Contains(strings.Join(hook.Texts(), "\n"), "warning quarantine: ") && strings.Contains(body, `timelake_gateway_files_last_day{gateway="gw-1",outcome="loaded",table="iot.readings"} 1`) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no gateway metrics or alert; /metrics:\n%s\noutput:\n%s", body, out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			return strings.Contains(strings.Join(hook.Texts(), "\n"), "warning quarantine: ") &&
+				strings.Contains(body, `timelake_gateway_files_last_day{gateway="gw-1",outcome="loaded",table="iot.readings"} 1`)
+		})
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)

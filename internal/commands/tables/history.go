@@ -3,7 +3,6 @@ package tables
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -188,7 +187,7 @@ func RenderHistory(o Output, table string, rows []HistoryRow) error {
 	}
 	tty := o.tty()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no files in the history of %s that match\n", table)
+		_, err := iostreams.Fprintf(o.IO.Out, "no files in the history of %s that match\n", table)
 		return err
 	}
 	if tty {

@@ -1,0 +1,204 @@
+package ingest_test
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// pausingRows are rows whose values a cut changes: 3.955 cut after "3.9"
+// still reads as a number.
+func pausingRows(n int) []reading {
+	base := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	out := make([]reading, n)
+	for i := range out {
+		out[i] = reading{device: fmt.Sprintf("dev-%d", i), t: base.Add(time.Duration(i) * time.Minute), temp: 3.955 + float64(i)}
+	}
+	return out
+}
+
+// TestWriterWithPausesIsNeverCut: loggers write into a local landing folder
+// in place, pausing longer than the settle time, while ingest runs again
+// and again (as cron does). One pauses in the middle of a line, one writes
+// a gzip stream that it flushes and closes only at the end. Ingest never
+// takes either before it is complete: the table ends with every row whole,
+// once, and the runs reported the files as waiting for their open end.
+func TestWriterWithPausesIsNeverCut(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	dir := e.landing.(*storage.LocalStore).Path("")
+	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const settle, pause = 300 * time.Millisecond, 700 * time.Millisecond // the pauses outlast the settle time
+	csvRows, gzRows := pausingRows(4), pausingRows(3)
+	for i := range gzRows {
+		gzRows[i].device = "gz-" + gzRows[i].device
+	}
+
+	var writers sync.WaitGroup
+	writeErr := make(chan error, 2)
+	writers.Add(2)
+	go func() { // a CSV logger that pauses in the middle of each line
+		defer writers.Done()
+		f, err := os.Create(filepath.Join(dir, "gw", "logger.csv"))
+		if err != nil {
+			writeErr <- err
+			return
+		}
+		defer f.Close()
+		lines := strings.SplitAfter(string(csvFile(csvRows, false, false)), "\n")
+		for _, l := range lines[:len(lines)-1] {
+			cut := max(len(l)-3, 0) // "...,3.9" | "55\n"
+			for _, part := range []string{l[:cut], l[cut:]} {
+				if _, err := f.WriteString(part); err != nil {
+					writeErr <- err
+					return
+				}
+				if part == l[:cut] && cut > 0 {
+					time.Sleep(pause)
+				}
+			}
+		}
+	}()
+	go func() { // a gzip logger: one row at a time, flushed, closed at the end
+		defer writers.Done()
+		f, err := os.Create(filepath.Join(dir, "gw", "logger.csv.gz"))
+		if err != nil {
+			writeErr <- err
+			return
+		}
+		defer f.Close()
+		zw := gzip.NewWriter(f)
+		for _, l := range strings.SplitAfter(string(csvFile(gzRows, false, false)), "\n") {
+			if _, err := zw.Write([]byte(l)); err == nil {
+				err = zw.Flush()
+			}
+			if err != nil {
+				writeErr <- err
+				return
+			}
+			time.Sleep(pause)
+		}
+		if err := zw.Close(); err != nil {
+			writeErr <- err
+		}
+	}()
+	writing := make(chan struct{})
+	go func() { writers.Wait(); close(writing) }()
+
+	cfg := e.config()
+	cfg.SettleTime, cfg.OpenEndSettleTime = settle, time.Minute
+	var waits []string
+	cfg.OnFile = func(r ingest.FileResult) {
+		switch r.Status {
+		case ingest.Waiting:
+			waits = append(waits, r.Reason)
+		case ingest.Loaded:
+		default:
+			t.Errorf("%s: %s %s", r.Key, r.Status, r.Reason)
+		}
+	}
+	deadline := time.Now().Add(time.Minute) // a bound on a hang, not a measure of speed
+	for done := false; ; {
+		select {
+		case <-writing:
+			done = true
+		default:
+		}
+		if _, err := ingest.Run(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if done && len(e.keys(t, "gw/")) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("files still in the landing folder: %v", e.keys(t, "gw/"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(writeErr)
+	for err := range writeErr {
+		t.Fatal(err)
+	}
+
+	var want []string
+	for _, r := range slices.Concat(csvRows, gzRows) {
+		want = append(want, r.String())
+	}
+	slices.Sort(want)
+	if got := tableRows(t, e); !slices.Equal(got, want) {
+		t.Fatalf("table rows\n%v\nwant\n%v", got, want)
+	}
+	joined := strings.Join(waits, "\n")
+	for _, open := range []string{"its last line has no line end", "the gzip stream stops before its end"} {
+		if !strings.Contains(joined, open) {
+			t.Errorf("no run reported a file waiting because %s; waits:\n%s", open, joined)
+		}
+	}
+}
+
+// TestLastLineWithoutEnd: a CSV whose last line has no line end is complete
+// on S3 (an object appears whole) and loads at once, that line included;
+// in a local folder it waits for the open-end settle time, then loads as
+// it is.
+func TestLastLineWithoutEnd(t *testing.T) {
+	ctx := context.Background()
+	rows := pausingRows(3)
+	body := strings.TrimSuffix(string(csvFile(rows, false, false)), "\n")
+	var want []string
+	for _, r := range rows {
+		want = append(want, r.String())
+	}
+	slices.Sort(want)
+
+	t.Run("s3", func(t *testing.T) {
+		e := s3Env(t)
+		e.put(t, "gw/no-end.csv", []byte(body))
+		cfg := e.config()
+		cfg.SettleTime, cfg.OpenEndSettleTime = 0, 0 // the defaults: none on S3
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Loaded != 1 || rep.Rows != 3 {
+			t.Fatalf("run: %+v, %v", rep, err)
+		}
+		if got := tableRows(t, e); !slices.Equal(got, want) {
+			t.Fatalf("rows %v, want %v", got, want)
+		}
+	})
+	t.Run("local", func(t *testing.T) {
+		e := localEnv(t)
+		e.put(t, "gw/no-end.csv", []byte(body))
+		path := e.landing.(*storage.LocalStore).Path("gw/no-end.csv")
+		cfg := e.config()
+		cfg.SettleTime, cfg.OpenEndSettleTime = 0, 0 // the defaults: 30s, 10m
+		old := time.Now().Add(-time.Minute)          // complete for the settle time, not for the open end
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute ||
+			!strings.Contains(rep.Files[0].Reason, "its last line has no line end and it was modified 1m0s ago, within the open-end settle time of 10m0s") {
+			t.Fatalf("run within the open-end settle time: %+v, %v", rep.Files, err)
+		}
+		older := time.Now().Add(-11 * time.Minute)
+		if err := os.Chtimes(path, older, older); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err = ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 || rep.Rows != 3 {
+			t.Fatalf("run after it: %+v, %v", rep, err)
+		}
+		if got := tableRows(t, e); !slices.Equal(got, want) {
+			t.Fatalf("rows %v, want %v", got, want)
+		}
+	})
+}

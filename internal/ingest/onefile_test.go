@@ -1,0 +1,208 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// badCSV is a landing file the table refuses (a number column holds text).
+var badCSV = []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,dev-1,warm\n")
+
+// TestOddNamesDoNotStopTheTable: in a local folder, names that hold a
+// backslash, a tab, a newline or an ESC, and a path longer than 1,024
+// bytes, load like any other (the name is the batch id); one such file
+// that must be quarantined is kept under a hashed name with its key in the
+// report, and a name that is not UTF-8 is quarantined with the reason. The
+// other files load and the run is partial.
+func TestOddNamesDoNotStopTheTable(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	deep := longKey(5, 240, "deep.csv") // 1,214 bytes
+	var want []string
+	good := []string{"gw/back\\slash.csv", "gw/tab\there.csv", "gw/new\nline.csv", "gw/esc\x1b[2J.csv", deep, "gw/plain.csv"}
+	for i, k := range good {
+		rows := readings(1, i, 3)
+		e.put(t, k, csvFile(rows, false, false))
+		for _, r := range rows {
+			want = append(want, r.String())
+		}
+	}
+	slices.Sort(want)
+	e.put(t, "gw/bad\ttab.csv", badCSV)
+	e.put(t, "gw/latin-\xfc.csv", csvFile(readings(1, 9, 3), false, false))
+
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != len(good) || rep.Quarantined != 2 || !rep.Partial() {
+		t.Fatalf("run: %+v", rep.Files)
+	}
+	if got := tableRows(t, e); !slices.Equal(got, want) {
+		t.Fatalf("rows %d, want %d", len(got), len(want))
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []string
+	for _, b := range tbl.Batches() {
+		batches = append(batches, b.BatchID)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(batches)), slices.Sorted(slices.Values(good))) {
+		t.Fatalf("batch ids %q, want %q", batches, good)
+	}
+	for _, f := range rep.Files {
+		if f.Status != ingest.Quarantined {
+			continue
+		}
+		if !strings.HasPrefix(f.QuarantinedTo, "_rejected/"+landing.HashedFolder) {
+			t.Errorf("%q quarantined to %q, want a hashed name", f.Key, f.QuarantinedTo)
+		}
+		body, _, err := storage.ReadAll(ctx, e.landing, f.QuarantinedTo+".error.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r landing.Report
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		if key := cmpOr(string(r.KeyBytes), r.Key); key != f.Key {
+			t.Errorf("report of %q names %q", f.Key, key)
+		}
+		if f.Key == "gw/latin-\xfc.csv" && !strings.Contains(f.Reason, "not UTF-8") {
+			t.Errorf("the name that is not UTF-8: %q", f.Reason)
+		}
+	}
+	if left := e.keys(t, "gw/"); len(left) != 0 {
+		t.Fatalf("left in the landing folder: %q", left)
+	}
+}
+
+// longKey is a key below gw/ of n folders, each a name of width bytes
+// (long, but each fits in a file name), and then name.
+func longKey(n, width int, name string) string {
+	return "gw/" + strings.Repeat(strings.Repeat("x", width)+"/", n) + name
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestLongKeyQuarantinedOnS3: on S3, a file that must be quarantined and
+// whose key is too long to be kept below _rejected/ (S3 takes 1,024
+// bytes) is kept under a hashed name with its key in the report; the
+// others load and the run is partial. The next run has nothing to do.
+func TestLongKeyQuarantinedOnS3(t *testing.T) {
+	ctx := context.Background()
+	e := s3Env(t)
+	long := longKey(4, 249, "bad.csv") // 1,010 bytes
+	e.put(t, long, badCSV)
+	e.put(t, "gw/good.csv", csvFile(readings(1, 0, 4), false, false))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != 1 || rep.Quarantined != 1 || !rep.Partial() {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	var q ingest.FileResult
+	for _, f := range rep.Files {
+		if f.Status == ingest.Quarantined {
+			q = f
+		}
+	}
+	if q.Key != long || !strings.HasPrefix(q.QuarantinedTo, "_rejected/"+landing.HashedFolder) {
+		t.Fatalf("quarantined %+v", q)
+	}
+	rows, err := (&landing.Bucket{Store: e.landing}).Rejected(ctx)
+	if err != nil || len(rows) != 1 || rows[0].Key != long || !strings.Contains(rows[0].Reason, `cannot parse "warm"`) {
+		t.Fatalf("landing rejected: %+v, %v", rows, err)
+	}
+	if rep, err := ingest.Run(ctx, e.config()); err != nil || len(rep.Files) != 0 {
+		t.Fatalf("second run: %+v, %v", rep, err)
+	}
+}
+
+// TestDownloadFolderTooSmall: a file that does not fit in the download
+// folder fails alone, with the folder and its free space named; the
+// others load, the run is partial and the file stays for a later run.
+func TestDownloadFolderTooSmall(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	big := csvFile(readings(1, 0, 400), false, false)
+	e.put(t, "gw/big.csv", big)
+	e.put(t, "gw/small.csv", csvFile(readings(1, 1, 3), false, false))
+	cfg := e.config()
+	cfg.WorkDir = t.TempDir()
+	restore := ingest.SetFreeBytes(int64(len(big) / 2))
+	rep, err := ingest.Run(ctx, cfg)
+	restore()
+	if err != nil || rep.Loaded != 1 || rep.Failed != 1 || !rep.Partial() {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	f := rep.Files[0]
+	if f.Key != "gw/big.csv" || f.Status != ingest.Failed || !strings.Contains(f.Reason, "does not fit in the download folder "+cfg.WorkDir+" (") ||
+		!strings.Contains(f.Reason, " free); free space there, or set TMPDIR") || strings.Contains(f.Reason, "landing") && !strings.Contains(f.Reason, "stays in the landing bucket") {
+		t.Fatalf("big file: %+v", f)
+	}
+	if left := e.keys(t, "gw/"); !slices.Equal(left, []string{"gw/big.csv"}) {
+		t.Fatalf("landing folder %v", left)
+	}
+
+	// A download folder that does not exist fails the run, named.
+	cfg.WorkDir = filepath.Join(t.TempDir(), "missing")
+	_, err = ingest.Run(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "download folder "+cfg.WorkDir+":") {
+		t.Fatalf("missing download folder: %v", err)
+	}
+}
+
+// deniedStore is a landing folder that refuses to read one file, as a
+// file of another user with mode 0600 is refused.
+type deniedStore struct {
+	*storage.LocalStore
+	key string
+}
+
+func (d deniedStore) Get(ctx context.Context, key string) (io.ReadCloser, storage.ObjectInfo, error) {
+	if key == d.key {
+		return nil, storage.ObjectInfo{}, fmt.Errorf("get %s: %w", key, &fs.PathError{Op: "open", Path: d.Path(key), Err: fs.ErrPermission})
+	}
+	return d.LocalStore.Get(ctx, key)
+}
+
+// TestUnreadableFileFailsAlone: a landing file that timelake may not read
+// fails alone (the store itself reads: the run's lease does), reported with
+// its reason on every run, never as already loaded; the others load.
+func TestUnreadableFileFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw/a-locked.csv", csvFile(readings(1, 0, 3), false, false))
+	e.put(t, "gw/b.csv", csvFile(readings(1, 1, 3), false, false))
+	cfg := e.config()
+	cfg.Landing = deniedStore{e.landing.(*storage.LocalStore), "gw/a-locked.csv"}
+	for run := 1; run <= 2; run++ {
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Failed != 1 || rep.AlreadyLoaded != 0 || !rep.Partial() {
+			t.Fatalf("run %d: %+v, %v", run, rep, err)
+		}
+		if f := rep.Files[0]; f.Status != ingest.Failed || !strings.Contains(f.Reason, "permission denied") {
+			t.Fatalf("run %d: %+v", run, f)
+		}
+	}
+	if n := len(tableRows(t, e)); n != 3 {
+		t.Fatalf("%d rows, want b's 3", n)
+	}
+}
