@@ -45,8 +45,8 @@ func TestTablesHistory(t *testing.T) {
 		put("gw-2/b.csv", header+"2026-01-05T11:00:00Z,b,2.5\n")
 		ingest(cmdutil.ExitOK)
 		mustRun(t, env, false, "tables", "expire", "--older-than", "1ms", "--retain-last", "1")
-		put("gw-1/a.csv", good)         // the same key again
-		put("gw-1/copy.csv", good)      // the same content, another key
+		put("gw-1/a.csv", good)                                         // the same key again
+		put("gw-1/copy.csv", good)                                      // the same content, another key
 		put("gw-3/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;c\n") // another delimiter
 		ingest(cmdutil.ExitPartial)
 
