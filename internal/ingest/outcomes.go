@@ -21,9 +21,6 @@ func (r *runner) noteOutcome(res FileResult) {
 	default:
 		return
 	}
-	if res.landed.IsZero() {
-		rec.LandedAt = res.landed
-	}
 	r.outcomes = append(r.outcomes, rec)
 }
 
