@@ -102,7 +102,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
-	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v}
+	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
 	if opts.DryRun || len(expired) == 0 {
 		return res, nil
 	}
@@ -112,6 +112,9 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	}
 	cr, err := t.commit(ctx, m, CommitOptions{MaxAttempts: expireAttempts, BeforeCommit: opts.beforeCommit})
 	if err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
+	if err := t.reconcileHistory(ctx, cr.rebased); err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
 	res.Version = cr.Version
@@ -195,7 +198,7 @@ type expireMutation struct {
 
 type expireAttempt struct {
 	head    *head
-	version int
+	version versionRef
 	segment string // the load history segment it wrote, or ""
 	// replaced are the segments its history no longer names (merged into
 	// segment, or past the dedupe window).
@@ -219,7 +222,7 @@ func (m *expireMutation) removed(base *head) []int64 {
 	return out
 }
 
-func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	ids := m.removed(base)
 	if len(ids) == 0 {
@@ -251,7 +254,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 	now := t.lake.now()
 	window := dedupeWindow(props)
 	plan := planHistory(historySegments(props), added, now, window)
-	a := expireAttempt{head: base, version: n, remembered: len(added)}
+	a := expireAttempt{head: base, version: v, remembered: len(added)}
 	e := base.edit()
 	if err := e.removeSnapshots(set); err != nil {
 		return nil, nil, err
@@ -278,7 +281,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 		}
 	}
 	m.bases[attempt] = a
-	return e.done(t.lake.metadataLocation(t.name, n), now.UnixMilli())
+	return e.done(v.location, now.UnixMilli())
 }
 
 // finish deletes the load history segments written by attempts that did
@@ -294,12 +297,12 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 	var paths []string
 	for _, name := range m.written {
 		if name != keep {
-			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 		}
 	}
 	if won > 0 {
 		for _, name := range m.bases[won].replaced {
-			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 			m.t.lake.uncache(m.t.name, name)
 		}
 	}
@@ -317,7 +320,7 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 // manifest lists of the expired snapshots and the oldest kept one only.
 // Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
 // reads every kept snapshot's manifest list (and does not count).
-func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []int64) (int, error) {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v versionRef, ids []int64) (int, error) {
 	after, _ := t.loaded()
 	if oldest, ok := linearTail(after, pre, ids); ok {
 		return t.deleteExpiredIncremental(ctx, pre, oldest, ids)
@@ -326,7 +329,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []
 	if err != nil {
 		return 0, err
 	}
-	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, readOnly{})
+	before := table.New(t.ident(), preMeta, v.location, t.lake.fsF, readOnly{})
 	return 0, table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
 }
 
@@ -423,6 +426,11 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		}
 		lists = append(lists, s.ManifestList)
 		mfs, err := s.Manifests(fs)
+		if isNotExist(err) {
+			// Expired by another writer at once too (a REST catalog
+			// applies both expiries), which deleted its files.
+			continue
+		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest list of snapshot %d: %w", id, err)
 		}
@@ -460,17 +468,13 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 // deleteFiles deletes paths (URIs under the table location) and returns how
 // many it deleted; missing files count as deleted.
 func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
-	fs, err := t.lake.fsF(ctx)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
 	var errs []error
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		if err := fs.Remove(p); err != nil && !isNotExist(err) {
+		if err := t.lake.removeFile(ctx, p); err != nil && !isNotExist(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", p, err))
 			continue
 		}
