@@ -568,3 +568,128 @@ func parseHTTPURL(s string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// ErrNoRESTCatalog is returned by the catalog checks of a lake whose
+// versions are metadata files.
+var ErrNoRESTCatalog = errors.New("the warehouse keeps no REST catalog")
+
+func (l *Lake) restCatalog() (*restCatalog, error) {
+	if r, ok := l.cat.(*restCatalog); ok {
+		return r, nil
+	}
+	return nil, ErrNoRESTCatalog
+}
+
+// CatalogConfig reads the REST catalog's /v1/config for the warehouse
+// (env check): the URI answers and knows the warehouse. No credentials are
+// needed yet for most servers.
+func (l *Lake) CatalogConfig(ctx context.Context) error {
+	r, err := l.restCatalog()
+	if err != nil {
+		return err
+	}
+	_, err = r.client(ctx)
+	return err
+}
+
+// CatalogNamespaces lists the REST catalog's top-level namespaces: the
+// first request that needs the credentials (env check).
+func (l *Lake) CatalogNamespaces(ctx context.Context) ([]string, error) {
+	r, err := l.restCatalog()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := cl.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(nss))
+	for i, ns := range nss {
+		out[i] = strings.Join(ns, ".")
+	}
+	return out, nil
+}
+
+// CatalogProbe is what ProbeCatalogCommit did.
+type CatalogProbe struct {
+	Table            TableName // the scratch table
+	CreatedNamespace bool      // its namespace was created (and dropped again)
+	// Committed says a commit on the scratch table (set-properties with
+	// the requirements every commit sends) was applied.
+	Committed bool
+	// StaleRefused says a commit asserting a main branch the table does
+	// not have was refused with 409 CommitFailedException, as the commit
+	// protocol needs; StaleErr is the answer otherwise (nil: accepted).
+	StaleRefused bool
+	StaleErr     error
+	// Cleanup is why the scratch table (or its namespace) could not be
+	// dropped; nil when it was.
+	Cleanup error
+}
+
+// ProbeCatalogCommit proves that the REST catalog commits as the commit
+// protocol needs (env check): in namespace ns (created when missing) it
+// creates the scratch table name at the Timelake location, commits a
+// property change on it, sends a stale commit that must be refused with
+// 409, and drops the table (with its files) and a namespace it created.
+//
+// Errors: a step that failed (creating the namespace or the table, the
+// commit); the result says how far it got.
+func (l *Lake) ProbeCatalogCommit(ctx context.Context, ns, name string) (CatalogProbe, error) {
+	n := TableName{Namespace: ns, Name: name}
+	res := CatalogProbe{Table: n}
+	r, err := l.restCatalog()
+	if err != nil {
+		return res, err
+	}
+	cl, err := r.client(ctx)
+	if err != nil {
+		return res, err
+	}
+	exists, err := cl.CheckNamespaceExists(ctx, table.Identifier{ns})
+	if err != nil {
+		return res, fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	if !exists {
+		if err := cl.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
+			return res, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		res.CreatedNamespace = true
+	}
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		res.Cleanup = cl.PurgeTable(cctx, restIdent(n))
+		if errors.Is(res.Cleanup, icecatalog.ErrNoSuchTable) {
+			res.Cleanup = nil
+		}
+		if res.CreatedNamespace {
+			res.Cleanup = errors.Join(res.Cleanup, cl.DropNamespace(cctx, table.Identifier{ns}))
+		}
+	}()
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "probe", Type: iceberg.PrimitiveTypes.Int64})
+	tbl, err := cl.CreateTable(ctx, restIdent(n), sc, icecatalog.WithLocation(l.tableLocation(n)),
+		icecatalog.WithProperties(iceberg.Properties{"timelake.probe": "env check"}))
+	if err != nil {
+		return res, fmt.Errorf("create scratch table %s at %s: %w", n, l.tableLocation(n), err)
+	}
+	if loc := tbl.Metadata().Location(); loc != l.tableLocation(n) {
+		return res, fmt.Errorf("create scratch table %s: the catalog put it at %s, %w %s", n, loc, errForeignLocation, l.tableLocation(n))
+	}
+	uuid := tbl.Metadata().TableUUID()
+	if _, _, err := cl.CommitTable(ctx, restIdent(n),
+		[]table.Requirement{table.AssertTableUUID(uuid), table.AssertRefSnapshotID(table.MainBranch, nil)},
+		[]table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{"timelake.probe": "committed"})}); err != nil {
+		return res, fmt.Errorf("commit to scratch table %s: %w", n, err)
+	}
+	res.Committed = true
+	stale := int64(1)
+	_, _, err = cl.CommitTable(ctx, restIdent(n),
+		[]table.Requirement{table.AssertTableUUID(uuid), table.AssertRefSnapshotID(table.MainBranch, &stale)},
+		[]table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{"timelake.probe": "stale"})})
+	res.StaleRefused, res.StaleErr = errors.Is(err, table.ErrCommitFailed), err
+	return res, nil
+}

@@ -52,9 +52,8 @@ func TestVersionHintOnlyMovesForward(t *testing.T) {
 		// Writer a is a process of its own on the same warehouse, whose
 		// hint writes stall.
 		held := &heldHintStore{Store: l.store, held: make(chan struct{}), release: make(chan struct{})}
-		a := *l
-		a.store, a.cache, a.listed = held, nil, nil
-		a.cat = metadataFiles{&a}
+		a := &Lake{loc: l.loc, store: held, fsF: l.fsF, log: l.log, now: l.now}
+		a.cat = metadataFiles{a}
 		ta, err := a.LoadTable(ctx, testName)
 		if err != nil {
 			t.Fatal(err)
