@@ -605,7 +605,7 @@ write.metadata.previous-versions-max  5                     not set (default 100
 				"gateway-3/20260106T1100.parquet\tnot-loaded\t\t\t\t\t\t\t\t\n",
 		},
 		{
-			name:   "show",
+			name: "show",
 			render: func(o Output) error {
 				d := BuildTableDetail(readings, 8, metaLoc, rolledback)
 				d.Catalog = "metadata files"
