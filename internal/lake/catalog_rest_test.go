@@ -289,3 +289,61 @@ func TestRESTMissingTable(t *testing.T) {
 		t.Errorf("the error %v leaks the client's sentinel", err)
 	}
 }
+
+// TestRESTSchemaChange: a batch with a new column commits its schema
+// change through the catalog (add-schema, set-current-schema) with its
+// snapshot. Another writer's schema change landing first makes the commit
+// fail its requirements (409); the retry finds the field id taken and
+// leaves the batch out (ErrSchemaChanged, as without a catalog), and the
+// batch prepared again on the newest schema commits.
+func TestRESTSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	srv := catalogtest.FromEnv(t)
+	wh := srv.NewWarehouse(t)
+	l := openRESTLake(t, srv, wh, srv.URI)
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "old.csv", day0, 3)
+	other, err := l.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	battery := func() arrow.RecordBatch {
+		return withColumn(t, tbl, day0.Add(time.Hour), 2, "battery", arrow.PrimitiveTypes.Float64, func(i int) any { return 80.5 + float64(i) })
+	}
+	rec := battery()
+	defer rec.Release()
+	p, err := tbl.Prepare(ctx, "battery.csv", []arrow.RecordBatch{rec}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &faultyCatalog{catalog: l.cat, before: func() {
+		orec := withColumn(t, other, day0.Add(2*time.Hour), 2, "pressure", arrow.PrimitiveTypes.Float64, func(i int) any { return 1013.0 })
+		defer orec.Release()
+		prepareCommit(t, other, "pressure.csv", orec)
+	}}
+	l.cat = fc
+	res, err := tbl.Commit(ctx, []*Prepared{p}, CommitOptions{})
+	l.cat = fc.catalog
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Attempts != 2 || !errors.Is(res[0].SchemaConflict, ErrSchemaChanged) {
+		t.Fatalf("commit %+v: want a lost race (409) and the batch left out on the retry", res[0])
+	}
+	again := battery()
+	defer again.Release()
+	if r := prepareCommit(t, tbl, "battery.csv", again); fmt.Sprint(r.SchemaChanges) != `[added "battery" double]` {
+		t.Errorf("prepared again: %+v", r)
+	}
+	got := independentLoad(t, srv, wh, testName)
+	var cols []string
+	for _, f := range got.Metadata().CurrentSchema().Fields() {
+		cols = append(cols, fmt.Sprintf("%d:%s", f.ID, f.Name))
+	}
+	if want := "[1:time 2:device 3:value 4:pressure 5:battery]"; fmt.Sprint(cols) != want {
+		t.Errorf("columns %v, want %s", cols, want)
+	}
+	if n := independentRows(t, got); n != 7 {
+		t.Errorf("%d rows, want 7", n)
+	}
+}
