@@ -6,11 +6,11 @@ package commands
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,12 +80,45 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 // Main runs timelake with args (without the program name) and returns the
 // exit code. The first SIGINT or SIGTERM cancels the run, which stops
 // cleanly (serve finishes the files being loaded and releases its lease);
-// a second one gets the default action and ends the process at once.
+// see stopOnSignals for the signals after it.
 func Main(args []string, ios *iostreams.IOStreams, getenv func(string) (string, bool)) cmdutil.ExitCode {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go stopOnSignals(sigs, cancel, time.Now, func(sig os.Signal) {
+		// The signal's default action, now that it is no longer caught.
+		signal.Stop(sigs)
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Signal(sig)
+		}
+	})
 	return execute(ctx, args, &cmdutil.Factory{IO: ios, Getenv: getenv, Environ: os.Environ})
+}
+
+// RepeatedSignal is how long after the first stop signal a signal is
+// taken for the same stop: timeout(1) sends its SIGTERM both to the
+// process and to its process group, and a shell's Ctrl-C may reach a
+// process both ways, so one stop often arrives twice within microseconds.
+const RepeatedSignal = time.Second
+
+// stopOnSignals reads sigs until it is closed: the first signal calls
+// cancel (the graceful stop), signals within RepeatedSignal of it are the
+// same stop, and the first one after that is handed to kill (the process
+// ends at once, as a second Ctrl-C is meant to).
+func stopOnSignals(sigs <-chan os.Signal, cancel func(), now func() time.Time, kill func(os.Signal)) {
+	var first time.Time
+	for sig := range sigs {
+		switch {
+		case first.IsZero():
+			first = now()
+			cancel()
+		case now().Sub(first) >= RepeatedSignal:
+			kill(sig)
+			return
+		}
+	}
 }
 
 // Execute is Main with a caller-supplied context (tests); no variable of
@@ -133,12 +166,12 @@ func execute(ctx context.Context, args []string, f *cmdutil.Factory) cmdutil.Exi
 		if cmd != nil && cmdutil.HasAnnotation(cmd, cmdutil.AnnotationTimedErrors) && !ios.IsStderrTTY() {
 			w = iostreams.NewTimedWriter(w, nil)
 		}
-		fmt.Fprintln(w, "Error:", err)
+		iostreams.Fprintln(w, "Error:", err)
 		if fix := fixHint(err); fix != "" {
-			fmt.Fprintln(w, "Fix:", fix)
+			iostreams.Fprintln(w, "Fix:", fix)
 		}
 		if cmdutil.IsUsage(err) && cmd != nil {
-			fmt.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
+			iostreams.Fprintf(w, "Try: %s --help\n", cmd.CommandPath())
 		}
 	}
 	// --json is read again: a flag error may stop cobra before the

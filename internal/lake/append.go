@@ -491,7 +491,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		refs = a.refs
 	}
 	paths := without(m.written, refs)
-	if fs, err := t.lake.fsF(ctx); err == nil {
+	if fs, err := t.fsF(ctx); err == nil {
 		for n, a := range m.attempts {
 			if n == won {
 				continue
@@ -572,7 +572,7 @@ func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string
 		return nil, nil, nil, err
 	}
 	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	txn := table.New(t.ident(), meta, baseLoc, t.lake.fsF, cc).NewTransaction()
+	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
 	if err := stage(txn); err != nil {
 		return nil, nil, nil, err
 	}
@@ -680,8 +680,22 @@ func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
 	for _, p := range paths {
-		if err := t.lake.removeFile(ctx, p); err != nil && !isNotExist(err) {
+		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
 			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
 		}
 	}
+}
+
+// removeFile deletes the file at uri, which must lie inside the table's
+// location (tableRel: else ErrOutsideTable, nothing deleted), with one
+// DeleteObject of the lake's store: a missing file is no error (S3
+// DeleteObject semantics). iceberg-go's blob IO would first look the object
+// up and, for a missing one, probe <key>/, which S3-Tables-style table
+// buckets refuse (docs/catalogs.md).
+func (t *Table) removeFile(ctx context.Context, uri string) error {
+	rel, err := t.lake.tableRel(t.name, uri)
+	if err != nil {
+		return &iofs.PathError{Op: "remove", Path: uri, Err: err}
+	}
+	return t.lake.store.Delete(ctx, tablePrefix(t.name)+rel)
 }

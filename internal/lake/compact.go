@@ -190,7 +190,7 @@ func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]
 	if err != nil || cur == nil {
 		return nil, nil, err
 	}
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -426,6 +426,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
 	}
+	// A data file the metadata names outside the table is never read
+	// (paths.go): it stays as it is, the others are compacted.
+	files = slices.DeleteFunc(files, func(f liveFile) bool {
+		p := f.entry.DataFile().FilePath()
+		if _, err := t.lake.tableRel(t.name, p); err != nil {
+			t.lake.log.Warn("data file not compacted: outside the table's location", "table", t.name.String(), "path", p)
+			return true
+		}
+		return false
+	})
 	// Rows deleted by position or equality delete files would come back
 	// if their data files were rewritten without them (the scan of a
 	// rewrite reads data files only): such tables are left to the engine
@@ -465,6 +475,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 		g := &groups[i]
 		out, err := t.rewriteGroup(ctx, g)
+		if isNotExist(err) {
+			if gone, lerr := t.replacedMeanwhile(ctx, g); lerr == nil && gone {
+				res.Dropped++ // another round compacted these files and expired them first
+				continue
+			}
+		}
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
@@ -507,6 +523,30 @@ func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
+}
+
+// replacedMeanwhile reports whether an input file of g is no longer live
+// in the table's newest version: another writer replaced it since g was
+// planned (and may have deleted it, which is why reading it failed).
+func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool, error) {
+	h, _, err := t.lake.loadLatest(ctx, t.name)
+	if err != nil {
+		return false, err
+	}
+	files, _, err := t.liveFiles(ctx, h, nil)
+	if err != nil {
+		return false, err
+	}
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.entry.DataFile().FilePath()] = true
+	}
+	for _, df := range g.inputs {
+		if !live[df.FilePath()] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // splitMergeInputs picks the files a merge reads whole into its pool (the
@@ -787,7 +827,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	meta := base.write
 	spec, schema := meta.PartitionSpec(), meta.CurrentSchema()
 
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

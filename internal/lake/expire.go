@@ -27,6 +27,10 @@ type ExpireOptions struct {
 	// beforeCommit, when set, runs right before each attempt's metadata
 	// write (tests: another writer commits first).
 	beforeCommit func(attempt int) error
+	// beforeDelete, when set, runs after the commit, before the files of
+	// the expired snapshots are deleted (tests: another round deletes
+	// them first).
+	beforeDelete func(expired []int64)
 }
 
 // ExpiredSnapshot is one snapshot Expire removed (or would remove).
@@ -122,6 +126,9 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	res.Kept = len(h.snaps)
 	if a, ok := m.bases[cr.Attempt]; ok && cr.Committed {
 		res.Remembered = a.remembered
+		if opts.beforeDelete != nil {
+			opts.beforeDelete(m.removed(a.head))
+		}
 		n, err := t.deleteExpiredFiles(ctx, a.head, a.version, m.removed(a.head))
 		res.FilesDeleted = n
 		if err != nil {
@@ -329,8 +336,15 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v versionRef,
 	if err != nil {
 		return 0, err
 	}
-	before := table.New(t.ident(), preMeta, v.location, t.lake.fsF, readOnly{})
-	return 0, table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
+	before := table.New(t.ident(), preMeta, v.location, t.fsF, readOnly{})
+	err = table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
+	if isNotExist(err) {
+		// A file of an expired snapshot is gone: another round deleted
+		// it (and cleans up the rest); orphan removal takes any left.
+		t.lake.log.Debug("expired files already deleted by another round", "table", t.name.String(), "err", err)
+		return 0, nil
+	}
+	return 0, err
 }
 
 // linearTail reports whether the snapshots after the expiry form one line
@@ -392,7 +406,7 @@ type refID struct {
 
 // deleteExpiredIncremental is deleteExpiredFiles for a line of history.
 func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestKept int, ids []int64) (int, error) {
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -427,8 +441,10 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		lists = append(lists, s.ManifestList)
 		mfs, err := s.Manifests(fs)
 		if isNotExist(err) {
-			// Expired by another writer at once too (a REST catalog
-			// applies both expiries), which deleted its files.
+			// Another round of maintenance (its orphan removal, or its
+			// clean-up of the same snapshots; with a REST catalog, an
+			// expiry the catalog applied at once too) deleted it and what
+			// it named first; orphan removal takes whatever that left.
 			continue
 		}
 		if err != nil {
@@ -447,6 +463,9 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 			continue
 		}
 		entries, err := mf.FetchEntries(fs, false)
+		if isNotExist(err) {
+			continue // deleted by another round, as above
+		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
@@ -474,7 +493,7 @@ func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		if err := t.lake.removeFile(ctx, p); err != nil && !isNotExist(err) {
+		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", p, err))
 			continue
 		}

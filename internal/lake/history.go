@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,20 +131,41 @@ func parseSegmentName(name string) (segmentInfo, bool) {
 
 // historySegments returns the segments a version's properties name, in
 // the order named (oldest first). Names that do not parse are kept (with a
-// zero time and count) so nothing is dropped by mistake.
+// zero time and count) so nothing is dropped by mistake; entries that are
+// not a file name (refusedSegments) are left out.
 func historySegments(props map[string]string) []segmentInfo {
-	var out []segmentInfo
+	segs, _ := historyEntries(props)
+	return segs
+}
+
+// refusedSegments returns the entries of timelake.load-history that are not
+// a plain file name of the table's metadata folder ("../x.parquet",
+// "/etc/x", "a/b", a control character): timelake never reads, caches or
+// deletes them (paths.go), looks keys up without them, and maintenance
+// drops them from the table. Timelake names its segments
+// _load-history-<ms>-<records>-<uuid>.parquet, so such an entry holds no
+// key it loaded.
+func refusedSegments(props map[string]string) []string {
+	_, refused := historyEntries(props)
+	return refused
+}
+
+func historyEntries(props map[string]string) (segs []segmentInfo, refused []string) {
 	for _, n := range strings.Split(props[PropLoadHistory], ",") {
 		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if strings.Contains(n, "/") || storage.ValidateKey(n) != nil {
+			refused = append(refused, n)
 			continue
 		}
 		info, ok := parseSegmentName(n)
 		if !ok {
 			info = segmentInfo{name: n}
 		}
-		out = append(out, info)
+		segs = append(segs, info)
 	}
-	return out
+	return segs, refused
 }
 
 func segmentsProperty(segs []segmentInfo) string {
@@ -319,21 +341,14 @@ func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]Loa
 
 // segmentBytes returns a segment's bytes, through the cache folder.
 func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]byte, error) {
-	path := l.cachePath(n, name)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil {
-			return b, nil
-		}
+	if b, err := l.readCached(n, name); err == nil {
+		return b, nil
 	}
 	body, _, err := storage.ReadAll(ctx, l.store, l.historyKey(n, name))
 	if err != nil {
 		return nil, err
 	}
-	if path != "" {
-		if err := writeFileAtomic(path, body); err != nil {
-			l.log.Debug("load history segment not cached", "path", path, "err", err)
-		}
-	}
+	l.writeCached(n, name, body)
 	return body, nil
 }
 
@@ -343,14 +358,62 @@ func (l *Lake) cachePath(n TableName, name string) string {
 	if l.cacheDir == "" {
 		return ""
 	}
-	return filepath.Join(l.cacheDir, "load-history",
-		fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))), name)
+	return filepath.Join(l.cacheFolder(n), name)
+}
+
+// cacheFolder is the folder of table n's cached segments.
+func (l *Lake) cacheFolder(n TableName) string {
+	return filepath.Join(l.cacheDir, "load-history", fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))))
+}
+
+// cacheRoot opens table n's cache folder (made first when create): every
+// file of the cache is read, written and removed through it, so that no
+// name and no link leads out of the folder. An error when there is no
+// cache folder.
+func (l *Lake) cacheRoot(n TableName, create bool) (*os.Root, error) {
+	if l.cacheDir == "" {
+		return nil, errors.New("no cache folder")
+	}
+	dir := l.cacheFolder(n)
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenRoot(dir)
+}
+
+// readCached reads the cached file name of table n.
+func (l *Lake) readCached(n TableName, name string) ([]byte, error) {
+	r, err := l.cacheRoot(n, false)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(name)
+}
+
+// writeCached keeps body as the cached file name of table n, best effort
+// (nothing without a cache folder).
+func (l *Lake) writeCached(n TableName, name string, body []byte) {
+	if l.cacheDir == "" {
+		return
+	}
+	r, err := l.cacheRoot(n, true)
+	if err == nil {
+		err = writeFileAtomic(r, name, body)
+		r.Close()
+	}
+	if err != nil {
+		l.log.Debug("load history file not cached", "folder", l.cacheFolder(n), "name", name, "err", err)
+	}
 }
 
 func (l *Lake) uncache(n TableName, name string) {
-	if p := l.cachePath(n, name); p != "" {
-		os.Remove(p)
-		os.Remove(p + indexSuffix)
+	if r, err := l.cacheRoot(n, false); err == nil {
+		r.Remove(name)
+		r.Remove(name + indexSuffix)
+		r.Close()
 	}
 }
 
@@ -408,44 +471,43 @@ func decodeIndex(info segmentInfo, b []byte) (*segmentIndex, bool) {
 // pruneCache removes the cached segments of table n that segs does not
 // name (merged away or expired): the cache holds one table's history once.
 func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
-	if l.cacheDir == "" {
+	r, err := l.cacheRoot(n, false)
+	if err != nil {
 		return
 	}
-	dir := filepath.Dir(l.cachePath(n, "x"))
+	defer r.Close()
 	keep := map[string]bool{}
 	for _, s := range segs {
 		keep[s.name] = true
 		keep[s.name+indexSuffix] = true
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := iofs.ReadDir(r.FS(), ".")
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if !keep[e.Name()] && strings.HasPrefix(e.Name(), segmentPrefix) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			r.Remove(e.Name())
 		}
 	}
 }
 
-// writeFileAtomic writes body to path through a temporary file and a
+// writeFileAtomic writes body to name in r through a temporary file and a
 // rename, so a reader never sees part of it.
-func writeFileAtomic(path string, body []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+func writeFileAtomic(r *os.Root, name string, body []byte) error {
+	tmp := ".tmp-" + uuid.NewString()
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	_, werr := f.Write(body)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
+		r.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
+	if err := r.Rename(tmp, name); err != nil {
+		r.Remove(tmp)
 		return err
 	}
 	return nil
@@ -525,7 +587,7 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 		}
 		hist.segments = append(hist.segments, ix)
 	}
-	names := segmentsProperty(segs)
+	names := props[PropLoadHistory] // as named, refused entries included
 	l.segments.mu.Lock()
 	seen := l.segments.pruned[n.String()] == names
 	if !seen {
@@ -537,6 +599,10 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	l.segments.mu.Unlock()
 	if !seen {
 		l.pruneCache(n, segs)
+		for _, e := range refusedSegments(props) {
+			l.log.Warn("load history entry ignored: not a file of the table's metadata folder (timelake tables maintain drops it)",
+				"table", n.String(), "entry", e)
+		}
 	}
 	return hist, nil
 }
@@ -626,11 +692,8 @@ func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) 
 	if ix != nil {
 		return ix, nil
 	}
-	path := l.cachePath(n, info.name)
-	if path != "" {
-		if b, err := os.ReadFile(path + indexSuffix); err == nil {
-			ix, _ = decodeIndex(info, b)
-		}
+	if b, err := l.readCached(n, info.name+indexSuffix); err == nil {
+		ix, _ = decodeIndex(info, b)
 	}
 	if ix == nil {
 		recs, err := l.readSegment(ctx, n, info.name)
@@ -638,11 +701,7 @@ func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) 
 			return nil, err
 		}
 		ix = indexSegment(info, recs)
-		if path != "" {
-			if err := writeFileAtomic(path+indexSuffix, encodeIndex(ix)); err != nil {
-				l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
-			}
-		}
+		l.writeCached(n, info.name+indexSuffix, encodeIndex(ix))
 	}
 	l.segments.mu.Lock()
 	if l.segments.ix == nil {
@@ -859,25 +918,24 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
 	info, _ := parseSegmentName(name)
-	if path := l.cachePath(n, name); path != "" {
-		if err := writeFileAtomic(path, body); err != nil {
-			l.log.Debug("load history segment not cached", "path", path, "err", err)
-		} else if err := writeFileAtomic(path+indexSuffix, encodeIndex(indexSegment(info, recs))); err != nil {
-			l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
-		}
-	}
+	l.writeCached(n, name, body)
+	l.writeCached(n, name+indexSuffix, encodeIndex(indexSegment(info, recs)))
 	return append(out, info), name, nil
 }
 
 // dropMissingSegments removes from the table the load history segments
-// that are gone from the store (ErrLoadHistoryMissing), through the commit
+// that are gone from the store (ErrLoadHistoryMissing) and the entries that
+// are not a segment's file name (refusedSegments), through the commit
 // protocol: each attempt drops them from the newest version's list, so a
 // segment another writer added meanwhile stays. It returns the names
 // dropped.
 func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	h, _ := t.loaded()
 	missing := map[string]bool{}
-	var names []string
+	names := refusedSegments(h.props())
+	for _, e := range names {
+		missing[e] = true
+	}
 	for _, s := range historySegments(h.props()) {
 		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
 		if errors.Is(err, storage.ErrNotExist) {
@@ -904,13 +962,14 @@ type dropSegmentsMutation struct {
 }
 
 func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	segs, refused := historyEntries(base.props())
 	var keep []segmentInfo
-	for _, s := range historySegments(base.props()) {
+	for _, s := range segs {
 		if !m.missing[s.name] {
 			keep = append(keep, s)
 		}
 	}
-	if len(keep) == len(historySegments(base.props())) {
+	if len(keep) == len(segs) && len(refused) == 0 {
 		return nil, nil, errNothingToCommit
 	}
 	e := base.edit()

@@ -201,24 +201,6 @@ func (l *Lake) ownLocation(n TableName, name string) string {
 	return l.tableLocation(n) + "/" + l.cat.ownFolder() + name
 }
 
-// removeFile deletes the file at uri: through the lake's store when it is
-// in the warehouse (one DeleteObject; a missing file is no error), else
-// through iceberg-go's file IO.
-func (l *Lake) removeFile(ctx context.Context, uri string) error {
-	root := l.loc.String() + "/"
-	if !l.loc.IsS3() {
-		root = (&url.URL{Scheme: "file", Path: filepath.ToSlash(l.loc.Dir)}).String() + "/"
-	}
-	if key, ok := strings.CutPrefix(uri, root); ok && storage.ValidateKey(key) == nil {
-		return l.store.Delete(ctx, key)
-	}
-	fs, err := l.fsF(ctx)
-	if err != nil {
-		return err
-	}
-	return fs.Remove(uri)
-}
-
 // loadLatest returns the newest version of a table and where it is,
 // parsed whole (validated) when it is read.
 func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, versionRef, error) {

@@ -223,7 +223,8 @@ type MaintainReport struct {
 	Upgraded []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
 	// DroppedSegments names load history segments that were gone from
 	// the store and were dropped from the table (the keys they held are
-	// no longer recognised).
+	// no longer recognised), and entries of timelake.load-history that
+	// were not a segment's file name (never read: paths.go).
 	DroppedSegments []string      `json:"dropped_segments,omitempty"`
 	Compacted       CompactResult `json:"-"`
 	Expired         ExpireResult  `json:"-"`
@@ -361,12 +362,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 			return rep, err
 		}
 	}
-	if _, err := t.LoadHistory(ctx); errors.Is(err, ErrLoadHistoryMissing) && !opts.DryRun {
+	_, herr := t.LoadHistory(ctx)
+	if refused := len(refusedSegments(t.Properties())) > 0; (refused || errors.Is(herr, ErrLoadHistoryMissing)) && !opts.DryRun {
 		if rep.DroppedSegments, err = t.dropMissingSegments(ctx); err != nil {
 			return rep, err
 		}
-	} else if err != nil && !errors.Is(err, ErrLoadHistoryMissing) {
-		return rep, err
+	} else if herr != nil && !errors.Is(herr, ErrLoadHistoryMissing) {
+		return rep, herr
 	}
 
 	st, err := t.loadMaintenanceState(ctx)

@@ -71,6 +71,21 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 		}
 	}
 	ref, err := t.referencedFiles(ctx, h, v)
+	for tries := 0; isNotExist(err) && tries < 3; tries++ {
+		// A file the version names is gone: another round of maintenance
+		// expired its snapshot and deleted it since the version was read.
+		// The newest version no longer names it; a version that still
+		// does after a refresh is a real failure.
+		if rerr := t.Refresh(ctx); rerr != nil {
+			return OrphanResult{}, rerr
+		}
+		nh, nv := t.loaded()
+		if nv == v {
+			break
+		}
+		h, v = nh, nv
+		ref, err = t.referencedFiles(ctx, h, v)
+	}
 	if err != nil {
 		return OrphanResult{}, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
 	}
@@ -191,7 +206,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map
 		}
 	}
 	// Every snapshot's manifest list, manifests and live data files.
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (t *Table) view() tableView {
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.head.dataWrite, t.version.location, t.lake.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.head.dataWrite, t.version.location, t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -153,7 +153,7 @@ func (t *Table) ArrowSchema() *arrow.Schema {
 // RollbackTo, ...): its catalog refuses commits.
 func (t *Table) Iceberg() *table.Table {
 	h, v := t.loaded()
-	return table.New(t.ident(), t.metadataOf(h), v.location, t.lake.fsF, readOnly{})
+	return table.New(t.ident(), t.metadataOf(h), v.location, t.fsF, readOnly{})
 }
 
 // newerVersion reports whether version a (ha) is newer than b (hb): by

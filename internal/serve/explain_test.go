@@ -13,6 +13,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 // TestSweepErrorHasItsFix checks that a sweep that fails on a setup
@@ -44,12 +45,12 @@ func TestSweepErrorHasItsFix(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	}
 	r := start(t, cfg)
-	waitFor(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
 	// The folder is removed (a disk not mounted): the sweep cannot list it.
 	if err := os.RemoveAll(landingDir); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a failed sweep", func() bool { return strings.Contains(logs(), "sweep failed") })
+	wait.For(t, "a failed sweep", func() bool { return strings.Contains(logs(), "sweep failed") })
 	line := logs()[strings.Index(logs(), "sweep failed"):]
 	line, _, _ = strings.Cut(line, "\n")
 	if !strings.Contains(line, "fix=\"create the folder") {

@@ -12,6 +12,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 // TestServeWaitsForFilesBeingWritten: on a local landing folder, a file
@@ -36,7 +37,7 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
 	}
 	r := start(t, cfg)
-	waitFor(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
 
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 	if code := notify(t, r, "", eventBody("tigris", "any", "gw/a.csv")); code != 200 {
 		t.Fatalf("notify: %d", code)
 	}
-	waitFor(t, "gw/a.csv loaded", func() bool {
+	wait.For(t, "gw/a.csv loaded", func() bool {
 		res := r.resultsOf("gw/a.csv")
 		return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
 	})

@@ -22,6 +22,7 @@ type metrics struct {
 	commitErrors     prometheus.Counter
 	loadErrors       prometheus.Counter
 	eventToLoaded    prometheus.Histogram
+	announcedMissing prometheus.Counter
 	events           *prometheus.CounterVec
 	requests         *prometheus.CounterVec
 	sweeps           *prometheus.CounterVec
@@ -51,6 +52,7 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 	m.loadErrors = counter("timelake_load_errors_total", "Loads that stopped on an error (storage, commit); their files stay in the landing bucket.")
 	m.eventToLoaded = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "timelake_event_to_loaded_seconds",
 		Help: "Time from a notification's arrival to its file being committed and deleted.", Buckets: latencyBuckets})
+	m.announcedMissing = counter("timelake_announced_missing_total", "Keys announced by events that were not in the landing bucket when looked up (loaded already, deleted, never there, or a symbolic link of a local folder).")
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timelake_events_total",
 		Help: "Object notification events received, by provider shape and outcome (queued, ignored, dropped when the queue was full)."},
 		[]string{"provider", "outcome"})
@@ -69,7 +71,7 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timelake_landing_lag_seconds",
 		Help: "Age of the oldest landing file known to wait (queued or being loaded); 0 when none."}, landingLag)
 	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.filesFailed, m.rowsLoaded, m.sweepLoaded,
-		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.events, m.requests, m.sweeps, m.maintenance,
+		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.announcedMissing, m.events, m.requests, m.sweeps, m.maintenance,
 		m.leaseHeld, m.lastCommit, queue, lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -18,10 +18,13 @@ type waiting struct {
 	// may be (ingest.FileResult.ReadyAt): the queue holds it back until
 	// then. Zero: at once.
 	notBefore time.Time
+	// request numbers the notification that announced the key first (0
+	// for a key put back after a load): take serves requests in turn.
+	request uint64
 }
 
-// older keeps the earliest times of two records of one key, and the later
-// notBefore.
+// older keeps the earliest times of two records of one key, the later
+// notBefore and the first notification.
 func (w waiting) older(o waiting) waiting {
 	if o.notBefore.After(w.notBefore) {
 		w.notBefore = o.notBefore
@@ -31,6 +34,9 @@ func (w waiting) older(o waiting) waiting {
 	}
 	if !o.announced.IsZero() && (w.announced.IsZero() || o.announced.Before(w.announced)) {
 		w.announced = o.announced
+	}
+	if w.request == 0 || (o.request != 0 && o.request < w.request) {
+		w.request = o.request
 	}
 	return w
 }
@@ -54,26 +60,43 @@ func newQueue(max int) *queue {
 // add queues key; it returns false when the queue is full and the key was
 // dropped.
 func (q *queue) add(key string, w waiting) bool {
+	return q.addAll(map[string]waiting{key: w}) == 0
+}
+
+// addAll queues the keys of one notification at once (a load takes all of
+// them or none), each once, and returns how many were dropped because the
+// queue was full.
+func (q *queue) addAll(ws map[string]waiting) (dropped int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if old, ok := q.keys[key]; ok {
-		q.keys[key] = old.older(w)
-		return true
+	added := false
+	for key, w := range ws {
+		if old, ok := q.keys[key]; ok {
+			q.keys[key] = old.older(w)
+			continue
+		}
+		if len(q.keys) >= q.max {
+			q.overflowed = true
+			dropped++
+			continue
+		}
+		q.keys[key] = w
+		added = true
 	}
-	if len(q.keys) >= q.max {
-		q.overflowed = true
-		return false
+	if added {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
 	}
-	q.keys[key] = w
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return true
+	return dropped
 }
 
 // take removes and returns up to n keys due at now (notBefore passed),
-// those announced first, in key order.
+// taken from the notifications that announced them in turn (one key of
+// each, oldest notification first, then a second of each...), so that keys
+// announced by one large notification never hold back those of the next
+// ones.
 func (q *queue) take(n int, now time.Time) map[string]waiting {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -84,7 +107,22 @@ func (q *queue) take(n int, now time.Time) map[string]waiting {
 		}
 	}
 	if len(keys) > n {
-		sort.Slice(keys, func(i, j int) bool { return q.keys[keys[i]].announced.Before(q.keys[keys[j]].announced) })
+		// Rank each key within its notification (by key), then order by
+		// rank, notification and key: one of each notification per round.
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := q.keys[keys[i]], q.keys[keys[j]]
+			if a.request != b.request {
+				return a.request < b.request
+			}
+			return keys[i] < keys[j]
+		})
+		rank := make(map[string]int, len(keys))
+		for i, k := range keys {
+			if i > 0 && q.keys[keys[i-1]].request == q.keys[k].request {
+				rank[k] = rank[keys[i-1]] + 1
+			}
+		}
+		sort.SliceStable(keys, func(i, j int) bool { return rank[keys[i]] < rank[keys[j]] })
 		keys = keys[:n]
 	}
 	out := make(map[string]waiting, len(keys))

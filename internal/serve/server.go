@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -133,6 +135,8 @@ type Server struct {
 	queue   *queue
 	metrics *metrics
 	health  health
+
+	requests atomic.Uint64 // notifications received, numbering their keys (waiting.request)
 
 	mu       sync.Mutex
 	inflight map[string]waiting // the files of the load under way
@@ -390,14 +394,14 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			sess = nil
 			s.leaseReleased(lost)
 		case !now.Before(nextSweep):
-			if err := s.sweep(ctx, sess, stopped); err != nil {
+			if err := s.sweep(ctx, sess, stopped, nil); err != nil {
 				nextSweep = now.Add(min(retry.next(), s.cfg.Sweep))
 			} else {
 				nextSweep = now.Add(s.cfg.Sweep)
 				retry.reset()
 			}
 		case s.queue.due(now) > 0:
-			if err := s.loadQueued(ctx, sess); err != nil {
+			if err := s.loadQueued(ctx, sess, stopped); err != nil {
 				if !wait(retry.next(), nil) {
 					return nil
 				}
@@ -437,10 +441,14 @@ func (s *Server) leaseReleased(why string) {
 }
 
 // sweep lists the landing bucket and loads what it finds, a load of up to
-// loadSize files at a time.
-func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func() bool) error {
+// loadSize files at a time. announced are keys taken from the queue that
+// the listing answers (loadQueued): those listed keep their times, the
+// others do not exist and are dropped; after a failed listing they go back
+// to the queue.
+func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func() bool, announced map[string]waiting) error {
 	files, err := sess.List(ctx)
 	if err != nil {
+		s.requeue(announced, nil, nil)
 		s.metrics.sweeps.WithLabelValues("error").Inc()
 		s.health.sweepDone(err)
 		if sess.Err() == nil {
@@ -450,15 +458,27 @@ func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func()
 	}
 	s.metrics.sweeps.WithLabelValues("ok").Inc()
 	s.health.sweepDone(nil)
+	if len(announced) > 0 {
+		listed := make(map[string]bool, len(files))
+		for _, f := range files {
+			listed[f.Key] = true
+		}
+		n := len(announced)
+		maps.DeleteFunc(announced, func(k string, _ waiting) bool { return !listed[k] })
+		s.metrics.announcedMissing.Add(float64(n - len(announced)))
+		s.log.Info("announced keys looked up with one listing", "keys", n, "not_in_landing", n-len(announced))
+	}
 	n := s.loadSize()
 	for len(files) > 0 && !stopped() {
 		batch := files[:min(n, len(files))]
 		files = files[len(batch):]
 		ws := make(map[string]waiting, len(batch))
 		for _, f := range batch {
-			ws[f.Key] = waiting{since: f.LastModified}
+			ws[f.Key] = waiting{since: f.LastModified}.older(announced[f.Key])
+			delete(announced, f.Key)
 		}
 		if err := s.load(ctx, sess, batch, ws, true); err != nil {
+			s.requeue(announced, nil, nil) // listed, not loaded yet
 			return err
 		}
 	}
@@ -475,9 +495,18 @@ func (s *Server) loadSize() int {
 	return 2 * n
 }
 
-// loadQueued loads the keys events queued (those that still exist).
-func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
-	ws := s.queue.take(s.loadSize(), time.Now())
+// loadQueued loads the keys events queued that are due (those that still
+// exist). Up to one load's worth of keys (loadSize) are looked up one by
+// one (a HEAD each on S3); more are looked up with one listing of the
+// landing bucket (a sweep), which costs one request per 1,000 files in the
+// landing bucket however many keys were announced, so that keys that do
+// not exist cost bounded work and never hold back the files that do.
+func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session, stopped func() bool) error {
+	now := time.Now()
+	if n := s.queue.due(now); n > s.loadSize() {
+		return s.sweep(ctx, sess, stopped, s.queue.take(n, now))
+	}
+	ws := s.queue.take(s.loadSize(), now)
 	files, err := s.stat(ctx, ws)
 	if err != nil {
 		s.requeue(ws, nil, nil)
@@ -492,7 +521,9 @@ func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
 }
 
 // stat looks up the queued keys: a key that does not exist (loaded
-// already, deleted, or never there) is dropped without a word.
+// already, deleted, or never there) is dropped without a word, a key that
+// names a symbolic link in a local landing folder with a warning; neither
+// stops the others.
 func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.ObjectInfo, error) {
 	var mu sync.Mutex
 	var files []storage.ObjectInfo
@@ -502,7 +533,13 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 		g.Go(func() error {
 			info, err := s.cfg.Ingest.Landing.Stat(gctx, k)
 			if errors.Is(err, storage.ErrNotExist) {
+				s.metrics.announcedMissing.Inc()
 				s.log.Debug("announced file is not in the landing bucket", "key", k)
+				return nil
+			}
+			if errors.Is(err, storage.ErrSymlink) {
+				s.metrics.announcedMissing.Inc()
+				s.log.Warn("announced file not loaded", "key", k, "err", err)
 				return nil
 			}
 			if err != nil {

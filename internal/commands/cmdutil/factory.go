@@ -312,7 +312,7 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 		if err != nil {
 			return nil, err
 		}
-		return st.KeepFolders(1), nil // the gateways' folders
+		return st.KeepFolders(1).WarnLinks(f.Logger()), nil // the gateways' folders; links are never loaded
 	}
 	c, cfg, err := f.S3Client(ctx, cmd)
 	if err != nil {

@@ -12,7 +12,7 @@ package landing
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -229,7 +229,7 @@ func (l Landing) selected(ctx context.Context, sel Selection, mark bool) ([]land
 func renderActions(o Output, b *landing.Bucket, filtered bool, headers []string, rows [][]string, summary string) error {
 	tty := o.IO.IsStdoutTTY()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b, filtered))
+		_, err := io.WriteString(o.IO.Out, noFiles(b, filtered))
 		return err
 	}
 	cols := make([]iostreams.Column, len(headers))
@@ -246,7 +246,7 @@ func renderActions(o Output, b *landing.Bucket, filtered bool, headers []string,
 	if err := t.Render(); err != nil || !tty {
 		return err
 	}
-	_, err := fmt.Fprintln(o.IO.Out, summary)
+	_, err := iostreams.Fprintln(o.IO.Out, summary)
 	return err
 }
 
@@ -286,5 +286,5 @@ func noFiles(b *landing.Bucket, filtered bool) string {
 	if filtered {
 		what = "no quarantined files match"
 	}
-	return fmt.Sprintf("%s in %s/%s\n", what, strings.TrimSuffix(b.Store.URI(), "/"), p)
+	return iostreams.Sprintf("%s in %s/%s\n", what, strings.TrimSuffix(b.Store.URI(), "/"), p)
 }

@@ -2,7 +2,7 @@ package landing
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -90,7 +90,7 @@ func RenderRejected(o Output, b *landing.Bucket, rows []landing.Rejected, filter
 	}
 	tty := o.IO.IsStdoutTTY()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b, filtered))
+		_, err := io.WriteString(o.IO.Out, noFiles(b, filtered))
 		return err
 	}
 	cols := []iostreams.Column{
@@ -114,7 +114,7 @@ func RenderRejected(o Output, b *landing.Bucket, rows []landing.Rejected, filter
 		cells := []string{r.Key, size, formatTime(r.At, tty), r.Reason}
 		switch {
 		case tty && r.Loaded != nil:
-			loaded := fmt.Sprintf("snapshot %d at %s", r.Loaded.SnapshotID, formatTime(r.Loaded.At, tty))
+			loaded := iostreams.Sprintf("snapshot %d at %s", r.Loaded.SnapshotID, formatTime(r.Loaded.At, tty))
 			if !r.Loaded.Since {
 				loaded += " (before the quarantine)"
 			}

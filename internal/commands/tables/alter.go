@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -88,7 +87,7 @@ func knownProperties(indent string) string {
 	var b strings.Builder
 	props := settable()
 	for _, k := range slices.Sorted(maps.Keys(props)) {
-		fmt.Fprintf(&b, "%s%-28s %s\n", indent, k, props[k])
+		iostreams.Fprintf(&b, "%s%-28s %s\n", indent, k, props[k])
 	}
 	return b.String()
 }
@@ -279,20 +278,20 @@ func RenderAlter(o Output, r AlterReport) error {
 	}
 	tty := o.tty()
 	if tty {
-		n := fmt.Sprintf("%d properties", r.Changed)
+		n := iostreams.Sprintf("%d properties", r.Changed)
 		if r.Changed == 1 {
 			n = "1 property"
 		}
 		var head string
 		switch {
 		case r.DryRun:
-			head = fmt.Sprintf("%s: %s would change (dry run; metadata v%d)", r.Table, n, r.Version)
+			head = iostreams.Sprintf("%s: %s would change (dry run; metadata v%d)", r.Table, n, r.Version)
 		case r.Changed == 0:
-			head = fmt.Sprintf("%s: nothing to change (metadata v%d)", r.Table, r.Version)
+			head = iostreams.Sprintf("%s: nothing to change (metadata v%d)", r.Table, r.Version)
 		default:
-			head = fmt.Sprintf("%s: %s changed (metadata v%d)", r.Table, n, r.Version)
+			head = iostreams.Sprintf("%s: %s changed (metadata v%d)", r.Table, n, r.Version)
 		}
-		if _, err := fmt.Fprintln(o.IO.Out, head); err != nil {
+		if _, err := iostreams.Fprintln(o.IO.Out, head); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -134,7 +133,7 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 		if f, ok := sc.FindFieldByID(id); ok {
 			return f.Name
 		}
-		return fmt.Sprintf("#%d", id)
+		return iostreams.Sprintf("#%d", id)
 	}
 	d := TableDetail{
 		Table: name.String(), Location: meta.Location(), MetadataLocation: metadataLocation,
@@ -221,7 +220,7 @@ func RenderShow(o Output, d TableDetail) error {
 	var b strings.Builder
 	rec := func(fields ...string) {
 		for i, f := range fields {
-			fields[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(f)
+			fields[i] = iostreams.Field(f)
 		}
 		b.WriteString(strings.Join(fields, "\t"))
 		b.WriteByte('\n')
@@ -288,7 +287,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 			width = max(width, len(r[0]))
 		}
 		for _, r := range rows {
-			fmt.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
+			iostreams.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
 		}
 	}
 	section := func(title string) { b.WriteString("\n" + title + "\n") }
@@ -297,7 +296,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		{"Table", d.Table},
 		{"Location", d.Location},
 		{"Metadata file", d.MetadataLocation},
-		{"Metadata version", fmt.Sprintf("v%d", d.MetadataVersion)},
+		{"Metadata version", iostreams.Sprintf("v%d", d.MetadataVersion)},
 	}
 	if d.Catalog != "" {
 		head = append(head, [2]string{"Catalog", d.Catalog})
@@ -308,7 +307,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		{"Last updated", d.LastUpdatedAt.terminal() + " UTC"},
 	}...))
 
-	section(fmt.Sprintf("Schema (id %d)", d.Schema.SchemaID))
+	section(iostreams.Sprintf("Schema (id %d)", d.Schema.SchemaID))
 	var tb strings.Builder
 	cols := iostreams.NewTablePrinter(&tb, true,
 		iostreams.Column{Header: "id", Right: true}, iostreams.Column{Header: "name"},
@@ -325,15 +324,15 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 	}
 	b.WriteString(indent(tb.String()))
 
-	section(fmt.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
+	section(iostreams.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
 	if len(d.PartitionSpec.Fields) == 0 {
 		b.WriteString("  unpartitioned\n")
 	}
 	for _, f := range d.PartitionSpec.Fields {
-		fmt.Fprintf(&b, "  %s  (%s)\n", f.Expr, f.Name)
+		iostreams.Fprintf(&b, "  %s  (%s)\n", f.Expr, f.Name)
 	}
 
-	section(fmt.Sprintf("Sort order (id %d)", d.SortOrder.OrderID))
+	section(iostreams.Sprintf("Sort order (id %d)", d.SortOrder.OrderID))
 	if len(d.SortOrder.Fields) == 0 {
 		b.WriteString("  unsorted\n")
 	}
@@ -342,7 +341,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		exprs[i] = f.Expr
 	}
 	if len(exprs) > 0 {
-		b.WriteString("  " + strings.Join(exprs, ", ") + "\n")
+		iostreams.Fprintf(&b, "  %s\n", strings.Join(exprs, ", "))
 	}
 
 	props := func(title string, m map[string]string) {
@@ -360,7 +359,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 			width = max(width, len(r[0]))
 		}
 		for _, r := range rows {
-			fmt.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
+			iostreams.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
 		}
 	}
 	props("Timelake contract", d.Contract)
@@ -377,14 +376,14 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		if s.BatchID != nil {
 			batch = *s.BatchID
 		}
-		fmt.Fprintf(&b, "  %d  %s UTC  %s  batch %s\n", s.SnapshotID, s.CommittedAt.terminal(), s.Operation, batch)
+		iostreams.Fprintf(&b, "  %d  %s UTC  %s  batch %s\n", s.SnapshotID, s.CommittedAt.terminal(), s.Operation, batch)
 	}
 
 	section("Totals")
-	fmt.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
+	iostreams.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
 		iostreams.HumanBytes(d.Totals.SizeBytes), d.Totals.Snapshots)
 	if d.Totals.DeleteFiles > 0 {
-		fmt.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
+		iostreams.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
