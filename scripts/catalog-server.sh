@@ -30,6 +30,8 @@ TABLE_BUCKET=timelake-tests
 
 log() { echo "catalog-server: $*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=scripts/server-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server-common.sh"
 
 usage() {
 	echo "usage: $0 install | start <state-dir> | stop <state-dir>" >&2
@@ -72,10 +74,6 @@ cmd_install() {
 	log "built in $((SECONDS - start)) s"
 }
 
-port_in_use() {
-	(echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 # free_ports N: N distinct free ports in 20000-39999.
 free_ports() {
 	local want="$1" start=$((20000 + RANDOM % 20000)) i p got=()
@@ -87,17 +85,6 @@ free_ports() {
 	done
 	((${#got[@]} == want)) || die "not $want free TCP ports in 20000-39999"
 	echo "${got[@]}"
-}
-
-# alive PID: true while PID runs and is not a zombie (PID 1 here may not reap).
-alive() {
-	local pid="$1" state
-	kill -0 "$pid" 2>/dev/null || return 1
-	if [[ -r "/proc/$pid/stat" ]]; then
-		state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
-		[[ "$state" != Z && "$state" != X ]] || return 1
-	fi
-	return 0
 }
 
 http_code() {
@@ -217,29 +204,9 @@ EOF
 }
 
 cmd_stop() {
-	local dir="${1:-}" pid i
+	local dir="${1:-}"
 	[[ -n "$dir" ]] || usage
-	[[ -f "$dir/pid" ]] || return 0
-	pid="$(cat "$dir/pid")"
-	[[ "$pid" =~ ^[0-9]+$ ]] || die "bad pid file $dir/pid"
-	if alive "$pid"; then
-		# Guard against PID reuse: only signal a weed process.
-		if [[ -r "/proc/$pid/cmdline" ]] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "weed-$WEED_VERSION mini"; then
-			log "pid $pid is not weed mini any more; not killing it"
-		else
-			kill -TERM "$pid" 2>/dev/null || true
-			for ((i = 0; i < 100; i++)); do
-				alive "$pid" || break
-				sleep 0.1
-			done
-			if alive "$pid"; then
-				log "weed (pid $pid) did not exit after 10 s; sending KILL"
-				kill -KILL "$pid" 2>/dev/null || true
-				sleep 0.2
-			fi
-		fi
-	fi
-	rm -f "$dir/pid"
+	stop_server "$dir" "weed-$WEED_VERSION mini" "weed" 100
 }
 
 case "${1:-}" in

@@ -972,21 +972,27 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef
 	if len(keep) == len(segs) && len(refused) == 0 {
 		return nil, nil, errNothingToCommit
 	}
-	e := base.edit()
-	var err error
-	if len(keep) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.done(v.location, m.t.lake.now().UnixMilli())
+	return withSegments(base, keep, v, m.t.lake.now())
 }
 
 // finish: the change writes nothing but its version.
 func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
+
+// withSegments returns the next version of base that names segs in
+// timelake.load-history (and no property when segs is empty).
+func withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
+	e := base.edit()
+	var err error
+	if len(segs) == 0 {
+		err = e.setProperties(nil, []string{PropLoadHistory})
+	} else {
+		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.done(v.location, now.UnixMilli())
+}
 
 // reconcileHistory makes good a change of the load history's segment list
 // that a REST catalog applied to a newer version than the one it was built
@@ -1072,17 +1078,7 @@ func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versi
 	if segmentsProperty(keep) == segmentsProperty(cur) {
 		return nil, nil, errNothingToCommit
 	}
-	e := base.edit()
-	var err error
-	if len(keep) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.done(v.location, m.t.lake.now().UnixMilli())
+	return withSegments(base, keep, v, m.t.lake.now())
 }
 
 // finish: the change writes nothing but its version.

@@ -199,27 +199,12 @@ func TestCatalogKill9(t *testing.T) {
 	for trial := range scale(3, 20) {
 		want = append(want, e.dropFiles(t, trial*100, scale(8, 12), 15)...)
 		slices.Sort(want)
-		cmd := e.ingestCommand(t, e.srv.URI)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		after := time.Duration(rng.Int64N(int64(typical)))
-		killed := false
-		select {
-		case <-exited:
-		case <-time.After(after):
-			killed = cmd.Process.Kill() == nil
-			<-exited
-		}
+		killed, after, out := runKilled(t, e.ingestCommand(t, e.srv.URI), rng, typical)
 		start := time.Now()
 		code, log := exitCode(t, e.ingestCommand(t, e.srv.URI))
 		typical = max(time.Since(start), 50*time.Millisecond)
 		if code != 0 {
-			t.Fatalf("trial %d: the run after the kill (at %s) exited %d:\n%s\nkilled run:\n%s", trial, after, code, log, out.String())
+			t.Fatalf("trial %d: the run after the kill (at %s) exited %d:\n%s\nkilled run:\n%s", trial, after, code, log, out)
 		}
 		if left := e.waitingFiles(t); len(left) != 0 {
 			t.Fatalf("trial %d: files left after the next run: %v", trial, left)

@@ -413,7 +413,7 @@ func TestTablesS3(t *testing.T) {
 	if got := pipeColumn(t, mustRun(t, env, false, "tables", "list"), 1); !slices.Equal(got, []string{"600"}) {
 		t.Errorf("tables list on S3: rows %v", got)
 	}
-	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:        s3://"+bucket+"/warehouse/iot/readings\n") {
+	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:          s3://"+bucket+"/warehouse/iot/readings\n") {
 		t.Errorf("tables show on S3:\n%s", out)
 	}
 }
