@@ -37,7 +37,9 @@ var outcomeLog = recordLog{prop: PropLoadOutcomes, prefix: outcomePrefix}
 // LoadedAt is when the file was settled) to the table's outcome log, in one
 // commit through the commit protocol: a new segment, merged with those of
 // its size tier when the tier is full, records past the dedupe window
-// dropped. On success the Table holds the new version.
+// dropped; when a REST catalog applied it on top of another writer's
+// change of the list, the other's segments are named again
+// (reconcileHistory). On success the Table holds the new version.
 //
 // Errors: a record of a loaded file (empty Status), I/O errors, and
 // table.ErrCommitFailed after the commit's attempts were all lost races.
@@ -51,10 +53,11 @@ func (t *Table) RecordOutcomes(ctx context.Context, recs []LoadRecord) error {
 		}
 	}
 	m := &outcomesMutation{t: t, recs: recs, bases: map[int]outcomeAttempt{}}
-	if _, err := t.commit(ctx, m, CommitOptions{}); err != nil {
+	res, err := t.commit(ctx, m, CommitOptions{})
+	if err != nil {
 		return fmt.Errorf("record outcomes of %s: %w", t.name, err)
 	}
-	return nil
+	return t.reconcileHistory(ctx, res.rebased)
 }
 
 // outcomesMutation writes a segment of the outcome log and names it in
@@ -74,7 +77,7 @@ type outcomeAttempt struct {
 // indexOnly: the properties are all an attempt needs.
 func (m *outcomesMutation) indexOnly() bool { return true }
 
-func (m *outcomesMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *outcomesMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	props := base.props()
 	now := t.lake.now()
@@ -92,16 +95,7 @@ func (m *outcomesMutation) build(ctx context.Context, base *head, n int, attempt
 		a.replaced = append(a.replaced, s.name)
 	}
 	m.bases[attempt] = a
-	e := base.edit()
-	if len(segs) == 0 {
-		err = e.setProperties(nil, []string{PropLoadOutcomes})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadOutcomes: segmentsProperty(segs)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.done(t.lake.metadataLocation(t.name, n), now.UnixMilli())
+	return outcomeLog.withSegments(base, segs, v, now)
 }
 
 // finish deletes the segments written by attempts that did not win, and
@@ -111,16 +105,15 @@ func (m *outcomesMutation) finish(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		return
 	}
-	loc := m.t.lake.tableLocation(m.t.name) + "/metadata/"
 	var paths []string
 	for _, name := range m.written {
 		if name != m.bases[won].segment {
-			paths = append(paths, loc+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 		}
 	}
 	if won > 0 {
 		for _, name := range m.bases[won].replaced {
-			paths = append(paths, loc+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 			m.t.lake.uncache(m.t.name, name)
 		}
 	}

@@ -114,7 +114,7 @@ func TestScanHistoryMissingSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.store.Delete(ctx, historyKey(testName, segs[0].name)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].name)); err != nil {
 		t.Fatal(err)
 	}
 	got, missing := scanAll(t, tbl)
@@ -186,7 +186,7 @@ func TestMissingOutcomeSegmentIsDroppedByItsMerge(t *testing.T) {
 	}
 	record(0)
 	first := outcomeLog.segments(tbl.Properties())[0].name
-	if err := l.store.Delete(ctx, historyKey(testName, first)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, first)); err != nil {
 		t.Fatal(err)
 	}
 	if _, missing := scanAll(t, tbl); !slices.Equal(missing, []string{first}) {
@@ -199,7 +199,7 @@ func TestMissingOutcomeSegmentIsDroppedByItsMerge(t *testing.T) {
 	if len(missing) != 0 || len(got) != historyMergeFanIn {
 		t.Errorf("after the merge: %d records, missing %v; want %d and none", len(got), missing, historyMergeFanIn)
 	}
-	if _, err := l.store.Stat(ctx, historyKey(testName, first)); err == nil {
+	if _, err := l.store.Stat(ctx, l.historyKey(testName, first)); err == nil {
 		t.Error("the lost segment came back")
 	} else if !isStoreNotExist(err) {
 		t.Fatal(err)
