@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/logbuf"
 )
 
 // badCSV is a landing file the table refuses (a number column holds text).
@@ -204,5 +207,88 @@ func TestUnreadableFileFailsAlone(t *testing.T) {
 	}
 	if n := len(tableRows(t, e)); n != 3 {
 		t.Fatalf("%d rows, want b's 3", n)
+	}
+}
+
+// unlistedStore is a landing folder in which one folder cannot be read,
+// as a folder of another user with mode 0700 cannot: its listing goes on
+// without it and ends with the *storage.UnlistedError a LocalStore gives.
+type unlistedStore struct {
+	*storage.LocalStore
+	folder string
+}
+
+func (u unlistedStore) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	err := u.LocalStore.List(ctx, prefix, func(o storage.ObjectInfo) error {
+		if strings.HasPrefix(o.Key, u.folder) {
+			return nil
+		}
+		return fn(o)
+	})
+	if err != nil || !strings.HasPrefix(u.folder, prefix) && !strings.HasPrefix(prefix, u.folder) {
+		return err
+	}
+	return &storage.UnlistedError{Root: u.Path(""), Gaps: []storage.Unlisted{{Key: u.folder,
+		Err: &fs.PathError{Op: "open", Path: strings.TrimSuffix(u.folder, "/"), Err: fs.ErrPermission}}}}
+}
+
+// TestUnreadableFolderFailsAlone: a folder of a local landing folder that
+// timelake may not read fails alone: every run loads the other files,
+// reports the folder as failed with the fix (and a warning names it), and
+// is partial; its files load once it can be read.
+func TestUnreadableFolderFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw-1/a.csv", csvFile(readings(1, 0, 3), false, false))
+	e.put(t, "gw-2/locked/b.csv", csvFile(readings(2, 1, 3), false, false))
+	e.put(t, "gw-3/c.csv", csvFile(readings(3, 2, 3), false, false))
+	cfg := e.config()
+	var logs logbuf.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	cfg.Landing = unlistedStore{e.landing.(*storage.LocalStore), "gw-2/locked/"}
+	for run := 1; run <= 2; run++ {
+		e.put(t, fmt.Sprintf("gw-1/r%d.csv", run), csvFile(readings(1, 10+run, 3), false, false))
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Failed != 1 || rep.Loaded != map[int]int{1: 3, 2: 1}[run] || !rep.Partial() {
+			t.Fatalf("run %d: %+v, %v", run, rep, err)
+		}
+		i := slices.IndexFunc(rep.Files, func(f ingest.FileResult) bool { return f.Status == ingest.Failed })
+		if f := rep.Files[i]; f.Key != "gw-2/locked/" || !strings.Contains(f.Reason, "this folder could not be listed (open gw-2/locked: permission denied)") ||
+			!strings.Contains(f.Reason, "let the user that runs timelake read "+e.landing.(*storage.LocalStore).Path("gw-2/locked")+" (a folder also needs execute permission") {
+			t.Fatalf("run %d: %+v", run, f)
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="a landing folder could not be listed: its files are not loaded until it can be" key=gw-2/locked/`) {
+		t.Errorf("no warning names the folder:\n%s", logs.String())
+	}
+	cfg.Landing = e.landing // readable again
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil || rep.Loaded != 1 || rep.Files[0].Key != "gw-2/locked/b.csv" || rep.Partial() {
+		t.Fatalf("run once readable: %+v, %v", rep, err)
+	}
+}
+
+// TestFolderOfAnotherUserFailsAlone is TestUnreadableFolderFailsAlone with
+// real permissions (not as root, whom they do not stop), through the
+// LocalStore itself.
+func TestFolderOfAnotherUserFailsAlone(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root: folder permissions do not stop root (TestUnreadableFolderFailsAlone fakes the refusal)")
+	}
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw-1/a.csv", csvFile(readings(1, 0, 3), false, false))
+	e.put(t, "gw-2/locked/b.csv", csvFile(readings(2, 1, 3), false, false))
+	locked := e.landing.(*storage.LocalStore).Path("gw-2/locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != 1 || rep.Failed != 1 || !rep.Partial() {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	if f := rep.Files[1]; f.Key != "gw-2/locked/" || f.Status != ingest.Failed || !strings.Contains(f.Reason, "permission denied") {
+		t.Fatalf("the folder: %+v", f)
 	}
 }
