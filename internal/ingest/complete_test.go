@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -306,4 +307,63 @@ func tableNotes(t *testing.T, e env) []string {
 		out[i] = n.text
 	}
 	return out
+}
+
+// TestStaleTempFilesOfTheLandingFolderAreRemoved: the temporary and lock
+// files that killed writes leave in a local landing folder (in the
+// gateways' folders, the quarantine, the lease folder) are removed by a
+// run once an hour old, below its own prefix; younger ones (a write under
+// way) and other writers' hidden files stay, as do those below another
+// poller's prefix.
+func TestStaleTempFilesOfTheLandingFolderAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	old, young := time.Now().Add(-2*time.Hour), time.Now().Add(-time.Minute)
+	for _, prefix := range []string{"", "gw-1/"} {
+		t.Run("prefix "+prefix, func(t *testing.T) {
+			e := localEnv(t)
+			dir := e.landing.(*storage.LocalStore).Path("")
+			stale := []string{"gw-1/file00992.csv.tl-lock", "gw-1/.tl-tmp-a.csv-bd51473cba2a9e7b",
+				"_rejected/gw-1/.tl-tmp-b.csv.error.json-d683ece8a2bd53fb", "_timelake/lease/.tl-tmp-iot.readings.json-4dafe0c1ca6574b7"}
+			kept := []string{"gw-1/.tl-tmp-writing.csv-0123456789abcdef", "gw-1/being-copied.csv.tl-lock", // young: a write under way
+				"gw-1/.logger.csv.swp", "gw-1/.rsync.csv.Xy12Ab"} // other writers' names
+			other := []string{"gw-2/.tl-tmp-c.csv-00112233aabbccdd", "gw-2/file1.csv.tl-lock"}
+			if prefix == "" {
+				stale = append(stale, other...)
+			} else {
+				kept = append(kept, other...)
+			}
+			for _, k := range slices.Concat(stale, kept) {
+				p := filepath.Join(dir, filepath.FromSlash(k))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				at := old
+				if strings.Contains(k, "writing") || strings.Contains(k, "being-copied") {
+					at = young
+				}
+				if err := os.Chtimes(p, at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.put(t, "gw-1/a.csv", csvFile(readings(1, 0, 3), false, false))
+			cfg := e.config()
+			cfg.Prefix = prefix
+			if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
+				t.Fatalf("run: %+v, %v", rep, err)
+			}
+			for _, k := range stale {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(k))); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s: %v, want it removed", k, err)
+				}
+			}
+			for _, k := range kept {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(k))); err != nil {
+					t.Errorf("%s: %v, want it kept", k, err)
+				}
+			}
+		})
+	}
 }

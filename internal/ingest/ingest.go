@@ -314,6 +314,10 @@ type runner struct {
 	leaseKey  string
 	probeOnce sync.Once
 	probeErr  error
+
+	// tempSwept is when removeStaleTemp last looked (a session lists
+	// again and again).
+	tempSwept time.Time
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -520,12 +524,67 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	return ctx, release, nil
 }
 
+// staleTempAge is the age after which a temporary file of a write to a
+// local landing folder (storage.LocalStore's .tl-tmp-* files: an upload
+// into the folder, a quarantine copy and its report, a requeue, a lease
+// write) and a lock file of its compare-and-swaps (*.tl-lock) are left by
+// a process that died: a write keeps its temporary file's modification
+// time fresh while it copies (from a local file or memory, without pauses),
+// and a lock is held for the microseconds of a stat and a rename (a lock
+// older than 30 seconds is broken by the next writer anyway). An hour is
+// far beyond both: no write under way, timelake's or another run's, loses
+// its file. Names of other writers (.name.tmp, rsync's .name.XXXXXX) are
+// never touched.
+const staleTempAge = time.Hour
+
+// removeStaleTemp removes, in a local landing folder, the temporary and
+// lock files older than staleTempAge that killed processes left below the
+// run's prefix, below the quarantine of that prefix, and in the lease
+// folder (storage.LocalStore.StaleTemp; orphan removal does the same for
+// a local table). It runs once per run, at most every staleTempAge/6 in a
+// session, only under the lease; it is best effort: a failure is logged.
+func (r *runner) removeStaleTemp(ctx context.Context) {
+	if r.cfg.DryRun || r.leaseKey == "" || time.Since(r.tempSwept) < staleTempAge/6 {
+		return
+	}
+	r.tempSwept = time.Now()
+	before := time.Now().Add(-staleTempAge)
+	type sweep struct {
+		store  storage.Store
+		prefix string
+	}
+	q := r.bucket.QuarantineFolder()
+	sweeps := []sweep{{r.cfg.Landing, r.cfg.Prefix}}
+	if r.cfg.Prefix != "" { // else the first sweep covers them
+		sweeps = append(sweeps, sweep{r.cfg.Landing, q + r.cfg.Prefix}, sweep{r.cfg.Landing, q + landing.HashedFolder})
+	}
+	if r.cfg.LeaseStore != r.cfg.Landing || r.cfg.Prefix != "" {
+		sweeps = append(sweeps, sweep{r.cfg.LeaseStore, landing.ReservedPrefix + "lease/"})
+	}
+	removed := 0
+	for _, sw := range sweeps {
+		st, ok := sw.store.(*storage.LocalStore)
+		if !ok {
+			continue
+		}
+		gone, err := st.StaleTemp(ctx, sw.prefix, before, false)
+		removed += len(gone)
+		if err != nil {
+			r.log.Warn("temporary files of killed writes not removed", "folder", st.URI(), "prefix", sw.prefix, "err", err)
+		}
+	}
+	if removed > 0 {
+		r.log.Info("removed temporary and lock files that killed writes left in the landing folder", "files", removed)
+	}
+}
+
 // list lists the files to load, in key order, up to MaxFiles (Remaining
 // is set when more wait). A folder of a local landing folder that cannot
 // be read (storage.UnlistedError) fails alone: the others are listed, and
 // each gap is logged and returned as a failed result (unlisted) naming it
 // and the fix.
 func (r *runner) list(ctx context.Context) (files []storage.ObjectInfo, unlisted []FileResult, err error) {
+	r.removeStaleTemp(ctx)
 	errEnough := errors.New("enough")
 	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
