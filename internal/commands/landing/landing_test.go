@@ -346,8 +346,8 @@ func TestRequeueAndDiscardOddKeysPerFile(t *testing.T) {
 			for _, args := range [][]string{{"--all", "--dry-run"}, {"--reason", "warm", "--dry-run"}} {
 				r := run(t, env, append([]string{"landing", "requeue", "--json"}, args...)...)
 				var rep struct {
-					Files []landing.RequeueResult `json:"files"`
-					Failed int                    `json:"failed"`
+					Files  []landing.RequeueResult `json:"files"`
+					Failed int                     `json:"failed"`
 				}
 				if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != cmdutil.ExitOK || len(rep.Files) != 2 || rep.Failed != 0 {
 					t.Fatalf("requeue %v: exit %d, %+v (%v)\n%s%s", args, r.code, rep, err, r.out, r.errOut)
