@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/timelake/timelake/internal/ingest"
@@ -277,30 +278,18 @@ func TestWriterPausedInsideAQuotedValue(t *testing.T) {
 // tableNotes returns the note column of the table, in time order.
 func tableNotes(t *testing.T, e env) []string {
 	t.Helper()
-	tbl, err := e.lake.LoadTable(context.Background(), tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
-	tr := array.NewTableReader(at, -1)
-	defer tr.Release()
 	type note struct {
 		at   int64
 		text string
 	}
 	var notes []note
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
 		ts := rec.Column(rec.Schema().FieldIndices("time")[0]).(*array.Timestamp)
 		col := rec.Column(rec.Schema().FieldIndices("note")[0]).(*array.String)
 		for i := 0; i < int(rec.NumRows()); i++ {
 			notes = append(notes, note{int64(ts.Value(i)), col.Value(i)})
 		}
-	}
+	})
 	slices.SortFunc(notes, func(a, b note) int { return int(a.at - b.at) })
 	out := make([]string, len(notes))
 	for i, n := range notes {
