@@ -20,11 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -322,6 +324,10 @@ type runner struct {
 	probeOnce sync.Once
 	probeErr  error
 
+	// tempSwept is when removeStaleTemp last looked (a session lists
+	// again and again).
+	tempSwept time.Time
+
 	// loadedBy says how a key of this run or load reached it
 	// (lake.LoadedByPoll, ...: the snapshot summary's timelake.loaded-by;
 	// "" for nothing said); nil says nothing.
@@ -449,9 +455,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if r.cfg.OnPlan != nil {
 		r.cfg.OnPlan(r.rep)
 	}
-	files, err := r.list(ctx)
+	files, unlisted, err := r.list(ctx)
 	if err != nil {
 		return err
+	}
+	for _, u := range unlisted {
+		r.record(u)
 	}
 	return r.load(ctx, files)
 }
@@ -500,7 +509,8 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
-	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+	var gaps *storage.UnlistedError // the folder is there: a gap below it is the listing's to report
+	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil && !errors.As(err, &gaps) {
 		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
 			return ctx, release, p
 		}
@@ -533,12 +543,69 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	return ctx, release, nil
 }
 
+// staleTempAge is the age after which a temporary file of a write to a
+// local landing folder (storage.LocalStore's .tl-tmp-* files: an upload
+// into the folder, a quarantine copy and its report, a requeue, a lease
+// write) and a lock file of its compare-and-swaps (*.tl-lock) are left by
+// a process that died: a write keeps its temporary file's modification
+// time fresh while it copies (from a local file or memory, without pauses),
+// and a lock is held for the microseconds of a stat and a rename (a lock
+// older than 30 seconds is broken by the next writer anyway). An hour is
+// far beyond both: no write under way, timelake's or another run's, loses
+// its file. Names of other writers (.name.tmp, rsync's .name.XXXXXX) are
+// never touched.
+const staleTempAge = time.Hour
+
+// removeStaleTemp removes, in a local landing folder, the temporary and
+// lock files older than staleTempAge that killed processes left below the
+// run's prefix, below the quarantine of that prefix, and in the lease
+// folder (storage.LocalStore.StaleTemp; orphan removal does the same for
+// a local table). It runs once per run, at most every staleTempAge/6 in a
+// session, only under the lease; it is best effort: a failure is logged.
+func (r *runner) removeStaleTemp(ctx context.Context) {
+	if r.cfg.DryRun || r.leaseKey == "" || time.Since(r.tempSwept) < staleTempAge/6 {
+		return
+	}
+	r.tempSwept = time.Now()
+	before := time.Now().Add(-staleTempAge)
+	type sweep struct {
+		store  storage.Store
+		prefix string
+	}
+	q := r.bucket.QuarantineFolder()
+	sweeps := []sweep{{r.cfg.Landing, r.cfg.Prefix}}
+	if r.cfg.Prefix != "" { // else the first sweep covers them
+		sweeps = append(sweeps, sweep{r.cfg.Landing, q + r.cfg.Prefix}, sweep{r.cfg.Landing, q + landing.HashedFolder})
+	}
+	if r.cfg.LeaseStore != r.cfg.Landing || r.cfg.Prefix != "" {
+		sweeps = append(sweeps, sweep{r.cfg.LeaseStore, landing.ReservedPrefix + "lease/"})
+	}
+	removed := 0
+	for _, sw := range sweeps {
+		st, ok := sw.store.(*storage.LocalStore)
+		if !ok {
+			continue
+		}
+		gone, err := st.StaleTemp(ctx, sw.prefix, before, false)
+		removed += len(gone)
+		if err != nil {
+			r.log.Warn("temporary files of killed writes not removed", "folder", st.URI(), "prefix", sw.prefix, "err", err)
+		}
+	}
+	if removed > 0 {
+		r.log.Info("removed temporary and lock files that killed writes left in the landing folder", "files", removed)
+	}
+}
+
 // list lists the files to load, in key order, up to MaxFiles (Remaining
-// is set when more wait).
-func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
-	var files []storage.ObjectInfo
+// is set when more wait). A folder of a local landing folder that cannot
+// be read (storage.UnlistedError) fails alone: the others are listed, and
+// each gap is logged and returned as a failed result (unlisted) naming it
+// and the fix.
+func (r *runner) list(ctx context.Context) (files []storage.ObjectInfo, unlisted []FileResult, err error) {
+	r.removeStaleTemp(ctx)
 	errEnough := errors.New("enough")
-	err := r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough
@@ -546,10 +613,46 @@ func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 		files = append(files, o)
 		return nil
 	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	var gaps *storage.UnlistedError
+	if errors.As(err, &gaps) {
+		for _, g := range gaps.Gaps {
+			if r.bucket.Skipped(g.Key) {
+				continue // a hidden folder, the quarantine: nothing there is loaded anyway
+			}
+			res := unlistedResult(r.cfg.Landing, g)
+			r.log.Warn("a landing folder could not be listed: its files are not loaded until it can be", "key", g.Key, "err", g.Err, "fix", unlistedFix(r.cfg.Landing, g))
+			unlisted = append(unlisted, res)
+		}
+		err = nil
 	}
-	return files, nil
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	}
+	return files, unlisted, nil
+}
+
+// unlistedResult is the failed result of a gap of a local landing folder's
+// listing: the folder (its key ends in "/") or the file, why, and the fix.
+func unlistedResult(st storage.Store, g storage.Unlisted) FileResult {
+	what := "folder"
+	if !strings.HasSuffix(g.Key, "/") {
+		what = "file"
+	}
+	return FileResult{Key: g.Key, Status: Failed,
+		Reason: fmt.Sprintf("this %s could not be listed (%v): %s; its files stay in the landing folder and a later run lists it again",
+			what, g.Err, unlistedFix(st, g))}
+}
+
+// unlistedFix says how to let timelake list a gap of a listing.
+func unlistedFix(st storage.Store, g storage.Unlisted) string {
+	path := g.Key
+	if ls, ok := st.(interface{ Path(string) string }); ok {
+		path = ls.Path(strings.TrimSuffix(g.Key, "/"))
+	}
+	if errors.Is(g.Err, fs.ErrPermission) {
+		return "let the user that runs timelake read " + path + " (a folder also needs execute permission: chmod, chown)"
+	}
+	return "check " + path + " and its disk"
 }
 
 // load loads files in the order given: one by one until the table exists

@@ -200,8 +200,8 @@ func dropGatewayFiles(t *testing.T, e env) []string {
 	return want
 }
 
-// tableRows scans the table and renders its rows like reading.String.
-func tableRows(t *testing.T, e env) []string {
+// eachRecord scans the table and calls fn with each record batch.
+func eachRecord(t *testing.T, e env, fn func(rec arrow.RecordBatch)) {
 	t.Helper()
 	tbl, err := e.lake.LoadTable(context.Background(), tableName)
 	if err != nil {
@@ -214,9 +214,16 @@ func tableRows(t *testing.T, e env) []string {
 	defer at.Release()
 	tr := array.NewTableReader(at, -1)
 	defer tr.Release()
-	var out []string
 	for tr.Next() {
-		rec := tr.RecordBatch()
+		fn(tr.RecordBatch())
+	}
+}
+
+// tableRows scans the table and renders its rows like reading.String.
+func tableRows(t *testing.T, e env) []string {
+	t.Helper()
+	var out []string
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
 		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
 		dev := col("device_id").(*array.String)
 		ts := col("time").(*array.Timestamp)
@@ -227,7 +234,7 @@ func tableRows(t *testing.T, e env) []string {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			out = append(out, fmt.Sprintf("%s|%d|%g", dev.Value(i), ts.Value(i), temp.Value(i)))
 		}
-	}
+	})
 	sort.Strings(out)
 	return out
 }

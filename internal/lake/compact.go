@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/settings/quantity"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // Compaction rewrites the small data files of a partition into fewer,
@@ -475,6 +476,13 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 		g := &groups[i]
 		out, err := t.rewriteGroup(ctx, g)
+		if errors.Is(err, storage.ErrSymlink) {
+			// A file of a local table that is a symbolic link is never
+			// read (paths.go): its group stays as it is, the others are
+			// compacted.
+			t.lake.log.Warn("data files not compacted: one is a symbolic link", "table", t.name.String(), "partition", g.Partition, "err", err)
+			continue
+		}
 		if isNotExist(err) {
 			if gone, lerr := t.replacedMeanwhile(ctx, g); lerr == nil && gone {
 				res.Dropped++ // another round compacted these files and expired them first

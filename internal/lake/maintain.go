@@ -370,7 +370,8 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		}
 	}
 	_, herr := t.LoadHistory(ctx)
-	if refused := len(refusedSegments(t.Properties())) > 0; (refused || errors.Is(herr, ErrLoadHistoryMissing)) && !opts.DryRun {
+	refused := len(refusedSegments(t.Properties()))+len(t.lake.linkedSegments(t.name, t.Properties())) > 0
+	if (refused || errors.Is(herr, ErrLoadHistoryMissing)) && !opts.DryRun {
 		if rep.DroppedSegments, err = t.dropMissingSegments(ctx); err != nil {
 			return rep, err
 		}

@@ -92,7 +92,9 @@ func (m *outcomesMutation) build(ctx context.Context, base *head, v versionRef, 
 		m.written = append(m.written, name)
 	}
 	for _, s := range slices.Concat(plan.merge, plan.dropped) {
-		a.replaced = append(a.replaced, s.name)
+		if !t.lake.linkedSegment(t.name, s.name) { // a link is never deleted
+			a.replaced = append(a.replaced, s.name)
+		}
 	}
 	m.bases[attempt] = a
 	return outcomeLog.withSegments(base, segs, v, now)
@@ -127,11 +129,12 @@ func (m *outcomesMutation) finish(ctx context.Context, won int, unknown bool) {
 // holds one batch of a segment's records at a time, whatever the size of
 // the history.
 //
-// A segment gone from the store is skipped: missing names those the
-// newest version still names (deleted by hand or by another tool: the keys
-// of a load history segment are then no longer recognised), while one the
-// newest version no longer names was merged away during the scan and is
-// skipped silently. Errors: fn's, reading a segment, refreshing the table.
+// A segment gone from the store (or, in a local table, a symbolic link,
+// which is never read) is skipped: missing names those the newest version
+// still names (deleted by hand or by another tool: the keys of a load
+// history segment are then no longer recognised), while one the newest
+// version no longer names was merged away during the scan and is skipped
+// silently. Errors: fn's, reading a segment, refreshing the table.
 func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (missing []string, err error) {
 	h, _ := t.loaded()
 	props := h.props()
@@ -155,7 +158,10 @@ func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (mis
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		for _, seg := range g.segments(props) {
 			body, err := t.lake.segmentBytes(ctx, t.name, seg.name)
-			if errors.Is(err, storage.ErrNotExist) {
+			if errors.Is(err, storage.ErrSymlink) {
+				t.lake.noteLinked(t.name, seg.name) // never read: as good as missing
+			}
+			if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
 				gone = append(gone, seg.name)
 				continue
 			}

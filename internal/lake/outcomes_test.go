@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +205,72 @@ func TestMissingOutcomeSegmentIsDroppedByItsMerge(t *testing.T) {
 		t.Error("the lost segment came back")
 	} else if !isStoreNotExist(err) {
 		t.Fatal(err)
+	}
+}
+
+// TestOutcomeLogWithLinkedSegments: outcome log entries that are symbolic
+// links in a local table's metadata folder are never read or deleted: a
+// scan names them missing, a full tier of them that new outcomes join is
+// merged without them and leaves them as they are, and maintenance after a
+// scan drops one still named.
+func TestOutcomeLogWithLinkedSegments(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	victim := filepath.Join(t.TempDir(), "victim.parquet")
+	if err := os.WriteFile(victim, []byte("outside the table\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)))
+	at := time.Now().UTC()
+	var links []string
+	for range historyMergeFanIn - 1 {
+		links = append(links, outcomeLog.segmentName(at, 1)) // the tier the new outcomes join: merged
+	}
+	for _, name := range links {
+		if err := os.Symlink(victim, filepath.Join(meta, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropLoadOutcomes: strings.Join(links, ",")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, missing := scanAll(t, tbl); !slices.Equal(missing, links) {
+		t.Errorf("missing %v, want the links %v", missing, links)
+	}
+	if err := tbl.RecordOutcomes(ctx, []LoadRecord{{Key: "gw/a.csv", LoadedAt: at, Status: OutcomeDuplicate}}); err != nil {
+		t.Fatal(err)
+	}
+	segs := outcomeLog.segments(tbl.Properties())
+	if len(segs) != 1 || slices.Contains(links, segs[0].name) {
+		t.Fatalf("outcome segments %v, want only the one written", segs)
+	}
+	for _, name := range links {
+		if fi, err := os.Lstat(filepath.Join(meta, name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("link %s: %v; want it left", name, err)
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "outside the table\n" {
+		t.Fatalf("the file the links point at: %q, %v", b, err)
+	}
+
+	// One link named on its own stays named until maintenance drops it.
+	named := segs[0].name + "," + links[0]
+	if err := tbl.SetProperties(ctx, map[string]string{PropLoadOutcomes: named}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, missing := scanAll(t, tbl); !slices.Equal(missing, links[:1]) || len(got) != 1 {
+		t.Fatalf("scan: %v, missing %v; want the outcome and the link missing", got, missing)
+	}
+	rep, err := tbl.Maintain(ctx, MaintainOptions{})
+	if err != nil || !slices.Equal(rep.DroppedSegments, links[:1]) {
+		t.Fatalf("maintenance dropped %v, %v; want the link", rep.DroppedSegments, err)
+	}
+	if got := outcomeLog.segments(tbl.Properties()); len(got) != 1 || got[0].name != segs[0].name {
+		t.Fatalf("after maintenance %v, want %s", got, segs[0].name)
 	}
 }

@@ -310,7 +310,7 @@ var (
 
 	OpenEndSettleTime = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "open-end-settle-time", Env: []string{"TIMELAKE_OPEN_END_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
-		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Duration(0, "10m")})
 
@@ -449,7 +449,7 @@ var (
 
 	SpoolOpenEndMinAge = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "open-end-min-age", Env: []string{"TIMELAKE_SPOOL_OPEN_END_MIN_AGE"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
-		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Duration(0, "10m")})
 
