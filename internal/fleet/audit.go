@@ -68,9 +68,14 @@ const (
 	// table names and the store lacks (deleted by hand or by another
 	// tool): the keys they held are no longer recognised as loaded.
 	FindingHistoryMissing = "history-segment-missing"
+	// FindingUnlisted: folders (or files) of a local landing folder, or
+	// of its quarantine, that could not be listed (storage.UnlistedError:
+	// permission denied, an I/O error): their files are neither loaded
+	// nor audited until they can be.
+	FindingUnlisted = "unlisted"
 )
 
-var findingOrder = []string{FindingStuck, FindingChanged, FindingLeftAfterLoad, FindingQuarantined, FindingSweepLoaded, FindingHistoryMissing}
+var findingOrder = []string{FindingStuck, FindingChanged, FindingLeftAfterLoad, FindingQuarantined, FindingSweepLoaded, FindingHistoryMissing, FindingUnlisted}
 
 // findingText is what each finding means, and what to do.
 var findingText = map[string]string{
@@ -80,6 +85,7 @@ var findingText = map[string]string{
 	FindingQuarantined:    "files in the quarantine: fix the cause and requeue them (timelake landing requeue), or discard them (timelake landing discard)",
 	FindingSweepLoaded:    "files loaded by serve's sweep, not by their notification: notifications are being lost (check the bucket's notification set-up, and whether serve was down)",
 	FindingHistoryMissing: "history segments the table names are gone from the store: the keys they held are no longer recognised as loaded (timelake tables maintain drops them from the table)",
+	FindingUnlisted:       "folders of the landing folder that could not be listed: their files are neither loaded nor audited; let the user that runs timelake read them (a folder also needs execute permission)",
 }
 
 // AuditOptions are the inputs of Audit.
@@ -325,6 +331,7 @@ func (a *auditor) landing(ctx context.Context, hist *lake.LoadHistory, now time.
 	if werr := g.Wait(); werr != nil {
 		return werr
 	}
+	err = a.unlisted(err, false)
 	if err != nil {
 		return fmt.Errorf("list landing %s: %w", o.Bucket.Store.URI(), err)
 	}
@@ -411,8 +418,29 @@ func (a *auditor) quarantine(ctx context.Context) error {
 			Modified: timePtr(r.At), QuarantinedTo: r.QuarantinedTo, Detail: r.Reason})
 		return nil
 	})
-	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+	if err = a.unlisted(err, true); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return err
+	}
+	return nil
+}
+
+// unlisted adds the gaps of a local listing (storage.UnlistedError, which
+// LocalStore.List returns after listing everything else) as findings, and
+// returns err without them: nil when they were all it said. Of the landing
+// listing, the gaps ingest never loads from (hidden folders, the
+// quarantine, which its own listing reports) are left out as ingest
+// leaves them out.
+func (a *auditor) unlisted(err error, quarantine bool) error {
+	var gaps *storage.UnlistedError
+	if !errors.As(err, &gaps) {
+		return err
+	}
+	for _, g := range gaps.Gaps {
+		if !quarantine && a.o.Bucket.Skipped(g.Key) {
+			continue
+		}
+		a.add(FindingUnlisted, AuditFile{Key: g.Key, Gateway: GatewayOf(g.Key, a.o.Depth),
+			Detail: "could not be listed: " + g.Err.Error()})
 	}
 	return nil
 }

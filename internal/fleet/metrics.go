@@ -26,7 +26,7 @@ type Collector struct {
 	st *Status
 
 	lastLanded, lastLoaded, newestRow, waiting, oldestWaiting, quarantined, lastDay, silent *prometheus.Desc
-	gateways, silentGateways, expected, statusAt, missing                                   *prometheus.Desc
+	gateways, silentGateways, expected, statusAt, missing, unlisted                         *prometheus.Desc
 }
 
 // NewCollector returns a Collector without a status.
@@ -48,6 +48,7 @@ func NewCollector() *Collector {
 		expected:       d("timelake_gateway_expected_interval_seconds", "How often each gateway is expected to land a file (--expect-every, timelake.expect-every); absent when not set.", tbl, nil),
 		statusAt:       d("timelake_status_timestamp_seconds", "Unix time the gateway figures were computed.", tbl, nil),
 		missing:        d("timelake_history_segments_missing", "History segments the table names that are missing from the store.", tbl, nil),
+		unlisted:       d("timelake_landing_unlisted", "Folders and files of a local landing folder or its quarantine that could not be listed (their files are not counted).", tbl, nil),
 	}
 }
 
@@ -68,7 +69,7 @@ func (c *Collector) Status() *Status {
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.lastLanded, c.lastLoaded, c.newestRow, c.waiting, c.oldestWaiting, c.quarantined,
-		c.lastDay, c.silent, c.gateways, c.silentGateways, c.expected, c.statusAt, c.missing} {
+		c.lastDay, c.silent, c.gateways, c.silentGateways, c.expected, c.statusAt, c.missing, c.unlisted} {
 		ch <- d
 	}
 }
@@ -88,6 +89,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.silentGateways, float64(st.Silent), table)
 	gauge(c.statusAt, unix(&st.At), table)
 	gauge(c.missing, float64(len(st.MissingSegments)), table)
+	gauge(c.unlisted, float64(len(st.Unlisted)), table)
 	if st.ExpectEverySeconds != nil {
 		gauge(c.expected, *st.ExpectEverySeconds, table)
 	}

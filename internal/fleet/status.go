@@ -59,6 +59,10 @@ type Status struct {
 	// MissingSegments are history segments the table names and the store
 	// lacks: what they told is not in these figures.
 	MissingSegments []string `json:"missing_segments,omitempty"`
+	// Unlisted are the folders (keys ending in "/") and files of a local
+	// landing folder, or of its quarantine, that could not be listed
+	// (storage.UnlistedError): their files are not in these figures.
+	Unlisted []string `json:"unlisted,omitempty"`
 }
 
 // ExpectEvery is the cadence as a duration (0: none).
@@ -170,7 +174,7 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	if err = st.noteUnlisted(err, o.Bucket.Skipped); err != nil {
 		return nil, fmt.Errorf("list landing %s: %w", o.Bucket.Store.URI(), err)
 	}
 	err = o.Bucket.Store.List(ctx, o.Bucket.QuarantineKeyPrefix(), func(obj storage.ObjectInfo) error {
@@ -185,7 +189,7 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		f.landed = later(f.landed, obj.LastModified)
 		return nil
 	})
-	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+	if err = st.noteUnlisted(err, nil); err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("list the quarantine of %s: %w", o.Bucket.Store.URI(), err)
 	}
 	if o.Table != nil {
@@ -231,4 +235,20 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		st.Gateways = append(st.Gateways, g)
 	}
 	return st, nil
+}
+
+// noteUnlisted adds the gaps of a local listing (storage.UnlistedError,
+// returned after everything else was listed) to st.Unlisted, but those
+// skip says ingest never loads from, and returns err without them.
+func (st *Status) noteUnlisted(err error, skip func(key string) bool) error {
+	var gaps *storage.UnlistedError
+	if !errors.As(err, &gaps) {
+		return err
+	}
+	for _, g := range gaps.Gaps {
+		if skip == nil || !skip(g.Key) {
+			st.Unlisted = append(st.Unlisted, g.Key)
+		}
+	}
+	return nil
 }

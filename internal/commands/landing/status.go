@@ -162,5 +162,8 @@ func RenderStatus(o Output, st *fleet.Status) error {
 	if err == nil && len(st.MissingSegments) > 0 {
 		_, err = iostreams.Fprintf(o.IO.Out, "history segments missing (their files are not counted): %v\n", st.MissingSegments)
 	}
+	if err == nil && len(st.Unlisted) > 0 {
+		_, err = iostreams.Fprintf(o.IO.Out, "could not be listed (their files are not counted; timelake landing audit names why): %v\n", st.Unlisted)
+	}
 	return err
 }
