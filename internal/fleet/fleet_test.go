@@ -111,7 +111,7 @@ var schema = arrow.NewSchema([]arrow.Field{
 
 var tableName = lake.TableName{Namespace: "iot", Name: "readings"}
 
-func newTable(t *testing.T, l *lake.Lake) *lake.Table {
+func newTable(t testing.TB, l *lake.Lake) *lake.Table {
 	t.Helper()
 	tbl, err := l.CreateTable(context.Background(), tableName, schema, lake.CreateSpec{TimeColumn: "time", Partition: lake.Day})
 	if err != nil {
@@ -122,7 +122,7 @@ func newTable(t *testing.T, l *lake.Lake) *lake.Table {
 
 // load appends one row at rowTime as the file key with the landing
 // object's facts (size, SHA-256 of body, modification time, how it came).
-func load(t *testing.T, tbl *lake.Table, key, body string, rowTime, landed time.Time, by string) {
+func load(t testing.TB, tbl *lake.Table, key, body string, rowTime, landed time.Time, by string) {
 	t.Helper()
 	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
 	defer b.Release()
