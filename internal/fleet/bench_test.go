@@ -11,6 +11,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/peakheap"
 )
 
 // generatedLanding is a landing bucket of n keys of 100 gateways, made up
@@ -58,7 +59,7 @@ func BenchmarkAudit(b *testing.B) {
 			var peak uint64
 			for range b.N {
 				runtime.GC()
-				stop := samplePeakHeap(&peak)
+				stop := peakheap.Sample(&peak)
 				rep, err := Audit(ctx, AuditOptions{Bucket: bucket, Table: tbl, Now: now})
 				stop()
 				if err != nil {
@@ -82,25 +83,4 @@ func findingOf(rep *AuditReport, kind string) (Finding, bool) {
 		}
 	}
 	return Finding{}, false
-}
-
-// samplePeakHeap records the largest HeapInuse seen into peak until the
-// returned stop is called.
-func samplePeakHeap(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			*peak = max(*peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }

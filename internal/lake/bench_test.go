@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+
+	"github.com/timelake/timelake/internal/testutil/peakheap"
 )
 
 // BenchmarkAppend measures one append (one snapshot, one metadata write) on
@@ -166,7 +168,7 @@ func BenchmarkRewriteGroup(b *testing.B) {
 			var peak uint64
 			for range b.N {
 				runtime.GC()
-				stop := samplePeakHeap(&peak)
+				stop := peakheap.Sample(&peak)
 				var out []iceberg.DataFile
 				if mode == "merge" {
 					pooled, streamed := splitMergeInputs(inputs)
@@ -186,27 +188,6 @@ func BenchmarkRewriteGroup(b *testing.B) {
 			b.ReportMetric(float64(g.BytesIn)/(1<<20), "input-MiB")
 		})
 	}
-}
-
-// samplePeakHeap records the largest HeapInuse seen into peak until the
-// returned stop is called.
-func samplePeakHeap(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			*peak = max(*peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }
 
 // BenchmarkScanHistory measures ScanHistory over a day of 20 gateways
