@@ -1145,9 +1145,8 @@ func contentHash(f io.ReaderAt) (string, int64, error) {
 
 // admission is the share of the memory budget a file of the given decoded
 // size (decode.DecodedSize: a compressed file by its decompressed bytes)
-// holds while it is decoded and written, and the most decoded bytes it is
-// decoded into at once: its size, or the whole budget for a file larger
-// than it, which is then decoded in pieces.
+// holds while it is decoded and written: its size, or the whole budget for
+// a file larger than it, which is decoded in pieces of the budget.
 func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget) }
 
 // prepare takes one landing object as far as it goes before the commit:
@@ -1156,7 +1155,7 @@ func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget
 // item error that leaves the object in place. admit is called once, after
 // the download and before the decode, with the file's share of the memory
 // budget (admission), and blocks until the share is free (an error: ctx is
-// done). The file is decoded and written in pieces of at most its share
+// done). The file is decoded and written in pieces of at most the budget
 // (decode.DecodeEach, lake.BatchWriter), which commit as one snapshot.
 func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(share int64) error) *item {
 	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
@@ -1230,7 +1229,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content
 	}
-	p, dups, err := r.writePieces(ctx, o.Key, d, share, summary)
+	p, dups, err := r.writePieces(ctx, o.Key, d, summary)
 	var fatal *fatalError
 	switch {
 	case errors.As(err, &fatal):
@@ -1249,8 +1248,8 @@ type fatalError struct{ err error }
 
 func (e *fatalError) Error() string { return e.err.Error() }
 
-// writePieces decodes d in pieces of at most share decoded bytes (its
-// share of the memory budget) and writes each as data files of one batch
+// writePieces decodes d in pieces of at most the memory budget (decoded
+// bytes, decode.DecodedSize) and writes each as data files of one batch
 // (the file's snapshot, to commit). When
 // there is no table yet, the whole file is decoded first (nothing kept but
 // its schema), and the table is created from it only if every row decodes.
@@ -1258,10 +1257,10 @@ func (e *fatalError) Error() string { return e.err.Error() }
 // come back as they are, to quarantine it; others as a *fatalError. dups
 // counts the rows whose (series key, time) an earlier row of the same
 // piece has.
-func (r *runner) writePieces(ctx context.Context, key string, d *download, share int64, summary map[string]string) (*lake.Prepared, int64, error) {
+func (r *runner) writePieces(ctx context.Context, key string, d *download, summary map[string]string) (*lake.Prepared, int64, error) {
 	if r.tbl == nil {
 		var first decode.Decoded
-		err := r.decodeEach(ctx, d, share, func(dec *decode.Decoded) error {
+		err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
 			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
 			dec.Release()
 			return nil
@@ -1285,7 +1284,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, share
 			w = nil
 		}
 	}
-	err := r.decodeEach(ctx, d, share, func(dec *decode.Decoded) error {
+	err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
 		defer dec.Release()
 		if dec.Piece == 0 {
 			drop() // the decode started over
@@ -1318,10 +1317,10 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, share
 }
 
 // decodeEach decodes d (decode.DecodeEach) against the table, or for a new
-// one, in pieces of at most pieceBytes decoded bytes.
-func (r *runner) decodeEach(ctx context.Context, d *download, pieceBytes int64, fn func(*decode.Decoded) error) error {
+// one, in pieces of at most the memory budget.
+func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.Decoded) error) error {
 	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation,
-		CSV: r.cfg.CSV, Columns: r.cfg.Columns, PieceBytes: pieceBytes}
+		CSV: r.cfg.CSV, Columns: r.cfg.Columns, PieceBytes: r.memoryBudget()}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
