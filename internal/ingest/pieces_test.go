@@ -1,7 +1,6 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -10,11 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
@@ -26,31 +22,11 @@ import (
 const smallBudget = 1 << 20
 
 // oneRowGroupFile writes rows as one Parquet row group, as the large
-// exports of other tools are.
+// exports of other tools are (Snappy, no dictionaries).
 func oneRowGroupFile(t *testing.T, rows []reading) []byte {
 	t.Helper()
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
-		{Name: "device_id", Type: arrow.BinaryTypes.String},
-		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for _, r := range rows {
-		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(r.t.UnixMilli()))
-		b.Field(1).(*array.StringBuilder).Append(r.device)
-		b.Field(2).(*array.Float64Builder).Append(r.temp)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer tbl.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(false))
-	if err := pqarrow.WriteTable(tbl, &buf, int64(len(rows)), props, pqarrow.DefaultWriterProps()); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return parquetRowGroups(t, rows, len(rows),
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(false)))
 }
 
 // days counts the day partitions of rows.
