@@ -11,7 +11,12 @@
 // (docs/ingest.md, "What loads and what is refused"): text numbers follow
 // strict rules (numbers.go), wall-clock times must exist once in their
 // zone (timeparse.go), strings must be UTF-8 (utf8.go), and whole-file
-// problems are named (text.go). CSV dialects (a delimiter, a decimal
+// problems are named (text.go). DecodeEach hands a file over in pieces of
+// a bounded size (ingest's --memory-budget) with the rows, values and
+// errors of the whole decode, so that no file is held whole: Parquet
+// column chunks are read through a buffer, parallel CSV ranges are parsed
+// a few ahead, and a schema that depends on every row (inference,
+// evolution) is worked out one batch at a time. CSV dialects (a delimiter, a decimal
 // comma, null tokens, Excel's separator hint) are read only as configured
 // (CSV) or as the file itself says (the hint); a file may change an
 // existing table's schema only as DecodeOptions.Evolve allows (evolve.go).

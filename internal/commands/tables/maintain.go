@@ -21,7 +21,7 @@ type MaintainOptions struct {
 	Output
 	Lake    *lake.Lake
 	Table   lake.TableName
-	Budget  time.Duration // no step starts after it is used up; 0: no bound
+	Budget  time.Duration // the round ends within it plus lake.MaintenanceSlack; 0: no bound
 	DryRun  bool
 	Orphans bool // look for orphan files now, not only once an hour
 }
