@@ -163,7 +163,10 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 		return 0, err
 	}
 	defer c.Close()
-	cr := csv.NewReader(r)
+	// The line ends are checked as Decode checks them; quoted CRLFs are
+	// left as they are so that offsets stay those of the text.
+	ends := newLineEnds(r, ro.comma, false)
+	cr := csv.NewReader(ends)
 	cr.Comma = ro.comma
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -196,7 +199,7 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 		}
 		row++
 		if err != nil {
-			err := textReadError(ro, row, width, err)
+			err := textReadError(ro, row, width, ends.explain(err))
 			var fe *FileError
 			if errors.As(err, &fe) {
 				addLine(ro, src, gz, cols.read, fe)

@@ -229,8 +229,8 @@ func (c *chunkedText) parse(i int) {
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
-	r := io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size))
-	cr := arrowcsv.NewReader(r, sc,
+	ends := newLineEnds(io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size)), c.comma, true)
+	cr := arrowcsv.NewReader(ends, sc,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(c.comma),
 		arrowcsv.WithNullReader(true, c.ro.nulls...),
@@ -250,7 +250,7 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 				done = rec.NumRows()
 			}
 			// The reader counts the header it was fed as line 1.
-			res.err, res.read, res.errRow = shiftLines(err, ch.lines-1), true, res.rows+done+1
+			res.err, res.read, res.errRow = shiftLines(ends.explain(err), ch.lines-1), true, res.rows+done+1
 			return res.err
 		}
 		if !ok || cr.RecordBatch().NumRows() == 0 {
@@ -330,8 +330,15 @@ func compact(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, er
 	return out, nil
 }
 
-// shiftLines adds d to the line numbers of a CSV parse error.
+// shiftLines adds d to the line numbers of a CSV parse error or a line end
+// refused.
 func shiftLines(err error, d int64) error {
+	var le *lineEndError
+	if errors.As(err, &le) {
+		shifted := *le
+		shifted.line += d
+		return &shifted
+	}
 	var pe *csv.ParseError
 	if !errors.As(err, &pe) {
 		return err

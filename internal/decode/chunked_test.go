@@ -129,7 +129,7 @@ func TestChunkedDecodeMatchesSequential(t *testing.T) {
 		{
 			name: "invalid UTF-8 late", split: true,
 			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,Z\xfcrich,1,1,true,1\n" + genRows(40, okRow),
-			wantErr: `gw/c.csv: row 251 (line 252), column "device": value "Z\xfcrich" is not valid UTF-8 (byte 0xfc at byte offset 1 of the value)`,
+			wantErr: `gw/c.csv: row 251 (line 252), column "device": value "Z\xfcrich" is not valid UTF-8: the byte FC at byte offset 1 starts no UTF-8 character (in Latin-1 and Windows-1252 it is "ü"`,
 		},
 		{
 			name: "unnamed empty trailing column", split: true,

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -235,6 +236,10 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 			return newTimeRange(dst.(*arrow.TimestampType).Unit, isTime).passThrough(ro, col, dst), nil
 		case arrow.STRING, arrow.LARGE_STRING:
 			return utf8PassThrough(ro, col, dst), nil
+		case arrow.DECIMAL128:
+			return decimalPassThrough(ro, col, src.(*arrow.Decimal128Type), dst), nil
+		case arrow.TIME64:
+			return timeOfDayPassThrough(ro, col, dst), nil
 		}
 		return passThrough(dst), nil
 	}
@@ -312,7 +317,14 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		if text || isBinary(src) {
 			return build(ro, col, dst, func(arr arrow.Array) func(*array.BinaryBuilder, int) (string, string) {
 				get := bytesValues(arr)
-				return func(b *array.BinaryBuilder, i int) (string, string) { b.Append(get(i)); return "", "" }
+				return func(b *array.BinaryBuilder, i int) (string, string) {
+					v := get(i)
+					if ro.text && bytes.IndexByte(v, 0) >= 0 {
+						return string(v), nulProblem(string(v)) // CSV text holds no NUL bytes
+					}
+					b.Append(v)
+					return "", ""
+				}
 			}), nil
 		}
 		return nil, mismatch("")
@@ -367,6 +379,9 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 				}
 				return func(b *array.Time64Builder, i int) (string, string) {
 					v, _ := convertUnit(get(i), from, unit)
+					if reason := timeOfDayProblem(v, unit); reason != "" {
+						return strconv.FormatInt(get(i), 10) + " " + from.String(), reason
+					}
 					b.Append(arrow.Time64(v))
 					return "", ""
 				}
@@ -375,6 +390,11 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		return nil, mismatch("")
 
 	case *arrow.Decimal128Type:
+		if sd, ok := src.(*arrow.Decimal128Type); ok && sd.Scale == dt.Scale && sd.Precision <= dt.Precision {
+			// A wider precision holds every value (an Iceberg type
+			// promotion).
+			return decimalPassThrough(ro, col, sd, dst), nil
+		}
 		if text {
 			prec, scale := dt.Precision, dt.Scale
 			return build(ro, col, dst, textFill(func(b *array.Decimal128Builder, s string) string {
@@ -615,12 +635,12 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 					}
 					var ok bool
 					if v, ok = timeToUnit(inst, dst.Unit); !ok {
-						return shown(), "timestamp is out of range for " + typeName(dst)
+						return shown(), timestampRangeReason(shown(), raw, from, dst)
 					}
 				} else {
 					var ok bool
 					if v, ok = convertUnit(raw, from, dst.Unit); !ok {
-						return shown(), "timestamp is out of range for " + typeName(dst)
+						return shown(), timestampRangeReason(shown(), raw, from, dst)
 					}
 				}
 				if reason := rng.problem(v, ""); reason != "" {
@@ -686,6 +706,70 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 	return nil, mismatch("")
 }
 
+// decimalPassThrough relabels a decimal column of type src as dst (the same
+// scale, a precision at least src's), refusing a value with more digits
+// than src's precision. A Parquet DECIMAL's unscaled value has the bits of
+// its physical type, which hold more digits than the precision the column
+// declares (LogicalTypes.md, DECIMAL: the precision is "the number of
+// digits in the unscaled value"), and arrow-go reads it as it is; a table
+// column never holds a value beyond its type.
+func decimalPassThrough(ro *resolved, col string, src *arrow.Decimal128Type, dst arrow.DataType) convertFn {
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := arr.(*array.Decimal128).Value(i)
+		if v.FitsInPrecision(src.Precision) {
+			return "", ""
+		}
+		s := v.ToString(src.Scale)
+		return s, fmt.Sprintf("value %s has more digits than the precision %d of the column's type %s: the file holds a value its own type does not", s, src.Precision, typeName(src))
+	})
+}
+
+// checkedPassThrough is passThrough refusing the first non-null value that
+// problem gives a reason for (and the value as text).
+func checkedPassThrough(ro *resolved, col string, dst arrow.DataType, problem func(arr arrow.Array, i int) (value, reason string)) convertFn {
+	relabel := passThrough(dst)
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		for i := 0; i < arr.Len(); i++ {
+			if arr.IsNull(i) {
+				continue
+			}
+			if value, reason := problem(arr, i); reason != "" {
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}
+			}
+		}
+		return relabel(arr, rowBase)
+	}
+}
+
+// timeOfDayProblem returns the reason a time of day v (in unit) is
+// refused, or "": a time is of one day, 00:00:00 up to 23:59:59.999999
+// (Iceberg spec, "Primitive Types": time; Parquet LogicalTypes.md, TIME:
+// the time since midnight).
+func timeOfDayProblem(v int64, unit arrow.TimeUnit) string {
+	day, _ := convertUnit(86_400, arrow.Second, unit)
+	if v >= 0 && v < day {
+		return ""
+	}
+	shown := strconv.FormatInt(v, 10) + " " + unit.String()
+	if d := time.Duration(unit.Multiplier()); v > -day && v < 2*day {
+		shown = (time.Duration(v) * d).String()
+	}
+	return "time of day " + shown + " is not within a day (00:00:00 to 23:59:59.999999)"
+}
+
+// timeOfDayPassThrough is passThrough for a time column of the target's
+// type, refusing a time not within a day.
+func timeOfDayPassThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
+	unit := dst.(*arrow.Time64Type).Unit
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := int64(arr.(*array.Time64).Value(i))
+		if reason := timeOfDayProblem(v, unit); reason != "" {
+			return strconv.FormatInt(v, 10) + " " + unit.String(), reason
+		}
+		return "", ""
+	})
+}
+
 // epochHint follows the reason of an epoch time outside the accepted years.
 const epochHint = " (check --time-unit)"
 
@@ -717,6 +801,9 @@ func build[B array.Builder](ro *resolved, col string, dst arrow.DataType, prep f
 				continue
 			}
 			if value, reason := fill(b, i); reason != "" {
+				if nul := nulProblem(value); nul != "" && ro.text {
+					reason = nul // what is wrong with the text, more than that it does not parse
+				}
 				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}
 			}
 		}
@@ -835,7 +922,7 @@ func uint64Values(arr arrow.Array) func(int) uint64 {
 func float64Values(arr arrow.Array) func(int) float64 {
 	switch a := arr.(type) {
 	case *array.Float16:
-		return func(i int) float64 { return float64(a.Value(i).Float32()) }
+		return func(i int) float64 { return halfToFloat64(a.Value(i).Uint16()) }
 	case *array.Float32:
 		return func(i int) float64 { return float64(a.Value(i)) }
 	case *array.Float64:
@@ -847,6 +934,32 @@ func float64Values(arr arrow.Array) func(int) float64 {
 	}
 	get := uint64Values(arr)
 	return func(i int) float64 { return float64(get(i)) }
+}
+
+// halfToFloat64 widens an IEEE 754 binary16 value, given by its bits, to
+// the float64 of the same value (every half float is a float32 and a
+// float64 exactly): sign, 5 exponent bits with bias 15, 10 fraction bits;
+// exponent 0 is zero or the subnormal fraction * 2^-24, exponent 31
+// infinity or NaN (IEEE 754-2019 section 3.4). Own code because arrow-go's
+// float16.Num.Float32 (v18.8) copies a subnormal's fraction into a float32
+// subnormal without normalising it: 2^-24, about 6e-8, comes out as
+// 2^-136, about 1e-41.
+func halfToFloat64(bits uint16) float64 {
+	sign := 1.0
+	if bits&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(bits>>10&0x1f), float64(bits&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	}
+	return sign * math.Ldexp(1024+frac, exp-25)
 }
 
 // TypeName is the Iceberg name of the table type an Arrow type of a
@@ -892,6 +1005,22 @@ func typeName(dt arrow.DataType) string {
 	return dt.String()
 }
 
+// timestampRangeReason words a timestamp of a file that dst cannot hold:
+// the value (shown, as RFC 3339), as the file stores it (raw, in unit from
+// since the epoch: Parquet TIMESTAMP(MILLIS), (MICROS), (NANOS)), and the
+// range of dst (an int64 of its unit since the epoch: Iceberg's timestamp
+// and timestamptz hold microseconds, years -290308 to 294247).
+func timestampRangeReason(shown string, raw int64, from arrow.TimeUnit, dst *arrow.TimestampType) string {
+	lo := arrow.Timestamp(math.MinInt64).ToTime(dst.Unit).UTC().Format(time.RFC3339Nano)
+	hi := arrow.Timestamp(math.MaxInt64).ToTime(dst.Unit).UTC().Format(time.RFC3339Nano)
+	return fmt.Sprintf("timestamp %s (%d %s since 1970-01-01) is outside the range of %s, %s to %s",
+		quoteValue(shown), raw, unitWords[from], typeName(dst), lo, hi)
+}
+
+// unitWords names a time unit in a message.
+var unitWords = map[arrow.TimeUnit]string{arrow.Second: "seconds", arrow.Millisecond: "milliseconds",
+	arrow.Microsecond: "microseconds", arrow.Nanosecond: "nanoseconds"}
+
 // Times outside these years are refused in the time column, whatever the
 // source (text, epoch numbers, Parquet timestamps of any unit): they come
 // from a wrong --time-unit (milliseconds read as seconds land in year
@@ -931,21 +1060,14 @@ func (r timeRange) problem(v int64, hint string) string {
 // passThrough is passThrough for a timestamp column of the target's type,
 // checking the accepted years when r.check is set.
 func (r timeRange) passThrough(ro *resolved, col string, dst arrow.DataType) convertFn {
-	relabel := passThrough(dst)
 	if !r.check {
-		return relabel
+		return passThrough(dst)
 	}
-	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
-		a := arr.(*array.Timestamp)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				continue
-			}
-			if reason := r.problem(int64(a.Value(i)), ""); reason != "" {
-				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col,
-					Value: a.Value(i).ToTime(r.unit).Format(time.RFC3339Nano), Reason: reason}
-			}
+	return checkedPassThrough(ro, col, dst, func(arr arrow.Array, i int) (string, string) {
+		v := arr.(*array.Timestamp).Value(i)
+		if reason := r.problem(int64(v), ""); reason != "" {
+			return v.ToTime(r.unit).Format(time.RFC3339Nano), reason
 		}
-		return relabel(arr, rowBase)
-	}
+		return "", ""
+	})
 }

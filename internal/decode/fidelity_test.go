@@ -405,3 +405,39 @@ func TestDecimalText(t *testing.T) {
 		}
 	}
 }
+
+// TestHalfFloatWidening: every IEEE 754 binary16 value widens to its own
+// value. The positive values, in the order of their bits, step by 2^-24
+// through the subnormals and the first normals (no gap at the boundary),
+// the step doubling with each exponent after; a few are checked by value
+// (IEEE 754-2019 section 3.4).
+func TestHalfFloatWidening(t *testing.T) {
+	for bits, want := range map[uint16]float64{
+		0x0001: 5.9604644775390625e-08, // 2^-24
+		0x03ff: 6.097555160522461e-05,  // 1023 * 2^-24
+		0x0400: 6.103515625e-05,        // 2^-14
+		0x3c00: 1,
+		0xc000: -2,
+		0x7bff: 65504,
+		0x8001: -5.9604644775390625e-08,
+	} {
+		if got := halfToFloat64(bits); got != want {
+			t.Errorf("%#04x = %g, want %g", bits, got, want)
+		}
+	}
+	prev := 0.0
+	for bits := uint16(1); bits < 0x7c00; bits++ {
+		v := halfToFloat64(bits)
+		step := math.Ldexp(1, max(int((bits-1)>>10), 1)-25) // the step of the values below
+		if v-prev != step {
+			t.Fatalf("%#04x = %g: %g after %#04x, want a step of %g", bits, v, v-prev, bits-1, step)
+		}
+		if n := halfToFloat64(bits | 0x8000); n != -v {
+			t.Fatalf("%#04x = %g, want %g", bits|0x8000, n, -v)
+		}
+		prev = v
+	}
+	if !math.IsInf(halfToFloat64(0x7c00), 1) || !math.IsInf(halfToFloat64(0xfc00), -1) || !math.IsNaN(halfToFloat64(0x7e01)) || !math.Signbit(halfToFloat64(0x8000)) {
+		t.Error("infinities, NaN or -0 widened wrongly")
+	}
+}

@@ -202,8 +202,10 @@ func (inf *inference) pickTimeColumn() (int, error) {
 // values, and loading it then refuses the token, with a reason that names
 // the setting that reads it as null (CSV.Null), unless the file is loaded
 // with it. A column of nulls and such tokens only is a string, as is an
-// all-null column. Surrounding spaces are ignored, as in the conversion
-// that follows.
+// all-null column. A number with a leading zero (leadingZero: 007, -01,
+// 00.5) makes the column a string: it is an identifier (a zip code, a
+// device id) whose zeros a number would drop. Surrounding spaces are
+// ignored, as in the conversion that follows.
 func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType {
 	s := textSniff{canInt: true, canFloat: true, canBool: true}
 	for _, rec := range batches {
@@ -235,6 +237,10 @@ func (t *textSniff) add(ro *resolved, arr arrow.Array) {
 			}
 		}
 		t.seen = true
+		if leadingZero(s) {
+			t.canInt, t.canFloat, t.canBool = false, false, false
+			return
+		}
 		num, numProblem := s, ""
 		if ro.decimalComma {
 			num, numProblem = decimalPoint(s)
@@ -279,6 +285,16 @@ func (t *textSniff) dataType() arrow.DataType {
 		return arrow.FixedWidthTypes.Boolean
 	}
 	return arrow.BinaryTypes.String
+}
+
+// leadingZero reports whether s, after an optional sign, starts with a
+// zero followed by another digit ("007", "-01", "00.5", "0123"): a number
+// would drop that zero. "0", "-0", "0.5" and "0e3" have none.
+func leadingZero(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) >= 2 && s[0] == '0' && s[1] >= '0' && s[1] <= '9'
 }
 
 // normaliseType maps a Parquet-derived Arrow type to the type a new table

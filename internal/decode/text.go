@@ -27,6 +27,7 @@ type textSource struct {
 	cols   textColumns
 	r      *arrowcsv.Reader
 	stream *textStream
+	ends   *lineEnds // the text the reader reads
 	closer io.Closer
 	rows   int64 // data rows returned so far
 }
@@ -297,14 +298,15 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		est *= 8
 	}
 	chunk := int(min(int64(ro.batchRows), max(est, 256), pieceRows(ro, int64(dr.lineBytes))))
-	r := arrowcsv.NewReader(dr, cols.read,
+	ends := newLineEnds(dr, comma, true)
+	r := arrowcsv.NewReader(ends, cols.read,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(comma),
 		arrowcsv.WithNullReader(true, ro.nulls...),
 		arrowcsv.WithChunk(chunk),
 		arrowcsv.WithAllocator(ro.mem),
 	)
-	return &textSource{ro: ro, cols: cols, r: r, stream: dr, closer: dc}, nil
+	return &textSource{ro: ro, cols: cols, r: r, stream: dr, ends: ends, closer: dc}, nil
 }
 
 func (t *textSource) schema() *arrow.Schema { return t.cols.out }
@@ -318,7 +320,7 @@ func (t *textSource) next() (arrow.RecordBatch, error) {
 		if rec := t.r.RecordBatch(); rec != nil {
 			done = rec.NumRows()
 		}
-		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), err)
+		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), t.ends.explain(err))
 	}
 	if !ok {
 		return nil, nil
@@ -353,6 +355,11 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 	if errors.As(err, &se) {
 		return &FileError{Key: ro.key, Reason: se.reason, Err: se.err}
 	}
+	var le *lineEndError
+	if errors.As(err, &le) {
+		// addLine names the column (le.field of the header).
+		return &FileError{Key: ro.key, Row: row, Line: le.line + ro.lineOffset, Value: le.text, Reason: le.reason(), Err: le}
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		line := int64(pe.Line) + ro.lineOffset
@@ -372,13 +379,14 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 // locateRow finds data row row (1-based) of a text file by reading it again
 // with encoding/csv as arrow-go's reader does: the line the row starts on,
 // its number of fields, whether it holds a carriage return not followed by
-// a line feed, and the text of field col (0-based; "" when col is out of
-// range). ok is false when the file ends or fails before the row. Only a
-// refused file is read again, so this costs nothing on good files.
-func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR bool, cell string, ok bool) {
+// a line feed or a NUL byte, and the text of field col (0-based; "" when
+// col is out of range). ok is false when the file ends or fails before the
+// row. Only a refused file is read again, so this costs nothing on good
+// files.
+func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int64, fields int, bareCR, nul bool, cell string, ok bool) {
 	r, c, err := openTextStream(ro, src, gz, false)
 	if err != nil {
-		return 0, 0, false, "", false
+		return 0, 0, false, false, "", false
 	}
 	defer c.Close()
 	cr := csv.NewReader(r)
@@ -388,22 +396,21 @@ func locateRow(ro *resolved, src Source, gz bool, row int64, col int) (line int6
 	for i := int64(0); i <= row; i++ {
 		rec, err := cr.Read()
 		if err != nil {
-			return 0, 0, false, "", false
+			return 0, 0, false, false, "", false
 		}
 		if i == row {
 			l, _ := cr.FieldPos(0)
 			for _, f := range rec {
-				if strings.Contains(f, "\r") {
-					bareCR = true
-				}
+				bareCR = bareCR || strings.Contains(f, "\r")
+				nul = nul || strings.Contains(f, "\x00")
 			}
 			if col >= 0 && col < len(rec) {
 				cell = rec[col]
 			}
-			return int64(l) + ro.lineOffset, len(rec), bareCR, cell, true
+			return int64(l) + ro.lineOffset, len(rec), bareCR, nul, cell, true
 		}
 	}
-	return 0, 0, false, "", false
+	return 0, 0, false, false, "", false
 }
 
 // addLine completes a row error of a text file (header: the file's
@@ -420,7 +427,15 @@ func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileEr
 			col = idx[0]
 		}
 	}
-	line, fields, bareCR, cell, ok := locateRow(ro, src, gz, fe.Row, col)
+	var le *lineEndError
+	if errors.As(fe.Err, &le) {
+		if le.field < header.NumFields() {
+			fe.Column = header.Field(le.field).Name
+		}
+		fe.Err = nil
+		return
+	}
+	line, fields, bareCR, nul, cell, ok := locateRow(ro, src, gz, fe.Row, col)
 	if !ok {
 		return
 	}
@@ -437,6 +452,9 @@ func addLine(ro *resolved, src Source, gz bool, header *arrow.Schema, fe *FileEr
 		fe.Reason = fmt.Sprintf("wrong number of fields: the line has %d, the header has %d", fields, width)
 		if bareCR {
 			fe.Reason += " (the line holds a carriage return without a line feed: line ends must be LF or CRLF, not CR alone)"
+		}
+		if nul {
+			fe.Reason += " (the line holds NUL bytes: binary content, such as the zeros a file system leaves at the end of a file whose writing was cut off)"
 		}
 	}
 }
@@ -592,13 +610,25 @@ func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 		if utf16Like(head) {
 			return fail("the file looks like UTF-16 text without a byte order mark (every other byte is 0); only UTF-8 is read: save it as UTF-8")
 		}
-		return fail(fmt.Sprintf("binary content, not text: a NUL byte at byte offset %d; upload the CSV text itself", i+offsetOf(bom)))
+		// A NUL after a header and lines of plain text is in a value,
+		// which refuses the file naming its row and column (nulProblem).
+		if nl := bytes.IndexByte(head, '\n'); nl < 0 || i < nl || !plainText(head[:i]) {
+			return fail(fmt.Sprintf("binary content, not text: a NUL byte at byte offset %d; upload the CSV text itself", i+offsetOf(bom)))
+		}
 	}
 	line := head
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
 	if i := bytes.IndexByte(line, '\r'); i >= 0 && i+1 < len(line) && !quotedBefore(line, i) {
+		if i == len(line)-2 && line[i+1] == '\r' && len(line) < len(head) {
+			// The header ends CR CR LF: say so, as for a data line.
+			_, err := io.Copy(io.Discard, newLineEnds(bytes.NewReader(head[:len(line)+1]), ro.comma, false))
+			var le *lineEndError
+			if errors.As(err, &le) {
+				return &FileError{Key: ro.key, Line: 1 + ro.lineOffset, Reason: le.reason()}
+			}
+		}
 		return fail("the line ends are a carriage return alone (CR, as old Mac programs write them): convert them to LF or CRLF")
 	}
 	return nil
@@ -609,6 +639,17 @@ func offsetOf(bom bool) int {
 		return len(utf8BOM)
 	}
 	return 0
+}
+
+// plainText reports whether b is UTF-8 text without control characters
+// other than tab, line feed and carriage return.
+func plainText(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // utf16Like reports whether most of the first characters of b have a zero

@@ -24,6 +24,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -139,6 +140,11 @@ func files() map[string][]byte {
 	f["utf8/overlong.csv"] = secondDevice("\xc0\xaf")
 	f["utf8/surrogate.csv"] = secondDevice("\xed\xa0\x80")
 	text("utf8/multibyte.csv", header+"2026-01-05T10:00:00Z,Zürich,1\n2026-01-05T10:00:01Z,東京,2\n2026-01-05T10:00:02Z,😀,3\n2026-01-05T10:00:03Z,e\u0301,4\n")
+	f["utf8/java-modified-nul.csv"] = secondDevice("d\xc0\x801")
+	f["utf8/java-modified-emoji.csv"] = secondDevice("\xed\xa0\xbd\xed\xb8\x80")
+	f["utf8/java-modified-emoji.parquet"] = parquetFile(timeDeviceStrings(false, "ok", "\xed\xa0\xbd\xed\xb8\x80"))
+	f["utf8/beyond-10ffff.csv"] = secondDevice("\xf4\x90\x80\x80")
+	f["utf8/cut-off.csv"] = secondDevice("ab\xe6\x9d")
 	f["utf8/invalid.parquet"] = parquetFile(timeDeviceStrings(false, "ok", "Z\xfcrich"))
 	f["utf8/dictionary-invalid.parquet"] = parquetFile(timeDeviceStrings(true, "R\xc9UNION", "ok"))
 
@@ -163,6 +169,8 @@ func files() map[string][]byte {
 	text("dialects/excel-sep-quoted-bom.csv", "\xef\xbb\xbf\"sep=,\"\r\n"+strings.ReplaceAll(good+rowN(2), "\n", "\r\n"))
 	text("whole-file/cr-line-ends.csv", strings.ReplaceAll(good+rowN(2), "\n", "\r"))
 	text("whole-file/cr-inside-data.csv", "time,device,v\r\n2026-01-05T10:00:00Z,d1,1.5\r2026-01-05T10:00:01Z,d1,2\r\n")
+	f["whole-file/zero-tail.csv"] = append([]byte(good+rowN(2)), make([]byte, 64)...)
+	text("whole-file/nul-in-header.csv", "time,dev\x00ice,v\n"+row1)
 	f["whole-file/png.csv"] = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")
 	f["whole-file/empty.csv"] = []byte{}
 	f["whole-file/bom-only.csv"] = []byte("\xef\xbb\xbf")
@@ -213,6 +221,9 @@ func files() map[string][]byte {
 	text("lines/value-after-blank-lines.csv", header+"\n"+row1+"\n\n2026-01-05T10:00:01Z,d1,warm\n")
 	text("lines/bare-quote.csv", header+"2026-01-05T10:00:00Z,d\"1,1.5\n")
 	text("lines/unterminated-quote.csv", header+"2026-01-05T10:00:00Z,\"d1,1.5\n")
+	f["lines/nul-in-value.csv"] = secondDevice("d\x001")
+	f["lines/nul-in-number.csv"] = second("2\x00")
+	text("lines/nul-in-inferred.csv", "time,device,v\n2026-01-05T10:00:00Z,d\x001,1.5\n")
 	text("lines/quote-quote-a.csv", "time,note\n2026-01-05T10:00:00Z,A\n2026-01-05T10:00:01Z,\"\"A\"\"\n")
 
 	// handled: cases the decoder handled before these rules.
@@ -266,7 +277,163 @@ func files() map[string][]byte {
 	text("handled/bad-time.csv", good+"yesterday,d1,2\n")
 	text("handled/excel-dates.csv", header+"05/01/2026 10:00,d1,1.5\n")
 	text("handled/leap-second.csv", header+"2016-12-31T23:59:60Z,d1,1.5\n")
+
+	// line-ends: LF or CRLF, and carriage returns only inside quotes.
+	crcrlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\r\n") }
+	text("line-ends/cr-cr-lf.csv", crcrlf(good+rowN(2)))
+	text("line-ends/cr-cr-lf-data.csv", header+crcrlf(row1+rowN(2)))
+	text("line-ends/cr-cr-lf-string.csv", "time,v,device\r\n2026-01-05T10:00:00Z,1.5,d1\r\n"+crcrlf("2026-01-05T10:00:01Z,2,d2\n"))
+	text("line-ends/cr-cr-lf-quoted.csv", "time,v,device\r\n2026-01-05T10:00:00Z,1.5,\"d 1\"\r\n"+crcrlf("2026-01-05T10:00:01Z,2,\"d 2\"\n"))
+	text("line-ends/cr-cr-lf.tsv", "time\tdevice\tv\n"+crcrlf("2026-01-05T10:00:00Z\td1\t1.5\n"))
+	text("line-ends/cr-in-value.csv", good+"2026-01-05T10:00:01Z,d\r1,2\n")
+	text("line-ends/cr-at-end.csv", good+"2026-01-05T10:00:01Z,d1,2\r")
+	text("line-ends/quoted-crlf-lf-file.csv", header+"2026-01-05T10:00:00Z,\"a\r\nb\",1.5\n2026-01-05T10:00:01Z,\"c\r\r\nd\",2\n2026-01-05T10:00:02Z,\"e\rf\",3\n")
+	text("line-ends/quoted-crlf-at-end.csv", "time,v,note\r\n2026-01-05T10:00:00Z,1.5,\"first\r\n\"\r\n2026-01-05T10:00:01Z,2,second\r\n")
+	text("line-ends/quoted-crlf-inferred.csv", "time,note,v\r\n2026-01-05T10:00:00Z,\"a\r\nb\",1\r\n")
+
+	// parquet-types: Parquet types at their extremes.
+	halves := timeDevice(arrow.FixedWidthTypes.Float16, func(b array.Builder) {
+		for _, bits := range []uint16{0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0x3555} {
+			b.(*array.Float16Builder).Append(float16.FromBits(bits))
+		}
+	})
+	halves.Retain()
+	f["parquet-types/float16.parquet"] = parquetFile(halves)
+	f["parquet-types/float16-into-double.parquet"] = parquetFile(halves)
+	f["parquet-types/unsigned.parquet"] = parquetFile(record([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8, Nullable: true}, {Name: "u16", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		{Name: "u32", Type: arrow.PrimitiveTypes.Uint32, Nullable: true}, {Name: "u64", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+	}, func(bs []array.Builder) {
+		for i := range 2 {
+			bs[0].(*array.TimestampBuilder).Append(arrow.Timestamp(time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()))
+		}
+		bs[1].(*array.Uint8Builder).AppendValues([]uint8{0, 255}, nil)
+		bs[2].(*array.Uint16Builder).AppendValues([]uint16{0, 65535}, nil)
+		bs[3].(*array.Uint32Builder).AppendValues([]uint32{0, 4294967295}, nil)
+		bs[4].(*array.Uint64Builder).AppendValues([]uint64{0, 9223372036854775807}, nil)
+	}))
+	f["parquet-types/uint8-beyond-width.parquet"] = lowLevelFile(
+		leaf("v", schema.NewIntLogicalType(8, false), parquet.Types.Int32), []int32{255, 256})
+	f["parquet-types/int96-extremes.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		// Near the ends of the nanosecond range, within the 2^53
+		// microseconds JavaScript readers hold exactly.
+		int96(time.Date(1685, 1, 1, 0, 0, 0, 123000789, time.UTC)), int96(time.Date(2254, 12, 31, 23, 59, 59, 999000999, time.UTC)),
+	})
+	f["parquet-types/int96-year-1200.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)), int96(time.Date(1200, 1, 1, 0, 0, 0, 0, time.UTC)),
+	})
+	midnight := int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC))
+	midnight.SetNanoSeconds(86_400_000_000_000)
+	f["parquet-types/int96-time-of-day.parquet"] = lowLevelFile(leaf("v", nil, parquet.Types.Int96), []parquet.Int96{
+		int96(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)), midnight,
+	})
+	f["parquet-types/decimal-beyond-precision.parquet"] = lowLevelFile(
+		leaf("v", schema.NewDecimalLogicalType(4, 2), parquet.Types.Int32), []int32{9999, 123456})
+	f["parquet-types/large-and-dictionary-strings.parquet"] = parquetFile(largeStrings())
 	return f
+}
+
+// leaf is a node of an optional column, logical nil for none.
+func leaf(name string, logical schema.LogicalType, physical parquet.Type) schema.Node {
+	if logical == nil {
+		logical = schema.NoLogicalType{}
+	}
+	n, err := schema.NewPrimitiveNodeLogical(name, parquet.Repetitions.Optional, logical, physical, -1, -1)
+	if err != nil {
+		fail(err)
+	}
+	return n
+}
+
+// lowLevelFile writes a required column "time" (INT64 TIMESTAMP(MICROS,
+// UTC), one second apart from 2026-01-05T10:00:00Z) and the column v with
+// values (int32 or parquet.Int96, none null) with the low-level writer:
+// the bytes are those the Parquet format describes, also where they are no
+// valid value of the column's type.
+func lowLevelFile[T int32 | parquet.Int96](v schema.Node, values []T) []byte {
+	tn, err := schema.NewPrimitiveNodeLogical("time", parquet.Repetitions.Required,
+		schema.NewTimestampLogicalType(true, schema.TimeUnitMicros), parquet.Types.Int64, -1, -1)
+	if err != nil {
+		fail(err)
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{tn, v}, -1)
+	if err != nil {
+		fail(err)
+	}
+	var b bytes.Buffer
+	w := file.NewParquetWriter(&b, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithCreatedBy("timelake corpus"))))
+	rg := w.AppendRowGroup()
+	times := make([]int64, len(values))
+	def := make([]int16, len(values))
+	for i := range times {
+		times[i] = time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()
+		def[i] = 1
+	}
+	cw, err := rg.NextColumn()
+	if err == nil {
+		_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(times, nil, nil)
+	}
+	if err == nil {
+		err = cw.Close()
+	}
+	if err == nil {
+		cw, err = rg.NextColumn()
+	}
+	if err == nil {
+		switch vals := any(values).(type) {
+		case []int32:
+			_, err = cw.(*file.Int32ColumnChunkWriter).WriteBatch(vals, def, nil)
+		case []parquet.Int96:
+			_, err = cw.(*file.Int96ColumnChunkWriter).WriteBatch(vals, def, nil)
+		}
+	}
+	for _, c := range []interface{ Close() error }{cw, rg, w} {
+		if err == nil {
+			err = c.Close()
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// int96 is t as an INT96 timestamp (the Impala layout: nanoseconds of the
+// day, then the Julian day), also outside the nanosecond range.
+func int96(t time.Time) parquet.Int96 {
+	const julianUnixEpoch = 2440588
+	t = t.UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	days := midnight.Unix()/86400 + julianUnixEpoch
+	var v parquet.Int96
+	v.SetNanoSeconds(int64(t.Sub(midnight)))
+	v[8], v[9], v[10], v[11] = byte(days), byte(days>>8), byte(days>>16), byte(days>>24)
+	return v
+}
+
+// largeStrings is rows of a large_string column "device" and a
+// dictionary<int8, large_string> column "site".
+func largeStrings() arrow.RecordBatch {
+	mem := memory.DefaultAllocator
+	dev := array.NewLargeStringBuilder(mem)
+	dev.AppendValues([]string{"", "😀", ""}, []bool{true, true, false})
+	devices := dev.NewArray()
+	site := array.NewLargeStringBuilder(mem)
+	site.AppendValues([]string{"Zürich", "東京"}, nil)
+	sites := site.NewArray()
+	idx := array.NewInt8Builder(mem)
+	idx.AppendValues([]int8{0, 1, 0}, nil)
+	indices := idx.NewArray()
+	tb := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+	for i := range 3 {
+		tb.Append(arrow.Timestamp(time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()))
+	}
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.LargeString}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: tb.Type()}, {Name: "device", Type: arrow.BinaryTypes.LargeString, Nullable: true}, {Name: "site", Type: dt, Nullable: true},
+	}, nil)
+	return array.NewRecordBatch(sc, []arrow.Array{tb.NewArray(), devices, array.NewDictionaryArray(dt, indices, sites)}, 3)
 }
 
 func utf16le(s string) []byte {
