@@ -83,7 +83,7 @@ func TestAdmissionChargesDecompressedBytes(t *testing.T) {
 		{64 << 20, int64(text.Len())},
 		{1 << 20, 1 << 20},
 	} {
-		r := newRunner(Config{Landing: st, Lake: l, MemoryBudget: tc.budget, WorkDir: t.TempDir()}, landing.HolderIngest)
+		r := newRunner(Config{Landing: st, Lake: l, MemoryBudget: tc.budget, WorkDir: t.TempDir(), SettleTime: -1, OpenEndSettleTime: -1}, landing.HolderIngest)
 		var share int64
 		it := r.prepare(ctx, obj, func(n int64) error { share = n; return stop })
 		if !errors.Is(it.err, stop) {

@@ -501,7 +501,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 					plural(int64(c.Dropped), "group"))
 			}
 			if c.Deferred > 0 {
-				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent\n",
+				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 					plural(int64(c.Deferred), "more group"))
 			}
 		}
