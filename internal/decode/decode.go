@@ -37,11 +37,13 @@ package decode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -173,6 +175,18 @@ type DecodeOptions struct {
 	// Evolve says which changes of Target a file may bring (evolve.go);
 	// "" is EvolveOff.
 	Evolve Evolution
+	// OnError says what a row that cannot be loaded does to a file of an
+	// existing table (Target set): OnErrorFile ("" too) refuses the file;
+	// OnErrorSkipRows leaves the row out and reports it in
+	// Decoded.Rejected (skiprows.go), up to MaxBadRows.
+	OnError OnError
+	// MaxBadRows bounds the rows OnErrorSkipRows sets aside in one file;
+	// the zero value is DefaultMaxBadRows.
+	MaxBadRows MaxBadRows
+	// Renames maps a file's column names to the table's (a source
+	// profile's time column: the file's "ts" is the table's "time"). The
+	// file may not also have a column of the new name.
+	Renames map[string]string
 }
 
 // CSV is how the CSV and TSV text of landing files is written (the
@@ -209,8 +223,13 @@ type Decoded struct {
 	// Records are the output batches, each with Schema as its schema and at
 	// most BatchRows rows. Release them with Decoded.Release.
 	Records []arrow.RecordBatch
-	// Rows is the total number of data rows.
+	// Rows is the total number of data rows (those set aside not counted).
 	Rows int64
+	// Rejected are the rows set aside under OnErrorSkipRows, in file order;
+	// WriteRejects writes them as a file of their own.
+	Rejected []RejectedRow
+
+	skip *skipState
 }
 
 // Release releases every record batch; d may be used no more afterwards.
@@ -223,6 +242,7 @@ func (d *Decoded) Release() {
 		r.Release()
 	}
 	d.Records = nil
+	d.skip.release()
 }
 
 // Decode reads the whole file and returns record batches that conform to
@@ -239,24 +259,35 @@ func (d *Decoded) Release() {
 // data row, the line of a text file, the column and the value. ctx is
 // checked between batches; its error is wrapped in a *FileError too.
 func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, error) {
-	out, err := decodeFile(ctx, src, opts, false)
+	evolving := false
+	out, err := decodeFile(ctx, src, opts, evolving, false)
 	if err != nil && evolvable(err, opts) {
 		// A change the file may make to the table: decode it again,
 		// working out the changed schema from all its rows.
-		return decodeFile(ctx, src, opts, true)
+		evolving = true
+		out, err = decodeFile(ctx, src, opts, evolving, false)
+	}
+	if err != nil && skippable(err, opts) {
+		// A row the file may set aside (skiprows.go): decode it again,
+		// leaving out every refused row.
+		return decodeFile(ctx, src, opts, evolving || opts.Evolve == EvolveWiden, true)
 	}
 	return out, err
 }
 
 // decodeFile is Decode; evolving reads the whole file first and decodes it
-// into Target with the changes the file brings (decodeEvolve).
-func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bool) (*Decoded, error) {
+// into Target with the changes the file brings (decodeEvolve); skipping
+// sets aside the rows that cannot be loaded (OnErrorSkipRows).
+func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, skipping bool) (*Decoded, error) {
 	ro, err := resolveOptions(src.Key, opts)
 	if err != nil {
 		return nil, err
 	}
-	if evolving {
+	if evolving || skipping {
 		ro.parallel = 1
+	}
+	if skipping {
+		ro.skipRows = &rowSkipper{max: opts.MaxBadRows.orDefault()}
 	}
 	head := make([]byte, 8)
 	n, err := src.R.ReadAt(head, 0)
@@ -296,6 +327,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 	default:
 		out, err = decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
 	}
+	if skipping && err == nil {
+		out, err = setAside(ro, bs, gz, out)
+	}
 	var fe *FileError
 	if !errors.As(err, &fe) || fe.Row == 0 || ctx.Err() != nil || format == FormatParquet {
 		return out, err
@@ -307,12 +341,39 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		// the bad file again sequentially to report exactly its error.
 		bs.close()
 		opts.Parallelism = 1
-		return decodeFile(ctx, src, opts, evolving)
+		return decodeFile(ctx, src, opts, evolving, skipping)
 	}
 	if ts, ok := bs.(*textSource); ok {
 		addLine(ro, src, gz, ts.cols.read, fe)
 	}
 	return out, err
+}
+
+// setAside completes the Decoded of a file decoded with OnErrorSkipRows:
+// its rows set aside, or the error that refuses it when they are more
+// than MaxBadRows allows.
+func setAside(ro *resolved, bs batchSource, gz bool, out *Decoded) (*Decoded, error) {
+	s := ro.skipRows
+	if len(s.rejected) == 0 {
+		return out, nil
+	}
+	if s.max.exceeded(int64(len(s.rejected)), out.Rows+int64(len(s.rejected))) {
+		out.Release()
+		for _, r := range s.raw {
+			r.Release()
+		}
+		s.raw = nil
+		return nil, s.tooMany(out.Rows + int64(len(s.rejected)))
+	}
+	// The CSV reader reads ahead of the conversion: rowFilter's rows
+	// come first.
+	slices.SortStableFunc(s.rejected, func(a, b RejectedRow) int { return cmp.Compare(a.Row, b.Row) })
+	out.Rejected = s.rejected
+	out.skip = &skipState{ro: ro, gz: gz, rows: s}
+	if ts, ok := bs.(*textSource); ok {
+		out.skip.header = ts.cols.read
+	}
+	return out, nil
 }
 
 // resolveOptions validates opts and fills in defaults.
@@ -323,7 +384,7 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	}
 	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
 		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes, comma: ',', decimalComma: opts.CSV.DecimalComma,
-		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve}
+		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve, renames: opts.Renames}
 	if d := opts.CSV.Delimiter; d != 0 {
 		if !validDelimiter(d) {
 			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}
@@ -331,6 +392,9 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 		ro.comma, ro.delimiterSet = d, true
 	}
 	if _, err := ParseEvolution(string(opts.Evolve)); err != nil {
+		return nil, &FileError{Key: key, Reason: err.Error()}
+	}
+	if _, err := ParseOnError(string(opts.OnError)); err != nil {
 		return nil, &FileError{Key: key, Reason: err.Error()}
 	}
 	if ro.mem == nil {
@@ -366,6 +430,7 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		ct.conv = conf.convert
 	}
 	out := &Decoded{Schema: target, TimeColumn: timeCol}
+	var read int64 // rows of the source so far (with those set aside)
 	for {
 		if err := ctx.Err(); err != nil {
 			out.Release()
@@ -381,7 +446,8 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		}
 		conv := rec
 		if !converted {
-			conv, err = conf.convert(rec, out.Rows)
+			conv, err = conf.convert(rec, read)
+			read += rec.NumRows()
 			rec.Release()
 			if err != nil {
 				out.Release()
@@ -473,17 +539,19 @@ func convertAll(ctx context.Context, ro *resolved, src, sc *arrow.Schema, tc str
 		return nil, err
 	}
 	out := &Decoded{Schema: sc, TimeColumn: tc}
+	var read int64 // rows of raw so far (with those set aside)
 	for _, rec := range raw {
 		if err := ctx.Err(); err != nil {
 			out.Release()
 			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
 		}
-		conv, err := conf.convert(rec, out.Rows)
+		conv, err := conf.convert(rec, read)
 		if err != nil {
 			out.Release()
 			return nil, err
 		}
-		out.Rows += rec.NumRows()
+		read += rec.NumRows()
+		out.Rows += conv.NumRows()
 		out.Records = append(out.Records, conv)
 	}
 	return out, nil
@@ -550,7 +618,47 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, er
 		_ = pf.Close()
 		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
 	}
+	if len(ro.renames) > 0 {
+		names := make([]string, sc.NumFields())
+		for i, f := range sc.Fields() {
+			names[i] = f.Name
+		}
+		if names, err = renameColumns(ro, names); err != nil {
+			rr.Release()
+			_ = pf.Close()
+			return nil, err
+		}
+		fields := sc.Fields()
+		for i := range fields {
+			fields[i].Name = names[i]
+		}
+		md := sc.Metadata()
+		sc = arrow.NewSchema(fields, &md)
+	}
 	return &parquetSource{ctx: ctx, ro: ro, pf: pf, rr: rr, sc: sc}, nil
+}
+
+// renameColumns applies DecodeOptions.Renames to a file's column names. A
+// file with both a column and the name it is renamed to is refused: which
+// one holds the values would be a guess.
+func renameColumns(ro *resolved, names []string) ([]string, error) {
+	if len(ro.renames) == 0 {
+		return names, nil
+	}
+	for _, n := range names {
+		for from, to := range ro.renames {
+			if n == to && slices.Contains(names, from) {
+				return nil, &FileError{Key: ro.key, Column: to, Reason: fmt.Sprintf("the file has both column %q and column %q, which the source profile reads as %q: remove one of them", from, to, to)}
+			}
+		}
+	}
+	out := slices.Clone(names)
+	for i, n := range out {
+		if to, ok := ro.renames[n]; ok {
+			out[i] = to
+		}
+	}
+	return out, nil
 }
 
 // openParquetFile reads the footer and the Arrow schema of a Parquet file.
