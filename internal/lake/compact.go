@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -851,30 +852,78 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	}
 	manifests = append(manifests, sequenced(addedMF, seq))
 	a.refs = append(a.refs, addedMF.FilePath())
-	var delFiles, delRows, delBytes int64
+	kept, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, deleted, a.snapshotID, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifests = append(manifests, kept...)
+	a.refs = append(a.refs, refs...)
+	summary := rewriteSummary(added, rm.files, rm.rows, rm.bytes, parent, a.groups)
+	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemaID := schema.ID
+	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
+		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
+	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+}
+
+// writeList writes the manifest list of attempt's snapshot a (parent's
+// child at sequence number seq) and returns its location.
+func (m *rewriteMutation) writeList(ctx context.Context, a *rewriteAttempt, parent *table.Snapshot, seq int64, attempt int,
+	manifests []iceberg.ManifestFile,
+) (string, error) {
+	t := m.t
+	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
+	var buf bytes.Buffer
+	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
+		return "", fmt.Errorf("manifest list: %w", err)
+	}
+	list := t.lake.tableLocation(t.name) + "/metadata/" + name
+	m.written = append(m.written, list)
+	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
+		return "", err
+	}
+	a.refs = append(a.refs, list)
+	return list, nil
+}
+
+// removedFiles counts the data files a snapshot marks deleted.
+type removedFiles struct{ files, rows, bytes int64 }
+
+// manifestsWithout returns mfs (of base's current snapshot) for a snapshot
+// snapshotID at sequence number seq that removes the data files named in
+// deleted: each data manifest naming one of them is written again with
+// that entry DELETED and the others EXISTING, the other manifests are
+// kept as they are. refs are the manifests it wrote.
+func (m *rewriteMutation) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
+	snapshotID, seq int64,
+) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
+	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
 	for _, mf := range mfs {
 		if mf.ManifestContent() != iceberg.ManifestContentData {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
 		entries, err := mf.FetchEntries(fs, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			return nil, nil, rm, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
 		touched := false
 		for _, e := range entries {
 			touched = touched || deleted[e.DataFile().FilePath()]
 		}
 		if !touched {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
-		rewritten, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
+		rewritten, err := m.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
-					delFiles++
-					delRows += e.DataFile().Count()
-					delBytes += e.DataFile().FileSizeBytes()
+					rm.files++
+					rm.rows += e.DataFile().Count()
+					rm.bytes += e.DataFile().FileSizeBytes()
 					if err := w.Delete(e); err != nil {
 						return err
 					}
@@ -885,27 +934,12 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, rm, err
 		}
-		manifests = append(manifests, sequenced(rewritten, seq))
-		a.refs = append(a.refs, rewritten.FilePath())
+		out = append(out, sequenced(rewritten, seq))
+		refs = append(refs, rewritten.FilePath())
 	}
-	summary := rewriteSummary(added, delFiles, delRows, delBytes, parent, a.groups)
-	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
-	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
-		return nil, nil, fmt.Errorf("manifest list: %w", err)
-	}
-	list := t.lake.tableLocation(t.name) + "/metadata/" + name
-	m.written = append(m.written, list)
-	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
-		return nil, nil, err
-	}
-	a.refs = append(a.refs, list)
-	schemaID := schema.ID
-	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
-		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
-	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+	return out, refs, rm, nil
 }
 
 // rewriteSummary is the summary of a replace snapshot.

@@ -228,20 +228,9 @@ func strconvBool(b bool) string {
 	return "false"
 }
 
-// ageText renders a duration the way table properties say it: whole days
-// as 14d, else whole hours (36h), whole minutes (15m), else Go's form.
-func ageText(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d > 0 && d%day == 0:
-		return iostreams.Sprintf("%dd", d/day)
-	case d > 0 && d%time.Hour == 0:
-		return iostreams.Sprintf("%dh", d/time.Hour)
-	case d > 0 && d%time.Minute == 0:
-		return iostreams.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
-}
+// ageText renders a duration the way table properties say it
+// (quantity.FormatAge: 14d, 36h, 15m).
+func ageText(d time.Duration) string { return quantity.FormatAge(d) }
 
 // BuildMaintainReport describes one round of maintenance of table: rep as
 // Table.Maintain returned it with err, and the metadata version after it.
