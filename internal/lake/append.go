@@ -8,6 +8,7 @@ import (
 	"iter"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -63,9 +64,12 @@ type AppendResult struct {
 type Prepared struct {
 	BatchID string
 	Rows    int64
-	Bytes   int64              // bytes of the data files
-	files   []iceberg.DataFile // none for a batch without rows
-	summary iceberg.Properties
+	// Replaced counts the rows left out under timelake.read-dedup: a
+	// later row of the batch has their series key and time.
+	Replaced int64
+	Bytes    int64              // bytes of the data files
+	files    []iceberg.DataFile // none for a batch without rows
+	summary  iceberg.Properties
 	// change is the schema the data files were written with when the
 	// batch changes the table's schema; nil when they use the table's
 	// schema at Prepare.
@@ -167,18 +171,27 @@ func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.Record
 		return nil, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
 	}
 	var files []iceberg.DataFile
-	var size int64
+	var size, replaced int64
 	if rows > 0 {
 		var err error
 		if files, size, err = t.writeDataFiles(ctx, v, recs, batchRows); err != nil {
 			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
 		}
+		// Under timelake.read-dedup the files hold one row of each key.
+		replaced = rows
+		for _, df := range files {
+			replaced -= df.Count()
+		}
+		rows -= replaced
 	}
 	props := iceberg.Properties{SummaryBatchID: batchID}
 	for k, val := range summary {
 		props[k] = val
 	}
-	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props, change: change}, nil
+	if replaced > 0 {
+		props[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
+	}
+	return &Prepared{BatchID: batchID, Rows: rows, Replaced: replaced, Bytes: size, files: files, summary: props, change: change}, nil
 }
 
 // Discard deletes the data files of batches that will not be committed.
@@ -206,7 +219,11 @@ func checkRequired(r arrow.RecordBatch) error {
 // concurrently (writePlan, writeRanges); the files come back in sorted
 // order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	rows, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs,
+	sorted := newSortedRows
+	if readDedup(v.head.props()) {
+		sorted = newNewestRows // one row of each key (dedupe.go)
+	}
+	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs,
 		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
 	if err != nil {
 		return nil, 0, err

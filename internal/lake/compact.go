@@ -75,6 +75,10 @@ const (
 	// SummaryCompaction names why a replace snapshot rewrote its files:
 	// "tiered" (small files of a live partition) or "cold".
 	SummaryCompaction = "timelake.compaction"
+	// SummaryReplacedRows counts the rows a compaction under
+	// timelake.read-dedup left out: a newer batch has their series key and
+	// time (its snapshot is an overwrite).
+	SummaryReplacedRows = "timelake.replaced-rows"
 )
 
 // CompactOptions tune Compact. Zero values take the table's properties,
@@ -104,8 +108,17 @@ type CompactionGroup struct {
 	Rows      int64
 	FilesOut  int // 0 in a dry run
 	BytesOut  int64
-	inputs    []iceberg.DataFile
-	outputs   []iceberg.DataFile
+	// Replaced counts the rows left out under timelake.read-dedup: rows
+	// whose series key and time a newer batch's row has (dedupe.go).
+	Replaced int64
+	inputs   []iceberg.DataFile
+	outputs  []iceberg.DataFile
+	// dedupe: the group is merged keeping the newest row of each key, its
+	// new files taking dataSeq, the highest data sequence number of its
+	// inputs (seqs, by path).
+	dedupe  bool
+	dataSeq int64
+	seqs    map[string]int64
 }
 
 // CompactResult is what Compact did.
@@ -135,6 +148,7 @@ type compactSettings struct {
 	target    int64
 	minFiles  int
 	coldAfter time.Duration
+	dedupe    bool // timelake.read-dedup: one row per series key and time (dedupe.go)
 	// fromProperties names the properties that gave a value.
 	fromProperties []string
 }
@@ -155,6 +169,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
 		}
 	}
+	s.dedupe, _ = strconv.ParseBool(props[PropReadDedup])
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
 		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
@@ -450,6 +465,9 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	spec := int32(h.write.DefaultPartitionSpec())
 	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes)
+	if s.dedupe {
+		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes)
+	}
 	res.Deferred = deferred
 	if len(groups) == 0 {
 		res.Idle = idleReason(files, spec, s)
@@ -516,11 +534,15 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	v := t.view()
 	pooled, streamed := splitMergeInputs(g.inputs)
-	if len(streamed) == 0 {
+	if len(streamed) == 0 && !g.dedupe {
 		return t.rewriteWhole(ctx, v, g)
 	}
 	files, err := t.mergeGroup(ctx, v, g, pooled, streamed)
 	if errors.Is(err, errUnsortedRun) {
+		if g.dedupe {
+			// Each file read whole and sorted as a run of its own.
+			return t.mergeGroup(ctx, v, g, g.inputs, nil)
+		}
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
@@ -596,8 +618,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			r.stop() // stopping twice is harmless: mergeRuns stops them too
 		}
 	}()
-	if len(pooled) > 0 {
-		recs, _, err := t.readFiles(ctx, v, pooled)
+	// The pooled files are one run, or, keeping the newest row of each
+	// key, one run each: a row's batch is its file's.
+	pools := [][]iceberg.DataFile{pooled}
+	if g.dedupe {
+		pools = nil
+		for _, df := range pooled {
+			pools = append(pools, []iceberg.DataFile{df})
+		}
+	}
+	for _, files := range pools {
+		if len(files) == 0 {
+			continue
+		}
+		recs, _, err := t.readFiles(ctx, v, files)
 		defer releaseAll(recs)
 		if err != nil {
 			return nil, err
@@ -608,7 +642,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		defer sr.Release()
 		pos := 0
-		runs = append(runs, &mergeRun{name: "small files", order: -1, stop: func() {},
+		run := &mergeRun{name: "small files", order: -1, stop: func() {},
 			next: func() (arrow.RecordBatch, error, bool) {
 				if pos >= sr.Len() {
 					return nil, nil, false
@@ -617,7 +651,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 				pos = min(pos+mergeReadRows, sr.Len())
 				rec, err := sr.take(ctx, lo, pos)
 				return rec, err, true
-			}})
+			}}
+		if g.dedupe {
+			run.name, run.order = files[0].FilePath(), int(g.seqs[files[0].FilePath()])
+		}
+		runs = append(runs, run)
 	}
 	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
 	for _, i := range streamed {
@@ -626,12 +664,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, pullRun(df.FilePath(), i, conformed(it, v.arrowSc)))
+		order := i
+		if g.dedupe {
+			order = int(g.seqs[df.FilePath()])
+		}
+		runs = append(runs, pullRun(df.FilePath(), order, conformed(it, v.arrowSc)))
+	}
+	merge := mergeRuns
+	if g.dedupe {
+		merge = mergeRunsNewest
 	}
 	var rows atomic.Int64
 	var mergeErr error
 	merged := func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range mergeRuns(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
+		for rec, err := range merge(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
 			if err != nil {
 				mergeErr = err
 				yield(nil, err)
@@ -655,10 +701,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		files = append(files, df)
 	}
-	if n := rows.Load(); n != g.Rows {
+	if n := rows.Load(); n != g.Rows && !(g.dedupe && n < g.Rows) {
 		t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
 		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.inputs), g.Rows)
 	}
+	g.Replaced = g.Rows - rows.Load()
 	return files, nil
 }
 
@@ -840,9 +887,19 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	}
 	manifests := make([]iceberg.ManifestFile, 0, len(mfs)+1)
 	addedMF, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
-		for _, df := range added {
-			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, nil, nil, df)); err != nil {
-				return err
+		for _, g := range a.groups {
+			// A deduplicated group's files keep the data sequence number
+			// of its newest input, which orders their rows against the
+			// batches of other files (dedupe.go); others take this
+			// snapshot's.
+			var dataSeq *int64
+			if g.dedupe {
+				dataSeq = &g.dataSeq
+			}
+			for _, df := range g.outputs {
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, dataSeq, nil, df)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -982,6 +1039,16 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	}
 	out[SummaryCompaction] = reason
 	maps.Copy(out, iceberg.EnvironmentContext())
+	var replaced int64
+	for _, g := range groups {
+		replaced += g.Replaced
+	}
+	if replaced > 0 {
+		// Rows left out are a change of the table's data (Iceberg spec,
+		// "Snapshots": overwrite), not a replace of the same rows.
+		out[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
+		return &table.Summary{Operation: table.OpOverwrite, Properties: out}
+	}
 	return &table.Summary{Operation: table.OpReplace, Properties: out}
 }
 
