@@ -81,6 +81,9 @@ type MaxBadRows struct {
 // is quarantined as a whole, a few bad readings are set aside.
 var DefaultMaxBadRows = MaxBadRows{Fraction: 0.1, set: true}
 
+// IsSet reports whether m was given (ParseMaxBadRows), not the zero value.
+func (m MaxBadRows) IsSet() bool { return m.set }
+
 // orDefault is m, or DefaultMaxBadRows for the zero value.
 func (m MaxBadRows) orDefault() MaxBadRows {
 	if !m.set {

@@ -39,6 +39,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -85,6 +86,23 @@ type Config struct {
 	// (docs/schema.md); "" means the table's timelake.evolve property,
 	// else off. A table this run creates gets the property when it is set.
 	Evolve decode.Evolution
+	// OnError says what a row that cannot be loaded does to its file
+	// (docs/schema.md, "Bad rows set aside"); "" means the table's
+	// timelake.on-error, else decode.OnErrorFile. MaxBadRows bounds the
+	// rows skip-rows sets aside in one file; unset
+	// (decode.MaxBadRows.IsSet), the table's timelake.max-bad-rows, else
+	// decode.DefaultMaxBadRows. A source profile the key matches
+	// (profile.Set, from the table's properties) wins over both, and over
+	// the CSV, Columns, time and Evolve settings above.
+	OnError    decode.OnError
+	MaxBadRows decode.MaxBadRows
+	// SourceColumn and LoadTimeColumn name the columns that hold each
+	// row's landing key and the time its file was loaded (docs/schema.md,
+	// "Source columns"); "" means the table's timelake.source-column and
+	// timelake.load-time-column, else none. A table this run creates gets
+	// the properties when they are set.
+	SourceColumn   string
+	LoadTimeColumn string
 
 	MaxFiles int  // 0 = no limit
 	DryRun   bool // list what would be loaded, change nothing
@@ -214,8 +232,16 @@ type FileResult struct {
 	Size   int64  `json:"size"`
 	Rows   int64  `json:"rows"`
 	// DuplicateRows counts the rows loaded whose (series key, time) an
-	// earlier row of the same file has: kept, and said so.
-	DuplicateRows int64  `json:"duplicate_rows,omitempty"`
+	// earlier row of the same file has: kept, and said so; under
+	// timelake.read-dedup replaced by the later row (ReplacedRows).
+	DuplicateRows int64 `json:"duplicate_rows,omitempty"`
+	ReplacedRows  int64 `json:"replaced_rows,omitempty"`
+	// RejectedRows counts the rows set aside under --on-error skip-rows,
+	// RejectsTo is the rejects file that holds them (with its report).
+	RejectedRows int64  `json:"rejected_rows,omitempty"`
+	RejectsTo    string `json:"rejects_to,omitempty"`
+	// Profile names the source profile the file was read with.
+	Profile       string `json:"profile,omitempty"`
 	SnapshotID    int64  `json:"snapshot_id,omitempty"`
 	DataFiles     int    `json:"data_files,omitempty"`
 	Reason        string `json:"reason,omitempty"`
@@ -283,7 +309,8 @@ type Report struct {
 	Waiting         int                 `json:"waiting"`
 	Failed          int                 `json:"failed"`
 	Rows            int64               `json:"rows"`
-	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
+	RejectedRows    int64               `json:"rejected_rows"` // rows set aside (--on-error skip-rows)
+	Remaining       bool                `json:"remaining"`     // --max-files stopped the run early
 	SnapshotID      int64               `json:"snapshot_id,omitempty"`
 	MetadataVersion int                 `json:"metadata_version,omitempty"`
 	// Maintenance is what the maintenance after the loading did; nil when
@@ -292,8 +319,9 @@ type Report struct {
 	Seconds     float64      `json:"seconds"`
 }
 
-// Partial reports whether some files were quarantined or failed.
-func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 }
+// Partial reports whether some files were quarantined or failed, or rows
+// set aside.
+func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 || r.RejectedRows > 0 }
 
 type runner struct {
 	cfg      Config
@@ -1063,6 +1091,7 @@ func (r *runner) record(res FileResult) {
 	case Loaded:
 		r.rep.Loaded++
 		r.rep.Rows += res.Rows
+		r.rep.RejectedRows += res.RejectedRows
 	case AlreadyLoaded:
 		r.rep.AlreadyLoaded++
 	case Quarantined:
@@ -1283,11 +1312,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		it.err = err
 		return it
 	}
-	dec, err := r.decode(ctx, d)
+	dec, prof, err := r.decode(ctx, d)
 	if err != nil {
 		return reject(err)
 	}
 	defer func() { dec.Release() }()
+	it.res.Profile = prof
 
 	if r.tbl == nil {
 		if err := r.createTable(ctx, o.Key, dec); err != nil {
@@ -1302,7 +1332,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			// Decode again against the table as created (field ids), or
 			// as another writer created it meanwhile.
 			dec.Release()
-			if dec, err = r.decode(ctx, d); err != nil {
+			if dec, _, err = r.decode(ctx, d); err != nil {
 				return reject(err)
 			}
 		}
@@ -1322,7 +1352,30 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content
 	}
-	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, summary, 0)
+	recs, release, err := r.sourceColumns(o.Key, dec)
+	if err != nil {
+		return reject(err)
+	}
+	defer release()
+	if len(dec.Rejected) > 0 {
+		// Set aside before the commit: once the good rows are committed
+		// the landing file goes, and the rows refused with it.
+		dst, err := r.setAside(ctx, d, dec)
+		if err != nil {
+			if r.stopsRun(ctx, err) {
+				it.err = r.landingErr(err)
+				return it
+			}
+			r.log.Info("could not set the refused rows of a file aside; it stays in the landing bucket", "key", o.Key, "err", err)
+			it.res.Status, it.done = Failed, true
+			it.res.Reason = fmt.Sprintf("%d rows are refused (--on-error skip-rows) and could not be set aside (%v); the file stays in the landing bucket and a later run tries again", len(dec.Rejected), err)
+			return it
+		}
+		it.res.RejectedRows, it.res.RejectsTo = int64(len(dec.Rejected)), dst
+		summary[lake.SummaryRejectedRows] = strconv.Itoa(len(dec.Rejected))
+		summary[lake.SummaryRejectsFile] = dst
+	}
+	p, err := r.tbl.Prepare(ctx, o.Key, recs, summary, 0)
 	if err != nil {
 		if errors.Is(err, lake.ErrRequiredNull) {
 			return reject(err)
@@ -1331,30 +1384,139 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		return it
 	}
 	it.prepared = p
+	it.res.ReplacedRows = p.Replaced
 	return it
 }
 
-func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, error) {
-	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation,
-		CSV: r.cfg.CSV, Columns: r.cfg.Columns}
+// decode decodes a downloaded file with the settings that apply to it
+// (fileSettings) and returns the name of its source profile ("" for
+// none).
+func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, string, error) {
+	fs, prof, err := r.fileSettings(d.info.Key)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
-		opts.Evolve = r.cfg.Evolve
-		if opts.Evolve == "" {
-			prop := r.tbl.Properties()[lake.PropEvolve]
-			var err error
-			if opts.Evolve, err = decode.ParseEvolution(prop); err != nil {
-				// Written by another tool (tables alter checks it): the
-				// table does not change, as without the property.
-				r.log.Warn("table property ignored", "property", lake.PropEvolve, "err", err)
-				opts.Evolve = decode.EvolveOff
-			}
+		opts.Evolve = fs.Evolve
+		if fs.TimeColumn != "" && fs.TimeColumn != opts.TimeColumn {
+			// The profile's files name the time column their own way.
+			opts.Renames = map[string]string{fs.TimeColumn: opts.TimeColumn}
 		}
 	} else {
-		opts.TimeColumn = r.cfg.TimeColumn
+		opts.TimeColumn = fs.TimeColumn
 	}
-	return decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+	name := ""
+	if prof != nil {
+		name = prof.Name
+	}
+	dec, err := decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+	return dec, name, err
+}
+
+// fileSettings are the settings a landing key is read with: the run's
+// (Config), each table-level one from the table's property when the run
+// does not set it, and the source profile the key matches over them
+// (profile.Profile.Apply). Errors: the table's profiles do not read, or
+// two match the key (profile.ErrAmbiguous); the file is refused with it,
+// as a setting's refusal.
+func (r *runner) fileSettings(key string) (profile.FileSettings, *profile.Profile, error) {
+	fs := profile.FileSettings{CSV: r.cfg.CSV, Columns: r.cfg.Columns, TimeUnit: r.cfg.TimeUnit,
+		AssumeLocation: r.cfg.AssumeLocation, Evolve: r.cfg.Evolve, OnError: r.cfg.OnError, MaxBadRows: r.cfg.MaxBadRows}
+	if r.tbl == nil {
+		fs.TimeColumn = r.cfg.TimeColumn
+		return fs, nil, nil
+	}
+	props := r.tbl.Properties()
+	fs = profile.TableDefaults(fs, props, func(prop string, err error) {
+		// Written by another tool (tables alter checks them): ignored,
+		// as without the property.
+		r.log.Warn("table property ignored", "property", prop, "err", err)
+	})
+	set, err := profile.FromProperties(props)
+	if err != nil {
+		return fs, nil, &profileError{err}
+	}
+	p, err := set.For(key)
+	if err != nil {
+		return fs, nil, &profileError{fmt.Errorf("%s: %w", key, err)}
+	}
+	return p.Apply(fs), p, nil
+}
+
+// profileError refuses a file because of the table's source profiles
+// (their properties do not read, or two match its key): a setting's
+// refusal, requeued once they are fixed.
+type profileError struct{ err error }
+
+func (e *profileError) Error() string { return e.err.Error() }
+func (e *profileError) Unwrap() error { return e.err }
+
+// sourceColumns returns dec's records with the source columns filled
+// (docs/schema.md, "Source columns"): the landing key, and the time the
+// file was loaded, in the columns the run or the table names; a column
+// the table lacks is added to the schema with the file's commit (as
+// --evolve adds one). A file that holds values in such a column of its
+// own is refused: they would be overwritten. release frees what it made.
+func (r *runner) sourceColumns(key string, dec *decode.Decoded) ([]arrow.RecordBatch, func(), error) {
+	props := r.tbl.Properties()
+	src := cmp.Or(r.cfg.SourceColumn, props[lake.PropSourceColumn])
+	loaded := cmp.Or(r.cfg.LoadTimeColumn, props[lake.PropLoadTimeColumn])
+	if src == "" && loaded == "" {
+		return dec.Records, func() {}, nil
+	}
+	var cols []lake.SourceValue
+	if src != "" {
+		cols = append(cols, lake.SourceValue{Column: src, Text: key})
+	}
+	if loaded != "" {
+		cols = append(cols, lake.SourceValue{Column: loaded, Time: r.cfg.Now()})
+	}
+	recs, err := lake.WithSourceColumns(dec.Schema, dec.Records, cols)
+	var sce *lake.SourceColumnError
+	if errors.As(err, &sce) {
+		return nil, nil, &decode.FileError{Key: key, Column: sce.Column, Reason: sce.Reason}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}, nil
+}
+
+// setAside writes the rows of dec that were refused (--on-error
+// skip-rows) as a rejects file with its report next to the quarantine
+// (landing.Bucket.SetAside) and returns its key there.
+func (r *runner) setAside(ctx context.Context, d *download, dec *decode.Decoded) (string, error) {
+	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"rejects-*")
+	if err != nil {
+		return "", &workDirError{dir: r.workDir(), err: err}
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	ext, err := dec.WriteRejects(decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, f)
+	if err != nil {
+		return "", fmt.Errorf("write the refused rows of %s: %w", d.info.Key, err)
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", err
+	}
+	first := dec.Rejected[0]
+	rep := landing.Report{Table: r.cfg.Table.String(), Kind: landing.KindRows, SourceKey: d.info.Key, SourceSHA256: d.sha256,
+		Reason: fmt.Sprintf("%d of %d rows of %s refused (--on-error skip-rows), the first at row %d: %s; the other %d rows are loaded",
+			len(dec.Rejected), dec.Rows+int64(len(dec.Rejected)), d.info.Key, first.Row, first.Reason, dec.Rows),
+		Row: first.Row, Column: first.Column, Value: first.Value, Rows: dec.Rejected, At: r.cfg.Now().UTC(),
+		Hint: "fix the rows (or the setting that refused them) and send them again as a new file, or put this file back with timelake landing requeue KEY once a setting is fixed"}
+	return r.bucket.SetAside(ctx, landing.RejectsKey(d.info.Key, ext), io.NewSectionReader(f, 0, size), size, rep)
 }
 
 // createTable creates the table from the first decoded file, or loads it if
@@ -1365,9 +1527,16 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 			return &decode.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
 		}
 	}
-	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition}
-	if r.cfg.Evolve != "" {
-		spec.Properties = map[string]string{lake.PropEvolve: string(r.cfg.Evolve)}
+	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition, Properties: map[string]string{}}
+	// The run's table-level settings become the table's, for every writer.
+	for k, v := range map[string]string{lake.PropEvolve: string(r.cfg.Evolve), lake.PropOnError: string(r.cfg.OnError),
+		lake.PropSourceColumn: r.cfg.SourceColumn, lake.PropLoadTimeColumn: r.cfg.LoadTimeColumn} {
+		if v != "" {
+			spec.Properties[k] = v
+		}
+	}
+	if r.cfg.MaxBadRows.IsSet() {
+		spec.Properties[lake.PropMaxBadRows] = r.cfg.MaxBadRows.String()
 	}
 	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, spec)
 	if errors.Is(err, lake.ErrTableExists) {
@@ -1465,6 +1634,8 @@ func hint(err error) string {
 		return "fill the required column in every row, then upload the file again under a new key"
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
+	case errors.As(err, new(*profileError)):
+		return "fix the table's source profiles (timelake tables show lists them; timelake tables alter changes them), then put the file back with timelake landing requeue"
 	}
 	var fe *decode.FileError
 	if errors.As(err, &fe) {

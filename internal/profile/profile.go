@@ -437,3 +437,33 @@ func Keys(props map[string]string, name string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TableDefaults fills in the settings fs leaves unset (its Evolve, OnError
+// and MaxBadRows, which the run's flags and environment set) from a
+// table's properties: timelake.evolve, timelake.on-error and
+// timelake.max-bad-rows. A property that does not read is ignored (warn
+// is told which and why), as without it.
+func TableDefaults(fs FileSettings, props map[string]string, warn func(property string, err error)) FileSettings {
+	if fs.Evolve == "" && props[lake.PropEvolve] != "" {
+		if v, err := decode.ParseEvolution(props[lake.PropEvolve]); err != nil {
+			warn(lake.PropEvolve, err)
+		} else {
+			fs.Evolve = v
+		}
+	}
+	if fs.OnError == "" && props[lake.PropOnError] != "" {
+		if v, err := decode.ParseOnError(props[lake.PropOnError]); err != nil {
+			warn(lake.PropOnError, err)
+		} else {
+			fs.OnError = v
+		}
+	}
+	if !fs.MaxBadRows.IsSet() && props[lake.PropMaxBadRows] != "" {
+		if v, err := decode.ParseMaxBadRows(props[lake.PropMaxBadRows]); err != nil {
+			warn(lake.PropMaxBadRows, err)
+		} else {
+			fs.MaxBadRows = v
+		}
+	}
+	return fs
+}
