@@ -121,6 +121,13 @@ func splitProperty(key string) (name, setting string, ok bool) {
 // timelake.profile.<name>, as tables alter --unset takes a whole profile).
 func IsProperty(key string) bool { return strings.HasPrefix(key, PropertyPrefix) }
 
+// IsProfileName reports whether key names a whole profile,
+// timelake.profile.<name> (tables alter --unset removes all of it).
+func IsProfileName(key string) bool {
+	rest, ok := strings.CutPrefix(key, PropertyPrefix)
+	return ok && validName(rest)
+}
+
 // validName: a profile's name is a word of letters, digits, - and _.
 func validName(name string) bool {
 	if name == "" || len(name) > 64 {
@@ -147,6 +154,13 @@ func ValidateProperty(key, value string) error {
 		return fmt.Errorf("%s=%q: %w", key, value, err)
 	}
 	return nil
+}
+
+// CheckKey checks a profile property's name and setting (not a value):
+// what tables alter --unset takes.
+func CheckKey(key string) error {
+	_, _, err := checkKey(key)
+	return err
 }
 
 // checkKey splits a profile property into a valid name and a known
