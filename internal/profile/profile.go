@@ -14,15 +14,19 @@
 package profile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/timelake/timelake/internal/decode"
@@ -480,4 +484,88 @@ func TableDefaults(fs FileSettings, props map[string]string, warn func(property 
 		}
 	}
 	return fs
+}
+
+// ExportFormat names the format of an exported profile (Export.Format).
+const ExportFormat = "timelake-source-profile/1"
+
+// Export is a source profile written to a file for gateways (timelake
+// tables profile), so that upload --validate reads a file as the poller
+// will without reaching the warehouse: the profile's settings, the
+// table's load settings it does not set (evolve, on-error, max-bad-rows),
+// and the table's schema and time column at the time of the export.
+type Export struct {
+	Format     string            `json:"format"`
+	Table      string            `json:"table"`
+	Profile    string            `json:"profile"`
+	Settings   map[string]string `json:"settings"` // by setting name (match, csv-delimiter, ...)
+	TimeColumn string            `json:"time_column"`
+	// Schema is the table's current Iceberg schema (its JSON form in the
+	// table metadata).
+	Schema     json.RawMessage `json:"schema"`
+	ExportedAt time.Time       `json:"exported_at"`
+}
+
+// NewExport exports profile name of a table (its properties, current
+// schema and time column). Errors: the profiles do not read, or none has
+// that name.
+func NewExport(table string, props map[string]string, schema *iceberg.Schema, timeColumn, name string, now time.Time) (Export, error) {
+	set, err := FromProperties(props)
+	if err != nil {
+		return Export{}, err
+	}
+	p := set.Find(name)
+	if p == nil {
+		names := make([]string, len(set))
+		for i, q := range set {
+			names[i] = q.Name
+		}
+		return Export{}, fmt.Errorf("%s has no source profile %q (its profiles: %s)", table, name, strings.Join(names, ", "))
+	}
+	sc, err := json.Marshal(schema)
+	if err != nil {
+		return Export{}, err
+	}
+	settings := maps.Clone(p.Values)
+	for setting, prop := range map[string]string{SettingEvolve: lake.PropEvolve, SettingOnError: lake.PropOnError, SettingMaxBadRows: lake.PropMaxBadRows} {
+		if _, ok := settings[setting]; !ok && props[prop] != "" {
+			settings[setting] = props[prop]
+		}
+	}
+	return Export{Format: ExportFormat, Table: table, Profile: name, Settings: settings, TimeColumn: timeColumn,
+		Schema: sc, ExportedAt: now.UTC()}, nil
+}
+
+// ReadExport reads an exported profile. Errors name the file and what
+// does not read.
+func ReadExport(path string) (Export, *Profile, *arrow.Schema, error) {
+	var e Export
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return e, nil, nil, err
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Format != ExportFormat {
+		return e, nil, nil, fmt.Errorf("%s: not a source profile exported by timelake tables profile (format %s)", path, ExportFormat)
+	}
+	p := &Profile{Name: e.Profile, Values: map[string]string{}}
+	for _, k := range slices.Sorted(maps.Keys(e.Settings)) {
+		if _, known := Settings[k]; !known {
+			return e, nil, nil, fmt.Errorf("%s: unknown profile setting %q", path, k)
+		}
+		if err := p.set(k, e.Settings[k]); err != nil {
+			return e, nil, nil, fmt.Errorf("%s: %s=%q: %w", path, k, e.Settings[k], err)
+		}
+	}
+	if len(p.Match) == 0 {
+		return e, nil, nil, fmt.Errorf("%s: the profile has no match", path)
+	}
+	var sc iceberg.Schema
+	if err := json.Unmarshal(e.Schema, &sc); err != nil {
+		return e, nil, nil, fmt.Errorf("%s: the table's schema does not read: %w", path, err)
+	}
+	as, err := table.SchemaToArrowSchema(&sc, nil, true, false)
+	if err != nil {
+		return e, nil, nil, fmt.Errorf("%s: the table's schema: %w", path, err)
+	}
+	return e, p, as, nil
 }

@@ -27,13 +27,13 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[lake.TableName]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(lake.ParseTableName)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
@@ -382,6 +382,12 @@ var (
 		Help:     "check each file (header, rows, time column) before sending it; --validate=false to skip",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Bool()})
+
+	ProfileFile = register(&Setting[string]{Spec: Spec{
+		Flag: "profile-file", Env: []string{"TIMELAKE_UPLOAD_PROFILE"},
+		Help:     "validate each file with a source profile exported by timelake tables profile (its settings, the table's schema), as the poller will read it; every key must be one the profile matches (default: the table's profiles when --warehouse and --table are set, else the file's own settings)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: String()})
 )
 
 // Tables.
