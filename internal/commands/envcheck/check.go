@@ -71,6 +71,7 @@ const (
 	CheckLakeBucket    = "lake-bucket"
 	CheckLakeCommit    = "lake-commit"
 	CheckTable         = "table"
+	CheckProfiles      = "profiles"
 )
 
 // CheckOptions are the inputs of one env check.
@@ -191,7 +192,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	if !c.envFile() {
 		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion,
 			CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
-			CheckLakeBucket, CheckLakeCommit, CheckTable} {
+			CheckLakeBucket, CheckLakeCommit, CheckTable, CheckProfiles} {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
 		}
 		return c.report()
@@ -201,6 +202,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c.landingBucket(ctx)
 	c.lake(ctx)
 	c.table(ctx)
+	c.profiles(ctx)
 	return c.report()
 }
 
@@ -227,7 +229,10 @@ type checker struct {
 	serverDate      time.Time
 	localAtResponse time.Time
 	serviceURL      string
-	lakeListed      bool // the warehouse could be listed
+	lakeListed      bool        // the warehouse could be listed
+	landingListed   bool        // the landing bucket could be listed and written
+	loaded          *lake.Table // the table, once loaded
+	tableMissing    bool        // the table does not exist yet
 }
 
 func newChecker(opts *CheckOptions) *checker {
