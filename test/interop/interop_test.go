@@ -171,6 +171,12 @@ func TestIndependentReaders(t *testing.T) {
 		{"compacted-s3", maintainedSubject(s3Warehouse, false)},
 		{"maintained-local", maintainedSubject(localWarehouse, true)},
 		{"maintained-s3", maintainedSubject(s3Warehouse, true)},
+		{"mixed-fleet-local", mixedFleetSubject(localWarehouse)},
+		{"mixed-fleet-s3", mixedFleetSubject(s3Warehouse)},
+		{"corrected-local", correctedSubject(localWarehouse)},
+		{"corrected-s3", correctedSubject(s3Warehouse)},
+		{"retained-local", retainedSubject(localWarehouse)},
+		{"retained-s3", retainedSubject(s3Warehouse)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
