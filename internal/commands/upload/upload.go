@@ -37,6 +37,10 @@ type Options struct {
 	// Progress shows progress bars on ErrOut (it is a terminal) for files of
 	// at least ProgressMinBytes.
 	Progress bool
+	// Rules, when set, loads the poller's rules validation applies (an
+	// exported profile, or the table's) before the first file; nil keeps
+	// Config.Rules.
+	Rules func() (*upload.Rules, error)
 }
 
 // NewCmdUpload builds the command. runF replaces Run in tests of flag
@@ -135,11 +139,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
+	var loadRules func() (*upload.Rules, error)
 	if c.Validate {
-		var err error
-		if c.Rules, err = rules(cmd, f, profileFile, warehouse, tableName); err != nil {
-			return nil, err
-		}
+		loadRules = func() (*upload.Rules, error) { return rules(cmd, f, profileFile, warehouse, tableName) }
 	}
 	if err := decode.CheckTimeColumnType(c.ValidateOptions.TimeColumn, c.ValidateOptions.Columns); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
@@ -149,7 +151,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	if c.Store, err = f.OpenStore(cmd.Context(), cmd, loc); err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY()}, nil
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY(), Rules: loadRules}, nil
 }
 
 // rules are the poller's rules validation applies: an exported profile's
@@ -194,6 +196,12 @@ func rules(cmd *cobra.Command, f *cmdutil.Factory, profileFile, warehouse string
 // that stopped the run.
 func Run(ctx context.Context, opts *Options) error {
 	c := opts.Config
+	if opts.Rules != nil {
+		var err error
+		if c.Rules, err = opts.Rules(); err != nil {
+			return err
+		}
+	}
 	single := c.Spool == "" && len(c.Files) == 1
 	if !opts.JSON {
 		c.OnFile = func(r upload.FileResult) {
