@@ -219,17 +219,7 @@ func (s *rowSkipper) tooMany(total int64) error {
 }
 
 // reasonOf is the message of fe without its key and place.
-func reasonOf(fe *FileError) string {
-	msg := fe.Reason
-	if fe.Err != nil {
-		if msg == "" {
-			msg = fe.Err.Error()
-		} else {
-			msg += ": " + fe.Err.Error()
-		}
-	}
-	return msg
-}
+func reasonOf(fe *FileError) string { return fe.message() }
 
 // ruleOf names the rule behind a conversion's refusal of a value of a
 // column of type dst.

@@ -641,17 +641,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			return nil, err
 		}
 		defer sr.Release()
-		pos := 0
-		run := &mergeRun{name: "small files", order: -1, stop: func() {},
-			next: func() (arrow.RecordBatch, error, bool) {
-				if pos >= sr.Len() {
-					return nil, nil, false
-				}
-				lo := pos
-				pos = min(pos+mergeReadRows, sr.Len())
-				rec, err := sr.take(ctx, lo, pos)
-				return rec, err, true
-			}}
+		run := sortedRun(ctx, "small files", -1, sr)
 		if g.dedupe {
 			run.name, run.order = files[0].FilePath(), int(g.seqs[files[0].FilePath()])
 		}
@@ -1009,10 +999,6 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 		size += df.FileSizeBytes()
 		parts[partitionKey(df.Partition())] = true
 	}
-	var prev iceberg.Properties
-	if parent.Summary != nil {
-		prev = parent.Summary.Properties
-	}
 	setPositive(out, summaryAddedDataFiles, int64(len(added)))
 	setPositive(out, summaryAddedRecords, records)
 	setPositive(out, summaryAddedFilesSize, size)
@@ -1022,15 +1008,7 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}
-	total := func(key string, delta int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
-	}
-	total(summaryTotalDataFiles, int64(len(added))-delFiles)
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, records-delRows)
-	total(summaryTotalFilesSize, size-delBytes)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
+	setTotals(out, parent, int64(len(added))-delFiles, records-delRows, size-delBytes)
 	reason := groups[0].Reason
 	for _, g := range groups {
 		if g.Reason != reason {
@@ -1050,6 +1028,25 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 		return &table.Summary{Operation: table.OpOverwrite, Properties: out}
 	}
 	return &table.Summary{Operation: table.OpReplace, Properties: out}
+}
+
+// setTotals sets the total counters of a snapshot's summary out: those of
+// its parent changed by the data files, records and bytes it added (less
+// those it removed); no delete files.
+func setTotals(out iceberg.Properties, parent *table.Snapshot, files, records, size int64) {
+	var prev iceberg.Properties
+	if parent.Summary != nil {
+		prev = parent.Summary.Properties
+	}
+	total := func(key string, delta int64) {
+		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
+	}
+	total(summaryTotalDataFiles, files)
+	total(summaryTotalDeletes, 0)
+	total(summaryTotalRecords, records)
+	total(summaryTotalFilesSize, size)
+	total(summaryTotalPosDels, 0)
+	total(summaryTotalEqDels, 0)
 }
 
 // writeManifest encodes one data manifest (format v2) and stores it.

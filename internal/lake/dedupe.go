@@ -431,17 +431,9 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 		if err != nil {
 			return 0, err
 		}
-		pos := 0
-		runs = append(runs, &mergeRun{name: df.FilePath(), order: order, stop: sr.Release,
-			next: func() (arrow.RecordBatch, error, bool) {
-				if pos >= sr.Len() {
-					return nil, nil, false
-				}
-				lo := pos
-				pos = min(pos+mergeReadRows, sr.Len())
-				rec, err := sr.take(ctx, lo, pos)
-				return rec, err, true
-			}})
+		run := sortedRun(ctx, df.FilePath(), order, sr)
+		run.stop = sr.Release
+		runs = append(runs, run)
 	}
 	var kept int64
 	for rec, err := range mergeRunsNewest(ctx, memory.DefaultAllocator, sc, k, runs, mergeOutRows) {

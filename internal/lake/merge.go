@@ -356,6 +356,22 @@ func (m *mergedBatch) reset(runs []*mergeRun) {
 	}
 }
 
+// sortedRun makes a run of the rows of sr, mergeReadRows at a time (sr is
+// released by its owner).
+func sortedRun(ctx context.Context, name string, order int, sr *sortedRows) *mergeRun {
+	pos := 0
+	return &mergeRun{name: name, order: order, stop: func() {},
+		next: func() (arrow.RecordBatch, error, bool) {
+			if pos >= sr.Len() {
+				return nil, nil, false
+			}
+			lo := pos
+			pos = min(pos+mergeReadRows, sr.Len())
+			rec, err := sr.take(ctx, lo, pos)
+			return rec, err, true
+		}}
+}
+
 // pullRun makes a run of seq (read lazily, stopped by the merge).
 func pullRun(name string, order int, seq iter.Seq2[arrow.RecordBatch, error]) *mergeRun {
 	next, stop := iter.Pull2(seq)

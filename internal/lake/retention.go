@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -239,23 +238,11 @@ func (m *retentionMutation) build(ctx context.Context, base *head, n int, attemp
 // operation and its counters).
 func deleteSummary(rm removedFiles, parts int, parent *table.Snapshot, retention time.Duration) *table.Summary {
 	out := iceberg.Properties{}
-	var prev iceberg.Properties
-	if parent.Summary != nil {
-		prev = parent.Summary.Properties
-	}
 	setPositive(out, summaryDeletedDataFiles, rm.files)
 	setPositive(out, summaryDeletedRecords, rm.rows)
 	setPositive(out, summaryRemovedFilesSize, rm.bytes)
 	setPositive(out, summaryChangedParts, int64(parts))
-	total := func(key string, delta int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
-	}
-	total(summaryTotalDataFiles, -rm.files)
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, -rm.rows)
-	total(summaryTotalFilesSize, -rm.bytes)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
+	setTotals(out, parent, -rm.files, -rm.rows, -rm.bytes)
 	out[SummaryRetention] = quantity.FormatAge(retention)
 	maps.Copy(out, iceberg.EnvironmentContext())
 	return &table.Summary{Operation: table.OpDelete, Properties: out}

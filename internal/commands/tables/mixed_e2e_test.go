@@ -8,6 +8,20 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 )
 
+// showProfiles is what the test reads of tables show --json.
+type showProfiles struct {
+	Profiles []struct {
+		Name     string
+		Match    []string
+		Settings map[string]string
+	}
+	Maintenance map[string]string
+	Duplicates  struct {
+		ReadDedup bool `json:"read_dedup"`
+		Rows      int64
+	}
+}
+
 // TestTablesSourceProfilesAndCorrections: alter manages the profiles and
 // read-dedup and refuses what would not work, show lists them and what
 // compaction has left, profile exports one for gateways, maintain reports
@@ -38,18 +52,7 @@ func TestTablesSourceProfilesAndCorrections(t *testing.T) {
 		}
 	}
 
-	show := decode[struct {
-		Profiles []struct {
-			Name     string
-			Match    []string
-			Settings map[string]string
-		}
-		Maintenance map[string]string
-		Duplicates  struct {
-			ReadDedup bool `json:"read_dedup"`
-			Rows      int64
-		}
-	}](t, mustRun(t, env, false, "tables", "show", "--json"))
+	show := decode[showProfiles](t, mustRun(t, env, false, "tables", "show", "--json"))
 	if len(show.Profiles) != 1 || show.Profiles[0].Name != "berlin" || show.Profiles[0].Match[0] != "site-berlin/" ||
 		show.Profiles[0].Settings["csv-delimiter"] != ";" || !show.Duplicates.ReadDedup || show.Duplicates.Rows != 0 {
 		t.Errorf("show --json: %+v", show)
@@ -85,18 +88,7 @@ func TestTablesSourceProfilesAndCorrections(t *testing.T) {
 	}
 
 	mustRun(t, env, false, "tables", "alter", "--unset", "timelake.profile.berlin")
-	show = decode[struct {
-		Profiles []struct {
-			Name     string
-			Match    []string
-			Settings map[string]string
-		}
-		Maintenance map[string]string
-		Duplicates  struct {
-			ReadDedup bool `json:"read_dedup"`
-			Rows      int64
-		}
-	}](t, mustRun(t, env, false, "tables", "show", "--json"))
+	show = decode[showProfiles](t, mustRun(t, env, false, "tables", "show", "--json"))
 	if len(show.Profiles) != 0 {
 		t.Errorf("after --unset timelake.profile.berlin: %+v", show.Profiles)
 	}
