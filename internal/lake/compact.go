@@ -428,7 +428,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return CompactResult{}, err
 	}
 	h, v := t.loaded()
-	res := CompactResult{Version: v}
+	res := CompactResult{Version: v.n}
 	s := compactSettingsOf(h.props(), opts)
 	st := opts.state
 	if st == nil {
@@ -822,7 +822,7 @@ type rewriteAttempt struct {
 	refs       []string // files of this attempt its version references
 }
 
-func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	if m.commitID == uuid.Nil {
 		m.commitID = uuid.New()
@@ -913,7 +913,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	schemaID := schema.ID
 	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
 		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
-	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
 }
 
 // writeList writes the manifest list of attempt's snapshot a (parent's

@@ -214,8 +214,8 @@ func TestCompactRacesAppends(t *testing.T) {
 	l.cat = fc
 	res, err := tbl.Compact(ctx, CompactOptions{})
 	l.cat = fc.catalog
-	if err != nil || len(res.Groups) != 1 || fc.creates != 2 {
-		t.Fatalf("compaction racing an append: %+v, %v, %d creates", res, err, fc.creates)
+	if err != nil || len(res.Groups) != 1 || fc.commits != 2 {
+		t.Fatalf("compaction racing an append: %+v, %v, %d commits", res, err, fc.commits)
 	}
 	if n := len(scanRows(t, tbl, 0)); n != 6*5+3 {
 		t.Fatalf("%d rows, want %d", n, 6*5+3)
@@ -390,8 +390,8 @@ type txnMutation struct {
 	do func(*table.Transaction) error
 }
 
-func (m *txnMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
-	next, body, _, err := m.t.stageTransaction(ctx, base, m.t.lake.metadataLocation(m.t.name, n), m.do)
+func (m *txnMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	next, body, _, err := m.t.stageTransaction(ctx, base, v.location, m.do)
 	return next, body, err
 }
 

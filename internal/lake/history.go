@@ -319,8 +319,9 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 	return out, rr.Err()
 }
 
-// historyKey is the store key of a segment of table n.
-func historyKey(n TableName, name string) string { return metadataPrefix(n) + name }
+// historyKey is the store key of a segment of table n: in the folder of
+// timelake's own files (metadata/ of a catalog-free table).
+func (l *Lake) historyKey(n TableName, name string) string { return l.ownKey(n, name) }
 
 // ErrLoadHistoryMissing is returned when a load history segment the table
 // names is gone (deleted by hand or by another tool's orphan removal): the
@@ -354,7 +355,7 @@ func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]by
 	if b, err := l.readCached(n, name); err == nil {
 		return b, nil
 	}
-	body, _, err := storage.ReadAll(ctx, l.store, historyKey(n, name))
+	body, _, err := storage.ReadAll(ctx, l.store, l.historyKey(n, name))
 	if err != nil {
 		return nil, err
 	}
@@ -926,7 +927,7 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
 	name := segmentName(newest, len(recs))
-	if _, err := l.store.Put(ctx, historyKey(n, name), bytes.NewReader(body),
+	if _, err := l.store.Put(ctx, l.historyKey(n, name), bytes.NewReader(body),
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
@@ -950,7 +951,7 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 		missing[e] = true
 	}
 	for _, s := range historySegments(h.props()) {
-		_, err := t.lake.store.Stat(ctx, historyKey(t.name, s.name))
+		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
 		if errors.Is(err, storage.ErrNotExist) {
 			missing[s.name] = true
 			names = append(names, s.name)
@@ -961,10 +962,11 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	if _, err := t.commit(ctx, &dropSegmentsMutation{t: t, missing: missing}, CommitOptions{}); err != nil {
+	res, err := t.commit(ctx, &dropSegmentsMutation{t: t, missing: missing}, CommitOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("drop missing load history segments of %s: %w", t.name, err)
 	}
-	return names, nil
+	return names, t.reconcileHistory(ctx, res.rebased)
 }
 
 // dropSegmentsMutation removes segment names from timelake.load-history.
@@ -973,7 +975,7 @@ type dropSegmentsMutation struct {
 	missing map[string]bool
 }
 
-func (m *dropSegmentsMutation) build(_ context.Context, base *head, n int, _ int) (*head, []byte, error) {
+func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
 	segs, refused := historyEntries(base.props())
 	var keep []segmentInfo
 	for _, s := range segs {
@@ -984,18 +986,114 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *head, n int, _ int
 	if len(keep) == len(segs) && len(refused) == 0 {
 		return nil, nil, errNothingToCommit
 	}
-	e := base.edit()
-	var err error
-	if len(keep) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.done(m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
+	return withSegments(base, keep, v, m.t.lake.now())
 }
 
 // finish: the change writes nothing but its version.
 func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
+
+// withSegments returns the next version of base that names segs in
+// timelake.load-history (and no property when segs is empty).
+func withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
+	e := base.edit()
+	var err error
+	if len(segs) == 0 {
+		err = e.setProperties(nil, []string{PropLoadHistory})
+	} else {
+		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.done(v.location, now.UnixMilli())
+}
+
+// reconcileHistory makes good a change of the load history's segment list
+// that a REST catalog applied to a newer version than the one it was built
+// on (rb; catalog.commit): the list was set from the older version, so the
+// other writer's change in between was overwritten. The segments that
+// change added (the keys of the snapshots it expired) are named again, and
+// those it removed (merged into one it added, or past the dedupe window)
+// are dropped, through the commit protocol, so a third writer's change
+// stays too. A segment gone from the store meanwhile was merged into
+// another by a later change and is not named again.
+func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
+	if rb == nil {
+		return nil
+	}
+	if rb.applied == "" {
+		t.lake.log.Warn("the catalog does not say which version a load history change was applied to (no metadata-log): "+
+			"another writer's change of the same list may have been overwritten", "table", t.name.String())
+		return nil
+	}
+	applied, err := t.lake.readMetadataFile(ctx, t.name, rb.applied, indexHead)
+	if err != nil {
+		return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
+	}
+	before := map[string]bool{}
+	for _, s := range historySegments(rb.base.props()) {
+		before[s.name] = true
+	}
+	m := &reconcileSegmentsMutation{t: t, removed: map[string]bool{}}
+	after := map[string]bool{}
+	for _, s := range historySegments(applied.props()) {
+		after[s.name] = true
+		if !before[s.name] {
+			m.added = append(m.added, s)
+		}
+	}
+	for name := range before {
+		if !after[name] {
+			m.removed[name] = true
+		}
+	}
+	if len(m.added) == 0 && len(m.removed) == 0 {
+		return nil // the other writer did not change the list
+	}
+	for i := 0; i < len(m.added); {
+		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].name)); errors.Is(err, storage.ErrNotExist) {
+			m.added = slices.Delete(m.added, i, i+1)
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
+		}
+		i++
+	}
+	res, err := t.commit(ctx, m, CommitOptions{})
+	if err != nil {
+		return fmt.Errorf("reconcile the load history of %s with another writer's change: %w", t.name, err)
+	}
+	return t.reconcileHistory(ctx, res.rebased)
+}
+
+// reconcileSegmentsMutation names segments again in timelake.load-history
+// and drops others from it (reconcileHistory).
+type reconcileSegmentsMutation struct {
+	t       *Table
+	added   []segmentInfo
+	removed map[string]bool
+}
+
+func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	cur := historySegments(base.props())
+	var keep []segmentInfo
+	named := map[string]bool{}
+	for _, s := range cur {
+		if !m.removed[s.name] {
+			keep = append(keep, s)
+			named[s.name] = true
+		}
+	}
+	for _, s := range m.added {
+		if !named[s.name] {
+			keep = append(keep, s)
+		}
+	}
+	if segmentsProperty(keep) == segmentsProperty(cur) {
+		return nil, nil, errNothingToCommit
+	}
+	return withSegments(base, keep, v, m.t.lake.now())
+}
+
+// finish: the change writes nothing but its version.
+func (m *reconcileSegmentsMutation) finish(context.Context, int, bool) {}

@@ -142,7 +142,7 @@ func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.store.Delete(ctx, historyKey(testName, segs[0].name)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := t2.FindLoaded(ctx, "gw/0.csv"); err != nil || !ok {
@@ -292,7 +292,7 @@ func TestHistoryReaderOfAnOlderVersion(t *testing.T) {
 		appendRows(t, tbl, fmt.Sprintf("gw/%02d.csv", i), day0, 2)
 		expire()
 	}
-	if _, err := l.store.Stat(ctx, historyKey(testName, before[0].name)); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := l.store.Stat(ctx, l.historyKey(testName, before[0].name)); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("segment %s still there after its merge (%v)", before[0].name, err)
 	}
 	b, ok, err := old.FindLoaded(ctx, "gw/00.csv")

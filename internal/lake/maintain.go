@@ -295,12 +295,12 @@ type MaintainReport struct {
 	Skipped string        `json:"skipped,omitempty"` // why nothing was done
 }
 
-// maintenanceStateKey is a small object next to the table's metadata that
-// remembers when orphan files were last looked for, and when the table
+// maintenanceStateName is a small object next to the table's metadata (in
+// the folder of timelake's own files, Lake.ownKey) that remembers when orphan files were last looked for, and when the table
 // reached which sequence number (Sequences). It is advisory: when lost
 // or overwritten by a concurrent round, orphans are looked for early and a
 // partition goes cold a little late; nothing else depends on it.
-const maintenanceStateKey = "metadata/_timelake-maintenance.json"
+const maintenanceStateName = "_timelake-maintenance.json"
 
 type maintenanceState struct {
 	OrphansCheckedAt time.Time `json:"orphans_checked_at"`
@@ -503,7 +503,10 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 // Hadoop tables) a version behind until the next commit, which on a quiet
 // table may never come.
 func (t *Table) repairHint(ctx context.Context) error {
-	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+"version-hint.text")
+	if !t.lake.cat.hinted() {
+		return nil
+	}
+	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+versionHintName)
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return err
 	}
@@ -546,7 +549,7 @@ func (t *Table) orphansDue(st maintenanceState, force bool) bool {
 // object is an empty state (it is advisory).
 func (t *Table) loadMaintenanceState(ctx context.Context) (maintenanceState, error) {
 	var st maintenanceState
-	b, _, err := storage.ReadAll(ctx, t.lake.store, tablePrefix(t.name)+maintenanceStateKey)
+	b, _, err := storage.ReadAll(ctx, t.lake.store, t.lake.ownKey(t.name, maintenanceStateName))
 	if errors.Is(err, storage.ErrNotExist) {
 		return st, nil
 	}
@@ -564,7 +567,7 @@ func (t *Table) saveMaintenanceState(ctx context.Context, st maintenanceState) e
 	if err != nil {
 		return err
 	}
-	_, err = t.lake.store.Put(ctx, tablePrefix(t.name)+maintenanceStateKey, bytes.NewReader(b),
+	_, err = t.lake.store.Put(ctx, t.lake.ownKey(t.name, maintenanceStateName), bytes.NewReader(b),
 		storage.PutOptions{ContentType: "application/json"})
 	return err
 }

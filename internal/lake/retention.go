@@ -58,7 +58,7 @@ func (t *Table) ApplyRetention(ctx context.Context, retention time.Duration, dry
 		return RetentionResult{}, err
 	}
 	h, v := t.loaded()
-	res := RetentionResult{Cutoff: t.lake.now().Add(-retention).UTC(), Version: v}
+	res := RetentionResult{Cutoff: t.lake.now().Add(-retention).UTC(), Version: v.n}
 	plan, err := t.retentionPlan(ctx, h, res.Cutoff)
 	if err != nil {
 		return res, fmt.Errorf("retention of %s: %w", t.name, err)
@@ -187,7 +187,7 @@ type retentionMutation struct {
 	plans     map[int]retentionPlan
 }
 
-func (m *retentionMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	if m.commitID == uuid.Nil {
 		m.commitID = uuid.New()
@@ -230,7 +230,7 @@ func (m *retentionMutation) build(ctx context.Context, base *head, n int, attemp
 	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
 		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, SchemaID: &schemaID,
 		Summary: deleteSummary(rm, len(plan.parts), parent, m.retention)}
-	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
 }
 
 // deleteSummary is the summary of a delete snapshot that removed rm's

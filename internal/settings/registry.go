@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,82 @@ var (
 		Commands: []Command{Global}, Group: GroupS3,
 	}, Kind: String()})
 )
+
+// Catalog: where the tables' versions are kept (docs/catalogs.md).
+var (
+	Catalog = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog", Env: []string{"TIMELAKE_CATALOG"}, Default: CatalogNone,
+		Help:     "where the tables' versions are kept: none (metadata files in the warehouse) or rest (an Iceberg REST catalog at --catalog-uri)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Enum(CatalogNone, CatalogREST)})
+
+	CatalogURI = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-uri", Env: []string{"TIMELAKE_CATALOG_URI"},
+		Help:     "the REST catalog's base URI, without /v1, e.g. https://catalog.example.com/api/catalog",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Checked(checkHTTPURL)})
+
+	CatalogWarehouse = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-warehouse", Env: []string{"TIMELAKE_CATALOG_WAREHOUSE"},
+		Help:     "the warehouse the REST catalog is asked for (a bucket URI, a catalog name or an ARN, as the server names it; default: the warehouse)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-prefix", Env: []string{"TIMELAKE_CATALOG_PREFIX"},
+		Help:     "path prefix of the REST catalog's routes (default: the one the server's /v1/config gives)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogToken = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_CATALOG_TOKEN"}, Help: "bearer token sent to the REST catalog",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog, Sensitivity: Secret,
+	}, Kind: String()})
+
+	CatalogCredential = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_CATALOG_CREDENTIAL"}, Help: "OAuth2 client credentials of the REST catalog, client_id:client_secret, exchanged for a token",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog, Sensitivity: Secret,
+	}, Kind: String()})
+
+	CatalogOAuth2URI = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-oauth2-uri", Env: []string{"TIMELAKE_CATALOG_OAUTH2_URI"},
+		Help:     "token endpoint of the OAuth2 client credentials (default: <catalog-uri>/v1/oauth/tokens)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Checked(checkHTTPURL)})
+
+	CatalogScope = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-scope", Env: []string{"TIMELAKE_CATALOG_SCOPE"}, Default: "catalog",
+		Help:     "OAuth2 scope asked for with the client credentials",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogSigV4 = register(&Setting[bool]{Spec: Spec{
+		Flag: "catalog-sigv4", Env: []string{"TIMELAKE_CATALOG_SIGV4"}, Default: "false",
+		Help:     "sign the REST catalog's requests with AWS SigV4 and the S3 credentials (AWS Glue, S3 Tables), in --region",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Bool()})
+
+	CatalogSigV4Service = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-sigv4-service", Env: []string{"TIMELAKE_CATALOG_SIGV4_SERVICE"}, Default: "execute-api",
+		Help:     "the signing name of SigV4 requests: glue for AWS Glue, s3tables for S3 Tables",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+)
+
+// The values of --catalog.
+const (
+	CatalogNone = "none"
+	CatalogREST = "rest"
+)
+
+// checkHTTPURL accepts an http(s) URL with a host.
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("expected an http(s) URL such as https://catalog.example.com, got %q", s)
+	}
+	return nil
+}
 
 // Table creation (ingest creates a missing table from the first file;
 // tables create from a sample; upload --validate reads the time column the

@@ -93,6 +93,7 @@ type Group string
 const (
 	GroupLocations Group = "Locations"
 	GroupS3        Group = "S3 connection"
+	GroupCatalog   Group = "Catalog"
 	GroupCreate    Group = "Table creation"
 	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"

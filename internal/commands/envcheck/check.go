@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ const (
 	CheckLanding       = "landing"
 	CheckSettings      = "settings"
 	CheckVariables     = "variables"
+	CheckCatalog       = "catalog"
 	CheckEndpoint      = "endpoint"
 	CheckRegion        = "region"
 	CheckCredentials   = "credentials"
@@ -70,9 +72,17 @@ const (
 	CheckLandingLease  = "landing-lease"
 	CheckLakeBucket    = "lake-bucket"
 	CheckLakeCommit    = "lake-commit"
+	CheckCatalogConfig = "catalog-config"
+	CheckCatalogAuth   = "catalog-auth"
+	CheckCatalogNS     = "catalog-namespace"
+	CheckCatalogCommit = "catalog-commit"
 	CheckTable         = "table"
 	CheckProfiles      = "profiles"
 )
+
+// catalogChecks are the checks of the REST catalog, which --catalog none
+// skips.
+var catalogChecks = []string{CheckCatalogConfig, CheckCatalogAuth, CheckCatalogNS, CheckCatalogCommit}
 
 // CheckOptions are the inputs of one env check.
 type CheckOptions struct {
@@ -190,9 +200,9 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion,
-			CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
-			CheckLakeBucket, CheckLakeCommit, CheckTable, CheckProfiles} {
+		for _, n := range slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog,
+			CheckEndpoint, CheckRegion, CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
+			CheckLakeBucket, CheckLakeCommit}, catalogChecks, []string{CheckTable, CheckProfiles}) {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
 		}
 		return c.report()
@@ -201,6 +211,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c.network(ctx)
 	c.landingBucket(ctx)
 	c.lake(ctx)
+	c.catalog(ctx)
 	c.table(ctx)
 	c.profiles(ctx)
 	return c.report()
@@ -233,6 +244,10 @@ type checker struct {
 	landingListed   bool        // the landing bucket could be listed and written
 	loaded          *lake.Table // the table, once loaded
 	tableMissing    bool        // the table does not exist yet
+
+	// catalogOK: --catalog rest with usable settings; catalogReady: the
+	// catalog checks passed, so the table can be loaded through it.
+	catalogOK, catalogReady bool
 }
 
 func newChecker(opts *CheckOptions) *checker {

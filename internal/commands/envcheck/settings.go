@@ -111,6 +111,8 @@ func (c *checker) settings(ctx context.Context) {
 			"rename each to the variable meant, or remove it; every variable is in docs/configuration.md (see its section Unknown variables)")
 	}
 
+	c.catalogSettings()
+
 	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
 	if !c.s3Needed {
 		reason := "not used: no S3 location"

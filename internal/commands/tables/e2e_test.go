@@ -185,7 +185,8 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 	// show: contract, partition spec and sort order of the table ingest made.
 	out = mustRun(t, env, true, "tables", "show")
 	for _, want := range []string{
-		"Table:           iot.readings\n",
+		"Table:             iot.readings\n",
+		"Catalog:           metadata files\n",
 		"\nPartition spec (id 0)\n  day(time)  (time_day)\n",
 		"\nSort order (id 1)\n  device_id asc nulls-first, time asc nulls-first\n",
 		"\nTimelake contract\n  timelake.chunk        day\n  timelake.series-key   device_id\n  timelake.time-column  time\n",
@@ -412,7 +413,7 @@ func TestTablesS3(t *testing.T) {
 	if got := pipeColumn(t, mustRun(t, env, false, "tables", "list"), 1); !slices.Equal(got, []string{"600"}) {
 		t.Errorf("tables list on S3: rows %v", got)
 	}
-	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:        s3://"+bucket+"/warehouse/iot/readings\n") {
+	if out := mustRun(t, env, true, "tables", "show"); !strings.Contains(out, "Location:          s3://"+bucket+"/warehouse/iot/readings\n") {
 		t.Errorf("tables show on S3:\n%s", out)
 	}
 }

@@ -44,16 +44,19 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 
 // TableDetail is what `tables show` prints.
 type TableDetail struct {
-	Table            string  `json:"table"`             // namespace.table
-	Location         string  `json:"location"`          // table root URI
-	MetadataLocation string  `json:"metadata_location"` // URI of vN.metadata.json
-	MetadataVersion  int     `json:"metadata_version"`  // N
-	FormatVersion    int     `json:"format_version"`    // Iceberg format version (2)
-	TableUUID        string  `json:"table_uuid"`
-	LastUpdatedAt    UTCTime `json:"last_updated_at"` // last-updated-ms of the metadata
-	Schema           Schema  `json:"schema"`
-	PartitionSpec    Spec    `json:"partition_spec"`
-	SortOrder        Order   `json:"sort_order"`
+	Table            string `json:"table"`             // namespace.table
+	Location         string `json:"location"`          // table root URI
+	MetadataLocation string `json:"metadata_location"` // URI of the current metadata file, vN.metadata.json
+	MetadataVersion  int    `json:"metadata_version"`  // N
+	// Catalog is where the table's versions are kept: "metadata files",
+	// or the REST catalog (Lake.Catalog).
+	Catalog       string  `json:"catalog,omitempty"`
+	FormatVersion int     `json:"format_version"` // Iceberg format version (2)
+	TableUUID     string  `json:"table_uuid"`
+	LastUpdatedAt UTCTime `json:"last_updated_at"` // last-updated-ms of the metadata
+	Schema        Schema  `json:"schema"`
+	PartitionSpec Spec    `json:"partition_spec"`
+	SortOrder     Order   `json:"sort_order"`
 	// Contract holds the timelake.* properties of the table contract
 	// (timelake-format.md, "Table contract"), Maintenance the other
 	// timelake.* ones (docs/maintenance.md; the load history as its
@@ -229,6 +232,7 @@ func RunShow(ctx context.Context, opts *ShowOptions) error {
 		return err
 	}
 	d := BuildTableDetail(opts.Table, t.Version(), t.MetadataLocation(), t.Metadata())
+	d.Catalog = opts.Lake.Catalog()
 	dups, err := t.UnresolvedDuplicates(ctx)
 	if err != nil {
 		return err
@@ -260,6 +264,9 @@ func RenderShow(o Output, d TableDetail) error {
 	rec("location", d.Location)
 	rec("metadata_location", d.MetadataLocation)
 	rec("metadata_version", formatInt(int64(d.MetadataVersion)))
+	if d.Catalog != "" {
+		rec("catalog", d.Catalog)
+	}
 	rec("format_version", formatInt(int64(d.FormatVersion)))
 	rec("table_uuid", d.TableUUID)
 	rec("last_updated_at", d.LastUpdatedAt.machine())
@@ -332,14 +339,20 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 	}
 	section := func(title string) { b.WriteString("\n" + title + "\n") }
 
-	kv([][2]string{
+	head := [][2]string{
 		{"Table", d.Table},
 		{"Location", d.Location},
-		{"Metadata", iostreams.Sprintf("v%d (%s)", d.MetadataVersion, d.MetadataLocation)},
+		{"Metadata file", d.MetadataLocation},
+		{"Metadata version", iostreams.Sprintf("v%d", d.MetadataVersion)},
+	}
+	if d.Catalog != "" {
+		head = append(head, [2]string{"Catalog", d.Catalog})
+	}
+	kv(append(head, [][2]string{
 		{"Format version", formatInt(int64(d.FormatVersion))},
 		{"UUID", d.TableUUID},
 		{"Last updated", d.LastUpdatedAt.terminal() + " UTC"},
-	})
+	}...))
 
 	section(iostreams.Sprintf("Schema (id %d)", d.Schema.SchemaID))
 	var tb strings.Builder

@@ -621,15 +621,21 @@ write.metadata.previous-versions-max  5                     not set (default 100
 				"gateway-3/20260106T1100.parquet\tnot-loaded\t\t\t\t\t\t\t\t\n",
 		},
 		{
-			name:   "show",
-			render: func(o Output) error { return RenderShow(o, BuildTableDetail(readings, 8, metaLoc, rolledback)) },
+			name: "show",
+			render: func(o Output) error {
+				d := BuildTableDetail(readings, 8, metaLoc, rolledback)
+				d.Catalog = "metadata files"
+				return RenderShow(o, d)
+			},
 			golden: "show.json",
-			tty: `Table:           iot.readings
-Location:        s3://example-lake/warehouse/iot/readings
-Metadata:        v8 (s3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json)
-Format version:  2
-UUID:            d95238a3-1b58-4bef-bbc7-b5609a74fe7e
-Last updated:    2026-01-05 12:18:41 UTC
+			tty: `Table:             iot.readings
+Location:          s3://example-lake/warehouse/iot/readings
+Metadata file:     s3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json
+Metadata version:  v8
+Catalog:           metadata files
+Format version:    2
+UUID:              d95238a3-1b58-4bef-bbc7-b5609a74fe7e
+Last updated:      2026-01-05 12:18:41 UTC
 
 Schema (id 0)
   ID  NAME           TYPE         REQUIRED
@@ -667,6 +673,7 @@ Totals
 				"location\ts3://example-lake/warehouse/iot/readings\n" +
 				"metadata_location\ts3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json\n" +
 				"metadata_version\t8\n" +
+				"catalog\tmetadata files\n" +
 				"format_version\t2\n" +
 				"table_uuid\td95238a3-1b58-4bef-bbc7-b5609a74fe7e\n" +
 				"last_updated_at\t2026-01-05T12:18:41.959Z\n" +
@@ -702,12 +709,13 @@ Totals
 				return RenderShow(o, BuildTableDetail(readings, 1, "s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json", created))
 			},
 			golden: "show-empty.json",
-			tty: `Table:           iot.readings
-Location:        s3://example-lake/warehouse/iot/readings
-Metadata:        v1 (s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json)
-Format version:  2
-UUID:            d95238a3-1b58-4bef-bbc7-b5609a74fe7e
-Last updated:    2026-01-05 09:58:41 UTC
+			tty: `Table:             iot.readings
+Location:          s3://example-lake/warehouse/iot/readings
+Metadata file:     s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json
+Metadata version:  v1
+Format version:    2
+UUID:              d95238a3-1b58-4bef-bbc7-b5609a74fe7e
+Last updated:      2026-01-05 09:58:41 UTC
 
 Schema (id 0)
   ID  NAME           TYPE         REQUIRED
