@@ -344,8 +344,9 @@ type runner struct {
 
 // Run performs one ingest run. It returns the report so far together with
 // an error when the run could not finish: ErrLeaseHeld (another run is
-// active), ErrNoTable, ctx cancellation, or a storage/commit error (the file
-// being loaded stays in the landing bucket for the next run). Files that
+// active), ErrNoTable, a *lake.SourceColumnError (the source columns
+// name columns the table cannot fill), ctx cancellation, or a
+// storage/commit error (the file being loaded stays in the landing bucket for the next run). Files that
 // cannot be loaded are not errors of the run: they are quarantined and
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -490,6 +491,11 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	switch {
 	case err == nil:
 		r.tbl = tbl
+		// Source columns the table cannot fill would refuse every file:
+		// refuse the run instead, before a file is moved.
+		if err := tbl.CheckSourceColumns(r.sourceColumnNames()); err != nil {
+			return ctx, release, err
+		}
 	case errors.Is(err, lake.ErrTableNotFound):
 		// A missing lake bucket reads as an empty warehouse: tell them
 		// apart before anything would be created (or reported as done).
@@ -1462,9 +1468,7 @@ func (e *profileError) Unwrap() error { return e.err }
 // --evolve adds one). A file that holds values in such a column of its
 // own is refused: they would be overwritten. release frees what it made.
 func (r *runner) sourceColumns(key string, dec *decode.Decoded) ([]arrow.RecordBatch, func(), error) {
-	props := r.tbl.Properties()
-	src := cmp.Or(r.cfg.SourceColumn, props[lake.PropSourceColumn])
-	loaded := cmp.Or(r.cfg.LoadTimeColumn, props[lake.PropLoadTimeColumn])
+	src, loaded := r.sourceColumnNames()
 	if src == "" && loaded == "" {
 		return dec.Records, func() {}, nil
 	}
@@ -1488,6 +1492,14 @@ func (r *runner) sourceColumns(key string, dec *decode.Decoded) ([]arrow.RecordB
 			rec.Release()
 		}
 	}, nil
+}
+
+// sourceColumnNames returns the columns of the landing key and of the
+// load time ("" for none): the run's settings, else the table's
+// properties.
+func (r *runner) sourceColumnNames() (source, loadTime string) {
+	props := r.tbl.Properties()
+	return cmp.Or(r.cfg.SourceColumn, props[lake.PropSourceColumn]), cmp.Or(r.cfg.LoadTimeColumn, props[lake.PropLoadTimeColumn])
 }
 
 // setAside writes the rows of dec that were refused (--on-error

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +245,19 @@ func TestSourceColumns(t *testing.T) {
 	rep, err = ingest.Run(ctx, cfg)
 	if err != nil || rep.Quarantined != 1 || !strings.Contains(rep.Files[0].Reason, `values in column "_source"`) {
 		t.Fatalf("%+v %v", rep.Files, err)
+	}
+	// Columns the table cannot fill refuse the run before a file is taken:
+	// every file would be refused.
+	e.put(t, "gw-1/c.csv", []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,d1,1\n"))
+	for _, names := range [][2]string{{"device_id", ""}, {"", "time"}, {"_loaded_at", ""}, {"_source", "_source"}} {
+		cfg.SourceColumn, cfg.LoadTimeColumn = names[0], names[1]
+		rep, err = ingest.Run(ctx, cfg)
+		var sce *lake.SourceColumnError
+		if !errors.As(err, &sce) || len(rep.Files) != 0 {
+			t.Errorf("source columns %q: %v, %+v", names, err, rep.Files)
+		}
+	}
+	if _, err := e.landing.Stat(ctx, "gw-1/c.csv"); err != nil {
+		t.Fatalf("the waiting file: %v", err)
 	}
 }

@@ -2,11 +2,14 @@ package lake
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/timelake/timelake/internal/decode"
 )
 
 // Source columns (docs/schema.md, "Source columns"): opt-in columns that
@@ -46,7 +49,7 @@ func WithSourceColumns(sc *arrow.Schema, recs []arrow.RecordBatch, values []Sour
 		if idx := sc.FieldIndices(v.Column); len(idx) == 1 {
 			if !arrow.TypeEqual(fields[idx[0]].Type, v.sourceType()) {
 				return nil, &SourceColumnError{Column: v.Column, Reason: fmt.Sprintf("column %q, which holds each row's %s, is %s in the table, not %s: choose another name",
-					v.Column, v.what(), fields[idx[0]].Type, v.sourceType())}
+					v.Column, v.what(), decode.TypeName(fields[idx[0]].Type), decode.TypeName(v.sourceType()))}
 			}
 			at[i] = idx[0]
 			continue
@@ -91,6 +94,35 @@ func WithSourceColumns(sc *arrow.Schema, recs []arrow.RecordBatch, values []Sour
 	return res, nil
 }
 
+// CheckSourceColumns refuses the source column names (source: the
+// landing key's, loadTime: the load time's; "" for none) that t cannot
+// fill: the same name for both, the time column or a series key column of
+// the contract, a column t has with another type than the one it would
+// hold (string, timestamptz). Errors: *SourceColumnError naming the
+// column; checked by tables alter and before a run loads a file, since
+// every file would be refused.
+func (t *Table) CheckSourceColumns(source, loadTime string) error {
+	if source != "" && source == loadTime {
+		return &SourceColumnError{Column: source, Reason: fmt.Sprintf("column %q cannot hold both each row's landing key and its load time (--source-column and --load-time-column, or %s and %s): choose two names",
+			source, PropSourceColumn, PropLoadTimeColumn)}
+	}
+	c, sc := t.Contract(), t.ArrowSchema()
+	for _, v := range []SourceValue{{Column: source, Text: "key"}, {Column: loadTime}} {
+		if v.Column == "" {
+			continue
+		}
+		if v.Column == c.TimeColumn || slices.Contains(c.SeriesKey, v.Column) {
+			return &SourceColumnError{Column: v.Column, Reason: fmt.Sprintf("column %q, chosen to hold each row's %s (%s), is the table's %s: choose another name",
+				v.Column, v.what(), v.setting(), map[bool]string{true: "time column", false: "series key column"}[v.Column == c.TimeColumn])}
+		}
+		if idx := sc.FieldIndices(v.Column); len(idx) == 1 && !arrow.TypeEqual(sc.Field(idx[0]).Type, v.sourceType()) {
+			return &SourceColumnError{Column: v.Column, Reason: fmt.Sprintf("column %q, chosen to hold each row's %s (%s), is %s in the table, not %s: choose another name",
+				v.Column, v.what(), v.setting(), decode.TypeName(sc.Field(idx[0]).Type), decode.TypeName(v.sourceType()))}
+		}
+	}
+	return nil
+}
+
 // SourceColumnError refuses a batch whose source column cannot be
 // filled.
 type SourceColumnError struct {
@@ -99,6 +131,14 @@ type SourceColumnError struct {
 }
 
 func (e *SourceColumnError) Error() string { return e.Reason }
+
+// setting names the flag and the table property that choose v's column.
+func (v SourceValue) setting() string {
+	if v.Text != "" {
+		return "--source-column or " + PropSourceColumn
+	}
+	return "--load-time-column or " + PropLoadTimeColumn
+}
 
 func (v SourceValue) what() string {
 	if v.Text != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
@@ -131,6 +132,9 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
 		return c, &cmdutil.UsageError{Err: err}
 	}
+	if c.SourceColumn != "" && c.SourceColumn == c.LoadTimeColumn {
+		return c, cmdutil.UsageErrorf("--source-column and --load-time-column are both %q: one column cannot hold each row's landing key and its load time; choose two names", c.SourceColumn)
+	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {
 		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
@@ -225,8 +229,10 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
 	}
-	if decode.IsColumnsSetting(err) {
-		// No file could create the table because of --column.
+	var sce *lake.SourceColumnError
+	if decode.IsColumnsSetting(err) || errors.As(err, &sce) {
+		// No file could create the table because of --column, or the
+		// source columns name columns the table cannot fill.
 		err = &cmdutil.UsageError{Err: err}
 	}
 	if err != nil && len(rep.Files) == 0 {

@@ -322,10 +322,16 @@ func expandProfiles(props iceberg.Properties, unset []string) []string {
 
 // checkAltered refuses properties that are each fine but not together:
 // source profiles that do not read as a set (one without a match, two
-// whose prefixes overlap), and timelake.read-dedup on a table without a
-// series key (every row of one time would be one reading). Usage errors.
+// whose prefixes overlap), source columns the table cannot fill (one name
+// for both, the time column, a series key column, a column of another
+// type: lake.Table.CheckSourceColumns), and timelake.read-dedup on a
+// table without a series key (every row of one time would be one
+// reading). Usage errors.
 func checkAltered(t *lake.Table, after iceberg.Properties) error {
 	if _, err := profile.FromProperties(after); err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if err := t.CheckSourceColumns(after[lake.PropSourceColumn], after[lake.PropLoadTimeColumn]); err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
 	if v, _ := strconv.ParseBool(after[lake.PropReadDedup]); v && len(t.Contract().SeriesKey) == 0 {

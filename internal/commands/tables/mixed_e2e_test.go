@@ -45,12 +45,19 @@ func TestTablesSourceProfilesAndCorrections(t *testing.T) {
 		{[]string{"--set", "timelake.profile.berlin.time-unit=hours"}, "expected s, ms, us or ns"},
 		{[]string{"--set", "timelake.retention=5m"}, "timelake.retention"},
 		{[]string{"--set", "timelake.on-error=skip"}, "expected file or skip-rows"},
+		{[]string{"--set", "timelake.source-column=time"}, `column "time", chosen to hold each row's landing key (--source-column or timelake.source-column), is the table's time column`},
+		{[]string{"--set", "timelake.source-column=device_id"}, "is the table's series key column"},
+		{[]string{"--set", "timelake.load-time-column=device_id"}, "is the table's series key column"},
+		{[]string{"--set", "timelake.source-column=temperature_c"}, "is double in the table, not string"},
+		{[]string{"--set", "timelake.source-column=_src", "--set", "timelake.load-time-column=_src"}, "choose two names"},
 	} {
 		r := timelake(t, env, false, append([]string{"tables", "alter"}, tc.args...)...)
 		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.says) {
 			t.Errorf("alter %v: exit %d, %s", tc.args, r.code, r.errOut)
 		}
 	}
+
+	mustRun(t, env, false, "tables", "alter", "--dry-run", "--set", "timelake.source-column=_source", "--set", "timelake.load-time-column=_loaded_at")
 
 	show := decode[showProfiles](t, mustRun(t, env, false, "tables", "show", "--json"))
 	if len(show.Profiles) != 1 || show.Profiles[0].Name != "berlin" || show.Profiles[0].Match[0] != "site-berlin/" ||
