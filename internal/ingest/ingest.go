@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -1261,6 +1262,14 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			}
 			if ok {
 				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
+				return it
+			}
+			// The profile the file would be read with, or why it would
+			// be refused (two match its key).
+			if _, prof, err := r.fileSettings(o.Key); err != nil {
+				it.res.Reason = strings.TrimPrefix(err.Error(), o.Key+": ")
+			} else if prof != nil {
+				it.res.Profile = prof.Name
 			}
 		}
 		return it

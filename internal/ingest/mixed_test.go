@@ -166,11 +166,32 @@ func TestSourceProfiles(t *testing.T) {
 			e.put(t, "site-berlin/gw1.csv", []byte("Zeit;device_id;temperature_c\n2026-01-05 11:00:00;b1;21,5\n2026-01-05 11:01:00;b1;NA\n"))
 			e.put(t, "site-paris/gw1.csv", []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,p1,21.5\n"))
 			e.put(t, "site-berlin/x.tsv", []byte("time\tdevice_id\ttemperature_c\n2026-01-05T10:00:00Z\tb2\t1\n"))
-			rep, err := ingest.Run(ctx, e.config())
+			// A dry run names the profile each file would be read with,
+			// or why its key would be quarantined.
+			dry := e.config()
+			dry.DryRun = true
+			rep, err := ingest.Run(ctx, dry)
 			if err != nil {
 				t.Fatal(err)
 			}
 			byKey := map[string]ingest.FileResult{}
+			for _, f := range rep.Files {
+				byKey[f.Key] = f
+			}
+			if f := byKey["site-berlin/gw1.csv"]; f.Status != ingest.WouldLoad || f.Profile != "berlin" || f.Reason != "" {
+				t.Fatalf("dry run, berlin: %+v", f)
+			}
+			if f := byKey["site-paris/gw1.csv"]; f.Status != ingest.WouldLoad || f.Profile != "" || f.Reason != "" {
+				t.Fatalf("dry run, paris: %+v", f)
+			}
+			if f := byKey["site-berlin/x.tsv"]; !strings.HasPrefix(f.Reason, "the key matches two source profiles: berlin (site-berlin/) and csvs (**/*.tsv)") {
+				t.Fatalf("dry run, x.tsv: %+v", f)
+			}
+			rep, err = ingest.Run(ctx, e.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			byKey = map[string]ingest.FileResult{}
 			for _, f := range rep.Files {
 				byKey[f.Key] = f
 			}

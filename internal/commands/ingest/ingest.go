@@ -324,7 +324,14 @@ func FileLine(r ingest.FileResult) string {
 	case ingest.Quarantined:
 		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
-		return iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		s := iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
+		}
+		if r.Reason != "" {
+			s += "; would be quarantined: " + r.Reason
+		}
+		return s
 	}
 	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
 }

@@ -110,6 +110,9 @@ func TestOutputLines(t *testing.T) {
 		{ingest.FileResult{Key: "gw/b.csv", Status: ingest.Quarantined, QuarantinedTo: "_rejected/gw/b.csv", Reason: "gw/b.csv: row 2: bad"},
 			"quarantined     gw/b.csv  -> _rejected/gw/b.csv: gw/b.csv: row 2: bad"},
 		{ingest.FileResult{Key: "gw/c.csv", Status: ingest.WouldLoad, Size: 10}, "would load      gw/c.csv  10 bytes"},
+		{ingest.FileResult{Key: "site-berlin/c.csv", Status: ingest.WouldLoad, Size: 10, Profile: "berlin"}, "would load      site-berlin/c.csv  10 bytes; profile berlin"},
+		{ingest.FileResult{Key: "site-berlin/c.tsv", Status: ingest.WouldLoad, Size: 10, Reason: "the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
+			"would load      site-berlin/c.tsv  10 bytes; would be quarantined: the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
 	} {
 		if got := ingestcmd.FileLine(tc.r); got != tc.want {
 			t.Errorf("FileLine = %q\nwant       %q", got, tc.want)
