@@ -279,9 +279,9 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions, and
-// counts the groups left out once maxBytes is spent (deferred).
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
+// compactableByPartition returns the files compaction may rewrite (Parquet
+// data files of the partition spec spec) by partition.
+func compactableByPartition(files []liveFile, spec int32) map[string][]liveFile {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -290,6 +290,13 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 		byPart[f.partition] = append(byPart[f.partition], f)
 	}
+	return byPart
+}
+
+// planCompaction groups the live files of compactable partitions, and
+// counts the groups left out once maxBytes is spent (deferred).
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
+	byPart := compactableByPartition(files, spec)
 	parts := slices.Sorted(maps.Keys(byPart))
 	var out []CompactionGroup
 	budget := maxBytes

@@ -197,14 +197,7 @@ func bySequence(a, b liveFile) int {
 // planCompaction takes them; deferred counts those left.
 func dedupePlan(h *head, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64) ([]CompactionGroup, int) {
 	cols := boundColumns(h)
-	byPart := map[string][]liveFile{}
-	for _, f := range files {
-		df := f.entry.DataFile()
-		if df.SpecID() != spec || df.ContentType() != iceberg.EntryContentData || df.FileFormat() != iceberg.ParquetFile {
-			continue
-		}
-		byPart[f.partition] = append(byPart[f.partition], f)
-	}
+	byPart := compactableByPartition(files, spec)
 	cold := func(fs []liveFile) bool {
 		for _, f := range fs {
 			if !f.committed.Before(now.Add(coldSlack(s.coldAfter) - s.coldAfter)) {
