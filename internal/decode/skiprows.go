@@ -177,6 +177,15 @@ type rowSkipper struct {
 	raw []arrow.RecordBatch
 }
 
+// reset forgets the rows set aside so far (and releases the raw ones),
+// for a file read again from its start.
+func (s *rowSkipper) reset() {
+	for _, r := range s.raw {
+		r.Release()
+	}
+	s.rejected, s.first, s.dropped, s.raw = nil, nil, nil, nil
+}
+
 // fileRow maps the row number k (1-based) the CSV reader gives a row it
 // read through rowFilter to the row's number in the file.
 func (s *rowSkipper) fileRow(k int64) int64 {

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/storage"
@@ -187,7 +191,8 @@ func TestLastLineWithoutEnd(t *testing.T) {
 		}
 		rep, err := ingest.Run(ctx, cfg)
 		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute ||
-			!strings.Contains(rep.Files[0].Reason, "its last line has no line end and it was modified 1m0s ago, within the open-end settle time of 10m0s") {
+			!strings.Contains(rep.Files[0].Reason, "its last line has no line end and it was modified 1m") ||
+			!strings.Contains(rep.Files[0].Reason, "ago, within the open-end settle time of 10m0s") {
 			t.Fatalf("run within the open-end settle time: %+v, %v", rep.Files, err)
 		}
 		older := time.Now().Add(-11 * time.Minute)
@@ -201,4 +206,154 @@ func TestLastLineWithoutEnd(t *testing.T) {
 			t.Fatalf("rows %v, want %v", got, want)
 		}
 	})
+}
+
+// TestWriterPausedInsideAQuotedValue: a logger writes a row whose quoted
+// value spans two lines and pauses after the first one, so the file ends
+// in a line end, inside the quoted value. In a local folder the file waits
+// (its end is open) instead of being quarantined as malformed and deleted
+// while its writer still holds it; once written to its end, every row
+// loads, the value with its line break. On S3 the object is complete as
+// it is: the same bytes are quarantined at once.
+func TestWriterPausedInsideAQuotedValue(t *testing.T) {
+	ctx := context.Background()
+	const head = "time,device_id,temperature_c,note\n2026-01-05T10:01:00Z,d1,1.5,plain\n2026-01-05T10:02:00Z,d1,2.5,\"first line\n"
+	const rest = "second line\"\n2026-01-05T10:03:00Z,d1,3.5,after\n"
+	t.Run("local", func(t *testing.T) {
+		e := localEnv(t)
+		e.put(t, "gw/first.csv", []byte("time,device_id,temperature_c,note\n2026-01-05T09:00:00Z,d0,0.5,x\n"))
+		if _, err := ingest.Run(ctx, e.config()); err != nil { // the table exists
+			t.Fatal(err)
+		}
+		e.put(t, "gw/notes.csv", []byte(head))
+		path := e.landing.(*storage.LocalStore).Path("gw/notes.csv")
+		age := func(d time.Duration) {
+			t.Helper()
+			old := time.Now().Add(-d)
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg := e.config()
+		cfg.SettleTime, cfg.OpenEndSettleTime = 0, 0 // the defaults: 30s, 10m
+		age(time.Minute)                             // the writer paused longer than the settle time
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Waiting != 1 || rep.Quarantined != 0 ||
+			!strings.Contains(rep.Files[0].Reason, "it ends inside a quoted value (the quote opened on line 3 is not closed) and it was modified 1m0s ago, within the open-end settle time of 10m0s") {
+			t.Fatalf("run while the writer pauses: %+v, %v", rep.Files, err)
+		}
+		if got := e.keys(t, ""); !slices.Contains(got, "gw/notes.csv") {
+			t.Fatalf("landing folder %v: the file was taken", got)
+		}
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		age(time.Minute)
+		if rep, err = ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 || rep.Rows != 3 {
+			t.Fatalf("run once written: %+v, %v", rep, err)
+		}
+		if got := tableNotes(t, e); !slices.Equal(got, []string{"x", "plain", "first line\nsecond line", "after"}) {
+			t.Fatalf("notes %q", got)
+		}
+	})
+	t.Run("s3", func(t *testing.T) {
+		e := s3Env(t)
+		e.put(t, "gw/notes.csv", []byte(head))
+		cfg := e.config()
+		cfg.SettleTime, cfg.OpenEndSettleTime = 0, 0 // the defaults: none on S3
+		e.put(t, "gw/other.csv", csvFile(readings(1, 0, 3), false, false))
+		rep, err := ingest.Run(ctx, cfg)
+		if err != nil || rep.Quarantined != 1 || rep.Waiting != 0 || rep.Files[0].Key != "gw/notes.csv" || rep.Files[0].Status != ingest.Quarantined {
+			t.Fatalf("run: %+v, %v", rep.Files, err)
+		}
+	})
+}
+
+// tableNotes returns the note column of the table, in time order.
+func tableNotes(t *testing.T, e env) []string {
+	t.Helper()
+	type note struct {
+		at   int64
+		text string
+	}
+	var notes []note
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
+		ts := rec.Column(rec.Schema().FieldIndices("time")[0]).(*array.Timestamp)
+		col := rec.Column(rec.Schema().FieldIndices("note")[0]).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			notes = append(notes, note{int64(ts.Value(i)), col.Value(i)})
+		}
+	})
+	slices.SortFunc(notes, func(a, b note) int { return int(a.at - b.at) })
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = n.text
+	}
+	return out
+}
+
+// TestStaleTempFilesOfTheLandingFolderAreRemoved: the temporary and lock
+// files that killed writes leave in a local landing folder (in the
+// gateways' folders, the quarantine, the lease folder) are removed by a
+// run once an hour old, below its own prefix; younger ones (a write under
+// way) and other writers' hidden files stay, as do those below another
+// poller's prefix.
+func TestStaleTempFilesOfTheLandingFolderAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	old, young := time.Now().Add(-2*time.Hour), time.Now().Add(-time.Minute)
+	for _, prefix := range []string{"", "gw-1/"} {
+		t.Run("prefix "+prefix, func(t *testing.T) {
+			e := localEnv(t)
+			dir := e.landing.(*storage.LocalStore).Path("")
+			stale := []string{"gw-1/file00992.csv.tl-lock", "gw-1/.tl-tmp-a.csv-bd51473cba2a9e7b",
+				"_rejected/gw-1/.tl-tmp-b.csv.error.json-d683ece8a2bd53fb", "_timelake/lease/.tl-tmp-iot.readings.json-4dafe0c1ca6574b7"}
+			kept := []string{"gw-1/.tl-tmp-writing.csv-0123456789abcdef", "gw-1/being-copied.csv.tl-lock", // young: a write under way
+				"gw-1/.logger.csv.swp", "gw-1/.rsync.csv.Xy12Ab"} // other writers' names
+			other := []string{"gw-2/.tl-tmp-c.csv-00112233aabbccdd", "gw-2/file1.csv.tl-lock"}
+			if prefix == "" {
+				stale = append(stale, other...)
+			} else {
+				kept = append(kept, other...)
+			}
+			for _, k := range slices.Concat(stale, kept) {
+				p := filepath.Join(dir, filepath.FromSlash(k))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				at := old
+				if strings.Contains(k, "writing") || strings.Contains(k, "being-copied") {
+					at = young
+				}
+				if err := os.Chtimes(p, at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.put(t, "gw-1/a.csv", csvFile(readings(1, 0, 3), false, false))
+			cfg := e.config()
+			cfg.Prefix = prefix
+			if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
+				t.Fatalf("run: %+v, %v", rep, err)
+			}
+			for _, k := range stale {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(k))); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s: %v, want it removed", k, err)
+				}
+			}
+			for _, k := range kept {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(k))); err != nil {
+					t.Errorf("%s: %v, want it kept", k, err)
+				}
+			}
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -39,6 +41,10 @@ func (r *runner) notFetched(ctx context.Context, it *item, err error) {
 		switch {
 		case lerr != nil:
 			it.err = r.landingErr(lerr)
+		case listed && strings.ContainsRune(key, utf8.RuneError):
+			r.fail(it, fmt.Errorf("listed in the landing bucket as %q but cannot be fetched under that name: %w; "+
+				"the listing has U+FFFD in the key, which a server writes for a character its XML listing cannot carry (a control character such as ESC) "+
+				"when it does not url-encode listings: rename the object to a key without control characters", key, err))
 		case listed:
 			r.fail(it, fmt.Errorf("listed in the landing bucket but cannot be fetched: %w", err))
 		default:
@@ -96,21 +102,50 @@ func (r *runner) probeLandingRead(ctx context.Context) error {
 	return err
 }
 
-// stillListed reports whether the landing bucket still lists key: a key
-// listed whose GET says it does not exist is not gone, it cannot be
-// fetched.
+// stillListed reports whether the landing bucket still has key, listed
+// by this run, whose GET said it does not exist: a HEAD finds it, or a
+// second listing names it again as the first did. Only a key that both
+// miss is gone (deleted since the listing). The listing starts at the
+// longest prefix of the key that is printable ASCII (listablePrefix), so
+// that a key the server's listing changed (a character it cannot write
+// replaced by U+FFFD) is found again as it was listed, and stops past key.
 func (r *runner) stillListed(ctx context.Context, key string) (bool, error) {
-	errFound := errors.New("found")
-	err := r.cfg.Landing.List(ctx, key, func(o storage.ObjectInfo) error {
-		if o.Key == key {
+	_, err := r.cfg.Landing.Stat(ctx, key)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, storage.ErrNotExist) {
+		return false, err
+	}
+	errFound, errPast := errors.New("found"), errors.New("past the key")
+	err = r.cfg.Landing.List(ctx, listablePrefix(key), func(o storage.ObjectInfo) error {
+		switch {
+		case o.Key == key:
 			return errFound
+		case o.Key > key:
+			return errPast
 		}
 		return nil
 	})
-	if errors.Is(err, errFound) {
+	var gaps *storage.UnlistedError
+	switch {
+	case errors.Is(err, errFound):
 		return true, nil
+	case err == nil, errors.Is(err, errPast), errors.As(err, &gaps):
+		return false, nil
 	}
 	return false, err
+}
+
+// listablePrefix is the longest prefix of key made of printable ASCII,
+// which every listing writes as it is.
+func listablePrefix(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return key[:i]
+		}
+	}
+	return key
 }
 
 // workDir is the download folder.

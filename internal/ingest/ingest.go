@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -118,11 +119,15 @@ type Config struct {
 	// CommitWait bounds how long a prepared file waits for more to fill
 	// its commit (up to FilesPerCommit); 0 means DefaultCommitWait.
 	CommitWait time.Duration
-	// MemoryBudget bounds the bytes of landing files being decoded and
-	// written at once (decoded data takes a small multiple of it); a larger
-	// file is processed alone. Downloads (to WorkDir, not memory) do not
-	// count: up to Parallel files download while others are decoded. 0
-	// means DefaultMemoryBudget.
+	// MemoryBudget bounds the decoded bytes of landing files being decoded
+	// and written at once (decode.DecodedSize: the decompressed text of a
+	// CSV or TSV file, gzipped or not; the values of a Parquet file): each
+	// file holds its share (admission) while it loads, and a file larger
+	// than the budget is decoded and written in pieces of the budget.
+	// Decoded data takes a small multiple of it (docs/performance.md).
+	// Downloads (to WorkDir, not memory) do not count: up to Parallel
+	// files download while others are decoded. 0 means
+	// DefaultMemoryBudget.
 	MemoryBudget int64
 
 	// ContentDedupe reports a file whose decompressed bytes equal those of
@@ -341,6 +346,10 @@ type runner struct {
 	leaseKey  string
 	probeOnce sync.Once
 	probeErr  error
+
+	// tempSwept is when removeStaleTemp last looked (a session lists
+	// again and again).
+	tempSwept time.Time
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -460,9 +469,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if r.cfg.OnPlan != nil {
 		r.cfg.OnPlan(r.rep)
 	}
-	files, err := r.list(ctx)
+	files, unlisted, err := r.list(ctx)
 	if err != nil {
 		return err
+	}
+	for _, u := range unlisted {
+		r.record(u)
 	}
 	return r.load(ctx, files)
 }
@@ -516,7 +528,8 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
-	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+	var gaps *storage.UnlistedError // the folder is there: a gap below it is the listing's to report
+	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil && !errors.As(err, &gaps) {
 		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
 			return ctx, release, p
 		}
@@ -549,12 +562,69 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	return ctx, release, nil
 }
 
+// staleTempAge is the age after which a temporary file of a write to a
+// local landing folder (storage.LocalStore's .tl-tmp-* files: an upload
+// into the folder, a quarantine copy and its report, a requeue, a lease
+// write) and a lock file of its compare-and-swaps (*.tl-lock) are left by
+// a process that died: a write keeps its temporary file's modification
+// time fresh while it copies (from a local file or memory, without pauses),
+// and a lock is held for the microseconds of a stat and a rename (a lock
+// older than 30 seconds is broken by the next writer anyway). An hour is
+// far beyond both: no write under way, timelake's or another run's, loses
+// its file. Names of other writers (.name.tmp, rsync's .name.XXXXXX) are
+// never touched.
+const staleTempAge = time.Hour
+
+// removeStaleTemp removes, in a local landing folder, the temporary and
+// lock files older than staleTempAge that killed processes left below the
+// run's prefix, below the quarantine of that prefix, and in the lease
+// folder (storage.LocalStore.StaleTemp; orphan removal does the same for
+// a local table). It runs once per run, at most every staleTempAge/6 in a
+// session, only under the lease; it is best effort: a failure is logged.
+func (r *runner) removeStaleTemp(ctx context.Context) {
+	if r.cfg.DryRun || r.leaseKey == "" || time.Since(r.tempSwept) < staleTempAge/6 {
+		return
+	}
+	r.tempSwept = time.Now()
+	before := time.Now().Add(-staleTempAge)
+	type sweep struct {
+		store  storage.Store
+		prefix string
+	}
+	q := r.bucket.QuarantineFolder()
+	sweeps := []sweep{{r.cfg.Landing, r.cfg.Prefix}}
+	if r.cfg.Prefix != "" { // else the first sweep covers them
+		sweeps = append(sweeps, sweep{r.cfg.Landing, q + r.cfg.Prefix}, sweep{r.cfg.Landing, q + landing.HashedFolder})
+	}
+	if r.cfg.LeaseStore != r.cfg.Landing || r.cfg.Prefix != "" {
+		sweeps = append(sweeps, sweep{r.cfg.LeaseStore, landing.ReservedPrefix + "lease/"})
+	}
+	removed := 0
+	for _, sw := range sweeps {
+		st, ok := sw.store.(*storage.LocalStore)
+		if !ok {
+			continue
+		}
+		gone, err := st.StaleTemp(ctx, sw.prefix, before, false)
+		removed += len(gone)
+		if err != nil {
+			r.log.Warn("temporary files of killed writes not removed", "folder", st.URI(), "prefix", sw.prefix, "err", err)
+		}
+	}
+	if removed > 0 {
+		r.log.Info("removed temporary and lock files that killed writes left in the landing folder", "files", removed)
+	}
+}
+
 // list lists the files to load, in key order, up to MaxFiles (Remaining
-// is set when more wait).
-func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
-	var files []storage.ObjectInfo
+// is set when more wait). A folder of a local landing folder that cannot
+// be read (storage.UnlistedError) fails alone: the others are listed, and
+// each gap is logged and returned as a failed result (unlisted) naming it
+// and the fix.
+func (r *runner) list(ctx context.Context) (files []storage.ObjectInfo, unlisted []FileResult, err error) {
+	r.removeStaleTemp(ctx)
 	errEnough := errors.New("enough")
-	err := r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough
@@ -562,10 +632,46 @@ func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 		files = append(files, o)
 		return nil
 	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	var gaps *storage.UnlistedError
+	if errors.As(err, &gaps) {
+		for _, g := range gaps.Gaps {
+			if r.bucket.Skipped(g.Key) {
+				continue // a hidden folder, the quarantine: nothing there is loaded anyway
+			}
+			res := unlistedResult(r.cfg.Landing, g)
+			r.log.Warn("a landing folder could not be listed: its files are not loaded until it can be", "key", g.Key, "err", g.Err, "fix", unlistedFix(r.cfg.Landing, g))
+			unlisted = append(unlisted, res)
+		}
+		err = nil
 	}
-	return files, nil
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	}
+	return files, unlisted, nil
+}
+
+// unlistedResult is the failed result of a gap of a local landing folder's
+// listing: the folder (its key ends in "/") or the file, why, and the fix.
+func unlistedResult(st storage.Store, g storage.Unlisted) FileResult {
+	what := "folder"
+	if !strings.HasSuffix(g.Key, "/") {
+		what = "file"
+	}
+	return FileResult{Key: g.Key, Status: Failed,
+		Reason: fmt.Sprintf("this %s could not be listed (%v): %s; its files stay in the landing folder and a later run lists it again",
+			what, g.Err, unlistedFix(st, g))}
+}
+
+// unlistedFix says how to let timelake list a gap of a listing.
+func unlistedFix(st storage.Store, g storage.Unlisted) string {
+	path := g.Key
+	if ls, ok := st.(interface{ Path(string) string }); ok {
+		path = ls.Path(strings.TrimSuffix(g.Key, "/"))
+	}
+	if errors.Is(g.Err, fs.ErrPermission) {
+		return "let the user that runs timelake read " + path + " (a folder also needs execute permission: chmod, chown)"
+	}
+	return "check " + path + " and its disk"
 }
 
 // load loads files in the order given: one by one until the table exists
@@ -584,7 +690,7 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	var deferred []storage.ObjectInfo
 	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
-		it := r.prepare(ctx, files[i], func() error { return nil }) // one at a time
+		it := r.prepare(ctx, files[i], func(int64) error { return nil }) // one at a time
 		if it.deferred != nil {
 			deferred = append(deferred, files[i])
 			if firstCause == nil {
@@ -823,27 +929,23 @@ type item struct {
 // pipeline loads files with Parallel workers that download, decode and
 // write data files, while this goroutine commits what is ready, up to
 // FilesPerCommit snapshots per metadata write, and deletes the committed
-// landing objects. The bytes of files being decoded at once stay within
-// MemoryBudget; a worker takes its share only once its file is downloaded,
-// so downloads overlap the decoding of other files.
+// landing objects. The decoded bytes of files being decoded at once stay
+// within MemoryBudget (admission); a worker takes its share only once its
+// file is downloaded, so downloads overlap the decoding of other files.
 func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
 	if len(files) == 0 {
 		return nil
 	}
-	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.cfg.MemoryBudget
+	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.memoryBudget()
 	if workers <= 0 {
 		workers = DefaultParallel
 	}
 	if perCommit <= 0 {
 		perCommit = DefaultFilesPerCommit
 	}
-	if budget <= 0 {
-		budget = DefaultMemoryBudget
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := semaphore.NewWeighted(budget)
-	weight := func(o storage.ObjectInfo) int64 { return min(max(o.Size, 1), budget) }
 
 	jobs := make(chan storage.ObjectInfo)
 	// Prepared items hold no decoded data (only the data files' metadata),
@@ -876,16 +978,16 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			for o := range jobs {
 				// The semaphore serves waiters in order, so a large file
 				// is not starved by smaller ones behind it.
-				held := false
-				it := r.prepare(ctx, o, func() error {
-					if err := sem.Acquire(ctx, weight(o)); err != nil {
+				var held int64
+				it := r.prepare(ctx, o, func(share int64) error {
+					if err := sem.Acquire(ctx, share); err != nil {
 						return err
 					}
-					held = true
+					held = share
 					return nil
 				})
-				if held {
-					sem.Release(weight(o))
+				if held > 0 {
+					sem.Release(held)
 				}
 				if it.err != nil && ctx.Err() == nil {
 					stop(it.err)
@@ -1122,6 +1224,9 @@ type download struct {
 	// the sha256 of any other; "" when the gzip stream does not read (the
 	// decoder says why).
 	content string
+	// decompressed is the size of the decompressed bytes of a gzip file
+	// (as far as they read), the size of any other.
+	decompressed int64
 }
 
 // compressed reports a gzip file, whose content hash differs from its
@@ -1212,11 +1317,13 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
-	d.content = d.sha256
-	if gz, err := contentHash(f); err != nil {
-		d.content = ""
-	} else if gz != "" {
-		d.content = gz
+	d.content, d.decompressed = d.sha256, n
+	gz, size, err := contentHash(f)
+	switch {
+	case err != nil:
+		d.content, d.decompressed = "", size
+	case gz != "":
+		d.content, d.decompressed = gz, size
 	}
 	return d, nil
 }
@@ -1224,33 +1331,43 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 // errChanging marks a landing file that changed while it was read.
 var errChanging = errors.New("the file changed while it was read")
 
-// contentHash returns the hex SHA-256 of the decompressed bytes of f when
-// it is gzip-compressed (by its magic bytes), "" when it is not, and an
-// error when the gzip stream does not read to its end.
-func contentHash(f io.ReaderAt) (string, error) {
+// contentHash returns the hex SHA-256 of the decompressed bytes of f and
+// their size when it is gzip-compressed (by its magic bytes), "" when it is
+// not, and an error when the gzip stream does not read to its end (size is
+// then what did).
+func contentHash(f io.ReaderAt) (string, int64, error) {
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
-		return "", nil
+		return "", 0, nil
 	}
 	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer zr.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
-		return "", err
+	n, err := io.Copy(h, zr)
+	if err != nil {
+		return "", n, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// admission is the share of the memory budget a file of the given decoded
+// size (decode.DecodedSize: a compressed file by its decompressed bytes)
+// holds while it is decoded and written: its size, or the whole budget for
+// a file larger than it, which is decoded in pieces of the budget.
+func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget) }
 
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
 // with the file itself end in quarantine (done); anything else is a fatal
 // item error that leaves the object in place. admit is called once, after
-// the download and before the decode, and blocks until the file fits the
-// memory budget (an error: ctx is done).
-func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func() error) *item {
+// the download and before the decode, with the file's share of the memory
+// budget (admission), and blocks until the share is free (an error: ctx is
+// done). The file is decoded and written in pieces of at most the budget
+// (decode.DecodeEach, lake.BatchWriter), which commit as one snapshot.
+func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(share int64) error) *item {
 	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
@@ -1323,39 +1440,8 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		// this key could not be recognised as loaded again.
 		return reject(fmt.Errorf("%q: %w", o.Key, errNameNotUTF8))
 	}
-	if err := admit(); err != nil {
-		it.err = err
-		return it
-	}
-	dec, prof, err := r.decode(ctx, d)
-	if err != nil {
-		return reject(err)
-	}
-	defer func() { dec.Release() }()
-	it.res.Profile = prof
-
-	if r.tbl == nil {
-		if err := r.createTable(ctx, o.Key, dec); err != nil {
-			var fe *decode.FileError
-			if errors.As(err, &fe) {
-				return reject(err)
-			}
-			it.err = r.lakeErr(err)
-			return it
-		}
-		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
-			// Decode again against the table as created (field ids), or
-			// as another writer created it meanwhile.
-			dec.Release()
-			if dec, _, err = r.decode(ctx, d); err != nil {
-				return reject(err)
-			}
-		}
-	}
-	// A file without data rows is loaded too: its snapshot records the
-	// key as loaded and adds no data file (docs/ingest.md, "Files without
-	// rows").
-	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
+	share := admission(decode.DecodedSize(d.source(), d.decompressed), r.memoryBudget())
+	if err := admit(share); err != nil {
 		it.err = err
 		return it
 	}
@@ -1367,52 +1453,158 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content
 	}
-	recs, release, err := r.sourceColumns(o.Key, dec)
-	if err != nil {
-		return reject(err)
-	}
-	defer release()
-	if len(dec.Rejected) > 0 {
-		// Set aside before the commit: once the good rows are committed
-		// the landing file goes, and the rows refused with it.
-		dst, err := r.setAside(ctx, d, dec)
-		if err != nil {
-			if r.stopsRun(ctx, err) {
-				it.err = r.landingErr(err)
-				return it
-			}
-			r.log.Info("could not set the refused rows of a file aside; it stays in the landing bucket", "key", o.Key, "err", err)
-			it.res.Status, it.done = Failed, true
-			it.res.Reason = fmt.Sprintf("%d rows are refused (--on-error skip-rows) and could not be set aside (%v); the file stays in the landing bucket and a later run tries again", len(dec.Rejected), err)
+	wr, err := r.writePieces(ctx, o.Key, d, summary)
+	var fatal *fatalError
+	var unset *setAsideError
+	switch {
+	case errors.As(err, &fatal):
+		it.err = fatal.err
+		return it
+	case errors.As(err, &unset):
+		if r.stopsRun(ctx, unset.err) {
+			it.err = r.landingErr(unset.err)
 			return it
 		}
-		it.res.RejectedRows, it.res.RejectsTo = int64(len(dec.Rejected)), dst
-		summary[lake.SummaryRejectedRows] = strconv.Itoa(len(dec.Rejected))
-		summary[lake.SummaryRejectsFile] = dst
-	}
-	p, err := r.tbl.Prepare(ctx, o.Key, recs, summary, 0)
-	if err != nil {
-		if errors.Is(err, lake.ErrRequiredNull) {
-			return reject(err)
-		}
-		it.err = r.lakeErr(err)
+		r.log.Info("could not set the refused rows of a file aside; it stays in the landing bucket", "key", o.Key, "err", unset.err)
+		it.res.Status, it.done = Failed, true
+		it.res.Reason = fmt.Sprintf("%d rows are refused (--on-error skip-rows) and could not be set aside (%v); the file stays in the landing bucket and a later run tries again", unset.rows, unset.err)
 		return it
+	case err != nil:
+		return reject(err)
 	}
-	it.prepared = p
-	it.res.ReplacedRows = p.Replaced
+	it.prepared, it.res.DuplicateRows, it.res.Profile = wr.prepared, wr.dups, wr.profile
+	it.res.ReplacedRows = wr.prepared.Replaced
+	it.res.RejectedRows, it.res.RejectsTo = wr.rejected, wr.rejectsTo
 	return it
 }
 
-// decode decodes a downloaded file with the settings that apply to it
-// (fileSettings) and returns the name of its source profile ("" for
-// none).
-func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, string, error) {
+// fatalError marks an error of writePieces that is not the file's: the
+// file stays in the landing bucket.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// setAsideError says the rows refused under --on-error skip-rows could not
+// be set aside (rows of them): the file stays in the landing bucket.
+type setAsideError struct {
+	rows int
+	err  error
+}
+
+func (e *setAsideError) Error() string { return e.err.Error() }
+
+// written is what writePieces made of a file: its batch to commit, the
+// rows of a piece whose (series key, time) an earlier row of the piece
+// has (dups), its source profile, and the rows set aside under
+// --on-error skip-rows with their rejects file.
+type written struct {
+	prepared  *lake.Prepared
+	dups      int64
+	profile   string
+	rejected  int64
+	rejectsTo string
+}
+
+// writePieces decodes d in pieces of at most the memory budget (decoded
+// bytes, decode.DecodedSize) and writes each as data files of one batch
+// (the file's snapshot, to commit), with the source columns filled
+// (sourceColumns). When there is no table yet, the whole file is decoded
+// first (nothing kept but its schema), and the table is created from it
+// only if every row decodes. Rows refused under --on-error skip-rows come
+// with the last piece: they are set aside (setAside) before the batch is
+// returned, since once its rows are committed the landing file goes, and
+// the rows refused with it. The file's own problems (it does not decode,
+// a required column is null) come back as they are, to quarantine it; a
+// rejects file that cannot be written as a *setAsideError; others as a
+// *fatalError.
+func (r *runner) writePieces(ctx context.Context, key string, d *download, summary map[string]string) (*written, error) {
+	if r.tbl == nil {
+		var first decode.Decoded
+		_, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
+			dec.Release()
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := r.createTable(ctx, key, &first); err != nil {
+			var fe *decode.FileError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, &fatalError{r.lakeErr(err)}
+		}
+	}
+	var w *lake.BatchWriter
+	out := &written{}
+	var rows int64
+	drop := func() {
+		if w != nil {
+			w.Discard(context.WithoutCancel(ctx))
+			w = nil
+		}
+	}
+	loadTime := r.cfg.Now()
+	prof, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+		defer dec.Release()
+		if dec.Piece == 0 {
+			drop() // the decode started over
+			out.dups, rows = 0, 0
+		}
+		if w == nil {
+			var err error
+			if w, err = r.tbl.NewBatchWriter(key, summary, 0); err != nil {
+				return &fatalError{r.lakeErr(err)}
+			}
+		}
+		n, err := dec.DuplicateRows(r.tbl.Contract().SeriesKey)
+		if err != nil {
+			return &fatalError{err}
+		}
+		out.dups += n
+		recs, release, err := r.sourceColumns(key, loadTime, dec)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if err := w.Write(ctx, recs); err != nil {
+			if errors.Is(err, lake.ErrRequiredNull) {
+				return err
+			}
+			return &fatalError{r.lakeErr(err)}
+		}
+		rows += dec.Rows
+		if len(dec.Rejected) > 0 {
+			dst, err := r.setAside(ctx, d, dec, rows)
+			if err != nil {
+				return &setAsideError{rows: len(dec.Rejected), err: err}
+			}
+			out.rejected, out.rejectsTo = int64(len(dec.Rejected)), dst
+			summary[lake.SummaryRejectedRows] = strconv.Itoa(len(dec.Rejected))
+			summary[lake.SummaryRejectsFile] = dst
+		}
+		return nil
+	})
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	out.prepared, out.profile = w.Prepared(), prof
+	return out, nil
+}
+
+// decodeEach decodes d (decode.DecodeEach) with the settings that apply
+// to it (fileSettings), against the table, or for a new one, in pieces of
+// at most the memory budget; it returns the name of its source profile
+// ("" for none).
+func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.Decoded) error) (string, error) {
 	fs, prof, err := r.fileSettings(d.info.Key)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
-		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows}
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget()}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
@@ -1428,8 +1620,20 @@ func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, stri
 	if prof != nil {
 		name = prof.Name
 	}
-	dec, err := decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
-	return dec, name, err
+	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
+}
+
+// source is the downloaded file, to decode.
+func (d *download) source() decode.Source {
+	return decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}
+}
+
+// memoryBudget is Config.MemoryBudget or its default.
+func (r *runner) memoryBudget() int64 {
+	if r.cfg.MemoryBudget > 0 {
+		return r.cfg.MemoryBudget
+	}
+	return DefaultMemoryBudget
 }
 
 // fileSettings are the settings a landing key is read with: the run's
@@ -1475,8 +1679,9 @@ func (e *profileError) Unwrap() error { return e.err }
 // file was loaded, in the columns the run or the table names; a column
 // the table lacks is added to the schema with the file's commit (as
 // --evolve adds one). A file that holds values in such a column of its
-// own is refused: they would be overwritten. release frees what it made.
-func (r *runner) sourceColumns(key string, dec *decode.Decoded) ([]arrow.RecordBatch, func(), error) {
+// own is refused: they would be overwritten. loadTime is the same for
+// every piece of a file. release frees what it made.
+func (r *runner) sourceColumns(key string, loadTime time.Time, dec *decode.Decoded) ([]arrow.RecordBatch, func(), error) {
 	src, loaded := r.sourceColumnNames()
 	if src == "" && loaded == "" {
 		return dec.Records, func() {}, nil
@@ -1486,7 +1691,7 @@ func (r *runner) sourceColumns(key string, dec *decode.Decoded) ([]arrow.RecordB
 		cols = append(cols, lake.SourceValue{Column: src, Text: key})
 	}
 	if loaded != "" {
-		cols = append(cols, lake.SourceValue{Column: loaded, Time: r.cfg.Now()})
+		cols = append(cols, lake.SourceValue{Column: loaded, Time: loadTime})
 	}
 	recs, err := lake.WithSourceColumns(dec.Schema, dec.Records, cols)
 	var sce *lake.SourceColumnError
@@ -1511,10 +1716,11 @@ func (r *runner) sourceColumnNames() (source, loadTime string) {
 	return cmp.Or(r.cfg.SourceColumn, props[lake.PropSourceColumn]), cmp.Or(r.cfg.LoadTimeColumn, props[lake.PropLoadTimeColumn])
 }
 
-// setAside writes the rows of dec that were refused (--on-error
-// skip-rows) as a rejects file with its report next to the quarantine
-// (landing.Bucket.SetAside) and returns its key there.
-func (r *runner) setAside(ctx context.Context, d *download, dec *decode.Decoded) (string, error) {
+// setAside writes the rows of d that were refused (--on-error
+// skip-rows; dec: the file's last piece, which carries them; loaded: the
+// rows of all its pieces) as a rejects file with its report next to the
+// quarantine (landing.Bucket.SetAside) and returns its key there.
+func (r *runner) setAside(ctx context.Context, d *download, dec *decode.Decoded, loaded int64) (string, error) {
 	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"rejects-*")
 	if err != nil {
 		return "", &workDirError{dir: r.workDir(), err: err}
@@ -1534,7 +1740,7 @@ func (r *runner) setAside(ctx context.Context, d *download, dec *decode.Decoded)
 	first := dec.Rejected[0]
 	rep := landing.Report{Table: r.cfg.Table.String(), Kind: landing.KindRows, SourceKey: d.info.Key, SourceSHA256: d.sha256,
 		Reason: fmt.Sprintf("%d of %d rows of %s refused (--on-error skip-rows), the first at row %d: %s; the other %d rows are loaded",
-			len(dec.Rejected), dec.Rows+int64(len(dec.Rejected)), d.info.Key, first.Row, first.Reason, dec.Rows),
+			len(dec.Rejected), loaded+int64(len(dec.Rejected)), d.info.Key, first.Row, first.Reason, loaded),
 		Row: first.Row, Column: first.Column, Value: first.Value, Rows: dec.Rejected, At: r.cfg.Now().UTC(),
 		Hint: "fix the rows (or the setting that refused them) and send them again as a new file, or put this file back with timelake landing requeue KEY once a setting is fixed"}
 	return r.bucket.SetAside(ctx, landing.RejectsKey(d.info.Key, ext), io.NewSectionReader(f, 0, size), size, rep)
@@ -1684,7 +1890,7 @@ func (r *runner) afterSchemaConflicts(ctx context.Context, pending []*item, resu
 				return nil, nil, fmt.Errorf("%s: other writers kept changing the table's schema; the file stays for the next run: %w", it.obj.Key, ar.SchemaConflict)
 			}
 			r.log.Info("the table's schema changed under a file: preparing it again", "key", it.obj.Key, "reason", ar.SchemaConflict)
-			fresh := r.prepare(ctx, it.obj, func() error { return nil })
+			fresh := r.prepare(ctx, it.obj, func(int64) error { return nil })
 			fresh.start = it.start
 			*it = *fresh
 			if it.err != nil {

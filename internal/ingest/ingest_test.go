@@ -153,6 +153,13 @@ func gzipped(t *testing.T, b []byte) []byte {
 // columns in yet another order.
 func parquetFile(t *testing.T, rows []reading) []byte {
 	t.Helper()
+	return parquetRowGroups(t, rows, 1024, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)))
+}
+
+// parquetRowGroups writes rows as parquetFile does, in row groups of
+// groupRows rows, with props.
+func parquetRowGroups(t *testing.T, rows []reading, groupRows int, props *parquet.WriterProperties) []byte {
+	t.Helper()
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "device_id", Type: arrow.BinaryTypes.String},
 		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
@@ -170,8 +177,7 @@ func parquetFile(t *testing.T, rows []reading) []byte {
 	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer tbl.Release()
 	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
-	if err := pqarrow.WriteTable(tbl, &buf, 1024, props, pqarrow.DefaultWriterProps()); err != nil {
+	if err := pqarrow.WriteTable(tbl, &buf, int64(groupRows), props, pqarrow.DefaultWriterProps()); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -200,8 +206,8 @@ func dropGatewayFiles(t *testing.T, e env) []string {
 	return want
 }
 
-// tableRows scans the table and renders its rows like reading.String.
-func tableRows(t *testing.T, e env) []string {
+// eachRecord scans the table and calls fn with each record batch.
+func eachRecord(t *testing.T, e env, fn func(rec arrow.RecordBatch)) {
 	t.Helper()
 	tbl, err := e.lake.LoadTable(context.Background(), tableName)
 	if err != nil {
@@ -214,9 +220,16 @@ func tableRows(t *testing.T, e env) []string {
 	defer at.Release()
 	tr := array.NewTableReader(at, -1)
 	defer tr.Release()
-	var out []string
 	for tr.Next() {
-		rec := tr.RecordBatch()
+		fn(tr.RecordBatch())
+	}
+}
+
+// tableRows scans the table and renders its rows like reading.String.
+func tableRows(t *testing.T, e env) []string {
+	t.Helper()
+	var out []string
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
 		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
 		dev := col("device_id").(*array.String)
 		ts := col("time").(*array.Timestamp)
@@ -227,7 +240,7 @@ func tableRows(t *testing.T, e env) []string {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			out = append(out, fmt.Sprintf("%s|%d|%g", dev.Value(i), ts.Value(i), temp.Value(i)))
 		}
-	}
+	})
 	sort.Strings(out)
 	return out
 }

@@ -2,11 +2,14 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
@@ -119,5 +122,107 @@ func TestLoadHistoryEntriesOutsideTheTable(t *testing.T) {
 				t.Fatalf("timelake.load-history after maintenance: %q", got)
 			}
 		})
+	}
+}
+
+// TestLoadHistoryEntryThatIsALink: a timelake.load-history entry naming a
+// file of the table's metadata folder that is a symbolic link (to a file
+// outside the table) is never read or deleted: ingest warns and loads on,
+// run after run, and maintenance (inline and tables maintain's) drops the
+// entry; the link and the file it points at stay as they are. A local
+// warehouse only: S3 has no links.
+func TestLoadHistoryEntryThatIsALink(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim.parquet")
+	if err := os.WriteFile(victim, []byte("not a load history segment\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs logbuf.Buffer
+	l, err := lake.Open(ctx, filepath.Join(base, "lake"), lake.Options{CacheDir: filepath.Join(base, "cache"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocalStore(filepath.Join(base, "landing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env{landing: st, lake: l}
+	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
+	// One link named as timelake names its segments (an old one, which
+	// an expiry would drop), one not.
+	links := []string{"_load-history-evil.parquet", "_load-history-1000-5-00000000-0000-0000-0000-000000000000.parquet"}
+	meta := filepath.Join(base, "lake", "iot", "readings", "metadata")
+	for _, name := range links {
+		if err := os.Symlink(victim, filepath.Join(meta, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, err := l.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropLoadHistory: strings.Join(links, ",")}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := 1; i <= 2; i++ {
+		e.put(t, fmt.Sprintf("gw/b%d.csv", i), csvFile(readings(1, i, 5), false, false))
+		rep, err := ingest.Run(ctx, e.config())
+		if err != nil || rep.Loaded != 1 {
+			t.Fatalf("run %d with links in the load history: %+v, %v", i, rep, err)
+		}
+	}
+	for _, name := range links {
+		if !strings.Contains(logs.String(), "entry="+name) {
+			t.Errorf("no warning names %s:\n%s", name, logs.String())
+		}
+	}
+	if strings.Count(logs.String(), "entry="+links[0]) != 1 {
+		t.Errorf("the warning is not given once per process:\n%s", logs.String())
+	}
+
+	// Inline maintenance drops the entries; nothing is read or deleted.
+	cfg := e.config()
+	cfg.MaintenanceBudget = time.Minute
+	e.put(t, "gw/c.csv", csvFile(readings(1, 3, 5), false, false))
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil || rep.Loaded != 1 || rep.Maintenance == nil || rep.Maintenance.Error != "" {
+		t.Fatalf("run with maintenance: %+v, %+v, %v", rep, rep.Maintenance, err)
+	}
+	if err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.Properties()[lake.PropLoadHistory]; got != "" {
+		t.Fatalf("timelake.load-history after maintenance: %q", got)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "not a load history segment\n" {
+		t.Fatalf("the file the links point at: %q, %v", b, err)
+	}
+	for _, name := range links {
+		if fi, err := os.Lstat(filepath.Join(meta, name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("link %s: %v, %v; want it left as it is", name, fi, err)
+		}
+	}
+
+	// tables maintain on a table that names them again (another process:
+	// a new Lake) drops them too, without an error.
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropLoadHistory: strings.Join(links, ",")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := lake.Open(ctx, filepath.Join(base, "lake"), lake.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl2, err := l2.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := tbl2.Maintain(ctx, lake.MaintainOptions{Force: true})
+	if err != nil || !slices.Equal(mr.DroppedSegments, links) {
+		t.Fatalf("tables maintain: dropped %q, %v; want %q", mr.DroppedSegments, err, links)
 	}
 }

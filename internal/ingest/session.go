@@ -62,11 +62,13 @@ func (s *Session) Err() error {
 func (s *Session) Table() *lake.Table { return s.r.tbl }
 
 // List lists the files to load below cfg.Prefix, in key order, skipping
-// what the landing bucket's listing skips (landing.Bucket.Skipped).
+// what the landing bucket's listing skips (landing.Bucket.Skipped). A
+// folder of a local landing folder that cannot be read is left out with a
+// warning naming it and the fix; the others are listed.
 func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 	ctx, stop := s.bind(ctx)
 	defer stop()
-	files, err := s.r.list(ctx)
+	files, _, err := s.r.list(ctx) // a folder that cannot be listed is logged, with the fix
 	return files, withCause(ctx, err)
 }
 

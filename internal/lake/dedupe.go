@@ -193,9 +193,10 @@ func bySequence(a, b liveFile) int {
 // within the group's may share a key with a member), and for each cold
 // partition its files that may share keys (sharingComponents, whatever
 // their sizes) and its other small files, each set in data sequence order
-// (closed by construction). Groups are taken within maxBytes as
+// (closed by construction). Groups are taken within maxBytes and the time left (fits) as
 // planCompaction takes them; deferred counts those left.
-func dedupePlan(h *head, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64) ([]CompactionGroup, int) {
+func dedupePlan(h *head, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
+	fits func(CompactionGroup) bool) ([]CompactionGroup, int) {
 	cols := boundColumns(h)
 	byPart := compactableByPartition(files, spec)
 	cold := func(fs []liveFile) bool {
@@ -254,6 +255,10 @@ func dedupePlan(h *head, files []liveFile, groups []CompactionGroup, deferred in
 		}
 		if deferred > 0 || maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
 			deferred++ // the first group that does not fit ends the round's plan
+			continue
+		}
+		if fits != nil && !fits(g) {
+			deferred++ // its rewrite does not fit the time left
 			continue
 		}
 		budget -= g.BytesIn

@@ -276,7 +276,9 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 			m.written = append(m.written, name)
 		}
 		for _, s := range slices.Concat(plan.merge, plan.dropped) {
-			a.replaced = append(a.replaced, s.name)
+			if !t.lake.linkedSegment(t.name, s.name) { // a link is never deleted
+				a.replaced = append(a.replaced, s.name)
+			}
 		}
 		if err := e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil); err != nil {
 			return nil, nil, err

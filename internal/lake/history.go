@@ -330,11 +330,25 @@ func (l *Lake) historyKey(n TableName, name string) string { return l.ownKey(n, 
 // table (docs/maintenance.md).
 var ErrLoadHistoryMissing = errors.New("a load history segment is missing")
 
+// errLinkedSegment is returned (wrapped, naming the entry) for a load
+// history entry whose file in a local table's metadata/ is a symbolic link
+// (storage.ErrSymlink): timelake writes its segments as files, so a link
+// is not one of them and holds no key it loaded. Like an entry that is not
+// a file name (refusedSegments), it is never read or deleted: lookups
+// leave it out (with a warning, once), and maintenance drops it from the
+// table (docs/table-format.md, "Paths in the metadata").
+var errLinkedSegment = errors.New("load history entry ignored: a symbolic link (timelake does not follow links inside the table's folder)")
+
 // readSegment reads and decodes one segment: from the Lake's segment cache
 // folder when an earlier run kept it there (segments are immutable, so a
 // cron poller downloads each once), else from the store (and keeps it).
+// Errors: ErrLoadHistoryMissing, errLinkedSegment, reading or decoding it.
 func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
 	body, err := l.segmentBytes(ctx, n, name)
+	if errors.Is(err, storage.ErrSymlink) {
+		l.noteLinked(n, name)
+		return nil, fmt.Errorf("%w: %s of %s", errLinkedSegment, name, n)
+	}
 	if errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s of %s (the keys it held are no longer recognised; timelake tables maintain %s drops it from the table)",
 			ErrLoadHistoryMissing, name, n, n)
@@ -348,6 +362,42 @@ func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]Loa
 		return nil, fmt.Errorf("read load history of %s: %s: %w", n, name, err)
 	}
 	return recs, nil
+}
+
+// noteLinked records that segment name of table n is a symbolic link, and
+// warns about it the first time.
+func (l *Lake) noteLinked(n TableName, name string) {
+	id := n.String() + "/" + name
+	l.segments.mu.Lock()
+	seen := l.segments.linked[id]
+	if l.segments.linked == nil {
+		l.segments.linked = map[string]bool{}
+	}
+	l.segments.linked[id] = true
+	l.segments.mu.Unlock()
+	if !seen {
+		l.log.Warn(errLinkedSegment.Error()+" (timelake tables maintain drops it)", "table", n.String(), "entry", name)
+	}
+}
+
+// linkedSegment reports whether this Lake found segment name of table n to
+// be a symbolic link (errLinkedSegment).
+func (l *Lake) linkedSegment(n TableName, name string) bool {
+	l.segments.mu.Lock()
+	defer l.segments.mu.Unlock()
+	return l.segments.linked[n.String()+"/"+name]
+}
+
+// linkedSegments returns the segments props names that linkedSegment
+// reports.
+func (l *Lake) linkedSegments(n TableName, props map[string]string) []string {
+	var out []string
+	for _, s := range historySegments(props) {
+		if l.linkedSegment(n, s.name) {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }
 
 // segmentBytes returns a segment's bytes, through the cache folder.
@@ -578,6 +628,9 @@ type segmentCache struct {
 	// pruned is, per table, the segment list the cache folder was last
 	// pruned to: a list seen before needs no look at the folder.
 	pruned map[string]string
+	// linked holds, by table and name, the segments found to be symbolic
+	// links (errLinkedSegment): warned about once, then left out.
+	linked map[string]bool
 }
 
 // LoadHistory returns the load history of the loaded version, reading the
@@ -593,6 +646,9 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	segs := historySegments(props)
 	for i := len(segs) - 1; i >= 0; i-- {
 		ix, err := l.segmentIndex(ctx, n, segs[i])
+		if errors.Is(err, errLinkedSegment) {
+			continue // warned; looked up without it, as a refused entry
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -807,6 +863,9 @@ func (h *LoadHistory) Records(ctx context.Context) ([]LoadRecord, error) {
 	newest := map[string]LoadRecord{}
 	for _, ix := range h.segments {
 		recs, err := h.lake.readSegment(ctx, h.name, ix.info.name)
+		if errors.Is(err, errLinkedSegment) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -895,6 +954,9 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 	cutoff := now.Add(-window)
 	for _, s := range plan.merge {
 		old, err := l.readSegment(ctx, n, s.name)
+		if errors.Is(err, errLinkedSegment) {
+			continue // not read; the next version no longer names it
+		}
 		if err != nil {
 			return nil, "", err
 		}
@@ -938,8 +1000,9 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 }
 
 // dropMissingSegments removes from the table the load history segments
-// that are gone from the store (ErrLoadHistoryMissing) and the entries that
-// are not a segment's file name (refusedSegments), through the commit
+// that are gone from the store (ErrLoadHistoryMissing), the entries that
+// are not a segment's file name (refusedSegments) and those that are
+// symbolic links (errLinkedSegment), through the commit
 // protocol: each attempt drops them from the newest version's list, so a
 // segment another writer added meanwhile stays. It returns the names
 // dropped.
@@ -952,7 +1015,10 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	}
 	for _, s := range historySegments(h.props()) {
 		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
-		if errors.Is(err, storage.ErrNotExist) {
+		if errors.Is(err, storage.ErrSymlink) {
+			t.lake.noteLinked(t.name, s.name)
+		}
+		if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
 			missing[s.name] = true
 			names = append(names, s.name)
 		} else if err != nil {
@@ -1051,7 +1117,7 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 		return nil // the other writer did not change the list
 	}
 	for i := 0; i < len(m.added); {
-		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].name)); errors.Is(err, storage.ErrNotExist) {
+		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].name)); errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
 			m.added = slices.Delete(m.added, i, i+1)
 			continue
 		} else if err != nil {

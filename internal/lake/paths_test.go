@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,49 @@ func TestDataFilesOutsideTheTable(t *testing.T) {
 			t.Fatalf("%d snapshots after the expiry, want 1", n)
 		}
 	})
+}
+
+// TestDataFileThatIsALink: a data file of a local table that is a symbolic
+// link (to a copy outside the table) is never read, rewritten or deleted:
+// compaction leaves its group as it is, without an error, run after run;
+// the file it points at is untouched. S3 has no links.
+func TestDataFileThatIsALink(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := goodTable(t, l, nil)
+	if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := tbl.loaded()
+	files, _, err := tbl.liveFiles(ctx, h, nil)
+	if err != nil || len(files) < 2 {
+		t.Fatalf("live files %d, %v", len(files), err)
+	}
+	rel, err := l.tableRel(tbl.name, files[0].entry.DataFile().FilePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(l.loc.Dir, tbl.name.Namespace, tbl.name.Name, filepath.FromSlash(rel))
+	outside := filepath.Join(t.TempDir(), "victim.parquet")
+	if err := os.Rename(path, outside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, path); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ {
+		if _, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2, ColdAfter: time.Nanosecond}); err != nil {
+			t.Fatalf("compaction %d: %v", round, err)
+		}
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link: %v", err)
+	}
+	if b, err := os.ReadFile(outside); err != nil || !bytes.Equal(b, body) {
+		t.Fatalf("the file the link points at: %v", err)
+	}
 }

@@ -49,6 +49,10 @@ func (b *Bucket) quarantinePrefix() string {
 	return p
 }
 
+// QuarantineFolder is the prefix quarantined copies are kept below
+// (QuarantinePrefix, else DefaultQuarantinePrefix), with its "/".
+func (b *Bucket) QuarantineFolder() string { return b.quarantinePrefix() }
+
 // partialSuffixes mark files still being written (write, then rename).
 var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
 

@@ -17,8 +17,9 @@ import (
 //
 // A file is complete once it was not modified (its size and modification
 // time unchanged) for Time, and, when its end is open (decode.OpenEnd: a
-// CSV or TSV last line without its line end, a gzip stream without its end,
-// a Parquet file without its footer, an empty file), for OpenEndTime.
+// CSV or TSV last line without its line end, CSV or TSV text that ends
+// inside a quoted value, a gzip stream without its end, a Parquet file
+// without its footer, an empty file), for OpenEndTime.
 // Hidden and partial names (Skipped) are never taken at all.
 type Settle struct {
 	// Time is how long any file must be unmodified; 0: no wait.

@@ -217,6 +217,9 @@ const (
 	// again, or an earlier requeue put it there): it is not overwritten,
 	// and the quarantined copy stays.
 	NotRequeued = "not-requeued"
+	// RequeueFailed: Requeue (or its dry run) could not act on this file;
+	// the reason says why, and the quarantined copy stays.
+	RequeueFailed = "failed"
 )
 
 // RequeueResult is what Requeue did with one quarantined file.
@@ -250,12 +253,13 @@ func RequeueSkip(r Rejected, bulk bool) string {
 }
 
 // CheckRequeue is a dry run of Requeue: WouldRequeue when r's key is free
-// in the landing bucket, NotRequeued when a file is under it. Errors:
-// the key is not one ingest loads, or the store's.
+// in the landing bucket, NotRequeued when a file is under it. It refuses
+// what Requeue refuses (requeueTarget), and nothing else. Errors: those
+// refusals, or the store's.
 func (b *Bucket) CheckRequeue(ctx context.Context, r Rejected) (RequeueResult, error) {
 	res := RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo}
-	if err := storage.ValidateKey(r.Key); err != nil || b.Skipped(r.Key) {
-		return res, fmt.Errorf("requeue %s: %q is not a landing key ingest loads", r.QuarantinedTo, r.Key)
+	if err := b.requeueTarget(r); err != nil {
+		return res, err
 	}
 	_, err := b.Store.Stat(ctx, r.Key)
 	switch {
@@ -267,6 +271,22 @@ func (b *Bucket) CheckRequeue(ctx context.Context, r Rejected) (RequeueResult, e
 		return res, fmt.Errorf("requeue %s: %w", r.Key, err)
 	}
 	return res, nil
+}
+
+// requeueTarget refuses to put r back when its landing key is unknown (a
+// hashed copy without its report) or is not one ingest loads (the
+// quarantine itself, a hidden or partial name: Skipped). Any key the store
+// can hold is one (storage.ValidateObjectKey): a quarantined file goes back
+// under the key it came from, a tab or a newline in it included, since
+// the store listed it there.
+func (b *Bucket) requeueTarget(r Rejected) error {
+	if r.Key == "" {
+		return fmt.Errorf("requeue %s: its landing key is unknown (%s); move the copy back by hand", r.QuarantinedTo, r.Reason)
+	}
+	if err := storage.ValidateObjectKey(r.Key); err != nil || b.Skipped(r.Key) {
+		return fmt.Errorf("requeue %s: %q is not a landing key ingest loads", r.QuarantinedTo, r.Key)
+	}
+	return nil
 }
 
 // Requeue puts a quarantined file back under its original key, so that the
@@ -285,11 +305,8 @@ func (b *Bucket) CheckRequeue(ctx context.Context, r Rejected) (RequeueResult, e
 // finds the key taken).
 func (b *Bucket) Requeue(ctx context.Context, r Rejected, dir string) (RequeueResult, error) {
 	res := RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo}
-	if r.Key == "" {
-		return res, fmt.Errorf("requeue %s: its landing key is unknown (%s); move the copy back by hand", r.QuarantinedTo, r.Reason)
-	}
-	if err := storage.ValidateObjectKey(r.Key); err != nil || b.Skipped(r.Key) {
-		return res, fmt.Errorf("requeue %s: %q is not a landing key ingest loads", r.QuarantinedTo, r.Key)
+	if err := b.requeueTarget(r); err != nil {
+		return res, err
 	}
 	rc, info, err := b.Store.Get(ctx, r.QuarantinedTo)
 	if err != nil {
@@ -347,6 +364,9 @@ const (
 	Deleted      = "deleted"       // removed with its report (--delete)
 	WouldArchive = "would-archive" // dry run
 	WouldDelete  = "would-delete"  // dry run with --delete
+	// DiscardFailed: Discard (or its dry run) could not act on this copy;
+	// the reason says why, and the copy stays.
+	DiscardFailed = "failed"
 )
 
 // DiscardResult is what Discard did with one quarantined copy.
@@ -357,6 +377,8 @@ type DiscardResult struct {
 	// ArchivedTo is the key of the archived copy (its report beside it,
 	// with .error.json), when archived.
 	ArchivedTo string `json:"archived_to,omitempty"`
+	// Reason says why it failed (DiscardFailed).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Discard takes a quarantined copy and its report out of the quarantine:

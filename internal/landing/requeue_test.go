@@ -251,6 +251,9 @@ func TestQuarantineAnyKey(t *testing.T) {
 			if r.Key != copies[r.QuarantinedTo] || r.Reason != "bad" {
 				t.Fatalf("rejected %+v, want key %q", r, copies[r.QuarantinedTo])
 			}
+			if res, err := b.CheckRequeue(ctx, r); err != nil || res.Status != WouldRequeue { // the dry run agrees
+				t.Fatalf("dry run of the requeue of %q: %+v, %v", r.Key, res, err)
+			}
 			if res, err := b.Requeue(ctx, r, t.TempDir()); err != nil || res.Status != Requeued {
 				t.Fatalf("requeue %q: %+v, %v", r.Key, res, err)
 			}

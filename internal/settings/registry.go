@@ -323,7 +323,7 @@ var (
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
 		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
-		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
+		Help:     "decompressed bytes of landing files decoded at once; a larger file is decoded in pieces of it (more: faster on many large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
 
@@ -341,7 +341,7 @@ var (
 
 	OpenEndSettleTime = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "open-end-settle-time", Env: []string{"TIMELAKE_OPEN_END_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
-		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Duration(0, "10m")})
 
@@ -438,7 +438,7 @@ var (
 
 	SpoolOpenEndMinAge = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "open-end-min-age", Env: []string{"TIMELAKE_SPOOL_OPEN_END_MIN_AGE"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
-		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Duration(0, "10m")})
 
@@ -547,7 +547,7 @@ var (
 	}, Kind: String()})
 
 	MaintainBudget = register(&Setting[time.Duration]{Spec: Spec{
-		Flag: "budget", Default: "0s", Help: "start no new maintenance step after this long, e.g. 2m (0: no bound)",
+		Flag: "budget", Default: "0s", Help: "end the round within this long plus 2s, e.g. 2m (0: no bound)",
 		Commands: []Command{TablesMaintain}, Group: GroupPerRun,
 	}, Kind: Duration(0, "2m")})
 

@@ -50,6 +50,42 @@ type LocalStore struct {
 	keepDepth int
 	// links receives the symbolic links a listing skipped (WarnLinks).
 	links *slog.Logger
+	// dirFS is the file system a listing walks in the folder's Root; nil
+	// is the Root's own (tests give one that fails a folder).
+	dirFS func(*os.Root) fs.FS
+}
+
+// UnlistedError is returned by LocalStore.List after it listed everything
+// else: the folders below the store's folder it could not read (permission
+// denied, an I/O error) and the files it could not look at, each with its
+// key and its error. The listing went on without them; the caller decides
+// whether a listing with gaps will do (ingest reports each gap and loads
+// the rest). It unwraps to the errors of the gaps.
+type UnlistedError struct {
+	Root string     // the store's folder
+	Gaps []Unlisted // in key order
+}
+
+// Unlisted is one gap of a listing: a folder (Key ends in "/") or a file.
+type Unlisted struct {
+	Key string
+	Err error
+}
+
+func (e *UnlistedError) Error() string {
+	parts := make([]string, len(e.Gaps))
+	for i, g := range e.Gaps {
+		parts[i] = fmt.Sprintf("%q: %v", g.Key, g.Err)
+	}
+	return fmt.Sprintf("%s: could not list %s", e.Root, strings.Join(parts, "; "))
+}
+
+func (e *UnlistedError) Unwrap() []error {
+	errs := make([]error, len(e.Gaps))
+	for i, g := range e.Gaps {
+		errs[i] = g.Err
+	}
+	return errs
 }
 
 // ErrSymlink is returned (wrapped, with the key and the link) for a key of a
@@ -162,7 +198,7 @@ func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.T
 		return nil, nil // no folder, no temporary files
 	}
 	defer r.Close()
-	err = s.walk(ctx, r, prefix, func(p, key string, d fs.DirEntry) error {
+	err = s.walk(ctx, r, prefix, func(string, error) {}, func(p, key string, d fs.DirEntry) error { // a folder it cannot read holds none it could remove
 		if !strings.HasPrefix(d.Name(), tempPrefix) && !strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
@@ -186,15 +222,25 @@ func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.T
 
 // walk calls fn with the path (below r) and key of every regular file of
 // r whose key starts with prefix (temporary and lock files included),
-// skipping folders that cannot hold such a key. It never follows a link:
-// WalkDir does not, and r keeps every step inside the folder.
-func (s *LocalStore) walk(ctx context.Context, r *os.Root, prefix string, fn func(path, key string, d fs.DirEntry) error) error {
-	return fs.WalkDir(r.FS(), ".", func(key string, d fs.DirEntry, err error) error {
+// skipping folders that cannot hold such a key. A folder below r that
+// cannot be read is given to unreadable (its key with a trailing "/") and
+// left out; the folder itself failing is walk's error. It never follows a
+// link: WalkDir does not, and r keeps every step inside the folder.
+func (s *LocalStore) walk(ctx context.Context, r *os.Root, prefix string, unreadable func(key string, err error), fn func(path, key string, d fs.DirEntry) error) error {
+	fsys := r.FS()
+	if s.dirFS != nil {
+		fsys = s.dirFS(r)
+	}
+	return fs.WalkDir(fsys, ".", func(key string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			return err
+			if key == "." || ctx.Err() != nil {
+				return err
+			}
+			unreadable(key+"/", err)
+			return fs.SkipDir
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -246,7 +292,9 @@ func mapOSErr(op, key string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
 
-// List walks the folder and reports regular files in key order.
+// List walks the folder and reports regular files in key order. A folder
+// or file below it that cannot be read does not stop it: the others are
+// reported, and then the error is an *UnlistedError naming each gap.
 func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	r, err := s.openRoot(false)
 	if err != nil {
@@ -254,7 +302,9 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 	}
 	defer r.Close()
 	var infos []ObjectInfo
-	err = s.walk(ctx, r, prefix, func(_, key string, d fs.DirEntry) error {
+	var gaps []Unlisted
+	gap := func(key string, err error) { gaps = append(gaps, Unlisted{Key: key, Err: err}) }
+	err = s.walk(ctx, r, prefix, gap, func(_, key string, d fs.DirEntry) error {
 		if strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
@@ -263,7 +313,8 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted while listing
 			}
-			return err
+			gap(key, err)
+			return nil
 		}
 		infos = append(infos, localInfo(key, fi))
 		return nil
@@ -276,6 +327,10 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 		if err := fn(info); err != nil {
 			return err
 		}
+	}
+	if len(gaps) > 0 {
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i].Key < gaps[j].Key })
+		return &UnlistedError{Root: s.root, Gaps: gaps}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -135,11 +136,19 @@ func (e *opError) Error() string   { return e.msg }
 func (e *opError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 // List pages through ListObjectsV2 (which returns keys in ascending UTF-8
-// binary order, S3 API reference).
+// binary order, S3 API reference). It asks for url-encoded keys
+// (encoding-type=url): an XML listing cannot carry every character a key
+// may hold (ESC and most other control characters), and a server that
+// writes it anyway puts U+FFFD in their place, a key no GET finds. AWS
+// S3, MinIO and Tigris encode the keys and say so (EncodingType url in the
+// answer); the keys are then decoded (url.QueryUnescape: %XX, and + for a
+// space). An answer that does not say so holds the keys as they are (a
+// server that ignores the parameter, as versitygw does).
 func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.bucket),
-		Prefix: aws.String(s.prefix + prefix),
+		Bucket:       aws.String(s.bucket),
+		Prefix:       aws.String(s.prefix + prefix),
+		EncodingType: types.EncodingTypeUrl,
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx, s.readOpts()...)
@@ -147,7 +156,13 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) e
 			return classify("list", s.URI()+"/"+prefix, err)
 		}
 		for _, o := range page.Contents {
-			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			raw := aws.ToString(o.Key)
+			if page.EncodingType == types.EncodingTypeUrl {
+				if raw, err = url.QueryUnescape(raw); err != nil {
+					return fmt.Errorf("list %s/%s: the server's url-encoded key %q does not decode: %w", s.URI(), prefix, aws.ToString(o.Key), err)
+				}
+			}
+			key := strings.TrimPrefix(raw, s.prefix)
 			if key == "" || strings.HasSuffix(key, "/") {
 				continue // folder markers made by consoles
 			}

@@ -144,3 +144,33 @@ func TestSpoolFileChangedAfterUpload(t *testing.T) {
 		t.Fatalf("the waiting file: %v", err)
 	}
 }
+
+// TestSpoolFilePausedInsideAQuotedValue: a spool file whose writer paused
+// after the first line of a quoted value ends in a line end, inside the
+// value. It waits for its open end (not moved to the rejected folder as
+// malformed); written to its end, it is uploaded whole.
+func TestSpoolFilePausedInsideAQuotedValue(t *testing.T) {
+	const head = "time,sensor,note\n2026-01-05T10:01:00Z,s1,plain\n2026-01-05T10:02:00Z,s1,\"first line\n"
+	const rest = "second line\"\n2026-01-05T10:03:00Z,s1,after\n"
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		spool := t.TempDir()
+		old := time.Now().Add(-time.Minute) // older than --min-age, younger than --open-end-min-age
+		path := writeFile(t, filepath.Join(spool, "notes.csv"), head, old)
+		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true, MinAge: 30 * time.Second, OpenEndMinAge: 10 * time.Minute}
+		rep, err := Run(t.Context(), cfg)
+		if err != nil || rep.Waiting != 1 || rep.Rejected != 0 || len(rep.Files) != 1 ||
+			!strings.Contains(rep.Files[0].Reason, "it ends inside a quoted value (the quote opened on line 3 is not closed)") {
+			t.Fatalf("run while the writer pauses: %+v, %v", rep, err)
+		}
+		if ks := keys(t, s); len(ks) != 0 {
+			t.Fatalf("uploaded %v while the writer pauses", ks)
+		}
+		writeFile(t, path, head+rest, old)
+		if rep, err = Run(t.Context(), cfg); err != nil || rep.Uploaded != 1 {
+			t.Fatalf("run once written: %+v, %v", rep, err)
+		}
+		if ks := keys(t, s); len(ks) != 1 || string(object(t, s, ks[0])) != head+rest {
+			t.Fatalf("objects %v, want one holding the whole file", ks)
+		}
+	})
+}

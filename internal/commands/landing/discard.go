@@ -2,6 +2,7 @@ package landing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,7 +42,8 @@ _timelake/discarded/ in the landing bucket (the path they had below the
 quarantine prefix; a second file of the same path gets a time suffix), which
 ingest never loads and "landing rejected" no longer lists; delete that prefix
 by hand or with a lifecycle rule of the bucket. --delete deletes them
-instead. --dry-run says what would happen to each file.`,
+instead. --dry-run says what would happen to each file. A copy that cannot be
+discarded fails alone, on its line; exit code 3 when some did.`,
 		Example: `  timelake landing discard gateway-7/20260105T1000.csv
   timelake landing discard --reason "different content" --dry-run
   timelake landing discard --prefix test-gateway/ --delete`,
@@ -71,11 +73,15 @@ type DiscardReport struct {
 	Files    []landing.DiscardResult `json:"files"`
 	Archived int                     `json:"archived"` // or, in a dry run, would be
 	Deleted  int                     `json:"deleted"`
+	Failed   int                     `json:"failed"`
 }
 
 // RunDiscard archives or deletes the quarantined files opts selects
 // (landing.Bucket.Discard) and prints what happened to each. A KEY that
-// names no quarantined file is a usage error, before anything moves.
+// names no quarantined file is a usage error, before anything moves. A copy
+// it cannot act on fails alone (DiscardFailed, with the reason) and the
+// others go on; a setup problem of the landing bucket stops it (stopsAll).
+// It returns an error with exit code 3 when some copies failed.
 func RunDiscard(ctx context.Context, opts *DiscardOptions) error {
 	now := opts.Now
 	if now == nil {
@@ -89,22 +95,34 @@ func RunDiscard(ctx context.Context, opts *DiscardOptions) error {
 	var runErr error
 	for _, r := range picked {
 		res, err := opts.Bucket.Discard(ctx, r, opts.Delete, opts.DryRun, now())
-		if err != nil {
+		switch {
+		case err != nil && stopsAll(ctx, err):
 			runErr = err
+		case err != nil:
+			res.Status, res.ArchivedTo, res.Reason = landing.DiscardFailed, "", err.Error()
+			rep.Failed++
+		case opts.Delete:
+			rep.Deleted++
+		default:
+			rep.Archived++
+		}
+		if runErr != nil {
 			break
 		}
 		rep.Files = append(rep.Files, res)
-		if opts.Delete {
-			rep.Deleted++
-		} else {
-			rep.Archived++
-		}
 	}
 	if err := RenderDiscard(opts.Output, opts.Bucket, rep, opts.Bulk() && !opts.Filter.Empty()); err != nil {
 		return err
 	}
+	if runErr == nil && rep.Failed > 0 {
+		runErr = &cmdutil.SilentError{Code: cmdutil.ExitPartial, Err: errSomeNotDiscarded}
+	}
 	return runErr
 }
+
+// errSomeNotDiscarded is the exit error of a discard that failed on some
+// copies (each line says why).
+var errSomeNotDiscarded = errors.New("some quarantined files were not discarded")
 
 // RenderDiscard prints r: one JSON document with --json; else one row per
 // file (key, status, archived_to, quarantined_to) and, on a terminal, a
@@ -115,11 +133,14 @@ func RenderDiscard(o Output, b *landing.Bucket, r DiscardReport, filtered bool) 
 	}
 	rows := make([][]string, len(r.Files))
 	for i, f := range r.Files {
-		rows[i] = []string{f.Key, f.Status, f.ArchivedTo, f.QuarantinedTo}
+		rows[i] = []string{f.Key, f.Status, f.ArchivedTo, f.QuarantinedTo, f.Reason}
 	}
 	summary := fmt.Sprintf("%d archived below %s, %d deleted", r.Archived, landing.ArchivePrefix, r.Deleted)
 	if r.DryRun {
 		summary = fmt.Sprintf("dry run: %d would be archived below %s, %d deleted; nothing changed", r.Archived, landing.ArchivePrefix, r.Deleted)
 	}
-	return renderActions(o, b, filtered, []string{"key", "status", "archived_to", "quarantined_to"}, rows, summary)
+	if r.Failed > 0 {
+		summary += fmt.Sprintf("; %d failed (see the reason on each line)", r.Failed)
+	}
+	return renderActions(o, b, filtered, []string{"key", "status", "archived_to", "quarantined_to", "reason"}, rows, summary)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
 type result struct {
@@ -273,7 +274,7 @@ func TestQuarantineHousekeeping(t *testing.T) {
 
 	// Discard: archived with its report, no longer listed, never loaded.
 	r := run(t, env, "landing", "discard", "gw-2/fixed.csv")
-	if r.code != cmdutil.ExitOK || r.out != "key\tstatus\tarchived_to\tquarantined_to\ngw-2/fixed.csv\tarchived\t_timelake/discarded/gw-2/fixed.csv\t_rejected/gw-2/fixed.csv\n" {
+	if r.code != cmdutil.ExitOK || r.out != "key\tstatus\tarchived_to\tquarantined_to\treason\ngw-2/fixed.csv\tarchived\t_timelake/discarded/gw-2/fixed.csv\t_rejected/gw-2/fixed.csv\t\n" {
 		t.Fatalf("discard: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 	for _, k := range []string{"_timelake/discarded/gw-2/fixed.csv", "_timelake/discarded/gw-2/fixed.csv.error.json"} {
@@ -303,5 +304,92 @@ func TestQuarantineHousekeeping(t *testing.T) {
 		if r := run(t, env, args...); r.code != cmdutil.ExitUsage {
 			t.Errorf("%v: exit %d, want 2", args, r.code)
 		}
+	}
+}
+
+// TestRequeueAndDiscardOddKeysPerFile: a file quarantined from a key with
+// a tab (kept under a hashed name) is requeued by a dry run as the real
+// requeue puts it back, with --all and with --reason; discard's dry run
+// takes it too; a copy that cannot be put back (its report names a key
+// ingest skips) fails alone, on its own line, while the others are
+// reported, and the command exits 3. On a local folder and the S3 server.
+func TestRequeueAndDiscardOddKeysPerFile(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (storage.Store, map[string]string){
+		"local": func(t *testing.T) (storage.Store, map[string]string) {
+			dir := filepath.Join(t.TempDir(), "landing")
+			st, err := storage.NewLocalStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, map[string]string{"LANDING_BUCKET": dir}
+		},
+		"s3": func(t *testing.T) (storage.Store, map[string]string) {
+			srv := s3test.FromEnv(t)
+			bucket := srv.NewBucket(t)
+			return storage.NewS3Store(srv.Client(t), bucket, "", storage.S3StoreOptions{}),
+				map[string]string{"AWS_ENDPOINT_URL_S3": srv.Endpoint, "AWS_REGION": srv.Region,
+					"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey, "LANDING_BUCKET": "s3://" + bucket}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st, env := open(t)
+			b := &landing.Bucket{Store: st}
+			for _, k := range []string{"gw/a.csv", "gw/tab\there.csv"} {
+				if _, err := st.Put(ctx, k, strings.NewReader("time,v\nx,warm\n"), storage.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.Quarantine(ctx, k, landing.Report{Reason: k + `: row 1, column "v": cannot parse "warm" as a double`, Kind: landing.KindSetting, At: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, args := range [][]string{{"--all", "--dry-run"}, {"--reason", "warm", "--dry-run"}} {
+				r := run(t, env, append([]string{"landing", "requeue", "--json"}, args...)...)
+				var rep struct {
+					Files  []landing.RequeueResult `json:"files"`
+					Failed int                     `json:"failed"`
+				}
+				if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != cmdutil.ExitOK || len(rep.Files) != 2 || rep.Failed != 0 {
+					t.Fatalf("requeue %v: exit %d, %+v (%v)\n%s%s", args, r.code, rep, err, r.out, r.errOut)
+				}
+				for _, f := range rep.Files {
+					if f.Status != landing.WouldRequeue {
+						t.Errorf("requeue %v: %+v, want %s", args, f, landing.WouldRequeue)
+					}
+				}
+			}
+			if r := run(t, env, "landing", "discard", "--all", "--dry-run"); r.code != cmdutil.ExitOK ||
+				!strings.Contains(r.out, "gw/a.csv\twould-archive") || !strings.Contains(r.out, "gw/tab here.csv\twould-archive") { // a tab in a cell is a space
+				t.Fatalf("discard --dry-run: exit %d\n%s%s", r.code, r.out, r.errOut)
+			}
+
+			// A report whose key ingest would not load: that copy fails
+			// alone, on its line, and the others are still requeued.
+			if _, err := st.Put(ctx, "gw/.hidden.csv", strings.NewReader("time,v\n"), storage.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Quarantine(ctx, "gw/.hidden.csv", landing.Report{Reason: "warm", Kind: landing.KindSetting, At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			for _, dry := range []bool{true, false} {
+				args := []string{"landing", "requeue", "--all"}
+				if dry {
+					args = append(args, "--dry-run")
+				}
+				r := run(t, env, args...)
+				lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
+				if r.code != cmdutil.ExitPartial || len(lines) != 4 ||
+					!strings.Contains(r.out, "gw/.hidden.csv\tfailed\trequeue _rejected/gw/.hidden.csv: \"gw/.hidden.csv\" is not a landing key ingest loads") {
+					t.Fatalf("requeue %v: exit %d\n%s%s", args, r.code, r.out, r.errOut)
+				}
+			}
+			ks := map[string]bool{}
+			if err := st.List(ctx, "gw/", func(o storage.ObjectInfo) error { ks[o.Key] = true; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !ks["gw/a.csv"] || !ks["gw/tab\there.csv"] || ks["gw/.hidden.csv"] {
+				t.Fatalf("landing keys after requeue: %v", slices.Sorted(maps.Keys(ks)))
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // RequeueOptions are the inputs of `landing requeue`.
@@ -47,7 +48,8 @@ A file is written back with a conditional create: a file under the same key
 in the landing bucket (a gateway sent it again) is never overwritten; that
 file is reported as not requeued and its quarantined copy stays. Only after
 the file is back are the copy and its report deleted. --dry-run says what
-would happen to each file. Exit code 3 when some files stay quarantined.`,
+would happen to each file. A copy that cannot be put back fails alone, on its
+line. Exit code 3 when some files stay quarantined or failed.`,
 		Example: `  timelake landing requeue --all --dry-run
   timelake landing requeue --reason delimiter --since 24h
   timelake landing requeue gateway-7/20260105T1000.csv gateway-7/20260105T1001.csv
@@ -78,14 +80,18 @@ type RequeueReport struct {
 	Requeued    int                     `json:"requeued"` // or, in a dry run, would be
 	NotRequeued int                     `json:"not_requeued"`
 	Skipped     int                     `json:"skipped"`
+	Failed      int                     `json:"failed"`
 }
 
 // RunRequeue requeues the quarantined files opts selects
 // (landing.Bucket.Requeue), skipping those landing.RequeueSkip names, and
 // prints what happened to each (a dry run: what would). A KEY that names
-// no quarantined file is a usage error, before anything moves. It returns
-// an error with exit code 3 when some files stay quarantined (the report
-// is printed first; not in a dry run).
+// no quarantined file is a usage error, before anything moves. A file it
+// cannot act on fails alone (RequeueFailed, with the reason), and the others
+// go on; a setup problem of the landing bucket (storage.Diagnose), which
+// every file would meet, stops it. It returns an error with exit code 3 when
+// some files failed or, not in a dry run, stay quarantined (the report is
+// printed first).
 func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 	picked, err := opts.selected(ctx, opts.Selection, true)
 	if err != nil {
@@ -93,6 +99,7 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 	}
 	rep := RequeueReport{DryRun: opts.DryRun, Files: []landing.RequeueResult{}}
 	var runErr error
+	stays := false // a requeued file whose quarantined copy could not be deleted
 	for _, r := range picked {
 		var res landing.RequeueResult
 		switch why := landing.RequeueSkip(r, opts.Bulk()); {
@@ -103,6 +110,16 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 		default:
 			res, err = opts.Bucket.Requeue(ctx, r, opts.TempDir)
 		}
+		if err != nil && stopsAll(ctx, err) {
+			runErr = err
+			break
+		}
+		if err != nil && res.Status != landing.Requeued {
+			res = landing.RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo, Status: landing.RequeueFailed, Reason: err.Error()}
+		} else if err != nil {
+			res.Reason, stays = err.Error(), true // back under its key; the copy stays quarantined
+		}
+		err = nil
 		switch res.Status {
 		case landing.Requeued, landing.WouldRequeue:
 			rep.Requeued++
@@ -110,14 +127,10 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 			rep.NotRequeued++
 		case landing.Skipped:
 			rep.Skipped++
+		case landing.RequeueFailed:
+			rep.Failed++
 		}
-		if res.Status != "" {
-			rep.Files = append(rep.Files, res)
-		}
-		if err != nil {
-			runErr = err
-			break
-		}
+		rep.Files = append(rep.Files, res)
 	}
 	if err := RenderRequeue(opts.Output, opts.Bucket, rep, opts.Bulk() && !opts.Filter.Empty()); err != nil {
 		return err
@@ -125,10 +138,17 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 	if runErr != nil {
 		return runErr
 	}
-	if !opts.DryRun && rep.NotRequeued+rep.Skipped > 0 {
+	if rep.Failed > 0 || stays || !opts.DryRun && rep.NotRequeued+rep.Skipped > 0 {
 		return &cmdutil.SilentError{Code: cmdutil.ExitPartial, Err: errSomeNotRequeued}
 	}
 	return nil
+}
+
+// stopsAll reports whether err, met on one quarantined file, would meet
+// every file: ctx is done, or the landing bucket refuses for a setup reason
+// (credentials, permissions, a missing bucket: storage.Diagnose).
+func stopsAll(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || storage.Diagnose(err, storage.Where{}, storage.Names{}) != nil
 }
 
 // RenderRequeue prints r: one JSON document with --json; else one row per
@@ -146,6 +166,9 @@ func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport, filtered bool) 
 	if r.DryRun {
 		summary = fmt.Sprintf("dry run: %d would be requeued, %d not (a file is under the key), %d skipped; nothing changed",
 			r.Requeued, r.NotRequeued, r.Skipped)
+	}
+	if r.Failed > 0 {
+		summary += fmt.Sprintf("; %d failed (see the reason on each line)", r.Failed)
 	}
 	return renderActions(o, b, filtered, []string{"key", "status", "reason", "quarantined_to"}, rows, summary)
 }
