@@ -90,6 +90,10 @@ type LoadRecord struct {
 	LandedAt   time.Time `json:"landed_at,omitzero"`
 	MaxRowTime time.Time `json:"max_row_time,omitzero"`
 	LoadedBy   string    `json:"loaded_by,omitempty"`
+	// RejectedRows counts the rows set aside under --on-error skip-rows
+	// (timelake.rejected-rows); 0 in segments written before it existed
+	// and in the outcome log.
+	RejectedRows int64 `json:"rejected_rows,omitempty"`
 }
 
 // Outcomes of a landing file that was not loaded (LoadRecord.Status); a
@@ -140,6 +144,7 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 		LandedAt:      summaryTime(summary, SummarySourceModified),
 		MaxRowTime:    summaryTime(summary, SummaryMaxRowTime),
 		LoadedBy:      summary[SummaryLoadedBy],
+		RejectedRows:  summaryInt(summary, SummaryRejectedRows),
 	}
 }
 
@@ -298,6 +303,7 @@ var historySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "reason", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "same_as", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "quarantined_to", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "rejected_rows", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 }, nil)
 
 // encodeSegment writes records (sorted by key here) as a zstd Parquet file.
@@ -340,6 +346,11 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 		optString(11, r.Reason)
 		optString(12, r.SameAs)
 		optString(13, r.QuarantinedTo)
+		if r.RejectedRows > 0 {
+			b.Field(14).(*array.Int64Builder).Append(r.RejectedRows)
+		} else {
+			b.Field(14).AppendNull()
+		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -442,7 +453,8 @@ func scanSegment(ctx context.Context, body []byte, fn func(LoadRecord) error) er
 		for i := range keys.Len() {
 			r := LoadRecord{Key: keys.Value(i), Size: size(i), SHA256: sha(i), ContentSHA256: content(i), Rows: rows(i),
 				SnapshotID: snap(i), LoadedAt: at(i), LandedAt: landed(i), MaxRowTime: maxRow(i), LoadedBy: by(i),
-				Status: status(i), Reason: reason(i), SameAs: sameAs(i), QuarantinedTo: quarantined(i)}
+				Status: status(i), Reason: reason(i), SameAs: sameAs(i), QuarantinedTo: quarantined(i),
+				RejectedRows: i64("rejected_rows")(i)}
 			if err := fn(r); err != nil {
 				return err
 			}
@@ -914,6 +926,9 @@ func (r LoadRecord) BatchInfo() BatchInfo {
 	}
 	if r.ContentSHA256 != "" {
 		summary[SummaryContentSHA256] = r.ContentSHA256
+	}
+	if r.RejectedRows > 0 {
+		summary[SummaryRejectedRows] = strconv.FormatInt(r.RejectedRows, 10)
 	}
 	return BatchInfo{BatchID: r.Key, SnapshotID: r.SnapshotID, CommittedAt: r.LoadedAt, Rows: r.Rows,
 		Summary: summary, FromHistory: true}
