@@ -276,6 +276,9 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		table.ParquetCompressionLevelKey:  "3",
 		table.DefaultWriteMetricsModeKey:  "truncate(16)",
 		table.WriteTargetFileSizeBytesKey: strconv.Itoa(512 << 20),
+		// Row groups of whole series, at most DuckDB's own row group
+		// size (datafile.go).
+		table.ParquetRowGroupLimitKey: strconv.Itoa(DefaultRowGroupRows),
 		// Merge small manifests as snapshots accumulate (the Iceberg
 		// default in Java), so manifest lists stay short with one
 		// snapshot per landing file.
