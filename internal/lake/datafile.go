@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +63,15 @@ type dataFileLayout struct {
 	series   []int // series key columns
 	rowGroup int64 // most rows per row group
 	target   int64 // write.target-file-size-bytes
-	props    []parquet.WriterProperty
+	props    *parquet.WriterProperties
+	parts    []partitionField
+}
+
+// partitionField computes one partition field of the spec from a time.
+type partitionField struct {
+	id  int
+	day bool // day transform: an iceberg.Date, else an int32
+	fn  func(any) iceberg.Optional[int32]
 }
 
 // newDataFileLayout returns the layout of v's data files, or nil when the
@@ -109,7 +119,16 @@ func newDataFileLayout(v tableView) (*dataFileLayout, error) {
 		timeCol: k.timeCol, series: k.seriesCol,
 		rowGroup: positiveProperty(props, table.ParquetRowGroupLimitKey, DefaultRowGroupRows),
 		target:   positiveProperty(props, table.WriteTargetFileSizeBytesKey, table.WriteTargetFileSizeBytesDefault)}
-	l.props = parquetWriterProperties(props, arrowSc, l.rowGroup)
+	l.props = parquet.NewWriterProperties(parquetWriterProperties(props, arrowSc, l.rowGroup, arrowSc.Field(k.timeCol).Name)...)
+	for i := range spec.NumFields() {
+		f := spec.Field(i)
+		fn, err := f.Transform.(iceberg.TimeTransform).Transformer(tf.Type)
+		if err != nil {
+			return nil, fmt.Errorf("partition field %s: %w", f.Name, err)
+		}
+		_, day := f.Transform.(iceberg.DayTransform)
+		l.parts = append(l.parts, partitionField{id: f.FieldID, day: day, fn: fn})
+	}
 	return l, nil
 }
 
@@ -146,8 +165,13 @@ func positiveProperty(props iceberg.Properties, key string, def int64) int64 {
 // internal to it), with rowGroup rows at most per row group, statistics and
 // a page index for every column, and dictionaries kept only where they
 // are smaller than the plain values (the cost rule of Parquet's Java
-// writer, which iceberg-go also sets).
-func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGroup int64) []parquet.WriterProperty {
+// writer, which iceberg-go also sets), except on the time column
+// timeCol, whose plain values compress better than its dictionary's
+// indices: the series of a row group repeat each other's times, which
+// zstd finds in plain pages (a fleet day: 2.1 MB against 3.8 MB), and
+// where they do not, the dictionary does not pay either.
+// write.parquet.dict-encoding-enabled.column.<name> overrides both.
+func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGroup int64, timeCol string) []parquet.WriterProperty {
 	pageVersion := parquet.DataPageV2
 	if props.Get(table.ParquetPageVersionKey, table.ParquetPageVersionDefault) == "1" {
 		pageVersion = parquet.DataPageV1
@@ -174,6 +198,9 @@ func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGrou
 	if err != nil {
 		level = table.ParquetCompressionLevelDefault
 	}
+	// Java's Boolean.parseBoolean, as iceberg-go and Iceberg Java read them.
+	dict, set := props[propDictEnabled]
+	dictDefault := !set || strings.EqualFold(dict, "true")
 	out := []parquet.WriterProperty{
 		parquet.WithMaxRowGroupLength(rowGroup),
 		parquet.WithDataPageSize(positiveProperty(props, table.ParquetPageSizeBytesKey, table.ParquetPageSizeBytesDefault)),
@@ -185,7 +212,8 @@ func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGrou
 		parquet.WithStats(true),
 		parquet.WithPageIndexEnabled(true),
 		parquet.WithMaxBloomFilterBytes(positiveProperty(props, table.ParquetBloomFilterMaxBytesKey, table.ParquetBloomFilterMaxBytesDefault)),
-		parquet.WithDictionaryDefault(props[propDictEnabled] == "" || strings.EqualFold(props[propDictEnabled], "true")),
+		parquet.WithDictionaryDefault(dictDefault),
+		parquet.WithDictionaryFor(timeCol, false),
 	}
 	for key, val := range props {
 		if col, ok := strings.CutPrefix(key, propBloomColumnPrefix); ok && col != "" {
@@ -201,32 +229,28 @@ func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGrou
 	return out
 }
 
-// partition returns the partition values (by partition field id) and the
-// partition's folder of a row whose time is ts (table microseconds).
-func (l *dataFileLayout) partition(ts arrow.Timestamp) (map[int]any, string, error) {
-	if l.spec.NumFields() == 0 {
-		return nil, "", nil
+// partition returns the partition tuple (in spec order) of a row whose
+// time is ts (table microseconds).
+func (l *dataFileLayout) partition(ts arrow.Timestamp) partitionRecord {
+	rec := make(partitionRecord, len(l.parts))
+	for i, f := range l.parts {
+		v := f.fn(iceberg.Timestamp(ts)).Val
+		if f.day {
+			rec[i] = iceberg.Date(v)
+		} else {
+			rec[i] = v
+		}
 	}
-	vals := map[int]any{}
-	rec := make(partitionRecord, l.spec.NumFields())
-	for i := range l.spec.NumFields() {
-		f := l.spec.Field(i)
-		src, _ := l.schema.FindFieldByID(f.SourceID())
-		tt, ok := f.Transform.(iceberg.TimeTransform)
-		if !ok {
-			return nil, "", fmt.Errorf("partition field %s: %s is not a time transform", f.Name, f.Transform)
-		}
-		fn, err := tt.Transformer(src.Type)
-		if err != nil {
-			return nil, "", fmt.Errorf("partition field %s: %w", f.Name, err)
-		}
-		var v any = fn(iceberg.Timestamp(ts)).Val
-		if _, day := f.Transform.(iceberg.DayTransform); day {
-			v = iceberg.Date(v.(int32))
-		}
-		vals[f.FieldID], rec[i] = v, v
+	return rec
+}
+
+// folder is the data folder of a partition, e.g. time_day=2026-01-05 ("":
+// unpartitioned).
+func (l *dataFileLayout) folder(rec partitionRecord) string {
+	if len(rec) == 0 {
+		return ""
 	}
-	return vals, l.spec.PartitionToPath(rec, l.schema), nil
+	return l.spec.PartitionToPath(rec, l.schema)
 }
 
 // writeRecords writes recs (batches of v's Arrow schema, sorted by
@@ -322,11 +346,12 @@ type dataFileWriter struct {
 	writeID uuid.UUID
 	files   int
 
+	locations map[string]table.LocationProvider // by partition folder
+
 	// The open file: its path and partition, its writers, and the
 	// series the row group rule follows.
 	path      string
-	folder    string
-	values    map[int]any
+	partition partitionRecord
 	out       icebergio.FileWriter
 	counted   *countingWriter
 	pw        *pqarrow.FileWriter
@@ -348,21 +373,19 @@ func (w *dataFileWriter) write(rec arrow.RecordBatch) (iceberg.DataFile, error) 
 	if !ok {
 		return nil, fmt.Errorf("time column is %s, expected a timestamp", rec.Column(l.timeCol).DataType())
 	}
-	values, folder, err := l.partition(times.Value(0))
-	if err != nil {
-		return nil, err
-	}
-	if _, last, _ := l.partition(times.Value(n - 1)); last != folder {
-		return nil, fmt.Errorf("internal: a batch spans partitions %s and %s", folder, last)
+	part := l.partition(times.Value(0))
+	if last := l.partition(times.Value(n - 1)); !slices.Equal(last, part) {
+		return nil, fmt.Errorf("internal: a batch spans partitions %s and %s", l.folder(part), l.folder(last))
 	}
 	var done iceberg.DataFile
-	if w.pw != nil && (folder != w.folder || w.counted.n >= l.target) {
+	var err error
+	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target) {
 		if done, err = w.close(); err != nil {
 			return nil, err
 		}
 	}
 	if w.pw == nil {
-		if err := w.open(values, folder); err != nil {
+		if err := w.open(part); err != nil {
 			return done, err
 		}
 	}
@@ -370,32 +393,38 @@ func (w *dataFileWriter) write(rec arrow.RecordBatch) (iceberg.DataFile, error) 
 	defer rec.Release()
 	// Row groups end at a series boundary once the series before would
 	// no longer fit (series of one table tend to be alike in length);
-	// the writer ends them at rowGroup rows within a longer series.
-	start := 0
-	for start < n {
+	// the writer ends them at rowGroup rows within a longer series. Rows
+	// between two such ends are written at once.
+	cur, err := w.pw.RowGroupNumRows()
+	if err != nil {
+		return done, err
+	}
+	rows, from := int64(cur), 0
+	for start := 0; start < n; {
 		end := w.seriesEnd(rec, start)
 		if start > 0 || w.last != nil && !w.sameSeries(w.last, int(w.last.NumRows())-1, rec, 0) {
 			if w.seriesLen > 0 {
 				w.prevLen, w.seriesLen = w.seriesLen, 0
 			}
-			cur, err := w.pw.RowGroupNumRows()
-			if err != nil {
-				return done, err
-			}
-			if cur > 0 && int64(cur)+w.prevLen > l.rowGroup {
+			if rows > 0 && rows+w.prevLen > l.rowGroup {
+				if err := w.writeRows(rec, from, start); err != nil {
+					return done, err
+				}
 				if err := w.pw.NewBufferedRowGroupChecked(); err != nil {
 					return done, err
 				}
+				rows, from = 0, start
 			}
 		}
-		part := rec.NewSlice(int64(start), int64(end))
-		err := w.pw.WriteBuffered(part)
-		part.Release()
-		if err != nil {
-			return done, err
+		rows += int64(end - start)
+		if rows > l.rowGroup { // the writer started row groups of the rest
+			rows = (rows-1)%l.rowGroup + 1
 		}
 		w.seriesLen += int64(end - start)
 		start = end
+	}
+	if err := w.writeRows(rec, from, n); err != nil {
+		return done, err
 	}
 	rec.Retain()
 	if w.last != nil {
@@ -403,6 +432,16 @@ func (w *dataFileWriter) write(rec arrow.RecordBatch) (iceberg.DataFile, error) 
 	}
 	w.last = rec
 	return done, nil
+}
+
+// writeRows writes rows [from, to) of rec to the open file.
+func (w *dataFileWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
+	if from == to {
+		return nil
+	}
+	part := rec.NewSlice(int64(from), int64(to))
+	defer part.Release()
+	return w.pw.WriteBuffered(part)
 }
 
 // seriesEnd is the end of the run of rows of rec from start that are of
@@ -427,20 +466,25 @@ func (w *dataFileWriter) sameSeries(a arrow.RecordBatch, i int, b arrow.RecordBa
 }
 
 // open starts the next data file, in the partition's folder.
-func (w *dataFileWriter) open(values map[int]any, folder string) error {
+func (w *dataFileWriter) open(part partitionRecord) error {
 	l := w.layout
-	props := l.meta.Properties()
-	if folder != "" {
-		withPath := make(iceberg.Properties, len(props)+1)
-		for k, v := range props {
-			withPath[k] = v
+	folder := l.folder(part)
+	loc := w.locations[folder]
+	if loc == nil {
+		props := l.meta.Properties()
+		if folder != "" {
+			withPath := maps.Clone(props)
+			withPath[table.WriteDataPathKey] = strings.TrimSuffix(l.meta.Location(), "/") + "/data/" + folder
+			props = withPath
 		}
-		withPath[table.WriteDataPathKey] = strings.TrimSuffix(l.meta.Location(), "/") + "/data/" + folder
-		props = withPath
-	}
-	loc, err := table.LoadLocationProvider(l.meta.Location(), props)
-	if err != nil {
-		return err
+		var err error
+		if loc, err = table.LoadLocationProvider(l.meta.Location(), props); err != nil {
+			return err
+		}
+		if w.locations == nil {
+			w.locations = map[string]table.LocationProvider{}
+		}
+		w.locations[folder] = loc
 	}
 	w.files++
 	// Iceberg's data file names: partition, task, write id, file count.
@@ -450,14 +494,14 @@ func (w *dataFileWriter) open(values map[int]any, folder string) error {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	counted := &countingWriter{w: out}
-	pw, err := pqarrow.NewFileWriter(l.arrowSc, counted, parquet.NewWriterProperties(l.props...),
+	pw, err := pqarrow.NewFileWriter(l.arrowSc, counted, l.props,
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(memory.DefaultAllocator)))
 	if err != nil {
 		out.Close()
 		w.remove(path)
 		return err
 	}
-	w.path, w.folder, w.values, w.out, w.counted, w.pw = path, folder, values, out, counted, pw
+	w.path, w.partition, w.out, w.counted, w.pw = path, part, out, counted, pw
 	return nil
 }
 
@@ -467,7 +511,7 @@ func (w *dataFileWriter) close() (iceberg.DataFile, error) {
 	if w.pw == nil {
 		return nil, nil
 	}
-	pw, out, path, counted, values := w.pw, w.out, w.path, w.counted, w.values
+	pw, out, path, counted, part := w.pw, w.out, w.path, w.counted, w.partition
 	w.reset()
 	err := pw.Close()
 	if cerr := out.Close(); err == nil {
@@ -483,6 +527,10 @@ func (w *dataFileWriter) close() (iceberg.DataFile, error) {
 		return nil, err
 	}
 	l := w.layout
+	values := make(map[int]any, len(part))
+	for i, f := range l.parts {
+		values[f.id] = part[i]
+	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{Schema: l.schema, Spec: l.spec, Format: iceberg.ParquetFile,
 		Metadata: md, FilePath: path, FileSize: counted.n, Content: iceberg.EntryContentData,
 		PartitionValues: values, Properties: l.meta.Properties(), FormatVersion: l.meta.Version()})
@@ -510,7 +558,7 @@ func (w *dataFileWriter) reset() {
 	if w.last != nil {
 		w.last.Release()
 	}
-	w.path, w.folder, w.values, w.out, w.counted, w.pw, w.last = "", "", nil, nil, nil, nil, nil
+	w.path, w.partition, w.out, w.counted, w.pw, w.last = "", nil, nil, nil, nil, nil
 	w.seriesLen, w.prevLen = 0, 0
 }
 

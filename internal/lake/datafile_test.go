@@ -208,6 +208,36 @@ func TestDataFileLayout(t *testing.T) {
 	}
 	checkSortedFiles(t, tbl)
 	requireConformantTable(t, l, tbl)
+
+	// A table without the property (created before it was set) gets the
+	// same row groups; one with a value that does not parse too.
+	for _, set := range []map[string]string{nil, {table.ParquetRowGroupLimitKey: "many"}} {
+		if err := tbl.SetProperties(ctx, set, []string{table.ParquetRowGroupLimitKey}); err != nil {
+			t.Fatal(err)
+		}
+		if lay, err := newDataFileLayout(tbl.view()); err != nil || lay == nil || lay.rowGroup != DefaultRowGroupRows {
+			t.Fatalf("layout with %v: %+v, %v; want row groups of %d rows", set, lay, err, DefaultRowGroupRows)
+		}
+	}
+}
+
+// TestTimeColumnDictionary: the time column is written plain unless the
+// table's write.parquet.dict-encoding-enabled.column.<name> says
+// otherwise; other columns keep their dictionaries.
+func TestTimeColumnDictionary(t *testing.T) {
+	for _, c := range []struct {
+		props      iceberg.Properties
+		time, dict bool
+	}{
+		{nil, false, true},
+		{iceberg.Properties{propDictColumnPrefix + "time": "true"}, true, true},
+		{iceberg.Properties{propDictEnabled: "false"}, false, false},
+	} {
+		wp := parquet.NewWriterProperties(parquetWriterProperties(c.props, testSchema, 10, "time")...)
+		if got, dev := wp.DictionaryEnabledFor("time"), wp.DictionaryEnabledFor("device"); got != c.time || dev != c.dict {
+			t.Errorf("%v: dictionary on time %v, on device %v; want %v and %v", c.props, got, dev, c.time, c.dict)
+		}
+	}
 }
 
 // expectDataFileLike: df, written by timelake's writer, has the manifest
