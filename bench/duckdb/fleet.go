@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,7 +50,12 @@ type fleetResult struct {
 	ColdDayRows          int64       `json:"cold_day_rows,omitempty"`
 	ColdDayFloorRows     int64       `json:"cold_day_floor_rows,omitempty"`
 	ColdLayout           *fileLayout `json:"cold_layout,omitempty"`
-	ColdFloorLayout      *fileLayout `json:"cold_floor_layout,omitempty"`
+	// CPUSeconds are the medians of the CPU time (user and system, all of
+	// DuckDB's threads) of each query, by name: on a shared machine the
+	// work a query takes, which other processes do not stretch as they do
+	// its wall time.
+	CPUSeconds      map[string]float64 `json:"cpu_seconds"`
+	ColdFloorLayout *fileLayout        `json:"cold_floor_layout,omitempty"`
 }
 
 // fileLayout is what DuckDB's parquet_metadata() says of a partition's
@@ -82,7 +88,7 @@ func fleet(args []string) error {
 	fs.StringVar(&r.To, "to", "", "its end (exclusive)")
 	fs.Int64Var(&r.ExpectedRows, "expect-rows", 0, "rows the table should hold")
 	work := fs.String("work", "", "folder for the compacted copy")
-	reps := fs.Int("reps", 11, "timed runs of each query")
+	reps := fs.Int("reps", 21, "timed runs of each query")
 	order := fs.String("order", "device_id, time", "sort order of the compacted copy (series key, then time)")
 	coldDay := fs.String("cold-day", "", "a day whose partition is cold (YYYY-MM-DD): one series over its noon hour and over the day")
 	_ = fs.Parse(args)
@@ -139,10 +145,10 @@ func fleet(args []string) error {
 			" AND time >= TIMESTAMPTZ " + sqlString(from) + " AND time < TIMESTAMPTZ " + sqlString(to)
 	}
 	qs := []timedQuery{
-		{query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
-		{query: full(compacted), seconds: &r.FullFloorSeconds, rows: &r.FloorRows},
-		{query: series(live, r.From, r.To), seconds: &r.SeriesLiveSeconds, rows: &r.SeriesRows},
-		{query: series(compacted, r.From, r.To), seconds: &r.SeriesFloorSeconds, rows: &r.FloorSeriesRows},
+		{name: "full_live", query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
+		{name: "full_floor", query: full(compacted), seconds: &r.FullFloorSeconds, rows: &r.FloorRows},
+		{name: "series_live", query: series(live, r.From, r.To), seconds: &r.SeriesLiveSeconds, rows: &r.SeriesRows},
+		{name: "series_floor", query: series(compacted, r.From, r.To), seconds: &r.SeriesFloorSeconds, rows: &r.FloorSeriesRows},
 	}
 	if *coldDay != "" {
 		day, err := time.Parse("2006-01-02", *coldDay)
@@ -155,10 +161,10 @@ func fleet(args []string) error {
 		}
 		at := func(h int) string { return day.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
 		qs = append(qs,
-			timedQuery{query: series(live, at(12), at(13)), seconds: &r.ColdHourLiveSeconds, rows: &r.ColdHourRows},
-			timedQuery{query: series(compacted, at(12), at(13)), seconds: &r.ColdHourFloorSeconds, rows: &r.ColdHourFloorRows},
-			timedQuery{query: series(live, at(0), at(24)), seconds: &r.ColdDayLiveSeconds, rows: &r.ColdDayRows},
-			timedQuery{query: series(compacted, at(0), at(24)), seconds: &r.ColdDayFloorSeconds, rows: &r.ColdDayFloorRows})
+			timedQuery{name: "cold_hour_live", query: series(live, at(12), at(13)), seconds: &r.ColdHourLiveSeconds, rows: &r.ColdHourRows},
+			timedQuery{name: "cold_hour_floor", query: series(compacted, at(12), at(13)), seconds: &r.ColdHourFloorSeconds, rows: &r.ColdHourFloorRows},
+			timedQuery{name: "cold_day_live", query: series(live, at(0), at(24)), seconds: &r.ColdDayLiveSeconds, rows: &r.ColdDayRows},
+			timedQuery{name: "cold_day_floor", query: series(compacted, at(0), at(24)), seconds: &r.ColdDayFloorSeconds, rows: &r.ColdDayFloorRows})
 		if r.ColdLayout, err = layoutOf(db, parts[r.ColdDay]); err != nil {
 			return err
 		}
@@ -166,7 +172,8 @@ func fleet(args []string) error {
 			return err
 		}
 	}
-	if err := timeQueries(db, qs, *reps); err != nil {
+	r.CPUSeconds = map[string]float64{}
+	if err := timeQueries(db, qs, *reps, r.CPUSeconds); err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
@@ -207,12 +214,14 @@ func layoutOf(db *sql.DB, files []string) (*fileLayout, error) {
 }
 
 // timedQuery is a query returning count(*) and an average, with where its
-// median time and its count go.
+// median time and its count go; its median CPU time goes under name.
 type timedQuery struct {
+	name    string
 	query   string
 	seconds *float64
 	rows    *int64
 	times   []float64
+	cpu     []float64
 }
 
 // readLiveFiles reads tlbench's list into paths per partition.
@@ -248,26 +257,42 @@ func readLiveFiles(list string, r *fleetResult) (map[string][]string, error) {
 
 // timeQueries runs every query once to warm up, then reps rounds of all
 // of them in turn (so that a slower moment of a shared machine falls on
-// all alike), and sets each one's median time and count(*).
-func timeQueries(db *sql.DB, qs []timedQuery, reps int) error {
+// all alike), and sets each one's median time and count(*), and its median
+// CPU time in cpu.
+func timeQueries(db *sql.DB, qs []timedQuery, reps int, cpu map[string]float64) error {
 	for i := range reps + 1 {
 		for j := range qs {
 			q := &qs[j]
 			var avg sql.NullFloat64
-			start := time.Now()
+			c0, start := cpuTime(), time.Now()
 			if err := db.QueryRow(q.query).Scan(q.rows, &avg); err != nil {
 				return fmt.Errorf("%.200s: %w", q.query, err)
 			}
 			if i > 0 {
 				q.times = append(q.times, time.Since(start).Seconds())
+				q.cpu = append(q.cpu, (cpuTime() - c0).Seconds())
 			}
 		}
 	}
+	median := func(xs []float64) float64 {
+		sort.Float64s(xs)
+		return xs[len(xs)/2]
+	}
 	for _, q := range qs {
-		sort.Float64s(q.times)
-		*q.seconds = q.times[len(q.times)/2]
+		*q.seconds = median(q.times)
+		cpu[q.name] = median(q.cpu)
 	}
 	return nil
+}
+
+// cpuTime is the user and system CPU time of the process so far (every
+// thread's).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -178,7 +178,8 @@ func TestFleetTargetsCanFail(t *testing.T) {
 	}
 	r.queries = []fleetQuery{{Minute: 239, LiveBytes: 4, FloorBytes: 2, Rows: 12, FloorRows: 12, ExpectedRows: 12,
 		FullLiveSeconds: 1, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1,
-		ColdHourLiveSeconds: 1, ColdHourFloorSeconds: 1, ColdDayLiveSeconds: 1.6, ColdDayFloorSeconds: 1,
+		ColdHourLiveSeconds: 1, ColdHourFloorSeconds: 1, ColdDayLiveSeconds: 1, ColdDayFloorSeconds: 1,
+		CPUSeconds: map[string]float64{"cold_hour_live": 2, "cold_hour_floor": 1}, // only the CPU time misses
 		ColdLayout: &fileLayout{Files: 1, Bytes: 12}, ColdFloorLayout: &fileLayout{Files: 1, Bytes: 10}}}
 	r.resends = []fleetResend{{InSnapshots: false, InHistory: true, OK: false}}
 	for _, tg := range r.targets() {

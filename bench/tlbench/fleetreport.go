@@ -49,6 +49,9 @@ type fleetQuery struct {
 	ColdDayFloorRows     int64       `json:"cold_day_floor_rows"`
 	ColdLayout           *fileLayout `json:"cold_layout"`
 	ColdFloorLayout      *fileLayout `json:"cold_floor_layout"`
+	// CPUSeconds are each query's median CPU time (all of DuckDB's
+	// threads), by kind and side: full_live, full_floor, series_live, ...
+	CPUSeconds map[string]float64 `json:"cpu_seconds"`
 }
 
 // fileLayout is a partition's files as DuckDB's parquet_metadata() reads
@@ -68,6 +71,25 @@ func (q fleetQuery) fullRatio() float64     { return q.FullLiveSeconds / q.FullF
 func (q fleetQuery) seriesRatio() float64   { return q.SeriesLiveSeconds / q.SeriesFloorSeconds }
 func (q fleetQuery) coldHourRatio() float64 { return q.ColdHourLiveSeconds / q.ColdHourFloorSeconds }
 func (q fleetQuery) coldDayRatio() float64  { return q.ColdDayLiveSeconds / q.ColdDayFloorSeconds }
+
+// queryKinds are the query kinds of a sample: their names in the report
+// and in CPUSeconds, wall-time ratios, and whether they read the cold day.
+var queryKinds = []struct {
+	label, key string
+	ratio      func(fleetQuery) float64
+	cold       bool
+}{{"full", "full", fleetQuery.fullRatio, false}, {"series-hour", "series", fleetQuery.seriesRatio, false},
+	{"cold hour", "cold_hour", fleetQuery.coldHourRatio, true}, {"cold day", "cold_day", fleetQuery.coldDayRatio, true}}
+
+// cpuRatio is the ratio of a query kind's median CPU time on the live
+// files to the floor's; 0 when not measured.
+func (q fleetQuery) cpuRatio(key string) float64 {
+	live, floor := q.CPUSeconds[key+"_live"], q.CPUSeconds[key+"_floor"]
+	if live <= 0 || floor <= 0 {
+		return 0
+	}
+	return live / floor
+}
 
 // rowsOK: every query counted the rows the table holds, the same on the
 // live files as on the floor.
@@ -244,37 +266,62 @@ func (r *fleetResults) printOverTime(w io.Writer, every int) {
 	fmt.Fprintln(w)
 }
 
-// printQueries prints the DuckDB samples.
+// printQueries prints the DuckDB samples: per query kind the medians on
+// the live files and on the floor (ms), and the ratios of wall and of
+// CPU time.
 func (r *fleetResults) printQueries(w io.Writer) {
 	if len(r.queries) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "DuckDB over the live data files against the same rows compacted (one sorted zstd file per partition), medians:\n\n")
+	fmt.Fprintf(w, "DuckDB over the live data files against the same rows compacted (one sorted zstd file per partition), medians (ms live/compacted, ratio of wall time, ratio of CPU time):\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "minute\tlive files\tcompacted files\tlive MB\tcompacted MB\tfull ms\tcompacted ms\tratio\tseries-hour ms\tcompacted ms\tratio\tcold files\tcold hour ms\tcompacted ms\tratio\tcold day ms\tcompacted ms\tratio\trows\t")
+	head := "minute\tlive files\tcompacted files\tlive MB\tcompacted MB\tcold files\t"
+	for _, k := range queryKinds {
+		head += k.label + " ms\tratio\tCPU\t"
+	}
+	fmt.Fprintln(tw, head+"rows\t")
 	var cold *fleetQuery
 	for i, q := range r.queries {
 		rows := "ok"
 		if !q.rowsOK() {
 			rows = fmt.Sprintf("%d of %d", q.Rows, q.ExpectedRows)
 		}
-		coldCols := "-\t-\t-\t-\t-\t-\t-"
+		line := fmt.Sprintf("%d\t%d\t%d\t%.2f\t%.2f\t", q.Minute+1, q.LiveFiles, q.FloorFiles, float64(q.LiveBytes)/mib, float64(q.FloorBytes)/mib)
 		if q.ColdLayout != nil {
 			cold = &r.queries[i]
-			coldCols = fmt.Sprintf("%d\t%.1f\t%.1f\t%.2fx\t%.1f\t%.1f\t%.2fx", q.ColdLayout.Files,
-				q.ColdHourLiveSeconds*1e3, q.ColdHourFloorSeconds*1e3, q.coldHourRatio(),
-				q.ColdDayLiveSeconds*1e3, q.ColdDayFloorSeconds*1e3, q.coldDayRatio())
+			line += fmt.Sprintf("%d\t", q.ColdLayout.Files)
+		} else {
+			line += "-\t"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.1f\t%.2fx\t%.1f\t%.1f\t%.2fx\t%s\t%s\t\n",
-			q.Minute+1, q.LiveFiles, q.FloorFiles, float64(q.LiveBytes)/mib, float64(q.FloorBytes)/mib,
-			q.FullLiveSeconds*1e3, q.FullFloorSeconds*1e3, q.fullRatio(),
-			q.SeriesLiveSeconds*1e3, q.SeriesFloorSeconds*1e3, q.seriesRatio(), coldCols, rows)
+		for _, k := range queryKinds {
+			if k.cold && q.ColdLayout == nil {
+				line += "-\t-\t-\t"
+				continue
+			}
+			live, floor := q.seconds(k.key)
+			line += fmt.Sprintf("%.1f/%.1f\t%.2fx\t%.2fx\t", live*1e3, floor*1e3, k.ratio(q), q.cpuRatio(k.key))
+		}
+		fmt.Fprintln(tw, line+rows+"\t")
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	if cold != nil {
 		printColdLayout(w, cold)
 	}
+}
+
+// seconds are a query kind's median wall times on the live files and on
+// the floor.
+func (q fleetQuery) seconds(key string) (live, floor float64) {
+	switch key {
+	case "full":
+		return q.FullLiveSeconds, q.FullFloorSeconds
+	case "series":
+		return q.SeriesLiveSeconds, q.SeriesFloorSeconds
+	case "cold_hour":
+		return q.ColdHourLiveSeconds, q.ColdHourFloorSeconds
+	}
+	return q.ColdDayLiveSeconds, q.ColdDayFloorSeconds
 }
 
 // printColdLayout prints the cold day's files next to its floor file at
@@ -414,38 +461,39 @@ func (r *fleetResults) targets() []fleetTarget {
 	}
 	ts = append(ts, t)
 
-	t = fleetTarget{name: "DuckDB queries <= 1.5x the compacted copy at every sample: the whole table, one series over the last hour, and over an hour and the whole of the cold day"}
+	t = fleetTarget{name: "DuckDB queries <= 1.5x the compacted copy at every sample, in CPU time: the whole table, one series over the last hour, and over an hour and the whole of the cold day"}
 	if len(r.queries) > 0 {
-		kinds := []struct {
-			name  string
-			ratio func(fleetQuery) float64
-			cold  bool
-		}{{"full", fleetQuery.fullRatio, false}, {"series-hour", fleetQuery.seriesRatio, false},
-			{"cold hour", fleetQuery.coldHourRatio, true}, {"cold day", fleetQuery.coldDayRatio, true}}
 		var parts []string
 		ok, colds := true, 0
-		for _, k := range kinds {
-			worst, at := 0.0, 0
+		for _, k := range queryKinds {
+			worst, worstWall, at := 0.0, 0.0, 0
 			for _, q := range r.queries {
 				if k.cold && q.ColdLayout == nil {
 					continue
 				}
-				if x := k.ratio(q); x > worst {
+				// CPU time where the sample has it (wall time is stretched
+				// by whatever else runs on a shared machine).
+				x := q.cpuRatio(k.key)
+				if x == 0 {
+					x = k.ratio(q)
+				}
+				if x > worst {
 					worst, at = x, q.Minute+1
 				}
+				worstWall = max(worstWall, k.ratio(q))
 			}
 			if at == 0 {
 				continue
 			}
 			ok = ok && worst <= 1.5
-			parts = append(parts, fmt.Sprintf("worst %s %.2fx (minute %d)", k.name, worst, at))
+			parts = append(parts, fmt.Sprintf("%s %.2fx (minute %d; wall time at worst %.2fx)", k.label, worst, at, worstWall))
 		}
 		for _, q := range r.queries {
 			if q.ColdLayout != nil {
 				colds++
 			}
 		}
-		t.result = fmt.Sprintf("%s, over %d samples (%d with a cold day)", strings.Join(parts, ", "), len(r.queries), colds)
+		t.result = fmt.Sprintf("worst %s, over %d samples (%d with a cold day)", strings.Join(parts, ", "), len(r.queries), colds)
 		t.met = met(ok)
 	}
 	ts = append(ts, t)

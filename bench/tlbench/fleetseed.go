@@ -19,9 +19,10 @@ import (
 // the end of each hour of that day, each loading every gateway's file of
 // the hour (6,000 rows), with the product's defaults, maintenance
 // included, so size-tiered compaction merges the hours as it merges a
-// day's minutes. The last of them commits a minute before run 0; the day
-// goes cold (compact-cold-after, 1 hour) during run 58 or 59, which
-// rewrites it into one file as the runs after a real midnight do.
+// day's minutes. The last of them commits a minute or two before run 0;
+// the day goes cold (compact-cold-after, 1 hour) during run 57 or 58,
+// which rewrites it into one file as the runs after a real midnight do,
+// before the first query sample (after run 59).
 
 // seedRows is the number of rows the seeded day holds (0 without one).
 func (s fleetSetup) seedRows() int64 {
@@ -70,7 +71,7 @@ func fleetSeed(ctx context.Context, setup string) error {
 			}
 		}
 		t0 := time.Now()
-		base := s.ClockStart.Add(time.Duration(h-24)*time.Hour + 59*time.Minute)
+		base := s.ClockStart.Add(time.Duration(h-24)*time.Hour + 58*time.Minute)
 		clock := func() time.Time { return base.Add(min(time.Since(t0), 59*time.Second)) }
 		rep, err := fleetIngest(ctx, s, setup, c, clock)
 		if err != nil {
