@@ -34,9 +34,9 @@ import (
 // row group size), a series longer than that fills row groups of its
 // own, and every column chunk has statistics and a page index
 // (docs/performance.md, "How data files are laid out"). Tables whose
-// partition spec is not a time transform of the time column, or of
-// another format version than 2, are written by iceberg-go's writer as
-// before.
+// partition spec is not a time transform of the time column, with nested
+// columns, or of a format version other than 2 are written by iceberg-go's
+// writer.
 
 // DefaultRowGroupRows is the most rows of a row group in the data files
 // timelake writes when write.parquet.row-group-limit is not set.
@@ -355,7 +355,7 @@ type dataFileWriter struct {
 	out       icebergio.FileWriter
 	counted   *countingWriter
 	pw        *pqarrow.FileWriter
-	last      arrow.RecordBatch // the batch holding the last row written (retained)
+	last      arrow.RecordBatch // the last row written
 	seriesLen int64             // rows of the series being written
 	prevLen   int64             // rows of the series before it
 }
@@ -402,7 +402,7 @@ func (w *dataFileWriter) write(rec arrow.RecordBatch) (iceberg.DataFile, error) 
 	rows, from := int64(cur), 0
 	for start := 0; start < n; {
 		end := w.seriesEnd(rec, start)
-		if start > 0 || w.last != nil && !w.sameSeries(w.last, int(w.last.NumRows())-1, rec, 0) {
+		if start > 0 || w.last != nil && !w.sameSeries(w.last, 0, rec, 0) {
 			if w.seriesLen > 0 {
 				w.prevLen, w.seriesLen = w.seriesLen, 0
 			}
@@ -426,11 +426,18 @@ func (w *dataFileWriter) write(rec arrow.RecordBatch) (iceberg.DataFile, error) 
 	if err := w.writeRows(rec, from, n); err != nil {
 		return done, err
 	}
-	rec.Retain()
-	if w.last != nil {
-		w.last.Release()
+	if len(l.series) > 0 { // a copy: the batch's buffers are not kept
+		tail := rec.NewSlice(int64(n-1), int64(n))
+		last, err := sizedRecord(tail)
+		tail.Release()
+		if err != nil {
+			return done, err
+		}
+		if w.last != nil {
+			w.last.Release()
+		}
+		w.last = last
 	}
-	w.last = rec
 	return done, nil
 }
 

@@ -8,6 +8,11 @@
 // Appends are idempotent by batch id: every append snapshot carries
 // timelake.batch-id, and an id already in the current snapshot's ancestry
 // commits nothing.
+//
+// Data files are written by datafile.go on arrow-go's Parquet writer, not
+// iceberg-go's, which cuts row groups by a row count and bytes only and
+// writes no page index: row groups of whole series are what readers prune
+// (docs/performance.md).
 package lake
 
 import (
