@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -19,10 +20,11 @@ import (
 // the end of each hour of that day, each loading every gateway's file of
 // the hour (6,000 rows), with the product's defaults, maintenance
 // included, so size-tiered compaction merges the hours as it merges a
-// day's minutes. The last of them commits a minute or two before run 0;
-// the day goes cold (compact-cold-after, 1 hour) during run 57 or 58,
-// which rewrites it into one file as the runs after a real midnight do,
-// before the first query sample (after run 59).
+// day's minutes, then one more round of maintenance a minute before run
+// 0 merges the tiers the last hour filled. The day goes cold
+// (compact-cold-after, 1 hour) during run 57 or 58, which rewrites it into
+// one file as the runs after a real midnight do, before the first query
+// sample (after run 59).
 
 // seedRows is the number of rows the seeded day holds (0 without one).
 func (s fleetSetup) seedRows() int64 {
@@ -97,7 +99,23 @@ func fleetSeed(ctx context.Context, setup string) error {
 			return fmt.Errorf("seeded day: %d rows, expected %d", totalRows(tbl), s.seedRows())
 		}
 	}
-	return nil
+	// The round of maintenance a poller's next run does, with nothing to
+	// load: it merges the tiers the last hour filled, so that run 0's
+	// compaction leaves the seeded day alone.
+	at := s.ClockStart.Add(-time.Minute)
+	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: c, Now: func() time.Time { return at }})
+	if err != nil {
+		return err
+	}
+	tbl, err := l.LoadTable(ctx, fleetTable)
+	if err != nil {
+		return err
+	}
+	if _, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: ingest.DefaultMaintenanceBudget}); err != nil {
+		return fmt.Errorf("seeded day: maintenance: %w", err)
+	}
+	_, err = recordCommitTimes(snapshotTimesPath(setup), tbl)
+	return err
 }
 
 // snapshotTimesPath is the bench's record of snapshot times
