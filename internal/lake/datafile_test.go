@@ -21,32 +21,23 @@ import (
 
 // layoutSeries are the series of the layout tests, in sort order, and
 // their rows: nine short series, one longer than a row group, two short.
-var layoutSeries = func() []struct {
-	device string
-	rows   int
-} {
-	var out []struct {
-		device string
-		rows   int
-	}
+var layoutSeries = func() []seriesLength {
+	var out []seriesLength
 	for i := range 9 {
-		out = append(out, struct {
-			device string
-			rows   int
-		}{fmt.Sprintf("a%d", i), 3000})
+		out = append(out, seriesLength{fmt.Sprintf("a%d", i), 3000})
 	}
-	out = append(out, struct {
-		device string
-		rows   int
-	}{"b-long", 25000})
+	out = append(out, seriesLength{"b-long", 25000})
 	for i := range 2 {
-		out = append(out, struct {
-			device string
-			rows   int
-		}{fmt.Sprintf("c%d", i), 3000})
+		out = append(out, seriesLength{fmt.Sprintf("c%d", i), 3000})
 	}
 	return out
 }()
+
+// seriesLength is a layout series: its device and its rows.
+type seriesLength struct {
+	device string
+	rows   int
+}
 
 // layoutRows builds the rows of every layout series whose row index i
 // has keep(i): one reading a second from base, values repeating every 50
