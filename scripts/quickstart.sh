@@ -17,5 +17,10 @@ mkdir -p bin "$dir/landing"
 echo "quickstart: building bin/timelake" >&2
 go build -o bin/timelake ./cmd/timelake
 cp -R examples/landing/. "$dir/landing/"
+# The copies are complete: give them a modification time in the past, so that
+# ingest loads them at once instead of waiting the settle time of a local
+# landing folder (--settle-time, 30s: a file modified since may still be being
+# written). touch -t is POSIX.
+find "$dir/landing" -type f ! -path '*/_*' -exec touch -t 202601050000 {} +
 echo "quickstart: timelake ingest --landing $dir/landing --warehouse $dir/lake --table iot.readings --series-key device_id" >&2
 ./bin/timelake ingest --landing "$dir/landing" --warehouse "$dir/lake" --table iot.readings --series-key device_id

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real S3-compatible server for tests: versitygw (posix backend) on 127.0.0.1.
-# See /work/shared/docs/test-s3-server.md for why versitygw and its quirks.
+# docs/architecture.md ("Tests") says what the tests use it for.
 #
 #   scripts/s3-server.sh install             install versitygw into $TOOLS/bin (cached)
 #   scripts/s3-server.sh start <state-dir>   start on a free port; writes <state-dir>/env
@@ -20,6 +20,8 @@ REGION=us-east-1
 
 log() { echo "s3-server: $*" >&2; }
 die() { log "$*"; exit 1; }
+# shellcheck source=scripts/server-common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/server-common.sh"
 
 usage() {
 	echo "usage: $0 install | start <state-dir> | stop <state-dir>" >&2
@@ -52,10 +54,6 @@ cmd_install() {
 	installed || die "versitygw installed but '$VERSITYGW --version' fails"
 }
 
-port_in_use() {
-	(echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 free_port() {
 	local start=$((20000 + RANDOM % 20000)) i p
 	for ((i = 0; i < 200; i++)); do
@@ -66,17 +64,6 @@ free_port() {
 		fi
 	done
 	die "no free TCP port found in 20000-39999"
-}
-
-# alive PID: true while PID runs and is not a zombie (PID 1 here may not reap).
-alive() {
-	local pid="$1" state
-	kill -0 "$pid" 2>/dev/null || return 1
-	if [[ -r "/proc/$pid/stat" ]]; then
-		state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
-		[[ "$state" != Z && "$state" != X ]] || return 1
-	fi
-	return 0
 }
 
 # try_start DIR PORT: starts the server; 0 when ready, 1 if it exited, 2 on timeout.
@@ -144,29 +131,10 @@ EOF
 }
 
 cmd_stop() {
-	local dir="${1:-}" pid i
+	local dir="${1:-}"
 	[[ -n "$dir" ]] || usage
-	[[ -f "$dir/pid" ]] || return 0
-	pid="$(cat "$dir/pid")"
-	[[ "$pid" =~ ^[0-9]+$ ]] || die "bad pid file $dir/pid"
-	if alive "$pid"; then
-		# Guard against PID reuse: only signal a versitygw process.
-		if [[ -r "/proc/$pid/cmdline" ]] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q versitygw; then
-			log "pid $pid is not versitygw any more; not killing it"
-		else
-			kill -TERM "$pid" 2>/dev/null || true
-			for ((i = 0; i < 50; i++)); do
-				alive "$pid" || break
-				sleep 0.1
-			done
-			if alive "$pid"; then
-				log "versitygw (pid $pid) did not exit after 5 s; sending KILL"
-				kill -KILL "$pid" 2>/dev/null || true
-				sleep 0.2
-			fi
-		fi
-	fi
-	rm -f "$dir/pid"
+	# Guard against PID reuse: only signal a versitygw process.
+	stop_server "$dir" versitygw versitygw 50
 }
 
 case "${1:-}" in

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: starts a real S3 server (versitygw on 127.0.0.1, see
-# scripts/s3-server.sh), exports TIMELAKE_TEST_S3_* for it, and runs go test.
+# scripts/s3-server.sh) and a real Iceberg REST catalog (SeaweedFS weed mini on
+# 127.0.0.1, see scripts/catalog-server.sh), exports TIMELAKE_TEST_S3_* and
+# TIMELAKE_TEST_CATALOG_* for them, and runs go test. The first run builds SeaweedFS
+# (15-25 minutes); later runs take the cached binary.
 #
 #   ./scripts/test.sh                                  go test -count=1 ./..., then the interop tests
 #   ./scripts/test.sh -run S3 ./internal/testutil/...  go test -count=1 -run S3 ./internal/testutil/...
@@ -9,7 +12,7 @@
 # With no arguments it tests ./... and then runs the interop tests (docs/interop.md):
 # `npm ci` in test/interop/icebird (skipped while node_modules matches package-lock.json)
 # and `go test ./...` in the separate module test/interop (icebird and DuckDB read our
-# tables), with the S3 server still up. With arguments they are passed to go test as
+# tables, also through the REST catalog), with both servers still up. With arguments they are passed to go test as
 # they are (so give the package patterns yourself, e.g. "-v ./..."), and the interop
 # tests are not run.
 set -euo pipefail
@@ -17,19 +20,28 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 STATE="$(mktemp -d "${TMPDIR:-/tmp}/timelake-s3.XXXXXX")"
+CATALOG_STATE="$(mktemp -d "${TMPDIR:-/tmp}/timelake-catalog.XXXXXX")"
 cleanup() {
 	bash scripts/s3-server.sh stop "$STATE" || true
-	rm -rf "$STATE"
+	bash scripts/catalog-server.sh stop "$CATALOG_STATE" || true
+	rm -rf "$STATE" "$CATALOG_STATE"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "test.sh: starting versitygw S3 server in $STATE, then running go test (S3 tests required)" >&2
+echo "test.sh: starting versitygw S3 server in $STATE" >&2
 bash scripts/s3-server.sh start "$STATE" >/dev/null
 # shellcheck disable=SC1091
 . "$STATE/env"
 export TIMELAKE_TEST_S3_REQUIRED=1
+start=$SECONDS
+echo "test.sh: starting the SeaweedFS REST catalog in $CATALOG_STATE" >&2
+bash scripts/catalog-server.sh start "$CATALOG_STATE" >/dev/null
+echo "test.sh: REST catalog ready after $((SECONDS - start)) s; running go test (S3 and catalog tests required)" >&2
+# shellcheck disable=SC1091
+. "$CATALOG_STATE/env"
+export TIMELAKE_TEST_CATALOG_REQUIRED=1
 
 # interop_tests runs test/interop (needs Node.js >= 20 with npm, and a C compiler for
 # DuckDB's cgo bindings). node_modules stays between runs (it is gitignored) and is

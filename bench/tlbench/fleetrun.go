@@ -24,6 +24,7 @@ import (
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -213,6 +214,10 @@ func fleetIngest(ctx context.Context, s fleetSetup, setup string, counted *s3.Cl
 		WorkDir: os.TempDir(), ContentDedupe: true, MaintenanceBudget: ingest.DefaultMaintenanceBudget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Now:    clock,
+		// The bench writes each gateway file whole before the minute's run,
+		// on a clock of its own: a local landing folder's settle times,
+		// which run on the wall clock, would only delay it.
+		SettleTime: -1, OpenEndSettleTime: -1,
 	}
 	restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
 	defer restore()
@@ -444,11 +449,11 @@ var versionFile = regexp.MustCompile(`^v(\d+)\.metadata\.json$`)
 func fleetStateOf(ctx context.Context, s fleetSetup, minute int, now time.Time, tbl *lake.Table, wh storage.Store, live []fleetLiveFile) (fleetState, error) {
 	props := tbl.Properties()
 	coldAfter := lake.DefaultCompactColdAfter
-	if d, err := lake.ParseAge(props[lake.PropCompactColdAfter]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[lake.PropCompactColdAfter]); err == nil && d > 0 {
 		coldAfter = d
 	}
 	target := int64(lake.DefaultTargetFileSize)
-	if n, err := lake.ParseSize(props[lake.PropTargetFileSize]); err == nil && n > 0 {
+	if n, err := quantity.ParseSize(props[lake.PropTargetFileSize]); err == nil && n > 0 {
 		target = n
 	}
 	st := fleetState{Kind: "state", Store: s.Store, Gateways: s.Gateways, Minute: minute, Clock: now,

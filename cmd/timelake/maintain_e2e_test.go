@@ -43,6 +43,7 @@ func TestMaintenanceLocal(t *testing.T) {
 			if err := os.WriteFile(p, body, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			complete(t, p)
 		},
 		open: func(t *testing.T) *lake.Lake {
 			l, err := lake.Open(context.Background(), filepath.Join(dir, "lake"), lake.Options{})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/testutil/s3fault"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
@@ -300,4 +302,68 @@ func TestServeKilled(t *testing.T) {
 		t.Fatalf("landing bucket after the next ingest: %v", left)
 	}
 	checkTable(t, client, lakeBucket, keys, 10)
+}
+
+// TestServeReleasesLeaseOnEverySignal: a stop signal sent twice at once
+// (timeout(1) sends SIGTERM to the process and to its process group; a
+// Ctrl-C may reach it both ways) is one graceful stop: exit 0, the lease
+// released, on a local folder and on the S3 server, for SIGTERM and SIGINT
+// alike. The second signal arrives while the stop is still under way: on
+// the local folder a file that is still settling is being loaded, on the
+// S3 server the fault proxy holds the lease's release for two seconds.
+func TestServeReleasesLeaseOnEverySignal(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	client := srv.Client(t)
+	type where struct {
+		name string
+		env  func(t *testing.T) (env []string, lease func() []string)
+	}
+	places := []where{
+		{"local", func(t *testing.T) ([]string, func() []string) {
+			d := t.TempDir()
+			landing := filepath.Join(d, "landing")
+			if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(landing, "gw", "a.csv"), readingsCSV(1, 20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"LANDING_BUCKET=" + landing, "TIMELAKE_WAREHOUSE=" + filepath.Join(d, "lake"),
+				"TIMELAKE_TABLE=iot.readings", "TIMELAKE_SERIES_KEY=device_id"}
+			return env, func() []string {
+				left, _ := filepath.Glob(filepath.Join(landing, "_timelake", "lease", "*"))
+				return left
+			}
+		}},
+		{"s3", func(t *testing.T) ([]string, func() []string) {
+			landing := srv.NewBucket(t)
+			proxy := s3fault.StartT(t, srv.Endpoint, 1)
+			proxy.Add(s3fault.Rule{Name: "slow release", Method: http.MethodDelete, Bucket: landing,
+				Key: "_timelake/lease/*", Delay: 2 * time.Second})
+			env := s3Env(srv, landing, srv.NewBucket(t), "AWS_ENDPOINT_URL_S3="+proxy.URL)
+			return env, func() []string { return listKeys(t, client, landing, "_timelake/") }
+		}},
+	}
+	for _, w := range places {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+			t.Run(w.name+"/"+sig.String(), func(t *testing.T) {
+				env, lease := w.env(t)
+				p := startServe(t, env)
+				p.waitLine(t, "took the ingest lease")
+				if err := p.cmd.Process.Signal(sig); err != nil {
+					t.Fatal(err)
+				}
+				p.waitLine(t, "stopping")
+				if err := p.cmd.Process.Signal(sig); err != nil {
+					t.Fatalf("the stop was over before the second %s: %v", sig, err)
+				}
+				if code := p.exit(t); code != 0 || p.count("stopped") != 1 {
+					t.Fatalf("exit %d after %s twice\n%s\n%s", code, sig, p.output(), p.stderr)
+				}
+				if left := lease(); len(left) != 0 {
+					t.Fatalf("lease left after %s twice: %v\n%s", sig, left, p.stderr)
+				}
+			})
+		}
+	}
 }

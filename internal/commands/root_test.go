@@ -46,8 +46,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tables", "show", "a", "b"}, "accepts at most 1 arg(s)", "Try: timelake tables show --help"},
 		{[]string{"tables", "batch"}, "accepts between 1 and 2 arg(s)", "Try: timelake tables batch --help"},
 		{[]string{"ingest", "extra"}, `unknown command "extra" for "timelake ingest"`, "Try: timelake ingest --help"},
-		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: expected a duration above zero`, "Try: timelake env check --help"},
-		{[]string{"ingest", "--nope"}, "unknown flag: --nope", "Try: timelake ingest --help"},
+		{[]string{"env", "check", "--timeout", "0s"}, `--timeout: "0s" is a duration, but it must be above zero`, "Try: timelake env check --help"},
+		{[]string{"ingest", "--nope"}, "unknown flag: --nope\n", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--env-flie", "x"}, "unknown flag: --env-flie; did you mean --env-file?", "Try: timelake ingest --help"},
+		{[]string{"tables", "list", "--wharehouse", "x"}, "unknown flag: --wharehouse; did you mean --warehouse?", "Try: timelake tables list --help"},
+		{[]string{"tables", "expire", "--retain", "3"}, "unknown flag: --retain; did you mean --retain-last?", "Try: timelake tables expire --help"},
+		{[]string{"ingest", "-json"}, "unknown shorthand flag: 'j' in -json; did you mean --json?", "Try: timelake ingest --help"},
+		{[]string{"ingest", "--older-than", "2d"}, "unknown flag: --older-than; --older-than is a flag of timelake tables expire", "Try: timelake ingest --help"},
 		{[]string{"ingest", "--log-level", "loud"}, `--log-level: "loud" is not one of debug, info, warn, error`, "Try: timelake ingest --help"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -162,5 +167,147 @@ func TestEnvFileExposure(t *testing.T) {
 	if r.code != 0 || r.errOut != "" || !strings.Contains(r.out, "env-file\twarn\t"+envFile+" (from --env-file) holds AWS_SECRET_ACCESS_KEY") ||
 		!strings.Contains(r.out, "\t"+fix+"\n") {
 		t.Errorf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
+	}
+}
+
+// TestWritableEnvFileRefused checks that an env file its group or other
+// users can write is refused by every command (exit 2, the chmod as its
+// fix), and reported as a failed check by env check.
+func TestWritableEnvFileRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes do not say who can write a file on Windows")
+	}
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKET=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") + "\nTIMELAKE_TABLE=iot.readings\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for mode, who := range map[os.FileMode]string{0o620: "its group can change it (mode 0620)", 0o602: "other users can change it (mode 0602)",
+		0o666: "its group and other users can change it (mode 0666)"} {
+		if err := os.Chmod(envFile, mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"ingest"}, {"tables", "list"}, {"landing", "rejected"}, {"env", "show"}} {
+			r := run(t, nil, append(args, "--env-file", envFile)...)
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "Error: env file "+envFile+" is refused: "+who) ||
+				!strings.Contains(r.errOut, "Fix: chmod 600 "+envFile) {
+				t.Errorf("%v, mode %04o: exit %d, stderr %q", args, mode, r.code, r.errOut)
+			}
+		}
+		r := run(t, nil, "env", "check", "--env-file", envFile)
+		if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "env-file\tfail\t"+envFile+" (from --env-file): is refused: "+who) {
+			t.Errorf("env check, mode %04o: exit %d, stdout:\n%s\nstderr %q", mode, r.code, r.out, r.errOut)
+		}
+	}
+	// Readable by others but writable only by its owner: used.
+	if err := os.MkdirAll(filepath.Join(dir, "lake"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(envFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, nil, "tables", "list", "--env-file", envFile); r.code != cmdutil.ExitOK {
+		t.Errorf("mode 0644: exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
+// TestUnknownVariables checks that TIMELAKE_* variables no setting reads
+// fail env check and warn in every other command, each with the variable
+// meant; the test suite's own variables are not reported.
+func TestUnknownVariables(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKET=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") +
+		"\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_CSV_DELIMTER=;\nTIMELAKE_SERIES_KEYS=device_id\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{"TIMELAKE_TEST_S3_ENDPOINT=http://127.0.0.1:1", "TIMELAKE_DRY_RUN=1", "TIMELAKE_ENDPOINT=http://x", "PATH=/bin"}
+	exec := func(args ...string) result {
+		ios, out, errOut := iostreams.Test()
+		code := commands.ExecuteEnviron(context.Background(), args, ios, environ)
+		return result{code, out.String(), errOut.String()}
+	}
+	meant := []string{
+		"TIMELAKE_CSV_DELIMTER (env file) is not a timelake variable; did you mean TIMELAKE_CSV_DELIMITER?",
+		"TIMELAKE_SERIES_KEYS (env file) is not a timelake variable; did you mean TIMELAKE_SERIES_KEY?",
+		"TIMELAKE_DRY_RUN (environment) is not a timelake variable; --dry-run has no variable on purpose",
+		"TIMELAKE_ENDPOINT (environment) is not a timelake variable; did you mean AWS_ENDPOINT_URL_S3?",
+	}
+	r := exec("env", "check", "--env-file", envFile)
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "variables\tfail\t") {
+		t.Fatalf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
+	}
+	for _, m := range meant {
+		if !strings.Contains(r.out, m) {
+			t.Errorf("env check does not say %q:\n%s", m, r.out)
+		}
+	}
+	if strings.Contains(r.out+r.errOut, "TIMELAKE_TEST_") {
+		t.Errorf("a test variable is reported:\n%s%s", r.out, r.errOut)
+	}
+	for _, d := range []string{"landing", "lake"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"ingest"}, {"tables", "list"}, {"landing", "rejected"}} {
+		r := exec(append(args, "--env-file", envFile)...)
+		if r.code != cmdutil.ExitOK {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+		}
+		for _, m := range meant {
+			if !strings.Contains(r.errOut, "level=WARN msg=\""+m) {
+				t.Errorf("%v: no warning %q in stderr:\n%s", args, m, r.errOut)
+			}
+		}
+	}
+	// Fixed, nothing is reported.
+	environ = []string{"TIMELAKE_TEST_S3_ENDPOINT=http://127.0.0.1:1"}
+	if err := os.WriteFile(envFile, []byte(strings.ReplaceAll(strings.ReplaceAll(body, "DELIMTER", "DELIMITER"), "KEYS", "KEY")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec("env", "check", "--env-file", envFile); r.code != cmdutil.ExitOK || !strings.Contains(r.out, "variables\tok\t") {
+		t.Errorf("fixed: exit %d, stdout:\n%s", r.code, r.out)
+	}
+}
+
+// TestLocationKinds checks that a warehouse and a landing of different
+// kinds are refused by every command unless the local side is written
+// explicitly (file:// or an absolute path), and fail env check's row.
+func TestLocationKinds(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	env := map[string]string{"TIMELAKE_WAREHOUSE": "my-lake/warehouse", "LANDING_BUCKET": "my-lake-landing", "TIMELAKE_TABLE": "iot.readings"}
+	for _, args := range [][]string{{"ingest"}, {"serve"}, {"tables", "list"}, {"landing", "rejected"}, {"upload", "--gateway", "gw", "x.csv"}} {
+		r := run(t, env, args...)
+		if r.code != cmdutil.ExitUsage ||
+			!strings.Contains(r.errOut, `Error: the warehouse TIMELAKE_WAREHOUSE (environment) "my-lake/warehouse" is a local folder (`+filepath.Join(dir, "my-lake", "warehouse")+`) while the landing LANDING_BUCKET (environment) is on S3 (s3://my-lake-landing)`) ||
+			!strings.Contains(r.errOut, "Fix: for a bucket write TIMELAKE_WAREHOUSE=s3://my-lake/warehouse; for this folder write TIMELAKE_WAREHOUSE="+filepath.Join(dir, "my-lake", "warehouse")) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+		}
+	}
+	r := run(t, env, "env", "check", "--json")
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, `"name":"warehouse","result":"fail","detail":"the warehouse TIMELAKE_WAREHOUSE (environment) \"my-lake/warehouse\" is a local folder`) {
+		t.Errorf("env check: exit %d, stdout %s", r.code, r.out)
+	}
+	// The landing relative, the warehouse on S3: the landing's row, the flag named.
+	r = run(t, map[string]string{"TIMELAKE_WAREHOUSE": "s3://my-lake/warehouse"}, "landing", "rejected", "--landing", "gateways/in")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, `the landing --landing "gateways/in" is a local folder`) ||
+		!strings.Contains(r.errOut, "Fix: for a bucket write --landing=s3://gateways/in") {
+		t.Errorf("relative landing: exit %d, stderr %q", r.code, r.errOut)
+	}
+	// Written explicitly, or of one kind: used.
+	for _, wh := range []string{filepath.Join(dir, "lake"), "file://" + filepath.Join(dir, "lake")} {
+		if err := os.MkdirAll(filepath.Join(dir, "lake"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if r := run(t, map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": "my-lake-landing"}, "tables", "list"); r.code != cmdutil.ExitOK {
+			t.Errorf("warehouse %s: exit %d, stderr %q", wh, r.code, r.errOut)
+		}
+	}
+	if r := run(t, map[string]string{"TIMELAKE_WAREHOUSE": "lake", "LANDING_BUCKET": "./landing"}, "tables", "list"); r.code != cmdutil.ExitOK {
+		t.Errorf("both local: exit %d, stderr %q", r.code, r.errOut)
 	}
 }

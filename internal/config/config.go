@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/joho/godotenv"
@@ -79,6 +81,9 @@ func (e *Env) Lookup(keys ...string) (value string, key string, src Source) {
 	}
 	return "", "", ""
 }
+
+// FileKeys returns the variables the env file sets (blank or not), sorted.
+func (e *Env) FileKeys() []string { return slices.Sorted(maps.Keys(e.file)) }
 
 // InFile reports whether the env file sets key to a non-blank value.
 func (e *Env) InFile(key string) bool { return strings.TrimSpace(e.file[key]) != "" }

@@ -633,12 +633,12 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 					}
 					var ok bool
 					if v, ok = timeToUnit(inst, dst.Unit); !ok {
-						return shown(), "timestamp is out of range for " + typeName(dst)
+						return shown(), timestampRangeReason(shown(), raw, from, dst)
 					}
 				} else {
 					var ok bool
 					if v, ok = convertUnit(raw, from, dst.Unit); !ok {
-						return shown(), "timestamp is out of range for " + typeName(dst)
+						return shown(), timestampRangeReason(shown(), raw, from, dst)
 					}
 				}
 				if reason := rng.problem(v, ""); reason != "" {
@@ -1002,6 +1002,22 @@ func typeName(dt arrow.DataType) string {
 	}
 	return dt.String()
 }
+
+// timestampRangeReason words a timestamp of a file that dst cannot hold:
+// the value (shown, as RFC 3339), as the file stores it (raw, in unit from
+// since the epoch: Parquet TIMESTAMP(MILLIS), (MICROS), (NANOS)), and the
+// range of dst (an int64 of its unit since the epoch: Iceberg's timestamp
+// and timestamptz hold microseconds, years -290308 to 294247).
+func timestampRangeReason(shown string, raw int64, from arrow.TimeUnit, dst *arrow.TimestampType) string {
+	lo := arrow.Timestamp(math.MinInt64).ToTime(dst.Unit).UTC().Format(time.RFC3339Nano)
+	hi := arrow.Timestamp(math.MaxInt64).ToTime(dst.Unit).UTC().Format(time.RFC3339Nano)
+	return fmt.Sprintf("timestamp %s (%d %s since 1970-01-01) is outside the range of %s, %s to %s",
+		quoteValue(shown), raw, unitWords[from], typeName(dst), lo, hi)
+}
+
+// unitWords names a time unit in a message.
+var unitWords = map[arrow.TimeUnit]string{arrow.Second: "seconds", arrow.Millisecond: "milliseconds",
+	arrow.Microsecond: "microseconds", arrow.Nanosecond: "nanoseconds"}
 
 // Times outside these years are refused in the time column, whatever the
 // source (text, epoch numbers, Parquet timestamps of any unit): they come

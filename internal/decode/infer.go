@@ -141,8 +141,10 @@ func convertsToTime(ro *resolved, f arrow.Field, batches []arrow.RecordBatch, i 
 // values, and loading it then refuses the token, with a reason that names
 // the setting that reads it as null (CSV.Null), unless the file is loaded
 // with it. A column of nulls and such tokens only is a string, as is an
-// all-null column. Surrounding spaces are ignored, as in the conversion
-// that follows.
+// all-null column. A number with a leading zero (leadingZero: 007, -01,
+// 00.5) makes the column a string: it is an identifier (a zip code, a
+// device id) whose zeros a number would drop. Surrounding spaces are
+// ignored, as in the conversion that follows.
 func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType {
 	canInt, canFloat, canBool := true, true, true
 	seen, floatDigit := false, false
@@ -160,6 +162,9 @@ func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType 
 				}
 			}
 			seen = true
+			if leadingZero(s) {
+				return arrow.BinaryTypes.String
+			}
 			num, numProblem := s, ""
 			if ro.decimalComma {
 				num, numProblem = decimalPoint(s)
@@ -201,6 +206,16 @@ func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType 
 		return arrow.FixedWidthTypes.Boolean
 	}
 	return arrow.BinaryTypes.String
+}
+
+// leadingZero reports whether s, after an optional sign, starts with a
+// zero followed by another digit ("007", "-01", "00.5", "0123"): a number
+// would drop that zero. "0", "-0", "0.5" and "0e3" have none.
+func leadingZero(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) >= 2 && s[0] == '0' && s[1] >= '0' && s[1] <= '9'
 }
 
 // normaliseType maps a Parquet-derived Arrow type to the type a new table

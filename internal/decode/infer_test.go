@@ -47,6 +47,17 @@ func TestInferCSV(t *testing.T) {
 			},
 		},
 		{
+			// Identifiers whose zeros a number would drop are strings;
+			// a lone 0 (and 0.5, -0) is a number's.
+			name: "leading zeros",
+			csv: "time,zip,id,neg,half,zero,point\n" +
+				"2026-01-05T10:00:00Z,10115,007,-01,00.5,0,0.5\n" +
+				"2026-01-05T10:00:01Z,01067,12,3,1.5,-0,0e3\n",
+			wantTime: "time",
+			want: []string{"time:timestamp[us, tz=UTC]:required", "zip:utf8:null", "id:utf8:null", "neg:utf8:null",
+				"half:utf8:null", "zero:int64:null", "point:float64:null"},
+		},
+		{
 			name:     "time preferred over ts",
 			csv:      "ts,Time,v\n2026-01-05T10:00:00Z,2026-01-05T11:00:00Z,1\n",
 			wantTime: "Time",
@@ -139,6 +150,27 @@ func TestInferCSVValues(t *testing.T) {
 	ts := micros(t, d, "ts")
 	if ts[0] != us(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)) {
 		t.Fatalf("ts[0] = %s", time.UnixMicro(ts[0]).UTC())
+	}
+}
+
+// TestLeadingZerosKeptAsText: a column inferred as a string keeps 007 as
+// written; a column given as a long (--column) reads it as the number 7,
+// since the user said it is one.
+func TestLeadingZerosKeptAsText(t *testing.T) {
+	const csv = "time,id\n2026-01-05T10:00:00Z,007\n2026-01-05T10:00:01Z,12\n"
+	d, err := decode(t, "gw/new.csv", []byte(csv), DecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := columnText(t, d, "id"); !equalStrings(got, []string{`"007"`, `"12"`}) {
+		t.Fatalf("inferred: %q", got)
+	}
+	d, err = decode(t, "gw/new.csv", []byte(csv), DecodeOptions{Columns: map[string]arrow.DataType{"id": arrow.PrimitiveTypes.Int64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := columnText(t, d, "id"); !equalStrings(got, []string{"7", "12"}) {
+		t.Fatalf("given as long: %q", got)
 	}
 }
 

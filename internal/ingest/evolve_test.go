@@ -44,20 +44,8 @@ func columnsOf(t *testing.T, e env) string {
 // time ("-" for null).
 func batteryOf(t *testing.T, e env) []string {
 	t.Helper()
-	tbl, err := e.lake.LoadTable(context.Background(), tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer at.Release()
-	rr := array.NewTableReader(at, 0)
-	defer rr.Release()
 	var out []string
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
 		dev := rec.Column(rec.Schema().FieldIndices("device_id")[0])
 		bat := rec.Column(rec.Schema().FieldIndices("battery")[0])
 		for i := range int(rec.NumRows()) {
@@ -67,7 +55,7 @@ func batteryOf(t *testing.T, e env) []string {
 			}
 			out = append(out, dev.ValueStr(i)+"="+v)
 		}
-	}
+	})
 	slices.Sort(out)
 	return out
 }

@@ -20,13 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -132,14 +136,18 @@ type Config struct {
 	BreakLease bool
 	WorkDir    string // temp folder for downloads; "" = os.TempDir()
 
-	// SettleTime: a landing file modified less than this long ago may still
-	// be being written. The run waits (at most SettleTime) for such files to
-	// settle and loads the ones that did not change meanwhile; the others
-	// are reported as waiting and left for the next run. 0 means
-	// DefaultSettleTime on a local landing folder (*storage.LocalStore) and
-	// none on S3, where an object is visible only once complete; negative
-	// means none.
-	SettleTime time.Duration
+	// SettleTime and OpenEndSettleTime are the rule of when a file of a
+	// local landing folder (*storage.LocalStore) is complete
+	// (landing.Settle): unmodified for SettleTime, and for
+	// OpenEndSettleTime when its end is open (a CSV line without its line
+	// end). A file not complete yet is reported as waiting (with when it
+	// may be: FileResult.ReadyAt) and left for a later run; the run waits
+	// for those that settle within MaxSettleWait. 0 means the default
+	// (landing.DefaultSettleTime, landing.DefaultOpenEndSettleTime),
+	// negative none. S3 landing buckets take no rule: an object is visible
+	// only once complete.
+	SettleTime        time.Duration
+	OpenEndSettleTime time.Duration
 
 	// Warehouse is the warehouse's store, for the check that a table that
 	// does not exist is not a missing lake bucket; nil skips the check.
@@ -169,9 +177,10 @@ type Config struct {
 	AfterCommit func(key string) error
 }
 
-// DefaultSettleTime is how old a file of a local landing folder must be
-// before it is loaded (Config.SettleTime).
-const DefaultSettleTime = 2 * time.Second
+// MaxSettleWait bounds the wait of a run for files of a local landing
+// folder that are complete a moment later (Config.SettleTime): the others
+// wait for a later run.
+const MaxSettleWait = 2 * time.Second
 
 // Explain names the stores of a run for storage.Diagnose. Empty Where
 // fields are filled from the stores' URIs.
@@ -194,6 +203,10 @@ const (
 	// being written), or its content is being loaded under another key in
 	// this run.
 	Waiting Status = "waiting"
+	// Failed: left in the landing bucket, the reason says why: it could
+	// not be fetched (or did not fit in the download folder), or could not
+	// be quarantined. A later run tries again; the run is partial.
+	Failed Status = "failed"
 )
 
 // FileResult is one output line.
@@ -215,7 +228,10 @@ type FileResult struct {
 	// SchemaChanges says how the file's commit changed the table's
 	// schema (`added "battery" double`, `widened "n" int -> long`).
 	SchemaChanges []string `json:"schema_changes,omitempty"`
-	Seconds       float64  `json:"seconds"`
+	// ReadyAt is, for a file of a local folder waiting to be complete,
+	// when it is if it does not change meanwhile (landing.Wait.Until).
+	ReadyAt time.Time `json:"ready_at,omitzero"`
+	Seconds float64   `json:"seconds"`
 }
 
 // Created describes a table created by this run.
@@ -267,6 +283,7 @@ type Report struct {
 	AlreadyLoaded   int                 `json:"already_loaded"`
 	Quarantined     int                 `json:"quarantined"`
 	Waiting         int                 `json:"waiting"`
+	Failed          int                 `json:"failed"`
 	Rows            int64               `json:"rows"`
 	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
 	SnapshotID      int64               `json:"snapshot_id,omitempty"`
@@ -277,19 +294,30 @@ type Report struct {
 	Seconds     float64      `json:"seconds"`
 }
 
-// Partial reports whether some files were quarantined.
-func (r *Report) Partial() bool { return r.Quarantined > 0 }
+// Partial reports whether some files were quarantined or failed.
+func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 }
 
 type runner struct {
-	cfg     Config
-	bucket  *landing.Bucket
-	tbl     *lake.Table // nil until the table exists
-	rep     *Report
-	log     *slog.Logger
-	waiting []FileResult // recorded at the end of the run
+	cfg      Config
+	complete landing.Settle // when a local file is complete; zero on S3
+	bucket   *landing.Bucket
+	tbl      *lake.Table // nil until the table exists
+	rep      *Report
+	log      *slog.Logger
+	waiting  []FileResult // recorded at the end of the run
 
 	mu       sync.Mutex
 	contents map[string]string // content hash -> key, of the files of this run being loaded
+
+	// leaseKey is the run's lease in LeaseStore, which fetchStopsRun reads back
+	// (once, probeOnce) to tell a refusal of every read from one object's.
+	leaseKey  string
+	probeOnce sync.Once
+	probeErr  error
+
+	// tempSwept is when removeStaleTemp last looked (a session lists
+	// again and again).
+	tempSwept time.Time
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -300,7 +328,7 @@ type runner struct {
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
-	r := newRunner(cfg)
+	r := newRunner(cfg, landing.HolderIngest)
 	err := r.run(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
@@ -309,8 +337,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.rep, err
 }
 
-// newRunner fills cfg's defaults and starts an empty report.
-func newRunner(cfg Config) *runner {
+// newRunner fills cfg's defaults and starts an empty report; kind is what
+// its lease says holds it (landing.HolderIngest, landing.HolderServe).
+func newRunner(cfg Config, kind string) *runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -323,13 +352,11 @@ func newRunner(cfg Config) *runner {
 	if cfg.Holder.Token == "" {
 		cfg.Holder = landing.NewHolder()
 	}
+	if cfg.Holder.Kind == "" {
+		cfg.Holder.Kind = kind
+	}
 	if cfg.LeaseStore == nil {
 		cfg.LeaseStore, cfg.LeasePrefix = cfg.Landing, cfg.Prefix
-	}
-	if cfg.SettleTime == 0 {
-		if _, local := cfg.Landing.(*storage.LocalStore); local {
-			cfg.SettleTime = DefaultSettleTime
-		}
 	}
 	ex := &cfg.Explain
 	if ex.Landing.Location == (storage.Location{}) {
@@ -345,12 +372,33 @@ func newRunner(cfg Config) *runner {
 		ex.Lake.What = "warehouse"
 	}
 	r := &runner{
-		cfg:    cfg,
-		bucket: &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
-		log:    cfg.Logger,
+		cfg:      cfg,
+		complete: settleRule(cfg),
+		bucket:   &landing.Bucket{Store: cfg.Landing, QuarantinePrefix: cfg.QuarantinePrefix},
+		log:      cfg.Logger,
 	}
 	r.newReport()
 	return r
+}
+
+// settleRule is the completeness rule of cfg's landing files: the settle
+// times (their defaults for 0, none for negative values) on a local
+// folder, none on S3.
+func settleRule(cfg Config) landing.Settle {
+	if _, local := cfg.Landing.(*storage.LocalStore); !local {
+		return landing.Settle{}
+	}
+	pick := func(d, def time.Duration) time.Duration {
+		switch {
+		case d == 0:
+			return def
+		case d < 0:
+			return 0
+		}
+		return d
+	}
+	return landing.Settle{Time: pick(cfg.SettleTime, landing.DefaultSettleTime),
+		OpenEndTime: pick(cfg.OpenEndSettleTime, landing.DefaultOpenEndSettleTime)}
 }
 
 // newReport starts an empty report (a run's, or one load's of a Session).
@@ -388,9 +436,12 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if r.cfg.OnPlan != nil {
 		r.cfg.OnPlan(r.rep)
 	}
-	files, err := r.list(ctx)
+	files, unlisted, err := r.list(ctx)
 	if err != nil {
 		return err
+	}
+	for _, u := range unlisted {
+		r.record(u)
 	}
 	return r.load(ctx, files)
 }
@@ -439,7 +490,8 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 
 	// A missing landing bucket or folder (a typo) is an error, not an
 	// empty landing bucket; check before the lease would create anything.
-	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil {
+	var gaps *storage.UnlistedError // the folder is there: a gap below it is the listing's to report
+	if err := r.cfg.Landing.List(ctx, landing.ReservedPrefix, func(storage.ObjectInfo) error { return nil }); err != nil && !errors.As(err, &gaps) {
 		if p := storage.Diagnose(err, r.cfg.Explain.Landing, r.cfg.Explain.Names); p != nil {
 			return ctx, release, p
 		}
@@ -451,6 +503,7 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 		if err != nil {
 			return ctx, release, err
 		}
+		r.leaseKey = held.lease.Key()
 		var leaseCtx context.Context
 		var stopRenew func()
 		leaseCtx, stopRenew = r.keepLease(ctx, held.lease)
@@ -471,12 +524,69 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	return ctx, release, nil
 }
 
+// staleTempAge is the age after which a temporary file of a write to a
+// local landing folder (storage.LocalStore's .tl-tmp-* files: an upload
+// into the folder, a quarantine copy and its report, a requeue, a lease
+// write) and a lock file of its compare-and-swaps (*.tl-lock) are left by
+// a process that died: a write keeps its temporary file's modification
+// time fresh while it copies (from a local file or memory, without pauses),
+// and a lock is held for the microseconds of a stat and a rename (a lock
+// older than 30 seconds is broken by the next writer anyway). An hour is
+// far beyond both: no write under way, timelake's or another run's, loses
+// its file. Names of other writers (.name.tmp, rsync's .name.XXXXXX) are
+// never touched.
+const staleTempAge = time.Hour
+
+// removeStaleTemp removes, in a local landing folder, the temporary and
+// lock files older than staleTempAge that killed processes left below the
+// run's prefix, below the quarantine of that prefix, and in the lease
+// folder (storage.LocalStore.StaleTemp; orphan removal does the same for
+// a local table). It runs once per run, at most every staleTempAge/6 in a
+// session, only under the lease; it is best effort: a failure is logged.
+func (r *runner) removeStaleTemp(ctx context.Context) {
+	if r.cfg.DryRun || r.leaseKey == "" || time.Since(r.tempSwept) < staleTempAge/6 {
+		return
+	}
+	r.tempSwept = time.Now()
+	before := time.Now().Add(-staleTempAge)
+	type sweep struct {
+		store  storage.Store
+		prefix string
+	}
+	q := r.bucket.QuarantineFolder()
+	sweeps := []sweep{{r.cfg.Landing, r.cfg.Prefix}}
+	if r.cfg.Prefix != "" { // else the first sweep covers them
+		sweeps = append(sweeps, sweep{r.cfg.Landing, q + r.cfg.Prefix}, sweep{r.cfg.Landing, q + landing.HashedFolder})
+	}
+	if r.cfg.LeaseStore != r.cfg.Landing || r.cfg.Prefix != "" {
+		sweeps = append(sweeps, sweep{r.cfg.LeaseStore, landing.ReservedPrefix + "lease/"})
+	}
+	removed := 0
+	for _, sw := range sweeps {
+		st, ok := sw.store.(*storage.LocalStore)
+		if !ok {
+			continue
+		}
+		gone, err := st.StaleTemp(ctx, sw.prefix, before, false)
+		removed += len(gone)
+		if err != nil {
+			r.log.Warn("temporary files of killed writes not removed", "folder", st.URI(), "prefix", sw.prefix, "err", err)
+		}
+	}
+	if removed > 0 {
+		r.log.Info("removed temporary and lock files that killed writes left in the landing folder", "files", removed)
+	}
+}
+
 // list lists the files to load, in key order, up to MaxFiles (Remaining
-// is set when more wait).
-func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
-	var files []storage.ObjectInfo
+// is set when more wait). A folder of a local landing folder that cannot
+// be read (storage.UnlistedError) fails alone: the others are listed, and
+// each gap is logged and returned as a failed result (unlisted) naming it
+// and the fix.
+func (r *runner) list(ctx context.Context) (files []storage.ObjectInfo, unlisted []FileResult, err error) {
+	r.removeStaleTemp(ctx)
 	errEnough := errors.New("enough")
-	err := r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough
@@ -484,10 +594,46 @@ func (r *runner) list(ctx context.Context) ([]storage.ObjectInfo, error) {
 		files = append(files, o)
 		return nil
 	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	var gaps *storage.UnlistedError
+	if errors.As(err, &gaps) {
+		for _, g := range gaps.Gaps {
+			if r.bucket.Skipped(g.Key) {
+				continue // a hidden folder, the quarantine: nothing there is loaded anyway
+			}
+			res := unlistedResult(r.cfg.Landing, g)
+			r.log.Warn("a landing folder could not be listed: its files are not loaded until it can be", "key", g.Key, "err", g.Err, "fix", unlistedFix(r.cfg.Landing, g))
+			unlisted = append(unlisted, res)
+		}
+		err = nil
 	}
-	return files, nil
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, nil, r.landingErr(fmt.Errorf("list landing %s: %w", r.cfg.Landing.URI(), err))
+	}
+	return files, unlisted, nil
+}
+
+// unlistedResult is the failed result of a gap of a local landing folder's
+// listing: the folder (its key ends in "/") or the file, why, and the fix.
+func unlistedResult(st storage.Store, g storage.Unlisted) FileResult {
+	what := "folder"
+	if !strings.HasSuffix(g.Key, "/") {
+		what = "file"
+	}
+	return FileResult{Key: g.Key, Status: Failed,
+		Reason: fmt.Sprintf("this %s could not be listed (%v): %s; its files stay in the landing folder and a later run lists it again",
+			what, g.Err, unlistedFix(st, g))}
+}
+
+// unlistedFix says how to let timelake list a gap of a listing.
+func unlistedFix(st storage.Store, g storage.Unlisted) string {
+	path := g.Key
+	if ls, ok := st.(interface{ Path(string) string }); ok {
+		path = ls.Path(strings.TrimSuffix(g.Key, "/"))
+	}
+	if errors.Is(g.Err, fs.ErrPermission) {
+		return "let the user that runs timelake read " + path + " (a folder also needs execute permission: chmod, chown)"
+	}
+	return "check " + path + " and its disk"
 }
 
 // load loads files in the order given: one by one until the table exists
@@ -660,49 +806,51 @@ func (r *runner) lakeErr(err error) error {
 	return storage.Explain(err, r.cfg.Explain.Lake, r.cfg.Explain.Names)
 }
 
-// settle holds back the files that may still be being written (modified
-// less than SettleTime ago). It waits until the newest of them would be
-// SettleTime old (at most SettleTime; not in a dry run), looks at them
-// again, and keeps those that did not change meanwhile; the others are
-// reported as waiting at the end of the run and stay for the next one.
+// settle holds back the files of a local folder that may still be being
+// written: those modified within the settle time (landing.Settle.ByAge;
+// the rest of the rule applies once a file is read, in prepare). It waits
+// for those complete within MaxSettleWait (not in a dry run), looks at them
+// again and keeps those that did not change meanwhile; the others are
+// reported as waiting at the end of the run and stay for a later one.
 func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
-	d := r.cfg.SettleTime
-	if d <= 0 {
+	if r.complete.Time <= 0 {
 		return files, nil
 	}
-	recent := map[string]storage.ObjectInfo{}
-	var newest time.Time
+	now := time.Now()
+	waiting := map[string]landing.Wait{}
+	soon := map[string]storage.ObjectInfo{} // complete within MaxSettleWait
+	var last time.Time
 	for _, f := range files {
-		if time.Since(f.LastModified) < d {
-			recent[f.Key] = f
-			if f.LastModified.After(newest) {
-				newest = f.LastModified
-			}
+		w := r.complete.ByAge(f.LastModified, now)
+		switch {
+		case !w.Waiting():
+		case !r.cfg.DryRun && w.Until.Sub(now) <= MaxSettleWait:
+			soon[f.Key] = f
+			last = maxTime(last, w.Until)
+		default:
+			waiting[f.Key] = w
 		}
 	}
-	if len(recent) == 0 {
-		return files, nil
-	}
-	waiting := map[string]storage.ObjectInfo{}
-	if r.cfg.DryRun {
-		waiting = recent
-	} else {
-		t := time.NewTimer(min(time.Until(newest.Add(d)), d))
+	if len(soon) > 0 {
+		t := time.NewTimer(time.Until(last))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		for key, f := range recent {
+		now = time.Now()
+		for key, f := range soon {
 			info, err := r.cfg.Landing.Stat(ctx, key)
 			switch {
 			case errors.Is(err, storage.ErrNotExist):
-				waiting[key] = storage.ObjectInfo{} // gone (renamed, moved): not ours to report
+				waiting[key] = landing.Wait{} // gone (renamed, moved): not ours to report
 			case err != nil:
 				return nil, r.landingErr(err)
-			case info.ETag != f.ETag || time.Since(info.LastModified) < d:
-				waiting[key] = info
+			case info.ETag != f.ETag:
+				if w := r.complete.ByAge(info.LastModified, now); w.Waiting() {
+					waiting[key] = w
+				}
 			}
 		}
 	}
@@ -712,13 +860,19 @@ func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]stor
 		switch {
 		case !ok:
 			ready = append(ready, f)
-		case w.Key != "":
-			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: w.Size,
-				Reason: fmt.Sprintf("modified %s ago: it may still be being written; the next run loads it",
-					time.Since(w.LastModified).Round(100*time.Millisecond))})
+		case w.Waiting():
+			r.waiting = append(r.waiting, FileResult{Key: f.Key, Status: Waiting, Size: f.Size,
+				Reason: w.Reason + "; a later run loads it", ReadyAt: w.Until})
 		}
 	}
 	return ready, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // item is one landing file on its way through the pipeline.
@@ -729,6 +883,7 @@ type item struct {
 	src      *download      // size and checksum; its temp file is closed after prepare
 	prepared *lake.Prepared // data files written, to commit
 	done     bool           // res is final (already loaded, quarantined, dry run)
+	gone     bool           // deleted by someone else since the listing: not reported
 	err      error          // fatal: stop the run, leave the file in place
 	deferred error          // could not create the table: retried once it exists
 }
@@ -960,6 +1115,9 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 }
 
 func (r *runner) recordItem(it *item) {
+	if it.gone {
+		return
+	}
 	it.res.Seconds = time.Since(it.start).Seconds()
 	r.record(it.res)
 }
@@ -992,7 +1150,12 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 		return nil
 	}
 	if err != nil {
-		return r.landingErr(fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err))
+		err = fmt.Errorf("committed %s in snapshot %d but could not delete it (the next run will): %w", it.obj.Key, ar.SnapshotID, err)
+		if r.stopsRun(ctx, err) {
+			return r.landingErr(err)
+		}
+		r.log.Info("could not delete a loaded file; the next run finds it loaded and deletes it", "key", it.obj.Key, "err", err)
+		it.res.Reason = fmt.Sprintf("not deleted (%v): the next run finds it loaded and deletes it", errors.Unwrap(err))
 	}
 	return nil
 }
@@ -1009,6 +1172,8 @@ func (r *runner) record(res FileResult) {
 		r.rep.Quarantined++
 	case Waiting:
 		r.rep.Waiting++
+	case Failed:
+		r.rep.Failed++
 	}
 	if r.cfg.OnFile != nil {
 		r.cfg.OnFile(res)
@@ -1079,7 +1244,14 @@ func removeStaleDownloads(dir string, now time.Time) int {
 	return removed
 }
 
-func (r *runner) download(ctx context.Context, key string) (*download, error) {
+// download copies a landing object to a temp file in the download folder
+// (WorkDir). Errors: the store's (ErrNotExist: gone since the listing),
+// errChanging, a *workDirError when the download folder cannot take it.
+func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download, error) {
+	key := o.Key
+	if err := r.roomFor(o); err != nil {
+		return nil, err
+	}
 	rc, info, err := r.cfg.Landing.Get(ctx, key)
 	if err != nil {
 		return nil, err
@@ -1087,13 +1259,16 @@ func (r *runner) download(ctx context.Context, key string) (*download, error) {
 	defer rc.Close()
 	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"*")
 	if err != nil {
-		return nil, fmt.Errorf("temp file: %w", err)
+		return nil, &workDirError{dir: r.workDir(), err: err}
 	}
 	d := &download{f: f, info: info}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), rc)
 	if err != nil {
 		d.close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, r.noRoom(key, info.Size, err)
+		}
 		return nil, fmt.Errorf("download %s: %w", key, err)
 	}
 	if _, local := r.cfg.Landing.(*storage.LocalStore); n != info.Size && (local || info.Size > 0) {
@@ -1158,24 +1333,25 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		}
 		return it
 	}
-	d, err := r.download(ctx, o.Key)
-	if errors.Is(err, storage.ErrNotExist) {
-		// Deleted since the listing (e.g. by an overlapping run whose lease
-		// expired): nothing to do.
-		it.res.Status, it.res.Reason, it.done = AlreadyLoaded, "gone from the landing bucket", true
-		return it
-	}
-	if errors.Is(err, errChanging) {
-		it.res.Status, it.res.Reason, it.done = Waiting, "it changed while it was read: it may still be being written; the next run loads it", true
-		return it
-	}
+	d, err := r.download(ctx, o)
 	if err != nil {
-		it.err = r.landingErr(err)
+		r.notFetched(ctx, it, err)
 		return it
 	}
 	defer d.close()
 	it.src = d
 	it.res.Size = d.info.Size
+	if r.complete != (landing.Settle{}) {
+		w, err := r.complete.Judge(o.Key, d.f, d.info.Size, d.info.LastModified, time.Now())
+		if err != nil {
+			it.err = fmt.Errorf("read the download of %s: %w", o.Key, err)
+			return it
+		}
+		if w.Waiting() {
+			it.res.Status, it.res.Reason, it.res.ReadyAt, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, true
+			return it
+		}
+	}
 
 	if r.tbl != nil {
 		b, ok, err := r.tbl.FindLoaded(ctx, o.Key)
@@ -1193,13 +1369,18 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		}
 	}
 	reject := func(cause error) *item {
-		if r.tbl == nil && ctx.Err() == nil {
+		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) {
 			it.deferred = cause
 			return it
 		}
 		it.res, it.err = r.reject(ctx, it.res, d, cause)
 		it.done = true
 		return it
+	}
+	if !utf8.ValidString(o.Key) {
+		// A batch id is a string of the table's metadata (JSON, UTF-8):
+		// this key could not be recognised as loaded again.
+		return reject(fmt.Errorf("%q: %w", o.Key, errNameNotUTF8))
 	}
 	if err := admit(); err != nil {
 		it.err = err
@@ -1317,14 +1498,19 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 // corrections must come as new files.
 func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
 	if reason := differs(b.Summary, d); reason != "" {
-		return r.reject(ctx, res, d, fmt.Errorf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
-			d.info.Key, b.SnapshotID, reason))
-	}
-	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
-	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
-		return res, r.landingErr(fmt.Errorf("delete already loaded %s: %w", d.info.Key, err))
+		return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
+			d.info.Key, b.SnapshotID, reason)})
 	}
 	res.Status, res.SnapshotID, res.Rows = AlreadyLoaded, b.SnapshotID, 0
+	err := r.cfg.Landing.DeleteIfMatch(ctx, d.info.Key, d.info.ETag)
+	if err != nil && !errors.Is(err, storage.ErrPreconditionFailed) { // changed since: the next run looks again
+		err = fmt.Errorf("delete already loaded %s: %w", d.info.Key, err)
+		if r.stopsRun(ctx, err) {
+			return res, r.landingErr(err)
+		}
+		r.log.Info("could not delete a file already loaded; the next run tries again", "key", d.info.Key, "err", err)
+		res.Reason = fmt.Sprintf("loaded in snapshot %d; not deleted (%v): the next run tries again", b.SnapshotID, err)
+	}
 	return res, nil
 }
 
@@ -1351,22 +1537,33 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 		return res, ctx.Err()
 	}
 	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
-		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause)}
+		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause), Kind: rejectionKind(cause)}
 	var fe *decode.FileError
 	if errors.As(cause, &fe) {
 		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value
 	}
 	dst, err := r.bucket.Quarantine(ctx, d.info.Key, rep)
 	if err != nil {
-		return res, err
+		if r.stopsRun(ctx, err) {
+			return res, r.landingErr(err) // the landing bucket refuses writes: stop
+		}
+		r.log.Info("could not quarantine a file; it stays in the landing bucket", "key", d.info.Key, "err", err)
+		res.Status = Failed
+		res.Reason = fmt.Sprintf("could not be quarantined (%v); it stays in the landing bucket and a later run tries again; it is refused because %v", err, cause)
+		return res, nil
 	}
 	res.Status, res.Reason, res.QuarantinedTo = Quarantined, cause.Error(), dst
 	return res, nil
 }
 
+// errNameNotUTF8 refuses a landing file whose name is not UTF-8.
+var errNameNotUTF8 = errors.New("the file name is not UTF-8, which batch ids must be")
+
 // hint says how to fix the most common rejections.
 func hint(err error) string {
 	switch {
+	case errors.Is(err, errNameNotUTF8):
+		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
 	case decode.IsNewColumns(err):

@@ -62,9 +62,11 @@ func s3Env(t *testing.T) env {
 }
 
 // config is the run's configuration. Files are loaded as soon as they are
-// written (no SettleTime): TestFilesStillBeingWritten covers that wait.
+// written (no settle times): TestFilesStillBeingWritten and the tests of
+// complete.go cover the waits.
 func (e env) config() ingest.Config {
-	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"}, SettleTime: -1}
+	return ingest.Config{Landing: e.landing, Lake: e.lake, Table: tableName, SeriesKey: []string{"device_id"},
+		SettleTime: -1, OpenEndSettleTime: -1}
 }
 
 func (e env) put(t *testing.T, key string, body []byte) {
@@ -198,8 +200,8 @@ func dropGatewayFiles(t *testing.T, e env) []string {
 	return want
 }
 
-// tableRows scans the table and renders its rows like reading.String.
-func tableRows(t *testing.T, e env) []string {
+// eachRecord scans the table and calls fn with each record batch.
+func eachRecord(t *testing.T, e env, fn func(rec arrow.RecordBatch)) {
 	t.Helper()
 	tbl, err := e.lake.LoadTable(context.Background(), tableName)
 	if err != nil {
@@ -212,9 +214,16 @@ func tableRows(t *testing.T, e env) []string {
 	defer at.Release()
 	tr := array.NewTableReader(at, -1)
 	defer tr.Release()
-	var out []string
 	for tr.Next() {
-		rec := tr.RecordBatch()
+		fn(tr.RecordBatch())
+	}
+}
+
+// tableRows scans the table and renders its rows like reading.String.
+func tableRows(t *testing.T, e env) []string {
+	t.Helper()
+	var out []string
+	eachRecord(t, e, func(rec arrow.RecordBatch) {
 		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
 		dev := col("device_id").(*array.String)
 		ts := col("time").(*array.Timestamp)
@@ -225,7 +234,7 @@ func tableRows(t *testing.T, e env) []string {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			out = append(out, fmt.Sprintf("%s|%d|%g", dev.Value(i), ts.Value(i), temp.Value(i)))
 		}
-	}
+	})
 	sort.Strings(out)
 	return out
 }
@@ -339,6 +348,9 @@ func TestResentKey(t *testing.T) {
 	if got := e.keys(t, ""); !slices.Equal(got, []string{"_rejected/gateway-1/a.csv", "_rejected/gateway-1/a.csv.error.json"}) {
 		t.Fatalf("landing: %v", got)
 	}
+	if raw, _, err := storage.ReadAll(ctx, e.landing, "_rejected/gateway-1/a.csv.error.json"); err != nil || !strings.Contains(string(raw), `"kind": "file"`) {
+		t.Errorf("the report of a key loaded with other content: %s, %v (want kind file)", raw, err)
+	}
 	if n := len(tableRows(t, e)); n != 10 {
 		t.Fatalf("rows %d, want 10", n)
 	}
@@ -353,19 +365,26 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 	if _, err := ingest.Run(ctx, e.config()); err != nil {
 		t.Fatal(err)
 	}
+	// kind: what the report says refused the file (requeue --all skips
+	// landing.KindFile).
 	bad := map[string]struct {
 		body   string
 		reason string // part of the reason
 		row    int64
 		column string
+		kind   string
 	}{
-		"gateway-1/ragged.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\n", "wrong number of fields", 2, ""},
-		"gateway-1/bad-time.csv":   {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n05/01/2026 10:01,d,2\n", "05/01/2026 10:01", 2, "time"},
-		"gateway-1/empty.csv":      {"", "", 0, ""},
-		"gateway-1/extra-col.csv":  {"time,device_id,temperature_c,humidity\n2026-01-05T10:00:00Z,d,1,50\n", "humidity", 0, "humidity"},
-		"gateway-1/null-time.csv":  {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n,d,2\n", "", 2, "time"},
-		"gateway-1/not-number.csv": {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,warm\n", "warm", 1, "temperature_c"},
-		"gateway-1/readme.txt":     {"not data", "unsupported file type", 0, ""},
+		"gateway-1/ragged.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\n", "wrong number of fields", 2, "", landing.KindSetting},
+		"gateway-1/semicolons.csv": {"time;device_id;temperature_c\n2026-01-05T10:00:00Z;d;1\n", "", 0, "", landing.KindSetting},
+		"gateway-1/bad-time.csv":   {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n05/01/2026 10:01,d,2\n", "05/01/2026 10:01", 2, "time", landing.KindSetting},
+		"gateway-1/empty.csv":      {"", "", 0, "", landing.KindFile},
+		"gateway-1/extra-col.csv":  {"time,device_id,temperature_c,humidity\n2026-01-05T10:00:00Z,d,1,50\n", "humidity", 0, "humidity", landing.KindSetting},
+		"gateway-1/null-time.csv":  {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n,d,2\n", "", 2, "time", landing.KindFile},
+		"gateway-1/not-number.csv": {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,warm\n", "warm", 1, "temperature_c", landing.KindSetting},
+		"gateway-1/readme.txt":     {"not data", "unsupported file type", 0, "", landing.KindFile},
+		"gateway-1/cut.csv.gz":     {string(gzipped(t, good)[:40]), "", 0, "", landing.KindFile},
+		"gateway-1/junk.parquet":   {"PAR1 but nothing of a Parquet file", "", 0, "", landing.KindFile},
+		"gateway-1/latin1.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,caf\xe9,1\n", "not valid UTF-8", 1, "device_id", landing.KindFile},
 	}
 	for k, b := range bad {
 		e.put(t, k, []byte(b.body))
@@ -396,8 +415,8 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Key != f.Key || r.Reason == "" || r.Hint == "" || r.Row != want.row || r.Column != want.column {
-			t.Errorf("%s: report %+v", f.Key, r)
+		if r.Key != f.Key || r.Reason == "" || r.Hint == "" || r.Row != want.row || r.Column != want.column || r.Kind != want.kind {
+			t.Errorf("%s: report %+v, want row %d, column %q, kind %s", f.Key, r, want.row, want.column, want.kind)
 		}
 		if body, _, err := storage.ReadAll(ctx, e.landing, f.QuarantinedTo); err != nil || string(body) != want.body {
 			t.Errorf("%s: quarantined copy %q, %v", f.Key, body, err)

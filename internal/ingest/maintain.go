@@ -35,6 +35,17 @@ type Maintenance struct {
 	// CompactionSkipped says why compaction planned nothing (row-level
 	// delete files of another engine).
 	CompactionSkipped string `json:"compaction_skipped,omitempty"`
+	// CompactionDeferred counts groups left for a later round: the
+	// round's bound on the bytes it rewrites was spent.
+	CompactionDeferred int `json:"compaction_deferred,omitempty"`
+	// CompactionIdle says why compaction had nothing to do (every file
+	// at the target size, too few small files).
+	CompactionIdle string `json:"compaction_idle,omitempty"`
+	// OrphansLastChecked and OrphansNextCheck say, when orphan files were
+	// not looked for this round (they are once an hour), when they were
+	// last and when a round looks again.
+	OrphansLastChecked *time.Time `json:"orphans_last_checked,omitempty"`
+	OrphansNextCheck   *time.Time `json:"orphans_next_check,omitempty"`
 	// Error is why maintenance stopped; the run's files are loaded
 	// whatever it says.
 	Error   string  `json:"error,omitempty"`
@@ -46,6 +57,15 @@ func (m *Maintenance) Work() bool {
 	return m.FilesIn > 0 || m.SnapshotsExpired > 0 || m.FilesDeleted > 0 || m.OrphansRemoved > 0
 }
 
+// Notable reports whether a run's output should say what maintenance did
+// or left: work done, an error, work left for the next run (the time
+// budget, compaction's byte bound), or compaction skipped (delete files).
+// A round with nothing to do and orphans not due is not notable: it is
+// most rounds of a poller run every minute.
+func (m *Maintenance) Notable() bool {
+	return m.Work() || m.Error != "" || m.Pending || m.CompactionSkipped != "" || m.CompactionDeferred > 0
+}
+
 // Maintain runs lake.Table.Maintain within budget and sums up what it did
 // (after an ingest run, and between loads in serve). A failure does not
 // fail the run, whose files are committed: it is reported (Error), and
@@ -54,7 +74,19 @@ func Maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maint
 	rep, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: budget})
 	m := &Maintenance{Pending: rep.Pending, Skipped: rep.Skipped, Seconds: rep.Took.Seconds(),
 		SnapshotsExpired: len(rep.Expired.Expired), KeysRemembered: rep.Expired.Remembered,
-		FilesDeleted: rep.Expired.FilesDeleted, CompactionSkipped: rep.Compacted.Skipped}
+		FilesDeleted: rep.Expired.FilesDeleted, CompactionSkipped: rep.Compacted.Skipped,
+		CompactionDeferred: rep.Compacted.Deferred}
+	if rep.Compacted.Version != 0 && rep.Compacted.Skipped == "" {
+		m.CompactionIdle = rep.Compacted.Idle
+	}
+	if rep.Orphans == nil && !rep.OrphansNext.IsZero() {
+		next := rep.OrphansNext.UTC()
+		m.OrphansNextCheck = &next
+		if !rep.OrphansCheckedAt.IsZero() {
+			last := rep.OrphansCheckedAt.UTC()
+			m.OrphansLastChecked = &last
+		}
+	}
 	for _, g := range rep.Compacted.Groups {
 		m.FilesIn += g.FilesIn
 		m.BytesIn += g.BytesIn

@@ -2,9 +2,11 @@ package ingest
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -23,7 +25,8 @@ type Session struct {
 
 // Open opens cfg's table (none until the first file that decodes creates
 // it, unless NoCreate), checks that the landing bucket exists and takes the
-// table's ingest lease, renewing it every third of LeaseTTL until Close.
+// table's ingest lease as a serve (landing.HolderServe), renewing it every
+// third of LeaseTTL until Close.
 // DryRun and MaxFiles do not apply to a session. ctx bounds the session:
 // once it is done the lease is no longer renewed, so give it a context that
 // outlives the loading and call Close to stop.
@@ -33,7 +36,7 @@ type Session struct {
 // or table that cannot be read.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
 	cfg.DryRun, cfg.MaxFiles = false, 0
-	r := newRunner(cfg)
+	r := newRunner(cfg, landing.HolderServe)
 	lctx, release, err := r.open(ctx)
 	if err != nil {
 		return nil, withCause(lctx, err)
@@ -59,19 +62,22 @@ func (s *Session) Err() error {
 func (s *Session) Table() *lake.Table { return s.r.tbl }
 
 // List lists the files to load below cfg.Prefix, in key order, skipping
-// what the landing bucket's listing skips (landing.Bucket.Skipped).
+// what the landing bucket's listing skips (landing.Bucket.Skipped). A
+// folder of a local landing folder that cannot be read is left out with a
+// warning naming it and the fix; the others are listed.
 func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 	ctx, stop := s.bind(ctx)
 	defer stop()
-	files, err := s.r.list(ctx)
+	files, _, err := s.r.list(ctx) // a folder that cannot be listed is logged, with the fix
 	return files, withCause(ctx, err)
 }
 
 // Load loads files in the order given, as Run loads its listing, and
 // returns the report of this load alone: its files in key order, the
 // counts, the table if this load created it, the table's version after it.
-// A file that no longer exists is reported already loaded ("gone from the
-// landing bucket"). Loads run one at a time.
+// A file that no longer exists is left out of the report (and logged); one
+// of a local folder that is not complete yet is waiting, with its
+// FileResult.ReadyAt. Loads run one at a time.
 //
 // Errors: those of Run (files not finished stay in the landing bucket and
 // the report has those that were); an error wrapping ErrLeaseLost when the
@@ -80,7 +86,8 @@ func (s *Session) Load(ctx context.Context, files []storage.ObjectInfo) (*Report
 	start := time.Now()
 	r := s.r
 	r.newReport()
-	r.contents = nil // "this run" of content dedupe is one load
+	r.contents = nil                           // "this run" of content dedupe is one load
+	r.probeOnce, r.probeErr = sync.Once{}, nil // and so is the lease read of fetchStopsRun
 	ctx, stop := s.bind(ctx)
 	defer stop()
 	err := withCause(ctx, r.load(ctx, files))

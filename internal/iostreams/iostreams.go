@@ -10,6 +10,11 @@
 //   - Timed lines (TimedOut): lines of a run's log that, in a pipe, start with
 //     an RFC 3339 UTC timestamp, so a cron log says when each line happened.
 //
+// Text is formatted with this package's Fprintf and its kin, which print
+// every value (a key, a file name, an error message) through Escape, and
+// table cells are escaped the same way: no value can start a line of its
+// own or move a terminal's cursor. JSON stays exact.
+//
 // Commands write only to the injected streams; tests read buffers (Test).
 package iostreams
 

@@ -27,8 +27,9 @@ type Column struct {
 // TablePrinter prints rows under columns: on a terminal an aligned,
 // borderless table (tablewriter) with upper-case headers and two spaces
 // between columns; in a pipe the Pipe headers, then one line per row, the
-// cells separated by tabs (tabs and newlines inside a cell become spaces,
-// so every line has one field per column).
+// cells separated by tabs. In both, a tab inside a cell becomes a space and
+// the cell is printed through Escape (a newline as "\n"), so every row is
+// one line with one field per column.
 type TablePrinter struct {
 	w    io.Writer
 	tty  bool
@@ -48,7 +49,13 @@ func NewTablePrinter(w io.Writer, tty bool, cols ...Column) *TablePrinter {
 }
 
 // AddRow adds one row; it must have one cell per column.
-func (t *TablePrinter) AddRow(cells ...string) { t.rows = append(t.rows, cells) }
+func (t *TablePrinter) AddRow(cells ...string) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = Field(c)
+	}
+	t.rows = append(t.rows, row)
+}
 
 // Render writes the header and the rows. Every line ends with a newline.
 // Errors: a row with the wrong number of cells, or the writer fails.
@@ -72,8 +79,6 @@ func (t *TablePrinter) Render() error {
 	return err
 }
 
-var flatten = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
-
 func (t *TablePrinter) pipe() string {
 	var b strings.Builder
 	line := func(cells []string) {
@@ -81,7 +86,7 @@ func (t *TablePrinter) pipe() string {
 			if i > 0 {
 				b.WriteByte('\t')
 			}
-			b.WriteString(flatten.Replace(c))
+			b.WriteString(c)
 		}
 		b.WriteByte('\n')
 	}

@@ -325,7 +325,7 @@ type appendAttempt struct {
 	changes map[string][]string
 }
 
-func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	// Settle the batches already in the ancestry: committed since the last
 	// load by another writer, or by one of our own attempts.
@@ -376,7 +376,7 @@ func (m *appendMutation) build(ctx context.Context, base *head, n int, attempt i
 	}
 	a.pending = pending
 	m.attempts[attempt] = a
-	baseLoc := t.lake.metadataLocation(t.name, n)
+	baseLoc := v.location
 	if t.canStage(base, pending) {
 		// Write the snapshots' manifests and lists concurrently, then
 		// append them to the newest version's JSON.
@@ -490,7 +490,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		refs = a.refs
 	}
 	paths := without(m.written, refs)
-	if fs, err := t.lake.fsF(ctx); err == nil {
+	if fs, err := t.fsF(ctx); err == nil {
 		for n, a := range m.attempts {
 			if n == won {
 				continue
@@ -571,7 +571,7 @@ func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string
 		return nil, nil, nil, err
 	}
 	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	txn := table.New(t.ident(), meta, baseLoc, t.lake.fsF, cc).NewTransaction()
+	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
 	if err := stage(txn); err != nil {
 		return nil, nil, nil, err
 	}
@@ -600,18 +600,24 @@ func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*
 	return h, body, nil
 }
 
-// afterCommit does the best-effort chores after a successful commit.
+// afterCommit does the best-effort chores after a successful commit
+// (catalog.committed).
 func (t *Table) afterCommit(ctx context.Context) {
-	t.lake.writeVersionHint(ctx, t.name, t.Version())
-	t.dropOldVersions(ctx)
-	// A Timelake head cache would now be stale: drop it so its readers
-	// list. Once per Table: timelake itself never writes one.
-	if !t.headDropped {
-		if err := t.lake.store.Delete(ctx, metadataPrefix(t.name)+"timelake-head"); err != nil {
-			t.lake.log.Warn("stale timelake-head not removed", "table", t.name.String(), "err", err)
-		} else {
-			t.headDropped = true
-		}
+	_, v := t.loaded()
+	t.lake.cat.committed(ctx, t, v)
+}
+
+// dropHeadCache deletes a Timelake head cache (metadata/timelake-head),
+// which would now be stale, so its readers list. Once per Table: timelake
+// itself never writes one.
+func (t *Table) dropHeadCache(ctx context.Context) {
+	if t.headDropped {
+		return
+	}
+	if err := t.lake.store.Delete(ctx, metadataPrefix(t.name)+"timelake-head"); err != nil {
+		t.lake.log.Warn("stale timelake-head not removed", "table", t.name.String(), "err", err)
+	} else {
+		t.headDropped = true
 	}
 }
 
@@ -672,16 +678,23 @@ func without(written, keep []string) []string {
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
-	if len(paths) == 0 {
-		return
-	}
-	fs, err := t.lake.fsF(ctx)
-	if err != nil {
-		return
-	}
 	for _, p := range paths {
-		if err := fs.Remove(p); err != nil && !isNotExist(err) {
+		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
 			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
 		}
 	}
+}
+
+// removeFile deletes the file at uri, which must lie inside the table's
+// location (tableRel: else ErrOutsideTable, nothing deleted), with one
+// DeleteObject of the lake's store: a missing file is no error (S3
+// DeleteObject semantics). iceberg-go's blob IO would first look the object
+// up and, for a missing one, probe <key>/, which S3-Tables-style table
+// buckets refuse (docs/catalogs.md).
+func (t *Table) removeFile(ctx context.Context, uri string) error {
+	rel, err := t.lake.tableRel(t.name, uri)
+	if err != nil {
+		return &iofs.PathError{Op: "remove", Path: uri, Err: err}
+	}
+	return t.lake.store.Delete(ctx, tablePrefix(t.name)+rel)
 }

@@ -5,40 +5,93 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/storage"
 )
 
 // catalog is where a table's versions live and how the next one is
-// committed: the only two things the commit protocol (commit.go) needs. The
-// catalog-free implementation, metadataFiles, keeps each version as
-// metadata/vN.metadata.json created with a conditional create
-// (timelake-format.md, "Commit protocol"); an Iceberg REST catalog would be
-// a second implementation (load-table, then commit-table with the
-// requirements and updates that turn base into next), with no change to the
-// mutations (append, expire, rollback, rewrite, alter).
+// committed: what the commit protocol (commit.go) needs, and nothing of
+// the mutations (append, expire, rollback, rewrite, alter), which build
+// the next version's metadata the same way for every catalog.
+//
+// There are two (docs/catalogs.md):
+//   - metadataFiles, the catalog-free one: each version is
+//     metadata/vN.metadata.json on the lake's store, created with a
+//     conditional create (timelake-format.md, "Commit protocol");
+//   - restCatalog (catalog_rest.go), an Iceberg REST catalog: the newest
+//     version is what loadTable returns, and the next one is committed with
+//     updateTable, as the requirements and updates that turn base into
+//     next (Iceberg REST spec, "CommitTableRequest").
 type catalog interface {
 	// latest returns the newest version of table n, parsed by parse
-	// (parseHead validates it whole; indexHead only indexes it), and its
-	// number. ErrTableNotFound when the table has no version.
-	latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error)
-	// create makes body version v of table n, on the condition that v does
-	// not exist yet. errVersionTaken when another writer created v first;
-	// any other error leaves the outcome unknown (the write may have landed).
-	create(ctx context.Context, n TableName, v int, body []byte) error
-	// holds reports whether version v of table n exists with exactly body:
-	// how a writer recognises its own write after a lost response (the
-	// SDK's retry of a conditional PUT that succeeded reads 412). false,
-	// nil when v does not exist or holds another body.
-	holds(ctx context.Context, n TableName, v int, body []byte) (bool, error)
+	// (parseHead validates it whole; indexHead only indexes it), and
+	// where it is. ErrTableNotFound when the table has no version.
+	latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, versionRef, error)
+	// commit makes next, which a mutation built on base (at bv; body is
+	// next's encoding), the newest version of n, on the condition that
+	// nothing the mutation checked on base changed meanwhile. It returns
+	// the committed version as the catalog holds it, and the location of
+	// the version the change was applied to: bv's, or with a REST catalog
+	// a newer one whose changes the requirements let through.
+	//
+	// Errors: errRaceLost when another writer committed first and this
+	// commit did not land; errOutcomeUnknown when it landed but cannot be
+	// confirmed (the commit ends); a permanent error (isPermanent: nothing
+	// was written); any other error leaves the outcome unknown (the
+	// commit may have landed: the next attempt asks landed).
+	commit(ctx context.Context, n TableName, base *head, bv versionRef, next *head, body []byte) (committedVersion, string, error)
+	// landed tells whether w, a commit of an earlier attempt whose outcome
+	// was not learnt, is part of the history of newest (at nv): the
+	// version the Table then holds, or nil. final reports that a w that
+	// did not land never will (its files may go).
+	landed(ctx context.Context, n TableName, newest *head, nv versionRef, w attemptWrite) (hold *committedVersion, final bool, err error)
+	// create makes meta (body: its encoding) the first version of table
+	// n. ErrTableExists when the table exists.
+	create(ctx context.Context, n TableName, meta table.Metadata, body []byte) (committedVersion, error)
+	// tables lists the tables of the warehouse, sorted by name.
+	tables(ctx context.Context) ([]TableName, error)
+	// committed does the catalog's chores after a commit of version v of
+	// t (best effort: the version hint, old versions).
+	committed(ctx context.Context, t *Table, v versionRef)
+	// hinted reports whether the catalog keeps metadata/version-hint.text
+	// (for readers that find tables by path).
+	hinted() bool
+	// ownFolder is the folder of a table, relative to its location,
+	// where timelake keeps its own files (the load history segments and
+	// the maintenance state), with a trailing slash.
+	ownFolder() string
 }
 
-// errVersionTaken is returned by catalog.create when another writer created
-// the version first (S3 412 PreconditionFailed or 409
-// ConditionalRequestConflict on If-None-Match: *; an existing file on disk).
+// versionRef names one version of a table's metadata: N of
+// vN.metadata.json (0 when the catalog names its files otherwise) and the
+// URI of its metadata file.
+type versionRef struct {
+	n        int
+	location string
+}
+
+// committedVersion is a version of a table and where it is.
+type committedVersion struct {
+	head *head
+	ref  versionRef
+}
+
+// errVersionTaken is returned by the metadata-file catalog's conditional
+// create when the version exists (S3 412 PreconditionFailed or 409
+// ConditionalRequestConflict on If-None-Match: *; an existing file on
+// disk): another writer's, or ours when the SDK retried a create that
+// landed.
 var errVersionTaken = errors.New("version already exists")
+
+// errRaceLost is returned by catalog.commit when another writer committed
+// first and this commit is known not to have landed (a REST catalog's 409
+// CommitFailedException).
+var errRaceLost = errors.New("another writer committed first")
 
 // metadataFiles is the catalog-free catalog: the versions of a table are
 // the files <table>/metadata/vN.metadata.json of the lake's store, the
@@ -68,6 +121,27 @@ func parseVersion(base string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// versionOfLocation returns N of a metadata file URI as catalogs name
+// them: vN.metadata.json, vN-<uuid>.metadata.json (SeaweedFS after a name
+// collision) or 0000N-<uuid>.metadata.json (Iceberg Java); 0 for another
+// name.
+func versionOfLocation(uri string) int {
+	base := path.Base(uri)
+	if v, ok := parseVersion(base); ok {
+		return v
+	}
+	stem, ok := strings.CutSuffix(base, ".metadata.json")
+	if !ok {
+		return 0
+	}
+	stem, _, _ = strings.Cut(stem, "-")
+	n, err := strconv.Atoi(strings.TrimPrefix(stem, "v"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // latestVersion lists metadata/ and returns the highest N (0 if none). The
@@ -116,43 +190,84 @@ func (l *Lake) listedBelow(n TableName, v int) []int {
 
 // readVersion reads vN.metadata.json and parses it with parse.
 func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*head, error)) (*head, error) {
-	b, _, err := storage.ReadAll(ctx, l.store, metadataKey(n, version))
+	return l.readMetadataFile(ctx, n, l.metadataLocation(n, version), parse)
+}
+
+// readMetadataFile reads the metadata file at uri, a file of table n's
+// metadata folder (a version the metadata-log names, one a catalog
+// committed), and parses it with parse. A URI outside that folder is
+// refused: it comes from a table's metadata, which is not trusted.
+func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, parse func([]byte) (*head, error)) (*head, error) {
+	name, ok := strings.CutPrefix(uri, l.tableLocation(n)+"/metadata/")
+	if !ok || name == "" || strings.Contains(name, "/") || !strings.HasSuffix(name, ".metadata.json") {
+		return nil, fmt.Errorf("read metadata of %s: %s is not a metadata file of the table's folder %s/metadata/", n, uri, l.tableLocation(n))
+	}
+	key := metadataPrefix(n) + name
+	b, _, err := storage.ReadAll(ctx, l.store, key)
 	if err != nil {
 		return nil, fmt.Errorf("read metadata of %s: %w", n, err)
 	}
 	h, err := parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", metadataKey(n, version), err)
+		return nil, fmt.Errorf("parse %s: %w", key, err)
 	}
 	return h, nil
 }
 
-func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error) {
+func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, versionRef, error) {
 	l := c.l
 	for range 5 {
 		v, err := l.latestVersion(ctx, n)
 		if err != nil {
-			return nil, 0, err
+			return nil, versionRef{}, err
 		}
 		if v == 0 {
-			return nil, 0, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
+			return nil, versionRef{}, fmt.Errorf("%s in %s: %w", n, l.URI(), ErrTableNotFound)
 		}
-		if h := l.cached(n, v); h != nil {
-			return h, v, nil
+		ref := versionRef{n: v, location: l.metadataLocation(n, v)}
+		if h := l.cached(n, ref); h != nil {
+			return h, ref, nil
 		}
 		h, err := l.readVersion(ctx, n, v, parse)
 		if err == nil {
-			l.remember(n, v, h)
+			l.remember(n, ref, h)
 		}
 		if errors.Is(err, storage.ErrNotExist) {
 			continue // removed between list and read (metadata cleanup): list again
 		}
-		return h, v, err
+		return h, ref, err
 	}
-	return nil, 0, fmt.Errorf("load %s: metadata kept changing while reading", n)
+	return nil, versionRef{}, fmt.Errorf("load %s: metadata kept changing while reading", n)
 }
 
-func (c metadataFiles) create(ctx context.Context, n TableName, v int, body []byte) error {
+// commit creates version bv.n+1 with body, after checking that bv is still
+// the newest: old versions are deleted after commits, and a create into
+// the slot of one would succeed (verifyNewest).
+func (c metadataFiles) commit(ctx context.Context, n TableName, _ *head, bv versionRef, next *head, body []byte) (committedVersion, string, error) {
+	l := c.l
+	if newest, err := l.latestVersion(ctx, n); err != nil {
+		return committedVersion{}, "", err
+	} else if newest != bv.n {
+		return committedVersion{}, "", fmt.Errorf("v%d was created by another writer: %w", bv.n+1, errRaceLost)
+	}
+	v := bv.n + 1
+	if err := c.put(ctx, n, v, body); err != nil {
+		return committedVersion{}, "", err
+	}
+	switch verdict, err := c.verifyNewest(ctx, n, v, next, body); verdict {
+	case verdictCommitted:
+		ref := versionRef{n: v, location: l.metadataLocation(n, v)}
+		l.remember(n, ref, next)
+		return committedVersion{head: next, ref: ref}, bv.location, nil
+	case verdictUnknown:
+		return committedVersion{}, "", fmt.Errorf("%w: %w", errOutcomeUnknown, err)
+	}
+	// A slot of a deleted old version: nobody builds on it.
+	return committedVersion{}, "", fmt.Errorf("v%d was written after newer versions: %w", v, errRaceLost)
+}
+
+// put is the conditional create of version v.
+func (c metadataFiles) put(ctx context.Context, n TableName, v int, body []byte) error {
 	_, err := c.l.store.Put(ctx, metadataKey(n, v), bytes.NewReader(body),
 		storage.PutOptions{IfAbsent: true, ContentType: "application/json"})
 	if errors.Is(err, storage.ErrPreconditionFailed) {
@@ -161,6 +276,33 @@ func (c metadataFiles) create(ctx context.Context, n TableName, v int, body []by
 	return err
 }
 
+// landed: a write at a version up to the newest one landed if that
+// version holds exactly its body (the SDK's retry of a conditional PUT
+// that succeeded reads 412), and is part of the history (verifyNewest); a
+// write above the newest version may still land (a delayed request).
+func (c metadataFiles) landed(ctx context.Context, n TableName, _ *head, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+	v := w.bv.n + 1
+	if v > nv.n {
+		return nil, false, nil
+	}
+	ok, err := c.holds(ctx, n, v, w.body)
+	if err != nil {
+		return nil, false, fmt.Errorf("read v%d of %s to learn a commit's outcome: %w", v, n, err)
+	}
+	if !ok {
+		return nil, true, nil
+	}
+	switch verdict, err := c.verifyNewest(ctx, n, v, w.next, w.body); verdict {
+	case verdictCommitted:
+		return &committedVersion{head: w.next, ref: versionRef{n: v, location: c.l.metadataLocation(n, v)}}, true, nil
+	case verdictUnknown:
+		return nil, false, fmt.Errorf("%w: %w", errOutcomeUnknown, err)
+	}
+	return nil, true, nil
+}
+
+// holds reports whether version v of table n exists with exactly body;
+// false, nil when v does not exist or holds another body.
 func (c metadataFiles) holds(ctx context.Context, n TableName, v int, body []byte) (bool, error) {
 	got, _, err := storage.ReadAll(ctx, c.l.store, metadataKey(n, v))
 	if errors.Is(err, storage.ErrNotExist) {
@@ -171,3 +313,110 @@ func (c metadataFiles) holds(ctx context.Context, n TableName, v int, body []byt
 	}
 	return bytes.Equal(got, body), nil
 }
+
+// verdict is what verifyNewest learnt of a version this commit wrote.
+type verdict int
+
+const (
+	verdictCommitted verdict = iota // the newest version, or the base of the next one
+	verdictZombie                   // written into the slot of a deleted old version: not in the history
+	verdictUnknown
+)
+
+// verifyNewest checks that version v, which this commit wrote (next, body),
+// is part of the table's history. Old versions are deleted after commits
+// (write.metadata.delete-after-commit.enabled), so a writer that stalled
+// between reading version v-1 and creating v can create v after v and
+// newer ones existed and v was deleted: the conditional create succeeds,
+// but readers take the highest version and never see it. v is in the
+// history if it is the newest version listed, or if version v+1 was built
+// on it (its metadata-log's last entry is v's file with v's
+// last-updated-ms, and it still has v's current snapshot). A version that
+// is neither is deleted again (verdictZombie): nobody builds on a version
+// that is not the newest. verdictUnknown when v+1 cannot be read (error
+// returned).
+func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, next *head, body []byte) (verdict, error) {
+	l := c.l
+	newest, err := l.latestVersion(ctx, n)
+	if err != nil {
+		return verdictUnknown, err
+	}
+	if newest <= v {
+		return verdictCommitted, nil
+	}
+	succ, err := l.readVersion(ctx, n, v+1, indexHead)
+	if err != nil {
+		return verdictUnknown, fmt.Errorf("read v%d to confirm v%d: %w", v+1, v, err)
+	}
+	var log []table.MetadataLogEntry
+	if err := unmarshalOptional(succ.get("metadata-log"), &log); err != nil {
+		return verdictUnknown, err
+	}
+	builtOn := len(log) > 0 && log[len(log)-1].MetadataFile == l.metadataLocation(n, v) &&
+		log[len(log)-1].TimestampMs == next.lastUpdated
+	if builtOn && next.current >= 0 {
+		builtOn = succ.snapshotIDTaken(next.snaps[next.current].id)
+	}
+	if builtOn {
+		return verdictCommitted, nil
+	}
+	if ok, err := c.holds(ctx, n, v, body); err == nil && ok {
+		if err := l.store.Delete(ctx, metadataKey(n, v)); err != nil {
+			l.log.Warn("a metadata version written after newer ones was not deleted", "table", n.String(), "version", v, "err", err)
+		}
+	}
+	return verdictZombie, nil
+}
+
+// create writes v1.metadata.json with a conditional create.
+func (c metadataFiles) create(ctx context.Context, n TableName, _ table.Metadata, body []byte) (committedVersion, error) {
+	l := c.l
+	if v, err := l.latestVersion(ctx, n); err != nil {
+		return committedVersion{}, err
+	} else if v > 0 {
+		return committedVersion{}, fmt.Errorf("create %s: %w", n, ErrTableExists)
+	}
+	if err := c.put(ctx, n, 1, body); err != nil {
+		if errors.Is(err, errVersionTaken) {
+			return committedVersion{}, fmt.Errorf("create %s: %w", n, ErrTableExists)
+		}
+		return committedVersion{}, fmt.Errorf("create %s: %w", n, err)
+	}
+	l.writeVersionHint(ctx, n, 1)
+	h, ref, err := c.latest(ctx, n, parseHead)
+	return committedVersion{head: h, ref: ref}, err
+}
+
+// tables lists <ns>/<table> folders that hold a metadata/v*.metadata.json.
+func (c metadataFiles) tables(ctx context.Context) ([]TableName, error) {
+	seen := map[TableName]bool{}
+	err := c.l.store.List(ctx, "", func(o storage.ObjectInfo) error {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) == 4 && parts[2] == "metadata" {
+			if _, ok := parseVersion(parts[3]); ok {
+				if n, err := ParseTableName(parts[0] + "." + parts[1]); err == nil {
+					seen[n] = true
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sortedTableNames(seen), nil
+}
+
+// committed writes the version hint and deletes the versions older than
+// every one the metadata-log names (dropOldVersions).
+func (c metadataFiles) committed(ctx context.Context, t *Table, v versionRef) {
+	c.l.writeVersionHint(ctx, t.name, v.n)
+	t.dropOldVersions(ctx)
+	t.dropHeadCache(ctx)
+}
+
+func (metadataFiles) hinted() bool { return true }
+
+// ownFolder: the catalog-free tables keep timelake's files next to their
+// metadata (timelake-format.md, "Layout").
+func (metadataFiles) ownFolder() string { return "metadata/" }

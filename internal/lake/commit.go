@@ -42,8 +42,8 @@ type CommitOptions struct {
 // version refreshes, re-checks its requirements and retries (Iceberg spec,
 // "Optimistic Concurrency").
 type mutation interface {
-	// build checks the mutation's requirements against base (version n,
-	// the newest one), writes what the next version needs besides its
+	// build checks the mutation's requirements against base (at v, the
+	// newest version), writes what the next version needs besides its
 	// metadata (manifests, manifest lists, files of its own) and returns
 	// the next version's metadata and its encoding. It returns:
 	//   - errNothingToCommit when base already holds the change (e.g. every
@@ -51,7 +51,7 @@ type mutation interface {
 	//     write;
 	//   - any other error when a requirement no longer holds or I/O
 	//     failed: the commit gives up with that error.
-	build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error)
+	build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error)
 	// finish runs once when the commit ends: won is the attempt whose
 	// version was committed (0 for none), unknown reports that some
 	// attempt's outcome could not be learnt (its files must then be kept:
@@ -74,40 +74,57 @@ type commitResult struct {
 	// Version is the table's version after the commit (the committed one,
 	// or the newest one read).
 	Version int
+	// rebased is set when a REST catalog applied the change to a newer
+	// version than the one it was built on.
+	rebased *rebase
 }
 
-// attemptWrite is one conditional write whose outcome is not known to
-// have failed: a version number, the body written there, and the attempt.
+// attemptWrite is one commit whose outcome is not known to have failed:
+// the version it was built on, the version it wrote, and the attempt.
 type attemptWrite struct {
-	version int
-	body    []byte
+	bv      versionRef
+	base    *head
 	next    *head
+	body    []byte
 	attempt int
 }
 
-// commit is the commit protocol: every change of a table goes through it.
-// Each attempt loads the newest version N, first recognises a write of an
-// earlier attempt that did land (a lost response: the catalog holds our
-// body at its version), then has m build the next version on N (checking
-// its requirements there) and creates version N+1 conditionally. A lost
-// race, and a write whose outcome is unknown (connection lost, 5xx after
-// the SDK's retries), is retried after a backoff with jitter, up to
-// MaxAttempts attempts; the next attempt learns which it was. When it
-// ends, m.finish deletes what the losing attempts wrote (only when every
-// outcome is known). On success the Table holds the committed version.
+// rebase is a commit a REST catalog applied to a newer version than the
+// one the mutation built on: the requirements let the other writer's
+// changes through (catalog.commit). Mutations that depend on more of their
+// base than the requirements assert (the load history's segment list)
+// make good the overlap (Table.reconcileHistory).
+type rebase struct {
+	base    *head
+	applied string // the location of the version the change was applied to
+}
+
+// commit is the commit protocol: every change of a table goes through it,
+// whichever catalog holds the table's versions. Each attempt loads the
+// newest version N, first recognises a commit of an earlier attempt that
+// did land (a lost response: catalog.landed), then has m build the next
+// version on N (checking its requirements there) and commits it
+// (catalog.commit: the conditional create of N+1, or a REST updateTable
+// with requirements). A lost race, and a commit whose outcome is unknown
+// (connection lost, a 5xx after the SDK's retries, a REST 5xx or timeout),
+// is retried after a backoff with jitter, up to MaxAttempts attempts; the
+// next attempt learns which it was. When it ends, m.finish deletes what
+// the losing attempts wrote, only when no commit that may still land is
+// left (its files may be referenced). On success the Table holds the
+// committed version.
 //
 // Errors: m's (a requirement that no longer holds), I/O errors of loading,
-// a permanent error of the create (storage.IsPermanent: not retried), ctx's,
-// and, after MaxAttempts lost races, an error wrapping
-// table.ErrCommitFailed.
+// a permanent error of the commit (isPermanent: not retried), ctx's, and,
+// after MaxAttempts lost races, an error wrapping table.ErrCommitFailed.
 func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res commitResult, err error) {
 	maxAttempts := opts.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = DefaultCommitAttempts
 	}
-	var writes []attemptWrite // writes that may have landed
-	won, unknown := 0, false
-	defer func() { m.finish(ctx, won, unknown && won == 0) }()
+	cat := t.lake.cat
+	var writes []attemptWrite // commits that may have landed
+	won := 0
+	defer func() { m.finish(ctx, won, len(writes) > 0) }()
 
 	parse := parseHead
 	if lo, ok := m.(interface{ indexOnly() bool }); ok && lo.indexOnly() {
@@ -121,7 +138,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
-		base, n, err := t.lake.loadLatestWith(ctx, t.name, parse)
+		base, bv, err := cat.latest(ctx, t.name, parse)
 		if err != nil {
 			return res, err
 		}
@@ -129,32 +146,26 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 			return res, fmt.Errorf("table %s: %w", t.name, err)
 		}
 		// Did an earlier attempt land after all?
-		if w, still, err := t.landed(ctx, writes, n); err != nil {
-			lastErr, unknown = err, true
+		w, hold, still, err := t.landed(ctx, writes, base, bv)
+		switch {
+		case errors.Is(err, errOutcomeUnknown):
+			return res, err
+		case err != nil:
+			lastErr = err
 			continue
-		} else if w != nil {
-			switch v, verr := t.verifyNewest(ctx, w.version, w.next, w.body); v {
-			case verdictCommitted:
-				won, unknown = w.attempt, false
-				res.Committed, res.Attempt, res.Version = true, w.attempt, n
-				return res, t.committed(ctx, w.next, w.version)
-			case verdictUnknown:
-				unknown = true
-				return res, fmt.Errorf("%w: %w", errOutcomeUnknown, verr)
-			}
-			writes = still
-			unknown = len(writes) > 0
-		} else {
-			writes = still
-			unknown = len(writes) > 0
+		case w != nil:
+			won, writes = w.attempt, still
+			res.Committed, res.Attempt, res.Version = true, w.attempt, hold.ref.n
+			return res, t.committed(ctx, *hold)
 		}
+		writes = still
 
-		next, body, err := m.build(ctx, base, n, attempt)
+		next, body, err := m.build(ctx, base, bv, attempt)
 		if errors.Is(err, errNothingToCommit) {
-			if err := t.set(base, n); err != nil {
+			if err := t.set(base, bv); err != nil {
 				return res, err
 			}
-			res.Version = n
+			res.Version = bv.n
 			return res, nil
 		}
 		if err != nil {
@@ -165,84 +176,78 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
-		// Old versions are deleted after commits: a create into the slot
-		// of one would succeed (verifyNewest). Make sure n is still the
-		// newest right before creating n+1.
-		if newest, err := t.lake.latestVersion(ctx, t.name); err != nil {
-			return res, err
-		} else if newest != n {
-			lastErr = fmt.Errorf("v%d was created by another writer: %w", n+1, errVersionTaken)
-			continue
-		}
-		err = t.lake.cat.create(ctx, t.name, n+1, body)
-		if err == nil {
-			switch v, verr := t.verifyNewest(ctx, n+1, next, body); v {
-			case verdictCommitted:
-				won, unknown = attempt, false
-				res.Committed, res.Version = true, n+1
-				t.lake.remember(t.name, n+1, next)
-				return res, t.committed(ctx, next, n+1)
-			case verdictUnknown:
-				unknown = true
-				return res, fmt.Errorf("%w: %w", errOutcomeUnknown, verr)
+		cv, applied, err := cat.commit(ctx, t.name, base, bv, next, body)
+		switch {
+		case err == nil:
+			won = attempt
+			res.Committed, res.Version = true, cv.ref.n
+			if applied != bv.location {
+				res.rebased = &rebase{base: base, applied: applied}
 			}
-			// A slot of a deleted old version: nobody builds on it.
-			lastErr = fmt.Errorf("v%d was written after newer versions: %w", n+1, errVersionTaken)
+			if len(writes) > 0 {
+				// Earlier commits that this one makes impossible (it took
+				// their version, it moved the branch they asserted) are
+				// settled; the others may still land.
+				if _, _, still, err := t.landed(ctx, writes, cv.head, cv.ref); err == nil {
+					writes = still
+				}
+			}
+			return res, t.committed(ctx, cv)
+		case errors.Is(err, errOutcomeUnknown):
+			writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
+			return res, err
+		case errors.Is(err, errRaceLost):
+			lastErr = err
 			continue
-		}
-		if ctx.Err() != nil {
-			// Cancelled mid-write: the outcome is unknown, and stays so.
-			unknown = true
+		case ctx.Err() != nil:
+			// Cancelled mid-commit: the outcome is unknown, and stays so.
+			writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
+			return res, err
+		case isPermanent(err):
+			// Refused (access denied, a read-only disk, a request the
+			// catalog rejects): nothing was written, and no retry can
+			// change that.
 			return res, err
 		}
-		if storage.IsPermanent(err) {
-			// Refused (access denied, a read-only disk): nothing was
-			// written, and no retry can change that.
-			return res, err
-		}
-		// Lost the race, or an unknown outcome: the next attempt reads the
-		// newest version and learns whether this write landed.
-		writes = append(writes, attemptWrite{version: n + 1, body: body, next: next, attempt: attempt})
-		unknown = true
+		// An unknown outcome (a 412 for our own create is one): the next
+		// attempt reads the newest version and learns whether it landed.
+		writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
 		lastErr = err
 	}
-	// A last look: the final attempt's write may have landed after all.
+	// A last look: the final attempt's commit may have landed after all.
 	if len(writes) > 0 {
-		if _, n, err := t.lake.loadLatestWith(ctx, t.name, parse); err == nil {
-			if w, still, err := t.landed(ctx, writes, n); err == nil {
+		if base, bv, err := cat.latest(ctx, t.name, parse); err == nil {
+			if w, hold, still, err := t.landed(ctx, writes, base, bv); err == nil {
+				writes = still
 				if w != nil {
-					if v, _ := t.verifyNewest(ctx, w.version, w.next, w.body); v == verdictCommitted {
-						won, unknown = w.attempt, false
-						res.Committed, res.Attempt, res.Version = true, w.attempt, n
-						return res, t.committed(ctx, w.next, w.version)
-					}
+					won = w.attempt
+					res.Committed, res.Attempt, res.Version = true, w.attempt, hold.ref.n
+					return res, t.committed(ctx, *hold)
 				}
-				unknown = len(still) > 0 || w != nil
 			}
 		}
 	}
 	return res, fmt.Errorf("gave up after %d commit attempts: %w: %w", maxAttempts, table.ErrCommitFailed, lastErr)
 }
 
-// landed checks the writes of earlier attempts against the catalog, newest
-// version n: the one whose body the catalog holds is returned; the others
-// at versions up to n are known to have lost and are dropped; those above n
-// may still land (a delayed request) and stay in still.
-func (t *Table) landed(ctx context.Context, writes []attemptWrite, n int) (w *attemptWrite, still []attemptWrite, err error) {
+// landed asks the catalog about the commits of earlier attempts, against
+// the newest version (base at bv): the one that landed is returned with
+// the version the Table then holds; still are the others that may yet
+// land.
+func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *head, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
 	for i := range writes {
-		if writes[i].version > n {
-			still = append(still, writes[i])
-			continue
-		}
-		ok, err := t.lake.cat.holds(ctx, t.name, writes[i].version, writes[i].body)
+		h, final, err := t.lake.cat.landed(ctx, t.name, base, bv, writes[i])
 		if err != nil {
-			return nil, writes, fmt.Errorf("read v%d of %s to learn a commit's outcome: %w", writes[i].version, t.name, err)
+			return nil, nil, writes, err
 		}
-		if ok {
-			return &writes[i], nil, nil
+		switch {
+		case h != nil && w == nil:
+			w, hold = &writes[i], h
+		case !final:
+			still = append(still, writes[i])
 		}
 	}
-	return nil, still, nil
+	return w, hold, still, nil
 }
 
 // errOutcomeUnknown ends a commit whose write landed but could not be
@@ -250,63 +255,14 @@ func (t *Table) landed(ctx context.Context, writes []attemptWrite, n int) (w *at
 // file removal takes them if it was not).
 var errOutcomeUnknown = errors.New("commit outcome unknown")
 
-// verdict is what verifyNewest learnt of a version this commit wrote.
-type verdict int
-
-const (
-	verdictCommitted verdict = iota // the newest version, or the base of the next one
-	verdictZombie                   // written into the slot of a deleted old version: not in the history
-	verdictUnknown
-)
-
-// verifyNewest checks that version v, which this commit wrote (next, body),
-// is part of the table's history. Old versions are deleted after commits
-// (write.metadata.delete-after-commit.enabled), so a writer that stalled
-// between reading version v-1 and creating v can create v after v and
-// newer ones existed and v was deleted: the conditional create succeeds,
-// but readers take the highest version and never see it. v is in the
-// history if it is the newest version listed, or if version v+1 was built
-// on it (its metadata-log's last entry is v's file with v's
-// last-updated-ms, and it still has v's current snapshot). A version that
-// is neither is deleted again (verdictZombie): nobody builds on a version
-// that is not the newest. verdictUnknown when v+1 cannot be read (error
-// returned).
-func (t *Table) verifyNewest(ctx context.Context, v int, next *head, body []byte) (verdict, error) {
-	newest, err := t.lake.latestVersion(ctx, t.name)
-	if err != nil {
-		return verdictUnknown, err
-	}
-	if newest <= v {
-		return verdictCommitted, nil
-	}
-	succ, err := t.lake.readVersion(ctx, t.name, v+1, indexHead)
-	if err != nil {
-		return verdictUnknown, fmt.Errorf("read v%d to confirm v%d: %w", v+1, v, err)
-	}
-	var log []table.MetadataLogEntry
-	if err := unmarshalOptional(succ.get("metadata-log"), &log); err != nil {
-		return verdictUnknown, err
-	}
-	builtOn := len(log) > 0 && log[len(log)-1].MetadataFile == t.lake.metadataLocation(t.name, v) &&
-		log[len(log)-1].TimestampMs == next.lastUpdated
-	if builtOn && next.current >= 0 {
-		builtOn = succ.snapshotIDTaken(next.snaps[next.current].id)
-	}
-	if builtOn {
-		return verdictCommitted, nil
-	}
-	if ok, err := t.lake.cat.holds(ctx, t.name, v, body); err == nil && ok {
-		if err := t.lake.store.Delete(ctx, metadataKey(t.name, v)); err != nil {
-			t.lake.log.Warn("a metadata version written after newer ones was not deleted", "table", t.name.String(), "version", v, "err", err)
-		}
-	}
-	return verdictZombie, nil
-}
+// isPermanent reports an error of a commit that no retry can change:
+// nothing was written.
+func isPermanent(err error) bool { return storage.IsPermanent(err) || restPermanent(err) }
 
 // committed moves the Table to the version it committed and does the
 // chores that follow a commit.
-func (t *Table) committed(ctx context.Context, next *head, v int) error {
-	if err := t.set(next, v); err != nil {
+func (t *Table) committed(ctx context.Context, cv committedVersion) error {
+	if err := t.set(cv.head, cv.ref); err != nil {
 		return err
 	}
 	t.afterCommit(ctx)

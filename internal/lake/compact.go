@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +20,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/settings/quantity"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // Compaction rewrites the small data files of a partition into fewer,
@@ -119,6 +121,13 @@ type CompactResult struct {
 	// the table has row-level delete files (written by another engine),
 	// which this rewrite does not apply.
 	Skipped string
+	// Deferred counts groups planned but left for a later round: the
+	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes)
+	// was spent.
+	Deferred int
+	// Idle says why nothing was planned on a table without delete files,
+	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
+	Idle string
 }
 
 // compactSettings are the resolved compaction settings of a table.
@@ -134,7 +143,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
 	if s.target <= 0 {
 		s.target = DefaultTargetFileSize
-		if v, err := ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
+		if v, err := quantity.ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
 			s.target = v
 			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
 		}
@@ -148,7 +157,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 	}
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
-		if v, err := ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
+		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
 			s.coldAfter = v
 			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
 		}
@@ -182,7 +191,7 @@ func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]
 	if err != nil || cur == nil {
 		return nil, nil, err
 	}
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,8 +264,9 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions.
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) []CompactionGroup {
+// planCompaction groups the live files of compactable partitions, and
+// counts the groups left out once maxBytes is spent (deferred).
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -313,15 +323,37 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 			}
 		}
 		for _, g := range groups {
-			if len(g.inputs) < 2 {
-				continue
-			}
-			if !take(g) {
-				return out
+			switch {
+			case len(g.inputs) < 2:
+			case deferred > 0 || !take(g):
+				deferred++ // the first group that does not fit ends the round's plan
 			}
 		}
 	}
-	return out
+	return out, deferred
+}
+
+// idleReason says why planCompaction planned nothing for files: no data
+// file, none smaller than the target, or too few small ones in each
+// partition.
+func idleReason(files []liveFile, spec int32, s compactSettings) string {
+	var small int
+	parts := map[string]bool{}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		if df.SpecID() == spec && df.ContentType() == iceberg.EntryContentData && df.FileSizeBytes() < s.target {
+			small++
+			parts[f.partition] = true
+		}
+	}
+	switch {
+	case len(files) == 0:
+		return "the table has no data files"
+	case small == 0:
+		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.target), PropTargetFileSize)
+	}
+	return fmt.Sprintf("%d files below %s in %d partitions, but no partition has %d of one size tier (%s), or, once cold (its files older than %s, %s), 2",
+		small, quantity.FormatSize(s.target), len(parts), s.minFiles, PropCompactMinFiles, s.coldAfter, PropCompactColdAfter)
 }
 
 // coldSlack is how early a partition is compacted as cold: up to a
@@ -381,7 +413,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return CompactResult{}, err
 	}
 	h, v := t.loaded()
-	res := CompactResult{Version: v}
+	res := CompactResult{Version: v.n}
 	s := compactSettingsOf(h.props(), opts)
 	st := opts.state
 	if st == nil {
@@ -395,6 +427,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
 	}
+	// A data file the metadata names outside the table is never read
+	// (paths.go): it stays as it is, the others are compacted.
+	files = slices.DeleteFunc(files, func(f liveFile) bool {
+		p := f.entry.DataFile().FilePath()
+		if _, err := t.lake.tableRel(t.name, p); err != nil {
+			t.lake.log.Warn("data file not compacted: outside the table's location", "table", t.name.String(), "path", p)
+			return true
+		}
+		return false
+	})
 	// Rows deleted by position or equality delete files would come back
 	// if their data files were rewritten without them (the scan of a
 	// rewrite reads data files only): such tables are left to the engine
@@ -406,7 +448,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			return res, nil
 		}
 	}
-	groups := planCompaction(files, int32(h.write.DefaultPartitionSpec()), s, t.lake.now(), opts.MaxBytes)
+	spec := int32(h.write.DefaultPartitionSpec())
+	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes)
+	res.Deferred = deferred
+	if len(groups) == 0 {
+		res.Idle = idleReason(files, spec, s)
+	}
 	if opts.DryRun || len(groups) == 0 {
 		res.Groups = groups
 		return res, nil
@@ -429,6 +476,19 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 		g := &groups[i]
 		out, err := t.rewriteGroup(ctx, g)
+		if errors.Is(err, storage.ErrSymlink) {
+			// A file of a local table that is a symbolic link is never
+			// read (paths.go): its group stays as it is, the others are
+			// compacted.
+			t.lake.log.Warn("data files not compacted: one is a symbolic link", "table", t.name.String(), "partition", g.Partition, "err", err)
+			continue
+		}
+		if isNotExist(err) {
+			if gone, lerr := t.replacedMeanwhile(ctx, g); lerr == nil && gone {
+				res.Dropped++ // another round compacted these files and expired them first
+				continue
+			}
+		}
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
@@ -471,6 +531,30 @@ func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
+}
+
+// replacedMeanwhile reports whether an input file of g is no longer live
+// in the table's newest version: another writer replaced it since g was
+// planned (and may have deleted it, which is why reading it failed).
+func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool, error) {
+	h, _, err := t.lake.loadLatest(ctx, t.name)
+	if err != nil {
+		return false, err
+	}
+	files, _, err := t.liveFiles(ctx, h, nil)
+	if err != nil {
+		return false, err
+	}
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.entry.DataFile().FilePath()] = true
+	}
+	for _, df := range g.inputs {
+		if !live[df.FilePath()] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // splitMergeInputs picks the files a merge reads whole into its pool (the
@@ -707,7 +791,7 @@ type rewriteAttempt struct {
 	refs       []string // files of this attempt its version references
 }
 
-func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	if m.commitID == uuid.Nil {
 		m.commitID = uuid.New()
@@ -750,7 +834,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	meta := base.write
 	spec, schema := meta.PartitionSpec(), meta.CurrentSchema()
 
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -828,7 +912,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, n int, attempt 
 	schemaID := schema.ID
 	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
 		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
-	return base.withSnapshots([]table.Snapshot{snap}, t.lake.metadataLocation(t.name, n))
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
 }
 
 // rewriteSummary is the summary of a replace snapshot.
@@ -907,34 +991,4 @@ func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 			g.FilesOut = 0
 		}
 	}
-}
-
-// ParseSize reads a byte size such as 512KiB, 32MiB, 1GiB, 64MB or 1048576.
-func ParseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := cutSuffixFold(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-			}
-			return int64(v * u.mult), nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("invalid size %q (expected e.g. 32MiB, 1GiB or 1048576)", s)
-	}
-	return v, nil
-}
-
-func cutSuffixFold(s, suffix string) (string, bool) {
-	if len(s) < len(suffix) || !strings.EqualFold(s[len(s)-len(suffix):], suffix) {
-		return s, false
-	}
-	return strings.TrimSpace(s[:len(s)-len(suffix)]), true
 }

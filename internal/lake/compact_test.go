@@ -121,9 +121,10 @@ func TestCompactTieredAndCold(t *testing.T) {
 			t.Fatalf("files before: %v", got)
 		}
 		dry, err := tbl.Compact(ctx, CompactOptions{DryRun: true})
-		if err != nil || len(dry.Groups) != 1 || dry.Groups[0].FilesIn != 10 || dry.SnapshotID != 0 {
+		if err != nil || len(dry.Groups) != 1 || dry.Groups[0].FilesIn != 10 || dry.SnapshotID != 0 || dry.Idle != "" || dry.Deferred != 0 {
 			t.Fatalf("dry run: %+v, %v", dry, err)
 		}
+
 		res, err := tbl.Compact(ctx, CompactOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +151,8 @@ func TestCompactTieredAndCold(t *testing.T) {
 		for i := range 2 {
 			appendRows(t, tbl, fmt.Sprintf("late-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
 		}
-		if res, err := tbl.Compact(ctx, CompactOptions{}); err != nil || len(res.Groups) != 0 {
+		if res, err := tbl.Compact(ctx, CompactOptions{}); err != nil || len(res.Groups) != 0 ||
+			res.Idle != "3 files below 8MiB in 1 partitions, but no partition has 4 of one size tier (timelake.compact-min-files), or, once cold (its files older than 1h0m0s, timelake.compact-cold-after), 2" {
 			t.Fatalf("hot partition with 3 small files: %+v, %v", res, err)
 		}
 		*clock = clock.Add(2 * time.Hour)
@@ -166,6 +168,31 @@ func TestCompactTieredAndCold(t *testing.T) {
 		}
 		checkSortedFiles(t, tbl)
 		requireConformantTable(t, l, tbl)
+	})
+}
+
+// TestCompactSaysWhatItLeft: the round's byte bound spent by the first
+// group leaves the next partition's for a later round, counted; a table
+// of files at the target size has nothing to do, and says why.
+func TestCompactSaysWhatItLeft(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl, clock := clockedTable(t, l)
+		if res, err := tbl.Compact(ctx, CompactOptions{}); err != nil || res.Idle != "the table has no data files" {
+			t.Fatalf("empty table: %+v, %v", res, err)
+		}
+		for i := range 8 {
+			appendRows(t, tbl, fmt.Sprintf("gw-%d.csv", i), day0.Add(-time.Duration(i/4*24+1)*time.Hour), 3)
+			*clock = clock.Add(time.Minute)
+		}
+		res, err := tbl.Compact(ctx, CompactOptions{DryRun: true, MaxBytes: 1})
+		if err != nil || len(res.Groups) != 1 || res.Deferred != 1 || res.Idle != "" {
+			t.Fatalf("bounded: %+v, %v", res, err)
+		}
+		if res, err := tbl.Compact(ctx, CompactOptions{DryRun: true, TargetFileSize: 1}); err != nil || len(res.Groups) != 0 ||
+			res.Idle != "every data file is at least 1B (timelake.target-file-size)" {
+			t.Fatalf("files at the target size: %+v, %v", res, err)
+		}
 	})
 }
 
@@ -187,8 +214,8 @@ func TestCompactRacesAppends(t *testing.T) {
 	l.cat = fc
 	res, err := tbl.Compact(ctx, CompactOptions{})
 	l.cat = fc.catalog
-	if err != nil || len(res.Groups) != 1 || fc.creates != 2 {
-		t.Fatalf("compaction racing an append: %+v, %v, %d creates", res, err, fc.creates)
+	if err != nil || len(res.Groups) != 1 || fc.commits != 2 {
+		t.Fatalf("compaction racing an append: %+v, %v, %d commits", res, err, fc.commits)
 	}
 	if n := len(scanRows(t, tbl, 0)); n != 6*5+3 {
 		t.Fatalf("%d rows, want %d", n, 6*5+3)
@@ -363,8 +390,8 @@ type txnMutation struct {
 	do func(*table.Transaction) error
 }
 
-func (m *txnMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
-	next, body, _, err := m.t.stageTransaction(ctx, base, m.t.lake.metadataLocation(m.t.name, n), m.do)
+func (m *txnMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	next, body, _, err := m.t.stageTransaction(ctx, base, v.location, m.do)
 	return next, body, err
 }
 

@@ -44,10 +44,12 @@ type confTable struct {
 	// location is the table location the layout requires:
 	// <warehouse>/<ns>/<table> as an s3:// or file:// URI.
 	location string
+	// own is the folder of timelake's own files (catalog.ownFolder).
+	own string
 }
 
 func confOf(l *Lake, n TableName) confTable {
-	return confTable{store: l.store, fsF: l.fsF, name: n, location: l.tableLocation(n)}
+	return confTable{store: l.store, fsF: l.fsF, name: n, location: l.tableLocation(n), own: l.cat.ownFolder()}
 }
 
 func (c confTable) prefix() string { return c.name.Namespace + "/" + c.name.Name + "/" }
@@ -146,7 +148,7 @@ func checkLayout(ctx context.Context, c confTable) error {
 			versions = append(versions, n)
 		case anyVersionFile.MatchString(k):
 			errs = append(errs, fmt.Errorf("%s: zero-padded version number", k))
-		case k == "metadata/version-hint.text", k == maintenanceStateKey, manifestList.MatchString(k), manifest.MatchString(k), dataFile.MatchString(k),
+		case k == "metadata/version-hint.text", k == c.own+maintenanceStateName, manifestList.MatchString(k), manifest.MatchString(k), dataFile.MatchString(k),
 			historySegment.MatchString(k):
 		default:
 			errs = append(errs, fmt.Errorf("%s: not a file of the table layout", k))
@@ -491,7 +493,7 @@ func checkNoOrphans(ctx context.Context, c confTable, meta table.Metadata) error
 	present := map[string]bool{}
 	for _, k := range keys {
 		present[c.location+"/"+k] = true
-		if anyVersionFile.MatchString(k) || k == "metadata/version-hint.text" || k == maintenanceStateKey {
+		if anyVersionFile.MatchString(k) || k == "metadata/version-hint.text" || k == c.own+maintenanceStateName {
 			continue
 		}
 		if !ref[c.location+"/"+k] {

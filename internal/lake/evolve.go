@@ -341,6 +341,6 @@ func (t *Table) evolvedView(v tableView, c *schemaChange) (tableView, error) {
 		return tableView{}, err
 	}
 	v.head, v.arrowSc = h, sc
-	v.iceberg = table.New(t.ident(), h.dataWrite, v.iceberg.MetadataLocation(), t.lake.fsF, readOnly{})
+	v.iceberg = table.New(t.ident(), h.dataWrite, v.iceberg.MetadataLocation(), t.fsF, readOnly{})
 	return v, nil
 }

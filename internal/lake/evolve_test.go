@@ -257,8 +257,8 @@ func TestSchemaChangeRaces(t *testing.T) {
 			}
 			// A lost race, then a second create; a conflict is found by the
 			// second attempt, which writes nothing.
-			if want := 2 - btoi(tc.conflict); fc.creates != want {
-				t.Errorf("%d conditional creates, want %d", fc.creates, want)
+			if want := 2 - btoi(tc.conflict); fc.commits != want {
+				t.Errorf("%d commits, want %d", fc.commits, want)
 			}
 			r := res[0]
 			if !tc.conflict {

@@ -27,6 +27,10 @@ type ExpireOptions struct {
 	// beforeCommit, when set, runs right before each attempt's metadata
 	// write (tests: another writer commits first).
 	beforeCommit func(attempt int) error
+	// beforeDelete, when set, runs after the commit, before the files of
+	// the expired snapshots are deleted (tests: another round deletes
+	// them first).
+	beforeDelete func(expired []int64)
 }
 
 // ExpiredSnapshot is one snapshot Expire removed (or would remove).
@@ -102,7 +106,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
-	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v}
+	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
 	if opts.DryRun || len(expired) == 0 {
 		return res, nil
 	}
@@ -114,11 +118,17 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
+	if err := t.reconcileHistory(ctx, cr.rebased); err != nil {
+		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
+	}
 	res.Version = cr.Version
 	h, _ = t.loaded()
 	res.Kept = len(h.snaps)
 	if a, ok := m.bases[cr.Attempt]; ok && cr.Committed {
 		res.Remembered = a.remembered
+		if opts.beforeDelete != nil {
+			opts.beforeDelete(m.removed(a.head))
+		}
 		n, err := t.deleteExpiredFiles(ctx, a.head, a.version, m.removed(a.head))
 		res.FilesDeleted = n
 		if err != nil {
@@ -195,7 +205,7 @@ type expireMutation struct {
 
 type expireAttempt struct {
 	head    *head
-	version int
+	version versionRef
 	segment string // the load history segment it wrote, or ""
 	// replaced are the segments its history no longer names (merged into
 	// segment, or past the dedupe window).
@@ -219,7 +229,7 @@ func (m *expireMutation) removed(base *head) []int64 {
 	return out
 }
 
-func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt int) (*head, []byte, error) {
+func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
 	ids := m.removed(base)
 	if len(ids) == 0 {
@@ -251,7 +261,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 	now := t.lake.now()
 	window := dedupeWindow(props)
 	plan := planHistory(historySegments(props), added, now, window)
-	a := expireAttempt{head: base, version: n, remembered: len(added)}
+	a := expireAttempt{head: base, version: v, remembered: len(added)}
 	e := base.edit()
 	if err := e.removeSnapshots(set); err != nil {
 		return nil, nil, err
@@ -266,7 +276,9 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 			m.written = append(m.written, name)
 		}
 		for _, s := range slices.Concat(plan.merge, plan.dropped) {
-			a.replaced = append(a.replaced, s.name)
+			if !t.lake.linkedSegment(t.name, s.name) { // a link is never deleted
+				a.replaced = append(a.replaced, s.name)
+			}
 		}
 		if err := e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil); err != nil {
 			return nil, nil, err
@@ -278,7 +290,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, n int, attempt i
 		}
 	}
 	m.bases[attempt] = a
-	return e.done(t.lake.metadataLocation(t.name, n), now.UnixMilli())
+	return e.done(v.location, now.UnixMilli())
 }
 
 // finish deletes the load history segments written by attempts that did
@@ -294,12 +306,12 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 	var paths []string
 	for _, name := range m.written {
 		if name != keep {
-			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 		}
 	}
 	if won > 0 {
 		for _, name := range m.bases[won].replaced {
-			paths = append(paths, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name)
+			paths = append(paths, m.t.lake.ownLocation(m.t.name, name))
 			m.t.lake.uncache(m.t.name, name)
 		}
 	}
@@ -317,7 +329,7 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 // manifest lists of the expired snapshots and the oldest kept one only.
 // Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
 // reads every kept snapshot's manifest list (and does not count).
-func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []int64) (int, error) {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v versionRef, ids []int64) (int, error) {
 	after, _ := t.loaded()
 	if oldest, ok := linearTail(after, pre, ids); ok {
 		return t.deleteExpiredIncremental(ctx, pre, oldest, ids)
@@ -326,8 +338,15 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v int, ids []
 	if err != nil {
 		return 0, err
 	}
-	before := table.New(t.ident(), preMeta, t.lake.metadataLocation(t.name, v), t.lake.fsF, readOnly{})
-	return 0, table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
+	before := table.New(t.ident(), preMeta, v.location, t.fsF, readOnly{})
+	err = table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
+	if isNotExist(err) {
+		// A file of an expired snapshot is gone: another round deleted
+		// it (and cleans up the rest); orphan removal takes any left.
+		t.lake.log.Debug("expired files already deleted by another round", "table", t.name.String(), "err", err)
+		return 0, nil
+	}
+	return 0, err
 }
 
 // linearTail reports whether the snapshots after the expiry form one line
@@ -389,7 +408,7 @@ type refID struct {
 
 // deleteExpiredIncremental is deleteExpiredFiles for a line of history.
 func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestKept int, ids []int64) (int, error) {
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -423,6 +442,13 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		}
 		lists = append(lists, s.ManifestList)
 		mfs, err := s.Manifests(fs)
+		if isNotExist(err) {
+			// Another round of maintenance (its orphan removal, or its
+			// clean-up of the same snapshots; with a REST catalog, an
+			// expiry the catalog applied at once too) deleted it and what
+			// it named first; orphan removal takes whatever that left.
+			continue
+		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest list of snapshot %d: %w", id, err)
 		}
@@ -439,6 +465,9 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 			continue
 		}
 		entries, err := mf.FetchEntries(fs, false)
+		if isNotExist(err) {
+			continue // deleted by another round, as above
+		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
@@ -460,17 +489,13 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 // deleteFiles deletes paths (URIs under the table location) and returns how
 // many it deleted; missing files count as deleted.
 func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
-	fs, err := t.lake.fsF(ctx)
-	if err != nil {
-		return 0, err
-	}
 	n := 0
 	var errs []error
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		if err := fs.Remove(p); err != nil && !isNotExist(err) {
+		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
 			errs = append(errs, fmt.Errorf("delete %s: %w", p, err))
 			continue
 		}

@@ -157,3 +157,74 @@ func TestOldVersionsDeleted(t *testing.T) {
 		}
 	})
 }
+
+// TestExpireAfterAnotherRound: the files of the expired snapshots that
+// another round of maintenance deleted first (its orphan removal, or its
+// clean-up of the same snapshots) are not a failure; a manifest list the
+// kept snapshots need that is gone still is.
+func TestExpireAfterAnotherRound(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name, table string
+			delete      func(t *testing.T, tbl *Table, pre *head, expired []int64) // what the other round deletes
+			fails       bool
+		}{
+			{"the expired snapshots' files", "rounda", func(t *testing.T, tbl *Table, pre *head, expired []int64) {
+				fs, err := tbl.fsF(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range expired {
+					s, err := pre.snapshot(pre.byID[id])
+					if err != nil {
+						t.Fatal(err)
+					}
+					mfs, err := s.Manifests(fs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, mf := range mfs {
+						_ = fs.Remove(mf.FilePath()) // shared manifests may be gone already
+					}
+					if err := fs.Remove(s.ManifestList); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}, false},
+			{"the kept snapshot's manifest list", "roundb", func(t *testing.T, tbl *Table, _ *head, _ []int64) {
+				fs, err := tbl.fsF(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := tbl.head.currentSnapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := fs.Remove(s.ManifestList); err != nil {
+					t.Fatal(err)
+				}
+			}, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				tbl, err := l.CreateTable(ctx, TableName{Namespace: "iot", Name: tc.table}, confSchema, CreateSpec{TimeColumn: "time", SeriesKey: confWant.seriesKey})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 4 {
+					confAppend(t, tbl, "gw/"+string(rune('a'+i))+".csv", confDay.Add(time.Duration(i)*time.Hour), 10, i, AppendOptions{})
+				}
+				pre, _ := tbl.loaded()
+				time.Sleep(5 * time.Millisecond)
+				res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1,
+					beforeDelete: func(expired []int64) { tc.delete(t, tbl, pre, expired) }})
+				if tc.fails != (err != nil) {
+					t.Fatalf("expire: %+v, %v; want an error: %v", res, err, tc.fails)
+				}
+				if len(res.Expired) != 3 {
+					t.Fatalf("expired %d snapshots, want 3", len(res.Expired))
+				}
+			})
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -129,20 +131,41 @@ func parseSegmentName(name string) (segmentInfo, bool) {
 
 // historySegments returns the segments a version's properties name, in
 // the order named (oldest first). Names that do not parse are kept (with a
-// zero time and count) so nothing is dropped by mistake.
+// zero time and count) so nothing is dropped by mistake; entries that are
+// not a file name (refusedSegments) are left out.
 func historySegments(props map[string]string) []segmentInfo {
-	var out []segmentInfo
+	segs, _ := historyEntries(props)
+	return segs
+}
+
+// refusedSegments returns the entries of timelake.load-history that are not
+// a plain file name of the table's metadata folder ("../x.parquet",
+// "/etc/x", "a/b", a control character): timelake never reads, caches or
+// deletes them (paths.go), looks keys up without them, and maintenance
+// drops them from the table. Timelake names its segments
+// _load-history-<ms>-<records>-<uuid>.parquet, so such an entry holds no
+// key it loaded.
+func refusedSegments(props map[string]string) []string {
+	_, refused := historyEntries(props)
+	return refused
+}
+
+func historyEntries(props map[string]string) (segs []segmentInfo, refused []string) {
 	for _, n := range strings.Split(props[PropLoadHistory], ",") {
 		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if strings.Contains(n, "/") || storage.ValidateKey(n) != nil {
+			refused = append(refused, n)
 			continue
 		}
 		info, ok := parseSegmentName(n)
 		if !ok {
 			info = segmentInfo{name: n}
 		}
-		out = append(out, info)
+		segs = append(segs, info)
 	}
-	return out
+	return segs, refused
 }
 
 func segmentsProperty(segs []segmentInfo) string {
@@ -156,36 +179,10 @@ func segmentsProperty(segs []segmentInfo) string {
 // dedupeWindow reads timelake.dedupe-window (a duration such as 336h or
 // 14d), DefaultDedupeWindow when unset or unreadable.
 func dedupeWindow(props map[string]string) time.Duration {
-	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
 		return d
 	}
 	return DefaultDedupeWindow
-}
-
-// ParseAge reads an age such as 90s, 15m, 36h, 14d or 2w (d = 24h, w = 7d).
-// Errors name the value and the accepted forms.
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty duration")
-	}
-	for _, u := range []struct {
-		suffix string
-		unit   time.Duration
-	}{{"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
-				return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
-			}
-			return time.Duration(v * float64(u.unit)), nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("invalid duration %q (expected e.g. 90s, 15m, 36h, 14d or 2w)", s)
-	}
-	return d, nil
 }
 
 // historyMergeFanIn is how many segments of one size tier are merged into
@@ -311,8 +308,9 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 	return out, rr.Err()
 }
 
-// historyKey is the store key of a segment of table n.
-func historyKey(n TableName, name string) string { return metadataPrefix(n) + name }
+// historyKey is the store key of a segment of table n: in the folder of
+// timelake's own files (metadata/ of a catalog-free table).
+func (l *Lake) historyKey(n TableName, name string) string { return l.ownKey(n, name) }
 
 // ErrLoadHistoryMissing is returned when a load history segment the table
 // names is gone (deleted by hand or by another tool's orphan removal): the
@@ -321,11 +319,25 @@ func historyKey(n TableName, name string) string { return metadataPrefix(n) + na
 // table (docs/maintenance.md).
 var ErrLoadHistoryMissing = errors.New("a load history segment is missing")
 
+// errLinkedSegment is returned (wrapped, naming the entry) for a load
+// history entry whose file in a local table's metadata/ is a symbolic link
+// (storage.ErrSymlink): timelake writes its segments as files, so a link
+// is not one of them and holds no key it loaded. Like an entry that is not
+// a file name (refusedSegments), it is never read or deleted: lookups
+// leave it out (with a warning, once), and maintenance drops it from the
+// table (docs/table-format.md, "Paths in the metadata").
+var errLinkedSegment = errors.New("load history entry ignored: a symbolic link (timelake does not follow links inside the table's folder)")
+
 // readSegment reads and decodes one segment: from the Lake's segment cache
 // folder when an earlier run kept it there (segments are immutable, so a
 // cron poller downloads each once), else from the store (and keeps it).
+// Errors: ErrLoadHistoryMissing, errLinkedSegment, reading or decoding it.
 func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]LoadRecord, error) {
 	body, err := l.segmentBytes(ctx, n, name)
+	if errors.Is(err, storage.ErrSymlink) {
+		l.noteLinked(n, name)
+		return nil, fmt.Errorf("%w: %s of %s", errLinkedSegment, name, n)
+	}
 	if errors.Is(err, storage.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s of %s (the keys it held are no longer recognised; timelake tables maintain %s drops it from the table)",
 			ErrLoadHistoryMissing, name, n, n)
@@ -341,23 +353,52 @@ func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]Loa
 	return recs, nil
 }
 
-// segmentBytes returns a segment's bytes, through the cache folder.
-func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]byte, error) {
-	path := l.cachePath(n, name)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil {
-			return b, nil
+// noteLinked records that segment name of table n is a symbolic link, and
+// warns about it the first time.
+func (l *Lake) noteLinked(n TableName, name string) {
+	id := n.String() + "/" + name
+	l.segments.mu.Lock()
+	seen := l.segments.linked[id]
+	if l.segments.linked == nil {
+		l.segments.linked = map[string]bool{}
+	}
+	l.segments.linked[id] = true
+	l.segments.mu.Unlock()
+	if !seen {
+		l.log.Warn(errLinkedSegment.Error()+" (timelake tables maintain drops it)", "table", n.String(), "entry", name)
+	}
+}
+
+// linkedSegment reports whether this Lake found segment name of table n to
+// be a symbolic link (errLinkedSegment).
+func (l *Lake) linkedSegment(n TableName, name string) bool {
+	l.segments.mu.Lock()
+	defer l.segments.mu.Unlock()
+	return l.segments.linked[n.String()+"/"+name]
+}
+
+// linkedSegments returns the segments props names that linkedSegment
+// reports.
+func (l *Lake) linkedSegments(n TableName, props map[string]string) []string {
+	var out []string
+	for _, s := range historySegments(props) {
+		if l.linkedSegment(n, s.name) {
+			out = append(out, s.name)
 		}
 	}
-	body, _, err := storage.ReadAll(ctx, l.store, historyKey(n, name))
+	return out
+}
+
+// segmentBytes returns a segment's bytes, through the cache folder.
+func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]byte, error) {
+	if b, err := l.readCached(n, name); err == nil {
+		return b, nil
+	}
+	body, _, err := storage.ReadAll(ctx, l.store, l.historyKey(n, name))
 	if err != nil {
 		return nil, err
 	}
-	if path != "" {
-		if err := writeFileAtomic(path, body); err != nil {
-			l.log.Debug("load history segment not cached", "path", path, "err", err)
-		}
-	}
+	l.writeCached(n, name, body)
 	return body, nil
 }
 
@@ -367,14 +408,62 @@ func (l *Lake) cachePath(n TableName, name string) string {
 	if l.cacheDir == "" {
 		return ""
 	}
-	return filepath.Join(l.cacheDir, "load-history",
-		fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))), name)
+	return filepath.Join(l.cacheFolder(n), name)
+}
+
+// cacheFolder is the folder of table n's cached segments.
+func (l *Lake) cacheFolder(n TableName) string {
+	return filepath.Join(l.cacheDir, "load-history", fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))))
+}
+
+// cacheRoot opens table n's cache folder (made first when create): every
+// file of the cache is read, written and removed through it, so that no
+// name and no link leads out of the folder. An error when there is no
+// cache folder.
+func (l *Lake) cacheRoot(n TableName, create bool) (*os.Root, error) {
+	if l.cacheDir == "" {
+		return nil, errors.New("no cache folder")
+	}
+	dir := l.cacheFolder(n)
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenRoot(dir)
+}
+
+// readCached reads the cached file name of table n.
+func (l *Lake) readCached(n TableName, name string) ([]byte, error) {
+	r, err := l.cacheRoot(n, false)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(name)
+}
+
+// writeCached keeps body as the cached file name of table n, best effort
+// (nothing without a cache folder).
+func (l *Lake) writeCached(n TableName, name string, body []byte) {
+	if l.cacheDir == "" {
+		return
+	}
+	r, err := l.cacheRoot(n, true)
+	if err == nil {
+		err = writeFileAtomic(r, name, body)
+		r.Close()
+	}
+	if err != nil {
+		l.log.Debug("load history file not cached", "folder", l.cacheFolder(n), "name", name, "err", err)
+	}
 }
 
 func (l *Lake) uncache(n TableName, name string) {
-	if p := l.cachePath(n, name); p != "" {
-		os.Remove(p)
-		os.Remove(p + indexSuffix)
+	if r, err := l.cacheRoot(n, false); err == nil {
+		r.Remove(name)
+		r.Remove(name + indexSuffix)
+		r.Close()
 	}
 }
 
@@ -432,44 +521,43 @@ func decodeIndex(info segmentInfo, b []byte) (*segmentIndex, bool) {
 // pruneCache removes the cached segments of table n that segs does not
 // name (merged away or expired): the cache holds one table's history once.
 func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
-	if l.cacheDir == "" {
+	r, err := l.cacheRoot(n, false)
+	if err != nil {
 		return
 	}
-	dir := filepath.Dir(l.cachePath(n, "x"))
+	defer r.Close()
 	keep := map[string]bool{}
 	for _, s := range segs {
 		keep[s.name] = true
 		keep[s.name+indexSuffix] = true
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := iofs.ReadDir(r.FS(), ".")
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if !keep[e.Name()] && strings.HasPrefix(e.Name(), segmentPrefix) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			r.Remove(e.Name())
 		}
 	}
 }
 
-// writeFileAtomic writes body to path through a temporary file and a
+// writeFileAtomic writes body to name in r through a temporary file and a
 // rename, so a reader never sees part of it.
-func writeFileAtomic(path string, body []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+func writeFileAtomic(r *os.Root, name string, body []byte) error {
+	tmp := ".tmp-" + uuid.NewString()
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
 	_, werr := f.Write(body)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
+		r.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
+	if err := r.Rename(tmp, name); err != nil {
+		r.Remove(tmp)
 		return err
 	}
 	return nil
@@ -529,6 +617,9 @@ type segmentCache struct {
 	// pruned is, per table, the segment list the cache folder was last
 	// pruned to: a list seen before needs no look at the folder.
 	pruned map[string]string
+	// linked holds, by table and name, the segments found to be symbolic
+	// links (errLinkedSegment): warned about once, then left out.
+	linked map[string]bool
 }
 
 // LoadHistory returns the load history of the loaded version, reading the
@@ -544,12 +635,15 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	segs := historySegments(props)
 	for i := len(segs) - 1; i >= 0; i-- {
 		ix, err := l.segmentIndex(ctx, n, segs[i])
+		if errors.Is(err, errLinkedSegment) {
+			continue // warned; looked up without it, as a refused entry
+		}
 		if err != nil {
 			return nil, err
 		}
 		hist.segments = append(hist.segments, ix)
 	}
-	names := segmentsProperty(segs)
+	names := props[PropLoadHistory] // as named, refused entries included
 	l.segments.mu.Lock()
 	seen := l.segments.pruned[n.String()] == names
 	if !seen {
@@ -561,6 +655,10 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	l.segments.mu.Unlock()
 	if !seen {
 		l.pruneCache(n, segs)
+		for _, e := range refusedSegments(props) {
+			l.log.Warn("load history entry ignored: not a file of the table's metadata folder (timelake tables maintain drops it)",
+				"table", n.String(), "entry", e)
+		}
 	}
 	return hist, nil
 }
@@ -650,11 +748,8 @@ func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) 
 	if ix != nil {
 		return ix, nil
 	}
-	path := l.cachePath(n, info.name)
-	if path != "" {
-		if b, err := os.ReadFile(path + indexSuffix); err == nil {
-			ix, _ = decodeIndex(info, b)
-		}
+	if b, err := l.readCached(n, info.name+indexSuffix); err == nil {
+		ix, _ = decodeIndex(info, b)
 	}
 	if ix == nil {
 		recs, err := l.readSegment(ctx, n, info.name)
@@ -662,11 +757,7 @@ func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) 
 			return nil, err
 		}
 		ix = indexSegment(info, recs)
-		if path != "" {
-			if err := writeFileAtomic(path+indexSuffix, encodeIndex(ix)); err != nil {
-				l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
-			}
-		}
+		l.writeCached(n, info.name+indexSuffix, encodeIndex(ix))
 	}
 	l.segments.mu.Lock()
 	if l.segments.ix == nil {
@@ -758,6 +849,9 @@ func (h *LoadHistory) Records(ctx context.Context) ([]LoadRecord, error) {
 	newest := map[string]LoadRecord{}
 	for _, ix := range h.segments {
 		recs, err := h.lake.readSegment(ctx, h.name, ix.info.name)
+		if errors.Is(err, errLinkedSegment) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -846,6 +940,9 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 	cutoff := now.Add(-window)
 	for _, s := range plan.merge {
 		old, err := l.readSegment(ctx, n, s.name)
+		if errors.Is(err, errLinkedSegment) {
+			continue // not read; the next version no longer names it
+		}
 		if err != nil {
 			return nil, "", err
 		}
@@ -878,33 +975,36 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
 	name := segmentName(newest, len(recs))
-	if _, err := l.store.Put(ctx, historyKey(n, name), bytes.NewReader(body),
+	if _, err := l.store.Put(ctx, l.historyKey(n, name), bytes.NewReader(body),
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
 	info, _ := parseSegmentName(name)
-	if path := l.cachePath(n, name); path != "" {
-		if err := writeFileAtomic(path, body); err != nil {
-			l.log.Debug("load history segment not cached", "path", path, "err", err)
-		} else if err := writeFileAtomic(path+indexSuffix, encodeIndex(indexSegment(info, recs))); err != nil {
-			l.log.Debug("load history index not cached", "path", path+indexSuffix, "err", err)
-		}
-	}
+	l.writeCached(n, name, body)
+	l.writeCached(n, name+indexSuffix, encodeIndex(indexSegment(info, recs)))
 	return append(out, info), name, nil
 }
 
 // dropMissingSegments removes from the table the load history segments
-// that are gone from the store (ErrLoadHistoryMissing), through the commit
+// that are gone from the store (ErrLoadHistoryMissing), the entries that
+// are not a segment's file name (refusedSegments) and those that are
+// symbolic links (errLinkedSegment), through the commit
 // protocol: each attempt drops them from the newest version's list, so a
 // segment another writer added meanwhile stays. It returns the names
 // dropped.
 func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	h, _ := t.loaded()
 	missing := map[string]bool{}
-	var names []string
+	names := refusedSegments(h.props())
+	for _, e := range names {
+		missing[e] = true
+	}
 	for _, s := range historySegments(h.props()) {
-		_, err := t.lake.store.Stat(ctx, historyKey(t.name, s.name))
-		if errors.Is(err, storage.ErrNotExist) {
+		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
+		if errors.Is(err, storage.ErrSymlink) {
+			t.lake.noteLinked(t.name, s.name)
+		}
+		if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
 			missing[s.name] = true
 			names = append(names, s.name)
 		} else if err != nil {
@@ -914,10 +1014,11 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	if _, err := t.commit(ctx, &dropSegmentsMutation{t: t, missing: missing}, CommitOptions{}); err != nil {
+	res, err := t.commit(ctx, &dropSegmentsMutation{t: t, missing: missing}, CommitOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("drop missing load history segments of %s: %w", t.name, err)
 	}
-	return names, nil
+	return names, t.reconcileHistory(ctx, res.rebased)
 }
 
 // dropSegmentsMutation removes segment names from timelake.load-history.
@@ -926,28 +1027,125 @@ type dropSegmentsMutation struct {
 	missing map[string]bool
 }
 
-func (m *dropSegmentsMutation) build(_ context.Context, base *head, n int, _ int) (*head, []byte, error) {
+func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	segs, refused := historyEntries(base.props())
 	var keep []segmentInfo
-	for _, s := range historySegments(base.props()) {
+	for _, s := range segs {
 		if !m.missing[s.name] {
 			keep = append(keep, s)
 		}
 	}
-	if len(keep) == len(historySegments(base.props())) {
+	if len(keep) == len(segs) && len(refused) == 0 {
 		return nil, nil, errNothingToCommit
 	}
-	e := base.edit()
-	var err error
-	if len(keep) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(keep)}, nil)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return e.done(m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
+	return withSegments(base, keep, v, m.t.lake.now())
 }
 
 // finish: the change writes nothing but its version.
 func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
+
+// withSegments returns the next version of base that names segs in
+// timelake.load-history (and no property when segs is empty).
+func withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
+	e := base.edit()
+	var err error
+	if len(segs) == 0 {
+		err = e.setProperties(nil, []string{PropLoadHistory})
+	} else {
+		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.done(v.location, now.UnixMilli())
+}
+
+// reconcileHistory makes good a change of the load history's segment list
+// that a REST catalog applied to a newer version than the one it was built
+// on (rb; catalog.commit): the list was set from the older version, so the
+// other writer's change in between was overwritten. The segments that
+// change added (the keys of the snapshots it expired) are named again, and
+// those it removed (merged into one it added, or past the dedupe window)
+// are dropped, through the commit protocol, so a third writer's change
+// stays too. A segment gone from the store meanwhile was merged into
+// another by a later change and is not named again.
+func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
+	if rb == nil {
+		return nil
+	}
+	if rb.applied == "" {
+		t.lake.log.Warn("the catalog does not say which version a load history change was applied to (no metadata-log): "+
+			"another writer's change of the same list may have been overwritten", "table", t.name.String())
+		return nil
+	}
+	applied, err := t.lake.readMetadataFile(ctx, t.name, rb.applied, indexHead)
+	if err != nil {
+		return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
+	}
+	before := map[string]bool{}
+	for _, s := range historySegments(rb.base.props()) {
+		before[s.name] = true
+	}
+	m := &reconcileSegmentsMutation{t: t, removed: map[string]bool{}}
+	after := map[string]bool{}
+	for _, s := range historySegments(applied.props()) {
+		after[s.name] = true
+		if !before[s.name] {
+			m.added = append(m.added, s)
+		}
+	}
+	for name := range before {
+		if !after[name] {
+			m.removed[name] = true
+		}
+	}
+	if len(m.added) == 0 && len(m.removed) == 0 {
+		return nil // the other writer did not change the list
+	}
+	for i := 0; i < len(m.added); {
+		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].name)); errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
+			m.added = slices.Delete(m.added, i, i+1)
+			continue
+		} else if err != nil {
+			return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
+		}
+		i++
+	}
+	res, err := t.commit(ctx, m, CommitOptions{})
+	if err != nil {
+		return fmt.Errorf("reconcile the load history of %s with another writer's change: %w", t.name, err)
+	}
+	return t.reconcileHistory(ctx, res.rebased)
+}
+
+// reconcileSegmentsMutation names segments again in timelake.load-history
+// and drops others from it (reconcileHistory).
+type reconcileSegmentsMutation struct {
+	t       *Table
+	added   []segmentInfo
+	removed map[string]bool
+}
+
+func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+	cur := historySegments(base.props())
+	var keep []segmentInfo
+	named := map[string]bool{}
+	for _, s := range cur {
+		if !m.removed[s.name] {
+			keep = append(keep, s)
+			named[s.name] = true
+		}
+	}
+	for _, s := range m.added {
+		if !named[s.name] {
+			keep = append(keep, s)
+		}
+	}
+	if segmentsProperty(keep) == segmentsProperty(cur) {
+		return nil, nil, errNothingToCommit
+	}
+	return withSegments(base, keep, v, m.t.lake.now())
+}
+
+// finish: the change writes nothing but its version.
+func (m *reconcileSegmentsMutation) finish(context.Context, int, bool) {}

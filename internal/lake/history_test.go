@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +144,7 @@ func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.store.Delete(ctx, historyKey(testName, segs[0].name)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := t2.FindLoaded(ctx, "gw/0.csv"); err != nil || !ok {
@@ -292,7 +294,7 @@ func TestHistoryReaderOfAnOlderVersion(t *testing.T) {
 		appendRows(t, tbl, fmt.Sprintf("gw/%02d.csv", i), day0, 2)
 		expire()
 	}
-	if _, err := l.store.Stat(ctx, historyKey(testName, before[0].name)); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := l.store.Stat(ctx, l.historyKey(testName, before[0].name)); !errors.Is(err, storage.ErrNotExist) {
 		t.Fatalf("segment %s still there after its merge (%v)", before[0].name, err)
 	}
 	b, ok, err := old.FindLoaded(ctx, "gw/00.csv")
@@ -345,4 +347,59 @@ func gatewayKeys(n int) []LoadRecord {
 		})
 	}
 	return recs
+}
+
+// TestExpiryWithLinkedSegments: load history entries that are symbolic
+// links in a local table's metadata folder are never read, merged or
+// deleted by an expiry: one past the dedupe window and a full tier of
+// them, which the new records would be merged with, leave the expiry to
+// write its own segment, name only that one, and leave the links and the
+// file they point at as they are.
+func TestExpiryWithLinkedSegments(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Now()
+	dir := t.TempDir()
+	l, err := Open(ctx, dir, Options{Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := createTestTable(t, l)
+	victim := filepath.Join(t.TempDir(), "victim.parquet")
+	if err := os.WriteFile(victim, []byte("outside the table\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := []string{segmentName(clock.Add(-400*24*time.Hour), 1)} // past the window: dropped
+	for range historyMergeFanIn - 1 {
+		links = append(links, segmentName(clock, 1)) // the tier the new records join: merged
+	}
+	for _, name := range links {
+		if err := os.Symlink(victim, filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)), name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropLoadHistory: strings.Join(links, ",")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, tbl, "gw/a.csv", day0, 2)
+	appendRows(t, tbl, "gw/b.csv", day0.Add(time.Hour), 2)
+	clock = clock.Add(time.Hour)
+	res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Minute, RetainLast: 1})
+	if err != nil || len(res.Expired) == 0 {
+		t.Fatalf("expire: %+v, %v", res, err)
+	}
+	segs := historySegments(tbl.Properties())
+	if len(segs) != 1 || slices.Contains(links, segs[0].name) {
+		t.Fatalf("segments after the expiry %v, want only the one it wrote", segs)
+	}
+	if _, ok, err := tbl.FindLoaded(ctx, "gw/a.csv"); err != nil || !ok {
+		t.Fatalf("the expired key: %v, %v", ok, err)
+	}
+	for _, name := range links {
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)), name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("link %s: %v; want it left", name, err)
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "outside the table\n" {
+		t.Fatalf("the file the links point at: %q, %v", b, err)
+	}
 }

@@ -63,6 +63,11 @@ type Options struct {
 	// decision (snapshot retention, cold partitions, the dedupe window,
 	// orphan age); nil means time.Now. Benchmarks simulate days with it.
 	Now func() time.Time
+	// Catalog, when set, keeps the tables' versions in an Iceberg REST
+	// catalog instead of in the warehouse's metadata files
+	// (docs/catalogs.md). The warehouse is still where the tables' files
+	// are: their location is <warehouse>/<ns>/<table>.
+	Catalog *RESTCatalog
 }
 
 // Lake is an opened warehouse: an S3 prefix or a local folder holding
@@ -70,7 +75,7 @@ type Options struct {
 type Lake struct {
 	loc   storage.Location
 	store storage.Store // metadata reads and commits, rooted at the warehouse
-	cat   catalog       // the table versions: metadataFiles on store
+	cat   catalog       // the table versions: metadataFiles on store, or a REST catalog
 	fsF   table.FSysF   // data files and manifests for iceberg-go
 	log   *slog.Logger
 	now   func() time.Time
@@ -90,27 +95,30 @@ type Lake struct {
 }
 
 type cachedVersion struct {
-	version int
-	head    *head
+	ref  versionRef
+	head *head
 }
 
-func (l *Lake) cached(n TableName, version int) *head {
+// cached returns the version at ref if it is the one in the cache.
+func (l *Lake) cached(n TableName, ref versionRef) *head {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c, ok := l.cache[n]; ok && c.version == version {
+	if c, ok := l.cache[n]; ok && c.ref.location == ref.location {
 		return c.head
 	}
 	return nil
 }
 
-func (l *Lake) remember(n TableName, version int, h *head) {
+// remember keeps h (at ref) as the newest version of n read or written,
+// unless the cache holds a newer one.
+func (l *Lake) remember(n TableName, ref versionRef, h *head) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
 		l.cache = map[TableName]cachedVersion{}
 	}
-	if c, ok := l.cache[n]; !ok || c.version < version {
-		l.cache[n] = cachedVersion{version: version, head: h}
+	if c, ok := l.cache[n]; !ok || newerVersion(ref, h, c.ref, c.head) {
+		l.cache[n] = cachedVersion{ref: ref, head: h}
 	}
 }
 
@@ -123,6 +131,12 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 	}
 	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now, cacheDir: opts.CacheDir}
 	l.cat = metadataFiles{l}
+	if opts.Catalog != nil {
+		if !loc.IsS3() {
+			return nil, fmt.Errorf("warehouse %s: a REST catalog's tables live in object storage: give an s3:// warehouse", loc)
+		}
+		l.cat = newRESTCatalog(l, *opts.Catalog, opts.S3)
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -157,6 +171,15 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 // URI returns the warehouse location.
 func (l *Lake) URI() string { return l.loc.String() }
 
+// Catalog names where the tables' versions are: "metadata files" for the
+// catalog-free warehouse, else the REST catalog's URI and warehouse.
+func (l *Lake) Catalog() string {
+	if r, ok := l.cat.(*restCatalog); ok {
+		return r.String()
+	}
+	return "metadata files"
+}
+
 // tableLocation is <warehouse>/<ns>/<table> as an s3:// or file:// URI.
 func (l *Lake) tableLocation(n TableName) string {
 	if l.loc.IsS3() {
@@ -171,15 +194,22 @@ func (l *Lake) metadataLocation(n TableName, version int) string {
 	return l.tableLocation(n) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
 }
 
-// loadLatest returns the newest version of a table and its number, parsed
-// whole (validated) when it is read.
-func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, int, error) {
-	return l.cat.latest(ctx, n, parseHead)
+// ownKey is the store key of one of timelake's own files of table n (a
+// load history segment, the maintenance state): in the folder the catalog
+// keeps them in (catalog.ownFolder).
+func (l *Lake) ownKey(n TableName, name string) string {
+	return tablePrefix(n) + l.cat.ownFolder() + name
 }
 
-// loadLatestWith is loadLatest with the parser of versions not cached.
-func (l *Lake) loadLatestWith(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, int, error) {
-	return l.cat.latest(ctx, n, parse)
+// ownLocation is the URI of one of timelake's own files of table n.
+func (l *Lake) ownLocation(n TableName, name string) string {
+	return l.tableLocation(n) + "/" + l.cat.ownFolder() + name
+}
+
+// loadLatest returns the newest version of a table and where it is,
+// parsed whole (validated) when it is read.
+func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, versionRef, error) {
+	return l.cat.latest(ctx, n, parseHead)
 }
 
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
@@ -196,30 +226,24 @@ func (l *Lake) LoadTable(ctx context.Context, n TableName) (*Table, error) {
 	return t, nil
 }
 
-// ListTables lists <ns>/<table> folders that hold a metadata/v*.metadata.json,
-// sorted by name.
+// ListTables lists the tables of the warehouse, sorted by name: the
+// <ns>/<table> folders that hold a metadata/v*.metadata.json, or the
+// tables of the REST catalog's namespaces.
 func (l *Lake) ListTables(ctx context.Context) ([]TableName, error) {
-	seen := map[TableName]bool{}
-	err := l.store.List(ctx, "", func(o storage.ObjectInfo) error {
-		parts := strings.Split(o.Key, "/")
-		if len(parts) == 4 && parts[2] == "metadata" {
-			if _, ok := parseVersion(parts[3]); ok {
-				if n, err := ParseTableName(parts[0] + "." + parts[1]); err == nil {
-					seen[n] = true
-				}
-			}
-		}
-		return nil
-	})
+	out, err := l.cat.tables(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list tables in %s: %w", l.URI(), err)
 	}
+	return out, nil
+}
+
+func sortedTableNames(seen map[TableName]bool) []TableName {
 	out := make([]TableName, 0, len(seen))
 	for n := range seen {
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, nil
+	return out
 }
 
 // CreateSpec describes a new table's contract.
@@ -235,7 +259,9 @@ type CreateSpec struct {
 // column as a required timestamptz (microseconds), partition spec
 // <chunk>(time) named <timecol>_<chunk>, sort order (series key..., time)
 // ascending nulls first, zstd Parquet. It writes v1.metadata.json with a
-// conditional create: ErrTableExists if another writer got there first.
+// conditional create, or creates the table through the REST catalog at
+// <warehouse>/<ns>/<table>: ErrTableExists if another writer got there
+// first.
 func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, spec CreateSpec) (*Table, error) {
 	if spec.Partition == "" {
 		spec.Partition = Day
@@ -318,28 +344,51 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		h.set("last-updated-ms", []byte(strconv.FormatInt(l.now().UnixMilli(), 10)))
 		body = h.body()
 	}
-	if v, err := l.latestVersion(ctx, n); err != nil {
+	cv, err := l.cat.create(ctx, n, meta, body)
+	if err != nil {
 		return nil, err
-	} else if v > 0 {
-		return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
 	}
-	if err := l.cat.create(ctx, n, 1, body); err != nil {
-		if errors.Is(err, errVersionTaken) {
-			return nil, fmt.Errorf("create %s: %w", n, ErrTableExists)
-		}
-		return nil, fmt.Errorf("create %s: %w", n, err)
+	t := &Table{lake: l, name: n}
+	if err := t.set(cv.head, cv.ref); err != nil {
+		return nil, err
 	}
-	l.writeVersionHint(ctx, n, 1)
-	return l.LoadTable(ctx, n)
+	return t, nil
 }
 
+// versionHintName is the version hint's file in a table's metadata folder.
+const versionHintName = "version-hint.text"
+
 // writeVersionHint writes metadata/version-hint.text holding N, the Iceberg
-// convention that DuckDB, Spark's Hadoop tables and icebird read first. It is
-// best effort: readers confirm by listing, and this writer never reads it.
+// convention that DuckDB, Spark's Hadoop tables and icebird read first. It
+// only moves forward: the hint is replaced with a compare-and-swap on its
+// ETag (a conditional create when there is none) and left alone when it
+// names version N or a newer one, so two writers racing never leave it on
+// an older version than one of them committed. Best effort: readers that
+// list confirm it, and this writer never reads it for its own commits.
 func (l *Lake) writeVersionHint(ctx context.Context, n TableName, version int) {
-	_, err := l.store.Put(ctx, metadataPrefix(n)+"version-hint.text",
-		strings.NewReader(strconv.Itoa(version)), storage.PutOptions{ContentType: "text/plain"})
-	if err != nil {
-		l.log.Warn("version hint not written (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
+	key := metadataPrefix(n) + versionHintName
+	for range 5 {
+		b, info, err := storage.ReadAll(ctx, l.store, key)
+		missing := errors.Is(err, storage.ErrNotExist)
+		if err != nil && !missing {
+			l.log.Warn("version hint not read (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
+			return
+		}
+		if cur, perr := strconv.Atoi(strings.TrimSpace(string(b))); !missing && perr == nil && cur >= version {
+			return // a newer writer's hint, or ours already
+		}
+		opts := storage.PutOptions{ContentType: "text/plain", IfAbsent: missing}
+		if !missing {
+			opts.IfMatch = info.ETag
+		}
+		_, err = l.store.Put(ctx, key, strings.NewReader(strconv.Itoa(version)), opts)
+		if errors.Is(err, storage.ErrPreconditionFailed) {
+			continue // another writer moved it meanwhile: look again
+		}
+		if err != nil {
+			l.log.Warn("version hint not written (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
+		}
+		return
 	}
+	l.log.Warn("version hint not written: it kept changing (readers fall back to listing)", "table", n.String(), "version", version)
 }

@@ -81,6 +81,18 @@ func forEachLake(t *testing.T, test func(t *testing.T, l *Lake)) {
 	}
 }
 
+// forEachCatalog runs test on a catalog-free local warehouse and on one
+// whose versions live in the test REST catalog: the commit protocol's
+// suite, which both catalogs must pass alike.
+func forEachCatalog(t *testing.T, test func(t *testing.T, l *Lake)) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newLocalLake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) { test(t, tc.open(t)) })
+	}
+}
+
 func createTestTable(t testing.TB, l *Lake) *Table {
 	t.Helper()
 	tbl, err := l.CreateTable(context.Background(), testName, testSchema,
@@ -202,7 +214,12 @@ func TestDataFilesSortedBySeriesThenTime(t *testing.T) {
 }
 
 func TestConcurrentWritersLinearHistory(t *testing.T) {
-	forEachLake(t, func(t *testing.T, l *Lake) {
+	forEachLake(t, concurrentWritersLinearHistory)
+	t.Run("rest", func(t *testing.T) { concurrentWritersLinearHistory(t, newRESTLake(t)) })
+}
+
+func concurrentWritersLinearHistory(t *testing.T, l *Lake) {
+	{
 		ctx := context.Background()
 		createTestTable(t, l)
 		const writers, each = 4, 5
@@ -254,7 +271,7 @@ func TestConcurrentWritersLinearHistory(t *testing.T) {
 			t.Fatalf("rows = %d", got)
 		}
 		assertNoOrphans(t, l, tbl)
-	})
+	}
 }
 
 // lostResponseStore performs the first conditional metadata write it sees
@@ -361,11 +378,11 @@ func assertNoOrphans(t testing.TB, l *Lake, tbl *Table) {
 		t.Fatal(err)
 	}
 	for _, name := range segs {
-		referenced[tbl.Location()+"/metadata/"+name] = true
+		referenced[tbl.Location()+"/"+l.cat.ownFolder()+name] = true
 	}
 	err = l.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
 		rel := strings.TrimPrefix(o.Key, prefix)
-		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" || rel == maintenanceStateKey {
+		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" || rel == l.cat.ownFolder()+maintenanceStateName {
 			return nil
 		}
 		uri := tbl.Location() + "/" + rel

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -90,8 +91,9 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
 	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
-		if d, err := ParseAge(value); err != nil || d <= 0 {
-			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
+		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h"}[key]
+		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropMinSnapshots, PropCompactMinFiles:
 		n, err := strconv.Atoi(value)
@@ -103,8 +105,8 @@ func ValidateProperty(key, value string) error {
 			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
 		}
 	case PropTargetFileSize:
-		if n, err := ParseSize(value); err != nil || n < 1<<20 {
-			return fmt.Errorf("%s=%q: expected a size of at least 1MiB such as 32MiB", key, value)
+		if _, err := quantity.SizeAtLeast(value, 1<<20); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	default:
 		known := slices.Concat(slices.Collect(maps.Keys(MaintenanceProperties)), slices.Collect(maps.Keys(LoadProperties)))
@@ -173,7 +175,7 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 	default:
 		s.Why = "not created by timelake and " + PropAutoMaintain + " is not set"
 	}
-	if d, err := ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropSnapshotRetention]); err == nil && d > 0 {
 		s.SnapshotRetention = d
 		fromProperty(PropSnapshotRetention)
 	}
@@ -181,10 +183,10 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 		s.MinSnapshots = n
 		fromProperty(PropMinSnapshots)
 	}
-	if d, err := ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
+	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
 		fromProperty(PropDedupeWindow)
 	}
-	if d, err := ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
+	if d, err := quantity.ParseAge(props[PropOrphanMinAge]); err == nil && d > 0 {
 		s.OrphanMinAge = d
 		fromProperty(PropOrphanMinAge)
 	}
@@ -221,23 +223,29 @@ type MaintainReport struct {
 	Upgraded []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
 	// DroppedSegments names load history segments that were gone from
 	// the store and were dropped from the table (the keys they held are
-	// no longer recognised).
+	// no longer recognised), and entries of timelake.load-history that
+	// were not a segment's file name (never read: paths.go).
 	DroppedSegments []string      `json:"dropped_segments,omitempty"`
 	Compacted       CompactResult `json:"-"`
 	Expired         ExpireResult  `json:"-"`
 	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
+	// OrphansCheckedAt is when orphan files were last looked for (zero:
+	// never, or the round stopped before reading it), and OrphansNext,
+	// when this round did not look (not due), when the next round will.
+	OrphansCheckedAt time.Time `json:"-"`
+	OrphansNext      time.Time `json:"-"`
 	// Pending is set when the budget ran out with work left.
 	Pending bool          `json:"pending"`
 	Took    time.Duration `json:"-"`
 	Skipped string        `json:"skipped,omitempty"` // why nothing was done
 }
 
-// maintenanceStateKey is a small object next to the table's metadata that
-// remembers when orphan files were last looked for, and when the table
+// maintenanceStateName is a small object next to the table's metadata (in
+// the folder of timelake's own files, Lake.ownKey) that remembers when orphan files were last looked for, and when the table
 // reached which sequence number (Sequences). It is advisory: when lost
 // or overwritten by a concurrent round, orphans are looked for early and a
 // partition goes cold a little late; nothing else depends on it.
-const maintenanceStateKey = "metadata/_timelake-maintenance.json"
+const maintenanceStateName = "_timelake-maintenance.json"
 
 type maintenanceState struct {
 	OrphansCheckedAt time.Time `json:"orphans_checked_at"`
@@ -354,18 +362,21 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 			return rep, err
 		}
 	}
-	if _, err := t.LoadHistory(ctx); errors.Is(err, ErrLoadHistoryMissing) && !opts.DryRun {
+	_, herr := t.LoadHistory(ctx)
+	refused := len(refusedSegments(t.Properties()))+len(t.lake.linkedSegments(t.name, t.Properties())) > 0
+	if (refused || errors.Is(herr, ErrLoadHistoryMissing)) && !opts.DryRun {
 		if rep.DroppedSegments, err = t.dropMissingSegments(ctx); err != nil {
 			return rep, err
 		}
-	} else if err != nil && !errors.Is(err, ErrLoadHistoryMissing) {
-		return rep, err
+	} else if herr != nil && !errors.Is(herr, ErrLoadHistoryMissing) {
+		return rep, herr
 	}
 
 	st, err := t.loadMaintenanceState(ctx)
 	if err != nil {
 		return rep, err
 	}
+	rep.OrphansCheckedAt = st.OrphansCheckedAt
 
 	// Compaction first: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
@@ -394,6 +405,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		return rep, err
 	}
 	due := t.orphansDue(st, opts.Orphans)
+	if !due {
+		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
+	}
 	if due && !left() {
 		rep.Pending = true
 		return rep, nil
@@ -406,6 +420,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		}
 		if !opts.DryRun {
 			st.OrphansCheckedAt = t.lake.now().UTC()
+			rep.OrphansCheckedAt = st.OrphansCheckedAt
 			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err
 			}
@@ -421,7 +436,10 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 // Hadoop tables) a version behind until the next commit, which on a quiet
 // table may never come.
 func (t *Table) repairHint(ctx context.Context) error {
-	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+"version-hint.text")
+	if !t.lake.cat.hinted() {
+		return nil
+	}
+	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+versionHintName)
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return err
 	}
@@ -464,7 +482,7 @@ func (t *Table) orphansDue(st maintenanceState, force bool) bool {
 // object is an empty state (it is advisory).
 func (t *Table) loadMaintenanceState(ctx context.Context) (maintenanceState, error) {
 	var st maintenanceState
-	b, _, err := storage.ReadAll(ctx, t.lake.store, tablePrefix(t.name)+maintenanceStateKey)
+	b, _, err := storage.ReadAll(ctx, t.lake.store, t.lake.ownKey(t.name, maintenanceStateName))
 	if errors.Is(err, storage.ErrNotExist) {
 		return st, nil
 	}
@@ -482,7 +500,7 @@ func (t *Table) saveMaintenanceState(ctx context.Context, st maintenanceState) e
 	if err != nil {
 		return err
 	}
-	_, err = t.lake.store.Put(ctx, tablePrefix(t.name)+maintenanceStateKey, bytes.NewReader(b),
+	_, err = t.lake.store.Put(ctx, t.lake.ownKey(t.name, maintenanceStateName), bytes.NewReader(b),
 		storage.PutOptions{ContentType: "application/json"})
 	return err
 }

@@ -67,6 +67,8 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 			if rep.Orphans != nil {
 				orphanChecks++
 				orphans += len(rep.Orphans.Files)
+			} else if !rep.OrphansNext.After(clock) || rep.OrphansNext.Sub(rep.OrphansCheckedAt) != OrphanCheckInterval {
+				t.Fatalf("minute %d: orphans not looked for, last %v, next %v: want the last look and the next after now", m, rep.OrphansCheckedAt, rep.OrphansNext)
 			}
 			for _, n := range liveDataFiles(t, tbl) {
 				maxFiles = max(maxFiles, n)

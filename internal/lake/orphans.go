@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -66,11 +66,26 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	minAge := opts.MinAge
 	if minAge <= 0 {
 		minAge = DefaultOrphanMinAge
-		if d, err := ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
+		if d, err := quantity.ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
 			minAge = d
 		}
 	}
 	ref, err := t.referencedFiles(ctx, h, v)
+	for tries := 0; isNotExist(err) && tries < 3; tries++ {
+		// A file the version names is gone: another round of maintenance
+		// expired its snapshot and deleted it since the version was read.
+		// The newest version no longer names it; a version that still
+		// does after a refresh is a real failure.
+		if rerr := t.Refresh(ctx); rerr != nil {
+			return OrphanResult{}, rerr
+		}
+		nh, nv := t.loaded()
+		if nv == v {
+			break
+		}
+		h, v = nh, nv
+		ref, err = t.referencedFiles(ctx, h, v)
+	}
 	if err != nil {
 		return OrphanResult{}, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
 	}
@@ -78,10 +93,11 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	prefix := tablePrefix(t.name)
 	var res OrphanResult
 	var keys []string
-	for _, dir := range []string{"data/", "metadata/"} {
+	own := t.lake.cat.ownFolder()
+	for _, dir := range t.orphanFolders() {
 		err := t.lake.store.List(ctx, prefix+dir, func(o storage.ObjectInfo) error {
 			rel := strings.TrimPrefix(o.Key, prefix)
-			if ref[rel] || protectedMetadata(rel, v) {
+			if ref[rel] || protectedMetadata(rel, v, own) {
 				return nil
 			}
 			if !o.LastModified.Before(cutoff) {
@@ -102,7 +118,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	if st, ok := t.lake.store.(interface {
 		StaleTemp(ctx context.Context, prefix string, before time.Time, dryRun bool) ([]storage.ObjectInfo, error)
 	}); ok {
-		for _, dir := range []string{"data/", "metadata/"} {
+		for _, dir := range t.orphanFolders() {
 			tmp, err := st.StaleTemp(ctx, prefix+dir, cutoff, opts.DryRun)
 			for _, o := range tmp {
 				res.Files = append(res.Files, strings.TrimPrefix(o.Key, prefix))
@@ -129,24 +145,35 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 
 func isStoreNotExist(err error) bool { return errors.Is(err, storage.ErrNotExist) }
 
+// orphanFolders are the folders of the table orphan file removal looks
+// in: data/, metadata/ and the folder of timelake's own files.
+func (t *Table) orphanFolders() []string {
+	dirs := []string{"data/", "metadata/"}
+	if own := t.lake.cat.ownFolder(); !slices.Contains(dirs, own) {
+		dirs = append(dirs, own)
+	}
+	return dirs
+}
+
 // protectedMetadata reports the metadata files never removed as orphans
 // whatever their age: versions from the newest one v on (a commit may
-// have just created one), the version hint, and Timelake's head cache
-// (dropped by commits themselves).
-func protectedMetadata(rel string, v int) bool {
-	base := path.Base(rel)
-	if n, ok := parseVersion(base); ok && strings.HasPrefix(rel, "metadata/") {
-		return n >= v
+// have just created one; every metadata file when v's name has no number),
+// the version hint, Timelake's head cache (dropped by commits themselves)
+// and the maintenance state (in own, the folder of timelake's files).
+func protectedMetadata(rel string, v versionRef, own string) bool {
+	if strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".metadata.json") {
+		return v.n == 0 || versionOfLocation(rel) == 0 || versionOfLocation(rel) >= v.n
 	}
-	return rel == "metadata/version-hint.text" || rel == "metadata/timelake-head" || rel == maintenanceStateKey
+	return rel == "metadata/"+versionHintName || rel == "metadata/timelake-head" || rel == own+maintenanceStateName
 }
 
 // referencedFiles returns the files of the table's folder that version v
 // (h) references, relative to the table location.
-func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string]bool, error) {
+func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map[string]bool, error) {
 	loc := t.lake.tableLocation(t.name) + "/"
 	rel := func(uri string) string { return strings.TrimPrefix(uri, loc) }
-	ref := map[string]bool{rel(t.lake.metadataLocation(t.name, v)): true}
+	own := t.lake.cat.ownFolder()
+	ref := map[string]bool{rel(v.location): true}
 	var mu sync.Mutex
 	add := func(uri string) {
 		mu.Lock()
@@ -160,15 +187,14 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string
 		return nil, fmt.Errorf("metadata-log: %w", err)
 	}
 	for _, s := range historySegments(h.props()) {
-		ref["metadata/"+s.name] = true
+		ref[own+s.name] = true
 	}
 	for _, e := range entries {
 		ref[rel(e.MetadataFile)] = true
-		n, ok := parseVersion(path.Base(e.MetadataFile))
-		if !ok {
-			continue
+		if !strings.HasPrefix(e.MetadataFile, loc+"metadata/") {
+			continue // not a file of this table's folder
 		}
-		old, err := t.lake.readVersion(ctx, t.name, n, indexHead)
+		old, err := t.lake.readMetadataFile(ctx, t.name, e.MetadataFile, indexHead)
 		if isStoreNotExist(err) {
 			continue
 		}
@@ -176,11 +202,11 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v int) (map[string
 			return nil, err
 		}
 		for _, s := range historySegments(old.props()) {
-			ref["metadata/"+s.name] = true
+			ref[own+s.name] = true
 		}
 	}
 	// Every snapshot's manifest list, manifests and live data files.
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ type propertiesMutation struct {
 	unset []string
 }
 
-func (m *propertiesMutation) build(_ context.Context, base *head, n int, _ int) (*head, []byte, error) {
+func (m *propertiesMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
 	props := base.props()
 	changed := false
 	for _, k := range m.unset {
@@ -53,7 +53,7 @@ func (m *propertiesMutation) build(_ context.Context, base *head, n int, _ int) 
 	if !changed {
 		return nil, nil, errNothingToCommit
 	}
-	return base.withProperties(m.set, m.unset, m.t.lake.metadataLocation(m.t.name, n), m.t.lake.now().UnixMilli())
+	return base.withProperties(m.set, m.unset, v.location, m.t.lake.now().UnixMilli())
 }
 
 // finish: a property change writes nothing but its version.

@@ -45,7 +45,7 @@ type rollbackMutation struct {
 	expected *int64
 }
 
-func (m *rollbackMutation) build(ctx context.Context, base *head, n int, _ int) (*head, []byte, error) {
+func (m *rollbackMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
 	var cur *int64
 	if base.current >= 0 {
 		id := base.snaps[base.current].id
@@ -57,7 +57,7 @@ func (m *rollbackMutation) build(ctx context.Context, base *head, n int, _ int) 
 	case (cur == nil) != (m.expected == nil) || (cur != nil && *cur != *m.expected):
 		return nil, nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
 	}
-	next, body, _, err := m.t.stageTransaction(ctx, base, m.t.lake.metadataLocation(m.t.name, n),
+	next, body, _, err := m.t.stageTransaction(ctx, base, v.location,
 		func(txn *table.Transaction) error { return txn.RollbackToSnapshot(m.target) })
 	return next, body, err
 }

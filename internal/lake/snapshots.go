@@ -268,7 +268,7 @@ func (t *Table) parentManifests(ctx context.Context, parent *table.Snapshot) ([]
 	if t.lastList != "" && t.lastList == parent.ManifestList {
 		return t.lastManifests, nil
 	}
-	fs, err := t.lake.fsF(ctx)
+	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +287,7 @@ func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec
 ) (iceberg.ManifestFile, error) {
 	old := make([][]iceberg.ManifestEntry, len(absorbed))
 	if len(absorbed) > 0 {
-		fs, err := t.lake.fsF(ctx)
+		fs, err := t.fsF(ctx)
 		if err != nil {
 			return nil, err
 		}

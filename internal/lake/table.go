@@ -23,7 +23,7 @@ type Table struct {
 
 	mu       sync.RWMutex // guards the fields below
 	head     *head        // the loaded version: its fields, snapshot index and write metadata
-	version  int
+	version  versionRef
 	contract Contract
 	arrowSc  *arrow.Schema
 
@@ -36,7 +36,7 @@ type Table struct {
 	lastManifests []iceberg.ManifestFile
 }
 
-func (t *Table) set(h *head, version int) error {
+func (t *Table) set(h *head, version versionRef) error {
 	props, schema := h.write.Properties(), h.write.CurrentSchema()
 	if err := checkFormatVersion(props); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
@@ -55,7 +55,7 @@ func (t *Table) set(h *head, version int) error {
 	return nil
 }
 
-func (t *Table) loaded() (*head, int) {
+func (t *Table) loaded() (*head, versionRef) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.head, t.version
@@ -77,7 +77,7 @@ func (t *Table) view() tableView {
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.head.dataWrite, t.metadataLocation(t.version), t.lake.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.head.dataWrite, t.version.location, t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -110,11 +110,12 @@ func (t *Table) CurrentSnapshotID() (int64, bool) {
 	return h.snaps[h.current].id, true
 }
 
-// Version returns N of the loaded vN.metadata.json.
+// Version returns N of the loaded vN.metadata.json (0 when a REST
+// catalog names its metadata files without a number).
 func (t *Table) Version() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.version
+	return t.version.n
 }
 
 // Location returns the table location URI.
@@ -123,10 +124,13 @@ func (t *Table) Location() string {
 	return h.write.Location()
 }
 
-// MetadataLocation returns the URI of the loaded vN.metadata.json.
-func (t *Table) MetadataLocation() string { return t.metadataLocation(t.Version()) }
-
-func (t *Table) metadataLocation(version int) string { return t.lake.metadataLocation(t.name, version) }
+// MetadataLocation returns the URI of the loaded version's metadata file:
+// what a reader that takes a metadata file (DuckDB's iceberg_scan,
+// pyiceberg's StaticTable) is given.
+func (t *Table) MetadataLocation() string {
+	_, v := t.loaded()
+	return v.location
+}
 
 // Contract returns the table's time-series contract.
 func (t *Table) Contract() Contract {
@@ -149,7 +153,20 @@ func (t *Table) ArrowSchema() *arrow.Schema {
 // RollbackTo, ...): its catalog refuses commits.
 func (t *Table) Iceberg() *table.Table {
 	h, v := t.loaded()
-	return table.New(t.ident(), t.metadataOf(h), t.metadataLocation(v), t.lake.fsF, readOnly{})
+	return table.New(t.ident(), t.metadataOf(h), v.location, t.fsF, readOnly{})
+}
+
+// newerVersion reports whether version a (ha) is newer than b (hb): by
+// number when both have one, else by last-sequence-number and then
+// last-updated-ms (a REST catalog's files need not be numbered).
+func newerVersion(a versionRef, ha *head, b versionRef, hb *head) bool {
+	if a.n > 0 && b.n > 0 {
+		return a.n > b.n
+	}
+	if ha.lastSeq != hb.lastSeq {
+		return ha.lastSeq > hb.lastSeq
+	}
+	return ha.lastUpdated > hb.lastUpdated
 }
 
 func (t *Table) ident() table.Identifier { return table.Identifier{t.name.Namespace, t.name.Name} }
@@ -178,7 +195,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 	// A commit of this Table that landed while the newest version was
 	// being read is newer than what was read: keep it (unless the table
 	// was made anew meanwhile: another table uuid).
-	if ch, cur := t.loaded(); v < cur && ch.write.TableUUID() == h.write.TableUUID() {
+	if ch, cur := t.loaded(); newerVersion(cur, ch, v, h) && ch.write.TableUUID() == h.write.TableUUID() {
 		return nil
 	}
 	return t.set(h, v)

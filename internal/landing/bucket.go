@@ -1,18 +1,23 @@
 // Package landing is the landing bucket (an S3 bucket or prefix, or a local
 // folder) as ingest sees it: the listing of files to load (skipping
 // timelake's own objects, the quarantine prefix, hidden and partial files),
-// quarantine with an error report next to the kept copy, and the per-table
-// ingest lease. Decoding a file's bytes is package decode's job.
+// when a local file is complete (Settle, shared with the gateway's spool),
+// quarantine with an error report next to the kept copy (for any key the
+// store holds), and the per-table ingest lease. Decoding a file's bytes is
+// package decode's job.
 package landing
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -41,6 +46,10 @@ func (b *Bucket) quarantinePrefix() string {
 	}
 	return p
 }
+
+// QuarantineFolder is the prefix quarantined copies are kept below
+// (QuarantinePrefix, else DefaultQuarantinePrefix), with its "/".
+func (b *Bucket) QuarantineFolder() string { return b.quarantinePrefix() }
 
 // partialSuffixes mark files still being written (write, then rename).
 var partialSuffixes = []string{".tmp", ".part", ".partial", ".swp", "~"}
@@ -92,7 +101,10 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(storage.Object
 // Report is the JSON error report written next to a quarantined file
 // (<quarantined key>.error.json).
 type Report struct {
-	Key           string    `json:"key"`            // original landing key
+	Key string `json:"key"` // original landing key
+	// KeyBytes holds the key's bytes when they are not UTF-8 (a local file
+	// name in another encoding), which Key, a JSON string, cannot.
+	KeyBytes      []byte    `json:"key_bytes,omitempty"`
 	QuarantinedTo string    `json:"quarantined_to"` // key of the kept copy
 	Table         string    `json:"table,omitempty"`
 	Reason        string    `json:"reason"` // one line: what failed
@@ -104,18 +116,24 @@ type Report struct {
 	ETag          string    `json:"etag,omitempty"`
 	SHA256        string    `json:"sha256,omitempty"`
 	At            time.Time `json:"at"`
+	Kind          string    `json:"kind,omitempty"` // what refused it: KindFile or KindSetting ("" before they were written)
 }
 
-// Quarantine moves key to the quarantine prefix (keeping its path) and
-// writes the report beside it, so a file that cannot be loaded is kept, never
-// dropped. When a file with the same key was quarantined before, the new copy
-// gets a UTC timestamp suffix. It copies before it deletes: a crash in
-// between leaves the file in both places, never in neither. It returns the
-// quarantined key.
+// Quarantine moves key to the quarantine prefix (QuarantineKey) and writes
+// the report beside it, so a file that cannot be loaded is kept, never
+// dropped. When a file with the same key was quarantined before, the new
+// copy gets a UTC timestamp suffix. It copies before it deletes: a crash in
+// between leaves the file in both places, never in neither. In a folder,
+// the copy and the report keep the permission bits of the file. It
+// returns the quarantined key.
 func (b *Bucket) Quarantine(ctx context.Context, key string, rep Report) (string, error) {
-	dst := b.quarantinePrefix() + key
+	src, err := b.Store.Stat(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("quarantine %s: %w", key, err)
+	}
+	dst := b.QuarantineKey(key)
 	if _, err := b.Store.Stat(ctx, dst); err == nil {
-		dst += "." + rep.At.UTC().Format("20060102T150405.000000000Z")
+		dst += "." + rep.At.UTC().Format(copyTimeLayout)
 	} else if !errors.Is(err, storage.ErrNotExist) {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
@@ -123,16 +141,81 @@ func (b *Bucket) Quarantine(ctx context.Context, key string, rep Report) (string
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
 	rep.Key, rep.QuarantinedTo = key, dst
+	if !utf8.ValidString(key) {
+		rep.KeyBytes = []byte(key)
+	}
 	body, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
-	if _, err := b.Store.Put(ctx, dst+".error.json", bytes.NewReader(append(body, '\n')),
-		storage.PutOptions{ContentType: "application/json"}); err != nil {
+	if _, err := b.Store.Put(ctx, dst+reportSuffix, bytes.NewReader(append(body, '\n')),
+		storage.PutOptions{ContentType: "application/json", Mode: src.Mode}); err != nil {
 		return "", fmt.Errorf("quarantine %s: write report: %w", key, err)
 	}
 	if err := b.Store.Delete(ctx, key); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
 	return dst, nil
+}
+
+// copyTimeLayout is the UTC time Quarantine adds to the name of a second
+// copy of one landing key (copySuffix matches it).
+const copyTimeLayout = "20060102T150405.000000000Z"
+
+// HashedFolder holds, below the quarantine prefix, the copies of files
+// whose keys cannot be kept as they are (QuarantineKey). Its "_timelake"
+// segment is one no landing key that ingest loads holds (Skipped), so no
+// quarantined key can be mistaken for a hashed copy.
+const HashedFolder = "_timelake/hashed/"
+
+// QuarantineKey is where Quarantine keeps a copy of key: the quarantine
+// prefix and the key, or, when that would not fit or is not a key
+// timelake writes, the quarantine prefix, HashedFolder and the hex SHA-256
+// of the key with its file type's extension (a fixed length of at most 88
+// bytes after the prefix). The key is not kept when its copy's report, with
+// the suffix of a second copy, would pass S3's 1,024 bytes
+// (storage.MaxKeyBytes, with the key prefix of an S3 landing location) or
+// have a path segment longer than a file name may
+// be (storage.MaxNameBytes), or when it fails storage.ValidateKey (control
+// characters, backslashes) or is not UTF-8. The report (Report.Key) keeps
+// the key in every case.
+func (b *Bucket) QuarantineKey(key string) string {
+	dst := b.quarantinePrefix() + key
+	full := dst // the key in the bucket, with the store's prefix
+	if s3, ok := b.Store.(interface{ FullKey(string) string }); ok {
+		full = s3.FullKey(dst)
+	}
+	suffix := len("."+copyTimeLayout) + len(reportSuffix)
+	fits := len(full)+suffix <= storage.MaxKeyBytes && utf8.ValidString(key) && storage.ValidateKey(dst) == nil
+	for i, seg := range strings.Split(dst, "/") {
+		n := len(seg)
+		if i == strings.Count(dst, "/") {
+			n += suffix
+		}
+		fits = fits && n <= storage.MaxNameBytes
+	}
+	if fits {
+		return dst
+	}
+	sum := sha256.Sum256([]byte(key))
+	return b.quarantinePrefix() + HashedFolder + hex.EncodeToString(sum[:]) + fileExt(key)
+}
+
+// hashedCopy reports whether a quarantined key is a hashed copy, whose
+// landing key only its report knows.
+func (b *Bucket) hashedCopy(quarantined string) bool {
+	return strings.HasPrefix(quarantined, b.quarantinePrefix()+HashedFolder)
+}
+
+// fileExt is the extension of a landing file type that key ends in (any
+// case), lower-cased: .csv.gz, .tsv.gz, .csv, .tsv, .parquet, .gz; "" for
+// none of them.
+func fileExt(key string) string {
+	lower := strings.ToLower(key)
+	for _, ext := range []string{".csv.gz", ".tsv.gz", ".csv", ".tsv", ".parquet", ".gz"} {
+		if strings.HasSuffix(lower, ext) {
+			return ext
+		}
+	}
+	return ""
 }

@@ -15,8 +15,11 @@ import (
 // process still exists.
 type Holder struct {
 	Token string `json:"holder"`
-	Host  string `json:"host,omitempty"`
-	PID   int    `json:"pid,omitempty"`
+	// Kind is what holds the lease: HolderIngest or HolderServe; "" in
+	// leases of earlier timelake versions.
+	Kind string `json:"kind,omitempty"`
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
 	// Start is the process start time in clock ticks after boot (Linux
 	// /proc/<pid>/stat field 22); 0 when unknown.
 	Start uint64 `json:"process_start,omitempty"`
@@ -27,6 +30,12 @@ type Holder struct {
 	// that two containers sharing a host name and a kernel are told apart.
 	PIDNamespace string `json:"pid_ns,omitempty"`
 }
+
+// Kinds of lease holders (Holder.Kind).
+const (
+	HolderIngest = "ingest" // one `timelake ingest` run
+	HolderServe  = "serve"  // a `timelake serve` process, for as long as it runs
+)
 
 // NewHolder describes this process with a fresh random run id.
 func NewHolder() Holder {
@@ -49,13 +58,19 @@ func NewHolder() Holder {
 // String is the token.
 func (h Holder) String() string { return h.Token }
 
+// onThisHost reports whether h ran on this host as far as can be told:
+// the same host name, boot id and PID namespace, all known.
+func (h Holder) onThisHost(self Holder) bool {
+	return h.PID > 0 && h.Host != "" && h.Host == self.Host && h.BootID != "" && h.BootID == self.BootID &&
+		h.PIDNamespace == self.PIDNamespace
+}
+
 // gone reports whether h's process is known to have ended: h ran on this
 // host (same host name, boot id and PID namespace, all known) and its PID
 // is no longer running, or now runs a process that started at another
 // time. Whatever cannot be checked counts as alive.
 func (h Holder) gone(self Holder) bool {
-	if h.PID <= 0 || h.Host == "" || h.Host != self.Host ||
-		h.BootID == "" || h.BootID != self.BootID || h.PIDNamespace != self.PIDNamespace {
+	if !h.onThisHost(self) {
 		return false
 	}
 	running, start := processRunning(h.PID)

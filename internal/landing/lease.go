@@ -15,23 +15,63 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// ErrLeaseHeld is returned (wrapped in *LeaseHeldError) when another ingest
-// run holds an unexpired lease on the table and prefix, or on an
-// overlapping prefix.
-var ErrLeaseHeld = errors.New("another ingest run holds the lease")
+// ErrLeaseHeld is returned (wrapped in *LeaseHeldError) when another run
+// (an ingest or a serve) holds an unexpired lease on the table and prefix,
+// or on an overlapping prefix.
+var ErrLeaseHeld = errors.New("another run holds the lease")
 
 // ErrLeaseTaken is returned by Renew when another run took the lease over
 // (this run outlived its TTL without renewing, or the lease was broken).
 var ErrLeaseTaken = errors.New("the lease was taken over by another run")
 
-// LeaseHeldError names the holder of a lease that blocks a run.
+// LeaseHeldError names the holder of a lease that blocks a run: what it is
+// (an ingest run or a serve), where it runs (host, PID), since when it
+// holds the lease and until when, and whether it is known to be gone.
 type LeaseHeldError struct {
-	Key      string
-	Holder   string
+	Key    string
+	Holder string // the holder's token, host:pid:run
+	// Kind, Host and PID are the holder's (Holder): Kind is HolderIngest,
+	// HolderServe or "" (a lease of an earlier version).
+	Kind string
+	Host string
+	PID  int
+	// OnThisHost: the holder runs on this host, and its process is alive.
+	OnThisHost bool
+	// State is "live", or "expired" / "dead" (its process no longer runs
+	// on this host) for a lease that blocks all the same (only then is
+	// --break-lease suggested).
+	State    string
 	Prefix   string // the holder's landing prefix
 	Mine     string // the prefix of the run that was refused
+	MineKind string // the refused run's kind: HolderIngest or HolderServe
 	Acquired time.Time
 	Expires  time.Time
+}
+
+// Busy reports whether the holder is the previous run of the same poller
+// still working: an ingest on the same table and prefix, refusing an
+// ingest. That is a normal backlog, not a failure.
+func (e *LeaseHeldError) Busy() bool {
+	return e.Kind == HolderIngest && e.MineKind == HolderIngest && e.Prefix == e.Mine && e.State == "live"
+}
+
+// Info describes the blocking lease as BreakLeases reports one.
+func (e *LeaseHeldError) Info() LeaseInfo {
+	return LeaseInfo{Key: e.Key, Holder: e.Holder, Kind: e.Kind, Host: e.Host, PID: e.PID, Prefix: e.Prefix,
+		Acquired: e.Acquired, Expires: e.Expires, State: e.State}
+}
+
+// holderText names the holder: "ingest poller-1:4242:0a1b2c (host
+// poller-1, pid 4242)"; a lease of an earlier version has no kind.
+func (e *LeaseHeldError) holderText() string {
+	s := e.Holder
+	if e.Kind != "" {
+		s = e.Kind + " " + s
+	}
+	if e.Host != "" && e.PID > 0 {
+		s += fmt.Sprintf(" (host %s, pid %d)", e.Host, e.PID)
+	}
+	return s
 }
 
 func (e *LeaseHeldError) Error() string {
@@ -40,12 +80,29 @@ func (e *LeaseHeldError) Error() string {
 		since = " since " + e.Acquired.UTC().Format(time.RFC3339)
 	}
 	until := e.Expires.UTC().Format(time.RFC3339)
-	if e.Prefix != e.Mine {
-		return fmt.Sprintf("%v: %s loads landing prefix %q of the table (lease %s%s, until %s), which overlaps prefix %q of this run; give the pollers of one table disjoint prefixes",
-			ErrLeaseHeld, e.Holder, e.Prefix, e.Key, since, until, e.Mine)
+	var b strings.Builder
+	switch {
+	case e.Prefix != e.Mine:
+		fmt.Fprintf(&b, "%s holds the lease %s%s until %s for landing prefix %q of the table, which overlaps prefix %q of this run; give the pollers of one table disjoint prefixes",
+			e.holderText(), e.Key, since, until, e.Prefix, e.Mine)
+	case e.Busy():
+		fmt.Fprintf(&b, "the previous run is still working: %s holds the lease %s%s, renewed until %s; this run did nothing",
+			e.holderText(), e.Key, since, until)
+	case e.Kind == HolderServe && e.MineKind != HolderServe:
+		fmt.Fprintf(&b, "%s holds the lease %s%s until %s (renewed while it runs): a serve loads this table, so ingest does not; run either serve or ingest for a table (docs/serve.md)",
+			e.holderText(), e.Key, since, until)
+	default:
+		fmt.Fprintf(&b, "%s holds the lease %s%s until %s", e.holderText(), e.Key, since, until)
 	}
-	return fmt.Sprintf("%v: %s holds %s%s until %s (it expires by itself if that run died; timelake ingest --break-lease removes it now)",
-		ErrLeaseHeld, e.Holder, e.Key, since, until)
+	switch {
+	case e.State == "expired" || e.State == "dead":
+		fmt.Fprintf(&b, " (its holder is %s: timelake ingest --break-lease removes it now)", map[string]string{"expired": "expired", "dead": "gone from this host"}[e.State])
+	case e.OnThisHost:
+		fmt.Fprintf(&b, " (its process %d is running on this host)", e.PID)
+	default:
+		fmt.Fprintf(&b, " (if that run died, its lease expires by itself at %s)", until)
+	}
+	return b.String()
 }
 
 // Unwrap makes errors.Is(err, ErrLeaseHeld) work.
@@ -243,8 +300,23 @@ func (l *Lease) live(b leaseBody) bool {
 }
 
 func (l *Lease) heldError(b leaseBody) *LeaseHeldError {
-	return &LeaseHeldError{Key: l.key, Holder: b.Token, Prefix: b.Prefix, Mine: l.opts.Prefix,
-		Acquired: b.Acquired, Expires: b.Expires}
+	return l.heldBy(l.key, b)
+}
+
+// heldBy describes lease key of body b as blocking this run.
+func (l *Lease) heldBy(key string, b leaseBody) *LeaseHeldError {
+	self := l.opts.Holder
+	e := &LeaseHeldError{Key: key, Holder: b.Token, Kind: b.Kind, Host: b.Host, PID: b.PID, Prefix: b.Prefix,
+		Mine: l.opts.Prefix, MineKind: self.Kind, Acquired: b.Acquired, Expires: b.Expires, State: "live"}
+	switch {
+	case b.gone(self):
+		e.State = "dead"
+	case !l.opts.Now().Before(b.Expires):
+		e.State = "expired"
+	default:
+		e.OnThisHost = b.onThisHost(self)
+	}
+	return e
 }
 
 // resolve settles a lease write that failed with writeErr and whose outcome
@@ -303,8 +375,7 @@ func (l *Lease) overlapping(ctx context.Context) (*LeaseHeldError, error) {
 			return nil
 		}
 		if PrefixesOverlap(b.Prefix, l.opts.Prefix) && held == nil {
-			held = &LeaseHeldError{Key: key, Holder: b.Token, Prefix: b.Prefix, Mine: l.opts.Prefix,
-				Acquired: b.Acquired, Expires: b.Expires}
+			held = l.heldBy(key, b)
 		}
 		return nil
 	})
@@ -431,8 +502,13 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // LeaseInfo describes a lease removed by BreakLeases.
 type LeaseInfo struct {
-	Key      string    `json:"key"`
-	Holder   string    `json:"holder"`
+	Key    string `json:"key"`
+	Holder string `json:"holder"`
+	// Kind, Host and PID are the holder's: Kind is "ingest", "serve" or
+	// absent (a lease of an earlier version).
+	Kind     string    `json:"kind,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	PID      int       `json:"pid,omitempty"`
 	Prefix   string    `json:"prefix"`
 	Acquired time.Time `json:"acquired"`
 	Expires  time.Time `json:"expires"`
@@ -456,7 +532,8 @@ func BreakLeases(ctx context.Context, store storage.Store, opts LeaseOptions) ([
 		if key != l.key && !PrefixesOverlap(b.Prefix, opts.Prefix) {
 			return nil
 		}
-		li := LeaseInfo{Key: key, Holder: b.Token, Prefix: b.Prefix, Acquired: b.Acquired, Expires: b.Expires, State: "live"}
+		li := LeaseInfo{Key: key, Holder: b.Token, Kind: b.Kind, Host: b.Host, PID: b.PID, Prefix: b.Prefix,
+			Acquired: b.Acquired, Expires: b.Expires, State: "live"}
 		switch {
 		case b.gone(opts.Holder):
 			li.State = "dead"

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -177,8 +179,8 @@ func TestLeaseHeldTakenOverAndReleased(t *testing.T) {
 	if _, err := AcquireLease(ctx, store, b); !errors.As(err, &held) || held.Holder != "run-a" {
 		t.Fatalf("second run: %v, want held by run-a", err)
 	}
-	if !strings.Contains(held.Error(), "--break-lease") || !strings.Contains(held.Error(), "since") {
-		t.Errorf("message %q does not say since when and how to break it", held.Error())
+	if !strings.Contains(held.Error(), "since") || !strings.Contains(held.Error(), "expires by itself at") || strings.Contains(held.Error(), "--break-lease") {
+		t.Errorf("message %q does not say since when and until when, or invites breaking a live lease", held.Error())
 	}
 
 	now = now.Add(2 * time.Minute) // run-a's lease expired
@@ -368,5 +370,66 @@ func TestBreakLeases(t *testing.T) {
 	}
 	if _, err := store.Stat(ctx, LeaseKey("other.table", "")); err != nil {
 		t.Fatalf("another table's lease was broken: %v", err)
+	}
+}
+
+// TestLeaseHeldNamesItsHolder checks what a refused run is told: the
+// holder's kind, host and PID, since and until when; the previous ingest
+// of the same prefix is a backlog (Busy), a serve is named as such, and
+// --break-lease is suggested only for a holder known to be gone.
+func TestLeaseHeldNamesItsHolder(t *testing.T) {
+	ctx := context.Background()
+	store := localStore(t)
+	held := func(holder, refused Holder) *LeaseHeldError {
+		t.Helper()
+		first := opts("", "")
+		first.Holder = holder
+		l, err := AcquireLease(ctx, store, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(ctx)
+		second := opts("", "")
+		second.Holder = refused
+		var he *LeaseHeldError
+		if _, err := AcquireLease(ctx, store, second); !errors.As(err, &he) {
+			t.Fatalf("%v, want held", err)
+		}
+		return he
+	}
+	other := func(kind string) Holder {
+		return Holder{Token: "poller-1:4242:0a1b2c", Kind: kind, Host: "poller-1", PID: 4242}
+	}
+	self := func(kind string) Holder { h := NewHolder(); h.Kind = kind; return h }
+
+	e := held(other(HolderIngest), self(HolderIngest))
+	if !e.Busy() || !strings.HasPrefix(e.Error(), "the previous run is still working: ingest poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease _timelake/lease/iot.readings.json since ") ||
+		!strings.Contains(e.Error(), "; this run did nothing (if that run died, its lease expires by itself at ") {
+		t.Errorf("previous ingest: busy %v, %q", e.Busy(), e.Error())
+	}
+	e = held(other(HolderServe), self(HolderIngest))
+	if e.Busy() || !strings.HasPrefix(e.Error(), "serve poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease") ||
+		!strings.Contains(e.Error(), "a serve loads this table, so ingest does not") || strings.Contains(e.Error(), "--break-lease") {
+		t.Errorf("serve: busy %v, %q", e.Busy(), e.Error())
+	}
+	if e = held(other(HolderServe), self(HolderServe)); e.Busy() || strings.Contains(e.Error(), "so ingest does not") {
+		t.Errorf("serve waiting for serve: %q", e.Error())
+	}
+	if e = held(other(""), self(HolderIngest)); e.Busy() || !strings.HasPrefix(e.Error(), "poller-1:4242:0a1b2c (host poller-1, pid 4242) holds") {
+		t.Errorf("a lease of an earlier version: busy %v, %q", e.Busy(), e.Error())
+	}
+	if runtime.GOOS == "linux" { // where a holder's process can be told alive
+		// A holder on this host whose process runs (this test's).
+		mine := self(HolderIngest)
+		mine.Token += "-first"
+		if e = held(mine, self(HolderIngest)); !e.OnThisHost || !strings.Contains(e.Error(), fmt.Sprintf("(its process %d is running on this host)", os.Getpid())) {
+			t.Errorf("on this host: %+v %q", e, e.Error())
+		}
+	}
+	for _, state := range []string{"expired", "dead"} {
+		e := &LeaseHeldError{Key: "k", Holder: "h", Kind: HolderIngest, MineKind: HolderIngest, State: state, Expires: time.Now()}
+		if e.Busy() || !strings.Contains(e.Error(), "timelake ingest --break-lease removes it now") {
+			t.Errorf("%s: busy %v, %q", state, e.Busy(), e.Error())
+		}
 	}
 }

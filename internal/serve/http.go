@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -26,16 +27,25 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// NotifyResult is the body of a 200 answer to POST /notify.
+// NotifyResult is the body of a 200 answer to POST /notify: how many of
+// its events were queued, and how many were not (ignored, or dropped
+// because the queue was full).
 type NotifyResult struct {
 	Queued  int `json:"queued"`
 	Ignored int `json:"ignored"`
 }
 
+// MaxEventsPerRequest bounds the events of one notification: Tigris batches
+// a few events per request, MinIO and AWS send one, so a request with more
+// is not a provider's; it is refused whole (413), and the sweep loads
+// whatever files it named.
+const MaxEventsPerRequest = 1000
+
 // notify answers a notification: 200 once its keys are queued (also when
 // every event is ignored, so that providers do not send it again), 401
 // without valid authentication (nothing queued), 400 for a body that is not
-// a notification, 413 for one over MaxBody. HEAD answers 200 without
+// a notification, 413 for one over MaxBody or with more than
+// MaxEventsPerRequest events (nothing queued). HEAD answers 200 without
 // authentication: MinIO probes its webhook target so.
 func (s *Server) notify(w http.ResponseWriter, r *http.Request) {
 	code := s.serveNotify(w, r)
@@ -84,26 +94,40 @@ func (s *Server) serveNotify(w http.ResponseWriter, r *http.Request) int {
 	if n.SubscribeURL != "" {
 		s.log.Warn("SNS asks to confirm a subscription: open this URL once to confirm it", "url", n.SubscribeURL)
 	}
+	if len(n.Events) > MaxEventsPerRequest {
+		s.log.Warn("notification refused: too many events", "remote", r.RemoteAddr, "events", len(n.Events), "limit", MaxEventsPerRequest)
+		http.Error(w, fmt.Sprintf("%d events in one request, more than %d: nothing queued (the sweep loads the files)",
+			len(n.Events), MaxEventsPerRequest), http.StatusRequestEntityTooLarge)
+		return http.StatusRequestEntityTooLarge
+	}
 	now := time.Now()
+	request := s.requests.Add(1)
 	var res NotifyResult
+	keys := map[string]waiting{}
 	for _, ev := range n.Events {
 		key, why := s.landingKey(ev)
-		outcome := "queued"
-		switch {
-		case why != "":
-			outcome = "ignored"
-			s.log.Debug("event ignored", "provider", ev.Provider, "event", ev.Name, "bucket", ev.Bucket, "key", ev.Key, "why", why)
-		case !s.queue.add(key, waiting{since: eventTime(ev.Time, now), announced: now}):
-			outcome = "dropped"
-			s.log.Warn("queue full: event dropped (the sweep loads the file)", "key", key)
-		}
-		if outcome == "queued" {
-			res.Queued++
-		} else {
+		if why != "" {
 			res.Ignored++
+			s.metrics.events.WithLabelValues(string(ev.Provider), "ignored").Inc()
+			s.log.Debug("event ignored", "provider", ev.Provider, "event", ev.Name, "bucket", ev.Bucket, "key", ev.Key, "why", why)
+			continue
 		}
-		s.metrics.events.WithLabelValues(string(ev.Provider), outcome).Inc()
+		w := waiting{since: eventTime(ev.Time, now), announced: now, request: request}
+		if old, ok := keys[key]; ok {
+			w = old.older(w)
+		}
+		keys[key] = w
+		res.Queued++
 	}
+	// The keys of one notification are queued at once, so that a load
+	// takes them in one lookup (serve.go, loadQueued).
+	if dropped := s.queue.addAll(keys); dropped > 0 {
+		res.Queued -= dropped
+		res.Ignored += dropped
+		s.metrics.events.WithLabelValues(string(n.Provider), "dropped").Add(float64(dropped))
+		s.log.Warn("queue full: events dropped (the sweep loads their files)", "events", dropped)
+	}
+	s.metrics.events.WithLabelValues(string(n.Provider), "queued").Add(float64(res.Queued))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(res)

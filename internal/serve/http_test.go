@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/storage"
@@ -126,7 +127,7 @@ func TestNotifyEvents(t *testing.T) {
 			}
 		})
 	}
-	got := s.queue.take(100)
+	got := s.queue.take(100, time.Now())
 	want := []string{"gw/a.csv", "gw/b c.csv", "gw/d.parquet"}
 	if len(got) != len(want) {
 		t.Fatalf("queue %v, want %v (a key announced twice is queued once)", got, want)

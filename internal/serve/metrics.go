@@ -15,12 +15,14 @@ type metrics struct {
 	filesAlready     prometheus.Counter
 	filesQuarantined prometheus.Counter
 	filesWaiting     prometheus.Counter
+	filesFailed      prometheus.Counter
 	rowsLoaded       prometheus.Counter
 	sweepLoaded      prometheus.Counter
 	commitSeconds    prometheus.Histogram
 	commitErrors     prometheus.Counter
 	loadErrors       prometheus.Counter
 	eventToLoaded    prometheus.Histogram
+	announcedMissing prometheus.Counter
 	events           *prometheus.CounterVec
 	requests         *prometheus.CounterVec
 	sweeps           *prometheus.CounterVec
@@ -40,7 +42,8 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 	m.filesLoaded = counter("timelake_files_loaded_total", "Landing files whose rows were committed (and the file deleted).")
 	m.filesAlready = counter("timelake_files_already_loaded_total", "Landing files found already loaded (by key or, with content dedupe, by content) and deleted.")
 	m.filesQuarantined = counter("timelake_files_quarantined_total", "Landing files that could not be loaded, moved to the quarantine prefix with a report.")
-	m.filesWaiting = counter("timelake_files_waiting_total", "Landing files left for a later load (their content was being loaded under another key).")
+	m.filesWaiting = counter("timelake_files_waiting_total", "Landing files left for a later load (a file of a local folder not complete yet, or their content was being loaded under another key).")
+	m.filesFailed = counter("timelake_files_failed_total", "Landing files that could not be fetched or quarantined; they stay in the landing bucket for a later sweep.")
 	m.rowsLoaded = counter("timelake_rows_loaded_total", "Rows committed.")
 	m.sweepLoaded = counter("timelake_sweep_files_loaded_total", "Files loaded by a sweep rather than after an event: announced by no event, or not yet loaded when the sweep listed them.")
 	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "timelake_commit_seconds",
@@ -49,6 +52,7 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 	m.loadErrors = counter("timelake_load_errors_total", "Loads that stopped on an error (storage, commit); their files stay in the landing bucket.")
 	m.eventToLoaded = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "timelake_event_to_loaded_seconds",
 		Help: "Time from a notification's arrival to its file being committed and deleted.", Buckets: latencyBuckets})
+	m.announcedMissing = counter("timelake_announced_missing_total", "Keys announced by events that were not in the landing bucket when looked up (loaded already, deleted, never there, or a symbolic link of a local folder).")
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timelake_events_total",
 		Help: "Object notification events received, by provider shape and outcome (queued, ignored, dropped when the queue was full)."},
 		[]string{"provider", "outcome"})
@@ -66,8 +70,8 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 		Help: "Keys announced by events and waiting for a load."}, queueDepth)
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timelake_landing_lag_seconds",
 		Help: "Age of the oldest landing file known to wait (queued or being loaded); 0 when none."}, landingLag)
-	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.rowsLoaded, m.sweepLoaded,
-		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.events, m.requests, m.sweeps, m.maintenance,
+	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.filesFailed, m.rowsLoaded, m.sweepLoaded,
+		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.announcedMissing, m.events, m.requests, m.sweeps, m.maintenance,
 		m.leaseHeld, m.lastCommit, queue, lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -19,6 +19,7 @@ import (
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3test"
+	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
 var tableName = lake.TableName{Namespace: "iot", Name: "readings"}
@@ -72,19 +73,6 @@ func start(t *testing.T, cfg serve.Config) *running {
 	}
 	t.Cleanup(func() { _ = r.stop() })
 	return r
-}
-
-// waitFor polls cond until it holds, failing the test after a minute (a
-// bound on a hang, not a measure of speed).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func health(r *running) (int, string) {
@@ -178,7 +166,7 @@ func TestServeS3(t *testing.T) {
 	}
 
 	a := start(t, cfg)
-	waitFor(t, "the first server to take the lease", func() bool { code, _ := health(a); return code == 200 })
+	wait.For(t, "the first server to take the lease", func() bool { code, _ := health(a); return code == 200 })
 
 	// Events of each shape; 401 without or with a wrong token.
 	for i, shape := range []string{"tigris", "minio", "aws", "eventbridge"} {
@@ -194,7 +182,7 @@ func TestServeS3(t *testing.T) {
 		if code := notify(t, a, token, eventBody(shape, landingBucket, key)); code != 200 {
 			t.Fatalf("%s: %d", shape, code)
 		}
-		waitFor(t, key+" loaded after its "+shape+" event", loaded(a, key))
+		wait.For(t, key+" loaded after its "+shape+" event", loaded(a, key))
 		if got := a.resultsOf(key)[0].Rows; got != rows[key] {
 			t.Fatalf("%s: %d rows, want %d", key, got, rows[key])
 		}
@@ -203,7 +191,7 @@ func TestServeS3(t *testing.T) {
 	// A file that cannot be loaded is quarantined, as by ingest.
 	put("gw/bad.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,dev-1,warm\n")
 	notify(t, a, token, eventBody("tigris", landingBucket, "gw/bad.csv"))
-	waitFor(t, "gw/bad.csv quarantined", func() bool { return len(a.resultsOf("gw/bad.csv")) > 0 })
+	wait.For(t, "gw/bad.csv quarantined", func() bool { return len(a.resultsOf("gw/bad.csv")) > 0 })
 	if r := a.resultsOf("gw/bad.csv")[0]; r.Status != ingest.Quarantined || r.QuarantinedTo != "_rejected/gw/bad.csv" {
 		t.Fatalf("bad file: %+v", r)
 	}
@@ -221,11 +209,11 @@ func TestServeS3(t *testing.T) {
 	if code := notify(t, a, token, eventBody("tigris", landingBucket, "gw/missing.csv")); code != 200 {
 		t.Fatalf("missing key: %d", code)
 	}
-	waitFor(t, "gw/thrice.csv", loaded(a, "gw/thrice.csv"))
+	wait.For(t, "gw/thrice.csv", loaded(a, "gw/thrice.csv"))
 	put("gw/zz-after.csv", csv(8, 4))
 	rows["gw/zz-after.csv"] = 4
 	notify(t, a, token, eventBody("minio", landingBucket, "gw/zz-after.csv"))
-	waitFor(t, "gw/zz-after.csv", loaded(a, "gw/zz-after.csv"))
+	wait.For(t, "gw/zz-after.csv", loaded(a, "gw/zz-after.csv"))
 	if res := a.resultsOf("gw/thrice.csv"); len(res) != 1 {
 		t.Fatalf("gw/thrice.csv reported %d times: %+v", len(res), res)
 	}
@@ -242,7 +230,7 @@ func TestServeS3(t *testing.T) {
 		t.Fatalf("ingest while serving: %v", err)
 	}
 	b := start(t, cfg)
-	waitFor(t, "the second server to report the lease held", func() bool {
+	wait.For(t, "the second server to report the lease held", func() bool {
 		code, body := health(b)
 		return code == 503 && strings.Contains(body, "holds the lease")
 	})
@@ -254,7 +242,7 @@ func TestServeS3(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	waitFor(t, "the second server to load what it was told while it waited", loaded(b, "gw/during-b.csv"))
+	wait.For(t, "the second server to load what it was told while it waited", loaded(b, "gw/during-b.csv"))
 	if err := b.stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -268,10 +256,10 @@ func TestServeS3(t *testing.T) {
 	rows["gw/quiet-1.csv"] = 6
 	cfg.Sweep = 200 * time.Millisecond
 	c := start(t, cfg)
-	waitFor(t, "the first sweep", loaded(c, "gw/quiet-1.csv"))
+	wait.For(t, "the first sweep", loaded(c, "gw/quiet-1.csv"))
 	put("gw/quiet-2.csv", csv(11, 7))
 	rows["gw/quiet-2.csv"] = 7
-	waitFor(t, "a later sweep", loaded(c, "gw/quiet-2.csv"))
+	wait.For(t, "a later sweep", loaded(c, "gw/quiet-2.csv"))
 	if err := c.stop(); err != nil {
 		t.Fatal(err)
 	}

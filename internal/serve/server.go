@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -134,6 +136,8 @@ type Server struct {
 	metrics *metrics
 	health  health
 
+	requests atomic.Uint64 // notifications received, numbering their keys (waiting.request)
+
 	mu       sync.Mutex
 	inflight map[string]waiting // the files of the load under way
 	sweeping bool               // the load under way is a sweep's
@@ -203,6 +207,8 @@ func (s *Server) wrapIngest() {
 			m.filesQuarantined.Inc()
 		case ingest.Waiting:
 			m.filesWaiting.Inc()
+		case ingest.Failed:
+			m.filesFailed.Inc()
 		}
 		s.mu.Lock()
 		w, ok := s.inflight[r.Key]
@@ -388,21 +394,21 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			sess = nil
 			s.leaseReleased(lost)
 		case !now.Before(nextSweep):
-			if err := s.sweep(ctx, sess, stopped); err != nil {
+			if err := s.sweep(ctx, sess, stopped, nil); err != nil {
 				nextSweep = now.Add(min(retry.next(), s.cfg.Sweep))
 			} else {
 				nextSweep = now.Add(s.cfg.Sweep)
 				retry.reset()
 			}
-		case s.queue.len() > 0:
-			if err := s.loadQueued(ctx, sess); err != nil {
+		case s.queue.due(now) > 0:
+			if err := s.loadQueued(ctx, sess, stopped); err != nil {
 				if !wait(retry.next(), nil) {
 					return nil
 				}
 			} else {
 				retry.reset()
 			}
-			if s.queue.len() == 0 && s.queue.takeOverflow() {
+			if s.queue.due(time.Now()) == 0 && s.queue.takeOverflow() {
 				nextSweep = time.Now() // events were dropped: the sweep finds their files
 			}
 		case s.cfg.Ingest.MaintenanceBudget > 0 && sess.Table() != nil && now.Sub(lastMaint) >= s.cfg.MaintenanceEvery && !maint.running():
@@ -410,6 +416,9 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			maint.start(ctx)
 		default:
 			next := time.Until(nextSweep)
+			if due := s.queue.nextDue(); !due.IsZero() {
+				next = min(next, time.Until(due))
+			}
 			if s.cfg.Ingest.MaintenanceBudget > 0 {
 				next = min(next, max(time.Until(lastMaint.Add(s.cfg.MaintenanceEvery)), time.Second))
 			}
@@ -432,28 +441,44 @@ func (s *Server) leaseReleased(why string) {
 }
 
 // sweep lists the landing bucket and loads what it finds, a load of up to
-// loadSize files at a time.
-func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func() bool) error {
+// loadSize files at a time. announced are keys taken from the queue that
+// the listing answers (loadQueued): those listed keep their times, the
+// others do not exist and are dropped; after a failed listing they go back
+// to the queue.
+func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func() bool, announced map[string]waiting) error {
 	files, err := sess.List(ctx)
 	if err != nil {
+		s.requeue(announced, nil, nil)
 		s.metrics.sweeps.WithLabelValues("error").Inc()
 		s.health.sweepDone(err)
 		if sess.Err() == nil {
-			s.log.Error("sweep failed; retrying", "err", err)
+			s.log.Error("sweep failed; retrying", withFix(err, "err", err)...)
 		}
 		return err
 	}
 	s.metrics.sweeps.WithLabelValues("ok").Inc()
 	s.health.sweepDone(nil)
+	if len(announced) > 0 {
+		listed := make(map[string]bool, len(files))
+		for _, f := range files {
+			listed[f.Key] = true
+		}
+		n := len(announced)
+		maps.DeleteFunc(announced, func(k string, _ waiting) bool { return !listed[k] })
+		s.metrics.announcedMissing.Add(float64(n - len(announced)))
+		s.log.Info("announced keys looked up with one listing", "keys", n, "not_in_landing", n-len(announced))
+	}
 	n := s.loadSize()
 	for len(files) > 0 && !stopped() {
 		batch := files[:min(n, len(files))]
 		files = files[len(batch):]
 		ws := make(map[string]waiting, len(batch))
 		for _, f := range batch {
-			ws[f.Key] = waiting{since: f.LastModified}
+			ws[f.Key] = waiting{since: f.LastModified}.older(announced[f.Key])
+			delete(announced, f.Key)
 		}
 		if err := s.load(ctx, sess, batch, ws, true); err != nil {
+			s.requeue(announced, nil, nil) // listed, not loaded yet
 			return err
 		}
 	}
@@ -470,12 +495,21 @@ func (s *Server) loadSize() int {
 	return 2 * n
 }
 
-// loadQueued loads the keys events queued (those that still exist).
-func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
-	ws := s.queue.take(s.loadSize())
+// loadQueued loads the keys events queued that are due (those that still
+// exist). Up to one load's worth of keys (loadSize) are looked up one by
+// one (a HEAD each on S3); more are looked up with one listing of the
+// landing bucket (a sweep), which costs one request per 1,000 files in the
+// landing bucket however many keys were announced, so that keys that do
+// not exist cost bounded work and never hold back the files that do.
+func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session, stopped func() bool) error {
+	now := time.Now()
+	if n := s.queue.due(now); n > s.loadSize() {
+		return s.sweep(ctx, sess, stopped, s.queue.take(n, now))
+	}
+	ws := s.queue.take(s.loadSize(), now)
 	files, err := s.stat(ctx, ws)
 	if err != nil {
-		s.requeue(ws, nil)
+		s.requeue(ws, nil, nil)
 		s.health.loadDone(err)
 		return err
 	}
@@ -487,7 +521,9 @@ func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session) error {
 }
 
 // stat looks up the queued keys: a key that does not exist (loaded
-// already, deleted, or never there) is dropped without a word.
+// already, deleted, or never there) is dropped without a word, a key that
+// names a symbolic link in a local landing folder with a warning; neither
+// stops the others.
 func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.ObjectInfo, error) {
 	var mu sync.Mutex
 	var files []storage.ObjectInfo
@@ -497,11 +533,17 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 		g.Go(func() error {
 			info, err := s.cfg.Ingest.Landing.Stat(gctx, k)
 			if errors.Is(err, storage.ErrNotExist) {
+				s.metrics.announcedMissing.Inc()
 				s.log.Debug("announced file is not in the landing bucket", "key", k)
 				return nil
 			}
+			if errors.Is(err, storage.ErrSymlink) {
+				s.metrics.announcedMissing.Inc()
+				s.log.Warn("announced file not loaded", "key", k, "err", err)
+				return nil
+			}
 			if err != nil {
-				return fmt.Errorf("stat %s: %w", k, err)
+				return storage.Explain(fmt.Errorf("stat %s: %w", k, err), s.cfg.Ingest.Explain.Landing, s.cfg.Ingest.Explain.Names)
 			}
 			mu.Lock()
 			files = append(files, info)
@@ -516,9 +558,10 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 	return files, nil
 }
 
-// load runs one Session.Load. Keys that end neither loaded, already loaded
-// nor quarantined (an error stopped the load, or they wait for another
-// key's content) go back to the queue.
+// load runs one Session.Load. Keys that end neither loaded, already loaded,
+// quarantined nor failed (an error stopped the load, or they wait for
+// another key's content, or to be complete: then not before their ReadyAt)
+// go back to the queue. A failed key waits for a sweep.
 func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage.ObjectInfo, ws map[string]waiting, sweep bool) error {
 	s.mu.Lock()
 	for _, f := range files {
@@ -535,28 +578,34 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	clear(s.inflight)
 	s.mu.Unlock()
 	final := map[string]bool{}
+	readyAt := map[string]time.Time{}
 	if rep != nil {
 		for _, f := range rep.Files {
 			final[f.Key] = f.Status != ingest.Waiting
+			if f.Status == ingest.Waiting && !f.ReadyAt.IsZero() {
+				readyAt[f.Key] = f.ReadyAt
+			}
 		}
 	}
 	if err != nil {
 		s.metrics.loadErrors.Inc()
 		s.health.loadDone(err)
 		if ctx.Err() == nil && !errors.Is(err, ingest.ErrLeaseLost) {
-			s.log.Error("load failed; its files stay in the landing bucket and are tried again", "files", len(files), "err", err)
+			s.log.Error("load failed; its files stay in the landing bucket and are tried again", withFix(err, "files", len(files), "err", err)...)
 		}
 	} else {
 		s.health.loadDone(nil)
 	}
-	s.requeue(ws, final)
+	s.requeue(ws, final, readyAt)
 	return err
 }
 
-// requeue puts back the keys of ws that did not end (final[key] false).
-func (s *Server) requeue(ws map[string]waiting, final map[string]bool) {
+// requeue puts back the keys of ws that did not end (final[key] false),
+// each to be taken not before readyAt[key].
+func (s *Server) requeue(ws map[string]waiting, final map[string]bool, readyAt map[string]time.Time) {
 	for k, w := range ws {
 		if !final[k] {
+			w.notBefore = readyAt[k]
 			s.queue.add(k, w)
 		}
 	}
@@ -571,3 +620,13 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.d = 0 }
+
+// withFix is a log line's attributes args, and the fix err carries
+// (storage.Problem, the fix env check gives) as "fix" when it has one.
+func withFix(err error, args ...any) []any {
+	var h interface{ FixHint() string }
+	if errors.As(err, &h) && h.FixHint() != "" {
+		return append(args, "fix", h.FixHint())
+	}
+	return args
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // Kind is how the values of a setting are read: its parser and the
@@ -82,57 +83,16 @@ func Int(min, max int) Kind[int] {
 	}}
 }
 
-// Duration is a Go duration (90s, 10m, 1h30m) of at least min; example is
-// shown in the error.
+// Duration is an age of at least min (quantity.ParseAge: 90s, 10m, 36h,
+// 14d, 2w); example is shown in the error of a value below min.
 func Duration(min time.Duration, example string) Kind[time.Duration] {
 	return Kind[time.Duration]{Type: "duration", Parse: func(s string) (time.Duration, error) {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < min {
-			return 0, fmt.Errorf("expected a duration %ssuch as %s, got %q", durationFloor(min), example, s)
-		}
-		return d, nil
+		return quantity.AgeAtLeast(s, min, example)
 	}}
 }
 
-// Positive is the min of a Duration or Age that must be above zero.
-const Positive time.Duration = 1
-
-func durationFloor(min time.Duration) string {
-	switch min {
-	case 0:
-		return ""
-	case Positive:
-		return "above zero "
-	}
-	return "of at least " + min.String() + " "
-}
-
-// Age is a duration that may also be given in whole days (7d), of at least
-// min (Positive: above zero).
-func Age(min time.Duration) Kind[time.Duration] {
-	return Kind[time.Duration]{Type: "string", Parse: func(s string) (time.Duration, error) {
-		d, err := ParseAge(s)
-		if err != nil || d < min {
-			return 0, fmt.Errorf("expected a duration %ssuch as 90m, 48h or 7d, got %q", durationFloor(min), s)
-		}
-		return d, nil
-	}}
-}
-
-// ParseAge reads a duration in Go syntax (90m, 24h) or whole days (7d).
-// Errors: anything else, or a negative duration.
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d, nil
-	}
-	return 0, fmt.Errorf("%q is not a duration (90m, 24h, 7d)", s)
-}
+// Positive is the min of a Duration that must be above zero.
+const Positive = quantity.Positive
 
 // Since is a point in time: an RFC 3339 time, a date (UTC midnight), or a
 // duration before the moment it is read (ParseSince).
@@ -141,8 +101,7 @@ func Since(now func() time.Time) Kind[time.Time] {
 }
 
 // ParseSince reads an RFC 3339 time, a date (2026-01-05, UTC midnight), or
-// a duration before now (Go syntax such as 90m or 24h, plus whole days
-// such as 7d).
+// an age before now (quantity.ParseAge: 90m, 24h, 7d, 2w).
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -151,56 +110,29 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse("2006-01-02", s); err == nil {
 		return t, nil
 	}
-	if d, err := ParseAge(s); err == nil {
+	if d, err := quantity.ParseAge(s); err == nil {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-05T10:00:00Z) nor a duration (24h, 7d)", s)
 }
 
-// ByteSize is a size such as 512KiB, 64MiB, 1GiB, 1GB or 1048576 (bytes),
-// of at least min bytes.
+// ByteSize is a size of at least min bytes (quantity.ParseSize: 512KiB,
+// 64MiB, 1GiB, 1GB or 1048576).
 func ByteSize(min int64) Kind[int64] {
-	return Kind[int64]{Type: "size", Parse: func(s string) (int64, error) {
-		n, err := ParseBytes(s)
-		if err != nil || n < min {
-			return 0, fmt.Errorf("expected a size such as 64MiB or 1GiB (at least %s), got %q", FormatBytes(min), s)
-		}
-		return n, nil
-	}}
+	return Kind[int64]{Type: "size", Parse: func(s string) (int64, error) { return quantity.SizeAtLeast(s, min) }}
 }
 
-var byteUnits = []struct {
-	suffix string
-	mult   int64
-}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-
-// ParseBytes reads sizes such as 512KiB, 64MiB, 1GiB, 1GB or 1048576.
-func ParseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	for _, u := range byteUnits {
-		if v, ok := strings.CutSuffix(s, u.suffix); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("invalid size %q", s)
-			}
-			return int64(n * float64(u.mult)), nil
-		}
+// FormatDuration renders d as a setting's default is written: 30s, 10m,
+// 1h30m (time.Duration's form without its trailing zero units).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
 	}
-	return strconv.ParseInt(s, 10, 64)
-}
-
-// FormatBytes renders n in the largest binary unit that divides it
-// (1MiB, 64KiB, 100B).
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.mult && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
 	}
-	return strconv.FormatInt(n, 10) + "B"
+	return s
 }
 
 // Enum is one of values.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/upload"
 )
@@ -26,13 +28,13 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Serve, Tables, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[lake.TableName]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Serve, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(lake.ParseTableName)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
@@ -102,6 +104,82 @@ var (
 		Commands: []Command{Global}, Group: GroupS3,
 	}, Kind: String()})
 )
+
+// Catalog: where the tables' versions are kept (docs/catalogs.md).
+var (
+	Catalog = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog", Env: []string{"TIMELAKE_CATALOG"}, Default: CatalogNone,
+		Help:     "where the tables' versions are kept: none (metadata files in the warehouse) or rest (an Iceberg REST catalog at --catalog-uri)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Enum(CatalogNone, CatalogREST)})
+
+	CatalogURI = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-uri", Env: []string{"TIMELAKE_CATALOG_URI"},
+		Help:     "the REST catalog's base URI, without /v1, e.g. https://catalog.example.com/api/catalog",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Checked(checkHTTPURL)})
+
+	CatalogWarehouse = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-warehouse", Env: []string{"TIMELAKE_CATALOG_WAREHOUSE"},
+		Help:     "the warehouse the REST catalog is asked for (a bucket URI, a catalog name or an ARN, as the server names it; default: the warehouse)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-prefix", Env: []string{"TIMELAKE_CATALOG_PREFIX"},
+		Help:     "path prefix of the REST catalog's routes (default: the one the server's /v1/config gives)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogToken = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_CATALOG_TOKEN"}, Help: "bearer token sent to the REST catalog",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog, Sensitivity: Secret,
+	}, Kind: String()})
+
+	CatalogCredential = register(&Setting[string]{Spec: Spec{
+		Env: []string{"TIMELAKE_CATALOG_CREDENTIAL"}, Help: "OAuth2 client credentials of the REST catalog, client_id:client_secret, exchanged for a token",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog, Sensitivity: Secret,
+	}, Kind: String()})
+
+	CatalogOAuth2URI = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-oauth2-uri", Env: []string{"TIMELAKE_CATALOG_OAUTH2_URI"},
+		Help:     "token endpoint of the OAuth2 client credentials (default: <catalog-uri>/v1/oauth/tokens)",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Checked(checkHTTPURL)})
+
+	CatalogScope = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-scope", Env: []string{"TIMELAKE_CATALOG_SCOPE"}, Default: "catalog",
+		Help:     "OAuth2 scope asked for with the client credentials",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+
+	CatalogSigV4 = register(&Setting[bool]{Spec: Spec{
+		Flag: "catalog-sigv4", Env: []string{"TIMELAKE_CATALOG_SIGV4"}, Default: "false",
+		Help:     "sign the REST catalog's requests with AWS SigV4 and the S3 credentials (AWS Glue, S3 Tables), in --region",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: Bool()})
+
+	CatalogSigV4Service = register(&Setting[string]{Spec: Spec{
+		Flag: "catalog-sigv4-service", Env: []string{"TIMELAKE_CATALOG_SIGV4_SERVICE"}, Default: "execute-api",
+		Help:     "the signing name of SigV4 requests: glue for AWS Glue, s3tables for S3 Tables",
+		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupCatalog,
+	}, Kind: String()})
+)
+
+// The values of --catalog.
+const (
+	CatalogNone = "none"
+	CatalogREST = "rest"
+)
+
+// checkHTTPURL accepts an http(s) URL with a host.
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("expected an http(s) URL such as https://catalog.example.com, got %q", s)
+	}
+	return nil
+}
 
 // Table creation (ingest creates a missing table from the first file;
 // tables create from a sample; upload --validate reads the time column the
@@ -212,7 +290,7 @@ var (
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
-		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: FormatBytes(ingest.DefaultMemoryBudget),
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
@@ -222,6 +300,18 @@ var (
 		Help:     "report a file whose content was loaded under another key within the dedupe window as already loaded, and delete it",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Bool()})
+
+	SettleTime = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "settle-time", Env: []string{"TIMELAKE_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultSettleTime),
+		Help:     "in a local landing folder: load a file only once it was not modified for this long, as it may still be being written (0: at once; S3 objects are complete when they appear)",
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
+	}, Kind: Duration(0, "30s")})
+
+	OpenEndSettleTime = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "open-end-settle-time", Env: []string{"TIMELAKE_OPEN_END_SETTLE_TIME"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
+		Help:     "in a local landing folder: load a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
+	}, Kind: Duration(0, "10m")})
 
 	MaintenanceBudget = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "maintenance-budget", Env: []string{"TIMELAKE_MAINTENANCE_BUDGET"}, Default: "10s",
@@ -309,10 +399,16 @@ var (
 	}, Kind: String()})
 
 	SpoolMinAge = register(&Setting[time.Duration]{Spec: Spec{
-		Flag: "min-age", Env: []string{"TIMELAKE_SPOOL_MIN_AGE"}, Default: "0s",
-		Help:     "with --spool: skip files modified less than this long ago, e.g. 30s",
+		Flag: "min-age", Env: []string{"TIMELAKE_SPOOL_MIN_AGE"}, Default: FormatDuration(landing.DefaultSettleTime),
+		Help:     "with --spool: upload a file only once it was not modified for this long, as it may still be being written (0: at once)",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Duration(0, "30s")})
+
+	SpoolOpenEndMinAge = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "open-end-min-age", Env: []string{"TIMELAKE_SPOOL_OPEN_END_MIN_AGE"}, Default: FormatDuration(landing.DefaultOpenEndSettleTime),
+		Help:     "with --spool: upload a file whose end is open (a CSV or TSV last line without its line end or inside a quoted value, a gzip stream without its end, a Parquet file without its footer) only once it was not modified for this long (0: like any other file)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: Duration(0, "10m")})
 
 	Gzip = register(&Setting[bool]{Spec: Spec{
 		Flag: "gzip", Env: []string{"TIMELAKE_UPLOAD_GZIP"}, Default: "false",
@@ -339,7 +435,7 @@ var (
 		Flag: "older-than", Env: []string{"TIMELAKE_EXPIRE_OLDER_THAN"},
 		Help:     "expire snapshots older than this (90m, 48h, 7d); default: the table's history.expire.max-snapshot-age-ms, else 5d",
 		Commands: []Command{TablesExpire}, Group: GroupTables,
-	}, Kind: Age(Positive)})
+	}, Kind: Duration(Positive, "7d")})
 
 	ExpireRetainLast = register(&Setting[int]{Spec: Spec{
 		Flag: "retain-last", Env: []string{"TIMELAKE_EXPIRE_RETAIN_LAST"}, Default: "0",
@@ -378,7 +474,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{
@@ -442,9 +538,29 @@ var (
 		return nil
 	})})
 
-	RequeueAll = register(&Setting[bool]{Spec: Spec{
-		Flag: "all", Default: "false", Help: "requeue every quarantined file",
-		Commands: []Command{LandingRequeue}, Group: GroupPerRun,
+	AllQuarantined = register(&Setting[bool]{Spec: Spec{
+		Flag: "all", Default: "false", Help: "take every quarantined file (requeue: except those whose report says the file itself is broken)",
+		Commands: []Command{LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Bool()})
+
+	RejectedPrefix = register(&Setting[string]{Spec: Spec{
+		Flag: "prefix", Help: "only quarantined files whose landing key starts with this prefix, e.g. gateway-7/",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedReason = register(&Setting[string]{Spec: Spec{
+		Flag: "reason", Help: "only quarantined files whose reason holds this text, in any case, e.g. delimiter",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: String()})
+
+	RejectedSince = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "since", Help: "only files quarantined since an RFC 3339 time, a date, or a duration ago (90m, 24h, 7d)",
+		Commands: []Command{LandingRejected, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+	}, Kind: Since(time.Now)})
+
+	DiscardDelete = register(&Setting[bool]{Spec: Spec{
+		Flag: "delete", Default: "false", Help: "delete the files and their reports instead of archiving them below _timelake/discarded/",
+		Commands: []Command{LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	CheckTimeout = register(&Setting[time.Duration]{Spec: Spec{

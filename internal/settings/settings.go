@@ -78,7 +78,9 @@ const (
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
 	LandingGroup    Command = "landing" // persistent flags of the group
+	LandingRejected Command = "landing rejected"
 	LandingRequeue  Command = "landing requeue"
+	LandingDiscard  Command = "landing discard"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )
@@ -91,6 +93,7 @@ type Group string
 const (
 	GroupLocations Group = "Locations"
 	GroupS3        Group = "S3 connection"
+	GroupCatalog   Group = "Catalog"
 	GroupCreate    Group = "Table creation"
 	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"

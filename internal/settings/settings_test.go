@@ -145,9 +145,9 @@ func TestBadValues(t *testing.T) {
 		{"int below its bound", map[string]string{"TIMELAKE_PARALLEL": "0"}, nil, func(r *Resolver) { Parallel.Get(r) },
 			`TIMELAKE_PARALLEL (environment): expected a whole number >= 1, got "0"`},
 		{"size", map[string]string{"TIMELAKE_MEMORY_BUDGET": "12KiB"}, nil, func(r *Resolver) { MemoryBudget.Get(r) },
-			`TIMELAKE_MEMORY_BUDGET (environment): expected a size such as 64MiB or 1GiB (at least 1MiB), got "12KiB"`},
+			`TIMELAKE_MEMORY_BUDGET (environment): "12KiB" is a size, but it must be at least 1MiB`},
 		{"duration", map[string]string{"TIMELAKE_LEASE_TTL": "0s"}, nil, func(r *Resolver) { LeaseTTL.Get(r) },
-			`TIMELAKE_LEASE_TTL (environment): expected a duration above zero such as 10m, got "0s"`},
+			`TIMELAKE_LEASE_TTL (environment): "0s" is a duration, but it must be above zero (such as 10m)`},
 		{"enum", map[string]string{"TIMELAKE_TIME_UNIT": "h"}, nil, func(r *Resolver) { TimeUnit.Get(r) },
 			`TIMELAKE_TIME_UNIT (environment): "h" is not one of s, ms, us, ns`},
 		{"zone", map[string]string{"TIMELAKE_ASSUME_TIMEZONE": "Mars/Olympus"}, nil, func(r *Resolver) { AssumeTimezone.Get(r) },
@@ -248,20 +248,17 @@ func TestKinds(t *testing.T) {
 			t.Errorf("since %q = %v, %v", tc.in, got, err)
 		}
 	}
-	for in, want := range map[string]int64{"512KiB": 512 << 10, "64MiB": 64 << 20, "1.5GiB": 3 << 29, "1GB": 1e9, "1048576": 1 << 20, "100B": 100} {
-		if got, err := ParseBytes(in); err != nil || got != want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
+	// One grammar for every age and size (quantity): --older-than takes
+	// weeks, --memory-budget a unit in any case, as table properties do.
+	fs, err := flags(t, TablesExpire, "--older-than", "2w")
+	if err != nil || ExpireOlderThan.Get(NewResolver(fs, nil)) != 14*24*time.Hour {
+		t.Errorf("--older-than 2w: %v", err)
 	}
-	for n, want := range map[int64]string{64 << 20: "64MiB", 1 << 30: "1GiB", 1536: "1536B", 100: "100B"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
+	fs, err = flags(t, Ingest, "--memory-budget", "64mib", "--lease-ttl", "1d")
+	if r := NewResolver(fs, nil); err != nil || MemoryBudget.Get(r) != 64<<20 || LeaseTTL.Get(r) != 24*time.Hour {
+		t.Errorf("--memory-budget 64mib --lease-ttl 1d: %v", err)
 	}
-	if _, err := Age(Positive).Parse("0s"); err == nil || !strings.Contains(err.Error(), "above zero") {
-		t.Errorf("age 0s: %v", err)
-	}
-	if d, err := Age(Positive).Parse("7d"); err != nil || d != 7*24*time.Hour {
+	if d, err := Duration(Positive, "7d").Parse("7d"); err != nil || d != 7*24*time.Hour {
 		t.Errorf("age 7d: %v %v", d, err)
 	}
 }
@@ -339,5 +336,24 @@ func TestRepeatedFlags(t *testing.T) {
 	}
 	if got := SetProperty.Get(NewResolver(nil, nil)); got != nil {
 		t.Errorf("not given: %q", got)
+	}
+}
+
+func TestUnknownVariables(t *testing.T) {
+	p := writeEnvFile(t, "TIMELAKE_TABLE=a.b\nTIMELAKE_MAX_FILE=3\nTIMELAKE_LANDING_BUCKET=x\nAWS_REGOIN=auto\nTIMELAKE_FAULTS_SEED=1\n", 0o600)
+	got := UnknownVariables(env(t, nil, p), []string{"TIMELAKE_PREFIX=gw/", "TIMELAKE_MAX_FILE=4", "TIMELAKE_COLOUR=red", "TIMELAKE_TOOLS_DIR=/x", "TIMELAKE_JSON=1"})
+	var lines []string
+	for _, u := range got {
+		lines = append(lines, u.String())
+	}
+	want := []string{
+		"TIMELAKE_COLOUR (environment) is not a timelake variable",
+		"TIMELAKE_JSON (environment) is not a timelake variable; --json has no variable on purpose (it says what one run does): pass the flag",
+		"TIMELAKE_LANDING_BUCKET (env file) is not a timelake variable; did you mean LANDING_BUCKET?",
+		"TIMELAKE_MAX_FILE (environment) is not a timelake variable; did you mean TIMELAKE_MAX_FILES?",
+		"TIMELAKE_PREFIX (environment) is not a timelake variable; did you mean TIMELAKE_LANDING_PREFIX or TIMELAKE_UPLOAD_PREFIX?",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

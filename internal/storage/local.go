@@ -3,15 +3,19 @@ package storage
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -31,11 +35,69 @@ var userHomeDir = os.UserHomeDir
 // LocalStore is a Store on a local folder. Writes go to a temporary file in
 // the target folder first and are published atomically: by rename, or by
 // hard link for IfAbsent (link fails if the name exists, like O_EXCL).
+//
+// Nothing outside the folder is ever read, written or deleted: every access
+// goes through an os.Root of the folder (Go's openat-based confinement: no
+// key, and no link, leads out of it), and a key whose path holds a
+// symbolic link below the folder is refused (ErrSymlink) and never listed,
+// so a link cannot give a file a second key either. The folder itself may
+// be a link. A link swapped in between that check and the open can only
+// lead to a file inside the folder (docs/ingest.md, "Symbolic links").
 type LocalStore struct {
 	root string
 	// keepDepth is how many levels of folders below the root Delete
 	// leaves in place when it empties them (KeepFolders).
 	keepDepth int
+	// links receives the symbolic links a listing skipped (WarnLinks).
+	links *slog.Logger
+	// dirFS is the file system a listing walks in the folder's Root; nil
+	// is the Root's own (tests give one that fails a folder).
+	dirFS func(*os.Root) fs.FS
+}
+
+// UnlistedError is returned by LocalStore.List after it listed everything
+// else: the folders below the store's folder it could not read (permission
+// denied, an I/O error) and the files it could not look at, each with its
+// key and its error. The listing went on without them; the caller decides
+// whether a listing with gaps will do (ingest reports each gap and loads
+// the rest). It unwraps to the errors of the gaps.
+type UnlistedError struct {
+	Root string     // the store's folder
+	Gaps []Unlisted // in key order
+}
+
+// Unlisted is one gap of a listing: a folder (Key ends in "/") or a file.
+type Unlisted struct {
+	Key string
+	Err error
+}
+
+func (e *UnlistedError) Error() string {
+	parts := make([]string, len(e.Gaps))
+	for i, g := range e.Gaps {
+		parts[i] = fmt.Sprintf("%q: %v", g.Key, g.Err)
+	}
+	return fmt.Sprintf("%s: could not list %s", e.Root, strings.Join(parts, "; "))
+}
+
+func (e *UnlistedError) Unwrap() []error {
+	errs := make([]error, len(e.Gaps))
+	for i, g := range e.Gaps {
+		errs[i] = g.Err
+	}
+	return errs
+}
+
+// ErrSymlink is returned (wrapped, with the key and the link) for a key of a
+// LocalStore whose path holds a symbolic link below the store's folder.
+var ErrSymlink = errors.New("symbolic link (timelake does not follow links inside a local folder)")
+
+// WarnLinks makes List log a warning naming each symbolic link it skips
+// (a link is never a file to load, nor a folder to look into), and
+// returns s.
+func (s *LocalStore) WarnLinks(log *slog.Logger) *LocalStore {
+	s.links = log
+	return s
 }
 
 // KeepFolders makes Delete leave the folders up to depth levels below the
@@ -61,13 +123,82 @@ func NewLocalStore(dir string) (*LocalStore, error) {
 	return &LocalStore{root: abs}, nil
 }
 
+// openRoot opens the folder for one operation; create makes it first.
+// A missing folder is ErrNotExist.
+func (s *LocalStore) openRoot(create bool) (*os.Root, error) {
+	if create {
+		if err := os.MkdirAll(s.root, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("folder %s: %w", s.root, ErrNotExist)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// CheckLinks refuses key (a slash-separated path below r) when a folder on
+// its path, or the key itself, is a symbolic link: an error wrapping
+// ErrSymlink that names the link. A part that does not exist ends the
+// check: the operation then finds it missing, or creates it. Other
+// timelake folders reached through an os.Root (a local table's files) use
+// it too.
+func CheckLinks(r *os.Root, key string) error {
+	for i := 0; i <= len(key); i++ {
+		if i < len(key) && key[i] != '/' {
+			continue
+		}
+		fi, err := r.Lstat(filepath.FromSlash(key[:i]))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a %w", key[:i], ErrSymlink)
+		}
+	}
+	return nil
+}
+
+// open validates key, opens the folder and checks key's path for links:
+// the Root to work in (the caller closes it) and key as a path below it.
+// A done ctx is its error.
+func (s *LocalStore) open(ctx context.Context, op, key string, create bool) (*os.Root, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	if err := ValidateObjectKey(key); err != nil {
+		return nil, "", err
+	}
+	r, err := s.openRoot(create)
+	if err != nil {
+		return nil, "", mapOSErr(op, key, err)
+	}
+	if err := CheckLinks(r, key); err != nil {
+		r.Close()
+		return nil, "", mapOSErr(op, key, err)
+	}
+	return r, filepath.FromSlash(key), nil
+}
+
 // StaleTemp finds the temporary files of writes (and the lock files of
 // compare-and-swaps) below prefix last modified before before: a process
 // killed while it wrote leaves them, and List never shows them. Unless
 // dryRun, it removes them. It returns what it found, with their keys.
 func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.Time, dryRun bool) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	err := s.walk(ctx, prefix, func(p, key string, d fs.DirEntry) error {
+	r, err := s.openRoot(false)
+	if err != nil {
+		return nil, nil // no folder, no temporary files
+	}
+	defer r.Close()
+	err = s.walk(ctx, r, prefix, func(string, error) {}, func(p, key string, d fs.DirEntry) error { // a folder it cannot read holds none it could remove
 		if !strings.HasPrefix(d.Name(), tempPrefix) && !strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
@@ -76,7 +207,7 @@ func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.T
 			return nil
 		}
 		if !dryRun {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := r.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove %s: %w", key, err)
 			}
 		}
@@ -89,36 +220,49 @@ func (s *LocalStore) StaleTemp(ctx context.Context, prefix string, before time.T
 	return out, nil
 }
 
-// walk calls fn with the path and key of every regular file below the
-// root whose key starts with prefix (temporary and lock files included),
-// skipping folders that cannot hold such a key.
-func (s *LocalStore) walk(ctx context.Context, prefix string, fn func(path, key string, d fs.DirEntry) error) error {
-	return filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+// walk calls fn with the path (below r) and key of every regular file of
+// r whose key starts with prefix (temporary and lock files included),
+// skipping folders that cannot hold such a key. A folder below r that
+// cannot be read is given to unreadable (its key with a trailing "/") and
+// left out; the folder itself failing is walk's error. It never follows a
+// link: WalkDir does not, and r keeps every step inside the folder.
+func (s *LocalStore) walk(ctx context.Context, r *os.Root, prefix string, unreadable func(key string, err error), fn func(path, key string, d fs.DirEntry) error) error {
+	fsys := r.FS()
+	if s.dirFS != nil {
+		fsys = s.dirFS(r)
+	}
+	return fs.WalkDir(fsys, ".", func(key string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			return err
+			if key == "." || ctx.Err() != nil {
+				return err
+			}
+			unreadable(key+"/", err)
+			return fs.SkipDir
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rel, rerr := filepath.Rel(s.root, p)
-		if rerr != nil {
-			return rerr
-		}
-		key := filepath.ToSlash(rel)
 		if d.IsDir() {
 			// Skip folders that cannot hold a key with this prefix.
 			if key != "." && !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
+		if !strings.HasPrefix(key, prefix) {
 			return nil
 		}
-		return fn(p, key, d)
+		if d.Type()&fs.ModeSymlink != 0 && s.links != nil && !strings.HasPrefix(d.Name(), tempPrefix) {
+			s.links.Warn("not loaded: a symbolic link (timelake does not follow links inside a local folder)",
+				"key", key, "folder", s.root)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return fn(filepath.FromSlash(key), key, d)
 	})
 }
 
@@ -130,13 +274,6 @@ func (s *LocalStore) Path(key string) string {
 	return filepath.Join(s.root, filepath.FromSlash(key))
 }
 
-func (s *LocalStore) path(key string) (string, error) {
-	if err := ValidateKey(key); err != nil {
-		return "", err
-	}
-	return s.Path(key), nil
-}
-
 func localInfo(key string, fi fs.FileInfo) ObjectInfo {
 	mt := fi.ModTime().UTC()
 	return ObjectInfo{
@@ -144,6 +281,7 @@ func localInfo(key string, fi fs.FileInfo) ObjectInfo {
 		Size:         fi.Size(),
 		ETag:         fmt.Sprintf("%x-%x", fi.Size(), mt.UnixNano()),
 		LastModified: mt,
+		Mode:         fi.Mode().Perm(),
 	}
 }
 
@@ -154,13 +292,19 @@ func mapOSErr(op, key string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
 
-// List walks the folder and reports regular files in key order.
+// List walks the folder and reports regular files in key order. A folder
+// or file below it that cannot be read does not stop it: the others are
+// reported, and then the error is an *UnlistedError naming each gap.
 func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	if fi, err := os.Stat(s.root); err != nil || !fi.IsDir() {
+	r, err := s.openRoot(false)
+	if err != nil {
 		return fmt.Errorf("folder %s: %w", s.root, ErrNotExist)
 	}
+	defer r.Close()
 	var infos []ObjectInfo
-	err := s.walk(ctx, prefix, func(_, key string, d fs.DirEntry) error {
+	var gaps []Unlisted
+	gap := func(key string, err error) { gaps = append(gaps, Unlisted{Key: key, Err: err}) }
+	err = s.walk(ctx, r, prefix, gap, func(_, key string, d fs.DirEntry) error {
 		if strings.HasPrefix(d.Name(), tempPrefix) || strings.HasSuffix(d.Name(), lockSuffix) {
 			return nil
 		}
@@ -169,7 +313,8 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // deleted while listing
 			}
-			return err
+			gap(key, err)
+			return nil
 		}
 		infos = append(infos, localInfo(key, fi))
 		return nil
@@ -183,19 +328,23 @@ func (s *LocalStore) List(ctx context.Context, prefix string, fn func(ObjectInfo
 			return err
 		}
 	}
+	if len(gaps) > 0 {
+		sort.Slice(gaps, func(i, j int) bool { return gaps[i].Key < gaps[j].Key })
+		return &UnlistedError{Root: s.root, Gaps: gaps}
+	}
 	return nil
 }
 
 // Get opens the file for key.
 func (s *LocalStore) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	p, err := s.path(key)
+	r, p, err := s.open(ctx, "get", key, false)
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	f, err := os.Open(p)
+	defer r.Close()
+	// Without blocking: a named pipe put under a key would hold the open
+	// until something writes to it.
+	f, err := r.OpenFile(p, openReadFlags, 0)
 	if err != nil {
 		return nil, ObjectInfo{}, mapOSErr("get", key, err)
 	}
@@ -204,28 +353,31 @@ func (s *LocalStore) Get(ctx context.Context, key string) (io.ReadCloser, Object
 		f.Close()
 		return nil, ObjectInfo{}, mapOSErr("get", key, err)
 	}
-	if fi.IsDir() {
+	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, ObjectInfo{}, fmt.Errorf("get %s: %w", key, ErrNotExist)
+		return nil, ObjectInfo{}, fmt.Errorf("get %s: not a regular file: %w", key, ErrNotExist)
 	}
 	return f, localInfo(key, fi), nil
 }
 
 // Stat returns the file's info.
 func (s *LocalStore) Stat(ctx context.Context, key string) (ObjectInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return ObjectInfo{}, err
-	}
-	p, err := s.path(key)
+	r, p, err := s.open(ctx, "stat", key, false)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	fi, err := os.Stat(p)
+	defer r.Close()
+	return stat(r, key, p)
+}
+
+// stat is Stat in an open folder.
+func stat(r *os.Root, key, p string) (ObjectInfo, error) {
+	fi, err := r.Stat(p)
 	if err != nil {
 		return ObjectInfo{}, mapOSErr("stat", key, err)
 	}
-	if fi.IsDir() {
-		return ObjectInfo{}, fmt.Errorf("stat %s: %w", key, ErrNotExist)
+	if !fi.Mode().IsRegular() { // a folder, a named pipe, a device: not an object
+		return ObjectInfo{}, fmt.Errorf("stat %s: not a regular file: %w", key, ErrNotExist)
 	}
 	return localInfo(key, fi), nil
 }
@@ -236,17 +388,22 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeTemp copies body into a new temporary file next to dst.
-func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) {
-	tmp := filepath.Join(filepath.Dir(dst), tempPrefix+filepath.Base(dst)+"-"+randomSuffix())
+// writeTemp copies body into a new temporary file next to dst (a path in
+// r), with permission bits mode (0: 0644 less the umask).
+func writeTemp(ctx context.Context, r *os.Root, dst string, body io.Reader, mode fs.FileMode) (string, error) {
+	name := tempPrefix + filepath.Base(dst) + "-" + randomSuffix()
+	if len(name) > MaxNameBytes {
+		name = tempPrefix + randomSuffix() // the file's name is as long as a name may be
+	}
+	tmp := filepath.Join(filepath.Dir(dst), name)
 	var f *os.File
 	for attempt := 0; ; attempt++ {
 		// A concurrent Delete of a folder's last file removes the folder
 		// (and its empty parents) between the two steps; once the temp file
 		// is in it, it is no longer empty.
-		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		err := r.MkdirAll(filepath.Dir(dst), 0o755)
 		if err == nil {
-			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err == nil {
 				break
 			}
@@ -255,7 +412,13 @@ func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) 
 			return "", err
 		}
 	}
-	_, err := io.Copy(f, ctxReader{ctx, body})
+	var err error
+	if mode != 0 {
+		err = f.Chmod(mode.Perm()) // exactly mode: the umask does not apply
+	}
+	if err == nil {
+		_, err = io.Copy(f, ctxReader{ctx, body})
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -263,7 +426,7 @@ func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) 
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
+		r.Remove(tmp)
 		return "", err
 	}
 	return tmp, nil
@@ -271,40 +434,41 @@ func writeTemp(ctx context.Context, dst string, body io.Reader) (string, error) 
 
 // Put publishes body under key atomically, honouring IfAbsent and IfMatch.
 func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error) {
-	p, err := s.path(key)
+	r, p, err := s.open(ctx, "put", key, true)
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	tmp, err := writeTemp(ctx, p, body)
+	defer r.Close()
+	tmp, err := writeTemp(ctx, r, p, body, opts.Mode)
 	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
 	}
-	defer os.Remove(tmp)
+	defer r.Remove(tmp)
 	switch {
 	case opts.IfAbsent:
-		if err := os.Link(tmp, p); err != nil {
+		if err := r.Link(tmp, p); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return ObjectInfo{}, fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
 			}
 			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
 		}
 	case opts.IfMatch != "":
-		if err := s.swap(ctx, key, p, tmp, opts.IfMatch); err != nil {
+		if err := s.swap(ctx, r, key, p, tmp, opts.IfMatch); err != nil {
 			return ObjectInfo{}, err
 		}
 	default:
-		if err := os.Rename(tmp, p); err != nil {
+		if err := r.Rename(tmp, p); err != nil {
 			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
 		}
 	}
-	return s.Stat(ctx, key)
+	return stat(r, key, p)
 }
 
 // swap replaces p by tmp if p's ETag is etag, under the key's lock so
 // that two compare-and-swaps cannot interleave.
-func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
-	err := s.locked(ctx, key, p, func() error {
-		cur, err := s.Stat(ctx, key)
+func (s *LocalStore) swap(ctx context.Context, r *os.Root, key, p, tmp, etag string) error {
+	err := locked(ctx, r, key, p, func() error {
+		cur, err := stat(r, key, p)
 		if err != nil {
 			if errors.Is(err, ErrNotExist) {
 				return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
@@ -314,7 +478,7 @@ func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
 		if cur.ETag != etag {
 			return fmt.Errorf("put %s: %w", key, ErrPreconditionFailed)
 		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err := r.Rename(tmp, p); err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
 		return nil
@@ -325,12 +489,12 @@ func (s *LocalStore) swap(ctx context.Context, key, p, tmp, etag string) error {
 	return err
 }
 
-// locked runs fn while holding the exclusive lock file of key (path p),
-// breaking a lock left by a process that died while holding it.
-func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error) error {
-	lock := p + lockSuffix
+// locked runs fn while holding the exclusive lock file of key (path p in
+// r), breaking a lock left by a process that died while holding it.
+func locked(ctx context.Context, r *os.Root, key, p string, fn func() error) error {
+	lock := lockPath(p)
 	for {
-		f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := r.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
 			f.Close()
 			break
@@ -341,8 +505,8 @@ func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error)
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s: lock: %w", key, err)
 		}
-		if fi, serr := os.Stat(lock); serr == nil && time.Since(fi.ModTime()) > lockStale {
-			os.Remove(lock)
+		if fi, serr := r.Lstat(lock); serr == nil && time.Since(fi.ModTime()) > lockStale {
+			r.Remove(lock)
 			continue
 		}
 		select {
@@ -351,22 +515,37 @@ func (s *LocalStore) locked(ctx context.Context, key, p string, fn func() error)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	defer os.Remove(lock)
+	defer r.Remove(lock)
 	return fn()
+}
+
+// lockPath is the lock file of the file at p: its name and lockSuffix, or,
+// when that is longer than a file name may be, a hash of its name.
+func lockPath(p string) string {
+	base := filepath.Base(p)
+	if len(base)+len(lockSuffix) <= MaxNameBytes {
+		return p + lockSuffix
+	}
+	sum := sha256.Sum256([]byte(base))
+	return filepath.Join(filepath.Dir(p), hex.EncodeToString(sum[:16])+lockSuffix)
 }
 
 // DeleteIfMatch removes the file if its ETag (size and modification time)
 // is etag, under the key's lock, then any folders it leaves empty.
 func (s *LocalStore) DeleteIfMatch(ctx context.Context, key, etag string) error {
-	p, err := s.path(key)
+	r, p, err := s.open(ctx, "delete", key, false)
+	if errors.Is(err, ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	defer r.Close()
+	if _, err := r.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	err = s.locked(ctx, key, p, func() error {
-		cur, err := s.Stat(ctx, key)
+	err = locked(ctx, r, key, p, func() error {
+		cur, err := stat(r, key, p)
 		if errors.Is(err, ErrNotExist) {
 			return nil
 		}
@@ -376,7 +555,7 @@ func (s *LocalStore) DeleteIfMatch(ctx context.Context, key, etag string) error 
 		if cur.ETag != etag {
 			return fmt.Errorf("delete %s: %w", key, ErrPreconditionFailed)
 		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := r.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete %s: %w", key, err)
 		}
 		return nil
@@ -387,27 +566,29 @@ func (s *LocalStore) DeleteIfMatch(ctx context.Context, key, etag string) error 
 	if err != nil {
 		return err
 	}
-	s.removeEmptyParents(p)
+	s.removeEmptyParents(r, key)
 	return nil
 }
 
-// Copy copies src to dst through a temporary file.
+// Copy copies src to dst through a temporary file, with the permission
+// bits of src (a private file stays private in the quarantine).
 func (s *LocalStore) Copy(ctx context.Context, src, dst string) error {
-	rc, _, err := s.Get(ctx, src)
+	rc, info, err := s.Get(ctx, src)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	p, err := s.path(dst)
+	r, p, err := s.open(ctx, "copy to", dst, true)
 	if err != nil {
 		return err
 	}
-	tmp, err := writeTemp(ctx, p, rc)
+	defer r.Close()
+	tmp, err := writeTemp(ctx, r, p, rc, info.Mode)
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
+	if err := r.Rename(tmp, p); err != nil {
+		r.Remove(tmp)
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
 	return nil
@@ -415,29 +596,29 @@ func (s *LocalStore) Copy(ctx context.Context, src, dst string) error {
 
 // Delete removes the file and then any folders it leaves empty, up to the root.
 func (s *LocalStore) Delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	r, p, err := s.open(ctx, "delete", key, false)
+	if errors.Is(err, ErrNotExist) {
+		return nil // no folder: nothing to delete
 	}
-	p, err := s.path(key)
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	defer r.Close()
+	if err := r.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
-	s.removeEmptyParents(p)
+	s.removeEmptyParents(r, key)
 	return nil
 }
 
-// removeEmptyParents removes the folders above file p that are left empty,
+// removeEmptyParents removes the folders above key that are left empty,
 // up to the root, but for the first keepDepth levels below it.
-func (s *LocalStore) removeEmptyParents(p string) {
-	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
-		rel, err := filepath.Rel(s.root, dir)
-		if err != nil || len(strings.Split(rel, string(filepath.Separator))) <= s.keepDepth {
+func (s *LocalStore) removeEmptyParents(r *os.Root, key string) {
+	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
+		if strings.Count(dir, "/")+1 <= s.keepDepth {
 			break
 		}
-		if os.Remove(dir) != nil { // not empty, or gone: stop
+		if r.Remove(filepath.FromSlash(dir)) != nil { // not empty, or gone: stop
 			break
 		}
 	}

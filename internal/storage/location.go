@@ -78,6 +78,15 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 	return localLocation(s)
 }
 
+// ExplicitFolder reports whether setting s names a local folder in a way
+// that cannot be read as a bucket: a file:// URL, an absolute path, or a
+// path from the home folder (~/). A relative path such as my-lake/warehouse
+// could be a bucket and prefix written without s3://.
+func ExplicitFolder(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, "file://") || filepath.IsAbs(s) || strings.HasPrefix(s, "~/")
+}
+
 func s3Location(orig, bucket, prefix string) (Location, error) {
 	if !bucketName.MatchString(bucket) {
 		return Location{}, fmt.Errorf("invalid bucket name %q in %q (S3 bucket names are 3-63 lowercase letters, digits, dots and hyphens)", bucket, orig)

@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 )
 
@@ -206,6 +208,10 @@ func diagnoseAPI(err error, w Where, n Names) *Problem {
 		p.Kind = ProblemRegion
 		p.Reason = fmt.Sprintf("wrong signing region %q (%s)", n.Region, code)
 		p.Fix = "set AWS_REGION to the region the server expects (Tigris: auto)"
+		if want := expectedRegion(err, ae); want != "" {
+			p.Reason += fmt.Sprintf(": the server expects %q", want)
+			p.Fix = "set AWS_REGION=" + want + ", the region the server expects"
+		}
 	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
 		p.Kind = ProblemCredentials
 		p.Reason = fmt.Sprintf("the session token of key %s is expired or invalid (%s)", key, code)
@@ -215,6 +221,30 @@ func diagnoseAPI(err error, w Where, n Names) *Problem {
 	}
 	return p
 }
+
+// expectedRegion is the region an S3 answer to a request signed for the
+// wrong one names, "" when it names none: the x-amz-bucket-region header
+// (AWS S3 on a bucket's wrong-region and redirect answers, MinIO), else the
+// error message's "the region 'X' is wrong; expecting 'Y'" (AWS S3,
+// versitygw; the Region element of the error body, which the SDK does not
+// keep, says the same).
+func expectedRegion(err error, ae smithy.APIError) string {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if r := re.Response.Header.Get("X-Amz-Bucket-Region"); regionName.MatchString(r) {
+			return r
+		}
+	}
+	if m := regionExpected.FindStringSubmatch(ae.ErrorMessage()); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var (
+	regionName     = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+	regionExpected = regexp.MustCompile(`region ['"][^'"]*['"] is wrong; expecting ['"]([A-Za-z0-9-]{1,64})['"]`)
+)
 
 // diagnoseCredentials recognises the SDK's failure to find credentials at
 // all (it wraps the provider chain's error in "get identity" and

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -40,7 +43,12 @@ func TestDiagnose(t *testing.T) {
 		{"unknown key", api("InvalidAccessKeyId"), storage.ProblemCredentials, "does not know access key id tid_****", "AWS_ACCESS_KEY_ID", true},
 		{"wrong secret", api("SignatureDoesNotMatch"), storage.ProblemCredentials, "the secret key does not match", "AWS_SECRET_ACCESS_KEY (env file)", true},
 		{"clock", api("RequestTimeTooSkewed"), storage.ProblemClock, "15 minutes", "timedatectl", true},
-		{"region", api("AuthorizationHeaderMalformed"), storage.ProblemRegion, `wrong signing region "auto"`, "AWS_REGION", true},
+		{"region", api("AuthorizationHeaderMalformed"), storage.ProblemRegion, `wrong signing region "auto"`, "AWS_REGION to the region the server expects (Tigris: auto)", true},
+		{"region named by the message", fmt.Errorf("list: %w", &smithy.GenericAPIError{Code: "AuthorizationHeaderMalformed",
+			Message: "The authorization header is malformed; the region 'auto' is wrong; expecting 'eu-west-1'"}),
+			storage.ProblemRegion, `wrong signing region "auto" (AuthorizationHeaderMalformed): the server expects "eu-west-1"`, "AWS_REGION=eu-west-1, the region the server expects", true},
+		{"region named by the header", regionAnswer("eu-central-1"), storage.ProblemRegion,
+			`wrong signing region "auto" (PermanentRedirect): the server expects "eu-central-1"`, "AWS_REGION=eu-central-1", true},
 		{"token", api("ExpiredToken"), storage.ProblemCredentials, "session token", "refresh", true},
 		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, storage.ProblemEndpoint, "connection refused: nothing listens on t3.storage.dev", "check the port", false},
 		{"dns", &net.DNSError{Name: "t3.storag.dev", Err: "no such host", IsNotFound: true}, storage.ProblemEndpoint, "DNS lookup of t3.storag.dev failed", "host name", true},
@@ -77,6 +85,15 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
+// regionAnswer is the SDK's error of an S3 answer PermanentRedirect whose
+// x-amz-bucket-region header names the bucket's region.
+func regionAnswer(region string) error {
+	resp := &http.Response{StatusCode: http.StatusMovedPermanently, Header: http.Header{"X-Amz-Bucket-Region": {region}}}
+	return fmt.Errorf("list: %w", &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: resp},
+			Err: &smithy.GenericAPIError{Code: "PermanentRedirect", Message: "The bucket you are attempting to access must be addressed using the specified endpoint."}}})
+}
+
 // TestDiagnoseRealServer checks the codes a real S3 server answers, through
 // S3Store's error classification: a wrong secret, an unknown key id and a
 // missing bucket.
@@ -84,8 +101,8 @@ func TestDiagnoseRealServer(t *testing.T) {
 	srv := s3test.FromEnv(t)
 	bucket := srv.NewBucket(t)
 	ctx := context.Background()
-	client := func(id, secret string) *s3.Client {
-		return s3.New(s3.Options{Region: srv.Region, BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
+	client := func(id, secret string, region ...string) *s3.Client {
+		return s3.New(s3.Options{Region: append(region, srv.Region)[0], BaseEndpoint: aws.String(srv.Endpoint), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(id, secret, "")})
 	}
 	for _, tc := range []struct {
@@ -100,11 +117,13 @@ func TestDiagnoseRealServer(t *testing.T) {
 			storage.ProblemCredentials, "does not know access key id"},
 		{"missing bucket", storage.NewS3Store(srv.Client(t), bucket+"-missing", "", storage.S3StoreOptions{}),
 			storage.ProblemMissingBucket, "does not exist"},
+		{"wrong region", storage.NewS3Store(client(srv.AccessKey, srv.SecretKey, "eu-north-9"), bucket, "", storage.S3StoreOptions{}),
+			storage.ProblemRegion, fmt.Sprintf(`wrong signing region "eu-north-9" (AuthorizationHeaderMalformed): the server expects %q`, srv.Region)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.store.List(ctx, "", func(storage.ObjectInfo) error { return nil })
 			loc, _ := storage.ParseLocation(tc.store.URI(), true)
-			p := storage.Diagnose(err, storage.Where{What: "landing bucket", Location: loc}, storage.Names{Endpoint: srv.Endpoint})
+			p := storage.Diagnose(err, storage.Where{What: "landing bucket", Location: loc}, storage.Names{Endpoint: srv.Endpoint, Region: "eu-north-9"})
 			if p == nil || p.Kind != tc.kind || !strings.Contains(p.Reason, tc.reason) {
 				t.Fatalf("Diagnose(%v) = %+v, want %s %q", err, p, tc.kind, tc.reason)
 			}

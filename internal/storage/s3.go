@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -99,7 +100,7 @@ func classify(op, key string, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "NoSuchKey", "NotFound", "NoSuchBucket":
+		case "NoSuchKey", "NotFound", "NoSuchBucket", "NoSuchUpload":
 			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrNotExist, ae.ErrorCode()), ErrNotExist, err}
 		case "PreconditionFailed", "ConditionalRequestConflict":
 			return &opError{fmt.Sprintf("%s %s: %v (%s)", op, key, ErrPreconditionFailed, ae.ErrorCode()), ErrPreconditionFailed, err}
@@ -109,6 +110,12 @@ func classify(op, key string, err error) error {
 	if errors.As(err, &re) {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotFound:
+			if ae != nil && ae.ErrorCode() != "" {
+				// A 404 with another code is not a missing object:
+				// versitygw answers an unknown access key id with 404
+				// XAdminUserNotFound (Diagnose explains it).
+				break
+			}
 			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrNotExist), ErrNotExist, err}
 		case http.StatusPreconditionFailed:
 			return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrPreconditionFailed), ErrPreconditionFailed, err}
@@ -129,11 +136,19 @@ func (e *opError) Error() string   { return e.msg }
 func (e *opError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 // List pages through ListObjectsV2 (which returns keys in ascending UTF-8
-// binary order, S3 API reference).
+// binary order, S3 API reference). It asks for url-encoded keys
+// (encoding-type=url): an XML listing cannot carry every character a key
+// may hold (ESC and most other control characters), and a server that
+// writes it anyway puts U+FFFD in their place, a key no GET finds. AWS
+// S3, MinIO and Tigris encode the keys and say so (EncodingType url in the
+// answer); the keys are then decoded (url.QueryUnescape: %XX, and + for a
+// space). An answer that does not say so holds the keys as they are (a
+// server that ignores the parameter, as versitygw does).
 func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(s.bucket),
-		Prefix: aws.String(s.prefix + prefix),
+		Bucket:       aws.String(s.bucket),
+		Prefix:       aws.String(s.prefix + prefix),
+		EncodingType: types.EncodingTypeUrl,
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx, s.readOpts()...)
@@ -141,7 +156,13 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) e
 			return classify("list", s.URI()+"/"+prefix, err)
 		}
 		for _, o := range page.Contents {
-			key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			raw := aws.ToString(o.Key)
+			if page.EncodingType == types.EncodingTypeUrl {
+				if raw, err = url.QueryUnescape(raw); err != nil {
+					return fmt.Errorf("list %s/%s: the server's url-encoded key %q does not decode: %w", s.URI(), prefix, aws.ToString(o.Key), err)
+				}
+			}
+			key := strings.TrimPrefix(raw, s.prefix)
 			if key == "" || strings.HasSuffix(key, "/") {
 				continue // folder markers made by consoles
 			}
@@ -191,7 +212,7 @@ func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 
 // Put issues PutObject with If-None-Match: * or If-Match as asked.
 func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := s.validKey(key); err != nil {
 		return ObjectInfo{}, err
 	}
 	size, err := body.Seek(0, io.SeekEnd)
@@ -229,7 +250,7 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts 
 
 // Copy issues a server-side CopyObject.
 func (s *S3Store) Copy(ctx context.Context, src, dst string) error {
-	if err := ValidateKey(dst); err != nil {
+	if err := s.validKey(dst); err != nil {
 		return err
 	}
 	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
@@ -239,6 +260,19 @@ func (s *S3Store) Copy(ctx context.Context, src, dst string) error {
 	}, s.readOpts()...)
 	if err != nil {
 		return classify("copy "+src+" to", dst, err)
+	}
+	return nil
+}
+
+// validKey checks a key to write: one the store can hold
+// (ValidateObjectKey) within S3's 1,024 bytes, prefix included (S3 object
+// key naming rules).
+func (s *S3Store) validKey(key string) error {
+	if err := ValidateObjectKey(key); err != nil {
+		return err
+	}
+	if n := len(s.prefix + key); n > MaxKeyBytes {
+		return fmt.Errorf("invalid key %q: %d bytes with the store's prefix, S3 takes at most %d", key, n, MaxKeyBytes)
 	}
 	return nil
 }

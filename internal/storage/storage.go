@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
@@ -34,6 +36,8 @@ type ObjectInfo struct {
 	Size         int64     // bytes
 	ETag         string    // opaque version token; S3's quoted ETag, or size+mtime for folders
 	LastModified time.Time // UTC
+	// Mode is the permission bits of a folder store's file; 0 on S3.
+	Mode fs.FileMode
 }
 
 // PutOptions are the conditions of a Put.
@@ -47,6 +51,9 @@ type PutOptions struct {
 	IfMatch string
 	// ContentType is the MIME type stored with the object (S3 only).
 	ContentType string
+	// Mode is the permission bits of the new file of a folder store (0:
+	// 0644 less the umask); S3 ignores it.
+	Mode fs.FileMode
 }
 
 // Store is a flat key/value object store. Every method honours ctx.
@@ -63,7 +70,8 @@ type Store interface {
 	// Put writes an object from body (read to its end) under the conditions
 	// in opts and returns the new object's info.
 	Put(ctx context.Context, key string, body io.ReadSeeker, opts PutOptions) (ObjectInfo, error)
-	// Copy copies src to dst (overwriting dst) within the store.
+	// Copy copies src to dst (overwriting dst) within the store; a folder
+	// store's copy keeps the permission bits of src.
 	Copy(ctx context.Context, src, dst string) error
 	// Delete removes an object. Deleting a missing object is not an error
 	// (S3 DeleteObject semantics).
@@ -86,8 +94,9 @@ const MaxKeyBytes = 1024
 
 // ValidateKey checks that key is a safe relative object key: not empty, at
 // most MaxKeyBytes, no leading slash, no "." or ".." segments, no empty
-// segment and no control characters. Folder stores rely on it so that a key
-// can never escape the root.
+// segment, no control characters and no backslashes. It is the check of
+// the keys timelake makes or takes from people and notifications; keys a
+// store lists pass the looser ValidateObjectKey.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":
@@ -103,6 +112,37 @@ func ValidateKey(key string) error {
 		if unicode.IsControl(r) || r == '\\' {
 			return fmt.Errorf("invalid key %q: control characters and backslashes are not allowed", key)
 		}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("invalid key %q: empty, \".\" or \"..\" path segment", key)
+		}
+	}
+	return nil
+}
+
+// MaxNameBytes is the longest file name, one segment of a path, that
+// common file systems take (NAME_MAX of ext4, XFS, btrfs, APFS: 255 bytes).
+const MaxNameBytes = 255
+
+// ValidateObjectKey checks that key is a key a store can hold and a folder
+// store can map to a file below its root: not empty, no leading or trailing
+// slash, no empty, "." or ".." segment, no NUL byte, and no path separator
+// of the system other than "/" (a backslash on Windows). Unlike ValidateKey
+// it takes any other character at any length: it is the check of keys a
+// store lists, which timelake must be able to read, quarantine, requeue and
+// delete whatever their names (a local file named with a tab or a
+// backslash, a path longer than 1,024 bytes).
+func ValidateObjectKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("invalid key: empty")
+	case strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/"):
+		return fmt.Errorf("invalid key %q: must not start or end with /", key)
+	case strings.IndexByte(key, 0) >= 0:
+		return fmt.Errorf("invalid key %q: NUL byte", key)
+	case filepath.Separator != '/' && strings.ContainsRune(key, filepath.Separator):
+		return fmt.Errorf("invalid key %q: %q is a path separator here", key, filepath.Separator)
 	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == "" || seg == "." || seg == ".." {

@@ -90,7 +90,7 @@ func TestValidateGivesIngestsReason(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := ingest.Config{Landing: landing, Lake: l, Table: lake.TableName{Namespace: "iot", Name: "readings"},
-				TimeUnit: tc.unit, AssumeLocation: tc.loc, WorkDir: t.TempDir(),
+				TimeUnit: tc.unit, AssumeLocation: tc.loc, WorkDir: t.TempDir(), SettleTime: -1, OpenEndSettleTime: -1,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			put := func(key string, body []byte) {
 				if _, err := landing.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {

@@ -53,9 +53,13 @@ const (
 	AlreadyUploaded Status = "already-uploaded"
 	Failed          Status = "failed"
 	// Rejected: a spool file that can never be uploaded as it is (it fails
-	// validation, or its key holds other content) was moved to the
-	// rejected folder with a report, so it does not fail every run.
+	// validation, or its key holds other content, or it changed after its
+	// upload) was moved to the rejected folder with a report, so it does
+	// not fail every run.
 	Rejected Status = "rejected"
+	// Waiting: a spool file that is not complete yet (landing.Settle) was
+	// left in the spool for a later run.
+	Waiting Status = "waiting"
 )
 
 // ErrRejected is returned by a spool run that moved files to the rejected
@@ -96,9 +100,13 @@ type Config struct {
 	// (they fail validation, or their key holds other content), each with
 	// a report <name>.error.json beside it; "" means <Spool>/rejected.
 	Rejected string
-	// MinAge skips spool files modified less than this long ago (files still
-	// being written in place).
-	MinAge time.Duration
+	// MinAge and OpenEndMinAge are the rule of when a spool file is
+	// complete (landing.Settle, docs/ingest.md "What complete means"):
+	// unmodified for MinAge, and for OpenEndMinAge when its end is open (a
+	// CSV line without its line end). A file not complete yet is reported
+	// as waiting and stays in the spool; 0 is no wait. A spool file that
+	// changed after it was read and uploaded is rejected, not deleted.
+	MinAge, OpenEndMinAge time.Duration
 
 	// Key is the explicit key of the single file (still below Prefix).
 	Key string
@@ -152,16 +160,35 @@ type FileResult struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// SourceSHA256 is the hex SHA-256 of the file before --gzip (the hash in
 	// generated keys); equal to SHA256 when nothing was compressed.
-	SourceSHA256 string  `json:"source_sha256,omitempty"`
-	Gzipped      bool    `json:"gzipped,omitempty"`
-	Multipart    bool    `json:"multipart,omitempty"`
-	Parts        int     `json:"parts,omitempty"`
-	Deleted      bool    `json:"deleted,omitempty"`     // spool file deleted
-	MovedTo      string  `json:"moved_to,omitempty"`    // spool file moved to --done
-	RejectedTo   string  `json:"rejected_to,omitempty"` // spool file moved to the rejected folder
-	Error        string  `json:"error,omitempty"`
-	Seconds      float64 `json:"seconds"`
+	SourceSHA256 string `json:"source_sha256,omitempty"`
+	Gzipped      bool   `json:"gzipped,omitempty"`
+	Multipart    bool   `json:"multipart,omitempty"`
+	Parts        int    `json:"parts,omitempty"`
+	Deleted      bool   `json:"deleted,omitempty"`     // spool file deleted
+	MovedTo      string `json:"moved_to,omitempty"`    // spool file moved to --done
+	RejectedTo   string `json:"rejected_to,omitempty"` // spool file moved to the rejected folder
+	Error        string `json:"error,omitempty"`
+	// Reason says why a waiting file waits, and ReadyAt when it is
+	// complete if it does not change meanwhile.
+	Reason  string    `json:"reason,omitempty"`
+	ReadyAt time.Time `json:"ready_at,omitzero"`
+	Seconds float64   `json:"seconds"`
+
+	// read is the spool file's size and modification time when it was
+	// read, checked again before it is deleted.
+	read fileState
 }
+
+// fileState is what says a local file did not change: its size and
+// modification time.
+type fileState struct {
+	size    int64
+	modTime time.Time
+}
+
+func stateOf(fi fs.FileInfo) fileState { return fileState{fi.Size(), fi.ModTime()} }
+
+func (s fileState) same(o fileState) bool { return s.size == o.size && s.modTime.Equal(o.modTime) }
 
 // Report is the outcome of a run (the --json document).
 type Report struct {
@@ -172,6 +199,7 @@ type Report struct {
 	AlreadyUploaded int          `json:"already_uploaded"`
 	Failed          int          `json:"failed"`
 	Rejected        int          `json:"rejected"`
+	Waiting         int          `json:"waiting"`
 	// Bytes is the number of bytes uploaded by this run.
 	Bytes int64 `json:"bytes"`
 	// Stopped is true when an error (network, storage, cancellation) ended
@@ -216,10 +244,19 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		return errors.New("an explicit key needs exactly one file")
 	}
 	files := cfg.Files
+	var young []FileResult // spool files not complete by their age
 	if cfg.Spool != "" {
-		var err error
-		if files, err = SpoolFiles(cfg.Spool, cfg.Now().Add(-cfg.MinAge)); err != nil {
+		entries, err := spoolEntries(cfg.Spool)
+		if err != nil {
 			return err
+		}
+		now := cfg.Now()
+		for _, e := range entries {
+			if w := spoolSettle(cfg).ByAge(e.modTime, now); w.Waiting() {
+				young = append(young, FileResult{File: e.path, Status: Waiting, Size: e.size, Reason: w.Reason, ReadyAt: w.Until})
+				continue
+			}
+			files = append(files, e.path)
 		}
 	}
 	parallel := cfg.Parallel
@@ -242,7 +279,7 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		// The printer records results (and calls OnFile, which writes the
 		// output lines) in order, outside mu: a slow output never holds up
 		// the workers. It owns rep until it is done.
-		ordered = make(chan FileResult, len(files))
+		ordered = make(chan FileResult, len(files)+len(young))
 		printer sync.WaitGroup
 	)
 	printer.Add(1)
@@ -277,12 +314,16 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 
 				t0 := time.Now()
 				res, err := uploadFile(ctx, cfg, path)
-				if err == nil && cfg.AfterUpload != nil {
+				var w *notComplete
+				if errors.As(err, &w) {
+					res.Status, res.Reason, res.ReadyAt, err = Waiting, w.Reason, w.Until, nil
+				}
+				if err == nil && cfg.AfterUpload != nil && res.Status != Waiting {
 					mu.Lock()
 					err = cfg.AfterUpload(res)
 					mu.Unlock()
 				}
-				if err == nil && cfg.Spool != "" {
+				if err == nil && cfg.Spool != "" && res.Status != Waiting {
 					err = settleSpool(cfg, &res)
 				}
 				res.Seconds = time.Since(t0).Seconds()
@@ -327,6 +368,9 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		flushed++ // never started: the run stopped
 	}
 	flush()
+	for _, r := range young {
+		ordered <- r
+	}
 	close(ordered)
 	printer.Wait()
 	if fatal != nil {
@@ -349,10 +393,26 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 }
 
 // rejectable reports whether a file's error means it can never be
-// uploaded as it is: it fails validation, or its key holds other content.
+// uploaded as it is: it fails validation, its key holds other content, or
+// it changed after it was uploaded.
 func rejectable(err error) bool {
 	var fe *decode.FileError
-	return IsFileError(err) && (errors.As(err, &fe) || errors.Is(err, ErrKeyConflict))
+	return IsFileError(err) && (errors.As(err, &fe) || errors.Is(err, ErrKeyConflict) || errors.Is(err, errChangedAfterUpload))
+}
+
+// errChangedAfterUpload marks a spool file that changed between the read
+// of its upload and its deletion: a writer appended to it after a pause
+// longer than the settle time.
+var errChangedAfterUpload = errors.New("changed after it was uploaded")
+
+// notComplete is a spool file that is not complete yet (landing.Settle).
+type notComplete struct{ landing.Wait }
+
+func (n *notComplete) Error() string { return n.Reason }
+
+// spoolSettle is the completeness rule of spool files.
+func spoolSettle(cfg Config) landing.Settle {
+	return landing.Settle{Time: cfg.MinAge, OpenEndTime: cfg.OpenEndMinAge}
 }
 
 func rejectedDir(cfg Config) string {
@@ -388,6 +448,9 @@ func reject(cfg Config, path string, res *FileResult, cause error) error {
 	if errors.Is(cause, ErrKeyConflict) {
 		rep.Hint = "the landing bucket already holds other content under this key; send the file as a new file under a new key (for example with --time now)"
 	}
+	if errors.Is(cause, errChangedAfterUpload) {
+		rep.Hint = "its first " + fmt.Sprint(res.read.size) + " bytes are uploaded as " + res.Key + "; send what was written after them as a new file, and let the writer pause less than --min-age or write under a partial name (name.csv.tmp) and rename it when complete"
+	}
 	tag := cfg.Now().UTC().Format("20060102T150405Z")
 	dst, err := moveFile(path, rejectedDir(cfg), tag)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -420,6 +483,8 @@ func record(cfg Config, rep *Report, res FileResult) {
 		rep.Failed++
 	case Rejected:
 		rep.Rejected++
+	case Waiting:
+		rep.Waiting++
 	}
 	if cfg.OnFile != nil {
 		cfg.OnFile(res)
@@ -431,15 +496,34 @@ func record(cfg Config, rep *Report, res FileResult) {
 // not hidden (".name"), not partial (*.tmp, *.part, *.partial, *.swp, *~),
 // and modified at or before notAfter.
 func SpoolFiles(dir string, notAfter time.Time) ([]string, error) {
+	entries, err := spoolEntries(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.modTime.After(notAfter) {
+			out = append(out, e.path)
+		}
+	}
+	return out, nil
+}
+
+// spoolEntry is a file of the spool, as listed.
+type spoolEntry struct {
+	path    string
+	size    int64
+	modTime time.Time
+}
+
+// spoolEntries lists the regular files of dir that are not hidden or
+// partial, oldest modification time first (then by name).
+func spoolEntries(dir string) ([]spoolEntry, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	type cand struct {
-		path string
-		mt   time.Time
-	}
-	var cands []cand
+	var cands []spoolEntry
 	for _, e := range entries {
 		name := e.Name()
 		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || landing.IsPartialName(name) {
@@ -452,22 +536,15 @@ func SpoolFiles(dir string, notAfter time.Time) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
-		if fi.ModTime().After(notAfter) {
-			continue
-		}
-		cands = append(cands, cand{filepath.Join(dir, name), fi.ModTime()})
+		cands = append(cands, spoolEntry{filepath.Join(dir, name), fi.Size(), fi.ModTime()})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		if !cands[i].mt.Equal(cands[j].mt) {
-			return cands[i].mt.Before(cands[j].mt)
+		if !cands[i].modTime.Equal(cands[j].modTime) {
+			return cands[i].modTime.Before(cands[j].modTime)
 		}
 		return cands[i].path < cands[j].path
 	})
-	out := make([]string, len(cands))
-	for i, c := range cands {
-		out[i] = c.path
-	}
-	return out, nil
+	return cands, nil
 }
 
 // prepared is a file ready to be sent.
@@ -537,6 +614,16 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		p.src = bytes.NewReader(data)
 		s := sha256.Sum256(data)
 		sum = hex.EncodeToString(s[:])
+	}
+	p.res.read = stateOf(fi)
+	if cfg.Spool != "" {
+		w, err := spoolSettle(cfg).Judge(path, p.src, size, fi.ModTime(), cfg.Now())
+		if err != nil {
+			return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
+		}
+		if w.Waiting() {
+			return p, &notComplete{w}
+		}
 	}
 	if cfg.Validate {
 		if err := validate(ctx, path, p.src, size, cfg.ValidateOptions); err != nil {
@@ -778,8 +865,23 @@ func short(sum string) string {
 	return sum
 }
 
-// settleSpool deletes the uploaded spool file or moves it to cfg.Done.
+// settleSpool deletes the uploaded spool file or moves it to cfg.Done, if
+// it is still what was read (errChangedAfterUpload: then the run rejects
+// it, so that the rows written after the read are neither lost nor sent
+// twice).
 func settleSpool(cfg Config, res *FileResult) error {
+	fi, err := os.Stat(res.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // moved or deleted by an overlapping run meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("uploaded %s as %s but cannot look at it again (the next run will find it already uploaded): %w", res.File, res.Key, err)
+	}
+	if now := stateOf(fi); !now.same(res.read) {
+		return &fileError{fmt.Errorf("%s: %w as %s: it had %d bytes, modified %s, and has %d, modified %s",
+			res.File, errChangedAfterUpload, res.Key, res.read.size, res.read.modTime.UTC().Format(time.RFC3339Nano),
+			now.size, now.modTime.UTC().Format(time.RFC3339Nano))}
+	}
 	if cfg.Done == "" {
 		if err := os.Remove(res.File); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("uploaded %s as %s but could not delete it (the next run will find it already uploaded): %w", res.File, res.Key, err)

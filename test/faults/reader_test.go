@@ -18,16 +18,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/twmb/avro/ocf"
+
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/testutil/catalogtest"
 )
 
 // tableState is what the suite's own reader found in a table. It reads the
 // Iceberg metadata JSON, the Avro manifest lists and manifests, and the
 // Parquet data files straight from the S3 server (not through the proxy,
-// not through timelake or iceberg-go), so a bug in timelake's reading
-// cannot hide one in its writing.
+// not through timelake or iceberg-go; of a table in a REST catalog, only
+// the current metadata file's location is asked of the catalog, with
+// iceberg-go's client), so a bug in timelake's reading cannot hide one in
+// its writing.
 type tableState struct {
 	version   int
 	snapshots int
@@ -62,6 +69,47 @@ func readTable(t testing.TB, c *s3.Client, bucket, wh, ns, name string) tableSta
 		st.strays = append(dataKeys, avroKeys...)
 		return st
 	}
+	return readMetadata(t, c, bucket, fmt.Sprintf("%s/metadata/v%d.metadata.json", root, st.version), st, dataKeys, avroKeys)
+}
+
+// readCatalogTable reads the table whose current metadata file a REST
+// catalog names (loadTable, with iceberg-go's REST client), at root (its
+// folder) in bucket.
+func readCatalogTable(t testing.TB, c *s3.Client, srv catalogtest.Server, warehouse string, n lake.TableName) tableState {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := rest.NewCatalog(ctx, "faults-reader", srv.URI, rest.WithWarehouseLocation(warehouse), rest.WithCredential(srv.Credential()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{n.Namespace, n.Name})
+	if err != nil {
+		t.Fatalf("load %s through the catalog: %v", n, err)
+	}
+	bucket, metaKey := splitURI(t, tbl.MetadataLocation())
+	root := n.Namespace + "/" + n.Name
+	var dataKeys, avroKeys []string
+	for _, key := range listKeys(t, c, bucket, root+"/") {
+		rel := strings.TrimPrefix(key, root+"/")
+		if strings.HasPrefix(rel, "data/") && strings.HasSuffix(rel, ".parquet") {
+			dataKeys = append(dataKeys, key)
+		}
+		if strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".avro") {
+			avroKeys = append(avroKeys, key)
+		}
+	}
+	var st tableState
+	if m := regexp.MustCompile(`/v(\d+)(-[^/]*)?\.metadata\.json$`).FindStringSubmatch(metaKey); m != nil {
+		st.version, _ = strconv.Atoi(m[1])
+	}
+	return readMetadata(t, c, bucket, metaKey, st, dataKeys, avroKeys)
+}
+
+// readMetadata reads the metadata file at metaKey and what its snapshots
+// reference; dataKeys and avroKeys are the table's data files and Avro
+// files, for the strays.
+func readMetadata(t testing.TB, c *s3.Client, bucket, metaKey string, st tableState, dataKeys, avroKeys []string) tableState {
+	t.Helper()
 	var meta struct {
 		Current   *int64 `json:"current-snapshot-id"`
 		Snapshots []struct {
@@ -69,9 +117,9 @@ func readTable(t testing.TB, c *s3.Client, bucket, wh, ns, name string) tableSta
 			ManifestList string `json:"manifest-list"`
 		} `json:"snapshots"`
 	}
-	b := getObject(t, c, bucket, fmt.Sprintf("%s/metadata/v%d.metadata.json", root, st.version))
+	b := getObject(t, c, bucket, metaKey)
 	if err := json.Unmarshal(b, &meta); err != nil {
-		t.Fatalf("metadata v%d: %v", st.version, err)
+		t.Fatalf("metadata %s: %v", metaKey, err)
 	}
 	st.snapshots = len(meta.Snapshots)
 

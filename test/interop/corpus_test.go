@@ -66,7 +66,7 @@ func TestCorpusThroughIngest(t *testing.T) {
 				TimeColumn: c.TimeColumn, TimeUnit: c.TimeUnit, AssumeLocation: loc, SeriesKey: c.SeriesKey,
 				CSV:     decode.CSV{Delimiter: c.Delimiter(), DecimalComma: c.CSVDecimalComma, Null: c.CSVNull},
 				Columns: types, Evolve: decode.Evolution(c.Evolve),
-				Logger: quiet, WorkDir: t.TempDir()})
+				Logger: quiet, WorkDir: t.TempDir(), SettleTime: -1, OpenEndSettleTime: -1})
 			if c.Refused != nil {
 				checkIngestRefusal(t, c, w, name, rep, runErr)
 				return

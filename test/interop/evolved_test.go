@@ -37,7 +37,7 @@ func TestEvolvedTableReadByIndependentReaders(t *testing.T) {
 					t.Fatal(err)
 				}
 				rep, err := ingest.Run(ctx, ingest.Config{Landing: w.landing, Lake: w.lake, Table: name, SeriesKey: []string{"device_id"},
-					Evolve: evolve, Columns: columns, Logger: quiet, WorkDir: t.TempDir(), SettleTime: -1})
+					Evolve: evolve, Columns: columns, Logger: quiet, WorkDir: t.TempDir(), SettleTime: -1, OpenEndSettleTime: -1})
 				if err != nil || rep.Loaded != 1 {
 					t.Fatalf("ingest %s: %+v, %v", key, rep, err)
 				}

@@ -20,12 +20,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/catalogtest"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
@@ -69,17 +72,30 @@ func duckDB(t testing.TB) *sql.DB {
 }
 
 // warehouse is one place to put tables: a local folder or an S3 bucket of
-// the test server, with a landing store of the same kind.
+// the test server, with a landing store of the same kind, or a table bucket
+// of the test REST catalog (SeaweedFS) with a local landing folder.
 type warehouse struct {
 	lake    *lake.Lake
 	landing storage.Store
 	s3      *s3.Client // nil for local
 	proxy   string     // S3Proxy URL for icebird; "" for local
+	// catalog is the REST catalog that holds the tables' versions (nil:
+	// the metadata files), uri the warehouse it is asked for.
+	catalog *catalogtest.Server
+	uri     string
+	// own is the folder of timelake's own files in a table.
+	own string
 }
 
 func localWarehouse(t *testing.T) warehouse {
 	t.Helper()
-	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{Logger: quiet})
+	return localWarehouseAt(t, t.TempDir())
+}
+
+// localWarehouseAt is localWarehouse in folder dir.
+func localWarehouseAt(t *testing.T, dir string) warehouse {
+	t.Helper()
+	l, err := lake.Open(context.Background(), dir, lake.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +103,7 @@ func localWarehouse(t *testing.T) warehouse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return warehouse{lake: l, landing: st}
+	return warehouse{lake: l, landing: st, own: "metadata/"}
 }
 
 func s3Warehouse(t *testing.T) warehouse {
@@ -102,7 +118,43 @@ func s3Warehouse(t *testing.T) warehouse {
 	ps := httptest.NewServer(S3Proxy{Client: client})
 	t.Cleanup(ps.Close)
 	return warehouse{lake: l, landing: storage.NewS3Store(client, landingBucket, "", storage.S3StoreOptions{}),
-		s3: client, proxy: ps.URL}
+		s3: client, proxy: ps.URL, own: "metadata/"}
+}
+
+// restWarehouse is a table bucket of its own in the test REST catalog.
+func restWarehouse(t *testing.T) warehouse {
+	t.Helper()
+	srv := catalogtest.FromEnv(t)
+	wh := srv.NewWarehouse(t)
+	client := srv.S3Client()
+	l, err := lake.Open(context.Background(), wh, lake.Options{S3: client, Logger: quiet,
+		Catalog: &lake.RESTCatalog{URI: srv.URI, Credential: srv.Credential()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(S3Proxy{Client: client})
+	t.Cleanup(ps.Close)
+	return warehouse{lake: l, landing: st, s3: client, proxy: ps.URL, catalog: &srv, uri: wh, own: "_timelake/"}
+}
+
+// catalogMetadataFile asks the REST catalog, with iceberg-go's own REST
+// client (no timelake code), for the current metadata file of table n.
+func catalogMetadataFile(t testing.TB, w warehouse, n lake.TableName) string {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := rest.NewCatalog(ctx, "interop", w.catalog.URI, rest.WithWarehouseLocation(w.uri), rest.WithCredential(w.catalog.Credential()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{n.Namespace, n.Name})
+	if err != nil {
+		t.Fatalf("load %s through the catalog: %v", n, err)
+	}
+	return tbl.MetadataLocation()
 }
 
 // putExamples copies examples/landing into the landing store.
@@ -133,7 +185,8 @@ func ingestExamples(t *testing.T, w warehouse, name lake.TableName, g lake.Granu
 	t.Helper()
 	putExamples(t, w.landing)
 	rep, err := ingest.Run(context.Background(), ingest.Config{Landing: w.landing, Lake: w.lake, Table: name,
-		SeriesKey: []string{"device_id"}, Partition: g, Logger: quiet, WorkDir: t.TempDir()})
+		SeriesKey: []string{"device_id"}, Partition: g, Logger: quiet, WorkDir: t.TempDir(),
+		SettleTime: -1, OpenEndSettleTime: -1}) // the files are put whole
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // IcebirdTable is what the harness icebird/read-table.mjs prints for a table.
 type IcebirdTable struct {
 	TableURL      string            `json:"table_url"`
-	MetadataFile  string            `json:"metadata_file"` // vN.metadata.json named by version-hint.text
+	MetadataFile  string            `json:"metadata_file"` // vN.metadata.json named by version-hint.text, or given
 	FormatVersion int               `json:"format_version"`
 	Location      string            `json:"location"`
 	HasSnapshot   bool              `json:"has_snapshot"`
@@ -158,14 +158,26 @@ func (ib Icebird) Check() error {
 	return nil
 }
 
-// Read reads the table at tableURL (file:// or s3://) with icebird.
+// Read reads the table at tableURL (file:// or s3://) with icebird, from
+// the metadata file that metadata/version-hint.text names.
 func (ib Icebird) Read(ctx context.Context, tableURL string) (*IcebirdTable, error) {
+	return ib.ReadAt(ctx, tableURL, "")
+}
+
+// ReadAt reads the table at tableURL from its metadata file named
+// metadataFile (vN.metadata.json in its metadata/ folder; "" for the one
+// the version hint names).
+func (ib Icebird) ReadAt(ctx context.Context, tableURL, metadataFile string) (*IcebirdTable, error) {
 	if err := ib.Check(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "read-table.mjs", tableURL)
+	args := []string{"read-table.mjs", tableURL}
+	if metadataFile != "" {
+		args = append(args, metadataFile)
+	}
+	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = ib.Dir
 	cmd.Env = append(os.Environ(), "TIMELAKE_ICEBIRD_S3_PROXY="+ib.S3Proxy)
 	var out, errOut bytes.Buffer

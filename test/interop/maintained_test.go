@@ -62,7 +62,7 @@ func TestLoadHistoryReadByDuckDB(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		open func(*testing.T) warehouse
-	}{{"local", localWarehouse}, {"s3", s3Warehouse}} {
+	}{{"local", localWarehouse}, {"s3", s3Warehouse}, {"rest", restWarehouse}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := maintainedSubject(tc.open, true)(t)
@@ -77,7 +77,7 @@ func TestLoadHistoryReadByDuckDB(t *testing.T) {
 			dir := t.TempDir()
 			var folder string
 			for _, seg := range segs {
-				local, err := LocalFile(ctx, s.w.s3, tbl.Location()+"/metadata/"+seg, dir)
+				local, err := LocalFile(ctx, s.w.s3, tbl.Location()+"/"+s.w.own+seg, dir)
 				if err != nil {
 					t.Fatal(err)
 				}

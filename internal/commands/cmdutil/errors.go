@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -21,7 +23,8 @@ const (
 	ExitUsage     ExitCode = 2   // bad flags, arguments or settings
 	ExitPartial   ExitCode = 3   // ingest: some files were quarantined, the rest loaded
 	ExitNotLoaded ExitCode = 4   // tables batch: the batch id is not in the current ancestry
-	ExitLeaseHeld ExitCode = 11  // ingest: another run holds the table's lease
+	ExitLeaseHeld ExitCode = 11  // ingest: another run (a serve, or on an overlapping prefix) holds the table's lease
+	ExitBusy      ExitCode = 12  // ingest: the previous run of this poller is still working
 	ExitCancelled ExitCode = 130 // interrupted (SIGINT/SIGTERM)
 )
 
@@ -61,13 +64,71 @@ func (e *SilentError) Unwrap() error { return e.Err }
 
 // FlagErrorFunc is the root's cobra flag error function: every flag error
 // (unknown flag, missing value, a value the setting's kind refuses) is a
-// UsageError; a refused value keeps the setting's own message.
-func FlagErrorFunc(_ *cobra.Command, err error) error {
+// UsageError; a refused value keeps the setting's own message, and an
+// unknown flag names the flag meant (cobra suggests only subcommands).
+func FlagErrorFunc(cmd *cobra.Command, err error) error {
 	var ve *settings.ValueError
 	if errors.As(err, &ve) {
 		return &UsageError{Err: ve}
 	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if hint := flagSuggestion(cmd, ne); hint != "" {
+			return &UsageError{Err: fmt.Errorf("%w; %s", err, hint)}
+		}
+	}
 	return &UsageError{Err: err}
+}
+
+// flagSuggestion names the flag an unknown one most likely stands for: a
+// flag of cmd within two edits (Levenshtein distance; one for a name of up
+// to five letters) or that the name starts, the long flag of a name given
+// with one dash (-json: --json), or the commands that have a flag of that
+// name; "" when there is none.
+func flagSuggestion(cmd *cobra.Command, ne *pflag.NotExistError) string {
+	name := ne.GetSpecifiedName()
+	if group := ne.GetSpecifiedShortnames(); group != "" {
+		if cmd.Flags().Lookup(group) != nil {
+			return "did you mean --" + group + "?"
+		}
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	best, bestDist := "", min(3, len(name)/3+1)
+	var starting []string
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Hidden {
+			return
+		}
+		if d := levenshtein.ComputeDistance(name, fl.Name); d < bestDist {
+			best, bestDist = fl.Name, d
+		}
+		if len(name) >= 3 && strings.HasPrefix(fl.Name, name) {
+			starting = append(starting, fl.Name)
+		}
+	})
+	if best == "" && len(starting) == 1 {
+		best = starting[0]
+	}
+	if best != "" {
+		return "did you mean --" + best + "?"
+	}
+	var owners []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup(name) != nil || c.PersistentFlags().Lookup(name) != nil {
+			owners = append(owners, c.CommandPath())
+			return // its subcommands inherit it
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd.Root())
+	if len(owners) > 0 {
+		return "--" + name + " is a flag of " + strings.Join(owners, ", ")
+	}
+	return ""
 }
 
 // TypeUsageErrors makes the argument errors of every command below root

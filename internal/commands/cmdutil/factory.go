@@ -25,6 +25,10 @@ import (
 type Factory struct {
 	IO     *iostreams.IOStreams
 	Getenv func(string) (string, bool)
+	// Environ lists the process environment ("KEY=value", os.Environ), for
+	// the report of unknown TIMELAKE_* variables; nil reports only those
+	// of the env file.
+	Environ func() []string
 
 	// Global settings, set by ResolveGlobals before a command runs.
 	EnvFile  config.Setting // the env file's path (Value) and where it came from
@@ -84,8 +88,22 @@ func (f *Factory) environment() *config.Env {
 }
 
 // Env returns the settings lookup (environment, then the env file). An env
-// file that cannot be read or parsed is a usage error.
+// file that cannot be read or parsed, or that its group or other users can
+// write (settings.WritableEnvFile), is a usage error.
 func (f *Factory) Env() (*config.Env, error) {
+	e, err := f.EnvUnchecked()
+	if err != nil {
+		return nil, err
+	}
+	if err := settings.CheckEnvFileWritable(e); err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return e, nil
+}
+
+// EnvUnchecked is Env without the refusal of a writable env file, for
+// env check, which reports it as a failed check beside the others.
+func (f *Factory) EnvUnchecked() (*config.Env, error) {
 	if f.env != nil {
 		return f.env, nil
 	}
@@ -98,6 +116,21 @@ func (f *Factory) Env() (*config.Env, error) {
 	}
 	f.env = e
 	return e, nil
+}
+
+// UnknownVariables are the TIMELAKE_* variables of the environment and the
+// env file that no setting reads (settings.UnknownVariables); none when the
+// env file cannot be read (the command fails on it).
+func (f *Factory) UnknownVariables() []settings.UnknownVariable {
+	env, err := f.EnvUnchecked()
+	if err != nil {
+		return nil
+	}
+	var environ []string
+	if f.Environ != nil {
+		environ = f.Environ()
+	}
+	return settings.UnknownVariables(env, environ)
 }
 
 // Settings returns the resolver of cmd's settings: its flags, then the
@@ -128,11 +161,16 @@ func (f *Factory) Logger() *slog.Logger {
 	return f.logger
 }
 
-// WarnExposedEnvFile logs a warning on stderr when the env file holds a
-// secret and other users can read it (settings.CheckEnvFile), with the
-// chmod that fixes it. An env file that cannot be read is not reported
+// WarnEnvironment logs a warning on stderr for each TIMELAKE_* variable no
+// setting reads, with the one it most likely stands for (a misspelled
+// variable is otherwise ignored), and when the env file holds a secret and
+// other users can read it (settings.CheckEnvFile), with the chmod that
+// fixes it. An env file that cannot be read or is refused is not reported
 // here: the command fails on it.
-func (f *Factory) WarnExposedEnvFile() {
+func (f *Factory) WarnEnvironment() {
+	for _, u := range f.UnknownVariables() {
+		f.Logger().Warn(u.String(), "fix", "rename or remove it (docs/configuration.md#unknown-variables)")
+	}
 	env, err := f.Env()
 	if err != nil {
 		return
@@ -140,6 +178,22 @@ func (f *Factory) WarnExposedEnvFile() {
 	if x := settings.CheckEnvFile(env); x != nil {
 		f.Logger().Warn(x.Problem(), "fix", x.Fix())
 	}
+}
+
+// CheckLocations refuses, as a usage error, a warehouse and a landing
+// location of different kinds whose local side is a relative path
+// (settings.CheckLocationKinds), wherever each is set: every command
+// checks it, whether it uses one of them or both. An env file that cannot
+// be read is left to the command to report.
+func (f *Factory) CheckLocations(cmd *cobra.Command) error {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil
+	}
+	if err := r.CheckLocations(); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
 }
 
 // S3Config resolves the S3 connection settings of cmd.
@@ -211,6 +265,46 @@ func (f *Factory) Where(cmd *cobra.Command, spec *settings.Spec, what string, lo
 	return w
 }
 
+// ExplainLanding and ExplainLake word a setup error of the landing bucket
+// or of the warehouse as ingest and env check do (storage.Diagnose: the
+// reason naming the store and the setting behind it, and the fix); any
+// other error, or one already explained, is returned as it is.
+func (f *Factory) ExplainLanding(cmd *cobra.Command, err error) error {
+	return f.explain(cmd, err, &settings.Landing.Spec, "landing bucket", "landing folder", true)
+}
+
+// ExplainLake: see ExplainLanding.
+func (f *Factory) ExplainLake(cmd *cobra.Command, err error) error {
+	return f.explain(cmd, err, &settings.Warehouse.Spec, "lake bucket", "warehouse folder", false)
+}
+
+func (f *Factory) explain(cmd *cobra.Command, err error, spec *settings.Spec, bucket, folder string, bareIsBucket bool) error {
+	var silent *SilentError
+	if err == nil || IsUsage(err) || errors.As(err, &silent) || errors.Is(err, ErrPartial) {
+		return err // reported already, or not the store's
+	}
+	var loc storage.Location
+	if r, rerr := f.Settings(cmd); rerr == nil {
+		loc, _ = storage.ParseLocation(r.Lookup(spec).Value, bareIsBucket)
+	}
+	what := folder
+	if loc.IsS3() {
+		what = bucket
+	}
+	return storage.Explain(err, f.Where(cmd, spec, what, loc), f.StorageNames(cmd))
+}
+
+// ExplainErrors makes every subcommand of group return its errors through
+// explain (ExplainLanding, ExplainLake): a setup problem of the store gets
+// its reason and its Fix: line in whichever subcommand meets it.
+func ExplainErrors(group *cobra.Command, explain func(*cobra.Command, error) error) {
+	for _, sub := range group.Commands() {
+		if runE := sub.RunE; runE != nil {
+			sub.RunE = func(c *cobra.Command, args []string) error { return explain(c, runE(c, args)) }
+		}
+	}
+}
+
 // OpenStore opens a landing location: an S3 bucket/prefix or a folder.
 func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage.Location) (storage.Store, error) {
 	if !loc.IsS3() {
@@ -218,7 +312,7 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 		if err != nil {
 			return nil, err
 		}
-		return st.KeepFolders(1), nil // the gateways' folders
+		return st.KeepFolders(1).WarnLinks(f.Logger()), nil // the gateways' folders; links are never loaded
 	}
 	c, cfg, err := f.S3Client(ctx, cmd)
 	if err != nil {
@@ -228,13 +322,20 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 		storage.S3StoreOptions{Tigris: storage.IsTigrisEndpoint(cfg.Endpoint)}), nil
 }
 
-// OpenLake opens the warehouse at uri.
+// OpenLake opens the warehouse at uri, with the REST catalog of cmd's
+// settings when --catalog is rest (RESTCatalog).
 func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) (*lake.Lake, error) {
 	loc, err := storage.ParseLocation(uri, false)
 	if err != nil {
 		return nil, UsageErrorf("warehouse: %v", err)
 	}
 	opts := lake.Options{Logger: f.Logger(), CacheDir: f.cacheDir()}
+	if opts.Catalog, err = f.RESTCatalog(cmd); err != nil {
+		return nil, err
+	}
+	if opts.Catalog != nil && !loc.IsS3() {
+		return nil, UsageErrorf("--catalog rest keeps the tables' files in object storage: the warehouse %s must be s3://bucket/prefix (docs/catalogs.md)", uri)
+	}
 	if loc.IsS3() {
 		c, cfg, err := f.S3Client(ctx, cmd)
 		if err != nil {
@@ -245,9 +346,46 @@ func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) 
 	return lake.Open(ctx, uri, opts)
 }
 
-// AnnotationReportsEnvFile marks a command that reports an exposed env file
-// itself (env check), so the root does not log it.
+// RESTCatalog resolves cmd's catalog settings: nil for --catalog none, the
+// REST catalog's configuration for rest (--catalog-uri is then required).
+func (f *Factory) RESTCatalog(cmd *cobra.Command) (*lake.RESTCatalog, error) {
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := RESTCatalogOf(r)
+	return cfg, r.Err()
+}
+
+// RESTCatalogOf reads the catalog settings from r (errors are recorded in
+// r): nil for --catalog none.
+func RESTCatalogOf(r *settings.Resolver) *lake.RESTCatalog {
+	if settings.Catalog.Get(r) != settings.CatalogREST {
+		return nil
+	}
+	return &lake.RESTCatalog{
+		URI:          settings.CatalogURI.Require(r),
+		Warehouse:    settings.CatalogWarehouse.Get(r),
+		Prefix:       settings.CatalogPrefix.Get(r),
+		Token:        settings.CatalogToken.Get(r),
+		Credential:   settings.CatalogCredential.Get(r),
+		OAuth2URI:    settings.CatalogOAuth2URI.Get(r),
+		Scope:        settings.CatalogScope.Get(r),
+		SigV4:        settings.CatalogSigV4.Get(r),
+		SigV4Region:  settings.Region.Get(r),
+		SigV4Service: settings.CatalogSigV4Service.Get(r),
+	}
+}
+
+// AnnotationReportsEnvFile marks a command that reports the env file and
+// unknown variables itself (env check), so the root does not log them.
 const AnnotationReportsEnvFile = "timelake/reports-env-file"
+
+// AnnotationShowsLocations marks a command that shows or checks the
+// warehouse and landing settings rather than using them (env show, env
+// check), which the root does not refuse for their kinds
+// (CheckLocations).
+const AnnotationShowsLocations = "timelake/shows-locations"
 
 // AnnotationTimedErrors marks a command whose final error line, in a pipe,
 // starts with a timestamp like its other output lines (ingest).

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,8 @@ const (
 	CheckTableName     = "table-name"
 	CheckLanding       = "landing"
 	CheckSettings      = "settings"
+	CheckVariables     = "variables"
+	CheckCatalog       = "catalog"
 	CheckEndpoint      = "endpoint"
 	CheckRegion        = "region"
 	CheckCredentials   = "credentials"
@@ -69,8 +72,16 @@ const (
 	CheckLandingLease  = "landing-lease"
 	CheckLakeBucket    = "lake-bucket"
 	CheckLakeCommit    = "lake-commit"
+	CheckCatalogConfig = "catalog-config"
+	CheckCatalogAuth   = "catalog-auth"
+	CheckCatalogNS     = "catalog-namespace"
+	CheckCatalogCommit = "catalog-commit"
 	CheckTable         = "table"
 )
+
+// catalogChecks are the checks of the REST catalog, which --catalog none
+// skips.
+var catalogChecks = []string{CheckCatalogConfig, CheckCatalogAuth, CheckCatalogNS, CheckCatalogCommit}
 
 // CheckOptions are the inputs of one env check.
 type CheckOptions struct {
@@ -188,9 +199,9 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		for _, n := range []string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckEndpoint, CheckRegion,
-			CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
-			CheckLakeBucket, CheckLakeCommit, CheckTable} {
+		for _, n := range slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog,
+			CheckEndpoint, CheckRegion, CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
+			CheckLakeBucket, CheckLakeCommit}, catalogChecks, []string{CheckTable}) {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
 		}
 		return c.report()
@@ -199,6 +210,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c.network(ctx)
 	c.landingBucket(ctx)
 	c.lake(ctx)
+	c.catalog(ctx)
 	c.table(ctx)
 	return c.report()
 }
@@ -227,6 +239,10 @@ type checker struct {
 	localAtResponse time.Time
 	serviceURL      string
 	lakeListed      bool // the warehouse could be listed
+
+	// catalogOK: --catalog rest with usable settings; catalogReady: the
+	// catalog checks passed, so the table can be loaded through it.
+	catalogOK, catalogReady bool
 }
 
 func newChecker(opts *CheckOptions) *checker {
@@ -299,6 +315,11 @@ func (c *checker) envFile() bool {
 		return false
 	case ef.Path == "":
 		c.ok(CheckEnvFile, "none: settings come from flags and the environment")
+		return true
+	}
+	if ef.Writable != nil {
+		c.fail(CheckEnvFile, fmt.Sprintf("%s (from %s): %v", ef.Path, ef.Source, strings.TrimPrefix(ef.Writable.Error(), "env file "+ef.Path+" ")),
+			"chmod 600 "+ef.Path)
 		return true
 	}
 	var problems, fixes []string

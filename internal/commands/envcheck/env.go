@@ -14,6 +14,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -43,7 +44,8 @@ func NewCmdEnv(f *cmdutil.Factory, runF *RunFuncs) *cobra.Command {
 		Long: `Check or show the settings that "timelake ingest" will use: flags, then the
 environment, then --env-file. Run "timelake env check --env-file timelake.env"
 on the poller host before you add the cron line.`,
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{cmdutil.AnnotationShowsLocations: ""},
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.Env)
 	if runF == nil {
@@ -73,6 +75,19 @@ type Settings struct {
 	// bad one.
 	Checked int
 	Invalid []error
+	// Unknown are the TIMELAKE_* variables of the environment and the env
+	// file that no setting reads.
+	Unknown []settings.UnknownVariable
+	// Catalog is the REST catalog of --catalog rest (nil for none), as
+	// ingest would use it; CatalogFrom names where --catalog, its URI and
+	// its credentials come from (never a secret).
+	Catalog     *lake.RESTCatalog
+	CatalogFrom CatalogFrom
+}
+
+// CatalogFrom says where the catalog settings come from.
+type CatalogFrom struct {
+	Kind, URI, Warehouse, Token, Credential config.Setting
 }
 
 // EnvFile describes the env file of a run.
@@ -85,6 +100,9 @@ type EnvFile struct {
 	// Exposed is set when the file holds a secret that other users can
 	// read.
 	Exposed *settings.Exposure
+	// Writable is set when its group or other users can write the file
+	// (a *settings.WritableEnvFile): every other command refuses it.
+	Writable error
 }
 
 // Credentials says where the S3 credentials come from. Secret fields are
@@ -119,13 +137,15 @@ var errEnvFile = errors.New("env file not readable")
 // error here: the checks report it.
 func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	var s Settings
-	env, err := f.Env()
+	env, err := f.EnvUnchecked()
 	s.EnvFile.Path, s.EnvFile.Source = f.EnvFile.Value, f.EnvFile.Describe()
 	if err != nil {
 		s.EnvFile.Err = err
 		return s, nil
 	}
 	s.EnvFile.Exposed = settings.CheckEnvFile(env)
+	s.EnvFile.Writable = settings.CheckEnvFileWritable(env)
+	s.Unknown = f.UnknownVariables()
 	r := settings.NewResolver(cmd.Flags(), env)
 	s.Landing = r.Lookup(&settings.Landing.Spec)
 	s.Warehouse = r.Lookup(&settings.Warehouse.Spec)
@@ -134,6 +154,10 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	s.Region = r.Lookup(&settings.Region.Spec)
 	s.Credentials = credentialsFrom(env)
 	s.S3, s.S3Err = f.S3Config(cmd)
+	s.Catalog = cmdutil.RESTCatalogOf(settings.NewResolver(cmd.Flags(), env))
+	s.CatalogFrom = CatalogFrom{Kind: r.Lookup(&settings.Catalog.Spec), URI: r.Lookup(&settings.CatalogURI.Spec),
+		Warehouse: r.Lookup(&settings.CatalogWarehouse.Spec), Token: r.Lookup(&settings.CatalogToken.Spec),
+		Credential: r.Lookup(&settings.CatalogCredential.Spec)}
 	for _, spec := range settings.All() {
 		switch {
 		case len(spec.Env) == 0:

@@ -1,8 +1,6 @@
 package envcheck
 
 import (
-	"fmt"
-
 	"github.com/timelake/timelake/internal/iostreams"
 )
 
@@ -27,7 +25,7 @@ func writeReport(ios *iostreams.IOStreams, rep *Report, asJSON bool) error {
 		if rep.Failed > 0 {
 			verdict = "fix the failed checks before cron runs ingest"
 		}
-		_, err := fmt.Fprintf(ios.Out, "\n%d ok, %s, %d failed, %d skipped: %s\n",
+		_, err := iostreams.Fprintf(ios.Out, "\n%d ok, %s, %d failed, %d skipped: %s\n",
 			ok, plural(rep.Warnings, false, "warning", "warnings"), rep.Failed, rep.Skipped, verdict)
 		return err
 	}

@@ -2,6 +2,7 @@ package envcheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -61,7 +62,25 @@ func (c *checker) settings(ctx context.Context) {
 	default:
 		c.landing, c.landingOK = loc, true
 		c.ok(CheckLanding, describeLocation(loc)+from(s.Landing))
-		if c.warehouseOK && contains(loc, c.warehouse) {
+		var kinds *settings.LocationKindsError
+		if errors.As(settings.CheckLocationKinds(s.Warehouse, s.Landing), &kinds) {
+			// The relative side would be used as a folder: fail its row.
+			name := CheckWarehouse
+			if kinds.LocalWhat == "landing" {
+				name = CheckLanding
+			} else {
+				c.warehouseOK = false
+			}
+			for i := range c.rep.Checks {
+				if ch := &c.rep.Checks[i]; ch.Name == name {
+					ch.Result, ch.Detail, ch.Fix = Fail, kinds.Error(), kinds.FixHint()
+				}
+			}
+			if name == CheckLanding {
+				c.landingOK = false
+			}
+		}
+		if c.warehouseOK && c.landingOK && contains(loc, c.warehouse) {
 			last := &c.rep.Checks[len(c.rep.Checks)-1]
 			last.Result, last.Fix = Fail, "use a separate landing bucket or folder, or landing and warehouse prefixes that do not contain each other"
 			last.Detail += fmt.Sprintf("; the warehouse %s lies inside it, so ingest would take the lake's own files for landed files", c.warehouse)
@@ -78,6 +97,21 @@ func (c *checker) settings(ctx context.Context) {
 		}
 		c.fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
+
+	// TIMELAKE_* variables no setting reads: a misspelling is otherwise
+	// ignored, and the default used instead.
+	if len(s.Unknown) == 0 {
+		c.ok(CheckVariables, "every TIMELAKE_* variable is a setting")
+	} else {
+		msgs := make([]string, len(s.Unknown))
+		for i, u := range s.Unknown {
+			msgs[i] = u.String()
+		}
+		c.fail(CheckVariables, strings.Join(msgs, "; "),
+			"rename each to the variable meant, or remove it; every variable is in docs/configuration.md (see its section Unknown variables)")
+	}
+
+	c.catalogSettings()
 
 	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
 	if !c.s3Needed {

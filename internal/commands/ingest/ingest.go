@@ -4,7 +4,9 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -41,8 +44,10 @@ func NewCmdIngest(f *cmdutil.Factory, runF func(context.Context, *Options) error
 into the Iceberg table, with the object key as the batch id, and delete each
 file once its rows are committed. A key that is already committed is only
 deleted; a file that cannot be loaded is moved to the quarantine prefix with
-an error report. Safe to run from cron every minute: an overlapping run exits
-with code 11, and a crash at any point loses and duplicates nothing.
+an error report. Safe to run from cron every minute: a run that finds the
+previous one still working says so on one line and exits with code 12 (11
+when a serve or a poller of an overlapping prefix holds the table), and a
+crash at any point loses and duplicates nothing.
 
 Every setting can also come from the environment or from --env-file; the
 variable is named in each flag's help.
@@ -112,6 +117,8 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 		ContentDedupe:     settings.ContentDedupe.Get(r),
 		BreakLease:        settings.BreakLease.Get(r),
 		MaintenanceBudget: settings.MaintenanceBudget.Get(r),
+		SettleTime:        noneIfZero(settings.SettleTime.Get(r)),
+		OpenEndSettleTime: noneIfZero(settings.OpenEndSettleTime.Get(r)),
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
@@ -153,6 +160,15 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 	return c, nil
 }
 
+// noneIfZero maps a settle setting of 0 (no wait) to ingest.Config's
+// "none" (a negative value; 0 there is the default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // storeWhat names a location for messages.
 func storeWhat(loc storage.Location, bucket, folder string) string {
 	if loc.IsS3() {
@@ -165,12 +181,15 @@ func storeWhat(loc storage.Location, bucket, folder string) string {
 // started (UTC), so a log of one JSON line per run says when each ran.
 type Report struct {
 	StartedAt time.Time `json:"started_at"`
+	// StillWorking is the lease of the previous run of this poller, when
+	// it is still working and this run did nothing (exit 12).
+	StillWorking *landing.LeaseInfo `json:"still_working,omitempty"`
 	*ingest.Report
 }
 
 // Run runs one ingest and prints one line per file and a summary, or the
 // --json report. It returns cmdutil.ErrPartial (exit 3) when files were
-// quarantined.
+// quarantined or failed.
 func Run(ctx context.Context, opts *Options) error {
 	c := opts.Config
 	now := opts.Now
@@ -183,11 +202,25 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	out := opts.IO.TimedOut(now)
 	if !opts.JSON {
-		c.OnPlan = func(rep *ingest.Report) { fmt.Fprint(out, PlanText(rep)) }
-		c.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, FileLine(r)) }
-		c.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, CreatedText(cr)) }
+		c.OnPlan = func(rep *ingest.Report) { io.WriteString(out, PlanText(rep)) }
+		c.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, FileLine(r)) }
+		c.OnCreate = func(cr *ingest.Created) { io.WriteString(out, CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
+	var held *landing.LeaseHeldError
+	if errors.As(err, &held) && held.Busy() {
+		// A backlog, not a failure: one line (or the report) and exit 12.
+		if opts.JSON {
+			info := held.Info()
+			err = opts.IO.PrintJSON(Report{StartedAt: started.UTC().Truncate(time.Millisecond), StillWorking: &info, Report: rep})
+		} else {
+			_, err = iostreams.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return err
+		}
+		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
+	}
 	if decode.IsColumnsSetting(err) {
 		// No file could create the table because of --column.
 		err = &cmdutil.UsageError{Err: err}
@@ -202,10 +235,10 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else {
-		if m := rep.Maintenance; m != nil && (m.Work() || m.Error != "" || m.Pending) {
-			fmt.Fprintln(out, MaintenanceLine(m))
+		if m := rep.Maintenance; m != nil && m.Notable() {
+			iostreams.Fprintln(out, MaintenanceLine(m))
 		}
-		fmt.Fprintln(out, Summary(rep, started))
+		iostreams.Fprintln(out, Summary(rep, started))
 	}
 	if err != nil {
 		return err
@@ -223,18 +256,18 @@ func PlanText(rep *ingest.Report) string {
 	var b strings.Builder
 	for _, l := range rep.BrokenLeases {
 		since, until := l.Acquired.UTC().Format(time.RFC3339), l.Expires.UTC().Format(time.RFC3339)
-		fmt.Fprintf(&b, "broke lease %s of %s (landing prefix %q): held since %s, ", l.Key, l.Holder, l.Prefix, since)
+		iostreams.Fprintf(&b, "broke lease %s of %s (landing prefix %q): held since %s, ", l.Key, l.Holder, l.Prefix, since)
 		switch l.State {
 		case "dead":
 			b.WriteString("by a process that no longer runs on this host\n")
 		case "expired":
-			fmt.Fprintf(&b, "expired at %s\n", until)
+			iostreams.Fprintf(&b, "expired at %s\n", until)
 		default:
-			fmt.Fprintf(&b, "valid until %s\n", until)
+			iostreams.Fprintf(&b, "valid until %s\n", until)
 		}
 	}
 	if rep.WouldCreate != "" {
-		fmt.Fprintf(&b, "table %s does not exist in %s: this run would create it from the first file that decodes\n",
+		iostreams.Fprintf(&b, "table %s does not exist in %s: this run would create it from the first file that decodes\n",
 			rep.WouldCreate, rep.Warehouse)
 	}
 	return b.String()
@@ -244,9 +277,9 @@ func PlanText(rep *ingest.Report) string {
 func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
-		s := fmt.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
+		s := iostreams.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
 		if r.DuplicateRows > 0 {
-			s = fmt.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
+			s = iostreams.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
 				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
 		}
 		if len(r.SchemaChanges) > 0 {
@@ -258,17 +291,19 @@ func FileLine(r ingest.FileResult) string {
 		return s
 	case ingest.AlreadyLoaded:
 		if r.SnapshotID == 0 || r.SameAs != "" {
-			return fmt.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
+			return iostreams.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
 		}
-		return fmt.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
+		return iostreams.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
 	case ingest.Waiting:
-		return fmt.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
+		return iostreams.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
+	case ingest.Failed:
+		return iostreams.Sprintf("%-15s %s  %s", "failed", r.Key, r.Reason)
 	case ingest.Quarantined:
-		return fmt.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
+		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
-		return fmt.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		return iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
 	}
-	return fmt.Sprintf("%-15s %s", r.Status, r.Key)
+	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
 }
 
 // Summary is the last output line of a run: what it did, then when it
@@ -283,44 +318,64 @@ func Summary(rep *ingest.Report, started time.Time) string {
 				n++
 			}
 		}
-		s = fmt.Sprintf("%s: dry run, %d files would be loaded, %d already loaded", rep.Table, n, len(rep.Files)-n)
+		s = iostreams.Sprintf("%s: dry run, %d files would be loaded, %d already loaded", rep.Table, n, len(rep.Files)-n)
 	case len(rep.Files) == 0:
-		s = fmt.Sprintf("%s: nothing to load in %s", rep.Table, rep.Landing)
+		s = iostreams.Sprintf("%s: nothing to load in %s", rep.Table, rep.Landing)
 	default:
-		s = fmt.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
+		s = iostreams.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
 			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
+		if rep.Failed > 0 {
+			s += fmt.Sprintf(", %d failed (left for the next run)", rep.Failed)
+		}
 		if rep.SnapshotID != 0 {
-			s += fmt.Sprintf("; current snapshot %d (metadata v%d)", rep.SnapshotID, rep.MetadataVersion)
+			s += iostreams.Sprintf("; current snapshot %d (metadata v%d)", rep.SnapshotID, rep.MetadataVersion)
 		}
 		if rep.Waiting > 0 {
-			s += fmt.Sprintf(", %d waiting for the next run", rep.Waiting)
+			s += iostreams.Sprintf(", %d waiting for the next run", rep.Waiting)
 		}
 		if rep.Remaining {
 			s += "; more files wait (--max-files)"
 		}
 	}
-	return s + fmt.Sprintf("; run started %s, took %.1fs", started.UTC().Format(time.RFC3339), rep.Seconds)
+	return s + iostreams.Sprintf("; run started %s, took %.1fs", started.UTC().Format(time.RFC3339), rep.Seconds)
 }
 
-// MaintenanceLine says what the maintenance after the loading did.
+// MaintenanceLine says what the maintenance after the loading did, and
+// what it left and why: the budget ran out, compaction skipped (delete
+// files), groups left by its byte bound, nothing to compact, when orphan
+// files are looked for next.
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
 	if m.FilesIn > 0 {
-		parts = append(parts, fmt.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
+		parts = append(parts, iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
 	}
 	if m.SnapshotsExpired > 0 {
-		parts = append(parts, fmt.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
+		parts = append(parts, iostreams.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
 			m.SnapshotsExpired, m.KeysRemembered, m.FilesDeleted))
 	}
 	if m.OrphansRemoved > 0 {
-		parts = append(parts, fmt.Sprintf("removed %d orphan files", m.OrphansRemoved))
+		parts = append(parts, iostreams.Sprintf("removed %d orphan files", m.OrphansRemoved))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
 	}
-	s := fmt.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
+	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
 	if m.Pending {
-		s += "; more next run"
+		s += "; more next run (the budget ran out)"
+	}
+	switch {
+	case m.CompactionSkipped != "":
+		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0:
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+	case m.CompactionIdle != "":
+		s += "; nothing to compact: " + m.CompactionIdle
+	}
+	if m.OrphansNextCheck != nil {
+		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
+		if m.OrphansLastChecked != nil {
+			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+		}
 	}
 	if m.Error != "" {
 		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"
@@ -331,10 +386,10 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 // CreatedText describes a table created by the run.
 func CreatedText(c *ingest.Created) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "created table %s at %s from %s\n", c.Table, c.Location, c.FromFile)
-	fmt.Fprintf(&b, "  time column %s, partition %s(%s)", c.TimeColumn, c.Partition, c.TimeColumn)
+	iostreams.Fprintf(&b, "created table %s at %s from %s\n", c.Table, c.Location, c.FromFile)
+	iostreams.Fprintf(&b, "  time column %s, partition %s(%s)", c.TimeColumn, c.Partition, c.TimeColumn)
 	if len(c.SeriesKey) > 0 {
-		fmt.Fprintf(&b, ", series key %s", strings.Join(c.SeriesKey, ","))
+		iostreams.Fprintf(&b, ", series key %s", strings.Join(c.SeriesKey, ","))
 	}
 	b.WriteString("\n")
 	for _, col := range c.Columns {
@@ -342,7 +397,7 @@ func CreatedText(c *ingest.Created) string {
 		if col.Required {
 			req = " not null"
 		}
-		fmt.Fprintf(&b, "  %-20s %s%s\n", col.Name, col.Type, req)
+		iostreams.Fprintf(&b, "  %-20s %s%s\n", col.Name, col.Type, req)
 	}
 	return b.String()
 }

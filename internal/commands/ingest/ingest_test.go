@@ -23,6 +23,10 @@ func getenv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// complete is the environment of tests whose landing files are complete
+// when they are written: no settle time.
+var complete = map[string]string{"TIMELAKE_SETTLE_TIME": "0"}
+
 // TestSettingsPrecedence checks flags > environment > --env-file, and that
 // the env file in the shell form of the public docs is read.
 func TestSettingsPrecedence(t *testing.T) {
@@ -128,11 +132,11 @@ func TestExecuteExitCodes(t *testing.T) {
 	write("b.csv", "time,v\n2026-01-05T10:00:00Z\n")
 	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t"}
 	ios, out, errOut := iostreams.Test()
-	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitPartial {
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != cmdutil.ExitPartial {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
 	}
 	ios, out, errOut = iostreams.Test()
-	if code := commands.Execute(context.Background(), append(args, "--json"), ios, getenv(nil)); code != cmdutil.ExitOK {
+	if code := commands.Execute(context.Background(), append(args, "--json"), ios, getenv(complete)); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	if !strings.HasPrefix(out.String(), "{") || errOut.Len() != 0 {
@@ -142,7 +146,7 @@ func TestExecuteExitCodes(t *testing.T) {
 	cancel()
 	write("c.csv", "time,v\n2026-01-05T11:00:00Z,1\n")
 	ios, _, errOut = iostreams.Test()
-	if code := commands.Execute(ctx, args, ios, getenv(nil)); code != cmdutil.ExitCancelled {
+	if code := commands.Execute(ctx, args, ios, getenv(complete)); code != cmdutil.ExitCancelled {
 		t.Fatalf("cancelled run: exit %d\n%s", code, errOut)
 	}
 }
@@ -166,7 +170,7 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 	}{
 		{"number from a variable", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b"},
 			`TIMELAKE_MAX_FILES (environment): expected a whole number >= 0, got "abc"`, map[string]string{"TIMELAKE_MAX_FILES": "abc"}},
-		{"size from the env file", []string{"ingest", "--env-file", sizeEnv}, `TIMELAKE_MEMORY_BUDGET (env file): expected a size`, nil},
+		{"size from the env file", []string{"ingest", "--env-file", sizeEnv}, `TIMELAKE_MEMORY_BUDGET (env file): "lots" is not a size`, nil},
 		{"warehouse inside landing", []string{"ingest", "--landing", dir, "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
 		{"landing inside warehouse", []string{"ingest", "--landing", filepath.Join(dir, "lake", "in"), "--warehouse", filepath.Join(dir, "lake"), "--table", "a.b"}, "overlap", nil},
 		{"bad quarantine prefix", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--quarantine-prefix", "../out/"}, "quarantine-prefix", nil},
@@ -203,7 +207,7 @@ func TestColumnTypingTheTimeColumnIsAUsageError(t *testing.T) {
 	}
 	ios, out, errOut := iostreams.Test()
 	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t", "--column", "time:string"}
-	if code := commands.Execute(context.Background(), args, ios, getenv(nil)); code != cmdutil.ExitUsage ||
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != cmdutil.ExitUsage ||
 		!strings.Contains(errOut.String(), `--column time:string: "time" is the time column, which is always timestamptz`) {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
 	}
@@ -234,7 +238,7 @@ func TestRunOutput(t *testing.T) {
 		clock := start
 		ios, out, errOut := iostreams.Test()
 		ios.SetStdoutTTY(tty)
-		f := &cmdutil.Factory{IO: ios, Getenv: getenv(nil)}
+		f := &cmdutil.Factory{IO: ios, Getenv: getenv(complete)}
 		root := commands.NewRootCmd(f)
 		for _, c := range root.Commands() {
 			if c.Name() == "ingest" {
@@ -349,8 +353,8 @@ func TestLeaseAndPlanOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = exec()
-	if code != cmdutil.ExitLeaseHeld || !strings.Contains(errOut, "poller-1:4242:0a1b2c holds _timelake/lease/iot.t.json since 2026-01-05T09:00:00Z") ||
-		!strings.Contains(errOut, "--break-lease") {
+	if code != cmdutil.ExitLeaseHeld || !strings.Contains(errOut, "Error: poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease _timelake/lease/iot.t.json since 2026-01-05T09:00:00Z until 2999-01-01T00:00:00Z (if that run died, its lease expires by itself at 2999-01-01T00:00:00Z)") ||
+		strings.Contains(errOut, "--break-lease") {
 		t.Fatalf("held lease: exit %d\n%s", code, errOut)
 	}
 
@@ -382,7 +386,7 @@ func TestLeaseAndPlanOutput(t *testing.T) {
 		!strings.HasPrefix(lines[1], "created table iot.t") {
 		t.Fatalf("--break-lease output:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago: it may still be being written; the next run loads it$`).MatchString(out) ||
+	if !regexp.MustCompile(`(?m)^waiting +gw/c.csv  modified .* ago, within the settle time of 30s: it may still be being written; a later run loads it$`).MatchString(out) ||
 		!strings.Contains(out, ", 1 waiting for the next run") {
 		t.Fatalf("the file being written is not reported as waiting:\n%s", out)
 	}
@@ -408,5 +412,89 @@ func TestStorageErrorsAreExplained(t *testing.T) {
 		"--warehouse", "s3://tl-no-such-lake-bucket/warehouse", "--table", "iot.t"}, ios, getenv(env))
 	if !strings.Contains(errOut.String(), `"fix":"create bucket tl-no-such-lake-bucket (docs/tigris.md) or fix --warehouse"`) {
 		t.Fatalf("the JSON exit error has no fix: %s", errOut)
+	}
+}
+
+// TestPreviousRunStillWorking: a run that finds the previous ingest of the
+// same table and prefix still holding the lease says so on one line (no
+// Error:) and exits 12; with --json the report names the lease; a serve
+// holding the table is an error (exit 11) that says a serve loads it.
+func TestPreviousRunStillWorking(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	leaseFile := filepath.Join(landing, "_timelake", "lease", "iot.t.json")
+	if err := os.MkdirAll(filepath.Dir(leaseFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "iot.t"}
+	exec := func(kind string, extra ...string) (cmdutil.ExitCode, string, string) {
+		t.Helper()
+		lease := `{"holder":"poller-1:4242:0a1b2c","kind":"` + kind + `","host":"poller-1","pid":4242,"prefix":"","acquired":"2026-01-05T09:00:00Z","expires":"2999-01-01T00:00:00Z"}`
+		if err := os.WriteFile(leaseFile, []byte(lease), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ios, out, errOut := iostreams.Test()
+		code := commands.Execute(context.Background(), append(args, extra...), ios, getenv(nil))
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := exec("ingest")
+	if code != cmdutil.ExitBusy || errOut != "" ||
+		!regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ iot\.t: the previous run is still working: ingest poller-1:4242:0a1b2c \(host poller-1, pid 4242\) holds the lease _timelake/lease/iot\.t\.json since 2026-01-05T09:00:00Z, renewed until 2999-01-01T00:00:00Z; this run did nothing \(if that run died, its lease expires by itself at 2999-01-01T00:00:00Z\); run started \S+\n$`).MatchString(out) {
+		t.Errorf("previous run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = exec("ingest", "--json")
+	var rep struct {
+		StillWorking *struct{ Holder, Kind, Host string } `json:"still_working"`
+		Files        []any                                `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != cmdutil.ExitBusy || errOut != "" || rep.StillWorking == nil ||
+		rep.StillWorking.Kind != "ingest" || rep.StillWorking.Host != "poller-1" || rep.Files == nil {
+		t.Errorf("--json: exit %d, %v, stdout %q, stderr %q", code, err, out, errOut)
+	}
+	code, out, errOut = exec("serve")
+	if code != cmdutil.ExitLeaseHeld || out != "" || !strings.Contains(errOut, "Error: serve poller-1:4242:0a1b2c (host poller-1, pid 4242) holds the lease") ||
+		!strings.Contains(errOut, "a serve loads this table, so ingest does not") || strings.Contains(errOut, "--break-lease") {
+		t.Errorf("serve: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestMaintenanceLine: the maintenance line of a run says what it left
+// and why, and a round with nothing to do is not printed.
+func TestMaintenanceLine(t *testing.T) {
+	next, last := time.Date(2026, 1, 5, 11, 0, 0, 0, time.UTC), time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		m    ingest.Maintenance
+		want string
+	}{
+		{ingest.Maintenance{SnapshotsExpired: 2, KeysRemembered: 2, CompactionIdle: "every data file is at least 8MiB (timelake.target-file-size)",
+			OrphansNextCheck: &next, OrphansLastChecked: &last, Seconds: 0.1},
+			"maintenance     expired 2 snapshots (2 keys into the load history, 0 files deleted) in 0.1s; nothing to compact: every data file is at least 8MiB (timelake.target-file-size); orphan files looked for next at 2026-01-05T11:00:00Z (last at 2026-01-05T10:00:00Z)"},
+		{ingest.Maintenance{FilesIn: 4, BytesIn: 4096, FilesOut: 1, CompactionDeferred: 3, Pending: true, Seconds: 10},
+			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent)"},
+		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
+			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
+	} {
+		if !tc.m.Notable() {
+			t.Errorf("%+v is not printed", tc.m)
+		}
+		if got := ingestcmd.MaintenanceLine(&tc.m); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+	if m := (ingest.Maintenance{CompactionIdle: "x", OrphansNextCheck: &next}); m.Notable() {
+		t.Error("a round with nothing to do is printed")
+	}
+}
+
+// TestFailedLine: a file that failed says why on its line, and the summary
+// counts it.
+func TestFailedLine(t *testing.T) {
+	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (0.0 MiB free)"}
+	if got, want := ingestcmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
+		t.Errorf("line %q, want it to start with %q", got, want)
+	}
+	rep := &ingest.Report{Table: "iot.t", Files: []ingest.FileResult{r}, Failed: 1}
+	if got := ingestcmd.Summary(rep, time.Now()); !strings.Contains(got, "0 quarantined, 1 failed (left for the next run)") {
+		t.Errorf("summary %q", got)
 	}
 }

@@ -3,24 +3,22 @@ package landing
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // RequeueOptions are the inputs of `landing requeue`.
 type RequeueOptions struct {
 	Output
 	Landing
-	// All requeues every quarantined file; else Keys names them (original
-	// landing keys, or the keys of the quarantined copies).
-	All  bool
-	Keys []string
+	Selection
+	// DryRun says what would be done, changing nothing.
+	DryRun bool
 	// TempDir holds a file while it is copied back; "" is os.TempDir().
 	TempDir string
 }
@@ -29,19 +27,31 @@ type RequeueOptions struct {
 // tests; nil means RunRequeue.
 func NewCmdRequeue(f *cmdutil.Factory, runF func(context.Context, *RequeueOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "requeue [--all | KEY...]",
+		Use:   "requeue [KEY... | --all | --prefix P --reason TEXT --since WHEN] [--dry-run]",
 		Short: "Put quarantined files back under their original keys, for the next ingest run to load",
 		Long: `Move quarantined files back to the landing keys they came from, once what
 refused them is fixed, so that the next ingest run loads them. KEY is the
 original landing key (as "landing rejected" lists it) or the key of the
-quarantined copy; --all takes every quarantined file.
+quarantined copy; --all takes every quarantined file, and --prefix, --reason
+and --since those they select.
+
+Skipped, with the reason on the file's line:
+  - a file whose key the table loaded (with the table set: --warehouse and
+    --table, or their variables): requeued, it would be refused again as
+    loaded, or deleted; send corrections under a new key;
+  - with --all or a filter, a file whose report says the file itself is
+    broken (kind file: unreadable, empty, not UTF-8, a null in a required
+    column, its key loaded with other content): no setting can load it.
+    Name its KEY to requeue it anyway.
 
 A file is written back with a conditional create: a file under the same key
 in the landing bucket (a gateway sent it again) is never overwritten; that
 file is reported as not requeued and its quarantined copy stays. Only after
-the file is back are the copy and its report deleted. Exit code 3 when some
-files were not requeued.`,
-		Example: `  timelake landing requeue --all
+the file is back are the copy and its report deleted. --dry-run says what
+would happen to each file. A copy that cannot be put back fails alone, on its
+line. Exit code 3 when some files stay quarantined or failed.`,
+		Example: `  timelake landing requeue --all --dry-run
+  timelake landing requeue --reason delimiter --since 24h
   timelake landing requeue gateway-7/20260105T1000.csv gateway-7/20260105T1001.csv
   timelake landing requeue --all --json --env-file timelake.env`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,15 +59,9 @@ files were not requeued.`,
 			if err != nil {
 				return err
 			}
-			opts := &RequeueOptions{Output: Output{IO: f.IO, JSON: f.JSON}, All: settings.RequeueAll.Get(r), Keys: args}
-			if err := r.Err(); err != nil {
+			opts := &RequeueOptions{Output: Output{IO: f.IO, JSON: f.JSON}, DryRun: settings.DryRun.Get(r)}
+			if opts.Selection, err = resolveSelection(r, args, "requeue"); err != nil {
 				return err
-			}
-			switch {
-			case opts.All && len(args) > 0:
-				return cmdutil.UsageErrorf("give either the files to requeue (KEY...) or --all, not both")
-			case !opts.All && len(args) == 0:
-				return cmdutil.UsageErrorf("name the files to requeue (KEY...), or give --all to requeue every quarantined file")
 			}
 			if opts.Landing, err = openLanding(cmd, f); err != nil {
 				return err
@@ -71,87 +75,100 @@ files were not requeued.`,
 
 // RequeueReport is the --json document of `landing requeue`.
 type RequeueReport struct {
+	DryRun      bool                    `json:"dry_run"`
 	Files       []landing.RequeueResult `json:"files"`
-	Requeued    int                     `json:"requeued"`
+	Requeued    int                     `json:"requeued"` // or, in a dry run, would be
 	NotRequeued int                     `json:"not_requeued"`
+	Skipped     int                     `json:"skipped"`
+	Failed      int                     `json:"failed"`
 }
 
-// RunRequeue requeues the quarantined files opts names (landing.Bucket.Requeue)
-// and prints what happened to each. A KEY that names no quarantined file is
-// a usage error, before anything moves. It returns an error with exit code
-// 3 when some files were not requeued (the report is printed first).
+// RunRequeue requeues the quarantined files opts selects
+// (landing.Bucket.Requeue), skipping those landing.RequeueSkip names, and
+// prints what happened to each (a dry run: what would). A KEY that names
+// no quarantined file is a usage error, before anything moves. A file it
+// cannot act on fails alone (RequeueFailed, with the reason), and the others
+// go on; a setup problem of the landing bucket (storage.Diagnose), which
+// every file would meet, stops it. It returns an error with exit code 3 when
+// some files failed or, not in a dry run, stay quarantined (the report is
+// printed first).
 func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
-	all, err := opts.Bucket.Rejected(ctx)
+	picked, err := opts.selected(ctx, opts.Selection, true)
 	if err != nil {
-		return opts.explain(err)
+		return err
 	}
-	picked := all
-	if !opts.All {
-		picked = nil
-		for _, k := range opts.Keys {
-			n := len(picked)
-			for _, r := range all {
-				if (r.Key == k || r.QuarantinedTo == k) && !slices.Contains(picked, r) {
-					picked = append(picked, r)
-				}
-			}
-			if len(picked) == n {
-				return cmdutil.UsageErrorf("%s is not a quarantined file (timelake landing rejected lists them)", k)
-			}
-		}
-	}
-	rep := RequeueReport{Files: []landing.RequeueResult{}}
+	rep := RequeueReport{DryRun: opts.DryRun, Files: []landing.RequeueResult{}}
 	var runErr error
+	stays := false // a requeued file whose quarantined copy could not be deleted
 	for _, r := range picked {
-		res, err := opts.Bucket.Requeue(ctx, r, opts.TempDir)
-		if res.Status != "" {
-			rep.Files = append(rep.Files, res)
-			if res.Status == landing.Requeued {
-				rep.Requeued++
-			} else {
-				rep.NotRequeued++
-			}
+		var res landing.RequeueResult
+		switch why := landing.RequeueSkip(r, opts.Bulk()); {
+		case why != "":
+			res = landing.RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo, Status: landing.Skipped, Reason: why}
+		case opts.DryRun:
+			res, err = opts.Bucket.CheckRequeue(ctx, r)
+		default:
+			res, err = opts.Bucket.Requeue(ctx, r, opts.TempDir)
 		}
-		if err != nil {
-			runErr = opts.explain(err)
+		if err != nil && stopsAll(ctx, err) {
+			runErr = err
 			break
 		}
+		if err != nil && res.Status != landing.Requeued {
+			res = landing.RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo, Status: landing.RequeueFailed, Reason: err.Error()}
+		} else if err != nil {
+			res.Reason, stays = err.Error(), true // back under its key; the copy stays quarantined
+		}
+		err = nil
+		switch res.Status {
+		case landing.Requeued, landing.WouldRequeue:
+			rep.Requeued++
+		case landing.NotRequeued:
+			rep.NotRequeued++
+		case landing.Skipped:
+			rep.Skipped++
+		case landing.RequeueFailed:
+			rep.Failed++
+		}
+		rep.Files = append(rep.Files, res)
 	}
-	if err := RenderRequeue(opts.Output, opts.Bucket, rep); err != nil {
+	if err := RenderRequeue(opts.Output, opts.Bucket, rep, opts.Bulk() && !opts.Filter.Empty()); err != nil {
 		return err
 	}
 	if runErr != nil {
 		return runErr
 	}
-	if rep.NotRequeued > 0 {
+	if rep.Failed > 0 || stays || !opts.DryRun && rep.NotRequeued+rep.Skipped > 0 {
 		return &cmdutil.SilentError{Code: cmdutil.ExitPartial, Err: errSomeNotRequeued}
 	}
 	return nil
 }
 
+// stopsAll reports whether err, met on one quarantined file, would meet
+// every file: ctx is done, or the landing bucket refuses for a setup reason
+// (credentials, permissions, a missing bucket: storage.Diagnose).
+func stopsAll(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || storage.Diagnose(err, storage.Where{}, storage.Names{}) != nil
+}
+
 // RenderRequeue prints r: one JSON document with --json; else one row per
 // file (key, status, reason, quarantined_to: which copy, as one key may
 // have several) and, on a terminal, a summary line.
-func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport) error {
+func RenderRequeue(o Output, b *landing.Bucket, r RequeueReport, filtered bool) error {
 	if o.JSON {
 		return o.IO.PrintJSON(r)
 	}
-	tty := o.IO.IsStdoutTTY()
-	if tty && len(r.Files) == 0 {
-		_, err := fmt.Fprint(o.IO.Out, noFiles(b))
-		return err
+	rows := make([][]string, len(r.Files))
+	for i, f := range r.Files {
+		rows[i] = []string{f.Key, f.Status, f.Reason, f.QuarantinedTo}
 	}
-	t := o.IO.NewTable(iostreams.Column{Header: "key"}, iostreams.Column{Header: "status"}, iostreams.Column{Header: "reason", Wrap: 80},
-		iostreams.Column{Header: "quarantined_to"})
-	for _, f := range r.Files {
-		t.AddRow(f.Key, f.Status, f.Reason, f.QuarantinedTo)
+	summary := fmt.Sprintf("%d requeued, %d not requeued, %d skipped; the next ingest run loads the requeued files", r.Requeued, r.NotRequeued, r.Skipped)
+	if r.DryRun {
+		summary = fmt.Sprintf("dry run: %d would be requeued, %d not (a file is under the key), %d skipped; nothing changed",
+			r.Requeued, r.NotRequeued, r.Skipped)
 	}
-	if err := t.Render(); err != nil {
-		return err
+	if r.Failed > 0 {
+		summary += fmt.Sprintf("; %d failed (see the reason on each line)", r.Failed)
 	}
-	if tty {
-		_, err := fmt.Fprintf(o.IO.Out, "%d requeued, %d not requeued; the next ingest run loads the requeued files\n", r.Requeued, r.NotRequeued)
-		return err
-	}
-	return nil
+	return renderActions(o, b, filtered, []string{"key", "status", "reason", "quarantined_to"}, rows, summary)
 }

@@ -5,7 +5,7 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -52,7 +52,8 @@ GET /healthz answers 200 while the lease is held and the last sweep and load
 succeeded, 503 with the reason otherwise; GET /metrics has Prometheus
 metrics. SIGTERM or SIGINT stops it: no new requests, the files being loaded
 are finished (or left in the landing bucket after a few seconds), the lease
-is released, exit 0. A second signal stops it at once.
+is released, exit 0. A second signal, a second or more after the first,
+stops it at once.
 
 Notifications must authenticate with TIMELAKE_WEBHOOK_TOKEN (Bearer) or
 TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD (Basic); without them
@@ -143,12 +144,12 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
 		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
 	} else {
-		c.OnStatus = func(m string) { fmt.Fprintln(out, m) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { fmt.Fprintln(out, ingestcmd.FileLine(r)) }
-		c.Ingest.OnCreate = func(cr *ingest.Created) { fmt.Fprint(out, ingestcmd.CreatedText(cr)) }
+		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, ingestcmd.FileLine(r)) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, ingestcmd.CreatedText(cr)) }
 		c.OnMaintenance = func(m *ingest.Maintenance) {
-			if m.Work() || m.Error != "" || m.Pending {
-				fmt.Fprintln(out, ingestcmd.MaintenanceLine(m))
+			if m.Notable() {
+				iostreams.Fprintln(out, ingestcmd.MaintenanceLine(m))
 			}
 		}
 	}

@@ -1,14 +1,12 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	servecmd "github.com/timelake/timelake/internal/commands/serve"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/testutil/logbuf"
 )
 
 func getenv(m map[string]string) func(string) (string, bool) {
@@ -101,25 +100,6 @@ func TestSettings(t *testing.T) {
 	}
 }
 
-// syncBuffer is a buffer written by the server's goroutines and read by the
-// test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestJSONLines: with --json every line is one JSON object with its time
 // and type, files as ingest reports them.
 func TestJSONLines(t *testing.T) {
@@ -140,7 +120,7 @@ func TestJSONLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
-	out := &syncBuffer{}
+	out := &logbuf.Buffer{}
 	ios, _, _ := iostreams.Test()
 	ios.Out = out
 	o.IO = ios

@@ -2,11 +2,11 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/spf13/cobra"
@@ -87,7 +87,7 @@ func knownProperties(indent string) string {
 	var b strings.Builder
 	props := settable()
 	for _, k := range slices.Sorted(maps.Keys(props)) {
-		fmt.Fprintf(&b, "%s%-28s %s\n", indent, k, props[k])
+		iostreams.Fprintf(&b, "%s%-28s %s\n", indent, k, props[k])
 	}
 	return b.String()
 }
@@ -148,10 +148,21 @@ func checkKey(flag, k string) error {
 	if slices.Contains(table.ReservedProperties[:], k) {
 		return cmdutil.UsageErrorf("%s %s: reserved by Iceberg (it describes the table metadata), not a property", flag, k)
 	}
-	if _, ok := settable()[k]; ok || !strings.HasPrefix(k, "timelake.") {
+	if _, ok := settable()[k]; ok {
+		return nil
+	}
+	if !strings.HasPrefix(k, "timelake.") {
+		// A timelake setting without its prefix would be an Iceberg
+		// property that nothing reads.
+		if meant := nearestProperty("timelake." + k); meant != "" {
+			return cmdutil.UsageErrorf("%s %s: not a property timelake reads: timelake's settings start with timelake.; did you mean %s?", flag, k, meant)
+		}
 		return nil
 	}
 	why := "unknown property"
+	if meant := nearestProperty(k); meant != "" {
+		why += "; did you mean " + meant + "?"
+	}
 	switch err := lake.ValidateProperty(k, "x"); {
 	case k == lake.PropLoadHistory:
 		why = "the load history's segment list, kept by timelake"
@@ -160,6 +171,20 @@ func checkKey(flag, k string) error {
 	}
 	return cmdutil.UsageErrorf("%s %s: %s (the timelake.* properties that can be set: %s)", flag, k, why,
 		strings.Join(slices.Sorted(maps.Keys(settable())), ", "))
+}
+
+// nearestProperty is the timelake.* property that can be set nearest to k
+// (within a few edits, Levenshtein distance: one for a short name, up to
+// three for a long one), or "".
+func nearestProperty(k string) string {
+	name := strings.TrimPrefix(k, "timelake.")
+	best, bestDist := "", min(3, len(name)/5)+1
+	for _, p := range slices.Sorted(maps.Keys(settable())) {
+		if d := levenshtein.ComputeDistance(name, strings.TrimPrefix(p, "timelake.")); d < bestDist {
+			best, bestDist = p, d
+		}
+	}
+	return best
 }
 
 // PropertyChange is one property named by tables alter: its value before
@@ -253,20 +278,20 @@ func RenderAlter(o Output, r AlterReport) error {
 	}
 	tty := o.tty()
 	if tty {
-		n := fmt.Sprintf("%d properties", r.Changed)
+		n := iostreams.Sprintf("%d properties", r.Changed)
 		if r.Changed == 1 {
 			n = "1 property"
 		}
 		var head string
 		switch {
 		case r.DryRun:
-			head = fmt.Sprintf("%s: %s would change (dry run; metadata v%d)", r.Table, n, r.Version)
+			head = iostreams.Sprintf("%s: %s would change (dry run; metadata v%d)", r.Table, n, r.Version)
 		case r.Changed == 0:
-			head = fmt.Sprintf("%s: nothing to change (metadata v%d)", r.Table, r.Version)
+			head = iostreams.Sprintf("%s: nothing to change (metadata v%d)", r.Table, r.Version)
 		default:
-			head = fmt.Sprintf("%s: %s changed (metadata v%d)", r.Table, n, r.Version)
+			head = iostreams.Sprintf("%s: %s changed (metadata v%d)", r.Table, n, r.Version)
 		}
-		if _, err := fmt.Fprintln(o.IO.Out, head); err != nil {
+		if _, err := iostreams.Fprintln(o.IO.Out, head); err != nil {
 			return err
 		}
 	}

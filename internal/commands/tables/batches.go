@@ -213,7 +213,7 @@ func RenderBatches(o Output, table string, rows []BatchRow) error {
 	}
 	tty := o.tty()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no batches in %s\n", table)
+		_, err := iostreams.Fprintf(o.IO.Out, "no batches in %s\n", table)
 		return err
 	}
 	if tty {
@@ -349,16 +349,16 @@ func RenderBatch(o Output, st BatchStatus) error {
 		if st.SourceSHA256 != nil {
 			from = append(from, "sha256 "+*st.SourceSHA256)
 		}
-		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s; from the load history (the snapshot has expired)%s\n",
+		_, err := iostreams.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s; from the load history (the snapshot has expired)%s\n",
 			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"), prefixed(", ", strings.Join(from, ", ")))
 		return err
 	case o.tty() && st.Loaded:
-		_, err := fmt.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
+		_, err := iostreams.Fprintf(o.IO.Out, "%s: loaded into %s in snapshot %d at %s UTC, %s, %s, %s\n",
 			st.BatchID, st.Table, *st.SnapshotID, st.CommittedAt.terminal(), plural(*st.Rows, "row"),
 			plural(*st.DataFiles, "data file"), iostreams.HumanBytes(*st.SizeBytes))
 		return err
 	case o.tty():
-		_, err := fmt.Fprintf(o.IO.Out, "%s: not loaded into %s (neither a snapshot in the current ancestry nor the load history has this batch id)\n",
+		_, err := iostreams.Fprintf(o.IO.Out, "%s: not loaded into %s (neither a snapshot in the current ancestry nor the load history has this batch id)\n",
 			st.BatchID, st.Table)
 		return err
 	}

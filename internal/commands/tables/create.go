@@ -20,6 +20,7 @@ import (
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -177,7 +178,7 @@ func didYouMean(name string, sc *arrow.Schema) string {
 	if best == "" {
 		return ""
 	}
-	return fmt.Sprintf("; did you mean %q?", best)
+	return iostreams.Sprintf("; did you mean %q?", best)
 }
 
 // columnNames lists the columns of sc for messages.

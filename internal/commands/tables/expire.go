@@ -2,12 +2,12 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -136,13 +136,13 @@ func RenderExpire(o Output, r ExpireReport) error {
 	var err error
 	switch {
 	case r.Expired == 0:
-		_, err = fmt.Fprintf(o.IO.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
+		_, err = iostreams.Fprintf(o.IO.Out, "nothing to expire in %s (%s kept)\n", r.Table, plural(int64(r.Kept), "snapshot"))
 	case r.DryRun:
-		_, err = fmt.Fprintf(o.IO.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would move into the load history\n",
+		_, err = iostreams.Fprintf(o.IO.Out, "would expire %s of %s, committed %s to %s (%d kept); their batch ids would move into the load history\n",
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
 			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept)
 	default:
-		_, err = fmt.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); %s moved into the load history, %s deleted\n",
+		_, err = iostreams.Fprintf(o.IO.Out, "expired %s of %s, committed %s to %s (%d kept, version %d); %s moved into the load history, %s deleted\n",
 			plural(int64(r.Expired), "snapshot"), r.Table, formatTime(&r.Snapshots[0].CommittedAt, tty),
 			formatTime(&r.Snapshots[len(r.Snapshots)-1].CommittedAt, tty), r.Kept, r.Version,
 			plural(int64(r.KeysRemembered), "batch id"), plural(int64(r.FilesDeleted), "file"))

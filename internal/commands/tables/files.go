@@ -170,7 +170,7 @@ func RenderFiles(o Output, table, location string, rows []FileRow) error {
 	}
 	tty := o.tty()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no data files in %s\n", table)
+		_, err := iostreams.Fprintf(o.IO.Out, "no data files in %s\n", table)
 		return err
 	}
 	t := o.IO.NewTable(fileColumns...)
@@ -193,7 +193,7 @@ func RenderFiles(o Output, table, location string, rows []FileRow) error {
 		return nil
 	}
 	n := int64(len(rows))
-	_, err := fmt.Fprintf(o.IO.Out, "%s in %s, %s, %s; %.1f files per partition, %s per file on average\n",
+	_, err := iostreams.Fprintf(o.IO.Out, "%s in %s, %s, %s; %.1f files per partition, %s per file on average\n",
 		plural(n, "data file"), plural(int64(len(partitions)), "partition"), plural(totalRows, "row"), iostreams.HumanBytes(totalBytes),
 		float64(n)/float64(len(partitions)), iostreams.HumanBytes(totalBytes/n))
 	return err

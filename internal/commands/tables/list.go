@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/apache/iceberg-go/table"
@@ -110,7 +109,7 @@ func RenderList(o Output, warehouse string, rows []TableRow) error {
 	}
 	tty := o.tty()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no tables in %s\n", warehouse)
+		_, err := iostreams.Fprintf(o.IO.Out, "no tables in %s\n", warehouse)
 		return err
 	}
 	cols := listColumns
@@ -141,7 +140,7 @@ func RenderList(o Output, warehouse string, rows []TableRow) error {
 		return err
 	}
 	for _, e := range errs {
-		if _, err := fmt.Fprintf(o.IO.Out, "error: %s\n", e); err != nil {
+		if _, err := iostreams.Fprintf(o.IO.Out, "error: %s\n", e); err != nil {
 			return err
 		}
 	}

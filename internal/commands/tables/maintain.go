@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
 // MaintainOptions are the inputs of `tables maintain`.
@@ -104,6 +104,9 @@ type MaintainReport struct {
 	Compaction *CompactionReport `json:"compaction"`
 	Expiry     *ExpiryReport     `json:"expiry"`
 	Orphans    *OrphanReport     `json:"orphans"`
+	// OrphansSkipped says why orphan files were not looked for this
+	// round (Orphans null), and when they were last and will next be.
+	OrphansSkipped *OrphansSkipped `json:"orphans_skipped,omitempty"`
 	// Pending is set when --budget ran out with work left.
 	Pending bool `json:"pending"`
 	// Settings are the maintenance settings in effect.
@@ -126,6 +129,22 @@ type CompactionReport struct {
 	// Skipped says why compaction planned nothing (row-level delete
 	// files of another engine); empty otherwise.
 	Skipped string `json:"skipped,omitempty"`
+	// Deferred counts groups left for the next round: the round's bound
+	// on the bytes it rewrites was spent.
+	Deferred int `json:"deferred"`
+	// Idle says why nothing was planned, e.g. every file is at the target
+	// size; empty when groups were planned or Skipped says why not.
+	Idle string `json:"idle,omitempty"`
+}
+
+// OrphansSkipped is why orphan files were not looked for in a round.
+type OrphansSkipped struct {
+	Reason string `json:"reason"`
+	// LastChecked is when they were last looked for (null: never, or not
+	// known because the round stopped first); NextCheck when a round
+	// looks again (null when the round stopped first).
+	LastChecked *UTCTime `json:"last_checked"`
+	NextCheck   *UTCTime `json:"next_check"`
 }
 
 // CompactionRow is one group of files of a partition rewritten together.
@@ -180,7 +199,7 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 		lake.PropSnapshotRetention:           ageText(s.SnapshotRetention),
 		lake.PropMinSnapshots:                formatInt(int64(s.MinSnapshots)),
 		lake.PropDedupeWindow:                ageText(s.DedupeWindow),
-		lake.PropTargetFileSize:              settings.FormatBytes(s.TargetFileSize),
+		lake.PropTargetFileSize:              quantity.FormatSize(s.TargetFileSize),
 		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),
 		lake.PropCompactColdAfter:            ageText(s.CompactColdAfter),
 		lake.PropOrphanMinAge:                ageText(s.OrphanMinAge),
@@ -215,11 +234,11 @@ func ageText(d time.Duration) string {
 	const day = 24 * time.Hour
 	switch {
 	case d > 0 && d%day == 0:
-		return fmt.Sprintf("%dd", d/day)
+		return iostreams.Sprintf("%dd", d/day)
 	case d > 0 && d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
+		return iostreams.Sprintf("%dh", d/time.Hour)
 	case d > 0 && d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
+		return iostreams.Sprintf("%dm", d/time.Minute)
 	}
 	return d.String()
 }
@@ -233,7 +252,10 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 	// A step that ran reports the version it worked on (Compact and
 	// Expire, dry runs included).
 	if c := rep.Compacted; c.Version != 0 {
-		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped}
+		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped, Deferred: c.Deferred}
+		if c.Skipped == "" {
+			r.Compaction.Idle = c.Idle
+		}
 		if id := c.SnapshotID; id != 0 {
 			r.Compaction.SnapshotID = &id
 		}
@@ -251,7 +273,30 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 	if err != nil {
 		r.Error = err.Error()
 	}
+	if rep.Orphans == nil && rep.Skipped == "" {
+		r.OrphansSkipped = orphansSkipped(rep, err)
+	}
 	return r
+}
+
+// orphansSkipped says why a round that ran did not look for orphan files.
+func orphansSkipped(rep lake.MaintainReport, err error) *OrphansSkipped {
+	o := &OrphansSkipped{}
+	switch {
+	case !rep.OrphansNext.IsZero():
+		o.Reason = iostreams.Sprintf("not due: orphan files are looked for at most once every %s (--orphans looks now)", ageText(lake.OrphanCheckInterval))
+		o.NextCheck = &UTCTime{rep.OrphansNext.UTC()}
+	case err != nil:
+		o.Reason = "a step before it failed"
+	case rep.Pending:
+		o.Reason = "the budget ran out before it"
+	default:
+		o.Reason = "the round stopped before it"
+	}
+	if !rep.OrphansCheckedAt.IsZero() {
+		o.LastChecked = &UTCTime{rep.OrphansCheckedAt.UTC()}
+	}
+	return o
 }
 
 // RunMaintain loads the table, runs one round of maintenance (forced: also
@@ -284,6 +329,9 @@ func RenderMaintain(o Output, r MaintainReport) error {
 	}
 	var b strings.Builder
 	rec := func(fields ...string) {
+		for i, f := range fields {
+			fields[i] = iostreams.Field(f)
+		}
 		b.WriteString(strings.Join(fields, "\t"))
 		b.WriteByte('\n')
 	}
@@ -304,6 +352,15 @@ func RenderMaintain(o Output, r MaintainReport) error {
 		if c.SnapshotID != nil {
 			rec("compaction_snapshot_id", formatInt(*c.SnapshotID))
 		}
+		if c.Skipped != "" {
+			rec("compaction_skipped", c.Skipped)
+		}
+		if c.Idle != "" {
+			rec("compaction_idle", c.Idle)
+		}
+		if c.Deferred > 0 {
+			rec("compaction_deferred", formatInt(int64(c.Deferred)))
+		}
 	}
 	if e := r.Expiry; e != nil {
 		rec("expired", formatInt(int64(e.Expired)), formatInt(int64(e.Kept)), formatInt(int64(e.KeysRemembered)), formatInt(int64(e.FilesDeleted)))
@@ -314,12 +371,15 @@ func RenderMaintain(o Output, r MaintainReport) error {
 			rec("orphan", f)
 		}
 	}
+	if os := r.OrphansSkipped; os != nil {
+		rec("orphans_skipped", os.Reason, formatTime(os.LastChecked, false), formatTime(os.NextCheck, false))
+	}
 	for _, s := range r.Settings {
 		rec("setting", s.Property, s.Value, s.Source)
 	}
 	rec("pending", strconvBool(r.Pending))
 	rec("metadata_version", formatInt(int64(r.MetadataVersion)))
-	rec("seconds", fmt.Sprintf("%.3f", r.Seconds))
+	rec("seconds", iostreams.Sprintf("%.3f", r.Seconds))
 	_, err := io.WriteString(o.IO.Out, b.String())
 	return err
 }
@@ -327,7 +387,7 @@ func RenderMaintain(o Output, r MaintainReport) error {
 // maintainSummary is the first line on a terminal: what the round did.
 func maintainSummary(r MaintainReport) string {
 	if r.Skipped != "" {
-		return fmt.Sprintf("%s: nothing done: %s", r.Table, r.Skipped)
+		return iostreams.Sprintf("%s: nothing done: %s", r.Table, r.Skipped)
 	}
 	would := func(did, will string) string {
 		if r.DryRun {
@@ -346,10 +406,10 @@ func maintainSummary(r MaintainReport) string {
 		case in == 0:
 			parts = append(parts, "nothing to compact")
 		case r.DryRun:
-			parts = append(parts, fmt.Sprintf("would compact %s (%s) in %s",
+			parts = append(parts, iostreams.Sprintf("would compact %s (%s) in %s",
 				plural(int64(in), "file"), iostreams.HumanBytes(bytesIn), plural(int64(len(c.Groups)), "group")))
 		default:
-			parts = append(parts, fmt.Sprintf("compacted %s (%s) into %d (%s)",
+			parts = append(parts, iostreams.Sprintf("compacted %s (%s) into %d (%s)",
 				plural(int64(in), "file"), iostreams.HumanBytes(bytesIn), out, iostreams.HumanBytes(bytesOut)))
 		}
 	}
@@ -358,7 +418,7 @@ func maintainSummary(r MaintainReport) string {
 	case e.Expired == 0:
 		parts = append(parts, "no snapshot to expire")
 	default:
-		parts = append(parts, fmt.Sprintf("%s %s", would("expired", "would expire"), plural(int64(e.Expired), "snapshot")))
+		parts = append(parts, iostreams.Sprintf("%s %s", would("expired", "would expire"), plural(int64(e.Expired), "snapshot")))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing done")
@@ -367,9 +427,9 @@ func maintainSummary(r MaintainReport) string {
 	case or != nil && or.Removed == 0:
 		parts = append(parts, "no orphan files")
 	case or != nil:
-		parts = append(parts, fmt.Sprintf("%s %s", would("removed", "would remove"), plural(int64(or.Removed), "orphan file")))
+		parts = append(parts, iostreams.Sprintf("%s %s", would("removed", "would remove"), plural(int64(or.Removed), "orphan file")))
 	}
-	s := fmt.Sprintf("%s: %s; metadata v%d, took %.1fs", r.Table, strings.Join(parts, ", "), r.MetadataVersion, r.Seconds)
+	s := iostreams.Sprintf("%s: %s; metadata v%d, took %.1fs", r.Table, strings.Join(parts, ", "), r.MetadataVersion, r.Seconds)
 	if r.Pending {
 		s += "; the budget ran out with work left: run it again"
 	}
@@ -384,7 +444,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 	section := func(title string) { b.WriteString("\n" + title + "\n") }
 	b.WriteString(maintainSummary(r) + "\n")
 	if !r.Enabled {
-		fmt.Fprintf(&b, "note: the settings of %s keep ingest from maintaining it (%s); timelake tables alter %s --set %s=true lets it\n",
+		iostreams.Fprintf(&b, "note: the settings of %s keep ingest from maintaining it (%s); timelake tables alter %s --set %s=true lets it\n",
 			r.Table, r.Why, r.Table, lake.PropAutoMaintain)
 	}
 	if len(r.Upgraded) > 0 {
@@ -392,7 +452,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		if r.DryRun {
 			verb = "would set"
 		}
-		fmt.Fprintf(&b, "upgraded: a table created before maintenance existed; %s %s\n", verb, strings.Join(r.Upgraded, ", "))
+		iostreams.Fprintf(&b, "upgraded: a table created before maintenance existed; %s %s\n", verb, strings.Join(r.Upgraded, ", "))
 	}
 	notDone := "  not done this round (the round stopped before it)\n"
 	if r.Pending {
@@ -405,11 +465,14 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 			b.WriteString(notDone)
 		case c.Skipped != "":
 			section("Compaction")
-			fmt.Fprintf(&b, "  skipped: %s\n", c.Skipped)
+			iostreams.Fprintf(&b, "  skipped: %s\n", c.Skipped)
+		case len(c.Groups) == 0:
+			section("Compaction")
+			iostreams.Fprintf(&b, "  nothing to do: %s\n", c.Idle)
 		case len(c.Groups) > 0:
 			title := "Compaction"
 			if id := c.SnapshotID; id != nil {
-				title += fmt.Sprintf(" (replace snapshot %d)", *id)
+				title += iostreams.Sprintf(" (replace snapshot %d)", *id)
 			}
 			section(title)
 			var tb strings.Builder
@@ -434,8 +497,12 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 			}
 			b.WriteString(indent(tb.String()))
 			if c.Dropped > 0 {
-				fmt.Fprintf(&b, "  %s dropped: another writer replaced their files meanwhile (nothing lost)\n",
+				iostreams.Fprintf(&b, "  %s dropped: another writer replaced their files meanwhile (nothing lost)\n",
 					plural(int64(c.Dropped), "group"))
+			}
+			if c.Deferred > 0 {
+				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent\n",
+					plural(int64(c.Deferred), "more group"))
 			}
 		}
 		section("Snapshot expiry")
@@ -443,12 +510,12 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		case e == nil:
 			b.WriteString(notDone)
 		case e.Expired == 0:
-			fmt.Fprintf(&b, "  none to expire (%d kept)\n", e.Kept)
+			iostreams.Fprintf(&b, "  none to expire (%d kept)\n", e.Kept)
 		case r.DryRun:
-			fmt.Fprintf(&b, "  %s would expire (%d kept); their batch ids would move into the load history\n",
+			iostreams.Fprintf(&b, "  %s would expire (%d kept); their batch ids would move into the load history\n",
 				plural(int64(e.Expired), "snapshot"), e.Kept)
 		default:
-			fmt.Fprintf(&b, "  %s expired (%d kept); %s moved into the load history; %s deleted\n",
+			iostreams.Fprintf(&b, "  %s expired (%d kept); %s moved into the load history; %s deleted\n",
 				plural(int64(e.Expired), "snapshot"), e.Kept, plural(int64(e.KeysRemembered), "batch id"), plural(int64(e.FilesDeleted), "file"))
 		}
 		section("Orphan files")
@@ -456,22 +523,30 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 		case or == nil && (r.Pending || r.Error != ""):
 			b.WriteString(notDone)
 		case or == nil:
-			b.WriteString("  not looked for this round (at most once an hour; --orphans looks now)\n")
+			last := "never looked for before"
+			if os := r.OrphansSkipped; os != nil && os.LastChecked != nil {
+				last = "last looked for at " + os.LastChecked.Format(time.RFC3339)
+			}
+			next := ""
+			if os := r.OrphansSkipped; os != nil && os.NextCheck != nil {
+				next = ", next at " + os.NextCheck.Format(time.RFC3339)
+			}
+			iostreams.Fprintf(&b, "  not looked for this round: %s%s (at most once an hour; --orphans looks now)\n", last, next)
 		case or.Removed == 0:
-			fmt.Fprintf(&b, "  none (%d unreferenced but younger than %s, kept)\n", or.Young, settingValue(r, lake.PropOrphanMinAge))
+			iostreams.Fprintf(&b, "  none (%d unreferenced but younger than %s, kept)\n", or.Young, settingValue(r, lake.PropOrphanMinAge))
 		default:
 			verb := "removed"
 			if r.DryRun {
 				verb = "would be removed"
 			}
-			fmt.Fprintf(&b, "  %s %s (%s); %d younger than %s kept\n", plural(int64(or.Removed), "file"), verb,
+			iostreams.Fprintf(&b, "  %s %s (%s); %d younger than %s kept\n", plural(int64(or.Removed), "file"), verb,
 				iostreams.HumanBytes(or.Bytes), or.Young, settingValue(r, lake.PropOrphanMinAge))
 			for i, f := range or.Files {
 				if i == orphanListMax {
-					fmt.Fprintf(&b, "  ... and %d more (--json lists them all)\n", len(or.Files)-orphanListMax)
+					iostreams.Fprintf(&b, "  ... and %d more (--json lists them all)\n", len(or.Files)-orphanListMax)
 					break
 				}
-				b.WriteString("  " + f + "\n")
+				iostreams.Fprintf(&b, "  %s\n", f)
 			}
 		}
 	}
@@ -479,7 +554,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 	if !r.Enabled {
 		by = "off"
 	}
-	section(fmt.Sprintf("Settings (maintenance by ingest: %s, %s)", by, r.Why))
+	section(iostreams.Sprintf("Settings (maintenance by ingest: %s, %s)", by, r.Why))
 	var tb strings.Builder
 	t := iostreams.NewTablePrinter(&tb, true, iostreams.Column{Header: "property"}, iostreams.Column{Header: "value"},
 		iostreams.Column{Header: "from"})

@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -44,16 +43,19 @@ func NewCmdShow(f *cmdutil.Factory, runF func(context.Context, *ShowOptions) err
 
 // TableDetail is what `tables show` prints.
 type TableDetail struct {
-	Table            string  `json:"table"`             // namespace.table
-	Location         string  `json:"location"`          // table root URI
-	MetadataLocation string  `json:"metadata_location"` // URI of vN.metadata.json
-	MetadataVersion  int     `json:"metadata_version"`  // N
-	FormatVersion    int     `json:"format_version"`    // Iceberg format version (2)
-	TableUUID        string  `json:"table_uuid"`
-	LastUpdatedAt    UTCTime `json:"last_updated_at"` // last-updated-ms of the metadata
-	Schema           Schema  `json:"schema"`
-	PartitionSpec    Spec    `json:"partition_spec"`
-	SortOrder        Order   `json:"sort_order"`
+	Table            string `json:"table"`             // namespace.table
+	Location         string `json:"location"`          // table root URI
+	MetadataLocation string `json:"metadata_location"` // URI of the current metadata file, vN.metadata.json
+	MetadataVersion  int    `json:"metadata_version"`  // N
+	// Catalog is where the table's versions are kept: "metadata files",
+	// or the REST catalog (Lake.Catalog).
+	Catalog       string  `json:"catalog,omitempty"`
+	FormatVersion int     `json:"format_version"` // Iceberg format version (2)
+	TableUUID     string  `json:"table_uuid"`
+	LastUpdatedAt UTCTime `json:"last_updated_at"` // last-updated-ms of the metadata
+	Schema        Schema  `json:"schema"`
+	PartitionSpec Spec    `json:"partition_spec"`
+	SortOrder     Order   `json:"sort_order"`
 	// Contract holds the timelake.* properties of the table contract
 	// (timelake-format.md, "Table contract"), Maintenance the other
 	// timelake.* ones (docs/maintenance.md; the load history as its
@@ -131,7 +133,7 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 		if f, ok := sc.FindFieldByID(id); ok {
 			return f.Name
 		}
-		return fmt.Sprintf("#%d", id)
+		return iostreams.Sprintf("#%d", id)
 	}
 	d := TableDetail{
 		Table: name.String(), Location: meta.Location(), MetadataLocation: metadataLocation,
@@ -199,7 +201,9 @@ func RunShow(ctx context.Context, opts *ShowOptions) error {
 	if err != nil {
 		return err
 	}
-	return RenderShow(opts.Output, BuildTableDetail(opts.Table, t.Version(), t.MetadataLocation(), t.Metadata()))
+	d := BuildTableDetail(opts.Table, t.Version(), t.MetadataLocation(), t.Metadata())
+	d.Catalog = opts.Lake.Catalog()
+	return RenderShow(opts.Output, d)
 }
 
 // RenderShow prints d. On a terminal: labelled sections (property values
@@ -216,7 +220,7 @@ func RenderShow(o Output, d TableDetail) error {
 	var b strings.Builder
 	rec := func(fields ...string) {
 		for i, f := range fields {
-			fields[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(f)
+			fields[i] = iostreams.Field(f)
 		}
 		b.WriteString(strings.Join(fields, "\t"))
 		b.WriteByte('\n')
@@ -225,6 +229,9 @@ func RenderShow(o Output, d TableDetail) error {
 	rec("location", d.Location)
 	rec("metadata_location", d.MetadataLocation)
 	rec("metadata_version", formatInt(int64(d.MetadataVersion)))
+	if d.Catalog != "" {
+		rec("catalog", d.Catalog)
+	}
 	rec("format_version", formatInt(int64(d.FormatVersion)))
 	rec("table_uuid", d.TableUUID)
 	rec("last_updated_at", d.LastUpdatedAt.machine())
@@ -280,21 +287,27 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 			width = max(width, len(r[0]))
 		}
 		for _, r := range rows {
-			fmt.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
+			iostreams.Fprintf(&b, "%-*s  %s\n", width+1, r[0]+":", r[1])
 		}
 	}
 	section := func(title string) { b.WriteString("\n" + title + "\n") }
 
-	kv([][2]string{
+	head := [][2]string{
 		{"Table", d.Table},
 		{"Location", d.Location},
-		{"Metadata", fmt.Sprintf("v%d (%s)", d.MetadataVersion, d.MetadataLocation)},
+		{"Metadata file", d.MetadataLocation},
+		{"Metadata version", iostreams.Sprintf("v%d", d.MetadataVersion)},
+	}
+	if d.Catalog != "" {
+		head = append(head, [2]string{"Catalog", d.Catalog})
+	}
+	kv(append(head, [][2]string{
 		{"Format version", formatInt(int64(d.FormatVersion))},
 		{"UUID", d.TableUUID},
 		{"Last updated", d.LastUpdatedAt.terminal() + " UTC"},
-	})
+	}...))
 
-	section(fmt.Sprintf("Schema (id %d)", d.Schema.SchemaID))
+	section(iostreams.Sprintf("Schema (id %d)", d.Schema.SchemaID))
 	var tb strings.Builder
 	cols := iostreams.NewTablePrinter(&tb, true,
 		iostreams.Column{Header: "id", Right: true}, iostreams.Column{Header: "name"},
@@ -311,15 +324,15 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 	}
 	b.WriteString(indent(tb.String()))
 
-	section(fmt.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
+	section(iostreams.Sprintf("Partition spec (id %d)", d.PartitionSpec.SpecID))
 	if len(d.PartitionSpec.Fields) == 0 {
 		b.WriteString("  unpartitioned\n")
 	}
 	for _, f := range d.PartitionSpec.Fields {
-		fmt.Fprintf(&b, "  %s  (%s)\n", f.Expr, f.Name)
+		iostreams.Fprintf(&b, "  %s  (%s)\n", f.Expr, f.Name)
 	}
 
-	section(fmt.Sprintf("Sort order (id %d)", d.SortOrder.OrderID))
+	section(iostreams.Sprintf("Sort order (id %d)", d.SortOrder.OrderID))
 	if len(d.SortOrder.Fields) == 0 {
 		b.WriteString("  unsorted\n")
 	}
@@ -328,7 +341,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		exprs[i] = f.Expr
 	}
 	if len(exprs) > 0 {
-		b.WriteString("  " + strings.Join(exprs, ", ") + "\n")
+		iostreams.Fprintf(&b, "  %s\n", strings.Join(exprs, ", "))
 	}
 
 	props := func(title string, m map[string]string) {
@@ -346,7 +359,7 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 			width = max(width, len(r[0]))
 		}
 		for _, r := range rows {
-			fmt.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
+			iostreams.Fprintf(&b, "  %-*s  %s\n", width, r[0], r[1])
 		}
 	}
 	props("Timelake contract", d.Contract)
@@ -363,14 +376,14 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		if s.BatchID != nil {
 			batch = *s.BatchID
 		}
-		fmt.Fprintf(&b, "  %d  %s UTC  %s  batch %s\n", s.SnapshotID, s.CommittedAt.terminal(), s.Operation, batch)
+		iostreams.Fprintf(&b, "  %d  %s UTC  %s  batch %s\n", s.SnapshotID, s.CommittedAt.terminal(), s.Operation, batch)
 	}
 
 	section("Totals")
-	fmt.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
+	iostreams.Fprintf(&b, "  %d rows in %d data files, %s; %d snapshots", d.Totals.Rows, d.Totals.DataFiles,
 		iostreams.HumanBytes(d.Totals.SizeBytes), d.Totals.Snapshots)
 	if d.Totals.DeleteFiles > 0 {
-		fmt.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
+		iostreams.Fprintf(&b, "; %d delete files", d.Totals.DeleteFiles)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

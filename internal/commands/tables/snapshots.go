@@ -3,7 +3,6 @@ package tables
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -159,7 +158,7 @@ func RenderSnapshots(o Output, table string, rows []SnapshotRow) error {
 	}
 	tty := o.tty()
 	if tty && len(rows) == 0 {
-		_, err := fmt.Fprintf(o.IO.Out, "no snapshots in %s\n", table)
+		_, err := iostreams.Fprintf(o.IO.Out, "no snapshots in %s\n", table)
 		return err
 	}
 	t := o.IO.NewTable(snapshotColumns...)

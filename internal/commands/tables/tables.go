@@ -56,6 +56,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdAlter(f, cmdutil.Adapt[AlterOptions](runF)),
 		NewCmdExpire(f, cmdutil.Adapt[ExpireOptions](runF)),
 	)
+	cmdutil.ExplainErrors(cmd, f.ExplainLake)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,23 @@ func plannedOnly() lake.MaintainReport {
 		Expired: lake.ExpireResult{Expired: make([]lake.ExpiredSnapshot, 2), Kept: 4, Version: 8},
 		Pending: true, Took: 300 * time.Millisecond,
 	}
+}
+
+// idle is a round with nothing to compact, groups left by the round's
+// byte bound on another, and orphans not due.
+func idle(deferred int) lake.MaintainReport {
+	checked := time.Date(2026, 1, 5, 10, 30, 0, 0, time.UTC)
+	rep := lake.MaintainReport{
+		Settings:  lake.MaintenanceSettingsOf(iceberg.Properties{lake.PropAutoMaintain: "true"}),
+		Compacted: lake.CompactResult{Version: 7, Idle: "every data file is at least 8MiB (timelake.target-file-size)"},
+		Expired:   lake.ExpireResult{Kept: 3, Version: 7},
+		Took:      200 * time.Millisecond, OrphansCheckedAt: checked, OrphansNext: checked.Add(lake.OrphanCheckInterval),
+	}
+	if deferred > 0 {
+		rep.Compacted = lake.CompactResult{Version: 7, SnapshotID: 11, Deferred: deferred, Groups: []lake.CompactionGroup{
+			{Partition: "time_day=2026-01-05", Reason: "tiered", FilesIn: 5, BytesIn: 22922, Rows: 1500, FilesOut: 1, BytesOut: 12025}}}
+	}
+	return rep
 }
 
 // altered is `tables alter` setting two maintenance settings (one to the
@@ -406,6 +424,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"enabled\tfalse\tnot created by timelake and timelake.auto-maintain is not set\n" +
 				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t0\t0\n" +
 				"expired\t2\t4\t0\t0\n" +
+				"orphans_skipped\tthe budget ran out before it\t\t\n" +
 				"setting\ttimelake.auto-maintain\tfalse\tdefault\n" +
 				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
@@ -418,6 +437,54 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"pending\ttrue\n" +
 				"metadata_version\t8\n" +
 				"seconds\t0.300\n",
+		},
+		{
+			name: "maintain, nothing to do, orphans not due",
+			render: func(o Output) error {
+				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, idle(0), 7, nil))
+			},
+			golden: "maintain-idle.json",
+			tty: `iot.readings: nothing to compact, no snapshot to expire; metadata v7, took 0.2s
+
+Compaction
+  nothing to do: every data file is at least 8MiB (timelake.target-file-size)
+
+Snapshot expiry
+  none to expire (3 kept)
+
+Orphan files
+  not looked for this round: last looked for at 2026-01-05T10:30:00Z, next at 2026-01-05T11:30:00Z (at most once an hour; --orphans looks now)
+
+Settings (maintenance by ingest: on, timelake.auto-maintain=true)
+  PROPERTY                              VALUE  FROM
+  timelake.auto-maintain                true   property
+  timelake.snapshot-retention           5m     default
+  timelake.min-snapshots                20     default
+  timelake.dedupe-window                14d    default
+  timelake.target-file-size             8MiB   default
+  timelake.compact-min-files            4      default
+  timelake.compact-cold-after           1h     default
+  timelake.orphan-min-age               1h     default
+  write.metadata.previous-versions-max  100    default
+`,
+			pipe: "table\tiot.readings\n" +
+				"dry_run\tfalse\n" +
+				"enabled\ttrue\ttimelake.auto-maintain=true\n" +
+				"compaction_idle\tevery data file is at least 8MiB (timelake.target-file-size)\n" +
+				"expired\t0\t3\t0\t0\n" +
+				"orphans_skipped\tnot due: orphan files are looked for at most once every 1h (--orphans looks now)\t2026-01-05T10:30:00.000Z\t2026-01-05T11:30:00.000Z\n" +
+				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
+				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
+				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
+				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
+				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
+				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
+				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\twrite.metadata.previous-versions-max\t100\tdefault\n" +
+				"pending\tfalse\n" +
+				"metadata_version\t7\n" +
+				"seconds\t0.200\n",
 		},
 		{
 			name: "maintain failed",
@@ -463,6 +530,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\n" +
 				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\n" +
 				"compaction_snapshot_id\t2798769066474224232\n" +
+				"orphans_skipped\ta step before it failed\t\t\n" +
 				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
 				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
@@ -537,15 +605,21 @@ write.metadata.previous-versions-max  5                     not set (default 100
 				"gateway-3/20260106T1100.parquet\tnot-loaded\t\t\t\t\t\t\t\t\n",
 		},
 		{
-			name:   "show",
-			render: func(o Output) error { return RenderShow(o, BuildTableDetail(readings, 8, metaLoc, rolledback)) },
+			name: "show",
+			render: func(o Output) error {
+				d := BuildTableDetail(readings, 8, metaLoc, rolledback)
+				d.Catalog = "metadata files"
+				return RenderShow(o, d)
+			},
 			golden: "show.json",
-			tty: `Table:           iot.readings
-Location:        s3://example-lake/warehouse/iot/readings
-Metadata:        v8 (s3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json)
-Format version:  2
-UUID:            d95238a3-1b58-4bef-bbc7-b5609a74fe7e
-Last updated:    2026-01-05 12:18:41 UTC
+			tty: `Table:             iot.readings
+Location:          s3://example-lake/warehouse/iot/readings
+Metadata file:     s3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json
+Metadata version:  v8
+Catalog:           metadata files
+Format version:    2
+UUID:              d95238a3-1b58-4bef-bbc7-b5609a74fe7e
+Last updated:      2026-01-05 12:18:41 UTC
 
 Schema (id 0)
   ID  NAME           TYPE         REQUIRED
@@ -583,6 +657,7 @@ Totals
 				"location\ts3://example-lake/warehouse/iot/readings\n" +
 				"metadata_location\ts3://example-lake/warehouse/iot/readings/metadata/v8.metadata.json\n" +
 				"metadata_version\t8\n" +
+				"catalog\tmetadata files\n" +
 				"format_version\t2\n" +
 				"table_uuid\td95238a3-1b58-4bef-bbc7-b5609a74fe7e\n" +
 				"last_updated_at\t2026-01-05T12:18:41.959Z\n" +
@@ -618,12 +693,13 @@ Totals
 				return RenderShow(o, BuildTableDetail(readings, 1, "s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json", created))
 			},
 			golden: "show-empty.json",
-			tty: `Table:           iot.readings
-Location:        s3://example-lake/warehouse/iot/readings
-Metadata:        v1 (s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json)
-Format version:  2
-UUID:            d95238a3-1b58-4bef-bbc7-b5609a74fe7e
-Last updated:    2026-01-05 09:58:41 UTC
+			tty: `Table:             iot.readings
+Location:          s3://example-lake/warehouse/iot/readings
+Metadata file:     s3://example-lake/warehouse/iot/readings/metadata/v1.metadata.json
+Metadata version:  v1
+Format version:    2
+UUID:              d95238a3-1b58-4bef-bbc7-b5609a74fe7e
+Last updated:      2026-01-05 09:58:41 UTC
 
 Schema (id 0)
   ID  NAME           TYPE         REQUIRED
@@ -816,5 +892,22 @@ func TestBuildBatchRows(t *testing.T) {
 	}
 	if rows := BuildBatchRows(meta, nil, BatchFilter{Limit: 1}); len(rows) != 1 || rows[0].BatchID != "gateway-3/20260105T1000.parquet" {
 		t.Errorf("limit 1 without history: %+v", rows)
+	}
+}
+
+// TestMaintainSaysWhatItLeft: groups the round's byte bound left for the
+// next round are counted in every form.
+func TestMaintainSaysWhatItLeft(t *testing.T) {
+	r := BuildMaintainReport("iot.readings", false, idle(2), 7, nil)
+	if r.Compaction == nil || r.Compaction.Deferred != 2 || r.Compaction.Idle != "" {
+		t.Fatalf("report %+v", r.Compaction)
+	}
+	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent\n",
+		false: "compaction_deferred\t2\n"} {
+		ios, out, _ := iostreams.Test()
+		ios.SetStdoutTTY(tty)
+		if err := RenderMaintain(Output{IO: ios}, r); err != nil || !strings.Contains(out.String(), want) {
+			t.Errorf("tty %v: %v\n%s", tty, err, out.String())
+		}
 	}
 }

@@ -6,7 +6,6 @@ package upload
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -73,7 +72,7 @@ variable is named in each flag's help. See docs/gateways.md.`,
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return Run(cmd.Context(), opts)
+			return f.ExplainLanding(cmd, Run(cmd.Context(), opts))
 		},
 	}
 	settings.Bind(cmd.Flags(), settings.Upload)
@@ -104,8 +103,9 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 			return nil, cmdutil.UsageErrorf("--done must be another folder than --spool")
 		}
 		c.MinAge = settings.SpoolMinAge.Get(r)
-	} else if flagSet(settings.SpoolDone.Flag) || flagSet(settings.SpoolMinAge.Flag) {
-		return nil, cmdutil.UsageErrorf("--done and --min-age only apply with --spool")
+		c.OpenEndMinAge = settings.SpoolOpenEndMinAge.Get(r)
+	} else if flagSet(settings.SpoolDone.Flag) || flagSet(settings.SpoolMinAge.Flag) || flagSet(settings.SpoolOpenEndMinAge.Flag) {
+		return nil, cmdutil.UsageErrorf("--done, --min-age and --open-end-min-age only apply with --spool")
 	}
 
 	if c.Key = settings.Key.Get(r); c.Key != "" {
@@ -152,7 +152,7 @@ func Run(ctx context.Context, opts *Options) error {
 			if single && r.Status == upload.Failed {
 				return // main prints the error
 			}
-			fmt.Fprintln(opts.IO.Out, FileLine(r))
+			iostreams.Fprintln(opts.IO.Out, FileLine(r))
 		}
 	}
 	if opts.Progress {
@@ -164,7 +164,7 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else if !single && (err == nil || len(rep.Files) > 0) {
-		fmt.Fprintln(opts.IO.Out, Summary(rep))
+		iostreams.Fprintln(opts.IO.Out, Summary(rep))
 	}
 	if errors.Is(err, upload.ErrRejected) {
 		return &rejected{err} // reported above: exit 3
@@ -217,12 +217,12 @@ func FileLine(r upload.FileResult) string {
 		if r.Status == upload.AlreadyUploaded {
 			status = "already uploaded"
 		}
-		s := fmt.Sprintf("%-16s %s -> %s  %d bytes", status, r.File, r.Key, r.Size)
+		s := iostreams.Sprintf("%-16s %s -> %s  %d bytes", status, r.File, r.Key, r.Size)
 		if r.Gzipped {
 			s += ", gzipped"
 		}
 		if r.Multipart {
-			s += fmt.Sprintf(", %d parts", r.Parts)
+			s += iostreams.Sprintf(", %d parts", r.Parts)
 		}
 		switch {
 		case r.MovedTo != "":
@@ -232,14 +232,17 @@ func FileLine(r upload.FileResult) string {
 		}
 		return s
 	}
+	if r.Status == upload.Waiting {
+		return iostreams.Sprintf("%-16s %s  %s; a later run uploads it", "waiting", r.File, r.Reason)
+	}
 	msg := r.Error
 	if !strings.HasPrefix(msg, r.File+":") {
 		msg = r.File + ": " + msg // validation errors start with the file already
 	}
 	if r.Status == upload.Rejected {
-		return fmt.Sprintf("%-16s %s -> %s", "rejected", msg, r.RejectedTo)
+		return iostreams.Sprintf("%-16s %s -> %s", "rejected", msg, r.RejectedTo)
 	}
-	return fmt.Sprintf("%-16s %s", "failed", msg)
+	return iostreams.Sprintf("%-16s %s", "failed", msg)
 }
 
 // Summary is the last output line of a spool run or a run over several
@@ -248,10 +251,13 @@ func Summary(rep *upload.Report) string {
 	if len(rep.Files) == 0 && rep.Spool != "" {
 		return "nothing to upload in " + rep.Spool
 	}
-	s := fmt.Sprintf("%d uploaded (%d bytes), %d already uploaded, %d failed to %s in %.1fs",
+	s := iostreams.Sprintf("%d uploaded (%d bytes), %d already uploaded, %d failed to %s in %.1fs",
 		rep.Uploaded, rep.Bytes, rep.AlreadyUploaded, rep.Failed, rep.Landing, rep.Seconds)
 	if rep.Rejected > 0 {
-		s += fmt.Sprintf("; %d rejected to %s (see the .error.json reports)", rep.Rejected, filepath.Dir(rejectedTo(rep)))
+		s += iostreams.Sprintf("; %d rejected to %s (see the .error.json reports)", rep.Rejected, filepath.Dir(rejectedTo(rep)))
+	}
+	if rep.Waiting > 0 {
+		s += iostreams.Sprintf("; %d waiting to be complete (--min-age)", rep.Waiting)
 	}
 	if rep.Stopped {
 		s += "; stopped early, the remaining files wait for the next run"

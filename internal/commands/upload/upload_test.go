@@ -76,6 +76,16 @@ func TestNewCmdUpload(t *testing.T) {
 			},
 		},
 		{
+			name: "a spool waits for complete files by default",
+			env:  map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_GATEWAY": "gw1"},
+			args: []string{"--spool", "/var/spool/tl"},
+			check: func(t *testing.T, c upload.Config) {
+				if c.MinAge != 30*time.Second || c.OpenEndMinAge != 10*time.Minute {
+					t.Errorf("min ages %s, %s; want 30s, 10m", c.MinAge, c.OpenEndMinAge)
+				}
+			},
+		},
+		{
 			name: "files win over a spool from the environment",
 			env:  map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_GATEWAY": "gw1", "TIMELAKE_SPOOL": "/var/spool/tl"},
 			args: []string{"a.csv", "b.csv"},

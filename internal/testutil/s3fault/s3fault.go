@@ -1,6 +1,6 @@
 // Package s3fault is an S3 fault-injection proxy for tests and benchmarks:
 // an HTTP reverse proxy in front of a real S3 server (the suite's
-// versitygw) that, for requests matching a rule (method, bucket, key
+// versitygw), or of an Iceberg REST catalog (the suite's SeaweedFS), that, for requests matching a rule (method, bucket, key
 // pattern, query parameter, header), fails them before they are forwarded
 // (an S3 error answer such as 503 SlowDown), loses their response after the
 // server executed them (the connection is closed, so the client cannot know
@@ -94,7 +94,9 @@ type Rule struct {
 	// Action is done to matching requests, after Delay.
 	Action Action
 	// Status and Code are the answer of Fail, e.g. 503 "SlowDown" or 500
-	// "InternalError".
+	// "InternalError". For a request to an Iceberg REST catalog (a path
+	// below /v1/), Code is the error type of its JSON answer, e.g.
+	// "CommitFailedException" (Iceberg REST spec, "ErrorModel").
 	Status int
 	Code   string
 	// Delay is waited before the action.
@@ -340,10 +342,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// writeError answers like S3 does (S3 API reference, "Error responses").
+// writeError answers like S3 does (S3 API reference, "Error responses"),
+// or like an Iceberg REST catalog for its routes (below /v1/).
 func writeError(w http.ResponseWriter, req *http.Request, status int, code string) {
 	if status == 0 {
 		status = http.StatusInternalServerError
+	}
+	if strings.HasPrefix(req.URL.Path, "/v1/") {
+		if code == "" {
+			code = "InternalServerError"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"message":"injected by s3fault","type":%q,"code":%d}}`, code, status)
+		return
 	}
 	if code == "" {
 		code = "InternalError"

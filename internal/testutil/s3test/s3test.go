@@ -79,7 +79,7 @@ func (s Server) Client(t testing.TB) *s3.Client {
 func (s Server) NewBucket(t testing.TB) string {
 	t.Helper()
 	client := s.Client(t)
-	name := bucketName(t.Name())
+	name := UniqueBucketName(t.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
@@ -96,9 +96,10 @@ func (s Server) NewBucket(t testing.TB) string {
 	return name
 }
 
-// bucketName builds "tl-<sanitised test name>-<8 hex>", at most 63 characters, using only
-// [a-z0-9-] and starting and ending with a letter or digit.
-func bucketName(testName string) string {
+// UniqueBucketName builds "tl-<sanitised test name>-<8 hex>", at most 63 characters, using
+// only [a-z0-9-] and starting and ending with a letter or digit: a valid name of an S3
+// bucket and of a table bucket.
+func UniqueBucketName(testName string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(testName) {

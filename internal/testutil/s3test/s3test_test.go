@@ -25,12 +25,12 @@ func TestBucketName(t *testing.T) {
 		strings.Repeat("VeryLongTestName_", 10),
 		"Test" + strings.Repeat("a", 49) + "/b",
 	} {
-		got := bucketName(name)
+		got := UniqueBucketName(name)
 		if len(got) > 63 || !dnsBucket.MatchString(got) || !strings.HasPrefix(got, "tl-") || strings.Contains(got, "--") {
-			t.Errorf("bucketName(%q) = %q: not a valid bucket name", name, got)
+			t.Errorf("UniqueBucketName(%q) = %q: not a valid bucket name", name, got)
 		}
 	}
-	if a, b := bucketName("TestX"), bucketName("TestX"); a == b {
+	if a, b := UniqueBucketName("TestX"), UniqueBucketName("TestX"); a == b {
 		t.Errorf("bucketName is not unique: %q twice", a)
 	}
 }

@@ -4,10 +4,12 @@
 // for Parquet) and prints one JSON document on stdout. Used by the Go interop
 // tests in test/interop (interop_test.go, foreign_test.go), which compare it with the source rows.
 //
-//   node read-table.mjs <table-url>
+//   node read-table.mjs <table-url> [<metadata-file>]
 //
 // <table-url> is the table location: file:///abs/path/ns/table, or
-// s3://bucket/prefix/ns/table. icebird only speaks HTTP(S) and maps s3:// to
+// s3://bucket/prefix/ns/table. <metadata-file> is the name of the metadata
+// file to read (vN.metadata.json, as a REST catalog or `timelake tables
+// show` names it); without it icebird reads metadata/version-hint.text. icebird only speaks HTTP(S) and maps s3:// to
 // AWS hosts, so globalThis.fetch is replaced before icebird is loaded:
 //   - file:// URLs are read from disk (Range requests answered with 206);
 //   - https://<bucket>.s3.amazonaws.com/<key> (icebird's rewrite of s3://) goes
@@ -124,10 +126,9 @@ function mapOf(kvs) {
 
 async function main() {
   const tableUrl = process.argv[2]?.replace(/\/+$/, '')
-  if (!tableUrl) throw new Error('usage: node read-table.mjs <table-url>')
+  if (!tableUrl) throw new Error('usage: node read-table.mjs <table-url> [<metadata-file>]')
 
-  const version = await icebergLatestVersion({ tableUrl })
-  const metadataFile = `${version}.metadata.json`
+  const metadataFile = process.argv[3] ?? `${await icebergLatestVersion({ tableUrl })}.metadata.json`
   const metadata = await icebergMetadata({ tableUrl, metadataFileName: metadataFile })
   const schema = metadata.schemas.find(s => s['schema-id'] === metadata['current-schema-id'])
   if (!schema) throw new Error('current schema not in metadata')

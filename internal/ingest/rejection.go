@@ -1,0 +1,51 @@
+package ingest
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+)
+
+// otherContentError refuses a file whose key was loaded with other content:
+// corrections come as new files with new keys.
+type otherContentError struct{ msg string }
+
+func (e *otherContentError) Error() string { return e.msg }
+
+// rejectionKind says what refused a file, for the report's kind and
+// requeue --all (docs/schema.md, "Putting quarantined files back").
+// landing.KindFile when the file itself is broken, which no setting can
+// change:
+//   - a problem of the whole file, found before any row or column (a
+//     decode.FileError without row, line, column or value): it cannot be read as
+//     the format its name says (corrupt or cut gzip, not Parquet, UTF-16,
+//     binary), it is empty, its line ends are a lone CR; except a missing
+//     time column, which --time-column may name;
+//   - a value that is not valid UTF-8 or holds a NUL byte (the file's
+//     encoding), a null in a required column (the table's contract);
+//   - its key was loaded with other content.
+//
+// Else landing.KindSetting: a value, a field count, a column or a type that
+// a setting (a delimiter, a decimal comma, --csv-null, --column,
+// --time-unit, --evolve) may have refused. TestBadFilesAreQuarantined pins
+// the verdicts against decode's errors.
+func rejectionKind(err error) string {
+	var oc *otherContentError
+	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) {
+		return landing.KindFile
+	}
+	var fe *decode.FileError
+	switch {
+	case !errors.As(err, &fe), decode.IsNewColumns(err), decode.IsColumnsSetting(err):
+		return landing.KindSetting
+	case fe.Row == 0 && fe.Line == 0 && fe.Column == "" && fe.Value == "" && !strings.Contains(fe.Reason, "time column"):
+		return landing.KindFile
+	case strings.HasPrefix(fe.Reason, "null in required column"),
+		strings.Contains(fe.Reason, "is not valid UTF-8"), strings.Contains(fe.Reason, "holds a NUL byte"):
+		return landing.KindFile
+	}
+	return landing.KindSetting
+}

@@ -1,0 +1,695 @@
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// RESTCatalog is an Iceberg REST catalog that holds the tables' versions
+// (Options.Catalog; docs/catalogs.md). The client is iceberg-go's
+// (catalog/rest): /v1/config, loadTable, createTable and updateTable, with
+// its bearer token, OAuth2 client-credentials and SigV4 support.
+type RESTCatalog struct {
+	// URI is the catalog's base URI, without /v1 (e.g.
+	// https://catalog.example.com/api/catalog).
+	URI string
+	// Warehouse is the warehouse asked for in /v1/config (a bucket URI,
+	// a catalog name or an ARN, as the server names them); "" asks for
+	// the lake's warehouse URI.
+	Warehouse string
+	// Prefix is the path prefix of the catalog's routes; "" takes the
+	// one the server's /v1/config gives.
+	Prefix string
+	// Token is a bearer token sent with every request.
+	Token string
+	// Credential is OAuth2 client credentials, client_id:client_secret,
+	// exchanged for a token at OAuth2URI (default <URI>/v1/oauth/tokens).
+	Credential string
+	OAuth2URI  string
+	// Scope is the OAuth2 scope; "" is "catalog".
+	Scope string
+	// SigV4 signs every request with the S3 credentials (AWS Glue, S3
+	// Tables): service SigV4Service (default execute-api) in region
+	// SigV4Region (default the S3 client's).
+	SigV4        bool
+	SigV4Region  string
+	SigV4Service string
+	// Transport carries the catalog's requests; nil is a transport with
+	// connect and response-header timeouts (RESTResponseTimeout).
+	Transport http.RoundTripper
+}
+
+// RESTResponseTimeout bounds how long the catalog may take to answer one
+// request before the commit's outcome is taken as unknown.
+const RESTResponseTimeout = 2 * time.Minute
+
+// restOwnFolder is where timelake keeps its own files in a table of a REST
+// catalog: a folder beside data/ and metadata/ whose name starts with "_",
+// which S3-Tables-style table buckets keep for the formats' own files
+// (their metadata/ takes Iceberg's files only).
+const restOwnFolder = "_timelake/"
+
+// restCatalog is the catalog of a lake whose tables' versions live in an
+// Iceberg REST catalog. The client is made on first use (Open does no I/O).
+type restCatalog struct {
+	l   *Lake
+	cfg RESTCatalog
+	s3  *s3.Client // the SigV4 credentials and region
+
+	mu sync.Mutex
+	cl *rest.Catalog
+}
+
+var _ catalog = (*restCatalog)(nil)
+
+func newRESTCatalog(l *Lake, cfg RESTCatalog, s3c *s3.Client) *restCatalog {
+	if cfg.Warehouse == "" {
+		cfg.Warehouse = l.URI()
+	}
+	return &restCatalog{l: l, cfg: cfg, s3: s3c}
+}
+
+// String names the catalog in messages.
+func (c *restCatalog) String() string {
+	return fmt.Sprintf("REST catalog %s (warehouse %s)", c.cfg.URI, c.cfg.Warehouse)
+}
+
+// ErrCatalog marks errors of the REST catalog: it was unreachable, refused
+// the credentials, or answered what timelake cannot use.
+var ErrCatalog = errors.New("REST catalog")
+
+// client returns the iceberg-go client, made (and /v1/config read) on
+// first use; a failure is not kept, the next call tries again.
+func (c *restCatalog) client(ctx context.Context) (*rest.Catalog, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cl != nil {
+		return c.cl, nil
+	}
+	tr := c.cfg.Transport
+	if tr == nil {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: RESTResponseTimeout,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+		}
+	}
+	// iceberg-go's client retries nothing itself, and net/http replays no
+	// POST without an Idempotency-Key header: a commit is sent once per
+	// attempt, and the commit protocol decides what follows.
+	opts := []rest.Option{rest.WithCustomTransport(tr), rest.WithWarehouseLocation(c.cfg.Warehouse)}
+	if c.cfg.Prefix != "" {
+		opts = append(opts, rest.WithPrefix(c.cfg.Prefix))
+	}
+	if c.cfg.Token != "" {
+		opts = append(opts, rest.WithOAuthToken(c.cfg.Token))
+	}
+	if c.cfg.Credential != "" {
+		opts = append(opts, rest.WithCredential(c.cfg.Credential))
+	}
+	if c.cfg.OAuth2URI != "" {
+		u, err := parseHTTPURL(c.cfg.OAuth2URI)
+		if err != nil {
+			return nil, fmt.Errorf("%w: OAuth2 token endpoint: %w", ErrCatalog, err)
+		}
+		opts = append(opts, rest.WithAuthURI(u))
+	}
+	if c.cfg.Scope != "" {
+		opts = append(opts, rest.WithScope(c.cfg.Scope))
+	}
+	if c.cfg.SigV4 {
+		if c.s3 == nil {
+			return nil, fmt.Errorf("%w: SigV4 signing needs the S3 credentials", ErrCatalog)
+		}
+		o := c.s3.Options()
+		region := c.cfg.SigV4Region
+		if region == "" {
+			region = o.Region
+		}
+		opts = append(opts, rest.WithAwsConfig(aws.Config{Credentials: o.Credentials, Region: region}),
+			rest.WithSigV4RegionSvc(region, c.cfg.SigV4Service))
+	}
+	cl, err := rest.NewCatalog(ctx, "timelake", c.cfg.URI, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrCatalog, c.cfg.URI, err)
+	}
+	c.cl = cl
+	return cl, nil
+}
+
+func restIdent(n TableName) table.Identifier { return table.Identifier{n.Namespace, n.Name} }
+
+// restNotFound reports a table or namespace the catalog does not have.
+func restNotFound(err error) bool {
+	return errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace)
+}
+
+// restPermanent reports a REST catalog's answer that no retry changes: the
+// request was refused (400, 401, 403, 404, 419, 501) or no token could be
+// had, so nothing was committed.
+func restPermanent(err error) bool {
+	for _, e := range []error{rest.ErrBadRequest, rest.ErrUnauthorized, rest.ErrForbidden, rest.ErrAuthorizationExpired,
+		rest.ErrOAuthError, icecatalog.ErrNoSuchTable, icecatalog.ErrNoSuchNamespace, iceberg.ErrNotImplemented, errForeignLocation} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// errForeignLocation refuses to commit to a table of the catalog that is
+// not at the Timelake location <warehouse>/<ns>/<table>: timelake's own
+// files of a table are found from that location.
+var errForeignLocation = errors.New("not at the location timelake gives its tables")
+
+func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*head, error)) (*head, versionRef, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return nil, versionRef{}, err
+	}
+	tbl, err := cl.LoadTable(ctx, restIdent(n))
+	if restNotFound(err) {
+		return nil, versionRef{}, fmt.Errorf("%s in %s: %w", n, c, ErrTableNotFound)
+	}
+	if err != nil {
+		return nil, versionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
+	}
+	ref := versionRef{n: versionOfLocation(tbl.MetadataLocation()), location: tbl.MetadataLocation()}
+	if h := c.l.cached(n, ref); h != nil {
+		return h, ref, nil
+	}
+	h, err := headOfMetadata(tbl.Metadata())
+	if err != nil {
+		return nil, versionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
+	}
+	c.l.remember(n, ref, h)
+	return h, ref, nil
+}
+
+// headOfMetadata indexes metadata the catalog's client parsed (and
+// validated) already.
+func headOfMetadata(meta table.Metadata) (*head, error) {
+	body, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	h, err := indexHead(body)
+	if err != nil {
+		return nil, err
+	}
+	h.once.Do(func() { h.full = meta })
+	return h, nil
+}
+
+// commit sends updateTable: the updates that turn base into next, on the
+// requirements that what the mutation checked on base still holds.
+func (c *restCatalog) commit(ctx context.Context, n TableName, base *head, _ versionRef, next *head, _ []byte) (committedVersion, string, error) {
+	if loc := base.write.Location(); loc != c.l.tableLocation(n) {
+		return committedVersion{}, "", fmt.Errorf("%s is at %s, %w %s", n, loc, errForeignLocation, c.l.tableLocation(n))
+	}
+	reqs, updates, err := restChange(base, next)
+	if err != nil {
+		return committedVersion{}, "", err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return committedVersion{}, "", err
+	}
+	meta, loc, err := cl.CommitTable(ctx, restIdent(n), reqs, updates)
+	switch {
+	case errors.Is(err, table.ErrCommitFailed):
+		return committedVersion{}, "", fmt.Errorf("commit to the %s: %w: %w", c, errRaceLost, err)
+	case err != nil:
+		return committedVersion{}, "", fmt.Errorf("commit to the %s: %w", c, err)
+	}
+	h, err := headOfMetadata(meta)
+	if err != nil {
+		// Committed, but the answer cannot be read: the next load will.
+		return committedVersion{}, "", fmt.Errorf("%w: the %s's answer: %w", errOutcomeUnknown, c, err)
+	}
+	ref := versionRef{n: versionOfLocation(loc), location: loc}
+	c.l.remember(n, ref, h)
+	return committedVersion{head: h, ref: ref}, previousLocation(h), nil
+}
+
+// previousLocation is the last entry of a version's metadata-log: the
+// version it was built on ("" when the log is empty).
+func previousLocation(h *head) string {
+	var log []table.MetadataLogEntry
+	if unmarshalOptional(h.get("metadata-log"), &log) != nil || len(log) == 0 {
+		return ""
+	}
+	return log[len(log)-1].MetadataFile
+}
+
+// landed recognises a commit of an earlier attempt in the newest version:
+// every snapshot it added is there with its manifest list, and, when it
+// added none, the properties it set hold its values, the snapshots it
+// removed are gone and the main branch is where it put it. A commit that
+// added snapshots and is not there cannot land any more once the main
+// branch moved from where it asserted it (assert-ref-snapshot-id); other
+// commits may (a request the catalog still works on), so their files stay.
+func (c *restCatalog) landed(_ context.Context, _ TableName, newest *head, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+	added := addedSnapshots(w.base, w.next)
+	if holdsChange(newest, w.base, w.next, added) {
+		return &committedVersion{head: newest, ref: nv}, true, nil
+	}
+	final := len(added) > 0 && mainSnapshot(newest) != mainSnapshot(w.base)
+	return nil, final, nil
+}
+
+// addedSnapshots are the indexes in next of the snapshots base lacks.
+func addedSnapshots(base, next *head) []int {
+	var out []int
+	for i, r := range next.snaps {
+		if !base.snapshotIDTaken(r.id) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// mainSnapshot is the main branch's snapshot id; -1 without one.
+func mainSnapshot(h *head) int64 {
+	if h.current < 0 {
+		return -1
+	}
+	return h.snaps[h.current].id
+}
+
+func holdsChange(newest, base, next *head, added []int) bool {
+	if len(added) > 0 {
+		for _, i := range added {
+			j, ok := newest.byID[next.snaps[i].id]
+			if !ok {
+				return false
+			}
+			a, errA := next.snapshot(i)
+			b, errB := newest.snapshot(j)
+			if errA != nil || errB != nil || a.ManifestList != b.ManifestList {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range base.snaps {
+		if !next.snapshotIDTaken(r.id) && newest.snapshotIDTaken(r.id) {
+			return false
+		}
+	}
+	if mainSnapshot(next) != mainSnapshot(base) && mainSnapshot(newest) != mainSnapshot(next) {
+		return false
+	}
+	set, unset := propertyChanges(base.props(), next.props())
+	have := newest.props()
+	for k, v := range set {
+		if have[k] != v {
+			return false
+		}
+	}
+	for _, k := range unset {
+		if _, ok := have[k]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// propertyChanges are the properties next sets (new or changed) and
+// removes, relative to base.
+func propertyChanges(base, next iceberg.Properties) (map[string]string, []string) {
+	set := map[string]string{}
+	for k, v := range next {
+		if cur, ok := base[k]; !ok || cur != v {
+			set[k] = v
+		}
+	}
+	var unset []string
+	for k := range base {
+		if _, ok := next[k]; !ok {
+			unset = append(unset, k)
+		}
+	}
+	sort.Strings(unset)
+	return set, unset
+}
+
+// restChange returns the requirements and updates of the REST commit that
+// turns base into next (Iceberg REST spec, "TableRequirement",
+// "TableUpdate"): add-snapshot for each new snapshot, remove-snapshots,
+// set-snapshot-ref and remove-snapshot-ref for the refs that changed,
+// add-schema and set-current-schema, set-properties and
+// remove-properties. The requirements are that the table is the same one
+// (assert-table-uuid), its main branch is where it was
+// (assert-ref-snapshot-id), and so are its current schema, its last column
+// id and its default partition spec (what data files were written with);
+// a change that removes snapshots or moves another ref also asserts every
+// ref of base. The metadata-log, snapshot-log and timestamps are the
+// catalog's to write. Changes no mutation makes (partition specs, sort
+// orders, the location, the format version) are refused.
+func restChange(base, next *head) ([]table.Requirement, []table.Update, error) {
+	bm, err := base.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	nm, err := next.metadata()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range []struct {
+		what      string
+		different bool
+	}{
+		{"the format version", bm.Version() != nm.Version()},
+		{"the location", bm.Location() != nm.Location()},
+		{"the table uuid", bm.TableUUID() != nm.TableUUID()},
+		{"the partition specs", bm.DefaultPartitionSpec() != nm.DefaultPartitionSpec() || len(bm.PartitionSpecs()) != len(nm.PartitionSpecs())},
+		{"the sort orders", bm.DefaultSortOrder() != nm.DefaultSortOrder() || len(bm.SortOrders()) != len(nm.SortOrders())},
+	} {
+		if f.different {
+			return nil, nil, fmt.Errorf("internal: a change of %s is not sent to a REST catalog", f.what)
+		}
+	}
+	var updates []table.Update
+	// Schemas: those next adds, and its current one.
+	known := map[int]bool{}
+	for _, sc := range bm.Schemas() {
+		known[sc.ID] = true
+	}
+	addedCurrent := false
+	for _, sc := range nm.Schemas() {
+		if !known[sc.ID] {
+			updates = append(updates, table.NewAddSchemaUpdate(sc))
+			addedCurrent = sc.ID == nm.CurrentSchema().ID
+		}
+	}
+	if nm.CurrentSchema().ID != bm.CurrentSchema().ID {
+		id := nm.CurrentSchema().ID
+		if addedCurrent {
+			id = -1 // the schema just added, whatever id the catalog gives it
+		}
+		updates = append(updates, table.NewSetCurrentSchemaUpdate(id))
+	}
+	// Snapshots.
+	for _, i := range addedSnapshots(base, next) {
+		s, err := next.snapshot(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		updates = append(updates, table.NewAddSnapshotUpdate(s))
+	}
+	var removed []int64
+	for _, r := range base.snaps {
+		if !next.snapshotIDTaken(r.id) {
+			removed = append(removed, r.id)
+		}
+	}
+	if len(removed) > 0 {
+		updates = append(updates, table.NewRemoveSnapshotsUpdate(removed, false))
+	}
+	// Refs.
+	var baseRefs, nextRefs map[string]table.SnapshotRef
+	if err := unmarshalOptional(base.get("refs"), &baseRefs); err != nil {
+		return nil, nil, fmt.Errorf("refs: %w", err)
+	}
+	if err := unmarshalOptional(next.get("refs"), &nextRefs); err != nil {
+		return nil, nil, fmt.Errorf("refs: %w", err)
+	}
+	otherRefMoved := false
+	for _, name := range slices.Sorted(maps.Keys(nextRefs)) {
+		r := nextRefs[name]
+		if old, ok := baseRefs[name]; ok && old.Equals(r) {
+			continue
+		}
+		otherRefMoved = otherRefMoved || name != table.MainBranch
+		updates = append(updates, table.NewSetSnapshotRefUpdate(name, r.SnapshotID, r.SnapshotRefType,
+			deref(r.MaxRefAgeMs), deref(r.MaxSnapshotAgeMs), int(deref(r.MinSnapshotsToKeep))))
+	}
+	for _, name := range slices.Sorted(maps.Keys(baseRefs)) {
+		if _, ok := nextRefs[name]; !ok {
+			otherRefMoved = true
+			updates = append(updates, table.NewRemoveSnapshotRefUpdate(name))
+		}
+	}
+	// Properties.
+	set, unset := propertyChanges(bm.Properties(), nm.Properties())
+	if len(set) > 0 {
+		updates = append(updates, table.NewSetPropertiesUpdate(set))
+	}
+	if len(unset) > 0 {
+		updates = append(updates, table.NewRemovePropertiesUpdate(unset))
+	}
+
+	var mainID *int64
+	if id := mainSnapshot(base); id >= 0 {
+		mainID = &id
+	}
+	reqs := []table.Requirement{
+		table.AssertTableUUID(bm.TableUUID()),
+		table.AssertRefSnapshotID(table.MainBranch, mainID),
+		table.AssertCurrentSchemaID(bm.CurrentSchema().ID),
+		table.AssertLastAssignedFieldID(bm.LastColumnID()),
+		table.AssertDefaultSpecID(bm.DefaultPartitionSpec()),
+	}
+	if len(removed) > 0 || otherRefMoved {
+		for _, name := range slices.Sorted(maps.Keys(baseRefs)) {
+			if name == table.MainBranch {
+				continue
+			}
+			id := baseRefs[name].SnapshotID
+			reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
+		}
+	}
+	return reqs, updates, nil
+}
+
+func deref[T int | int64](p *T) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(*p)
+}
+
+// create makes the namespace when it is missing and then the table,
+// through createTable at the Timelake location with meta's schema,
+// partition spec, sort order and properties.
+func (c *restCatalog) create(ctx context.Context, n TableName, meta table.Metadata, _ []byte) (committedVersion, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return committedVersion{}, err
+	}
+	ns := table.Identifier{n.Namespace}
+	if err := cl.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+		return committedVersion{}, fmt.Errorf("create %s: namespace %s in the %s: %w", n, n.Namespace, c, err)
+	}
+	spec := meta.PartitionSpec()
+	tbl, err := cl.CreateTable(ctx, restIdent(n), meta.CurrentSchema(),
+		icecatalog.WithLocation(c.l.tableLocation(n)), icecatalog.WithPartitionSpec(&spec),
+		icecatalog.WithSortOrder(meta.SortOrder()), icecatalog.WithProperties(meta.Properties()))
+	if errors.Is(err, icecatalog.ErrTableAlreadyExists) {
+		return committedVersion{}, fmt.Errorf("create %s: %w", n, ErrTableExists)
+	}
+	if err != nil {
+		return committedVersion{}, fmt.Errorf("create %s in the %s: %w", n, c, err)
+	}
+	if loc := tbl.Metadata().Location(); loc != c.l.tableLocation(n) {
+		return committedVersion{}, fmt.Errorf("create %s: the %s put it at %s, %w %s", n, c, loc, errForeignLocation, c.l.tableLocation(n))
+	}
+	h, err := headOfMetadata(tbl.Metadata())
+	if err != nil {
+		return committedVersion{}, err
+	}
+	ref := versionRef{n: versionOfLocation(tbl.MetadataLocation()), location: tbl.MetadataLocation()}
+	c.l.remember(n, ref, h)
+	return committedVersion{head: h, ref: ref}, nil
+}
+
+// tables lists the tables of every top-level namespace.
+func (c *restCatalog) tables(ctx context.Context) ([]TableName, error) {
+	cl, err := c.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := cl.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("namespaces of the %s: %w", c, err)
+	}
+	seen := map[TableName]bool{}
+	for _, ns := range nss {
+		for id, err := range cl.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("tables of %s in the %s: %w", strings.Join(ns, "."), c, err)
+			}
+			if len(id) != 2 {
+				continue // a nested namespace: not a Timelake table name
+			}
+			if n, err := ParseTableName(id[0] + "." + id[1]); err == nil {
+				seen[n] = true
+			}
+		}
+	}
+	return sortedTableNames(seen), nil
+}
+
+// committed: the catalog keeps the versions and their files; readers ask
+// it for the newest (no version hint).
+func (c *restCatalog) committed(context.Context, *Table, versionRef) {}
+
+func (c *restCatalog) hinted() bool { return false }
+
+func (c *restCatalog) ownFolder() string { return restOwnFolder }
+
+// parseHTTPURL parses an http(s) URL with a host.
+func parseHTTPURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an http(s) URL such as https://catalog.example.com", s)
+	}
+	return u, nil
+}
+
+// ErrNoRESTCatalog is returned by the catalog checks of a lake whose
+// versions are metadata files.
+var ErrNoRESTCatalog = errors.New("the warehouse keeps no REST catalog")
+
+func (l *Lake) restCatalog() (*restCatalog, error) {
+	if r, ok := l.cat.(*restCatalog); ok {
+		return r, nil
+	}
+	return nil, ErrNoRESTCatalog
+}
+
+// CatalogConfig reads the REST catalog's /v1/config for the warehouse
+// (env check): the URI answers and knows the warehouse. No credentials are
+// needed yet for most servers.
+func (l *Lake) CatalogConfig(ctx context.Context) error {
+	r, err := l.restCatalog()
+	if err != nil {
+		return err
+	}
+	_, err = r.client(ctx)
+	return err
+}
+
+// CatalogNamespaces lists the REST catalog's top-level namespaces: the
+// first request that needs the credentials (env check).
+func (l *Lake) CatalogNamespaces(ctx context.Context) ([]string, error) {
+	r, err := l.restCatalog()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nss, err := cl.ListNamespaces(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(nss))
+	for i, ns := range nss {
+		out[i] = strings.Join(ns, ".")
+	}
+	return out, nil
+}
+
+// CatalogProbe is what ProbeCatalogCommit did.
+type CatalogProbe struct {
+	Table            TableName // the scratch table
+	CreatedNamespace bool      // its namespace was created (and dropped again)
+	// Committed says a commit on the scratch table (set-properties with
+	// the requirements every commit sends) was applied.
+	Committed bool
+	// StaleRefused says a commit asserting a main branch the table does
+	// not have was refused with 409 CommitFailedException, as the commit
+	// protocol needs; StaleErr is the answer otherwise (nil: accepted).
+	StaleRefused bool
+	StaleErr     error
+	// Cleanup is why the scratch table (or its namespace) could not be
+	// dropped; nil when it was.
+	Cleanup error
+}
+
+// ProbeCatalogCommit proves that the REST catalog commits as the commit
+// protocol needs (env check): in namespace ns (created when missing) it
+// creates the scratch table name at the Timelake location, commits a
+// property change on it, sends a stale commit that must be refused with
+// 409, and drops the table (with its files) and a namespace it created.
+//
+// Errors: a step that failed (creating the namespace or the table, the
+// commit); the result says how far it got.
+func (l *Lake) ProbeCatalogCommit(ctx context.Context, ns, name string) (CatalogProbe, error) {
+	n := TableName{Namespace: ns, Name: name}
+	res := CatalogProbe{Table: n}
+	r, err := l.restCatalog()
+	if err != nil {
+		return res, err
+	}
+	cl, err := r.client(ctx)
+	if err != nil {
+		return res, err
+	}
+	exists, err := cl.CheckNamespaceExists(ctx, table.Identifier{ns})
+	if err != nil {
+		return res, fmt.Errorf("namespace %s: %w", ns, err)
+	}
+	if !exists {
+		if err := cl.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
+			return res, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+		res.CreatedNamespace = true
+	}
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		res.Cleanup = cl.PurgeTable(cctx, restIdent(n))
+		if errors.Is(res.Cleanup, icecatalog.ErrNoSuchTable) {
+			res.Cleanup = nil
+		}
+		if res.CreatedNamespace {
+			res.Cleanup = errors.Join(res.Cleanup, cl.DropNamespace(cctx, table.Identifier{ns}))
+		}
+	}()
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "probe", Type: iceberg.PrimitiveTypes.Int64})
+	tbl, err := cl.CreateTable(ctx, restIdent(n), sc, icecatalog.WithLocation(l.tableLocation(n)),
+		icecatalog.WithProperties(iceberg.Properties{"timelake.probe": "env check"}))
+	if err != nil {
+		return res, fmt.Errorf("create scratch table %s at %s: %w", n, l.tableLocation(n), err)
+	}
+	if loc := tbl.Metadata().Location(); loc != l.tableLocation(n) {
+		return res, fmt.Errorf("create scratch table %s: the catalog put it at %s, %w %s", n, loc, errForeignLocation, l.tableLocation(n))
+	}
+	uuid := tbl.Metadata().TableUUID()
+	if _, _, err := cl.CommitTable(ctx, restIdent(n),
+		[]table.Requirement{table.AssertTableUUID(uuid), table.AssertRefSnapshotID(table.MainBranch, nil)},
+		[]table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{"timelake.probe": "committed"})}); err != nil {
+		return res, fmt.Errorf("commit to scratch table %s: %w", n, err)
+	}
+	res.Committed = true
+	stale := int64(1)
+	_, _, err = cl.CommitTable(ctx, restIdent(n),
+		[]table.Requirement{table.AssertTableUUID(uuid), table.AssertRefSnapshotID(table.MainBranch, &stale)},
+		[]table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{"timelake.probe": "stale"})})
+	res.StaleRefused, res.StaleErr = errors.Is(err, table.ErrCommitFailed), err
+	return res, nil
+}

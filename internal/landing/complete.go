@@ -1,0 +1,102 @@
+package landing
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/timelake/timelake/internal/decode"
+)
+
+// Settle is the rule that says when a file of a local folder is complete,
+// the one rule of `ingest` and `serve` on a local landing folder and of
+// `upload --spool` (docs/ingest.md, "What complete means"). A local file can
+// be seen while a writer still appends to it; an S3 object is complete by
+// definition (it is visible only once its upload ended), so S3 landing
+// buckets take no Settle.
+//
+// A file is complete once it was not modified (its size and modification
+// time unchanged) for Time, and, when its end is open (decode.OpenEnd: a
+// CSV or TSV last line without its line end, CSV or TSV text that ends
+// inside a quoted value, a gzip stream without its end, a Parquet file
+// without its footer, an empty file), for OpenEndTime.
+// Hidden and partial names (Skipped) are never taken at all.
+type Settle struct {
+	// Time is how long any file must be unmodified; 0: no wait.
+	Time time.Duration
+	// OpenEndTime is how long a file whose end is open must be unmodified;
+	// 0: an open end does not hold a file back.
+	OpenEndTime time.Duration
+}
+
+// Defaults of the rule (docs/ingest.md says why).
+const (
+	// DefaultSettleTime outlasts the pauses of a logger that flushes its
+	// buffer every few seconds, and still lets the next minutely run load
+	// a file written in this one.
+	DefaultSettleTime = 30 * time.Second
+	// DefaultOpenEndSettleTime outlasts a logger that writes a line every
+	// few minutes and whose buffer ends mid-line meanwhile; a complete file
+	// that simply lacks its last line end waits that long once.
+	DefaultOpenEndSettleTime = 10 * time.Minute
+)
+
+// DefaultSettle is the rule with its defaults.
+var DefaultSettle = Settle{Time: DefaultSettleTime, OpenEndTime: DefaultOpenEndSettleTime}
+
+// Wait says why a file is not complete yet and when it may be: zero for a
+// complete file.
+type Wait struct {
+	// Until is when the file is complete if it does not change meanwhile.
+	Until time.Time
+	// Reason says why it waits, for the file's report line.
+	Reason string
+}
+
+// Waiting reports whether the file must wait.
+func (w Wait) Waiting() bool { return w.Reason != "" }
+
+// ByAge judges a file by its modification time alone: one modified less
+// than Time before now waits. It is the first look (at the listing, before
+// the file is read); Judge is the whole rule.
+func (s Settle) ByAge(modified, now time.Time) Wait {
+	age := now.Sub(modified)
+	if s.Time <= 0 || age >= s.Time {
+		return Wait{}
+	}
+	w := Wait{Until: modified.Add(s.Time),
+		Reason: fmt.Sprintf("modified %s ago, within the settle time of %s: it may still be being written", ageText(age), s.Time)}
+	if age < 0 {
+		w.Reason = fmt.Sprintf("its modification time is %s in the future (a clock is off?): it is taken once it is %s old", ageText(-age), s.Time)
+	}
+	return w
+}
+
+// Judge applies the whole rule to a file of size bytes read from r, last
+// modified at modified (read before its bytes): ByAge, then, while it is
+// younger than OpenEndTime, its end (decode.OpenEnd; key names its type).
+// Errors: reading r.
+func (s Settle) Judge(key string, r io.ReaderAt, size int64, modified, now time.Time) (Wait, error) {
+	if w := s.ByAge(modified, now); w.Waiting() {
+		return w, nil
+	}
+	age := now.Sub(modified)
+	if s.OpenEndTime <= 0 || age >= s.OpenEndTime {
+		return Wait{}, nil
+	}
+	open, err := decode.OpenEnd(key, r, size)
+	if err != nil || open == "" {
+		return Wait{}, err
+	}
+	return Wait{Until: modified.Add(s.OpenEndTime),
+		Reason: fmt.Sprintf("%s and it was modified %s ago, within the open-end settle time of %s: it may still be being written",
+			open, ageText(age), s.OpenEndTime)}, nil
+}
+
+// ageText rounds an age for a report line (0.3s, 12s, 4m10s).
+func ageText(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
