@@ -86,9 +86,9 @@ func parquetMetadata(t testing.TB, tbl *Table, path string) *metadata.FileMetaDa
 // checkRowGroups checks the layout of data file df of tbl: row groups of
 // wantRows rows, in which no series shorter than a row group is cut;
 // statistics and a page index on every column chunk; dictionary pages
-// for the device and value columns, plain pages for the time column
-// (every time of a series differs). It returns the series of each row
-// group.
+// for the device and value columns, plain pages for the time column (a
+// row group holds three series, so each time repeats three times: fewer
+// than timeRepeatsForDictionary).
 func checkRowGroups(t *testing.T, tbl *Table, df iceberg.DataFile, wantRows []int64) {
 	t.Helper()
 	md := parquetMetadata(t, tbl, df.FilePath())
@@ -115,12 +115,7 @@ func checkRowGroups(t *testing.T, tbl *Table, df iceberg.DataFile, wantRows []in
 			if cc.GetColumnIndexLocation() == nil || cc.GetOffsetIndexLocation() == nil {
 				t.Errorf("row group %d, column %s: no page index", i, name)
 			}
-			dict := false
-			for _, es := range cc.EncodingStats() {
-				if strings.HasPrefix(es.PageType.String(), "DATA_PAGE") {
-					dict = dict || es.Encoding == parquet.Encodings.RLEDict
-				}
-			}
+			dict := dictionaryEncoded(cc)
 			if want := name != "time"; dict != want {
 				t.Errorf("row group %d, column %s: dictionary-encoded %v, want %v (encodings %v)", i, name, dict, want, cc.Encodings())
 			}
@@ -212,23 +207,97 @@ func TestDataFileLayout(t *testing.T) {
 	}
 }
 
-// TestTimeColumnDictionary: the time column is written plain unless the
-// table's write.parquet.dict-encoding-enabled.column.<name> says
-// otherwise; other columns keep their dictionaries.
+// TestTimeColumnDictionary: the time column has a dictionary only in the
+// writer properties of a file whose times repeat, unless the table's
+// write.parquet.dict-encoding-enabled.column.<name> says otherwise; other
+// columns keep their dictionaries.
 func TestTimeColumnDictionary(t *testing.T) {
 	for _, c := range []struct {
 		props      iceberg.Properties
+		repeated   bool
 		time, dict bool
 	}{
-		{nil, false, true},
-		{iceberg.Properties{propDictColumnPrefix + "time": "true"}, true, true},
-		{iceberg.Properties{propDictEnabled: "false"}, false, false},
+		{nil, false, false, true},
+		{nil, true, true, true},
+		{iceberg.Properties{propDictColumnPrefix + "time": "true"}, false, true, true},
+		{iceberg.Properties{propDictColumnPrefix + "time": "false"}, true, false, true},
+		{iceberg.Properties{propDictEnabled: "false"}, true, false, false},
 	} {
-		wp := parquet.NewWriterProperties(parquetWriterProperties(c.props, testSchema, 10, "time")...)
+		wp := parquet.NewWriterProperties(parquetWriterProperties(c.props, testSchema, 10, "time", c.repeated)...)
 		if got, dev := wp.DictionaryEnabledFor("time"), wp.DictionaryEnabledFor("device"); got != c.time || dev != c.dict {
-			t.Errorf("%v: dictionary on time %v, on device %v; want %v and %v", c.props, got, dev, c.time, c.dict)
+			t.Errorf("%v, repeated times %v: dictionary on time %v, on device %v; want %v and %v", c.props, c.repeated, got, dev, c.time, c.dict)
 		}
 	}
+}
+
+// TestTimeDictionaryForShortSeries: a file of many short series sharing
+// their times (an append of a fleet's minute) has a dictionary on its time
+// column; one whose first row group holds a few long series does not
+// (TestDataFileLayout).
+func TestTimeDictionaryForShortSeries(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, _ := clockedTable(t, l)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
+	defer b.Release()
+	base := day0.Add(-20 * time.Hour)
+	for i := range 20 { // 100 series of 20 readings, 3 seconds apart
+		for d := range 100 {
+			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base.Add(time.Duration(3*i) * time.Second).UnixMicro()))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-%03d", d))
+			b.Field(2).(*array.Float64Builder).Append(float64((i+d)%50) / 10)
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if _, err := tbl.Append(ctx, "minute", []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := liveInputs(t, tbl)
+	md := parquetMetadata(t, tbl, files[0].FilePath())
+	for i := range md.NumRowGroups() {
+		cc, err := md.RowGroup(i).ColumnChunk(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := cc.PathInSchema().String(); name != "time" || !dictionaryEncoded(cc) {
+			t.Errorf("row group %d, column %s: encodings %v, want the time column dictionary-encoded", i, name, cc.Encodings())
+		}
+	}
+	expectDataFileLike(t, tbl, rec, files[0])
+
+	for _, c := range []struct {
+		times    []int64
+		rowGroup int64
+		want     bool
+	}{
+		{[]int64{1, 1, 1, 1, 2, 2, 2, 2}, 100, true},
+		{[]int64{1, 1, 1, 2, 2, 2}, 100, false},
+		{[]int64{1, 1, 1, 1, 2, 3, 4, 5}, 4, true}, // the first row group's worth
+		{nil, 100, false},
+	} {
+		tb := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Microsecond})
+		for _, v := range c.times {
+			tb.Append(arrow.Timestamp(v))
+		}
+		arr := tb.NewTimestampArray()
+		if got := timeDictionaryPays(arr, c.rowGroup); got != c.want {
+			t.Errorf("times %v, row groups of %d: dictionary %v, want %v", c.times, c.rowGroup, got, c.want)
+		}
+		arr.Release()
+		tb.Release()
+	}
+}
+
+// dictionaryEncoded reports whether a column chunk's data pages are
+// dictionary-encoded.
+func dictionaryEncoded(cc *metadata.ColumnChunkMetaData) bool {
+	for _, es := range cc.EncodingStats() {
+		if strings.HasPrefix(es.PageType.String(), "DATA_PAGE") && es.Encoding == parquet.Encodings.RLEDict {
+			return true
+		}
+	}
+	return false
 }
 
 // expectDataFileLike: df, written by timelake's writer, has the manifest
