@@ -191,3 +191,21 @@ func TestFleetTargetsCanFail(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetColdPartitionTarget: the cold-partition target names its worst
+// sample when every cold partition is within it.
+func TestFleetColdPartitionTarget(t *testing.T) {
+	r := &fleetResults{store: "local", gateways: 20}
+	r.states = []fleetState{{Minute: 59, TargetFileSize: 8 << 20,
+		Partitions: []fleetPartition{{Name: "time_day=2026-01-05", Files: 1, Bytes: 8 << 20, Cold: true}, {Name: "time_day=2026-01-06", Files: 5}}}}
+	for _, tg := range r.targets() {
+		if !strings.HasPrefix(tg.name, "<= 2 data files per cold partition") {
+			continue
+		}
+		if want := "worst time_day=2026-01-05 at minute 60: 1 files for 8.00 MB (allowed 3)"; tg.verdict() != "met" || !strings.Contains(tg.result, want) {
+			t.Errorf("%s: %s, want met and %q", tg.verdict(), tg.result, want)
+		}
+		return
+	}
+	t.Fatal("no cold-partition target")
+}

@@ -439,7 +439,7 @@ func (r *fleetResults) targets() []fleetTarget {
 	ts = append(ts, t)
 
 	t = fleetTarget{name: "<= 2 data files per cold partition (+1 per target-file-size)"}
-	cold, worst, worstAt := 0, "", -1.0
+	cold, worst, worstAt := 0, "", 0.0
 	for _, s := range r.states {
 		for _, p := range s.Partitions {
 			if !p.Cold {
@@ -447,7 +447,7 @@ func (r *fleetResults) targets() []fleetTarget {
 			}
 			cold++
 			allowed := 2 + p.Bytes/max(s.TargetFileSize, 1)
-			if over := float64(p.Files) - float64(allowed); over > worstAt {
+			if over := float64(p.Files) - float64(allowed); worst == "" || over > worstAt {
 				worstAt = over
 				worst = fmt.Sprintf("%s at minute %d: %d files for %.2f MB (allowed %d)", p.Name, s.Minute+1, p.Files, float64(p.Bytes)/mib, allowed)
 			}
