@@ -24,9 +24,11 @@ type resolved struct {
 	epoch     arrow.TimeUnit
 	epochSet  bool
 	batchRows int
-	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes.
+	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes;
+	// pieceBytes: DecodeOptions.PieceBytes (0 in Decode).
 	parallel   int
 	chunkBytes int64
+	pieceBytes int64
 
 	// comma separates the fields of a text file: tab for TSV, else
 	// CSV.Delimiter or ','; a separator hint (openTextStream) sets the

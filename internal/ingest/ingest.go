@@ -101,11 +101,15 @@ type Config struct {
 	// CommitWait bounds how long a prepared file waits for more to fill
 	// its commit (up to FilesPerCommit); 0 means DefaultCommitWait.
 	CommitWait time.Duration
-	// MemoryBudget bounds the bytes of landing files being decoded and
-	// written at once (decoded data takes a small multiple of it); a larger
-	// file is processed alone. Downloads (to WorkDir, not memory) do not
-	// count: up to Parallel files download while others are decoded. 0
-	// means DefaultMemoryBudget.
+	// MemoryBudget bounds the decoded bytes of landing files being decoded
+	// and written at once (decode.DecodedSize: the decompressed text of a
+	// CSV or TSV file, gzipped or not; the values of a Parquet file): each
+	// file holds its share (admission) while it loads, and a file larger
+	// than the budget is decoded and written in pieces of the budget.
+	// Decoded data takes a small multiple of it (docs/performance.md).
+	// Downloads (to WorkDir, not memory) do not count: up to Parallel
+	// files download while others are decoded. 0 means
+	// DefaultMemoryBudget.
 	MemoryBudget int64
 
 	// ContentDedupe reports a file whose decompressed bytes equal those of
@@ -652,7 +656,7 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	var deferred []storage.ObjectInfo
 	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
-		it := r.prepare(ctx, files[i], func() error { return nil }) // one at a time
+		it := r.prepare(ctx, files[i], func(int64) error { return nil }) // one at a time
 		if it.deferred != nil {
 			deferred = append(deferred, files[i])
 			if firstCause == nil {
@@ -891,27 +895,23 @@ type item struct {
 // pipeline loads files with Parallel workers that download, decode and
 // write data files, while this goroutine commits what is ready, up to
 // FilesPerCommit snapshots per metadata write, and deletes the committed
-// landing objects. The bytes of files being decoded at once stay within
-// MemoryBudget; a worker takes its share only once its file is downloaded,
-// so downloads overlap the decoding of other files.
+// landing objects. The decoded bytes of files being decoded at once stay
+// within MemoryBudget (admission); a worker takes its share only once its
+// file is downloaded, so downloads overlap the decoding of other files.
 func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
 	if len(files) == 0 {
 		return nil
 	}
-	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.cfg.MemoryBudget
+	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.memoryBudget()
 	if workers <= 0 {
 		workers = DefaultParallel
 	}
 	if perCommit <= 0 {
 		perCommit = DefaultFilesPerCommit
 	}
-	if budget <= 0 {
-		budget = DefaultMemoryBudget
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := semaphore.NewWeighted(budget)
-	weight := func(o storage.ObjectInfo) int64 { return min(max(o.Size, 1), budget) }
 
 	jobs := make(chan storage.ObjectInfo)
 	// Prepared items hold no decoded data (only the data files' metadata),
@@ -944,16 +944,16 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			for o := range jobs {
 				// The semaphore serves waiters in order, so a large file
 				// is not starved by smaller ones behind it.
-				held := false
-				it := r.prepare(ctx, o, func() error {
-					if err := sem.Acquire(ctx, weight(o)); err != nil {
+				var held int64
+				it := r.prepare(ctx, o, func(share int64) error {
+					if err := sem.Acquire(ctx, share); err != nil {
 						return err
 					}
-					held = true
+					held = share
 					return nil
 				})
-				if held {
-					sem.Release(weight(o))
+				if held > 0 {
+					sem.Release(held)
 				}
 				if it.err != nil && ctx.Err() == nil {
 					stop(it.err)
@@ -1189,6 +1189,9 @@ type download struct {
 	// the sha256 of any other; "" when the gzip stream does not read (the
 	// decoder says why).
 	content string
+	// decompressed is the size of the decompressed bytes of a gzip file
+	// (as far as they read), the size of any other.
+	decompressed int64
 }
 
 // compressed reports a gzip file, whose content hash differs from its
@@ -1279,11 +1282,13 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
-	d.content = d.sha256
-	if gz, err := contentHash(f); err != nil {
-		d.content = ""
-	} else if gz != "" {
-		d.content = gz
+	d.content, d.decompressed = d.sha256, n
+	gz, size, err := contentHash(f)
+	switch {
+	case err != nil:
+		d.content, d.decompressed = "", size
+	case gz != "":
+		d.content, d.decompressed = gz, size
 	}
 	return d, nil
 }
@@ -1291,33 +1296,43 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 // errChanging marks a landing file that changed while it was read.
 var errChanging = errors.New("the file changed while it was read")
 
-// contentHash returns the hex SHA-256 of the decompressed bytes of f when
-// it is gzip-compressed (by its magic bytes), "" when it is not, and an
-// error when the gzip stream does not read to its end.
-func contentHash(f io.ReaderAt) (string, error) {
+// contentHash returns the hex SHA-256 of the decompressed bytes of f and
+// their size when it is gzip-compressed (by its magic bytes), "" when it is
+// not, and an error when the gzip stream does not read to its end (size is
+// then what did).
+func contentHash(f io.ReaderAt) (string, int64, error) {
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
-		return "", nil
+		return "", 0, nil
 	}
 	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer zr.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
-		return "", err
+	n, err := io.Copy(h, zr)
+	if err != nil {
+		return "", n, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// admission is the share of the memory budget a file of the given decoded
+// size (decode.DecodedSize: a compressed file by its decompressed bytes)
+// holds while it is decoded and written: its size, or the whole budget for
+// a file larger than it, which is decoded in pieces of the budget.
+func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget) }
 
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
 // with the file itself end in quarantine (done); anything else is a fatal
 // item error that leaves the object in place. admit is called once, after
-// the download and before the decode, and blocks until the file fits the
-// memory budget (an error: ctx is done).
-func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func() error) *item {
+// the download and before the decode, with the file's share of the memory
+// budget (admission), and blocks until the share is free (an error: ctx is
+// done). The file is decoded and written in pieces of at most the budget
+// (decode.DecodeEach, lake.BatchWriter), which commit as one snapshot.
+func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(share int64) error) *item {
 	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
@@ -1382,38 +1397,8 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		// this key could not be recognised as loaded again.
 		return reject(fmt.Errorf("%q: %w", o.Key, errNameNotUTF8))
 	}
-	if err := admit(); err != nil {
-		it.err = err
-		return it
-	}
-	dec, err := r.decode(ctx, d)
-	if err != nil {
-		return reject(err)
-	}
-	defer func() { dec.Release() }()
-
-	if r.tbl == nil {
-		if err := r.createTable(ctx, o.Key, dec); err != nil {
-			var fe *decode.FileError
-			if errors.As(err, &fe) {
-				return reject(err)
-			}
-			it.err = r.lakeErr(err)
-			return it
-		}
-		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
-			// Decode again against the table as created (field ids), or
-			// as another writer created it meanwhile.
-			dec.Release()
-			if dec, err = r.decode(ctx, d); err != nil {
-				return reject(err)
-			}
-		}
-	}
-	// A file without data rows is loaded too: its snapshot records the
-	// key as loaded and adds no data file (docs/ingest.md, "Files without
-	// rows").
-	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
+	share := admission(decode.DecodedSize(d.source(), d.decompressed), r.memoryBudget())
+	if err := admit(share); err != nil {
 		it.err = err
 		return it
 	}
@@ -1425,21 +1410,98 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content
 	}
-	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, summary, 0)
-	if err != nil {
-		if errors.Is(err, lake.ErrRequiredNull) {
-			return reject(err)
-		}
-		it.err = r.lakeErr(err)
+	p, dups, err := r.writePieces(ctx, o.Key, d, summary)
+	var fatal *fatalError
+	switch {
+	case errors.As(err, &fatal):
+		it.err = fatal.err
 		return it
+	case err != nil:
+		return reject(err)
 	}
-	it.prepared = p
+	it.prepared, it.res.DuplicateRows = p, dups
 	return it
 }
 
-func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, error) {
+// fatalError marks an error of writePieces that is not the file's: the
+// file stays in the landing bucket.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// writePieces decodes d in pieces of at most the memory budget (decoded
+// bytes, decode.DecodedSize) and writes each as data files of one batch
+// (the file's snapshot, to commit). When
+// there is no table yet, the whole file is decoded first (nothing kept but
+// its schema), and the table is created from it only if every row decodes.
+// The file's own problems (it does not decode, a required column is null)
+// come back as they are, to quarantine it; others as a *fatalError. dups
+// counts the rows whose (series key, time) an earlier row of the same
+// piece has.
+func (r *runner) writePieces(ctx context.Context, key string, d *download, summary map[string]string) (*lake.Prepared, int64, error) {
+	if r.tbl == nil {
+		var first decode.Decoded
+		err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
+			dec.Release()
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := r.createTable(ctx, key, &first); err != nil {
+			var fe *decode.FileError
+			if errors.As(err, &fe) {
+				return nil, 0, err
+			}
+			return nil, 0, &fatalError{r.lakeErr(err)}
+		}
+	}
+	var w *lake.BatchWriter
+	var dups int64
+	drop := func() {
+		if w != nil {
+			w.Discard(context.WithoutCancel(ctx))
+			w = nil
+		}
+	}
+	err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+		defer dec.Release()
+		if dec.Piece == 0 {
+			drop() // the decode started over
+			dups = 0
+		}
+		if w == nil {
+			var err error
+			if w, err = r.tbl.NewBatchWriter(key, summary, 0); err != nil {
+				return &fatalError{r.lakeErr(err)}
+			}
+		}
+		n, err := dec.DuplicateRows(r.tbl.Contract().SeriesKey)
+		if err != nil {
+			return &fatalError{err}
+		}
+		dups += n
+		if err := w.Write(ctx, dec.Records); err != nil {
+			if errors.Is(err, lake.ErrRequiredNull) {
+				return err
+			}
+			return &fatalError{r.lakeErr(err)}
+		}
+		return nil
+	})
+	if err != nil {
+		drop()
+		return nil, 0, err
+	}
+	return w.Prepared(), dups, nil
+}
+
+// decodeEach decodes d (decode.DecodeEach) against the table, or for a new
+// one, in pieces of at most the memory budget.
+func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.Decoded) error) error {
 	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation,
-		CSV: r.cfg.CSV, Columns: r.cfg.Columns}
+		CSV: r.cfg.CSV, Columns: r.cfg.Columns, PieceBytes: r.memoryBudget()}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
@@ -1457,7 +1519,20 @@ func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, erro
 	} else {
 		opts.TimeColumn = r.cfg.TimeColumn
 	}
-	return decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+	return decode.DecodeEach(ctx, d.source(), opts, fn)
+}
+
+// source is the downloaded file, to decode.
+func (d *download) source() decode.Source {
+	return decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}
+}
+
+// memoryBudget is Config.MemoryBudget or its default.
+func (r *runner) memoryBudget() int64 {
+	if r.cfg.MemoryBudget > 0 {
+		return r.cfg.MemoryBudget
+	}
+	return DefaultMemoryBudget
 }
 
 // createTable creates the table from the first decoded file, or loads it if
@@ -1595,7 +1670,7 @@ func (r *runner) afterSchemaConflicts(ctx context.Context, pending []*item, resu
 				return nil, nil, fmt.Errorf("%s: other writers kept changing the table's schema; the file stays for the next run: %w", it.obj.Key, ar.SchemaConflict)
 			}
 			r.log.Info("the table's schema changed under a file: preparing it again", "key", it.obj.Key, "reason", ar.SchemaConflict)
-			fresh := r.prepare(ctx, it.obj, func() error { return nil })
+			fresh := r.prepare(ctx, it.obj, func(int64) error { return nil })
 			fresh.start = it.start
 			*it = *fresh
 			if it.err != nil {

@@ -36,7 +36,8 @@ type Maintenance struct {
 	// delete files of another engine).
 	CompactionSkipped string `json:"compaction_skipped,omitempty"`
 	// CompactionDeferred counts groups left for a later round: the
-	// round's bound on the bytes it rewrites was spent.
+	// round's bound on the bytes it rewrites was spent, or their estimated
+	// rewrite did not fit the budget.
 	CompactionDeferred int `json:"compaction_deferred,omitempty"`
 	// CompactionIdle says why compaction had nothing to do (every file
 	// at the target size, too few small files).

@@ -86,6 +86,18 @@ type CompactOptions struct {
 	// MaxBytes bounds the bytes of input files one call rewrites (the
 	// rest waits for the next call); 0 means no bound.
 	MaxBytes int64
+	// Deadline, when set, is when the rewrites must have ended: a group
+	// whose estimated rewrite (rewriteEstimate) does not fit the time left
+	// is not started (CompactResult.Deferred), and a rewrite still running
+	// at Deadline is abandoned, its files deleted (Abandoned); the groups
+	// written before it commit, under ctx. Zero: no deadline.
+	Deadline time.Time
+	// Clock reads the time Deadline is compared with; nil is time.Now.
+	Clock func() time.Time
+	// RewriteRate is the rows per second a rewrite is estimated to take;
+	// 0 is the rate earlier rewrites of the table measured (the
+	// maintenance state), else defaultRewriteRate.
+	RewriteRate float64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
 
@@ -122,12 +134,33 @@ type CompactResult struct {
 	// which this rewrite does not apply.
 	Skipped string
 	// Deferred counts groups planned but left for a later round: the
-	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes)
-	// was spent.
-	Deferred int
+	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes) was
+	// spent, or their estimated rewrite did not fit before the deadline.
+	// Abandoned counts those whose rewrite was cut at the deadline (their
+	// files deleted). Both wait for the next round.
+	Deferred, Abandoned int
 	// Idle says why nothing was planned on a table without delete files,
 	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
 	Idle string
+}
+
+// The estimate of a rewrite's time (CompactOptions.Deadline): a fixed
+// cost per group (reading its files' footers, writing and uploading a
+// file) and its rows at the table's measured rate, or at
+// defaultRewriteRate until one is measured (about half what a merge of
+// well-compressed gateway files reaches on a busy 2-core machine,
+// BenchmarkRewriteGroup). A group of fewer than rateSampleRows rows is too
+// small to measure the rate by.
+const (
+	rewriteOverhead    = 200 * time.Millisecond
+	defaultRewriteRate = 250_000.0 // rows per second
+	rateSampleRows     = 100_000
+)
+
+// rewriteEstimate is how long rewriting rows is expected to take at rate
+// rows per second.
+func rewriteEstimate(rows int64, rate float64) time.Duration {
+	return rewriteOverhead + time.Duration(float64(rows)/rate*float64(time.Second))
 }
 
 // compactSettings are the resolved compaction settings of a table.
@@ -264,9 +297,12 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions, and
-// counts the groups left out once maxBytes is spent (deferred).
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
+// planCompaction groups the live files of compactable partitions, newest
+// partition first, within maxBytes of input (0: no bound). fits, when set,
+// says whether a group's rewrite fits the time left (and takes its share
+// of it); a group that does not is left out and counted in deferred.
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
+	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -276,11 +312,17 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		byPart[f.partition] = append(byPart[f.partition], f)
 	}
 	parts := slices.Sorted(maps.Keys(byPart))
-	var out []CompactionGroup
 	budget := maxBytes
+	bytesSpent := false
+	// take adds g unless it does not fit the time left; false when the
+	// bytes of the round are used up.
 	take := func(g CompactionGroup) bool {
 		if maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
 			return false
+		}
+		if fits != nil && !fits(g) {
+			deferred++
+			return true
 		}
 		budget -= g.BytesIn
 		out = append(out, g)
@@ -325,8 +367,9 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		for _, g := range groups {
 			switch {
 			case len(g.inputs) < 2:
-			case deferred > 0 || !take(g):
-				deferred++ // the first group that does not fit ends the round's plan
+			case bytesSpent || !take(g):
+				bytesSpent = true
+				deferred++ // the first group over the bytes ends the round's plan
 			}
 		}
 	}
@@ -448,19 +491,51 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			return res, nil
 		}
 	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	rate := opts.RewriteRate
+	if rate <= 0 {
+		rate = cmp.Or(st.RewriteRate, defaultRewriteRate)
+	}
+	var fits func(CompactionGroup) bool
+	if !opts.Deadline.IsZero() {
+		left := opts.Deadline.Sub(clock())
+		fits = func(g CompactionGroup) bool {
+			d := rewriteEstimate(g.Rows, rate)
+			if d > left {
+				return false
+			}
+			left -= d
+			return true
+		}
+	}
 	spec := int32(h.write.DefaultPartitionSpec())
-	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes)
+	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
 	res.Deferred = deferred
-	if len(groups) == 0 {
+	if len(groups) == 0 && deferred == 0 {
 		res.Idle = idleReason(files, spec, s)
 	}
 	if opts.DryRun || len(groups) == 0 {
 		res.Groups = groups
 		return res, nil
 	}
-	// Write the groups' new files.
+	// Write the groups' new files, each only while the deadline allows.
+	rctx := ctx
+	if !opts.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, opts.Deadline.Sub(clock()))
+		defer cancel()
+	}
 	var written []*CompactionGroup
+	var m *rewriteMutation
 	defer func() {
+		if m != nil && m.unknown {
+			// The commit may have landed: its outputs stay (orphan
+			// removal takes them if it did not).
+			return
+		}
 		// Outputs of groups that were not committed.
 		var paths []string
 		for _, g := range written {
@@ -468,14 +543,28 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 				paths = append(paths, dataFilePaths(g.outputs)...)
 			}
 		}
-		t.removeFiles(context.WithoutCancel(ctx), paths)
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		t.removeFiles(cctx, paths)
 	}()
 	for i := range groups {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		g := &groups[i]
-		out, err := t.rewriteGroup(ctx, g)
+		if rctx.Err() != nil {
+			res.Deferred += len(groups) - i
+			break
+		}
+		t0 := clock()
+		out, err := t.rewriteGroup(rctx, g)
+		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+			// Cut at the deadline: what it wrote is gone (removed, or
+			// left to orphan removal), the groups before it commit.
+			res.Abandoned++
+			res.Deferred += len(groups) - i - 1
+			break
+		}
 		if errors.Is(err, storage.ErrSymlink) {
 			// A file of a local table that is a symbolic link is never
 			// read (paths.go): its group stays as it is, the others are
@@ -492,10 +581,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
+		if took := clock().Sub(t0) - rewriteOverhead; g.Rows >= rateSampleRows && took > 0 {
+			st.noteRewriteRate(float64(g.Rows) / took.Seconds())
+		}
 		g.outputs = out
 		written = append(written, g)
 	}
-	m := &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
+	if len(written) == 0 {
+		return res, nil
+	}
+	m = &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
 	cr, err := t.commit(ctx, m, CommitOptions{})
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
@@ -513,6 +608,18 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	res.Dropped = len(written) - len(res.Groups)
 	return res, nil
+}
+
+// cleanupContext is ctx for deleting what an operation wrote and will not
+// commit: not cancelled with ctx (a stopped round still cleans up), but
+// ending at ctx's deadline (a round of maintenance ends by its budget and
+// slack; what is left is orphan removal's).
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(cctx, dl)
+	}
+	return context.WithCancel(cctx)
 }
 
 // rewriteGroup writes the rows of g's input files as new data files,
@@ -783,6 +890,9 @@ type rewriteMutation struct {
 	commitID uuid.UUID
 	written  []string // manifests and manifest lists, every attempt
 	seq      int
+	// unknown: the commit ended without learning whether a write landed;
+	// the groups' outputs may be referenced, and are kept.
+	unknown bool
 }
 
 type rewriteAttempt struct {
@@ -979,6 +1089,7 @@ func (m *rewriteMutation) writeManifest(ctx context.Context, spec iceberg.Partit
 // new data files of groups not committed are deleted by Compact).
 func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 	if unknown {
+		m.unknown = true
 		return
 	}
 	var refs []string

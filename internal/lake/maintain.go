@@ -204,9 +204,11 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 
 // MaintainOptions tune Maintain.
 type MaintainOptions struct {
-	// Budget bounds the time spent: no step or compaction group starts
-	// after it is used up (a step that started finishes); 0 means no bound.
+	// Budget bounds the time a round takes: it ends by Budget plus
+	// MaintenanceSlack (see Maintain); 0 means no bound.
 	Budget time.Duration
+	// Clock reads the time the budget is measured with; nil is time.Now.
+	Clock func() time.Time
 	// Force maintains a table whose settings do not enable it (tables
 	// maintain by hand).
 	Force bool
@@ -257,6 +259,24 @@ type maintenanceState struct {
 	// compaction needs to see a partition go cold when snapshots are kept
 	// for less than timelake.compact-cold-after.
 	Sequences []sequenceTime `json:"sequences,omitempty"`
+	// RewriteRate is the rows per second the table's rewrites have taken
+	// (noteRewriteRate), for the estimate of the next ones; 0 until one
+	// was measured.
+	RewriteRate float64 `json:"rewrite_rows_per_second,omitempty"`
+	// OrphansSeconds is how long the last orphan file check took, so that
+	// a round with less time left does not start one.
+	OrphansSeconds float64 `json:"orphans_seconds,omitempty"`
+}
+
+// noteRewriteRate adds a measured rewrite rate (rows per second) to the
+// estimate: the mean of it and the estimate before, so that one slow
+// round on a busy machine moves it half way.
+func (st *maintenanceState) noteRewriteRate(rate float64) {
+	if st.RewriteRate <= 0 {
+		st.RewriteRate = rate
+		return
+	}
+	st.RewriteRate = (st.RewriteRate + rate) / 2
 }
 
 // sequenceTime is one entry of maintenanceState.Sequences.
@@ -316,22 +336,54 @@ func committedBy(seqs []sequenceTime, seq int64) (at time.Time, ok bool) {
 	return time.Time{}, false
 }
 
+// MaintenanceSlack is how long past its budget a round of maintenance may
+// run: the commits of the work done in time (a compaction's rewrites,
+// snapshot expiry) and the deletes they lead to. At the budget plus the
+// slack whatever still runs is cancelled; a change not committed then is
+// made by a later round, and files it wrote or meant to delete are left to
+// orphan removal: nothing is lost.
+const MaintenanceSlack = 2 * time.Second
+
 // Maintain runs one round of maintenance: compaction, snapshot expiry
-// (with the load history) and, once an hour, orphan file removal, each
-// step starting only while the budget lasts. A table created by timelake
-// before these settings existed first gets them (one property commit:
-// timelake.auto-maintain and a short metadata-log). Tables whose settings
-// do not enable maintenance are skipped unless Force is set.
+// (with the load history) and, once an hour, orphan file removal. A table
+// created by timelake before these settings existed first gets them (one
+// property commit: timelake.auto-maintain and a short metadata-log).
+// Tables whose settings do not enable maintenance are skipped unless Force
+// is set.
+//
+// With a Budget, the round ends by the budget plus MaintenanceSlack: a
+// step starts only while the budget lasts; compaction starts only the
+// rewrites whose estimate (rewriteEstimate, at the rate the table's
+// rewrites measured) fits before the last tenth of the budget, which is
+// left to expiry, and abandons one still running then; orphan removal
+// starts only when its last check took less than the time left; and
+// commits and deletes are cut at the slack's end. What did not fit is
+// Pending, for the next round.
 //
 // Errors: those of the steps; the report says what was done before.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep MaintainReport, err error) {
-	start := time.Now()
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	start := clock()
 	deadline := time.Time{}
 	if opts.Budget > 0 {
 		deadline = start.Add(opts.Budget)
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Budget+MaintenanceSlack)
+		defer cancel()
+		defer func() {
+			// Cut at the end of the slack: nothing lost, the rest is
+			// the next round's.
+			if err != nil && ctx.Err() != nil && parent.Err() == nil {
+				rep.Pending, err = true, nil
+			}
+		}()
 	}
-	left := func() bool { return deadline.IsZero() || time.Now().Before(deadline) }
-	defer func() { rep.Took = time.Since(start) }() // the returned report (named result)
+	left := func() bool { return deadline.IsZero() || clock().Before(deadline) }
+	defer func() { rep.Took = clock().Sub(start) }() // the returned report (named result)
 	if err := t.Refresh(ctx); err != nil {
 		return rep, err
 	}
@@ -384,14 +436,21 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		rep.Pending = true
 		return rep, nil
 	}
-	rep.Compacted, err = t.Compact(ctx, CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
-		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, state: &st})
+	copts := CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
+		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, Clock: clock, state: &st}
+	if !deadline.IsZero() {
+		copts.Deadline = deadline.Add(-opts.Budget / 10)
+	}
+	rate := st.RewriteRate
+	rep.Compacted, err = t.Compact(ctx, copts)
 	if err != nil {
 		return rep, err
 	}
+	rep.Pending = rep.Compacted.Deferred > 0 || rep.Compacted.Abandoned > 0
 	// Noted after the compaction, so that the files it wrote are dated
 	// by its own commit.
-	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter) {
+	h, _ := t.loaded()
+	if noted := st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter); !opts.DryRun && (noted || st.RewriteRate != rate) {
 		if err := t.saveMaintenanceState(ctx, st); err != nil {
 			return rep, err
 		}
@@ -408,18 +467,34 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if !due {
 		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
 	}
-	if due && !left() {
+	fits := deadline.IsZero() || clock().Add(time.Duration(st.OrphansSeconds*float64(time.Second))).Before(deadline)
+	if due && (!left() || !fits) {
 		rep.Pending = true
 		return rep, nil
 	}
 	if due {
-		res, err := t.RemoveOrphans(ctx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
+		t0 := clock()
+		octx := ctx
+		if !deadline.IsZero() {
+			// Ended early enough to note how long it ran, so that later
+			// rounds with less time than that leave it to a longer one.
+			var cancel context.CancelFunc
+			octx, cancel = context.WithTimeout(ctx, deadline.Add(MaintenanceSlack/2).Sub(clock()))
+			defer cancel()
+		}
+		res, err := t.RemoveOrphans(octx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
 		rep.Orphans = &res
+		if err != nil && octx.Err() != nil && ctx.Err() == nil && !opts.DryRun {
+			st.OrphansSeconds = max(st.OrphansSeconds, clock().Sub(t0).Seconds())
+			rep.Pending = true
+			return rep, t.saveMaintenanceState(ctx, st)
+		}
 		if err != nil {
 			return rep, err
 		}
 		if !opts.DryRun {
 			st.OrphansCheckedAt = t.lake.now().UTC()
+			st.OrphansSeconds = clock().Sub(t0).Seconds()
 			rep.OrphansCheckedAt = st.OrphansCheckedAt
 			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err

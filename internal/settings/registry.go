@@ -291,7 +291,7 @@ var (
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
 		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
-		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
+		Help:     "decompressed bytes of landing files decoded at once; a larger file is decoded in pieces of it (more: faster on many large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
 
@@ -509,7 +509,7 @@ var (
 	}, Kind: String()})
 
 	MaintainBudget = register(&Setting[time.Duration]{Spec: Spec{
-		Flag: "budget", Default: "0s", Help: "start no new maintenance step after this long, e.g. 2m (0: no bound)",
+		Flag: "budget", Default: "0s", Help: "end the round within this long plus 2s, e.g. 2m (0: no bound)",
 		Commands: []Command{TablesMaintain}, Group: GroupPerRun,
 	}, Kind: Duration(0, "2m")})
 

@@ -367,7 +367,7 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	case m.CompactionSkipped != "":
 		s += "; compaction skipped: " + m.CompactionSkipped
 	case m.CompactionDeferred > 0:
-		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", m.CompactionDeferred)
 	case m.CompactionIdle != "":
 		s += "; nothing to compact: " + m.CompactionIdle
 	}

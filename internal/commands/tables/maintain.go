@@ -21,7 +21,7 @@ type MaintainOptions struct {
 	Output
 	Lake    *lake.Lake
 	Table   lake.TableName
-	Budget  time.Duration // no step starts after it is used up; 0: no bound
+	Budget  time.Duration // the round ends within it plus lake.MaintenanceSlack; 0: no bound
 	DryRun  bool
 	Orphans bool // look for orphan files now, not only once an hour
 }
@@ -501,7 +501,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 					plural(int64(c.Dropped), "group"))
 			}
 			if c.Deferred > 0 {
-				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent\n",
+				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 					plural(int64(c.Deferred), "more group"))
 			}
 		}

@@ -902,7 +902,7 @@ func TestMaintainSaysWhatItLeft(t *testing.T) {
 	if r.Compaction == nil || r.Compaction.Deferred != 2 || r.Compaction.Idle != "" {
 		t.Fatalf("report %+v", r.Compaction)
 	}
-	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent\n",
+	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 		false: "compaction_deferred\t2\n"} {
 		ios, out, _ := iostreams.Test()
 		ios.SetStdoutTTY(tty)
