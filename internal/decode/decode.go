@@ -42,12 +42,14 @@ package decode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,6 +182,18 @@ type DecodeOptions struct {
 	// Evolve says which changes of Target a file may bring (evolve.go);
 	// "" is EvolveOff.
 	Evolve Evolution
+	// OnError says what a row that cannot be loaded does to a file of an
+	// existing table (Target set): OnErrorFile ("" too) refuses the file;
+	// OnErrorSkipRows leaves the row out and reports it in
+	// Decoded.Rejected (skiprows.go), up to MaxBadRows.
+	OnError OnError
+	// MaxBadRows bounds the rows OnErrorSkipRows sets aside in one file;
+	// the zero value is DefaultMaxBadRows.
+	MaxBadRows MaxBadRows
+	// Renames maps a file's column names to the table's (a source
+	// profile's time column: the file's "ts" is the table's "time"). The
+	// file may not also have a column of the new name.
+	Renames map[string]string
 	// PieceBytes is the most decoded bytes DecodeEach hands over in one
 	// piece (at least one batch each): the decompressed text of a CSV or
 	// TSV file, the Arrow buffers of a Parquet file's values (see
@@ -222,11 +236,17 @@ type Decoded struct {
 	// most BatchRows rows. Release them with Decoded.Release.
 	Records []arrow.RecordBatch
 	// Rows is the total number of data rows (of this piece, for
-	// DecodeEach).
+	// DecodeEach; those set aside not counted).
 	Rows int64
 	// Piece numbers the pieces of DecodeEach from 0; Decode's result is
 	// piece 0.
 	Piece int
+	// Rejected are the rows of the whole file set aside under
+	// OnErrorSkipRows, in file order, on its last piece (DecodeEach);
+	// WriteRejects writes them as a file of their own.
+	Rejected []RejectedRow
+
+	skip *skipState
 }
 
 // Release releases every record batch; d may be used no more afterwards.
@@ -239,6 +259,7 @@ func (d *Decoded) Release() {
 		r.Release()
 	}
 	d.Records = nil
+	d.skip.release()
 }
 
 // Decode reads the whole file and returns record batches that conform to
@@ -287,12 +308,20 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 func DecodeEach(ctx context.Context, src Source, opts DecodeOptions, fn func(*Decoded) error) error {
 	out := &pieces{limit: opts.PieceBytes, fn: fn}
 	defer out.release()
-	err := decodeFile(ctx, src, opts, false, out)
+	evolving := false
+	err := decodeFile(ctx, src, opts, evolving, false, out)
 	if err != nil && !out.failed && evolvable(err, opts) {
 		// A change the file may make to the table: decode it again,
 		// working out the changed schema from all its rows.
+		evolving = true
 		out.restart()
-		err = decodeFile(ctx, src, opts, true, out)
+		err = decodeFile(ctx, src, opts, evolving, false, out)
+	}
+	if err != nil && !out.failed && skippable(err, opts) {
+		// A row the file may set aside (skiprows.go): decode it again,
+		// leaving out every refused row.
+		out.restart()
+		err = decodeFile(ctx, src, opts, evolving || opts.Evolve == EvolveWiden, true, out)
 	}
 	var ce *callerError
 	if errors.As(err, &ce) {
@@ -310,15 +339,19 @@ func (e *callerError) Error() string { return e.err.Error() }
 // a piece ends before the batch that would take it past limit decoded
 // bytes (a batchSource's consumed count), and holds at least one batch.
 type pieces struct {
-	limit  int64
-	fn     func(*Decoded) error
-	key    string
-	mem    memory.Allocator
-	cur    *Decoded
-	n      int   // pieces handed over in this pass
-	start  int64 // consumed count at the start of cur
-	last   int64 // consumed count after the last batch added
-	failed bool  // fn returned an error
+	limit int64
+	fn    func(*Decoded) error
+	key   string
+	mem   memory.Allocator
+	cur   *Decoded
+	n     int   // pieces handed over in this pass
+	rows  int64 // rows of the pieces of this pass
+	// lastPiece, when set, completes the last piece before it is handed
+	// over (setAside); its error stops the decode.
+	lastPiece func(*Decoded) error
+	start     int64 // consumed count at the start of cur
+	last      int64 // consumed count after the last batch added
+	failed    bool  // fn returned an error
 }
 
 // begin starts a pass over a file of the given schema.
@@ -346,6 +379,7 @@ func (p *pieces) add(rec arrow.RecordBatch, consumed int64) error {
 	}
 	p.cur.Records = append(p.cur.Records, rec)
 	p.cur.Rows += rec.NumRows()
+	p.rows += rec.NumRows()
 	p.last = consumed
 	return nil
 }
@@ -363,9 +397,15 @@ func (p *pieces) flush() error {
 }
 
 // finish hands over the last piece: the rest of the rows, or the only
-// (empty) piece of a file without rows.
+// (empty) piece of a file without rows, or an empty one that carries the
+// rows set aside.
 func (p *pieces) finish() error {
-	if len(p.cur.Records) == 0 && p.n > 0 {
+	if p.lastPiece != nil {
+		if err := p.lastPiece(p.cur); err != nil {
+			return err
+		}
+	}
+	if len(p.cur.Records) == 0 && p.n > 0 && p.cur.Rejected == nil {
 		return nil
 	}
 	return p.flush()
@@ -374,7 +414,7 @@ func (p *pieces) finish() error {
 // restart makes the next pass start again from piece 0.
 func (p *pieces) restart() {
 	p.release()
-	p.n, p.start, p.last = 0, 0, 0
+	p.n, p.start, p.last, p.rows, p.lastPiece = 0, 0, 0, 0, nil
 }
 
 func (p *pieces) release() {
@@ -384,14 +424,18 @@ func (p *pieces) release() {
 
 // decodeFile is one pass of DecodeEach; evolving reads the whole file first
 // and decodes it into Target with the changes the file brings
-// (decodeEvolve).
-func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bool, out *pieces) error {
+// (decodeEvolve); skipping sets aside the rows that cannot be loaded
+// (OnErrorSkipRows).
+func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, skipping bool, out *pieces) error {
 	ro, err := resolveOptions(src.Key, opts)
 	if err != nil {
 		return err
 	}
-	if evolving {
+	if evolving || skipping {
 		ro.parallel = 1
+	}
+	if skipping {
+		ro.skipRows = &rowSkipper{max: opts.MaxBadRows.orDefault()}
 	}
 	head := make([]byte, 8)
 	n, err := src.R.ReadAt(head, 0)
@@ -409,7 +453,13 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
 	}
+	opened := false
 	open := func() (batchSource, error) {
+		if opened && ro.skipRows != nil {
+			// Read again (scanThenDecode): its rows are set aside again.
+			ro.skipRows.reset()
+		}
+		opened = true
 		if format == FormatParquet {
 			return openParquet(ctx, ro, src)
 		}
@@ -420,6 +470,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		return err
 	}
 	defer bs.close()
+	if skipping {
+		out.lastPiece = func(d *Decoded) error { return setAside(ro, bs, gz, d, out.rows) }
+	}
 	if err := checkNames(ro.key, bs.schema()); err != nil {
 		return err
 	}
@@ -430,6 +483,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn, out)
 	default:
 		err = decodeInfer(ctx, ro, bs, open, format != FormatParquet, opts.TimeColumn, out)
+	}
+	if err != nil && ro.skipRows != nil {
+		ro.skipRows.reset() // no piece holds them
 	}
 	var fe *FileError
 	if !errors.As(err, &fe) || fe.Row == 0 || ctx.Err() != nil || format == FormatParquet {
@@ -443,12 +499,35 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		bs.close()
 		opts.Parallelism = 1
 		out.restart()
-		return decodeFile(ctx, src, opts, evolving, out)
+		return decodeFile(ctx, src, opts, evolving, skipping, out)
 	}
 	if ts, ok := bs.(*textSource); ok {
 		addLine(ro, src, gz, ts.cols.read, fe)
 	}
 	return err
+}
+
+// setAside completes the last piece d of a file decoded with
+// OnErrorSkipRows (rows: the rows of all its pieces): the rows of the file
+// set aside, or the error that refuses it when they are more than
+// MaxBadRows allows.
+func setAside(ro *resolved, bs batchSource, gz bool, d *Decoded, rows int64) error {
+	s := ro.skipRows
+	if len(s.rejected) == 0 {
+		return nil
+	}
+	if s.max.exceeded(int64(len(s.rejected)), rows+int64(len(s.rejected))) {
+		return s.tooMany(rows + int64(len(s.rejected)))
+	}
+	// The CSV reader reads ahead of the conversion: rowFilter's rows
+	// come first.
+	slices.SortStableFunc(s.rejected, func(a, b RejectedRow) int { return cmp.Compare(a.Row, b.Row) })
+	d.Rejected = s.rejected
+	d.skip = &skipState{ro: ro, gz: gz, rows: s}
+	if ts, ok := bs.(*textSource); ok {
+		d.skip.header = ts.cols.read
+	}
+	return nil
 }
 
 // batchesPerPiece is how many batches at least a piece of
@@ -473,7 +552,8 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	}
 	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
 		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes, comma: ',', decimalComma: opts.CSV.DecimalComma,
-		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve, pieceBytes: opts.PieceBytes}
+		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve, pieceBytes: opts.PieceBytes,
+		renames: opts.Renames}
 	if d := opts.CSV.Delimiter; d != 0 {
 		if !validDelimiter(d) {
 			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}
@@ -481,6 +561,9 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 		ro.comma, ro.delimiterSet = d, true
 	}
 	if _, err := ParseEvolution(string(opts.Evolve)); err != nil {
+		return nil, &FileError{Key: key, Reason: err.Error()}
+	}
+	if _, err := ParseOnError(string(opts.OnError)); err != nil {
 		return nil, &FileError{Key: key, Reason: err.Error()}
 	}
 	if ro.mem == nil {
@@ -517,7 +600,7 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		ct.conv = conf.convert
 	}
 	out.begin(ro, target, timeCol)
-	var rows int64
+	var rows int64 // rows of the source so far (with those set aside)
 	for {
 		if err := ctx.Err(); err != nil {
 			return &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
@@ -529,7 +612,7 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 		if rec == nil {
 			break
 		}
-		conv := rec
+		conv, n := rec, rec.NumRows()
 		if !converted {
 			conv, err = conf.convert(rec, rows)
 			rec.Release()
@@ -537,7 +620,7 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 				return err
 			}
 		}
-		rows += conv.NumRows()
+		rows += n
 		if err := out.add(conv, bs.consumed()); err != nil {
 			return err
 		}
@@ -726,7 +809,47 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, er
 		_ = pf.Close()
 		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
 	}
+	if len(ro.renames) > 0 {
+		names := make([]string, sc.NumFields())
+		for i, f := range sc.Fields() {
+			names[i] = f.Name
+		}
+		if names, err = renameColumns(ro, names); err != nil {
+			rr.Release()
+			_ = pf.Close()
+			return nil, err
+		}
+		fields := sc.Fields()
+		for i := range fields {
+			fields[i].Name = names[i]
+		}
+		md := sc.Metadata()
+		sc = arrow.NewSchema(fields, &md)
+	}
 	return &parquetSource{ctx: ctx, ro: ro, pf: pf, rr: rr, sc: sc}, nil
+}
+
+// renameColumns applies DecodeOptions.Renames to a file's column names. A
+// file with both a column and the name it is renamed to is refused: which
+// one holds the values would be a guess.
+func renameColumns(ro *resolved, names []string) ([]string, error) {
+	if len(ro.renames) == 0 {
+		return names, nil
+	}
+	for _, n := range names {
+		for from, to := range ro.renames {
+			if n == to && slices.Contains(names, from) {
+				return nil, &FileError{Key: ro.key, Column: to, Reason: fmt.Sprintf("the file has both column %q and column %q, which the source profile reads as %q: remove one of them", from, to, to)}
+			}
+		}
+	}
+	out := slices.Clone(names)
+	for i, n := range out {
+		if to, ok := ro.renames[n]; ok {
+			out[i] = to
+		}
+	}
+	return out, nil
 }
 
 // parquetReadBuffer is the buffer a Parquet column chunk is read through

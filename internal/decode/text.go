@@ -271,6 +271,9 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 	if err := checkHeaderSeparator(ro, header); err != nil {
 		return nil, err
 	}
+	if header, err = renameColumns(ro, header); err != nil {
+		return nil, err
+	}
 	cols := newTextColumns(header)
 	if err := checkNames(ro.key, cols.out); err != nil {
 		return nil, err
@@ -298,7 +301,11 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		est *= 8
 	}
 	chunk := int(min(int64(ro.batchRows), max(est, 256), pieceRows(ro, int64(dr.lineBytes))))
-	ends := newLineEnds(dr, comma, true)
+	var data io.Reader = dr
+	if ro.skipRows != nil {
+		data = newRowFilter(dr, ro, cols) // records the CSV reader would refuse are set aside
+	}
+	ends := newLineEnds(data, comma, true)
 	r := arrowcsv.NewReader(ends, cols.read,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(comma),
@@ -320,7 +327,11 @@ func (t *textSource) next() (arrow.RecordBatch, error) {
 		if rec := t.r.RecordBatch(); rec != nil {
 			done = rec.NumRows()
 		}
-		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), t.ends.explain(err))
+		row := t.rows + done + 1
+		if t.ro.skipRows != nil {
+			row = t.ro.skipRows.fileRow(row)
+		}
+		return nil, textReadError(t.ro, row, t.cols.read.NumFields(), t.ends.explain(err))
 	}
 	if !ok {
 		return nil, nil

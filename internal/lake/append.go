@@ -8,6 +8,7 @@ import (
 	"iter"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -63,9 +64,12 @@ type AppendResult struct {
 type Prepared struct {
 	BatchID string
 	Rows    int64
-	Bytes   int64              // bytes of the data files
-	files   []iceberg.DataFile // none for a batch without rows
-	summary iceberg.Properties
+	// Replaced counts the rows left out under timelake.read-dedup: a
+	// later row of the batch has their series key and time.
+	Replaced int64
+	Bytes    int64              // bytes of the data files
+	files    []iceberg.DataFile // none for a batch without rows
+	summary  iceberg.Properties
 	// change is the schema the data files were written with when the
 	// batch changes the table's schema; nil when they use the table's
 	// schema at Prepare.
@@ -145,6 +149,7 @@ type BatchWriter struct {
 	change    *schemaChange
 	files     []iceberg.DataFile
 	rows      int64
+	replaced  int64 // rows left out under timelake.read-dedup
 	size      int64
 }
 
@@ -220,8 +225,15 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	if err != nil {
 		return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 	}
+	// Under timelake.read-dedup the files hold one row of each key (of
+	// this Write's records).
+	replaced := rows
+	for _, df := range files {
+		replaced -= df.Count()
+	}
 	w.files = append(w.files, files...)
-	w.rows += rows
+	w.rows += rows - replaced
+	w.replaced += replaced
 	w.size += size
 	return nil
 }
@@ -232,13 +244,16 @@ func (w *BatchWriter) Prepared() *Prepared {
 	for k, val := range w.summary {
 		props[k] = val
 	}
-	return &Prepared{BatchID: w.batchID, Rows: w.rows, Bytes: w.size, files: w.files, summary: props, change: w.change}
+	if w.replaced > 0 {
+		props[SummaryReplacedRows] = strconv.FormatInt(w.replaced, 10)
+	}
+	return &Prepared{BatchID: w.batchID, Rows: w.rows, Replaced: w.replaced, Bytes: w.size, files: w.files, summary: props, change: w.change}
 }
 
 // Discard deletes the data files written so far; the writer is done with.
 func (w *BatchWriter) Discard(ctx context.Context) {
 	w.t.removeFiles(ctx, dataFilePaths(w.files))
-	w.files, w.rows, w.size = nil, 0, 0
+	w.files, w.rows, w.replaced, w.size = nil, 0, 0, 0
 }
 
 // Discard deletes the data files of batches that will not be committed.
@@ -266,7 +281,11 @@ func checkRequired(r arrow.RecordBatch) error {
 // concurrently (writePlan, writeRanges); the files come back in sorted
 // order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	rows, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs,
+	sorted := newSortedRows
+	if readDedup(v.head.props()) {
+		sorted = newNewestRows // one row of each key (dedupe.go)
+	}
+	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs,
 		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
 	if err != nil {
 		return nil, 0, err

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -75,6 +76,10 @@ const (
 	// SummaryCompaction names why a replace snapshot rewrote its files:
 	// "tiered" (small files of a live partition) or "cold".
 	SummaryCompaction = "timelake.compaction"
+	// SummaryReplacedRows counts the rows a compaction under
+	// timelake.read-dedup left out: a newer batch has their series key and
+	// time (its snapshot is an overwrite).
+	SummaryReplacedRows = "timelake.replaced-rows"
 )
 
 // CompactOptions tune Compact. Zero values take the table's properties,
@@ -116,8 +121,17 @@ type CompactionGroup struct {
 	Rows      int64
 	FilesOut  int // 0 in a dry run
 	BytesOut  int64
-	inputs    []iceberg.DataFile
-	outputs   []iceberg.DataFile
+	// Replaced counts the rows left out under timelake.read-dedup: rows
+	// whose series key and time a newer batch's row has (dedupe.go).
+	Replaced int64
+	inputs   []iceberg.DataFile
+	outputs  []iceberg.DataFile
+	// dedupe: the group is merged keeping the newest row of each key, its
+	// new files taking dataSeq, the highest data sequence number of its
+	// inputs (seqs, by path).
+	dedupe  bool
+	dataSeq int64
+	seqs    map[string]int64
 }
 
 // CompactResult is what Compact did.
@@ -168,6 +182,7 @@ type compactSettings struct {
 	target    int64
 	minFiles  int
 	coldAfter time.Duration
+	dedupe    bool // timelake.read-dedup: one row per series key and time (dedupe.go)
 	// fromProperties names the properties that gave a value.
 	fromProperties []string
 }
@@ -188,6 +203,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
 		}
 	}
+	s.dedupe, _ = strconv.ParseBool(props[PropReadDedup])
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
 		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
@@ -297,12 +313,9 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions, newest
-// partition first, within maxBytes of input (0: no bound). fits, when set,
-// says whether a group's rewrite fits the time left (and takes its share
-// of it); a group that does not is left out and counted in deferred.
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
-	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
+// compactableByPartition returns the files compaction may rewrite (Parquet
+// data files of the partition spec spec) by partition.
+func compactableByPartition(files []liveFile, spec int32) map[string][]liveFile {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -311,6 +324,16 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 		byPart[f.partition] = append(byPart[f.partition], f)
 	}
+	return byPart
+}
+
+// planCompaction groups the live files of compactable partitions, newest
+// partition first, within maxBytes of input (0: no bound). fits, when set,
+// says whether a group's rewrite fits the time left (and takes its share
+// of it); a group that does not is left out and counted in deferred.
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
+	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
+	byPart := compactableByPartition(files, spec)
 	parts := slices.Sorted(maps.Keys(byPart))
 	budget := maxBytes
 	bytesSpent := false
@@ -512,7 +535,15 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		}
 	}
 	spec := int32(h.write.DefaultPartitionSpec())
-	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	var groups []CompactionGroup
+	var deferred int
+	if s.dedupe {
+		// dedupePlan takes the time left as it picks its groups.
+		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
+		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	} else {
+		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	}
 	res.Deferred = deferred
 	if len(groups) == 0 && deferred == 0 {
 		res.Idle = idleReason(files, spec, s)
@@ -630,11 +661,15 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	v := t.view()
 	pooled, streamed := splitMergeInputs(g.inputs)
-	if len(streamed) == 0 {
+	if len(streamed) == 0 && !g.dedupe {
 		return t.rewriteWhole(ctx, v, g)
 	}
 	files, err := t.mergeGroup(ctx, v, g, pooled, streamed)
 	if errors.Is(err, errUnsortedRun) {
+		if g.dedupe {
+			// Each file read whole and sorted as a run of its own.
+			return t.mergeGroup(ctx, v, g, g.inputs, nil)
+		}
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
@@ -710,8 +745,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			r.stop() // stopping twice is harmless: mergeRuns stops them too
 		}
 	}()
-	if len(pooled) > 0 {
-		recs, _, err := t.readFiles(ctx, v, pooled)
+	// The pooled files are one run, or, keeping the newest row of each
+	// key, one run each: a row's batch is its file's.
+	pools := [][]iceberg.DataFile{pooled}
+	if g.dedupe {
+		pools = nil
+		for _, df := range pooled {
+			pools = append(pools, []iceberg.DataFile{df})
+		}
+	}
+	for _, files := range pools {
+		if len(files) == 0 {
+			continue
+		}
+		recs, _, err := t.readFiles(ctx, v, files)
 		defer releaseAll(recs)
 		if err != nil {
 			return nil, err
@@ -721,17 +768,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			return nil, err
 		}
 		defer sr.Release()
-		pos := 0
-		runs = append(runs, &mergeRun{name: "small files", order: -1, stop: func() {},
-			next: func() (arrow.RecordBatch, error, bool) {
-				if pos >= sr.Len() {
-					return nil, nil, false
-				}
-				lo := pos
-				pos = min(pos+mergeReadRows, sr.Len())
-				rec, err := sr.take(ctx, lo, pos)
-				return rec, err, true
-			}})
+		run := sortedRun(ctx, "small files", -1, sr)
+		if g.dedupe {
+			run.name, run.order = files[0].FilePath(), int(g.seqs[files[0].FilePath()])
+		}
+		runs = append(runs, run)
 	}
 	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
 	for _, i := range streamed {
@@ -740,12 +781,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, pullRun(df.FilePath(), i, conformed(it, v.arrowSc)))
+		order := i
+		if g.dedupe {
+			order = int(g.seqs[df.FilePath()])
+		}
+		runs = append(runs, pullRun(df.FilePath(), order, conformed(it, v.arrowSc)))
+	}
+	merge := mergeRuns
+	if g.dedupe {
+		merge = mergeRunsNewest
 	}
 	var rows atomic.Int64
 	var mergeErr error
 	merged := func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range mergeRuns(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
+		for rec, err := range merge(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
 			if err != nil {
 				mergeErr = err
 				yield(nil, err)
@@ -768,10 +817,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		files = append(files, df)
 	}
-	if n := rows.Load(); n != g.Rows {
+	if n := rows.Load(); n != g.Rows && !(g.dedupe && n < g.Rows) {
 		t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
 		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.inputs), g.Rows)
 	}
+	g.Replaced = g.Rows - rows.Load()
 	return files, nil
 }
 
@@ -956,9 +1006,19 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	}
 	manifests := make([]iceberg.ManifestFile, 0, len(mfs)+1)
 	addedMF, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
-		for _, df := range added {
-			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, nil, nil, df)); err != nil {
-				return err
+		for _, g := range a.groups {
+			// A deduplicated group's files keep the data sequence number
+			// of its newest input, which orders their rows against the
+			// batches of other files (dedupe.go); others take this
+			// snapshot's.
+			var dataSeq *int64
+			if g.dedupe {
+				dataSeq = &g.dataSeq
+			}
+			for _, df := range g.outputs {
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, dataSeq, nil, df)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -968,30 +1028,78 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	}
 	manifests = append(manifests, sequenced(addedMF, seq))
 	a.refs = append(a.refs, addedMF.FilePath())
-	var delFiles, delRows, delBytes int64
+	kept, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, deleted, a.snapshotID, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifests = append(manifests, kept...)
+	a.refs = append(a.refs, refs...)
+	summary := rewriteSummary(added, rm.files, rm.rows, rm.bytes, parent, a.groups)
+	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemaID := schema.ID
+	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
+		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+}
+
+// writeList writes the manifest list of attempt's snapshot a (parent's
+// child at sequence number seq) and returns its location.
+func (m *rewriteMutation) writeList(ctx context.Context, a *rewriteAttempt, parent *table.Snapshot, seq int64, attempt int,
+	manifests []iceberg.ManifestFile,
+) (string, error) {
+	t := m.t
+	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
+	var buf bytes.Buffer
+	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
+		return "", fmt.Errorf("manifest list: %w", err)
+	}
+	list := t.lake.tableLocation(t.name) + "/metadata/" + name
+	m.written = append(m.written, list)
+	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
+		return "", err
+	}
+	a.refs = append(a.refs, list)
+	return list, nil
+}
+
+// removedFiles counts the data files a snapshot marks deleted.
+type removedFiles struct{ files, rows, bytes int64 }
+
+// manifestsWithout returns mfs (of base's current snapshot) for a snapshot
+// snapshotID at sequence number seq that removes the data files named in
+// deleted: each data manifest naming one of them is written again with
+// that entry DELETED and the others EXISTING, the other manifests are
+// kept as they are. refs are the manifests it wrote.
+func (m *rewriteMutation) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
+	snapshotID, seq int64,
+) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
+	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
 	for _, mf := range mfs {
 		if mf.ManifestContent() != iceberg.ManifestContentData {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
 		entries, err := mf.FetchEntries(fs, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			return nil, nil, rm, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
 		touched := false
 		for _, e := range entries {
 			touched = touched || deleted[e.DataFile().FilePath()]
 		}
 		if !touched {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
-		rewritten, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
+		rewritten, err := m.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
-					delFiles++
-					delRows += e.DataFile().Count()
-					delBytes += e.DataFile().FileSizeBytes()
+					rm.files++
+					rm.rows += e.DataFile().Count()
+					rm.bytes += e.DataFile().FileSizeBytes()
 					if err := w.Delete(e); err != nil {
 						return err
 					}
@@ -1002,27 +1110,12 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, rm, err
 		}
-		manifests = append(manifests, sequenced(rewritten, seq))
-		a.refs = append(a.refs, rewritten.FilePath())
+		out = append(out, sequenced(rewritten, seq))
+		refs = append(refs, rewritten.FilePath())
 	}
-	summary := rewriteSummary(added, delFiles, delRows, delBytes, parent, a.groups)
-	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
-	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
-		return nil, nil, fmt.Errorf("manifest list: %w", err)
-	}
-	list := t.lake.tableLocation(t.name) + "/metadata/" + name
-	m.written = append(m.written, list)
-	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
-		return nil, nil, err
-	}
-	a.refs = append(a.refs, list)
-	schemaID := schema.ID
-	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
-		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
-	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+	return out, refs, rm, nil
 }
 
 // rewriteSummary is the summary of a replace snapshot.
@@ -1035,10 +1128,6 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 		size += df.FileSizeBytes()
 		parts[partitionKey(df.Partition())] = true
 	}
-	var prev iceberg.Properties
-	if parent.Summary != nil {
-		prev = parent.Summary.Properties
-	}
 	setPositive(out, summaryAddedDataFiles, int64(len(added)))
 	setPositive(out, summaryAddedRecords, records)
 	setPositive(out, summaryAddedFilesSize, size)
@@ -1048,15 +1137,7 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}
-	total := func(key string, delta int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
-	}
-	total(summaryTotalDataFiles, int64(len(added))-delFiles)
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, records-delRows)
-	total(summaryTotalFilesSize, size-delBytes)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
+	setTotals(out, parent, int64(len(added))-delFiles, records-delRows, size-delBytes)
 	reason := groups[0].Reason
 	for _, g := range groups {
 		if g.Reason != reason {
@@ -1065,7 +1146,36 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	}
 	out[SummaryCompaction] = reason
 	maps.Copy(out, iceberg.EnvironmentContext())
+	var replaced int64
+	for _, g := range groups {
+		replaced += g.Replaced
+	}
+	if replaced > 0 {
+		// Rows left out are a change of the table's data (Iceberg spec,
+		// "Snapshots": overwrite), not a replace of the same rows.
+		out[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
+		return &table.Summary{Operation: table.OpOverwrite, Properties: out}
+	}
 	return &table.Summary{Operation: table.OpReplace, Properties: out}
+}
+
+// setTotals sets the total counters of a snapshot's summary out: those of
+// its parent changed by the data files, records and bytes it added (less
+// those it removed); no delete files.
+func setTotals(out iceberg.Properties, parent *table.Snapshot, files, records, size int64) {
+	var prev iceberg.Properties
+	if parent.Summary != nil {
+		prev = parent.Summary.Properties
+	}
+	total := func(key string, delta int64) {
+		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
+	}
+	total(summaryTotalDataFiles, files)
+	total(summaryTotalDeletes, 0)
+	total(summaryTotalRecords, records)
+	total(summaryTotalFilesSize, size)
+	total(summaryTotalPosDels, 0)
+	total(summaryTotalEqDels, 0)
 }
 
 // writeManifest encodes one data manifest (format v2) and stores it.

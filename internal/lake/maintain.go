@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -33,6 +34,21 @@ const (
 	PropAutoMaintain      = "timelake.auto-maintain"
 	PropSnapshotRetention = "timelake.snapshot-retention"
 	PropMinSnapshots      = "timelake.min-snapshots"
+	// PropReadDedup is Timelake's read-dedup: a series key and time name
+	// one reading, and the row of the newest batch is the one that counts
+	// (dedupe.go).
+	PropReadDedup = "timelake.read-dedup"
+	// PropRetention is how old a partition may get before maintenance
+	// drops it (retention.go).
+	PropRetention = "timelake.retention"
+)
+
+// Table properties of loading (docs/schema.md), read by every writer.
+const (
+	PropOnError        = "timelake.on-error"
+	PropMaxBadRows     = "timelake.max-bad-rows"
+	PropSourceColumn   = "timelake.source-column"
+	PropLoadTimeColumn = "timelake.load-time-column"
 )
 
 // Maintenance defaults: what a table gets without tuning, chosen for a
@@ -66,12 +82,18 @@ var MaintenanceProperties = map[string]string{
 	PropCompactMinFiles:   "a whole number >= 2",
 	PropCompactColdAfter:  "a duration such as 1h",
 	PropOrphanMinAge:      "a duration such as 1h",
+	PropReadDedup:         "true or false: compaction keeps one row per series key and time, the newest batch's (the table needs a series key)",
+	PropRetention:         "a duration such as 400d: maintenance drops whole partitions older than it; not set: none",
 }
 
 // LoadProperties are the timelake.* table properties of loading that tables
 // alter may set, with what each accepts.
 var LoadProperties = map[string]string{
-	PropEvolve: "off, add-columns or widen",
+	PropEvolve:         "off, add-columns or widen",
+	PropOnError:        "file or skip-rows: what a row that cannot be loaded does to its file",
+	PropMaxBadRows:     "rows (100), a fraction (0.05) or a percentage (5%): the most rows skip-rows sets aside in a file",
+	PropSourceColumn:   "a column name: the column that holds each row's landing key",
+	PropLoadTimeColumn: "a column name: the column that holds the time each row was loaded",
 }
 
 // ValidateProperty checks a timelake.* property value for SetProperties
@@ -86,7 +108,7 @@ func ValidateProperty(key, value string) error {
 	switch key {
 	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory:
 		return fmt.Errorf("%s is set by timelake and cannot be changed", key)
-	case PropAutoMaintain:
+	case PropAutoMaintain, PropReadDedup:
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
@@ -103,6 +125,22 @@ func ValidateProperty(key, value string) error {
 	case PropEvolve:
 		if value != "off" && value != "add-columns" && value != "widen" {
 			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
+		}
+	case PropOnError:
+		if _, err := decode.ParseOnError(value); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	case PropMaxBadRows:
+		if _, err := decode.ParseMaxBadRows(value); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	case PropSourceColumn, PropLoadTimeColumn:
+		if strings.TrimSpace(value) != value || value == "" {
+			return fmt.Errorf("%s=%q: expected a column name without surrounding spaces", key, value)
+		}
+	case PropRetention:
+		if _, err := quantity.AgeAtLeast(value, time.Hour, "400d"); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropTargetFileSize:
 		if _, err := quantity.SizeAtLeast(value, 1<<20); err != nil {
@@ -131,6 +169,12 @@ type MaintenanceSettings struct {
 	CompactColdAfter  time.Duration `json:"-"`
 	OrphanMinAge      time.Duration `json:"-"`
 	MetadataVersions  int           `json:"metadata_versions"`
+	// ReadDedup: compaction keeps one row per series key and time, the
+	// newest batch's (timelake.read-dedup).
+	ReadDedup bool `json:"read_dedup"`
+	// Retention is how old a partition may get before maintenance drops
+	// it; 0: never (timelake.retention not set).
+	Retention time.Duration `json:"-"`
 	// Sources says where each value comes from, by property name (the
 	// MaintenanceProperties and write.metadata.previous-versions-max):
 	// SourceProperty or SourceDefault.
@@ -190,6 +234,14 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 		s.OrphanMinAge = d
 		fromProperty(PropOrphanMinAge)
 	}
+	if v, err := strconv.ParseBool(props[PropReadDedup]); err == nil {
+		s.ReadDedup = v
+		fromProperty(PropReadDedup)
+	}
+	if d, err := quantity.ParseAge(props[PropRetention]); err == nil && d >= time.Hour {
+		s.Retention = d
+		fromProperty(PropRetention)
+	}
 	c := compactSettingsOf(props, CompactOptions{})
 	s.TargetFileSize, s.CompactMinFiles, s.CompactColdAfter = c.target, c.minFiles, c.coldAfter
 	for _, k := range c.fromProperties {
@@ -227,10 +279,13 @@ type MaintainReport struct {
 	// the store and were dropped from the table (the keys they held are
 	// no longer recognised), and entries of timelake.load-history that
 	// were not a segment's file name (never read: paths.go).
-	DroppedSegments []string      `json:"dropped_segments,omitempty"`
-	Compacted       CompactResult `json:"-"`
-	Expired         ExpireResult  `json:"-"`
-	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
+	DroppedSegments []string `json:"dropped_segments,omitempty"`
+	// Retention is what retention dropped; nil when the table sets no
+	// timelake.retention.
+	Retention *RetentionResult `json:"-"`
+	Compacted CompactResult    `json:"-"`
+	Expired   ExpireResult     `json:"-"`
+	Orphans   *OrphanResult    `json:"-"` // nil when not checked this time
 	// OrphansCheckedAt is when orphan files were last looked for (zero:
 	// never, or the round stopped before reading it), and OrphansNext,
 	// when this round did not look (not due), when the next round will.
@@ -344,8 +399,9 @@ func committedBy(seqs []sequenceTime, seq int64) (at time.Time, ok bool) {
 // orphan removal: nothing is lost.
 const MaintenanceSlack = 2 * time.Second
 
-// Maintain runs one round of maintenance: compaction, snapshot expiry
-// (with the load history) and, once an hour, orphan file removal. A table
+// Maintain runs one round of maintenance: retention (when the table sets
+// timelake.retention), compaction, snapshot expiry (with the load history)
+// and, once an hour, orphan file removal. A table
 // created by timelake before these settings existed first gets them (one
 // property commit: timelake.auto-maintain and a short metadata-log).
 // Tables whose settings do not enable maintenance are skipped unless Force
@@ -430,7 +486,19 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	}
 	rep.OrphansCheckedAt = st.OrphansCheckedAt
 
-	// Compaction first: the replace snapshot it commits can then expire
+	// Retention first: nothing is compacted that it drops.
+	if s.Retention > 0 {
+		if !left() {
+			rep.Pending = true
+			return rep, nil
+		}
+		res, err := t.ApplyRetention(ctx, s.Retention, opts.DryRun)
+		rep.Retention = &res
+		if err != nil {
+			return rep, err
+		}
+	}
+	// Compaction next: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
 	if !left() {
 		rep.Pending = true

@@ -77,6 +77,7 @@ const (
 	CheckCatalogNS     = "catalog-namespace"
 	CheckCatalogCommit = "catalog-commit"
 	CheckTable         = "table"
+	CheckProfiles      = "profiles"
 )
 
 // catalogChecks are the checks of the REST catalog, which --catalog none
@@ -201,7 +202,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	if !c.envFile() {
 		for _, n := range slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog,
 			CheckEndpoint, CheckRegion, CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
-			CheckLakeBucket, CheckLakeCommit}, catalogChecks, []string{CheckTable}) {
+			CheckLakeBucket, CheckLakeCommit}, catalogChecks, []string{CheckTable, CheckProfiles}) {
 			c.skip(n, "settings unknown: "+errEnvFile.Error())
 		}
 		return c.report()
@@ -212,6 +213,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c.lake(ctx)
 	c.catalog(ctx)
 	c.table(ctx)
+	c.profiles(ctx)
 	return c.report()
 }
 
@@ -238,7 +240,10 @@ type checker struct {
 	serverDate      time.Time
 	localAtResponse time.Time
 	serviceURL      string
-	lakeListed      bool // the warehouse could be listed
+	lakeListed      bool        // the warehouse could be listed
+	landingListed   bool        // the landing bucket could be listed and written
+	loaded          *lake.Table // the table, once loaded
+	tableMissing    bool        // the table does not exist yet
 
 	// catalogOK: --catalog rest with usable settings; catalogReady: the
 	// catalog checks passed, so the table can be loaded through it.

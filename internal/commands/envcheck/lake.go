@@ -151,6 +151,7 @@ func (c *checker) table(ctx context.Context) {
 		// lake.Open would create a missing folder: do not leave one behind.
 		if _, err := os.Stat(c.warehouse.Dir); errors.Is(err, os.ErrNotExist) {
 			c.ok(CheckTable, fmt.Sprintf("%s does not exist yet (the warehouse folder does not either): the first ingest creates it from the first file's schema", c.tableName))
+			c.tableMissing = true
 			return
 		}
 	}
@@ -171,6 +172,7 @@ func (c *checker) table(ctx context.Context) {
 		}
 		c.ok(CheckTable, fmt.Sprintf("%s does not exist yet in %s: the first ingest creates it from the first file's schema (if it should exist, check %s for a typo)",
 			c.tableName, where, c.opts.Settings.Table.Describe()))
+		c.tableMissing = true
 		return
 	case errors.Is(err, lake.ErrUnsupportedFormat):
 		c.fail(CheckTable, fmt.Sprintf("%v (this binary writes format %d.x)", err, lake.SupportedFormatMajor),
@@ -184,6 +186,7 @@ func (c *checker) table(ctx context.Context) {
 	if format == "" {
 		format = "1 (unset)"
 	}
+	c.loaded = t
 	detail := fmt.Sprintf("%s: metadata v%d, timelake.format-version %s", c.tableName, t.Version(), format)
 	snap := t.Metadata().CurrentSnapshot()
 	if snap == nil {

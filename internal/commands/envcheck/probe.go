@@ -179,6 +179,7 @@ func (c *checker) landingBucket(ctx context.Context) {
 		c.skip(CheckLandingLease, "landing not usable")
 		return
 	}
+	c.landingListed = true
 	c.leaseProbe(ctx, st)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
@@ -107,6 +108,10 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 		CSV:               settings.CSVOf(r),
 		Columns:           settings.Columns.Get(r),
 		Evolve:            settings.Evolve.Get(r),
+		OnError:           settings.OnError.Get(r),
+		MaxBadRows:        settings.MaxBadRows.Get(r),
+		SourceColumn:      settings.SourceColumn.Get(r),
+		LoadTimeColumn:    settings.LoadTimeColumn.Get(r),
 		NoCreate:          settings.NoCreate.Get(r),
 		DryRun:            settings.DryRun.Get(r),
 		MaxFiles:          settings.MaxFiles.Get(r),
@@ -126,6 +131,9 @@ func ResolveConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error
 	}
 	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
 		return c, &cmdutil.UsageError{Err: err}
+	}
+	if c.SourceColumn != "" && c.SourceColumn == c.LoadTimeColumn {
+		return c, cmdutil.UsageErrorf("--source-column and --load-time-column are both %q: one column cannot hold each row's landing key and its load time; choose two names", c.SourceColumn)
 	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {
@@ -221,8 +229,10 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
 	}
-	if decode.IsColumnsSetting(err) {
-		// No file could create the table because of --column.
+	var sce *lake.SourceColumnError
+	if decode.IsColumnsSetting(err) || errors.As(err, &sce) {
+		// No file could create the table because of --column, or the
+		// source columns name columns the table cannot fill.
 		err = &cmdutil.UsageError{Err: err}
 	}
 	if err != nil && len(rep.Files) == 0 {
@@ -277,10 +287,23 @@ func PlanText(rep *ingest.Report) string {
 func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
-		s := iostreams.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
-		if r.DuplicateRows > 0 {
-			s = iostreams.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
-				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		var notes []string
+		switch {
+		case r.ReplacedRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d replaced by a later row of the file with the same series key and time (timelake.read-dedup)", r.ReplacedRows))
+		case r.DuplicateRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d repeat the series key and time of an earlier row, kept", r.DuplicateRows))
+		}
+		if r.RejectedRows > 0 {
+			notes = append(notes, iostreams.Sprintf("%d refused, set aside -> %s", r.RejectedRows, r.RejectsTo))
+		}
+		rows := iostreams.Sprintf("%d rows", r.Rows)
+		if len(notes) > 0 {
+			rows += " (" + strings.Join(notes, "; ") + ")"
+		}
+		s := iostreams.Sprintf("%-15s %s  %s  snapshot %d", "loaded", r.Key, rows, r.SnapshotID)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
 		}
 		if len(r.SchemaChanges) > 0 {
 			s += "; schema: " + strings.Join(r.SchemaChanges, ", ")
@@ -301,7 +324,14 @@ func FileLine(r ingest.FileResult) string {
 	case ingest.Quarantined:
 		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
-		return iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		s := iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
+		}
+		if r.Reason != "" {
+			s += "; would be quarantined: " + r.Reason
+		}
+		return s
 	}
 	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
 }
@@ -324,6 +354,9 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	default:
 		s = iostreams.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
 			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
+		if rep.RejectedRows > 0 {
+			s += iostreams.Sprintf(", %d rows set aside (--on-error skip-rows)", rep.RejectedRows)
+		}
 		if rep.Failed > 0 {
 			s += fmt.Sprintf(", %d failed (left for the next run)", rep.Failed)
 		}
@@ -346,8 +379,16 @@ func Summary(rep *ingest.Report, started time.Time) string {
 // files are looked for next.
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
+	if len(m.PartitionsDropped) > 0 {
+		parts = append(parts, iostreams.Sprintf("dropped %d partitions older than timelake.retention (%d rows: %s)",
+			len(m.PartitionsDropped), m.RowsDropped, strings.Join(m.PartitionsDropped, ", ")))
+	}
 	if m.FilesIn > 0 {
-		parts = append(parts, iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
+		c := iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut)
+		if m.RowsReplaced > 0 {
+			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", m.RowsReplaced)
+		}
+		parts = append(parts, c)
 	}
 	if m.SnapshotsExpired > 0 {
 		parts = append(parts, iostreams.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",

@@ -110,6 +110,9 @@ func TestOutputLines(t *testing.T) {
 		{ingest.FileResult{Key: "gw/b.csv", Status: ingest.Quarantined, QuarantinedTo: "_rejected/gw/b.csv", Reason: "gw/b.csv: row 2: bad"},
 			"quarantined     gw/b.csv  -> _rejected/gw/b.csv: gw/b.csv: row 2: bad"},
 		{ingest.FileResult{Key: "gw/c.csv", Status: ingest.WouldLoad, Size: 10}, "would load      gw/c.csv  10 bytes"},
+		{ingest.FileResult{Key: "site-berlin/c.csv", Status: ingest.WouldLoad, Size: 10, Profile: "berlin"}, "would load      site-berlin/c.csv  10 bytes; profile berlin"},
+		{ingest.FileResult{Key: "site-berlin/c.tsv", Status: ingest.WouldLoad, Size: 10, Reason: "the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
+			"would load      site-berlin/c.tsv  10 bytes; would be quarantined: the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
 	} {
 		if got := ingestcmd.FileLine(tc.r); got != tc.want {
 			t.Errorf("FileLine = %q\nwant       %q", got, tc.want)
@@ -180,6 +183,8 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 		{"time column typed by --column", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--time-column", "ts", "--column", "ts:string"},
 			`--column ts:string: "ts" is the time column, which is always timestamptz`, nil},
 		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget", nil},
+		{"one name for both source columns", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--source-column", "_src", "--load-time-column", "_src"},
+			`--source-column and --load-time-column are both "_src"`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ios, out, errOut := iostreams.Test()
@@ -212,6 +217,37 @@ func TestColumnTypingTheTimeColumnIsAUsageError(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(landing, "gw", "a.csv")); err != nil {
+		t.Errorf("the file left the landing folder: %v", err)
+	}
+}
+
+// A source column the table cannot fill (its time column here) stops the
+// run with a usage error before a file is taken; the file stays.
+func TestSourceColumnTheTableCannotFillIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(landing, "gw", name), []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t"}
+	write("a.csv")
+	ios, out, errOut := iostreams.Test()
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	write("b.csv")
+	ios, out, errOut = iostreams.Test()
+	if code := commands.Execute(context.Background(), append(args, "--source-column", "time"), ios, getenv(complete)); code != cmdutil.ExitUsage ||
+		!strings.Contains(errOut.String(), `column "time", chosen to hold each row's landing key (--source-column or timelake.source-column), is the table's time column`) {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(landing, "gw", "b.csv")); err != nil {
 		t.Errorf("the file left the landing folder: %v", err)
 	}
 }

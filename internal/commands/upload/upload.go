@@ -6,6 +6,7 @@ package upload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/upload"
 )
@@ -34,6 +37,10 @@ type Options struct {
 	// Progress shows progress bars on ErrOut (it is a terminal) for files of
 	// at least ProgressMinBytes.
 	Progress bool
+	// Rules, when set, loads the poller's rules validation applies (an
+	// exported profile, or the table's) before the first file; nil keeps
+	// Config.Rules.
+	Rules func() (*upload.Rules, error)
 }
 
 // NewCmdUpload builds the command. runF replaces Run in tests of flag
@@ -125,9 +132,16 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	c.ValidateOptions.AssumeLocation = settings.AssumeTimezone.Get(r)
 	c.ValidateOptions.CSV = settings.CSVOf(r)
 	c.ValidateOptions.Columns = settings.Columns.Get(r)
+	c.ValidateOptions.OnError = settings.OnError.Get(r)
+	c.ValidateOptions.MaxBadRows = settings.MaxBadRows.Get(r)
+	profileFile, warehouse, tableName := settings.ProfileFile.Get(r), settings.Warehouse.Get(r), settings.Table.Get(r)
 	loc := settings.Landing.Require(r)
 	if err := r.Err(); err != nil {
 		return nil, err
+	}
+	var loadRules func() (*upload.Rules, error)
+	if c.Validate {
+		loadRules = func() (*upload.Rules, error) { return rules(cmd, f, profileFile, warehouse, tableName) }
 	}
 	if err := decode.CheckTimeColumnType(c.ValidateOptions.TimeColumn, c.ValidateOptions.Columns); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
@@ -137,7 +151,43 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	if c.Store, err = f.OpenStore(cmd.Context(), cmd, loc); err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY()}, nil
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY(), Rules: loadRules}, nil
+}
+
+// rules are the poller's rules validation applies: an exported profile's
+// (profileFile), else the table's when the warehouse and the table are
+// set (its schema, source profiles and load properties, read from the
+// warehouse), else none. Errors: the file does not read (a usage error),
+// the table cannot be loaded.
+func rules(cmd *cobra.Command, f *cmdutil.Factory, profileFile, warehouse string, name lake.TableName) (*upload.Rules, error) {
+	switch {
+	case profileFile != "":
+		exp, p, target, err := profile.ReadExport(profileFile)
+		if err != nil {
+			return nil, cmdutil.UsageErrorf("--profile-file %v", err)
+		}
+		return &upload.Rules{Target: target, TimeColumn: exp.TimeColumn, Exported: p}, nil
+	case warehouse == "" || name == (lake.TableName{}):
+		return nil, nil
+	}
+	ctx := cmd.Context()
+	l, err := f.OpenLake(ctx, cmd, warehouse)
+	if err != nil {
+		return nil, err
+	}
+	t, err := l.LoadTable(ctx, name)
+	if errors.Is(err, lake.ErrTableNotFound) {
+		return nil, nil // the first file creates it: nothing to apply yet
+	}
+	if err != nil {
+		return nil, f.ExplainLake(cmd, err)
+	}
+	props := t.Properties()
+	set, err := profile.FromProperties(props)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &upload.Rules{Target: t.ArrowSchema(), TimeColumn: t.Contract().TimeColumn, Profiles: set, Properties: props}, nil
 }
 
 // Run uploads and prints one line per file (and a summary for a spool or
@@ -146,6 +196,12 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 // that stopped the run.
 func Run(ctx context.Context, opts *Options) error {
 	c := opts.Config
+	if opts.Rules != nil {
+		var err error
+		if c.Rules, err = opts.Rules(); err != nil {
+			return err
+		}
+	}
 	single := c.Spool == "" && len(c.Files) == 1
 	if !opts.JSON {
 		c.OnFile = func(r upload.FileResult) {
