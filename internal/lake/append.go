@@ -327,11 +327,10 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for
-	// them, at most writeBufferBatches ahead of it, and WriteRecords
+	// them, at most writeBufferBatches ahead of it, and the writer
 	// releases each one.
 	write := func(ctx context.Context, start, end int) iter.Seq2[iceberg.DataFile, error] {
-		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, rows.batches(ctx, start, end, batchRows),
-			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches))
+		return t.writeRecords(ctx, v, rows.batches(ctx, start, end, batchRows))
 	}
 	splits, writers := writePlan(rows.Len(), rows.Partitions())
 	files, err := writeRanges(ctx, rows.split(splits), writers, write)

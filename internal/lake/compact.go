@@ -807,8 +807,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 	}
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, merged,
-		table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches)) {
+	for df, err := range t.writeRecords(ctx, v, merged) {
 		if err != nil {
 			t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
 			if mergeErr != nil {
