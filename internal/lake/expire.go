@@ -425,12 +425,12 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 	refFiles := map[string]bool{}
 	for _, mf := range keptManifests {
 		refManifests[mf.FilePath()] = true
-		entries, err := mf.FetchEntries(fs, true)
+		err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
+			refFiles[e.DataFile().FilePath()] = true
+			return nil
+		})
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-		}
-		for _, e := range entries {
-			refFiles[e.DataFile().FilePath()] = true
 		}
 	}
 	var lists []string
@@ -464,20 +464,21 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		if mf.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		entries, err := mf.FetchEntries(fs, false)
+		var found []string
+		err := eachManifestEntry(fs, mf, false, func(e iceberg.ManifestEntry) error {
+			if p := e.DataFile().FilePath(); !refFiles[p] && !seen[p] {
+				seen[p] = true
+				found = append(found, p)
+			}
+			return nil
+		})
 		if isNotExist(err) {
 			continue // deleted by another round, as above
 		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
-		for _, e := range entries {
-			p := e.DataFile().FilePath()
-			if !refFiles[p] && !seen[p] {
-				seen[p] = true
-				dataFiles = append(dataFiles, p)
-			}
-		}
+		dataFiles = append(dataFiles, found...)
 	}
 	paths := append(dataFiles, lists...)
 	for p := range candidates {

@@ -246,12 +246,12 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map
 		mf := manifests[p]
 		add(p)
 		g.Go(func() error {
-			entries, err := mf.FetchEntries(fs, true)
+			err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
+				add(e.DataFile().FilePath())
+				return nil
+			})
 			if err != nil {
 				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-			}
-			for _, e := range entries {
-				add(e.DataFile().FilePath())
 			}
 			return nil
 		})
