@@ -534,7 +534,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		rep.Pending = true
 		return rep, nil
 	}
-	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun})
+	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun,
+		Deadline: deadline, Clock: clock})
+	rep.Pending = rep.Pending || rep.Expired.Left > 0
 	if err != nil {
 		return rep, err
 	}
