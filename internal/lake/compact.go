@@ -169,6 +169,7 @@ const (
 	rewriteOverhead    = 200 * time.Millisecond
 	defaultRewriteRate = 250_000.0 // rows per second
 	rateSampleRows     = 100_000
+	rateFloorTime      = 20 * time.Millisecond
 )
 
 // rewriteEstimate is how long rewriting rows is expected to take at rate
@@ -612,7 +613,11 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
-		if took := clock().Sub(t0) - rewriteOverhead; g.Rows >= rateSampleRows && took > 0 {
+		if g.Rows >= rateSampleRows {
+			// A rewrite quicker than the fixed cost counts as taking
+			// rateFloorTime beyond it: a fast machine's rate is noted
+			// too (high, so later estimates are short).
+			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
 			st.noteRewriteRate(float64(g.Rows) / took.Seconds())
 		}
 		g.outputs = out
