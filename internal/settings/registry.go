@@ -12,11 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/decode"
-	"github.com/timelake/timelake/internal/ingest"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
-	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/upload"
 )
 
@@ -31,11 +29,11 @@ var (
 		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
-	Table = register(&Setting[lake.TableName]{Spec: Spec{
+	Table = register(&Setting[tablename.Name]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
 		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
-	}, Kind: Convert(lake.ParseTableName)})
+	}, Kind: Convert(tablename.Parse)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
 		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},
@@ -67,7 +65,7 @@ func keyPrefix(s string) (string, error) {
 // S3 connection.
 var (
 	Endpoint = register(&Setting[string]{Spec: Spec{
-		Flag: "endpoint", Env: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}, // DESIGN.md, "Settings"
+		Flag: "endpoint", Env: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}, // docs/configuration.md, "S3 connection"
 		Help:     "S3 endpoint URL, e.g. https://t3.storage.dev",
 		Commands: []Command{Global}, Group: GroupS3,
 	}, Kind: String()}) // checked when the client is built (storage.ErrInvalidEndpoint) and by env check
@@ -197,11 +195,11 @@ var (
 		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
 	}, Kind: List()})
 
-	Partition = register(&Setting[lake.Granularity]{Spec: Spec{
-		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: string(lake.Day),
+	Partition = register(&Setting[string]{Spec: Spec{
+		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: "day",
 		Help:     "time partition granularity when creating the table: hour, day or month",
 		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
-	}, Kind: Convert(lake.ParseGranularity)})
+	}, Kind: Convert(granularity)})
 
 	TimeUnit = register(&Setting[string]{Spec: Spec{
 		Flag: "time-unit", Env: []string{"TIMELAKE_TIME_UNIT"},
@@ -278,19 +276,19 @@ var (
 	}, Kind: Duration(Positive, "10m")})
 
 	Parallel = register(&Setting[int]{Spec: Spec{
-		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: strconv.Itoa(ingest.DefaultParallel),
+		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: "4",
 		Help:     "files downloaded, decoded and written at once",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	FilesPerCommit = register(&Setting[int]{Spec: Spec{
-		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: strconv.Itoa(ingest.DefaultFilesPerCommit),
+		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: "100",
 		Help:     "most files (one snapshot each) per metadata write",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
-		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: "64MiB",
 		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})

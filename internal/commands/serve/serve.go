@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/serve"
@@ -98,7 +98,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	if sc.Ingest, err = ingestcmd.ResolveConfig(cmd, f); err != nil {
+	if sc.Ingest, err = lakecmd.ResolveIngestConfig(cmd, f); err != nil {
 		return nil, err
 	}
 	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
@@ -145,11 +145,11 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
 	} else {
 		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, ingestcmd.FileLine(r)) }
-		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, ingestcmd.CreatedText(cr)) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
 		c.OnMaintenance = func(m *ingest.Maintenance) {
 			if m.Notable() {
-				iostreams.Fprintln(out, ingestcmd.MaintenanceLine(m))
+				iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
 			}
 		}
 	}

@@ -1,0 +1,105 @@
+package lakecmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
+)
+
+// FileLine is the one output line of a file.
+func FileLine(r ingest.FileResult) string {
+	switch r.Status {
+	case ingest.Loaded:
+		s := iostreams.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
+		if r.DuplicateRows > 0 {
+			s = iostreams.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
+				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		}
+		if len(r.SchemaChanges) > 0 {
+			s += "; schema: " + strings.Join(r.SchemaChanges, ", ")
+		}
+		if r.Reason != "" {
+			s += "; " + r.Reason
+		}
+		return s
+	case ingest.AlreadyLoaded:
+		if r.SnapshotID == 0 || r.SameAs != "" {
+			return iostreams.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
+		}
+		return iostreams.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
+	case ingest.Waiting:
+		return iostreams.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
+	case ingest.Failed:
+		return iostreams.Sprintf("%-15s %s  %s", "failed", r.Key, r.Reason)
+	case ingest.Quarantined:
+		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
+	case ingest.WouldLoad:
+		return iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+	}
+	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
+}
+
+// MaintenanceLine says what the maintenance after the loading did, and
+// what it left and why: the budget ran out, compaction skipped (delete
+// files), groups left by its byte bound, nothing to compact, when orphan
+// files are looked for next.
+func MaintenanceLine(m *ingest.Maintenance) string {
+	var parts []string
+	if m.FilesIn > 0 {
+		parts = append(parts, iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
+	}
+	if m.SnapshotsExpired > 0 {
+		parts = append(parts, iostreams.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
+			m.SnapshotsExpired, m.KeysRemembered, m.FilesDeleted))
+	}
+	if m.OrphansRemoved > 0 {
+		parts = append(parts, iostreams.Sprintf("removed %d orphan files", m.OrphansRemoved))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to do")
+	}
+	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
+	if m.Pending {
+		s += "; more next run (the budget ran out)"
+	}
+	switch {
+	case m.CompactionSkipped != "":
+		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0:
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+	case m.CompactionIdle != "":
+		s += "; nothing to compact: " + m.CompactionIdle
+	}
+	if m.OrphansNextCheck != nil {
+		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
+		if m.OrphansLastChecked != nil {
+			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+		}
+	}
+	if m.Error != "" {
+		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"
+	}
+	return s
+}
+
+// CreatedText describes a table created by the run.
+func CreatedText(c *ingest.Created) string {
+	var b strings.Builder
+	iostreams.Fprintf(&b, "created table %s at %s from %s\n", c.Table, c.Location, c.FromFile)
+	iostreams.Fprintf(&b, "  time column %s, partition %s(%s)", c.TimeColumn, c.Partition, c.TimeColumn)
+	if len(c.SeriesKey) > 0 {
+		iostreams.Fprintf(&b, ", series key %s", strings.Join(c.SeriesKey, ","))
+	}
+	b.WriteString("\n")
+	for _, col := range c.Columns {
+		req := ""
+		if col.Required {
+			req = " not null"
+		}
+		iostreams.Fprintf(&b, "  %-20s %s%s\n", col.Name, col.Type, req)
+	}
+	return b.String()
+}
