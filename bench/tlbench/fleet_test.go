@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -128,7 +129,7 @@ func TestFleetTargetsCanFail(t *testing.T) {
 	r := &fleetResults{store: "local", gateways: 20}
 	for m := range 240 {
 		r.runs = append(r.runs, fleetRunResult{Minute: m, Seconds: 1 + float64(m)/60, CPUSeconds: 1 + float64(m)/60, PeakRSS: int64(100+m) << 20,
-			NewestMetadataBytes: int64(m) << 14})
+			NewestMetadataBytes: int64(m) << 14, Maintenance: &ingest.Maintenance{Seconds: float64(m) / 10}})
 	}
 	r.states = []fleetState{
 		{Minute: 119, MetadataBytes: 4 << 20, HistoryBytes: 1 << 20, LiveDataBytes: 10 << 20, TotalRows: 10, ExpectedRows: 10},

@@ -11,6 +11,9 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 )
 
 // fleetQuery is one DuckDB sample written by bench/duckdb fleet: a
@@ -157,20 +160,21 @@ const mib = 1 << 20
 func (r *fleetResults) printOverTime(w io.Writer, every int) {
 	fmt.Fprintf(w, "fleet, %s store, %d gateways, %d runs\n\n", r.store, r.gateways, len(r.runs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "minute\tlive files\tnewest partition\tlive data MB\tdata/ MB\tmetadata/ MB\thistory KB\thistory keys\tnewest JSON KB\tversions\tsnapshots\trun s mean\trun s max\tCPU s mean\tS3 req mean\tpeak RSS MiB\tload\t")
+	fmt.Fprintln(tw, "minute\tlive files\tnewest partition\tlive data MB\tdata/ MB\tmetadata/ MB\thistory KB\thistory keys\tnewest JSON KB\tversions\tsnapshots\trun s mean\trun s max\tmaint s max\tCPU s mean\tS3 req mean\tpeak RSS MiB\tload\t")
 	prev := -1
 	for i, s := range r.states {
 		if (s.Minute+1)%every != 0 && i != len(r.states)-1 {
 			continue
 		}
 		var n, reqs int
-		var sum, most, cpu, load float64
+		var sum, most, maint, cpu, load float64
 		var rss int64
 		for _, run := range r.runs {
 			if run.Minute > prev && run.Minute <= s.Minute {
 				n++
 				sum += run.Seconds
 				most = max(most, run.Seconds)
+				maint = max(maint, run.maintenanceSeconds())
 				cpu += run.CPUSeconds
 				load += run.Load1
 				reqs += int(run.Requests)
@@ -183,10 +187,10 @@ func (r *fleetResults) printOverTime(w io.Writer, every int) {
 			newest = s.Partitions[len(s.Partitions)-1].Files
 		}
 		mean := func(x float64) float64 { return x / float64(max(n, 1)) }
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
 			s.Minute+1, s.LiveDataFiles, newest, float64(s.LiveDataBytes)/mib, float64(s.DataBytes)/mib,
 			float64(s.MetadataBytes)/mib, float64(s.HistoryBytes)/1024, s.HistoryKeys, float64(s.NewestMetadataBytes)/1024,
-			s.VersionsKept, s.Snapshots, mean(sum), most, mean(cpu), mean(float64(reqs)), float64(rss)/mib, mean(load))
+			s.VersionsKept, s.Snapshots, mean(sum), most, maint, mean(cpu), mean(float64(reqs)), float64(rss)/mib, mean(load))
 	}
 	tw.Flush()
 	if len(r.states) > 0 {
@@ -390,6 +394,26 @@ func (r *fleetResults) targets() []fleetTarget {
 	}
 	ts = append(ts, t, c, u)
 
+	// The maintenance after each run ends by its budget and the slack.
+	t = fleetTarget{name: fmt.Sprintf("inline maintenance <= its budget + %s slack (%s), the longest of the run",
+		lake.MaintenanceSlack, ingest.DefaultMaintenanceBudget+lake.MaintenanceSlack)}
+	if len(r.runs) > 0 {
+		var longest fleetRunResult
+		pending := 0
+		for _, run := range r.runs {
+			if run.maintenanceSeconds() > longest.maintenanceSeconds() {
+				longest = run
+			}
+			if run.Maintenance != nil && run.Maintenance.Pending {
+				pending++
+			}
+		}
+		t.result = fmt.Sprintf("%.2f s at minute %d (its run %.2f s); %d of %d rounds left work for the next",
+			longest.maintenanceSeconds(), longest.Minute+1, longest.Seconds, pending, len(r.runs))
+		t.met = met(longest.maintenanceSeconds() <= (ingest.DefaultMaintenanceBudget + lake.MaintenanceSlack).Seconds())
+	}
+	ts = append(ts, t)
+
 	t = fleetTarget{name: "a key re-sent after its snapshot expired: already loaded, rows unchanged"}
 	if n := len(r.resends); n > 0 {
 		x := r.resends[n-1]
@@ -443,6 +467,15 @@ func (r *fleetResults) window(from, to int) []fleetRunResult {
 		return nil
 	}
 	return r.runs[from:to]
+}
+
+// maintenanceSeconds is the time of the run's maintenance round (0 without
+// one).
+func (x fleetRunResult) maintenanceSeconds() float64 {
+	if x.Maintenance == nil {
+		return 0
+	}
+	return x.Maintenance.Seconds
 }
 
 func meanOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {

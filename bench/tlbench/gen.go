@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -23,7 +24,9 @@ import (
 type spec struct {
 	files, rowsPerFile, gateways int
 	parquet                      bool
-	spanDays                     int // rows spread uniformly over this many days (0: one reading per device per 10 s)
+	gzip                         bool // CSV files gzip-compressed (.csv.gz)
+	snappyPlain                  bool // Parquet with Snappy and without dictionaries, as other writers often write it (else zstd with dictionaries)
+	spanDays                     int  // rows spread uniformly over this many days (0: one reading per device per 10 s)
 }
 
 // cases are the benchmark cases of docs/performance.md.
@@ -33,6 +36,10 @@ var cases = map[string]spec{
 	"c2":    {files: 20, rowsPerFile: 800_000, gateways: 4},                 // ~50 MB CSV files, ~1 GB in all
 	"c3":    {files: 200, rowsPerFile: 40_000, gateways: 10, parquet: true}, // ~1 MB Parquet files
 	"c4":    {files: 10, rowsPerFile: 10_000, gateways: 2, spanDays: 90},    // 100,000 rows over 90 days
+	// One large file each, larger than the default memory budget: peak RSS
+	// against the bound of docs/performance.md ("Memory per input kind").
+	"c5": {files: 1, rowsPerFile: 16_000_000, gateways: 1, gzip: true},                       // one ~150 MB .csv.gz (~1 GB of CSV)
+	"c6": {files: 1, rowsPerFile: 13_600_000, gateways: 1, parquet: true, snappyPlain: true}, // one ~150 MB Parquet file, one row group
 }
 
 var start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -47,8 +54,11 @@ func generate(name, out string) error {
 		gw := i % sp.gateways
 		rng := rand.New(rand.NewPCG(uint64(i), 42))
 		ext := ".csv"
-		if sp.parquet {
+		switch {
+		case sp.parquet:
 			ext = ".parquet"
+		case sp.gzip:
+			ext = ".csv.gz"
 		}
 		t0 := start.Add(time.Duration(i/sp.gateways) * time.Duration(sp.rowsPerFile/10+1) * 10 * time.Second)
 		key := fmt.Sprintf("gateway-%02d/%s-%05d%s", gw, t0.Format("20060102T150405Z"), i, ext)
@@ -66,9 +76,9 @@ func generate(name, out string) error {
 		}
 		var err error
 		if sp.parquet {
-			err = writeParquet(p, sp.rowsPerFile, row)
+			err = writeParquet(p, sp.rowsPerFile, sp.snappyPlain, row)
 		} else {
-			err = writeCSV(p, sp.rowsPerFile, row)
+			err = writeCSV(p, sp.rowsPerFile, sp.gzip, row)
 		}
 		if err != nil {
 			return err
@@ -79,14 +89,25 @@ func generate(name, out string) error {
 
 type rowFunc func(j int) (time.Time, string, float64, float64, float64)
 
-func writeCSV(p string, n int, row rowFunc) error {
+func writeCSV(p string, n int, gz bool, row rowFunc) error {
 	f, err := os.Create(p)
 	if err != nil {
 		return err
 	}
-	if err := writeCSVTo(f, n, row); err != nil {
+	var out io.Writer = f
+	zw := gzip.NewWriter(f)
+	if gz {
+		out = zw
+	}
+	if err := writeCSVTo(out, n, row); err != nil {
 		f.Close()
 		return err
+	}
+	if gz {
+		if err := zw.Close(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }
@@ -113,7 +134,8 @@ func writeCSVTo(out io.Writer, n int, row rowFunc) error {
 	return w.Flush()
 }
 
-func writeParquet(p string, n int, row rowFunc) error {
+// writeParquet writes n rows as one row group.
+func writeParquet(p string, n int, snappyPlain bool, row rowFunc) error {
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
 		{Name: "device_id", Type: arrow.BinaryTypes.String},
@@ -139,6 +161,9 @@ func writeParquet(p string, n int, row rowFunc) error {
 	defer tbl.Release()
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	if snappyPlain {
+		props = parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithDictionaryDefault(false))
+	}
 	if err := pqarrow.WriteTable(tbl, &buf, int64(n), props, pqarrow.DefaultWriterProps()); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	envcheckcmd "github.com/timelake/timelake/internal/commands/envcheck"
 	"github.com/timelake/timelake/internal/commands/envcheck/lakecheck"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	landingcmd "github.com/timelake/timelake/internal/commands/landing"
 	servecmd "github.com/timelake/timelake/internal/commands/serve"
 	tablescmd "github.com/timelake/timelake/internal/commands/tables"
@@ -45,7 +46,7 @@ MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 	}
 	root.AddCommand(ingestcmd.NewCmdIngest(f, cmdutil.Adapt[ingestcmd.Options](stub)))
 	root.AddCommand(servecmd.NewCmdServe(f, cmdutil.Adapt[servecmd.Options](stub)))
-	root.AddCommand(uploadcmd.NewCmdUpload(f, cmdutil.Adapt[uploadcmd.Options](stub)))
+	root.AddCommand(uploadcmd.NewCmdUpload(f, cmdutil.Adapt[uploadcmd.Options](stub), lakecmd.UploadRules))
 	root.AddCommand(envcheckcmd.NewCmdEnv(f, env, lakecheck.New))
 	root.AddCommand(tablescmd.NewCmdTables(f, stub))
 	root.AddCommand(landingcmd.NewCmdLanding(f, stub))

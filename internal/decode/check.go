@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
+	"slices"
 )
 
 // Defaults of CheckOptions.
@@ -178,6 +179,9 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 	}
 	width := len(header)
 	if err := checkHeaderSeparator(ro, header); err != nil {
+		return 0, err
+	}
+	if header, err = renameColumns(ro, slices.Clone(header)); err != nil {
 		return 0, err
 	}
 	cols := newTextColumns(header) // before the next Read reuses header

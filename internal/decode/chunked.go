@@ -131,11 +131,23 @@ type chunkedText struct {
 	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
 	results []chunkResult
 	done    []chan struct{} // closed when results[i] is final
+	// ahead[i] is closed once chunk i may be parsed: at most
+	// chunksAhead(workers) chunks beyond the one being delivered, so that
+	// a file is not parsed faster than its batches are taken.
+	ahead []chan struct{}
 
 	cur     int                 // next chunk to deliver
 	pending []arrow.RecordBatch // undelivered batches of chunk cur-1
 	rows    int64               // rows of the chunks before cur
+	// pendBytes and pendRows are the text size and rows of chunk cur-1;
+	// bytes counts the text of the batches delivered (consumed), each
+	// batch its share of its chunk.
+	pendBytes, pendRows, bytes int64
 }
+
+// chunksAhead is how many chunks past the one being delivered the workers
+// may parse: two per worker.
+func chunksAhead(workers int) int { return 2 * workers }
 
 // chunkResult is what a worker made of one chunk.
 type chunkResult struct {
@@ -156,6 +168,13 @@ func (c *chunkedText) start() {
 		for i := range c.done {
 			c.done[i] = make(chan struct{})
 		}
+		c.ahead = make([]chan struct{}, len(c.chunks))
+		for i := range c.ahead {
+			c.ahead[i] = make(chan struct{})
+			if i < chunksAhead(c.workers) {
+				close(c.ahead[i])
+			}
+		}
 		c.stop.Store(int64(len(c.chunks)))
 		for range min(c.workers, len(c.chunks)) {
 			c.wg.Add(1)
@@ -165,6 +184,10 @@ func (c *chunkedText) start() {
 					i := int(c.claim.Add(1) - 1)
 					if i >= len(c.chunks) {
 						return
+					}
+					select {
+					case <-c.ahead[i]:
+					case <-c.ctx.Done():
 					}
 					if int64(i) > c.stop.Load() || c.ctx.Err() != nil {
 						c.results[i].err = context.Canceled
@@ -346,14 +369,21 @@ func (c *chunkedText) next() (arrow.RecordBatch, error) {
 			return nil, &FileError{Key: c.ro.key, Reason: "decoding cancelled", Err: res.err}
 		}
 		c.pending, res.recs = res.recs, nil
+		c.pendBytes, c.pendRows = c.chunks[c.cur].end-c.chunks[c.cur].off, res.rows
 		c.rows += res.rows
 		c.cur++
+		if j := c.cur + chunksAhead(c.workers) - 1; j < len(c.chunks) {
+			close(c.ahead[j])
+		}
 	}
 	rec := c.pending[0]
 	c.pending[0] = nil
 	c.pending = c.pending[1:]
+	c.bytes += c.pendBytes * rec.NumRows() / max(c.pendRows, 1)
 	return rec, nil
 }
+
+func (c *chunkedText) consumed() int64 { return c.bytes }
 
 func (c *chunkedText) close() {
 	if c.cancel == nil {

@@ -54,3 +54,51 @@ func ParseColumnType(name string) (arrow.DataType, error) {
 	}
 	return nil, fmt.Errorf("unknown column type %q (expected boolean, int, long, float, double, decimal(P,S), date, time, timestamp, timestamptz, string or binary)", name)
 }
+
+// ParseColumnTypes reads a list of NAME:TYPE items (ParseColumnType's
+// types), separated by commas outside parentheses so that decimal(9,2)
+// stays one type: --column and a source profile's columns. A name given
+// twice is an error.
+func ParseColumnTypes(s string) (map[string]arrow.DataType, error) {
+	out := map[string]arrow.DataType{}
+	for _, item := range splitOutsideParens(s) {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, typ, ok := strings.Cut(item, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("expected NAME:TYPE such as temperature:double, got %q", item)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("column %q is given twice", name)
+		}
+		dt, err := ParseColumnType(typ)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", item, err)
+		}
+		out[name] = dt
+	}
+	return out, nil
+}
+
+// splitOutsideParens splits s at the commas that are not inside
+// parentheses.
+func splitOutsideParens(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth = max(depth-1, 0)
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}

@@ -24,9 +24,11 @@ type resolved struct {
 	epoch     arrow.TimeUnit
 	epochSet  bool
 	batchRows int
-	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes.
+	// parallel and chunkBytes: DecodeOptions.Parallelism and ChunkBytes;
+	// pieceBytes: DecodeOptions.PieceBytes (0 in Decode).
 	parallel   int
 	chunkBytes int64
+	pieceBytes int64
 
 	// comma separates the fields of a text file: tab for TSV, else
 	// CSV.Delimiter or ','; a separator hint (openTextStream) sets the
@@ -43,6 +45,11 @@ type resolved struct {
 	// skip names the file's columns the conformer leaves out: new columns
 	// that are empty in every row (decodeEvolve).
 	skip map[string]bool
+	// skipRows collects the rows set aside when the file is decoded with
+	// OnErrorSkipRows (skiprows.go); nil otherwise.
+	skipRows *rowSkipper
+	// renames are DecodeOptions.Renames.
+	renames map[string]string
 }
 
 // convertFn converts one source column of a batch into a column of the
@@ -159,6 +166,9 @@ func checkNewNames(ro *resolved, extra []string, target *arrow.Schema) error {
 // convert returns a batch with exactly the target schema (the same
 // *arrow.Schema pointer). rec is not released.
 func (c *conformer) convert(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error) {
+	if c.ro.skipRows != nil {
+		return c.convertSkipping(rec, rowBase)
+	}
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, 0, len(c.convs))
 	defer func() {

@@ -11,7 +11,12 @@
 // (docs/ingest.md, "What loads and what is refused"): text numbers follow
 // strict rules (numbers.go), wall-clock times must exist once in their
 // zone (timeparse.go), strings must be UTF-8 (utf8.go), and whole-file
-// problems are named (text.go). CSV dialects (a delimiter, a decimal
+// problems are named (text.go). DecodeEach hands a file over in pieces of
+// a bounded size (ingest's --memory-budget) with the rows, values and
+// errors of the whole decode, so that no file is held whole: Parquet
+// column chunks are read through a buffer, parallel CSV ranges are parsed
+// a few ahead, and a schema that depends on every row (inference,
+// evolution) is worked out one batch at a time. CSV dialects (a delimiter, a decimal
 // comma, null tokens, Excel's separator hint) are read only as configured
 // (CSV) or as the file itself says (the hint); a file may change an
 // existing table's schema only as DecodeOptions.Evolve allows (evolve.go).
@@ -37,16 +42,20 @@ package decode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -173,6 +182,23 @@ type DecodeOptions struct {
 	// Evolve says which changes of Target a file may bring (evolve.go);
 	// "" is EvolveOff.
 	Evolve Evolution
+	// OnError says what a row that cannot be loaded does to a file of an
+	// existing table (Target set): OnErrorFile ("" too) refuses the file;
+	// OnErrorSkipRows leaves the row out and reports it in
+	// Decoded.Rejected (skiprows.go), up to MaxBadRows.
+	OnError OnError
+	// MaxBadRows bounds the rows OnErrorSkipRows sets aside in one file;
+	// the zero value is DefaultMaxBadRows.
+	MaxBadRows MaxBadRows
+	// Renames maps a file's column names to the table's (a source
+	// profile's time column: the file's "ts" is the table's "time"). The
+	// file may not also have a column of the new name.
+	Renames map[string]string
+	// PieceBytes is the most decoded bytes DecodeEach hands over in one
+	// piece (at least one batch each): the decompressed text of a CSV or
+	// TSV file, the Arrow buffers of a Parquet file's values (see
+	// DecodedSize). 0 means the whole file is one piece. Decode ignores it.
+	PieceBytes int64
 }
 
 // CSV is how the CSV and TSV text of landing files is written (the
@@ -209,8 +235,18 @@ type Decoded struct {
 	// Records are the output batches, each with Schema as its schema and at
 	// most BatchRows rows. Release them with Decoded.Release.
 	Records []arrow.RecordBatch
-	// Rows is the total number of data rows.
+	// Rows is the total number of data rows (of this piece, for
+	// DecodeEach; those set aside not counted).
 	Rows int64
+	// Piece numbers the pieces of DecodeEach from 0; Decode's result is
+	// piece 0.
+	Piece int
+	// Rejected are the rows of the whole file set aside under
+	// OnErrorSkipRows, in file order, on its last piece (DecodeEach);
+	// WriteRejects writes them as a file of their own.
+	Rejected []RejectedRow
+
+	skip *skipState
 }
 
 // Release releases every record batch; d may be used no more afterwards.
@@ -223,6 +259,7 @@ func (d *Decoded) Release() {
 		r.Release()
 	}
 	d.Records = nil
+	d.skip.release()
 }
 
 // Decode reads the whole file and returns record batches that conform to
@@ -238,66 +275,220 @@ func (d *Decoded) Release() {
 // data row, the line of a text file, the column and the value. ctx is
 // checked between batches; its error is wrapped in a *FileError too.
 func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, error) {
-	out, err := decodeFile(ctx, src, opts, false)
-	if err != nil && evolvable(err, opts) {
-		// A change the file may make to the table: decode it again,
-		// working out the changed schema from all its rows.
-		return decodeFile(ctx, src, opts, true)
-	}
-	return out, err
-}
-
-// decodeFile is Decode; evolving reads the whole file first and decodes it
-// into Target with the changes the file brings (decodeEvolve).
-func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bool) (*Decoded, error) {
-	ro, err := resolveOptions(src.Key, opts)
+	opts.PieceBytes = 0
+	var out *Decoded
+	err := DecodeEach(ctx, src, opts, func(d *Decoded) error {
+		out.Release() // a decode started over (see DecodeEach)
+		out = d
+		return nil
+	})
 	if err != nil {
+		out.Release()
 		return nil, err
 	}
-	if evolving {
+	return out, nil
+}
+
+// DecodeEach decodes src as Decode does, but hands the rows to fn in
+// pieces of at most opts.PieceBytes decoded bytes (one piece when it is 0),
+// so that a file larger than memory is never held whole: fn owns each
+// piece (it releases it) and has done with it before the next is decoded.
+// Every piece has the same Schema and TimeColumn, and the pieces hold the
+// rows in file order; a file without rows is one piece without records.
+// Where the file's schema comes from all its rows (Target nil, or a change
+// Evolve allows), the file is read twice when it does not fit one piece:
+// once to work the schema out, once to decode it.
+//
+// A decode may start over: when a later piece finds a change of the schema
+// that Evolve allows (or a parallel decode's error is decoded again
+// sequentially), fn is handed a piece numbered 0 again, and whatever it
+// made of the earlier pieces is to be dropped. An error returned by fn
+// stops the decode and is returned as it is; other errors are Decode's.
+func DecodeEach(ctx context.Context, src Source, opts DecodeOptions, fn func(*Decoded) error) error {
+	out := &pieces{limit: opts.PieceBytes, fn: fn}
+	defer out.release()
+	evolving := false
+	err := decodeFile(ctx, src, opts, evolving, false, out)
+	if err != nil && !out.failed && evolvable(err, opts) {
+		// A change the file may make to the table: decode it again,
+		// working out the changed schema from all its rows.
+		evolving = true
+		out.restart()
+		err = decodeFile(ctx, src, opts, evolving, false, out)
+	}
+	if err != nil && !out.failed && skippable(err, opts) {
+		// A row the file may set aside (skiprows.go): decode it again,
+		// leaving out every refused row.
+		out.restart()
+		err = decodeFile(ctx, src, opts, evolving || opts.Evolve == EvolveWiden, true, out)
+	}
+	var ce *callerError
+	if errors.As(err, &ce) {
+		return ce.err
+	}
+	return err
+}
+
+// callerError carries an error of DecodeEach's fn through the decoder.
+type callerError struct{ err error }
+
+func (e *callerError) Error() string { return e.err.Error() }
+
+// pieces gathers decoded batches into the pieces DecodeEach hands to fn:
+// a piece ends before the batch that would take it past limit decoded
+// bytes (a batchSource's consumed count), and holds at least one batch.
+type pieces struct {
+	limit int64
+	fn    func(*Decoded) error
+	key   string
+	mem   memory.Allocator
+	cur   *Decoded
+	n     int   // pieces handed over in this pass
+	rows  int64 // rows of the pieces of this pass
+	// lastPiece, when set, completes the last piece before it is handed
+	// over (setAside); its error stops the decode.
+	lastPiece func(*Decoded) error
+	start     int64 // consumed count at the start of cur
+	last      int64 // consumed count after the last batch added
+	failed    bool  // fn returned an error
+}
+
+// begin starts a pass over a file of the given schema.
+func (p *pieces) begin(ro *resolved, sc *arrow.Schema, timeCol string) {
+	p.release()
+	p.key, p.mem = ro.key, ro.mem
+	p.cur = &Decoded{Schema: sc, TimeColumn: timeCol, Piece: p.n}
+}
+
+// add takes rec (owning it); consumed is the source's count after it. A
+// batch whose buffers hold much more capacity than data (builders grow by
+// doubling) is copied into exactly sized ones first (compact): a piece is
+// held until it is written.
+func (p *pieces) add(rec arrow.RecordBatch, consumed int64) error {
+	rec, err := compact(rec, p.mem)
+	if err != nil {
+		return &FileError{Key: p.key, Reason: "cannot copy decoded data", Err: err}
+	}
+	if p.limit > 0 && len(p.cur.Records) > 0 && consumed-p.start > p.limit {
+		if err := p.flush(); err != nil {
+			rec.Release()
+			return err
+		}
+		p.start = p.last
+	}
+	p.cur.Records = append(p.cur.Records, rec)
+	p.cur.Rows += rec.NumRows()
+	p.rows += rec.NumRows()
+	p.last = consumed
+	return nil
+}
+
+// flush hands the current piece to fn and starts the next.
+func (p *pieces) flush() error {
+	d := p.cur
+	p.cur = &Decoded{Schema: d.Schema, TimeColumn: d.TimeColumn, Piece: p.n + 1}
+	p.n++
+	if err := p.fn(d); err != nil {
+		p.failed = true
+		return &callerError{err: err}
+	}
+	return nil
+}
+
+// finish hands over the last piece: the rest of the rows, or the only
+// (empty) piece of a file without rows, or an empty one that carries the
+// rows set aside.
+func (p *pieces) finish() error {
+	if p.lastPiece != nil {
+		if err := p.lastPiece(p.cur); err != nil {
+			return err
+		}
+	}
+	if len(p.cur.Records) == 0 && p.n > 0 && p.cur.Rejected == nil {
+		return nil
+	}
+	return p.flush()
+}
+
+// restart makes the next pass start again from piece 0.
+func (p *pieces) restart() {
+	p.release()
+	p.n, p.start, p.last, p.rows, p.lastPiece = 0, 0, 0, 0, nil
+}
+
+func (p *pieces) release() {
+	p.cur.Release()
+	p.cur = nil
+}
+
+// decodeFile is one pass of DecodeEach; evolving reads the whole file first
+// and decodes it into Target with the changes the file brings
+// (decodeEvolve); skipping sets aside the rows that cannot be loaded
+// (OnErrorSkipRows).
+func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, skipping bool, out *pieces) error {
+	ro, err := resolveOptions(src.Key, opts)
+	if err != nil {
+		return err
+	}
+	if evolving || skipping {
 		ro.parallel = 1
+	}
+	if skipping {
+		ro.skipRows = &rowSkipper{max: opts.MaxBadRows.orDefault()}
 	}
 	head := make([]byte, 8)
 	n, err := src.R.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+		return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
 	}
 	format, gz, err := DetectFormat(src.Key, head[:n])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if src.Size == 0 {
-		return nil, &FileError{Key: src.Key, Reason: "empty file (0 bytes)"}
+		return &FileError{Key: src.Key, Reason: "empty file (0 bytes)"}
 	}
 	ro.text = format != FormatParquet
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
 	}
-	var bs batchSource
-	if format == FormatParquet {
-		bs, err = openParquet(ctx, ro, src)
-	} else {
-		bs, err = openText(ctx, ro, src, gz)
+	opened := false
+	open := func() (batchSource, error) {
+		if opened && ro.skipRows != nil {
+			// Read again (scanThenDecode): its rows are set aside again.
+			ro.skipRows.reset()
+		}
+		opened = true
+		if format == FormatParquet {
+			return openParquet(ctx, ro, src)
+		}
+		return openText(ctx, ro, src, gz)
 	}
+	bs, err := open()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer bs.close()
-	if err := checkNames(ro.key, bs.schema()); err != nil {
-		return nil, err
+	if skipping {
+		out.lastPiece = func(d *Decoded) error { return setAside(ro, bs, gz, d, out.rows) }
 	}
-	var out *Decoded
+	if err := checkNames(ro.key, bs.schema()); err != nil {
+		return err
+	}
 	switch {
 	case opts.Target != nil && evolving:
-		out, err = decodeEvolve(ctx, ro, bs, opts.Target, opts.TimeColumn)
+		err = decodeEvolve(ctx, ro, bs, open, opts.Target, opts.TimeColumn, out)
 	case opts.Target != nil:
-		out, err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn)
+		err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn, out)
 	default:
-		out, err = decodeInfer(ctx, ro, bs, format != FormatParquet, opts.TimeColumn)
+		err = decodeInfer(ctx, ro, bs, open, format != FormatParquet, opts.TimeColumn, out)
+	}
+	if err != nil && ro.skipRows != nil {
+		ro.skipRows.reset() // no piece holds them
 	}
 	var fe *FileError
 	if !errors.As(err, &fe) || fe.Row == 0 || ctx.Err() != nil || format == FormatParquet {
-		return out, err
+		return err
 	}
 	if _, chunked := bs.(*chunkedText); chunked {
 		// Which of several bad rows is reported depends on the batches
@@ -306,12 +497,50 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving bo
 		// the bad file again sequentially to report exactly its error.
 		bs.close()
 		opts.Parallelism = 1
-		return decodeFile(ctx, src, opts, evolving)
+		out.restart()
+		return decodeFile(ctx, src, opts, evolving, skipping, out)
 	}
 	if ts, ok := bs.(*textSource); ok {
 		addLine(ro, src, gz, ts.cols.read, fe)
 	}
-	return out, err
+	return err
+}
+
+// setAside completes the last piece d of a file decoded with
+// OnErrorSkipRows (rows: the rows of all its pieces): the rows of the file
+// set aside, or the error that refuses it when they are more than
+// MaxBadRows allows.
+func setAside(ro *resolved, bs batchSource, gz bool, d *Decoded, rows int64) error {
+	s := ro.skipRows
+	if len(s.rejected) == 0 {
+		return nil
+	}
+	if s.max.exceeded(int64(len(s.rejected)), rows+int64(len(s.rejected))) {
+		return s.tooMany(rows + int64(len(s.rejected)))
+	}
+	// The CSV reader reads ahead of the conversion: rowFilter's rows
+	// come first.
+	slices.SortStableFunc(s.rejected, func(a, b RejectedRow) int { return cmp.Compare(a.Row, b.Row) })
+	d.Rejected = s.rejected
+	d.skip = &skipState{ro: ro, gz: gz, rows: s}
+	if ts, ok := bs.(*textSource); ok {
+		d.skip.header = ts.cols.read
+	}
+	return nil
+}
+
+// batchesPerPiece is how many batches at least a piece of
+// DecodeOptions.PieceBytes holds: a batch takes at most this part of it,
+// so that a piece is not cut a whole batch past its size.
+const batchesPerPiece = 4
+
+// pieceRows is the most rows of a batch whose rows take rowBytes each
+// (an estimate), under DecodeOptions.PieceBytes; at least 256 rows.
+func pieceRows(ro *resolved, rowBytes int64) int64 {
+	if ro.pieceBytes <= 0 {
+		return math.MaxInt64
+	}
+	return max(ro.pieceBytes/(batchesPerPiece*rowBytes), 256)
 }
 
 // resolveOptions validates opts and fills in defaults.
@@ -322,7 +551,8 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	}
 	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
 		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes, comma: ',', decimalComma: opts.CSV.DecimalComma,
-		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve}
+		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve, pieceBytes: opts.PieceBytes,
+		renames: opts.Renames}
 	if d := opts.CSV.Delimiter; d != 0 {
 		if !validDelimiter(d) {
 			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}
@@ -330,6 +560,9 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 		ro.comma, ro.delimiterSet = d, true
 	}
 	if _, err := ParseEvolution(string(opts.Evolve)); err != nil {
+		return nil, &FileError{Key: key, Reason: err.Error()}
+	}
+	if _, err := ParseOnError(string(opts.OnError)); err != nil {
 		return nil, &FileError{Key: key, Reason: err.Error()}
 	}
 	if ro.mem == nil {
@@ -350,47 +583,48 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	return ro, nil
 }
 
-// decodeInto streams batches through a conformer for an existing table.
-func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string) (*Decoded, error) {
+// decodeInto streams batches through a conformer for an existing table
+// into pieces.
+func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string, out *pieces) error {
 	if ct, ok := bs.(*chunkedText); ok {
 		ct.cols = numbersAsTarget(ct.cols, target, ro.decimalComma)
 	}
 	conf, err := newConformer(ro, bs.schema(), target, timeCol)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A chunked source converts on its workers.
 	ct, converted := bs.(*chunkedText)
 	if converted {
 		ct.conv = conf.convert
 	}
-	out := &Decoded{Schema: target, TimeColumn: timeCol}
+	out.begin(ro, target, timeCol)
+	var rows int64 // rows of the source so far (with those set aside)
 	for {
 		if err := ctx.Err(); err != nil {
-			out.Release()
-			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+			return &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
 		}
 		rec, err := bs.next()
 		if err != nil {
-			out.Release()
-			return nil, err
+			return err
 		}
 		if rec == nil {
 			break
 		}
-		conv := rec
+		conv, n := rec, rec.NumRows()
 		if !converted {
-			conv, err = conf.convert(rec, out.Rows)
+			conv, err = conf.convert(rec, rows)
 			rec.Release()
 			if err != nil {
-				out.Release()
-				return nil, err
+				return err
 			}
 		}
-		out.Rows += conv.NumRows()
-		out.Records = append(out.Records, conv)
+		rows += n
+		if err := out.add(conv, bs.consumed()); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return out.finish()
 }
 
 // numbersAsTarget returns the text columns with those whose table type is
@@ -419,73 +653,94 @@ func numbersAsTarget(cols textColumns, target *arrow.Schema, decimalComma bool) 
 	return textColumns{read: arrow.NewSchema(fields, nil), out: arrow.NewSchema(fields[:cols.out.NumFields()], nil)}
 }
 
-// decodeInfer reads every batch, infers the schema from all of them, then
-// converts them to it.
-func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, fromText bool, timeCol string) (*Decoded, error) {
-	raw, rows, err := readAll(ctx, ro, bs)
-	defer release(raw)
-	if err != nil {
-		return nil, err
-	}
-	sc, tc, err := inferSchema(ro, bs.schema(), raw, fromText, timeCol)
-	if err != nil {
-		return nil, err
-	}
-	if rows == 0 {
-		return nil, &FileError{Key: ro.key, Err: ErrNoRows}
-	}
-	return convertAll(ctx, ro, bs.schema(), sc, tc, raw)
+// decodeInfer infers the schema from every batch (inference), then
+// converts them to it (scanThenDecode).
+func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, reopen func() (batchSource, error),
+	fromText bool, timeCol string, out *pieces) error {
+	inf := newInference(ro, bs.schema(), fromText, timeCol)
+	return scanThenDecode(ctx, ro, bs, reopen, inf.add, func() (*arrow.Schema, string, error) {
+		sc, tc, err := inf.schema()
+		if err == nil && inf.rows == 0 {
+			err = &FileError{Key: ro.key, Err: ErrNoRows}
+		}
+		return sc, tc, err
+	}, out)
 }
 
-// readAll reads every batch of bs and counts their rows. The caller
-// releases the batches, also on error.
-func readAll(ctx context.Context, ro *resolved, bs batchSource) ([]arrow.RecordBatch, int64, error) {
-	var raw []arrow.RecordBatch
-	var rows int64
+// scanThenDecode reads every batch of bs and shows it to look; then
+// decided gives the schema and time column they decode to, and the batches
+// are converted to it into pieces. The batches are kept for that while
+// they fit one piece; when they do not, the file is read again (reopen)
+// and decoded into the schema as into an existing table's.
+func scanThenDecode(ctx context.Context, ro *resolved, bs batchSource, reopen func() (batchSource, error),
+	look func(arrow.RecordBatch), decided func() (*arrow.Schema, string, error), out *pieces) error {
+	var kept []arrow.RecordBatch
+	defer func() { release(kept) }()
+	keep := true
 	for {
 		if err := ctx.Err(); err != nil {
-			return raw, rows, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+			return &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
 		}
 		rec, err := bs.next()
 		if err != nil {
-			return raw, rows, err
+			return err
 		}
 		if rec == nil {
-			return raw, rows, nil
+			break
+		}
+		look(rec)
+		if keep && out.limit > 0 && bs.consumed() > out.limit {
+			release(kept)
+			kept, keep = nil, false
+		}
+		if keep {
+			kept = append(kept, rec)
+		} else {
+			rec.Release()
+		}
+	}
+	sc, tc, err := decided()
+	if err != nil {
+		return err
+	}
+	if !keep {
+		again, err := reopen()
+		if err != nil {
+			return err
+		}
+		defer again.close()
+		return decodeInto(ctx, ro, again, sc, tc, out)
+	}
+	conf, err := newConformer(ro, bs.schema(), sc, tc)
+	if err != nil {
+		return err
+	}
+	out.begin(ro, sc, tc)
+	var rows int64
+	for i, rec := range kept {
+		if err := ctx.Err(); err != nil {
+			return &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		conv, err := conf.convert(rec, rows)
+		if err != nil {
+			return err
 		}
 		rows += rec.NumRows()
-		raw = append(raw, rec)
+		rec.Release()
+		kept[i] = nil
+		if err := out.add(conv, 0); err != nil { // all of them fit one piece
+			return err
+		}
 	}
+	return out.finish()
 }
 
 func release(recs []arrow.RecordBatch) {
 	for _, r := range recs {
-		r.Release()
-	}
-}
-
-// convertAll converts raw batches of schema src to sc (time column tc);
-// raw are not released.
-func convertAll(ctx context.Context, ro *resolved, src, sc *arrow.Schema, tc string, raw []arrow.RecordBatch) (*Decoded, error) {
-	conf, err := newConformer(ro, src, sc, tc)
-	if err != nil {
-		return nil, err
-	}
-	out := &Decoded{Schema: sc, TimeColumn: tc}
-	for _, rec := range raw {
-		if err := ctx.Err(); err != nil {
-			out.Release()
-			return nil, &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
+		if r != nil {
+			r.Release()
 		}
-		conv, err := conf.convert(rec, out.Rows)
-		if err != nil {
-			out.Release()
-			return nil, err
-		}
-		out.Rows += rec.NumRows()
-		out.Records = append(out.Records, conv)
 	}
-	return out, nil
 }
 
 // ErrNoRows is the cause (FileError.Err) of the error of a file without
@@ -518,21 +773,25 @@ func checkNames(key string, sc *arrow.Schema) error {
 }
 
 // batchSource yields the raw batches of one file. next returns (nil, nil) at
-// the end; the caller owns (releases) each returned batch.
+// the end; the caller owns (releases) each returned batch. consumed counts
+// the decoded bytes of the batches returned so far, in the unit of
+// DecodeOptions.PieceBytes.
 type batchSource interface {
 	schema() *arrow.Schema
 	next() (arrow.RecordBatch, error)
+	consumed() int64
 	close()
 }
 
 // parquetSource reads a Parquet file with pqarrow, all columns and row
 // groups, BatchRows rows per batch.
 type parquetSource struct {
-	ctx context.Context
-	ro  *resolved
-	pf  *file.Reader
-	rr  pqarrow.RecordReader
-	sc  *arrow.Schema
+	ctx   context.Context
+	ro    *resolved
+	pf    *file.Reader
+	rr    pqarrow.RecordReader
+	sc    *arrow.Schema
+	bytes int64 // Arrow bytes of the batches returned
 }
 
 func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, error) {
@@ -549,14 +808,62 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, er
 		_ = pf.Close()
 		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
 	}
+	if len(ro.renames) > 0 {
+		names := make([]string, sc.NumFields())
+		for i, f := range sc.Fields() {
+			names[i] = f.Name
+		}
+		if names, err = renameColumns(ro, names); err != nil {
+			rr.Release()
+			_ = pf.Close()
+			return nil, err
+		}
+		fields := sc.Fields()
+		for i := range fields {
+			fields[i].Name = names[i]
+		}
+		md := sc.Metadata()
+		sc = arrow.NewSchema(fields, &md)
+	}
 	return &parquetSource{ctx: ctx, ro: ro, pf: pf, rr: rr, sc: sc}, nil
 }
 
+// renameColumns applies DecodeOptions.Renames to a file's column names. A
+// file with both a column and the name it is renamed to is refused: which
+// one holds the values would be a guess.
+func renameColumns(ro *resolved, names []string) ([]string, error) {
+	if len(ro.renames) == 0 {
+		return names, nil
+	}
+	for _, n := range names {
+		for from, to := range ro.renames {
+			if n == to && slices.Contains(names, from) {
+				return nil, &FileError{Key: ro.key, Column: to, Reason: fmt.Sprintf("the file has both column %q and column %q, which the source profile reads as %q: remove one of them", from, to, to)}
+			}
+		}
+	}
+	out := slices.Clone(names)
+	for i, n := range out {
+		if to, ok := ro.renames[n]; ok {
+			out[i] = to
+		}
+	}
+	return out, nil
+}
+
+// parquetReadBuffer is the buffer a Parquet column chunk is read through
+// (a page larger than it grows it to the page's size).
+const parquetReadBuffer = 256 << 10
+
 // openParquetFile reads the footer and the Arrow schema of a Parquet file.
-// The caller closes pf.
+// The caller closes pf. Column chunks are read through a buffer
+// (parquetReadBuffer, BufferedStreamEnabled) rather than whole: arrow-go
+// otherwise reads every column chunk of a row group into memory before it
+// decodes a batch, the whole file for a file of one row group.
 func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.FileReader, sc *arrow.Schema, err error) {
-	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size),
-		file.WithReadProps(parquet.NewReaderProperties(ro.mem)))
+	props := parquet.NewReaderProperties(ro.mem)
+	props.BufferedStreamEnabled, props.BufferSize = true, parquetReadBuffer
+	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
 	if err != nil {
 		return nil, nil, nil, &FileError{Key: ro.key, Reason: "not a readable parquet file", Err: err}
 	}
@@ -564,6 +871,9 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	// for a whole batch per column, so a 40,000-row file read in batches of
 	// 64 Ki rows would allocate buffers 60% larger than its values.
 	batch := min(int64(ro.batchRows), max(pf.NumRows(), 1))
+	if values, ok := parquetValueBytes(pf); ok && pf.NumRows() > 0 {
+		batch = min(batch, pieceRows(ro, max(values/pf.NumRows(), 1)))
+	}
 	fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, ro.mem)
 	if err == nil {
 		sc, err = fr.Schema()
@@ -584,12 +894,41 @@ func (p *parquetSource) next() (arrow.RecordBatch, error) {
 			continue
 		}
 		rec.Retain()
+		p.bytes += recordBytes(rec)
 		return rec, nil
 	}
 	if err := p.rr.Err(); err != nil {
 		return nil, locateReadError(p.ctx, p.ro, p.pf, err)
 	}
 	return nil, nil
+}
+
+func (p *parquetSource) consumed() int64 { return p.bytes }
+
+// recordBytes is the size of rec's buffers (arrow-go's util.TotalRecordSize,
+// whose package would bring protobuf dependencies along).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += arrayBytes(c.Data())
+	}
+	return n
+}
+
+func arrayBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += arrayBytes(c)
+	}
+	if dict, ok := d.Dictionary().(*array.Data); ok && dict != nil {
+		n += arrayBytes(dict)
+	}
+	return n
 }
 
 func (p *parquetSource) close() {

@@ -68,6 +68,19 @@ func (e *FileError) Error() string {
 		}
 		b.WriteString(strings.Join(loc, ", "))
 	}
+	msg := e.message()
+	if msg != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(msg)
+	}
+	return b.String()
+}
+
+// message is the error's reason and its cause, without the key and
+// place.
+func (e *FileError) message() string {
 	msg := e.Reason
 	if e.Err != nil {
 		if msg == "" {
@@ -76,13 +89,7 @@ func (e *FileError) Error() string {
 			msg += ": " + e.Err.Error()
 		}
 	}
-	if msg != "" {
-		if b.Len() > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(msg)
-	}
-	return b.String()
+	return msg
 }
 
 // IsNewColumns reports whether err refuses a file for columns the table

@@ -85,83 +85,147 @@ func wider(dt arrow.DataType) arrow.DataType {
 
 // decodeEvolve reads every batch of a file of an existing table whose
 // columns or values do not fit target (evolvable), works out the schema the
-// file needs, and converts the batches to it: target's fields, each widened
-// as far as its values need when ro.evolve is EvolveWiden (the smallest
-// wider type that holds every value), then the file's new columns in file
-// order (nullable, typed as on creation: ro.columns, else inferred from
-// every value; those empty in every row are left out). Without a change
-// that makes the file fit, the error is the one decodeInto gives.
-func decodeEvolve(ctx context.Context, ro *resolved, bs batchSource, target *arrow.Schema, timeCol string) (*Decoded, error) {
-	raw, _, err := readAll(ctx, ro, bs)
-	defer release(raw)
-	if err != nil {
-		return nil, err
-	}
-	src := bs.schema()
-	fields := target.Fields()
+// file needs (evolution), and converts the batches to it (scanThenDecode):
+// target's fields, each widened as far as its values need when ro.evolve
+// is EvolveWiden (the smallest wider type that holds every value), then
+// the file's new columns in file order (nullable, typed as on creation:
+// ro.columns, else inferred from every value; those empty in every row
+// are left out). Without a change that makes the file fit, the error is
+// the one decodeInto gives.
+func decodeEvolve(ctx context.Context, ro *resolved, bs batchSource, reopen func() (batchSource, error),
+	target *arrow.Schema, timeCol string, out *pieces) error {
+	ev := newEvolution(ro, bs.schema(), target, timeCol)
+	return scanThenDecode(ctx, ro, bs, reopen, ev.add, func() (*arrow.Schema, string, error) {
+		sc, err := ev.schema()
+		return sc, timeCol, err
+	}, out)
+}
+
+// evolution works out the schema a file of an existing table needs
+// (decodeEvolve) from its batches, seen one at a time (add).
+type evolution struct {
+	ro          *resolved
+	src, target *arrow.Schema
+	widen       []widening
+	added       []addedColumn
+	rows        int64
+}
+
+// widening is a column of the table that a file's values may widen: types
+// are its type and each wider one (wider), at the narrowest of them that
+// holds every value seen so far (len(types): none does). A wider type holds
+// every value a narrower one does (int -> long, float -> double, more
+// decimal digits), so a batch that does not fit moves on to the next type
+// without looking at the earlier batches again.
+type widening struct {
+	field, col int // in target, in the file
+	types      []arrow.DataType
+	at         int
+	conv       convertFn // converts to types[at]; nil until made
+}
+
+// addedColumn is a file column the table lacks.
+type addedColumn struct {
+	col     int
+	given   arrow.DataType // ro.columns' type, or nil
+	allNull bool
+	sniff   textSniff
+}
+
+func newEvolution(ro *resolved, src, target *arrow.Schema, timeCol string) *evolution {
+	ev := &evolution{ro: ro, src: src, target: target}
 	if ro.evolve == EvolveWiden {
-		for i, f := range fields {
+		for i, f := range target.Fields() {
 			j := src.FieldIndices(f.Name)
-			if f.Name == timeCol || len(j) != 1 || wider(f.Type) == nil || converts(ro, src.Field(j[0]), f, raw, j[0]) {
+			if f.Name == timeCol || len(j) != 1 || wider(f.Type) == nil {
 				continue
 			}
-			for dt := wider(f.Type); dt != nil; dt = wider(dt) {
-				try := f
-				try.Type = dt
-				if converts(ro, src.Field(j[0]), try, raw, j[0]) {
-					fields[i] = try
-					break
-				}
+			w := widening{field: i, col: j[0]}
+			for dt := f.Type; dt != nil; dt = wider(dt) {
+				w.types = append(w.types, dt)
 			}
+			ev.widen = append(ev.widen, w)
 		}
 	}
-	ro.skip = map[string]bool{}
 	for i, f := range src.Fields() {
 		if target.HasField(f.Name) {
 			continue
 		}
-		dt, ok := ro.columns[f.Name]
-		if !ok {
-			if allNull(raw, i) {
-				ro.skip[f.Name] = true
-				continue
+		a := addedColumn{col: i, allNull: true, sniff: textSniff{canInt: true, canFloat: true, canBool: true}}
+		if dt, ok := ro.columns[f.Name]; ok {
+			a.given = dt
+		}
+		ev.added = append(ev.added, a)
+	}
+	return ev
+}
+
+// add looks at the next batch of the file.
+func (ev *evolution) add(rec arrow.RecordBatch) {
+	for k := range ev.widen {
+		w := &ev.widen[k]
+		for w.at < len(w.types) {
+			if w.conv == nil {
+				try := ev.target.Field(w.field)
+				try.Type = w.types[w.at]
+				conv, err := makeConverter(ev.ro, try.Name, ev.src.Field(w.col).Type, try, false)
+				if err != nil {
+					w.at++
+					continue
+				}
+				w.conv = conv
 			}
-			if ro.text {
-				dt = sniffText(ro, raw, i)
-			} else if dt, err = normaliseType(f.Type); err != nil {
-				return nil, &FileError{Key: ro.key, Column: f.Name, Reason: err.Error()}
+			out, err := w.conv(rec.Column(w.col), ev.rows)
+			if err == nil {
+				out.Release()
+				break
+			}
+			w.at, w.conv = w.at+1, nil
+		}
+	}
+	for k := range ev.added {
+		a := &ev.added[k]
+		if a.given != nil {
+			continue
+		}
+		c := rec.Column(a.col)
+		if c.NullN() != c.Len() {
+			a.allNull = false
+		}
+		if ev.ro.text {
+			a.sniff.add(ev.ro, c)
+		}
+	}
+	ev.rows += rec.NumRows()
+}
+
+// schema returns the schema of the batches added, and sets ro.skip to the
+// new columns left out.
+func (ev *evolution) schema() (*arrow.Schema, error) {
+	fields := ev.target.Fields()
+	for _, w := range ev.widen {
+		if w.at > 0 && w.at < len(w.types) {
+			fields[w.field].Type = w.types[w.at]
+		}
+	}
+	ev.ro.skip = map[string]bool{}
+	for _, a := range ev.added {
+		f := ev.src.Field(a.col)
+		dt := a.given
+		switch {
+		case dt != nil:
+		case a.allNull:
+			ev.ro.skip[f.Name] = true
+			continue
+		case ev.ro.text:
+			dt = a.sniff.dataType()
+		default:
+			var err error
+			if dt, err = normaliseType(f.Type); err != nil {
+				return nil, &FileError{Key: ev.ro.key, Column: f.Name, Reason: err.Error()}
 			}
 		}
 		fields = append(fields, arrow.Field{Name: f.Name, Type: dt, Nullable: true})
 	}
-	sc := arrow.NewSchema(fields, nil)
-	return convertAll(ctx, ro, src, sc, timeCol, raw)
-}
-
-// converts reports whether column i of batches converts to field dst.
-func converts(ro *resolved, src arrow.Field, dst arrow.Field, batches []arrow.RecordBatch, i int) bool {
-	conv, err := makeConverter(ro, dst.Name, src.Type, dst, false)
-	if err != nil {
-		return false
-	}
-	var rowBase int64
-	for _, rec := range batches {
-		out, err := conv(rec.Column(i), rowBase)
-		if err != nil {
-			return false
-		}
-		out.Release()
-		rowBase += rec.NumRows()
-	}
-	return true
-}
-
-// allNull reports whether column i is null in every row of batches.
-func allNull(batches []arrow.RecordBatch, i int) bool {
-	for _, rec := range batches {
-		if c := rec.Column(i); c.NullN() != c.Len() {
-			return false
-		}
-	}
-	return true
+	return arrow.NewSchema(fields, nil), nil
 }

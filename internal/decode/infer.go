@@ -17,14 +17,102 @@ var timeColumnNames = [...]string{"time", "timestamp", "ts", "datetime", "event_
 // Iceberg timestamptz in microseconds (docs/table-format.md, "Schema, partitioning, sort order").
 var inferredTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
-// inferSchema derives a schema for a new table from all rows of the file.
-// src is the file schema (all text for CSV/TSV, when fromText is true).
-// The time column is non-nullable timestamp[us, tz=UTC]; every other column
-// is nullable, keeps file order, and has the type ro.columns gives it, else
-// the one its values suggest. It returns the schema and the name of the
-// time column as spelled in the file.
+// inferSchema derives a schema for a new table from all rows of the file
+// (batches); see inference.
 func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, fromText bool, timeCol string) (*arrow.Schema, string, error) {
-	timeIdx, err := pickTimeColumn(ro, src, batches, timeCol)
+	inf := newInference(ro, src, fromText, timeCol)
+	for _, rec := range batches {
+		inf.add(rec)
+	}
+	return inf.schema()
+}
+
+// inference derives a schema for a new table from all rows of a file,
+// seen one batch at a time (add), so that the rows need not be held: src
+// is the file schema (all text for CSV/TSV, when fromText is true). The
+// time column is non-nullable timestamp[us, tz=UTC]; every other column
+// is nullable, keeps file order, and has the type ro.columns gives it, else
+// the one its values suggest (sniffText, normaliseType).
+type inference struct {
+	ro       *resolved
+	src      *arrow.Schema
+	fromText bool
+	timeCol  string
+	timeIdx  int                // the time column when the schema names it (a given name, a timestamp type); else -1
+	cands    []timeCandidate    // else the columns named like timeColumnNames, in the order they are tried
+	sniffs   map[int]*textSniff // text columns whose type comes from their values
+	rows     int64
+}
+
+// timeCandidate is a column that may be the time column: err is the first
+// value that does not convert to the time column's type.
+type timeCandidate struct {
+	idx  int
+	conv convertFn
+	err  error
+}
+
+func newInference(ro *resolved, src *arrow.Schema, fromText bool, timeCol string) *inference {
+	inf := &inference{ro: ro, src: src, fromText: fromText, timeCol: timeCol, timeIdx: -1, sniffs: map[int]*textSniff{}}
+	if timeCol != "" {
+		if idx := src.FieldIndices(timeCol); len(idx) > 0 {
+			inf.timeIdx = idx[0]
+		}
+	} else {
+		for i, f := range src.Fields() {
+			if valueType(f.Type).ID() == arrow.TIMESTAMP {
+				inf.timeIdx = i
+				break
+			}
+		}
+	}
+	if timeCol == "" && inf.timeIdx < 0 {
+		for _, name := range timeColumnNames {
+			for i, f := range src.Fields() {
+				if !strings.EqualFold(f.Name, name) {
+					continue
+				}
+				c := timeCandidate{idx: i}
+				c.conv, c.err = makeConverter(ro, f.Name, f.Type, arrow.Field{Name: f.Name, Type: inferredTimeType}, true)
+				inf.cands = append(inf.cands, c)
+			}
+		}
+	}
+	if fromText {
+		for i, f := range src.Fields() {
+			if _, given := ro.columns[f.Name]; !given {
+				inf.sniffs[i] = &textSniff{canInt: true, canFloat: true, canBool: true}
+			}
+		}
+	}
+	return inf
+}
+
+// add looks at the next batch of the file.
+func (inf *inference) add(rec arrow.RecordBatch) {
+	for k := range inf.cands {
+		c := &inf.cands[k]
+		if c.err != nil {
+			continue
+		}
+		out, err := c.conv(rec.Column(c.idx), inf.rows)
+		if err != nil {
+			c.err = err
+			continue
+		}
+		out.Release()
+	}
+	for i, s := range inf.sniffs {
+		s.add(inf.ro, rec.Column(i))
+	}
+	inf.rows += rec.NumRows()
+}
+
+// schema returns the schema inferred from the batches added, and the name
+// of the time column as spelled in the file.
+func (inf *inference) schema() (*arrow.Schema, string, error) {
+	ro, src := inf.ro, inf.src
+	timeIdx, err := inf.pickTimeColumn()
 	if err != nil {
 		return nil, "", err
 	}
@@ -39,8 +127,8 @@ func inferSchema(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, f
 			fields[i] = arrow.Field{Name: f.Name, Type: inferredTimeType, Nullable: false}
 		case isGiven:
 			fields[i] = arrow.Field{Name: f.Name, Type: given, Nullable: true}
-		case fromText:
-			fields[i] = arrow.Field{Name: f.Name, Type: sniffText(ro, batches, i), Nullable: true}
+		case inf.fromText:
+			fields[i] = arrow.Field{Name: f.Name, Type: inf.sniffs[i].dataType(), Nullable: true}
 		default:
 			dt, err := normaliseType(f.Type)
 			if err != nil {
@@ -73,33 +161,25 @@ func CheckTimeColumnType(timeCol string, columns map[string]arrow.DataType) erro
 // times outside the accepted years do not). When a column has such a name
 // but no column qualifies, the error is the first such column's conversion
 // error, the same an existing table's time column gives for that value.
-func pickTimeColumn(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch, timeCol string) (int, error) {
-	if timeCol != "" {
-		idx := src.FieldIndices(timeCol)
-		if len(idx) == 0 {
-			return -1, &FileError{Key: ro.key, Column: timeCol,
+func (inf *inference) pickTimeColumn() (int, error) {
+	ro, src := inf.ro, inf.src
+	if inf.timeCol != "" {
+		if inf.timeIdx < 0 {
+			return -1, &FileError{Key: ro.key, Column: inf.timeCol,
 				Reason: "time column is not in the file (columns: " + listColumns(src) + ")"}
 		}
-		return idx[0], nil
+		return inf.timeIdx, nil
 	}
-	for i, f := range src.Fields() {
-		if valueType(f.Type).ID() == arrow.TIMESTAMP {
-			return i, nil
-		}
+	if inf.timeIdx >= 0 {
+		return inf.timeIdx, nil
 	}
 	var firstErr error
-	for _, name := range timeColumnNames {
-		for i, f := range src.Fields() {
-			if !strings.EqualFold(f.Name, name) {
-				continue
-			}
-			err := convertsToTime(ro, f, batches, i)
-			if err == nil {
-				return i, nil
-			}
-			if firstErr == nil {
-				firstErr = err
-			}
+	for _, c := range inf.cands {
+		if c.err == nil {
+			return c.idx, nil
+		}
+		if firstErr == nil {
+			firstErr = c.err
 		}
 	}
 	if firstErr != nil {
@@ -107,25 +187,6 @@ func pickTimeColumn(ro *resolved, src *arrow.Schema, batches []arrow.RecordBatch
 	}
 	return -1, &FileError{Key: ro.key,
 		Reason: "no time column found (columns: " + listColumns(src) + "); pass --time-column"}
-}
-
-// convertsToTime converts column i of batches to the inferred time column
-// type and returns the first error, as the conformer would report it.
-func convertsToTime(ro *resolved, f arrow.Field, batches []arrow.RecordBatch, i int) error {
-	conv, err := makeConverter(ro, f.Name, f.Type, arrow.Field{Name: f.Name, Type: inferredTimeType}, true)
-	if err != nil {
-		return err
-	}
-	var rowBase int64
-	for _, rec := range batches {
-		out, err := conv(rec.Column(i), rowBase)
-		if err != nil {
-			return err
-		}
-		out.Release()
-		rowBase += rec.NumRows()
-	}
-	return nil
 }
 
 // sniffText infers the type of a CSV/TSV text column from all its non-null
@@ -146,63 +207,81 @@ func convertsToTime(ro *resolved, f arrow.Field, batches []arrow.RecordBatch, i 
 // device id) whose zeros a number would drop. Surrounding spaces are
 // ignored, as in the conversion that follows.
 func sniffText(ro *resolved, batches []arrow.RecordBatch, i int) arrow.DataType {
-	canInt, canFloat, canBool := true, true, true
-	seen, floatDigit := false, false
+	s := textSniff{canInt: true, canFloat: true, canBool: true}
 	for _, rec := range batches {
-		arr := rec.Column(i)
-		get := textValues(arr)
-		for j := 0; j < arr.Len(); j++ {
-			if arr.IsNull(j) {
-				continue
-			}
-			s := strings.TrimSpace(get(j))
-			if isNullToken(s) {
-				if _, problem := parseFloatText(s, 64); problem != "" {
-					continue // NA, NULL, -; but NaN is a number
-				}
-			}
-			seen = true
-			if leadingZero(s) {
-				return arrow.BinaryTypes.String
-			}
-			num, numProblem := s, ""
-			if ro.decimalComma {
-				num, numProblem = decimalPoint(s)
-			}
-			isInt := false
-			if canInt {
-				if v, problem := parseIntText(s, 64); problem == "" {
-					isInt, floatDigit = true, true
-					// Should a later value make the column a double, this
-					// one must fit it exactly.
-					canFloat = canFloat && exactInt64(v)
-				} else {
-					canInt = false
-				}
-			}
-			if canFloat && !isInt {
-				if _, problem := parseFloatText(num, 64); problem != "" || numProblem != "" {
-					canFloat = false
-				} else if hasDigit(s) {
-					floatDigit = true
-				}
-			}
-			if canBool && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
-				canBool = false
-			}
-			if !canInt && !canFloat && !canBool {
-				return arrow.BinaryTypes.String
+		s.add(ro, rec.Column(i))
+	}
+	return s.dataType()
+}
+
+// textSniff is sniffText's view of the values of one column seen so far.
+type textSniff struct {
+	canInt, canFloat, canBool bool
+	seen, floatDigit          bool
+}
+
+// add looks at the values of arr, the column in the next batch.
+func (t *textSniff) add(ro *resolved, arr arrow.Array) {
+	if !t.canInt && !t.canFloat && !t.canBool {
+		return // a string whatever follows
+	}
+	get := textValues(arr)
+	for j := 0; j < arr.Len(); j++ {
+		if arr.IsNull(j) {
+			continue
+		}
+		s := strings.TrimSpace(get(j))
+		if isNullToken(s) {
+			if _, problem := parseFloatText(s, 64); problem != "" {
+				continue // NA, NULL, -; but NaN is a number
 			}
 		}
+		t.seen = true
+		if leadingZero(s) {
+			t.canInt, t.canFloat, t.canBool = false, false, false
+			return
+		}
+		num, numProblem := s, ""
+		if ro.decimalComma {
+			num, numProblem = decimalPoint(s)
+		}
+		isInt := false
+		if t.canInt {
+			if v, problem := parseIntText(s, 64); problem == "" {
+				isInt, t.floatDigit = true, true
+				// Should a later value make the column a double, this
+				// one must fit it exactly.
+				t.canFloat = t.canFloat && exactInt64(v)
+			} else {
+				t.canInt = false
+			}
+		}
+		if t.canFloat && !isInt {
+			if _, problem := parseFloatText(num, 64); problem != "" || numProblem != "" {
+				t.canFloat = false
+			} else if hasDigit(s) {
+				t.floatDigit = true
+			}
+		}
+		if t.canBool && !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+			t.canBool = false
+		}
+		if !t.canInt && !t.canFloat && !t.canBool {
+			return
+		}
 	}
+}
+
+// dataType is the type of the values seen.
+func (t *textSniff) dataType() arrow.DataType {
 	switch {
-	case !seen:
+	case !t.canInt && !t.canFloat && !t.canBool, !t.seen:
 		return arrow.BinaryTypes.String
-	case canInt:
+	case t.canInt:
 		return arrow.PrimitiveTypes.Int64
-	case canFloat && floatDigit:
+	case t.canFloat && t.floatDigit:
 		return arrow.PrimitiveTypes.Float64
-	case canBool:
+	case t.canBool:
 		return arrow.FixedWidthTypes.Boolean
 	}
 	return arrow.BinaryTypes.String

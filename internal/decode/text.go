@@ -26,6 +26,7 @@ type textSource struct {
 	ro     *resolved
 	cols   textColumns
 	r      *arrowcsv.Reader
+	stream *textStream
 	ends   *lineEnds // the text the reader reads
 	closer io.Closer
 	rows   int64 // data rows returned so far
@@ -110,7 +111,8 @@ func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.C
 	if !gz && src.Size < int64(size) {
 		size = int(max(src.Size, 16))
 	}
-	br := bufio.NewReaderSize(r, size)
+	read := &countingReader{r: r}
+	br := bufio.NewReaderSize(read, size)
 	head, err := br.Peek(size)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		_ = closer.Close()
@@ -143,16 +145,24 @@ func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.C
 			return nil, nil, err
 		}
 	}
-	return &textStream{Reader: br, bom: bom, prefix: prefix}, closer, nil
+	lineBytes := len(head) / max(bytes.Count(head, []byte{'\n'}), 1)
+	return &textStream{Reader: br, read: read, bom: bom, prefix: prefix, lineBytes: max(lineBytes, 1)}, closer, nil
 }
 
 // textStream is the decompressed text of a file after its byte order mark
 // and its separator hint.
 type textStream struct {
 	*bufio.Reader
-	bom    bool   // a UTF-8 byte order mark was skipped
-	prefix []byte // the bytes skipped: the mark and the hint's line
+	read   *countingReader // the decompressed bytes read into the buffer
+	bom    bool            // a UTF-8 byte order mark was skipped
+	prefix []byte          // the bytes skipped: the mark and the hint's line
+	// lineBytes is the mean length of the lines at the start of the text.
+	lineBytes int
 }
+
+// consumed is the number of decompressed bytes read from the stream (the
+// CSV reader's own small buffer aside).
+func (t *textStream) consumed() int64 { return t.read.n - int64(t.Buffered()) }
 
 // sepLine reads an Excel separator hint, "sep=X" as the whole first line
 // (quoted or not, with its line end), which Excel writes in front of CSV
@@ -261,6 +271,9 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 	if err := checkHeaderSeparator(ro, header); err != nil {
 		return nil, err
 	}
+	if header, err = renameColumns(ro, header); err != nil {
+		return nil, err
+	}
 	cols := newTextColumns(header)
 	if err := checkNames(ro.key, cols.out); err != nil {
 		return nil, err
@@ -287,8 +300,12 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 	if gz {
 		est *= 8
 	}
-	chunk := int(min(int64(ro.batchRows), max(est, 256)))
-	ends := newLineEnds(dr, comma, true)
+	chunk := int(min(int64(ro.batchRows), max(est, 256), pieceRows(ro, int64(dr.lineBytes))))
+	var data io.Reader = dr
+	if ro.skipRows != nil {
+		data = newRowFilter(dr, ro, cols) // records the CSV reader would refuse are set aside
+	}
+	ends := newLineEnds(data, comma, true)
 	r := arrowcsv.NewReader(ends, cols.read,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(comma),
@@ -296,10 +313,12 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		arrowcsv.WithChunk(chunk),
 		arrowcsv.WithAllocator(ro.mem),
 	)
-	return &textSource{ro: ro, cols: cols, r: r, ends: ends, closer: dc}, nil
+	return &textSource{ro: ro, cols: cols, r: r, stream: dr, ends: ends, closer: dc}, nil
 }
 
 func (t *textSource) schema() *arrow.Schema { return t.cols.out }
+
+func (t *textSource) consumed() int64 { return t.stream.consumed() }
 
 func (t *textSource) next() (arrow.RecordBatch, error) {
 	ok := t.r.Next()
@@ -308,7 +327,11 @@ func (t *textSource) next() (arrow.RecordBatch, error) {
 		if rec := t.r.RecordBatch(); rec != nil {
 			done = rec.NumRows()
 		}
-		return nil, textReadError(t.ro, t.rows+done+1, t.cols.read.NumFields(), t.ends.explain(err))
+		row := t.rows + done + 1
+		if t.ro.skipRows != nil {
+			row = t.ro.skipRows.fileRow(row)
+		}
+		return nil, textReadError(t.ro, row, t.cols.read.NumFields(), t.ends.explain(err))
 	}
 	if !ok {
 		return nil, nil

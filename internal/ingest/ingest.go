@@ -40,6 +40,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -86,6 +87,23 @@ type Config struct {
 	// (docs/schema.md); "" means the table's timelake.evolve property,
 	// else off. A table this run creates gets the property when it is set.
 	Evolve decode.Evolution
+	// OnError says what a row that cannot be loaded does to its file
+	// (docs/schema.md, "Bad rows set aside"); "" means the table's
+	// timelake.on-error, else decode.OnErrorFile. MaxBadRows bounds the
+	// rows skip-rows sets aside in one file; unset
+	// (decode.MaxBadRows.IsSet), the table's timelake.max-bad-rows, else
+	// decode.DefaultMaxBadRows. A source profile the key matches
+	// (profile.Set, from the table's properties) wins over both, and over
+	// the CSV, Columns, time and Evolve settings above.
+	OnError    decode.OnError
+	MaxBadRows decode.MaxBadRows
+	// SourceColumn and LoadTimeColumn name the columns that hold each
+	// row's landing key and the time its file was loaded (docs/schema.md,
+	// "Source columns"); "" means the table's timelake.source-column and
+	// timelake.load-time-column, else none. A table this run creates gets
+	// the properties when they are set.
+	SourceColumn   string
+	LoadTimeColumn string
 
 	MaxFiles int  // 0 = no limit
 	DryRun   bool // list what would be loaded, change nothing
@@ -100,11 +118,15 @@ type Config struct {
 	// CommitWait bounds how long a prepared file waits for more to fill
 	// its commit (up to FilesPerCommit); 0 means DefaultCommitWait.
 	CommitWait time.Duration
-	// MemoryBudget bounds the bytes of landing files being decoded and
-	// written at once (decoded data takes a small multiple of it); a larger
-	// file is processed alone. Downloads (to WorkDir, not memory) do not
-	// count: up to Parallel files download while others are decoded. 0
-	// means DefaultMemoryBudget.
+	// MemoryBudget bounds the decoded bytes of landing files being decoded
+	// and written at once (decode.DecodedSize: the decompressed text of a
+	// CSV or TSV file, gzipped or not; the values of a Parquet file): each
+	// file holds its share (admission) while it loads, and a file larger
+	// than the budget is decoded and written in pieces of the budget.
+	// Decoded data takes a small multiple of it (docs/performance.md).
+	// Downloads (to WorkDir, not memory) do not count: up to Parallel
+	// files download while others are decoded. 0 means
+	// DefaultMemoryBudget.
 	MemoryBudget int64
 
 	// ContentDedupe reports a file whose decompressed bytes equal those of
@@ -215,8 +237,16 @@ type FileResult struct {
 	Size   int64  `json:"size"`
 	Rows   int64  `json:"rows"`
 	// DuplicateRows counts the rows loaded whose (series key, time) an
-	// earlier row of the same file has: kept, and said so.
-	DuplicateRows int64  `json:"duplicate_rows,omitempty"`
+	// earlier row of the same file has: kept, and said so; under
+	// timelake.read-dedup replaced by the later row (ReplacedRows).
+	DuplicateRows int64 `json:"duplicate_rows,omitempty"`
+	ReplacedRows  int64 `json:"replaced_rows,omitempty"`
+	// RejectedRows counts the rows set aside under --on-error skip-rows,
+	// RejectsTo is the rejects file that holds them (with its report).
+	RejectedRows int64  `json:"rejected_rows,omitempty"`
+	RejectsTo    string `json:"rejects_to,omitempty"`
+	// Profile names the source profile the file was read with.
+	Profile       string `json:"profile,omitempty"`
 	SnapshotID    int64  `json:"snapshot_id,omitempty"`
 	DataFiles     int    `json:"data_files,omitempty"`
 	Reason        string `json:"reason,omitempty"`
@@ -284,7 +314,8 @@ type Report struct {
 	Waiting         int                 `json:"waiting"`
 	Failed          int                 `json:"failed"`
 	Rows            int64               `json:"rows"`
-	Remaining       bool                `json:"remaining"` // --max-files stopped the run early
+	RejectedRows    int64               `json:"rejected_rows"` // rows set aside (--on-error skip-rows)
+	Remaining       bool                `json:"remaining"`     // --max-files stopped the run early
 	SnapshotID      int64               `json:"snapshot_id,omitempty"`
 	MetadataVersion int                 `json:"metadata_version,omitempty"`
 	// Maintenance is what the maintenance after the loading did; nil when
@@ -293,8 +324,9 @@ type Report struct {
 	Seconds     float64      `json:"seconds"`
 }
 
-// Partial reports whether some files were quarantined or failed.
-func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 }
+// Partial reports whether some files were quarantined or failed, or rows
+// set aside.
+func (r *Report) Partial() bool { return r.Quarantined > 0 || r.Failed > 0 || r.RejectedRows > 0 }
 
 type runner struct {
 	cfg      Config
@@ -321,8 +353,9 @@ type runner struct {
 
 // Run performs one ingest run. It returns the report so far together with
 // an error when the run could not finish: ErrLeaseHeld (another run is
-// active), ErrNoTable, ctx cancellation, or a storage/commit error (the file
-// being loaded stays in the landing bucket for the next run). Files that
+// active), ErrNoTable, a *lake.SourceColumnError (the source columns
+// name columns the table cannot fill), ctx cancellation, or a
+// storage/commit error (the file being loaded stays in the landing bucket for the next run). Files that
 // cannot be loaded are not errors of the run: they are quarantined and
 // counted in Report.Quarantined.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -470,6 +503,11 @@ func (r *runner) open(ctx context.Context) (_ context.Context, release func(), e
 	switch {
 	case err == nil:
 		r.tbl = tbl
+		// Source columns the table cannot fill would refuse every file:
+		// refuse the run instead, before a file is moved.
+		if err := tbl.CheckSourceColumns(r.sourceColumnNames()); err != nil {
+			return ctx, release, err
+		}
 	case errors.Is(err, lake.ErrTableNotFound):
 		// A missing lake bucket reads as an empty warehouse: tell them
 		// apart before anything would be created (or reported as done).
@@ -651,7 +689,7 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	var deferred []storage.ObjectInfo
 	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
-		it := r.prepare(ctx, files[i], func() error { return nil }) // one at a time
+		it := r.prepare(ctx, files[i], func(int64) error { return nil }) // one at a time
 		if it.deferred != nil {
 			deferred = append(deferred, files[i])
 			if firstCause == nil {
@@ -890,27 +928,23 @@ type item struct {
 // pipeline loads files with Parallel workers that download, decode and
 // write data files, while this goroutine commits what is ready, up to
 // FilesPerCommit snapshots per metadata write, and deletes the committed
-// landing objects. The bytes of files being decoded at once stay within
-// MemoryBudget; a worker takes its share only once its file is downloaded,
-// so downloads overlap the decoding of other files.
+// landing objects. The decoded bytes of files being decoded at once stay
+// within MemoryBudget (admission); a worker takes its share only once its
+// file is downloaded, so downloads overlap the decoding of other files.
 func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
 	if len(files) == 0 {
 		return nil
 	}
-	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.cfg.MemoryBudget
+	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.memoryBudget()
 	if workers <= 0 {
 		workers = DefaultParallel
 	}
 	if perCommit <= 0 {
 		perCommit = DefaultFilesPerCommit
 	}
-	if budget <= 0 {
-		budget = DefaultMemoryBudget
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := semaphore.NewWeighted(budget)
-	weight := func(o storage.ObjectInfo) int64 { return min(max(o.Size, 1), budget) }
 
 	jobs := make(chan storage.ObjectInfo)
 	// Prepared items hold no decoded data (only the data files' metadata),
@@ -943,16 +977,16 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 			for o := range jobs {
 				// The semaphore serves waiters in order, so a large file
 				// is not starved by smaller ones behind it.
-				held := false
-				it := r.prepare(ctx, o, func() error {
-					if err := sem.Acquire(ctx, weight(o)); err != nil {
+				var held int64
+				it := r.prepare(ctx, o, func(share int64) error {
+					if err := sem.Acquire(ctx, share); err != nil {
 						return err
 					}
-					held = true
+					held = share
 					return nil
 				})
-				if held {
-					sem.Release(weight(o))
+				if held > 0 {
+					sem.Release(held)
 				}
 				if it.err != nil && ctx.Err() == nil {
 					stop(it.err)
@@ -1165,6 +1199,7 @@ func (r *runner) record(res FileResult) {
 	case Loaded:
 		r.rep.Loaded++
 		r.rep.Rows += res.Rows
+		r.rep.RejectedRows += res.RejectedRows
 	case AlreadyLoaded:
 		r.rep.AlreadyLoaded++
 	case Quarantined:
@@ -1188,6 +1223,9 @@ type download struct {
 	// the sha256 of any other; "" when the gzip stream does not read (the
 	// decoder says why).
 	content string
+	// decompressed is the size of the decompressed bytes of a gzip file
+	// (as far as they read), the size of any other.
+	decompressed int64
 }
 
 // compressed reports a gzip file, whose content hash differs from its
@@ -1278,11 +1316,13 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 	}
 	d.info.Size = n
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
-	d.content = d.sha256
-	if gz, err := contentHash(f); err != nil {
-		d.content = ""
-	} else if gz != "" {
-		d.content = gz
+	d.content, d.decompressed = d.sha256, n
+	gz, size, err := contentHash(f)
+	switch {
+	case err != nil:
+		d.content, d.decompressed = "", size
+	case gz != "":
+		d.content, d.decompressed = gz, size
 	}
 	return d, nil
 }
@@ -1290,33 +1330,43 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 // errChanging marks a landing file that changed while it was read.
 var errChanging = errors.New("the file changed while it was read")
 
-// contentHash returns the hex SHA-256 of the decompressed bytes of f when
-// it is gzip-compressed (by its magic bytes), "" when it is not, and an
-// error when the gzip stream does not read to its end.
-func contentHash(f io.ReaderAt) (string, error) {
+// contentHash returns the hex SHA-256 of the decompressed bytes of f and
+// their size when it is gzip-compressed (by its magic bytes), "" when it is
+// not, and an error when the gzip stream does not read to its end (size is
+// then what did).
+func contentHash(f io.ReaderAt) (string, int64, error) {
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
-		return "", nil
+		return "", 0, nil
 	}
 	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer zr.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
-		return "", err
+	n, err := io.Copy(h, zr)
+	if err != nil {
+		return "", n, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
+
+// admission is the share of the memory budget a file of the given decoded
+// size (decode.DecodedSize: a compressed file by its decompressed bytes)
+// holds while it is decoded and written: its size, or the whole budget for
+// a file larger than it, which is decoded in pieces of the budget.
+func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget) }
 
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
 // with the file itself end in quarantine (done); anything else is a fatal
 // item error that leaves the object in place. admit is called once, after
-// the download and before the decode, and blocks until the file fits the
-// memory budget (an error: ctx is done).
-func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func() error) *item {
+// the download and before the decode, with the file's share of the memory
+// budget (admission), and blocks until the share is free (an error: ctx is
+// done). The file is decoded and written in pieces of at most the budget
+// (decode.DecodeEach, lake.BatchWriter), which commit as one snapshot.
+func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(share int64) error) *item {
 	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
@@ -1328,6 +1378,14 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 			}
 			if ok {
 				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
+				return it
+			}
+			// The profile the file would be read with, or why it would
+			// be refused (two match its key).
+			if _, prof, err := r.fileSettings(o.Key); err != nil {
+				it.res.Reason = strings.TrimPrefix(err.Error(), o.Key+": ")
+			} else if prof != nil {
+				it.res.Profile = prof.Name
 			}
 		}
 		return it
@@ -1381,38 +1439,8 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 		// this key could not be recognised as loaded again.
 		return reject(fmt.Errorf("%q: %w", o.Key, errNameNotUTF8))
 	}
-	if err := admit(); err != nil {
-		it.err = err
-		return it
-	}
-	dec, err := r.decode(ctx, d)
-	if err != nil {
-		return reject(err)
-	}
-	defer func() { dec.Release() }()
-
-	if r.tbl == nil {
-		if err := r.createTable(ctx, o.Key, dec); err != nil {
-			var fe *decode.FileError
-			if errors.As(err, &fe) {
-				return reject(err)
-			}
-			it.err = r.lakeErr(err)
-			return it
-		}
-		if !dec.Schema.Equal(r.tbl.ArrowSchema()) {
-			// Decode again against the table as created (field ids), or
-			// as another writer created it meanwhile.
-			dec.Release()
-			if dec, err = r.decode(ctx, d); err != nil {
-				return reject(err)
-			}
-		}
-	}
-	// A file without data rows is loaded too: its snapshot records the
-	// key as loaded and adds no data file (docs/ingest.md, "Files without
-	// rows").
-	if it.res.DuplicateRows, err = dec.DuplicateRows(r.tbl.Contract().SeriesKey); err != nil {
+	share := admission(decode.DecodedSize(d.source(), d.decompressed), r.memoryBudget())
+	if err := admit(share); err != nil {
 		it.err = err
 		return it
 	}
@@ -1424,39 +1452,297 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func()
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content
 	}
-	p, err := r.tbl.Prepare(ctx, o.Key, dec.Records, summary, 0)
-	if err != nil {
-		if errors.Is(err, lake.ErrRequiredNull) {
-			return reject(err)
-		}
-		it.err = r.lakeErr(err)
+	wr, err := r.writePieces(ctx, o.Key, d, summary)
+	var fatal *fatalError
+	var unset *setAsideError
+	switch {
+	case errors.As(err, &fatal):
+		it.err = fatal.err
 		return it
+	case errors.As(err, &unset):
+		if r.stopsRun(ctx, unset.err) {
+			it.err = r.landingErr(unset.err)
+			return it
+		}
+		r.log.Info("could not set the refused rows of a file aside; it stays in the landing bucket", "key", o.Key, "err", unset.err)
+		it.res.Status, it.done = Failed, true
+		it.res.Reason = fmt.Sprintf("%d rows are refused (--on-error skip-rows) and could not be set aside (%v); the file stays in the landing bucket and a later run tries again", unset.rows, unset.err)
+		return it
+	case err != nil:
+		return reject(err)
 	}
-	it.prepared = p
+	it.prepared, it.res.DuplicateRows, it.res.Profile = wr.prepared, wr.dups, wr.profile
+	it.res.ReplacedRows = wr.prepared.Replaced
+	it.res.RejectedRows, it.res.RejectsTo = wr.rejected, wr.rejectsTo
 	return it
 }
 
-func (r *runner) decode(ctx context.Context, d *download) (*decode.Decoded, error) {
-	opts := decode.DecodeOptions{TimeUnit: r.cfg.TimeUnit, AssumeLocation: r.cfg.AssumeLocation,
-		CSV: r.cfg.CSV, Columns: r.cfg.Columns}
+// fatalError marks an error of writePieces that is not the file's: the
+// file stays in the landing bucket.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// setAsideError says the rows refused under --on-error skip-rows could not
+// be set aside (rows of them): the file stays in the landing bucket.
+type setAsideError struct {
+	rows int
+	err  error
+}
+
+func (e *setAsideError) Error() string { return e.err.Error() }
+
+// written is what writePieces made of a file: its batch to commit, the
+// rows of a piece whose (series key, time) an earlier row of the piece
+// has (dups), its source profile, and the rows set aside under
+// --on-error skip-rows with their rejects file.
+type written struct {
+	prepared  *lake.Prepared
+	dups      int64
+	profile   string
+	rejected  int64
+	rejectsTo string
+}
+
+// writePieces decodes d in pieces of at most the memory budget (decoded
+// bytes, decode.DecodedSize) and writes each as data files of one batch
+// (the file's snapshot, to commit), with the source columns filled
+// (sourceColumns). When there is no table yet, the whole file is decoded
+// first (nothing kept but its schema), and the table is created from it
+// only if every row decodes. Rows refused under --on-error skip-rows come
+// with the last piece: they are set aside (setAside) before the batch is
+// returned, since once its rows are committed the landing file goes, and
+// the rows refused with it. The file's own problems (it does not decode,
+// a required column is null) come back as they are, to quarantine it; a
+// rejects file that cannot be written as a *setAsideError; others as a
+// *fatalError.
+func (r *runner) writePieces(ctx context.Context, key string, d *download, summary map[string]string) (*written, error) {
+	if r.tbl == nil {
+		var first decode.Decoded
+		_, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
+			dec.Release()
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := r.createTable(ctx, key, &first); err != nil {
+			var fe *decode.FileError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, &fatalError{r.lakeErr(err)}
+		}
+	}
+	var w *lake.BatchWriter
+	out := &written{}
+	var rows int64
+	drop := func() {
+		if w != nil {
+			w.Discard(context.WithoutCancel(ctx))
+			w = nil
+		}
+	}
+	loadTime := r.cfg.Now()
+	prof, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+		defer dec.Release()
+		if dec.Piece == 0 {
+			drop() // the decode started over
+			out.dups, rows = 0, 0
+		}
+		if w == nil {
+			var err error
+			if w, err = r.tbl.NewBatchWriter(key, summary, 0); err != nil {
+				return &fatalError{r.lakeErr(err)}
+			}
+		}
+		n, err := dec.DuplicateRows(r.tbl.Contract().SeriesKey)
+		if err != nil {
+			return &fatalError{err}
+		}
+		out.dups += n
+		recs, release, err := r.sourceColumns(key, loadTime, dec)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if err := w.Write(ctx, recs); err != nil {
+			if errors.Is(err, lake.ErrRequiredNull) {
+				return err
+			}
+			return &fatalError{r.lakeErr(err)}
+		}
+		rows += dec.Rows
+		if len(dec.Rejected) > 0 {
+			dst, err := r.setAside(ctx, d, dec, rows)
+			if err != nil {
+				return &setAsideError{rows: len(dec.Rejected), err: err}
+			}
+			out.rejected, out.rejectsTo = int64(len(dec.Rejected)), dst
+			summary[lake.SummaryRejectedRows] = strconv.Itoa(len(dec.Rejected))
+			summary[lake.SummaryRejectsFile] = dst
+		}
+		return nil
+	})
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	out.prepared, out.profile = w.Prepared(), prof
+	return out, nil
+}
+
+// decodeEach decodes d (decode.DecodeEach) with the settings that apply
+// to it (fileSettings), against the table, or for a new one, in pieces of
+// at most the memory budget; it returns the name of its source profile
+// ("" for none).
+func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.Decoded) error) (string, error) {
+	fs, prof, err := r.fileSettings(d.info.Key)
+	if err != nil {
+		return "", err
+	}
+	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget()}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
-		opts.Evolve = r.cfg.Evolve
-		if opts.Evolve == "" {
-			prop := r.tbl.Properties()[lake.PropEvolve]
-			var err error
-			if opts.Evolve, err = decode.ParseEvolution(prop); err != nil {
-				// Written by another tool (tables alter checks it): the
-				// table does not change, as without the property.
-				r.log.Warn("table property ignored", "property", lake.PropEvolve, "err", err)
-				opts.Evolve = decode.EvolveOff
-			}
+		opts.Evolve = fs.Evolve
+		if fs.TimeColumn != "" && fs.TimeColumn != opts.TimeColumn {
+			// The profile's files name the time column their own way.
+			opts.Renames = map[string]string{fs.TimeColumn: opts.TimeColumn}
 		}
 	} else {
-		opts.TimeColumn = r.cfg.TimeColumn
+		opts.TimeColumn = fs.TimeColumn
 	}
-	return decode.Decode(ctx, decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, opts)
+	name := ""
+	if prof != nil {
+		name = prof.Name
+	}
+	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
+}
+
+// source is the downloaded file, to decode.
+func (d *download) source() decode.Source {
+	return decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}
+}
+
+// memoryBudget is Config.MemoryBudget or its default.
+func (r *runner) memoryBudget() int64 {
+	if r.cfg.MemoryBudget > 0 {
+		return r.cfg.MemoryBudget
+	}
+	return DefaultMemoryBudget
+}
+
+// fileSettings are the settings a landing key is read with: the run's
+// (Config), each table-level one from the table's property when the run
+// does not set it, and the source profile the key matches over them
+// (profile.Profile.Apply). Errors: the table's profiles do not read, or
+// two match the key (profile.ErrAmbiguous); the file is refused with it,
+// as a setting's refusal.
+func (r *runner) fileSettings(key string) (profile.FileSettings, *profile.Profile, error) {
+	fs := profile.FileSettings{CSV: r.cfg.CSV, Columns: r.cfg.Columns, TimeUnit: r.cfg.TimeUnit,
+		AssumeLocation: r.cfg.AssumeLocation, Evolve: r.cfg.Evolve, OnError: r.cfg.OnError, MaxBadRows: r.cfg.MaxBadRows}
+	if r.tbl == nil {
+		fs.TimeColumn = r.cfg.TimeColumn
+		return fs, nil, nil
+	}
+	props := r.tbl.Properties()
+	fs = profile.TableDefaults(fs, props, func(prop string, err error) {
+		// Written by another tool (tables alter checks them): ignored,
+		// as without the property.
+		r.log.Warn("table property ignored", "property", prop, "err", err)
+	})
+	set, err := profile.FromProperties(props)
+	if err != nil {
+		return fs, nil, &profileError{err}
+	}
+	p, err := set.For(key)
+	if err != nil {
+		return fs, nil, &profileError{fmt.Errorf("%s: %w", key, err)}
+	}
+	return p.Apply(fs), p, nil
+}
+
+// profileError refuses a file because of the table's source profiles
+// (their properties do not read, or two match its key): a setting's
+// refusal, requeued once they are fixed.
+type profileError struct{ err error }
+
+func (e *profileError) Error() string { return e.err.Error() }
+func (e *profileError) Unwrap() error { return e.err }
+
+// sourceColumns returns dec's records with the source columns filled
+// (docs/schema.md, "Source columns"): the landing key, and the time the
+// file was loaded, in the columns the run or the table names; a column
+// the table lacks is added to the schema with the file's commit (as
+// --evolve adds one). A file that holds values in such a column of its
+// own is refused: they would be overwritten. loadTime is the same for
+// every piece of a file. release frees what it made.
+func (r *runner) sourceColumns(key string, loadTime time.Time, dec *decode.Decoded) ([]arrow.RecordBatch, func(), error) {
+	src, loaded := r.sourceColumnNames()
+	if src == "" && loaded == "" {
+		return dec.Records, func() {}, nil
+	}
+	var cols []lake.SourceValue
+	if src != "" {
+		cols = append(cols, lake.SourceValue{Column: src, Text: key})
+	}
+	if loaded != "" {
+		cols = append(cols, lake.SourceValue{Column: loaded, Time: loadTime})
+	}
+	recs, err := lake.WithSourceColumns(dec.Schema, dec.Records, cols)
+	var sce *lake.SourceColumnError
+	if errors.As(err, &sce) {
+		return nil, nil, &decode.FileError{Key: key, Column: sce.Column, Reason: sce.Reason}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}, nil
+}
+
+// sourceColumnNames returns the columns of the landing key and of the
+// load time ("" for none): the run's settings, else the table's
+// properties.
+func (r *runner) sourceColumnNames() (source, loadTime string) {
+	props := r.tbl.Properties()
+	return cmp.Or(r.cfg.SourceColumn, props[lake.PropSourceColumn]), cmp.Or(r.cfg.LoadTimeColumn, props[lake.PropLoadTimeColumn])
+}
+
+// setAside writes the rows of d that were refused (--on-error
+// skip-rows; dec: the file's last piece, which carries them; loaded: the
+// rows of all its pieces) as a rejects file with its report next to the
+// quarantine (landing.Bucket.SetAside) and returns its key there.
+func (r *runner) setAside(ctx context.Context, d *download, dec *decode.Decoded, loaded int64) (string, error) {
+	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"rejects-*")
+	if err != nil {
+		return "", &workDirError{dir: r.workDir(), err: err}
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	ext, err := dec.WriteRejects(decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}, f)
+	if err != nil {
+		return "", fmt.Errorf("write the refused rows of %s: %w", d.info.Key, err)
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", err
+	}
+	first := dec.Rejected[0]
+	rep := landing.Report{Table: r.cfg.Table.String(), Kind: landing.KindRows, SourceKey: d.info.Key, SourceSHA256: d.sha256,
+		Reason: fmt.Sprintf("%d of %d rows of %s refused (--on-error skip-rows), the first at row %d: %s; the other %d rows are loaded",
+			len(dec.Rejected), loaded+int64(len(dec.Rejected)), d.info.Key, first.Row, first.Reason, loaded),
+		Row: first.Row, Column: first.Column, Value: first.Value, Rows: dec.Rejected, At: r.cfg.Now().UTC(),
+		Hint: "fix the rows (or the setting that refused them) and send them again as a new file, or put this file back with timelake landing requeue KEY once a setting is fixed"}
+	return r.bucket.SetAside(ctx, landing.RejectsKey(d.info.Key, ext), io.NewSectionReader(f, 0, size), size, rep)
 }
 
 // createTable creates the table from the first decoded file, or loads it if
@@ -1467,9 +1753,16 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 			return &decode.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
 		}
 	}
-	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition}
-	if r.cfg.Evolve != "" {
-		spec.Properties = map[string]string{lake.PropEvolve: string(r.cfg.Evolve)}
+	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition, Properties: map[string]string{}}
+	// The run's table-level settings become the table's, for every writer.
+	for k, v := range map[string]string{lake.PropEvolve: string(r.cfg.Evolve), lake.PropOnError: string(r.cfg.OnError),
+		lake.PropSourceColumn: r.cfg.SourceColumn, lake.PropLoadTimeColumn: r.cfg.LoadTimeColumn} {
+		if v != "" {
+			spec.Properties[k] = v
+		}
+	}
+	if r.cfg.MaxBadRows.IsSet() {
+		spec.Properties[lake.PropMaxBadRows] = r.cfg.MaxBadRows.String()
 	}
 	tbl, err := r.cfg.Lake.CreateTable(ctx, r.cfg.Table, dec.Schema, spec)
 	if errors.Is(err, lake.ErrTableExists) {
@@ -1567,6 +1860,8 @@ func hint(err error) string {
 		return "fill the required column in every row, then upload the file again under a new key"
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
+	case errors.As(err, new(*profileError)):
+		return "fix the table's source profiles (timelake tables show lists them; timelake tables alter changes them), then put the file back with timelake landing requeue"
 	}
 	var fe *decode.FileError
 	if errors.As(err, &fe) {
@@ -1594,7 +1889,7 @@ func (r *runner) afterSchemaConflicts(ctx context.Context, pending []*item, resu
 				return nil, nil, fmt.Errorf("%s: other writers kept changing the table's schema; the file stays for the next run: %w", it.obj.Key, ar.SchemaConflict)
 			}
 			r.log.Info("the table's schema changed under a file: preparing it again", "key", it.obj.Key, "reason", ar.SchemaConflict)
-			fresh := r.prepare(ctx, it.obj, func() error { return nil })
+			fresh := r.prepare(ctx, it.obj, func(int64) error { return nil })
 			fresh.start = it.start
 			*it = *fresh
 			if it.err != nil {

@@ -153,6 +153,13 @@ func gzipped(t *testing.T, b []byte) []byte {
 // columns in yet another order.
 func parquetFile(t *testing.T, rows []reading) []byte {
 	t.Helper()
+	return parquetRowGroups(t, rows, 1024, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)))
+}
+
+// parquetRowGroups writes rows as parquetFile does, in row groups of
+// groupRows rows, with props.
+func parquetRowGroups(t *testing.T, rows []reading, groupRows int, props *parquet.WriterProperties) []byte {
+	t.Helper()
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "device_id", Type: arrow.BinaryTypes.String},
 		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64},
@@ -170,8 +177,7 @@ func parquetFile(t *testing.T, rows []reading) []byte {
 	tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer tbl.Release()
 	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
-	if err := pqarrow.WriteTable(tbl, &buf, 1024, props, pqarrow.DefaultWriterProps()); err != nil {
+	if err := pqarrow.WriteTable(tbl, &buf, int64(groupRows), props, pqarrow.DefaultWriterProps()); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -19,6 +19,14 @@ type Maintenance struct {
 	FilesIn  int   `json:"files_in"`
 	BytesIn  int64 `json:"bytes_in"`
 	FilesOut int   `json:"files_out"`
+	// RowsReplaced counts the rows compaction left out under
+	// timelake.read-dedup: a newer batch's row has their series key and
+	// time.
+	RowsReplaced int64 `json:"rows_replaced,omitempty"`
+	// PartitionsDropped and RowsDropped: the partitions older than
+	// timelake.retention that this round dropped, and their rows.
+	PartitionsDropped []string `json:"partitions_dropped,omitempty"`
+	RowsDropped       int64    `json:"rows_dropped,omitempty"`
 	// SnapshotsExpired and KeysRemembered: snapshots expired, and the
 	// batch ids they carried that moved into the load history.
 	SnapshotsExpired int `json:"snapshots_expired"`
@@ -36,7 +44,8 @@ type Maintenance struct {
 	// delete files of another engine).
 	CompactionSkipped string `json:"compaction_skipped,omitempty"`
 	// CompactionDeferred counts groups left for a later round: the
-	// round's bound on the bytes it rewrites was spent.
+	// round's bound on the bytes it rewrites was spent, or their estimated
+	// rewrite did not fit the budget.
 	CompactionDeferred int `json:"compaction_deferred,omitempty"`
 	// CompactionIdle says why compaction had nothing to do (every file
 	// at the target size, too few small files).
@@ -54,7 +63,7 @@ type Maintenance struct {
 
 // Work reports whether maintenance changed anything.
 func (m *Maintenance) Work() bool {
-	return m.FilesIn > 0 || m.SnapshotsExpired > 0 || m.FilesDeleted > 0 || m.OrphansRemoved > 0
+	return m.FilesIn > 0 || m.SnapshotsExpired > 0 || m.FilesDeleted > 0 || m.OrphansRemoved > 0 || len(m.PartitionsDropped) > 0
 }
 
 // Notable reports whether a run's output should say what maintenance did
@@ -91,6 +100,10 @@ func Maintain(ctx context.Context, tbl *lake.Table, budget time.Duration) *Maint
 		m.FilesIn += g.FilesIn
 		m.BytesIn += g.BytesIn
 		m.FilesOut += g.FilesOut
+		m.RowsReplaced += g.Replaced
+	}
+	if r := rep.Retention; r != nil && r.SnapshotID != 0 {
+		m.PartitionsDropped, m.RowsDropped = r.Partitions, r.Rows
 	}
 	if rep.Orphans != nil {
 		m.OrphansRemoved = len(rep.Orphans.Files)

@@ -1,9 +1,18 @@
 package ingest
 
 import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"runtime/debug"
 	"testing"
+
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 func TestTuneRuntime(t *testing.T) {
@@ -34,5 +43,54 @@ func TestTuneRuntime(t *testing.T) {
 				t.Errorf("after restore: memory limit = %d", got)
 			}
 		})
+	}
+}
+
+// TestAdmissionChargesDecompressedBytes: a gzipped file takes the share of
+// the memory budget of its decompressed text, not of its compressed size;
+// a file larger than the budget takes the whole budget (and is decoded in
+// pieces of it).
+func TestAdmissionChargesDecompressedBytes(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	text.WriteString("time,device_id,temperature_c\n")
+	for i := range 50_000 {
+		fmt.Fprintf(&text, "2026-01-05T10:%02d:%02dZ,dev-%d,21.5\n", i/60%60, i%60, i%10)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(text.Bytes())
+	zw.Close()
+	if _, err := st.Put(ctx, "gw/a.csv.gz", bytes.NewReader(z.Bytes()), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := st.Stat(ctx, "gw/a.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("admitted")
+	for _, tc := range []struct {
+		budget, want int64
+	}{
+		{64 << 20, int64(text.Len())},
+		{1 << 20, 1 << 20},
+	} {
+		r := newRunner(Config{Landing: st, Lake: l, MemoryBudget: tc.budget, WorkDir: t.TempDir(), SettleTime: -1, OpenEndSettleTime: -1}, landing.HolderIngest)
+		var share int64
+		it := r.prepare(ctx, obj, func(n int64) error { share = n; return stop })
+		if !errors.Is(it.err, stop) {
+			t.Fatalf("budget %d: prepare ended with %v before its admission", tc.budget, it.err)
+		}
+		if share != tc.want {
+			t.Errorf("budget %d: share %d for %d compressed and %d decompressed bytes, want %d", tc.budget, share, z.Len(), text.Len(), tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -63,9 +64,12 @@ type AppendResult struct {
 type Prepared struct {
 	BatchID string
 	Rows    int64
-	Bytes   int64              // bytes of the data files
-	files   []iceberg.DataFile // none for a batch without rows
-	summary iceberg.Properties
+	// Replaced counts the rows left out under timelake.read-dedup: a
+	// later row of the batch has their series key and time.
+	Replaced int64
+	Bytes    int64              // bytes of the data files
+	files    []iceberg.DataFile // none for a batch without rows
+	summary  iceberg.Properties
 	// change is the schema the data files were written with when the
 	// batch changes the table's schema; nil when they use the table's
 	// schema at Prepare.
@@ -115,70 +119,141 @@ func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordB
 // decision.
 //
 // Prepare may run concurrently with other Prepare calls and with Commit.
+// It is NewBatchWriter, one Write and Prepared.
 func (t *Table) Prepare(ctx context.Context, batchID string, recs []arrow.RecordBatch, summary map[string]string, batchRows int) (*Prepared, error) {
+	w, err := t.NewBatchWriter(batchID, summary, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(ctx, recs); err != nil {
+		w.Discard(ctx)
+		return nil, err
+	}
+	return w.Prepared(), nil
+}
+
+// BatchWriter writes the data files of one batch in parts, for a file too
+// large to sort and write at once: each Write sorts its records and writes
+// them as data files of their own (Prepare's rules), all against the table
+// as NewBatchWriter saw it, so that every part uses the same schema and
+// field ids. The parts commit as one snapshot (Prepared, then Commit). A
+// BatchWriter is used by one goroutine.
+type BatchWriter struct {
+	t         *Table
+	v         tableView
+	batchID   string
+	summary   map[string]string
+	batchRows int
+	sc        *arrow.Schema // the records' schema, from the first Write with records
+	plan      *conformPlan  // how they are conformed to v; nil when they have its schema
+	change    *schemaChange
+	files     []iceberg.DataFile
+	rows      int64
+	replaced  int64 // rows left out under timelake.read-dedup
+	size      int64
+}
+
+// NewBatchWriter starts a batch (batchID must not be empty); batchRows is
+// the record batch size used when writing, 0 for 65,536.
+func (t *Table) NewBatchWriter(batchID string, summary map[string]string, batchRows int) (*BatchWriter, error) {
 	if batchID == "" {
 		return nil, errors.New("append: empty batch id")
 	}
 	v := t.view()
-	var change *schemaChange
-	if len(recs) > 0 {
-		sc := recs[0].Schema()
-		plan, c, err := planBatch(v.head.write.CurrentSchema(), v.arrowSc, v.head.write.LastColumnID(), sc)
-		if err != nil {
-			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
-		}
-		if plan != nil {
-			if c != nil {
-				if v, err = t.evolvedView(v, c); err != nil {
-					return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
-				}
-				change = c
-			}
-			conformed := make([]arrow.RecordBatch, 0, len(recs))
-			defer func() {
-				for _, r := range conformed {
-					r.Release()
-				}
-			}()
-			for _, r := range recs {
-				if !r.Schema().Equal(sc) {
-					return nil, fmt.Errorf("append %s to %s: record schema %s does not match the first record's %s", batchID, t.name, r.Schema(), sc)
-				}
-				cr, err := plan.apply(ctx, memory.DefaultAllocator, r)
-				if err != nil {
-					return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
-				}
-				conformed = append(conformed, cr)
-			}
-			recs = conformed
-		}
-	}
-	var rows int64
-	for _, r := range recs {
-		if !r.Schema().Equal(v.arrowSc) {
-			return nil, fmt.Errorf("append %s to %s: record schema %s does not match table schema %s", batchID, t.name, r.Schema(), v.arrowSc)
-		}
-		if err := checkRequired(r); err != nil {
-			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
-		}
-		rows += r.NumRows()
-	}
 	if v.contract.TimeColumn == "" {
 		return nil, fmt.Errorf("append %s to %s: the table has no time column (set %s)", batchID, t.name, PropTimeColumn)
 	}
-	var files []iceberg.DataFile
-	var size int64
-	if rows > 0 {
-		var err error
-		if files, size, err = t.writeDataFiles(ctx, v, recs, batchRows); err != nil {
-			return nil, fmt.Errorf("append %s to %s: %w", batchID, t.name, err)
-		}
+	return &BatchWriter{t: t, v: v, batchID: batchID, summary: summary, batchRows: batchRows}, nil
+}
+
+// Write validates, sorts and writes recs (not released) as data files of
+// the batch. Every Write's records have the schema of the first one's. On
+// error the files of this Write are removed; those of earlier ones stay
+// until Discard.
+func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error {
+	t := w.t
+	if len(recs) == 0 {
+		return nil
 	}
-	props := iceberg.Properties{SummaryBatchID: batchID}
-	for k, val := range summary {
+	if w.sc == nil {
+		w.sc = recs[0].Schema()
+		plan, c, err := planBatch(w.v.head.write.CurrentSchema(), w.v.arrowSc, w.v.head.write.LastColumnID(), w.sc)
+		if err != nil {
+			return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+		}
+		if c != nil {
+			if w.v, err = t.evolvedView(w.v, c); err != nil {
+				return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+			}
+			w.change = c
+		}
+		w.plan = plan
+	}
+	if w.plan != nil {
+		conformed := make([]arrow.RecordBatch, 0, len(recs))
+		defer func() {
+			for _, r := range conformed {
+				r.Release()
+			}
+		}()
+		for _, r := range recs {
+			if !r.Schema().Equal(w.sc) {
+				return fmt.Errorf("append %s to %s: record schema %s does not match the first record's %s", w.batchID, t.name, r.Schema(), w.sc)
+			}
+			cr, err := w.plan.apply(ctx, memory.DefaultAllocator, r)
+			if err != nil {
+				return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+			}
+			conformed = append(conformed, cr)
+		}
+		recs = conformed
+	}
+	var rows int64
+	for _, r := range recs {
+		if !r.Schema().Equal(w.v.arrowSc) {
+			return fmt.Errorf("append %s to %s: record schema %s does not match table schema %s", w.batchID, t.name, r.Schema(), w.v.arrowSc)
+		}
+		if err := checkRequired(r); err != nil {
+			return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+		}
+		rows += r.NumRows()
+	}
+	if rows == 0 {
+		return nil
+	}
+	files, size, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows)
+	if err != nil {
+		return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+	}
+	// Under timelake.read-dedup the files hold one row of each key (of
+	// this Write's records).
+	replaced := rows
+	for _, df := range files {
+		replaced -= df.Count()
+	}
+	w.files = append(w.files, files...)
+	w.rows += rows - replaced
+	w.replaced += replaced
+	w.size += size
+	return nil
+}
+
+// Prepared returns the batch of every Write so far, to Commit (or Discard).
+func (w *BatchWriter) Prepared() *Prepared {
+	props := iceberg.Properties{SummaryBatchID: w.batchID}
+	for k, val := range w.summary {
 		props[k] = val
 	}
-	return &Prepared{BatchID: batchID, Rows: rows, Bytes: size, files: files, summary: props, change: change}, nil
+	if w.replaced > 0 {
+		props[SummaryReplacedRows] = strconv.FormatInt(w.replaced, 10)
+	}
+	return &Prepared{BatchID: w.batchID, Rows: w.rows, Replaced: w.replaced, Bytes: w.size, files: w.files, summary: props, change: w.change}
+}
+
+// Discard deletes the data files written so far; the writer is done with.
+func (w *BatchWriter) Discard(ctx context.Context) {
+	w.t.removeFiles(ctx, dataFilePaths(w.files))
+	w.files, w.rows, w.replaced, w.size = nil, 0, 0, 0
 }
 
 // Discard deletes the data files of batches that will not be committed.
@@ -206,7 +281,11 @@ func checkRequired(r arrow.RecordBatch) error {
 // concurrently (writePlan, writeRanges); the files come back in sorted
 // order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	rows, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs,
+	sorted := newSortedRows
+	if readDedup(v.head.props()) {
+		sorted = newNewestRows // one row of each key (dedupe.go)
+	}
+	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs,
 		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
 	if err != nil {
 		return nil, 0, err

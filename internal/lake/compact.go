@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -75,6 +76,10 @@ const (
 	// SummaryCompaction names why a replace snapshot rewrote its files:
 	// "tiered" (small files of a live partition) or "cold".
 	SummaryCompaction = "timelake.compaction"
+	// SummaryReplacedRows counts the rows a compaction under
+	// timelake.read-dedup left out: a newer batch has their series key and
+	// time (its snapshot is an overwrite).
+	SummaryReplacedRows = "timelake.replaced-rows"
 )
 
 // CompactOptions tune Compact. Zero values take the table's properties,
@@ -86,6 +91,18 @@ type CompactOptions struct {
 	// MaxBytes bounds the bytes of input files one call rewrites (the
 	// rest waits for the next call); 0 means no bound.
 	MaxBytes int64
+	// Deadline, when set, is when the rewrites must have ended: a group
+	// whose estimated rewrite (rewriteEstimate) does not fit the time left
+	// is not started (CompactResult.Deferred), and a rewrite still running
+	// at Deadline is abandoned, its files deleted (Abandoned); the groups
+	// written before it commit, under ctx. Zero: no deadline.
+	Deadline time.Time
+	// Clock reads the time Deadline is compared with; nil is time.Now.
+	Clock func() time.Time
+	// RewriteRate is the rows per second a rewrite is estimated to take;
+	// 0 is the rate earlier rewrites of the table measured (the
+	// maintenance state), else defaultRewriteRate.
+	RewriteRate float64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
 
@@ -104,8 +121,17 @@ type CompactionGroup struct {
 	Rows      int64
 	FilesOut  int // 0 in a dry run
 	BytesOut  int64
-	inputs    []iceberg.DataFile
-	outputs   []iceberg.DataFile
+	// Replaced counts the rows left out under timelake.read-dedup: rows
+	// whose series key and time a newer batch's row has (dedupe.go).
+	Replaced int64
+	inputs   []iceberg.DataFile
+	outputs  []iceberg.DataFile
+	// dedupe: the group is merged keeping the newest row of each key, its
+	// new files taking dataSeq, the highest data sequence number of its
+	// inputs (seqs, by path).
+	dedupe  bool
+	dataSeq int64
+	seqs    map[string]int64
 }
 
 // CompactResult is what Compact did.
@@ -122,12 +148,33 @@ type CompactResult struct {
 	// which this rewrite does not apply.
 	Skipped string
 	// Deferred counts groups planned but left for a later round: the
-	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes)
-	// was spent.
-	Deferred int
+	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes) was
+	// spent, or their estimated rewrite did not fit before the deadline.
+	// Abandoned counts those whose rewrite was cut at the deadline (their
+	// files deleted). Both wait for the next round.
+	Deferred, Abandoned int
 	// Idle says why nothing was planned on a table without delete files,
 	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
 	Idle string
+}
+
+// The estimate of a rewrite's time (CompactOptions.Deadline): a fixed
+// cost per group (reading its files' footers, writing and uploading a
+// file) and its rows at the table's measured rate, or at
+// defaultRewriteRate until one is measured (about half what a merge of
+// well-compressed gateway files reaches on a busy 2-core machine,
+// BenchmarkRewriteGroup). A group of fewer than rateSampleRows rows is too
+// small to measure the rate by.
+const (
+	rewriteOverhead    = 200 * time.Millisecond
+	defaultRewriteRate = 250_000.0 // rows per second
+	rateSampleRows     = 100_000
+)
+
+// rewriteEstimate is how long rewriting rows is expected to take at rate
+// rows per second.
+func rewriteEstimate(rows int64, rate float64) time.Duration {
+	return rewriteOverhead + time.Duration(float64(rows)/rate*float64(time.Second))
 }
 
 // compactSettings are the resolved compaction settings of a table.
@@ -135,6 +182,7 @@ type compactSettings struct {
 	target    int64
 	minFiles  int
 	coldAfter time.Duration
+	dedupe    bool // timelake.read-dedup: one row per series key and time (dedupe.go)
 	// fromProperties names the properties that gave a value.
 	fromProperties []string
 }
@@ -155,6 +203,7 @@ func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSet
 			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
 		}
 	}
+	s.dedupe, _ = strconv.ParseBool(props[PropReadDedup])
 	if s.coldAfter <= 0 {
 		s.coldAfter = DefaultCompactColdAfter
 		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
@@ -264,9 +313,9 @@ func (r partitionRecord) Size() int        { return len(r) }
 func (r partitionRecord) Get(i int) any    { return r[i] }
 func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
-// planCompaction groups the live files of compactable partitions, and
-// counts the groups left out once maxBytes is spent (deferred).
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64) (_ []CompactionGroup, deferred int) {
+// compactableByPartition returns the files compaction may rewrite (Parquet
+// data files of the partition spec spec) by partition.
+func compactableByPartition(files []liveFile, spec int32) map[string][]liveFile {
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
 		df := f.entry.DataFile()
@@ -275,12 +324,28 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 		byPart[f.partition] = append(byPart[f.partition], f)
 	}
+	return byPart
+}
+
+// planCompaction groups the live files of compactable partitions, newest
+// partition first, within maxBytes of input (0: no bound). fits, when set,
+// says whether a group's rewrite fits the time left (and takes its share
+// of it); a group that does not is left out and counted in deferred.
+func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
+	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
+	byPart := compactableByPartition(files, spec)
 	parts := slices.Sorted(maps.Keys(byPart))
-	var out []CompactionGroup
 	budget := maxBytes
+	bytesSpent := false
+	// take adds g unless it does not fit the time left; false when the
+	// bytes of the round are used up.
 	take := func(g CompactionGroup) bool {
 		if maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
 			return false
+		}
+		if fits != nil && !fits(g) {
+			deferred++
+			return true
 		}
 		budget -= g.BytesIn
 		out = append(out, g)
@@ -325,8 +390,9 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		for _, g := range groups {
 			switch {
 			case len(g.inputs) < 2:
-			case deferred > 0 || !take(g):
-				deferred++ // the first group that does not fit ends the round's plan
+			case bytesSpent || !take(g):
+				bytesSpent = true
+				deferred++ // the first group over the bytes ends the round's plan
 			}
 		}
 	}
@@ -448,19 +514,59 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			return res, nil
 		}
 	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	rate := opts.RewriteRate
+	if rate <= 0 {
+		rate = cmp.Or(st.RewriteRate, defaultRewriteRate)
+	}
+	var fits func(CompactionGroup) bool
+	if !opts.Deadline.IsZero() {
+		left := opts.Deadline.Sub(clock())
+		fits = func(g CompactionGroup) bool {
+			d := rewriteEstimate(g.Rows, rate)
+			if d > left {
+				return false
+			}
+			left -= d
+			return true
+		}
+	}
 	spec := int32(h.write.DefaultPartitionSpec())
-	groups, deferred := planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes)
+	var groups []CompactionGroup
+	var deferred int
+	if s.dedupe {
+		// dedupePlan takes the time left as it picks its groups.
+		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
+		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	} else {
+		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	}
 	res.Deferred = deferred
-	if len(groups) == 0 {
+	if len(groups) == 0 && deferred == 0 {
 		res.Idle = idleReason(files, spec, s)
 	}
 	if opts.DryRun || len(groups) == 0 {
 		res.Groups = groups
 		return res, nil
 	}
-	// Write the groups' new files.
+	// Write the groups' new files, each only while the deadline allows.
+	rctx := ctx
+	if !opts.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, opts.Deadline.Sub(clock()))
+		defer cancel()
+	}
 	var written []*CompactionGroup
+	var m *rewriteMutation
 	defer func() {
+		if m != nil && m.unknown {
+			// The commit may have landed: its outputs stay (orphan
+			// removal takes them if it did not).
+			return
+		}
 		// Outputs of groups that were not committed.
 		var paths []string
 		for _, g := range written {
@@ -468,14 +574,28 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 				paths = append(paths, dataFilePaths(g.outputs)...)
 			}
 		}
-		t.removeFiles(context.WithoutCancel(ctx), paths)
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		t.removeFiles(cctx, paths)
 	}()
 	for i := range groups {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		g := &groups[i]
-		out, err := t.rewriteGroup(ctx, g)
+		if rctx.Err() != nil {
+			res.Deferred += len(groups) - i
+			break
+		}
+		t0 := clock()
+		out, err := t.rewriteGroup(rctx, g)
+		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+			// Cut at the deadline: what it wrote is gone (removed, or
+			// left to orphan removal), the groups before it commit.
+			res.Abandoned++
+			res.Deferred += len(groups) - i - 1
+			break
+		}
 		if errors.Is(err, storage.ErrSymlink) {
 			// A file of a local table that is a symbolic link is never
 			// read (paths.go): its group stays as it is, the others are
@@ -492,10 +612,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
+		if took := clock().Sub(t0) - rewriteOverhead; g.Rows >= rateSampleRows && took > 0 {
+			st.noteRewriteRate(float64(g.Rows) / took.Seconds())
+		}
 		g.outputs = out
 		written = append(written, g)
 	}
-	m := &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
+	if len(written) == 0 {
+		return res, nil
+	}
+	m = &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
 	cr, err := t.commit(ctx, m, CommitOptions{})
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", t.name, err)
@@ -515,6 +641,18 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	return res, nil
 }
 
+// cleanupContext is ctx for deleting what an operation wrote and will not
+// commit: not cancelled with ctx (a stopped round still cleans up), but
+// ending at ctx's deadline (a round of maintenance ends by its budget and
+// slack; what is left is orphan removal's).
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(cctx, dl)
+	}
+	return context.WithCancel(cctx)
+}
+
 // rewriteGroup writes the rows of g's input files as new data files,
 // sorted as appends are: by merging the files (merge.go) when some are too
 // large to hold at once, else by reading them whole and sorting (as an
@@ -523,11 +661,15 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	v := t.view()
 	pooled, streamed := splitMergeInputs(g.inputs)
-	if len(streamed) == 0 {
+	if len(streamed) == 0 && !g.dedupe {
 		return t.rewriteWhole(ctx, v, g)
 	}
 	files, err := t.mergeGroup(ctx, v, g, pooled, streamed)
 	if errors.Is(err, errUnsortedRun) {
+		if g.dedupe {
+			// Each file read whole and sorted as a run of its own.
+			return t.mergeGroup(ctx, v, g, g.inputs, nil)
+		}
 		return t.rewriteWhole(ctx, v, g)
 	}
 	return files, err
@@ -603,8 +745,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			r.stop() // stopping twice is harmless: mergeRuns stops them too
 		}
 	}()
-	if len(pooled) > 0 {
-		recs, _, err := t.readFiles(ctx, v, pooled)
+	// The pooled files are one run, or, keeping the newest row of each
+	// key, one run each: a row's batch is its file's.
+	pools := [][]iceberg.DataFile{pooled}
+	if g.dedupe {
+		pools = nil
+		for _, df := range pooled {
+			pools = append(pools, []iceberg.DataFile{df})
+		}
+	}
+	for _, files := range pools {
+		if len(files) == 0 {
+			continue
+		}
+		recs, _, err := t.readFiles(ctx, v, files)
 		defer releaseAll(recs)
 		if err != nil {
 			return nil, err
@@ -614,17 +768,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			return nil, err
 		}
 		defer sr.Release()
-		pos := 0
-		runs = append(runs, &mergeRun{name: "small files", order: -1, stop: func() {},
-			next: func() (arrow.RecordBatch, error, bool) {
-				if pos >= sr.Len() {
-					return nil, nil, false
-				}
-				lo := pos
-				pos = min(pos+mergeReadRows, sr.Len())
-				rec, err := sr.take(ctx, lo, pos)
-				return rec, err, true
-			}})
+		run := sortedRun(ctx, "small files", -1, sr)
+		if g.dedupe {
+			run.name, run.order = files[0].FilePath(), int(g.seqs[files[0].FilePath()])
+		}
+		runs = append(runs, run)
 	}
 	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
 	for _, i := range streamed {
@@ -633,12 +781,20 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, pullRun(df.FilePath(), i, conformed(it, v.arrowSc)))
+		order := i
+		if g.dedupe {
+			order = int(g.seqs[df.FilePath()])
+		}
+		runs = append(runs, pullRun(df.FilePath(), order, conformed(it, v.arrowSc)))
+	}
+	merge := mergeRuns
+	if g.dedupe {
+		merge = mergeRunsNewest
 	}
 	var rows atomic.Int64
 	var mergeErr error
 	merged := func(yield func(arrow.RecordBatch, error) bool) {
-		for rec, err := range mergeRuns(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
+		for rec, err := range merge(ctx, memory.DefaultAllocator, v.arrowSc, k, runs, mergeOutRows) {
 			if err != nil {
 				mergeErr = err
 				yield(nil, err)
@@ -662,10 +818,11 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		files = append(files, df)
 	}
-	if n := rows.Load(); n != g.Rows {
+	if n := rows.Load(); n != g.Rows && !(g.dedupe && n < g.Rows) {
 		t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
 		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.inputs), g.Rows)
 	}
+	g.Replaced = g.Rows - rows.Load()
 	return files, nil
 }
 
@@ -784,6 +941,9 @@ type rewriteMutation struct {
 	commitID uuid.UUID
 	written  []string // manifests and manifest lists, every attempt
 	seq      int
+	// unknown: the commit ended without learning whether a write landed;
+	// the groups' outputs may be referenced, and are kept.
+	unknown bool
 }
 
 type rewriteAttempt struct {
@@ -847,9 +1007,19 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	}
 	manifests := make([]iceberg.ManifestFile, 0, len(mfs)+1)
 	addedMF, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
-		for _, df := range added {
-			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, nil, nil, df)); err != nil {
-				return err
+		for _, g := range a.groups {
+			// A deduplicated group's files keep the data sequence number
+			// of its newest input, which orders their rows against the
+			// batches of other files (dedupe.go); others take this
+			// snapshot's.
+			var dataSeq *int64
+			if g.dedupe {
+				dataSeq = &g.dataSeq
+			}
+			for _, df := range g.outputs {
+				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, dataSeq, nil, df)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -859,30 +1029,78 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	}
 	manifests = append(manifests, sequenced(addedMF, seq))
 	a.refs = append(a.refs, addedMF.FilePath())
-	var delFiles, delRows, delBytes int64
+	kept, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, deleted, a.snapshotID, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	manifests = append(manifests, kept...)
+	a.refs = append(a.refs, refs...)
+	summary := rewriteSummary(added, rm.files, rm.rows, rm.bytes, parent, a.groups)
+	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemaID := schema.ID
+	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
+		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+}
+
+// writeList writes the manifest list of attempt's snapshot a (parent's
+// child at sequence number seq) and returns its location.
+func (m *rewriteMutation) writeList(ctx context.Context, a *rewriteAttempt, parent *table.Snapshot, seq int64, attempt int,
+	manifests []iceberg.ManifestFile,
+) (string, error) {
+	t := m.t
+	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
+	var buf bytes.Buffer
+	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
+		return "", fmt.Errorf("manifest list: %w", err)
+	}
+	list := t.lake.tableLocation(t.name) + "/metadata/" + name
+	m.written = append(m.written, list)
+	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
+		return "", err
+	}
+	a.refs = append(a.refs, list)
+	return list, nil
+}
+
+// removedFiles counts the data files a snapshot marks deleted.
+type removedFiles struct{ files, rows, bytes int64 }
+
+// manifestsWithout returns mfs (of base's current snapshot) for a snapshot
+// snapshotID at sequence number seq that removes the data files named in
+// deleted: each data manifest naming one of them is written again with
+// that entry DELETED and the others EXISTING, the other manifests are
+// kept as they are. refs are the manifests it wrote.
+func (m *rewriteMutation) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
+	snapshotID, seq int64,
+) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
+	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
 	for _, mf := range mfs {
 		if mf.ManifestContent() != iceberg.ManifestContentData {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
 		entries, err := mf.FetchEntries(fs, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			return nil, nil, rm, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
 		touched := false
 		for _, e := range entries {
 			touched = touched || deleted[e.DataFile().FilePath()]
 		}
 		if !touched {
-			manifests = append(manifests, mf)
+			out = append(out, mf)
 			continue
 		}
-		rewritten, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
+		rewritten, err := m.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
-					delFiles++
-					delRows += e.DataFile().Count()
-					delBytes += e.DataFile().FileSizeBytes()
+					rm.files++
+					rm.rows += e.DataFile().Count()
+					rm.bytes += e.DataFile().FileSizeBytes()
 					if err := w.Delete(e); err != nil {
 						return err
 					}
@@ -893,27 +1111,12 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, rm, err
 		}
-		manifests = append(manifests, sequenced(rewritten, seq))
-		a.refs = append(a.refs, rewritten.FilePath())
+		out = append(out, sequenced(rewritten, seq))
+		refs = append(refs, rewritten.FilePath())
 	}
-	summary := rewriteSummary(added, delFiles, delRows, delBytes, parent, a.groups)
-	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
-	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
-		return nil, nil, fmt.Errorf("manifest list: %w", err)
-	}
-	list := t.lake.tableLocation(t.name) + "/metadata/" + name
-	m.written = append(m.written, list)
-	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
-		return nil, nil, err
-	}
-	a.refs = append(a.refs, list)
-	schemaID := schema.ID
-	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
-		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
-	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+	return out, refs, rm, nil
 }
 
 // rewriteSummary is the summary of a replace snapshot.
@@ -926,10 +1129,6 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 		size += df.FileSizeBytes()
 		parts[partitionKey(df.Partition())] = true
 	}
-	var prev iceberg.Properties
-	if parent.Summary != nil {
-		prev = parent.Summary.Properties
-	}
 	setPositive(out, summaryAddedDataFiles, int64(len(added)))
 	setPositive(out, summaryAddedRecords, records)
 	setPositive(out, summaryAddedFilesSize, size)
@@ -939,15 +1138,7 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
 		setPositive(out, summaryChangedParts, int64(len(parts)))
 	}
-	total := func(key string, delta int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
-	}
-	total(summaryTotalDataFiles, int64(len(added))-delFiles)
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, records-delRows)
-	total(summaryTotalFilesSize, size-delBytes)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
+	setTotals(out, parent, int64(len(added))-delFiles, records-delRows, size-delBytes)
 	reason := groups[0].Reason
 	for _, g := range groups {
 		if g.Reason != reason {
@@ -956,7 +1147,36 @@ func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64,
 	}
 	out[SummaryCompaction] = reason
 	maps.Copy(out, iceberg.EnvironmentContext())
+	var replaced int64
+	for _, g := range groups {
+		replaced += g.Replaced
+	}
+	if replaced > 0 {
+		// Rows left out are a change of the table's data (Iceberg spec,
+		// "Snapshots": overwrite), not a replace of the same rows.
+		out[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
+		return &table.Summary{Operation: table.OpOverwrite, Properties: out}
+	}
 	return &table.Summary{Operation: table.OpReplace, Properties: out}
+}
+
+// setTotals sets the total counters of a snapshot's summary out: those of
+// its parent changed by the data files, records and bytes it added (less
+// those it removed); no delete files.
+func setTotals(out iceberg.Properties, parent *table.Snapshot, files, records, size int64) {
+	var prev iceberg.Properties
+	if parent.Summary != nil {
+		prev = parent.Summary.Properties
+	}
+	total := func(key string, delta int64) {
+		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
+	}
+	total(summaryTotalDataFiles, files)
+	total(summaryTotalDeletes, 0)
+	total(summaryTotalRecords, records)
+	total(summaryTotalFilesSize, size)
+	total(summaryTotalPosDels, 0)
+	total(summaryTotalEqDels, 0)
 }
 
 // writeManifest encodes one data manifest (format v2) and stores it.
@@ -980,6 +1200,7 @@ func (m *rewriteMutation) writeManifest(ctx context.Context, spec iceberg.Partit
 // new data files of groups not committed are deleted by Compact).
 func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 	if unknown {
+		m.unknown = true
 		return
 	}
 	var refs []string

@@ -38,6 +38,11 @@ const (
 	// decompressed bytes, written when it was compressed (otherwise it
 	// equals timelake.source-sha256): content dedupe compares it.
 	SummaryContentSHA256 = "timelake.content-sha256"
+	// SummaryRejectedRows counts the rows of the landing file set aside
+	// under --on-error skip-rows, SummaryRejectsFile names the rejects
+	// file (in the landing bucket) that holds them.
+	SummaryRejectedRows = "timelake.rejected-rows"
+	SummaryRejectsFile  = "timelake.rejects-file"
 )
 
 // SupportedFormatMajor is the newest major version of the

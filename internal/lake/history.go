@@ -70,6 +70,9 @@ type LoadRecord struct {
 	Rows          int64     `json:"rows"`
 	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not)
 	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time
+	// RejectedRows counts the rows set aside under --on-error skip-rows
+	// (timelake.rejected-rows); 0 in segments written before it existed.
+	RejectedRows int64 `json:"rejected_rows,omitempty"`
 }
 
 // contentHash is the hash of the file's content: its decompressed bytes,
@@ -91,6 +94,7 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 		Rows:          summaryInt(summary, summaryAddedRecords),
 		SnapshotID:    id,
 		LoadedAt:      time.UnixMilli(tsMs).UTC(),
+		RejectedRows:  summaryInt(summary, SummaryRejectedRows),
 	}
 }
 
@@ -208,6 +212,7 @@ var historySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "snapshot_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "loaded_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	{Name: "rejected_rows", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 }, nil)
 
 // encodeSegment writes records (sorted by key here) as a zstd Parquet file.
@@ -231,6 +236,11 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 		b.Field(4).(*array.Int64Builder).Append(r.Rows)
 		b.Field(5).(*array.Int64Builder).Append(r.SnapshotID)
 		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(r.LoadedAt.UnixMilli()))
+		if r.RejectedRows > 0 {
+			b.Field(7).(*array.Int64Builder).Append(r.RejectedRows)
+		} else {
+			b.Field(7).AppendNull()
+		}
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
@@ -298,7 +308,8 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 		at, _ := col(rec, "loaded_at").(*array.Timestamp)
 		for i := range keys.Len() {
 			r := LoadRecord{Key: keys.Value(i), Size: i64("size", i), SHA256: str("sha256", i),
-				ContentSHA256: str("content_sha256", i), Rows: i64("rows", i), SnapshotID: i64("snapshot_id", i)}
+				ContentSHA256: str("content_sha256", i), Rows: i64("rows", i), SnapshotID: i64("snapshot_id", i),
+				RejectedRows: i64("rejected_rows", i)}
 			if at != nil && at.IsValid(i) {
 				r.LoadedAt = time.UnixMilli(int64(at.Value(i))).UTC()
 			}
@@ -735,6 +746,9 @@ func (r LoadRecord) BatchInfo() BatchInfo {
 	}
 	if r.ContentSHA256 != "" {
 		summary[SummaryContentSHA256] = r.ContentSHA256
+	}
+	if r.RejectedRows > 0 {
+		summary[SummaryRejectedRows] = strconv.FormatInt(r.RejectedRows, 10)
 	}
 	return BatchInfo{BatchID: r.Key, SnapshotID: r.SnapshotID, CommittedAt: r.LoadedAt, Rows: r.Rows,
 		Summary: summary, FromHistory: true}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -33,6 +34,21 @@ const (
 	PropAutoMaintain      = "timelake.auto-maintain"
 	PropSnapshotRetention = "timelake.snapshot-retention"
 	PropMinSnapshots      = "timelake.min-snapshots"
+	// PropReadDedup is Timelake's read-dedup: a series key and time name
+	// one reading, and the row of the newest batch is the one that counts
+	// (dedupe.go).
+	PropReadDedup = "timelake.read-dedup"
+	// PropRetention is how old a partition may get before maintenance
+	// drops it (retention.go).
+	PropRetention = "timelake.retention"
+)
+
+// Table properties of loading (docs/schema.md), read by every writer.
+const (
+	PropOnError        = "timelake.on-error"
+	PropMaxBadRows     = "timelake.max-bad-rows"
+	PropSourceColumn   = "timelake.source-column"
+	PropLoadTimeColumn = "timelake.load-time-column"
 )
 
 // Maintenance defaults: what a table gets without tuning, chosen for a
@@ -66,12 +82,18 @@ var MaintenanceProperties = map[string]string{
 	PropCompactMinFiles:   "a whole number >= 2",
 	PropCompactColdAfter:  "a duration such as 1h",
 	PropOrphanMinAge:      "a duration such as 1h",
+	PropReadDedup:         "true or false: compaction keeps one row per series key and time, the newest batch's (the table needs a series key)",
+	PropRetention:         "a duration such as 400d: maintenance drops whole partitions older than it; not set: none",
 }
 
 // LoadProperties are the timelake.* table properties of loading that tables
 // alter may set, with what each accepts.
 var LoadProperties = map[string]string{
-	PropEvolve: "off, add-columns or widen",
+	PropEvolve:         "off, add-columns or widen",
+	PropOnError:        "file or skip-rows: what a row that cannot be loaded does to its file",
+	PropMaxBadRows:     "rows (100), a fraction (0.05) or a percentage (5%): the most rows skip-rows sets aside in a file",
+	PropSourceColumn:   "a column name: the column that holds each row's landing key",
+	PropLoadTimeColumn: "a column name: the column that holds the time each row was loaded",
 }
 
 // ValidateProperty checks a timelake.* property value for SetProperties
@@ -86,7 +108,7 @@ func ValidateProperty(key, value string) error {
 	switch key {
 	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory:
 		return fmt.Errorf("%s is set by timelake and cannot be changed", key)
-	case PropAutoMaintain:
+	case PropAutoMaintain, PropReadDedup:
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
@@ -103,6 +125,22 @@ func ValidateProperty(key, value string) error {
 	case PropEvolve:
 		if value != "off" && value != "add-columns" && value != "widen" {
 			return fmt.Errorf("%s=%q: expected %s", key, value, LoadProperties[key])
+		}
+	case PropOnError:
+		if _, err := decode.ParseOnError(value); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	case PropMaxBadRows:
+		if _, err := decode.ParseMaxBadRows(value); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	case PropSourceColumn, PropLoadTimeColumn:
+		if strings.TrimSpace(value) != value || value == "" {
+			return fmt.Errorf("%s=%q: expected a column name without surrounding spaces", key, value)
+		}
+	case PropRetention:
+		if _, err := quantity.AgeAtLeast(value, time.Hour, "400d"); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropTargetFileSize:
 		if _, err := quantity.SizeAtLeast(value, 1<<20); err != nil {
@@ -131,6 +169,12 @@ type MaintenanceSettings struct {
 	CompactColdAfter  time.Duration `json:"-"`
 	OrphanMinAge      time.Duration `json:"-"`
 	MetadataVersions  int           `json:"metadata_versions"`
+	// ReadDedup: compaction keeps one row per series key and time, the
+	// newest batch's (timelake.read-dedup).
+	ReadDedup bool `json:"read_dedup"`
+	// Retention is how old a partition may get before maintenance drops
+	// it; 0: never (timelake.retention not set).
+	Retention time.Duration `json:"-"`
 	// Sources says where each value comes from, by property name (the
 	// MaintenanceProperties and write.metadata.previous-versions-max):
 	// SourceProperty or SourceDefault.
@@ -190,6 +234,14 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 		s.OrphanMinAge = d
 		fromProperty(PropOrphanMinAge)
 	}
+	if v, err := strconv.ParseBool(props[PropReadDedup]); err == nil {
+		s.ReadDedup = v
+		fromProperty(PropReadDedup)
+	}
+	if d, err := quantity.ParseAge(props[PropRetention]); err == nil && d >= time.Hour {
+		s.Retention = d
+		fromProperty(PropRetention)
+	}
 	c := compactSettingsOf(props, CompactOptions{})
 	s.TargetFileSize, s.CompactMinFiles, s.CompactColdAfter = c.target, c.minFiles, c.coldAfter
 	for _, k := range c.fromProperties {
@@ -204,9 +256,11 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 
 // MaintainOptions tune Maintain.
 type MaintainOptions struct {
-	// Budget bounds the time spent: no step or compaction group starts
-	// after it is used up (a step that started finishes); 0 means no bound.
+	// Budget bounds the time a round takes: it ends by Budget plus
+	// MaintenanceSlack (see Maintain); 0 means no bound.
 	Budget time.Duration
+	// Clock reads the time the budget is measured with; nil is time.Now.
+	Clock func() time.Time
 	// Force maintains a table whose settings do not enable it (tables
 	// maintain by hand).
 	Force bool
@@ -225,10 +279,13 @@ type MaintainReport struct {
 	// the store and were dropped from the table (the keys they held are
 	// no longer recognised), and entries of timelake.load-history that
 	// were not a segment's file name (never read: paths.go).
-	DroppedSegments []string      `json:"dropped_segments,omitempty"`
-	Compacted       CompactResult `json:"-"`
-	Expired         ExpireResult  `json:"-"`
-	Orphans         *OrphanResult `json:"-"` // nil when not checked this time
+	DroppedSegments []string `json:"dropped_segments,omitempty"`
+	// Retention is what retention dropped; nil when the table sets no
+	// timelake.retention.
+	Retention *RetentionResult `json:"-"`
+	Compacted CompactResult    `json:"-"`
+	Expired   ExpireResult     `json:"-"`
+	Orphans   *OrphanResult    `json:"-"` // nil when not checked this time
 	// OrphansCheckedAt is when orphan files were last looked for (zero:
 	// never, or the round stopped before reading it), and OrphansNext,
 	// when this round did not look (not due), when the next round will.
@@ -257,6 +314,24 @@ type maintenanceState struct {
 	// compaction needs to see a partition go cold when snapshots are kept
 	// for less than timelake.compact-cold-after.
 	Sequences []sequenceTime `json:"sequences,omitempty"`
+	// RewriteRate is the rows per second the table's rewrites have taken
+	// (noteRewriteRate), for the estimate of the next ones; 0 until one
+	// was measured.
+	RewriteRate float64 `json:"rewrite_rows_per_second,omitempty"`
+	// OrphansSeconds is how long the last orphan file check took, so that
+	// a round with less time left does not start one.
+	OrphansSeconds float64 `json:"orphans_seconds,omitempty"`
+}
+
+// noteRewriteRate adds a measured rewrite rate (rows per second) to the
+// estimate: the mean of it and the estimate before, so that one slow
+// round on a busy machine moves it half way.
+func (st *maintenanceState) noteRewriteRate(rate float64) {
+	if st.RewriteRate <= 0 {
+		st.RewriteRate = rate
+		return
+	}
+	st.RewriteRate = (st.RewriteRate + rate) / 2
 }
 
 // sequenceTime is one entry of maintenanceState.Sequences.
@@ -316,22 +391,55 @@ func committedBy(seqs []sequenceTime, seq int64) (at time.Time, ok bool) {
 	return time.Time{}, false
 }
 
-// Maintain runs one round of maintenance: compaction, snapshot expiry
-// (with the load history) and, once an hour, orphan file removal, each
-// step starting only while the budget lasts. A table created by timelake
-// before these settings existed first gets them (one property commit:
-// timelake.auto-maintain and a short metadata-log). Tables whose settings
-// do not enable maintenance are skipped unless Force is set.
+// MaintenanceSlack is how long past its budget a round of maintenance may
+// run: the commits of the work done in time (a compaction's rewrites,
+// snapshot expiry) and the deletes they lead to. At the budget plus the
+// slack whatever still runs is cancelled; a change not committed then is
+// made by a later round, and files it wrote or meant to delete are left to
+// orphan removal: nothing is lost.
+const MaintenanceSlack = 2 * time.Second
+
+// Maintain runs one round of maintenance: retention (when the table sets
+// timelake.retention), compaction, snapshot expiry (with the load history)
+// and, once an hour, orphan file removal. A table
+// created by timelake before these settings existed first gets them (one
+// property commit: timelake.auto-maintain and a short metadata-log).
+// Tables whose settings do not enable maintenance are skipped unless Force
+// is set.
+//
+// With a Budget, the round ends by the budget plus MaintenanceSlack: a
+// step starts only while the budget lasts; compaction starts only the
+// rewrites whose estimate (rewriteEstimate, at the rate the table's
+// rewrites measured) fits before the last tenth of the budget, which is
+// left to expiry, and abandons one still running then; orphan removal
+// starts only when its last check took less than the time left; and
+// commits and deletes are cut at the slack's end. What did not fit is
+// Pending, for the next round.
 //
 // Errors: those of the steps; the report says what was done before.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep MaintainReport, err error) {
-	start := time.Now()
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	start := clock()
 	deadline := time.Time{}
 	if opts.Budget > 0 {
 		deadline = start.Add(opts.Budget)
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Budget+MaintenanceSlack)
+		defer cancel()
+		defer func() {
+			// Cut at the end of the slack: nothing lost, the rest is
+			// the next round's.
+			if err != nil && ctx.Err() != nil && parent.Err() == nil {
+				rep.Pending, err = true, nil
+			}
+		}()
 	}
-	left := func() bool { return deadline.IsZero() || time.Now().Before(deadline) }
-	defer func() { rep.Took = time.Since(start) }() // the returned report (named result)
+	left := func() bool { return deadline.IsZero() || clock().Before(deadline) }
+	defer func() { rep.Took = clock().Sub(start) }() // the returned report (named result)
 	if err := t.Refresh(ctx); err != nil {
 		return rep, err
 	}
@@ -378,20 +486,39 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	}
 	rep.OrphansCheckedAt = st.OrphansCheckedAt
 
-	// Compaction first: the replace snapshot it commits can then expire
+	// Retention first: nothing is compacted that it drops.
+	if s.Retention > 0 {
+		if !left() {
+			rep.Pending = true
+			return rep, nil
+		}
+		res, err := t.ApplyRetention(ctx, s.Retention, opts.DryRun)
+		rep.Retention = &res
+		if err != nil {
+			return rep, err
+		}
+	}
+	// Compaction next: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
 	if !left() {
 		rep.Pending = true
 		return rep, nil
 	}
-	rep.Compacted, err = t.Compact(ctx, CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
-		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, state: &st})
+	copts := CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
+		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, Clock: clock, state: &st}
+	if !deadline.IsZero() {
+		copts.Deadline = deadline.Add(-opts.Budget / 10)
+	}
+	rate := st.RewriteRate
+	rep.Compacted, err = t.Compact(ctx, copts)
 	if err != nil {
 		return rep, err
 	}
+	rep.Pending = rep.Compacted.Deferred > 0 || rep.Compacted.Abandoned > 0
 	// Noted after the compaction, so that the files it wrote are dated
 	// by its own commit.
-	if h, _ := t.loaded(); !opts.DryRun && st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter) {
+	h, _ := t.loaded()
+	if noted := st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter); !opts.DryRun && (noted || st.RewriteRate != rate) {
 		if err := t.saveMaintenanceState(ctx, st); err != nil {
 			return rep, err
 		}
@@ -408,18 +535,34 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if !due {
 		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
 	}
-	if due && !left() {
+	fits := deadline.IsZero() || clock().Add(time.Duration(st.OrphansSeconds*float64(time.Second))).Before(deadline)
+	if due && (!left() || !fits) {
 		rep.Pending = true
 		return rep, nil
 	}
 	if due {
-		res, err := t.RemoveOrphans(ctx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
+		t0 := clock()
+		octx := ctx
+		if !deadline.IsZero() {
+			// Ended early enough to note how long it ran, so that later
+			// rounds with less time than that leave it to a longer one.
+			var cancel context.CancelFunc
+			octx, cancel = context.WithTimeout(ctx, deadline.Add(MaintenanceSlack/2).Sub(clock()))
+			defer cancel()
+		}
+		res, err := t.RemoveOrphans(octx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
 		rep.Orphans = &res
+		if err != nil && octx.Err() != nil && ctx.Err() == nil && !opts.DryRun {
+			st.OrphansSeconds = max(st.OrphansSeconds, clock().Sub(t0).Seconds())
+			rep.Pending = true
+			return rep, t.saveMaintenanceState(ctx, st)
+		}
 		if err != nil {
 			return rep, err
 		}
 		if !opts.DryRun {
 			st.OrphansCheckedAt = t.lake.now().UTC()
+			st.OrphansSeconds = clock().Sub(t0).Seconds()
 			rep.OrphansCheckedAt = st.OrphansCheckedAt
 			if err := t.saveMaintenanceState(ctx, st); err != nil {
 				return rep, err

@@ -129,6 +129,7 @@ func TestMaintenanceSettingsOf(t *testing.T) {
 		PropAutoMaintain: SourceProperty, PropSnapshotRetention: SourceProperty, PropMinSnapshots: SourceDefault,
 		PropDedupeWindow: SourceProperty, PropTargetFileSize: SourceProperty, PropCompactMinFiles: SourceDefault,
 		PropCompactColdAfter: SourceDefault, PropOrphanMinAge: SourceDefault,
+		PropReadDedup: SourceDefault, PropRetention: SourceDefault,
 		"write.metadata.previous-versions-max": SourceProperty,
 	}
 	if len(s.Sources) != len(want) {

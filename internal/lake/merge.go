@@ -199,6 +199,26 @@ func (h *runHeap) Pop() any {
 // when it is one run's consecutive rows: runs that interleave row by row
 // cost an index per row, not an array per row.
 func mergeRuns(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k sortKey, runs []*mergeRun, outRows int) iter.Seq2[arrow.RecordBatch, error] {
+	return mergeRunsKeeping(ctx, mem, sc, k, runs, outRows, false)
+}
+
+// mergeRunsNewest is mergeRuns keeping one row of each sort key, the row
+// of timelake.read-dedup (dedupe.go): the one of the run with the highest
+// order (the newest batch), and within a run its last. Each run's order
+// is its file's rank; the rows it leaves out are the difference between
+// the runs' rows and the merged ones.
+func mergeRunsNewest(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k sortKey, runs []*mergeRun, outRows int) iter.Seq2[arrow.RecordBatch, error] {
+	for _, r := range runs {
+		r.next = lastOfEqualKeys(mem, k, r.next)
+	}
+	return mergeRunsKeeping(ctx, mem, sc, k, runs, outRows, true)
+}
+
+// mergeRunsKeeping is mergeRuns; newest leaves out a row whose sort key
+// the next run in line (a higher order: ties go to the lower order first)
+// has too. Rows of one run with one key are taken out before
+// (lastOfEqualKeys).
+func mergeRunsKeeping(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k sortKey, runs []*mergeRun, outRows int, newest bool) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		h := &runHeap{k: k}
 		out := &mergedBatch{mem: mem, sc: sc}
@@ -254,7 +274,17 @@ func mergeRuns(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k so
 				end = r.row + sort.Search(end-r.row, func(m int) bool { return !k.before(r, r.row+m, o) })
 			}
 			end = r.row + sort.Search(end-r.row, func(m int) bool { return k.bucket(r.keys, r.row+m) != b })
-			out.add(r, max(end, r.row+1)) // r's current row is the smallest
+			end = max(end, r.row+1) // r's current row is the smallest
+			if newest && h.Len() > 0 && k.compare(r.keys, end-1, h.runs[0].keys, h.runs[0].row) == 0 {
+				// The next run in line holds the same key, of a newer
+				// batch: the last row of the range is replaced.
+				if end-1 > r.row {
+					out.add(r, end-1)
+				}
+				r.row = end
+			} else {
+				out.add(r, end)
+			}
 			if len(out.idx) >= outRows && !flush() {
 				return
 			}
@@ -326,8 +356,142 @@ func (m *mergedBatch) reset(runs []*mergeRun) {
 	}
 }
 
+// sortedRun makes a run of the rows of sr, mergeReadRows at a time (sr is
+// released by its owner).
+func sortedRun(ctx context.Context, name string, order int, sr *sortedRows) *mergeRun {
+	pos := 0
+	return &mergeRun{name: name, order: order, stop: func() {},
+		next: func() (arrow.RecordBatch, error, bool) {
+			if pos >= sr.Len() {
+				return nil, nil, false
+			}
+			lo := pos
+			pos = min(pos+mergeReadRows, sr.Len())
+			rec, err := sr.take(ctx, lo, pos)
+			return rec, err, true
+		}}
+}
+
 // pullRun makes a run of seq (read lazily, stopped by the merge).
 func pullRun(name string, order int, seq iter.Seq2[arrow.RecordBatch, error]) *mergeRun {
 	next, stop := iter.Pull2(seq)
 	return &mergeRun{name: name, order: order, next: next, stop: stop}
+}
+
+// lastOfEqualKeys passes on the batches of next leaving out each row
+// whose sort key the row after it (in the same batch or the next) has
+// too: of the rows of one key in one sorted run, the last stays. It holds
+// one batch back to compare its last row with the next batch's first.
+func lastOfEqualKeys(mem memory.Allocator, k sortKey, next func() (arrow.RecordBatch, error, bool)) func() (arrow.RecordBatch, error, bool) {
+	var held arrow.RecordBatch
+	var heldKeys keyCols
+	done := false
+	return func() (arrow.RecordBatch, error, bool) {
+		for !done {
+			rec, err, ok := next()
+			if err != nil {
+				return nil, err, true
+			}
+			if !ok {
+				done = true
+				break
+			}
+			if rec.NumRows() == 0 {
+				rec.Release()
+				continue
+			}
+			keys, err := k.of(rec)
+			if err != nil {
+				rec.Release()
+				return nil, err, true
+			}
+			if held == nil {
+				held, heldKeys = rec, keys
+				continue
+			}
+			out, err := keepLastRows(mem, held, heldKeys, k, keys)
+			held.Release()
+			held, heldKeys = rec, keys
+			if err != nil {
+				return nil, err, true
+			}
+			return out, nil, true
+		}
+		if held == nil {
+			return nil, nil, false
+		}
+		out, err := keepLastRows(mem, held, heldKeys, k, keyCols{})
+		held.Release()
+		held = nil
+		return out, err, true
+	}
+}
+
+// keepLastRows returns rec without the rows whose key the next row has:
+// the next row of rec, or for its last row the first of the batch after
+// it (after; none when its times are nil).
+func keepLastRows(mem memory.Allocator, rec arrow.RecordBatch, keys keyCols, k sortKey, after keyCols) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	var drop []int
+	for i := 0; i < n; i++ {
+		switch {
+		case i+1 < n && k.compare(keys, i, keys, i+1) == 0:
+			drop = append(drop, i)
+		case i+1 == n && after.times != nil && k.compare(keys, i, after, 0) == 0:
+			drop = append(drop, i)
+		}
+	}
+	if len(drop) == 0 {
+		rec.Retain()
+		return rec, nil
+	}
+	// Take the kept ranges as slices and join them.
+	var parts []arrow.RecordBatch
+	lo := 0
+	for _, d := range drop {
+		if d > lo {
+			parts = append(parts, rec.NewSlice(int64(lo), int64(d)))
+		}
+		lo = d + 1
+	}
+	if lo < n {
+		parts = append(parts, rec.NewSlice(int64(lo), int64(n)))
+	}
+	if len(parts) == 0 {
+		return rec.NewSlice(0, 0), nil
+	}
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	return concatRecords(mem, rec.Schema(), parts)
+}
+
+// concatRecords joins batches of schema sc into one.
+func concatRecords(mem memory.Allocator, sc *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, p := range parts {
+		rows += p.NumRows()
+	}
+	for i := range cols {
+		chunks := make([]arrow.Array, len(parts))
+		for j, p := range parts {
+			chunks[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(chunks, mem)
+		if err != nil {
+			return nil, fmt.Errorf("join rows of column %s: %w", sc.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
 }

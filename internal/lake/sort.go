@@ -28,6 +28,10 @@ type sortedRows struct {
 	cols []*arrow.Chunked // the input columns: the input batches' arrays, or one concatenated array (see chunkedTake)
 	perm []int64          // sorted position -> input row; nil when already in order
 	runs []int            // start of each partition's rows in sorted order, then the row count
+	// newest keeps one row of each (partition, series key, time), the
+	// last in input order (timelake.read-dedup, dedupe.go): the others are
+	// left out of perm.
+	newest bool
 }
 
 // chunkedTake reports whether arrow's take reads values of type dt from
@@ -48,6 +52,23 @@ func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBa
 	if err != nil {
 		return nil, err
 	}
+	if err := s.order(timeCol, seriesKey, chunk); err != nil {
+		s.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newNewestRows is newSortedRows keeping one row of each key, the last
+// (sortedRows.newest).
+func newNewestRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
+	timeCol string, seriesKey []string, chunk Granularity,
+) (*sortedRows, error) {
+	s, err := newChunkedRows(mem, sc, recs)
+	if err != nil {
+		return nil, err
+	}
+	s.newest = true
 	if err := s.order(timeCol, seriesKey, chunk); err != nil {
 		s.Release()
 		return nil, err
@@ -162,7 +183,20 @@ func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity
 	if err != nil {
 		return err
 	}
-	n := times.Len()
+	if s.newest {
+		// Ties are in input order: of the rows of one key, the last stays.
+		kept := perm[:0:0]
+		for i, p := range perm {
+			if i+1 < len(perm) && !less(keys, int(p), int(perm[i+1])) && !less(keys, int(perm[i+1]), int(p)) {
+				continue
+			}
+			kept = append(kept, p)
+		}
+		if len(kept) < len(perm) {
+			perm, sorted = kept, false
+		}
+	}
+	n := len(perm)
 	s.runs = nil
 	prev := int64(math.MinInt64)
 	for i := range n {

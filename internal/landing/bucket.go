@@ -15,10 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -116,7 +118,14 @@ type Report struct {
 	ETag          string    `json:"etag,omitempty"`
 	SHA256        string    `json:"sha256,omitempty"`
 	At            time.Time `json:"at"`
-	Kind          string    `json:"kind,omitempty"` // what refused it: KindFile or KindSetting ("" before they were written)
+	Kind          string    `json:"kind,omitempty"` // what refused it: KindFile, KindSetting or KindRows ("" before they were written)
+	// SourceKey, SourceSHA256 and Rows are those of a rejects file
+	// (KindRows, SetAside): the landing key and SHA-256 of the file its
+	// rows were refused from, and each row's refusal, in the rejects
+	// file's order (row i of the rejects file is Rows[i-1]).
+	SourceKey    string               `json:"source_key,omitempty"`
+	SourceSHA256 string               `json:"source_sha256,omitempty"`
+	Rows         []decode.RejectedRow `json:"rejected_rows,omitempty"`
 }
 
 // Quarantine moves key to the quarantine prefix (QuarantineKey) and writes
@@ -218,4 +227,57 @@ func fileExt(key string) string {
 		}
 	}
 	return ""
+}
+
+// RejectsKey is the landing key of the rejects file of the rows refused
+// from key (--on-error skip-rows): key without its file type's extension,
+// then ".rejects" and ext, the rejects file's (".csv", ".tsv",
+// ".parquet"): gw-7/a.csv.gz gives gw-7/a.rejects.csv. Put back under it
+// (landing requeue), the rows load as a new file.
+func RejectsKey(key, ext string) string {
+	return key[:len(key)-len(fileExt(key))] + ".rejects" + ext
+}
+
+// SetAside keeps a rejects file (the rows refused from rep.SourceKey,
+// size bytes of body) in the quarantine under QuarantineKey(key) with its
+// report beside it, rep.Key being key: the rows are kept, never dropped,
+// while the file's other rows load. A rejects file of the same source
+// (key and SHA-256) kept before is the same one, set aside again by a run
+// that did not get to its commit: it is left as it is. Another one under
+// the same key gets a copy of its own with a UTC timestamp suffix. It
+// returns the key of the kept copy.
+func (b *Bucket) SetAside(ctx context.Context, key string, body io.ReadSeeker, size int64, rep Report) (string, error) {
+	dst := b.QuarantineKey(key)
+	if prev, err := b.readReport(ctx, dst+reportSuffix); err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 {
+		return dst, nil
+	}
+	if _, err := b.Store.Stat(ctx, dst); err == nil {
+		dst += "." + rep.At.UTC().Format(copyTimeLayout)
+	} else if !errors.Is(err, storage.ErrNotExist) {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	if _, err := b.Store.Put(ctx, dst, body, storage.PutOptions{}); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	rep.Key, rep.QuarantinedTo, rep.Size = key, dst, size
+	out, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	if _, err := b.Store.Put(ctx, dst+reportSuffix, bytes.NewReader(append(out, '\n')),
+		storage.PutOptions{ContentType: "application/json"}); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: write report: %w", rep.SourceKey, err)
+	}
+	return dst, nil
+}
+
+// readReport reads a quarantine report.
+func (b *Bucket) readReport(ctx context.Context, key string) (Report, error) {
+	var rep Report
+	body, _, err := storage.ReadAll(ctx, b.Store, key)
+	if err != nil {
+		return rep, err
+	}
+	err = json.Unmarshal(body, &rep)
+	return rep, err
 }

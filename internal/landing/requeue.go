@@ -37,9 +37,13 @@ type Rejected struct {
 	Value  string `json:"value,omitempty"`
 	Hint   string `json:"hint,omitempty"`
 	Table  string `json:"table,omitempty"`
-	// Kind is the report's: KindFile, KindSetting, or "" (no report, or
-	// one of an earlier version).
+	// Kind is the report's: KindFile, KindSetting, KindRows, or "" (no
+	// report, or one of an earlier version).
 	Kind string `json:"kind,omitempty"`
+	// SourceKey and RejectedRows are a rejects file's (KindRows): the
+	// landing key its rows were refused from, and how many.
+	SourceKey    string `json:"source_key,omitempty"`
+	RejectedRows int    `json:"rejected_rows,omitempty"`
 	// Loaded is set (by MarkLoaded) when the table loaded the key: a
 	// requeued copy would be quarantined again or deleted.
 	Loaded *Loaded `json:"loaded,omitempty"`
@@ -62,6 +66,11 @@ const (
 	// time unit, a column type, the schema changes allowed): requeued once
 	// the setting is fixed.
 	KindSetting = "setting"
+	// KindRows: a rejects file, the rows of a landing file refused under
+	// --on-error skip-rows (the file's other rows loaded); its key is a
+	// new one (RejectsKey). requeue --all and filters skip it, as its rows
+	// may be broken; a KEY named requeues it.
+	KindRows = "rows"
 )
 
 // Loaded says that the key of a quarantined copy was loaded into the
@@ -185,6 +194,7 @@ func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 			continue
 		}
 		r.Key, r.Reason, r.Row, r.Column, r.Value, r.Hint, r.Table, r.Kind = rep.Key, rep.Reason, rep.Row, rep.Column, rep.Value, rep.Hint, rep.Table, rep.Kind
+		r.SourceKey, r.RejectedRows = rep.SourceKey, len(rep.Rows)
 		if !rep.At.IsZero() {
 			r.At = rep.At.UTC()
 		}
@@ -236,6 +246,8 @@ func RequeueSkip(r Rejected, bulk bool) string {
 			when, r.Loaded.SnapshotID, r.Loaded.At.Format(time.RFC3339))
 	case bulk && r.Kind == KindFile:
 		return "its report says the file itself is broken, so no setting can load it: send a corrected file under a new key and discard this copy (name the key to requeue it anyway)"
+	case bulk && r.Kind == KindRows:
+		return "it holds rows refused from " + r.SourceKey + " (--on-error skip-rows), which may be broken themselves: fix them, or the setting that refused them, and name the key to requeue it"
 	}
 	return ""
 }

@@ -17,6 +17,7 @@ type metrics struct {
 	filesWaiting     prometheus.Counter
 	filesFailed      prometheus.Counter
 	rowsLoaded       prometheus.Counter
+	rowsRejected     prometheus.Counter
 	sweepLoaded      prometheus.Counter
 	commitSeconds    prometheus.Histogram
 	commitErrors     prometheus.Counter
@@ -45,6 +46,7 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 	m.filesWaiting = counter("timelake_files_waiting_total", "Landing files left for a later load (a file of a local folder not complete yet, or their content was being loaded under another key).")
 	m.filesFailed = counter("timelake_files_failed_total", "Landing files that could not be fetched or quarantined; they stay in the landing bucket for a later sweep.")
 	m.rowsLoaded = counter("timelake_rows_loaded_total", "Rows committed.")
+	m.rowsRejected = counter("timelake_rows_rejected_total", "Rows of loaded files refused and set aside in rejects files (--on-error skip-rows).")
 	m.sweepLoaded = counter("timelake_sweep_files_loaded_total", "Files loaded by a sweep rather than after an event: announced by no event, or not yet loaded when the sweep listed them.")
 	m.commitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "timelake_commit_seconds",
 		Help: "Duration of each metadata write of loaded files (one or more files, one snapshot each).", Buckets: latencyBuckets})
@@ -70,7 +72,7 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 		Help: "Keys announced by events and waiting for a load."}, queueDepth)
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "timelake_landing_lag_seconds",
 		Help: "Age of the oldest landing file known to wait (queued or being loaded); 0 when none."}, landingLag)
-	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.filesFailed, m.rowsLoaded, m.sweepLoaded,
+	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.filesFailed, m.rowsLoaded, m.rowsRejected, m.sweepLoaded,
 		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.announcedMissing, m.events, m.requests, m.sweeps, m.maintenance,
 		m.leaseHeld, m.lastCommit, queue, lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

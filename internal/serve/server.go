@@ -201,6 +201,7 @@ func (s *Server) wrapIngest() {
 		case ingest.Loaded:
 			m.filesLoaded.Inc()
 			m.rowsLoaded.Add(float64(r.Rows))
+			m.rowsRejected.Add(float64(r.RejectedRows))
 		case ingest.AlreadyLoaded:
 			m.filesAlready.Inc()
 		case ingest.Quarantined:

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -173,13 +172,7 @@ func Repeated(placeholder string, check func(string) error) Kind[[]string] {
 // Zone is an IANA time zone name (Europe/Berlin, UTC), from the system's
 // zone database or the one built into the binary.
 func Zone() Kind[*time.Location] {
-	return Kind[*time.Location]{Type: "string", Parse: func(s string) (*time.Location, error) {
-		loc, err := time.LoadLocation(s)
-		if err != nil {
-			return nil, fmt.Errorf("unknown time zone %q (expected an IANA name such as Europe/Berlin)", s)
-		}
-		return loc, nil
-	}}
+	return Kind[*time.Location]{Type: "string", Parse: decode.ParseZone}
 }
 
 // ColumnTypes is a list of NAME:TYPE items (Iceberg primitive type names,
@@ -188,28 +181,7 @@ func Zone() Kind[*time.Location] {
 // given twice in one value is an error; across flags the last one wins.
 func ColumnTypes() Kind[map[string]arrow.DataType] {
 	return Kind[map[string]arrow.DataType]{Type: "NAME:TYPE",
-		Parse: func(s string) (map[string]arrow.DataType, error) {
-			out := map[string]arrow.DataType{}
-			for _, item := range splitOutsideParens(s) {
-				if item = strings.TrimSpace(item); item == "" {
-					continue
-				}
-				name, typ, ok := strings.Cut(item, ":")
-				name = strings.TrimSpace(name)
-				if !ok || name == "" {
-					return nil, fmt.Errorf("expected NAME:TYPE such as temperature:double, got %q", item)
-				}
-				if _, dup := out[name]; dup {
-					return nil, fmt.Errorf("column %q is given twice", name)
-				}
-				dt, err := decode.ParseColumnType(typ)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", item, err)
-				}
-				out[name] = dt
-			}
-			return out, nil
-		},
+		Parse: decode.ParseColumnTypes,
 		Combine: func(before, next map[string]arrow.DataType) map[string]arrow.DataType {
 			out := maps.Clone(before)
 			if out == nil {
@@ -234,38 +206,8 @@ func granularity(s string) (string, error) {
 	return "", fmt.Errorf("invalid partition granularity %q (expected hour, day or month)", s)
 }
 
-// splitOutsideParens splits s at the commas that are not inside
-// parentheses.
-func splitOutsideParens(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, r := range s {
-		switch r {
-		case '(':
-			depth++
-		case ')':
-			depth = max(depth-1, 0)
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
-}
-
 // Delimiter is one character that separates CSV fields (not a quote or a
 // line end), or the word tab.
 func Delimiter() Kind[rune] {
-	return Kind[rune]{Type: "string", Parse: func(s string) (rune, error) {
-		if strings.EqualFold(s, "tab") || s == `\t` {
-			return '\t', nil
-		}
-		r, size := utf8.DecodeRuneInString(s)
-		if size != len(s) || r == '"' || r == '\r' || r == '\n' || r == utf8.RuneError {
-			return 0, fmt.Errorf("expected one character such as ; or |, or tab, got %q", s)
-		}
-		return r, nil
-	}}
+	return Kind[rune]{Type: "string", Parse: decode.ParseDelimiter}
 }

@@ -26,13 +26,13 @@ var (
 	Warehouse = register(&Setting[string]{Spec: Spec{
 		Flag: "warehouse", Env: []string{"TIMELAKE_WAREHOUSE"},
 		Help:     "warehouse: s3://bucket/prefix or a local folder",
-		Commands: []Command{Ingest, Serve, Tables, LandingGroup, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
 	Table = register(&Setting[tablename.Name]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
-		Commands: []Command{Ingest, Serve, LandingGroup, Env}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(tablename.Parse)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
@@ -246,7 +246,39 @@ var (
 		Help:     "schema changes a landing file may bring: off, add-columns (new nullable columns) or widen (also int to long, float to double, wider decimals); default: the table's timelake.evolve property, else off",
 		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupFiles,
 	}, Kind: Convert(decode.ParseEvolution)})
+
+	OnError = register(&Setting[decode.OnError]{Spec: Spec{
+		Flag: "on-error", Env: []string{"TIMELAKE_ON_ERROR"},
+		Help:     "what a row that cannot be loaded does to its file: file (the whole file is quarantined) or skip-rows (the file's valid rows load, the others go to a rejects file next to the quarantine); default: the table's timelake.on-error property, else file",
+		Commands: []Command{Ingest, Serve, Upload}, Group: GroupFiles,
+	}, Kind: Convert(decode.ParseOnError)})
+
+	MaxBadRows = register(&Setting[decode.MaxBadRows]{Spec: Spec{
+		Flag: "max-bad-rows", Env: []string{"TIMELAKE_MAX_BAD_ROWS"},
+		Help:     "with --on-error skip-rows: the most rows of one file set aside, a number (100), a fraction (0.05) or a percentage (5%) of its rows; a file with more is quarantined whole; default: the table's timelake.max-bad-rows property, else 10%",
+		Commands: []Command{Ingest, Serve, Upload}, Group: GroupFiles,
+	}, Kind: Convert(decode.ParseMaxBadRows)})
+
+	SourceColumn = register(&Setting[string]{Spec: Spec{
+		Flag: "source-column", Env: []string{"TIMELAKE_SOURCE_COLUMN"},
+		Help:     "column that holds each row's landing key (added to the table when it lacks it); default: the table's timelake.source-column property, else none",
+		Commands: []Command{Ingest, Serve}, Group: GroupFiles,
+	}, Kind: Checked(checkColumnName)})
+
+	LoadTimeColumn = register(&Setting[string]{Spec: Spec{
+		Flag: "load-time-column", Env: []string{"TIMELAKE_LOAD_TIME_COLUMN"},
+		Help:     "column that holds the time each row's file was loaded, a timestamptz (added to the table when it lacks it); default: the table's timelake.load-time-column property, else none",
+		Commands: []Command{Ingest, Serve}, Group: GroupFiles,
+	}, Kind: Checked(checkColumnName)})
 )
+
+// checkColumnName accepts a column name without surrounding spaces.
+func checkColumnName(s string) error {
+	if s == "" || strings.TrimSpace(s) != s {
+		return fmt.Errorf("expected a column name without surrounding spaces, got %q", s)
+	}
+	return nil
+}
 
 // CSVOf resolves the CSV dialect settings (--csv-delimiter,
 // --csv-decimal-comma, --csv-null), which ingest, upload --validate and
@@ -289,7 +321,7 @@ var (
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
 		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: "64MiB",
-		Help:     "bytes of landing files decoded at once (more: faster on large files, more memory)",
+		Help:     "decompressed bytes of landing files decoded at once; a larger file is decoded in pieces of it (more: faster on many large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
 
@@ -425,6 +457,12 @@ var (
 		Help:     "check each file (header, rows, time column) before sending it; --validate=false to skip",
 		Commands: []Command{Upload}, Group: GroupUpload,
 	}, Kind: Bool()})
+
+	ProfileFile = register(&Setting[string]{Spec: Spec{
+		Flag: "profile-file", Env: []string{"TIMELAKE_UPLOAD_PROFILE"},
+		Help:     "validate each file with a source profile exported by timelake tables profile (its settings, the table's schema), as the poller will read it; every key must be one the profile matches (default: the table's profiles when --warehouse and --table are set, else the file's own settings)",
+		Commands: []Command{Upload}, Group: GroupUpload,
+	}, Kind: String()})
 )
 
 // Tables.
@@ -507,7 +545,7 @@ var (
 	}, Kind: String()})
 
 	MaintainBudget = register(&Setting[time.Duration]{Spec: Spec{
-		Flag: "budget", Default: "0s", Help: "start no new maintenance step after this long, e.g. 2m (0: no bound)",
+		Flag: "budget", Default: "0s", Help: "end the round within this long plus 2s, e.g. 2m (0: no bound)",
 		Commands: []Command{TablesMaintain}, Group: GroupPerRun,
 	}, Kind: Duration(0, "2m")})
 

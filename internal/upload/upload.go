@@ -123,6 +123,10 @@ type Config struct {
 	// Validate checks each file with Validate before anything is sent.
 	Validate        bool
 	ValidateOptions ValidateOptions
+	// Rules, when set, are the table's (or an exported source profile's):
+	// each file is validated into the table's schema with the settings
+	// the poller reads its key with (Rules.options).
+	Rules *Rules
 
 	// Parallel is how many files are uploaded at once (oldest first); 0
 	// means DefaultParallel.
@@ -625,7 +629,10 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 			return p, &notComplete{w}
 		}
 	}
-	if cfg.Validate {
+	// Without rules that depend on the key, the file is validated before
+	// it is even hashed; with them (a table's source profiles), once its
+	// key is known.
+	if cfg.Validate && cfg.Rules == nil {
 		if err := validate(ctx, path, p.src, size, cfg.ValidateOptions); err != nil {
 			if ctx.Err() != nil {
 				return p, ctx.Err()
@@ -640,18 +647,14 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	}
 	p.res.Size, p.res.SHA256, p.res.SourceSHA256 = size, sum, sum
 	ext := Ext(path)
-
-	if cfg.Gzip && compressible(path, p.src) {
-		if err := p.compress(ctx, cfg.TempDir); err != nil {
-			return p, err
-		}
+	gzip := cfg.Gzip && compressible(path, p.src)
+	if gzip {
 		ext += ".gz"
 	}
-
 	switch {
 	case cfg.Key != "":
 		p.res.Key, err = JoinKey(cfg.Prefix, cfg.Key)
-		if err == nil && p.res.Gzipped && !strings.HasSuffix(strings.ToLower(cfg.Key), ".gz") {
+		if err == nil && gzip && !strings.HasSuffix(strings.ToLower(cfg.Key), ".gz") {
 			err = fmt.Errorf("key %s: --gzip compresses %s, so the key must end in .gz", cfg.Key, path)
 		}
 	default:
@@ -663,6 +666,23 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	}
 	if err != nil {
 		return p, &fileError{err}
+	}
+	if cfg.Validate && cfg.Rules != nil {
+		opts, err := cfg.Rules.options(p.res.Key, cfg.ValidateOptions)
+		if err == nil {
+			err = validate(ctx, path, p.src, size, opts)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return p, ctx.Err()
+			}
+			return p, &fileError{err}
+		}
+	}
+	if gzip {
+		if err := p.compress(ctx, cfg.TempDir); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }

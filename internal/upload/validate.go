@@ -2,6 +2,7 @@ package upload
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/profile"
 )
 
 // DefaultSampleRows is the number of data rows of a CSV or TSV file that
@@ -32,6 +34,54 @@ type ValidateOptions struct {
 	// Columns the column types ingest is given (--column).
 	CSV     decode.CSV
 	Columns map[string]arrow.DataType
+	// Target is the table's schema, when known (Rules): the file is then
+	// decoded into it as ingest decodes it, with Evolve, OnError,
+	// MaxBadRows and Renames as decode.DecodeOptions has them.
+	Target     *arrow.Schema
+	Evolve     decode.Evolution
+	OnError    decode.OnError
+	MaxBadRows decode.MaxBadRows
+	Renames    map[string]string
+}
+
+// Rules are the poller's rules for a gateway's files: the table's schema
+// and time column, and the settings it reads a key with: the table's
+// source profiles (Profiles) and load properties (Properties), or one
+// exported profile (Exported), which every key must match. From upload
+// given --warehouse and --table, or --profile-file.
+type Rules struct {
+	Target     *arrow.Schema
+	TimeColumn string
+	Profiles   profile.Set
+	Properties map[string]string
+	Exported   *profile.Profile
+}
+
+// options are base with the settings the poller reads key with. Errors:
+// two profiles match the key, or the exported profile does not.
+func (r *Rules) options(key string, base ValidateOptions) (ValidateOptions, error) {
+	fs := profile.FileSettings{CSV: base.CSV, Columns: base.Columns, TimeUnit: base.TimeUnit, AssumeLocation: base.AssumeLocation,
+		Evolve: base.Evolve, OnError: base.OnError, MaxBadRows: base.MaxBadRows}
+	fs = profile.TableDefaults(fs, r.Properties, func(string, error) {})
+	p := r.Exported
+	if p != nil && !p.Matches(key) {
+		return base, &decode.FileError{Key: key, Reason: fmt.Sprintf("the key is not one source profile %s applies to (%s): the poller would read it with other settings; upload it under a key the profile matches, or use that key's profile",
+			p.Name, p.Values[profile.SettingMatch])}
+	}
+	if p == nil {
+		var err error
+		if p, err = r.Profiles.For(key); err != nil {
+			return base, &decode.FileError{Key: key, Reason: err.Error()}
+		}
+	}
+	fs = p.Apply(fs)
+	opts := ValidateOptions{SampleRows: base.SampleRows, CSV: fs.CSV, Columns: fs.Columns, TimeUnit: fs.TimeUnit,
+		AssumeLocation: fs.AssumeLocation, Evolve: fs.Evolve, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows,
+		Target: r.Target, TimeColumn: r.TimeColumn}
+	if fs.TimeColumn != "" && fs.TimeColumn != r.TimeColumn {
+		opts.Renames = map[string]string{fs.TimeColumn: r.TimeColumn}
+	}
+	return opts, nil
 }
 
 // Validate checks a landing file before it is uploaded, without any network
@@ -61,6 +111,7 @@ func Validate(ctx context.Context, path string, opts ValidateOptions) error {
 func validate(ctx context.Context, path string, f io.ReaderAt, size int64, opts ValidateOptions) error {
 	return decode.Check(ctx, decode.Source{Key: path, R: f, Size: size},
 		decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
-			CSV: opts.CSV, Columns: opts.Columns},
+			CSV: opts.CSV, Columns: opts.Columns, Target: opts.Target, Evolve: opts.Evolve, OnError: opts.OnError,
+			MaxBadRows: opts.MaxBadRows, Renames: opts.Renames},
 		decode.CheckOptions{SampleRows: opts.SampleRows})
 }

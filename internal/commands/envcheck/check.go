@@ -77,6 +77,7 @@ const (
 	CheckCatalogNS     = "catalog-namespace"
 	CheckCatalogCommit = "catalog-commit"
 	CheckTable         = "table"
+	CheckProfiles      = "profiles"
 )
 
 // CatalogChecks are the checks of the REST catalog, which --catalog none
@@ -119,7 +120,7 @@ type LakeChecks interface {
 	CatalogSettings(c *Checker) (rest bool)
 	// Catalog adds the rows of the REST catalog (CatalogChecks).
 	Catalog(ctx context.Context, c *Checker)
-	// Table adds the table row (CheckTable).
+	// Table adds the rows of the table (CheckTable, CheckProfiles).
 	Table(ctx context.Context, c *Checker)
 }
 
@@ -248,7 +249,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 			CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease}
 		if opts.Lake != nil {
 			names = slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog},
-				names[3:], []string{CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable})
+				names[3:], []string{CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable, CheckProfiles})
 		}
 		for _, n := range names {
 			c.Skip(n, "settings unknown: "+errEnvFile.Error())
@@ -292,6 +293,7 @@ type Checker struct {
 	localAtResponse time.Time
 	serviceURL      string
 	lakeListed      bool // the warehouse could be listed
+	landingListed   bool // the landing bucket could be listed and written
 }
 
 // Warehouse is the warehouse setting's location; false when it is
@@ -303,6 +305,23 @@ func (c *Checker) TableName() (tablename.Name, bool) { return c.tableName, c.tab
 
 // LakeListed reports whether the warehouse could be listed (CheckLakeBucket).
 func (c *Checker) LakeListed() bool { return c.lakeListed }
+
+// LandingListed reports whether the landing bucket could be listed and
+// written (CheckLandingBucket).
+func (c *Checker) LandingListed() bool { return c.landingListed }
+
+// Landing opens the landing location for a check; done undoes what opening
+// it made (a folder created for the check).
+func (c *Checker) Landing() (st storage.Store, done func(), err error) {
+	st, f, err := c.openLocation(c.landing, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f == nil {
+		return st, func() {}, nil
+	}
+	return st, f.undo, nil
+}
 
 // S3 is the S3 client of the checks (nil when none could be built), whether
 // the endpoint is Tigris's, and why S3 checks cannot run ("" when they can).

@@ -471,8 +471,8 @@ func TestCheckOutput(t *testing.T) {
 			t.Fatalf("exit %d: %s%s", r.code, r.out, r.errOut)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-		if len(lines) != 24 {
-			t.Errorf("%d lines, want a header and one per check (23):\n%s", len(lines), r.out)
+		if len(lines) != 25 {
+			t.Errorf("%d lines, want a header and one per check (24):\n%s", len(lines), r.out)
 		}
 		for _, l := range lines {
 			if f := strings.Split(l, "\t"); len(f) != 4 {
@@ -528,25 +528,25 @@ func TestEnvShow(t *testing.T) {
 		}
 		want := map[string]envcheck.ShownSetting{
 			"env-file all": {Value: envFile, Source: "flag"},
-			"landing ingest,serve,upload,landing,env":       {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
-			"warehouse ingest,serve,tables,landing,env":     {Value: "s3://my-lake/warehouse", Source: "flag"},
-			"table ingest,serve,landing,env":                {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
-			"endpoint all":                                  {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
-			"region all":                                    {Value: "auto", Source: "environment", Variable: "AWS_REGION"},
-			"AWS_ACCESS_KEY_ID all":                         {Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
-			"AWS_SECRET_ACCESS_KEY all":                     {Value: "set (25 characters)", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
-			"AWS_SESSION_TOKEN all":                         {Value: "set (29 characters)", Source: "env file", Variable: "AWS_SESSION_TOKEN"},
-			"credentials all":                               {Value: envcheck.CredStatic, Source: "derived"},
-			"partition ingest,serve,tables create":          {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
-			"max-files ingest":                              {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
-			"quarantine-prefix ingest,serve,landing":        {Value: "_rejected/", Source: "default"},
-			"lease-ttl ingest,serve":                        {Value: "10m", Source: "default"},
-			"prefix ingest,serve":                           {},
-			"prefix upload":                                 {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
-			"parallel upload":                               {Value: "4", Source: "default"},
-			"older-than tables expire":                      {},
-			"time-column ingest,serve,upload,tables create": {},
-			"log-level all":                                 {Value: "warn", Source: "default"},
+			"landing ingest,serve,upload,landing,env":          {Value: "my-lake-landing", Source: "environment", Variable: "LANDING_BUCKET"},
+			"warehouse ingest,serve,upload,tables,landing,env": {Value: "s3://my-lake/warehouse", Source: "flag"},
+			"table ingest,serve,upload,landing,env":            {Value: "iot.readings", Source: "env file", Variable: "TIMELAKE_TABLE"},
+			"endpoint all":                                     {Value: "https://t3.storage.dev", Source: "env file", Variable: "AWS_ENDPOINT"},
+			"region all":                                       {Value: "auto", Source: "environment", Variable: "AWS_REGION"},
+			"AWS_ACCESS_KEY_ID all":                            {Value: "tid_********", Source: "environment", Variable: "AWS_ACCESS_KEY_ID"},
+			"AWS_SECRET_ACCESS_KEY all":                        {Value: "set (25 characters)", Source: "env file", Variable: "AWS_SECRET_ACCESS_KEY"},
+			"AWS_SESSION_TOKEN all":                            {Value: "set (29 characters)", Source: "env file", Variable: "AWS_SESSION_TOKEN"},
+			"credentials all":                                  {Value: envcheck.CredStatic, Source: "derived"},
+			"partition ingest,serve,tables create":             {Value: "hour", Source: "env file", Variable: "TIMELAKE_PARTITION"},
+			"max-files ingest":                                 {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
+			"quarantine-prefix ingest,serve,landing":           {Value: "_rejected/", Source: "default"},
+			"lease-ttl ingest,serve":                           {Value: "10m", Source: "default"},
+			"prefix ingest,serve":                              {},
+			"prefix upload":                                    {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
+			"parallel upload":                                  {Value: "4", Source: "default"},
+			"older-than tables expire":                         {},
+			"time-column ingest,serve,upload,tables create":    {},
+			"log-level all":                                    {Value: "warn", Source: "default"},
 		}
 		for k, w := range want {
 			g, ok := got[k]
@@ -578,7 +578,7 @@ func TestEnvShow(t *testing.T) {
 		}
 		for _, line := range []string{
 			"landing\tmy-lake-landing\tLANDING_BUCKET (environment)\tingest, serve, upload, landing, env\n",
-			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, serve, tables, landing, env\n",
+			"warehouse\ts3://my-lake/warehouse\t--warehouse\tingest, serve, upload, tables, landing, env\n",
 			"AWS_SECRET_ACCESS_KEY\tset (25 characters)\tAWS_SECRET_ACCESS_KEY (env file)\tall\n",
 			"time-column\t-\tnot set\tingest, serve, upload, tables create\n",
 			"max-files\t50\tTIMELAKE_MAX_FILES (env file)\tingest\n",
@@ -602,4 +602,39 @@ func TestEnvShow(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestCheckSourceProfiles(t *testing.T) {
+	env, landing, warehouse := localEnv(t)
+	for _, key := range []string{"site-berlin/a.csv", "site-berlin/b.tsv", "site-paris/c.csv"} {
+		path := filepath.Join(landing, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("time,v\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := lake.Open(context.Background(), warehouse, lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTable(t, l, 0, map[string]string{
+		"timelake.profile.berlin.match":         "site-berlin/",
+		"timelake.profile.berlin.csv-delimiter": ";",
+	})
+	r := checkJSON(t, env)
+	r.expect(t, envcheck.CheckProfiles, envcheck.OK, "1 source profiles: berlin (site-berlin/)", "read with berlin 2, with the run's settings 1")
+
+	// A second profile whose glob takes the .tsv file too: ingest refuses
+	// that file, and so does the check.
+	tbl, err := l.LoadTable(context.Background(), lake.TableName{Namespace: "iot", Name: "readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(context.Background(), map[string]string{"timelake.profile.tsv.match": "**/*.tsv"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r = checkJSON(t, env)
+	r.expect(t, envcheck.CheckProfiles, envcheck.Fail, "1 files match two profiles", "berlin (site-berlin/) and tsv (**/*.tsv)")
 }

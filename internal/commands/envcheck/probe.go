@@ -179,6 +179,7 @@ func (c *Checker) landingBucket(ctx context.Context) {
 		c.Skip(CheckLandingLease, "landing not usable")
 		return
 	}
+	c.landingListed = true
 	c.leaseProbe(ctx, st)
 }
 

@@ -31,7 +31,7 @@ docs/gateways.md.`,
 		Version: build.String(),
 	}
 	cmdutil.PrepareRoot(root, f)
-	root.AddCommand(uploadcmd.NewCmdUpload(f, nil))
+	root.AddCommand(uploadcmd.NewCmdUpload(f, nil, nil))
 	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil, nil))
 	cmdutil.FinishRoot(root)
 	return root

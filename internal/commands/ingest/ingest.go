@@ -17,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -127,8 +128,10 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
 	}
-	if decode.IsColumnsSetting(err) {
-		// No file could create the table because of --column.
+	var sce *lake.SourceColumnError
+	if decode.IsColumnsSetting(err) || errors.As(err, &sce) {
+		// No file could create the table because of --column, or the
+		// source columns name columns the table cannot fill.
 		err = &cmdutil.UsageError{Err: err}
 	}
 	if err != nil && len(rep.Files) == 0 {
@@ -197,6 +200,9 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	default:
 		s = iostreams.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
 			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
+		if rep.RejectedRows > 0 {
+			s += iostreams.Sprintf(", %d rows set aside (--on-error skip-rows)", rep.RejectedRows)
+		}
 		if rep.Failed > 0 {
 			s += fmt.Sprintf(", %d failed (left for the next run)", rep.Failed)
 		}

@@ -111,6 +111,9 @@ func TestOutputLines(t *testing.T) {
 		{ingest.FileResult{Key: "gw/b.csv", Status: ingest.Quarantined, QuarantinedTo: "_rejected/gw/b.csv", Reason: "gw/b.csv: row 2: bad"},
 			"quarantined     gw/b.csv  -> _rejected/gw/b.csv: gw/b.csv: row 2: bad"},
 		{ingest.FileResult{Key: "gw/c.csv", Status: ingest.WouldLoad, Size: 10}, "would load      gw/c.csv  10 bytes"},
+		{ingest.FileResult{Key: "site-berlin/c.csv", Status: ingest.WouldLoad, Size: 10, Profile: "berlin"}, "would load      site-berlin/c.csv  10 bytes; profile berlin"},
+		{ingest.FileResult{Key: "site-berlin/c.tsv", Status: ingest.WouldLoad, Size: 10, Reason: "the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
+			"would load      site-berlin/c.tsv  10 bytes; would be quarantined: the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
 	} {
 		if got := lakecmd.FileLine(tc.r); got != tc.want {
 			t.Errorf("FileLine = %q\nwant       %q", got, tc.want)
@@ -181,6 +184,8 @@ func TestSettingsErrorsAreUsageErrors(t *testing.T) {
 		{"time column typed by --column", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--time-column", "ts", "--column", "ts:string"},
 			`--column ts:string: "ts" is the time column, which is always timestamptz`, nil},
 		{"memory budget", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--memory-budget", "lots"}, "memory-budget", nil},
+		{"one name for both source columns", []string{"ingest", "--landing", filepath.Join(dir, "l"), "--warehouse", filepath.Join(dir, "w"), "--table", "a.b", "--source-column", "_src", "--load-time-column", "_src"},
+			`--source-column and --load-time-column are both "_src"`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ios, out, errOut := iostreams.Test()
@@ -213,6 +218,37 @@ func TestColumnTypingTheTimeColumnIsAUsageError(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(landing, "gw", "a.csv")); err != nil {
+		t.Errorf("the file left the landing folder: %v", err)
+	}
+}
+
+// A source column the table cannot fill (its time column here) stops the
+// run with a usage error before a file is taken; the file stays.
+func TestSourceColumnTheTableCannotFillIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(filepath.Join(landing, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(landing, "gw", name), []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "t"}
+	write("a.csv")
+	ios, out, errOut := iostreams.Test()
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	write("b.csv")
+	ios, out, errOut = iostreams.Test()
+	if code := commands.Execute(context.Background(), append(args, "--source-column", "time"), ios, getenv(complete)); code != cmdutil.ExitUsage ||
+		!strings.Contains(errOut.String(), `column "time", chosen to hold each row's landing key (--source-column or timelake.source-column), is the table's time column`) {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitUsage, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(landing, "gw", "b.csv")); err != nil {
 		t.Errorf("the file left the landing folder: %v", err)
 	}
 }
@@ -471,7 +507,7 @@ func TestMaintenanceLine(t *testing.T) {
 			OrphansNextCheck: &next, OrphansLastChecked: &last, Seconds: 0.1},
 			"maintenance     expired 2 snapshots (2 keys into the load history, 0 files deleted) in 0.1s; nothing to compact: every data file is at least 8MiB (timelake.target-file-size); orphan files looked for next at 2026-01-05T11:00:00Z (last at 2026-01-05T10:00:00Z)"},
 		{ingest.Maintenance{FilesIn: 4, BytesIn: 4096, FilesOut: 1, CompactionDeferred: 3, Pending: true, Seconds: 10},
-			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent)"},
+			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
 		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
 			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
 	} {

@@ -37,6 +37,10 @@ func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		CSV:               settings.CSVOf(r),
 		Columns:           settings.Columns.Get(r),
 		Evolve:            settings.Evolve.Get(r),
+		OnError:           settings.OnError.Get(r),
+		MaxBadRows:        settings.MaxBadRows.Get(r),
+		SourceColumn:      settings.SourceColumn.Get(r),
+		LoadTimeColumn:    settings.LoadTimeColumn.Get(r),
 		NoCreate:          settings.NoCreate.Get(r),
 		DryRun:            settings.DryRun.Get(r),
 		MaxFiles:          settings.MaxFiles.Get(r),
@@ -56,6 +60,9 @@ func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 	}
 	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
 		return c, &cmdutil.UsageError{Err: err}
+	}
+	if c.SourceColumn != "" && c.SourceColumn == c.LoadTimeColumn {
+		return c, cmdutil.UsageErrorf("--source-column and --load-time-column are both %q: one column cannot hold each row's landing key and its load time; choose two names", c.SourceColumn)
 	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {

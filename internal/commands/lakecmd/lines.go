@@ -13,10 +13,23 @@ import (
 func FileLine(r ingest.FileResult) string {
 	switch r.Status {
 	case ingest.Loaded:
-		s := iostreams.Sprintf("%-15s %s  %d rows  snapshot %d", "loaded", r.Key, r.Rows, r.SnapshotID)
-		if r.DuplicateRows > 0 {
-			s = iostreams.Sprintf("%-15s %s  %d rows (%d repeat the series key and time of an earlier row, kept)  snapshot %d",
-				"loaded", r.Key, r.Rows, r.DuplicateRows, r.SnapshotID)
+		var notes []string
+		switch {
+		case r.ReplacedRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d replaced by a later row of the file with the same series key and time (timelake.read-dedup)", r.ReplacedRows))
+		case r.DuplicateRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d repeat the series key and time of an earlier row, kept", r.DuplicateRows))
+		}
+		if r.RejectedRows > 0 {
+			notes = append(notes, iostreams.Sprintf("%d refused, set aside -> %s", r.RejectedRows, r.RejectsTo))
+		}
+		rows := iostreams.Sprintf("%d rows", r.Rows)
+		if len(notes) > 0 {
+			rows += " (" + strings.Join(notes, "; ") + ")"
+		}
+		s := iostreams.Sprintf("%-15s %s  %s  snapshot %d", "loaded", r.Key, rows, r.SnapshotID)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
 		}
 		if len(r.SchemaChanges) > 0 {
 			s += "; schema: " + strings.Join(r.SchemaChanges, ", ")
@@ -37,7 +50,14 @@ func FileLine(r ingest.FileResult) string {
 	case ingest.Quarantined:
 		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
 	case ingest.WouldLoad:
-		return iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		s := iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
+		}
+		if r.Reason != "" {
+			s += "; would be quarantined: " + r.Reason
+		}
+		return s
 	}
 	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
 }
@@ -48,8 +68,16 @@ func FileLine(r ingest.FileResult) string {
 // files are looked for next.
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
+	if len(m.PartitionsDropped) > 0 {
+		parts = append(parts, iostreams.Sprintf("dropped %d partitions older than timelake.retention (%d rows: %s)",
+			len(m.PartitionsDropped), m.RowsDropped, strings.Join(m.PartitionsDropped, ", ")))
+	}
 	if m.FilesIn > 0 {
-		parts = append(parts, iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut))
+		c := iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut)
+		if m.RowsReplaced > 0 {
+			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", m.RowsReplaced)
+		}
+		parts = append(parts, c)
 	}
 	if m.SnapshotsExpired > 0 {
 		parts = append(parts, iostreams.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
@@ -69,7 +97,7 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	case m.CompactionSkipped != "":
 		s += "; compaction skipped: " + m.CompactionSkipped
 	case m.CompactionDeferred > 0:
-		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent)", m.CompactionDeferred)
+		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", m.CompactionDeferred)
 	case m.CompactionIdle != "":
 		s += "; nothing to compact: " + m.CompactionIdle
 	}

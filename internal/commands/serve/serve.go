@@ -15,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
 	"github.com/timelake/timelake/internal/settings"
 )
@@ -161,6 +162,11 @@ func RunServe(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if err := srv.Run(ctx); err != nil {
+		var sce *lake.SourceColumnError
+		if errors.As(err, &sce) {
+			// The source columns name columns the table cannot fill.
+			return &cmdutil.UsageError{Err: err}
+		}
 		return err
 	}
 	return printErr

@@ -83,6 +83,7 @@ func TestSettings(t *testing.T) {
 		{"a sweep under a second", map[string]string{"TIMELAKE_SWEEP": "10ms"}, nil, "TIMELAKE_SWEEP"},
 		{"a listen address without port", nil, []string{"--listen", "localhost"}, "host:port"},
 		{"max files is ingest's", nil, []string{"--max-files", "3"}, "unknown flag"},
+		{"one name for both source columns", map[string]string{"TIMELAKE_SOURCE_COLUMN": "_src", "TIMELAKE_LOAD_TIME_COLUMN": "_src"}, nil, "--source-column and --load-time-column"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := map[string]string{}
@@ -153,5 +154,20 @@ func TestJSONLines(t *testing.T) {
 	}
 	if types["created"] != 1 || types["file"] != 1 || types["status"] < 3 {
 		t.Fatalf("lines by type %v:\n%s", types, out)
+	}
+
+	// A source column the table cannot fill (its time column) stops serve
+	// at its start with a usage error.
+	o, code, msg = parse(t, map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "LANDING_BUCKET": landing,
+		"TIMELAKE_TABLE": "iot.t", "TIMELAKE_SOURCE_COLUMN": "time"}, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	o.IO = ios
+	if o.Server.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := servecmd.RunServe(context.Background(), o); !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), "is the table's time column") {
+		t.Fatalf("serve with the time column as its source column: %v", err)
 	}
 }

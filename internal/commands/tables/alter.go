@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
@@ -14,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/settings"
 )
 
@@ -38,10 +40,15 @@ conditional commit as appends: it applies to the newest version and never
 undoes another writer's commit. It prints each property before and after.
 
 timelake.* properties are the maintenance settings (docs/maintenance.md)
-and timelake.evolve, the schema changes landing files may bring
-(docs/schema.md):
+and the loading ones, such as timelake.evolve, the schema changes landing
+files may bring (docs/schema.md):
 ` + knownProperties("  ") + `
-Their values are checked; an unknown timelake.* key, or one of the table
+Source profiles (docs/schema.md) are timelake.profile.<name>.<setting>,
+with these settings:
+` + profileSettings("  ") + `
+--unset timelake.profile.<name> removes a whole profile; the profiles after
+the change are checked as a set (each has a match, no two prefixes
+overlap). Values are checked; an unknown timelake.* key, or one of the table
 contract (timelake.time-column, timelake.series-key, timelake.chunk, ...), is
 refused with exit code 2, as are Iceberg's reserved keys (format-version,
 uuid, ...). Other keys (write.*, history.*, commit.*, ...) are Iceberg
@@ -81,6 +88,16 @@ func settable() map[string]string {
 	return out
 }
 
+// profileSettings lists the settings of a source profile, with what each
+// accepts, one a line behind indent.
+func profileSettings(indent string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(profile.Settings)) {
+		iostreams.Fprintf(&b, "%s%-28s %s\n", indent, k, profile.Settings[k])
+	}
+	return b.String()
+}
+
 // knownProperties lists the timelake.* properties that can be set, with what
 // each accepts, one a line behind indent.
 func knownProperties(indent string) string {
@@ -109,6 +126,13 @@ func ParseAlter(set, unset []string) (map[string]string, []string, error) {
 		if v == "" {
 			return nil, nil, cmdutil.UsageErrorf("--set %s=: empty value (--unset %s removes the property)", k, k)
 		}
+		if profile.IsProperty(k) {
+			if err := profile.ValidateProperty(k, v); err != nil {
+				return nil, nil, cmdutil.UsageErrorf("--set %s", err)
+			}
+			out[k] = v
+			continue
+		}
 		if err := checkKey("--set", k); err != nil {
 			return nil, nil, err
 		}
@@ -125,6 +149,15 @@ func ParseAlter(set, unset []string) (map[string]string, []string, error) {
 		}
 		if slices.Contains(keys, k) {
 			return nil, nil, cmdutil.UsageErrorf("--unset %s is given twice", k)
+		}
+		if profile.IsProperty(k) {
+			// A setting of a profile, or a whole profile (expanded to its
+			// properties when the table is loaded).
+			if err := profile.CheckKey(k); err != nil && !profile.IsProfileName(k) {
+				return nil, nil, cmdutil.UsageErrorf("--unset %s", err)
+			}
+			keys = append(keys, k)
+			continue
 		}
 		if err := checkKey("--unset", k); err != nil {
 			return nil, nil, err
@@ -258,7 +291,11 @@ func RunAlter(ctx context.Context, opts *AlterOptions) error {
 		return err
 	}
 	before := t.Properties()
+	opts.Unset = expandProfiles(before, opts.Unset)
 	after := applied(before, opts.Set, opts.Unset)
+	if err := checkAltered(t, after); err != nil {
+		return err
+	}
 	if !opts.DryRun {
 		if err := t.SetProperties(ctx, opts.Set, opts.Unset); err != nil {
 			return err
@@ -266,6 +303,41 @@ func RunAlter(ctx context.Context, opts *AlterOptions) error {
 		after = t.Properties()
 	}
 	return RenderAlter(opts.Output, BuildAlterReport(opts.Table.String(), opts.DryRun, t.Version(), before, after, opts.Set, opts.Unset))
+}
+
+// expandProfiles replaces each timelake.profile.<name> of unset by the
+// properties of that profile in props.
+func expandProfiles(props iceberg.Properties, unset []string) []string {
+	var out []string
+	for _, k := range unset {
+		if profile.IsProfileName(k) {
+			out = append(out, profile.Keys(props, strings.TrimPrefix(k, profile.PropertyPrefix))...)
+			continue
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// checkAltered refuses properties that are each fine but not together:
+// source profiles that do not read as a set (one without a match, two
+// whose prefixes overlap), source columns the table cannot fill (one name
+// for both, the time column, a series key column, a column of another
+// type: lake.Table.CheckSourceColumns), and timelake.read-dedup on a
+// table without a series key (every row of one time would be one
+// reading). Usage errors.
+func checkAltered(t *lake.Table, after iceberg.Properties) error {
+	if _, err := profile.FromProperties(after); err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if err := t.CheckSourceColumns(after[lake.PropSourceColumn], after[lake.PropLoadTimeColumn]); err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if v, _ := strconv.ParseBool(after[lake.PropReadDedup]); v && len(t.Contract().SeriesKey) == 0 {
+		return cmdutil.UsageErrorf("%s=true needs a series key: %s has none, so every row of one time would be one reading", lake.PropReadDedup, t.Name())
+	}
+	return nil
 }
 
 // RenderAlter prints r: one JSON document with --json; on a terminal a

@@ -111,10 +111,11 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 	return opts, nil
 }
 
-// RunCreate decodes FromFile with decode.Decode (Target nil: schema and
-// time column inferred as for ingest's auto-create, Columns typed as
-// given), creates the table with lake.CreateTable and prints what was
-// created. Errors: the file cannot be read or decoded (*decode.FileError),
+// RunCreate decodes FromFile with decode.DecodeEach (Target nil: schema
+// and time column inferred as for ingest's auto-create, Columns typed as
+// given; every row checked, in pieces of ingest's default memory budget,
+// keeping none), creates the table with lake.CreateTable and prints what
+// was created. Errors: the file cannot be read or decoded (*decode.FileError),
 // a series key or --column column is missing, or lake.ErrTableExists.
 func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	fh, err := os.Open(opts.FromFile)
@@ -127,9 +128,14 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 		return fmt.Errorf("create %s: %w", opts.Table, err)
 	}
 	key := filepath.Base(opts.FromFile)
-	dec, err := decode.Decode(ctx, decode.Source{Key: key, R: fh, Size: st.Size()}, decode.DecodeOptions{
+	var dec decode.Decoded // the schema, without rows
+	err = decode.DecodeEach(ctx, decode.Source{Key: key, R: fh, Size: st.Size()}, decode.DecodeOptions{
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
-		CSV: opts.CSV, Columns: opts.Columns,
+		CSV: opts.CSV, Columns: opts.Columns, PieceBytes: ingest.DefaultMemoryBudget,
+	}, func(piece *decode.Decoded) error {
+		dec.Schema, dec.TimeColumn = piece.Schema, piece.TimeColumn
+		piece.Release()
+		return nil
 	})
 	if decode.IsColumnsSetting(err) {
 		return &cmdutil.UsageError{Err: fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)}
@@ -137,7 +143,6 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	if err != nil {
 		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
 	}
-	defer dec.Release()
 	for _, k := range opts.SeriesKey {
 		if len(dec.Schema.FieldIndices(k)) == 0 {
 			return &cmdutil.UsageError{Err: fmt.Errorf("create %s: --series-key %s: %s has no column %q%s (its columns: %s)",

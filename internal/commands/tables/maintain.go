@@ -21,7 +21,7 @@ type MaintainOptions struct {
 	Output
 	Lake    *lake.Lake
 	Table   lake.TableName
-	Budget  time.Duration // no step starts after it is used up; 0: no bound
+	Budget  time.Duration // the round ends within it plus lake.MaintenanceSlack; 0: no bound
 	DryRun  bool
 	Orphans bool // look for orphan files now, not only once an hour
 }
@@ -104,6 +104,9 @@ type MaintainReport struct {
 	Compaction *CompactionReport `json:"compaction"`
 	Expiry     *ExpiryReport     `json:"expiry"`
 	Orphans    *OrphanReport     `json:"orphans"`
+	// Retention is what retention dropped (timelake.retention); null
+	// when the table sets none, or the round stopped before it.
+	Retention *RetentionReport `json:"retention"`
 	// OrphansSkipped says why orphan files were not looked for this
 	// round (Orphans null), and when they were last and will next be.
 	OrphansSkipped *OrphansSkipped `json:"orphans_skipped,omitempty"`
@@ -137,6 +140,21 @@ type CompactionReport struct {
 	Idle string `json:"idle,omitempty"`
 }
 
+// RetentionReport is what retention dropped (or would).
+type RetentionReport struct {
+	Retention  string   `json:"retention"` // the property's value, e.g. 400d
+	Cutoff     UTCTime  `json:"cutoff"`    // partitions that end before it go
+	Partitions []string `json:"partitions"`
+	Files      int      `json:"files"`
+	Rows       int64    `json:"rows"`
+	Bytes      int64    `json:"bytes"`
+	// SnapshotID is the delete snapshot; null when nothing was committed.
+	SnapshotID *int64 `json:"snapshot_id"`
+	// Unjudged counts data files whose partition tells no time (another
+	// partition spec): kept.
+	Unjudged int `json:"unjudged,omitempty"`
+}
+
 // OrphansSkipped is why orphan files were not looked for in a round.
 type OrphansSkipped struct {
 	Reason string `json:"reason"`
@@ -157,6 +175,9 @@ type CompactionRow struct {
 	Rows      int64  `json:"rows"`
 	FilesOut  int    `json:"files_out"` // 0 in a dry run
 	BytesOut  int64  `json:"bytes_out"` // 0 in a dry run
+	// RowsReplaced counts the rows left out under timelake.read-dedup: a
+	// newer batch's row has their series key and time.
+	RowsReplaced int64 `json:"rows_replaced"`
 }
 
 // ExpiryReport is what snapshot expiry did.
@@ -188,7 +209,7 @@ type SettingRow struct {
 var maintenanceKeys = []string{
 	lake.PropAutoMaintain, lake.PropSnapshotRetention, lake.PropMinSnapshots, lake.PropDedupeWindow,
 	lake.PropTargetFileSize, lake.PropCompactMinFiles, lake.PropCompactColdAfter, lake.PropOrphanMinAge,
-	table.MetadataPreviousVersionsMaxKey,
+	lake.PropReadDedup, lake.PropRetention, table.MetadataPreviousVersionsMaxKey,
 }
 
 // settingValues renders each setting of s as its property would say it
@@ -203,6 +224,8 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),
 		lake.PropCompactColdAfter:            ageText(s.CompactColdAfter),
 		lake.PropOrphanMinAge:                ageText(s.OrphanMinAge),
+		lake.PropReadDedup:                   strconvBool(s.ReadDedup),
+		lake.PropRetention:                   retentionText(s.Retention),
 		table.MetadataPreviousVersionsMaxKey: formatInt(int64(s.MetadataVersions)),
 	}
 }
@@ -228,20 +251,17 @@ func strconvBool(b bool) string {
 	return "false"
 }
 
-// ageText renders a duration the way table properties say it: whole days
-// as 14d, else whole hours (36h), whole minutes (15m), else Go's form.
-func ageText(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d > 0 && d%day == 0:
-		return iostreams.Sprintf("%dd", d/day)
-	case d > 0 && d%time.Hour == 0:
-		return iostreams.Sprintf("%dh", d/time.Hour)
-	case d > 0 && d%time.Minute == 0:
-		return iostreams.Sprintf("%dm", d/time.Minute)
+// retentionText is a retention as its property says it, "none" when off.
+func retentionText(d time.Duration) string {
+	if d <= 0 {
+		return "none"
 	}
-	return d.String()
+	return ageText(d)
 }
+
+// ageText renders a duration the way table properties say it
+// (quantity.FormatAge: 14d, 36h, 15m).
+func ageText(d time.Duration) string { return quantity.FormatAge(d) }
 
 // BuildMaintainReport describes one round of maintenance of table: rep as
 // Table.Maintain returned it with err, and the metadata version after it.
@@ -261,7 +281,15 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 		}
 		for _, g := range c.Groups {
 			r.Compaction.Groups = append(r.Compaction.Groups, CompactionRow{Partition: g.Partition, Reason: g.Reason,
-				Tier: g.Tier, FilesIn: g.FilesIn, BytesIn: g.BytesIn, Rows: g.Rows, FilesOut: g.FilesOut, BytesOut: g.BytesOut})
+				Tier: g.Tier, FilesIn: g.FilesIn, BytesIn: g.BytesIn, Rows: g.Rows, FilesOut: g.FilesOut, BytesOut: g.BytesOut,
+				RowsReplaced: g.Replaced})
+		}
+	}
+	if rt := rep.Retention; rt != nil {
+		r.Retention = &RetentionReport{Retention: ageText(rep.Settings.Retention), Cutoff: UTCTime{rt.Cutoff},
+			Partitions: append([]string{}, rt.Partitions...), Files: rt.Files, Rows: rt.Rows, Bytes: rt.Bytes, Unjudged: rt.Unjudged}
+		if id := rt.SnapshotID; id != 0 {
+			r.Retention.SnapshotID = &id
 		}
 	}
 	if e := rep.Expired; e.Version != 0 {
@@ -344,10 +372,16 @@ func RenderMaintain(o Output, r MaintainReport) error {
 	for _, p := range r.Upgraded {
 		rec("upgraded", p)
 	}
+	if rt := r.Retention; rt != nil {
+		rec("retention", rt.Retention, rt.Cutoff.machine(), formatInt(int64(len(rt.Partitions))), formatInt(int64(rt.Files)), formatInt(rt.Rows), formatInt(rt.Bytes))
+		for _, p := range rt.Partitions {
+			rec("dropped_partition", p)
+		}
+	}
 	if c := r.Compaction; c != nil {
 		for _, g := range c.Groups {
 			rec("compacted", g.Partition, g.Reason, formatInt(int64(g.Tier)), formatInt(int64(g.FilesIn)), formatInt(g.BytesIn),
-				formatInt(g.Rows), formatInt(int64(g.FilesOut)), formatInt(g.BytesOut))
+				formatInt(g.Rows), formatInt(int64(g.FilesOut)), formatInt(g.BytesOut), formatInt(g.RowsReplaced))
 		}
 		if c.SnapshotID != nil {
 			rec("compaction_snapshot_id", formatInt(*c.SnapshotID))
@@ -396,6 +430,9 @@ func maintainSummary(r MaintainReport) string {
 		return did
 	}
 	var parts []string
+	if rt := r.Retention; rt != nil && len(rt.Partitions) > 0 {
+		parts = append(parts, iostreams.Sprintf("%s %s older than %s", would("dropped", "would drop"), plural(int64(len(rt.Partitions)), "partition"), rt.Retention))
+	}
 	if c := r.Compaction; c != nil {
 		var in, out int
 		var bytesIn, bytesOut int64
@@ -458,6 +495,27 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 	if r.Pending {
 		notDone = "  not done this round (the budget ran out before it)\n"
 	}
+	if rt := r.Retention; rt != nil && r.Skipped == "" {
+		title := iostreams.Sprintf("Retention (%s: partitions that end before %s)", rt.Retention, rt.Cutoff.terminal())
+		if id := rt.SnapshotID; id != nil {
+			title += iostreams.Sprintf(" (delete snapshot %d)", *id)
+		}
+		section(title)
+		switch {
+		case len(rt.Partitions) == 0:
+			b.WriteString("  no partition is older\n")
+		default:
+			verb := "dropped"
+			if r.DryRun {
+				verb = "would drop"
+			}
+			iostreams.Fprintf(&b, "  %s %s: %s (%s, %d rows, %s); their files are deleted when the snapshots before expire\n", verb,
+				plural(int64(len(rt.Partitions)), "partition"), strings.Join(rt.Partitions, ", "), plural(int64(rt.Files), "file"), rt.Rows, iostreams.HumanBytes(rt.Bytes))
+		}
+		if rt.Unjudged > 0 {
+			iostreams.Fprintf(&b, "  %s kept: their partition tells no time (another partition spec)\n", plural(int64(rt.Unjudged), "data file"))
+		}
+	}
 	if r.Skipped == "" {
 		switch c := r.Compaction; {
 		case c == nil:
@@ -496,12 +554,19 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 				return err
 			}
 			b.WriteString(indent(tb.String()))
+			var replaced int64
+			for _, g := range c.Groups {
+				replaced += g.RowsReplaced
+			}
+			if replaced > 0 {
+				iostreams.Fprintf(&b, "  %d rows replaced by a newer batch's row of their series key and time (timelake.read-dedup)\n", replaced)
+			}
 			if c.Dropped > 0 {
 				iostreams.Fprintf(&b, "  %s dropped: another writer replaced their files meanwhile (nothing lost)\n",
 					plural(int64(c.Dropped), "group"))
 			}
 			if c.Deferred > 0 {
-				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent\n",
+				iostreams.Fprintf(&b, "  %s left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 					plural(int64(c.Deferred), "more group"))
 			}
 		}

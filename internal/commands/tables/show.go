@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/profile"
 )
 
 // ShowOptions are the inputs of `tables show`.
@@ -65,6 +66,23 @@ type TableDetail struct {
 	Properties      map[string]string `json:"properties"`
 	CurrentSnapshot *SnapshotRow      `json:"current_snapshot"` // null without snapshots
 	Totals          Totals            `json:"totals"`
+	// Profiles are the source profiles (timelake.profile.*, docs/schema.md),
+	// by name; ProfilesError says why they do not read (ingest refuses
+	// every file while it is so).
+	Profiles      []ProfileRow `json:"profiles"`
+	ProfilesError string       `json:"profiles_error,omitempty"`
+	// Duplicates says, under timelake.read-dedup, how many rows of a
+	// series key and time another batch's row replaces and compaction has
+	// not resolved yet (docs/maintenance.md); null when not looked at.
+	Duplicates *lake.Duplicates `json:"duplicates"`
+}
+
+// ProfileRow is one source profile: its name, the keys it applies to and
+// its settings (without match), as its properties write them.
+type ProfileRow struct {
+	Name     string            `json:"name"`
+	Match    []string          `json:"match"`
+	Settings map[string]string `json:"settings"`
 }
 
 // Schema is the current schema.
@@ -168,8 +186,20 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 			Transform: sf.Transform.String(), Direction: string(sf.Direction), NullOrder: string(sf.NullOrder),
 			Expr: term + " " + string(sf.Direction) + " " + string(sf.NullOrder)})
 	}
+	d.Profiles = []ProfileRow{}
+	if set, err := profile.FromProperties(meta.Properties()); err != nil {
+		d.ProfilesError = err.Error()
+	} else {
+		for _, p := range set {
+			settings := maps.Clone(p.Values)
+			delete(settings, profile.SettingMatch)
+			d.Profiles = append(d.Profiles, ProfileRow{Name: p.Name, Match: p.Match, Settings: settings})
+		}
+	}
 	for k, v := range meta.Properties() {
 		switch {
+		case profile.IsProperty(k):
+			// listed with their profile
 		case k == lake.PropTimeColumn || k == lake.PropSeriesKey || k == lake.PropChunk || k == lake.PropFormatVersion:
 			d.Contract[k] = v
 		case k == lake.PropLoadHistory:
@@ -203,6 +233,11 @@ func RunShow(ctx context.Context, opts *ShowOptions) error {
 	}
 	d := BuildTableDetail(opts.Table, t.Version(), t.MetadataLocation(), t.Metadata())
 	d.Catalog = opts.Lake.Catalog()
+	dups, err := t.UnresolvedDuplicates(ctx)
+	if err != nil {
+		return err
+	}
+	d.Duplicates = &dups
 	return RenderShow(opts.Output, d)
 }
 
@@ -255,6 +290,18 @@ func RenderShow(o Output, d TableDetail) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Properties)) {
 		rec("property", k, d.Properties[k])
+	}
+	for _, p := range d.Profiles {
+		rec("profile", p.Name, profile.SettingMatch, strings.Join(p.Match, ","))
+		for _, k := range slices.Sorted(maps.Keys(p.Settings)) {
+			rec("profile", p.Name, k, p.Settings[k])
+		}
+	}
+	if d.ProfilesError != "" {
+		rec("profiles_error", d.ProfilesError)
+	}
+	if dd := d.Duplicates; dd != nil && dd.ReadDedup {
+		rec("duplicates", formatInt(dd.Rows), strings.Join(dd.Partitions, ","))
 	}
 	if s := d.CurrentSnapshot; s != nil {
 		batch := ""
@@ -367,6 +414,32 @@ func renderShowTTY(w io.Writer, d TableDetail) error {
 		props("Maintenance", d.Maintenance)
 	}
 	props("Properties", d.Properties)
+
+	if len(d.Profiles) > 0 || d.ProfilesError != "" {
+		section("Source profiles")
+		if d.ProfilesError != "" {
+			iostreams.Fprintf(&b, "  do not read: %s (ingest refuses every file until they are fixed)\n", d.ProfilesError)
+		}
+		for _, p := range d.Profiles {
+			parts := []string{"match " + strings.Join(p.Match, ",")}
+			for _, k := range slices.Sorted(maps.Keys(p.Settings)) {
+				parts = append(parts, k+" "+p.Settings[k])
+			}
+			iostreams.Fprintf(&b, "  %s: %s\n", p.Name, strings.Join(parts, "; "))
+		}
+	}
+	if dd := d.Duplicates; dd != nil {
+		section("Corrections (timelake.read-dedup)")
+		switch {
+		case !dd.ReadDedup:
+			b.WriteString("  off: rows of one series key and time are all kept\n")
+		case dd.Rows == 0:
+			b.WriteString("  on: no series key and time has rows of two batches left\n")
+		default:
+			iostreams.Fprintf(&b, "  on: %d rows are replaced by a newer batch's row of their series key and time but not resolved yet, in %s; compaction resolves them (readers that do not dedupe see both until then)\n",
+				dd.Rows, strings.Join(dd.Partitions, ", "))
+		}
+	}
 
 	section("Current snapshot")
 	if s := d.CurrentSnapshot; s == nil {

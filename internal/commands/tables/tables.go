@@ -55,6 +55,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdCreate(f, cmdutil.Adapt[CreateOptions](runF)),
 		NewCmdMaintain(f, cmdutil.Adapt[MaintainOptions](runF)),
 		NewCmdAlter(f, cmdutil.Adapt[AlterOptions](runF)),
+		NewCmdProfile(f, cmdutil.Adapt[ProfileOptions](runF)),
 		NewCmdExpire(f, cmdutil.Adapt[ExpireOptions](runF)),
 	)
 	cmdutil.ExplainErrors(cmd, f.ExplainLake)

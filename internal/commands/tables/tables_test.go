@@ -363,13 +363,15 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
+  timelake.read-dedup                   false  default
+  timelake.retention                    none   default
   write.metadata.previous-versions-max  5      property
 `,
 			pipe: "table\tiot.readings\n" +
 				"dry_run\tfalse\n" +
 				"enabled\ttrue\ttimelake.auto-maintain=true\n" +
-				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\n" +
-				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\t0\n" +
+				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\t0\n" +
 				"compaction_snapshot_id\t2798769066474224232\n" +
 				"expired\t4\t3\t4\t13\n" +
 				"orphans\t2\t6144\t1\n" +
@@ -383,6 +385,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\ttimelake.read-dedup\tfalse\tdefault\n" +
+				"setting\ttimelake.retention\tnone\tdefault\n" +
 				"setting\twrite.metadata.previous-versions-max\t5\tproperty\n" +
 				"pending\tfalse\n" +
 				"metadata_version\t10\n" +
@@ -417,12 +421,14 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
+  timelake.read-dedup                   false  default
+  timelake.retention                    none   default
   write.metadata.previous-versions-max  100    default
 `,
 			pipe: "table\tother.events\n" +
 				"dry_run\ttrue\n" +
 				"enabled\tfalse\tnot created by timelake and timelake.auto-maintain is not set\n" +
-				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t0\t0\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t0\t0\t0\n" +
 				"expired\t2\t4\t0\t0\n" +
 				"orphans_skipped\tthe budget ran out before it\t\t\n" +
 				"setting\ttimelake.auto-maintain\tfalse\tdefault\n" +
@@ -433,6 +439,8 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\ttimelake.read-dedup\tfalse\tdefault\n" +
+				"setting\ttimelake.retention\tnone\tdefault\n" +
 				"setting\twrite.metadata.previous-versions-max\t100\tdefault\n" +
 				"pending\ttrue\n" +
 				"metadata_version\t8\n" +
@@ -465,6 +473,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
+  timelake.read-dedup                   false  default
+  timelake.retention                    none   default
   write.metadata.previous-versions-max  100    default
 `,
 			pipe: "table\tiot.readings\n" +
@@ -481,6 +491,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\ttimelake.read-dedup\tfalse\tdefault\n" +
+				"setting\ttimelake.retention\tnone\tdefault\n" +
 				"setting\twrite.metadata.previous-versions-max\t100\tdefault\n" +
 				"pending\tfalse\n" +
 				"metadata_version\t7\n" +
@@ -520,6 +532,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.compact-min-files            4      default
   timelake.compact-cold-after           1h     default
   timelake.orphan-min-age               1h     default
+  timelake.read-dedup                   false  default
+  timelake.retention                    none   default
   write.metadata.previous-versions-max  5      property
 `,
 			pipe: "table\tiot.readings\n" +
@@ -527,8 +541,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"enabled\ttrue\ttimelake.auto-maintain=true\n" +
 				"upgraded\ttimelake.auto-maintain\n" +
 				"upgraded\twrite.metadata.previous-versions-max\n" +
-				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\n" +
-				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\n" +
+				"compacted\ttime_day=2026-01-05\ttiered\t0\t5\t22922\t1500\t1\t12025\t0\n" +
+				"compacted\ttime_day=2026-01-04\tcold\t0\t3\t3145728\t90000\t1\t1048576\t0\n" +
 				"compaction_snapshot_id\t2798769066474224232\n" +
 				"orphans_skipped\ta step before it failed\t\t\n" +
 				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
@@ -539,6 +553,8 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
 				"setting\ttimelake.compact-cold-after\t1h\tdefault\n" +
 				"setting\ttimelake.orphan-min-age\t1h\tdefault\n" +
+				"setting\ttimelake.read-dedup\tfalse\tdefault\n" +
+				"setting\ttimelake.retention\tnone\tdefault\n" +
 				"setting\twrite.metadata.previous-versions-max\t5\tproperty\n" +
 				"pending\tfalse\n" +
 				"metadata_version\t9\n" +
@@ -902,7 +918,7 @@ func TestMaintainSaysWhatItLeft(t *testing.T) {
 	if r.Compaction == nil || r.Compaction.Deferred != 2 || r.Compaction.Idle != "" {
 		t.Fatalf("report %+v", r.Compaction)
 	}
-	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent\n",
+	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 		false: "compaction_deferred\t2\n"} {
 		ios, out, _ := iostreams.Test()
 		ios.SetStdoutTTY(tty)

@@ -152,3 +152,19 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + "B"
 }
+
+// FormatAge writes a duration the way ParseAge reads it and table
+// properties say it: whole days as 14d, else whole hours (36h), whole
+// minutes (15m), else Go's form (90s, 1.5s).
+func FormatAge(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d > 0 && d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	case d > 0 && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d > 0 && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}

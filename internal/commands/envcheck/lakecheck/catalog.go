@@ -40,6 +40,8 @@ type Checks struct {
 	// catalogOK: --catalog rest with usable settings; catalogReady: the
 	// catalog checks passed, so the table can be loaded through it.
 	catalogOK, catalogReady bool
+	loaded                  *lake.Table // the table, once loaded
+	tableMissing            bool        // the table does not exist yet
 }
 
 // CatalogFrom says where the catalog settings come from.
@@ -302,10 +304,17 @@ func catalogCommitFix(err error, p lake.CatalogProbe) string {
 	return "check the catalog's permissions and storage location (docs/catalogs.md)"
 }
 
-// Table loads the table: it exists (or the first ingest creates it), its
+// Table checks the table (CheckTable) and then its source profiles
+// (CheckProfiles).
+func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
+	k.table(ctx, c)
+	k.profiles(ctx, c)
+}
+
+// table loads the table: it exists (or the first ingest creates it), its
 // metadata and current manifest list are readable, and its
 // timelake.format-version is one this binary writes.
-func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
+func (k *Checks) table(ctx context.Context, c *envcheck.Checker) {
 	warehouse, warehouseOK := c.Warehouse()
 	name, nameOK := c.TableName()
 	client, tigris, blocked := c.S3()
@@ -330,6 +339,7 @@ func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
 		// lake.Open would create a missing folder: do not leave one behind.
 		if _, err := os.Stat(warehouse.Dir); errors.Is(err, os.ErrNotExist) {
 			c.OK(envcheck.CheckTable, fmt.Sprintf("%s does not exist yet (the warehouse folder does not either): the first ingest creates it from the first file's schema", name))
+			k.tableMissing = true
 			return
 		}
 	}
@@ -350,6 +360,7 @@ func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
 		}
 		c.OK(envcheck.CheckTable, fmt.Sprintf("%s does not exist yet in %s: the first ingest creates it from the first file's schema (if it should exist, check %s for a typo)",
 			name, where, c.Options().Settings.Table.Describe()))
+		k.tableMissing = true
 		return
 	case errors.Is(err, lake.ErrUnsupportedFormat):
 		c.Fail(envcheck.CheckTable, fmt.Sprintf("%v (this binary writes format %d.x)", err, lake.SupportedFormatMajor),
@@ -363,6 +374,7 @@ func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
 	if format == "" {
 		format = "1 (unset)"
 	}
+	k.loaded = t
 	detail := fmt.Sprintf("%s: metadata v%d, timelake.format-version %s", name, t.Version(), format)
 	snap := t.Metadata().CurrentSnapshot()
 	if snap == nil {

@@ -1,0 +1,249 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/timelake/timelake/internal/settings/quantity"
+)
+
+// Retention (timelake.retention, docs/maintenance.md): a table may keep
+// its rows for a period, e.g. 400d, after which maintenance drops them. It
+// drops whole partitions only: a partition of the time column whose end
+// (the start of the next day, hour or month) is older than the retention.
+// The drop is metadata only, an Iceberg delete snapshot whose manifests
+// mark every data file of those partitions DELETED, committed through the
+// commit protocol like every change (Table.commit); the files themselves
+// are deleted when the snapshots that still read them expire (expire.go),
+// as a compaction's are. The partitions are worked out again on the
+// newest version at every commit attempt, so a file a writer appended to
+// such a partition meanwhile goes with it: a partition is never dropped in
+// part. A row older than the retention that is loaded later (a gateway's
+// late file) goes at the next round.
+
+// SummaryRetention names the retention a delete snapshot applied (its
+// summary holds it, e.g. 400d).
+const SummaryRetention = "timelake.retention"
+
+// RetentionResult is what ApplyRetention did.
+type RetentionResult struct {
+	// Cutoff is the time before which a partition's end must lie to be
+	// dropped (now minus the retention).
+	Cutoff     time.Time
+	Partitions []string // dropped (or that would be), e.g. time_day=2025-01-01
+	Files      int
+	Rows       int64
+	Bytes      int64
+	SnapshotID int64 // the delete snapshot; 0 when nothing was committed
+	Version    int
+	// Unjudged counts data files whose partition tells no time (written
+	// with another partition spec): they are kept.
+	Unjudged int
+}
+
+// ApplyRetention drops the partitions of the table whose end is older than
+// retention (see above), in one delete snapshot; dryRun only reports them.
+// On success the Table holds the new version.
+//
+// Errors: reading the manifests, and those of the commit protocol.
+func (t *Table) ApplyRetention(ctx context.Context, retention time.Duration, dryRun bool) (RetentionResult, error) {
+	if err := t.Refresh(ctx); err != nil {
+		return RetentionResult{}, err
+	}
+	h, v := t.loaded()
+	res := RetentionResult{Cutoff: t.lake.now().Add(-retention).UTC(), Version: v.n}
+	plan, err := t.retentionPlan(ctx, h, res.Cutoff)
+	if err != nil {
+		return res, fmt.Errorf("retention of %s: %w", t.name, err)
+	}
+	res.Unjudged = plan.unjudged
+	if dryRun || len(plan.files) == 0 {
+		res.Partitions, res.Files, res.Rows, res.Bytes = plan.partitions(), len(plan.files), plan.rows, plan.bytes
+		return res, nil
+	}
+	m := &retentionMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}},
+		cutoff: res.Cutoff, retention: retention, plans: map[int]retentionPlan{}}
+	cr, err := t.commit(ctx, m, CommitOptions{})
+	if err != nil {
+		return res, fmt.Errorf("retention of %s: %w", t.name, err)
+	}
+	res.Version = cr.Version
+	if p, ok := m.plans[cr.Attempt]; ok && cr.Committed {
+		res.SnapshotID = m.attempts[cr.Attempt].snapshotID
+		res.Partitions, res.Files, res.Rows, res.Bytes, res.Unjudged = p.partitions(), len(p.files), p.rows, p.bytes, p.unjudged
+	}
+	return res, nil
+}
+
+// retentionPlan is the data files of a version that retention drops.
+type retentionPlan struct {
+	files    map[string]bool // paths
+	parts    map[string]bool
+	rows     int64
+	bytes    int64
+	unjudged int
+}
+
+func (p retentionPlan) partitions() []string { return slices.Sorted(maps.Keys(p.parts)) }
+
+// retentionPlan finds the live data files of h's current snapshot whose
+// partition ends at or before cutoff.
+func (t *Table) retentionPlan(ctx context.Context, h *head, cutoff time.Time) (retentionPlan, error) {
+	plan := retentionPlan{files: map[string]bool{}, parts: map[string]bool{}}
+	files, _, err := t.liveFiles(ctx, h, nil)
+	if err != nil {
+		return plan, err
+	}
+	c, err := contractFromProps(h.props(), h.write.CurrentSchema())
+	if err != nil {
+		return plan, err
+	}
+	specs := map[int]iceberg.PartitionSpec{}
+	for _, s := range h.write.PartitionSpecs() {
+		specs[s.ID()] = s
+	}
+	timeID := -1
+	if f, ok := h.write.CurrentSchema().FindFieldByName(c.TimeColumn); ok {
+		timeID = f.ID
+	}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		if df.ContentType() != iceberg.EntryContentData {
+			continue
+		}
+		end, ok := partitionEnd(specs[int(df.SpecID())], timeID, df.Partition())
+		if !ok {
+			plan.unjudged++
+			continue
+		}
+		if end.After(cutoff) {
+			continue
+		}
+		plan.files[df.FilePath()] = true
+		plan.parts[f.partition] = true
+		plan.rows += df.Count()
+		plan.bytes += df.FileSizeBytes()
+	}
+	return plan, nil
+}
+
+// partitionEnd is the end of a data file's time partition (the start of
+// the next year, month, day or hour of the time column, the Iceberg
+// spec's "Partition Transforms"); ok is false when its spec partitions by
+// no such transform of the time column.
+func partitionEnd(spec iceberg.PartitionSpec, timeID int, partition map[int]any) (time.Time, bool) {
+	if timeID < 0 {
+		return time.Time{}, false
+	}
+	for i := range spec.NumFields() {
+		pf := spec.Field(i)
+		if pf.SourceID() != timeID {
+			continue
+		}
+		raw, ok := partition[pf.FieldID]
+		if !ok || raw == nil {
+			return time.Time{}, false
+		}
+		var n int64
+		switch v := raw.(type) {
+		case int32:
+			n = int64(v)
+		case int64:
+			n = v
+		case iceberg.Date:
+			n = int64(v)
+		default:
+			return time.Time{}, false
+		}
+		epoch := time.Unix(0, 0).UTC()
+		switch pf.Transform.(type) {
+		case iceberg.HourTransform:
+			return epoch.Add(time.Duration(n+1) * time.Hour), true
+		case iceberg.DayTransform:
+			return epoch.AddDate(0, 0, int(n)+1), true
+		case iceberg.MonthTransform:
+			return epoch.AddDate(0, int(n)+1, 0), true
+		case iceberg.YearTransform:
+			return epoch.AddDate(int(n)+1, 0, 0), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// retentionMutation commits the delete snapshot of a retention round,
+// planned again on the newest version at every attempt. It writes its
+// manifests as a rewrite does (rewriteMutation: manifestsWithout, finish).
+type retentionMutation struct {
+	rewriteMutation
+	cutoff    time.Time
+	retention time.Duration
+	plans     map[int]retentionPlan
+}
+
+func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+	t := m.t
+	if m.commitID == uuid.Nil {
+		m.commitID = uuid.New()
+	}
+	parent, err := base.currentSnapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		return nil, nil, errNothingToCommit
+	}
+	plan, err := t.retentionPlan(ctx, base, m.cutoff)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(plan.files) == 0 {
+		return nil, nil, errNothingToCommit
+	}
+	_, mfs, err := t.liveFiles(ctx, base, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs, err := t.fsF(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
+	m.attempts[attempt], m.plans[attempt] = a, plan
+	seq := base.lastSeq + 1
+	manifests, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, plan.files, a.snapshotID, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.refs = append(a.refs, refs...)
+	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemaID := base.write.CurrentSchema().ID
+	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
+		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, SchemaID: &schemaID,
+		Summary: deleteSummary(rm, len(plan.parts), parent, m.retention)}
+	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+}
+
+// deleteSummary is the summary of a delete snapshot that removed rm's
+// files from parts partitions (Iceberg spec, "Snapshots": the delete
+// operation and its counters).
+func deleteSummary(rm removedFiles, parts int, parent *table.Snapshot, retention time.Duration) *table.Summary {
+	out := iceberg.Properties{}
+	setPositive(out, summaryDeletedDataFiles, rm.files)
+	setPositive(out, summaryDeletedRecords, rm.rows)
+	setPositive(out, summaryRemovedFilesSize, rm.bytes)
+	setPositive(out, summaryChangedParts, int64(parts))
+	setTotals(out, parent, -rm.files, -rm.rows, -rm.bytes)
+	out[SummaryRetention] = quantity.FormatAge(retention)
+	maps.Copy(out, iceberg.EnvironmentContext())
+	return &table.Summary{Operation: table.OpDelete, Properties: out}
+}

@@ -1,0 +1,116 @@
+package lake
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+func TestRetentionDropsWholeOldPartitions(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl, clock := clockedTable(t, l) // now: 2026-01-06 10:00
+		// Days 2026-01-01 (two files), 01-02 and 01-05 (its last hour
+		// and the first of 01-06: two partitions).
+		appendRows(t, tbl, "a.csv", time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), 10)
+		appendRows(t, tbl, "b.csv", time.Date(2026, 1, 1, 5, 0, 0, 0, time.UTC), 10)
+		appendRows(t, tbl, "c.csv", time.Date(2026, 1, 2, 5, 0, 0, 0, time.UTC), 10)
+		appendRows(t, tbl, "d.csv", day0, 120)
+		rowsBefore := scanCount(t, tbl)
+
+		// A retention of 4 days: 01-01 ends 01-02 00:00, older than 01-02
+		// 10:00; 01-02 ends 01-03 00:00, newer: kept whole.
+		dry, err := tbl.ApplyRetention(ctx, 4*24*time.Hour, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dry.Partitions, []string{"time_day=2026-01-01"}) || dry.Files != 2 || dry.Rows != 20 || dry.SnapshotID != 0 {
+			t.Fatalf("dry run: %+v", dry)
+		}
+		if scanCount(t, tbl) != rowsBefore {
+			t.Fatal("the dry run changed the table")
+		}
+		res, err := tbl.ApplyRetention(ctx, 4*24*time.Hour, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.Partitions, []string{"time_day=2026-01-01"}) || res.Files != 2 || res.Rows != 20 || res.SnapshotID == 0 {
+			t.Fatalf("retention: %+v", res)
+		}
+		if got := scanCount(t, tbl); got != rowsBefore-20 {
+			t.Fatalf("rows after: %d, want %d", got, rowsBefore-20)
+		}
+		live := liveDataFiles(t, tbl)
+		if live["time_day=2026-01-01"] != 0 || live["time_day=2026-01-02"] != 1 {
+			t.Fatalf("live files: %v", live)
+		}
+		snap := tbl.Metadata().CurrentSnapshot()
+		if snap.Summary.Operation != table.OpDelete || snap.Summary.Properties[SummaryRetention] != "4d" ||
+			snap.Summary.Properties[summaryDeletedRecords] != "20" || snap.Summary.Properties[summaryTotalRecords] != "130" {
+			t.Fatalf("snapshot: %+v", snap.Summary)
+		}
+		// The dropped files stay readable by the snapshot before, until
+		// it expires (time travel), and every row is there.
+		if got := len(scanRows(t, tbl, *snap.ParentSnapshotID)); int64(got) != rowsBefore {
+			t.Fatalf("the snapshot before reads %d rows", got)
+		}
+		// Nothing more to drop: no commit.
+		v := tbl.Version()
+		again, err := tbl.ApplyRetention(ctx, 4*24*time.Hour, false)
+		if err != nil || again.Files != 0 || tbl.Version() != v {
+			t.Fatalf("second round: %+v %v (version %d -> %d)", again, err, v, tbl.Version())
+		}
+		// A day later 01-02 goes too.
+		*clock = clock.Add(24 * time.Hour)
+		res, err = tbl.ApplyRetention(ctx, 4*24*time.Hour, false)
+		if err != nil || !slices.Equal(res.Partitions, []string{"time_day=2026-01-02"}) {
+			t.Fatalf("next day: %+v %v", res, err)
+		}
+	})
+}
+
+func TestRetentionInMaintenance(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, _ := clockedTable(t, l)
+	appendRows(t, tbl, "a.csv", time.Date(2024, 11, 1, 1, 0, 0, 0, time.UTC), 10)
+	appendRows(t, tbl, "b.csv", day0, 10)
+	// Off by default.
+	rep, err := tbl.Maintain(ctx, MaintainOptions{})
+	if err != nil || rep.Retention != nil {
+		t.Fatalf("without the property: %+v %v", rep.Retention, err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropRetention: "400d"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = tbl.Maintain(ctx, MaintainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Retention == nil || !slices.Equal(rep.Retention.Partitions, []string{"time_day=2024-11-01"}) {
+		t.Fatalf("retention: %+v", rep.Retention)
+	}
+	if rep.Settings.Retention != 400*24*time.Hour || rep.Settings.Sources[PropRetention] != SourceProperty {
+		t.Fatalf("settings: %+v", rep.Settings)
+	}
+	if got := scanCount(t, tbl); got != 10 {
+		t.Fatalf("rows: %d", got)
+	}
+}
+
+func TestRetentionProperty(t *testing.T) {
+	for _, v := range []string{"400d", "2w", "36h"} {
+		if err := ValidateProperty(PropRetention, v); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"0", "10m", "x", "-1d"} {
+		if err := ValidateProperty(PropRetention, v); err == nil || !strings.Contains(err.Error(), PropRetention) {
+			t.Errorf("%s accepted: %v", v, err)
+		}
+	}
+}

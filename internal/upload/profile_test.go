@@ -1,0 +1,114 @@
+package upload
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/profile"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// berlinTable is a table whose source profile berlin reads German Excel
+// exports (;, decimal commas, a time column named Zeit) below
+// site-berlin/.
+func berlinTable(t *testing.T) *lake.Table {
+	t.Helper()
+	ctx := context.Background()
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "device_id", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "temperature_c", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	tbl, err := l.CreateTable(ctx, lake.TableName{Namespace: "iot", Name: "readings"}, sc,
+		lake.CreateSpec{TimeColumn: "time", SeriesKey: []string{"device_id"}, Partition: lake.Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{
+		"timelake.profile.berlin.match":             "site-berlin/",
+		"timelake.profile.berlin.csv-delimiter":     ";",
+		"timelake.profile.berlin.csv-decimal-comma": "true",
+		"timelake.profile.berlin.time-column":       "Zeit",
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func TestValidateWithTheTablesProfiles(t *testing.T) {
+	tbl := berlinTable(t)
+	set, err := profile.FromProperties(tbl.Properties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := &Rules{Target: tbl.ArrowSchema(), TimeColumn: "time", Profiles: set, Properties: tbl.Properties()}
+	dir := t.TempDir()
+	german := writeFile(t, filepath.Join(dir, "export.csv"), "Zeit;device_id;temperature_c\n2026-01-05T10:00:00Z;b1;21,5\n", t0)
+	typo := writeFile(t, filepath.Join(dir, "typo.csv"), "time,device_id,temperature_c\n2026-01-05T10:00:00Z,p1,warm\n", t0)
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := func(prefix, file string, r *Rules) (*Report, error) {
+		return Run(t.Context(), Config{Store: s, Files: []string{file}, Gateway: "gw-1", Prefix: prefix, Validate: true, Rules: r})
+	}
+	// The German export loads below site-berlin/ and is refused elsewhere,
+	// as the poller would read it.
+	if rep, err := up("site-berlin", german, rules); err != nil || rep.Uploaded != 1 {
+		t.Fatalf("berlin: %+v %v", rep, err)
+	}
+	if _, err := up("site-paris", german, rules); err == nil || !strings.Contains(err.Error(), "give --csv-delimiter") {
+		t.Fatalf("paris: %v", err)
+	}
+	// With the table's schema, a type error is caught at the gateway
+	// (without it, "warm" only makes a string column).
+	if _, err := up("site-paris", typo, rules); err == nil || !strings.Contains(err.Error(), `cannot parse "warm" as double`) {
+		t.Fatalf("the type error: %v", err)
+	}
+	if rep, err := up("site-paris", typo, nil); err != nil || rep.Uploaded != 1 {
+		t.Fatalf("without the table: %+v %v", rep, err)
+	}
+
+	// Exported to a file: the same rules without the warehouse, and a key
+	// the profile does not match is refused.
+	schema, err := json.Marshal(tbl.Metadata().CurrentSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := profile.NewExport("iot.readings", tbl.Properties(), schema, "time", "berlin", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "berlin.json")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, p, target, err := profile.ReadExport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := &Rules{Target: target, TimeColumn: e.TimeColumn, Exported: p}
+	german2 := writeFile(t, filepath.Join(dir, "export2.csv"), "Zeit;device_id;temperature_c\n2026-01-05T11:00:00Z;b1;22,5\n", t0)
+	if rep, err := up("site-berlin", german2, exported); err != nil || rep.Uploaded != 1 {
+		t.Fatalf("exported: %+v %v", rep, err)
+	}
+	if _, err := up("site-munich", german2, exported); err == nil || !strings.Contains(err.Error(), "is not one source profile berlin applies to") {
+		t.Fatalf("a key the profile does not match: %v", err)
+	}
+}
