@@ -71,6 +71,14 @@ func TestUploadAndCheckLanding(t *testing.T) {
 		t.Fatalf("landing holds %v, want one file under gw-1/", keys)
 	}
 
+	// It reads no table: given one, it says so and validates with its own
+	// settings.
+	withTable := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "TIMELAKE_TABLE": "iot.readings"}
+	code, out, errOut = run(t, withTable, "upload", "--gateway", "gw-2", file)
+	if code != cmdutil.ExitOK || !strings.Contains(errOut, "timelake-gateway reads no table") || !strings.Contains(errOut, "--profile-file") {
+		t.Errorf("upload with a table set: exit %d\n%s\n%s", code, out, errOut)
+	}
+
 	// A file --validate refuses is not sent.
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("time,device,temperature\nyesterday,d1,21.5\n"), 0o644); err != nil {
