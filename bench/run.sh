@@ -36,6 +36,8 @@
 #   DUCKDB_EVERY=180    DuckDB query sample every N simulated minutes (and at the end)
 #   STATE_EVERY=10      the table's state every N simulated minutes (and at the end)
 #   EVERY=60            rows of the printed table every N simulated minutes
+#   SEED_DAY=1          load the day before minute 0 first (24 runs, not measured),
+#                       so that it is a cold day from an hour in; 0: none
 #   FLEET_SET=K=V,...   table properties set after the first run (experiments;
 #                       the targets are about the defaults)
 #   KEEP=1              keep the local store's landing and warehouse folders (path on stderr)
@@ -79,7 +81,7 @@ if [[ ${1:-} == fleet ]]; then
 		echo "bench: fleet on the $store store, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
 		./bin/tlbench fleet -store "$store" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
 			-duckdb ./bin/tlbench-duckdb -duckdb-every "${DUCKDB_EVERY:-180}" -state-every "${STATE_EVERY:-10}" \
-			-set "${FLEET_SET:-}" -work "$WORK" -out "$RESULTS" "${keep[@]}"
+			-seed-day="${SEED_DAY:-1}" -set "${FLEET_SET:-}" -work "$WORK" -out "$RESULTS" "${keep[@]}"
 	done
 	./bin/tlbench fleet-report -every "${EVERY:-60}" "$RESULTS"
 	echo "bench: results in $RESULTS" >&2

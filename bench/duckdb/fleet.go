@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,6 +37,38 @@ type fleetResult struct {
 	SeriesLiveSeconds  float64 `json:"series_live_seconds"`
 	SeriesFloorSeconds float64 `json:"series_floor_seconds"`
 	CopySeconds        float64 `json:"copy_seconds"` // making the compacted copy
+	// The cold day (-cold-day): one series over one hour of it and over
+	// the whole day, on the live files and on the floor, their rows, and
+	// the layout of the day's live files and of its floor file.
+	ColdDay              string      `json:"cold_day,omitempty"` // its partition, e.g. time_day=2026-01-05
+	ColdHourLiveSeconds  float64     `json:"cold_hour_live_seconds,omitempty"`
+	ColdHourFloorSeconds float64     `json:"cold_hour_floor_seconds,omitempty"`
+	ColdDayLiveSeconds   float64     `json:"cold_day_live_seconds,omitempty"`
+	ColdDayFloorSeconds  float64     `json:"cold_day_floor_seconds,omitempty"`
+	ColdHourRows         int64       `json:"cold_hour_rows,omitempty"`
+	ColdHourFloorRows    int64       `json:"cold_hour_floor_rows,omitempty"`
+	ColdDayRows          int64       `json:"cold_day_rows,omitempty"`
+	ColdDayFloorRows     int64       `json:"cold_day_floor_rows,omitempty"`
+	ColdLayout           *fileLayout `json:"cold_layout,omitempty"`
+	// CPUSeconds are the medians of the CPU time (user and system, all of
+	// DuckDB's threads) of each query, by name: on a shared machine the
+	// work a query takes, which other processes do not stretch as they do
+	// its wall time.
+	CPUSeconds      map[string]float64 `json:"cpu_seconds"`
+	ColdFloorLayout *fileLayout        `json:"cold_floor_layout,omitempty"`
+}
+
+// fileLayout is what DuckDB's parquet_metadata() says of a partition's
+// files: their row groups and the encodings of each column's chunks.
+type fileLayout struct {
+	Files     int               `json:"files"`
+	Bytes     int64             `json:"bytes"`
+	Rows      int64             `json:"rows"`
+	RowGroups int               `json:"row_groups"`
+	MinRows   int64             `json:"min_rows"` // rows of the smallest and the largest row group
+	MaxRows   int64             `json:"max_rows"`
+	Encodings map[string]string `json:"encodings"` // column: its chunks' encodings
+	Columns   map[string]int64  `json:"column_bytes"`
 }
 
 // fleet is `tlbench-duckdb fleet`: it reads the live data files tlbench
@@ -55,8 +88,9 @@ func fleet(args []string) error {
 	fs.StringVar(&r.To, "to", "", "its end (exclusive)")
 	fs.Int64Var(&r.ExpectedRows, "expect-rows", 0, "rows the table should hold")
 	work := fs.String("work", "", "folder for the compacted copy")
-	reps := fs.Int("reps", 11, "timed runs of each query")
+	reps := fs.Int("reps", 21, "timed runs of each query")
 	order := fs.String("order", "device_id, time", "sort order of the compacted copy (series key, then time)")
+	coldDay := fs.String("cold-day", "", "a day whose partition is cold (YYYY-MM-DD): one series over its noon hour and over the day")
 	_ = fs.Parse(args)
 
 	parts, err := readLiveFiles(*list, &r)
@@ -77,6 +111,7 @@ func fleet(args []string) error {
 	defer db.Close()
 
 	var live, compacted []string
+	floorOf := map[string]string{}
 	names := make([]string, 0, len(parts))
 	for p := range parts {
 		names = append(names, p)
@@ -86,7 +121,7 @@ func fleet(args []string) error {
 	for i, p := range names {
 		live = append(live, parts[p]...)
 		dst := filepath.Join(floor, fmt.Sprintf("%04d.parquet", i))
-		q := "COPY (SELECT * FROM read_parquet(" + sqlList(parts[p]) + ") ORDER BY " + *order + ") TO " +
+		q := "COPY (SELECT * FROM read_parquet(" + sqlList(parts[p]) + ", hive_partitioning = false) ORDER BY " + *order + ") TO " +
 			sqlString(dst) + " (FORMAT parquet, COMPRESSION zstd)"
 		if _, err := db.Exec(q); err != nil {
 			return fmt.Errorf("compacted copy of %s: %w", p, err)
@@ -97,6 +132,7 @@ func fleet(args []string) error {
 		}
 		r.FloorBytes += fi.Size()
 		compacted = append(compacted, dst)
+		floorOf[p] = dst
 	}
 	r.CopySeconds = time.Since(start).Seconds()
 	r.FloorFiles = len(compacted)
@@ -104,29 +140,88 @@ func fleet(args []string) error {
 	full := func(files []string) string {
 		return "SELECT count(*), avg(temperature_c) FROM read_parquet(" + sqlList(files) + ")"
 	}
-	series := func(files []string) string {
+	series := func(files []string, from, to string) string {
 		return full(files) + " WHERE device_id = " + sqlString(r.Series) +
-			" AND time >= TIMESTAMPTZ " + sqlString(r.From) + " AND time < TIMESTAMPTZ " + sqlString(r.To)
+			" AND time >= TIMESTAMPTZ " + sqlString(from) + " AND time < TIMESTAMPTZ " + sqlString(to)
 	}
 	qs := []timedQuery{
-		{query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
-		{query: full(compacted), seconds: &r.FullFloorSeconds, rows: &r.FloorRows},
-		{query: series(live), seconds: &r.SeriesLiveSeconds, rows: &r.SeriesRows},
-		{query: series(compacted), seconds: &r.SeriesFloorSeconds, rows: &r.FloorSeriesRows},
+		{name: "full_live", query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
+		{name: "full_floor", query: full(compacted), seconds: &r.FullFloorSeconds, rows: &r.FloorRows},
+		{name: "series_live", query: series(live, r.From, r.To), seconds: &r.SeriesLiveSeconds, rows: &r.SeriesRows},
+		{name: "series_floor", query: series(compacted, r.From, r.To), seconds: &r.SeriesFloorSeconds, rows: &r.FloorSeriesRows},
 	}
-	if err := timeQueries(db, qs, *reps); err != nil {
+	if *coldDay != "" {
+		day, err := time.Parse("2006-01-02", *coldDay)
+		if err != nil {
+			return fmt.Errorf("-cold-day %q: expected YYYY-MM-DD", *coldDay)
+		}
+		r.ColdDay = "time_day=" + *coldDay
+		if len(parts[r.ColdDay]) == 0 {
+			return fmt.Errorf("-cold-day %s: the table has no live file in %s", *coldDay, r.ColdDay)
+		}
+		at := func(h int) string { return day.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
+		qs = append(qs,
+			timedQuery{name: "cold_hour_live", query: series(live, at(12), at(13)), seconds: &r.ColdHourLiveSeconds, rows: &r.ColdHourRows},
+			timedQuery{name: "cold_hour_floor", query: series(compacted, at(12), at(13)), seconds: &r.ColdHourFloorSeconds, rows: &r.ColdHourFloorRows},
+			timedQuery{name: "cold_day_live", query: series(live, at(0), at(24)), seconds: &r.ColdDayLiveSeconds, rows: &r.ColdDayRows},
+			timedQuery{name: "cold_day_floor", query: series(compacted, at(0), at(24)), seconds: &r.ColdDayFloorSeconds, rows: &r.ColdDayFloorRows})
+		if r.ColdLayout, err = layoutOf(db, parts[r.ColdDay]); err != nil {
+			return err
+		}
+		if r.ColdFloorLayout, err = layoutOf(db, []string{floorOf[r.ColdDay]}); err != nil {
+			return err
+		}
+	}
+	r.CPUSeconds = map[string]float64{}
+	if err := timeQueries(db, qs, *reps, r.CPUSeconds); err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
+// layoutOf reads the row groups and column chunk encodings of files with
+// parquet_metadata().
+func layoutOf(db *sql.DB, files []string) (*fileLayout, error) {
+	l := &fileLayout{Files: len(files), Encodings: map[string]string{}, Columns: map[string]int64{}}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		l.Bytes += fi.Size()
+	}
+	src := "parquet_metadata(" + sqlList(files) + ")"
+	q := "SELECT count(*), coalesce(sum(n), 0), coalesce(min(n), 0), coalesce(max(n), 0) FROM " +
+		"(SELECT file_name, row_group_id, any_value(row_group_num_rows) AS n FROM " + src + " GROUP BY ALL)"
+	if err := db.QueryRow(q).Scan(&l.RowGroups, &l.Rows, &l.MinRows, &l.MaxRows); err != nil {
+		return nil, fmt.Errorf("row groups of %v: %w", files, err)
+	}
+	rows, err := db.Query("SELECT path_in_schema, string_agg(DISTINCT encodings, ' / ' ORDER BY encodings), sum(total_compressed_size) FROM " +
+		src + " GROUP BY ALL")
+	if err != nil {
+		return nil, fmt.Errorf("encodings of %v: %w", files, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var col, enc string
+		var n int64
+		if err := rows.Scan(&col, &enc, &n); err != nil {
+			return nil, err
+		}
+		l.Encodings[col], l.Columns[col] = enc, n
+	}
+	return l, rows.Err()
+}
+
 // timedQuery is a query returning count(*) and an average, with where its
-// median time and its count go.
+// median time and its count go; its median CPU time goes under name.
 type timedQuery struct {
+	name    string
 	query   string
 	seconds *float64
 	rows    *int64
 	times   []float64
+	cpu     []float64
 }
 
 // readLiveFiles reads tlbench's list into paths per partition.
@@ -162,26 +257,42 @@ func readLiveFiles(list string, r *fleetResult) (map[string][]string, error) {
 
 // timeQueries runs every query once to warm up, then reps rounds of all
 // of them in turn (so that a slower moment of a shared machine falls on
-// all alike), and sets each one's median time and count(*).
-func timeQueries(db *sql.DB, qs []timedQuery, reps int) error {
+// all alike), and sets each one's median time and count(*), and its median
+// CPU time in cpu.
+func timeQueries(db *sql.DB, qs []timedQuery, reps int, cpu map[string]float64) error {
 	for i := range reps + 1 {
 		for j := range qs {
 			q := &qs[j]
 			var avg sql.NullFloat64
-			start := time.Now()
+			c0, start := cpuTime(), time.Now()
 			if err := db.QueryRow(q.query).Scan(q.rows, &avg); err != nil {
 				return fmt.Errorf("%.200s: %w", q.query, err)
 			}
 			if i > 0 {
 				q.times = append(q.times, time.Since(start).Seconds())
+				q.cpu = append(q.cpu, (cpuTime() - c0).Seconds())
 			}
 		}
 	}
+	median := func(xs []float64) float64 {
+		sort.Float64s(xs)
+		return xs[len(xs)/2]
+	}
 	for _, q := range qs {
-		sort.Float64s(q.times)
-		*q.seconds = q.times[len(q.times)/2]
+		*q.seconds = median(q.times)
+		cpu[q.name] = median(q.cpu)
 	}
 	return nil
+}
+
+// cpuTime is the user and system CPU time of the process so far (every
+// thread's).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

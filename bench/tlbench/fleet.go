@@ -11,7 +11,8 @@ package main
 // are its own; between runs, not measured, the bench records the table's
 // state and, every few simulated hours, has DuckDB query the live data
 // files next to the same rows compacted into one sorted file per partition
-// (bench/duckdb fleet).
+// (bench/duckdb fleet). Minute 0 is midnight; the day before is seeded
+// first (fleetseed.go), so the runs query a full cold day from an hour in.
 
 import (
 	"context"
@@ -42,6 +43,8 @@ type fleetSetup struct {
 	Warehouse string `json:"warehouse"` // folder or s3://bucket/warehouse
 	Gateways  int    `json:"gateways"`
 	Minutes   int    `json:"minutes"`
+	// SeedDay: the day before minute 0 was loaded first (fleetSeed).
+	SeedDay bool `json:"seed_day"`
 	// ClockStart is the simulated time of run 0: the real time the bench
 	// started, so the files' real modification times (which orphan removal
 	// compares with the lake's clock) are never ahead of the clock while
@@ -57,6 +60,7 @@ type fleetOptions struct {
 	stateEvery, duckEvery int
 	resendMinute          int // the run that re-sends gateway 0's first file; -1: none
 	keep                  bool
+	seed                  bool   // load the day before minute 0 first (fleetSeed)
 	set                   string // KEY=VALUE,... table properties set after the first run
 }
 
@@ -119,6 +123,12 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		}
 		return nil
 	}
+	if o.seed {
+		fmt.Fprintf(progress, "fleet %s: seeding the day before with %d gateways\n", o.store, o.gateways)
+		if err := run(self, "fleet-seed", "-setup", setupPath); err != nil {
+			return err
+		}
+	}
 	began := time.Now()
 	for m := range o.minutes {
 		last := m == o.minutes-1
@@ -143,9 +153,13 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		if duck {
 			// The newest complete hour of readings, and one series of it.
 			end := fleetDataStart.Add(time.Duration(m+1) * time.Minute)
-			if err := run(o.duckdb, "fleet", "-files", files, "-store", o.store, "-minute", strconv.Itoa(m),
+			args := []string{"fleet", "-files", files, "-store", o.store, "-minute", strconv.Itoa(m),
 				"-series", fleetDevice(0, 1), "-from", end.Add(-time.Hour).Format(time.RFC3339), "-to", end.Format(time.RFC3339),
-				"-expect-rows", strconv.Itoa((m+1)*o.gateways*fleetRowsPerFile), "-work", filepath.Join(work, "duckdb")); err != nil {
+				"-expect-rows", strconv.FormatInt(s.rowsAfter(m), 10), "-work", filepath.Join(work, "duckdb")}
+			if day, ok := s.fullDay(m); ok {
+				args = append(args, "-cold-day", day.Format("2006-01-02"))
+			}
+			if err := run(o.duckdb, args...); err != nil {
 				return err
 			}
 		}
@@ -160,7 +174,7 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 // newFleetSetup creates the landing and warehouse locations: folders under
 // work, or two fresh buckets on the S3 server. cleanup removes them.
 func newFleetSetup(ctx context.Context, o fleetOptions, work string) (fleetSetup, func(), error) {
-	s := fleetSetup{Store: o.store, Gateways: o.gateways, Minutes: o.minutes,
+	s := fleetSetup{Store: o.store, Gateways: o.gateways, Minutes: o.minutes, SeedDay: o.seed,
 		ClockStart: time.Now().UTC().Truncate(time.Second)}
 	if o.store == "local" {
 		s.Landing, s.Warehouse = filepath.Join(work, "landing"), filepath.Join(work, "warehouse")

@@ -55,7 +55,7 @@ func TestFleetShortRun(t *testing.T) {
 	ctx := context.Background()
 	work := t.TempDir()
 	s := fleetSetup{Store: "local", Landing: filepath.Join(work, "landing"), Warehouse: filepath.Join(work, "warehouse"),
-		Gateways: 4, Minutes: 30, ClockStart: time.Now().UTC().Truncate(time.Second)}
+		Gateways: 4, Minutes: 30, SeedDay: true, ClockStart: time.Now().UTC().Truncate(time.Second)}
 	for _, d := range []string{s.Landing, s.Warehouse} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -67,6 +67,9 @@ func TestFleetShortRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := filepath.Join(work, "fleet.jsonl")
+	if err := fleetSeed(ctx, setup); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	for m := range s.Minutes {
 		o := fleetRunOptions{setup: setup, minute: m, state: (m+1)%10 == 0, resend: m == s.Minutes-1}
@@ -124,6 +127,43 @@ func TestFleetShortRun(t *testing.T) {
 	}
 }
 
+// TestFleetSeededDay: the seeded day's hour files hold the rows of its
+// minute files, and the cold-day queries read it until the runs have
+// gone through a day of their own.
+func TestFleetSeededDay(t *testing.T) {
+	hour := fleetHourFile(2, 13)
+	want := fleetFile(2, 13*60-fleetSeedMinutes)
+	for i := 1; i < 60; i++ {
+		f := fleetFile(2, 13*60-fleetSeedMinutes+i)
+		want = append(want, f[bytes.IndexByte(f, '\n')+1:]...)
+	}
+	if !bytes.Equal(hour, want) {
+		t.Fatal("the hour file is not its 60 minute files under one header")
+	}
+	recs, err := csv.NewReader(bytes.NewReader(hour)).ReadAll()
+	if err != nil || len(recs) != 60*fleetRowsPerFile+1 || !strings.HasPrefix(recs[1][0], "2026-01-05T13:00:00") {
+		t.Fatalf("hour file: %d lines, first row %v, %v", len(recs), recs[1], err)
+	}
+	if k := fleetHourKey(2, 13); k != "gateway-02/20260105T1300Z-1h.csv" {
+		t.Errorf("hour key %s", k)
+	}
+	s := fleetSetup{Gateways: 20, SeedDay: true}
+	if s.rowsAfter(0) != 2_880_000+2_000 {
+		t.Errorf("rows after run 0: %d", s.rowsAfter(0))
+	}
+	for _, c := range []struct {
+		seed   bool
+		minute int
+		want   string
+	}{{true, 0, "2026-01-05"}, {true, 1438, "2026-01-05"}, {true, 1439, "2026-01-06"}, {false, 1438, ""}, {false, 1500, "2026-01-06"}} {
+		s.SeedDay = c.seed
+		day, ok := s.fullDay(c.minute)
+		if got := day.Format("2006-01-02"); ok != (c.want != "") || ok && got != c.want {
+			t.Errorf("seeded %v, minute %d: full day %s (%v), want %q", c.seed, c.minute, got, ok, c.want)
+		}
+	}
+}
+
 // TestFleetTargetsCanFail feeds the target checks results that miss them.
 func TestFleetTargetsCanFail(t *testing.T) {
 	r := &fleetResults{store: "local", gateways: 20}
@@ -138,7 +178,10 @@ func TestFleetTargetsCanFail(t *testing.T) {
 			Partitions: []fleetPartition{{Name: "d1", Files: 5, Bytes: 1 << 20, Cold: true}}},
 	}
 	r.queries = []fleetQuery{{Minute: 239, LiveBytes: 4, FloorBytes: 2, Rows: 12, FloorRows: 12, ExpectedRows: 12,
-		FullLiveSeconds: 3, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1}}
+		FullLiveSeconds: 1, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1,
+		ColdHourLiveSeconds: 1, ColdHourFloorSeconds: 1, ColdDayLiveSeconds: 1, ColdDayFloorSeconds: 1,
+		CPUSeconds: map[string]float64{"cold_hour_live": 2, "cold_hour_floor": 1}, // only the CPU time misses
+		ColdLayout: &fileLayout{Files: 1, Bytes: 12}, ColdFloorLayout: &fileLayout{Files: 1, Bytes: 10}}}
 	r.resends = []fleetResend{{InSnapshots: false, InHistory: true, OK: false}}
 	for _, tg := range r.targets() {
 		if tg.note {
@@ -148,4 +191,22 @@ func TestFleetTargetsCanFail(t *testing.T) {
 			t.Errorf("%s: %s (%s), want NOT MET", tg.name, tg.verdict(), tg.result)
 		}
 	}
+}
+
+// TestFleetColdPartitionTarget: the cold-partition target names its worst
+// sample when every cold partition is within it.
+func TestFleetColdPartitionTarget(t *testing.T) {
+	r := &fleetResults{store: "local", gateways: 20}
+	r.states = []fleetState{{Minute: 59, TargetFileSize: 8 << 20,
+		Partitions: []fleetPartition{{Name: "time_day=2026-01-05", Files: 1, Bytes: 8 << 20, Cold: true}, {Name: "time_day=2026-01-06", Files: 5}}}}
+	for _, tg := range r.targets() {
+		if !strings.HasPrefix(tg.name, "<= 2 data files per cold partition") {
+			continue
+		}
+		if want := "worst time_day=2026-01-05 at minute 60: 1 files for 8.00 MB (allowed 3)"; tg.verdict() != "met" || !strings.Contains(tg.result, want) {
+			t.Errorf("%s: %s, want met and %q", tg.verdict(), tg.result, want)
+		}
+		return
+	}
+	t.Fatal("no cold-partition target")
 }

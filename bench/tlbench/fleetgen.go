@@ -16,10 +16,13 @@ const (
 	fleetRowsPerFile  = fleetDevices * int(time.Minute/fleetReadingEvery)
 )
 
-// fleetDataStart is the reading time of simulated minute 0: 22:00 UTC, so
-// a run of more than two simulated hours spans two day partitions and the
-// first one goes cold during the run (a day-long run: 2 hours, then 22).
-var fleetDataStart = time.Date(2026, 1, 5, 22, 0, 0, 0, time.UTC)
+// fleetDataStart is the reading time of simulated minute 0: midnight UTC,
+// so a day-long run fills one day partition. The day before is the seeded
+// day (fleetSeed), which goes cold an hour into the run.
+var fleetDataStart = time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC)
+
+// fleetSeedMinutes are the minutes of the seeded day: minutes -1440 to -1.
+const fleetSeedMinutes = 24 * 60
 
 // fleetKey is the landing key of gateway gw's file of simulated minute m.
 func fleetKey(gw, m int) string {
@@ -50,5 +53,26 @@ func fleetFile(gw, m int) []byte {
 	}
 	var b bytes.Buffer
 	_ = writeCSVTo(&b, fleetRowsPerFile, row) // a bytes.Buffer does not fail
+	return b.Bytes()
+}
+
+// fleetHourKey is the landing key of gateway gw's file of the seeded day's
+// hour h (0-23).
+func fleetHourKey(gw, h int) string {
+	return fmt.Sprintf("gateway-%02d/%s-1h.csv", gw, fleetDataStart.Add(time.Duration(h-24)*time.Hour).Format("20060102T1504Z"))
+}
+
+// fleetHourFile is gateway gw's file of the seeded day's hour h: the rows
+// of its 60 minute files (minutes 60h-1440 to 60h-1381), the same rows a
+// run through those minutes would load.
+func fleetHourFile(gw, h int) []byte {
+	var b bytes.Buffer
+	for i := range 60 {
+		f := fleetFile(gw, 60*h-fleetSeedMinutes+i)
+		if i > 0 {
+			f = f[bytes.IndexByte(f, '\n')+1:] // one header
+		}
+		b.Write(f)
+	}
 	return b.Bytes()
 }

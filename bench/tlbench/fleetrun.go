@@ -114,30 +114,7 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 	t0 := time.Now()
 	base := s.ClockStart.Add(time.Duration(o.minute) * time.Minute)
 	clock := func() time.Time { return base.Add(min(time.Since(t0), 59*time.Second)) }
-	// The cache folder persists between runs, as ~/.cache/timelake does
-	// for a poller started by cron.
-	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: counted, Now: clock,
-		CacheDir: filepath.Join(filepath.Dir(o.setup), "cache-"+s.Store)})
-	if err != nil {
-		return err
-	}
-	landing, err := openFleetStore(s.Landing, counted)
-	if err != nil {
-		return err
-	}
-	cfg := ingest.Config{
-		Landing: landing, Lake: l, Table: fleetTable, SeriesKey: []string{"device_id"}, Partition: lake.Day,
-		WorkDir: os.TempDir(), ContentDedupe: true, MaintenanceBudget: ingest.DefaultMaintenanceBudget,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Now:    clock,
-		// The bench writes each gateway file whole before the minute's run,
-		// on a clock of its own: a local landing folder's settle times,
-		// which run on the wall clock, would only delay it.
-		SettleTime: -1, OpenEndSettleTime: -1,
-	}
-	restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
-	rep, err := ingest.Run(ctx, cfg)
-	restore()
+	rep, err := fleetIngest(ctx, s, o.setup, counted, clock)
 	stopProfiles()
 	if err != nil {
 		return fmt.Errorf("minute %d: %w", o.minute, err)
@@ -191,7 +168,7 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 			return err
 		}
 	}
-	commits, err := recordCommitTimes(filepath.Join(filepath.Dir(o.setup), "snapshot-times.tsv"), tbl)
+	commits, err := recordCommitTimes(snapshotTimesPath(o.setup), tbl)
 	if err != nil {
 		return err
 	}
@@ -215,6 +192,36 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 		return writeLiveFiles(ctx, o.files, live, plain)
 	}
 	return nil
+}
+
+// fleetIngest runs one ingest of the fleet's landing into its table, with
+// the product's defaults, on clock; counted is the S3 client whose
+// requests are the run's.
+func fleetIngest(ctx context.Context, s fleetSetup, setup string, counted *s3.Client, clock func() time.Time) (*ingest.Report, error) {
+	// The cache folder persists between runs, as ~/.cache/timelake does
+	// for a poller started by cron.
+	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: counted, Now: clock,
+		CacheDir: filepath.Join(filepath.Dir(setup), "cache-"+s.Store)})
+	if err != nil {
+		return nil, err
+	}
+	landing, err := openFleetStore(s.Landing, counted)
+	if err != nil {
+		return nil, err
+	}
+	cfg := ingest.Config{
+		Landing: landing, Lake: l, Table: fleetTable, SeriesKey: []string{"device_id"}, Partition: lake.Day,
+		WorkDir: os.TempDir(), ContentDedupe: true, MaintenanceBudget: ingest.DefaultMaintenanceBudget,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Now:    clock,
+		// The bench writes each gateway file whole before the minute's run,
+		// on a clock of its own: a local landing folder's settle times,
+		// which run on the wall clock, would only delay it.
+		SettleTime: -1, OpenEndSettleTime: -1,
+	}
+	restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
+	defer restore()
+	return ingest.Run(ctx, cfg)
 }
 
 // metadataDir is the table's metadata folder in the warehouse store.
@@ -450,7 +457,7 @@ func fleetStateOf(ctx context.Context, s fleetSetup, minute int, now time.Time, 
 		target = n
 	}
 	st := fleetState{Kind: "state", Store: s.Store, Gateways: s.Gateways, Minute: minute, Clock: now,
-		ExpectedRows:     int64((minute + 1) * s.Gateways * fleetRowsPerFile),
+		ExpectedRows:     s.rowsAfter(minute),
 		ColdAfterSeconds: coldAfter.Seconds(), TargetFileSize: target}
 	prefix := fleetTable.Namespace + "/" + fleetTable.Name + "/"
 	if err := wh.List(ctx, prefix+"data/", func(o storage.ObjectInfo) error {

@@ -86,6 +86,7 @@ func main() {
 		fs.IntVar(&o.duckEvery, "duckdb-every", 180, "DuckDB query sample every N simulated minutes")
 		fs.IntVar(&o.resendMinute, "resend-minute", -2, "the run that re-sends gateway 0's first file (-1: none; default: the last)")
 		fs.BoolVar(&o.keep, "keep", false, "keep the landing and warehouse afterwards")
+		fs.BoolVar(&o.seed, "seed-day", true, "load the day before minute 0 first, so that it is a cold day during the run")
 		fs.StringVar(&o.set, "set", "", "KEY=VALUE,... table properties set after the first run (experiments; the targets are about the defaults)")
 		_ = fs.Parse(os.Args[2:])
 		if o.resendMinute == -2 {
@@ -106,6 +107,11 @@ func main() {
 			break
 		}
 		err = fleetRun(ctx, o, os.Stdout)
+	case "fleet-seed":
+		fs := flag.NewFlagSet("fleet-seed", flag.ExitOnError)
+		setupFile := fs.String("setup", "", "fleet.json of tlbench fleet")
+		_ = fs.Parse(os.Args[2:])
+		err = fleetSeed(ctx, *setupFile)
 	case "fleet-report":
 		err = fleetReport(os.Args[2:], os.Stdout)
 	default:

@@ -136,22 +136,39 @@ func TestLocalDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The same files again: already loaded, deleted, table unchanged.
+	meta, err := os.ReadFile(filepath.Join(dir, "lake", "iot", "readings", "metadata", "v"+string(hint)+".metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var current struct {
+		SnapshotID int64 `json:"current-snapshot-id"`
+	}
+	if err := json.Unmarshal(meta, &current); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same files again: already loaded, deleted, the table's data
+	// unchanged; the duplicates go into its outcome log (one version).
 	copyExamples(t, dir)
 	r = run(t, dir, nil, "ingest", "--landing", "./landing", "--warehouse", "./lake", "--table", "iot.readings", "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	var rep struct {
-		AlreadyLoaded   int `json:"already_loaded"`
-		Loaded          int `json:"loaded"`
-		MetadataVersion int `json:"metadata_version"`
+		AlreadyLoaded   int   `json:"already_loaded"`
+		Loaded          int   `json:"loaded"`
+		MetadataVersion int   `json:"metadata_version"`
+		SnapshotID      int64 `json:"snapshot_id"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("--json output is not one JSON document: %v\n%s", err, r.stdout)
 	}
-	if rep.AlreadyLoaded != 6 || rep.Loaded != 0 || fmt.Sprint(rep.MetadataVersion) != string(hint) {
-		t.Fatalf("second run: %+v", rep)
+	if rep.AlreadyLoaded != 6 || rep.Loaded != 0 || rep.SnapshotID != current.SnapshotID || fmt.Sprint(rep.MetadataVersion-1) != string(hint) {
+		t.Fatalf("second run: %+v, want the snapshot %d of v%s, in the next version", rep, current.SnapshotID, hint)
+	}
+	r = run(t, dir, nil, "tables", "history", "iot.readings", "--warehouse", "./lake", "--status", "duplicate")
+	if n := strings.Count(r.stdout, "\tduplicate\t"); r.code != 0 || n != 6 {
+		t.Errorf("tables history --status duplicate: exit %d, %d duplicates\n%s%s", r.code, n, r.stdout, r.stderr)
 	}
 }
 

@@ -261,6 +261,11 @@ type FileResult struct {
 	// when it is if it does not change meanwhile (landing.Wait.Until).
 	ReadyAt time.Time `json:"ready_at,omitzero"`
 	Seconds float64   `json:"seconds"`
+
+	// For the table's outcome log (lake.Table.RecordOutcomes): the
+	// landing object's SHA-256 and modification time.
+	sha256 string
+	landed time.Time
 }
 
 // Created describes a table created by this run.
@@ -321,7 +326,11 @@ type Report struct {
 	// Maintenance is what the maintenance after the loading did; nil when
 	// none ran.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
-	Seconds     float64      `json:"seconds"`
+	// OutcomesError says why the duplicates and rejections of the run
+	// could not be written to the table's outcome log (the files are
+	// settled whatever it says; docs/tables.md, "tables history").
+	OutcomesError string  `json:"outcomes_error,omitempty"`
+	Seconds       float64 `json:"seconds"`
 }
 
 // Partial reports whether some files were quarantined or failed, or rows
@@ -349,6 +358,14 @@ type runner struct {
 	// tempSwept is when removeStaleTemp last looked (a session lists
 	// again and again).
 	tempSwept time.Time
+
+	// loadedBy says how a key of this run or load reached it
+	// (lake.LoadedByPoll, ...: the snapshot summary's timelake.loaded-by;
+	// "" for nothing said); nil says nothing.
+	loadedBy func(key string) string
+	// outcomes are the duplicates and rejections recorded so far, for the
+	// table's outcome log at the end of the run or load.
+	outcomes []lake.LoadRecord
 }
 
 // Run performs one ingest run. It returns the report so far together with
@@ -361,7 +378,9 @@ type runner struct {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	r := newRunner(cfg, landing.HolderIngest)
+	r.loadedBy = func(string) string { return lake.LoadedByPoll }
 	err := r.run(ctx)
+	r.recordOutcomes(ctx)
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
 	}
@@ -1195,6 +1214,7 @@ func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) err
 
 func (r *runner) record(res FileResult) {
 	r.rep.Files = append(r.rep.Files, res)
+	r.noteOutcome(res)
 	switch res.Status {
 	case Loaded:
 		r.rep.Loaded++
@@ -1367,7 +1387,7 @@ func admission(decoded, budget int64) int64 { return min(max(decoded, 1), budget
 // done). The file is decoded and written in pieces of at most the budget
 // (decode.DecodeEach, lake.BatchWriter), which commit as one snapshot.
 func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(share int64) error) *item {
-	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size}, start: time.Now()}
+	it := &item{obj: o, res: FileResult{Key: o.Key, Size: o.Size, landed: o.LastModified}, start: time.Now()}
 	if r.cfg.DryRun {
 		it.res.Status, it.done = WouldLoad, true
 		if r.tbl != nil {
@@ -1397,7 +1417,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 	}
 	defer d.close()
 	it.src = d
-	it.res.Size = d.info.Size
+	it.res.Size, it.res.sha256 = d.info.Size, d.sha256
 	if r.complete != (landing.Settle{}) {
 		w, err := r.complete.Judge(o.Key, d.f, d.info.Size, d.info.LastModified, time.Now())
 		if err != nil {
@@ -1448,6 +1468,12 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		lake.SummarySourceSize:   strconv.FormatInt(d.info.Size, 10),
 		lake.SummarySourceSHA256: d.sha256,
 		lake.SummarySourceETag:   d.info.ETag,
+	}
+	if by := r.loadedByOf(o.Key); by != "" {
+		summary[lake.SummaryLoadedBy] = by
+	}
+	if !o.LastModified.IsZero() {
+		summary[lake.SummarySourceModified] = o.LastModified.UTC().Format(time.RFC3339Nano)
 	}
 	if d.content != "" && d.compressed() {
 		summary[lake.SummaryContentSHA256] = d.content

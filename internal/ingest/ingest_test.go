@@ -640,10 +640,12 @@ func TestLeaseRenewedDuringALongFile(t *testing.T) {
 	e := localEnv(t)
 	e.put(t, "gw/a.csv", csvFile(readings(1, 0, 5), false, false))
 	cfg := e.config()
-	cfg.LeaseTTL = 300 * time.Millisecond
+	// A TTL long enough that a busy machine renews it in time (every
+	// third of it), short enough that the file outlasts it three times.
+	cfg.LeaseTTL = time.Second
 	var other error
 	cfg.AfterCommit = func(string) error {
-		time.Sleep(time.Second) // a long file: more than three TTLs
+		time.Sleep(3500 * time.Millisecond) // a long file: more than three TTLs
 		_, other = landing.AcquireLease(ctx, e.landing, landing.LeaseOptions{Table: "iot.readings", Holder: landing.Holder{Token: "other"}, TTL: time.Minute})
 		return nil
 	}

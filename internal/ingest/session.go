@@ -83,14 +83,24 @@ func (s *Session) List(ctx context.Context) ([]storage.ObjectInfo, error) {
 // the report has those that were); an error wrapping ErrLeaseLost when the
 // lease was lost.
 func (s *Session) Load(ctx context.Context, files []storage.ObjectInfo) (*Report, error) {
+	return s.LoadBy(ctx, files, nil)
+}
+
+// LoadBy is Load, noting in each snapshot summary (and outcome record) how
+// each key reached the session: by(key) is lake.LoadedByNotification,
+// lake.LoadedBySweep, or "" for nothing (timelake.loaded-by). by is called
+// from the pipeline's goroutines; nil notes nothing.
+func (s *Session) LoadBy(ctx context.Context, files []storage.ObjectInfo, by func(key string) string) (*Report, error) {
 	start := time.Now()
 	r := s.r
 	r.newReport()
 	r.contents = nil                           // "this run" of content dedupe is one load
 	r.probeOnce, r.probeErr = sync.Once{}, nil // and so is the lease read of fetchStopsRun
+	r.loadedBy = by
 	ctx, stop := s.bind(ctx)
 	defer stop()
 	err := withCause(ctx, r.load(ctx, files))
+	r.recordOutcomes(ctx)
 	r.finishReport(start)
 	return r.rep, err
 }

@@ -142,3 +142,12 @@ func (e escaped) Format(f fmt.State, verb rune) {
 	}
 	_, _ = io.WriteString(f, text)
 }
+
+// Plural renders a count with its noun, "1 file", "2 files" (English
+// plurals in s only: callers pick nouns that take it).
+func Plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -241,6 +243,9 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 // Prepared returns the batch of every Write so far, to Commit (or Discard).
 func (w *BatchWriter) Prepared() *Prepared {
 	props := iceberg.Properties{SummaryBatchID: w.batchID}
+	if newest, ok := maxRowTime(w.files, w.v.head.write.CurrentSchema(), w.v.contract.TimeColumn); ok {
+		props[SummaryMaxRowTime] = newest.Format(time.RFC3339Nano)
+	}
 	for k, val := range w.summary {
 		props[k] = val
 	}
@@ -254,6 +259,34 @@ func (w *BatchWriter) Prepared() *Prepared {
 func (w *BatchWriter) Discard(ctx context.Context) {
 	w.t.removeFiles(ctx, dataFilePaths(w.files))
 	w.files, w.rows, w.replaced, w.size = nil, 0, 0, 0
+}
+
+// maxRowTime is the newest value of the time column among files, from
+// their upper bounds (Iceberg spec, "Binary single-value serialization":
+// a timestamp is 8 bytes, little-endian microseconds); false when no file
+// has one (no rows, a time column of another type).
+func maxRowTime(files []iceberg.DataFile, sc *iceberg.Schema, timeColumn string) (time.Time, bool) {
+	f, ok := sc.FindFieldByName(timeColumn)
+	if !ok {
+		return time.Time{}, false
+	}
+	switch f.Type.(type) {
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+	default:
+		return time.Time{}, false
+	}
+	var newest int64
+	found := false
+	for _, df := range files {
+		b := df.UpperBoundValues()[f.ID]
+		if len(b) != 8 {
+			continue
+		}
+		if us := int64(binary.LittleEndian.Uint64(b)); !found || us > newest {
+			newest, found = us, true
+		}
+	}
+	return time.UnixMicro(newest).UTC(), found
 }
 
 // Discard deletes the data files of batches that will not be committed.
@@ -294,11 +327,10 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for
-	// them, at most writeBufferBatches ahead of it, and WriteRecords
+	// them, at most writeBufferBatches ahead of it, and the writer
 	// releases each one.
 	write := func(ctx context.Context, start, end int) iter.Seq2[iceberg.DataFile, error] {
-		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, rows.batches(ctx, start, end, batchRows),
-			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches))
+		return t.writeRecords(ctx, v, rows.batches(ctx, start, end, batchRows))
 	}
 	splits, writers := writePlan(rows.Len(), rows.Partitions())
 	files, err := writeRanges(ctx, rows.split(splits), writers, write)

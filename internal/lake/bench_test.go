@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+
+	"github.com/timelake/timelake/internal/testutil/peakheap"
 )
 
 // BenchmarkAppend measures one append (one snapshot, one metadata write) on
@@ -166,7 +168,7 @@ func BenchmarkRewriteGroup(b *testing.B) {
 			var peak uint64
 			for range b.N {
 				runtime.GC()
-				stop := samplePeakHeap(&peak)
+				stop := peakheap.Sample(&peak)
 				var out []iceberg.DataFile
 				if mode == "merge" {
 					pooled, streamed := splitMergeInputs(inputs)
@@ -188,23 +190,46 @@ func BenchmarkRewriteGroup(b *testing.B) {
 	}
 }
 
-// samplePeakHeap records the largest HeapInuse seen into peak until the
-// returned stop is called.
-func samplePeakHeap(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			*peak = max(*peak, ms.HeapInuse)
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
+// BenchmarkScanHistory measures ScanHistory over a day of 20 gateways
+// (28,800 loaded keys in one segment, and 1,000 outcomes), read from the
+// cache folder as a poller's status after each run reads it.
+func BenchmarkScanHistory(b *testing.B) {
+	ctx := context.Background()
+	l, err := Open(ctx, b.TempDir(), Options{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tbl := createTestTable(b, l)
+	now := time.Now().UTC()
+	recs := gatewayKeys(28_800)
+	for i := range recs {
+		recs[i].LoadedAt = now.Add(-time.Duration(i) * time.Second)
+	}
+	name, err := l.writeTestSegment(ctx, loadHistoryLog, recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropLoadHistory: name}, nil); err != nil {
+		b.Fatal(err)
+	}
+	outcomes := make([]LoadRecord, 1000)
+	for i := range outcomes {
+		outcomes[i] = LoadRecord{Key: fmt.Sprintf("gw-%02d/r%04d.csv", i%20, i), LoadedAt: now, Status: OutcomeRejected, Reason: "a reason"}
+	}
+	if err := tbl.RecordOutcomes(ctx, outcomes); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if _, err := tbl.ScanHistory(ctx, func(LoadRecord) error { n++; return nil }); err != nil || n != 29_800 {
+			b.Fatalf("%d records, %v", n, err)
 		}
-	}()
-	return func() { close(done); <-finished }
+	}
+}
+
+// writeTestSegment writes recs as one segment of g and returns its name.
+func (l *Lake) writeTestSegment(ctx context.Context, g recordLog, recs []LoadRecord) (string, error) {
+	_, name, err := l.writeSegment(ctx, testName, g, historyPlan{added: recs}, time.Now(), DefaultDedupeWindow)
+	return name, err
 }

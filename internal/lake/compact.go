@@ -265,7 +265,7 @@ func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]
 			continue
 		}
 		g.Go(func() (err error) {
-			if entries[i], err = mf.FetchEntries(fs, true); err != nil {
+			if entries[i], err = manifestEntries(fs, mf, true); err != nil {
 				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 			}
 			return nil
@@ -807,8 +807,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 	}
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, merged,
-		table.WithClusteredWrite(), table.WithRecordBatchBufferSize(writeBufferBatches)) {
+	for df, err := range t.writeRecords(ctx, v, merged) {
 		if err != nil {
 			t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
 			if mergeErr != nil {
@@ -1083,7 +1082,7 @@ func (m *rewriteMutation) manifestsWithout(ctx context.Context, fs icebergio.IO,
 			out = append(out, mf)
 			continue
 		}
-		entries, err := mf.FetchEntries(fs, true)
+		entries, err := manifestEntries(fs, mf, true)
 		if err != nil {
 			return nil, nil, rm, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}

@@ -533,7 +533,7 @@ func segmentsOfVersions(ctx context.Context, st storage.Store, prefix string) ([
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Key, err)
 		}
-		for _, s := range historySegments(m.Properties()) {
+		for _, s := range slices.Concat(historySegments(m.Properties()), outcomeLog.segments(m.Properties())) {
 			out = append(out, s.name)
 		}
 		return nil

@@ -38,6 +38,16 @@ const (
 	// decompressed bytes, written when it was compressed (otherwise it
 	// equals timelake.source-sha256): content dedupe compares it.
 	SummaryContentSHA256 = "timelake.content-sha256"
+	// SummarySourceModified is the landing object's modification time
+	// (RFC 3339, UTC): when it landed.
+	SummarySourceModified = "timelake.source-modified"
+	// SummaryLoadedBy says how the key reached the loader: poll (a cron
+	// ingest's listing), notification or sweep (serve).
+	SummaryLoadedBy = "timelake.loaded-by"
+	// SummaryMaxRowTime is the newest value of the time column among the
+	// batch's rows (RFC 3339, UTC, microseconds), from its data files'
+	// upper bounds; written by Prepare.
+	SummaryMaxRowTime = "timelake.max-row-time"
 	// SummaryRejectedRows counts the rows of the landing file set aside
 	// under --on-error skip-rows, SummaryRejectsFile names the rejects
 	// file (in the landing bucket) that holds them.

@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,13 @@ type ExpireOptions struct {
 	RetainLast int
 	// DryRun reports what would be expired and writes nothing.
 	DryRun bool
+	// Deadline, when set, bounds the expiry: the snapshots are expired
+	// oldest first in chunks, each sized by the time the chunks before it
+	// took per snapshot, and none starts once Deadline is past; those left
+	// are counted in ExpireResult.Left for a later round. Clock reads the
+	// time (nil: time.Now).
+	Deadline time.Time
+	Clock    func() time.Time
 
 	// beforeCommit, when set, runs right before each attempt's metadata
 	// write (tests: another writer commits first).
@@ -31,6 +39,8 @@ type ExpireOptions struct {
 	// the expired snapshots are deleted (tests: another round deletes
 	// them first).
 	beforeDelete func(expired []int64)
+	// firstChunk, when set, replaces expireFirstChunk (tests).
+	firstChunk int
 }
 
 // ExpiredSnapshot is one snapshot Expire removed (or would remove).
@@ -52,7 +62,15 @@ type ExpireResult struct {
 	// Version is N of the vN.metadata.json written; the loaded version when
 	// nothing was expired or DryRun is set.
 	Version int
+	// Left counts the snapshots due for expiry that ExpireOptions.Deadline
+	// left for a later round.
+	Left int
 }
+
+// expireFirstChunk is how many snapshots an expiry within a deadline
+// expires in its first commit, before it knows what one costs: small
+// enough to end within a second on S3 (a manifest list read per snapshot).
+const expireFirstChunk = 50
 
 // expireAttempts bounds the commits Expire tries when other writers (ingest)
 // commit in between.
@@ -110,6 +128,41 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if opts.DryRun || len(expired) == 0 {
 		return res, nil
 	}
+	if opts.Deadline.IsZero() {
+		return t.expireChosen(ctx, expired, opts)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.snaps), Version: v.n}
+	for chunk := cmp.Or(opts.firstChunk, expireFirstChunk); len(expired) > 0 && clock().Before(opts.Deadline); {
+		n := min(chunk, len(expired))
+		t0 := clock()
+		r, err := t.expireChosen(ctx, expired[:n], opts)
+		done.Expired = append(done.Expired, r.Expired...)
+		done.Remembered += r.Remembered
+		done.FilesDeleted += r.FilesDeleted
+		done.Version, done.Kept = max(done.Version, r.Version), r.Kept
+		if err != nil {
+			done.Left = len(expired) - n
+			return done, err
+		}
+		expired = expired[n:]
+		per := max(clock().Sub(t0)/time.Duration(n), time.Millisecond)
+		// Half the time left, so that the last chunk ends before the
+		// deadline though a commit takes longer than the ones before.
+		chunk = max(1, int(opts.Deadline.Sub(clock())/per/2))
+	}
+	done.Left = len(expired)
+	return done, nil
+}
+
+// expireChosen expires the snapshots chosen (Expire's commit and the
+// deletes of the files they alone referenced; its errors).
+func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opts ExpireOptions) (ExpireResult, error) {
+	h, v := t.loaded()
+	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
 	m := &expireMutation{t: t, ids: make(map[int64]bool, len(expired)), bases: map[int]expireAttempt{}}
 	for _, e := range expired {
 		m.ids[e.SnapshotID] = true
@@ -425,12 +478,12 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 	refFiles := map[string]bool{}
 	for _, mf := range keptManifests {
 		refManifests[mf.FilePath()] = true
-		entries, err := mf.FetchEntries(fs, true)
+		err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
+			refFiles[e.DataFile().FilePath()] = true
+			return nil
+		})
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-		}
-		for _, e := range entries {
-			refFiles[e.DataFile().FilePath()] = true
 		}
 	}
 	var lists []string
@@ -464,20 +517,21 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		if mf.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		entries, err := mf.FetchEntries(fs, false)
+		var found []string
+		err := eachManifestEntry(fs, mf, false, func(e iceberg.ManifestEntry) error {
+			if p := e.DataFile().FilePath(); !refFiles[p] && !seen[p] {
+				seen[p] = true
+				found = append(found, p)
+			}
+			return nil
+		})
 		if isNotExist(err) {
 			continue // deleted by another round, as above
 		}
 		if err != nil {
 			return 0, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
 		}
-		for _, e := range entries {
-			p := e.DataFile().FilePath()
-			if !refFiles[p] && !seen[p] {
-				seen[p] = true
-				dataFiles = append(dataFiles, p)
-			}
-		}
+		dataFiles = append(dataFiles, found...)
 	}
 	paths := append(dataFiles, lists...)
 	for p := range candidates {

@@ -228,3 +228,49 @@ func TestExpireAfterAnotherRound(t *testing.T) {
 		}
 	})
 }
+
+// TestExpireWithinDeadline: an expiry with a deadline expires the oldest
+// snapshots in chunks and leaves the rest, counted, once the deadline is
+// past; a later expiry takes them; every batch id stays loaded and the
+// rows stay as they were.
+func TestExpireWithinDeadline(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, nil)
+		if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // every snapshot is older than OlderThan
+		rows := scanRows(t, tbl, 0)
+		// A clock one second further at each look: the deadline passes
+		// during the first chunk.
+		now := time.Date(2026, 1, 6, 10, 0, 0, 0, time.UTC)
+		clock := func() time.Time { now = now.Add(time.Second); return now }
+		res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 2,
+			Deadline: now.Add(2500 * time.Millisecond), Clock: clock, firstChunk: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Expired) != 2 || res.Left != 2 || res.Kept != 4 {
+			t.Fatalf("within the deadline: expired %d, left %d, kept %d; want 2, 2, 4", len(res.Expired), res.Left, res.Kept)
+		}
+		if res.Expired[0].BatchID != "gw-0/file.csv" || res.Expired[1].BatchID != "gw-1/file.csv" {
+			t.Fatalf("expired %+v, want the oldest two", res.Expired)
+		}
+		rest, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest.Expired) != 2 || rest.Left != 0 || rest.Kept != 2 {
+			t.Fatalf("the next expiry: expired %d, left %d, kept %d; want 2, 0, 2", len(rest.Expired), rest.Left, rest.Kept)
+		}
+		for _, key := range []string{"gw-0/file.csv", "gw-1/file.csv", "gw-2/file.csv", "multi/0"} {
+			if _, ok, err := tbl.FindLoaded(ctx, key); err != nil || !ok {
+				t.Errorf("%s: loaded %v, %v after expiry", key, ok, err)
+			}
+		}
+		if got := scanRows(t, tbl, 0); !slices.Equal(got, rows) {
+			t.Fatalf("rows changed by expiry: %d rows, were %d", len(got), len(rows))
+		}
+	})
+}

@@ -61,19 +61,66 @@ const (
 // does not set timelake.dedupe-window (Snowpipe keeps 14 days).
 const DefaultDedupeWindow = 14 * 24 * time.Hour
 
-// LoadRecord is one landing file loaded into the table.
+// LoadRecord is one landing file loaded into the table, or, in the
+// outcome log (outcomes.go), one that ingest settled without loading it:
+// found a duplicate, or rejected into the quarantine.
 type LoadRecord struct {
 	Key           string    `json:"key"`                      // the batch id: the landing object key
 	Size          int64     `json:"size"`                     // bytes of the landing object
 	SHA256        string    `json:"sha256,omitempty"`         // hex SHA-256 of the object's bytes
 	ContentSHA256 string    `json:"content_sha256,omitempty"` // hex SHA-256 of its decompressed bytes; "" when not compressed
 	Rows          int64     `json:"rows"`
-	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not)
-	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time
+	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not); of a duplicate, the snapshot that loaded the first copy
+	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time; of an outcome, when ingest settled the file
+
+	// Status is "" for a loaded file, OutcomeDuplicate or OutcomeRejected
+	// in the outcome log.
+	Status string `json:"status,omitempty"`
+	// Reason says why a file was rejected, or what it duplicates.
+	Reason string `json:"reason,omitempty"`
+	// SameAs is the key whose content a duplicate repeats ("" for the same
+	// key loaded again); QuarantinedTo the kept copy of a rejected file.
+	SameAs        string `json:"same_as,omitempty"`
+	QuarantinedTo string `json:"quarantined_to,omitempty"`
+	// LandedAt is the landing object's modification time, MaxRowTime the
+	// newest value of the time column the file loaded, LoadedBy how its
+	// key reached the loader (LoadedByPoll, LoadedByNotification,
+	// LoadedBySweep); each zero when not known (files loaded before
+	// timelake recorded them, other writers).
+	LandedAt   time.Time `json:"landed_at,omitzero"`
+	MaxRowTime time.Time `json:"max_row_time,omitzero"`
+	LoadedBy   string    `json:"loaded_by,omitempty"`
 	// RejectedRows counts the rows set aside under --on-error skip-rows
-	// (timelake.rejected-rows); 0 in segments written before it existed.
+	// (timelake.rejected-rows); 0 in segments written before it existed
+	// and in the outcome log.
 	RejectedRows int64 `json:"rejected_rows,omitempty"`
 }
+
+// Outcomes of a landing file that was not loaded (LoadRecord.Status); a
+// loaded file's status is "" (OutcomeLoaded where a word is printed).
+const (
+	OutcomeLoaded    = "loaded"
+	OutcomeDuplicate = "duplicate"
+	OutcomeRejected  = "rejected"
+)
+
+// Outcome is r's status as a word: OutcomeLoaded for a loaded file.
+func (r LoadRecord) Outcome() string {
+	if r.Status == "" {
+		return OutcomeLoaded
+	}
+	return r.Status
+}
+
+// How a loaded key reached the loader (the snapshot summary's
+// timelake.loaded-by): a cron ingest's listing, a serve's object
+// notification, or a serve's sweep (a file no notification announced in
+// time: docs/serve.md).
+const (
+	LoadedByPoll         = "poll"
+	LoadedByNotification = "notification"
+	LoadedBySweep        = "sweep"
+)
 
 // contentHash is the hash of the file's content: its decompressed bytes,
 // which are its bytes when it was not compressed.
@@ -94,8 +141,21 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 		Rows:          summaryInt(summary, summaryAddedRecords),
 		SnapshotID:    id,
 		LoadedAt:      time.UnixMilli(tsMs).UTC(),
+		LandedAt:      summaryTime(summary, SummarySourceModified),
+		MaxRowTime:    summaryTime(summary, SummaryMaxRowTime),
+		LoadedBy:      summary[SummaryLoadedBy],
 		RejectedRows:  summaryInt(summary, SummaryRejectedRows),
 	}
+}
+
+// summaryTime reads an RFC 3339 time of a snapshot summary; zero when it
+// is absent or does not parse (a summary of another writer).
+func summaryTime(summary map[string]string, key string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, summary[key])
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // segmentName is a segment's file name: _load-history-<newest load time in
@@ -103,11 +163,23 @@ func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRec
 // planned from the property alone. The leading "_" hides it from the
 // orphan file removal of other Iceberg tools (Spark's remove_orphan_files
 // skips hidden names), to which it is a file no snapshot references.
-func segmentName(newest time.Time, records int) string {
-	return fmt.Sprintf("%s%d-%d-%s.parquet", segmentPrefix, newest.UnixMilli(), records, uuid.New())
+func (g recordLog) segmentName(newest time.Time, records int) string {
+	return fmt.Sprintf("%s%d-%d-%s.parquet", g.prefix, newest.UnixMilli(), records, uuid.New())
 }
 
 const segmentPrefix = "_load-history-"
+
+// recordLog is a list of load record segments in the table's metadata
+// folder, named by a table property: the load history (the loaded keys,
+// timelake.load-history) or the outcome log (the files found duplicates
+// or rejected, timelake.load-outcomes; outcomes.go). Both have the same
+// columns and are merged and trimmed to the dedupe window alike.
+type recordLog struct {
+	prop   string // the table property naming the segments
+	prefix string // the segments' file names start with it
+}
+
+var loadHistoryLog = recordLog{prop: PropLoadHistory, prefix: segmentPrefix}
 
 // segmentInfo is what a segment's name says about it.
 type segmentInfo struct {
@@ -118,6 +190,9 @@ type segmentInfo struct {
 
 func parseSegmentName(name string) (segmentInfo, bool) {
 	rest, ok := strings.CutPrefix(name, segmentPrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(name, outcomePrefix)
+	}
 	if !ok || !strings.HasSuffix(rest, ".parquet") {
 		return segmentInfo{}, false
 	}
@@ -137,25 +212,32 @@ func parseSegmentName(name string) (segmentInfo, bool) {
 // the order named (oldest first). Names that do not parse are kept (with a
 // zero time and count) so nothing is dropped by mistake; entries that are
 // not a file name (refusedSegments) are left out.
-func historySegments(props map[string]string) []segmentInfo {
-	segs, _ := historyEntries(props)
+func historySegments(props map[string]string) []segmentInfo { return loadHistoryLog.segments(props) }
+
+// segments returns the segments of log g that a version's properties
+// name, as historySegments does for the load history.
+func (g recordLog) segments(props map[string]string) []segmentInfo {
+	segs, _ := g.entries(props)
 	return segs
 }
 
-// refusedSegments returns the entries of timelake.load-history that are not
-// a plain file name of the table's metadata folder ("../x.parquet",
-// "/etc/x", "a/b", a control character): timelake never reads, caches or
-// deletes them (paths.go), looks keys up without them, and maintenance
-// drops them from the table. Timelake names its segments
-// _load-history-<ms>-<records>-<uuid>.parquet, so such an entry holds no
-// key it loaded.
+// refusedSegments returns the entries of timelake.load-history and
+// timelake.load-outcomes that are not a plain file name of the table's
+// metadata folder ("../x.parquet", "/etc/x", "a/b", a control character):
+// timelake never reads, caches or deletes them (paths.go), looks keys up
+// without them, and maintenance drops them from the table. Timelake names
+// its segments _load-history-<ms>-<records>-<uuid>.parquet (and
+// _load-outcomes-...), so such an entry holds no key it loaded.
 func refusedSegments(props map[string]string) []string {
-	_, refused := historyEntries(props)
-	return refused
+	_, refused := loadHistoryLog.entries(props)
+	_, more := outcomeLog.entries(props)
+	return append(refused, more...)
 }
 
-func historyEntries(props map[string]string) (segs []segmentInfo, refused []string) {
-	for _, n := range strings.Split(props[PropLoadHistory], ",") {
+// entries splits the entries of log g's property into segments and
+// refused entries.
+func (g recordLog) entries(props map[string]string) (segs []segmentInfo, refused []string) {
+	for _, n := range strings.Split(props[g.prop], ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
 		}
@@ -212,6 +294,15 @@ var historySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "snapshot_id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "loaded_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+	// Added later, null in older segments (readers that do not know them
+	// skip them: columns are read by name).
+	{Name: "landed_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "max_row_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	{Name: "loaded_by", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "reason", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "same_as", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "quarantined_to", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "rejected_rows", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 }, nil)
 
@@ -221,25 +312,44 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 	slices.SortFunc(recs, func(a, b LoadRecord) int { return cmp.Compare(a.Key, b.Key) })
 	b := array.NewRecordBuilder(memory.DefaultAllocator, historySchema)
 	defer b.Release()
-	optString := func(bld *array.StringBuilder, v string) {
+	optString := func(i int, v string) {
+		bld := b.Field(i).(*array.StringBuilder)
 		if v == "" {
 			bld.AppendNull()
 		} else {
 			bld.Append(v)
 		}
 	}
+	optTime := func(i int, v time.Time, unit arrow.TimeUnit) {
+		bld := b.Field(i).(*array.TimestampBuilder)
+		switch {
+		case v.IsZero():
+			bld.AppendNull()
+		case unit == arrow.Microsecond:
+			bld.Append(arrow.Timestamp(v.UnixMicro()))
+		default:
+			bld.Append(arrow.Timestamp(v.UnixMilli()))
+		}
+	}
 	for _, r := range recs {
 		b.Field(0).(*array.StringBuilder).Append(r.Key)
 		b.Field(1).(*array.Int64Builder).Append(r.Size)
-		optString(b.Field(2).(*array.StringBuilder), r.SHA256)
-		optString(b.Field(3).(*array.StringBuilder), r.ContentSHA256)
+		optString(2, r.SHA256)
+		optString(3, r.ContentSHA256)
 		b.Field(4).(*array.Int64Builder).Append(r.Rows)
 		b.Field(5).(*array.Int64Builder).Append(r.SnapshotID)
 		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(r.LoadedAt.UnixMilli()))
+		optTime(7, r.LandedAt, arrow.Millisecond)
+		optTime(8, r.MaxRowTime, arrow.Microsecond)
+		optString(9, r.LoadedBy)
+		optString(10, r.Status)
+		optString(11, r.Reason)
+		optString(12, r.SameAs)
+		optString(13, r.QuarantinedTo)
 		if r.RejectedRows > 0 {
-			b.Field(7).(*array.Int64Builder).Append(r.RejectedRows)
+			b.Field(14).(*array.Int64Builder).Append(r.RejectedRows)
 		} else {
-			b.Field(7).AppendNull()
+			b.Field(14).AppendNull()
 		}
 	}
 	rec := b.NewRecordBatch()
@@ -263,21 +373,36 @@ func encodeSegment(records []LoadRecord) ([]byte, error) {
 
 // decodeSegment reads a segment's records.
 func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
+	var out []LoadRecord
+	err := scanSegment(ctx, body, func(r LoadRecord) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// segmentBatchRows is how many records scanSegment decodes at a time.
+const segmentBatchRows = 64 * 1024
+
+// scanSegment calls fn with each record of a segment, in file order,
+// holding one batch of segmentBatchRows decoded records at a time.
+// Columns are read by name; one a segment lacks (written before it was
+// added) reads as zero. Errors: not a segment (no key column), a Parquet
+// error, fn's.
+func scanSegment(ctx context.Context, body []byte, fn func(LoadRecord) error) error {
 	pf, err := file.NewParquetReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: segmentBatchRows}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	tbl, err := fr.ReadTable(ctx)
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer tbl.Release()
-	rr := array.NewTableReader(tbl, 64*1024)
 	defer rr.Release()
 	col := func(rec arrow.RecordBatch, name string) arrow.Array {
 		idx := rec.Schema().FieldIndices(name)
@@ -286,37 +411,56 @@ func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
 		}
 		return rec.Column(idx[0])
 	}
-	var out []LoadRecord
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		keys, ok := col(rec, "key").(*array.String)
 		if !ok {
-			return nil, errors.New("no key column")
+			return errors.New("no key column")
 		}
-		str := func(name string, i int) string {
-			if a, ok := col(rec, name).(*array.String); ok && a.IsValid(i) {
-				return a.Value(i)
+		str := func(name string) func(int) string {
+			a, ok := col(rec, name).(*array.String)
+			return func(i int) string {
+				if ok && a.IsValid(i) {
+					return a.Value(i)
+				}
+				return ""
 			}
-			return ""
 		}
-		i64 := func(name string, i int) int64 {
-			if a, ok := col(rec, name).(*array.Int64); ok && a.IsValid(i) {
-				return a.Value(i)
+		i64 := func(name string) func(int) int64 {
+			a, ok := col(rec, name).(*array.Int64)
+			return func(i int) int64 {
+				if ok && a.IsValid(i) {
+					return a.Value(i)
+				}
+				return 0
 			}
-			return 0
 		}
-		at, _ := col(rec, "loaded_at").(*array.Timestamp)
+		ts := func(name string) func(int) time.Time {
+			a, ok := col(rec, name).(*array.Timestamp)
+			return func(i int) time.Time {
+				if !ok || !a.IsValid(i) {
+					return time.Time{}
+				}
+				if a.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+					return time.UnixMicro(int64(a.Value(i))).UTC()
+				}
+				return time.UnixMilli(int64(a.Value(i))).UTC()
+			}
+		}
+		size, sha, content, rows, snap, at := i64("size"), str("sha256"), str("content_sha256"), i64("rows"), i64("snapshot_id"), ts("loaded_at")
+		landed, maxRow, by := ts("landed_at"), ts("max_row_time"), str("loaded_by")
+		status, reason, sameAs, quarantined := str("status"), str("reason"), str("same_as"), str("quarantined_to")
 		for i := range keys.Len() {
-			r := LoadRecord{Key: keys.Value(i), Size: i64("size", i), SHA256: str("sha256", i),
-				ContentSHA256: str("content_sha256", i), Rows: i64("rows", i), SnapshotID: i64("snapshot_id", i),
-				RejectedRows: i64("rejected_rows", i)}
-			if at != nil && at.IsValid(i) {
-				r.LoadedAt = time.UnixMilli(int64(at.Value(i))).UTC()
+			r := LoadRecord{Key: keys.Value(i), Size: size(i), SHA256: sha(i), ContentSHA256: content(i), Rows: rows(i),
+				SnapshotID: snap(i), LoadedAt: at(i), LandedAt: landed(i), MaxRowTime: maxRow(i), LoadedBy: by(i),
+				Status: status(i), Reason: reason(i), SameAs: sameAs(i), QuarantinedTo: quarantined(i),
+				RejectedRows: i64("rejected_rows")(i)}
+			if err := fn(r); err != nil {
+				return err
 			}
-			out = append(out, r)
 		}
 	}
-	return out, rr.Err()
+	return rr.Err()
 }
 
 // historyKey is the store key of a segment of table n: in the folder of
@@ -388,11 +532,11 @@ func (l *Lake) linkedSegment(n TableName, name string) bool {
 	return l.segments.linked[n.String()+"/"+name]
 }
 
-// linkedSegments returns the segments props names that linkedSegment
-// reports.
+// linkedSegments returns the segments of the load history and the outcome
+// log that props names and linkedSegment reports.
 func (l *Lake) linkedSegments(n TableName, props map[string]string) []string {
 	var out []string
-	for _, s := range historySegments(props) {
+	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
 		if l.linkedSegment(n, s.name) {
 			out = append(out, s.name)
 		}
@@ -547,7 +691,7 @@ func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
 		return
 	}
 	for _, e := range entries {
-		if !keep[e.Name()] && strings.HasPrefix(e.Name(), segmentPrefix) {
+		if !keep[e.Name()] && (strings.HasPrefix(e.Name(), segmentPrefix) || strings.HasPrefix(e.Name(), outcomePrefix)) {
 			r.Remove(e.Name())
 		}
 	}
@@ -640,11 +784,45 @@ func (t *Table) LoadHistory(ctx context.Context) (*LoadHistory, error) {
 	return t.lake.historyOf(ctx, t.name, h.props())
 }
 
+// LoadHistoryPresent is LoadHistory over the segments that are in the
+// store: each segment of the load history and of the outcome log is
+// looked for there (a copy in the cache folder does not count), and one
+// gone (deleted by hand or by another tool's orphan removal) is left out
+// and named in missing instead of failing with ErrLoadHistoryMissing. For
+// an audit, which reports what it cannot check; a loader must use
+// LoadHistory, which refuses to guess. Errors: the store's.
+func (t *Table) LoadHistoryPresent(ctx context.Context) (*LoadHistory, []string, error) {
+	h, _ := t.loaded()
+	props := h.props()
+	gone := map[string]bool{}
+	var missing []string
+	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
+		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
+		switch {
+		case errors.Is(err, storage.ErrNotExist), errors.Is(err, storage.ErrSymlink):
+			gone[s.name] = true
+			missing = append(missing, s.name)
+		case err != nil:
+			return nil, nil, fmt.Errorf("read load history of %s: %w", t.name, err)
+		}
+	}
+	hist, err := t.lake.historyOfPresent(ctx, t.name, props, gone)
+	return hist, missing, err
+}
+
 // historyOf returns the load history a version's properties name.
 func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]string) (*LoadHistory, error) {
+	return l.historyOfPresent(ctx, n, props, nil)
+}
+
+// historyOfPresent is historyOf without the segments skip names.
+func (l *Lake) historyOfPresent(ctx context.Context, n TableName, props map[string]string, skip map[string]bool) (*LoadHistory, error) {
 	hist := &LoadHistory{lake: l, name: n, window: dedupeWindow(props)}
 	segs := historySegments(props)
 	for i := len(segs) - 1; i >= 0; i-- {
+		if skip[segs[i].name] {
+			continue
+		}
 		ix, err := l.segmentIndex(ctx, n, segs[i])
 		if errors.Is(err, errLinkedSegment) {
 			continue // warned; looked up without it, as a refused entry
@@ -654,7 +832,9 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 		}
 		hist.segments = append(hist.segments, ix)
 	}
-	names := props[PropLoadHistory] // as named, refused entries included
+	// The cache folder keeps the outcome log's segments too.
+	outcomes := outcomeLog.segments(props)
+	names := props[PropLoadHistory] + ";" + props[PropLoadOutcomes] // as named, refused entries included
 	l.segments.mu.Lock()
 	seen := l.segments.pruned[n.String()] == names
 	if !seen {
@@ -665,7 +845,7 @@ func (l *Lake) historyOf(ctx context.Context, n TableName, props map[string]stri
 	}
 	l.segments.mu.Unlock()
 	if !seen {
-		l.pruneCache(n, segs)
+		l.pruneCache(n, slices.Concat(segs, outcomes))
 		for _, e := range refusedSegments(props) {
 			l.log.Warn("load history entry ignored: not a file of the table's metadata folder (timelake tables maintain drops it)",
 				"table", n.String(), "entry", e)
@@ -950,12 +1130,22 @@ func planHistory(cur []segmentInfo, added []LoadRecord, now time.Time, window ti
 // window, newest load of a key kept) and returns the segments the next
 // version names, oldest first, and the file written ("" if none).
 func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
+	return l.writeSegment(ctx, n, loadHistoryLog, plan, now, window)
+}
+
+// writeSegment is writeHistory for the segments of log g. The load history
+// keeps each key's newest load; the outcome log keeps every outcome (a key
+// may be rejected, requeued and rejected again), each once.
+func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
 	recs := slices.Clone(plan.added)
 	cutoff := now.Add(-window)
 	for _, s := range plan.merge {
 		old, err := l.readSegment(ctx, n, s.name)
 		if errors.Is(err, errLinkedSegment) {
 			continue // not read; the next version no longer names it
+		}
+		if g == outcomeLog && errors.Is(err, ErrLoadHistoryMissing) {
+			continue // lost already: dropped with this merge (outcomes.go)
 		}
 		if err != nil {
 			return nil, "", err
@@ -966,14 +1156,19 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 			}
 		}
 	}
-	// Keep each key's newest load.
+	// Keep each key's newest load (the outcome log: each outcome once).
 	slices.SortStableFunc(recs, func(a, b LoadRecord) int {
 		if c := cmp.Compare(a.Key, b.Key); c != 0 {
 			return c
 		}
 		return b.LoadedAt.Compare(a.LoadedAt)
 	})
-	recs = slices.CompactFunc(recs, func(a, b LoadRecord) bool { return a.Key == b.Key })
+	recs = slices.CompactFunc(recs, func(a, b LoadRecord) bool {
+		if g == outcomeLog {
+			return a == b
+		}
+		return a.Key == b.Key
+	})
 	out := slices.Clone(plan.keep)
 	if len(recs) == 0 {
 		return out, "", nil
@@ -988,7 +1183,7 @@ func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, 
 	if err != nil {
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
-	name := segmentName(newest, len(recs))
+	name := g.segmentName(newest, len(recs))
 	if _, err := l.store.Put(ctx, l.historyKey(n, name), bytes.NewReader(body),
 		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
@@ -1013,7 +1208,7 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	for _, e := range names {
 		missing[e] = true
 	}
-	for _, s := range historySegments(h.props()) {
+	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
 		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
 		if errors.Is(err, storage.ErrSymlink) {
 			t.lake.noteLinked(t.name, s.name)
@@ -1035,24 +1230,36 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	return names, t.reconcileHistory(ctx, res.rebased)
 }
 
-// dropSegmentsMutation removes segment names from timelake.load-history.
+// dropSegmentsMutation removes segment names from timelake.load-history
+// and timelake.load-outcomes.
 type dropSegmentsMutation struct {
 	t       *Table
 	missing map[string]bool
 }
 
 func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	segs, refused := historyEntries(base.props())
-	var keep []segmentInfo
-	for _, s := range segs {
-		if !m.missing[s.name] {
-			keep = append(keep, s)
+	e := base.edit()
+	changed := false
+	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
+		segs, refused := g.entries(base.props())
+		var keep []segmentInfo
+		for _, s := range segs {
+			if !m.missing[s.name] {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) == len(segs) && len(refused) == 0 {
+			continue
+		}
+		changed = true
+		if err := g.name(e, keep); err != nil {
+			return nil, nil, err
 		}
 	}
-	if len(keep) == len(segs) && len(refused) == 0 {
+	if !changed {
 		return nil, nil, errNothingToCommit
 	}
-	return withSegments(base, keep, v, m.t.lake.now())
+	return e.done(v.location, m.t.lake.now().UnixMilli())
 }
 
 // finish: the change writes nothing but its version.
@@ -1061,28 +1268,38 @@ func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
 // withSegments returns the next version of base that names segs in
 // timelake.load-history (and no property when segs is empty).
 func withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
+	return loadHistoryLog.withSegments(base, segs, v, now)
+}
+
+// withSegments returns the next version of base whose property of log g
+// names segs.
+func (g recordLog) withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
 	e := base.edit()
-	var err error
-	if len(segs) == 0 {
-		err = e.setProperties(nil, []string{PropLoadHistory})
-	} else {
-		err = e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil)
-	}
-	if err != nil {
+	if err := g.name(e, segs); err != nil {
 		return nil, nil, err
 	}
 	return e.done(v.location, now.UnixMilli())
 }
 
-// reconcileHistory makes good a change of the load history's segment list
-// that a REST catalog applied to a newer version than the one it was built
-// on (rb; catalog.commit): the list was set from the older version, so the
-// other writer's change in between was overwritten. The segments that
-// change added (the keys of the snapshots it expired) are named again, and
-// those it removed (merged into one it added, or past the dedupe window)
-// are dropped, through the commit protocol, so a third writer's change
-// stays too. A segment gone from the store meanwhile was merged into
-// another by a later change and is not named again.
+// name sets the property of log g to segs in e (removes it when segs is
+// empty).
+func (g recordLog) name(e *edit, segs []segmentInfo) error {
+	if len(segs) == 0 {
+		return e.setProperties(nil, []string{g.prop})
+	}
+	return e.setProperties(map[string]string{g.prop: segmentsProperty(segs)}, nil)
+}
+
+// reconcileHistory makes good a change of the load history's (or the
+// outcome log's) segment list that a REST catalog applied to a newer
+// version than the one it was built on (rb; catalog.commit): the list was
+// set from the older version, so the other writer's change in between was
+// overwritten. The segments that change added (the keys of the snapshots
+// it expired, the outcomes it recorded) are named again, and those it
+// removed (merged into one it added, or past the dedupe window) are
+// dropped, through the commit protocol, so a third writer's change stays
+// too. A segment gone from the store meanwhile was merged into another by
+// a later change and is not named again.
 func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 	if rb == nil {
 		return nil
@@ -1096,13 +1313,25 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 	if err != nil {
 		return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
 	}
+	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
+		if err := t.reconcileLog(ctx, g, rb.base, applied); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcileLog is reconcileHistory for the segments of log g: those the
+// version applied names and base did not are named again, those base named
+// and applied does not are dropped.
+func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *head) error {
 	before := map[string]bool{}
-	for _, s := range historySegments(rb.base.props()) {
+	for _, s := range g.segments(base.props()) {
 		before[s.name] = true
 	}
-	m := &reconcileSegmentsMutation{t: t, removed: map[string]bool{}}
+	m := &reconcileSegmentsMutation{t: t, log: g, removed: map[string]bool{}}
 	after := map[string]bool{}
-	for _, s := range historySegments(applied.props()) {
+	for _, s := range g.segments(applied.props()) {
 		after[s.name] = true
 		if !before[s.name] {
 			m.added = append(m.added, s)
@@ -1132,16 +1361,17 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 	return t.reconcileHistory(ctx, res.rebased)
 }
 
-// reconcileSegmentsMutation names segments again in timelake.load-history
-// and drops others from it (reconcileHistory).
+// reconcileSegmentsMutation names segments again in the property of its
+// log and drops others from it (reconcileHistory).
 type reconcileSegmentsMutation struct {
 	t       *Table
+	log     recordLog
 	added   []segmentInfo
 	removed map[string]bool
 }
 
 func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	cur := historySegments(base.props())
+	cur := m.log.segments(base.props())
 	var keep []segmentInfo
 	named := map[string]bool{}
 	for _, s := range cur {
@@ -1158,7 +1388,7 @@ func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versi
 	if segmentsProperty(keep) == segmentsProperty(cur) {
 		return nil, nil, errNothingToCommit
 	}
-	return withSegments(base, keep, v, m.t.lake.now())
+	return m.log.withSegments(base, keep, v, m.t.lake.now())
 }
 
 // finish: the change writes nothing but its version.

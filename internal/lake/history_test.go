@@ -17,8 +17,12 @@ import (
 func TestSegmentRoundTrip(t *testing.T) {
 	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
 	in := []LoadRecord{
-		{Key: "gw-2/b.csv", Size: 10, SHA256: "aa", Rows: 3, SnapshotID: 7, LoadedAt: at},
+		{Key: "gw-2/b.csv", Size: 10, SHA256: "aa", Rows: 3, SnapshotID: 7, LoadedAt: at,
+			LandedAt: at.Add(-time.Minute), MaxRowTime: at.Add(-90*time.Second + time.Microsecond), LoadedBy: LoadedBySweep},
 		{Key: "gw-1/a.csv.gz", Size: 20, SHA256: "bb", ContentSHA256: "cc", Rows: 0, SnapshotID: -8, LoadedAt: at.Add(time.Second)},
+		{Key: "gw-3/c.csv", Size: 5, SHA256: "dd", LoadedAt: at, Status: OutcomeRejected, Reason: "gw-3/c.csv: row 2: bad",
+			QuarantinedTo: "_rejected/gw-3/c.csv", LoadedBy: LoadedByPoll},
+		{Key: "gw-3/d.csv", Size: 5, SHA256: "aa", SnapshotID: 7, LoadedAt: at, Status: OutcomeDuplicate, SameAs: "gw-2/b.csv"},
 	}
 	body, err := encodeSegment(in)
 	if err != nil {
@@ -28,14 +32,18 @@ func TestSegmentRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 2 || out[0] != in[1] || out[1] != in[0] {
+	if len(out) != 4 || out[0] != in[1] || out[1] != in[0] || out[2] != in[2] || out[3] != in[3] {
 		t.Fatalf("round trip: %+v, want %+v sorted by key", out, in)
 	}
 	if out[0].contentHash() != "cc" || out[1].contentHash() != "aa" {
 		t.Fatal("content hash: the content sum of a compressed file, else its sum")
 	}
-	if n := len(body); n > 2000 {
-		t.Errorf("segment of two records is %d bytes", n)
+	if out[1].Outcome() != OutcomeLoaded || out[2].Outcome() != OutcomeRejected {
+		t.Errorf("outcomes %q %q", out[1].Outcome(), out[2].Outcome())
+	}
+	// The footer describes 14 columns: most of a small segment.
+	if n := len(body); n > 4000 {
+		t.Errorf("segment of four records is %d bytes", n)
 	}
 }
 
@@ -368,9 +376,9 @@ func TestExpiryWithLinkedSegments(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("outside the table\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	links := []string{segmentName(clock.Add(-400*24*time.Hour), 1)} // past the window: dropped
+	links := []string{loadHistoryLog.segmentName(clock.Add(-400*24*time.Hour), 1)} // past the window: dropped
 	for range historyMergeFanIn - 1 {
-		links = append(links, segmentName(clock, 1)) // the tier the new records join: merged
+		links = append(links, loadHistoryLog.segmentName(clock, 1)) // the tier the new records join: merged
 	}
 	for _, name := range links {
 		if err := os.Symlink(victim, filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)), name)); err != nil {

@@ -8,6 +8,11 @@
 // Appends are idempotent by batch id: every append snapshot carries
 // timelake.batch-id, and an id already in the current snapshot's ancestry
 // commits nothing.
+//
+// Data files are written by datafile.go on arrow-go's Parquet writer, not
+// iceberg-go's, which cuts row groups by a row count and bytes only and
+// writes no page index: row groups of whole series are what readers prune
+// (docs/performance.md).
 package lake
 
 import (
@@ -302,6 +307,9 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		table.ParquetCompressionLevelKey:  "3",
 		table.DefaultWriteMetricsModeKey:  "truncate(16)",
 		table.WriteTargetFileSizeBytesKey: strconv.Itoa(512 << 20),
+		// Row groups of whole series, at most DuckDB's own row group
+		// size (datafile.go).
+		table.ParquetRowGroupLimitKey: strconv.Itoa(DefaultRowGroupRows),
 		// Merge small manifests as snapshots accumulate (the Iceberg
 		// default in Java), so manifest lists stay short with one
 		// snapshot per landing file.

@@ -90,11 +90,17 @@ var MaintenanceProperties = map[string]string{
 // alter may set, with what each accepts.
 var LoadProperties = map[string]string{
 	PropEvolve:         "off, add-columns or widen",
+	PropExpectEvery:    "a duration such as 1m or 15m",
 	PropOnError:        "file or skip-rows: what a row that cannot be loaded does to its file",
 	PropMaxBadRows:     "rows (100), a fraction (0.05) or a percentage (5%): the most rows skip-rows sets aside in a file",
 	PropSourceColumn:   "a column name: the column that holds each row's landing key",
 	PropLoadTimeColumn: "a column name: the column that holds the time each row was loaded",
 }
+
+// PropExpectEvery is how often each gateway of the table is expected to
+// land a file: landing status, its metrics and the alerts call a gateway
+// silent when none landed for twice as long (docs/operations.md).
+const PropExpectEvery = "timelake.expect-every"
 
 // ValidateProperty checks a timelake.* property value for SetProperties
 // callers (tables alter): contract properties are fixed at creation,
@@ -106,14 +112,15 @@ func ValidateProperty(key, value string) error {
 		return nil
 	}
 	switch key {
-	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory:
+	case PropTimeColumn, PropSeriesKey, PropChunk, PropFormatVersion, PropLoadHistory, PropLoadOutcomes:
 		return fmt.Errorf("%s is set by timelake and cannot be changed", key)
 	case PropAutoMaintain, PropReadDedup:
 		if _, err := strconv.ParseBool(value); err != nil {
 			return fmt.Errorf("%s=%q: expected true or false", key, value)
 		}
-	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge:
-		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h"}[key]
+	case PropSnapshotRetention, PropDedupeWindow, PropCompactColdAfter, PropOrphanMinAge, PropExpectEvery:
+		example := map[string]string{PropSnapshotRetention: "15m", PropDedupeWindow: "14d", PropCompactColdAfter: "1h", PropOrphanMinAge: "1h",
+			PropExpectEvery: "1m"}[key]
 		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
@@ -527,7 +534,9 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		rep.Pending = true
 		return rep, nil
 	}
-	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun})
+	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun,
+		Deadline: deadline, Clock: clock})
+	rep.Pending = rep.Pending || rep.Expired.Left > 0
 	if err != nil {
 		return rep, err
 	}

@@ -53,7 +53,7 @@ type OrphanResult struct {
 // versions older than the metadata-log. Referenced are: the manifest lists,
 // manifests and live data files of every snapshot of the current version,
 // the current version and those its metadata-log names, the load history
-// segments they name, and the version hint. Files outside data/ and
+// and outcome log segments they name, and the version hint. Files outside data/ and
 // metadata/ are never touched.
 //
 // Errors: listing or reading metadata (nothing is deleted then), and the
@@ -186,7 +186,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map
 	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil {
 		return nil, fmt.Errorf("metadata-log: %w", err)
 	}
-	for _, s := range historySegments(h.props()) {
+	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
 		ref[own+s.name] = true
 	}
 	for _, e := range entries {
@@ -201,7 +201,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range historySegments(old.props()) {
+		for _, s := range slices.Concat(historySegments(old.props()), outcomeLog.segments(old.props())) {
 			ref[own+s.name] = true
 		}
 	}
@@ -246,12 +246,12 @@ func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map
 		mf := manifests[p]
 		add(p)
 		g.Go(func() error {
-			entries, err := mf.FetchEntries(fs, true)
+			err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
+				add(e.DataFile().FilePath())
+				return nil
+			})
 			if err != nil {
 				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-			}
-			for _, e := range entries {
-				add(e.DataFile().FilePath())
 			}
 			return nil
 		})

@@ -65,12 +65,28 @@ func (l *Lake) tableRel(n TableName, uri string) (string, error) {
 		}
 	}
 	if !ok || storage.ValidateKey(rest) != nil {
+		if !l.loc.IsS3() && l.movedTable(uri, n) {
+			return "", fmt.Errorf("%w: %q: the metadata names the table's files under another folder: "+
+				"was the warehouse moved or copied? Iceberg metadata holds absolute paths, so a local warehouse "+
+				"is used where it was written (move it back, or copy its tables with an engine that rewrites them)", ErrOutsideTable, uri)
+		}
 		return "", outside(uri)
 	}
 	return rest, nil
 }
 
 func outside(uri string) error { return fmt.Errorf("%w: %q", ErrOutsideTable, uri) }
+
+// movedTable reports whether uri, refused by tableRel in a local
+// warehouse, is a path of the table's own layout (/<ns>/<table>/ in it,
+// no "..") below another folder than the warehouse: what the metadata of
+// a warehouse copied or moved elsewhere holds.
+func (l *Lake) movedTable(uri string, n TableName) bool {
+	p := strings.TrimPrefix(strings.TrimPrefix(uri, "file://"), "localhost")
+	own := filepath.ToSlash(filepath.Join(l.loc.Dir, n.Namespace, n.Name)) + "/"
+	return strings.HasPrefix(p, "/") && !strings.HasPrefix(p, own) && !strings.Contains(p, "/../") &&
+		strings.Contains(p, "/"+n.Namespace+"/"+n.Name+"/")
+}
 
 // fsF is the file system of the table's files for iceberg-go (the
 // table.FSysF of the iceberg-go tables this package makes): the warehouse's,

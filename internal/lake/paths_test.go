@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,7 @@ func TestTableRel(t *testing.T) {
 		{local, "s3://lake/warehouse/iot/readings/data/a.parquet", ""},
 		{local, "file:///srv/lake/iot/readings//data/a.parquet", ""},
 		{local, "file:///srv/lake/iot/readings/", ""},
+		{local, "file:///old/lake/iot/readings/data/a.parquet", ""}, // a warehouse moved from /old/lake
 		{s3l, "s3://lake/warehouse/iot/readings/data/a.parquet", "data/a.parquet"},
 		{s3l, "s3a://lake/warehouse/iot/readings/metadata/snap-1.avro", "metadata/snap-1.avro"},
 		{s3l, "s3://other-bucket/warehouse/iot/readings/data/a.parquet", ""},
@@ -57,6 +59,9 @@ func TestTableRel(t *testing.T) {
 		{s3l, "s3://lake/warehouse/iot/readings/data/a\nb.parquet", ""},
 	} {
 		rel, err := tc.lake.tableRel(n, tc.uri)
+		if moved := strings.Contains(fmt.Sprint(err), "was the warehouse moved or copied?"); moved != (tc.uri == "file:///old/lake/iot/readings/data/a.parquet") {
+			t.Errorf("%s: %v: says the warehouse was moved: %v", tc.uri, err, moved)
+		}
 		if tc.rel == "" {
 			if !errors.Is(err, ErrOutsideTable) {
 				t.Errorf("%s: %q, %v; want ErrOutsideTable", tc.uri, rel, err)

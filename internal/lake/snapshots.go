@@ -295,7 +295,7 @@ func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec
 		g.SetLimit(stageConcurrency)
 		for i, m := range absorbed {
 			g.Go(func() (err error) {
-				if old[i], err = m.FetchEntries(fs, true); err != nil {
+				if old[i], err = manifestEntries(fs, m, true); err != nil {
 					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 				}
 				return nil

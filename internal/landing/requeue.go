@@ -162,45 +162,57 @@ func (b *Bucket) Rejected(ctx context.Context) ([]Rejected, error) {
 	}
 	out := make([]Rejected, 0, len(copies))
 	for _, c := range copies {
-		r := Rejected{Key: copySuffix.ReplaceAllString(strings.TrimPrefix(c.Key, prefix), ""), QuarantinedTo: c.Key,
-			Size: c.Size, At: c.LastModified.UTC()}
-		unknown := ""
-		if b.hashedCopy(c.Key) {
-			r.Key, unknown = "", "; the copy's name is a hash of its landing key, which only the report held"
-		}
+		noReport := ""
 		if !reports[c.Key+reportSuffix] {
-			r.Reason = "no report (the quarantine was interrupted before it was written)" + unknown
-			out = append(out, r)
-			continue
+			noReport = "no report (the quarantine was interrupted before it was written)"
 		}
-		r.Report = c.Key + reportSuffix
-		body, _, err := storage.ReadAll(ctx, b.Store, r.Report)
-		if errors.Is(err, storage.ErrNotExist) {
-			r.Report, r.Reason = "", "no report (it was removed)"+unknown
-			out = append(out, r)
-			continue
-		}
+		r, err := b.rejectedCopy(ctx, c, noReport, "no report (it was removed)")
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", r.Report, err)
-		}
-		var rep Report
-		err = json.Unmarshal(body, &rep)
-		if len(rep.KeyBytes) > 0 {
-			rep.Key = string(rep.KeyBytes)
-		}
-		if err != nil || storage.ValidateObjectKey(rep.Key) != nil {
-			r.Reason = "the report does not read as a quarantine report" + unknown
-			out = append(out, r)
-			continue
-		}
-		r.Key, r.Reason, r.Row, r.Column, r.Value, r.Hint, r.Table, r.Kind = rep.Key, rep.Reason, rep.Row, rep.Column, rep.Value, rep.Hint, rep.Table, rep.Kind
-		r.SourceKey, r.RejectedRows = rep.SourceKey, len(rep.Rows)
-		if !rep.At.IsZero() {
-			r.At = rep.At.UTC()
+			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// rejectedCopy reads the report of the quarantined copy c. noReport, when
+// set, says that the listing found no report (none is read); gone is the
+// reason when the report cannot be found. Errors: reading the report.
+func (b *Bucket) rejectedCopy(ctx context.Context, c storage.ObjectInfo, noReport, gone string) (Rejected, error) {
+	r := Rejected{Key: copySuffix.ReplaceAllString(strings.TrimPrefix(c.Key, b.quarantinePrefix()), ""), QuarantinedTo: c.Key,
+		Size: c.Size, At: c.LastModified.UTC()}
+	unknown := ""
+	if b.hashedCopy(c.Key) {
+		r.Key, unknown = "", "; the copy's name is a hash of its landing key, which only the report held"
+	}
+	if noReport != "" {
+		r.Reason = noReport + unknown
+		return r, nil
+	}
+	r.Report = c.Key + reportSuffix
+	body, _, err := storage.ReadAll(ctx, b.Store, r.Report)
+	if errors.Is(err, storage.ErrNotExist) {
+		r.Report, r.Reason = "", gone+unknown
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("read %s: %w", r.Report, err)
+	}
+	var rep Report
+	err = json.Unmarshal(body, &rep)
+	if len(rep.KeyBytes) > 0 {
+		rep.Key = string(rep.KeyBytes)
+	}
+	if err != nil || storage.ValidateObjectKey(rep.Key) != nil {
+		r.Reason = "the report does not read as a quarantine report" + unknown
+		return r, nil
+	}
+	r.Key, r.Reason, r.Row, r.Column, r.Value, r.Hint, r.Table, r.Kind = rep.Key, rep.Reason, rep.Row, rep.Column, rep.Value, rep.Hint, rep.Table, rep.Kind
+	r.SourceKey, r.RejectedRows = rep.SourceKey, len(rep.Rows)
+	if !rep.At.IsZero() {
+		r.At = rep.At.UTC()
+	}
+	return r, nil
 }
 
 // Requeue outcomes (RequeueResult.Status).

@@ -7,7 +7,7 @@ import (
 
 // metrics are serve's Prometheus metrics (GET /metrics, the text exposition
 // format), registered on a registry of their own with the Go runtime and
-// process collectors.
+// process collectors and those of Config.Collectors.
 type metrics struct {
 	reg *prometheus.Registry
 
@@ -35,7 +35,7 @@ type metrics struct {
 // latencyBuckets cover a commit or a file's wait, in seconds.
 var latencyBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}
 
-func newMetrics(queueDepth, landingLag func() float64) *metrics {
+func newMetrics(queueDepth, landingLag func() float64, more ...prometheus.Collector) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -76,5 +76,6 @@ func newMetrics(queueDepth, landingLag func() float64) *metrics {
 		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.announcedMissing, m.events, m.requests, m.sweeps, m.maintenance,
 		m.leaseHeld, m.lastCommit, queue, lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(more...)
 	return m
 }

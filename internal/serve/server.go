@@ -30,9 +30,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -96,6 +98,12 @@ type Config struct {
 	OnStatus func(string)
 	// OnMaintenance receives what each round of maintenance did.
 	OnMaintenance func(*ingest.Maintenance)
+	// OnLoad receives each load's report (nil when the queued keys could
+	// not be looked up) and error, from the loading goroutine: it must not
+	// block (the command's alerts queue what it needs).
+	OnLoad func(*ingest.Report, error)
+	// Collectors are more metrics for /metrics (the gateways' figures).
+	Collectors []prometheus.Collector
 }
 
 // ErrNoAuth refuses a listen address that other hosts can reach when
@@ -186,7 +194,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, landing: loc, queue: newQueue(cfg.MaxQueue),
 		bucket:   &landing.Bucket{Store: cfg.Ingest.Landing, QuarantinePrefix: cfg.Ingest.QuarantinePrefix},
 		inflight: map[string]waiting{}}
-	s.metrics = newMetrics(func() float64 { return float64(s.queue.len()) }, s.landingLag)
+	s.metrics = newMetrics(func() float64 { return float64(s.queue.len()) }, s.landingLag, cfg.Collectors...)
 	s.wrapIngest()
 	return s, nil
 }
@@ -512,6 +520,7 @@ func (s *Server) loadQueued(ctx context.Context, sess *ingest.Session, stopped f
 	if err != nil {
 		s.requeue(ws, nil, nil)
 		s.health.loadDone(err)
+		s.onLoad(nil, err)
 		return err
 	}
 	if len(files) == 0 {
@@ -574,7 +583,15 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	}
 	s.sweeping = sweep
 	s.mu.Unlock()
-	rep, err := sess.Load(ctx, files)
+	// A key an event announced came by its notification, also when a
+	// sweep loads it; the others a sweep found.
+	by := func(key string) string {
+		if sweep && ws[key].announced.IsZero() {
+			return lake.LoadedBySweep
+		}
+		return lake.LoadedByNotification
+	}
+	rep, err := sess.LoadBy(ctx, files, by)
 	s.mu.Lock()
 	clear(s.inflight)
 	s.mu.Unlock()
@@ -597,8 +614,15 @@ func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage
 	} else {
 		s.health.loadDone(nil)
 	}
+	s.onLoad(rep, err)
 	s.requeue(ws, final, readyAt)
 	return err
+}
+
+func (s *Server) onLoad(rep *ingest.Report, err error) {
+	if s.cfg.OnLoad != nil {
+		s.cfg.OnLoad(rep, err)
+	}
 }
 
 // requeue puts back the keys of ws that did not end (final[key] false),

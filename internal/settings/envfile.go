@@ -19,7 +19,7 @@ type Exposure struct {
 }
 
 // CheckEnvFile returns the Exposure of env's file, or nil when there is no
-// env file, it holds no secret (Sensitivity Secret), or only its owner has
+// env file, it holds no secret (Sensitivity Secret or SecretURL), or only its owner has
 // access. File modes are not checked on Windows, where they do not say who
 // can read a file.
 func CheckEnvFile(env *config.Env) *Exposure {
@@ -28,7 +28,7 @@ func CheckEnvFile(env *config.Env) *Exposure {
 	}
 	var secrets []string
 	for _, s := range all {
-		if s.Sensitivity != Secret {
+		if s.Sensitivity != Secret && s.Sensitivity != SecretURL {
 			continue
 		}
 		for _, k := range s.Env {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
@@ -44,7 +45,7 @@ var (
 	LandingPrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "prefix", Env: []string{"TIMELAKE_LANDING_PREFIX"},
 		Help:     "only load landing keys that start with this prefix",
-		Commands: []Command{Ingest, Serve}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupLocations,
 	}, Kind: String()})
 
 	QuarantinePrefix = register(&Setting[string]{Spec: Spec{
@@ -380,6 +381,48 @@ var (
 	}, Kind: String()})
 )
 
+// Monitoring: alerts, gateway figures and metrics (docs/operations.md).
+var (
+	NotifyURL = register(&Setting[string]{Spec: Spec{
+		Flag: "notify-url", Env: []string{"TIMELAKE_NOTIFY_URL"},
+		Help:     "webhook that gets an alert (JSON with a Slack-compatible text field) on a quarantine, a failed run, a silent gateway or stuck files; printed as its host only (prefer the variable: a flag shows in ps)",
+		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupMonitor, Sensitivity: SecretURL,
+	}, Kind: Checked(alert.CheckURL)})
+
+	MetricsFile = register(&Setting[string]{Spec: Spec{
+		Flag: "metrics-file", Env: []string{"TIMELAKE_METRICS_FILE"},
+		Help:     "after each run, write the gateway figures and the run's as Prometheus metrics to this file, for node_exporter's textfile collector (a name ending in .prom)",
+		Commands: []Command{Ingest, LandingStatus}, Group: GroupMonitor,
+	}, Kind: Checked(checkMetricsFile)})
+
+	ExpectEvery = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "expect-every", Env: []string{"TIMELAKE_EXPECT_EVERY"},
+		Help:     "how often each gateway lands a file; one that lands none for twice as long is silent (default: the table's timelake.expect-every, else none)",
+		Commands: []Command{Ingest, Serve, LandingStatus}, Group: GroupMonitor,
+	}, Kind: Duration(Positive, "1m")})
+
+	GatewayDepth = register(&Setting[int]{Spec: Spec{
+		Flag: "gateway-depth", Env: []string{"TIMELAKE_GATEWAY_DEPTH"}, Default: "1",
+		Help:     "how many folders of a landing key name its gateway (1: gateway-7 of gateway-7/x.csv)",
+		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupMonitor,
+	}, Kind: Int(1, 16)})
+
+	StuckAfter = register(&Setting[time.Duration]{Spec: Spec{
+		Flag: "stuck-after", Env: []string{"TIMELAKE_STUCK_AFTER"}, Default: "15m",
+		Help:     "a landing file not loaded after this long is stuck (audit finding, alert)",
+		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupMonitor,
+	}, Kind: Duration(Positive, "15m")})
+)
+
+// checkMetricsFile accepts a file name node_exporter's textfile collector
+// reads: one ending in .prom.
+func checkMetricsFile(s string) error {
+	if !strings.HasSuffix(s, ".prom") || strings.HasSuffix(s, "/.prom") || s == ".prom" {
+		return fmt.Errorf("expected a file name ending in .prom (node_exporter's textfile collector reads only those), got %q", s)
+	}
+	return nil
+}
+
 // checkListen accepts host:port with a port number (the host may be empty:
 // every address).
 func checkListen(s string) error {
@@ -531,18 +574,33 @@ var (
 
 	Limit = register(&Setting[int]{Spec: Spec{
 		Flag: "limit", Default: "0", Help: "show at most N, newest first (0: all)",
-		Commands: []Command{TablesSnapshots, TablesBatches}, Group: GroupPerRun,
+		Commands: []Command{TablesSnapshots, TablesBatches, TablesHistory}, Group: GroupPerRun,
 	}, Kind: Int(0, math.MaxInt)})
 
 	SinceTime = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "since", Help: "only those committed since an RFC 3339 time (2026-01-05T00:00:00Z) or a duration ago (90m, 24h, 7d)",
-		Commands: []Command{TablesSnapshots, TablesBatches}, Group: GroupPerRun,
+		Commands: []Command{TablesSnapshots, TablesBatches, TablesHistory}, Group: GroupPerRun,
 	}, Kind: Since(time.Now)})
 
 	BatchPrefix = register(&Setting[string]{Spec: Spec{
 		Flag: "prefix", Help: "only batch ids that start with this prefix, e.g. gateway-7/",
-		Commands: []Command{TablesBatches}, Group: GroupPerRun,
+		Commands: []Command{TablesBatches, TablesHistory}, Group: GroupPerRun,
 	}, Kind: String()})
+
+	HistoryStatus = register(&Setting[string]{Spec: Spec{
+		Flag: "status", Help: "only files with this outcome: loaded, duplicate or rejected",
+		Commands: []Command{TablesHistory}, Group: GroupPerRun,
+	}, Kind: Enum("loaded", "duplicate", "rejected")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
+
+	AuditSince = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "since", Default: "24h", Help: "report the files serve loaded by its sweep since an RFC 3339 time, a date, or a duration ago",
+		Commands: []Command{LandingAudit}, Group: GroupPerRun,
+	}, Kind: Since(time.Now)})
+
+	AuditLimit = register(&Setting[int]{Spec: Spec{
+		Flag: "limit", Default: "20", Help: "list at most N files of each finding (all are counted; 0: all)",
+		Commands: []Command{LandingAudit}, Group: GroupPerRun,
+	}, Kind: Int(0, math.MaxInt)})
 
 	MaintainBudget = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "budget", Default: "0s", Help: "end the round within this long plus 2s, e.g. 2m (0: no bound)",

@@ -33,7 +33,8 @@
 // command adds its Command constant and calls Bind. A secret (a webhook
 // token) is Sensitivity Secret and has no flag: it is never printed, not
 // one character (Display, MaskSecret), and an env file holding it that
-// others can read is reported (CheckEnvFile). A setting without a variable
+// others can read is reported (CheckEnvFile); a URL holding a secret (the
+// webhook of alerts) is SecretURL, printed as its scheme and host. A setting without a variable
 // must be a per-run flag (GroupPerRun).
 //
 // # Why not a configuration library
@@ -57,6 +58,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/config"
 )
 
@@ -73,6 +75,7 @@ const (
 	Tables          Command = "tables" // persistent flags of the group
 	TablesSnapshots Command = "tables snapshots"
 	TablesBatches   Command = "tables batches"
+	TablesHistory   Command = "tables history"
 	TablesCreate    Command = "tables create"
 	TablesExpire    Command = "tables expire"
 	TablesMaintain  Command = "tables maintain"
@@ -81,6 +84,8 @@ const (
 	LandingRejected Command = "landing rejected"
 	LandingRequeue  Command = "landing requeue"
 	LandingDiscard  Command = "landing discard"
+	LandingAudit    Command = "landing audit"
+	LandingStatus   Command = "landing status"
 	Env             Command = "env" // persistent flags of the group
 	EnvCheck        Command = "env check"
 )
@@ -98,6 +103,7 @@ const (
 	GroupFiles     Group = "CSV files and schema changes"
 	GroupIngest    Group = "Ingest"
 	GroupServe     Group = "Serve"
+	GroupMonitor   Group = "Monitoring"
 	GroupUpload    Group = "Upload"
 	GroupTables    Group = "Tables"
 	GroupGlobal    Group = "Global"
@@ -121,6 +127,11 @@ const (
 	// Secret values are never printed, not one character: only that they
 	// are set and their length.
 	Secret
+	// SecretURL values are URLs whose path or query holds a secret (a
+	// Slack webhook's token): printed as their scheme and host only
+	// (alert.Redact). Unlike a Secret they may have a flag, which the help
+	// says is visible to ps.
+	SecretURL
 )
 
 // Spec is the declaration of one setting, the part every kind shares.
@@ -169,6 +180,11 @@ func (s *Spec) Display(value string) string {
 		return MaskSecret(value)
 	case KeyID:
 		return MaskKeyID(value)
+	case SecretURL:
+		if value == "" {
+			return ""
+		}
+		return alert.Redact(value)
 	}
 	return value
 }

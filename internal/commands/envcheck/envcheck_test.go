@@ -501,9 +501,10 @@ func TestCheckOutput(t *testing.T) {
 func TestEnvShow(t *testing.T) {
 	dir := t.TempDir()
 	envFile := filepath.Join(dir, "timelake.env")
-	const secret, token = "tsec_Zq9xKp2wLm7vRt4yBn8j", "FQoGZXIvYXdzEJr8Hk3QwEaDMx7pL"
+	const secret, token, hook = "tsec_Zq9xKp2wLm7vRt4yBn8j", "FQoGZXIvYXdzEJr8Hk3QwEaDMx7pL", "T0ABC/B0DEF/xQ9zLm2pWv7Rk4yTn8uJ"
 	body := "AWS_ENDPOINT=https://t3.storage.dev\nAWS_SECRET_ACCESS_KEY=" + secret +
-		"\nAWS_SESSION_TOKEN='" + token + "'\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_PARTITION=hour\nTIMELAKE_MAX_FILES=50\n"
+		"\nAWS_SESSION_TOKEN='" + token + "'\nTIMELAKE_TABLE=iot.readings\nTIMELAKE_PARTITION=hour\nTIMELAKE_MAX_FILES=50\n" +
+		"TIMELAKE_NOTIFY_URL=https://hooks.slack.com/services/" + hook + "\n"
 	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -541,12 +542,14 @@ func TestEnvShow(t *testing.T) {
 			"max-files ingest":                                 {Value: "50", Source: "env file", Variable: "TIMELAKE_MAX_FILES"},
 			"quarantine-prefix ingest,serve,landing":           {Value: "_rejected/", Source: "default"},
 			"lease-ttl ingest,serve":                           {Value: "10m", Source: "default"},
-			"prefix ingest,serve":                              {},
-			"prefix upload":                                    {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
-			"parallel upload":                                  {Value: "4", Source: "default"},
-			"older-than tables expire":                         {},
-			"time-column ingest,serve,upload,tables create":    {},
-			"log-level all":                                    {Value: "warn", Source: "default"},
+			"prefix ingest,serve,landing audit,landing status": {},
+			"notify-url ingest,serve,landing audit,landing status": {Value: "https://hooks.slack.com/…", Source: "env file",
+				Variable: "TIMELAKE_NOTIFY_URL"},
+			"prefix upload":            {Value: "site-3", Source: "environment", Variable: "TIMELAKE_UPLOAD_PREFIX"},
+			"parallel upload":          {Value: "4", Source: "default"},
+			"older-than tables expire": {},
+			"time-column ingest,serve,upload,tables create": {},
+			"log-level all": {Value: "warn", Source: "default"},
 		}
 		for k, w := range want {
 			g, ok := got[k]
@@ -593,7 +596,7 @@ func TestEnvShow(t *testing.T) {
 		for _, tty := range []bool{false, true} {
 			r := execute(t, env, tty, append(args, mode...)...)
 			all := r.out + r.errOut
-			for _, sec := range []string{secret, token} {
+			for _, sec := range []string{secret, token, hook} {
 				for i := 0; i+4 <= len(sec); i++ {
 					if strings.Contains(all, sec[i:i+4]) {
 						t.Fatalf("tty=%v %v: %q of a secret was printed:\n%s", tty, mode, sec[i:i+4], all)

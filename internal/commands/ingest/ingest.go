@@ -33,6 +33,9 @@ type Options struct {
 	// Getenv reports the process environment; when set, Run tunes the Go
 	// runtime's memory settings for the run (ingest.TuneRuntime).
 	Getenv func(string) (string, bool)
+	// Monitor is where the run's alerts and metrics go (--notify-url,
+	// --metrics-file); nil or without either: nowhere.
+	Monitor *lakecmd.Monitor
 }
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -81,7 +84,15 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return nil, err
+	}
+	m, err := lakecmd.ResolveMonitor(f, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
 
 // Report is the --json document: ingest's report and the time the run
@@ -114,8 +125,11 @@ func Run(ctx context.Context, opts *Options) error {
 		c.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
+	defer opts.Monitor.Close(ctx)
 	var held *landing.LeaseHeldError
-	if errors.As(err, &held) && held.Busy() {
+	busy := errors.As(err, &held) && held.Busy()
+	merr := opts.afterRun(ctx, rep, err, started, busy)
+	if busy {
 		// A backlog, not a failure: one line (or the report) and exit 12.
 		if opts.JSON {
 			info := held.Info()
@@ -151,6 +165,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	if err != nil {
 		return err
+	}
+	if merr != nil {
+		return merr
 	}
 	if rep.Partial() {
 		return cmdutil.ErrPartial

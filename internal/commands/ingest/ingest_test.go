@@ -508,6 +508,9 @@ func TestMaintenanceLine(t *testing.T) {
 			"maintenance     expired 2 snapshots (2 keys into the load history, 0 files deleted) in 0.1s; nothing to compact: every data file is at least 8MiB (timelake.target-file-size); orphan files looked for next at 2026-01-05T11:00:00Z (last at 2026-01-05T10:00:00Z)"},
 		{ingest.Maintenance{FilesIn: 4, BytesIn: 4096, FilesOut: 1, CompactionDeferred: 3, Pending: true, Seconds: 10},
 			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
+		{ingest.Maintenance{SnapshotsExpired: 1, KeysRemembered: 1, FilesDeleted: 1, FilesIn: 2, BytesIn: 2048, FilesOut: 1,
+			OrphansRemoved: 1, CompactionDeferred: 1, Seconds: 1},
+			"maintenance     compacted 2 files (2.0 KiB) into 1, expired 1 snapshot (1 key into the load history, 1 file deleted), removed 1 orphan file in 1.0s; compaction left 1 group for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
 		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
 			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
 	} {

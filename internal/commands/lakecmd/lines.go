@@ -69,22 +69,22 @@ func FileLine(r ingest.FileResult) string {
 func MaintenanceLine(m *ingest.Maintenance) string {
 	var parts []string
 	if len(m.PartitionsDropped) > 0 {
-		parts = append(parts, iostreams.Sprintf("dropped %d partitions older than timelake.retention (%d rows: %s)",
-			len(m.PartitionsDropped), m.RowsDropped, strings.Join(m.PartitionsDropped, ", ")))
+		parts = append(parts, iostreams.Sprintf("dropped %s older than timelake.retention (%s: %s)",
+			iostreams.Plural(int64(len(m.PartitionsDropped)), "partition"), iostreams.Plural(m.RowsDropped, "row"), strings.Join(m.PartitionsDropped, ", ")))
 	}
 	if m.FilesIn > 0 {
-		c := iostreams.Sprintf("compacted %d files (%s) into %d", m.FilesIn, iostreams.HumanBytes(m.BytesIn), m.FilesOut)
+		c := iostreams.Sprintf("compacted %s (%s) into %d", iostreams.Plural(int64(m.FilesIn), "file"), iostreams.HumanBytes(m.BytesIn), m.FilesOut)
 		if m.RowsReplaced > 0 {
 			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", m.RowsReplaced)
 		}
 		parts = append(parts, c)
 	}
 	if m.SnapshotsExpired > 0 {
-		parts = append(parts, iostreams.Sprintf("expired %d snapshots (%d keys into the load history, %d files deleted)",
-			m.SnapshotsExpired, m.KeysRemembered, m.FilesDeleted))
+		parts = append(parts, iostreams.Sprintf("expired %s (%s into the load history, %s deleted)",
+			iostreams.Plural(int64(m.SnapshotsExpired), "snapshot"), iostreams.Plural(int64(m.KeysRemembered), "key"), iostreams.Plural(int64(m.FilesDeleted), "file")))
 	}
 	if m.OrphansRemoved > 0 {
-		parts = append(parts, iostreams.Sprintf("removed %d orphan files", m.OrphansRemoved))
+		parts = append(parts, "removed "+iostreams.Plural(int64(m.OrphansRemoved), "orphan file"))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
@@ -97,7 +97,7 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	case m.CompactionSkipped != "":
 		s += "; compaction skipped: " + m.CompactionSkipped
 	case m.CompactionDeferred > 0:
-		s += fmt.Sprintf("; compaction left %d groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", m.CompactionDeferred)
+		s += fmt.Sprintf("; compaction left %s for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", iostreams.Plural(int64(m.CompactionDeferred), "group"))
 	case m.CompactionIdle != "":
 		s += "; nothing to compact: " + m.CompactionIdle
 	}

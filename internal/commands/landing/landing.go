@@ -1,7 +1,8 @@
 // Package landing is the `timelake landing` command group: the quarantined
 // files of the landing bucket, putting them back once what refused them is
 // fixed, and discarding those that will never load (docs/schema.md, "A
-// gateway changed its format").
+// gateway changed its format"); the audit of the landing bucket against the
+// table and each gateway's freshness (internal/fleet, docs/operations.md).
 //
 // Each subcommand has an Options struct, a NewCmdX(f, runF) constructor and
 // a plain RunX(ctx, opts) function; output goes through internal/iostreams
@@ -34,7 +35,7 @@ import (
 func NewCmdLanding(f *cmdutil.Factory, runF func(context.Context, any) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "landing",
-		Short: "Show the quarantined files of the landing bucket, put them back to be loaded again, or discard them",
+		Short: "The landing bucket: its quarantined files (list, requeue, discard), an audit against the table, and each gateway's freshness",
 		Long: `Files that ingest cannot load are moved to the quarantine prefix of the
 landing bucket (--quarantine-prefix, _rejected/ by default) with a JSON report
 beside each. "landing rejected" lists them with their reasons; once the cause
@@ -45,11 +46,19 @@ load out of the quarantine: archived below _timelake/discarded/, or deleted.
 
 With --warehouse and --table (or TIMELAKE_WAREHOUSE and TIMELAKE_TABLE, as
 in the poller's env file), a file whose key the table loaded since (a
-corrected file sent under the same key) is marked, and requeue skips it.`,
+corrected file sent under the same key) is marked, and requeue skips it.
+
+"landing audit" compares the landing bucket and the quarantine with the
+table's history (files stuck, changed after their load, left behind,
+quarantined by reason, loaded by serve's sweep); "landing status" shows each
+gateway's freshness against its expected cadence. Both need the warehouse
+and the table, and exit 1 when something needs attention.`,
 		Example: `  timelake landing rejected --env-file timelake.env
   timelake landing requeue --all --dry-run
   timelake landing requeue gateway-7/20260105T1000.csv --json
-  timelake landing discard --reason "different content" --since 7d`,
+  timelake landing discard --reason "different content" --since 7d
+  timelake landing audit --env-file timelake.env
+  timelake landing status --env-file timelake.env --expect-every 1m`,
 		Args: cobra.NoArgs,
 	}
 	settings.Bind(cmd.PersistentFlags(), settings.LandingGroup)
@@ -57,6 +66,8 @@ corrected file sent under the same key) is marked, and requeue skips it.`,
 		NewCmdRejected(f, cmdutil.Adapt[RejectedOptions](runF)),
 		NewCmdRequeue(f, cmdutil.Adapt[RequeueOptions](runF)),
 		NewCmdDiscard(f, cmdutil.Adapt[DiscardOptions](runF)),
+		NewCmdAudit(f, cmdutil.Adapt[AuditOptions](runF)),
+		NewCmdStatus(f, cmdutil.Adapt[StatusOptions](runF)),
 	)
 	cmdutil.ExplainErrors(cmd, f.ExplainLanding)
 	return cmd

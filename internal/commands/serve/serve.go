@@ -31,6 +31,12 @@ type Options struct {
 	// Getenv reports the process environment; when set, RunServe tunes the
 	// Go runtime's memory settings as ingest does (ingest.TuneRuntime).
 	Getenv func(string) (string, bool)
+	// Monitor is where alerts go (--notify-url) and how the gateways'
+	// figures of /metrics are computed; nil: no alerts, default figures.
+	Monitor *lakecmd.Monitor
+	// StatusEvery is how often the gateways' figures are computed; 0
+	// means DefaultStatusEvery.
+	StatusEvery time.Duration
 }
 
 // NewCmdServe builds the command. runF replaces RunServe in tests of flag
@@ -102,7 +108,11 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if sc.Ingest, err = lakecmd.ResolveIngestConfig(cmd, f); err != nil {
 		return nil, err
 	}
-	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv}, nil
+	m, err := lakecmd.ResolveMonitor(f, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
 
 // Line is one line of `serve --json`: a file's result, the table created,
@@ -154,6 +164,19 @@ func RunServe(ctx context.Context, opts *Options) error {
 			}
 		}
 	}
+	m := opts.Monitor
+	if m == nil {
+		m = &lakecmd.Monitor{}
+	}
+	w := newWatcher(m, c.Ingest, opts.StatusEvery)
+	c.Collectors = append(c.Collectors, w.collectors()...)
+	onLoad := c.OnLoad
+	c.OnLoad = func(rep *ingest.Report, err error) {
+		w.onLoad(rep, err)
+		if onLoad != nil {
+			onLoad(rep, err)
+		}
+	}
 	srv, err := serve.New(c)
 	if err != nil {
 		if errors.Is(err, serve.ErrNoAuth) {
@@ -161,7 +184,14 @@ func RunServe(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
-	if err := srv.Run(ctx); err != nil {
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); w.run(wctx) }()
+	err = srv.Run(ctx)
+	stopWatch()
+	<-watched
+	m.Close(ctx)
+	if err != nil {
 		var sce *lake.SourceColumnError
 		if errors.As(err, &sce) {
 			// The source columns name columns the table cannot fill.

@@ -199,6 +199,8 @@ func checkKey(flag, k string) error {
 	switch err := lake.ValidateProperty(k, "x"); {
 	case k == lake.PropLoadHistory:
 		why = "the load history's segment list, kept by timelake"
+	case k == lake.PropLoadOutcomes:
+		why = "the outcome log's segment list, kept by timelake"
 	case err != nil && strings.Contains(err.Error(), "cannot be changed"):
 		why = "part of the table contract, set by timelake when the table is created"
 	}

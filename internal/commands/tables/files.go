@@ -128,11 +128,10 @@ func ReadDataFiles(ctx context.Context, t *lake.Table) ([]DataFileEntry, error) 
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		entries, err := m.FetchEntries(fs, true)
-		if err != nil {
-			return nil, fmt.Errorf("files of %s: read manifest %s: %w", t.Name(), m.FilePath(), err)
-		}
-		for _, e := range entries {
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("files of %s: read manifest %s: %w", t.Name(), m.FilePath(), err)
+			}
 			if e.DataFile().ContentType() == iceberg.EntryContentData {
 				out = append(out, DataFileEntry{SnapshotID: e.SnapshotID(), File: e.DataFile()})
 			}

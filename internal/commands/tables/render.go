@@ -53,13 +53,8 @@ func formatBytes(n int64, tty bool) string {
 
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
 
-// plural renders "1 row", "2 rows".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return formatInt(n) + " " + noun + "s"
-}
+// plural renders "1 row", "2 rows" (iostreams.Plural).
+func plural(n int64, noun string) string { return iostreams.Plural(n, noun) }
 
 // ellipsis shortens s to at most n runes for a terminal, ending in "...".
 func ellipsis(s string, n int) string {

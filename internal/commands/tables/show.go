@@ -202,7 +202,7 @@ func BuildTableDetail(name lake.TableName, version int, metadataLocation string,
 			// listed with their profile
 		case k == lake.PropTimeColumn || k == lake.PropSeriesKey || k == lake.PropChunk || k == lake.PropFormatVersion:
 			d.Contract[k] = v
-		case k == lake.PropLoadHistory:
+		case k == lake.PropLoadHistory || k == lake.PropLoadOutcomes:
 			d.Maintenance[k] = plural(int64(len(strings.Split(v, ","))), "segment")
 		case strings.HasPrefix(k, "timelake."):
 			d.Maintenance[k] = v

@@ -30,7 +30,8 @@ func NewCmdTables(f *cmdutil.Factory, runF func(context.Context, any) error) *co
 		Short: "Show the warehouse's tables: what landed, when, and from which file",
 		Long: `Inspect the Iceberg tables of the warehouse without a query engine: list
 them, show one's schema and contract, its snapshots, the batch ids (landing
-keys) it loaded and its data files; create one from a sample file, run its
+keys) it loaded, what happened to every landing file (history) and its data
+files; create one from a sample file, run its
 maintenance now, change its settings (properties), or expire snapshots by
 hand.
 
@@ -51,6 +52,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdSnapshots(f, cmdutil.Adapt[SnapshotsOptions](runF)),
 		NewCmdBatches(f, cmdutil.Adapt[BatchesOptions](runF)),
 		NewCmdBatch(f, cmdutil.Adapt[BatchOptions](runF)),
+		NewCmdHistory(f, cmdutil.Adapt[HistoryOptions](runF)),
 		NewCmdFiles(f, cmdutil.Adapt[FilesOptions](runF)),
 		NewCmdCreate(f, cmdutil.Adapt[CreateOptions](runF)),
 		NewCmdMaintain(f, cmdutil.Adapt[MaintainOptions](runF)),

@@ -1,0 +1,224 @@
+package landing_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/fleet"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/monitortest"
+)
+
+// fleetEnv is a landing bucket and a warehouse for the command tree.
+type fleetEnv struct {
+	env       map[string]string
+	landing   storage.Store
+	warehouse storage.Store
+	local     bool
+}
+
+// forEachFleet runs test on local folders and on the test S3 server.
+func forEachFleet(t *testing.T, test func(t *testing.T, e fleetEnv)) {
+	monitortest.Stores(t, func(t *testing.T, env map[string]string, st storage.Store) {
+		env["TIMELAKE_TABLE"], env["TIMELAKE_SERIES_KEY"], env["TIMELAKE_CACHE_DIR"] = "iot.readings", "device_id", "off"
+		_, local := st.(*storage.LocalStore)
+		test(t, fleetEnv{env: env, landing: st, warehouse: monitortest.Warehouse(t, env), local: local})
+	})
+}
+
+// put drops a landing file (monitortest.Put).
+func (e fleetEnv) put(t *testing.T, key, body string) {
+	monitortest.Put(t, e.env, e.landing, key, body)
+}
+
+func (e fleetEnv) with(kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range e.env {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+const header = "time,device_id,temperature_c\n"
+
+// TestAuditCommand, on a local folder and on S3: the audit finds a file
+// whose load history segment was deleted by hand (re-sent, no longer
+// known), a file changed after its load, a file a stopped poller left
+// waiting and one left after its load; exit 1, the files in each form,
+// and an alert per finding without the webhook's secret printed. Once
+// they are dealt with: exit 0, and the alerts resolved.
+func TestAuditCommand(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		ctx := context.Background()
+		e.put(t, "gw-1/old.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
+		e.put(t, "gw-2/changed.csv", header+"2026-01-05T10:01:00Z,b,2.5\n")
+		e.put(t, "gw-3/done.csv", header+"2026-01-05T10:02:00Z,c,3.5\n")
+		if r := run(t, e.env, "ingest"); r.code != cmdutil.ExitOK {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		// gw-1/old.csv into the load history, then its segment deleted by
+		// hand; the gateway sends the file again.
+		if r := run(t, e.env, "tables", "expire", "--older-than", "1ms", "--retain-last", "2"); r.code != cmdutil.ExitOK {
+			t.Fatalf("expire: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		var segment string
+		err := e.warehouse.List(ctx, "iot/readings/metadata/_load-history-", func(o storage.ObjectInfo) error {
+			segment = o.Key
+			return nil
+		})
+		if err != nil || segment == "" {
+			t.Fatalf("no load history segment (%v)", err)
+		}
+		if err := e.warehouse.Delete(ctx, segment); err != nil {
+			t.Fatal(err)
+		}
+		e.put(t, "gw-1/old.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
+		// Changed after its load; left after its load (the same bytes).
+		e.put(t, "gw-2/changed.csv", header+"2026-01-05T10:01:00Z,b,9.5\n")
+		e.put(t, "gw-3/done.csv", header+"2026-01-05T10:02:00Z,c,3.5\n")
+		// A stopped poller: nothing loads this one.
+		e.put(t, "gw-4/never.csv", header+"2026-01-05T10:03:00Z,d,4.5\n")
+		time.Sleep(1100 * time.Millisecond)
+
+		hook := monitortest.NewWebhook(t)
+		env := e.with("TIMELAKE_NOTIFY_URL", hook.URL(), "TIMELAKE_STUCK_AFTER", "1s")
+		r := run(t, env, "landing", "audit", "--json")
+		var rep fleet.AuditReport
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != cmdutil.ExitFailed || !rep.Attention {
+			t.Fatalf("audit: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		got := map[string][]string{}
+		for _, f := range rep.Findings {
+			for _, x := range f.Files {
+				got[f.Kind] = append(got[f.Kind], x.Key)
+			}
+		}
+		want := map[string][]string{
+			fleet.FindingStuck:          {"gw-1/old.csv", "gw-4/never.csv"},
+			fleet.FindingChanged:        {"gw-2/changed.csv"},
+			fleet.FindingLeftAfterLoad:  {"gw-3/done.csv"},
+			fleet.FindingHistoryMissing: {strings.TrimPrefix(segment, "iot/readings/")},
+		}
+		for k, v := range want {
+			if strings.Join(got[k], ",") != strings.Join(v, ",") {
+				t.Errorf("%s: %v, want %v", k, got[k], v)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("findings %v, want only %v", got, want)
+		}
+		alerts := strings.Join(hook.Texts(), "\n")
+		for _, w := range []string{"warning stuck-files: timelake iot.readings: audit: 2 files stuck: gw-1/old.csv, gw-4/never.csv",
+			"warning audit-finding: timelake iot.readings: audit: 1 file changed-after-load: gw-2/changed.csv"} {
+			if !strings.Contains(alerts, w) {
+				t.Errorf("alert %q not sent; got:\n%s", w, alerts)
+			}
+		}
+		if strings.Contains(r.out+r.errOut, monitortest.Secret) {
+			t.Error("the webhook's secret was printed")
+		}
+		// A second audit alerts nothing new (the conditions are open).
+		n := len(hook.Texts())
+		run(t, env, "landing", "audit")
+		if len(hook.Texts()) != n {
+			t.Errorf("alerted again: %v", hook.Texts()[n:])
+		}
+		pipe := run(t, env, "landing", "audit")
+		if !strings.HasPrefix(pipe.out, "finding\tkey\tgateway\tsize_bytes\tmodified\tsnapshot_id\tloaded_at\tquarantined_to\tdetail\n") ||
+			!strings.Contains(pipe.out, "\nchanged-after-load\tgw-2/changed.csv\tgw-2\t") || pipe.code != cmdutil.ExitFailed {
+			t.Errorf("pipe: exit %d\n%s", pipe.code, pipe.out)
+		}
+
+		// Dealt with: the segment dropped by maintenance, the changed file
+		// quarantined, the rest loaded or deleted by the next run.
+		for _, args := range [][]string{{"tables", "maintain"}, {"ingest"}} {
+			if r := run(t, e.env, args...); r.code != cmdutil.ExitOK && r.code != cmdutil.ExitPartial {
+				t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.out, r.errOut)
+			}
+		}
+		if r := run(t, e.env, "landing", "discard", "--all", "--delete"); r.code != cmdutil.ExitOK {
+			t.Fatalf("discard: exit %d\n%s", r.code, r.errOut)
+		}
+		r = run(t, env, "landing", "audit")
+		if r.code != cmdutil.ExitOK || r.out != "finding\tkey\tgateway\tsize_bytes\tmodified\tsnapshot_id\tloaded_at\tquarantined_to\tdetail\n" {
+			t.Errorf("after: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		resolved := 0
+		for _, a := range hook.Texts()[n:] {
+			if strings.HasPrefix(a, "resolved ") {
+				resolved++
+			}
+		}
+		if resolved != 4 {
+			t.Errorf("%d resolved alerts, want 4 (one per finding):\n%s", resolved, strings.Join(hook.Texts(), "\n"))
+		}
+	})
+}
+
+// TestStatusCommand, on a local folder and on S3: per gateway figures,
+// a silent one (exit 1), the metrics file the client library's parser
+// reads, and the alert of the silent gateway.
+func TestStatusCommand(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		e.put(t, "gw-1/a.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
+		e.put(t, "gw-2/b.csv", header+"2026-01-05T11:00:00Z,b,2.5\n")
+		e.put(t, "gw-2/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;b\n")
+		if r := run(t, e.env, "ingest"); r.code != cmdutil.ExitPartial {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if r := run(t, e.env, "tables", "alter", "--set", "timelake.expect-every=1s"); r.code != cmdutil.ExitOK {
+			t.Fatalf("alter: exit %d\n%s", r.code, r.errOut)
+		}
+		time.Sleep(2100 * time.Millisecond) // gw-2 goes silent
+		e.put(t, "gw-1/c.csv", header+"2026-01-05T10:05:00Z,a,1.5\n")
+		if e.local {
+			now := time.Now()
+			os.Chtimes(filepath.Join(e.env["LANDING_BUCKET"], "gw-1", "c.csv"), now, now)
+		}
+		hook := monitortest.NewWebhook(t)
+		prom := filepath.Join(t.TempDir(), "timelake.prom")
+		env := e.with("TIMELAKE_NOTIFY_URL", hook.URL())
+		r := run(t, env, "landing", "status", "--json", "--metrics-file", prom)
+		var st fleet.Status
+		if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitFailed {
+			t.Fatalf("status: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		if len(st.Gateways) != 2 || st.Silent != 1 || st.ExpectFrom != fleet.ExpectFromProperty {
+			t.Fatalf("status %+v", st)
+		}
+		g1, g2 := st.Gateways[0], st.Gateways[1]
+		if g1.Silent || g1.Waiting != 1 || g1.LoadedLastDay != 1 || g1.NewestRowTime == nil ||
+			!g1.NewestRowTime.Equal(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)) {
+			t.Errorf("gw-1 %+v", g1)
+		}
+		if !g2.Silent || g2.Quarantined != 1 || g2.RejectedLastDay != 1 || g2.LoadedLastDay != 1 {
+			t.Errorf("gw-2 %+v", g2)
+		}
+		mfs := monitortest.ParseMetricsFile(t, prom)
+		if v, ok := monitortest.Gauge(mfs, "timelake_gateway_silent", map[string]string{"gateway": "gw-2"}); !ok || v != 1 {
+			t.Errorf("timelake_gateway_silent{gateway=gw-2} = %v (%v)", v, ok)
+		}
+		alerts := strings.Join(hook.Texts(), "\n")
+		if !strings.Contains(alerts, "warning gateway-silent: timelake iot.readings: gateway gw-2 is silent") || strings.Contains(alerts, "gw-1 is silent") {
+			t.Errorf("alerts:\n%s", alerts)
+		}
+		// Expected every hour: nobody is silent, and the alert is resolved.
+		r = run(t, env, "landing", "status", "--expect-every", "1h")
+		if r.code != cmdutil.ExitOK || !strings.HasPrefix(r.out, "gateway\tlast_landed\tlast_loaded\tnewest_row_time\twaiting\toldest_waiting\tquarantined\tloaded_last_day\tduplicates_last_day\trejected_last_day\tsilent\n") ||
+			!strings.Contains(r.out, "\nfalse\n") && !strings.HasSuffix(r.out, "\tfalse\n") {
+			t.Errorf("status --expect-every 1h: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if alerts := strings.Join(hook.Texts(), "\n"); !strings.Contains(alerts, "resolved gateway-silent: timelake iot.readings: gateway gw-2 lands files again") {
+			t.Errorf("not resolved:\n%s", alerts)
+		}
+	})
+}

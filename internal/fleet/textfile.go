@@ -1,0 +1,134 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Run is one ingest run, for the metrics of a cron poller's textfile.
+type Run struct {
+	Table   string
+	At      time.Time // when it started
+	Seconds float64
+	// OK: the run finished (files quarantined or not); false when it
+	// failed (an error stopped it).
+	OK                                               bool
+	Loaded, Duplicates, Quarantined, Waiting, Failed int
+	Rows                                             int64
+}
+
+// runCollector exposes a Run, and the time of the last run that finished
+// (carried over from the previous textfile when this one failed).
+type runCollector struct {
+	run         Run
+	lastSuccess time.Time
+
+	at, ok, seconds, files, rows, success *prometheus.Desc
+}
+
+func newRunCollector(run Run, lastSuccess time.Time) *runCollector {
+	tbl := []string{"table"}
+	d := prometheus.NewDesc
+	return &runCollector{run: run, lastSuccess: lastSuccess,
+		at:      d("timelake_ingest_last_run_timestamp_seconds", "Unix time the last ingest run started.", tbl, nil),
+		ok:      d("timelake_ingest_last_run_success", "1 when the last ingest run finished (some files may be quarantined), 0 when an error stopped it.", tbl, nil),
+		seconds: d("timelake_ingest_last_run_duration_seconds", "Duration of the last ingest run.", tbl, nil),
+		files:   d("timelake_ingest_last_run_files", "Files of the last ingest run, by status (loaded, already-loaded, quarantined, waiting, failed).", []string{"table", "status"}, nil),
+		rows:    d("timelake_ingest_last_run_rows", "Rows the last ingest run committed.", tbl, nil),
+		success: d("timelake_ingest_last_success_timestamp_seconds", "Unix time the last ingest run that finished started.", tbl, nil),
+	}
+}
+
+func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.at, c.ok, c.seconds, c.files, c.rows, c.success} {
+		ch <- d
+	}
+}
+
+func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.run
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.at, float64(r.At.UnixMilli())/1000, r.Table)
+	ok := 0.0
+	if r.OK {
+		ok = 1
+	}
+	gauge(c.ok, ok, r.Table)
+	gauge(c.seconds, r.Seconds, r.Table)
+	for _, f := range []struct {
+		status string
+		n      int
+	}{{"loaded", r.Loaded}, {"already-loaded", r.Duplicates}, {"quarantined", r.Quarantined}, {"waiting", r.Waiting}, {"failed", r.Failed}} {
+		gauge(c.files, float64(f.n), r.Table, f.status)
+	}
+	gauge(c.rows, float64(r.Rows), r.Table)
+	if !c.lastSuccess.IsZero() {
+		gauge(c.success, float64(c.lastSuccess.UnixMilli())/1000, r.Table)
+	}
+}
+
+// WriteTextfile writes the metrics of st (nil: none) and, when run is set,
+// of that ingest run to path in the Prometheus text format, for
+// node_exporter's textfile collector (its name must end in .prom): through
+// a temporary file in the same folder and a rename
+// (prometheus.WriteToTextfile), so the collector never reads half a file.
+// The time of the last run that finished is carried over from the file
+// written before when this run failed. Errors: writing the file.
+func WriteTextfile(path string, st *Status, run *Run) error {
+	reg := prometheus.NewRegistry()
+	if st != nil {
+		c := NewCollector()
+		c.Set(st)
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	if run != nil {
+		last := run.At
+		if !run.OK {
+			last = previousSuccess(path, run.Table)
+		}
+		if err := reg.Register(newRunCollector(*run, last)); err != nil {
+			return err
+		}
+	}
+	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+		return fmt.Errorf("write metrics file %s: %w", path, err)
+	}
+	return nil
+}
+
+// previousSuccess reads timelake_ingest_last_success_timestamp_seconds of
+// table from the textfile at path; zero when there is none (no file, or
+// one that does not parse).
+func previousSuccess(path, table string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		return time.Time{}
+	}
+	mf := mfs["timelake_ingest_last_success_timestamp_seconds"]
+	if mf == nil {
+		return time.Time{}
+	}
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "table" && l.GetValue() == table && m.GetGauge() != nil {
+				return time.UnixMilli(int64(m.GetGauge().GetValue() * 1000)).UTC()
+			}
+		}
+	}
+	return time.Time{}
+}
