@@ -110,10 +110,10 @@ func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
 	switch {
 	case strings.HasSuffix(name, ".parquet"):
 		if hasGzipMagic {
-			return "", false, &FileError{Key: key, Reason: "gzip-compressed parquet files are not supported"}
+			return "", false, parquetProblem(key, "", "gzip-compressed parquet files are not supported", nil)
 		}
 		if len(head) >= len(parquetMagic) {
-			return "", false, &FileError{Key: key, Reason: "named .parquet but not a Parquet file (no PAR1 magic bytes at the start; a CSV file must be named .csv)"}
+			return "", false, parquetProblem(key, "", "named .parquet but not a Parquet file (no PAR1 magic bytes at the start; a CSV file must be named .csv)", nil)
 		}
 		return FormatParquet, false, nil
 	case strings.HasSuffix(base, ".csv"):
@@ -806,7 +806,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, er
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		_ = pf.Close()
-		return nil, &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
+		return nil, parquetProblem(ro.key, "", "cannot read parquet data", err)
 	}
 	if len(ro.renames) > 0 {
 		names := make([]string, sc.NumFields())
@@ -865,7 +865,7 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	props.BufferedStreamEnabled, props.BufferSize = true, parquetReadBuffer
 	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
 	if err != nil {
-		return nil, nil, nil, &FileError{Key: ro.key, Reason: "not a readable parquet file", Err: err}
+		return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
 	}
 	// Batches no longer than the file: the reader reserves value buffers
 	// for a whole batch per column, so a 40,000-row file read in batches of
@@ -880,7 +880,7 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	}
 	if err != nil {
 		_ = pf.Close()
-		return nil, nil, nil, &FileError{Key: ro.key, Reason: "cannot read parquet schema", Err: err}
+		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet schema", err)
 	}
 	return pf, fr, sc, nil
 }

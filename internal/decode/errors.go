@@ -43,6 +43,31 @@ type FileError struct {
 	// nullCell marks a null in a required column, which addLine words
 	// again when the cell of a text file was a CSV.Null token.
 	nullCell bool
+	// unreadable marks a file that no setting can make readable (not
+	// Parquet, a broken footer or page): see IsUnreadable.
+	unreadable bool
+}
+
+// parquetProblem is the refusal of a Parquet file that cannot be read as
+// it is (unreadable), naming arrow-go's page size limit when that is what
+// refused it: arrow-go's reader refuses a page over 64 MiB compressed or
+// 256 MiB decompressed (parquet.ReaderProperties), which would be held
+// whole in memory.
+func parquetProblem(key, column, reason string, err error) *FileError {
+	if err != nil && strings.Contains(err.Error(), "exceeds configured limit") {
+		reason += "; one of its pages is larger than a Parquet reader holds (64 MiB compressed, 256 MiB decompressed): " +
+			"write the file again with smaller pages (most writers' default is 1 MiB)"
+	}
+	return &FileError{Key: key, Column: column, Reason: reason, Err: err, unreadable: true}
+}
+
+// IsUnreadable reports whether err refuses a file that cannot be read
+// whatever the settings (a Parquet file that is not one, or whose footer,
+// schema or pages cannot be read): ingest quarantines it even before the
+// table exists, where other refusals may come from a wrong setting.
+func IsUnreadable(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.unreadable
 }
 
 // Error formats the error as `<key>: row <n> (line <l>), column "<c>":

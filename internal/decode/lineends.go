@@ -44,12 +44,20 @@ type lineEnds struct {
 	crcr     bool   // a carriage return outside quotes was followed by one that ended the last read
 	lines    int64  // line feeds given out
 	record   []byte // the current record as given out so far (from the last line feed outside quotes)
+
+	// Segments (textSource): with segment set, the text is given out in
+	// runs of whole records of about segment bytes each, so that a CSV
+	// batch is cut by its bytes, not by a count of rows (textSource.next).
+	segment  int64
+	segBytes int64 // bytes of out given to the current segment so far
+	cutAt    int   // index in out where the current segment ends, -1 for none
+	cutLines int64 // line feeds given out up to cutAt
 }
 
 // newLineEnds returns the text of r with quoted CRLFs kept (keepCRLF) and
 // carriage returns outside quotes checked; comma separates its fields.
 func newLineEnds(r io.Reader, comma rune, keepCRLF bool) *lineEnds {
-	return &lineEnds{r: r, comma: utf8.AppendRune(nil, comma), keepCRLF: keepCRLF, in: make([]byte, 32<<10)}
+	return &lineEnds{r: r, comma: utf8.AppendRune(nil, comma), keepCRLF: keepCRLF, in: make([]byte, 32<<10), cutAt: -1}
 }
 
 // lineEndError is a carriage return outside quotes that is not part of a
@@ -80,6 +88,9 @@ func (e *lineEndError) reason() string {
 }
 
 func (l *lineEnds) Read(p []byte) (int, error) {
+	if l.cutAt >= 0 && l.next == l.cutAt {
+		return 0, io.EOF // the end of a segment (nextSegment goes on)
+	}
 	for l.next == len(l.out) {
 		if l.err != nil {
 			return 0, l.err
@@ -100,9 +111,24 @@ func (l *lineEnds) Read(p []byte) (int, error) {
 			}
 		}
 	}
-	n := copy(p, l.out[l.next:])
+	end := len(l.out)
+	if l.cutAt >= 0 {
+		end = l.cutAt
+	}
+	n := copy(p, l.out[l.next:end])
 	l.next += n
 	return n, nil
+}
+
+// segmentEnded reports whether Read stopped at the end of a segment rather
+// than at the end of the text; nextSegment then reads on.
+func (l *lineEnds) segmentEnded() bool { return l.cutAt >= 0 && l.next == l.cutAt }
+
+// nextSegment starts the next segment after segmentEnded; the text given
+// out already past the cut (at most one read of r) counts towards it.
+func (l *lineEnds) nextSegment() {
+	l.cutAt = -1
+	l.segBytes = int64(len(l.out) - l.next)
 }
 
 // scan appends b to out as described at lineEnds, up to the end of b or up
@@ -169,7 +195,22 @@ func indexFrom(b []byte, i int, c byte) int {
 // text. seg holds no quote but maybe one as its last byte, whose change of
 // l.quoted comes after.
 func (l *lineEnds) emit(seg []byte) {
+	start := len(l.out)
 	l.out = append(l.out, seg...)
+	if l.segment > 0 && l.cutAt < 0 {
+		// A line feed outside quotes ends a record (seg holds no quote
+		// before its last byte): the first one at or past segment bytes
+		// ends the segment.
+		from := max(l.segment-l.segBytes-1, 0)
+		if !l.quoted && from < int64(len(seg)) {
+			if j := bytes.IndexByte(seg[from:], '\n'); j >= 0 {
+				cut := int(from) + j + 1
+				l.cutAt = start + cut
+				l.cutLines = l.lines + int64(bytes.Count(seg[:cut], []byte{'\n'}))
+			}
+		}
+		l.segBytes += int64(len(seg))
+	}
 	if i := bytes.LastIndexByte(seg, '\n'); i >= 0 {
 		l.lines += int64(bytes.Count(seg, []byte{'\n'}))
 		if !l.quoted {

@@ -123,7 +123,7 @@ func checkNarrowIntegers(ro *resolved, pf *file.Reader) error {
 		}
 		row, v, found, err := firstBadRaw(pf, col, func(v int32) bool { return int64(v) < lo || int64(v) > hi })
 		if err != nil {
-			return &FileError{Key: ro.key, Column: c.Name(), Reason: "cannot read parquet data", Err: err}
+			return parquetProblem(ro.key, c.Name(), "cannot read parquet data", err)
 		}
 		if !found {
 			return nil
@@ -173,7 +173,7 @@ func locateReadError(ctx context.Context, ro *resolved, pf *file.Reader, err err
 	if fe := failingColumn(ctx, ro, pf); fe != nil {
 		return fe
 	}
-	return &FileError{Key: ro.key, Reason: "cannot read parquet data", Err: err}
+	return parquetProblem(ro.key, "", "cannot read parquet data", err)
 }
 
 // int96Problem words an INT96 value pqarrow cannot read: its value as text
@@ -212,8 +212,7 @@ func failingColumn(ctx context.Context, ro *resolved, pf *file.Reader) *FileErro
 		for read := int64(0); read < pf.NumRows(); read += batch {
 			chunk, err := cr.NextBatch(batch)
 			if err != nil {
-				fe = &FileError{Key: ro.key, Column: c.Name(), Err: err,
-					Reason: fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows()))}
+				fe = parquetProblem(ro.key, c.Name(), fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows())), err)
 				return fe
 			}
 			chunk.Release()

@@ -355,3 +355,58 @@ func TestDecodedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestTextBatchesAreCutByBytes: a gzipped CSV whose rows grow 400 times
+// longer than its first lines is read in batches of about a quarter of a
+// piece, not in a count of rows estimated from the first lines; its rows
+// stay exact, and a bad line past the first batches is named by its line.
+func TestTextBatchesAreCutByBytes(t *testing.T) {
+	const pieceBytes = 256 << 10
+	long := strings.Repeat("x", 20_000)
+	text := piecesCSV(400, func(i int) string {
+		if i < 50 {
+			return ""
+		}
+		return fmt.Sprintf("2026-01-05T00:%02d:%02dZ,dev-%d,%s,%d,true,1\n", i/60, i%60, i%7, `"`+long+`"`, i)
+	})
+	target := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: arrow.FixedWidthTypes.Timestamp_us},
+		{Name: "device", Type: arrow.BinaryTypes.String},
+		{Name: "temp", Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "level", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	opts := DecodeOptions{Target: target, TimeColumn: "time", PieceBytes: pieceBytes}
+	src := Source{Key: "a.csv.gz", R: bytes.NewReader(gz(t, text)), Size: int64(len(gz(t, text)))}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	opts.Mem = mem
+	var largest, rows int64
+	err := DecodeEach(context.Background(), src, opts, func(d *Decoded) error {
+		defer d.Release()
+		for _, r := range d.Records {
+			largest = max(largest, recordBytes(r))
+			rows += r.NumRows()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 400 {
+		t.Fatalf("%d rows, want 400", rows)
+	}
+	if largest > pieceBytes/2 {
+		t.Fatalf("largest batch %d bytes, want at most half the piece of %d (a quarter and a read ahead)", largest, pieceBytes)
+	}
+
+	bad := strings.Replace(text, `"`+long+`",300,`, `x"`+long+`",300,`, 1) // a bare quote: row 301, line 302
+	src = Source{Key: "a.csv.gz", R: bytes.NewReader(gz(t, bad)), Size: int64(len(gz(t, bad)))}
+	opts.Mem = nil
+	err = DecodeEach(context.Background(), src, opts, func(d *Decoded) error { d.Release(); return nil })
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Row != 301 || fe.Line != 302 {
+		t.Fatalf("err = %v, want row 301, line 302", err)
+	}
+}

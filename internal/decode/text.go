@@ -30,6 +30,10 @@ type textSource struct {
 	ends   *lineEnds // the text the reader reads
 	closer io.Closer
 	rows   int64 // data rows returned so far
+	// newReader opens the CSV reader of the next segment of ends (its
+	// records without the header).
+	newReader func() *arrowcsv.Reader
+	lineBase  int64 // lines of the text before the reader's segment
 }
 
 // textColumns are the columns of a text file: all of them as the CSV reader
@@ -306,14 +310,33 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		data = newRowFilter(dr, ro, cols) // records the CSV reader would refuse are set aside
 	}
 	ends := newLineEnds(data, comma, true)
-	r := arrowcsv.NewReader(ends, cols.read,
-		arrowcsv.WithHeader(true),
-		arrowcsv.WithComma(comma),
-		arrowcsv.WithNullReader(true, ro.nulls...),
-		arrowcsv.WithChunk(chunk),
-		arrowcsv.WithAllocator(ro.mem),
-	)
-	return &textSource{ro: ro, cols: cols, r: r, stream: dr, ends: ends, closer: dc}, nil
+	// A batch is cut by its bytes as well as by its rows: rows far longer
+	// than the first lines (whose length sized chunk) would otherwise make
+	// batches of many times a piece. Each segment of ends is read by a
+	// CSV reader of its own.
+	ends.segment = pieceText(ro)
+	reader := func(header bool) *arrowcsv.Reader {
+		return arrowcsv.NewReader(ends, cols.read,
+			arrowcsv.WithHeader(header),
+			arrowcsv.WithComma(comma),
+			arrowcsv.WithNullReader(true, ro.nulls...),
+			arrowcsv.WithChunk(chunk),
+			arrowcsv.WithAllocator(ro.mem),
+		)
+	}
+	r := reader(true)
+	return &textSource{ro: ro, cols: cols, r: r, stream: dr, ends: ends, closer: dc,
+		newReader: func() *arrowcsv.Reader { return reader(false) }}, nil
+}
+
+// pieceText is the most text of a batch of a sequential text read
+// (textSource): a batchesPerPiece part of DecodeOptions.PieceBytes, 0 (no
+// cut) without pieces.
+func pieceText(ro *resolved) int64 {
+	if ro.pieceBytes <= 0 {
+		return 0
+	}
+	return max(ro.pieceBytes/batchesPerPiece, 1)
 }
 
 func (t *textSource) schema() *arrow.Schema { return t.cols.out }
@@ -322,7 +345,20 @@ func (t *textSource) consumed() int64 { return t.stream.consumed() }
 
 func (t *textSource) next() (arrow.RecordBatch, error) {
 	ok := t.r.Next()
+	for !ok && t.r.Err() == nil && t.ends.segmentEnded() {
+		t.lineBase = t.ends.cutLines
+		t.ends.nextSegment()
+		t.r.Release()
+		t.r = t.newReader()
+		ok = t.r.Next()
+	}
 	if err := t.r.Err(); err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			// encoding/csv counts the lines of its segment.
+			pe.StartLine += int(t.lineBase)
+			pe.Line += int(t.lineBase)
+		}
 		var done int64
 		if rec := t.r.RecordBatch(); rec != nil {
 			done = rec.NumRows()

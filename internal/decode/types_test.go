@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"math"
 	"math/big"
 	"slices"
@@ -711,5 +712,19 @@ func TestViewStringsAndBinaries(t *testing.T) {
 		if !equalStrings(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.src, got, tc.want)
 		}
+	}
+}
+
+// TestParquetProblemNamesThePageLimit: a Parquet file arrow-go refuses for
+// a page over its limit is refused as unreadable, saying what to do.
+func TestParquetProblemNamesThePageLimit(t *testing.T) {
+	cause := errors.New("parquet: compressed page size 108005072 exceeds configured limit 67108864")
+	err := parquetProblem("gw/huge.parquet", "payload", "cannot read parquet data", cause)
+	if !IsUnreadable(err) || !errors.Is(err, cause) ||
+		!strings.Contains(err.Error(), "write the file again with smaller pages") {
+		t.Fatalf("%v: unreadable %v, want the page limit named", err, IsUnreadable(err))
+	}
+	if IsUnreadable(&FileError{Key: "gw/a.csv", Reason: "a value"}) {
+		t.Fatal("a value's refusal is unreadable")
 	}
 }

@@ -1446,7 +1446,10 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		}
 	}
 	reject := func(cause error) *item {
-		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) {
+		// Before the table exists a refusal may come from a setting
+		// (--time-column, --series-key), so the file waits; one that no
+		// setting can make readable is quarantined at once.
+		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) && !decode.IsUnreadable(cause) {
 			it.deferred = cause
 			return it
 		}

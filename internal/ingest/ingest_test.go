@@ -807,3 +807,23 @@ func TestDuplicateRowsAreKeptAndCounted(t *testing.T) {
 		t.Fatalf("rows %d, want 4", n)
 	}
 }
+
+// TestUnreadableFirstFileIsQuarantined: before the table exists, a file
+// no setting can make readable (a broken Parquet file) is quarantined at
+// once rather than failing every run; the next file creates the table.
+func TestUnreadableFirstFileIsQuarantined(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw/a-broken.parquet", []byte("PAR1 not really a parquet file PAR1"))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Quarantined != 1 || rep.Loaded != 0 || !strings.Contains(rep.Files[0].Reason, "not a readable parquet file") {
+		t.Fatalf("run with only the broken file: %+v, %v", rep, err)
+	}
+	if got := e.keys(t, "gw/"); len(got) != 0 {
+		t.Fatalf("landing after the run: %v, want the broken file quarantined", got)
+	}
+	e.put(t, "gw/b.csv", csvFile(readings(1, 0, 5), false, false))
+	if rep, err := ingest.Run(ctx, e.config()); err != nil || rep.Loaded != 1 {
+		t.Fatalf("the next run: %+v, %v", rep, err)
+	}
+}
