@@ -91,12 +91,12 @@ start_s3
 
 modes_of() {
 	case "$1" in
-	c1) echo "ingest pollers4 sequential rawcopy duckdb upload sdkupload" ;;
+	c1) echo "ingest pollers4 sequential rawcopy duckdb duckdb-peer upload sdkupload" ;;
 	c1-5k) echo "ingest" ;;
-	c2) echo "ingest ingest-wide sequential rawcopy duckdb" ;;
-	c5 | c6) echo "ingest duckdb" ;; # one file: the sequential loop is ingest
+	c2) echo "ingest ingest-wide sequential rawcopy duckdb duckdb-peer" ;;
+	c5 | c6) echo "ingest duckdb duckdb-peer" ;; # one file: the sequential loop is ingest
 	latency-*) echo "serve cron" ;;
-	*) echo "ingest sequential rawcopy duckdb" ;;
+	*) echo "ingest sequential rawcopy duckdb duckdb-peer" ;;
 	esac
 }
 
@@ -104,6 +104,10 @@ one() { # case mode data run
 	local c=$1 m=$2 d=$3 i=$4 setup="$STATE/setup.json" prof=""
 	if [[ $m == duckdb ]]; then
 		./bin/tlbench-duckdb -case "$c" -data "$d" >>"$RESULTS"
+		return
+	fi
+	if [[ $m == duckdb-peer ]]; then
+		./bin/tlbench-duckdb -peer -case "$c" -data "$d" >>"$RESULTS"
 		return
 	fi
 	if [[ $m == upload || $m == sdkupload || $c == latency-* ]]; then

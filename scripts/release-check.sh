@@ -3,7 +3,7 @@
 # snapshot with GoReleaser, without publishing anything.
 #
 #   scripts/release-check.sh           goreleaser check + snapshot build for this host only
-#   scripts/release-check.sh --full    goreleaser check + full snapshot (all 6 targets, archives, checksums)
+#   scripts/release-check.sh --full    goreleaser check + full snapshot (both binaries, all 7 targets, archives, checksums)
 #   scripts/release-check.sh --check   goreleaser check only
 #
 # GoReleaser is installed through the Go module proxy into

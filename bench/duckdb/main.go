@@ -1,6 +1,9 @@
 // Command tlbench-duckdb is the DuckDB baseline of bench/run.sh: it converts
 // the same landing files to zstd Parquet with DuckDB, one COPY per file, and
-// prints one result line in tlbench's format; `tlbench-duckdb fleet` times
+// prints one result line in tlbench's format. Mode duckdb is the bare COPY,
+// the conversion ceiling; mode duckdb-peer (-peer) does to each file what
+// ingest does: rows sorted by partition, series key and time, one folder
+// per day (PARTITION_BY), zstd Parquet; `tlbench-duckdb fleet` times
 // queries for the fleet bench (fleet.go). It is a separate module so that
 // timelake itself never links DuckDB.
 package main
@@ -40,14 +43,15 @@ func main() {
 	data := flag.String("data", "", "folder of generated landing files")
 	name := flag.String("case", "", "case name")
 	threads := flag.Int("threads", 0, "DuckDB threads (0: DuckDB's default)")
+	peer := flag.Bool("peer", false, "do what ingest does: sort by day, series key and time, partition by day (mode duckdb-peer)")
 	flag.Parse()
-	if err := run(*data, *name, *threads); err != nil {
+	if err := run(*data, *name, *threads, *peer); err != nil {
 		fmt.Fprintln(os.Stderr, "tlbench-duckdb:", err)
 		os.Exit(1)
 	}
 }
 
-func run(data, name string, threads int) error {
+func run(data, name string, threads int, peer bool) error {
 	out, err := os.MkdirTemp("", "tlbench-duckdb")
 	if err != nil {
 		return err
@@ -80,7 +84,14 @@ func run(data, name string, threads int) error {
 			return err
 		}
 	}
+	// Days are UTC days, as the table's day(time) partitions are.
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		return err
+	}
 	r := result{Case: name, Mode: "duckdb", Files: len(files), Bytes: bytes}
+	if peer {
+		r.Mode = "duckdb-peer"
+	}
 	start := time.Now()
 	for i, f := range files {
 		src := "read_csv('" + f + "', header = true)"
@@ -88,11 +99,19 @@ func run(data, name string, threads int) error {
 			src = "read_parquet('" + f + "')"
 		}
 		dst := filepath.Join(out, fmt.Sprintf("%05d.parquet", i))
-		if _, err := db.Exec("COPY (SELECT * FROM " + src + ") TO '" + dst + "' (FORMAT parquet, COMPRESSION zstd)"); err != nil {
+		copySQL := "COPY (SELECT * FROM " + src + ") TO '" + dst + "' (FORMAT parquet, COMPRESSION zstd)"
+		written := dst
+		if peer {
+			// The series key of the bench's table is device_id (tlbench run).
+			copySQL = "COPY (SELECT *, CAST(time AS DATE) AS time_day FROM " + src + " ORDER BY time_day, device_id, time) TO '" + dst +
+				"' (FORMAT parquet, PARTITION_BY (time_day), COMPRESSION zstd)"
+			written = dst + "/*/*.parquet"
+		}
+		if _, err := db.Exec(copySQL); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 		var n int64
-		if err := db.QueryRow("SELECT count(*) FROM read_parquet('" + dst + "')").Scan(&n); err != nil {
+		if err := db.QueryRow("SELECT count(*) FROM read_parquet('" + written + "')").Scan(&n); err != nil {
 			return err
 		}
 		r.Rows += n

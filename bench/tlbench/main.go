@@ -233,7 +233,7 @@ func report(files []string, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if slices.ContainsFunc(order, func(k key) bool { return runs[k][0].LatencyP50 == 0 }) {
-		fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs sdk upload\t")
+		fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs duckdb peer\tvs sdk upload\t")
 	}
 	for _, k := range order {
 		if runs[k][0].LatencyP50 > 0 {
@@ -248,12 +248,12 @@ func report(files []string, w io.Writer) error {
 			}
 			return fmt.Sprintf("%.2fx", med(k, f)/med(bk, f))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
 			k.c, k.m, len(runs[k]), fps, med(k, Result.rowsPerSec), mbs,
 			med(k, func(r Result) float64 { return float64(r.PeakRSS) / (1 << 20) }),
 			med(k, func(r Result) float64 { return float64(r.Requests) }),
 			ratio("sequential", Result.filesPerSec), ratio("rawcopy", Result.mbPerSec),
-			ratio("duckdb", Result.mbPerSec), ratio("sdkupload", Result.mbPerSec))
+			ratio("duckdb", Result.mbPerSec), ratio("duckdb-peer", Result.mbPerSec), ratio("sdkupload", Result.mbPerSec))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -48,10 +48,15 @@ type docCommand struct {
 	env     map[string]string // VAR=value given before it or in the block
 	envFile bool              // --env-file, a sourced env file, or the marker
 	lenient bool              // an inline span or a synopsis: command and flag names only
+	gateway bool              // timelake-gateway, whose commands are timelake's upload and env
 }
 
 func (c docCommand) String() string {
-	return fmt.Sprintf("%s:%d: timelake %s", c.file, c.line, strings.Join(c.args, " "))
+	name := "timelake"
+	if c.gateway {
+		name = "timelake-gateway"
+	}
+	return fmt.Sprintf("%s:%d: %s %s", c.file, c.line, name, strings.Join(c.args, " "))
 }
 
 func TestDocsExamples(t *testing.T) {
@@ -75,6 +80,10 @@ func TestDocsExamples(t *testing.T) {
 	}
 	strict := 0
 	for _, c := range cmds {
+		if c.gateway && len(c.args) > 0 && !strings.HasPrefix(c.args[0], "-") && !slices.Contains([]string{"upload", "env", "help", "completion"}, c.args[0]) {
+			t.Errorf("%s\n\ttimelake-gateway has no command %s", c, c.args[0])
+			continue
+		}
 		if testing.Verbose() {
 			t.Logf("%s (lenient %v, env file %v, env %v)", c, c.lenient, c.envFile, c.env)
 		}
@@ -351,10 +360,12 @@ func commandOf(seg []string) (docCommand, bool) {
 	}
 	return docCommand{}, false
 found:
-	if w := strings.TrimPrefix(seg[at], "ExecStart="); w != "timelake" && !strings.HasSuffix(w, "/timelake") {
+	w := strings.TrimPrefix(seg[at], "ExecStart=")
+	gateway := w == "timelake-gateway" || strings.HasSuffix(w, "/timelake-gateway")
+	if w != "timelake" && !strings.HasSuffix(w, "/timelake") && !gateway {
 		return docCommand{}, false
 	}
-	c := docCommand{env: map[string]string{}}
+	c := docCommand{env: map[string]string{}, gateway: gateway}
 	for i := at - 1; i >= 0; i-- {
 		k, v, ok := strings.Cut(seg[i], "=")
 		if !ok || !isVar(k) {

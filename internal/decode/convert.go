@@ -58,7 +58,7 @@ type convertFn func(arr arrow.Array, rowBase int64) (arrow.Array, error)
 
 // conformer maps source batches (CSV text columns or Parquet columns) onto a
 // target schema by column name, following "Appending a file whose schema
-// differs from the table" in timelake-format.md.
+// differs from the table" in docs/table-format.md.
 type conformer struct {
 	ro     *resolved
 	target *arrow.Schema
@@ -193,7 +193,7 @@ func (c *conformer) convert(rec arrow.RecordBatch, rowBase int64) (arrow.RecordB
 // makeConverter picks the conversion from a source column type to a target
 // field. Dictionary columns are decoded to their value type first; nulls are
 // rejected for required fields and always for the time column (a null must
-// never be written as 0, see iceberg-go-notes.md "Schema").
+// never be written as 0, see docs/iceberg-go.md, "Writing data files").
 func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field, isTime bool) (convertFn, error) {
 	valueType, dict := src, false
 	if d, ok := src.(*arrow.DictionaryType); ok {
@@ -972,7 +972,7 @@ func halfToFloat64(bits uint16) float64 {
 
 // TypeName is the Iceberg name of the table type an Arrow type of a
 // column stands for ("double", "decimal(9, 2)", "timestamptz"), as
-// messages name it; lake.ParseColumnType reads it back.
+// messages name it; ParseColumnType reads it back.
 func TypeName(dt arrow.DataType) string { return typeName(dt) }
 
 // typeName names an Arrow type the way the Iceberg spec names the table type

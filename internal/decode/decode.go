@@ -5,8 +5,8 @@
 // caller hands it a downloaded file (Source) and a target schema. Both
 // ingest (Decode) and upload --validate (Check) decode through it, so they
 // give the same reason for the same file. The rules come from
-// timelake-format.md ("Data files" and "Appending a file whose schema
-// differs from the table"), iceberg-go-notes.md ("Schema") and the
+// docs/table-format.md ("Schema, partitioning, sort order" and "A file
+// whose schema differs from the table"), docs/iceberg-go.md ("Schemas") and the
 // Timelake convention that a value is loaded exactly or its file is refused
 // (docs/ingest.md, "What loads and what is refused"): text numbers follow
 // strict rules (numbers.go), wall-clock times must exist once in their
@@ -175,7 +175,7 @@ type DecodeOptions struct {
 	CSV CSV
 	// Columns gives the type of columns by name where a type is inferred
 	// (Target nil, or a column added by Evolve), instead of inferring it:
-	// Arrow types of Iceberg primitive types (lake.ParseColumnType). The
+	// Arrow types of Iceberg primitive types (ParseColumnType). The
 	// time column is always timestamptz. Columns not in the file are
 	// ignored.
 	Columns map[string]arrow.DataType
@@ -264,8 +264,7 @@ func (d *Decoded) Release() {
 
 // Decode reads the whole file and returns record batches that conform to
 // opts.Target (matched by column name, cast as described in
-// timelake-format.md "Appending a file whose schema differs from the
-// table"), or, when Target is nil, to a schema inferred from all rows. The
+// docs/table-format.md, "A file whose schema differs from the table"), or, when Target is nil, to a schema inferred from all rows. The
 // time column always holds timestamps (microseconds, UTC for zoned columns),
 // parsed from RFC 3339 text or from numeric epochs when opts.TimeUnit is set.
 // A file with a header (or a Parquet schema) and no rows decodes to a

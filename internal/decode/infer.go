@@ -14,7 +14,7 @@ import (
 var timeColumnNames = [...]string{"time", "timestamp", "ts", "datetime", "event_time"}
 
 // inferredTimeType is the type of the time column in every inferred schema:
-// Iceberg timestamptz in microseconds (timelake-format.md "Data files").
+// Iceberg timestamptz in microseconds (docs/table-format.md, "Schema, partitioning, sort order").
 var inferredTimeType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
 // inferSchema derives a schema for a new table from all rows of the file
@@ -142,8 +142,8 @@ func (inf *inference) schema() (*arrow.Schema, string, error) {
 
 // CheckTimeColumnType returns an error when columns (DecodeOptions.Columns,
 // the --column setting) gives the time column timeCol a type other than
-// timestamptz, the only type of a time column (timelake-format.md "Data
-// files"); nil when it gives it none or that one. The message names the
+// timestamptz, the only type of a time column (docs/table-format.md,
+// "Schema, partitioning, sort order"); nil when it gives it none or that one. The message names the
 // setting's value and what is expected.
 func CheckTimeColumnType(timeCol string, columns map[string]arrow.DataType) error {
 	given, ok := columns[timeCol]
@@ -299,7 +299,7 @@ func leadingZero(s string) bool {
 
 // normaliseType maps a Parquet-derived Arrow type to the type a new table
 // gets, mirroring what iceberg-go's ArrowSchemaToIceberg accepts
-// (iceberg-go-notes.md "Schema") and the Iceberg spec's primitive types:
+// (docs/iceberg-go.md, "Schemas") and the Iceberg spec's primitive types:
 // small and unsigned integers widen to int/long, float16 to float,
 // dictionaries to their value type, large/view strings and binaries to the
 // plain ones, date64 to date32, time32/time64 to time64[us], timestamps to

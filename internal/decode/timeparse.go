@@ -13,7 +13,7 @@ import (
 
 // Text timestamps accepted for the time column (and for any other timestamp
 // column fed from text) follow RFC 3339 section 5.6 with the ISO 8601
-// relaxations listed in timelake-format.md / the decoder brief:
+// relaxations below (docs/ingest.md, "What loads and what is refused"):
 //
 //	YYYY-MM-DD(T|t| )HH:MM:SS[.f{1,9}][Z|z|+hh:mm|-hh:mm|+hhmm|-hhmm|+hh|-hh]
 //	YYYY-MM-DD                      (a bare date: midnight, see below)
@@ -318,7 +318,7 @@ func parseTimeUnit(s string) (u arrow.TimeUnit, set bool, ok bool) {
 }
 
 // timeConv turns text or epoch numbers into values of one Arrow timestamp
-// type, following the time column rules of the decoder brief.
+// type, following the time column rules above.
 type timeConv struct {
 	unit      arrow.TimeUnit // target unit
 	naive     bool           // target has no time zone (Iceberg "timestamp")

@@ -1,6 +1,5 @@
 // Package ingest is the main job: one run that moves every file of the
-// landing bucket into an Iceberg table, crash-safe (DESIGN.md, "The main
-// job"). For each file, in key order: download it, decode it to the table's
+// landing bucket into an Iceberg table, crash-safe (docs/ingest.md). For each file, in key order: download it, decode it to the table's
 // schema, append it with batch id = object key, and delete it only after
 // the commit (or after finding the batch already committed). A file that
 // cannot be loaded is quarantined with a report; the run goes on.

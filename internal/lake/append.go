@@ -24,7 +24,7 @@ import (
 )
 
 // ErrRequiredNull is returned when a required (NOT NULL) column holds a
-// null: iceberg-go would silently write 0 there (iceberg-go-notes.md).
+// null: iceberg-go would silently write 0 there (docs/iceberg-go.md).
 var ErrRequiredNull = errors.New("null in required column")
 
 // AppendOptions tune Append.
@@ -103,7 +103,7 @@ func (t *Table) Append(ctx context.Context, batchID string, recs []arrow.RecordB
 
 // Prepare validates recs against the table schema (ErrRequiredNull for a
 // null in a NOT NULL column, which iceberg-go would write as 0), sorts them
-// by (partition, series key, time) as timelake-format.md asks, and writes
+// by (partition, series key, time) as docs/table-format.md asks, and writes
 // them as zstd Parquet data files, one or more per partition, without
 // committing. recs are not released. A batch without rows (a gateway's
 // header-only file) writes no data file: its snapshot adds nothing but

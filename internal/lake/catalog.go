@@ -22,7 +22,7 @@ import (
 // There are two (docs/catalogs.md):
 //   - metadataFiles, the catalog-free one: each version is
 //     metadata/vN.metadata.json on the lake's store, created with a
-//     conditional create (timelake-format.md, "Commit protocol");
+//     conditional create (docs/table-format.md, "Commit protocol");
 //   - restCatalog (catalog_rest.go), an Iceberg REST catalog: the newest
 //     version is what loadTable returns, and the next one is committed with
 //     updateTable, as the requirements and updates that turn base into
@@ -145,7 +145,7 @@ func versionOfLocation(uri string) int {
 }
 
 // latestVersion lists metadata/ and returns the highest N (0 if none). The
-// listing, not the version hint, is the truth (timelake-format.md, "Layout").
+// listing, not the version hint, is the truth (docs/table-format.md, "Layout").
 func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 	latest := 0
 	var seen []int
@@ -418,5 +418,5 @@ func (c metadataFiles) committed(ctx context.Context, t *Table, v versionRef) {
 func (metadataFiles) hinted() bool { return true }
 
 // ownFolder: the catalog-free tables keep timelake's files next to their
-// metadata (timelake-format.md, "Layout").
+// metadata (docs/table-format.md, "Layout").
 func (metadataFiles) ownFolder() string { return "metadata/" }

@@ -1,7 +1,7 @@
 package lake
 
 // Format conformance: what timelake writes is checked against
-// timelake-format.md and docs/table-format.md by reading the raw objects
+// docs/table-format.md by reading the raw objects
 // (listing, metadata JSON, manifests), not through Lake/Table. Each check is
 // a function returning an error, so that TestConformanceChecksFail can show
 // that every one of them fails on a deliberately broken copy of a good table.

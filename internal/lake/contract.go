@@ -1,10 +1,8 @@
 package lake
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,10 +10,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/tablename"
 )
 
-// Table properties of the Timelake table contract (timelake-format.md,
-// "Table contract"). Unknown properties are kept untouched.
+// Table properties of the Timelake table contract (docs/table-format.md,
+// "Contract properties"). Unknown properties are kept untouched.
 const (
 	PropTimeColumn    = "timelake.time-column"
 	PropSeriesKey     = "timelake.series-key"
@@ -57,8 +57,8 @@ const (
 
 // SupportedFormatMajor is the newest major version of the
 // timelake.format-version property this writer understands. A table whose
-// property has a higher major version is refused (timelake-format.md, commit
-// protocol point 5); a table without the property is the oldest format.
+// property has a higher major version is refused (docs/table-format.md,
+// "Contract properties"); a table without the property is the oldest format.
 // Tables created here do not set the property.
 const SupportedFormatMajor = 1
 
@@ -168,39 +168,11 @@ func checkFormatVersion(props iceberg.Properties) error {
 	return nil
 }
 
-// namePart is the rule for each part of a table name: names become path
-// segments (timelake-format.md, "Layout").
-var namePart = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// TableName is a namespace-qualified table name (internal/tablename).
+type TableName = tablename.Name
 
-// TableName is a namespace-qualified table name.
-type TableName struct {
-	Namespace string
-	Name      string
-}
-
-// String renders ns.table.
-func (n TableName) String() string { return n.Namespace + "." + n.Name }
-
-// ParseTableName parses "ns.table"; a bare "table" is in namespace "default".
-// Each part must match [A-Za-z0-9_-]+.
-func ParseTableName(s string) (TableName, error) {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	var n TableName
-	switch len(parts) {
-	case 1:
-		n = TableName{Namespace: "default", Name: parts[0]}
-	case 2:
-		n = TableName{Namespace: parts[0], Name: parts[1]}
-	default:
-		return TableName{}, fmt.Errorf("invalid table name %q: expected namespace.table", s)
-	}
-	for _, p := range []string{n.Namespace, n.Name} {
-		if !namePart.MatchString(p) {
-			return TableName{}, fmt.Errorf("invalid table name %q: each part must match [A-Za-z0-9_-]+", s)
-		}
-	}
-	return n, nil
-}
+// ParseTableName parses "ns.table" (tablename.Parse).
+func ParseTableName(s string) (TableName, error) { return tablename.Parse(s) }
 
 // BatchInfo says where a batch id was committed.
 type BatchInfo struct {
@@ -214,82 +186,4 @@ type BatchInfo struct {
 	// FromHistory is set when the batch is known from the load history:
 	// its snapshot has expired (Rows and the source facts remain).
 	FromHistory bool
-}
-
-// ParseColumnType reads an Iceberg primitive type name (Iceberg spec,
-// "Primitive Types", as table metadata writes them: boolean, int, long,
-// float, double, decimal(P,S), date, time, timestamp, timestamptz, string,
-// binary; any case, spaces allowed in decimal(P, S)) and returns the Arrow
-// type of such a column (table.TypeToArrowType), the type decode produces
-// and Prepare writes. Errors name the accepted names.
-func ParseColumnType(name string) (arrow.DataType, error) {
-	n := strings.ToLower(strings.Join(strings.Fields(name), ""))
-	var f iceberg.NestedField
-	err := json.Unmarshal([]byte(`{"id":1,"name":"c","required":false,"type":`+strconv.Quote(n)+`}`), &f)
-	ok := err == nil
-	if ok {
-		switch f.Type.(type) {
-		case iceberg.BooleanType, iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type,
-			iceberg.DecimalType, iceberg.DateType, iceberg.TimeType, iceberg.TimestampType, iceberg.TimestampTzType,
-			iceberg.StringType, iceberg.BinaryType:
-		default:
-			ok = false
-		}
-	}
-	if !ok {
-		return nil, fmt.Errorf("unknown column type %q (expected boolean, int, long, float, double, decimal(P,S), date, time, timestamp, timestamptz, string or binary)", name)
-	}
-	dt, err := table.TypeToArrowType(f.Type, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("column type %s: %w", name, err)
-	}
-	return dt, nil
-}
-
-// ParseColumnTypes reads a list of NAME:TYPE items (ParseColumnType's
-// types), separated by commas outside parentheses so that decimal(9,2)
-// stays one type: --column and a source profile's columns. A name given
-// twice is an error.
-func ParseColumnTypes(s string) (map[string]arrow.DataType, error) {
-	out := map[string]arrow.DataType{}
-	for _, item := range splitOutsideParens(s) {
-		if item = strings.TrimSpace(item); item == "" {
-			continue
-		}
-		name, typ, ok := strings.Cut(item, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, fmt.Errorf("expected NAME:TYPE such as temperature:double, got %q", item)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("column %q is given twice", name)
-		}
-		dt, err := ParseColumnType(typ)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", item, err)
-		}
-		out[name] = dt
-	}
-	return out, nil
-}
-
-// splitOutsideParens splits s at the commas that are not inside
-// parentheses.
-func splitOutsideParens(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, r := range s {
-		switch r {
-		case '(':
-			depth++
-		case ')':
-			depth = max(depth-1, 0)
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }

@@ -150,7 +150,7 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 }
 
 // TestHeadBatchesFollowAncestry: a batch id counts only in the current
-// snapshot's ancestry (timelake-format.md, "Snapshots and batch ids"): after
+// snapshot's ancestry (docs/table-format.md, "Snapshots and batch ids"): after
 // a rollback, the abandoned snapshot's batch id is not found.
 func TestHeadBatchesFollowAncestry(t *testing.T) {
 	doc := map[string]any{

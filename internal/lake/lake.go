@@ -1,5 +1,5 @@
 // Package lake reads and writes the warehouse's Iceberg tables (format
-// version 2) following the Timelake table conventions in timelake-format.md:
+// version 2) following the Timelake table conventions in docs/table-format.md:
 // layout <warehouse>/<ns>/<table>/{metadata,data}, the timelake.* contract
 // properties, a day/hour/month partition on the time column, data sorted by
 // series key then time, and a catalog-free commit that writes

@@ -14,7 +14,7 @@ import (
 )
 
 // A compaction's input files are each sorted already (appends and earlier
-// rewrites write them in the order timelake-format.md asks for), so a
+// rewrites write them in the order docs/table-format.md asks for), so a
 // group is rewritten by merging them as sorted runs (a k-way merge), with
 // each file read a few thousand rows at a time: the rewrite's memory is
 // the runs' current batches and the writer's buffers, not the group's rows.

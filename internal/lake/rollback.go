@@ -13,7 +13,7 @@ import (
 // snapshotID must be an ancestor of the current snapshot (iceberg-go's
 // Transaction.RollbackToSnapshot rule). The newer snapshots stay in the
 // metadata but leave the current ancestry, so their batch ids count as not
-// loaded any more (timelake-format.md, "Snapshots and batch ids"): a file
+// loaded any more (docs/table-format.md, "Snapshots and batch ids"): a file
 // re-sent under such a key loads again.
 //
 // The commit goes through the commit protocol (rollbackMutation): a lost

@@ -407,7 +407,7 @@ func snapshotSummary(p *Prepared, prev iceberg.Properties) *table.Summary {
 	setPositive(out, summaryAddedRecords, records)
 	if len(p.files) == 0 {
 		// A batch without rows still carries the counters every append
-		// snapshot has (timelake-format.md, "Snapshots and batch ids").
+		// snapshot has (docs/table-format.md, "Snapshots and batch ids").
 		for _, k := range []string{summaryAddedFilesSize, summaryAddedDataFiles, summaryAddedRecords} {
 			out[k] = "0"
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// sortedRows holds the rows of one append in the order timelake-format.md
+// sortedRows holds the rows of one append in the order docs/table-format.md
 // asks for inside data files: by (partition of the time column, series key
 // columns, time), ascending with nulls first, ties in input order.
 // Iceberg-go applies a table sort order per record batch only, so the whole

@@ -204,7 +204,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 // FindBatch answers "which snapshot holds batch id X" from the loaded
 // version: the newest snapshot in the current snapshot's ancestry whose
 // summary has timelake.batch-id = id. Snapshots outside the ancestry (after
-// a rollback) do not count (timelake-format.md, "Snapshots and batch ids").
+// a rollback) do not count (docs/table-format.md, "Snapshots and batch ids").
 func (t *Table) FindBatch(id string) (BatchInfo, bool) {
 	s := t.findSnapshot(id)
 	if s == nil {

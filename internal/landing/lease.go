@@ -152,23 +152,9 @@ func (o *LeaseOptions) defaults() {
 // Lease is an ingest lease on a table and landing prefix: an object in the
 // landing bucket's reserved prefix, created with a conditional create
 // (If-None-Match: *) and carrying its holder's token and its own expiry, so
-// a crashed run never blocks the next ones for longer than the TTL.
-//
-// The protocol (docs/ingest.md, "The ingest lease"):
-//   - A write whose outcome is unknown (a lost response; the SDK's retry of
-//     the conditional create then gets 412 for its own write) is resolved
-//     by reading the lease back: the run's own token means it holds it.
-//   - An expired lease, or one whose holder is a process that no longer
-//     runs on this host, is taken over with a compare-and-swap (If-Match
-//     on its ETag), so two runs that both see it free cannot both win.
-//   - After taking its lease, a run lists the table's other leases and
-//     backs off (deleting its own) if a live one covers an overlapping
-//     prefix; two runs that start together may both back off, never both
-//     proceed.
-//   - Renewal is a compare-and-swap too; a renewal that finds its own token
-//     (its write landed, the response did not) goes on.
-//   - Release is a conditional delete (If-Match on the lease's ETag): a
-//     lease taken over meanwhile is left alone.
+// a crashed run never blocks the next ones for longer than the TTL. Taking
+// over, renewal and release are conditional writes too; the protocol is in
+// docs/ingest.md, "The ingest lease".
 type Lease struct {
 	store storage.Store
 	key   string

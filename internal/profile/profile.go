@@ -25,12 +25,18 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/timelake/timelake/internal/decode"
-	"github.com/timelake/timelake/internal/lake"
+)
+
+// The table properties of the load settings a profile may set: lake's
+// PropEvolve, PropOnError and PropMaxBadRows (a test compares them), named
+// here so that profiles read without the lake (the gateway binary).
+const (
+	propEvolve     = "timelake.evolve"
+	propOnError    = "timelake.on-error"
+	propMaxBadRows = "timelake.max-bad-rows"
 )
 
 // PropertyPrefix starts every profile property: timelake.profile.<name>.<setting>.
@@ -211,7 +217,7 @@ func (p *Profile) set(setting, v string) error {
 			}
 		}
 	case SettingColumns:
-		p.columns, err = lake.ParseColumnTypes(v)
+		p.columns, err = decode.ParseColumnTypes(v)
 	case SettingTimeColumn:
 		if strings.TrimSpace(v) == "" {
 			err = errors.New("expected a column name")
@@ -462,23 +468,23 @@ func Keys(props map[string]string, name string) []string {
 // timelake.max-bad-rows. A property that does not read is ignored (warn
 // is told which and why), as without it.
 func TableDefaults(fs FileSettings, props map[string]string, warn func(property string, err error)) FileSettings {
-	if fs.Evolve == "" && props[lake.PropEvolve] != "" {
-		if v, err := decode.ParseEvolution(props[lake.PropEvolve]); err != nil {
-			warn(lake.PropEvolve, err)
+	if fs.Evolve == "" && props[propEvolve] != "" {
+		if v, err := decode.ParseEvolution(props[propEvolve]); err != nil {
+			warn(propEvolve, err)
 		} else {
 			fs.Evolve = v
 		}
 	}
-	if fs.OnError == "" && props[lake.PropOnError] != "" {
-		if v, err := decode.ParseOnError(props[lake.PropOnError]); err != nil {
-			warn(lake.PropOnError, err)
+	if fs.OnError == "" && props[propOnError] != "" {
+		if v, err := decode.ParseOnError(props[propOnError]); err != nil {
+			warn(propOnError, err)
 		} else {
 			fs.OnError = v
 		}
 	}
-	if !fs.MaxBadRows.IsSet() && props[lake.PropMaxBadRows] != "" {
-		if v, err := decode.ParseMaxBadRows(props[lake.PropMaxBadRows]); err != nil {
-			warn(lake.PropMaxBadRows, err)
+	if !fs.MaxBadRows.IsSet() && props[propMaxBadRows] != "" {
+		if v, err := decode.ParseMaxBadRows(props[propMaxBadRows]); err != nil {
+			warn(propMaxBadRows, err)
 		} else {
 			fs.MaxBadRows = v
 		}
@@ -507,9 +513,9 @@ type Export struct {
 }
 
 // NewExport exports profile name of a table (its properties, current
-// schema and time column). Errors: the profiles do not read, or none has
-// that name.
-func NewExport(table string, props map[string]string, schema *iceberg.Schema, timeColumn, name string, now time.Time) (Export, error) {
+// schema in its JSON form, and time column). Errors: the profiles do not
+// read, or none has that name.
+func NewExport(table string, props map[string]string, schema json.RawMessage, timeColumn, name string, now time.Time) (Export, error) {
 	set, err := FromProperties(props)
 	if err != nil {
 		return Export{}, err
@@ -522,18 +528,14 @@ func NewExport(table string, props map[string]string, schema *iceberg.Schema, ti
 		}
 		return Export{}, fmt.Errorf("%s has no source profile %q (its profiles: %s)", table, name, strings.Join(names, ", "))
 	}
-	sc, err := json.Marshal(schema)
-	if err != nil {
-		return Export{}, err
-	}
 	settings := maps.Clone(p.Values)
-	for setting, prop := range map[string]string{SettingEvolve: lake.PropEvolve, SettingOnError: lake.PropOnError, SettingMaxBadRows: lake.PropMaxBadRows} {
+	for setting, prop := range map[string]string{SettingEvolve: propEvolve, SettingOnError: propOnError, SettingMaxBadRows: propMaxBadRows} {
 		if _, ok := settings[setting]; !ok && props[prop] != "" {
 			settings[setting] = props[prop]
 		}
 	}
 	return Export{Format: ExportFormat, Table: table, Profile: name, Settings: settings, TimeColumn: timeColumn,
-		Schema: sc, ExportedAt: now.UTC()}, nil
+		Schema: schema, ExportedAt: now.UTC()}, nil
 }
 
 // ReadExport reads an exported profile. Errors name the file and what
@@ -559,13 +561,9 @@ func ReadExport(path string) (Export, *Profile, *arrow.Schema, error) {
 	if len(p.Match) == 0 {
 		return e, nil, nil, fmt.Errorf("%s: the profile has no match", path)
 	}
-	var sc iceberg.Schema
-	if err := json.Unmarshal(e.Schema, &sc); err != nil {
-		return e, nil, nil, fmt.Errorf("%s: the table's schema does not read: %w", path, err)
-	}
-	as, err := table.SchemaToArrowSchema(&sc, nil, true, false)
+	as, err := arrowSchemaOf(e.Schema)
 	if err != nil {
-		return e, nil, nil, fmt.Errorf("%s: the table's schema: %w", path, err)
+		return e, nil, nil, fmt.Errorf("%s: the table's schema does not read: %w", path, err)
 	}
 	return e, p, as, nil
 }

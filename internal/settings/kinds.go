@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/decode"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
@@ -177,12 +176,12 @@ func Zone() Kind[*time.Location] {
 }
 
 // ColumnTypes is a list of NAME:TYPE items (Iceberg primitive type names,
-// lake.ParseColumnType), separated by commas outside parentheses so that
+// decode.ParseColumnType), separated by commas outside parentheses so that
 // decimal(9,2) stays one type; the flag may be given several times. A name
 // given twice in one value is an error; across flags the last one wins.
 func ColumnTypes() Kind[map[string]arrow.DataType] {
 	return Kind[map[string]arrow.DataType]{Type: "NAME:TYPE",
-		Parse: lake.ParseColumnTypes,
+		Parse: decode.ParseColumnTypes,
 		Combine: func(before, next map[string]arrow.DataType) map[string]arrow.DataType {
 			out := maps.Clone(before)
 			if out == nil {
@@ -192,6 +191,19 @@ func ColumnTypes() Kind[map[string]arrow.DataType] {
 			return out
 		},
 	}
+}
+
+// granularity reads a partition granularity: hour, day or month, any case;
+// "" is day. It is the rule of lake.ParseGranularity, which reads the
+// table's timelake.chunk (a test of the ingest command compares them).
+func granularity(s string) (string, error) {
+	switch g := strings.ToLower(strings.TrimSpace(s)); g {
+	case "":
+		return "day", nil
+	case "hour", "day", "month":
+		return g, nil
+	}
+	return "", fmt.Errorf("invalid partition granularity %q (expected hour, day or month)", s)
 }
 
 // Delimiter is one character that separates CSV fields (not a quote or a

@@ -13,11 +13,9 @@ import (
 
 	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/decode"
-	"github.com/timelake/timelake/internal/ingest"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
-	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/upload"
 )
 
@@ -32,11 +30,11 @@ var (
 		Commands: []Command{Ingest, Serve, Upload, Tables, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Checked(func(s string) error { _, err := storage.ParseLocation(s, false); return err })})
 
-	Table = register(&Setting[lake.TableName]{Spec: Spec{
+	Table = register(&Setting[tablename.Name]{Spec: Spec{
 		Flag: "table", Env: []string{"TIMELAKE_TABLE"},
 		Help:     "table name, namespace.table",
 		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
-	}, Kind: Convert(lake.ParseTableName)})
+	}, Kind: Convert(tablename.Parse)})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
 		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},
@@ -68,7 +66,7 @@ func keyPrefix(s string) (string, error) {
 // S3 connection.
 var (
 	Endpoint = register(&Setting[string]{Spec: Spec{
-		Flag: "endpoint", Env: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}, // DESIGN.md, "Settings"
+		Flag: "endpoint", Env: []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"}, // docs/configuration.md, "S3 connection"
 		Help:     "S3 endpoint URL, e.g. https://t3.storage.dev",
 		Commands: []Command{Global}, Group: GroupS3,
 	}, Kind: String()}) // checked when the client is built (storage.ErrInvalidEndpoint) and by env check
@@ -198,11 +196,11 @@ var (
 		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
 	}, Kind: List()})
 
-	Partition = register(&Setting[lake.Granularity]{Spec: Spec{
-		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: string(lake.Day),
+	Partition = register(&Setting[string]{Spec: Spec{
+		Flag: "partition", Env: []string{"TIMELAKE_PARTITION"}, Default: "day",
 		Help:     "time partition granularity when creating the table: hour, day or month",
 		Commands: []Command{Ingest, Serve, TablesCreate}, Group: GroupCreate,
-	}, Kind: Convert(lake.ParseGranularity)})
+	}, Kind: Convert(granularity)})
 
 	TimeUnit = register(&Setting[string]{Spec: Spec{
 		Flag: "time-unit", Env: []string{"TIMELAKE_TIME_UNIT"},
@@ -311,19 +309,19 @@ var (
 	}, Kind: Duration(Positive, "10m")})
 
 	Parallel = register(&Setting[int]{Spec: Spec{
-		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: strconv.Itoa(ingest.DefaultParallel),
+		Flag: "parallel", Env: []string{"TIMELAKE_PARALLEL"}, Default: "4",
 		Help:     "files downloaded, decoded and written at once",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	FilesPerCommit = register(&Setting[int]{Spec: Spec{
-		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: strconv.Itoa(ingest.DefaultFilesPerCommit),
+		Flag: "files-per-commit", Env: []string{"TIMELAKE_FILES_PER_COMMIT"}, Default: "100",
 		Help:     "most files (one snapshot each) per metadata write",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Int(1, math.MaxInt)})
 
 	MemoryBudget = register(&Setting[int64]{Spec: Spec{
-		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: quantity.FormatSize(ingest.DefaultMemoryBudget),
+		Flag: "memory-budget", Env: []string{"TIMELAKE_MEMORY_BUDGET"}, Default: "64MiB",
 		Help:     "decompressed bytes of landing files decoded at once; a larger file is decoded in pieces of it (more: faster on many large files, more memory)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
@@ -592,7 +590,7 @@ var (
 	HistoryStatus = register(&Setting[string]{Spec: Spec{
 		Flag: "status", Help: "only files with this outcome: loaded, duplicate or rejected",
 		Commands: []Command{TablesHistory}, Group: GroupPerRun,
-	}, Kind: Enum(lake.OutcomeLoaded, lake.OutcomeDuplicate, lake.OutcomeRejected)})
+	}, Kind: Enum("loaded", "duplicate", "rejected")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
 
 	AuditSince = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "since", Default: "24h", Help: "report the files serve loaded by its sweep since an RFC 3339 time, a date, or a duration ago",

@@ -43,8 +43,8 @@
 // godotenv the env file (internal/config). What this package adds is the
 // glue that configuration libraries (viper, koanf) do not give: several
 // variables per setting tried in a fixed order (the endpoint's
-// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_ENDPOINT; DESIGN.md,
-// "Settings"), the provenance of every value for `env show` and for errors,
+// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_ENDPOINT;
+// docs/configuration.md), the provenance of every value for `env show` and for errors,
 // secrets that are never printed, and one list that the docs are tested
 // against. It is a few hundred lines over pflag, with no new dependency.
 package settings

@@ -83,7 +83,11 @@ func TestValidateWithTheTablesProfiles(t *testing.T) {
 
 	// Exported to a file: the same rules without the warehouse, and a key
 	// the profile does not match is refused.
-	exp, err := profile.NewExport("iot.readings", tbl.Properties(), tbl.Metadata().CurrentSchema(), "time", "berlin", time.Now())
+	schema, err := json.Marshal(tbl.Metadata().CurrentSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := profile.NewExport("iot.readings", tbl.Properties(), schema, "time", "berlin", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

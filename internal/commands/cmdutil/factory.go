@@ -7,15 +7,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/config"
 	"github.com/timelake/timelake/internal/iostreams"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -40,7 +37,8 @@ type Factory struct {
 	logger  *slog.Logger
 	s3      *s3.Client
 	s3cfg   storage.S3Config
-	// CacheDir is --cache-dir as given ("" for the default).
+	// CacheDir is --cache-dir as given ("" for the default; the lake's
+	// commands read it, internal/commands/lakecmd).
 	CacheDir string
 }
 
@@ -63,22 +61,6 @@ func (f *Factory) ResolveGlobals(cmd *cobra.Command) error {
 	f.LogLevel = settings.LogLevel.Get(r)
 	f.CacheDir = settings.CacheDir.Get(r)
 	return r.Err()
-}
-
-// cacheDir is the folder of lake.Options.CacheDir: --cache-dir, else the
-// user cache folder's timelake/ ("" when there is none or it is off).
-func (f *Factory) cacheDir() string {
-	switch f.CacheDir {
-	case "off", "none":
-		return ""
-	case "":
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return ""
-		}
-		return filepath.Join(dir, "timelake")
-	}
-	return f.CacheDir
 }
 
 // environment is the settings lookup without env file.
@@ -320,61 +302,6 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 	}
 	return storage.NewS3Store(c, loc.Bucket, loc.Prefix,
 		storage.S3StoreOptions{Tigris: storage.IsTigrisEndpoint(cfg.Endpoint)}), nil
-}
-
-// OpenLake opens the warehouse at uri, with the REST catalog of cmd's
-// settings when --catalog is rest (RESTCatalog).
-func (f *Factory) OpenLake(ctx context.Context, cmd *cobra.Command, uri string) (*lake.Lake, error) {
-	loc, err := storage.ParseLocation(uri, false)
-	if err != nil {
-		return nil, UsageErrorf("warehouse: %v", err)
-	}
-	opts := lake.Options{Logger: f.Logger(), CacheDir: f.cacheDir()}
-	if opts.Catalog, err = f.RESTCatalog(cmd); err != nil {
-		return nil, err
-	}
-	if opts.Catalog != nil && !loc.IsS3() {
-		return nil, UsageErrorf("--catalog rest keeps the tables' files in object storage: the warehouse %s must be s3://bucket/prefix (docs/catalogs.md)", uri)
-	}
-	if loc.IsS3() {
-		c, cfg, err := f.S3Client(ctx, cmd)
-		if err != nil {
-			return nil, err
-		}
-		opts.S3, opts.Tigris = c, storage.IsTigrisEndpoint(cfg.Endpoint)
-	}
-	return lake.Open(ctx, uri, opts)
-}
-
-// RESTCatalog resolves cmd's catalog settings: nil for --catalog none, the
-// REST catalog's configuration for rest (--catalog-uri is then required).
-func (f *Factory) RESTCatalog(cmd *cobra.Command) (*lake.RESTCatalog, error) {
-	r, err := f.Settings(cmd)
-	if err != nil {
-		return nil, err
-	}
-	cfg := RESTCatalogOf(r)
-	return cfg, r.Err()
-}
-
-// RESTCatalogOf reads the catalog settings from r (errors are recorded in
-// r): nil for --catalog none.
-func RESTCatalogOf(r *settings.Resolver) *lake.RESTCatalog {
-	if settings.Catalog.Get(r) != settings.CatalogREST {
-		return nil
-	}
-	return &lake.RESTCatalog{
-		URI:          settings.CatalogURI.Require(r),
-		Warehouse:    settings.CatalogWarehouse.Get(r),
-		Prefix:       settings.CatalogPrefix.Get(r),
-		Token:        settings.CatalogToken.Get(r),
-		Credential:   settings.CatalogCredential.Get(r),
-		OAuth2URI:    settings.CatalogOAuth2URI.Get(r),
-		Scope:        settings.CatalogScope.Get(r),
-		SigV4:        settings.CatalogSigV4.Get(r),
-		SigV4Region:  settings.Region.Get(r),
-		SigV4Service: settings.CatalogSigV4Service.Get(r),
-	}
 }
 
 // AnnotationReportsEnvFile marks a command that reports the env file and

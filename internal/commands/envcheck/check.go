@@ -17,9 +17,9 @@ import (
 	"github.com/timelake/timelake/internal/build"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 )
 
 // Result is the outcome of one check.
@@ -80,9 +80,9 @@ const (
 	CheckProfiles      = "profiles"
 )
 
-// catalogChecks are the checks of the REST catalog, which --catalog none
+// CatalogChecks are the checks of the REST catalog, which --catalog none
 // skips.
-var catalogChecks = []string{CheckCatalogConfig, CheckCatalogAuth, CheckCatalogNS, CheckCatalogCommit}
+var CatalogChecks = []string{CheckCatalogConfig, CheckCatalogAuth, CheckCatalogNS, CheckCatalogCommit}
 
 // CheckOptions are the inputs of one env check.
 type CheckOptions struct {
@@ -106,6 +106,22 @@ type CheckOptions struct {
 	Now func() time.Time
 	// ProbeID names the probe objects; "" means host-pid-random.
 	ProbeID string
+	// Lake runs the checks that need the lake (lakecheck.New); nil checks
+	// the landing side only, as the gateway binary does.
+	Lake LakeChecks
+}
+
+// LakeChecks are the checks of the warehouse side that need the lake: the
+// REST catalog's and the table's. The gateway binary links no lake, so
+// they live in a package of their own (lakecheck).
+type LakeChecks interface {
+	// CatalogSettings adds the catalog row (CheckCatalog) and reports
+	// whether the table's versions are committed through a REST catalog.
+	CatalogSettings(c *Checker) (rest bool)
+	// Catalog adds the rows of the REST catalog (CatalogChecks).
+	Catalog(ctx context.Context, c *Checker)
+	// Table adds the rows of the table (CheckTable, CheckProfiles).
+	Table(ctx context.Context, c *Checker)
 }
 
 // DefaultTimeout bounds each network check (connect, each S3 call) unless
@@ -124,9 +140,13 @@ const (
 	SkewFail = 15 * time.Minute
 )
 
-// NewCmdCheck builds `env check`. runF replaces RunCheck in tests; nil means
-// RunCheck.
-func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) error) *cobra.Command {
+// LakeSide makes a run's checks that need the lake from its command
+// (lakecheck.New); nil leaves them out (the gateway binary).
+type LakeSide func(cmd *cobra.Command, f *cmdutil.Factory) LakeChecks
+
+// NewCmdCheck builds `env check`, of the landing side only when lake is
+// nil. runF replaces RunCheck in tests; nil means RunCheck.
+func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) error, lake LakeSide) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Prove that the settings work before cron runs ingest with them",
@@ -170,15 +190,40 @@ read is a warning.`,
 				return err
 			}
 			opts := &CheckOptions{IO: f.IO, JSON: f.JSON, Settings: s, Timeout: timeout, Logger: f.Logger()}
+			if lake != nil {
+				opts.Lake = lake(cmd, f)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
 			return RunCheck(cmd.Context(), opts)
 		},
 	}
+	if lake == nil {
+		cmd.Long = landingCheckLong
+		cmd.Example = `  timelake-gateway env check --env-file gateway.env
+  timelake-gateway env check --landing s3://my-lake-landing --json`
+	}
 	settings.Bind(cmd.Flags(), settings.EnvCheck)
 	return cmd
 }
+
+// landingCheckLong is the help of the gateway binary's env check.
+const landingCheckLong = `Run every check that "timelake-gateway upload" depends on and print one row
+per check (name, ok/warn/fail/skip, what was found, how to fix it):
+
+  settings    landing bucket, every other setting's value, endpoint, region
+              and where the credentials come from
+  connect     the endpoint answers (DNS, TCP, TLS) within --timeout
+  clock       the local clock is within 1 minute of the server's (SigV4
+              fails beyond 15 minutes)
+  auth        the credentials are accepted (one ListBuckets call)
+  landing     list, put/get/delete a probe object under _timelake/probe/,
+              and conditional create (the If-None-Match: * put upload uses)
+
+Probe objects are deleted even when a check fails. The exit code is 1 when
+any check failed, 0 otherwise (warnings included). Secrets are never
+printed.`
 
 // RunCheck runs every check, prints the report (a table, tab-separated lines
 // in a pipe, or --json), and returns a *cmdutil.SilentError with ExitFailed
@@ -200,25 +245,30 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		for _, n := range slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog,
-			CheckEndpoint, CheckRegion, CheckCredentials, CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease,
-			CheckLakeBucket, CheckLakeCommit}, catalogChecks, []string{CheckTable, CheckProfiles}) {
-			c.skip(n, "settings unknown: "+errEnvFile.Error())
+		names := []string{CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion, CheckCredentials,
+			CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease}
+		if opts.Lake != nil {
+			names = slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog},
+				names[3:], []string{CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable, CheckProfiles})
+		}
+		for _, n := range names {
+			c.Skip(n, "settings unknown: "+errEnvFile.Error())
 		}
 		return c.report()
 	}
 	c.settings(ctx)
 	c.network(ctx)
 	c.landingBucket(ctx)
-	c.lake(ctx)
-	c.catalog(ctx)
-	c.table(ctx)
-	c.profiles(ctx)
+	if opts.Lake != nil {
+		c.lake(ctx)
+		opts.Lake.Catalog(ctx, c)
+		opts.Lake.Table(ctx, c)
+	}
 	return c.report()
 }
 
-// checker carries what one check learnt to the checks that depend on it.
-type checker struct {
+// Checker carries what one check learnt to the checks that depend on it.
+type Checker struct {
 	opts *CheckOptions
 	rep  Report
 	now  func() time.Time
@@ -226,8 +276,10 @@ type checker struct {
 	landing, warehouse storage.Location
 	landingOK          bool // landing setting valid
 	warehouseOK        bool
-	tableName          lake.TableName
+	tableName          tablename.Name
 	tableOK            bool
+	// restCatalog: the versions are committed through a REST catalog.
+	restCatalog bool
 
 	s3Needed bool // landing or warehouse is an S3 location
 	tigris   bool
@@ -240,18 +292,48 @@ type checker struct {
 	serverDate      time.Time
 	localAtResponse time.Time
 	serviceURL      string
-	lakeListed      bool        // the warehouse could be listed
-	landingListed   bool        // the landing bucket could be listed and written
-	loaded          *lake.Table // the table, once loaded
-	tableMissing    bool        // the table does not exist yet
-
-	// catalogOK: --catalog rest with usable settings; catalogReady: the
-	// catalog checks passed, so the table can be loaded through it.
-	catalogOK, catalogReady bool
+	lakeListed      bool // the warehouse could be listed
+	landingListed   bool // the landing bucket could be listed and written
 }
 
-func newChecker(opts *CheckOptions) *checker {
-	c := &checker{opts: opts, now: opts.Now}
+// Warehouse is the warehouse setting's location; false when it is
+// invalid.
+func (c *Checker) Warehouse() (storage.Location, bool) { return c.warehouse, c.warehouseOK }
+
+// TableName is the table setting's name; false when it is invalid.
+func (c *Checker) TableName() (tablename.Name, bool) { return c.tableName, c.tableOK }
+
+// LakeListed reports whether the warehouse could be listed (CheckLakeBucket).
+func (c *Checker) LakeListed() bool { return c.lakeListed }
+
+// LandingListed reports whether the landing bucket could be listed and
+// written (CheckLandingBucket).
+func (c *Checker) LandingListed() bool { return c.landingListed }
+
+// Landing opens the landing location for a check; done undoes what opening
+// it made (a folder created for the check).
+func (c *Checker) Landing() (st storage.Store, done func(), err error) {
+	st, f, err := c.openLocation(c.landing, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f == nil {
+		return st, func() {}, nil
+	}
+	return st, f.undo, nil
+}
+
+// S3 is the S3 client of the checks (nil when none could be built), whether
+// the endpoint is Tigris's, and why S3 checks cannot run ("" when they can).
+func (c *Checker) S3() (client *s3.Client, tigris bool, blocked string) {
+	return c.client, c.tigris, c.s3Blocked
+}
+
+// Options are the check's options (settings, timeout, logger, probe id).
+func (c *Checker) Options() *CheckOptions { return c.opts }
+
+func newChecker(opts *CheckOptions) *Checker {
+	c := &Checker{opts: opts, now: opts.Now}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -264,16 +346,16 @@ func newChecker(opts *CheckOptions) *checker {
 	return c
 }
 
-func (c *checker) add(name string, r Result, detail, fix string) {
+func (c *Checker) add(name string, r Result, detail, fix string) {
 	c.rep.Checks = append(c.rep.Checks, Check{Name: name, Result: r, Detail: detail, Fix: fix})
 }
 
-func (c *checker) ok(name, detail string)        { c.add(name, OK, detail, "") }
-func (c *checker) warn(name, detail, fix string) { c.add(name, Warn, detail, fix) }
-func (c *checker) fail(name, detail, fix string) { c.add(name, Fail, detail, fix) }
-func (c *checker) skip(name, reason string)      { c.add(name, Skip, reason, "") }
+func (c *Checker) OK(name, detail string)        { c.add(name, OK, detail, "") }
+func (c *Checker) Warn(name, detail, fix string) { c.add(name, Warn, detail, fix) }
+func (c *Checker) Fail(name, detail, fix string) { c.add(name, Fail, detail, fix) }
+func (c *Checker) Skip(name, reason string)      { c.add(name, Skip, reason, "") }
 
-func (c *checker) report() *Report {
+func (c *Checker) report() *Report {
 	r := c.rep
 	r.Version = build.String()
 	for _, ch := range r.Checks {
@@ -290,14 +372,14 @@ func (c *checker) report() *Report {
 	return &r
 }
 
-// withTimeout bounds one network step.
-func (c *checker) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+// WithTimeout bounds one network step.
+func (c *Checker) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.opts.Timeout)
 }
 
 // cleanupContext outlives ctx's cancellation and the check's timeout, so a
 // probe is deleted even after a failure or a timed-out step.
-func (c *checker) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Checker) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := c.opts.Timeout
 	if d < MinCleanupTimeout {
 		d = MinCleanupTimeout
@@ -305,25 +387,25 @@ func (c *checker) cleanupContext(ctx context.Context) (context.Context, context.
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
-func (c *checker) version() {
-	c.ok(CheckVersion, fmt.Sprintf("timelake %s, %s/%s, %s", build.String(), runtime.GOOS, runtime.GOARCH, runtime.Version()))
+func (c *Checker) version() {
+	c.OK(CheckVersion, fmt.Sprintf("timelake %s, %s/%s, %s", build.String(), runtime.GOOS, runtime.GOARCH, runtime.Version()))
 }
 
 // envFile reports the env file; false when it cannot be read. A relative
 // path and a file holding a secret that other users can read are warnings.
-func (c *checker) envFile() bool {
+func (c *Checker) envFile() bool {
 	ef := c.opts.Settings.EnvFile
 	switch {
 	case ef.Err != nil:
-		c.fail(CheckEnvFile, fmt.Sprintf("%s from %s: %v", ef.Path, ef.Source, ef.Err),
+		c.Fail(CheckEnvFile, fmt.Sprintf("%s from %s: %v", ef.Path, ef.Source, ef.Err),
 			"check the path; cron starts jobs in $HOME, so use an absolute path or cd first (docs/cron.md)")
 		return false
 	case ef.Path == "":
-		c.ok(CheckEnvFile, "none: settings come from flags and the environment")
+		c.OK(CheckEnvFile, "none: settings come from flags and the environment")
 		return true
 	}
 	if ef.Writable != nil {
-		c.fail(CheckEnvFile, fmt.Sprintf("%s (from %s): %v", ef.Path, ef.Source, strings.TrimPrefix(ef.Writable.Error(), "env file "+ef.Path+" ")),
+		c.Fail(CheckEnvFile, fmt.Sprintf("%s (from %s): %v", ef.Path, ef.Source, strings.TrimPrefix(ef.Writable.Error(), "env file "+ef.Path+" ")),
 			"chmod 600 "+ef.Path)
 		return true
 	}
@@ -338,10 +420,10 @@ func (c *checker) envFile() bool {
 	}
 	detail := fmt.Sprintf("%s (from %s)", ef.Path, ef.Source)
 	if len(problems) == 0 {
-		c.ok(CheckEnvFile, detail)
+		c.OK(CheckEnvFile, detail)
 		return true
 	}
-	c.warn(CheckEnvFile, detail+" "+strings.Join(problems, "; it "), strings.Join(fixes, "; "))
+	c.Warn(CheckEnvFile, detail+" "+strings.Join(problems, "; it "), strings.Join(fixes, "; "))
 	return true
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/config"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -35,9 +34,10 @@ type RunFuncs struct {
 	Show  func(context.Context, *ShowOptions) error
 }
 
-// NewCmdEnv builds the `env` group with its `check` and `show` commands.
-// runF may be nil.
-func NewCmdEnv(f *cmdutil.Factory, runF *RunFuncs) *cobra.Command {
+// NewCmdEnv builds the `env` group with its `check` and `show` commands;
+// lake gives env check its checks of the lake (nil: the landing side
+// only). runF may be nil.
+func NewCmdEnv(f *cmdutil.Factory, runF *RunFuncs, lake LakeSide) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Check or show the settings that ingest will use",
@@ -51,7 +51,7 @@ on the poller host before you add the cron line.`,
 	if runF == nil {
 		runF = &RunFuncs{}
 	}
-	cmd.AddCommand(NewCmdCheck(f, runF.Check), NewCmdShow(f, runF.Show))
+	cmd.AddCommand(NewCmdCheck(f, runF.Check, lake), NewCmdShow(f, runF.Show))
 	return cmd
 }
 
@@ -78,16 +78,6 @@ type Settings struct {
 	// Unknown are the TIMELAKE_* variables of the environment and the env
 	// file that no setting reads.
 	Unknown []settings.UnknownVariable
-	// Catalog is the REST catalog of --catalog rest (nil for none), as
-	// ingest would use it; CatalogFrom names where --catalog, its URI and
-	// its credentials come from (never a secret).
-	Catalog     *lake.RESTCatalog
-	CatalogFrom CatalogFrom
-}
-
-// CatalogFrom says where the catalog settings come from.
-type CatalogFrom struct {
-	Kind, URI, Warehouse, Token, Credential config.Setting
 }
 
 // EnvFile describes the env file of a run.
@@ -154,10 +144,6 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	s.Region = r.Lookup(&settings.Region.Spec)
 	s.Credentials = credentialsFrom(env)
 	s.S3, s.S3Err = f.S3Config(cmd)
-	s.Catalog = cmdutil.RESTCatalogOf(settings.NewResolver(cmd.Flags(), env))
-	s.CatalogFrom = CatalogFrom{Kind: r.Lookup(&settings.Catalog.Spec), URI: r.Lookup(&settings.CatalogURI.Spec),
-		Warehouse: r.Lookup(&settings.CatalogWarehouse.Spec), Token: r.Lookup(&settings.CatalogToken.Spec),
-		Credential: r.Lookup(&settings.CatalogCredential.Spec)}
 	for _, spec := range settings.All() {
 		switch {
 		case len(spec.Env) == 0:

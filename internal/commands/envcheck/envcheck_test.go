@@ -401,7 +401,7 @@ func TestCheckTimeoutFlag(t *testing.T) {
 	root.AddCommand(envcheck.NewCmdEnv(f, &envcheck.RunFuncs{Check: func(_ context.Context, o *envcheck.CheckOptions) error {
 		got = o
 		return nil
-	}}))
+	}}, nil))
 	root.SetArgs([]string{"env", "check", "--landing", "s3://flag-bucket/in", "--timeout", "2s", "--region", "auto"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)

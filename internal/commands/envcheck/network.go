@@ -23,10 +23,10 @@ import (
 )
 
 // network runs the connect, clock and auth checks.
-func (c *checker) network(ctx context.Context) {
+func (c *Checker) network(ctx context.Context) {
 	if c.s3Blocked != "" {
 		for _, n := range []string{CheckConnect, CheckClock, CheckAuth} {
-			c.skip(n, c.s3Blocked)
+			c.Skip(n, c.s3Blocked)
 		}
 		return
 	}
@@ -37,7 +37,7 @@ func (c *checker) network(ctx context.Context) {
 
 // serviceURL is the endpoint, or the AWS S3 regional endpoint of the
 // client's region.
-func (c *checker) resolveServiceURL(ctx context.Context) (string, error) {
+func (c *Checker) resolveServiceURL(ctx context.Context) (string, error) {
 	if e := c.opts.Settings.S3.Endpoint; e != "" {
 		return e, nil
 	}
@@ -50,7 +50,7 @@ func (c *checker) resolveServiceURL(ctx context.Context) (string, error) {
 	return ep.URI.String(), nil
 }
 
-func (c *checker) httpClient() *http.Client {
+func (c *Checker) httpClient() *http.Client {
 	if c.opts.HTTPClient != nil {
 		return c.opts.HTTPClient
 	}
@@ -64,15 +64,15 @@ func (c *checker) httpClient() *http.Client {
 
 // connect sends one unauthenticated GET to the endpoint: any HTTP answer
 // (S3 answers 403 without credentials) proves DNS, TCP and TLS work.
-func (c *checker) connect(ctx context.Context) {
+func (c *Checker) connect(ctx context.Context) {
 	u, err := c.resolveServiceURL(ctx)
 	if err != nil {
-		c.fail(CheckConnect, err.Error(), "set AWS_REGION, or the endpoint with AWS_ENDPOINT_URL_S3")
+		c.Fail(CheckConnect, err.Error(), "set AWS_REGION, or the endpoint with AWS_ENDPOINT_URL_S3")
 		c.blockS3("endpoint unknown")
 		return
 	}
 	c.serviceURL = u
-	ctx, cancel := c.withTimeout(ctx)
+	ctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 
 	var mu sync.Mutex
@@ -96,7 +96,7 @@ func (c *checker) connect(ctx context.Context) {
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u, nil)
 	if err != nil {
-		c.fail(CheckConnect, fmt.Sprintf("%s: %v", u, err), "check the endpoint URL")
+		c.Fail(CheckConnect, fmt.Sprintf("%s: %v", u, err), "check the endpoint URL")
 		c.blockS3("endpoint invalid")
 		return
 	}
@@ -106,7 +106,7 @@ func (c *checker) connect(ctx context.Context) {
 	end := c.now()
 	if err != nil {
 		detail, fix := describeNetError(u, err, c.opts.Timeout, c.opts.Settings.Endpoint)
-		c.fail(CheckConnect, detail, fix)
+		c.Fail(CheckConnect, detail, fix)
 		c.blockS3("endpoint not reachable")
 		return
 	}
@@ -129,7 +129,7 @@ func (c *checker) connect(ctx context.Context) {
 	if tlsVersion != 0 {
 		tlsDesc = tls.VersionName(tlsVersion)
 	}
-	c.ok(CheckConnect, fmt.Sprintf("%s reached in %s%s (%s; an unsigned GET got HTTP %d; timeout %s)",
+	c.OK(CheckConnect, fmt.Sprintf("%s reached in %s%s (%s; an unsigned GET got HTTP %d; timeout %s)",
 		u, end.Sub(start).Round(time.Millisecond), via, tlsDesc, resp.StatusCode, c.opts.Timeout))
 }
 
@@ -155,13 +155,13 @@ func describeNetError(endpoint string, err error, timeout time.Duration, setting
 
 // clock compares the local clock with the server's Date header (1-second
 // resolution, RFC 9110), taken at the middle of the request.
-func (c *checker) clock() {
+func (c *Checker) clock() {
 	if !c.connected {
-		c.skip(CheckClock, "endpoint not reachable")
+		c.Skip(CheckClock, "endpoint not reachable")
 		return
 	}
 	if c.serverDate.IsZero() {
-		c.warn(CheckClock, "the server sent no Date header: skew not measured",
+		c.Warn(CheckClock, "the server sent no Date header: skew not measured",
 			"keep the clock synchronised (timedatectl set-ntp true)")
 		return
 	}
@@ -173,7 +173,7 @@ func (c *checker) clock() {
 		abs = -abs
 	}
 	if abs <= time.Second {
-		c.ok(CheckClock, "local clock within 1s of the server's")
+		c.OK(CheckClock, "local clock within 1s of the server's")
 		return
 	}
 	dir := "behind"
@@ -184,34 +184,34 @@ func (c *checker) clock() {
 	const fix = "synchronise the clock: timedatectl set-ntp true, or install chrony"
 	switch {
 	case abs > SkewFail:
-		c.fail(CheckClock, detail+": S3 rejects requests signed more than 15 minutes off (SigV4, RequestTimeTooSkewed)", fix)
+		c.Fail(CheckClock, detail+": S3 rejects requests signed more than 15 minutes off (SigV4, RequestTimeTooSkewed)", fix)
 	case abs > SkewWarn:
-		c.warn(CheckClock, detail+": S3 (SigV4) rejects requests beyond 15 minutes", fix)
+		c.Warn(CheckClock, detail+": S3 (SigV4) rejects requests beyond 15 minutes", fix)
 	default:
-		c.ok(CheckClock, detail)
+		c.OK(CheckClock, detail)
 	}
 }
 
 // auth proves the credentials with one cheap signed call, ListBuckets with
 // MaxBuckets=1. AccessDenied still proves them: the server checked the
 // signature before the permission (ingest does not need ListBuckets).
-func (c *checker) auth(ctx context.Context) {
+func (c *Checker) auth(ctx context.Context) {
 	if !c.connected {
-		c.skip(CheckAuth, "endpoint not reachable")
+		c.Skip(CheckAuth, "endpoint not reachable")
 		return
 	}
 	cr := c.opts.Settings.Credentials
-	cctx, cancel := c.withTimeout(ctx)
+	cctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	prov := c.client.Options().Credentials
 	if prov == nil {
-		c.fail(CheckAuth, "no credentials provider", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+		c.Fail(CheckAuth, "no credentials provider", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 		c.blockS3("no credentials")
 		return
 	}
 	creds, err := prov.Retrieve(cctx)
 	if err != nil {
-		c.fail(CheckAuth, fmt.Sprintf("no credentials found (%s): %v", cr.Kind, err),
+		c.Fail(CheckAuth, fmt.Sprintf("no credentials found (%s): %v", cr.Kind, err),
 			fmt.Sprintf("set %s and %s in the env file, or %s (docs/configuration.md)", AccessKeyEnv, SecretKeyEnv, ProfileEnv))
 		c.blockS3("no credentials")
 		return
@@ -223,7 +223,7 @@ func (c *checker) auth(ctx context.Context) {
 	}
 	_, err = c.client.ListBuckets(cctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
 	if err == nil {
-		c.ok(CheckAuth, fmt.Sprintf("key %s accepted by %s (ListBuckets%s)", key, c.serviceURL, source))
+		c.OK(CheckAuth, fmt.Sprintf("key %s accepted by %s (ListBuckets%s)", key, c.serviceURL, source))
 		return
 	}
 	var ae smithy.APIError
@@ -236,7 +236,7 @@ func (c *checker) auth(ctx context.Context) {
 		idVar, secretVar = describeVar(cr.From, AccessKeyEnv), describeVar(cr.From, SecretKeyEnv)
 	}
 	if code == "AccessDenied" || code == "AllAccessDisabled" {
-		c.ok(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which ingest does not need%s)", key, c.serviceURL, source))
+		c.OK(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which ingest does not need%s)", key, c.serviceURL, source))
 		return
 	}
 	// The same explanation ingest prints for the same answer.
@@ -244,12 +244,12 @@ func (c *checker) auth(ctx context.Context) {
 		KeyID: key, AccessKeyVar: idVar, SecretKeyVar: secretVar, Timeout: c.opts.Timeout})
 	switch {
 	case p != nil && code != "":
-		c.fail(CheckAuth, p.Reason, p.Fix)
+		c.Fail(CheckAuth, p.Reason, p.Fix)
 	case code == "":
 		detail, fix := describeNetError(c.serviceURL, err, c.opts.Timeout, c.opts.Settings.Endpoint)
-		c.fail(CheckAuth, "ListBuckets: "+detail, fix)
+		c.Fail(CheckAuth, "ListBuckets: "+detail, fix)
 	default:
-		c.fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
+		c.Fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
 	}
 	c.blockS3("credentials rejected")
 }

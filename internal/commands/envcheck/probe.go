@@ -38,17 +38,17 @@ func newProbeID() string {
 	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 }
 
-func (c *checker) probeKey(suffix string) string {
+func (c *Checker) probeKey(suffix string) string {
 	return ProbePrefix + c.opts.ProbeID + suffix
 }
 
-func (c *checker) probeBody(what string) []byte {
+func (c *Checker) probeBody(what string) []byte {
 	return fmt.Appendf(nil, "timelake env check probe (%s), %s; safe to delete\n", what, c.now().UTC().Format("2006-01-02T15:04:05Z"))
 }
 
 // deleteProbe removes a probe with a context that survives ctx's
 // cancellation and the check's timeout.
-func (c *checker) deleteProbe(ctx context.Context, st storage.Store, key string) error {
+func (c *Checker) deleteProbe(ctx context.Context, st storage.Store, key string) error {
 	dctx, cancel := c.cleanupContext(ctx)
 	defer cancel()
 	return st.Delete(dctx, key)
@@ -103,7 +103,7 @@ func openFolder(dir string) (*folder, error) {
 
 // openLocation opens a store on loc for a check. S3 stores use the checked
 // client with the same options as ingest and the lake.
-func (c *checker) openLocation(loc storage.Location, lakeStore bool) (storage.Store, *folder, error) {
+func (c *Checker) openLocation(loc storage.Location, lakeStore bool) (storage.Store, *folder, error) {
 	if loc.IsS3() {
 		return storage.NewS3Store(c.client, loc.Bucket, loc.Prefix,
 			storage.S3StoreOptions{Tigris: c.tigris, ConsistentReads: lakeStore}), nil, nil
@@ -153,30 +153,30 @@ func plural(n int, more bool, one, many string) string {
 
 // landingBucket lists the landing bucket, writes, reads back and deletes a
 // probe, then checks conditional create (the ingest lease relies on it).
-func (c *checker) landingBucket(ctx context.Context) {
+func (c *Checker) landingBucket(ctx context.Context) {
 	switch {
 	case !c.landingOK:
-		c.skip(CheckLandingBucket, "landing setting invalid")
-		c.skip(CheckLandingLease, "landing setting invalid")
+		c.Skip(CheckLandingBucket, "landing setting invalid")
+		c.Skip(CheckLandingLease, "landing setting invalid")
 		return
 	case c.landing.IsS3() && c.s3Blocked != "":
-		c.skip(CheckLandingBucket, c.s3Blocked)
-		c.skip(CheckLandingLease, c.s3Blocked)
+		c.Skip(CheckLandingBucket, c.s3Blocked)
+		c.Skip(CheckLandingLease, c.s3Blocked)
 		return
 	}
 	setting := c.opts.Settings.Landing.Describe()
 	st, f, err := c.openLocation(c.landing, false)
 	if err != nil {
-		c.fail(CheckLandingBucket, fmt.Sprintf("%s: cannot create the folder: %v", c.landing, err),
+		c.Fail(CheckLandingBucket, fmt.Sprintf("%s: cannot create the folder: %v", c.landing, err),
 			"create it, or fix "+setting)
-		c.skip(CheckLandingLease, "landing not usable")
+		c.Skip(CheckLandingLease, "landing not usable")
 		return
 	}
 	if f != nil {
 		defer f.undo()
 	}
 	if !c.probeLanding(ctx, st, f, setting) {
-		c.skip(CheckLandingLease, "landing not usable")
+		c.Skip(CheckLandingLease, "landing not usable")
 		return
 	}
 	c.landingListed = true
@@ -185,16 +185,16 @@ func (c *checker) landingBucket(ctx context.Context) {
 
 // probeLanding runs list, put, get and delete; true when a probe could be
 // written.
-func (c *checker) probeLanding(ctx context.Context, st storage.Store, f *folder, setting string) bool {
+func (c *Checker) probeLanding(ctx context.Context, st storage.Store, f *folder, setting string) bool {
 	uri := st.URI()
-	lctx, cancel := c.withTimeout(ctx)
+	lctx, cancel := c.WithTimeout(ctx)
 	n, more, err := countObjects(lctx, st, 1000, landing.ReservedPrefix, landing.DefaultQuarantinePrefix)
 	cancel()
 	if err != nil {
 		if isNotFound(err) {
-			c.fail(CheckLandingBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.landing.Bucket), storage.MissingBucketFix(c.landing, setting))
+			c.Fail(CheckLandingBucket, fmt.Sprintf("%s: bucket %s does not exist", uri, c.landing.Bucket), storage.MissingBucketFix(c.landing, setting))
 		} else {
-			c.fail(CheckLandingBucket, fmt.Sprintf("%s: list: %v", uri, err),
+			c.Fail(CheckLandingBucket, fmt.Sprintf("%s: list: %v", uri, err),
 				"the key needs s3:ListBucket on the landing bucket")
 		}
 		return false
@@ -206,10 +206,10 @@ func (c *checker) probeLanding(ctx context.Context, st storage.Store, f *folder,
 
 	key := c.probeKey("")
 	body := c.probeBody("landing")
-	pctx, cancel := c.withTimeout(ctx)
+	pctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	if _, err := st.Put(pctx, key, bytes.NewReader(body), storage.PutOptions{ContentType: "text/plain"}); err != nil {
-		c.fail(CheckLandingBucket, fmt.Sprintf("%s: %s; put %s: %v", uri, listed, key, err),
+		c.Fail(CheckLandingBucket, fmt.Sprintf("%s: %s; put %s: %v", uri, listed, key, err),
 			"the key needs s3:PutObject on the landing bucket: ingest writes its lease and moves rejected files to _rejected/")
 		return false
 	}
@@ -222,21 +222,21 @@ func (c *checker) probeLanding(ctx context.Context, st storage.Store, f *folder,
 	got, _, err := storage.ReadAll(pctx, st, key)
 	switch {
 	case err != nil:
-		c.fail(CheckLandingBucket, fmt.Sprintf("%s: %s; wrote %s but cannot read it: %v", uri, listed, key, err),
+		c.Fail(CheckLandingBucket, fmt.Sprintf("%s: %s; wrote %s but cannot read it: %v", uri, listed, key, err),
 			"the key needs s3:GetObject on the landing bucket")
 		return true
 	case !bytes.Equal(got, body):
-		c.fail(CheckLandingBucket, fmt.Sprintf("%s: %s; read back %d bytes of %s, wrote %d", uri, listed, len(got), key, len(body)),
+		c.Fail(CheckLandingBucket, fmt.Sprintf("%s: %s; read back %d bytes of %s, wrote %d", uri, listed, len(got), key, len(body)),
 			"the store returned other content than written: check the endpoint and any proxy in between")
 		return true
 	}
 	if err := c.deleteProbe(ctx, st, key); err != nil {
-		c.fail(CheckLandingBucket, fmt.Sprintf("%s: %s; cannot delete %s: %v", uri, listed, key, err),
+		c.Fail(CheckLandingBucket, fmt.Sprintf("%s: %s; cannot delete %s: %v", uri, listed, key, err),
 			"the key needs s3:DeleteObject on the landing bucket: ingest deletes each file once loaded; delete the probe by hand")
 		return true
 	}
 	deleted = true
-	c.ok(CheckLandingBucket, fmt.Sprintf("%s: %s; put/get/delete of %s ok", uri, listed, key))
+	c.OK(CheckLandingBucket, fmt.Sprintf("%s: %s; put/get/delete of %s ok", uri, listed, key))
 	return true
 }
 
@@ -244,21 +244,21 @@ func (c *checker) probeLanding(ctx context.Context, st storage.Store, f *folder,
 // in the landing bucket, where ingest keeps its lease. Without it two
 // overlapping runs can both hold the lease: commits stay safe (lake-commit)
 // but work is done twice, so this is a warning only.
-func (c *checker) leaseProbe(ctx context.Context, st storage.Store) {
+func (c *Checker) leaseProbe(ctx context.Context, st storage.Store) {
 	key := c.probeKey("-lease")
 	second, err := c.conditionalProbe(ctx, st, key, "lease")
 	switch {
 	case err != nil:
-		c.warn(CheckLandingLease, fmt.Sprintf("conditional create (If-None-Match: *) of %s failed: %v", key, err),
+		c.Warn(CheckLandingLease, fmt.Sprintf("conditional create (If-None-Match: *) of %s failed: %v", key, err),
 			"overlapping ingest runs are not kept apart; run ingest from one host only")
 	case second == nil:
-		c.warn(CheckLandingLease, "the store accepted a second If-None-Match: * create of "+key+
+		c.Warn(CheckLandingLease, "the store accepted a second If-None-Match: * create of "+key+
 			": it ignores conditional writes, so overlapping ingest runs can both take the lease (commits stay safe, work is duplicated)",
 			"run ingest from one host only, or use a store with conditional writes")
 	case errors.Is(second, storage.ErrPreconditionFailed):
-		c.ok(CheckLandingLease, "conditional create refused a second writer (412): the ingest lease works")
+		c.OK(CheckLandingLease, "conditional create refused a second writer (412): the ingest lease works")
 	default:
-		c.warn(CheckLandingLease, fmt.Sprintf("second conditional create of %s: %v (expected 412 Precondition Failed)", key, second),
+		c.Warn(CheckLandingLease, fmt.Sprintf("second conditional create of %s: %v (expected 412 Precondition Failed)", key, second),
 			"overlapping ingest runs may not be kept apart; run ingest from one host only")
 	}
 }
@@ -266,9 +266,9 @@ func (c *checker) leaseProbe(ctx context.Context, st storage.Store) {
 // conditionalProbe creates key with IfAbsent, then tries again and returns
 // the second attempt's error (nil means the store ignored the condition).
 // err is the first attempt's error. The probe is always deleted.
-func (c *checker) conditionalProbe(ctx context.Context, st storage.Store, key, what string) (second, err error) {
+func (c *Checker) conditionalProbe(ctx context.Context, st storage.Store, key, what string) (second, err error) {
 	body := c.probeBody(what)
-	pctx, cancel := c.withTimeout(ctx)
+	pctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	defer func() { _ = c.deleteProbe(ctx, st, key) }() // also after a failed first put: it may have landed
 	if _, err := st.Put(pctx, key, bytes.NewReader(body), storage.PutOptions{IfAbsent: true, ContentType: "text/plain"}); err != nil {

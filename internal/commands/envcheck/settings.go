@@ -10,60 +10,42 @@ import (
 	"strings"
 
 	"github.com/timelake/timelake/internal/config"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 )
 
-// from renders " from KEY (source)" for a detail.
-func from(s config.Setting) string { return " from " + s.Describe() }
+// From renders " from KEY (source)" for a detail.
+func From(s config.Setting) string { return " from " + s.Describe() }
 
-// missingFix tells how to set a missing setting.
-func missingFix(flag, key, example string) string {
+// MissingFix tells how to set a missing setting.
+func MissingFix(flag, key, example string) string {
 	return fmt.Sprintf("set %s=%s in the env file (or pass --%s); see docs/configuration.md", key, example, flag)
 }
 
 // settings checks that each setting is present and well formed (no I/O but
 // reading the AWS shared config files to build the S3 client).
-func (c *checker) settings(ctx context.Context) {
+func (c *Checker) settings(ctx context.Context) {
 	s := c.opts.Settings
 
-	// Warehouse.
-	switch loc, err := storage.ParseLocation(s.Warehouse.Value, false); {
-	case s.Warehouse.Value == "":
-		c.fail(CheckWarehouse, "not set", missingFix("warehouse", "TIMELAKE_WAREHOUSE", "s3://my-lake/warehouse"))
-	case err != nil:
-		c.fail(CheckWarehouse, fmt.Sprintf("%v%s", err, from(s.Warehouse)),
-			"use s3://bucket/prefix or a local folder such as ./lake")
-	default:
-		c.warehouse, c.warehouseOK = loc, true
-		c.ok(CheckWarehouse, describeLocation(loc)+from(s.Warehouse))
-	}
-
-	// Table name.
-	switch n, err := lake.ParseTableName(s.Table.Value); {
-	case s.Table.Value == "":
-		c.fail(CheckTableName, "not set", missingFix("table", "TIMELAKE_TABLE", "iot.readings"))
-	case err != nil:
-		c.fail(CheckTableName, fmt.Sprintf("%v%s", err, from(s.Table)),
-			"use namespace.table, each part letters, digits, _ or -, e.g. iot.readings")
-	default:
-		c.tableName, c.tableOK = n, true
-		c.ok(CheckTableName, n.String()+from(s.Table))
+	// The warehouse side: not in the gateway binary, which checks the
+	// landing side only.
+	if c.opts.Lake != nil {
+		c.warehouseSettings()
 	}
 
 	// Landing.
 	switch loc, err := storage.ParseLocation(s.Landing.Value, true); {
 	case s.Landing.Value == "":
-		c.fail(CheckLanding, "not set", missingFix("landing", "LANDING_BUCKET", "my-lake-landing"))
+		c.Fail(CheckLanding, "not set", MissingFix("landing", "LANDING_BUCKET", "my-lake-landing"))
 	case err != nil:
-		c.fail(CheckLanding, fmt.Sprintf("%v%s", err, from(s.Landing)),
+		c.Fail(CheckLanding, fmt.Sprintf("%v%s", err, From(s.Landing)),
 			"use a bucket name, s3://bucket/prefix, or a local folder such as ./landing")
 	default:
 		c.landing, c.landingOK = loc, true
-		c.ok(CheckLanding, describeLocation(loc)+from(s.Landing))
+		c.OK(CheckLanding, describeLocation(loc)+From(s.Landing))
 		var kinds *settings.LocationKindsError
-		if errors.As(settings.CheckLocationKinds(s.Warehouse, s.Landing), &kinds) {
+		if c.opts.Lake != nil && errors.As(settings.CheckLocationKinds(s.Warehouse, s.Landing), &kinds) {
 			// The relative side would be used as a folder: fail its row.
 			name := CheckWarehouse
 			if kinds.LocalWhat == "landing" {
@@ -89,29 +71,31 @@ func (c *checker) settings(ctx context.Context) {
 
 	// Every other value of the registry: numbers, durations, sizes, names.
 	if len(s.Invalid) == 0 {
-		c.ok(CheckSettings, fmt.Sprintf("%d other settings valid (docs/configuration.md)", s.Checked))
+		c.OK(CheckSettings, fmt.Sprintf("%d other settings valid (docs/configuration.md)", s.Checked))
 	} else {
 		msgs := make([]string, len(s.Invalid))
 		for i, err := range s.Invalid {
 			msgs[i] = err.Error()
 		}
-		c.fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
+		c.Fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
 
 	// TIMELAKE_* variables no setting reads: a misspelling is otherwise
 	// ignored, and the default used instead.
 	if len(s.Unknown) == 0 {
-		c.ok(CheckVariables, "every TIMELAKE_* variable is a setting")
+		c.OK(CheckVariables, "every TIMELAKE_* variable is a setting")
 	} else {
 		msgs := make([]string, len(s.Unknown))
 		for i, u := range s.Unknown {
 			msgs[i] = u.String()
 		}
-		c.fail(CheckVariables, strings.Join(msgs, "; "),
+		c.Fail(CheckVariables, strings.Join(msgs, "; "),
 			"rename each to the variable meant, or remove it; every variable is in docs/configuration.md (see its section Unknown variables)")
 	}
 
-	c.catalogSettings()
+	if c.opts.Lake != nil {
+		c.restCatalog = c.opts.Lake.CatalogSettings(c)
+	}
 
 	c.s3Needed = (c.landingOK && c.landing.IsS3()) || (c.warehouseOK && c.warehouse.IsS3())
 	if !c.s3Needed {
@@ -120,7 +104,7 @@ func (c *checker) settings(ctx context.Context) {
 			reason = "not used: landing and warehouse are local folders"
 		}
 		for _, n := range []string{CheckEndpoint, CheckRegion, CheckCredentials} {
-			c.skip(n, reason)
+			c.Skip(n, reason)
 		}
 		c.s3Blocked = reason
 		return
@@ -128,6 +112,34 @@ func (c *checker) settings(ctx context.Context) {
 	c.endpoint()
 	c.region()
 	c.credentials(ctx)
+}
+
+// warehouseSettings checks the warehouse and the table name.
+func (c *Checker) warehouseSettings() {
+	s := c.opts.Settings
+	// Warehouse.
+	switch loc, err := storage.ParseLocation(s.Warehouse.Value, false); {
+	case s.Warehouse.Value == "":
+		c.Fail(CheckWarehouse, "not set", MissingFix("warehouse", "TIMELAKE_WAREHOUSE", "s3://my-lake/warehouse"))
+	case err != nil:
+		c.Fail(CheckWarehouse, fmt.Sprintf("%v%s", err, From(s.Warehouse)),
+			"use s3://bucket/prefix or a local folder such as ./lake")
+	default:
+		c.warehouse, c.warehouseOK = loc, true
+		c.OK(CheckWarehouse, describeLocation(loc)+From(s.Warehouse))
+	}
+
+	// Table name.
+	switch n, err := tablename.Parse(s.Table.Value); {
+	case s.Table.Value == "":
+		c.Fail(CheckTableName, "not set", MissingFix("table", "TIMELAKE_TABLE", "iot.readings"))
+	case err != nil:
+		c.Fail(CheckTableName, fmt.Sprintf("%v%s", err, From(s.Table)),
+			"use namespace.table, each part letters, digits, _ or -, e.g. iot.readings")
+	default:
+		c.tableName, c.tableOK = n, true
+		c.OK(CheckTableName, n.String()+From(s.Table))
+	}
 }
 
 // contains reports whether inner lies inside (or is) outer.
@@ -150,36 +162,36 @@ func describeLocation(l storage.Location) string {
 }
 
 // endpoint checks the endpoint URL and names the variable it came from.
-func (c *checker) endpoint() {
+func (c *Checker) endpoint() {
 	s := c.opts.Settings
 	e := s.Endpoint
 	c.tigris = storage.IsTigrisEndpoint(e.Value)
 	if s.S3Err != nil {
-		c.fail(CheckEndpoint, s.S3Err.Error(), "see docs/configuration.md")
+		c.Fail(CheckEndpoint, s.S3Err.Error(), "see docs/configuration.md")
 		c.s3Blocked = "S3 settings invalid"
 		return
 	}
 	if e.Value == "" {
-		c.ok(CheckEndpoint, "not set: AWS S3 (for Tigris set AWS_ENDPOINT_URL_S3=https://t3.storage.dev)")
+		c.OK(CheckEndpoint, "not set: AWS S3 (for Tigris set AWS_ENDPOINT_URL_S3=https://t3.storage.dev)")
 		return
 	}
 	u, err := url.Parse(e.Value)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		c.fail(CheckEndpoint, fmt.Sprintf("%q%s is not an http(s) URL", e.Value, from(e)),
+		c.Fail(CheckEndpoint, fmt.Sprintf("%q%s is not an http(s) URL", e.Value, From(e)),
 			"use a URL such as https://t3.storage.dev (Tigris) or http://127.0.0.1:9000")
 		c.s3Blocked = "endpoint invalid"
 		return
 	}
-	detail := e.Value + from(e)
+	detail := e.Value + From(e)
 	if c.tigris {
 		detail += " (Tigris)"
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		c.warn(CheckEndpoint, detail+": plain HTTP, so data travels unencrypted",
+		c.Warn(CheckEndpoint, detail+": plain HTTP, so data travels unencrypted",
 			"use https:// unless the server is on a trusted network")
 		return
 	}
-	c.ok(CheckEndpoint, detail)
+	c.OK(CheckEndpoint, detail)
 }
 
 func isLoopback(host string) bool {
@@ -192,28 +204,28 @@ func isLoopback(host string) bool {
 
 // region checks the signing region (SigV4 signs it, so a wrong one is an
 // authentication error on AWS; Tigris expects "auto").
-func (c *checker) region() {
+func (c *Checker) region() {
 	r := c.opts.Settings.Region
 	switch {
 	case r.Value == "" && c.tigris:
-		c.ok(CheckRegion, "not set: auto (Tigris)")
+		c.OK(CheckRegion, "not set: auto (Tigris)")
 	case r.Value == "":
-		c.ok(CheckRegion, "not set: from the AWS config files, else us-east-1")
+		c.OK(CheckRegion, "not set: from the AWS config files, else us-east-1")
 	case c.tigris && r.Value != "auto":
-		c.warn(CheckRegion, fmt.Sprintf("%s%s, but Tigris uses auto", r.Value, from(r)), "set AWS_REGION=auto")
+		c.Warn(CheckRegion, fmt.Sprintf("%s%s, but Tigris uses auto", r.Value, From(r)), "set AWS_REGION=auto")
 	default:
-		c.ok(CheckRegion, r.Value+from(r))
+		c.OK(CheckRegion, r.Value+From(r))
 	}
 }
 
 // credentials names where the credentials come from and builds the client.
-func (c *checker) credentials(ctx context.Context) {
+func (c *Checker) credentials(ctx context.Context) {
 	cr := c.opts.Settings.Credentials
 	var detail string
 	switch cr.Kind {
 	case CredStatic:
 		if cr.Missing != "" {
-			c.fail(CheckCredentials, fmt.Sprintf("static keys from %s, but %s is not set", cr.From, cr.Missing),
+			c.Fail(CheckCredentials, fmt.Sprintf("static keys from %s, but %s is not set", cr.From, cr.Missing),
 				fmt.Sprintf("set both %s and %s in the env file", AccessKeyEnv, SecretKeyEnv))
 			c.blockS3("credentials incomplete")
 			return
@@ -229,7 +241,7 @@ func (c *checker) credentials(ctx context.Context) {
 		detail = "default AWS chain (" + cr.From + "); no " + AccessKeyEnv + " or " + ProfileEnv + " set"
 	}
 	if c.s3Blocked != "" {
-		c.ok(CheckCredentials, detail)
+		c.OK(CheckCredentials, detail)
 		return
 	}
 	cfg := c.opts.Settings.S3
@@ -240,15 +252,15 @@ func (c *checker) credentials(ctx context.Context) {
 	}
 	client, err := newClient(ctx, cfg)
 	if err != nil {
-		c.fail(CheckCredentials, fmt.Sprintf("%s: %v", detail, err), "check AWS_PROFILE and ~/.aws/config, or set the keys in the env file")
+		c.Fail(CheckCredentials, fmt.Sprintf("%s: %v", detail, err), "check AWS_PROFILE and ~/.aws/config, or set the keys in the env file")
 		c.blockS3("S3 client not built")
 		return
 	}
 	c.client = client
-	c.ok(CheckCredentials, detail)
+	c.OK(CheckCredentials, detail)
 }
 
-func (c *checker) blockS3(reason string) {
+func (c *Checker) blockS3(reason string) {
 	if c.s3Blocked == "" {
 		c.s3Blocked = reason
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -114,7 +115,7 @@ func TestOutputLines(t *testing.T) {
 		{ingest.FileResult{Key: "site-berlin/c.tsv", Status: ingest.WouldLoad, Size: 10, Reason: "the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
 			"would load      site-berlin/c.tsv  10 bytes; would be quarantined: the key matches two source profiles: berlin (site-berlin/) and tsv (**/*.tsv)"},
 	} {
-		if got := ingestcmd.FileLine(tc.r); got != tc.want {
+		if got := lakecmd.FileLine(tc.r); got != tc.want {
 			t.Errorf("FileLine = %q\nwant       %q", got, tc.want)
 		}
 	}
@@ -516,7 +517,7 @@ func TestMaintenanceLine(t *testing.T) {
 		if !tc.m.Notable() {
 			t.Errorf("%+v is not printed", tc.m)
 		}
-		if got := ingestcmd.MaintenanceLine(&tc.m); got != tc.want {
+		if got := lakecmd.MaintenanceLine(&tc.m); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
 	}
@@ -529,7 +530,7 @@ func TestMaintenanceLine(t *testing.T) {
 // counts it.
 func TestFailedLine(t *testing.T) {
 	r := ingest.FileResult{Key: "gw/big.csv", Status: ingest.Failed, Reason: "gw/big.csv (1.0 MiB) does not fit in the download folder /tmp (0.0 MiB free)"}
-	if got, want := ingestcmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
+	if got, want := lakecmd.FileLine(r), "failed          gw/big.csv  gw/big.csv (1.0 MiB) does not fit"; !strings.HasPrefix(got, want) {
 		t.Errorf("line %q, want it to start with %q", got, want)
 	}
 	rep := &ingest.Report{Table: "iot.t", Files: []ingest.FileResult{r}, Failed: 1}

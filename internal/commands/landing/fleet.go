@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/settings"
@@ -23,7 +24,7 @@ type Fleet struct {
 	// exist yet), with its errors explained as the warehouse's.
 	Table     lake.TableName
 	OpenTable func(ctx context.Context) (*lake.Table, error)
-	Monitor   *cmdutil.Monitor
+	Monitor   *lakecmd.Monitor
 }
 
 // openFleet resolves --landing, --prefix, --quarantine-prefix, the
@@ -41,7 +42,7 @@ func openFleet(cmd *cobra.Command, f *cmdutil.Factory) (Fleet, error) {
 	if err := r.Err(); err != nil {
 		return Fleet{}, err
 	}
-	if fl.Monitor, err = f.ResolveMonitor(r); err != nil {
+	if fl.Monitor, err = lakecmd.ResolveMonitor(f, r); err != nil {
 		return Fleet{}, err
 	}
 	st, err := f.OpenStore(cmd.Context(), cmd, loc)
@@ -50,7 +51,7 @@ func openFleet(cmd *cobra.Command, f *cmdutil.Factory) (Fleet, error) {
 	}
 	fl.Bucket = &landing.Bucket{Store: st, QuarantinePrefix: quarantine}
 	fl.OpenTable = func(ctx context.Context) (*lake.Table, error) {
-		l, err := f.OpenLake(ctx, cmd, warehouse)
+		l, err := lakecmd.OpenLake(ctx, f, cmd, warehouse)
 		if err != nil {
 			return nil, f.ExplainLake(cmd, err)
 		}

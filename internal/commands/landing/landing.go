@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
@@ -140,7 +141,7 @@ func tableLookup(cmd *cobra.Command, f *cmdutil.Factory, warehouse string, name 
 	missing := false
 	return func(ctx context.Context, key string) (int64, time.Time, bool, error) {
 		if t == nil && !missing {
-			l, err := f.OpenLake(ctx, cmd, warehouse)
+			l, err := lakecmd.OpenLake(ctx, f, cmd, warehouse)
 			if err == nil {
 				t, err = l.LoadTable(ctx, name)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/timelake/timelake/internal/alert"
-	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
@@ -27,7 +27,7 @@ const DefaultStatusEvery = time.Minute
 // never blocks); its own goroutine computes the figures every interval and
 // sends what the loads and the figures call for.
 type watcher struct {
-	m     *cmdutil.Monitor
+	m     *lakecmd.Monitor
 	cfg   ingest.Config
 	col   *fleet.Collector
 	every time.Duration
@@ -41,7 +41,7 @@ type watcher struct {
 	wake        chan struct{}
 }
 
-func newWatcher(m *cmdutil.Monitor, cfg ingest.Config, every time.Duration) *watcher {
+func newWatcher(m *lakecmd.Monitor, cfg ingest.Config, every time.Duration) *watcher {
 	if every <= 0 {
 		every = DefaultStatusEvery
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
@@ -33,7 +33,7 @@ type Options struct {
 	Getenv func(string) (string, bool)
 	// Monitor is where alerts go (--notify-url) and how the gateways'
 	// figures of /metrics are computed; nil: no alerts, default figures.
-	Monitor *cmdutil.Monitor
+	Monitor *lakecmd.Monitor
 	// StatusEvery is how often the gateways' figures are computed; 0
 	// means DefaultStatusEvery.
 	StatusEvery time.Duration
@@ -105,10 +105,10 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	if sc.Ingest, err = ingestcmd.ResolveConfig(cmd, f); err != nil {
+	if sc.Ingest, err = lakecmd.ResolveIngestConfig(cmd, f); err != nil {
 		return nil, err
 	}
-	m, err := f.ResolveMonitor(r)
+	m, err := lakecmd.ResolveMonitor(f, r)
 	if err != nil {
 		return nil, err
 	}
@@ -156,17 +156,17 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
 	} else {
 		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, ingestcmd.FileLine(r)) }
-		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, ingestcmd.CreatedText(cr)) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
+		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
 		c.OnMaintenance = func(m *ingest.Maintenance) {
 			if m.Notable() {
-				iostreams.Fprintln(out, ingestcmd.MaintenanceLine(m))
+				iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
 			}
 		}
 	}
 	m := opts.Monitor
 	if m == nil {
-		m = &cmdutil.Monitor{}
+		m = &lakecmd.Monitor{}
 	}
 	w := newWatcher(m, c.Ingest, opts.StatusEvery)
 	c.Collectors = append(c.Collectors, w.collectors()...)

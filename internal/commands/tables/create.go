@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
-	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
@@ -89,7 +89,7 @@ func resolveCreate(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Crea
 		FromFile:       settings.FromFile.Get(r),
 		TimeColumn:     settings.TimeColumn.Get(r),
 		SeriesKey:      settings.SeriesKey.Get(r),
-		Partition:      settings.Partition.Get(r),
+		Partition:      lake.Granularity(settings.Partition.Get(r)),
 		TimeUnit:       settings.TimeUnit.Get(r),
 		AssumeLocation: settings.AssumeTimezone.Get(r),
 		CSV:            settings.CSVOf(r),
@@ -206,6 +206,6 @@ func RenderCreated(o Output, c *ingest.Created) error {
 	if o.JSON {
 		return o.IO.PrintJSON(c)
 	}
-	_, err := io.WriteString(o.IO.Out, ingestcmd.CreatedText(c))
+	_, err := io.WriteString(o.IO.Out, lakecmd.CreatedText(c))
 	return err
 }

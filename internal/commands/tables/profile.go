@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,7 +62,11 @@ func RunProfile(ctx context.Context, opts *ProfileOptions) error {
 		now = opts.Now
 	}
 	meta := t.Metadata()
-	exp, err := profile.NewExport(opts.Table.String(), meta.Properties(), meta.CurrentSchema(), t.Contract().TimeColumn, opts.Profile, now())
+	schema, err := json.Marshal(meta.CurrentSchema())
+	if err != nil {
+		return err
+	}
+	exp, err := profile.NewExport(opts.Table.String(), meta.Properties(), schema, t.Contract().TimeColumn, opts.Profile, now())
 	if err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}

@@ -58,7 +58,7 @@ type TableDetail struct {
 	PartitionSpec Spec    `json:"partition_spec"`
 	SortOrder     Order   `json:"sort_order"`
 	// Contract holds the timelake.* properties of the table contract
-	// (timelake-format.md, "Table contract"), Maintenance the other
+	// (docs/table-format.md, "Contract properties"), Maintenance the other
 	// timelake.* ones (docs/maintenance.md; the load history as its
 	// segment count), Properties all others.
 	Contract        map[string]string `json:"contract"`

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
@@ -88,7 +89,7 @@ func openLake(cmd *cobra.Command, f *cmdutil.Factory) (*lake.Lake, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	return f.OpenLake(cmd.Context(), cmd, uri)
+	return lakecmd.OpenLake(cmd.Context(), f, cmd, uri)
 }
 
 // tableName parses the NAME argument, or TIMELAKE_TABLE when arg is empty.

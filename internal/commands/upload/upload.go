@@ -6,7 +6,6 @@ package upload
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -19,9 +18,9 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/iostreams"
-	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/settings"
+	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/upload"
 )
 
@@ -43,9 +42,10 @@ type Options struct {
 	Rules func() (*upload.Rules, error)
 }
 
-// NewCmdUpload builds the command. runF replaces Run in tests of flag
-// parsing; nil means Run.
-func NewCmdUpload(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmdUpload builds the command; table reads a table's rules for
+// --validate (nil in the gateway binary). runF replaces Run in tests of
+// flag parsing; nil means Run.
+func NewCmdUpload(f *cmdutil.Factory, runF func(context.Context, *Options) error, table TableRules) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "upload [file...]",
 		Short: "Put files into the landing bucket under unique, retry-stable keys",
@@ -72,7 +72,7 @@ variable is named in each flag's help. See docs/gateways.md.`,
   timelake upload --landing ./landing --gateway gw1 --gzip readings.csv`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := resolve(cmd, f, args)
+			opts, err := resolve(cmd, f, args, table)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ variable is named in each flag's help. See docs/gateways.md.`,
 	return cmd
 }
 
-func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, error) {
+func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string, table TableRules) (*Options, error) {
 	r, err := f.Settings(cmd)
 	if err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	}
 	var loadRules func() (*upload.Rules, error)
 	if c.Validate {
-		loadRules = func() (*upload.Rules, error) { return rules(cmd, f, profileFile, warehouse, tableName) }
+		loadRules = func() (*upload.Rules, error) { return rules(cmd, f, table, profileFile, warehouse, tableName) }
 	}
 	if err := decode.CheckTimeColumnType(c.ValidateOptions.TimeColumn, c.ValidateOptions.Columns); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
@@ -154,12 +154,18 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string) (*Options, e
 	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY(), Rules: loadRules}, nil
 }
 
+// TableRules reads the rules of table name in warehouse that --validate
+// applies (its schema, source profiles and load properties; nil, nil for a
+// table that does not exist yet): lakecmd.UploadRules in timelake. The
+// gateway binary reads no table and has none: it validates with
+// --profile-file's rules (an exported profile), or with none.
+type TableRules func(ctx context.Context, cmd *cobra.Command, f *cmdutil.Factory, warehouse string, name tablename.Name) (*upload.Rules, error)
+
 // rules are the poller's rules validation applies: an exported profile's
 // (profileFile), else the table's when the warehouse and the table are
-// set (its schema, source profiles and load properties, read from the
-// warehouse), else none. Errors: the file does not read (a usage error),
-// the table cannot be loaded.
-func rules(cmd *cobra.Command, f *cmdutil.Factory, profileFile, warehouse string, name lake.TableName) (*upload.Rules, error) {
+// set and table reads them, else none. Errors: the file does not read (a
+// usage error), the table cannot be loaded.
+func rules(cmd *cobra.Command, f *cmdutil.Factory, table TableRules, profileFile, warehouse string, name tablename.Name) (*upload.Rules, error) {
 	switch {
 	case profileFile != "":
 		exp, p, target, err := profile.ReadExport(profileFile)
@@ -167,27 +173,14 @@ func rules(cmd *cobra.Command, f *cmdutil.Factory, profileFile, warehouse string
 			return nil, cmdutil.UsageErrorf("--profile-file %v", err)
 		}
 		return &upload.Rules{Target: target, TimeColumn: exp.TimeColumn, Exported: p}, nil
-	case warehouse == "" || name == (lake.TableName{}):
+	case warehouse == "" || name == (tablename.Name{}):
+		return nil, nil
+	case table == nil:
+		f.Logger().Warn("timelake-gateway reads no table: files are validated without the table's schema and profiles",
+			"table", name.String(), "fix", "export them with timelake and pass --profile-file (docs/gateways.md)")
 		return nil, nil
 	}
-	ctx := cmd.Context()
-	l, err := f.OpenLake(ctx, cmd, warehouse)
-	if err != nil {
-		return nil, err
-	}
-	t, err := l.LoadTable(ctx, name)
-	if errors.Is(err, lake.ErrTableNotFound) {
-		return nil, nil // the first file creates it: nothing to apply yet
-	}
-	if err != nil {
-		return nil, f.ExplainLake(cmd, err)
-	}
-	props := t.Properties()
-	set, err := profile.FromProperties(props)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return &upload.Rules{Target: t.ArrowSchema(), TimeColumn: t.Contract().TimeColumn, Profiles: set, Properties: props}, nil
+	return table(cmd.Context(), cmd, f, warehouse, name)
 }
 
 // Run uploads and prints one line per file (and a summary for a spool or

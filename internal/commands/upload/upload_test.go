@@ -129,7 +129,7 @@ func TestNewCmdUpload(t *testing.T) {
 			cmd := uploadcmd.NewCmdUpload(f, func(_ context.Context, o *uploadcmd.Options) error {
 				got = o
 				return nil
-			})
+			}, nil)
 			// The S3 connection flags are the root's persistent flags.
 			root := &cobra.Command{Use: "timelake", SilenceErrors: true, SilenceUsage: true}
 			settings.Bind(root.PersistentFlags(), settings.Global)

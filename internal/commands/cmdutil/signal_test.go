@@ -1,4 +1,4 @@
-package commands
+package cmdutil
 
 import (
 	"os"

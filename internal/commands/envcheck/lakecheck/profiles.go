@@ -1,4 +1,4 @@
-package envcheck
+package lakecheck
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/timelake/timelake/internal/commands/envcheck"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/storage"
@@ -19,22 +20,23 @@ const profileSample = 1000
 // each file waiting in the landing bucket gets (up to profileSample of
 // them); a file two profiles match fails the check, naming both, since
 // ingest refuses it.
-func (c *checker) profiles(ctx context.Context) {
+func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
+	name, _ := c.TableName()
 	switch {
-	case c.tableMissing:
-		c.ok(CheckProfiles, "no source profiles: the table does not exist yet (profiles are table properties, set with timelake tables alter once it exists)")
+	case k.tableMissing:
+		c.OK(envcheck.CheckProfiles, "no source profiles: the table does not exist yet (profiles are table properties, set with timelake tables alter once it exists)")
 		return
-	case c.loaded == nil:
-		c.skip(CheckProfiles, "table not loaded")
+	case k.loaded == nil:
+		c.Skip(envcheck.CheckProfiles, "table not loaded")
 		return
 	}
-	set, err := profile.FromProperties(c.loaded.Properties())
+	set, err := profile.FromProperties(k.loaded.Properties())
 	if err != nil {
-		c.fail(CheckProfiles, err.Error(), "fix the profile's properties with timelake tables alter "+c.tableName.String())
+		c.Fail(envcheck.CheckProfiles, err.Error(), "fix the profile's properties with timelake tables alter "+name.String())
 		return
 	}
 	if len(set) == 0 {
-		c.ok(CheckProfiles, "no source profiles: every file is read with the settings of the run")
+		c.OK(envcheck.CheckProfiles, "no source profiles: every file is read with the settings of the run")
 		return
 	}
 	var names []string
@@ -42,22 +44,20 @@ func (c *checker) profiles(ctx context.Context) {
 		names = append(names, fmt.Sprintf("%s (%s)", p.Name, p.Values[profile.SettingMatch]))
 	}
 	detail := fmt.Sprintf("%d source profiles: %s", len(set), strings.Join(names, ", "))
-	if !c.landingListed {
-		c.ok(CheckProfiles, detail+"; landing files not looked at (landing not usable)")
+	if !c.LandingListed() {
+		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at (landing not usable)")
 		return
 	}
-	st, f, err := c.openLocation(c.landing, false)
+	st, done, err := c.Landing()
 	if err != nil {
-		c.ok(CheckProfiles, detail+"; landing files not looked at: "+err.Error())
+		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at: "+err.Error())
 		return
 	}
-	if f != nil {
-		defer f.undo()
-	}
+	defer done()
 	counts := map[string]int{}
 	var ambiguous []string
 	seen := 0
-	lctx, cancel := c.withTimeout(ctx)
+	lctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
 	errEnough := errors.New("enough")
 	err = (&landing.Bucket{Store: st}).List(lctx, "", func(o storage.ObjectInfo) error {
@@ -77,7 +77,7 @@ func (c *checker) profiles(ctx context.Context) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		c.ok(CheckProfiles, detail+"; landing files not looked at: "+err.Error())
+		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at: "+err.Error())
 		return
 	}
 	var read []string
@@ -87,9 +87,9 @@ func (c *checker) profiles(ctx context.Context) {
 	detail += fmt.Sprintf("; of %d files in the landing bucket, read with %s, with the run's settings %d", seen, strings.Join(read, ", "), counts[""])
 	if len(ambiguous) > 0 {
 		shown := ambiguous[:min(3, len(ambiguous))]
-		c.fail(CheckProfiles, fmt.Sprintf("%s; %d files match two profiles, which ingest refuses: %s", detail, len(ambiguous), strings.Join(shown, "; ")),
-			"change the profiles' match settings so that one applies to each key (timelake tables alter "+c.tableName.String()+")")
+		c.Fail(envcheck.CheckProfiles, fmt.Sprintf("%s; %d files match two profiles, which ingest refuses: %s", detail, len(ambiguous), strings.Join(shown, "; ")),
+			"change the profiles' match settings so that one applies to each key (timelake tables alter "+name.String()+")")
 		return
 	}
-	c.ok(CheckProfiles, detail)
+	c.OK(envcheck.CheckProfiles, detail)
 }

@@ -1,4 +1,4 @@
-package cmdutil
+package lakecmd
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/timelake/timelake/internal/alert"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/settings"
@@ -33,7 +34,7 @@ const AlertDrain = 30 * time.Second
 // ResolveMonitor reads the monitoring settings from r and starts the
 // alert Notifier when a webhook is set. Errors: a bad value (a usage
 // error).
-func (f *Factory) ResolveMonitor(r *settings.Resolver) (*Monitor, error) {
+func ResolveMonitor(f *cmdutil.Factory, r *settings.Resolver) (*Monitor, error) {
 	m := &Monitor{Depth: settings.GatewayDepth.Get(r), ExpectEvery: settings.ExpectEvery.Get(r),
 		StuckAfter: settings.StuckAfter.Get(r), MetricsFile: settings.MetricsFile.Get(r), log: f.Logger()}
 	url := settings.NotifyURL.Get(r)
@@ -43,7 +44,7 @@ func (f *Factory) ResolveMonitor(r *settings.Resolver) (*Monitor, error) {
 	if url != "" {
 		n, err := alert.New(url, alert.Options{Logger: m.log})
 		if err != nil {
-			return nil, &UsageError{Err: err}
+			return nil, &cmdutil.UsageError{Err: err}
 		}
 		m.Notifier = n
 	}

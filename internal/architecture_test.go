@@ -1,0 +1,144 @@
+package internal_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/timelake/timelake/"
+
+// depsOf lists the packages pkg links (go list -deps), or, with direct,
+// the packages it imports itself.
+func depsOf(t *testing.T, pkg string, direct bool) []string {
+	t.Helper()
+	args := []string{"list", "-deps", pkg}
+	if direct {
+		args = []string{"list", "-f", `{{join .Imports "\n"}}`, pkg}
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+// within reports whether pkg is prefix or a package below it.
+func within(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// matches reports whether pkg is the package pattern names: a path, or
+// with /... that path and the packages below it (as go list reads them).
+func matches(pkg, pattern string) bool {
+	if p, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return within(pkg, p)
+	}
+	return pkg == pattern
+}
+
+// rule is one line of docs/architecture.md's import rules:
+// - `A` depends on none of `B`, `C`.
+var rule = regexp.MustCompile("(?m)^- `([^`]+)` depends on none of (.+)$")
+
+// TestImportRules checks the import rules docs/architecture.md states:
+// each package named there links none of the packages and modules it names
+// (go list -deps), and no command package imports another command package
+// but its own sub-packages and the shared ones.
+func TestImportRules(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := rule.FindAllStringSubmatch(string(doc), -1)
+	if len(rules) < 4 {
+		t.Fatalf("docs/architecture.md states %d import rules (- `pkg` depends on none of `a`, `b`.), want its section Import rules", len(rules))
+	}
+	for _, r := range rules {
+		pkg := r[1]
+		var banned []string
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(r[2], -1) {
+			banned = append(banned, m[1])
+		}
+		path := "./" + pkg
+		for _, dep := range depsOf(t, path, false) {
+			for _, b := range banned {
+				if matches(strings.TrimPrefix(dep, module), b) {
+					t.Errorf("%s links %s, which docs/architecture.md says it does not depend on", pkg, dep)
+				}
+			}
+		}
+	}
+
+	// Command packages share helpers through the shared packages only.
+	shared := map[string]bool{"internal/commands/cmdutil": true, "internal/commands/lakecmd": true}
+	trees := map[string]bool{"internal/commands": true, "internal/commands/gateway": true}
+	for _, pkg := range depsOf(t, "./internal/commands/...", false) {
+		if !strings.HasPrefix(pkg, module+"internal/commands/") {
+			continue
+		}
+		p := strings.TrimPrefix(pkg, module)
+		if trees[p] {
+			continue
+		}
+		group := strings.Join(strings.Split(p, "/")[:3], "/") // internal/commands/<command>
+		for _, imp := range depsOf(t, "./"+p, true) {
+			i := strings.TrimPrefix(imp, module)
+			if !within(i, "internal/commands") || shared[i] || within(i, group) {
+				continue
+			}
+			t.Errorf("%s imports the command package %s: share the helper through internal/commands/cmdutil or lakecmd", p, i)
+		}
+	}
+}
+
+// outsideNames are files and folders outside the repository that a clone
+// does not have (the design notes of the team), and machine paths.
+var outsideNames = regexp.MustCompile(`\b(DESIGN|STYLE|timelake-format|iceberg-go-notes|test-s3-server|test-rest-catalog)\.md\b|\.\./shared\b|(^|[\s"'(=:])/work/`)
+
+// TestNoCitationsOutsideTheRepository: no comment, script or doc names a
+// file a clone does not have or a path of one machine; what the code
+// relies on is written in docs/.
+func TestNoCitationsOutsideTheRepository(t *testing.T) {
+	root := ".."
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "dist", "node_modules":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || d.Name() == ".git" { // a worktree's .git file names its main checkout
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.IndexByte(string(b[:min(len(b), 8000)]), 0) >= 0 {
+			return nil // binary
+		}
+		n++
+		for i, line := range strings.Split(string(b), "\n") {
+			if outsideNames.MatchString(line) && !strings.Contains(line, "outsideNames = regexp") {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d names something outside the repository: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 100 {
+		t.Fatalf("read %d files, want the whole repository", n)
+	}
+}

@@ -1,0 +1,112 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/envcheck"
+	"github.com/timelake/timelake/internal/commands/gateway"
+	"github.com/timelake/timelake/internal/iostreams"
+)
+
+// TestLinksNoLake: the gateway binary links neither iceberg-go nor the
+// lake (nor what only the lake's commands need).
+func TestLinksNoLake(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/timelake-gateway")
+	cmd.Dir = filepath.Join("..", "..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps named %d packages: %q", len(deps), deps)
+	}
+	for _, dep := range deps {
+		for _, banned := range []string{"github.com/apache/iceberg-go", "github.com/timelake/timelake/internal/lake",
+			"github.com/timelake/timelake/internal/ingest", "github.com/timelake/timelake/internal/commands/lakecmd"} {
+			if dep == banned || strings.HasPrefix(dep, banned+"/") {
+				t.Errorf("timelake-gateway links %s", dep)
+			}
+		}
+	}
+}
+
+func run(t *testing.T, env map[string]string, args ...string) (cmdutil.ExitCode, string, string) {
+	t.Helper()
+	ios, out, errOut := iostreams.Test()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := gateway.Execute(ctx, args, ios, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return code, out.String(), errOut.String()
+}
+
+// TestUploadAndCheckLanding: the gateway binary's upload puts a validated
+// file into a landing folder, and its env check reports the landing side
+// only.
+func TestUploadAndCheckLanding(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.Mkdir(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "readings.csv")
+	if err := os.WriteFile(file, []byte("time,device,temperature\n2026-01-05T10:00:00Z,d1,21.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LANDING_BUCKET": landing}
+	code, out, errOut := run(t, env, "upload", "--gateway", "gw-1", file)
+	if code != cmdutil.ExitOK || !strings.Contains(out, "gw-1/") {
+		t.Fatalf("upload: exit %d\n%s\n%s", code, out, errOut)
+	}
+	keys, _ := filepath.Glob(filepath.Join(landing, "gw-1", "*.csv"))
+	if len(keys) != 1 {
+		t.Fatalf("landing holds %v, want one file under gw-1/", keys)
+	}
+
+	// It reads no table: given one, it says so and validates with its own
+	// settings.
+	withTable := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "TIMELAKE_TABLE": "iot.readings"}
+	code, out, errOut = run(t, withTable, "upload", "--gateway", "gw-2", file)
+	if code != cmdutil.ExitOK || !strings.Contains(errOut, "timelake-gateway reads no table") || !strings.Contains(errOut, "--profile-file") {
+		t.Errorf("upload with a table set: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// A file --validate refuses is not sent.
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("time,device,temperature\nyesterday,d1,21.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, env, "upload", "--gateway", "gw-1", bad); code == cmdutil.ExitOK {
+		t.Errorf("upload of a file with a bad time: exit 0\n%s", out)
+	}
+
+	code, out, errOut = run(t, env, "env", "check", "--json")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("env check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep envcheck.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]envcheck.Result{}
+	for _, c := range rep.Checks {
+		names[c.Name] = c.Result
+	}
+	if names[envcheck.CheckLandingBucket] != envcheck.OK || names[envcheck.CheckLandingLease] != envcheck.OK {
+		t.Errorf("landing checks: %v", names)
+	}
+	for _, lakeSide := range []string{envcheck.CheckWarehouse, envcheck.CheckTableName, envcheck.CheckCatalog,
+		envcheck.CheckLakeBucket, envcheck.CheckLakeCommit, envcheck.CheckTable} {
+		if _, ok := names[lakeSide]; ok {
+			t.Errorf("the gateway's env check has the warehouse-side row %s", lakeSide)
+		}
+	}
+}

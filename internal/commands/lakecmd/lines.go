@@ -1,0 +1,133 @@
+package lakecmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
+)
+
+// FileLine is the one output line of a file.
+func FileLine(r ingest.FileResult) string {
+	switch r.Status {
+	case ingest.Loaded:
+		var notes []string
+		switch {
+		case r.ReplacedRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d replaced by a later row of the file with the same series key and time (timelake.read-dedup)", r.ReplacedRows))
+		case r.DuplicateRows > 0:
+			notes = append(notes, iostreams.Sprintf("%d repeat the series key and time of an earlier row, kept", r.DuplicateRows))
+		}
+		if r.RejectedRows > 0 {
+			notes = append(notes, iostreams.Sprintf("%d refused, set aside -> %s", r.RejectedRows, r.RejectsTo))
+		}
+		rows := iostreams.Sprintf("%d rows", r.Rows)
+		if len(notes) > 0 {
+			rows += " (" + strings.Join(notes, "; ") + ")"
+		}
+		s := iostreams.Sprintf("%-15s %s  %s  snapshot %d", "loaded", r.Key, rows, r.SnapshotID)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
+		}
+		if len(r.SchemaChanges) > 0 {
+			s += "; schema: " + strings.Join(r.SchemaChanges, ", ")
+		}
+		if r.Reason != "" {
+			s += "; " + r.Reason
+		}
+		return s
+	case ingest.AlreadyLoaded:
+		if r.SnapshotID == 0 || r.SameAs != "" {
+			return iostreams.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
+		}
+		return iostreams.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
+	case ingest.Waiting:
+		return iostreams.Sprintf("%-15s %s  %s", "waiting", r.Key, r.Reason)
+	case ingest.Failed:
+		return iostreams.Sprintf("%-15s %s  %s", "failed", r.Key, r.Reason)
+	case ingest.Quarantined:
+		return iostreams.Sprintf("%-15s %s  -> %s: %s", "quarantined", r.Key, r.QuarantinedTo, r.Reason)
+	case ingest.WouldLoad:
+		s := iostreams.Sprintf("%-15s %s  %d bytes", "would load", r.Key, r.Size)
+		if r.Profile != "" {
+			s += iostreams.Sprintf("; profile %s", r.Profile)
+		}
+		if r.Reason != "" {
+			s += "; would be quarantined: " + r.Reason
+		}
+		return s
+	}
+	return iostreams.Sprintf("%-15s %s", r.Status, r.Key)
+}
+
+// MaintenanceLine says what the maintenance after the loading did, and
+// what it left and why: the budget ran out, compaction skipped (delete
+// files), groups left by its byte bound, nothing to compact, when orphan
+// files are looked for next.
+func MaintenanceLine(m *ingest.Maintenance) string {
+	var parts []string
+	if len(m.PartitionsDropped) > 0 {
+		parts = append(parts, iostreams.Sprintf("dropped %s older than timelake.retention (%s: %s)",
+			iostreams.Plural(int64(len(m.PartitionsDropped)), "partition"), iostreams.Plural(m.RowsDropped, "row"), strings.Join(m.PartitionsDropped, ", ")))
+	}
+	if m.FilesIn > 0 {
+		c := iostreams.Sprintf("compacted %s (%s) into %d", iostreams.Plural(int64(m.FilesIn), "file"), iostreams.HumanBytes(m.BytesIn), m.FilesOut)
+		if m.RowsReplaced > 0 {
+			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", m.RowsReplaced)
+		}
+		parts = append(parts, c)
+	}
+	if m.SnapshotsExpired > 0 {
+		parts = append(parts, iostreams.Sprintf("expired %s (%s into the load history, %s deleted)",
+			iostreams.Plural(int64(m.SnapshotsExpired), "snapshot"), iostreams.Plural(int64(m.KeysRemembered), "key"), iostreams.Plural(int64(m.FilesDeleted), "file")))
+	}
+	if m.OrphansRemoved > 0 {
+		parts = append(parts, "removed "+iostreams.Plural(int64(m.OrphansRemoved), "orphan file"))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to do")
+	}
+	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
+	if m.Pending {
+		s += "; more next run (the budget ran out)"
+	}
+	switch {
+	case m.CompactionSkipped != "":
+		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0:
+		s += fmt.Sprintf("; compaction left %s for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", iostreams.Plural(int64(m.CompactionDeferred), "group"))
+	case m.CompactionIdle != "":
+		s += "; nothing to compact: " + m.CompactionIdle
+	}
+	if m.OrphansNextCheck != nil {
+		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
+		if m.OrphansLastChecked != nil {
+			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+		}
+	}
+	if m.Error != "" {
+		s += "; stopped: " + m.Error + " (the loaded files are committed; see timelake tables maintain)"
+	}
+	return s
+}
+
+// CreatedText describes a table created by the run.
+func CreatedText(c *ingest.Created) string {
+	var b strings.Builder
+	iostreams.Fprintf(&b, "created table %s at %s from %s\n", c.Table, c.Location, c.FromFile)
+	iostreams.Fprintf(&b, "  time column %s, partition %s(%s)", c.TimeColumn, c.Partition, c.TimeColumn)
+	if len(c.SeriesKey) > 0 {
+		iostreams.Fprintf(&b, ", series key %s", strings.Join(c.SeriesKey, ","))
+	}
+	b.WriteString("\n")
+	for _, col := range c.Columns {
+		req := ""
+		if col.Required {
+			req = " not null"
+		}
+		iostreams.Fprintf(&b, "  %-20s %s%s\n", col.Name, col.Type, req)
+	}
+	return b.String()
+}
