@@ -41,6 +41,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/profile"
+	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -791,18 +792,7 @@ func (r *runner) keepLease(ctx context.Context, lease *landing.Lease) (context.C
 	stopped := make(chan struct{})
 	ttl := r.cfg.LeaseTTL
 	retryWait := min(max(ttl/30, 10*time.Millisecond), 5*time.Second)
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-done:
-			return false
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
+	wait := func(d time.Duration) bool { return retry.Wait(ctx, d, done) }
 	go func() {
 		defer close(stopped)
 		for wait(max(ttl/3, time.Millisecond)) {

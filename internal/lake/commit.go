@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
 )
 
 // CommitRetryBase is the first backoff between commit attempts after a lost
-// race; it doubles per attempt up to CommitRetryMax, with jitter. Tests may
+// race; it doubles per attempt up to CommitRetryMax, with ±50% jitter
+// (retry.Exponential). Tests may
 // lower it.
 var (
 	CommitRetryBase = 25 * time.Millisecond
@@ -131,10 +132,11 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		parse = indexHead
 	}
 	var lastErr error
+	wait := retry.Exponential(CommitRetryBase, CommitRetryMax, 0.5)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res.Attempt, res.Attempts = attempt, attempt
 		if attempt > 1 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := retry.Sleep(ctx, wait.NextBackOff()); err != nil {
 				return res, err
 			}
 		}
@@ -267,23 +269,4 @@ func (t *Table) committed(ctx context.Context, cv committedVersion) error {
 	}
 	t.afterCommit(ctx)
 	return nil
-}
-
-func backoff(attempt int) time.Duration {
-	d := CommitRetryBase << min(attempt-2, 10)
-	if d > CommitRetryMax {
-		d = CommitRetryMax
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -220,7 +221,7 @@ func AcquireLease(ctx context.Context, store storage.Store, opts LeaseOptions) (
 		if attempt == maxOverlapTries || opts.Now().Sub(held.Acquired) > recentLease {
 			return nil, held
 		}
-		if err := sleep(ctx, overlapBackoff+rand.N(4*overlapBackoff)); err != nil {
+		if err := retry.Sleep(ctx, overlapBackoff+rand.N(4*overlapBackoff)); err != nil {
 			return nil, err
 		}
 	}
@@ -541,15 +542,4 @@ func BreakLeases(ctx context.Context, store storage.Store, opts LeaseOptions) ([
 		return broken, err
 	}
 	return broken, errors.Join(errs...)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

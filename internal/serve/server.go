@@ -36,6 +36,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -347,7 +348,7 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 	}()
 	first := true
 	var nextSweep, lastMaint time.Time
-	retry := backoff{}
+	sweepBackoff := retry.Exponential(time.Second, time.Minute, 0) // after a failed sweep
 	stopped := func() bool {
 		select {
 		case <-stopping:
@@ -404,18 +405,18 @@ func (s *Server) loop(ctx context.Context, stopping <-chan struct{}) error {
 			s.leaseReleased(lost)
 		case !now.Before(nextSweep):
 			if err := s.sweep(ctx, sess, stopped, nil); err != nil {
-				nextSweep = now.Add(min(retry.next(), s.cfg.Sweep))
+				nextSweep = now.Add(min(sweepBackoff.NextBackOff(), s.cfg.Sweep))
 			} else {
 				nextSweep = now.Add(s.cfg.Sweep)
-				retry.reset()
+				sweepBackoff.Reset()
 			}
 		case s.queue.due(now) > 0:
 			if err := s.loadQueued(ctx, sess, stopped); err != nil {
-				if !wait(retry.next(), nil) {
+				if !wait(sweepBackoff.NextBackOff(), nil) {
 					return nil
 				}
 			} else {
-				retry.reset()
+				sweepBackoff.Reset()
 			}
 			if s.queue.due(time.Now()) == 0 && s.queue.takeOverflow() {
 				nextSweep = time.Now() // events were dropped: the sweep finds their files
@@ -635,16 +636,6 @@ func (s *Server) requeue(ws map[string]waiting, final map[string]bool, readyAt m
 		}
 	}
 }
-
-// backoff doubles a wait from one second up to a minute.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) next() time.Duration {
-	b.d = min(max(2*b.d, time.Second), time.Minute)
-	return b.d
-}
-
-func (b *backoff) reset() { b.d = 0 }
 
 // withFix is a log line's attributes args, and the fix err carries
 // (storage.Problem, the fix env check gives) as "fix" when it has one.
