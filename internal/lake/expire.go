@@ -143,7 +143,9 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 		done.Expired = append(done.Expired, r.Expired...)
 		done.Remembered += r.Remembered
 		done.FilesDeleted += r.FilesDeleted
-		done.Version, done.Kept = max(done.Version, r.Version), r.Kept
+		if r.Version > 0 { // committed
+			done.Version, done.Kept = max(done.Version, r.Version), r.Kept
+		}
 		if err != nil {
 			done.Left = len(expired) - n
 			return done, err
