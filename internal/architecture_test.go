@@ -95,17 +95,54 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// outsideNames are files and folders outside the repository that a clone
-// does not have (the design notes of the team), and machine paths.
-var outsideNames = regexp.MustCompile(`\b(DESIGN|STYLE|timelake-format|iceberg-go-notes|test-s3-server|test-rest-catalog)\.md\b|\.\./shared\b|(^|[\s"'(=:])/work/`)
+// mdName is a Markdown file named in a line; machinePath an absolute path
+// below the root folders of a build machine (the users' example homes in
+// docs, /home/..., are not one); climbing a relative path that goes up one
+// folder or more to a Markdown file or a docs folder (a hostile path in a
+// test's input leads to data, not to notes).
+var (
+	mdName      = regexp.MustCompile(`[A-Za-z0-9_-]+\.md\b`)
+	machinePath = regexp.MustCompile(`(^|[\s"'(=:])/(work|root)/[A-Za-z0-9_.-]`)
+	climbing    = regexp.MustCompile(`(\.\./)+([A-Za-z0-9_.-]+/)*?([A-Za-z0-9_-]+\.md\b|docs/)`)
+)
+
+// publicSpecs are Markdown files of public specifications that comments
+// cite by name: the Parquet format's (github.com/apache/parquet-format).
+var publicSpecs = map[string]bool{"LogicalTypes.md": true, "Encodings.md": true}
+
+// leavesRepository reports whether up, a relative path written in a file
+// of folder dir, leads outside root: from dir, or, where nothing is there,
+// from root (the notation of a path from the repository's top).
+func leavesRepository(root, dir, up string) bool {
+	from := filepath.Join(dir, up)
+	if rel, err := filepath.Rel(root, from); err != nil || strings.HasPrefix(rel, "..") {
+		return true
+	}
+	if _, err := os.Stat(from); err == nil {
+		return false
+	}
+	rel, err := filepath.Rel(root, filepath.Join(root, up))
+	return err != nil || strings.HasPrefix(rel, "..")
+}
 
 // TestNoCitationsOutsideTheRepository: no comment, script or doc names a
-// file a clone does not have or a path of one machine; what the code
-// relies on is written in docs/.
+// file a clone does not have (a Markdown file that is not in the
+// repository, a relative path that leaves it) or a path of one machine;
+// what the code relies on is written in docs/.
 func TestNoCitationsOutsideTheRepository(t *testing.T) {
-	root := ".."
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		path string
+		no   int
+		text string
+	}
+	var lines []line
+	have := map[string]bool{} // base names of the repository's Markdown files
 	n := 0
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -119,6 +156,9 @@ func TestNoCitationsOutsideTheRepository(t *testing.T) {
 		if !d.Type().IsRegular() || d.Name() == ".git" { // a worktree's .git file names its main checkout
 			return nil
 		}
+		if strings.HasSuffix(d.Name(), ".md") {
+			have[d.Name()] = true
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -127,16 +167,33 @@ func TestNoCitationsOutsideTheRepository(t *testing.T) {
 			return nil // binary
 		}
 		n++
-		for i, line := range strings.Split(string(b), "\n") {
-			if outsideNames.MatchString(line) && !strings.Contains(line, "outsideNames = regexp") {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d names something outside the repository: %s", rel, i+1, strings.TrimSpace(line))
-			}
+		for i, text := range strings.Split(string(b), "\n") {
+			lines = append(lines, line{path, i + 1, text})
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, l := range lines {
+		rel, _ := filepath.Rel(root, l.path)
+		var outside []string
+		for _, name := range mdName.FindAllString(l.text, -1) {
+			if !have[name] && !publicSpecs[name] {
+				outside = append(outside, name)
+			}
+		}
+		for _, up := range climbing.FindAllString(l.text, -1) {
+			if leavesRepository(root, filepath.Dir(l.path), up) {
+				outside = append(outside, up)
+			}
+		}
+		if m := machinePath.FindString(l.text); m != "" {
+			outside = append(outside, strings.TrimSpace(m))
+		}
+		if len(outside) > 0 {
+			t.Errorf("%s:%d names %s, outside the repository: %s", rel, l.no, strings.Join(outside, ", "), strings.TrimSpace(l.text))
+		}
 	}
 	if n < 100 {
 		t.Fatalf("read %d files, want the whole repository", n)
