@@ -385,6 +385,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err == nil && r.tbl != nil && !r.cfg.DryRun && r.cfg.MaintenanceBudget > 0 && ctx.Err() == nil {
 		r.rep.Maintenance = Maintain(ctx, r.tbl, r.cfg.MaintenanceBudget)
 	}
+	if err == nil && ctx.Err() != nil {
+		// Stopped after the last file (during maintenance, or before it):
+		// the files are committed, the run is not complete.
+		err = fmt.Errorf("%s: stopped after its files were loaded: %w", r.cfg.Table, ctx.Err())
+	}
 	r.finishReport(start)
 	return r.rep, err
 }

@@ -789,9 +789,18 @@ func without(written, keep []string) []string {
 // isNotExist reports a missing file (local or object store).
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
+// removeFiles deletes the files a commit wrote and did not commit. A
+// stopped run (ctx cancelled: SIGINT, SIGTERM) leaves them to orphan
+// removal, which deletes them like any other unreferenced file, instead of
+// warning once per file that its delete was cancelled.
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
-	for _, p := range paths {
-		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
+	for i, p := range paths {
+		if ctx.Err() != nil {
+			t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",
+				"table", t.name.String(), "files", len(paths)-i)
+			return
+		}
+		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) && ctx.Err() == nil {
 			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
 		}
 	}

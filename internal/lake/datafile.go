@@ -606,7 +606,9 @@ func (w *dataFileWriter) reset() {
 }
 
 func (w *dataFileWriter) remove(path string) {
-	if err := w.fs.Remove(path); err != nil && !isNotExist(err) {
+	// A stopped run's cancelled delete leaves the file to orphan removal,
+	// as the lake's removeFiles does.
+	if err := w.fs.Remove(path); err != nil && !isNotExist(err) && !errors.Is(err, context.Canceled) {
 		slog.Warn("data file not removed", "path", path, "err", err)
 	}
 }

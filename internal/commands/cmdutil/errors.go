@@ -52,6 +52,22 @@ func IsUsage(err error) bool {
 // files were quarantined (ExitPartial).
 var ErrPartial = errors.New("some files were quarantined")
 
+// InterruptedError is a command stopped by SIGINT or SIGTERM (its context
+// cancelled): main prints "interrupted: " and Left, what the stop left and
+// what to do, as the one line of the stop (ExitCancelled). Err is the
+// error the stop cut the work short with (in the JSON exit error).
+type InterruptedError struct {
+	Left string
+	Err  error
+}
+
+func (e *InterruptedError) Error() string { return "interrupted: " + e.Left }
+func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// interruptedLeft is what a stopped command that does not say more
+// leaves: every change timelake makes commits whole or not at all.
+const interruptedLeft = "nothing was left half done: run the command again to finish"
+
 // SilentError carries an exit code for a failure already reported on
 // stdout; main prints nothing more.
 type SilentError struct {

@@ -125,6 +125,12 @@ func Execute(ctx context.Context, f *Factory, args []string, newRoot func(*Facto
 		}
 	}
 	code := exitCode(ctx, err)
+	var interrupted *InterruptedError
+	if code == ExitCancelled && !errors.As(err, &interrupted) {
+		// One line that says the stop was asked for, not the cancelled
+		// request it cut short.
+		err = &InterruptedError{Left: interruptedLeft, Err: err}
+	}
 	switch {
 	case errors.As(err, &silent), errors.Is(err, ErrPartial):
 		// Already reported on stdout.
@@ -145,6 +151,9 @@ func Execute(ctx context.Context, f *Factory, args []string, newRoot func(*Facto
 	// globals are resolved.
 	if code != ExitBusy && (f.JSON || (cmd != nil && settings.JSON.Get(settings.NewResolver(cmd.Flags(), nil)))) {
 		doc := map[string]any{"message_type": "exit_error", "code": int(code), "message": err.Error()}
+		if errors.As(err, &interrupted) && interrupted.Err != nil {
+			doc["cause"] = interrupted.Err.Error()
+		}
 		if fix := fixHint(err); fix != "" {
 			doc["fix"] = fix
 		}
@@ -174,7 +183,9 @@ func exitCode(ctx context.Context, err error) ExitCode {
 		return ExitPartial
 	case errors.Is(err, landing.ErrLeaseHeld):
 		return ExitLeaseHeld
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+	case errors.As(err, new(*InterruptedError)), ctx.Err() != nil:
+		// A failure after the stop was asked for is the stop's doing (a
+		// request it cut short), whatever the error says.
 		return ExitCancelled
 	}
 	return ExitFailed

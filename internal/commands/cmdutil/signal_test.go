@@ -1,10 +1,17 @@
 package cmdutil
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/timelake/timelake/internal/iostreams"
 )
 
 // TestStopOnSignals: the first signal stops the run gracefully; the same
@@ -36,5 +43,40 @@ func TestStopOnSignals(t *testing.T) {
 	}
 	if len(killed) != 1 || killed[0] != os.Interrupt {
 		t.Errorf("killed by %v, want the SIGINT sent after %s", killed, RepeatedSignal)
+	}
+}
+
+// TestInterruptedLine: a command stopped by a signal ends with one line
+// that says so and exit 130, not the error of the request the stop cut
+// short, also when that error does not say it was cancelled; a command's
+// own InterruptedError says what it left.
+func TestInterruptedLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"cancelled request", fmt.Errorf("commit to iot.t: put m1.avro: %w", context.Canceled),
+			"Error: interrupted: nothing was left half done: run the command again to finish\n"},
+		{"other error after the stop", errors.New("read v3.metadata.json: connection reset"),
+			"Error: interrupted: nothing was left half done: run the command again to finish\n"},
+		{"the command's own", &InterruptedError{Left: "2 files loaded", Err: context.Canceled},
+			"Error: interrupted: 2 files loaded\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			ios, out, errOut := iostreams.Test()
+			code := Execute(ctx, &Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }, Environ: func() []string { return nil }},
+				[]string{"run"}, func(f *Factory) *cobra.Command {
+					root := &cobra.Command{Use: "timelake"}
+					PrepareRoot(root, f)
+					root.AddCommand(&cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return tc.err }})
+					return root
+				})
+			if code != ExitCancelled || errOut.String() != tc.want || out.Len() != 0 {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and %q", code, out, errOut, ExitCancelled, tc.want)
+			}
+		})
 	}
 }

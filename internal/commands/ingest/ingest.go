@@ -148,6 +148,9 @@ func Run(ctx context.Context, opts *Options) error {
 		// source columns name columns the table cannot fill.
 		err = &cmdutil.UsageError{Err: err}
 	}
+	if err != nil && ctx.Err() != nil {
+		err = &cmdutil.InterruptedError{Left: interruptedLeft(rep), Err: err}
+	}
 	if err != nil && len(rep.Files) == 0 {
 		// Nothing was done: the error is the whole story (no "nothing to
 		// load" summary that would read like success).
@@ -173,6 +176,17 @@ func Run(ctx context.Context, opts *Options) error {
 		return cmdutil.ErrPartial
 	}
 	return nil
+}
+
+// interruptedLeft is what a run stopped by a signal left, for its one
+// "interrupted" line: a file is either committed and deleted from the
+// landing bucket, or still there for the next run.
+func interruptedLeft(rep *ingest.Report) string {
+	loaded := iostreams.Plural(int64(rep.Loaded), "file") + " loaded"
+	if rep.Maintenance != nil {
+		return loaded + " and committed; maintenance was stopped midway and goes on in the next run (or timelake tables maintain)"
+	}
+	return loaded + " before the stop; the files not loaded yet stay in the landing bucket, nothing is lost: run ingest again to load them"
 }
 
 // PlanText is what a run says before its first file: the leases it broke

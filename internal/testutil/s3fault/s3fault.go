@@ -101,6 +101,10 @@ type Rule struct {
 	Code   string
 	// Delay is waited before the action.
 	Delay time.Duration
+	// Then, if set, is called for each injected request before Delay: a
+	// test stops the code under test at a chosen request (cancels its
+	// context) while the request is held.
+	Then func()
 
 	// Skip lets the first Skip matching requests through untouched.
 	Skip int
@@ -320,6 +324,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r == nil {
 		p.rp.ServeHTTP(w, req)
 		return
+	}
+	if r.Then != nil {
+		r.Then()
 	}
 	if r.Delay > 0 {
 		select {
