@@ -40,6 +40,10 @@ type FileError struct {
 	// that no file could satisfy (the time column given another type
 	// than timestamptz): the setting is wrong, not the file.
 	columnsSetting bool
+	// brokenRecord marks a row of a text file whose structure is broken
+	// (the wrong number of fields, a bare or unclosed quote, a carriage
+	// return outside quotes), which no setting reads as it is.
+	brokenRecord bool
 	// nullCell marks a null in a required column, which addLine words
 	// again when the cell of a text file was a CSV.Null token.
 	nullCell bool
@@ -130,6 +134,15 @@ func IsNewColumns(err error) bool {
 func IsColumnsSetting(err error) bool {
 	var fe *FileError
 	return errors.As(err, &fe) && fe.columnsSetting
+}
+
+// IsBrokenRecord reports whether err refuses a text file for a row whose
+// structure is broken: the wrong number of fields, a bare or unclosed
+// quote, a carriage return outside quotes. No setting reads that row; only
+// OnErrorSkipRows loads the file's other rows (and sets it aside).
+func IsBrokenRecord(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.brokenRecord
 }
 
 // Unwrap returns the underlying cause (nil when there is none).

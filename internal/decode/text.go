@@ -405,20 +405,20 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 	var le *lineEndError
 	if errors.As(err, &le) {
 		// addLine names the column (le.field of the header).
-		return &FileError{Key: ro.key, Row: row, Line: le.line + ro.lineOffset, Value: le.text, Reason: le.reason(), Err: le}
+		return &FileError{Key: ro.key, Row: row, Line: le.line + ro.lineOffset, Value: le.text, Reason: le.reason(), Err: le, brokenRecord: row > 0}
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		line := int64(pe.Line) + ro.lineOffset
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
 			return &FileError{Key: ro.key, Row: row, Line: line, Err: errFieldCount,
-				Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width)}
+				Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width), brokenRecord: row > 0}
 		}
 		return &FileError{Key: ro.key, Row: row, Line: line,
-			Reason: fmt.Sprintf("malformed csv at byte %d of the line: %v", pe.Column, pe.Err)}
+			Reason: fmt.Sprintf("malformed csv at byte %d of the line: %v", pe.Column, pe.Err), brokenRecord: row > 0}
 	}
 	if errors.Is(err, arrowcsv.ErrMismatchFields) {
-		return &FileError{Key: ro.key, Row: row, Err: errFieldCount, Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width)}
+		return &FileError{Key: ro.key, Row: row, Err: errFieldCount, Reason: fmt.Sprintf("wrong number of fields (the header has %d)", width), brokenRecord: row > 0}
 	}
 	return &FileError{Key: ro.key, Row: row, Reason: "cannot read file", Err: err}
 }

@@ -372,7 +372,7 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	// kind: what the report says refused the file (requeue --all skips
-	// landing.KindFile).
+	// landing.KindFile and landing.KindRow).
 	bad := map[string]struct {
 		body   string
 		reason string // part of the reason
@@ -380,7 +380,8 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		column string
 		kind   string
 	}{
-		"gateway-1/ragged.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\n", "wrong number of fields", 2, "", landing.KindSetting},
+		"gateway-1/ragged.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\n", "wrong number of fields", 2, "", landing.KindRow},
+		"gateway-1/bare-quote.csv": {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n2026-01-05T10:01:00Z,d\"x,2\n", "bare \"", 2, "", landing.KindRow},
 		"gateway-1/semicolons.csv": {"time;device_id;temperature_c\n2026-01-05T10:00:00Z;d;1\n", "", 0, "", landing.KindSetting},
 		"gateway-1/bad-time.csv":   {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,d,1\n05/01/2026 10:01,d,2\n", "05/01/2026 10:01", 2, "time", landing.KindSetting},
 		"gateway-1/empty.csv":      {"", "", 0, "", landing.KindFile},

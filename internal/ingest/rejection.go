@@ -28,6 +28,10 @@ func (e *otherContentError) Error() string { return e.msg }
 //     encoding), a null in a required column (the table's contract);
 //   - its key was loaded with other content.
 //
+// landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
+// the wrong number of fields, a bare or unclosed quote, a carriage return
+// outside quotes): only --on-error skip-rows loads the file.
+//
 // Else landing.KindSetting: a value, a field count, a column or a type that
 // a setting (a delimiter, a decimal comma, --csv-null, --column,
 // --time-unit, --evolve) may have refused. TestBadFilesAreQuarantined pins
@@ -46,6 +50,8 @@ func rejectionKind(err error) string {
 	case strings.HasPrefix(fe.Reason, "null in required column"),
 		strings.Contains(fe.Reason, "is not valid UTF-8"), strings.Contains(fe.Reason, "holds a NUL byte"):
 		return landing.KindFile
+	case decode.IsBrokenRecord(err):
+		return landing.KindRow
 	}
 	return landing.KindSetting
 }

@@ -66,6 +66,12 @@ const (
 	// time unit, a column type, the schema changes allowed): requeued once
 	// the setting is fixed.
 	KindSetting = "setting"
+	// KindRow: a row of the file is broken in its structure (the wrong
+	// number of fields, a bare or unclosed quote, a carriage return
+	// outside quotes), which no setting reads: requeued, the file loads
+	// only under --on-error skip-rows (its other rows; the broken ones set
+	// aside). requeue --all and filters skip it; a KEY named requeues it.
+	KindRow = "row"
 	// KindRows: a rejects file, the rows of a landing file refused under
 	// --on-error skip-rows (the file's other rows loaded); its key is a
 	// new one (RejectsKey). requeue --all and filters skip it, as its rows
@@ -258,6 +264,8 @@ func RequeueSkip(r Rejected, bulk bool) string {
 			when, r.Loaded.SnapshotID, r.Loaded.At.Format(time.RFC3339))
 	case bulk && r.Kind == KindFile:
 		return "its report says the file itself is broken, so no setting can load it: send a corrected file under a new key and discard this copy (name the key to requeue it anyway)"
+	case bulk && r.Kind == KindRow:
+		return "a row of it is broken (" + r.Reason + "), which no setting reads: requeued, it is refused again unless ingest runs with --on-error skip-rows (or the table's timelake.on-error=skip-rows), which loads its other rows and sets that one aside; name the key to requeue it then, or send a corrected file under a new key"
 	case bulk && r.Kind == KindRows:
 		return "it holds rows refused from " + r.SourceKey + " (--on-error skip-rows), which may be broken themselves: fix them, or the setting that refused them, and name the key to requeue it"
 	}

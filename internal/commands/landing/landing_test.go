@@ -185,6 +185,9 @@ func TestQuarantineHousekeeping(t *testing.T) {
 	drop("gw-1/semi.csv", "time;device_id;temperature_c\n2026-01-05T10:01:00Z;a;2.5\n")
 	drop("gw-2/cut.csv.gz", "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03broken")
 	drop("gw-2/fixed.csv", "time,device_id,temperature_c,humidity\n2026-01-05T10:02:00Z,b,3.5,40\n")
+	// A short row: no setting reads it, only --on-error skip-rows loads
+	// the file's other rows.
+	drop("gw-3/short.csv", header+"2026-01-05T10:03:00Z,c,4.5\n2026-01-05T10:04:00Z,c\n")
 	if r := run(t, env, "ingest"); r.code != cmdutil.ExitPartial {
 		t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
@@ -208,7 +211,8 @@ func TestQuarantineHousekeeping(t *testing.T) {
 		return out
 	}
 	rows := rejected()
-	if len(rows) != 3 || rows["gw-1/semi.csv"].Kind != landing.KindSetting || rows["gw-2/cut.csv.gz"].Kind != landing.KindFile ||
+	if len(rows) != 4 || rows["gw-1/semi.csv"].Kind != landing.KindSetting || rows["gw-2/cut.csv.gz"].Kind != landing.KindFile ||
+		rows["gw-3/short.csv"].Kind != landing.KindRow ||
 		rows["gw-2/fixed.csv"].Loaded == nil || !rows["gw-2/fixed.csv"].Loaded.Since || rows["gw-1/semi.csv"].Loaded != nil {
 		t.Fatalf("rejected: %+v", rows)
 	}
@@ -251,14 +255,18 @@ func TestQuarantineHousekeeping(t *testing.T) {
 	res := requeue(cmdutil.ExitOK, "--all", "--dry-run")
 	if res["gw-1/semi.csv"].Status != landing.WouldRequeue || res["gw-2/cut.csv.gz"].Status != landing.Skipped ||
 		!strings.Contains(res["gw-2/cut.csv.gz"].Reason, "the file itself is broken") || res["gw-2/fixed.csv"].Status != landing.Skipped ||
-		!strings.Contains(res["gw-2/fixed.csv"].Reason, "its key was loaded since it was quarantined (snapshot ") {
+		!strings.Contains(res["gw-2/fixed.csv"].Reason, "its key was loaded since it was quarantined (snapshot ") ||
+		res["gw-3/short.csv"].Status != landing.Skipped ||
+		!strings.Contains(res["gw-3/short.csv"].Reason, "wrong number of fields") ||
+		!strings.Contains(res["gw-3/short.csv"].Reason, "it is refused again unless ingest runs with --on-error skip-rows") {
 		t.Fatalf("dry run: %+v", res)
 	}
-	if len(rejected()) != 3 {
+	if len(rejected()) != 4 {
 		t.Fatal("the dry run moved files")
 	}
 	res = requeue(cmdutil.ExitPartial, "--all")
-	if len(res) != 3 || res["gw-1/semi.csv"].Status != landing.Requeued || res["gw-2/cut.csv.gz"].Status != landing.Skipped || res["gw-2/fixed.csv"].Status != landing.Skipped {
+	if len(res) != 4 || res["gw-1/semi.csv"].Status != landing.Requeued || res["gw-2/cut.csv.gz"].Status != landing.Skipped || res["gw-2/fixed.csv"].Status != landing.Skipped ||
+		res["gw-3/short.csv"].Status != landing.Skipped {
 		t.Fatalf("requeue --all: %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(land, "gw-1", "semi.csv")); err != nil {

@@ -29,7 +29,8 @@ func NewCmdRejected(f *cmdutil.Factory, runF func(context.Context, *RejectedOpti
 		Short: "List the quarantined files with their reasons, sizes and times",
 		Long: `List the files ingest quarantined, in key order: the landing key each came
 from, its size, when it was quarantined, why, and whether the file itself is
-broken (kind file: no setting can load it) or a setting refused it (kind
+broken (kind file: no setting can load it), a row of it is (kind row: only
+ingest --on-error skip-rows loads its other rows) or a setting refused it (kind
 setting), from the JSON report beside the kept copy. A kept copy without a
 report (a quarantine interrupted by a crash) is listed too.
 

@@ -41,7 +41,9 @@ Skipped, with the reason on the file's line:
     loaded, or deleted; send corrections under a new key;
   - with --all or a filter, a file whose report says the file itself is
     broken (kind file: unreadable, empty, not UTF-8, a null in a required
-    column, its key loaded with other content): no setting can load it.
+    column, its key loaded with other content): no setting can load it;
+    or that a row's structure is broken (kind row: the wrong number of
+    fields, a stray quote): only ingest --on-error skip-rows loads it.
     Name its KEY to requeue it anyway.
 
 A file is written back with a conditional create: a file under the same key
