@@ -220,9 +220,6 @@ func Audit(ctx context.Context, o AuditOptions) (*AuditReport, error) {
 	if o.Limit <= 0 {
 		o.Limit = DefaultAuditLimit
 	}
-	if o.Depth <= 0 {
-		o.Depth = DefaultDepth
-	}
 	a := &auditor{o: o, findings: map[string]*Finding{}, reasons: map[string]*ReasonCount{},
 		rep: &AuditReport{Table: o.TableName, Landing: o.Bucket.Store.URI(), At: now.UTC().Truncate(time.Millisecond),
 			StuckAfterSeconds: o.StuckAfter.Seconds(), Since: o.Since.UTC().Truncate(time.Millisecond)}}

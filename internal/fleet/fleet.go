@@ -25,16 +25,18 @@ import (
 	"time"
 )
 
-// DefaultDepth is how many folders of a key name its gateway: "gateway-7"
-// of "gateway-7/20260105T1000.csv" (timelake upload's key scheme).
-const DefaultDepth = 1
-
-// GatewayOf names the gateway of a landing key: its first depth folders
-// (depth <= 0 means DefaultDepth), fewer when the key has fewer; "" for a
-// key outside any folder.
+// GatewayOf names the gateway of a landing key: by default (depth <= 0)
+// the folder that holds the file, "site-berlin/gw-7" of
+// "site-berlin/gw-7/20260105T1000.csv" (timelake upload's key scheme,
+// [prefix/]gateway/file); else its first depth folders, fewer when the
+// key has fewer (layouts with folders of dates below the gateway's). ""
+// for a key outside any folder.
 func GatewayOf(key string, depth int) string {
 	if depth <= 0 {
-		depth = DefaultDepth
+		if i := strings.LastIndexByte(key, '/'); i >= 0 {
+			return key[:i]
+		}
+		return ""
 	}
 	end := 0
 	for range depth {

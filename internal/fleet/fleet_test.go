@@ -35,6 +35,11 @@ func TestGatewayOf(t *testing.T) {
 		{"site-3/gateway-7/x.csv", 2, "site-3/gateway-7"},
 		{"site-3/gateway-7/x.csv", 5, "site-3/gateway-7"},
 		{"x.csv", 1, ""},
+		{"x.csv", 0, ""},
+		// The default: the folder that holds the file.
+		{"site-3/gateway-7/x.csv", 0, "site-3/gateway-7"},
+		{"gateway-7/2026/01/05/x.csv", 0, "gateway-7/2026/01/05"},
+		{"gateway-7/2026/01/05/x.csv", 1, "gateway-7"},
 	} {
 		if got := GatewayOf(tc.key, tc.depth); got != tc.want {
 			t.Errorf("GatewayOf(%q, %d) = %q, want %q", tc.key, tc.depth, got, tc.want)

@@ -26,8 +26,8 @@ type StatusOptions struct {
 	// not exist yet (only the landing bucket is read).
 	Table     *lake.Table
 	TableName string
-	// Depth is how many folders of a key name its gateway; 0 means
-	// DefaultDepth.
+	// Depth is how many folders of a key name its gateway; 0: the folder
+	// that holds the file (GatewayOf).
 	Depth int
 	// ExpectEvery is how often each gateway should land a file; 0 means
 	// the table's timelake.expect-every, else none (no gateway is silent).
@@ -138,9 +138,6 @@ func ExpectEveryOf(set time.Duration, t *lake.Table) (time.Duration, string, err
 // gateway. Errors: listing or reading the stores, a bad
 // timelake.expect-every.
 func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
-	if o.Depth <= 0 {
-		o.Depth = DefaultDepth
-	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -177,16 +174,20 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 	if err = st.noteUnlisted(err, o.Bucket.Skipped); err != nil {
 		return nil, fmt.Errorf("list landing %s: %w", o.Bucket.Store.URI(), err)
 	}
+	copies := map[string]time.Time{} // quarantined keys: the newest copy's time
 	err = o.Bucket.Store.List(ctx, o.Bucket.QuarantineKeyPrefix(), func(obj storage.ObjectInfo) error {
 		key, ok := o.Bucket.OriginalKey(obj.Key)
 		if !ok || landing.IsReport(obj.Key) || !strings.HasPrefix(key, o.Prefix) {
 			return nil
 		}
 		// A quarantined file landed before it was moved: its copy's time
-		// bounds its landing, until its outcome record says when.
-		f := fig(key)
-		f.quarantined++
-		f.landed = later(f.landed, obj.LastModified)
+		// (when it was quarantined) stands for its landing only when no
+		// record of the table's history says when it landed; a rejects
+		// file's rows landed with their file.
+		fig(key).quarantined++
+		if !landing.IsRejectsKey(key) {
+			copies[key] = later(copies[key], obj.LastModified)
+		}
 		return nil
 	})
 	if err = st.noteUnlisted(err, nil); err != nil && !errors.Is(err, storage.ErrNotExist) {
@@ -200,6 +201,9 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 			}
 			f := fig(r.Key)
 			f.landed = later(f.landed, cmp.Or(r.LandedAt, r.LoadedAt))
+			if !r.LandedAt.IsZero() {
+				delete(copies, r.Key)
+			}
 			recent := !r.LoadedAt.Before(day)
 			switch r.Outcome() {
 			case lake.OutcomeLoaded:
@@ -222,6 +226,10 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	for key, at := range copies {
+		f := fig(key)
+		f.landed = later(f.landed, at)
 	}
 	for _, gw := range slices.Sorted(maps.Keys(figs)) {
 		f := figs[gw]

@@ -72,7 +72,7 @@ func TestUnlistedFolders(t *testing.T) {
 		}
 		f, keys := finding(t, rep, FindingUnlisted)
 		if !rep.Attention || !f.Attention || !slices.Equal(keys, []string{"_rejected/gw-3/", "gw-2/locked/"}) ||
-			!strings.Contains(f.Files[1].Detail, "permission denied") || f.Files[1].Gateway != "gw-2" {
+			!strings.Contains(f.Files[1].Detail, "permission denied") || f.Files[1].Gateway != "gw-2/locked" {
 			t.Errorf("unlisted: %+v (report attention %v)", f, rep.Attention)
 		}
 		if rep.Checked.LandingFiles != 1 || rep.Checked.Waiting != 1 {

@@ -1410,6 +1410,9 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		r.notFetched(ctx, it, err)
 		return it
 	}
+	// A requeued file says when it first landed.
+	o.LastModified = landing.LandedAt(storage.ObjectInfo{LastModified: o.LastModified, Metadata: d.info.Metadata})
+	it.res.landed = o.LastModified
 	defer d.close()
 	it.src = d
 	it.res.Size, it.res.sha256 = d.info.Size, d.sha256
@@ -1853,7 +1856,7 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 		return res, ctx.Err()
 	}
 	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
-		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), Hint: hint(cause), Kind: rejectionKind(cause)}
+		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), LandedAt: res.landed.UTC(), Hint: hint(cause), Kind: rejectionKind(cause)}
 	var fe *decode.FileError
 	if errors.As(cause, &fe) {
 		rep.Row, rep.Column, rep.Value = fe.Row, fe.Column, fe.Value

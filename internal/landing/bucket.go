@@ -118,7 +118,10 @@ type Report struct {
 	ETag          string    `json:"etag,omitempty"`
 	SHA256        string    `json:"sha256,omitempty"`
 	At            time.Time `json:"at"`
-	Kind          string    `json:"kind,omitempty"` // what refused it: KindFile, KindSetting or KindRows ("" before they were written)
+	// LandedAt is when the file landed (LandedAt of its landing object),
+	// kept so that a requeue puts it back with that time.
+	LandedAt time.Time `json:"landed_at,omitzero"`
+	Kind     string    `json:"kind,omitempty"` // what refused it: KindFile, KindRow, KindSetting or KindRows ("" before they were written)
 	// SourceKey, SourceSHA256 and Rows are those of a rejects file
 	// (KindRows, SetAside): the landing key and SHA-256 of the file its
 	// rows were refused from, and each row's refusal, in the rejects
@@ -236,6 +239,17 @@ func fileExt(key string) string {
 // (landing requeue), the rows load as a new file.
 func RejectsKey(key, ext string) string {
 	return key[:len(key)-len(fileExt(key))] + ".rejects" + ext
+}
+
+// IsRejectsKey reports whether key is named as RejectsKey names rejects
+// files: rows of another file, which landed with it.
+func IsRejectsKey(key string) bool {
+	for _, ext := range []string{".csv", ".tsv", ".parquet"} {
+		if strings.HasSuffix(key, ".rejects"+ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // SetAside keeps a rejects file (the rows refused from rep.SourceKey,

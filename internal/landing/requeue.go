@@ -30,6 +30,9 @@ type Rejected struct {
 	// At is when it was quarantined: the report's time, else the copy's
 	// modification time.
 	At time.Time `json:"at"`
+	// LandedAt is when the file landed, before it was quarantined (the
+	// report's; zero in reports of earlier versions).
+	LandedAt time.Time `json:"landed_at,omitzero"`
 	// Reason, Row, Column, Value and Hint are the report's.
 	Reason string `json:"reason"`
 	Row    int64  `json:"row,omitempty"`
@@ -218,6 +221,9 @@ func (b *Bucket) rejectedCopy(ctx context.Context, c storage.ObjectInfo, noRepor
 	if !rep.At.IsZero() {
 		r.At = rep.At.UTC()
 	}
+	if !rep.LandedAt.IsZero() {
+		r.LandedAt = rep.LandedAt.UTC()
+	}
 	return r, nil
 }
 
@@ -347,7 +353,7 @@ func (b *Bucket) Requeue(ctx context.Context, r Rejected, dir string) (RequeueRe
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return res, fmt.Errorf("requeue %s: %w", r.QuarantinedTo, err)
 	}
-	_, err = b.Store.Put(ctx, r.Key, tmp, storage.PutOptions{IfAbsent: true})
+	_, err = b.Store.Put(ctx, r.Key, tmp, requeuePut(r))
 	if errors.Is(err, storage.ErrPreconditionFailed) {
 		res.Status = NotRequeued
 		res.Reason = "a file is under this key in the landing bucket already: it is not overwritten; the quarantined copy stays"
@@ -370,6 +376,35 @@ func (b *Bucket) Requeue(ctx context.Context, r Rejected, dir string) (RequeueRe
 		}
 	}
 	return res, nil
+}
+
+// MetaLandedAt is the user metadata (x-amz-meta-timelake-landed-at, RFC
+// 3339) of a file a requeue put back in an S3 landing bucket: when it
+// first landed, which its LastModified (the requeue's time) no longer says.
+const MetaLandedAt = "timelake-landed-at"
+
+// requeuePut is how Requeue writes r back: a conditional create that keeps
+// the time it first landed (in a folder, as the file's modification time;
+// on S3, as MetaLandedAt), so that freshness and the load history say
+// when the gateway sent it, not when it was put back.
+func requeuePut(r Rejected) storage.PutOptions {
+	opts := storage.PutOptions{IfAbsent: true}
+	if !r.LandedAt.IsZero() {
+		opts.ModTime = r.LandedAt
+		opts.Metadata = map[string]string{MetaLandedAt: r.LandedAt.UTC().Format(time.RFC3339Nano)}
+	}
+	return opts
+}
+
+// LandedAt is when the landing object o landed: the time a requeue kept
+// (MetaLandedAt, of an object Get returned), else its modification time.
+func LandedAt(o storage.ObjectInfo) time.Time {
+	if v := o.Metadata[MetaLandedAt]; v != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil && !t.After(o.LastModified) {
+			return t.UTC()
+		}
+	}
+	return o.LastModified
 }
 
 // ArchivePrefix is where Discard keeps the quarantined copies it archives:

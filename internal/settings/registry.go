@@ -402,10 +402,10 @@ var (
 	}, Kind: Duration(Positive, "1m")})
 
 	GatewayDepth = register(&Setting[int]{Spec: Spec{
-		Flag: "gateway-depth", Env: []string{"TIMELAKE_GATEWAY_DEPTH"}, Default: "1",
-		Help:     "how many folders of a landing key name its gateway (1: gateway-7 of gateway-7/x.csv)",
+		Flag: "gateway-depth", Env: []string{"TIMELAKE_GATEWAY_DEPTH"}, Default: "0",
+		Help:     "how many folders of a landing key name its gateway; 0: the folder that holds the file (site-berlin/gw-7 of site-berlin/gw-7/x.csv, the keys of timelake upload); 1: its first folder (gw-7 of gw-7/2026/01/05/x.csv)",
 		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupMonitor,
-	}, Kind: Int(1, 16)})
+	}, Kind: Int(0, 16)})
 
 	StuckAfter = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "stuck-after", Env: []string{"TIMELAKE_STUCK_AFTER"}, Default: "15m",

@@ -444,6 +444,11 @@ func (s *LocalStore) Put(ctx context.Context, key string, body io.ReadSeeker, op
 		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	defer r.Remove(tmp)
+	if !opts.ModTime.IsZero() {
+		if err := r.Chtimes(tmp, opts.ModTime, opts.ModTime); err != nil {
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+	}
 	switch {
 	case opts.IfAbsent:
 		if err := r.Link(tmp, p); err != nil {

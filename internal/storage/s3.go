@@ -191,6 +191,9 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInf
 	if out.LastModified != nil {
 		info.LastModified = out.LastModified.UTC()
 	}
+	if len(out.Metadata) > 0 {
+		info.Metadata = out.Metadata
+	}
 	return out.Body, info, nil
 }
 
@@ -230,6 +233,9 @@ func (s *S3Store) Put(ctx context.Context, key string, body io.ReadSeeker, opts 
 	}
 	if opts.ContentType != "" {
 		in.ContentType = aws.String(opts.ContentType)
+	}
+	if len(opts.Metadata) > 0 {
+		in.Metadata = opts.Metadata
 	}
 	var extra []func(*s3.Options)
 	if opts.IfAbsent {

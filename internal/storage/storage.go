@@ -38,6 +38,10 @@ type ObjectInfo struct {
 	LastModified time.Time // UTC
 	// Mode is the permission bits of a folder store's file; 0 on S3.
 	Mode fs.FileMode
+	// Metadata is the object's user metadata (x-amz-meta-<name>, names in
+	// lower case) as Get returns it from S3; nil from a listing, from Stat
+	// and from a folder store.
+	Metadata map[string]string
 }
 
 // PutOptions are the conditions of a Put.
@@ -54,6 +58,14 @@ type PutOptions struct {
 	// Mode is the permission bits of the new file of a folder store (0:
 	// 0644 less the umask); S3 ignores it.
 	Mode fs.FileMode
+	// Metadata is user metadata S3 stores with the object (x-amz-meta-
+	// <name>, ASCII values; Get returns it); a folder store ignores it.
+	Metadata map[string]string
+	// ModTime, when set, is the modification time of the new file of a
+	// folder store (set before it appears under its key); S3 ignores it
+	// (an object's LastModified is the time of its write: keep the time
+	// in Metadata).
+	ModTime time.Time
 }
 
 // Store is a flat key/value object store. Every method honours ctx.

@@ -222,3 +222,87 @@ func TestStatusCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusLandedTimes, on a local folder and on S3: a gateway's
+// last_landed is when its files landed, not when one was quarantined or
+// requeued; a requeued file keeps the time it first landed, which the load
+// history records once it loads; the gateway is the folder that holds the
+// files (site-berlin/gw-7), not the site folder above it.
+func TestStatusLandedTimes(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		const short = "site-berlin/gw-7/short.csv"
+		e.put(t, "site-berlin/gw-8/good.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
+		e.put(t, short, header+"2026-01-05T10:00:00Z,b,2.5\n2026-01-05T10:01:00Z,b\n")
+		landed := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+		if e.local {
+			os.Chtimes(filepath.Join(e.env["LANDING_BUCKET"], filepath.FromSlash(short)), landed, landed)
+		} else {
+			info, err := e.landing.Stat(context.Background(), short)
+			if err != nil {
+				t.Fatal(err)
+			}
+			landed = info.LastModified
+			// S3 times are whole seconds: the quarantine and the requeue
+			// below come in later seconds than the upload.
+			time.Sleep(1100 * time.Millisecond)
+		}
+		if r := run(t, e.env, "ingest"); r.code != cmdutil.ExitPartial || !strings.Contains(r.out, "quarantined     "+short) {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		gateway := func(name string) fleet.GatewayStatus {
+			t.Helper()
+			r := run(t, e.env, "landing", "status", "--json")
+			var st fleet.Status
+			if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitOK {
+				t.Fatalf("status: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+			}
+			for _, g := range st.Gateways {
+				if g.Gateway == name {
+					return g
+				}
+			}
+			t.Fatalf("no gateway %q in %+v", name, st.Gateways)
+			return fleet.GatewayStatus{}
+		}
+		if g := gateway("site-berlin/gw-7"); g.Quarantined != 1 || g.LastLanded == nil || !g.LastLanded.Truncate(time.Second).Equal(landed) {
+			t.Fatalf("quarantined: %+v, want last_landed %s", g, landed)
+		}
+		if !e.local {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		if r := run(t, e.env, "landing", "requeue", short); r.code != cmdutil.ExitOK {
+			t.Fatalf("requeue: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		if e.local {
+			if g := gateway("site-berlin/gw-7"); g.Waiting != 1 || g.LastLanded == nil || !g.LastLanded.Truncate(time.Second).Equal(landed) {
+				t.Fatalf("requeued, waiting: %+v, want last_landed %s", g, landed)
+			}
+		}
+		if r := run(t, e.env, "ingest", "--on-error", "skip-rows", "--max-bad-rows", "1"); !strings.Contains(r.out, "loaded          "+short) {
+			t.Fatalf("ingest of the requeued file: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		r := run(t, e.env, "tables", "history", "--json")
+		var rows []struct {
+			Status, Key string
+			LandedAt    *time.Time `json:"landed_at"`
+		}
+		if err := json.Unmarshal([]byte(r.out), &rows); err != nil {
+			t.Fatalf("history: %v\n%s%s", err, r.out, r.errOut)
+		}
+		found := false
+		for _, row := range rows {
+			if row.Key == short && row.Status == "loaded" {
+				found = true
+				if row.LandedAt == nil || !row.LandedAt.Truncate(time.Second).Equal(landed) {
+					t.Errorf("the requeued file's load record says it landed at %v, want %s", row.LandedAt, landed)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("no load record of %s:\n%s", short, r.out)
+		}
+		if g := gateway("site-berlin/gw-7"); g.LastLanded == nil || !g.LastLanded.Truncate(time.Second).Equal(landed) {
+			t.Fatalf("loaded: %+v, want last_landed %s", g, landed)
+		}
+	})
+}
