@@ -22,9 +22,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-dir="${S3_TRIAL_DIR:-s3-trial}"
+dir="${S3_TRIAL_DIR:-s3-trial}" # a relative folder is relative to the repository
 mkdir -p bin "$dir"
-# (a relative folder is relative to the repository)
 say() { echo "s3-trial: $*" >&2; }
 
 say "building bin/timelake and bin/timelake-gateway"
