@@ -4,7 +4,8 @@
 #
 #   ./scripts/s3-trial.sh                    scratch folder ./s3-trial (gitignored)
 #   S3_TRIAL_DIR=/tmp/trial ./scripts/s3-trial.sh
-#   S3_TRIAL_KEEP=1 ./scripts/s3-trial.sh    leave the S3 server running afterwards
+#   S3_TRIAL_KEEP=1 ./scripts/s3-trial.sh    leave the S3 server running afterwards (a later run
+#                                            uses it; scripts/s3-server.sh stop s3-trial/s3 stops it)
 #
 # 1. builds bin/timelake and bin/timelake-gateway;
 # 2. starts a local S3 server (versitygw on 127.0.0.1, scripts/s3-server.sh, installed
@@ -37,8 +38,12 @@ if [[ -n "${TIMELAKE_TEST_S3_ENDPOINT:-}" ]]; then
 	suffix="$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
 	lake="trial-lake-$suffix" landing="trial-landing-$suffix"
 else
-	say "starting a local S3 server (state in $dir/s3)"
-	bash scripts/s3-server.sh start "$dir/s3" >/dev/null
+	if [[ -f "$dir/s3/pid" && -f "$dir/s3/env" ]] && kill -0 "$(cat "$dir/s3/pid")" 2>/dev/null; then
+		say "using the S3 server left running in $dir/s3 (S3_TRIAL_KEEP=1)"
+	else
+		say "starting a local S3 server (state in $dir/s3)"
+		bash scripts/s3-server.sh start "$dir/s3" >/dev/null
+	fi
 	if [[ "${S3_TRIAL_KEEP:-}" != 1 ]]; then
 		trap 'bash scripts/s3-server.sh stop "$dir/s3"' EXIT
 	fi
@@ -105,7 +110,7 @@ your buckets and keys:
 
 then: timelake env check --env-file timelake.env
 EOF
-if [[ -z "${S3_TRIAL_KEEP:-}" && -f "$dir/s3/pid" ]]; then
+if [[ "${S3_TRIAL_KEEP:-}" != 1 && -f "$dir/s3/pid" ]]; then
 	say "the S3 server stops now (S3_TRIAL_KEEP=1 leaves it running)"
 elif [[ -f "$dir/s3/pid" ]]; then
 	say "the S3 server keeps running: bash scripts/s3-server.sh stop $dir/s3"
