@@ -10,7 +10,8 @@
 # 1. builds bin/timelake and bin/timelake-gateway;
 # 2. starts a local S3 server (versitygw on 127.0.0.1, scripts/s3-server.sh, installed
 #    through the Go module proxy on first use), or uses the one the TIMELAKE_TEST_S3_*
-#    variables name (scripts/test.sh runs this script so);
+#    variables name (the test suite runs it so on its server: TestS3TrialScript in
+#    cmd/timelake, under scripts/test.sh);
 # 3. creates two buckets: the lake (the Iceberg tables) and the landing bucket (what
 #    gateways upload);
 # 4. writes the env files timelake.env (the poller's) and gateway.env (a gateway's),
@@ -19,7 +20,8 @@
 #    gateways would;
 # 6. runs one ingest and shows the table.
 #
-# Run it again and the uploads are reported as already loaded: the table does not change.
+# Run it again and the uploads are reported as already loaded: the table's data does not
+# change.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
