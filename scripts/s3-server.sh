@@ -5,6 +5,9 @@
 #   scripts/s3-server.sh install             install versitygw into $TOOLS/bin (cached)
 #   scripts/s3-server.sh start <state-dir>   start on a free port; writes <state-dir>/env
 #   scripts/s3-server.sh stop <state-dir>    stop the server recorded in <state-dir>/pid
+#   scripts/s3-server.sh bucket <name>...    create buckets (an existing one of ours is fine) on the
+#                                            server the TIMELAKE_TEST_S3_* variables name
+#                                            (`. <state-dir>/env` first); needs curl 7.75+ (SigV4)
 #
 # TOOLS defaults to ${TIMELAKE_TOOLS_DIR:-$HOME/.cache/timelake-tools}.
 set -euo pipefail
@@ -24,7 +27,7 @@ die() { log "$*"; exit 1; }
 . "$(dirname "${BASH_SOURCE[0]}")/server-common.sh"
 
 usage() {
-	echo "usage: $0 install | start <state-dir> | stop <state-dir>" >&2
+	echo "usage: $0 install | start <state-dir> | stop <state-dir> | bucket <name>..." >&2
 	exit 2
 }
 
@@ -137,9 +140,43 @@ cmd_stop() {
 	stop_server "$dir" versitygw versitygw 50
 }
 
+# The SHA-256 of an empty body: S3 wants it in x-amz-content-sha256, which curl
+# does not add by itself.
+EMPTY_SHA256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+
+cmd_bucket() {
+	[[ $# -gt 0 ]] || usage
+	local endpoint="${TIMELAKE_TEST_S3_ENDPOINT:-}" name code out
+	[[ -n "$endpoint" ]] || die "TIMELAKE_TEST_S3_ENDPOINT is unset: run '. <state-dir>/env' after start"
+	out="$(mktemp)"
+	for name in "$@"; do
+		# A signed PUT /<bucket> (CreateBucket, path-style), as any S3 client sends it.
+		code="$(curl -sS -o "$out" -w '%{http_code}' -X PUT \
+			-H "x-amz-content-sha256: $EMPTY_SHA256" \
+			--aws-sigv4 "aws:amz:${TIMELAKE_TEST_S3_REGION:-$REGION}:s3" \
+			--user "${TIMELAKE_TEST_S3_ACCESS_KEY:-$ACCESS_KEY}:${TIMELAKE_TEST_S3_SECRET_KEY:-$SECRET_KEY}" \
+			"$endpoint/$name")" || {
+			rm -f "$out"
+			die "create bucket $name at $endpoint: curl failed"
+		}
+		if [[ "$code" == 200 ]] || grep -q BucketAlreadyOwnedByYou "$out"; then
+			log "bucket $name ready"
+			continue
+		fi
+		cat "$out" >&2
+		rm -f "$out"
+		die "create bucket $name at $endpoint: HTTP $code"
+	done
+	rm -f "$out"
+}
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
+bucket)
+	shift
+	cmd_bucket "$@"
+	;;
 *) usage ;;
 esac

@@ -9,6 +9,9 @@
 #   ./scripts/test.sh -run S3 ./internal/testutil/...  go test -count=1 -run S3 ./internal/testutil/...
 #   ./scripts/test.sh interop                          only the interop tests
 #
+# go test ./... includes TestS3TrialScript (cmd/timelake), which runs scripts/s3-trial.sh
+# on this S3 server and checks the rows it loads.
+#
 # With no arguments it tests ./... and then runs the interop tests (docs/interop.md):
 # `npm ci` in test/interop/icebird (skipped while node_modules matches package-lock.json)
 # and `go test ./...` in the separate module test/interop (icebird and DuckDB read our

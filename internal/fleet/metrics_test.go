@@ -49,7 +49,8 @@ func TestTextfile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "timelake.prom")
 	started := time.Date(2026, 1, 5, 11, 59, 0, 0, time.UTC)
-	run := &Run{Table: "iot.readings", At: started, Seconds: 1.5, OK: true, Loaded: 20, Quarantined: 1, Rows: 2000}
+	maintained := 0.25
+	run := &Run{Table: "iot.readings", At: started, Seconds: 1.5, OK: true, Loaded: 20, Quarantined: 1, Rows: 2000, MaintenanceSeconds: &maintained}
 	if err := WriteTextfile(path, sampleStatus(3), run); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +75,7 @@ func TestTextfile(t *testing.T) {
 		{"timelake_ingest_last_run_files", map[string]string{"status": "loaded"}, 20},
 		{"timelake_ingest_last_run_success", nil, 1},
 		{"timelake_ingest_last_success_timestamp_seconds", nil, float64(started.Unix())},
+		{"timelake_ingest_last_run_maintenance_seconds", nil, 0.25},
 	} {
 		if got, ok := value(t, mfs, tc.name, tc.labels); !ok || got != tc.want {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
@@ -101,6 +103,9 @@ func TestTextfile(t *testing.T) {
 	}
 	if _, ok := mfs["timelake_gateways"]; ok {
 		t.Error("gateway metrics without a status")
+	}
+	if _, ok := mfs["timelake_ingest_last_run_maintenance_seconds"]; ok {
+		t.Error("a maintenance duration for a run without maintenance")
 	}
 }
 

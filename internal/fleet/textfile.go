@@ -20,6 +20,9 @@ type Run struct {
 	OK                                               bool
 	Loaded, Duplicates, Quarantined, Waiting, Failed int
 	Rows                                             int64
+	// MaintenanceSeconds is how long the run's maintenance took; nil
+	// when none ran.
+	MaintenanceSeconds *float64
 }
 
 // runCollector exposes a Run, and the time of the last run that finished
@@ -28,24 +31,25 @@ type runCollector struct {
 	run         Run
 	lastSuccess time.Time
 
-	at, ok, seconds, files, rows, success *prometheus.Desc
+	at, ok, seconds, files, rows, success, maintenance *prometheus.Desc
 }
 
 func newRunCollector(run Run, lastSuccess time.Time) *runCollector {
 	tbl := []string{"table"}
 	d := prometheus.NewDesc
 	return &runCollector{run: run, lastSuccess: lastSuccess,
-		at:      d("timelake_ingest_last_run_timestamp_seconds", "Unix time the last ingest run started.", tbl, nil),
-		ok:      d("timelake_ingest_last_run_success", "1 when the last ingest run finished (some files may be quarantined), 0 when an error stopped it.", tbl, nil),
-		seconds: d("timelake_ingest_last_run_duration_seconds", "Duration of the last ingest run.", tbl, nil),
-		files:   d("timelake_ingest_last_run_files", "Files of the last ingest run, by status (loaded, already-loaded, quarantined, waiting, failed).", []string{"table", "status"}, nil),
-		rows:    d("timelake_ingest_last_run_rows", "Rows the last ingest run committed.", tbl, nil),
-		success: d("timelake_ingest_last_success_timestamp_seconds", "Unix time the last ingest run that finished started.", tbl, nil),
+		at:          d("timelake_ingest_last_run_timestamp_seconds", "Unix time the last ingest run started.", tbl, nil),
+		ok:          d("timelake_ingest_last_run_success", "1 when the last ingest run finished (some files may be quarantined), 0 when an error stopped it.", tbl, nil),
+		seconds:     d("timelake_ingest_last_run_duration_seconds", "Duration of the last ingest run.", tbl, nil),
+		files:       d("timelake_ingest_last_run_files", "Files of the last ingest run, by status (loaded, already-loaded, quarantined, waiting, failed).", []string{"table", "status"}, nil),
+		rows:        d("timelake_ingest_last_run_rows", "Rows the last ingest run committed.", tbl, nil),
+		success:     d("timelake_ingest_last_success_timestamp_seconds", "Unix time the last ingest run that finished started.", tbl, nil),
+		maintenance: d("timelake_ingest_last_run_maintenance_seconds", "Duration of the last ingest run's table maintenance (part of its duration); absent when none ran.", tbl, nil),
 	}
 }
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.at, c.ok, c.seconds, c.files, c.rows, c.success} {
+	for _, d := range []*prometheus.Desc{c.at, c.ok, c.seconds, c.files, c.rows, c.success, c.maintenance} {
 		ch <- d
 	}
 }
@@ -69,6 +73,9 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.files, float64(f.n), r.Table, f.status)
 	}
 	gauge(c.rows, float64(r.Rows), r.Table)
+	if r.MaintenanceSeconds != nil {
+		gauge(c.maintenance, *r.MaintenanceSeconds, r.Table)
+	}
 	if !c.lastSuccess.IsZero() {
 		gauge(c.success, float64(c.lastSuccess.UnixMilli())/1000, r.Table)
 	}

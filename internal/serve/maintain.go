@@ -55,6 +55,9 @@ func (m *maintainer) start(ctx context.Context) {
 			result = "error"
 		}
 		s.metrics.maintenance.WithLabelValues(result).Inc()
+		if err == nil { // the round ran (the table loaded)
+			s.metrics.maintainSeconds.Observe(rep.Seconds)
+		}
 		if s.cfg.OnMaintenance != nil {
 			s.cfg.OnMaintenance(rep)
 		}

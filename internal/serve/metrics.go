@@ -28,6 +28,7 @@ type metrics struct {
 	requests         *prometheus.CounterVec
 	sweeps           *prometheus.CounterVec
 	maintenance      *prometheus.CounterVec
+	maintainSeconds  prometheus.Histogram
 	leaseHeld        prometheus.Gauge
 	lastCommit       prometheus.Gauge
 }
@@ -64,6 +65,8 @@ func newMetrics(queueDepth, landingLag func() float64, more ...prometheus.Collec
 		Help: "Listings of the landing bucket, by result (ok, error)."}, []string{"result"})
 	m.maintenance = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "timelake_maintenance_rounds_total",
 		Help: "Rounds of table maintenance, by result (ok, error)."}, []string{"result"})
+	m.maintainSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "timelake_maintenance_seconds",
+		Help: "Duration of each round of table maintenance (within --maintenance-budget).", Buckets: latencyBuckets})
 	m.leaseHeld = prometheus.NewGauge(prometheus.GaugeOpts{Name: "timelake_lease_held",
 		Help: "1 while this process holds the table's ingest lease, else 0."})
 	m.lastCommit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "timelake_last_commit_timestamp_seconds",
@@ -74,7 +77,7 @@ func newMetrics(queueDepth, landingLag func() float64, more ...prometheus.Collec
 		Help: "Age of the oldest landing file known to wait (queued or being loaded); 0 when none."}, landingLag)
 	m.reg.MustRegister(m.filesLoaded, m.filesAlready, m.filesQuarantined, m.filesWaiting, m.filesFailed, m.rowsLoaded, m.rowsRejected, m.sweepLoaded,
 		m.commitSeconds, m.commitErrors, m.loadErrors, m.eventToLoaded, m.announcedMissing, m.events, m.requests, m.sweeps, m.maintenance,
-		m.leaseHeld, m.lastCommit, queue, lag,
+		m.maintainSeconds, m.leaseHeld, m.lastCommit, queue, lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(more...)
 	return m

@@ -66,9 +66,13 @@ func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error
 	if m.MetricsFile == "" {
 		return nil
 	}
-	return fleet.WriteTextfile(m.MetricsFile, st, &fleet.Run{Table: table, At: started, Seconds: rep.Seconds,
+	run := &fleet.Run{Table: table, At: started, Seconds: rep.Seconds,
 		OK: runErr == nil, Loaded: rep.Loaded, Duplicates: rep.AlreadyLoaded, Quarantined: rep.Quarantined,
-		Waiting: rep.Waiting, Failed: rep.Failed, Rows: rep.Rows})
+		Waiting: rep.Waiting, Failed: rep.Failed, Rows: rep.Rows}
+	if rep.Maintenance != nil {
+		run.MaintenanceSeconds = &rep.Maintenance.Seconds
+	}
+	return fleet.WriteTextfile(m.MetricsFile, st, run)
 }
 
 // status computes the gateways' figures after the run.
