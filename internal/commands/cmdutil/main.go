@@ -124,6 +124,12 @@ func Execute(ctx context.Context, f *Factory, args []string, newRoot func(*Facto
 			err = p
 		}
 	}
+	var missing *settings.MissingError
+	if errors.As(err, &missing) {
+		// A variable set under a misspelled name (LANDING_BUCKT) is the
+		// likeliest reason; the error names it with the one meant.
+		missing.NoteMisspelled(f.UnknownVariables())
+	}
 	code := exitCode(ctx, err)
 	switch {
 	case errors.As(err, &silent), errors.Is(err, ErrPartial):

@@ -80,10 +80,11 @@ func (c *Checker) settings(ctx context.Context) {
 		c.Fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
 
-	// TIMELAKE_* variables no setting reads: a misspelling is otherwise
-	// ignored, and the default used instead.
+	// TIMELAKE_* variables no setting reads, and AWS_* or LANDING_*
+	// variables that misspell one a setting reads: a misspelling is
+	// otherwise ignored, and the default used instead.
 	if len(s.Unknown) == 0 {
-		c.OK(CheckVariables, "every TIMELAKE_* variable is a setting")
+		c.OK(CheckVariables, "every TIMELAKE_* variable is a setting, and no AWS_* or LANDING_* variable misspells one")
 	} else {
 		msgs := make([]string, len(s.Unknown))
 		for i, u := range s.Unknown {
