@@ -205,6 +205,7 @@ func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client,
 	if err != nil {
 		return nil, cfg, err
 	}
+	cfg.Logger = f.Logger() // the SDK's lines, at debug level (storage.SDKLogger)
 	c, err := storage.NewS3Client(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidEndpoint) {
