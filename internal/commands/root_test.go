@@ -311,7 +311,7 @@ func TestMisspelledVariables(t *testing.T) {
 	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "variables\tfail\t") {
 		t.Fatalf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
 	}
-	for _, m := range meant {
+	for _, m := range append(meant, "landing\tfail\tnot set; LANDING_BUCKT (env file) is set: did you mean LANDING_BUCKET?\t") {
 		if !strings.Contains(r.out, m) {
 			t.Errorf("env check does not say %q:\n%s", m, r.out)
 		}
