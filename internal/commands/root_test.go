@@ -348,6 +348,34 @@ func TestMisspelledVariables(t *testing.T) {
 	}
 }
 
+// TestMisspelledSecretKey checks that static keys left without their
+// secret by a misspelled AWS_SECRET_ACCESS_KEY fail with timelake's own
+// message, whose fix renames the variable first, after the warning that
+// names it; nothing of the SDK's own is written.
+func TestMisspelledSecretKey(t *testing.T) {
+	environ := []string{"TIMELAKE_WAREHOUSE=s3://my-lake/warehouse", "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_REGION=auto",
+		"AWS_ACCESS_KEY_ID=tid_abcd", "AWS_SECRET_ACCES_KEY=tsec_efgh"}
+	ios, _, errOut := iostreams.Test()
+	code := commands.ExecuteEnviron(context.Background(), []string{"tables", "list"}, ios, environ)
+	got := errOut.String()
+	want := []string{
+		`level=WARN msg="AWS_SECRET_ACCES_KEY (environment) is not a variable timelake reads; did you mean AWS_SECRET_ACCESS_KEY?"`,
+		"Error: lake bucket s3://my-lake/warehouse: no S3 credentials found\n",
+		"Fix: rename AWS_SECRET_ACCES_KEY (environment) to AWS_SECRET_ACCESS_KEY; set AWS_ACCESS_KEY_ID (environment) and AWS_SECRET_ACCESS_KEY",
+	}
+	if code != cmdutil.ExitFailed {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitFailed)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "static credentials are empty") || strings.Contains(got, "SDK ") {
+		t.Errorf("the SDK's words reach stderr:\n%s", got)
+	}
+}
+
 // TestLocationKinds checks that a warehouse and a landing of different
 // kinds are refused by every command unless the local side is written
 // explicitly (file:// or an absolute path), and fail env check's row.
