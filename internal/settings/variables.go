@@ -84,8 +84,8 @@ func (u UnknownVariable) String() string {
 // the variable it most likely stands for; the tooling variables
 // (TIMELAKE_TEST_*, ...) are left out. An AWS_* or LANDING_* variable no
 // setting reads is returned only when it is a near miss of one that a
-// setting reads (nearMiss); every other name is left alone. A name set in both is reported
-// once, as coming from the environment. Sorted by name.
+// setting reads (nearMiss); every other name is left alone. A name set in
+// both is reported once, as coming from the environment. Sorted by name.
 func UnknownVariables(env *config.Env, environ []string) []UnknownVariable {
 	known := map[string]bool{}
 	for _, s := range all {
