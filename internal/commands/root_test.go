@@ -273,6 +273,109 @@ func TestUnknownVariables(t *testing.T) {
 	}
 }
 
+// TestMisspelledVariables checks that AWS_* and LANDING_* variables one
+// or two edits from one a setting reads, in the env file and in the
+// environment, are named with the one meant: in the error of a command
+// that misses the setting (exit 2), in a warning of every other command,
+// and in env check's variables row; unrelated variables are not.
+func TestMisspelledVariables(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "timelake.env")
+	body := "LANDING_BUCKT=" + filepath.Join(dir, "landing") + "\nTIMELAKE_WAREHOUSE=" + filepath.Join(dir, "lake") +
+		"\nTIMELAKE_TABLE=iot.readings\nAWS_SECRET_ACCES_KEY=secret\nAWS_ACCES_KEY_ID=key\n"
+	if err := os.WriteFile(envFile, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"landing", "lake"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	environ := []string{"TIMELAKE_TEST_S3_ENDPOINT=http://127.0.0.1:1", "AWS_ENDPOINT_ULR=http://127.0.0.1:1", "AWS_REGOIN=auto",
+		"PATH=/bin", "AWS_CONFIG_FILE=" + filepath.Join(dir, "config"), "AWS_ENDPOINT_URL_STS=http://127.0.0.1:1", "LANDING_ZONE=eu"}
+	exec := func(args ...string) result {
+		ios, out, errOut := iostreams.Test()
+		code := commands.ExecuteEnviron(context.Background(), args, ios, environ)
+		return result{code, out.String(), errOut.String()}
+	}
+	meant := []string{
+		"AWS_ACCES_KEY_ID (env file) is not a variable timelake reads; did you mean AWS_ACCESS_KEY_ID?",
+		"AWS_ENDPOINT_ULR (environment) is not a variable timelake reads; did you mean AWS_ENDPOINT_URL?",
+		"AWS_REGOIN (environment) is not a variable timelake reads; did you mean AWS_REGION?",
+		"AWS_SECRET_ACCES_KEY (env file) is not a variable timelake reads; did you mean AWS_SECRET_ACCESS_KEY?",
+		"LANDING_BUCKT (env file) is not a variable timelake reads; did you mean LANDING_BUCKET?",
+	}
+	unrelated := []string{"PATH", "AWS_CONFIG_FILE", "AWS_ENDPOINT_URL_STS", "LANDING_ZONE"}
+
+	r := exec("env", "check", "--env-file", envFile)
+	if r.code != cmdutil.ExitFailed || !strings.Contains(r.out, "variables\tfail\t") {
+		t.Fatalf("env check: exit %d, stdout:\n%s\nstderr %q", r.code, r.out, r.errOut)
+	}
+	for _, m := range append(meant, "landing\tfail\tnot set; LANDING_BUCKT (env file) is set: did you mean LANDING_BUCKET?\t") {
+		if !strings.Contains(r.out, m) {
+			t.Errorf("env check does not say %q:\n%s", m, r.out)
+		}
+	}
+	for _, args := range [][]string{{"ingest"}, {"landing", "rejected"}, {"tables", "list"}} {
+		r := exec(append(args, "--env-file", envFile)...)
+		for _, m := range meant {
+			if !strings.Contains(r.errOut, "level=WARN msg=\""+m) {
+				t.Errorf("%v: no warning %q in stderr:\n%s", args, m, r.errOut)
+			}
+		}
+		for _, name := range unrelated {
+			if strings.Contains(r.out+r.errOut, name) {
+				t.Errorf("%v: %s is reported:\n%s", args, name, r.errOut)
+			}
+		}
+		if args[0] == "tables" {
+			if r.code != cmdutil.ExitOK {
+				t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+			}
+			continue
+		}
+		// The landing is missing: the error names the variable meant.
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut,
+			"Error: missing setting: pass --landing or set LANDING_BUCKET or TIMELAKE_LANDING; LANDING_BUCKT (env file) is set: did you mean LANDING_BUCKET?") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.errOut)
+		}
+	}
+	// In the environment too.
+	environ = append(environ, "LANDING_BUCKT="+filepath.Join(dir, "landing"), "TIMELAKE_WAREHOUSE="+filepath.Join(dir, "lake"), "TIMELAKE_TABLE=iot.readings")
+	r = exec("ingest")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "LANDING_BUCKT (environment) is set: did you mean LANDING_BUCKET?") {
+		t.Errorf("environment: exit %d, stderr %q", r.code, r.errOut)
+	}
+}
+
+// TestMisspelledSecretKey checks that static keys left without their
+// secret by a misspelled AWS_SECRET_ACCESS_KEY fail with timelake's own
+// message, whose fix renames the variable first, after the warning that
+// names it; nothing of the SDK's own is written.
+func TestMisspelledSecretKey(t *testing.T) {
+	environ := []string{"TIMELAKE_WAREHOUSE=s3://my-lake/warehouse", "AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_REGION=auto",
+		"AWS_ACCESS_KEY_ID=tid_abcd", "AWS_SECRET_ACCES_KEY=tsec_efgh"}
+	ios, _, errOut := iostreams.Test()
+	code := commands.ExecuteEnviron(context.Background(), []string{"tables", "list"}, ios, environ)
+	got := errOut.String()
+	want := []string{
+		`level=WARN msg="AWS_SECRET_ACCES_KEY (environment) is not a variable timelake reads; did you mean AWS_SECRET_ACCESS_KEY?"`,
+		"Error: lake bucket s3://my-lake/warehouse: no S3 credentials found\n",
+		"Fix: rename AWS_SECRET_ACCES_KEY (environment) to AWS_SECRET_ACCESS_KEY; set AWS_ACCESS_KEY_ID (environment) and AWS_SECRET_ACCESS_KEY",
+	}
+	if code != cmdutil.ExitFailed {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitFailed)
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "static credentials are empty") || strings.Contains(got, "SDK ") {
+		t.Errorf("the SDK's words reach stderr:\n%s", got)
+	}
+}
+
 // TestLocationKinds checks that a warehouse and a landing of different
 // kinds are refused by every command unless the local side is written
 // explicitly (file:// or an absolute path), and fail env check's row.

@@ -51,6 +51,7 @@ package settings
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -377,9 +378,40 @@ func (e *ValueError) Error() string { return e.From.Describe() + ": " + e.Err.Er
 func (e *ValueError) Unwrap() error { return e.Err }
 
 // MissingError is a required setting that is not set (a usage error).
-type MissingError struct{ Spec *Spec }
+type MissingError struct {
+	Spec *Spec
+	// Misspelled are the unknown variables set that most likely stand for
+	// one of the setting's (LANDING_BUCKT): NoteMisspelled sets them.
+	Misspelled []UnknownVariable
+}
 
+// NoteMisspelled keeps, of unknown (UnknownVariables), those meant for
+// one of the setting's variables, for Error to name them.
+func (e *MissingError) NoteMisspelled(unknown []UnknownVariable) {
+	e.Misspelled = nil
+	for _, u := range unknown {
+		for _, m := range strings.Split(u.Meant, " or ") {
+			if slices.Contains(e.Spec.Env, m) {
+				e.Misspelled = append(e.Misspelled, UnknownVariable{Name: u.Name, Source: u.Source, Meant: m})
+				break
+			}
+		}
+	}
+}
+
+// Error names the flag and the variables that set the setting, and each
+// variable set that misspells one of them: "missing setting: pass
+// --landing or set LANDING_BUCKET or TIMELAKE_LANDING; LANDING_BUCKT (env
+// file) is set: did you mean LANDING_BUCKET?".
 func (e *MissingError) Error() string {
+	msg := e.how()
+	for _, u := range e.Misspelled {
+		msg += fmt.Sprintf("; %s (%s) is set: did you mean %s?", u.Name, u.Source, u.Meant)
+	}
+	return msg
+}
+
+func (e *MissingError) how() string {
 	var how []string
 	if e.Spec.Flag != "" {
 		how = append(how, "pass --"+e.Spec.Flag)

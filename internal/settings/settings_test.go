@@ -347,6 +347,7 @@ func TestUnknownVariables(t *testing.T) {
 		lines = append(lines, u.String())
 	}
 	want := []string{
+		"AWS_REGOIN (env file) is not a variable timelake reads; did you mean AWS_REGION?",
 		"TIMELAKE_COLOUR (environment) is not a timelake variable",
 		"TIMELAKE_JSON (environment) is not a timelake variable; --json has no variable on purpose (it says what one run does): pass the flag",
 		"TIMELAKE_LANDING_BUCKET (env file) is not a timelake variable; did you mean LANDING_BUCKET?",
@@ -355,5 +356,62 @@ func TestUnknownVariables(t *testing.T) {
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestUnknownVariablesNearMiss checks that an AWS_* or LANDING_* variable
+// no setting reads is named with the one meant when it is one or two
+// edits from it, wherever it is set, and that every other name (the AWS
+// SDKs' own, other services' endpoints, unrelated variables) is left
+// alone.
+func TestUnknownVariablesNearMiss(t *testing.T) {
+	p := writeEnvFile(t, "AWS_SECRET_ACCES_KEY=s\nAWS_ACCES_KEY_ID=k\nLANDING_BUCKT=s3://landing\nAWS_ENDPOINT_URL_S=http://x\n"+
+		"AWS_CONFIG_FILE=/x\nAWS_ACCESS_KEY=old\nLANDING_ZONE=eu\nPAHT=/bin\n", 0o600)
+	environ := []string{"AWS_ENDPOINT_ULR=http://x", "AWS_REGOIN=auto", "AWS_PROFLE=p", "AWS_SESION_TOKEN=t", "LANDING_BUCKETS=b",
+		"AWS_ENDPOINT_URL_STS=http://x", "AWS_ENDPOINT_URL_SQS=http://x", "AWS_DEFAULT_PROFILE=p", "AWS_SDK_LOAD_CONFIG=1",
+		"AWS_SHARED_CREDENTIALS_FILE=/x", "AWS_SECRET_KEY=old", "AWS_REGION=auto", "PATH=/bin", "HOME=/root", "LANG=C", "LANDING=x"}
+	got := map[string]string{}
+	for _, u := range UnknownVariables(env(t, nil, p), environ) {
+		got[u.Name] = u.String()
+	}
+	want := map[string]string{
+		"AWS_SECRET_ACCES_KEY": "AWS_SECRET_ACCES_KEY (env file) is not a variable timelake reads; did you mean AWS_SECRET_ACCESS_KEY?",
+		"AWS_ACCES_KEY_ID":     "AWS_ACCES_KEY_ID (env file) is not a variable timelake reads; did you mean AWS_ACCESS_KEY_ID?",
+		"LANDING_BUCKT":        "LANDING_BUCKT (env file) is not a variable timelake reads; did you mean LANDING_BUCKET?",
+		"AWS_ENDPOINT_URL_S":   "AWS_ENDPOINT_URL_S (env file) is not a variable timelake reads; did you mean AWS_ENDPOINT_URL_S3?",
+		"AWS_ENDPOINT_ULR":     "AWS_ENDPOINT_ULR (environment) is not a variable timelake reads; did you mean AWS_ENDPOINT_URL?",
+		"AWS_REGOIN":           "AWS_REGOIN (environment) is not a variable timelake reads; did you mean AWS_REGION?",
+		"AWS_PROFLE":           "AWS_PROFLE (environment) is not a variable timelake reads; did you mean AWS_PROFILE?",
+		"AWS_SESION_TOKEN":     "AWS_SESION_TOKEN (environment) is not a variable timelake reads; did you mean AWS_SESSION_TOKEN?",
+		"LANDING_BUCKETS":      "LANDING_BUCKETS (environment) is not a variable timelake reads; did you mean LANDING_BUCKET?",
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %q, want %q", name, got[name], w)
+		}
+	}
+	for name, g := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s is reported (%q), but it is no misspelling of a variable timelake reads", name, g)
+		}
+	}
+}
+
+// TestMissingErrorMisspelled checks that a missing setting names the
+// variable set under a misspelled name with the one meant.
+func TestMissingErrorMisspelled(t *testing.T) {
+	p := writeEnvFile(t, "LANDING_BUCKT=s3://landing\nAWS_REGOIN=auto\n", 0o600)
+	e := env(t, nil, p)
+	r := NewResolver(nil, e)
+	Landing.Require(r)
+	var me *MissingError
+	if !errors.As(r.Err(), &me) {
+		t.Fatalf("error %v, want a *MissingError", r.Err())
+	}
+	me.NoteMisspelled(UnknownVariables(e, []string{"TIMELAKE_LANDNG=x"}))
+	want := "missing setting: pass --landing or set LANDING_BUCKET or TIMELAKE_LANDING; LANDING_BUCKT (env file) is set: did you mean LANDING_BUCKET?; " +
+		"TIMELAKE_LANDNG (environment) is set: did you mean TIMELAKE_LANDING?"
+	if got := me.Error(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

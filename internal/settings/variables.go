@@ -2,6 +2,7 @@ package settings
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,9 +23,33 @@ const VariablePrefix = "TIMELAKE_"
 // docs/configuration.md, "Unknown variables", lists them.
 var toolingPrefixes = []string{"TIMELAKE_TEST_", "TIMELAKE_FAULTS_", "TIMELAKE_ICEBIRD_", "TIMELAKE_TOOLS_DIR"}
 
-// UnknownVariable is a TIMELAKE_* variable that no setting has: most often
-// a misspelling (TIMELAKE_CSV_DELIMTER), which would otherwise be ignored
-// without a word.
+// typoPrefixes start the variables of the registry that are not
+// timelake's own (AWS_ENDPOINT_URL_S3, AWS_SECRET_ACCESS_KEY,
+// LANDING_BUCKET): an unknown name with one of these prefixes is reported
+// only when it is one or two edits from one of them (AWS_REGOIN,
+// LANDING_BUCKT), since environments and env files hold many variables
+// timelake has no business with.
+var typoPrefixes = []string{"AWS_", "LANDING_"}
+
+// sdkVariables are variables of the AWS SDKs and CLI that timelake does
+// not read but that are never typos of the ones it does, some of them
+// within two edits of one (AWS_ACCESS_KEY, AWS_SECRET_KEY: the old names
+// of the keys). The per-service endpoints (AWS_ENDPOINT_URL_STS,
+// AWS_ENDPOINT_URL_SQS) are left out by their prefix.
+var sdkVariables = map[string]bool{
+	"AWS_ACCESS_KEY": true, "AWS_SECRET_KEY": true, "AWS_SECURITY_TOKEN": true,
+	"AWS_DEFAULT_PROFILE": true, "AWS_DEFAULT_OUTPUT": true, "AWS_CONFIG_FILE": true,
+	"AWS_SHARED_CREDENTIALS_FILE": true, "AWS_CA_BUNDLE": true, "AWS_ROLE_ARN": true,
+	"AWS_ROLE_SESSION_NAME": true, "AWS_WEB_IDENTITY_TOKEN_FILE": true, "AWS_SDK_LOAD_CONFIG": true,
+	"AWS_MAX_ATTEMPTS": true, "AWS_RETRY_MODE": true, "AWS_ACCOUNT_ID": true, "AWS_APP_ID": true,
+	"AWS_PAGER": true, "AWS_EXECUTION_ENV": true, "AWS_SESSION_EXPIRATION": true,
+	"AWS_CREDENTIAL_EXPIRATION": true, "AWS_EC2_METADATA_DISABLED": true,
+}
+
+// UnknownVariable is a TIMELAKE_* variable that no setting has, or an
+// AWS_* or LANDING_* variable one or two edits from one the registry
+// reads: most often a misspelling (TIMELAKE_CSV_DELIMTER,
+// AWS_SECRET_ACCES_KEY), which would otherwise be ignored without a word.
 type UnknownVariable struct {
 	Name   string
 	Source config.Source // FromEnv or FromEnvFile
@@ -40,6 +65,9 @@ type UnknownVariable struct {
 // (env file) is not a timelake variable; did you mean
 // TIMELAKE_CSV_DELIMITER?".
 func (u UnknownVariable) String() string {
+	if !strings.HasPrefix(u.Name, VariablePrefix) {
+		return fmt.Sprintf("%s (%s) is not a variable timelake reads; did you mean %s?", u.Name, u.Source, u.Meant)
+	}
 	s := fmt.Sprintf("%s (%s) is not a timelake variable", u.Name, u.Source)
 	switch {
 	case u.Flag != "":
@@ -54,8 +82,10 @@ func (u UnknownVariable) String() string {
 // environ (the process environment, "KEY=value" as os.Environ gives it;
 // nil for none) set and that no setting of the registry reads, each with
 // the variable it most likely stands for; the tooling variables
-// (TIMELAKE_TEST_*, ...) are left out. A name set in both is reported
-// once, as coming from the environment. Sorted by name.
+// (TIMELAKE_TEST_*, ...) are left out. An AWS_* or LANDING_* variable no
+// setting reads is returned only when it is a near miss of one that a
+// setting reads (nearMiss); every other name is left alone. A name set in
+// both is reported once, as coming from the environment. Sorted by name.
 func UnknownVariables(env *config.Env, environ []string) []UnknownVariable {
 	known := map[string]bool{}
 	for _, s := range all {
@@ -66,7 +96,14 @@ func UnknownVariables(env *config.Env, environ []string) []UnknownVariable {
 	seen := map[string]bool{}
 	var out []UnknownVariable
 	add := func(name string, src config.Source) {
-		if seen[name] || known[name] || !strings.HasPrefix(name, VariablePrefix) || isTooling(name) {
+		if seen[name] || known[name] || isTooling(name) {
+			return
+		}
+		if !strings.HasPrefix(name, VariablePrefix) {
+			if meant := nearMiss(name, known); meant != "" {
+				seen[name] = true
+				out = append(out, UnknownVariable{Name: name, Source: src, Meant: meant})
+			}
 			return
 		}
 		seen[name] = true
@@ -83,6 +120,41 @@ func UnknownVariables(env *config.Env, environ []string) []UnknownVariable {
 	}
 	slices.SortFunc(out, func(a, b UnknownVariable) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// nearMiss returns the variable of known that name, a variable no
+// setting reads, most likely misspells: one sharing its prefix (AWS_,
+// LANDING_) within one edit (Levenshtein distance, compared without the
+// prefix) for a name of up to four letters after it, within two for a
+// longer one (AWS_REGOIN: AWS_REGION). "" for a name of another prefix,
+// of the AWS SDKs' own (sdkVariables, AWS_ENDPOINT_URL_<service>), or
+// near none.
+func nearMiss(name string, known map[string]bool) string {
+	i := slices.IndexFunc(typoPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	if i < 0 || sdkVariables[name] {
+		return ""
+	}
+	prefix := typoPrefixes[i]
+	const serviceEndpoint = "AWS_ENDPOINT_URL_"
+	if svc, ok := strings.CutPrefix(name, serviceEndpoint); ok && levenshtein.ComputeDistance(svc, "S3") > 1 {
+		return "" // another service's endpoint (AWS_ENDPOINT_URL_STS)
+	}
+	bare := strings.TrimPrefix(name, prefix)
+	best := 2
+	if len(bare) > 4 {
+		best = 3
+	}
+	meant := ""
+	for _, v := range slices.Sorted(maps.Keys(known)) {
+		b, ok := strings.CutPrefix(v, prefix)
+		if !ok {
+			continue
+		}
+		if d := levenshtein.ComputeDistance(bare, b); d < best {
+			meant, best = v, d
+		}
+	}
+	return meant
 }
 
 func isTooling(name string) bool {

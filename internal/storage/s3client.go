@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3Config holds what is needed to build an S3 client. Empty fields fall back
@@ -44,6 +46,24 @@ type S3Config struct {
 	// HTTPClient replaces the SDK's HTTP client (e.g. to count requests in
 	// benchmarks); nil keeps the default.
 	HTTPClient aws.HTTPClient
+	// Logger receives the SDK's own log lines (SDKLogger), at debug level;
+	// nil drops them. The SDK never writes to stderr itself.
+	Logger *slog.Logger
+}
+
+// SDKLogger is the logger NewS3Client gives the AWS SDK in place of its
+// default, which writes raw lines to stderr ("SDK 2026/01/02 WARN ...")
+// before timelake's own message about the same problem (credentials that
+// are empty, a body not closed): each line goes to l at debug level with
+// from=aws-sdk and the SDK's level (sdk_level=WARN), so --log-level debug
+// shows them in timelake's format. A nil l drops them.
+func SDKLogger(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if l == nil {
+			return
+		}
+		l.Debug(fmt.Sprintf(format, v...), "from", "aws-sdk", "sdk_level", string(c))
+	})
 }
 
 // ErrInvalidEndpoint is returned for an endpoint that is not an http(s) URL.
@@ -75,6 +95,7 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 		attempts = 5
 	}
 	opts := []func(*config.LoadOptions) error{
+		config.WithLogger(SDKLogger(cfg.Logger)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = attempts })
 		}),
@@ -89,7 +110,7 @@ func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
-	if cfg.Endpoint != "" && cfg.AccessKeyID == "" && !profileUsesInstanceMetadata(ctx, cfg.Profile) {
+	if cfg.Endpoint != "" && cfg.AccessKeyID == "" && !profileUsesInstanceMetadata(ctx, cfg.Profile, cfg.Logger) {
 		// An S3-compatible endpoint never takes EC2 instance-role
 		// credentials: without keys, the default chain would end in
 		// requests to the instance metadata service (a warning and a
@@ -145,7 +166,7 @@ func NewHTTPClient() *awshttp.BuildableClient {
 // (profile, else AWS_PROFILE, else "default"), or a profile it sources its
 // credentials from, says credential_source = Ec2InstanceMetadata: the only
 // case in which a custom endpoint may use instance-role credentials.
-func profileUsesInstanceMetadata(ctx context.Context, profile string) bool {
+func profileUsesInstanceMetadata(ctx context.Context, profile string, logger *slog.Logger) bool {
 	if profile == "" {
 		profile = os.Getenv("AWS_PROFILE")
 	}
@@ -153,6 +174,7 @@ func profileUsesInstanceMetadata(ctx context.Context, profile string) bool {
 		profile = "default"
 	}
 	sc, err := config.LoadSharedConfigProfile(ctx, profile, func(o *config.LoadSharedConfigOptions) {
+		o.Logger = SDKLogger(logger)
 		// The SDK's own environment variables for the files' places.
 		if f := os.Getenv("AWS_CONFIG_FILE"); f != "" {
 			o.ConfigFiles = []string{f}

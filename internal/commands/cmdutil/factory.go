@@ -101,7 +101,8 @@ func (f *Factory) EnvUnchecked() (*config.Env, error) {
 }
 
 // UnknownVariables are the TIMELAKE_* variables of the environment and the
-// env file that no setting reads (settings.UnknownVariables); none when the
+// env file that no setting reads, and the AWS_* and LANDING_* ones that
+// misspell one a setting reads (settings.UnknownVariables); none when the
 // env file cannot be read (the command fails on it).
 func (f *Factory) UnknownVariables() []settings.UnknownVariable {
 	env, err := f.EnvUnchecked()
@@ -144,6 +145,7 @@ func (f *Factory) Logger() *slog.Logger {
 }
 
 // WarnEnvironment logs a warning on stderr for each TIMELAKE_* variable no
+// setting reads and each AWS_* or LANDING_* variable that misspells one a
 // setting reads, with the one it most likely stands for (a misspelled
 // variable is otherwise ignored), and when the env file holds a secret and
 // other users can read it (settings.CheckEnvFile), with the chmod that
@@ -205,6 +207,7 @@ func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client,
 	if err != nil {
 		return nil, cfg, err
 	}
+	cfg.Logger = f.Logger() // the SDK's lines, at debug level (storage.SDKLogger)
 	c, err := storage.NewS3Client(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidEndpoint) {

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -124,6 +125,18 @@ func Execute(ctx context.Context, f *Factory, args []string, newRoot func(*Facto
 			err = p
 		}
 	}
+	var missing *settings.MissingError
+	if errors.As(err, &missing) {
+		// A variable set under a misspelled name (LANDING_BUCKT) is the
+		// likeliest reason; the error names it with the one meant.
+		missing.NoteMisspelled(f.UnknownVariables())
+	}
+	var problem *storage.Problem
+	if errors.As(err, &problem) {
+		// A store's setup problem (no credentials, the wrong endpoint):
+		// a misspelled AWS_* variable is the first thing to fix.
+		problem.Fix = renameMisspelledAWS(f.UnknownVariables(), problem.Fix)
+	}
 	code := exitCode(ctx, err)
 	var interrupted *InterruptedError
 	if code == ExitCancelled && !errors.As(err, &interrupted) {
@@ -160,6 +173,25 @@ func Execute(ctx context.Context, f *Factory, args []string, newRoot func(*Facto
 		_ = iostreams.WriteJSON(ios.ErrOut, doc, false)
 	}
 	return code
+}
+
+// renameMisspelledAWS puts before fix the renaming of each AWS_* variable
+// set under a misspelled name: "rename AWS_SECRET_ACCES_KEY (env file) to
+// AWS_SECRET_ACCESS_KEY; set AWS_ACCESS_KEY_ID ...".
+func renameMisspelledAWS(unknown []settings.UnknownVariable, fix string) string {
+	var renames []string
+	for _, u := range unknown {
+		if !strings.HasPrefix(u.Name, settings.VariablePrefix) && strings.HasPrefix(u.Meant, "AWS_") {
+			renames = append(renames, fmt.Sprintf("rename %s (%s) to %s", u.Name, u.Source, u.Meant))
+		}
+	}
+	if len(renames) == 0 {
+		return fix
+	}
+	if fix == "" {
+		return strings.Join(renames, "; ")
+	}
+	return strings.Join(renames, "; ") + "; " + fix
 }
 
 // fixHint is the fix an error carries (a storage.Problem: what env check

@@ -76,7 +76,8 @@ type Settings struct {
 	Checked int
 	Invalid []error
 	// Unknown are the TIMELAKE_* variables of the environment and the env
-	// file that no setting reads.
+	// file that no setting reads, and the AWS_* and LANDING_* ones that
+	// misspell one a setting reads (settings.UnknownVariables).
 	Unknown []settings.UnknownVariable
 }
 

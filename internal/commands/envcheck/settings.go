@@ -23,6 +23,20 @@ func MissingFix(flag, key, example string) string {
 	return fmt.Sprintf("set %s=%s in the env file (or pass --%s); see docs/configuration.md", key, example, flag)
 }
 
+// notSet is the detail of a required setting that is not set: "not set",
+// and each variable set under a misspelled name of one of spec's
+// (settings.MissingError.NoteMisspelled): "not set; LANDING_BUCKT (env
+// file) is set: did you mean LANDING_BUCKET?".
+func (c *Checker) notSet(spec *settings.Spec) string {
+	me := &settings.MissingError{Spec: spec}
+	me.NoteMisspelled(c.opts.Settings.Unknown)
+	d := "not set"
+	for _, u := range me.Misspelled {
+		d += fmt.Sprintf("; %s (%s) is set: did you mean %s?", u.Name, u.Source, u.Meant)
+	}
+	return d
+}
+
 // settings checks that each setting is present and well formed (no I/O but
 // reading the AWS shared config files to build the S3 client).
 func (c *Checker) settings(ctx context.Context) {
@@ -37,7 +51,7 @@ func (c *Checker) settings(ctx context.Context) {
 	// Landing.
 	switch loc, err := storage.ParseLocation(s.Landing.Value, true); {
 	case s.Landing.Value == "":
-		c.Fail(CheckLanding, "not set", MissingFix("landing", "LANDING_BUCKET", "my-lake-landing"))
+		c.Fail(CheckLanding, c.notSet(&settings.Landing.Spec), MissingFix("landing", "LANDING_BUCKET", "my-lake-landing"))
 	case err != nil:
 		c.Fail(CheckLanding, fmt.Sprintf("%v%s", err, From(s.Landing)),
 			"use a bucket name, s3://bucket/prefix, or a local folder such as ./landing")
@@ -80,10 +94,11 @@ func (c *Checker) settings(ctx context.Context) {
 		c.Fail(CheckSettings, strings.Join(msgs, "; "), "correct the values named, or remove them to use the defaults; see docs/configuration.md")
 	}
 
-	// TIMELAKE_* variables no setting reads: a misspelling is otherwise
-	// ignored, and the default used instead.
+	// TIMELAKE_* variables no setting reads, and AWS_* or LANDING_*
+	// variables that misspell one a setting reads: a misspelling is
+	// otherwise ignored, and the default used instead.
 	if len(s.Unknown) == 0 {
-		c.OK(CheckVariables, "every TIMELAKE_* variable is a setting")
+		c.OK(CheckVariables, "every TIMELAKE_* variable is a setting, and no AWS_* or LANDING_* variable misspells one")
 	} else {
 		msgs := make([]string, len(s.Unknown))
 		for i, u := range s.Unknown {
@@ -120,7 +135,7 @@ func (c *Checker) warehouseSettings() {
 	// Warehouse.
 	switch loc, err := storage.ParseLocation(s.Warehouse.Value, false); {
 	case s.Warehouse.Value == "":
-		c.Fail(CheckWarehouse, "not set", MissingFix("warehouse", "TIMELAKE_WAREHOUSE", "s3://my-lake/warehouse"))
+		c.Fail(CheckWarehouse, c.notSet(&settings.Warehouse.Spec), MissingFix("warehouse", "TIMELAKE_WAREHOUSE", "s3://my-lake/warehouse"))
 	case err != nil:
 		c.Fail(CheckWarehouse, fmt.Sprintf("%v%s", err, From(s.Warehouse)),
 			"use s3://bucket/prefix or a local folder such as ./lake")
@@ -132,7 +147,7 @@ func (c *Checker) warehouseSettings() {
 	// Table name.
 	switch n, err := tablename.Parse(s.Table.Value); {
 	case s.Table.Value == "":
-		c.Fail(CheckTableName, "not set", MissingFix("table", "TIMELAKE_TABLE", "iot.readings"))
+		c.Fail(CheckTableName, c.notSet(&settings.Table.Spec), MissingFix("table", "TIMELAKE_TABLE", "iot.readings"))
 	case err != nil:
 		c.Fail(CheckTableName, fmt.Sprintf("%v%s", err, From(s.Table)),
 			"use namespace.table, each part letters, digits, _ or -, e.g. iot.readings")

@@ -110,3 +110,28 @@ func TestUploadAndCheckLanding(t *testing.T) {
 		}
 	}
 }
+
+// TestMisspelledLanding: the gateway binary names a misspelled
+// LANDING_BUCKET of the env file with the one meant, in upload's error
+// (exit 2) and in env check's landing and variables rows.
+func TestMisspelledLanding(t *testing.T) {
+	dir := t.TempDir()
+	envFile := filepath.Join(dir, "gateway.env")
+	if err := os.WriteFile(envFile, []byte("LANDING_BUCKT="+filepath.Join(dir, "landing")+"\nTIMELAKE_GATEWAY=gw-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "readings.csv")
+	if err := os.WriteFile(file, []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,d1,21.5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	meant := "LANDING_BUCKT (env file) is set: did you mean LANDING_BUCKET?"
+	code, _, errOut := run(t, nil, "upload", "--env-file", envFile, file)
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "Error: missing setting: pass --landing or set LANDING_BUCKET or TIMELAKE_LANDING; "+meant) {
+		t.Errorf("upload: exit %d, stderr %q", code, errOut)
+	}
+	code, out, _ := run(t, nil, "env", "check", "--env-file", envFile)
+	if code != cmdutil.ExitFailed || !strings.Contains(out, "landing\tfail\tnot set; "+meant) ||
+		!strings.Contains(out, "LANDING_BUCKT (env file) is not a variable timelake reads; did you mean LANDING_BUCKET?") {
+		t.Errorf("env check: exit %d, stdout:\n%s", code, out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // DefaultStatusEvery is how often serve computes the gateways' figures
@@ -129,7 +130,13 @@ func (w *watcher) round(ctx context.Context, tr *alert.Tracker, figures bool) {
 	if figures && ctx.Err() == nil {
 		st, err := w.status(ctx)
 		if err != nil {
-			w.cfg.Logger.Warn("gateway figures not computed; /metrics keeps the last ones", "err", err)
+			// A setup problem (credentials) in timelake's words, with its
+			// fix, not the SDK's error chain.
+			args := []any{"err", err}
+			if p := storage.Diagnose(err, storage.Where{}, storage.Names{}); p != nil {
+				args = []any{"err", p, "fix", p.Fix}
+			}
+			w.cfg.Logger.Warn("gateway figures not computed; /metrics keeps the last ones", args...)
 		} else {
 			w.col.Set(st)
 			events = append(events, fleet.StatusEvents...)
