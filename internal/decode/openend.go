@@ -18,6 +18,9 @@ import (
 //     writer paused inside a value that spans lines);
 //   - gzip data (by its magic bytes, whatever the name): the stream stops
 //     before its end, as a gzip writer that has not been closed leaves it;
+//     or, for gzipped CSV and TSV, its decompressed text is open as above
+//     (or empty): a logger that appends a gzip member per chunk leaves a
+//     complete gzip stream after every chunk, whatever its text;
 //   - Parquet: the footer is missing (the file does not end in PAR1).
 //
 // A file of another type is never open (the decoder refuses it). A gzip
@@ -38,7 +41,7 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 	}
 	switch {
 	case gz:
-		return gzipOpenEnd(key, r, size)
+		return gzipOpenEnd(key, r, size, format == FormatCSV || format == FormatTSV)
 	case format == FormatParquet:
 		tail := make([]byte, min(size, int64(len(parquetMagic))))
 		if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
@@ -61,8 +64,19 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 }
 
 // openQuote reads CSV or TSV text from its start, a buffer at a time, and
-// says whether it ends inside a quoted value: a quote opened and not
-// closed, however many lines the value spans so far.
+// says whether it ends inside a quoted value (textEnd.quotedLine).
+func openQuote(key string, r io.ReaderAt, size int64) (string, error) {
+	buf := make([]byte, openEndBuffer)
+	var end textEnd
+	if _, err := io.CopyBuffer(&end, io.NewSectionReader(r, 0, size), buf); err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	return end.quotedLine(func(off int64) (int64, error) { return lineAt(key, r, off, buf) })
+}
+
+// textEnd is what the end of CSV or TSV text written through it says: its
+// length, its last byte, and the parity of its quotes with the offset of
+// the last one.
 //
 // Quotes are counted as RFC 4180 (section 2) has them, the one quoting of
 // every CSV and TSV dialect timelake reads: the quote is '"' whatever the
@@ -76,26 +90,33 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 // time (bytes.IndexByte and bytes.Count, vectorised), GB/s from memory
 // (BenchmarkOpenEnd): a local file costs about one more read from the page
 // cache. The line of the open quote is counted only for a file found open.
-func openQuote(key string, r io.ReaderAt, size int64) (string, error) {
-	buf := make([]byte, openEndBuffer)
-	quotes, last := 0, int64(-1) // quotes seen (their parity), the offset of the last one
-	for off := int64(0); off < size; {
-		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		if err != nil && !(errors.Is(err, io.EOF) && off+int64(n) == size) {
-			return "", fmt.Errorf("%s: %w", key, err)
-		}
-		if first := bytes.IndexByte(buf[:n], '"'); first >= 0 { // most buffers of most files hold none
-			quotes += bytes.Count(buf[first:n], []byte{'"'}) & 1
-			last = off + int64(bytes.LastIndexByte(buf[:n], '"'))
-		}
-		off += int64(n)
+type textEnd struct {
+	size      int64
+	last      byte
+	quotes    int   // quotes seen (their parity)
+	lastQuote int64 // the offset of the last one
+}
+
+func (t *textEnd) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
 	}
-	// An odd count ends inside a quoted value, opened by the last quote.
-	quoted, opened := quotes&1 == 1, last
-	if !quoted {
+	if first := bytes.IndexByte(p, '"'); first >= 0 { // most buffers of most files hold none
+		t.quotes += bytes.Count(p[first:], []byte{'"'}) & 1
+		t.lastQuote = t.size + int64(bytes.LastIndexByte(p, '"'))
+	}
+	t.last = p[len(p)-1]
+	t.size += int64(len(p))
+	return len(p), nil
+}
+
+// quotedLine says whether the text ends inside a quoted value, opened by
+// the last quote, on the line lineOf gives for its offset.
+func (t *textEnd) quotedLine(lineOf func(off int64) (int64, error)) (string, error) {
+	if t.quotes&1 == 0 {
 		return "", nil
 	}
-	line, err := lineAt(key, r, opened, buf)
+	line, err := lineOf(t.lastQuote)
 	if err != nil {
 		return "", err
 	}
@@ -124,21 +145,82 @@ func lineAt(key string, r io.ReaderAt, off int64, buf []byte) (int64, error) {
 }
 
 // gzipOpenEnd reads a gzip stream to its end: a stream that stops early
-// (io.ErrUnexpectedEOF from the decompressor) is open.
-func gzipOpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
+// (io.ErrUnexpectedEOF from the decompressor) is open; so, when text is
+// set (gzipped CSV or TSV), is a complete stream whose decompressed text is
+// empty, lacks its last line end or ends inside a quoted value.
+func gzipOpenEnd(key string, r io.ReaderAt, size int64, text bool) (string, error) {
+	var end textEnd
+	err := gunzipTo(key, r, size, &end)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the gzip stream stops before its end", nil
+	case errors.Is(err, errGzipCorrupt):
+		return "", nil // corrupt in a way the decoder names
+	case err != nil:
+		return "", err
+	case !text:
+		return "", nil
+	case end.size == 0:
+		return "its decompressed text is empty", nil
+	case end.last != '\n':
+		return "its decompressed text's last line has no line end", nil
+	}
+	return end.quotedLine(func(off int64) (int64, error) {
+		lines := &lineCounter{until: off}
+		if err := gunzipTo(key, r, size, lines); err != nil && !errors.Is(err, errLineFound) {
+			return 0, err
+		}
+		return lines.line(), nil
+	})
+}
+
+// errGzipCorrupt marks a gzip stream gunzipTo could not decompress for
+// another reason than its early end.
+var errGzipCorrupt = errors.New("corrupt gzip stream")
+
+// gunzipTo decompresses the gzip stream of r (every member) into w. Errors:
+// reading r; io.ErrUnexpectedEOF when the stream stops before its end;
+// errGzipCorrupt when it does not decompress; w's.
+func gunzipTo(key string, r io.ReaderAt, size int64, w io.Writer) error {
 	src := &readErr{r: io.NewSectionReader(r, 0, size)}
 	zr, err := gzip.NewReader(src)
 	if err == nil {
-		_, err = io.Copy(io.Discard, zr)
+		_, err = io.CopyBuffer(w, zr, make([]byte, openEndBuffer))
 	}
 	switch {
 	case src.err != nil && !errors.Is(src.err, io.EOF):
-		return "", fmt.Errorf("%s: %w", key, src.err)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the gzip stream stops before its end", nil
+		return fmt.Errorf("%s: %w", key, src.err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF) && size > 0:
+		// gzip.NewReader's io.EOF: the header itself is cut.
+		return io.ErrUnexpectedEOF
+	case errors.Is(err, errLineFound):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: %w", errGzipCorrupt, err)
 	}
-	return "", nil // complete, or corrupt in a way the decoder names
+	return nil
 }
+
+// lineCounter counts the line feeds written through it before offset
+// until, then stops the copy with errLineFound.
+type lineCounter struct {
+	until, size, feeds int64
+}
+
+var errLineFound = errors.New("line found")
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	n := min(int64(len(p)), c.until-c.size)
+	c.feeds += int64(bytes.Count(p[:n], []byte{'\n'}))
+	c.size += n
+	if c.size >= c.until {
+		return int(n), errLineFound
+	}
+	return len(p), nil
+}
+
+// line is the 1-based line of the byte at offset until.
+func (c *lineCounter) line() int64 { return c.feeds + 1 }
 
 // readErr keeps the first error of the reader below the decompressor, so
 // that a failed read is told from data that stops early.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -62,7 +63,19 @@ func TestOpenEnd(t *testing.T) {
 		{"quoted values across the read buffer, the last one open", "gw/a.csv", quotedLines(openEndBuffer/20, true),
 			fmt.Sprintf("it ends inside a quoted value (the quote opened on line %d is not closed)", 2*(openEndBuffer/20)+2)},
 		{"empty", "gw/a.csv", nil, "the file is empty"},
-		{"complete gzip, last line without its end", "gw/a.csv.gz", gz(t, "time,v\n2026-01-05T10:00:00Z,3.955"), ""},
+		{"complete gzip, last line without its end", "gw/a.csv.gz", gz(t, "time,v\n2026-01-05T10:00:00Z,3.955"),
+			"its decompressed text's last line has no line end"},
+		// A logger that appends a gzip member per chunk: a complete gzip
+		// stream after every chunk, its text open or not.
+		{"gzip members, paused mid-line", "gw/a.csv.gz", slices.Concat(gz(t, "time,v\n2026-01-05T10:00:00Z,1\n"), gz(t, "2026-01-05T10:01:00Z,103048.123456")),
+			"its decompressed text's last line has no line end"},
+		{"gzip members, complete", "gw/a.csv.gz", slices.Concat(gz(t, "time,v\n2026-01-05T10:00:00Z,1\n"), gz(t, "2026-01-05T10:01:00Z,103048.1234567\n")), ""},
+		{"gzip members, paused in a quoted value", "gw/a.csv.gz", slices.Concat(gz(t, "time,note\n2026-01-05T10:00:00Z,x\n"), gz(t, "2026-01-05T10:01:00Z,\"a\n")),
+			"it ends inside a quoted value (the quote opened on line 3 is not closed)"},
+		{"gzip tsv paused mid-line", "gw/a.tsv.gz", gz(t, "time\tv\n2026-01-05T10:00:00Z\t1"), "its decompressed text's last line has no line end"},
+		{"gzip of no text", "gw/a.csv.gz", gz(t, ""), "its decompressed text is empty"},
+		{"gzip quoted values across the read buffer, the last one open", "gw/a.csv.gz", gz(t, string(quotedLines(openEndBuffer/20, true))),
+			fmt.Sprintf("it ends inside a quoted value (the quote opened on line %d is not closed)", 2*(openEndBuffer/20)+2)},
 		{"gzip flushed, not closed", "gw/a.csv.gz", flushed.Bytes(), "the gzip stream stops before its end"},
 		{"gzip cut", "gw/a.csv.gz", whole[:len(whole)-6], "the gzip stream stops before its end"},
 		{"gzip magic only", "gw/a.csv.gz", whole[:2], "the gzip stream stops before its end"},

@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -34,7 +35,9 @@ func pausingRows(n int) []reading {
 // TestWriterWithPausesIsNeverCut: loggers write into a local landing folder
 // in place, pausing longer than the settle time, while ingest runs again
 // and again (as cron does). One pauses in the middle of a line, one writes
-// a gzip stream that it flushes and closes only at the end. Ingest never
+// a gzip stream that it flushes and closes only at the end, one appends a
+// gzip member per chunk (gzip >>), pausing in the middle of a line: a
+// complete gzip stream after every chunk. Ingest never
 // takes either before it is complete: the table ends with every row whole,
 // once, and the runs reported the files as waiting for their open end.
 func TestWriterWithPausesIsNeverCut(t *testing.T) {
@@ -45,14 +48,47 @@ func TestWriterWithPausesIsNeverCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	const settle, pause = 300 * time.Millisecond, 700 * time.Millisecond // the pauses outlast the settle time
-	csvRows, gzRows := pausingRows(4), pausingRows(3)
+	csvRows, gzRows, memberRows := pausingRows(4), pausingRows(3), pausingRows(3)
 	for i := range gzRows {
 		gzRows[i].device = "gz-" + gzRows[i].device
+		memberRows[i].device = "member-" + memberRows[i].device
 	}
 
 	var writers sync.WaitGroup
-	writeErr := make(chan error, 2)
-	writers.Add(2)
+	writeErr := make(chan error, 3)
+	writers.Add(3)
+	go func() { // a gzip logger that appends a member per chunk, pausing mid-line
+		defer writers.Done()
+		lines := strings.SplitAfter(string(csvFile(memberRows, false, false)), "\n")
+		for _, l := range lines[:len(lines)-1] {
+			cut := max(len(l)-3, 0) // "...,3.9" | "55\n"
+			for _, part := range []string{l[:cut], l[cut:]} {
+				if part == "" {
+					continue
+				}
+				f, err := os.OpenFile(filepath.Join(dir, "gw", "members.csv.gz"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				if err != nil {
+					writeErr <- err
+					return
+				}
+				zw := gzip.NewWriter(f)
+				_, err = zw.Write([]byte(part))
+				if cerr := zw.Close(); err == nil {
+					err = cerr
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					writeErr <- err
+					return
+				}
+				if part == l[:cut] {
+					time.Sleep(pause)
+				}
+			}
+		}
+	}()
 	go func() { // a CSV logger that pauses in the middle of each line
 		defer writers.Done()
 		f, err := os.Create(filepath.Join(dir, "gw", "logger.csv"))
@@ -137,7 +173,7 @@ func TestWriterWithPausesIsNeverCut(t *testing.T) {
 	}
 
 	var want []string
-	for _, r := range slices.Concat(csvRows, gzRows) {
+	for _, r := range slices.Concat(csvRows, gzRows, memberRows) {
 		want = append(want, r.String())
 	}
 	slices.Sort(want)
@@ -145,7 +181,7 @@ func TestWriterWithPausesIsNeverCut(t *testing.T) {
 		t.Fatalf("table rows\n%v\nwant\n%v", got, want)
 	}
 	joined := strings.Join(waits, "\n")
-	for _, open := range []string{"its last line has no line end", "the gzip stream stops before its end"} {
+	for _, open := range []string{"its last line has no line end", "the gzip stream stops before its end", "its decompressed text's last line has no line end"} {
 		if !strings.Contains(joined, open) {
 			t.Errorf("no run reported a file waiting because %s; waits:\n%s", open, joined)
 		}
@@ -355,5 +391,33 @@ func TestStaleTempFilesOfTheLandingFolderAreRemoved(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFileGrownAfterItsLoad: a file loaded while its writer was still
+// appending (here: no settle time at all) and grown since is quarantined
+// saying so, the bytes loaded unchanged and the rest not in the table,
+// not as a file of different content; the table keeps its rows, once.
+func TestFileGrownAfterItsLoad(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	first := csvFile(pausingRows(2), false, false)
+	e.put(t, "gw/logger.csv", first)
+	if rep, err := ingest.Run(ctx, e.config()); err != nil || rep.Loaded != 1 {
+		t.Fatalf("first run: %+v, %v", rep, err)
+	}
+	grown := append(bytes.Clone(first), "2026-01-05T11:00:00Z,dev-9,9.5\n"...)
+	e.put(t, "gw/logger.csv", grown)
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Quarantined != 1 {
+		t.Fatalf("second run: %+v, %v", rep, err)
+	}
+	want := fmt.Sprintf("it has grown since (%d bytes then, the same bytes and %d more now)", len(first), len(grown)-len(first))
+	if r := rep.Files[0].Reason; !strings.Contains(r, "gw/logger.csv was loaded in snapshot ") ||
+		!strings.Contains(r, "while it was still being written: "+want) || strings.Contains(r, "different content") {
+		t.Fatalf("reason %q, want it to say %q", r, want)
+	}
+	if got := tableRows(t, e); len(got) != 2 {
+		t.Fatalf("table rows %v, want the 2 loaded once", got)
 	}
 }

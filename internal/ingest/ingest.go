@@ -1817,6 +1817,10 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 // corrections must come as new files.
 func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
 	if reason := differs(b.Summary, d); reason != "" {
+		if was, ok := grewSince(b.Summary, d); ok {
+			return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was loaded in snapshot %d while it was still being written: it has grown since (%d bytes then, the same bytes and %d more now), and the rows written after the load are not in the table; load them as a new file with a new key, and give writers that pause longer a longer --settle-time or --open-end-settle-time (docs/ingest.md)",
+				d.info.Key, b.SnapshotID, was, d.info.Size-was)})
+		}
 		return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was already loaded in snapshot %d with different content (%s); send corrections as a new file with a new key",
 			d.info.Key, b.SnapshotID, reason)})
 	}
@@ -1831,6 +1835,22 @@ func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, 
 		res.Reason = fmt.Sprintf("loaded in snapshot %d; not deleted (%v): the next run tries again", b.SnapshotID, err)
 	}
 	return res, nil
+}
+
+// grewSince reports whether the downloaded file is the file a batch loaded
+// with bytes appended: its first timelake.source-size bytes have the
+// loaded file's SHA-256. was is that size.
+func grewSince(summary map[string]string, d *download) (was int64, ok bool) {
+	was, err := strconv.ParseInt(summary[lake.SummarySourceSize], 10, 64)
+	sum := summary[lake.SummarySourceSHA256]
+	if err != nil || sum == "" || was <= 0 || was >= d.info.Size {
+		return 0, false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, was)); err != nil {
+		return 0, false // the load's own read of the file says what is wrong
+	}
+	return was, hex.EncodeToString(h.Sum(nil)) == sum
 }
 
 // differs compares the source identity recorded in a snapshot summary with

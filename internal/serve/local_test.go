@@ -1,10 +1,13 @@
 package serve_test
 
 import (
+	"compress/gzip"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +58,95 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 	res := r.resultsOf("gw/a.csv")
 	if len(res) != 2 || res[0].Status != ingest.Waiting || res[0].ReadyAt.IsZero() || res[1].Rows != 4 {
 		t.Fatalf("results %+v, want waiting once, then loaded", res)
+	}
+}
+
+// TestServeHoldsAGzipLoggerPausedMidRow: a gzip logger appends a member per
+// chunk and pauses in the middle of a row for longer than the settle time:
+// the file is a complete gzip stream whose text is cut. serve reports it
+// waiting for its open end and loads it only once the row is whole, every
+// value exact.
+func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := serve.Config{
+		Ingest: ingest.Config{Landing: store, Lake: l, Table: tableName, SettleTime: time.Second, OpenEndSettleTime: 10 * time.Second},
+		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
+	}
+	r := start(t, cfg)
+	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "gw", "a.csv.gz")
+	text := csv(1, 4)
+	cut := len(text) - 3 // the last value "1003.5" cut to "100"
+	appendMember := func(chunk string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := gzip.NewWriter(f)
+		if _, err := zw.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The logger paused longer than the settle time, and the file is
+		// held back for its open end until 8 s from now.
+		old := time.Now().Add(-2 * time.Second)
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendMember(text[:cut])
+	if code := notify(t, r, "", eventBody("tigris", "any", "gw/a.csv.gz")); code != 200 {
+		t.Fatalf("notify: %d", code)
+	}
+	wait.For(t, "gw/a.csv.gz judged", func() bool { return len(r.resultsOf("gw/a.csv.gz")) > 0 })
+	if res := r.resultsOf("gw/a.csv.gz"); res[0].Status != ingest.Waiting ||
+		!strings.Contains(res[0].Reason, "its decompressed text's last line has no line end") {
+		t.Fatalf("results %+v, want waiting for its open end", res)
+	}
+	appendMember(text[cut:]) // before the file is judged again
+	wait.For(t, "gw/a.csv.gz loaded", func() bool {
+		res := r.resultsOf("gw/a.csv.gz")
+		return res[len(res)-1].Status == ingest.Loaded
+	})
+	if res := r.resultsOf("gw/a.csv.gz"); res[len(res)-1].Rows != 4 {
+		t.Fatalf("results %+v, want 4 rows loaded", res)
+	}
+	tbl, err := l.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	var temps []string
+	col := at.Column(at.Schema().FieldIndices("temperature_c")[0])
+	for _, chunk := range col.Data().Chunks() {
+		for i := range chunk.Len() {
+			temps = append(temps, chunk.ValueStr(i))
+		}
+	}
+	slices.Sort(temps)
+	if want := []string{"1000.5", "1001.5", "1002.5", "1003.5"}; !slices.Equal(temps, want) {
+		t.Fatalf("temperatures %v, want %v", temps, want)
 	}
 }

@@ -1,8 +1,11 @@
 package upload
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,29 +23,58 @@ import (
 // object holding the whole file, and the runs reported it waiting for its
 // open end.
 func TestSpoolWriterWithPausesIsNeverCut(t *testing.T) {
+	for _, members := range []bool{false, true} {
+		name := "csv"
+		if members {
+			name = "gzip member per chunk"
+		}
+		t.Run(name, func(t *testing.T) { spoolWriterWithPauses(t, members) })
+	}
+}
+
+// spoolWriterWithPauses is TestSpoolWriterWithPausesIsNeverCut for a CSV
+// logger or, with members, a gzip logger that appends a gzip member per
+// chunk (gzip >>): a complete gzip stream after every chunk, its text cut
+// in the middle of a line while the logger pauses.
+func spoolWriterWithPauses(t *testing.T, members bool) {
 	forEachStore(t, func(t *testing.T, s storage.Store) {
 		spool := t.TempDir()
 		const pause = 700 * time.Millisecond
 		body := "time,sensor,value\n2026-01-05T10:00:00Z,s1,3.955\n2026-01-05T10:01:00Z,s1,4.955\n2026-01-05T10:02:00Z,s1,5.955\n"
+		name, open := "logger.csv", "its last line has no line end"
+		if members {
+			name, open = "logger.csv.gz", "its decompressed text's last line has no line end"
+		}
 		written := make(chan error, 1)
 		go func() {
-			f, err := os.Create(filepath.Join(spool, "logger.csv"))
+			f, err := os.Create(filepath.Join(spool, name))
 			if err != nil {
 				written <- err
 				return
 			}
 			defer f.Close()
+			write := func(chunk string) error {
+				if !members {
+					_, err := f.WriteString(chunk)
+					return err
+				}
+				zw := gzip.NewWriter(f)
+				if _, err := zw.Write([]byte(chunk)); err != nil {
+					return err
+				}
+				return zw.Close()
+			}
 			for _, l := range strings.SplitAfter(body, "\n") {
 				if l == "" {
 					continue
 				}
 				cut := len(l) - 3 // "...,3.9" | "55\n"
-				if _, err := f.WriteString(l[:cut]); err != nil {
+				if err := write(l[:cut]); err != nil {
 					written <- err
 					return
 				}
 				time.Sleep(pause)
-				if _, err := f.WriteString(l[cut:]); err != nil {
+				if err := write(l[cut:]); err != nil {
 					written <- err
 					return
 				}
@@ -80,10 +112,17 @@ func TestSpoolWriterWithPausesIsNeverCut(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		ks := keys(t, s)
-		if len(ks) != 1 || string(object(t, s, ks[0])) != body {
+		if len(ks) != 1 {
 			t.Fatalf("objects %v, want one holding the whole file", ks)
 		}
-		if !strings.Contains(strings.Join(waits, "\n"), "its last line has no line end") {
+		got := object(t, s, ks[0])
+		if members {
+			got = gunzip(t, got)
+		}
+		if string(got) != body {
+			t.Fatalf("object %s holds %q, want the whole file", ks[0], got)
+		}
+		if !strings.Contains(strings.Join(waits, "\n"), open) {
 			t.Errorf("no run reported the file waiting for its open end: %q", waits)
 		}
 	})
@@ -173,4 +212,18 @@ func TestSpoolFilePausedInsideAQuotedValue(t *testing.T) {
 			t.Fatalf("objects %v, want one holding the whole file", ks)
 		}
 	})
+}
+
+// gunzip decompresses every member of a gzip stream.
+func gunzip(t *testing.T, data []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
