@@ -229,7 +229,7 @@ func (c *chunkedText) parse(i int) {
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
-	ends := newLineEnds(io.MultiReader(bytes.NewReader(c.header), io.NewSectionReader(c.src.R, ch.off, size)), c.comma, true)
+	ends := newLineEnds(io.MultiReader(bytes.NewReader(c.header), newLineLimit(io.NewSectionReader(c.src.R, ch.off, size), c.ro.maxRecord)), c.comma, true)
 	cr := arrowcsv.NewReader(ends, sc,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(c.comma),
@@ -333,6 +333,12 @@ func compact(rec arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, er
 // shiftLines adds d to the line numbers of a CSV parse error or a line end
 // refused.
 func shiftLines(err error, d int64) error {
+	var tl *recordTooLongError
+	if errors.As(err, &tl) {
+		shifted := *tl
+		shifted.line += d + 1 // lineLimit counted the chunk's lines without the header
+		return &shifted
+	}
 	var le *lineEndError
 	if errors.As(err, &le) {
 		shifted := *le

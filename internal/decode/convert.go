@@ -50,6 +50,8 @@ type resolved struct {
 	skipRows *rowSkipper
 	// renames are DecodeOptions.Renames.
 	renames map[string]string
+	// maxRecord is DecodeOptions.MaxRecordBytes or its default.
+	maxRecord int64
 }
 
 // convertFn converts one source column of a batch into a column of the

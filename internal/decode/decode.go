@@ -199,6 +199,11 @@ type DecodeOptions struct {
 	// TSV file, the Arrow buffers of a Parquet file's values (see
 	// DecodedSize). 0 means the whole file is one piece. Decode ignores it.
 	PieceBytes int64
+	// MaxRecordBytes is the most bytes one row of CSV or TSV text (the
+	// header too, quoted line breaks included) may take: a longer one
+	// refuses the file once that many of its bytes are read, before it is
+	// held (limits.go). 0 means DefaultMaxRecordBytes.
+	MaxRecordBytes int64
 }
 
 // CSV is how the CSV and TSV text of landing files is written (the
@@ -552,7 +557,7 @@ func resolveOptions(key string, opts DecodeOptions) (*resolved, error) {
 	ro := &resolved{key: key, mem: opts.Mem, loc: opts.AssumeLocation, epoch: unit, epochSet: set, batchRows: opts.BatchRows,
 		parallel: opts.Parallelism, chunkBytes: opts.ChunkBytes, comma: ',', decimalComma: opts.CSV.DecimalComma,
 		nulls: append([]string{""}, opts.CSV.Null...), columns: opts.Columns, evolve: opts.Evolve, pieceBytes: opts.PieceBytes,
-		renames: opts.Renames}
+		renames: opts.Renames, maxRecord: cmp.Or(opts.MaxRecordBytes, DefaultMaxRecordBytes)}
 	if d := opts.CSV.Delimiter; d != 0 {
 		if !validDelimiter(d) {
 			return nil, &FileError{Key: key, Reason: fmt.Sprintf("invalid CSV delimiter %s", strconv.QuoteRune(d))}

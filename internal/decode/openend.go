@@ -2,7 +2,6 @@ package decode
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -183,7 +182,7 @@ var errGzipCorrupt = errors.New("corrupt gzip stream")
 // errGzipCorrupt when it does not decompress; w's.
 func gunzipTo(key string, r io.ReaderAt, size int64, w io.Writer) error {
 	src := &readErr{r: io.NewSectionReader(r, 0, size)}
-	zr, err := gzip.NewReader(src)
+	zr, err := NewGzipReader(src)
 	if err == nil {
 		_, err = io.CopyBuffer(w, zr, make([]byte, openEndBuffer))
 	}

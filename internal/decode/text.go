@@ -109,6 +109,7 @@ func openTextStream(ro *resolved, src Source, gz, sniff bool) (*textStream, io.C
 		}
 		r, closer = zr, zr
 	}
+	r = newLineLimit(r, ro.maxRecord)
 	// A small uncompressed file needs no larger buffer than itself
 	// (bufio's minimum is 16 bytes); a decode opens the stream twice.
 	size := sniffBytes
@@ -402,6 +403,10 @@ func textReadError(ro *resolved, row int64, width int, err error) error {
 	if errors.As(err, &se) {
 		return &FileError{Key: ro.key, Reason: se.reason, Err: se.err}
 	}
+	var tl *recordTooLongError
+	if errors.As(err, &tl) {
+		return &FileError{Key: ro.key, Line: tl.line, Reason: tl.Error()} // lineLimit counts the lines of the whole text
+	}
 	var le *lineEndError
 	if errors.As(err, &le) {
 		// addLine names the column (le.field of the header).
@@ -521,10 +526,11 @@ func (e *streamError) Unwrap() error { return e.err }
 // member that are not another member (padding, an appended copy of the
 // text, a broken upload) instead of Go's "invalid header".
 type gzipStream struct {
-	in   *countingReader
-	br   *bufio.Reader
-	zr   *gzip.Reader
-	size int64
+	in    *countingReader
+	br    *bufio.Reader
+	zr    *gzip.Reader
+	size  int64
+	guard expansionGuard
 }
 
 type countingReader struct {
@@ -541,6 +547,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func newGzipStream(r io.Reader, size int64) (*gzipStream, error) {
 	in := &countingReader{r: r}
 	g := &gzipStream{in: in, br: bufio.NewReader(in), size: size}
+	g.guard.in = func() int64 { return in.n }
 	zr, err := gzip.NewReader(g.br)
 	if err != nil {
 		return nil, gzipError(err)
@@ -553,6 +560,9 @@ func newGzipStream(r io.Reader, size int64) (*gzipStream, error) {
 func (g *gzipStream) Read(p []byte) (int, error) {
 	for {
 		n, err := g.zr.Read(p)
+		if gerr := g.guard.add(n); gerr != nil {
+			return n, gerr
+		}
 		if !errors.Is(err, io.EOF) {
 			if err != nil {
 				err = gzipError(err)

@@ -12,7 +12,6 @@ package ingest
 
 import (
 	"cmp"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -1354,7 +1353,7 @@ func contentHash(f io.ReaderAt) (string, int64, error) {
 	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
 		return "", 0, nil
 	}
-	zr, err := gzip.NewReader(io.NewSectionReader(f, 0, 1<<62))
+	zr, err := decode.NewGzipReader(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
 		return "", 0, err
 	}
@@ -1630,7 +1629,8 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 		return "", err
 	}
 	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
-		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget()}
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget(),
+		MaxRecordBytes: maxRecordBytes(r.memoryBudget())}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
@@ -1653,6 +1653,11 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 func (d *download) source() decode.Source {
 	return decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}
 }
+
+// maxRecordBytes is the longest row of text a file may hold under a
+// memory budget: a quarter of it (at least 1 MiB), so that a row is held
+// whole and copied on its way within the budget.
+func maxRecordBytes(budget int64) int64 { return max(budget/4, 1<<20) }
 
 // memoryBudget is Config.MemoryBudget or its default.
 func (r *runner) memoryBudget() int64 {
