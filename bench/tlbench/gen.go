@@ -27,6 +27,11 @@ type spec struct {
 	gzip                         bool // CSV files gzip-compressed (.csv.gz)
 	snappyPlain                  bool // Parquet with Snappy and without dictionaries, as other writers often write it (else zstd with dictionaries)
 	spanDays                     int  // rows spread uniformly over this many days (0: one reading per device per 10 s)
+	// poison adds one file ingest must quarantine within the memory bound
+	// (docs/ingest.md, "Limits of one file"): "gzip-bomb" (a header and
+	// one line of 1 GiB without a line end, gzipped to about 1 MB) or
+	// "huge-value" (a row holding one value of 256 MiB, gzipped).
+	poison string
 }
 
 // cases are the benchmark cases of docs/performance.md.
@@ -40,6 +45,9 @@ var cases = map[string]spec{
 	// against the bound of docs/performance.md ("Memory per input kind").
 	"c5": {files: 1, rowsPerFile: 16_000_000, gateways: 1, gzip: true},                       // one ~150 MB .csv.gz (~1 GB of CSV)
 	"c6": {files: 1, rowsPerFile: 13_600_000, gateways: 1, parquet: true, snappyPlain: true}, // one ~150 MB Parquet file, one row group
+	// A poison file beside a good one: peak RSS against the same bound.
+	"p1": {files: 1, rowsPerFile: 100, gateways: 1, poison: "gzip-bomb"},
+	"p2": {files: 1, rowsPerFile: 100, gateways: 1, poison: "huge-value"},
 }
 
 var start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -84,7 +92,43 @@ func generate(name, out string) error {
 			return err
 		}
 	}
+	if sp.poison != "" {
+		return writePoison(filepath.Join(out, "gateway-00", "poison.csv.gz"), sp.poison)
+	}
 	return nil
+}
+
+// writePoison writes the poison file of a case (spec.poison).
+func writePoison(p, kind string) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w := bufio.NewWriterSize(zw, 1<<20)
+	w.WriteString("time,device_id,site,temperature_c,humidity_pct,battery_v\n2026-01-05T00:00:00Z,")
+	size, end := 1<<30, ""
+	if kind == "huge-value" {
+		size, end = 256<<20, ",north-field-station,1.5,50.0,3.30\n"
+	}
+	chunk := bytes.Repeat([]byte("7"), 1<<20)
+	for range size / len(chunk) {
+		w.Write(chunk)
+	}
+	w.WriteString(end)
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 type rowFunc func(j int) (time.Time, string, float64, float64, float64)

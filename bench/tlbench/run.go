@@ -210,7 +210,11 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 			return err
 		}
 		r.Seconds = time.Since(start).Seconds()
-		if rep.Loaded != s.Files {
+		poisoned := 0
+		if cases[name].poison != "" {
+			poisoned = 1
+		}
+		if rep.Loaded != s.Files-poisoned || rep.Quarantined != poisoned {
 			return fmt.Errorf("%s: loaded %d of %d files (%d quarantined)", mode, rep.Loaded, s.Files, rep.Quarantined)
 		}
 		r.Rows = rep.Rows

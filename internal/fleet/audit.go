@@ -73,9 +73,15 @@ const (
 	// permission denied, an I/O error): their files are neither loaded
 	// nor audited until they can be.
 	FindingUnlisted = "unlisted"
+	// FindingClockAhead: files of the landing bucket whose modification
+	// time is ahead of this host's clock by more than landing.ClockSkew:
+	// the clock of the machine that wrote them is ahead. In a local folder
+	// they are judged by the time this host saw them change, where the
+	// system keeps it; else they wait until their time.
+	FindingClockAhead = "clock-ahead"
 )
 
-var findingOrder = []string{FindingStuck, FindingChanged, FindingLeftAfterLoad, FindingQuarantined, FindingSweepLoaded, FindingHistoryMissing, FindingUnlisted}
+var findingOrder = []string{FindingStuck, FindingChanged, FindingLeftAfterLoad, FindingQuarantined, FindingSweepLoaded, FindingHistoryMissing, FindingUnlisted, FindingClockAhead}
 
 // findingText is what each finding means, and what to do.
 var findingText = map[string]string{
@@ -86,6 +92,7 @@ var findingText = map[string]string{
 	FindingSweepLoaded:    "files loaded by serve's sweep, not by their notification: notifications are being lost (check the bucket's notification set-up, and whether serve was down)",
 	FindingHistoryMissing: "history segments the table names are gone from the store: the keys they held are no longer recognised as loaded (timelake tables maintain drops them from the table)",
 	FindingUnlisted:       "folders of the landing folder that could not be listed: their files are neither loaded nor audited; let the user that runs timelake read them (a folder also needs execute permission)",
+	FindingClockAhead:     "files modified in the future: the clock of the machine that wrote them is ahead of this host's; set it right (NTP). Their landing times are taken from this host's clock",
 }
 
 // AuditOptions are the inputs of Audit.
@@ -303,11 +310,16 @@ func (a *auditor) landing(ctx context.Context, hist *lake.LoadHistory, now time.
 		if err != nil {
 			return err
 		}
+		if ahead := landing.ClockAhead(obj.LastModified, now); ahead > 0 {
+			a.add(FindingClockAhead, AuditFile{Key: obj.Key, Gateway: GatewayOf(obj.Key, o.Depth), Size: obj.Size,
+				Modified: timePtr(obj.LastModified), Detail: "modified " + ahead.Round(time.Second).String() + " in the future"})
+		}
+		landed := landing.LandedTime(obj.LastModified, obj.Changed, now)
 		switch {
-		case !ok && now.Sub(obj.LastModified) > o.StuckAfter:
+		case !ok && now.Sub(landed) > o.StuckAfter:
 			a.add(FindingStuck, AuditFile{Key: obj.Key, Gateway: GatewayOf(obj.Key, o.Depth), Size: obj.Size,
 				Modified: timePtr(obj.LastModified),
-				Detail:   "waiting for " + now.Sub(obj.LastModified).Round(time.Second).String() + ", not loaded"})
+				Detail:   "waiting for " + now.Sub(landed).Round(time.Second).String() + ", not loaded"})
 		case !ok:
 			a.mu.Lock()
 			a.rep.Checked.Waiting++

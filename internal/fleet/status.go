@@ -94,6 +94,10 @@ type GatewayStatus struct {
 	OldestWaiting *time.Time `json:"oldest_waiting"`
 	// Quarantined counts its files in the quarantine now.
 	Quarantined int `json:"quarantined"`
+	// ClockAhead counts its files waiting whose modification time is in
+	// the future (landing.ClockAhead): its clock is ahead. They count in
+	// LastLanded and OldestWaiting with the time this host saw them.
+	ClockAhead int `json:"clock_ahead,omitempty"`
 	// LoadedLastDay, DuplicatesLastDay and RejectedLastDay count its
 	// files loaded, found duplicates and rejected in the 24 hours before At.
 	LoadedLastDay     int `json:"loaded_last_day"`
@@ -106,7 +110,7 @@ type GatewayStatus struct {
 // gatewayFigures gathers a gateway's figures while the sources stream by.
 type gatewayFigures struct {
 	landed, loaded, newestRow, oldestWaiting time.Time
-	waiting, quarantined                     int
+	waiting, quarantined, clockAhead         int
 	loadedDay, duplicatesDay, rejectedDay    int
 }
 
@@ -165,9 +169,15 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 	err = o.Bucket.List(ctx, o.Prefix, func(obj storage.ObjectInfo) error {
 		f := fig(obj.Key)
 		f.waiting++
-		f.landed = later(f.landed, obj.LastModified)
-		if f.oldestWaiting.IsZero() || obj.LastModified.Before(f.oldestWaiting) {
-			f.oldestWaiting = obj.LastModified
+		// A file its writer dated ahead (a clock ahead) landed when this
+		// host saw it change, and no later than now.
+		landed := landing.LandedTime(obj.LastModified, obj.Changed, now)
+		if landing.ClockAhead(obj.LastModified, now) > 0 {
+			f.clockAhead++
+		}
+		f.landed = later(f.landed, landed)
+		if f.oldestWaiting.IsZero() || landed.Before(f.oldestWaiting) {
+			f.oldestWaiting = landed
 		}
 		return nil
 	})
@@ -235,7 +245,7 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		f := figs[gw]
 		g := GatewayStatus{Gateway: gw, LastLanded: timePtr(f.landed), LastLoaded: timePtr(f.loaded),
 			NewestRowTime: timePtr(f.newestRow), Waiting: f.waiting, OldestWaiting: timePtr(f.oldestWaiting),
-			Quarantined: f.quarantined, LoadedLastDay: f.loadedDay, DuplicatesLastDay: f.duplicatesDay,
+			Quarantined: f.quarantined, ClockAhead: f.clockAhead, LoadedLastDay: f.loadedDay, DuplicatesLastDay: f.duplicatesDay,
 			RejectedLastDay: f.rejectedDay, Silent: isSilent(f.landed, now, every)}
 		if g.Silent {
 			st.Silent++

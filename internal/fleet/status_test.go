@@ -2,11 +2,15 @@ package fleet
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // TestComputeStatus: per gateway, the last file landed (the landing
@@ -84,5 +88,51 @@ func TestStatusConditions(t *testing.T) {
 	}
 	if want := "timelake iot.readings: gateway gw-1 is silent: last file landed 2026-01-05T11:00:00Z (1h0m0s ago), expected every 1m0s"; got[0].Alert.Text != want {
 		t.Errorf("text %q\nwant %q", got[0].Alert.Text, want)
+	}
+}
+
+// TestClockAheadIsVisible: a waiting file of a local folder modified an
+// hour in the future (its writer's clock ahead) counts in the gateway's
+// freshness with the time this host saw it, never in the future, and is
+// counted as ahead; the audit reports it as a finding that needs
+// attention, and takes it for stuck by the time this host saw it.
+func TestClockAheadIsVisible(t *testing.T) {
+	dir := t.TempDir()
+	st, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.Put(ctx, "gw-1/ahead.csv", strings.NewReader("time,v\n"), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "gw-1", "ahead.csv"), ahead, ahead); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	b := &landing.Bucket{Store: st}
+	status, err := ComputeStatus(ctx, StatusOptions{Bucket: b, TableName: "iot.readings", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Gateways) != 1 {
+		t.Fatalf("gateways %+v", status.Gateways)
+	}
+	g := status.Gateways[0]
+	if g.ClockAhead != 1 || g.Waiting != 1 || g.LastLanded == nil || g.LastLanded.After(now) || g.LastLanded.Before(now.Add(-time.Minute)) ||
+		g.OldestWaiting == nil || g.OldestWaiting.After(now) {
+		t.Fatalf("gateway %+v, want the file counted by the time this host saw it (%s)", g, now)
+	}
+	rep, err := Audit(ctx, AuditOptions{Bucket: b, TableName: "iot.readings", Now: now.Add(20 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, keys := finding(t, rep, FindingClockAhead)
+	if !f.Attention || !rep.Attention || len(keys) != 1 || keys[0] != "gw-1/ahead.csv" || !strings.Contains(f.Files[0].Detail, "in the future") {
+		t.Fatalf("clock-ahead finding %+v", f)
+	}
+	if stuck, _ := finding(t, rep, FindingStuck); stuck.Count != 1 {
+		t.Fatalf("a file seen 20 minutes ago and not loaded is stuck: %+v", stuck)
 	}
 }

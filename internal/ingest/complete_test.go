@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -419,5 +420,52 @@ func TestFileGrownAfterItsLoad(t *testing.T) {
 	}
 	if got := tableRows(t, e); len(got) != 2 {
 		t.Fatalf("table rows %v, want the 2 loaded once", got)
+	}
+}
+
+// TestClockAhead: a file whose writer's clock is a year ahead is taken by
+// the time this host saw it change (its change time), in the same run,
+// not a year later; the run reports it (clock_ahead) and the load history
+// says it landed now, not a year ahead.
+func TestClockAhead(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gw/ahead.csv", csvFile(readings(1, 0, 3), false, false))
+	ahead := time.Now().AddDate(1, 0, 0)
+	if err := os.Chtimes(e.landing.(*storage.LocalStore).Path("gw/ahead.csv"), ahead, ahead); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config()
+	cfg.SettleTime = time.Second // within a run's wait (MaxSettleWait)
+	before := time.Now()
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil || rep.Loaded != 1 {
+		t.Fatalf("run: %+v, %v", rep.Files, err)
+	}
+	if rep.ClockAhead == nil || rep.ClockAhead.Files != 1 || rep.ClockAhead.Key != "gw/ahead.csv" || rep.ClockAhead.Seconds < 364*24*3600 {
+		t.Fatalf("clock_ahead %+v", rep.ClockAhead)
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var landed time.Time
+	if _, err := tbl.ScanHistory(ctx, func(r lake.LoadRecord) error {
+		if r.Key == "gw/ahead.csv" {
+			landed = r.LandedAt
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, ok, err := tbl.FindLoaded(ctx, "gw/ahead.csv")
+	if err != nil || !ok {
+		t.Fatalf("not loaded: %v", err)
+	}
+	if landed.IsZero() {
+		landed, _ = time.Parse(time.RFC3339Nano, b.Summary[lake.SummarySourceModified])
+	}
+	if landed.Before(before.Add(-time.Minute)) || landed.After(time.Now()) {
+		t.Fatalf("landed at %s, want the time this host saw it (%s)", landed, before)
 	}
 }

@@ -20,8 +20,10 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -329,8 +331,20 @@ type Report struct {
 	// OutcomesError says why the duplicates and rejections of the run
 	// could not be written to the table's outcome log (the files are
 	// settled whatever it says; docs/tables.md, "tables history").
-	OutcomesError string  `json:"outcomes_error,omitempty"`
-	Seconds       float64 `json:"seconds"`
+	OutcomesError string `json:"outcomes_error,omitempty"`
+	// ClockAhead is set when files of the run were modified in the future
+	// (landing.ClockAhead): the clock of the machine that wrote them is
+	// ahead of this host's.
+	ClockAhead *ClockAhead `json:"clock_ahead,omitempty"`
+	Seconds    float64     `json:"seconds"`
+}
+
+// ClockAhead is what a run saw of files modified in the future: how many,
+// the one furthest ahead and by how much.
+type ClockAhead struct {
+	Files   int     `json:"files"`
+	Key     string  `json:"key"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Partial reports whether some files were quarantined or failed, or rows
@@ -347,7 +361,8 @@ type runner struct {
 	waiting  []FileResult // recorded at the end of the run
 
 	mu       sync.Mutex
-	contents map[string]string // content hash -> key, of the files of this run being loaded
+	contents map[string]string        // content hash -> key, of the files of this run being loaded
+	ahead    map[string]time.Duration // files modified in the future: how far (noteClockAhead)
 
 	// leaseKey is the run's lease in LeaseStore, which fetchStopsRun reads back
 	// (once, probeOnce) to tell a refusal of every read from one object's.
@@ -471,6 +486,7 @@ func (r *runner) finishReport(start time.Time) {
 		r.record(w)
 	}
 	r.waiting = nil
+	r.reportClockAhead()
 	sort.SliceStable(r.rep.Files, func(i, j int) bool { return r.rep.Files[i].Key < r.rep.Files[j].Key })
 	r.rep.Seconds = time.Since(start).Seconds()
 	if r.tbl != nil {
@@ -871,7 +887,10 @@ func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]stor
 	soon := map[string]storage.ObjectInfo{} // complete within MaxSettleWait
 	var last time.Time
 	for _, f := range files {
-		w := r.complete.ByAge(f.LastModified, now)
+		if ahead := landing.ClockAhead(f.LastModified, now); ahead > 0 {
+			r.noteClockAhead(f.Key, ahead)
+		}
+		w := r.complete.ByAge(landing.AgeFrom(f.LastModified, f.Changed, now), now)
 		switch {
 		case !w.Waiting():
 		case !r.cfg.DryRun && w.Until.Sub(now) <= MaxSettleWait:
@@ -898,7 +917,7 @@ func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]stor
 			case err != nil:
 				return nil, r.landingErr(err)
 			case info.ETag != f.ETag:
-				if w := r.complete.ByAge(info.LastModified, now); w.Waiting() {
+				if w := r.complete.ByAge(landing.AgeFrom(info.LastModified, info.Changed, now), now); w.Waiting() {
 					waiting[key] = w
 				}
 			}
@@ -1341,6 +1360,37 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 	return d, nil
 }
 
+// noteClockAhead notes a file modified ahead of this host's clock, for
+// the run's report (reportClockAhead).
+func (r *runner) noteClockAhead(key string, ahead time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ahead == nil {
+		r.ahead = map[string]time.Duration{}
+	}
+	r.ahead[key] = max(r.ahead[key], ahead)
+}
+
+// reportClockAhead puts the files noted ahead in the report, with one
+// warning for the run.
+func (r *runner) reportClockAhead() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ahead) == 0 {
+		return
+	}
+	ca := &ClockAhead{Files: len(r.ahead)}
+	for _, k := range slices.Sorted(maps.Keys(r.ahead)) {
+		if s := r.ahead[k].Seconds(); s > ca.Seconds {
+			ca.Key, ca.Seconds = k, s
+		}
+	}
+	r.rep.ClockAhead = ca
+	r.ahead = nil
+	r.log.Warn("files modified in the future: the clock of the machine that wrote them is ahead of this host's; set it right (NTP)",
+		"files", ca.Files, "key", ca.Key, "ahead", time.Duration(ca.Seconds*float64(time.Second)).Round(time.Second).String())
+}
+
 // errChanging marks a landing file that changed while it was read.
 var errChanging = errors.New("the file changed while it was read")
 
@@ -1409,14 +1459,20 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		r.notFetched(ctx, it, err)
 		return it
 	}
-	// A requeued file says when it first landed.
+	// A requeued file says when it first landed; one its writer dated
+	// ahead landed when this host saw it change.
+	now := time.Now()
 	o.LastModified = landing.LandedAt(storage.ObjectInfo{LastModified: o.LastModified, Metadata: d.info.Metadata})
+	if ahead := landing.ClockAhead(o.LastModified, now); ahead > 0 {
+		r.noteClockAhead(o.Key, ahead)
+		o.LastModified = landing.LandedTime(o.LastModified, d.info.Changed, now)
+	}
 	it.res.landed = o.LastModified
 	defer d.close()
 	it.src = d
 	it.res.Size, it.res.sha256 = d.info.Size, d.sha256
 	if r.complete != (landing.Settle{}) {
-		w, err := r.complete.Judge(o.Key, d.f, d.info.Size, d.info.LastModified, time.Now())
+		w, err := r.complete.Judge(o.Key, d.f, d.info.Size, landing.AgeFrom(d.info.LastModified, d.info.Changed, now), now)
 		if err != nil {
 			it.err = fmt.Errorf("read the download of %s: %w", o.Key, err)
 			return it

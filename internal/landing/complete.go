@@ -56,6 +56,44 @@ type Wait struct {
 // Waiting reports whether the file must wait.
 func (w Wait) Waiting() bool { return w.Reason != "" }
 
+// AgeFrom is the time a file's age is judged by: its modification time,
+// or, when that is in the future (the clock of the machine that wrote it
+// is ahead of this host's) and its change time (storage.ChangeTime, set by
+// this host's clock) is not, its change time. A file its writer dates an
+// hour or a year ahead is then taken once it was not modified for the
+// settle time, as any other, instead of an hour or a year later; without
+// a change time it waits until its modification time (ByAge says why).
+func AgeFrom(modified, changed, now time.Time) time.Time {
+	if modified.After(now) && !changed.IsZero() && !changed.After(now) {
+		return changed
+	}
+	return modified
+}
+
+// LandedTime is when a file landed as far as this host can tell: AgeFrom,
+// and never later than now (a file its writer dates ahead, without a
+// change time, landed at the latest now).
+func LandedTime(modified, changed, now time.Time) time.Time {
+	if t := AgeFrom(modified, changed, now); !t.After(now) {
+		return t
+	}
+	return now
+}
+
+// ClockAhead is how far a file's modification time is ahead of now beyond
+// ClockSkew (a writer's clock ahead of this host's): 0 when it is not.
+func ClockAhead(modified, now time.Time) time.Duration {
+	if d := modified.Sub(now); d > ClockSkew {
+		return d
+	}
+	return 0
+}
+
+// ClockSkew is how far ahead of this host's clock a modification time may
+// be before it is reported (ClockAhead): clocks kept by NTP agree within
+// a second; a minute leaves room for those that are not.
+const ClockSkew = time.Minute
+
 // ByAge judges a file by its modification time alone: one modified less
 // than Time before now waits. It is the first look (at the listing, before
 // the file is read); Judge is the whole rule.

@@ -483,8 +483,11 @@ func (s *Server) sweep(ctx context.Context, sess *ingest.Session, stopped func()
 		batch := files[:min(n, len(files))]
 		files = files[len(batch):]
 		ws := make(map[string]waiting, len(batch))
+		now := time.Now()
 		for _, f := range batch {
-			ws[f.Key] = waiting{since: f.LastModified}.older(announced[f.Key])
+			// A file its writer dated ahead landed when this host saw it
+			// (it counts in the landing lag from then).
+			ws[f.Key] = waiting{since: landing.LandedTime(f.LastModified, f.Changed, now)}.older(announced[f.Key])
 			delete(announced, f.Key)
 		}
 		if err := s.load(ctx, sess, batch, ws, true); err != nil {
@@ -575,10 +578,11 @@ func (s *Server) stat(ctx context.Context, ws map[string]waiting) ([]storage.Obj
 // go back to the queue. A failed key waits for a sweep.
 func (s *Server) load(ctx context.Context, sess *ingest.Session, files []storage.ObjectInfo, ws map[string]waiting, sweep bool) error {
 	s.mu.Lock()
+	now := time.Now()
 	for _, f := range files {
 		w := ws[f.Key]
-		if !f.LastModified.IsZero() && (w.since.IsZero() || f.LastModified.Before(w.since)) {
-			w.since = f.LastModified
+		if landed := landing.LandedTime(f.LastModified, f.Changed, now); !f.LastModified.IsZero() && (w.since.IsZero() || landed.Before(w.since)) {
+			w.since = landed
 		}
 		s.inflight[f.Key] = w
 	}

@@ -281,6 +281,7 @@ func localInfo(key string, fi fs.FileInfo) ObjectInfo {
 		Size:         fi.Size(),
 		ETag:         fmt.Sprintf("%x-%x", fi.Size(), mt.UnixNano()),
 		LastModified: mt,
+		Changed:      ChangeTime(fi),
 		Mode:         fi.Mode().Perm(),
 	}
 }

@@ -38,6 +38,10 @@ type ObjectInfo struct {
 	LastModified time.Time // UTC
 	// Mode is the permission bits of a folder store's file; 0 on S3.
 	Mode fs.FileMode
+	// Changed is a folder store's file's status change time (ChangeTime):
+	// this host's clock, where LastModified is the writer's, which may be
+	// ahead. Zero on S3 (whose LastModified is the store's own clock).
+	Changed time.Time
 	// Metadata is the object's user metadata (x-amz-meta-<name>, names in
 	// lower case) as Get returns it from S3; nil from a listing, from Stat
 	// and from a folder store.

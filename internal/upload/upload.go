@@ -256,7 +256,7 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 		}
 		now := cfg.Now()
 		for _, e := range entries {
-			if w := spoolSettle(cfg).ByAge(e.modTime, now); w.Waiting() {
+			if w := spoolSettle(cfg).ByAge(landing.AgeFrom(e.modTime, e.changed, now), now); w.Waiting() {
 				young = append(young, FileResult{File: e.path, Status: Waiting, Size: e.size, Reason: w.Reason, ReadyAt: w.Until})
 				continue
 			}
@@ -518,6 +518,7 @@ type spoolEntry struct {
 	path    string
 	size    int64
 	modTime time.Time
+	changed time.Time // storage.ChangeTime: this host's clock, where modTime is the writer's
 }
 
 // spoolEntries lists the regular files of dir that are not hidden or
@@ -540,7 +541,7 @@ func spoolEntries(dir string) ([]spoolEntry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
-		cands = append(cands, spoolEntry{filepath.Join(dir, name), fi.Size(), fi.ModTime()})
+		cands = append(cands, spoolEntry{filepath.Join(dir, name), fi.Size(), fi.ModTime(), storage.ChangeTime(fi)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if !cands[i].modTime.Equal(cands[j].modTime) {
@@ -621,7 +622,8 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	}
 	p.res.read = stateOf(fi)
 	if cfg.Spool != "" {
-		w, err := spoolSettle(cfg).Judge(path, p.src, size, fi.ModTime(), cfg.Now())
+		now := cfg.Now()
+		w, err := spoolSettle(cfg).Judge(path, p.src, size, landing.AgeFrom(fi.ModTime(), storage.ChangeTime(fi), now), now)
 		if err != nil {
 			return p, &fileError{fmt.Errorf("read %s: %w", path, err)}
 		}
