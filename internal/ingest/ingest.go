@@ -1447,7 +1447,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		// Before the table exists a refusal may come from a setting
 		// (--time-column, --series-key), so the file waits; one that no
 		// setting can make readable is quarantined at once.
-		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) && !decode.IsUnreadable(cause) {
+		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) && !decode.IsUnreadable(cause) && !errors.Is(cause, lake.ErrTooWide) {
 			it.deferred = cause
 			return it
 		}
@@ -1547,8 +1547,15 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 	if r.tbl == nil {
 		var first decode.Decoded
 		_, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+			defer dec.Release()
+			if dec.Piece == 0 {
+				// Too wide a file is refused at its first piece,
+				// before the rest is decoded.
+				if err := lake.CheckCreateWidth(dec.Schema); err != nil {
+					return widthError(key, err)
+				}
+			}
 			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
-			dec.Release()
 			return nil
 		})
 		if err != nil {
@@ -1577,6 +1584,11 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		if dec.Piece == 0 {
 			drop() // the decode started over
 			out.dups, rows = 0, 0
+			// Columns the file adds (--evolve add-columns) must
+			// leave a table its manifests can carry.
+			if err := r.tbl.CheckWidth(dec.Schema); err != nil {
+				return widthError(key, err)
+			}
 		}
 		if w == nil {
 			var err error
@@ -1885,6 +1897,9 @@ func hint(err error) string {
 		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.Is(err, lake.ErrTooWide):
+		return fmt.Sprintf("no table can take the file as it is: split it into files of fewer columns (at most %d, their names shorter), each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; then discard this one with timelake landing discard",
+			lake.MaxColumns)
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
 	case errors.As(err, new(*profileError)):

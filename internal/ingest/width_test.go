@@ -1,0 +1,160 @@
+package ingest_test
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// wideCSV is a file of one row with the time, the series key and n more
+// columns whose names are nameLen bytes long (at least their number).
+func wideCSV(n, nameLen int) []byte {
+	var b strings.Builder
+	b.WriteString("time,device_id")
+	for i := range n {
+		name := "c" + strconv.Itoa(i)
+		b.WriteString("," + name + strings.Repeat("x", max(0, nameLen-len(name))))
+	}
+	b.WriteString("\n2026-01-05T10:00:00Z,d9")
+	for range n {
+		b.WriteString(",1")
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
+}
+
+const goodColumns = "time timestamptz, device_id string, temperature_c double"
+
+func goodFile(i int) []byte {
+	return []byte("time,device_id,temperature_c\n2026-01-05T10:0" + strconv.Itoa(i) + ":00Z,d" + strconv.Itoa(i) + ",21.5\n")
+}
+
+// TestTooWideFilesAreRefused: a file whose columns would make the table's
+// schema more than its manifests can carry (too many columns, or names too
+// long) is quarantined naming the limit, as a file's refusal, before it
+// creates the table (the good file beside it does) or evolves one with
+// --evolve add-columns; the table keeps the good file's schema, and later
+// files load.
+func TestTooWideFilesAreRefused(t *testing.T) {
+	for _, wide := range []struct {
+		name           string
+		columns, bytes int
+		want           string
+	}{
+		{"columns", 30_000, 0, "more than the 10000 columns a table may have"},
+		{"names", 1_100, 1_000, "bytes a table's schema may have"},
+	} {
+		for _, evolve := range []bool{false, true} {
+			name := wide.name + "/create"
+			if evolve {
+				name = wide.name + "/evolve"
+			}
+			t.Run(name, func(t *testing.T) {
+				forEachEnv(t, func(t *testing.T, e env) {
+					ctx := context.Background()
+					cfg := e.config()
+					if evolve {
+						e.put(t, "gw/0.csv", goodFile(0))
+						if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
+							t.Fatalf("report %+v, %v", rep, err)
+						}
+						cfg.Evolve = decode.EvolveAddColumns
+					}
+					// In key order the wide file comes first.
+					e.put(t, "gw/1-wide.csv", wideCSV(wide.columns, wide.bytes))
+					e.put(t, "gw/2.csv", goodFile(2))
+					rep, err := ingest.Run(ctx, cfg)
+					if err != nil || rep.Loaded != 1 || rep.Quarantined != 1 {
+						t.Fatalf("report %+v, %v; want the good file loaded, the wide one quarantined", rep, err)
+					}
+					if evolve != (rep.Created == nil) {
+						t.Errorf("created %+v", rep.Created)
+					}
+					var reason string
+					for _, f := range rep.Files {
+						if f.Key == "gw/1-wide.csv" {
+							reason = f.Reason
+							if f.Status != ingest.Quarantined {
+								t.Errorf("wide file %s", f.Status)
+							}
+						}
+					}
+					if !strings.Contains(reason, wide.want) || !strings.HasPrefix(reason, "gw/1-wide.csv: ") || len(reason) > 1000 {
+						t.Errorf("reason %q does not say %q", reason, wide.want)
+					}
+					rejected, err := (&landing.Bucket{Store: e.landing}).Rejected(ctx)
+					if err != nil || len(rejected) != 1 || rejected[0].Kind != landing.KindFile || !strings.Contains(rejected[0].Hint, "split it") {
+						t.Fatalf("rejected %+v, %v", rejected, err)
+					}
+					if got := columnsOf(t, e); got != goodColumns {
+						t.Errorf("columns %s, want %s", got, goodColumns)
+					}
+					e.put(t, "gw/3.csv", goodFile(3))
+					rep, err = ingest.Run(ctx, cfg)
+					if err != nil || rep.Loaded != 1 || rep.Quarantined != 0 || rep.Partial() {
+						t.Fatalf("next run: report %+v, %v", rep, err)
+					}
+					if got := tableRows(t, e); len(got) != map[bool]int{false: 2, true: 3}[evolve] {
+						t.Errorf("rows %v", got)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestWidthLimitsLeaveWideTablesAlone: a file as wide as the limits
+// allow creates its table, and one that adds no column loads into it.
+func TestWidthLimitsLeaveWideTablesAlone(t *testing.T) {
+	e := localEnv(t)
+	ctx := context.Background()
+	e.put(t, "gw/1.csv", wideCSV(lake.MaxColumns-2, 0))
+	e.put(t, "gw/2.csv", []byte("time,device_id,c0\n2026-01-05T11:00:00Z,d1,2\n"))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil || rep.Loaded != 2 || rep.Quarantined != 0 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+}
+
+// BenchmarkRefuseWideFile: a file of a million columns (9.6 MB of header)
+// refused by a table that lacks them (without --evolve): its work is
+// linear in the columns.
+func BenchmarkRefuseWideFile(b *testing.B) {
+	body := wideCSV(1_000_000, 0)
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		st, err := storage.NewLocalStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := lake.Open(ctx, b.TempDir(), lake.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := env{landing: st, lake: l}
+		put := func(key string, body []byte) {
+			if _, err := st.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		put("gw/0.csv", goodFile(0))
+		if _, err := ingest.Run(ctx, e.config()); err != nil {
+			b.Fatal(err)
+		}
+		put("gw/1.csv", body)
+		b.StartTimer()
+		rep, err := ingest.Run(ctx, e.config())
+		if err != nil || rep.Quarantined != 1 {
+			b.Fatalf("report %+v, %v", rep, err)
+		}
+	}
+}
