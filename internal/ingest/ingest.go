@@ -1642,7 +1642,8 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 		return "", err
 	}
 	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
-		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget()}
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget(),
+		CheckColumns: func(sc *arrow.Schema) error { return r.checkColumnCount(d.info.Key, sc) }}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
@@ -1659,6 +1660,26 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 		name = prof.Name
 	}
 	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
+}
+
+// checkColumnCount refuses the file key, whose columns as read are sc,
+// when they would give the table more columns than it may have
+// (lake.MaxColumns): before a value is decoded, whether the file creates the
+// table, adds its columns to it (--evolve add-columns) or is refused for
+// them (without). The schema's size is checked once the file is decoded
+// (writePieces), when its types are known.
+func (r *runner) checkColumnCount(key string, sc *arrow.Schema) error {
+	if r.tbl == nil {
+		return widthError(key, lake.CheckCreateColumns(sc.NumFields()))
+	}
+	have := r.tbl.ArrowSchema()
+	added := 0
+	for i := range sc.NumFields() {
+		if !have.HasField(sc.Field(i).Name) {
+			added++
+		}
+	}
+	return widthError(key, r.tbl.CheckAddedColumns(added))
 }
 
 // source is the downloaded file, to decode.

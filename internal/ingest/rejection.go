@@ -60,9 +60,12 @@ func rejectionKind(err error) string {
 }
 
 // widthError refuses the file key whose columns would make the table too
-// wide (lake.CheckCreateWidth, Table.CheckWidth); other errors of the check
-// are not the file's.
+// wide (lake.CheckCreateWidth, Table.CheckWidth and their kin); other errors
+// of the check are not the file's; nil for nil.
 func widthError(key string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(err, lake.ErrTooWide) {
 		return fmt.Errorf("%s: %w", key, err)
 	}

@@ -41,73 +41,82 @@ func goodFile(i int) []byte {
 // schema more than its manifests can carry (too many columns, or names too
 // long) is quarantined naming the limit, as a file's refusal, before it
 // creates the table (the good file beside it does) or evolves one with
-// --evolve add-columns; the table keeps the good file's schema, and later
-// files load.
+// --evolve add-columns; without --evolve, too many new columns are refused
+// for the limit too (names too long, as new columns). The table keeps the
+// good file's schema, and later files load.
 func TestTooWideFilesAreRefused(t *testing.T) {
-	for _, wide := range []struct {
+	for _, c := range []struct {
 		name           string
 		columns, bytes int
-		want           string
+		mode           string // create: the first file; evolve: --evolve add-columns on a table; off: a table, no --evolve
+		want, kind     string
 	}{
-		{"columns", 30_000, 0, "more than the 10000 columns a table may have"},
-		{"names", 1_100, 1_000, "bytes a table's schema may have"},
+		{"columns/create", 30_000, 0, "create", "more than the 10000 columns a table may have", landing.KindFile},
+		{"columns/evolve", 30_000, 0, "evolve", "more than the 10000 columns a table may have", landing.KindFile},
+		{"columns/off", 30_000, 0, "off", "more than the 10000 columns a table may have", landing.KindFile},
+		{"names/create", 1_100, 1_000, "create", "bytes a table's schema may have", landing.KindFile},
+		{"names/evolve", 1_100, 1_000, "evolve", "bytes a table's schema may have", landing.KindFile},
+		{"names/off", 1_100, 1_000, "off", "and 1089 more): ingest adds new columns only with --evolve add-columns", landing.KindSetting},
 	} {
-		for _, evolve := range []bool{false, true} {
-			name := wide.name + "/create"
-			if evolve {
-				name = wide.name + "/evolve"
-			}
-			t.Run(name, func(t *testing.T) {
-				forEachEnv(t, func(t *testing.T, e env) {
-					ctx := context.Background()
-					cfg := e.config()
-					if evolve {
-						e.put(t, "gw/0.csv", goodFile(0))
-						if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
-							t.Fatalf("report %+v, %v", rep, err)
-						}
-						cfg.Evolve = decode.EvolveAddColumns
+		t.Run(c.name, func(t *testing.T) {
+			forEachEnv(t, func(t *testing.T, e env) {
+				ctx := context.Background()
+				cfg := e.config()
+				if c.mode != "create" {
+					e.put(t, "gw/0.csv", goodFile(0))
+					if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
+						t.Fatalf("report %+v, %v", rep, err)
 					}
-					// In key order the wide file comes first.
-					e.put(t, "gw/1-wide.csv", wideCSV(wide.columns, wide.bytes))
-					e.put(t, "gw/2.csv", goodFile(2))
-					rep, err := ingest.Run(ctx, cfg)
-					if err != nil || rep.Loaded != 1 || rep.Quarantined != 1 {
-						t.Fatalf("report %+v, %v; want the good file loaded, the wide one quarantined", rep, err)
-					}
-					if evolve != (rep.Created == nil) {
-						t.Errorf("created %+v", rep.Created)
-					}
-					var reason string
-					for _, f := range rep.Files {
-						if f.Key == "gw/1-wide.csv" {
-							reason = f.Reason
-							if f.Status != ingest.Quarantined {
-								t.Errorf("wide file %s", f.Status)
-							}
+				}
+				if c.mode == "evolve" {
+					cfg.Evolve = decode.EvolveAddColumns
+				}
+				// In key order the wide file comes first.
+				e.put(t, "gw/1-wide.csv", wideCSV(c.columns, c.bytes))
+				e.put(t, "gw/2.csv", goodFile(2))
+				rep, err := ingest.Run(ctx, cfg)
+				if err != nil || rep.Loaded != 1 || rep.Quarantined != 1 {
+					t.Fatalf("report %+v, %v; want the good file loaded, the wide one quarantined", rep, err)
+				}
+				if (c.mode == "create") != (rep.Created != nil) {
+					t.Errorf("created %+v", rep.Created)
+				}
+				var reason string
+				for _, f := range rep.Files {
+					if f.Key == "gw/1-wide.csv" {
+						reason = f.Reason
+						if f.Status != ingest.Quarantined {
+							t.Errorf("wide file %s", f.Status)
 						}
 					}
-					if !strings.Contains(reason, wide.want) || !strings.HasPrefix(reason, "gw/1-wide.csv: ") || len(reason) > 1000 {
-						t.Errorf("reason %q does not say %q", reason, wide.want)
-					}
-					rejected, err := (&landing.Bucket{Store: e.landing}).Rejected(ctx)
-					if err != nil || len(rejected) != 1 || rejected[0].Kind != landing.KindFile || !strings.Contains(rejected[0].Hint, "split it") {
-						t.Fatalf("rejected %+v, %v", rejected, err)
-					}
-					if got := columnsOf(t, e); got != goodColumns {
-						t.Errorf("columns %s, want %s", got, goodColumns)
-					}
-					e.put(t, "gw/3.csv", goodFile(3))
-					rep, err = ingest.Run(ctx, cfg)
-					if err != nil || rep.Loaded != 1 || rep.Quarantined != 0 || rep.Partial() {
-						t.Fatalf("next run: report %+v, %v", rep, err)
-					}
-					if got := tableRows(t, e); len(got) != map[bool]int{false: 2, true: 3}[evolve] {
-						t.Errorf("rows %v", got)
-					}
-				})
+				}
+				if !strings.Contains(reason, c.want) || !strings.HasPrefix(reason, "gw/1-wide.csv: ") || (c.kind == landing.KindFile && len(reason) > 1000) {
+					t.Errorf("reason %.300q... (%d bytes) does not say %q", reason, len(reason), c.want)
+				}
+				rejected, err := (&landing.Bucket{Store: e.landing}).Rejected(ctx)
+				if err != nil || len(rejected) != 1 || rejected[0].Kind != c.kind {
+					t.Fatalf("rejected %+v, %v", rejected, err)
+				}
+				if c.kind == landing.KindFile && !strings.Contains(rejected[0].Hint, "split it") {
+					t.Errorf("hint %q", rejected[0].Hint)
+				}
+				if got := columnsOf(t, e); got != goodColumns {
+					t.Errorf("columns %s, want %s", got, goodColumns)
+				}
+				e.put(t, "gw/3.csv", goodFile(3))
+				rep, err = ingest.Run(ctx, cfg)
+				if err != nil || rep.Loaded != 1 || rep.Quarantined != 0 || rep.Partial() {
+					t.Fatalf("next run: report %+v, %v", rep, err)
+				}
+				want := 3
+				if c.mode == "create" {
+					want = 2
+				}
+				if got := tableRows(t, e); len(got) != want {
+					t.Errorf("rows %v, want %d", got, want)
+				}
 			})
-		}
+		})
 	}
 }
 
@@ -125,36 +134,47 @@ func TestWidthLimitsLeaveWideTablesAlone(t *testing.T) {
 }
 
 // BenchmarkRefuseWideFile: a file of a million columns (9.6 MB of header)
-// refused by a table that lacks them (without --evolve): its work is
-// linear in the columns.
+// refused: as the first file of a table (create), as new columns of a
+// table without --evolve (off) and with --evolve add-columns (evolve). The
+// refusal's work is linear in the columns.
 func BenchmarkRefuseWideFile(b *testing.B) {
 	body := wideCSV(1_000_000, 0)
 	ctx := context.Background()
-	for range b.N {
-		b.StopTimer()
-		st, err := storage.NewLocalStore(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := lake.Open(ctx, b.TempDir(), lake.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		e := env{landing: st, lake: l}
-		put := func(key string, body []byte) {
-			if _, err := st.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
-				b.Fatal(err)
+	for _, mode := range []string{"create", "off", "evolve"} {
+		b.Run(mode, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				st, err := storage.NewLocalStore(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, err := lake.Open(ctx, b.TempDir(), lake.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e := env{landing: st, lake: l}
+				put := func(key string, body []byte) {
+					if _, err := st.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cfg := e.config()
+				if mode != "create" {
+					put("gw/0.csv", goodFile(0))
+					if _, err := ingest.Run(ctx, cfg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if mode == "evolve" {
+					cfg.Evolve = decode.EvolveAddColumns
+				}
+				put("gw/1.csv", body)
+				b.StartTimer()
+				rep, err := ingest.Run(ctx, cfg)
+				if err != nil || rep.Quarantined != 1 {
+					b.Fatalf("report %+v, %v", rep, err)
+				}
 			}
-		}
-		put("gw/0.csv", goodFile(0))
-		if _, err := ingest.Run(ctx, e.config()); err != nil {
-			b.Fatal(err)
-		}
-		put("gw/1.csv", body)
-		b.StartTimer()
-		rep, err := ingest.Run(ctx, e.config())
-		if err != nil || rep.Quarantined != 1 {
-			b.Fatalf("report %+v, %v", rep, err)
-		}
+		})
 	}
 }

@@ -67,14 +67,24 @@ func (e *WidthError) Unwrap() error { return ErrTooWide }
 // columns, and a file of too many columns is refused on their count alone.
 func CheckCreateWidth(sc *arrow.Schema) error {
 	n := sc.NumFields()
-	if n > MaxColumns {
-		return &WidthError{Columns: n, New: n, Create: true}
+	if err := CheckCreateColumns(n); err != nil {
+		return err
 	}
 	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
 	if err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
 	return checkSchemaJSON(isc, &WidthError{Columns: n, New: n, Create: true})
+}
+
+// CheckCreateColumns checks that a table of n columns stays within
+// MaxColumns: a *WidthError if not. It refuses a file by the count of its
+// columns, before their types are known.
+func CheckCreateColumns(n int) error {
+	if n > MaxColumns {
+		return &WidthError{Columns: n, New: n, Create: true}
+	}
+	return nil
 }
 
 // CheckWidth checks that the table with the columns of rs it lacks (a file
@@ -113,6 +123,16 @@ func (t *Table) CheckWidth(rs *arrow.Schema) error {
 	}
 	evolved := iceberg.NewSchemaWithIdentifiers(cur.ID+1, cur.IdentifierFieldIDs, fields...)
 	return checkSchemaJSON(evolved, &WidthError{Columns: n, New: len(added)})
+}
+
+// CheckAddedColumns checks that n columns more than the table has stay
+// within MaxColumns: a *WidthError if not. It refuses a file by the count
+// of the columns it adds, before their names or types are known.
+func (t *Table) CheckAddedColumns(n int) error {
+	if cur := len(t.Metadata().CurrentSchema().Fields()); n > 0 && cur+n > MaxColumns {
+		return &WidthError{Columns: cur + n, New: n}
+	}
+	return nil
 }
 
 // checkSchemaJSON returns refuse, with the length, when sc's JSON (as the
