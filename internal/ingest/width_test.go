@@ -7,6 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
@@ -31,6 +37,41 @@ func wideCSV(n, nameLen int) []byte {
 	return []byte(b.String())
 }
 
+// wideParquet is a Parquet file of one row with the time, the series key
+// and n more columns.
+func wideParquet(t *testing.T, n int) []byte {
+	t.Helper()
+	fields := []arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
+		{Name: "device_id", Type: arrow.BinaryTypes.String},
+	}
+	for i := range n {
+		fields = append(fields, arrow.Field{Name: "c" + strconv.Itoa(i), Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+	}
+	sc := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(1_767_607_200_000))
+	b.Field(1).(*array.StringBuilder).Append("d9")
+	for i := range n {
+		b.Field(2 + i).(*array.Float64Builder).Append(1)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 const goodColumns = "time timestamptz, device_id string, temperature_c double"
 
 func goodFile(i int) []byte {
@@ -48,15 +89,17 @@ func TestTooWideFilesAreRefused(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		columns, bytes int
+		parquet        bool
 		mode           string // create: the first file; evolve: --evolve add-columns on a table; off: a table, no --evolve
 		want, kind     string
 	}{
-		{"columns/create", 30_000, 0, "create", "more than the 10000 columns a table may have", landing.KindFile},
-		{"columns/evolve", 30_000, 0, "evolve", "more than the 10000 columns a table may have", landing.KindFile},
-		{"columns/off", 30_000, 0, "off", "more than the 10000 columns a table may have", landing.KindFile},
-		{"names/create", 1_100, 1_000, "create", "bytes a table's schema may have", landing.KindFile},
-		{"names/evolve", 1_100, 1_000, "evolve", "bytes a table's schema may have", landing.KindFile},
-		{"names/off", 1_100, 1_000, "off", "and 1089 more): ingest adds new columns only with --evolve add-columns", landing.KindSetting},
+		{"columns/create", 30_000, 0, false, "create", "more than the 10000 columns a table may have", landing.KindFile},
+		{"columns/evolve", 30_000, 0, false, "evolve", "more than the 10000 columns a table may have", landing.KindFile},
+		{"columns/off", 30_000, 0, false, "off", "more than the 10000 columns a table may have", landing.KindFile},
+		{"parquet/create", 20_000, 0, true, "create", "more than the 10000 columns a table may have", landing.KindFile},
+		{"names/create", 1_100, 1_000, false, "create", "bytes a table's schema may have", landing.KindFile},
+		{"names/evolve", 1_100, 1_000, false, "evolve", "bytes a table's schema may have", landing.KindFile},
+		{"names/off", 1_100, 1_000, false, "off", "and 1089 more): ingest adds new columns only with --evolve add-columns", landing.KindSetting},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			forEachEnv(t, func(t *testing.T, e env) {
@@ -72,7 +115,11 @@ func TestTooWideFilesAreRefused(t *testing.T) {
 					cfg.Evolve = decode.EvolveAddColumns
 				}
 				// In key order the wide file comes first.
-				e.put(t, "gw/1-wide.csv", wideCSV(c.columns, c.bytes))
+				wideKey, body := "gw/1-wide.csv", wideCSV(c.columns, c.bytes)
+				if c.parquet {
+					wideKey, body = "gw/1-wide.parquet", wideParquet(t, c.columns)
+				}
+				e.put(t, wideKey, body)
 				e.put(t, "gw/2.csv", goodFile(2))
 				rep, err := ingest.Run(ctx, cfg)
 				if err != nil || rep.Loaded != 1 || rep.Quarantined != 1 {
@@ -83,14 +130,14 @@ func TestTooWideFilesAreRefused(t *testing.T) {
 				}
 				var reason string
 				for _, f := range rep.Files {
-					if f.Key == "gw/1-wide.csv" {
+					if f.Key == wideKey {
 						reason = f.Reason
 						if f.Status != ingest.Quarantined {
 							t.Errorf("wide file %s", f.Status)
 						}
 					}
 				}
-				if !strings.Contains(reason, c.want) || !strings.HasPrefix(reason, "gw/1-wide.csv: ") || (c.kind == landing.KindFile && len(reason) > 1000) {
+				if !strings.Contains(reason, c.want) || !strings.HasPrefix(reason, wideKey+": ") || (c.kind == landing.KindFile && len(reason) > 1000) {
 					t.Errorf("reason %.300q... (%d bytes) does not say %q", reason, len(reason), c.want)
 				}
 				rejected, err := (&landing.Bucket{Store: e.landing}).Rejected(ctx)
