@@ -93,26 +93,26 @@ func CheckCreateColumns(n int) error {
 // is never refused, whatever the table's width. Columns are matched by
 // name, once each: the cost is linear in the columns.
 func (t *Table) CheckWidth(rs *arrow.Schema) error {
-	cur := t.Metadata().CurrentSchema()
-	fields := cur.Fields()
-	have := make(map[string]bool, len(fields))
-	for _, f := range fields {
-		have[f.Name] = true
-	}
+	// The Arrow schema is at hand after every commit, the metadata
+	// parsed again: it is read only for a file that adds columns.
+	have := t.ArrowSchema()
 	var added []arrow.Field
-	for _, f := range rs.Fields() {
-		if !have[f.Name] {
+	for i := range rs.NumFields() {
+		if f := rs.Field(i); !have.HasField(f.Name) {
 			added = append(added, f)
 		}
 	}
 	if len(added) == 0 {
 		return nil
 	}
-	n := len(fields) + len(added)
+	n := have.NumFields() + len(added)
 	if n > MaxColumns {
 		return &WidthError{Columns: n, New: len(added)}
 	}
-	next := t.Metadata().LastColumnID()
+	meta := t.Metadata()
+	cur := meta.CurrentSchema()
+	fields := cur.Fields()
+	next := meta.LastColumnID()
 	for _, f := range added {
 		it, err := table.ArrowTypeToIceberg(f.Type, true)
 		if err != nil {
@@ -129,7 +129,7 @@ func (t *Table) CheckWidth(rs *arrow.Schema) error {
 // within MaxColumns: a *WidthError if not. It refuses a file by the count
 // of the columns it adds, before their names or types are known.
 func (t *Table) CheckAddedColumns(n int) error {
-	if cur := len(t.Metadata().CurrentSchema().Fields()); n > 0 && cur+n > MaxColumns {
+	if cur := t.ArrowSchema().NumFields(); n > 0 && cur+n > MaxColumns {
 		return &WidthError{Columns: cur + n, New: n}
 	}
 	return nil
