@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -93,14 +94,7 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 		return nil, err
 	}
 	if len(extra) > 0 {
-		reason := "not in the table schema"
-		if len(extra) > 1 {
-			quoted := make([]string, len(extra)-1)
-			for i, n := range extra[1:] {
-				quoted[i] = strconv.Quote(n)
-			}
-			reason += fmt.Sprintf(" (nor %s %s)", map[bool]string{true: "is", false: "are"}[len(quoted) == 1], strings.Join(quoted, ", "))
-		}
+		reason := "not in the table schema" + othersNamed(extra[1:])
 		reason += ": ingest adds new columns only with --evolve add-columns (or TIMELAKE_EVOLVE, or the table property timelake.evolve)"
 		return nil, &FileError{Key: ro.key, Column: extra[0], Reason: reason, newColumns: true}
 	}
@@ -137,16 +131,20 @@ func newConformer(ro *resolved, src, target *arrow.Schema, timeCol string) (*con
 // loaded as a new column, so that the table never holds near-identical
 // columns; the reason quotes both names.
 func checkNewNames(ro *resolved, extra []string, target *arrow.Schema) error {
-	names := make([]string, 0, target.NumFields()+len(extra))
+	// The first name of each fold key: the column each later one would
+	// clash with, as a search in order finds it. One map keeps the check
+	// linear in the columns, however wide the file.
+	names := make(map[string]string, target.NumFields()+len(extra))
 	for _, f := range target.Fields() {
-		names = append(names, f.Name)
+		k := foldKey(strings.TrimSpace(f.Name))
+		if _, ok := names[k]; !ok {
+			names[k] = f.Name
+		}
 	}
 	for _, name := range extra {
 		trimmed := strings.TrimSpace(name)
-		for _, other := range names {
-			if !strings.EqualFold(trimmed, strings.TrimSpace(other)) {
-				continue
-			}
+		k := foldKey(trimmed)
+		if other, ok := names[k]; ok {
 			how := "only by case"
 			switch {
 			case trimmed != name && strings.TrimSpace(other) == trimmed:
@@ -160,9 +158,52 @@ func checkNewNames(ro *resolved, extra []string, target *arrow.Schema) error {
 		if trimmed != name {
 			return &FileError{Key: ro.key, Column: name, Reason: fmt.Sprintf("column %q would be a new column whose name begins or ends with whitespace; rename it in the file", name)}
 		}
-		names = append(names, name)
+		names[k] = name
 	}
 	return nil
+}
+
+// foldKey returns s with each rune replaced by the smallest rune of its
+// Unicode simple case folding orbit: two strings have the same key exactly
+// when strings.EqualFold says they are equal.
+func foldKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		low := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			low = min(low, f)
+		}
+		b.WriteRune(low)
+	}
+	return b.String()
+}
+
+// maxNamedColumns is how many further column names a reason quotes; the
+// others are counted ("and 29,990 more"), so that a file of a million
+// columns is refused with a reason of one line.
+const maxNamedColumns = 10
+
+// othersNamed returns " (nor is "b")" or " (nor are "b", "c" and K more)"
+// for the columns of others, "" for none.
+func othersNamed(others []string) string {
+	if len(others) == 0 {
+		return ""
+	}
+	named := others[:min(len(others), maxNamedColumns)]
+	quoted := make([]string, len(named))
+	for i, n := range named {
+		quoted[i] = strconv.Quote(n)
+	}
+	list := strings.Join(quoted, ", ")
+	if more := len(others) - len(named); more > 0 {
+		list += " and " + strconv.Itoa(more) + " more"
+	}
+	verb := "are"
+	if len(others) == 1 {
+		verb = "is"
+	}
+	return " (nor " + verb + " " + list + ")"
 }
 
 // convert returns a batch with exactly the target schema (the same

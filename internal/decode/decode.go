@@ -204,6 +204,11 @@ type DecodeOptions struct {
 	// refuses the file once that many of its bytes are read, before it is
 	// held (limits.go). 0 means DefaultMaxRecordBytes.
 	MaxRecordBytes int64
+	// CheckColumns, when set, is given the file's columns as read (their
+	// names; their types not decided yet) before any value is decoded:
+	// an error refuses the file as it is (how wide a table may be is the
+	// caller's to say).
+	CheckColumns func(*arrow.Schema) error
 }
 
 // CSV is how the CSV and TSV text of landing files is written (the
@@ -479,6 +484,11 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 	}
 	if err := checkNames(ro.key, bs.schema()); err != nil {
 		return err
+	}
+	if opts.CheckColumns != nil {
+		if err := opts.CheckColumns(bs.schema()); err != nil {
+			return err
+		}
 	}
 	switch {
 	case opts.Target != nil && evolving:

@@ -1502,7 +1502,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 		// Before the table exists a refusal may come from a setting
 		// (--time-column, --series-key), so the file waits; one that no
 		// setting can make readable is quarantined at once.
-		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) && !decode.IsUnreadable(cause) {
+		if r.tbl == nil && ctx.Err() == nil && !errors.Is(cause, errNameNotUTF8) && !decode.IsUnreadable(cause) && !errors.Is(cause, lake.ErrTooWide) {
 			it.deferred = cause
 			return it
 		}
@@ -1602,8 +1602,15 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 	if r.tbl == nil {
 		var first decode.Decoded
 		_, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+			defer dec.Release()
+			if dec.Piece == 0 {
+				// Too wide a file is refused at its first piece,
+				// before the rest is decoded.
+				if err := lake.CheckCreateWidth(dec.Schema); err != nil {
+					return widthError(key, err)
+				}
+			}
 			first.Schema, first.TimeColumn = dec.Schema, dec.TimeColumn
-			dec.Release()
 			return nil
 		})
 		if err != nil {
@@ -1632,6 +1639,11 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		if dec.Piece == 0 {
 			drop() // the decode started over
 			out.dups, rows = 0, 0
+			// Columns the file adds (--evolve add-columns) must
+			// leave a table its manifests can carry.
+			if err := r.tbl.CheckWidth(dec.Schema); err != nil {
+				return widthError(key, err)
+			}
 		}
 		if w == nil {
 			var err error
@@ -1686,7 +1698,8 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 	}
 	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
 		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget(),
-		MaxRecordBytes: maxRecordBytes(r.memoryBudget())}
+		MaxRecordBytes: maxRecordBytes(r.memoryBudget()),
+		CheckColumns:   func(sc *arrow.Schema) error { return r.checkColumnCount(d.info.Key, sc) }}
 	if r.tbl != nil {
 		opts.Target = r.tbl.ArrowSchema()
 		opts.TimeColumn = r.tbl.Contract().TimeColumn
@@ -1703,6 +1716,26 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 		name = prof.Name
 	}
 	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
+}
+
+// checkColumnCount refuses the file key, whose columns as read are sc,
+// when they would give the table more columns than it may have
+// (lake.MaxColumns): before a value is decoded, whether the file creates the
+// table, adds its columns to it (--evolve add-columns) or is refused for
+// them (without). The schema's size is checked once the file is decoded
+// (writePieces), when its types are known.
+func (r *runner) checkColumnCount(key string, sc *arrow.Schema) error {
+	if r.tbl == nil {
+		return widthError(key, lake.CheckCreateColumns(sc.NumFields()))
+	}
+	have := r.tbl.ArrowSchema()
+	added := 0
+	for i := range sc.NumFields() {
+		if !have.HasField(sc.Field(i).Name) {
+			added++
+		}
+	}
+	return widthError(key, r.tbl.CheckAddedColumns(added))
 }
 
 // source is the downloaded file, to decode.
@@ -1966,6 +1999,9 @@ func hint(err error) string {
 		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.Is(err, lake.ErrTooWide):
+		return fmt.Sprintf("no table can take the file as it is: split it into files of fewer columns (at most %d, their names shorter), each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; then discard this one with timelake landing discard",
+			lake.MaxColumns)
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
 	case errors.As(err, new(*profileError)):

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/timelake/timelake/internal/decode"
@@ -26,7 +27,9 @@ func (e *otherContentError) Error() string { return e.msg }
 //     time column, which --time-column may name;
 //   - a value that is not valid UTF-8 or holds a NUL byte (the file's
 //     encoding), a null in a required column (the table's contract);
-//   - its key was loaded with other content.
+//   - its key was loaded with other content;
+//   - it has too many columns, or names too long, for a table's schema
+//     (lake.ErrTooWide): the limits are no settings.
 //
 // landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
 // the wrong number of fields, a bare or unclosed quote, a carriage return
@@ -38,7 +41,7 @@ func (e *otherContentError) Error() string { return e.msg }
 // the verdicts against decode's errors.
 func rejectionKind(err error) string {
 	var oc *otherContentError
-	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) {
+	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) {
 		return landing.KindFile
 	}
 	var fe *decode.FileError
@@ -54,4 +57,17 @@ func rejectionKind(err error) string {
 		return landing.KindRow
 	}
 	return landing.KindSetting
+}
+
+// widthError refuses the file key whose columns would make the table too
+// wide (lake.CheckCreateWidth, Table.CheckWidth and their kin); other errors
+// of the check are not the file's; nil for nil.
+func widthError(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, lake.ErrTooWide) {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return &fatalError{err}
 }

@@ -132,6 +132,8 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	err = decode.DecodeEach(ctx, decode.Source{Key: key, R: fh, Size: st.Size()}, decode.DecodeOptions{
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 		CSV: opts.CSV, Columns: opts.Columns, PieceBytes: ingest.DefaultMemoryBudget,
+		// Too many columns for a table are refused on the header.
+		CheckColumns: func(sc *arrow.Schema) error { return lake.CheckCreateColumns(sc.NumFields()) },
 	}, func(piece *decode.Decoded) error {
 		dec.Schema, dec.TimeColumn = piece.Schema, piece.TimeColumn
 		piece.Release()
@@ -139,6 +141,10 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	})
 	if decode.IsColumnsSetting(err) {
 		return &cmdutil.UsageError{Err: fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)}
+	}
+	if err == nil {
+		// The schema every manifest's header would carry.
+		err = lake.CheckCreateWidth(dec.Schema)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
@@ -186,13 +192,22 @@ func didYouMean(name string, sc *arrow.Schema) string {
 	return iostreams.Sprintf("; did you mean %q?", best)
 }
 
-// columnNames lists the columns of sc for messages.
+// maxListedColumns is how many columns columnNames lists.
+const maxListedColumns = 50
+
+// columnNames lists the columns of sc for messages: the first
+// maxListedColumns, and how many more there are.
 func columnNames(sc *arrow.Schema) string {
-	names := make([]string, sc.NumFields())
-	for i, f := range sc.Fields() {
-		names[i] = f.Name
+	n := min(sc.NumFields(), maxListedColumns)
+	names := make([]string, n)
+	for i := range n {
+		names[i] = sc.Field(i).Name
 	}
-	return strings.Join(names, ", ")
+	list := strings.Join(names, ", ")
+	if more := sc.NumFields() - n; more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return list
 }
 
 // BuildCreated describes a new table the way ingest reports the tables it
