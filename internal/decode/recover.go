@@ -33,6 +33,14 @@ func Recovered(key, doing, where string, v any) *FileError {
 	return &FileError{Key: key, Reason: reason, Err: &PanicError{Value: v, Stack: debug.Stack()}, unreadable: true}
 }
 
+// PanicRefusal is the refusal of the file of key after a panic recovered
+// on another goroutine (a data file writer's), while doing what doing says:
+// err wraps its *PanicError. The file is unreadable and the refusal
+// IsPanic.
+func PanicRefusal(key, doing string, err error) *FileError {
+	return &FileError{Key: key, Reason: "crashed while " + doing, Err: err, unreadable: true}
+}
+
 // IsPanic reports whether err refuses a file whose reading panicked
 // (Recovered).
 func IsPanic(err error) bool {
