@@ -26,7 +26,8 @@ func (e *otherContentError) Error() string { return e.msg }
 //     time column, which --time-column may name;
 //   - a value that is not valid UTF-8 or holds a NUL byte (the file's
 //     encoding), a null in a required column (the table's contract);
-//   - its key was loaded with other content.
+//   - its key was loaded with other content;
+//   - a reader or writer panicked on it (decode.IsPanic).
 //
 // landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
 // the wrong number of fields, a bare or unclosed quote, a carriage return
@@ -38,7 +39,7 @@ func (e *otherContentError) Error() string { return e.msg }
 // the verdicts against decode's errors.
 func rejectionKind(err error) string {
 	var oc *otherContentError
-	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) {
+	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || decode.IsPanic(err) {
 		return landing.KindFile
 	}
 	var fe *decode.FileError
