@@ -197,6 +197,11 @@ type Config struct {
 	// landing object is deleted; an error aborts the run there. Tests use it
 	// to simulate a crash between commit and delete.
 	AfterCommit func(key string) error
+	// FaultHook is called with a stage and the key of every file
+	// decoded: "decode" on the decoder's stack, where a reader's code
+	// runs, and "write" where a piece of it is written. Tests make it
+	// panic to stand for a reader or writer that panics on a file.
+	FaultHook func(stage, key string)
 }
 
 // MaxSettleWait bounds the wait of a run for files of a local landing
@@ -1582,8 +1587,8 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 				err = decode.Recovered(key, "writing its data files", "", v)
 			}
 		}()
-		if faultHook != nil {
-			faultHook("write", key)
+		if r.cfg.FaultHook != nil {
+			r.cfg.FaultHook("write", key)
 		}
 		if dec.Piece == 0 {
 			drop() // the decode started over
@@ -1660,22 +1665,16 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 	if prof != nil {
 		name = prof.Name
 	}
-	if faultHook != nil {
+	if hook := r.cfg.FaultHook; hook != nil {
 		// The hook runs on the decoder's stack, as a reader's code does.
 		write := fn
 		fn = func(dec *decode.Decoded) error {
-			faultHook("decode", d.info.Key)
+			hook("decode", d.info.Key)
 			return write(dec)
 		}
 	}
 	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
 }
-
-// faultHook, set only by tests, is called with a stage ("decode": on the
-// decoder's stack, as a reader is; "write": where a piece is written) and
-// the key of the file: a test makes it panic to stand for a reader or a
-// writer that panics on the file.
-var faultHook func(stage, key string)
 
 // source is the downloaded file, to decode.
 func (d *download) source() decode.Source {

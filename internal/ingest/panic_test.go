@@ -39,15 +39,14 @@ func TestPanicQuarantinesOneFile(t *testing.T) {
 				e.put(t, poison, csvFile(readings(1, 1, 10), false, false))
 				e.put(t, "gateway-1/20260105T0200.csv", csvFile(after, false, false))
 				e.put(t, "gateway-3/20260105T0300.parquet", parquetFile(t, readings(3, 3, 10)))
-				restore := ingest.SetFaultHook(func(s, key string) {
+				var logs logbuf.Buffer
+				cfg := e.config()
+				cfg.FaultHook = func(s, key string) {
 					if s == stage && key == poison {
 						var m map[string]int
 						m[key]++ // a nil map: the kind of bug a reader has
 					}
-				})
-				defer restore()
-				var logs logbuf.Buffer
-				cfg := e.config()
+				}
 				cfg.Parallel = 3
 				cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 				rep, err := ingest.Run(ctx, cfg)
@@ -91,7 +90,6 @@ func TestPanicQuarantinesOneFile(t *testing.T) {
 					t.Fatalf("table rows %v, want %v", got, want)
 				}
 
-				restore()
 				rep, err = ingest.Run(ctx, e.config())
 				if err != nil || len(rep.Files) != 0 || rep.Partial() {
 					t.Fatalf("next run: %+v, %v", rep, err)
@@ -110,12 +108,13 @@ func TestPanicOnFirstFile(t *testing.T) {
 	const poison = "gateway-1/20260105T0000.csv"
 	e.put(t, poison, csvFile(readings(1, 0, 10), false, false))
 	e.put(t, "gateway-1/20260105T0100.csv", csvFile(readings(1, 1, 10), false, false))
-	defer ingest.SetFaultHook(func(s, key string) {
+	cfg := e.config()
+	cfg.FaultHook = func(s, key string) {
 		if key == poison {
 			panic("reader bug")
 		}
-	})()
-	rep, err := ingest.Run(ctx, e.config())
+	}
+	rep, err := ingest.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
