@@ -224,7 +224,7 @@ func (c *chunkedText) parse(i int) {
 		if v := recover(); v != nil {
 			release(res.recs)
 			res.recs, res.read = nil, false
-			res.err = Recovered(c.ro.key, "decoding the file", fmt.Sprintf("the lines from line %d on", ch.lines+1), v)
+			res.err = Recovered(c.ro.key, "the reader", "decoding the file", fmt.Sprintf("the lines from line %d on", ch.lines+1), v)
 			c.fail(i)
 		}
 	}()

@@ -811,7 +811,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 	defer func() {
 		if v := recover(); v != nil {
 			_ = pf.Close()
-			err = Recovered(ro.key, "opening the file's columns", "", v)
+			err = Recovered(ro.key, "the reader", "opening the file's columns", "", v)
 		}
 	}()
 	if err := checkNarrowIntegers(ro, pf); err != nil {
@@ -885,7 +885,7 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 			if pf != nil {
 				_ = pf.Close()
 			}
-			pf, fr, sc, err = nil, nil, nil, Recovered(ro.key, "reading the Parquet footer and schema", "", v)
+			pf, fr, sc, err = nil, nil, nil, Recovered(ro.key, "the reader", "reading the Parquet footer and schema", "", v)
 		}
 	}()
 	props := parquet.NewReaderProperties(ro.mem)

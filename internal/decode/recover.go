@@ -18,15 +18,15 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// Recovered is the refusal of the file of key after a panic v recovered
-// while doing what doing says ("decoding the file", "writing its data
-// files"); where says where in the file, when known ("row group 2 of 5",
-// "" when not). Call
+// Recovered is the refusal of the file of key after a panic v of who
+// ("the reader", "the writer") recovered while doing what doing says
+// ("decoding the file", "writing its data files"); where says where in the
+// file, when known ("row group 2 of 5", "" when not). Call
 // it in the deferred function that recovered, so that the stack is the
 // panicking goroutine's. The file is unreadable (IsUnreadable) and the
 // refusal IsPanic.
-func Recovered(key, doing, where string, v any) *FileError {
-	reason := "the reader crashed while " + doing
+func Recovered(key, who, doing, where string, v any) *FileError {
+	reason := who + " crashed while " + doing
 	if where != "" {
 		reason += " (" + where + ")"
 	}
@@ -34,11 +34,12 @@ func Recovered(key, doing, where string, v any) *FileError {
 }
 
 // PanicRefusal is the refusal of the file of key after a panic recovered
-// on another goroutine (a data file writer's), while doing what doing says:
+// on another goroutine (a data file writer's), reason saying what crashed
+// while doing what ("the writer crashed while writing its data files"):
 // err wraps its *PanicError. The file is unreadable and the refusal
 // IsPanic.
-func PanicRefusal(key, doing string, err error) *FileError {
-	return &FileError{Key: key, Reason: "crashed while " + doing, Err: err, unreadable: true}
+func PanicRefusal(key, reason string, err error) *FileError {
+	return &FileError{Key: key, Reason: reason, Err: err, unreadable: true}
 }
 
 // IsPanic reports whether err refuses a file whose reading panicked
@@ -64,7 +65,7 @@ func PanicStack(err error) []byte {
 var decodeHook func(key string)
 
 // recoverTo turns a panic of the calling goroutine into *err, the refusal
-// of the file of key (Recovered). It must be deferred directly.
+// of the file of key (Recovered, a panic of the reader). It must be deferred directly.
 func recoverTo(err *error, key, doing string, where func() string) {
 	v := recover()
 	if v == nil {
@@ -74,7 +75,7 @@ func recoverTo(err *error, key, doing string, where func() string) {
 	if where != nil {
 		w = safeWhere(where)
 	}
-	*err = Recovered(key, doing, w, v)
+	*err = Recovered(key, "the reader", doing, w, v)
 }
 
 // safeWhere calls where, which looks at a reader that has just panicked:

@@ -1584,7 +1584,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		// does not run here.
 		defer func() {
 			if v := recover(); v != nil {
-				err = decode.Recovered(key, "writing its data files", "", v)
+				err = decode.Recovered(key, "the writer", "writing its data files", "", v)
 			}
 		}()
 		if r.cfg.FaultHook != nil {
@@ -1615,7 +1615,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 				return err
 			}
 			if decode.IsPanic(err) { // on a writer's goroutine
-				return decode.PanicRefusal(key, "writing its data files", err)
+				return decode.PanicRefusal(key, "the writer crashed while writing its data files", err)
 			}
 			return &fatalError{r.lakeErr(err)}
 		}
@@ -1920,7 +1920,7 @@ func hint(err error) string {
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
 	case decode.IsPanic(err):
-		return "timelake's reader crashed on this file (--log-level debug logs where): write the file again, with another writer if the same one made it, and upload it under a new key; or put it back with timelake landing requeue once timelake reads it"
+		return "timelake's reader or writer crashed on this file (--log-level debug logs where): write the file again, with another writer if the same one made it, and upload it under a new key; or put it back with timelake landing requeue once timelake reads it"
 	case errors.As(err, new(*profileError)):
 		return "fix the table's source profiles (timelake tables show lists them; timelake tables alter changes them), then put the file back with timelake landing requeue"
 	}

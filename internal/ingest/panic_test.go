@@ -56,7 +56,7 @@ func TestPanicQuarantinesOneFile(t *testing.T) {
 				if rep.Loaded != 3 || rep.Quarantined != 1 || !rep.Partial() {
 					t.Fatalf("loaded %d quarantined %d partial %v: %+v", rep.Loaded, rep.Quarantined, rep.Partial(), rep.Files)
 				}
-				doing := map[string]string{"decode": "the reader crashed while decoding the file", "write": "the reader crashed while writing its data files"}[stage]
+				doing := map[string]string{"decode": "the reader crashed while decoding the file", "write": "the writer crashed while writing its data files"}[stage]
 				var q ingest.FileResult
 				for _, f := range rep.Files {
 					if f.Key == poison {

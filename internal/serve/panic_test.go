@@ -61,7 +61,7 @@ func TestServeSurvivesAPanickingFile(t *testing.T) {
 				wait.For(t, k+" settled", func() bool { return len(r.resultsOf(k)) > 0 })
 			}
 			if res := r.resultsOf(poison); res[0].Status != ingest.Quarantined ||
-				!strings.Contains(res[0].Reason, "the reader crashed while") || strings.Contains(res[0].Reason, "goroutine") {
+				!strings.Contains(res[0].Reason, "crashed while") || strings.Contains(res[0].Reason, "goroutine") {
 				t.Fatalf("%s: %+v", poison, res)
 			}
 			for _, k := range []string{"gw/a.csv", "gw/c.csv"} {
