@@ -292,3 +292,39 @@ func TestParquetPanicNamesRowGroup(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// TestParquetPanicNamesColumn: when reading a Parquet file's rows panics,
+// the refusal names the column whose reading alone panics: here one that
+// pqarrow is told, by an ARROW:schema not set aside, to read as a large
+// string although it holds timestamps.
+func TestParquetPanicNamesColumn(t *testing.T) {
+	rec := sensorRecord(t)
+	defer rec.Release()
+	sameNames := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: arrow.BinaryTypes.LargeString},
+		{Name: "device", Type: arrow.BinaryTypes.String},
+		{Name: "temp", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	data := parquetWithArrowSchema(t, rec, serializedSchema(t, sameNames))
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 2}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := &resolved{key: "k.parquet", mem: memory.DefaultAllocator, batchRows: 2}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &parquetSource{ctx: context.Background(), ro: ro, pf: pf, rr: rr}
+	defer ps.close()
+	_, err = ps.next()
+	fe := mustFileError(t, err)
+	if !IsPanic(err) || fe.Column != "time" || !strings.Contains(err.Error(), "row group 1 of 1, reading from row 1") {
+		t.Fatalf("error = %v (column %q)", err, fe.Column)
+	}
+}

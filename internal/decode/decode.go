@@ -917,7 +917,13 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 func (p *parquetSource) schema() *arrow.Schema { return p.sc }
 
 func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
-	defer recoverTo(&err, p.ro.key, "decoding the file", p.rowGroupAt)
+	defer func() {
+		if v := recover(); v != nil {
+			fe := Recovered(p.ro.key, "the reader", "decoding the file", safeWhere(p.rowGroupAt), v)
+			fe.Column = p.panickingColumn()
+			err = fe
+		}
+	}()
 	for p.rr.Next() {
 		rec := p.rr.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -935,6 +941,51 @@ func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
 }
 
 func (p *parquetSource) consumed() int64 { return p.bytes }
+
+// panickingColumn is the name of the first column whose reading on its
+// own panics, after the reading of every column at once did: "" when none
+// does (or the file cannot be opened again).
+func (p *parquetSource) panickingColumn() (name string) {
+	defer func() {
+		if recover() != nil {
+			name = ""
+		}
+	}()
+	batch := int64(p.ro.batchRows)
+	fr, err := pqarrow.NewFileReader(p.pf, pqarrow.ArrowReadProperties{BatchSize: batch}, p.ro.mem)
+	if err != nil {
+		return ""
+	}
+	for i, f := range fr.Manifest.Fields {
+		if columnPanics(p.ctx, fr, i, batch, p.pf.NumRows()) {
+			return f.Field.Name
+		}
+	}
+	return ""
+}
+
+// columnPanics reports whether reading the column of field i of fr, batch
+// rows at a time, panics.
+func columnPanics(ctx context.Context, fr *pqarrow.FileReader, i int, batch, rows int64) (panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	cr, err := fr.GetColumn(ctx, i)
+	if err != nil {
+		return false
+	}
+	defer cr.Release()
+	for read := int64(0); read < rows; read += batch {
+		chunk, err := cr.NextBatch(batch)
+		if err != nil {
+			return false
+		}
+		chunk.Release()
+	}
+	return false
+}
 
 // rowGroupAt says which row group the batch after those returned starts
 // in, and from which row: where a read that panicked was.
