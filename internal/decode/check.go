@@ -61,7 +61,10 @@ type CheckOptions struct {
 // several problems, Check reports a structural one (a record) found anywhere
 // before a value problem in the sample, where Decode reports the first
 // batch's.
-func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) error {
+//
+// A panic while the file is read refuses the file (IsPanic), as in Decode.
+func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) (err error) {
+	defer recoverTo(&err, src.Key, "checking the file", nil)
 	if co.SampleRows <= 0 {
 		co.SampleRows = DefaultSampleRows
 	}

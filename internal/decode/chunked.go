@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -214,8 +215,19 @@ func (c *chunkedText) fail(i int) {
 
 // parse reads chunk i into results[i] with the CSV reader and the text
 // schema, which report every problem as the sequential path does.
+//
+// A panic of the reader is the chunk's error (Recovered): on a worker
+// goroutine it would stop the process.
 func (c *chunkedText) parse(i int) {
 	ch, res := c.chunks[i], &c.results[i]
+	defer func() {
+		if v := recover(); v != nil {
+			release(res.recs)
+			res.recs, res.read = nil, false
+			res.err = Recovered(c.ro.key, "the reader", "decoding the file", fmt.Sprintf("the lines from line %d on", ch.lines+1), v)
+			c.fail(i)
+		}
+	}()
 	if c.ctx.Err() == nil && c.read(ch, res) != nil {
 		c.fail(i)
 	}

@@ -314,11 +314,16 @@ func Decode(ctx context.Context, src Source, opts DecodeOptions) (*Decoded, erro
 // sequentially), fn is handed a piece numbered 0 again, and whatever it
 // made of the earlier pieces is to be dropped. An error returned by fn
 // stops the decode and is returned as it is; other errors are Decode's.
-func DecodeEach(ctx context.Context, src Source, opts DecodeOptions, fn func(*Decoded) error) error {
+//
+// A panic while the file is read or converted (a reader's bug the file
+// triggers) refuses the file (IsPanic) rather than stopping the caller;
+// one of fn is returned the same way.
+func DecodeEach(ctx context.Context, src Source, opts DecodeOptions, fn func(*Decoded) error) (err error) {
 	out := &pieces{limit: opts.PieceBytes, fn: fn}
 	defer out.release()
+	defer recoverTo(&err, src.Key, "decoding the file", nil)
 	evolving := false
-	err := decodeFile(ctx, src, opts, evolving, false, out)
+	err = decodeFile(ctx, src, opts, evolving, false, out)
 	if err != nil && !out.failed && evolvable(err, opts) {
 		// A change the file may make to the table: decode it again,
 		// working out the changed schema from all its rows.
@@ -479,6 +484,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		return err
 	}
 	defer bs.close()
+	if decodeHook != nil {
+		decodeHook(src.Key)
+	}
 	if skipping {
 		out.lastPiece = func(d *Decoded) error { return setAside(ro, bs, gz, d, out.rows) }
 	}
@@ -807,13 +815,20 @@ type parquetSource struct {
 	rr    pqarrow.RecordReader
 	sc    *arrow.Schema
 	bytes int64 // Arrow bytes of the batches returned
+	rows  int64 // rows of the batches returned
 }
 
-func openParquet(ctx context.Context, ro *resolved, src Source) (batchSource, error) {
+func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, err error) {
 	pf, fr, sc, err := openParquetFile(ro, src)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			_ = pf.Close()
+			err = Recovered(ro.key, "the reader", "opening the file's columns", "", v)
+		}
+	}()
 	if err := checkNarrowIntegers(ro, pf); err != nil {
 		_ = pf.Close()
 		return nil, err
@@ -875,7 +890,19 @@ const parquetReadBuffer = 256 << 10
 // (parquetReadBuffer, BufferedStreamEnabled) rather than whole: arrow-go
 // otherwise reads every column chunk of a row group into memory before it
 // decodes a batch, the whole file for a file of one row group.
+//
+// The footer's ARROW:schema is read only when it agrees with the Parquet
+// schema (dropDisagreeingArrowSchema); a panic of the reader refuses the
+// file.
 func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.FileReader, sc *arrow.Schema, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if pf != nil {
+				_ = pf.Close()
+			}
+			pf, fr, sc, err = nil, nil, nil, Recovered(ro.key, "the reader", "reading the Parquet footer and schema", "", v)
+		}
+	}()
 	props := parquet.NewReaderProperties(ro.mem)
 	props.BufferedStreamEnabled, props.BufferSize = true, parquetReadBuffer
 	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
@@ -889,7 +916,9 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	if values, ok := parquetValueBytes(pf); ok && pf.NumRows() > 0 {
 		batch = min(batch, pieceRows(ro, max(values/pf.NumRows(), 1)))
 	}
-	fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, ro.mem)
+	aprops := pqarrow.ArrowReadProperties{BatchSize: batch}
+	dropDisagreeingArrowSchema(pf, aprops)
+	fr, err = pqarrow.NewFileReader(pf, aprops, ro.mem)
 	if err == nil {
 		sc, err = fr.Schema()
 	}
@@ -902,7 +931,14 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 
 func (p *parquetSource) schema() *arrow.Schema { return p.sc }
 
-func (p *parquetSource) next() (arrow.RecordBatch, error) {
+func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			fe := Recovered(p.ro.key, "the reader", "decoding the file", safeWhere(p.rowGroupAt), v)
+			fe.Column = p.panickingColumn()
+			err = fe
+		}
+	}()
 	for p.rr.Next() {
 		rec := p.rr.RecordBatch()
 		if rec.NumRows() == 0 {
@@ -910,6 +946,7 @@ func (p *parquetSource) next() (arrow.RecordBatch, error) {
 		}
 		rec.Retain()
 		p.bytes += recordBytes(rec)
+		p.rows += rec.NumRows()
 		return rec, nil
 	}
 	if err := p.rr.Err(); err != nil {
@@ -919,6 +956,66 @@ func (p *parquetSource) next() (arrow.RecordBatch, error) {
 }
 
 func (p *parquetSource) consumed() int64 { return p.bytes }
+
+// panickingColumn is the name of the first column whose reading on its
+// own panics, after the reading of every column at once did: "" when none
+// does (or the file cannot be opened again).
+func (p *parquetSource) panickingColumn() (name string) {
+	defer func() {
+		if recover() != nil {
+			name = ""
+		}
+	}()
+	batch := int64(p.ro.batchRows)
+	fr, err := pqarrow.NewFileReader(p.pf, pqarrow.ArrowReadProperties{BatchSize: batch}, p.ro.mem)
+	if err != nil {
+		return ""
+	}
+	for i, f := range fr.Manifest.Fields {
+		if columnPanics(p.ctx, fr, i, batch, p.pf.NumRows()) {
+			return f.Field.Name
+		}
+	}
+	return ""
+}
+
+// columnPanics reports whether reading the column of field i of fr, batch
+// rows at a time, panics.
+func columnPanics(ctx context.Context, fr *pqarrow.FileReader, i int, batch, rows int64) (panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	cr, err := fr.GetColumn(ctx, i)
+	if err != nil {
+		return false
+	}
+	defer cr.Release()
+	for read := int64(0); read < rows; read += batch {
+		chunk, err := cr.NextBatch(batch)
+		if err != nil {
+			return false
+		}
+		chunk.Release()
+	}
+	return false
+}
+
+// rowGroupAt says which row group the batch after those returned starts
+// in, and from which row: where a read that panicked was.
+func (p *parquetSource) rowGroupAt() string {
+	md := p.pf.MetaData()
+	var start int64
+	for g := range md.NumRowGroups() {
+		n := md.RowGroup(g).NumRows()
+		if p.rows < start+n {
+			return fmt.Sprintf("row group %d of %d, reading from row %d", g+1, md.NumRowGroups(), p.rows+1)
+		}
+		start += n
+	}
+	return ""
+}
 
 // recordBytes is the size of rec's buffers (arrow-go's util.TotalRecordSize,
 // whose package would bring protobuf dependencies along).

@@ -32,6 +32,11 @@ func DecodedSize(src Source, textBytes int64) int64 {
 // column chunk's minimum and maximum (its statistics) or, without them,
 // the chunk's uncompressed size. ok is false when the footer does not read.
 func ParquetValueBytes(src Source) (n int64, ok bool) {
+	defer func() {
+		if recover() != nil { // a footer the reader panics on: Decode refuses it
+			n, ok = 0, false
+		}
+	}()
 	pf, err := file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size))
 	if err != nil {
 		return 0, false

@@ -198,6 +198,11 @@ type Config struct {
 	// landing object is deleted; an error aborts the run there. Tests use it
 	// to simulate a crash between commit and delete.
 	AfterCommit func(key string) error
+	// FaultHook is called with a stage and the key of every file
+	// decoded: "decode" on the decoder's stack, where a reader's code
+	// runs, and "write" where a piece of it is written. Tests make it
+	// panic to stand for a reader or writer that panics on a file.
+	FaultHook func(stage, key string)
 }
 
 // MaxSettleWait bounds the wait of a run for files of a local landing
@@ -1634,8 +1639,19 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		}
 	}
 	loadTime := r.cfg.Now()
-	prof, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) error {
+	prof, err := r.decodeEach(ctx, d, func(dec *decode.Decoded) (err error) {
 		defer dec.Release()
+		// A panic while the piece is converted or written (arrow-go's
+		// writer, the sort) refuses this file alone; the commit protocol
+		// does not run here.
+		defer func() {
+			if v := recover(); v != nil {
+				err = decode.Recovered(key, "the writer", "writing its data files", "", v)
+			}
+		}()
+		if r.cfg.FaultHook != nil {
+			r.cfg.FaultHook("write", key)
+		}
 		if dec.Piece == 0 {
 			drop() // the decode started over
 			out.dups, rows = 0, 0
@@ -1664,6 +1680,9 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		if err := w.Write(ctx, recs); err != nil {
 			if errors.Is(err, lake.ErrRequiredNull) {
 				return err
+			}
+			if decode.IsPanic(err) { // on a writer's goroutine
+				return decode.PanicRefusal(key, "the writer crashed while writing its data files", err)
 			}
 			return &fatalError{r.lakeErr(err)}
 		}
@@ -1714,6 +1733,14 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 	name := ""
 	if prof != nil {
 		name = prof.Name
+	}
+	if hook := r.cfg.FaultHook; hook != nil {
+		// The hook runs on the decoder's stack, as a reader's code does.
+		write := fn
+		fn = func(dec *decode.Decoded) error {
+			hook("decode", d.info.Key)
+			return write(dec)
+		}
 	}
 	return name, decode.DecodeEach(ctx, d.source(), opts, fn)
 }
@@ -1969,6 +1996,11 @@ func (r *runner) reject(ctx context.Context, res FileResult, d *download, cause 
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
+	if decode.IsPanic(cause) {
+		var pe *decode.PanicError
+		errors.As(cause, &pe)
+		r.log.Debug("a reader or writer panicked on a file", "key", d.info.Key, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
 	rep := landing.Report{Table: r.cfg.Table.String(), Reason: cause.Error(), Size: d.info.Size,
 		ETag: d.info.ETag, SHA256: d.sha256, At: r.cfg.Now().UTC(), LandedAt: res.landed.UTC(), Hint: hint(cause), Kind: rejectionKind(cause)}
 	var fe *decode.FileError
@@ -2004,6 +2036,8 @@ func hint(err error) string {
 			lake.MaxColumns)
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
+	case decode.IsPanic(err):
+		return "timelake's reader or writer crashed on this file (--log-level debug logs where): write the file again, with another writer if the same one made it, and upload it under a new key; or put it back with timelake landing requeue once timelake reads it"
 	case errors.As(err, new(*profileError)):
 		return "fix the table's source profiles (timelake tables show lists them; timelake tables alter changes them), then put the file back with timelake landing requeue"
 	}

@@ -29,7 +29,8 @@ func (e *otherContentError) Error() string { return e.msg }
 //     encoding), a null in a required column (the table's contract);
 //   - its key was loaded with other content;
 //   - it has too many columns, or names too long, for a table's schema
-//     (lake.ErrTooWide): the limits are no settings.
+//     (lake.ErrTooWide): the limits are no settings;
+//   - a reader or writer panicked on it (decode.IsPanic).
 //
 // landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
 // the wrong number of fields, a bare or unclosed quote, a carriage return
@@ -41,7 +42,7 @@ func (e *otherContentError) Error() string { return e.msg }
 // the verdicts against decode's errors.
 func rejectionKind(err error) string {
 	var oc *otherContentError
-	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) {
+	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) || decode.IsPanic(err) {
 		return landing.KindFile
 	}
 	var fe *decode.FileError

@@ -289,6 +289,14 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 		in := make(chan item, writeBufferBatches)
 		go func() {
 			defer close(in)
+			defer func() {
+				if v := recover(); v != nil {
+					select {
+					case in <- item{nil, writePanic(v)}:
+					case <-ctx.Done():
+					}
+				}
+			}()
 			for rec, err := range recs {
 				select {
 				case in <- item{rec, err}:

@@ -2,8 +2,12 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"runtime"
+	"runtime/debug"
+
+	"github.com/timelake/timelake/internal/decode"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -44,7 +48,8 @@ func writePlan(n, partitions int) (splits, writers int) {
 // once, and returns the data files (F) of all calls in range order. write
 // returns the files written for the rows [start, end). On the first error
 // the other calls are cancelled and the error is returned together with
-// every file written so far, which the caller removes.
+// every file written so far, which the caller removes. A panic of a call
+// is its error (recoverWrite), not the process's end.
 func writeRanges[F any](ctx context.Context, ranges [][2]int, writers int,
 	write func(ctx context.Context, start, end int) iter.Seq2[F, error],
 ) ([]F, error) {
@@ -52,7 +57,8 @@ func writeRanges[F any](ctx context.Context, ranges [][2]int, writers int,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, writers))
 	for i, r := range ranges {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer recoverWrite(&err)
 			for df, err := range write(gctx, r[0], r[1]) {
 				if err != nil {
 					return err
@@ -68,4 +74,22 @@ func writeRanges[F any](ctx context.Context, ranges [][2]int, writers int,
 		files = append(files, fs...)
 	}
 	return files, err
+}
+
+// recoverWrite turns a panic of a data file writer's goroutine (arrow-go's
+// Parquet writer on a value it cannot write) into *err (writePanic): on a
+// goroutine of its own it would end the process. It must be deferred
+// directly.
+func recoverWrite(err *error) {
+	if v := recover(); v != nil {
+		*err = writePanic(v)
+	}
+}
+
+// writePanic is the error of a panic v recovered while data files were
+// written: a *decode.PanicError with the stack of the goroutine that
+// panicked, which refuses the appended file (decode.IsPanic). The commit
+// protocol does not run on these goroutines.
+func writePanic(v any) error {
+	return fmt.Errorf("writing data files: %w", &decode.PanicError{Value: v, Stack: debug.Stack()})
 }
