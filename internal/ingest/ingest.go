@@ -130,6 +130,9 @@ type Config struct {
 	// files download while others are decoded. 0 means
 	// DefaultMemoryBudget.
 	MemoryBudget int64
+	// MaxColumns is the most columns a file may give a table (creating it,
+	// or with --evolve add-columns); 0 means lake.MaxColumns.
+	MaxColumns int
 
 	// ContentDedupe reports a file whose decompressed bytes equal those of
 	// a file loaded within the table's dedupe window (under another key)
@@ -1611,7 +1614,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 			if dec.Piece == 0 {
 				// Too wide a file is refused at its first piece,
 				// before the rest is decoded.
-				if err := lake.CheckCreateWidth(dec.Schema); err != nil {
+				if err := lake.CheckCreateWidth(dec.Schema, r.cfg.MaxColumns); err != nil {
 					return widthError(key, err)
 				}
 			}
@@ -1657,7 +1660,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 			out.dups, rows = 0, 0
 			// Columns the file adds (--evolve add-columns) must
 			// leave a table its manifests can carry.
-			if err := r.tbl.CheckWidth(dec.Schema); err != nil {
+			if err := r.tbl.CheckWidth(dec.Schema, r.cfg.MaxColumns); err != nil {
 				return widthError(key, err)
 			}
 		}
@@ -1753,7 +1756,7 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 // (writePieces), when its types are known.
 func (r *runner) checkColumnCount(key string, sc *arrow.Schema) error {
 	if r.tbl == nil {
-		return widthError(key, lake.CheckCreateColumns(sc.NumFields()))
+		return widthError(key, lake.CheckCreateColumns(sc.NumFields(), r.cfg.MaxColumns))
 	}
 	have := r.tbl.ArrowSchema()
 	added := 0
@@ -1762,7 +1765,7 @@ func (r *runner) checkColumnCount(key string, sc *arrow.Schema) error {
 			added++
 		}
 	}
-	return widthError(key, r.tbl.CheckAddedColumns(added))
+	return widthError(key, r.tbl.CheckAddedColumns(added, r.cfg.MaxColumns))
 }
 
 // source is the downloaded file, to decode.
@@ -2026,14 +2029,17 @@ var errNameNotUTF8 = errors.New("the file name is not UTF-8, which batch ids mus
 
 // hint says how to fix the most common rejections.
 func hint(err error) string {
+	var we *lake.WidthError
 	switch {
 	case errors.Is(err, errNameNotUTF8):
 		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.As(err, &we) && we.SchemaBytes == 0:
+		return fmt.Sprintf("split the file into files of at most %d columns, each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; or, if the table is meant to be that wide, raise --max-columns (TIMELAKE_MAX_COLUMNS) and put the file back with timelake landing requeue",
+			we.Max)
 	case errors.Is(err, lake.ErrTooWide):
-		return fmt.Sprintf("no table can take the file as it is: split it into files of fewer columns (at most %d, their names shorter), each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; then discard this one with timelake landing discard",
-			lake.MaxColumns)
+		return "no table can take the file as it is: split it into files of fewer columns (their names shorter), each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; then discard this one with timelake landing discard"
 	case decode.IsNewColumns(err):
 		return "to add the new columns, let ingest evolve the table (--evolve add-columns, or timelake tables alter --set timelake.evolve=add-columns), then put the file back with timelake landing requeue"
 	case decode.IsPanic(err):

@@ -28,8 +28,9 @@ func (e *otherContentError) Error() string { return e.msg }
 //   - a value that is not valid UTF-8 or holds a NUL byte (the file's
 //     encoding), a null in a required column (the table's contract);
 //   - its key was loaded with other content;
-//   - it has too many columns, or names too long, for a table's schema
-//     (lake.ErrTooWide): the limits are no settings;
+//   - its schema is too large for a table's manifests (lake.ErrTooWide
+//     with the schema's size; more columns than --max-columns is a
+//     setting's refusal);
 //   - a reader or writer panicked on it (decode.IsPanic).
 //
 // landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
@@ -42,6 +43,10 @@ func (e *otherContentError) Error() string { return e.msg }
 // the verdicts against decode's errors.
 func rejectionKind(err error) string {
 	var oc *otherContentError
+	var we *lake.WidthError
+	if errors.As(err, &we) && we.SchemaBytes == 0 {
+		return landing.KindSetting // more columns than --max-columns
+	}
 	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) || decode.IsPanic(err) {
 		return landing.KindFile
 	}

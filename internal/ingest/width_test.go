@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,10 +94,10 @@ func TestTooWideFilesAreRefused(t *testing.T) {
 		mode           string // create: the first file; evolve: --evolve add-columns on a table; off: a table, no --evolve
 		want, kind     string
 	}{
-		{"columns/create", 30_000, 0, false, "create", "more than the 10000 columns a table may have", landing.KindFile},
-		{"columns/evolve", 30_000, 0, false, "evolve", "more than the 10000 columns a table may have", landing.KindFile},
-		{"columns/off", 30_000, 0, false, "off", "more than the 10000 columns a table may have", landing.KindFile},
-		{"parquet/create", 20_000, 0, true, "create", "more than the 10000 columns a table may have", landing.KindFile},
+		{"columns/create", 30_000, 0, false, "create", "more than the 10000 columns a table may have", landing.KindSetting},
+		{"columns/evolve", 30_000, 0, false, "evolve", "more than the 10000 columns a table may have", landing.KindSetting},
+		{"columns/off", 30_000, 0, false, "off", "more than the 10000 columns a table may have", landing.KindSetting},
+		{"parquet/create", 20_000, 0, true, "create", "more than the 10000 columns a table may have", landing.KindSetting},
 		{"names/create", 1_100, 1_000, false, "create", "bytes a table's schema may have", landing.KindFile},
 		{"names/evolve", 1_100, 1_000, false, "evolve", "bytes a table's schema may have", landing.KindFile},
 		{"names/off", 1_100, 1_000, false, "off", "and 1089 more): ingest adds new columns only with --evolve add-columns", landing.KindSetting},
@@ -223,5 +224,39 @@ func BenchmarkRefuseWideFile(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMaxColumnsSetting: --max-columns bounds the columns a file may give a
+// table: a file of 12 columns is refused under a limit of 10, with the
+// limit and the setting named (kind setting), and loads under 20.
+func TestMaxColumnsSetting(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	var header, row strings.Builder
+	header.WriteString("time,device_id")
+	row.WriteString("2026-01-05T10:00:00Z,d1")
+	for i := range 10 {
+		fmt.Fprintf(&header, ",c%d", i)
+		row.WriteString(",1")
+	}
+	e.put(t, "gw/wide.csv", []byte(header.String()+"\n"+row.String()+"\n"))
+	cfg := e.config()
+	cfg.MaxColumns = 10
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil || rep.Quarantined != 1 || !strings.Contains(rep.Files[0].Reason, "the file has 12 columns, more than the 10 columns a table may have (--max-columns") {
+		t.Fatalf("limit 10: %+v, %v", rep.Files, err)
+	}
+	b := &landing.Bucket{Store: e.landing}
+	rows, err := b.Rejected(ctx)
+	if err != nil || len(rows) != 1 || rows[0].Kind != landing.KindSetting || !strings.Contains(rows[0].Hint, "--max-columns") {
+		t.Fatalf("quarantined %+v, %v", rows, err)
+	}
+	if _, err := b.Requeue(ctx, rows[0], t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxColumns = 20
+	if rep, err := ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 {
+		t.Fatalf("limit 20: %+v, %v", rep.Files, err)
 	}
 }

@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +28,9 @@ const (
 	// MaxSchemaJSONBytes is the longest schema JSON a file may give a
 	// table: ManifestHeaderLimit less 128 KiB.
 	MaxSchemaJSONBytes = ManifestHeaderLimit - 128<<10
-	// MaxColumns is the most columns a file may give a table.
+	// MaxColumns is the most columns a file may give a table by default
+	// (ingest's --max-columns): a guard, decided on a file's header before
+	// its values are read; the schema's JSON is the limit of the format.
 	MaxColumns = 10_000
 )
 
@@ -40,6 +43,8 @@ type WidthError struct {
 	// Columns the table would have with the file's; New of them are the
 	// file's own (all for a new table).
 	Columns, New int
+	// Max is the column limit that refused it.
+	Max int
 	// SchemaBytes is the length of the schema's JSON, 0 when the count
 	// alone refuses the file (the JSON is then not built).
 	SchemaBytes int
@@ -53,8 +58,8 @@ func (e *WidthError) Error() string {
 		what = fmt.Sprintf("the file has %d columns", e.Columns)
 	}
 	if e.SchemaBytes == 0 {
-		return fmt.Sprintf("%s, more than the %d columns a table may have (every manifest carries the table's schema, in a header of at most %d bytes): %v",
-			what, MaxColumns, ManifestHeaderLimit, ErrTooWide)
+		return fmt.Sprintf("%s, more than the %d columns a table may have (--max-columns; every manifest carries the table's schema, in a header of at most %d bytes): %v",
+			what, e.Max, ManifestHeaderLimit, ErrTooWide)
 	}
 	return fmt.Sprintf("%s, a schema of %d bytes of JSON, more than the %d bytes a table's schema may have (every manifest carries it, in a header of at most %d bytes): %v",
 		what, e.SchemaBytes, MaxSchemaJSONBytes, ManifestHeaderLimit, ErrTooWide)
@@ -65,9 +70,9 @@ func (e *WidthError) Unwrap() error { return ErrTooWide }
 // CheckCreateWidth checks that a table created from sc (CreateTable) fits
 // the limits: a *WidthError if it does not. Its cost is linear in the
 // columns, and a file of too many columns is refused on their count alone.
-func CheckCreateWidth(sc *arrow.Schema) error {
+func CheckCreateWidth(sc *arrow.Schema, maxColumns int) error {
 	n := sc.NumFields()
-	if err := CheckCreateColumns(n); err != nil {
+	if err := CheckCreateColumns(n, maxColumns); err != nil {
 		return err
 	}
 	isc, err := table.ArrowSchemaToIcebergWithFreshIDs(sc, true)
@@ -78,11 +83,11 @@ func CheckCreateWidth(sc *arrow.Schema) error {
 }
 
 // CheckCreateColumns checks that a table of n columns stays within
-// MaxColumns: a *WidthError if not. It refuses a file by the count of its
-// columns, before their types are known.
-func CheckCreateColumns(n int) error {
-	if n > MaxColumns {
-		return &WidthError{Columns: n, New: n, Create: true}
+// maxColumns (0: MaxColumns): a *WidthError if not. It refuses a file by
+// the count of its columns, before their types are known.
+func CheckCreateColumns(n, maxColumns int) error {
+	if limit := cmp.Or(maxColumns, MaxColumns); n > limit {
+		return &WidthError{Columns: n, New: n, Max: limit, Create: true}
 	}
 	return nil
 }
@@ -92,7 +97,7 @@ func CheckCreateColumns(n int) error {
 // fits the limits: a *WidthError if it does not. A file that adds no column
 // is never refused, whatever the table's width. Columns are matched by
 // name, once each: the cost is linear in the columns.
-func (t *Table) CheckWidth(rs *arrow.Schema) error {
+func (t *Table) CheckWidth(rs *arrow.Schema, maxColumns int) error {
 	// The Arrow schema is at hand after every commit, the metadata
 	// parsed again: it is read only for a file that adds columns.
 	have := t.ArrowSchema()
@@ -106,8 +111,8 @@ func (t *Table) CheckWidth(rs *arrow.Schema) error {
 		return nil
 	}
 	n := have.NumFields() + len(added)
-	if n > MaxColumns {
-		return &WidthError{Columns: n, New: len(added)}
+	if limit := cmp.Or(maxColumns, MaxColumns); n > limit {
+		return &WidthError{Columns: n, New: len(added), Max: limit}
 	}
 	meta := t.Metadata()
 	cur := meta.CurrentSchema()
@@ -126,11 +131,13 @@ func (t *Table) CheckWidth(rs *arrow.Schema) error {
 }
 
 // CheckAddedColumns checks that n columns more than the table has stay
-// within MaxColumns: a *WidthError if not. It refuses a file by the count
-// of the columns it adds, before their names or types are known.
-func (t *Table) CheckAddedColumns(n int) error {
-	if cur := t.ArrowSchema().NumFields(); n > 0 && cur+n > MaxColumns {
-		return &WidthError{Columns: cur + n, New: n}
+// within maxColumns (0: MaxColumns): a *WidthError if not. It refuses a
+// file by the count of the columns it adds, before their names or types
+// are known.
+func (t *Table) CheckAddedColumns(n, maxColumns int) error {
+	limit := cmp.Or(maxColumns, MaxColumns)
+	if cur := t.ArrowSchema().NumFields(); n > 0 && cur+n > limit {
+		return &WidthError{Columns: cur + n, New: n, Max: limit}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func TestCheckCreateWidth(t *testing.T) {
 		{1_100, 1_000, true, true},
 		{700, 1_000, false, false},
 	} {
-		err := CheckCreateWidth(wideSchema(c.columns, c.nameLen))
+		err := CheckCreateWidth(wideSchema(c.columns, c.nameLen), 0)
 		var we *WidthError
 		if errors.As(err, &we) != c.refused || (err != nil && !errors.Is(err, ErrTooWide)) {
 			t.Errorf("%d columns of %d bytes: %v", c.columns+1, c.nameLen, err)

@@ -326,6 +326,12 @@ var (
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: ByteSize(1 << 20)})
 
+	MaxColumns = register(&Setting[int]{Spec: Spec{
+		Flag: "max-columns", Env: []string{"TIMELAKE_MAX_COLUMNS"}, Default: "10000",
+		Help:     "the most columns a file may give a table, creating it or adding columns (--evolve add-columns); a wider file is quarantined before its values are read (the schema every manifest carries must also stay under 1 MiB of JSON)",
+		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
+	}, Kind: Int(1, 1_000_000)})
+
 	ContentDedupe = register(&Setting[bool]{Spec: Spec{
 		Flag: "content-dedupe", Env: []string{"TIMELAKE_CONTENT_DEDUPE"}, Default: "true",
 		Help:     "report a file whose content was loaded under another key within the dedupe window as already loaded, and delete it",

@@ -133,7 +133,7 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 		TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 		CSV: opts.CSV, Columns: opts.Columns, PieceBytes: ingest.DefaultMemoryBudget,
 		// Too many columns for a table are refused on the header.
-		CheckColumns: func(sc *arrow.Schema) error { return lake.CheckCreateColumns(sc.NumFields()) },
+		CheckColumns: func(sc *arrow.Schema) error { return lake.CheckCreateColumns(sc.NumFields(), 0) },
 	}, func(piece *decode.Decoded) error {
 		dec.Schema, dec.TimeColumn = piece.Schema, piece.TimeColumn
 		piece.Release()
@@ -144,7 +144,7 @@ func RunCreate(ctx context.Context, opts *CreateOptions) error {
 	}
 	if err == nil {
 		// The schema every manifest's header would carry.
-		err = lake.CheckCreateWidth(dec.Schema)
+		err = lake.CheckCreateWidth(dec.Schema, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("create %s from %s: %w", opts.Table, opts.FromFile, err)
