@@ -9,6 +9,7 @@
 //	tlbench report results.jsonl
 //	tlbench fleet -store local -gateways 20 -minutes 1440 -work DIR -out fleet.jsonl
 //	tlbench fleet-report fleet.jsonl
+//	tlbench backlog -files 1000 -delay 30ms -rounds 8   maintenance of a backlog at a store's latency
 //
 // The S3 server comes from TIMELAKE_TEST_S3_* (scripts/s3-server.sh).
 package main
@@ -33,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report|fleet|fleet-run|fleet-report ...")
+		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report|fleet|fleet-run|fleet-report|backlog ...")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -114,6 +115,15 @@ func main() {
 		err = fleetSeed(ctx, *setupFile)
 	case "fleet-report":
 		err = fleetReport(os.Args[2:], os.Stdout)
+	case "backlog":
+		fs := flag.NewFlagSet("backlog", flag.ExitOnError)
+		var o backlogOptions
+		fs.IntVar(&o.files, "files", 1000, "small files loaded one snapshot each, maintenance off")
+		fs.DurationVar(&o.delay, "delay", 30*time.Millisecond, "added to every request to the warehouse during the rounds")
+		fs.IntVar(&o.rounds, "rounds", 8, "maintenance rounds")
+		fs.DurationVar(&o.budget, "budget", 10*time.Second, "each round's budget")
+		_ = fs.Parse(os.Args[2:])
+		err = runBacklog(ctx, o, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
