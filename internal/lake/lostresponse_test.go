@@ -1,10 +1,13 @@
 package lake
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +123,30 @@ func TestCreateOwn(t *testing.T) {
 			t.Errorf("the object: %q, %v, want it unchanged", b, err)
 		}
 	})
+}
+
+// TestLostResponseOnVersionHint: the responses to the version hint's
+// conditional create (at the table's creation) and to its compare-and-swap
+// (after an append) are lost after the writes landed: each is found on the
+// next look, with no warning, and the hint names the newest version.
+func TestLostResponseOnVersionHint(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	p := s3fault.StartT(t, srv.Endpoint, 1)
+	l := proxiedLake(t, srv, p)
+	var logs bytes.Buffer
+	l.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p.Add(s3fault.Rule{Name: "lost hint response", Method: http.MethodPut, Key: "*/metadata/" + versionHintName,
+		Action: s3fault.LoseResponse, Times: 2})
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "gw-1/a.csv", day0, 3)
+	if n := p.Injected(s3fault.LoseResponse); n != 2 {
+		t.Fatalf("%d responses lost, want 2", n)
+	}
+	b, _, err := storage.ReadAll(context.Background(), l.store, metadataPrefix(tbl.name)+versionHintName)
+	if err != nil || string(b) != strconv.Itoa(tbl.Version()) {
+		t.Errorf("version hint %q, %v; want %d", b, err, tbl.Version())
+	}
+	if logs.Len() > 0 {
+		t.Errorf("warnings:\n%s", logs.String())
+	}
 }
