@@ -304,7 +304,15 @@ func (c metadataFiles) landed(ctx context.Context, n TableName, _ *head, nv vers
 // holds reports whether version v of table n exists with exactly body;
 // false, nil when v does not exist or holds another body.
 func (c metadataFiles) holds(ctx context.Context, n TableName, v int, body []byte) (bool, error) {
-	got, _, err := storage.ReadAll(ctx, c.l.store, metadataKey(n, v))
+	return holdsBody(ctx, c.l.store, metadataKey(n, v), body)
+}
+
+// holdsBody reports whether key holds exactly body: how a write recognises
+// its own object after a lost response (the SDK's retry of a conditional
+// create that succeeded reads 412); false, nil when key does not exist or
+// holds another object.
+func holdsBody(ctx context.Context, store storage.Store, key string, body []byte) (bool, error) {
+	got, _, err := storage.ReadAll(ctx, store, key)
 	if errors.Is(err, storage.ErrNotExist) {
 		return false, nil
 	}
@@ -312,6 +320,26 @@ func (c metadataFiles) holds(ctx context.Context, n TableName, v int, body []byt
 		return false, err
 	}
 	return bytes.Equal(got, body), nil
+}
+
+// createOwn is a conditional create of key holding body that recognises its
+// own write: a 412 whose key holds exactly body is the request's own
+// object, written before its response was lost. Only another object under
+// key is storage.ErrPreconditionFailed.
+func createOwn(ctx context.Context, store storage.Store, key string, body []byte, opts storage.PutOptions) error {
+	opts.IfAbsent = true
+	_, err := store.Put(ctx, key, bytes.NewReader(body), opts)
+	if !errors.Is(err, storage.ErrPreconditionFailed) {
+		return err
+	}
+	own, rerr := holdsBody(ctx, store, key, body)
+	if rerr != nil {
+		return fmt.Errorf("%w; read it back: %w", err, rerr)
+	}
+	if own {
+		return nil
+	}
+	return err
 }
 
 // verdict is what verifyNewest learnt of a version this commit wrote.

@@ -1184,8 +1184,8 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
 	name := g.segmentName(newest, len(recs))
-	if _, err := l.store.Put(ctx, l.historyKey(n, name), bytes.NewReader(body),
-		storage.PutOptions{IfAbsent: true, ContentType: "application/vnd.apache.parquet"}); err != nil {
+	if err := createOwn(ctx, l.store, l.historyKey(n, name), body,
+		storage.PutOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
 	info, _ := parseSegmentName(name)

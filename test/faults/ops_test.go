@@ -369,6 +369,7 @@ var expireOp = operation{
 		kb := e.lakeBucket
 		return append([]fault{
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
+			lose("load history segment", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/_load-history-*"}),
 			lose("delete of expired files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
 		}, storms(e)...)
 	},
