@@ -851,12 +851,20 @@ func conformed(seq iter.Seq2[arrow.RecordBatch, error], sc *arrow.Schema) iter.S
 // to the current schema by field id, so files written before a schema
 // change read with the new columns null) as batches of v's schema, and
 // their row count. The caller releases the batches, also on error.
+// readConcurrency is how many data files readFiles reads at once.
+const readConcurrency = 16
+
 func (t *Table) readFiles(ctx context.Context, v tableView, files []iceberg.DataFile) ([]arrow.RecordBatch, int64, error) {
 	tasks := make([]table.FileScanTask, len(files))
 	for i, df := range files {
 		tasks[i] = table.FileScanTask{File: df, Start: 0, Length: df.FileSizeBytes()}
 	}
-	_, it, err := t.Iceberg().Scan().ReadTasks(ctx, tasks)
+	// Many small files are read at once: on object storage each costs a
+	// request or two of 10 to 30 ms, far more than its decoding. The
+	// files read here are held whole anyway (the group, or the merge's
+	// pool, bounded by its rows), so reading them in parallel holds no
+	// more.
+	_, it, err := t.Iceberg().Scan(table.WithMaxConcurrency(readConcurrency)).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, 0, err
 	}
