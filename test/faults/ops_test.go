@@ -370,6 +370,7 @@ var expireOp = operation{
 		return append([]fault{
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
 			lose("delete of expired files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
+			lose("batch delete of expired files", 1, s3fault.Rule{Method: http.MethodPost, Bucket: kb, Query: "delete"}),
 		}, storms(e)...)
 	},
 }
@@ -453,6 +454,7 @@ var maintainOp = operation{
 			lose("manifest", 2, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/*.avro"}),
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
 			lose("delete of orphans and replaced files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
+			lose("batch delete of orphans and replaced files", 2, s3fault.Rule{Method: http.MethodPost, Bucket: kb, Query: "delete"}),
 		}, storms(e)...)
 	},
 }
