@@ -19,8 +19,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 	iofs "io/fs"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // ErrRequiredNull is returned when a required (NOT NULL) column holds a
@@ -759,12 +760,11 @@ func (t *Table) dropOldVersions(ctx context.Context) {
 			oldest = v
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(stageConcurrency)
+	var keys []string
 	for _, v := range t.lake.listedBelow(t.name, oldest) {
-		g.Go(func() error { return t.lake.store.Delete(gctx, metadataKey(t.name, v)) })
+		keys = append(keys, metadataKey(t.name, v))
 	}
-	if err := g.Wait(); err != nil {
+	if _, err := storage.DeleteKeys(ctx, t.lake.store, keys); err != nil {
 		t.lake.log.Warn("old metadata versions not all deleted", "table", t.name.String(), "err", err)
 	}
 }
@@ -789,33 +789,39 @@ func without(written, keep []string) []string {
 // isNotExist reports a missing file (local or object store).
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 
-// removeFiles deletes the files a commit wrote and did not commit. A
-// stopped run (ctx cancelled: SIGINT, SIGTERM) leaves them to orphan
-// removal, which deletes them like any other unreferenced file, instead of
-// warning once per file that its delete was cancelled.
+// removeFiles deletes the files a commit wrote and did not commit, in
+// batches (deleteFiles). A stopped run (ctx cancelled: SIGINT, SIGTERM)
+// leaves them to orphan removal, which deletes them like any other
+// unreferenced file, instead of warning that their deletes were cancelled.
 func (t *Table) removeFiles(ctx context.Context, paths []string) {
-	for i, p := range paths {
-		if ctx.Err() != nil {
-			t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",
-				"table", t.name.String(), "files", len(paths)-i)
-			return
-		}
-		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) && ctx.Err() == nil {
-			t.lake.log.Warn("orphan file not removed", "path", p, "err", err)
-		}
+	if len(paths) == 0 {
+		return
+	}
+	if ctx.Err() != nil {
+		t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",
+			"table", t.name.String(), "files", len(paths))
+		return
+	}
+	n, err := t.deleteFiles(ctx, paths)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",
+			"table", t.name.String(), "files", len(paths)-n)
+	case err != nil:
+		t.lake.log.Warn("orphan files not removed", "table", t.name.String(), "files", len(paths)-n, "err", err)
 	}
 }
 
-// removeFile deletes the file at uri, which must lie inside the table's
-// location (tableRel: else ErrOutsideTable, nothing deleted), with one
-// DeleteObject of the lake's store: a missing file is no error (S3
-// DeleteObject semantics). iceberg-go's blob IO would first look the object
-// up and, for a missing one, probe <key>/, which S3-Tables-style table
-// buckets refuse (docs/catalogs.md).
-func (t *Table) removeFile(ctx context.Context, uri string) error {
+// fileKey returns the store key of the file at uri, which must lie inside
+// the table's location (tableRel: else ErrOutsideTable, and nothing is
+// deleted). Files are deleted through the lake's store, where a missing
+// file is no error (S3 DeleteObject semantics): iceberg-go's blob IO would
+// first look the object up and, for a missing one, probe <key>/, which
+// S3-Tables-style table buckets refuse (docs/catalogs.md).
+func (t *Table) fileKey(uri string) (string, error) {
 	rel, err := t.lake.tableRel(t.name, uri)
 	if err != nil {
-		return &iofs.PathError{Op: "remove", Path: uri, Err: err}
+		return "", &iofs.PathError{Op: "remove", Path: uri, Err: err}
 	}
-	return t.lake.store.Delete(ctx, tablePrefix(t.name)+rel)
+	return tablePrefix(t.name) + rel, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // ExpireOptions selects the snapshots Table.Expire removes.
@@ -543,19 +545,34 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 }
 
 // deleteFiles deletes paths (URIs under the table location) and returns how
-// many it deleted; missing files count as deleted.
+// many it deleted; missing files count as deleted. Each path is checked
+// against the table's location first (tableRel: one outside is
+// ErrOutsideTable and never deleted); the others go to the store in
+// batches (storage.DeleteKeys: S3 DeleteObjects of up to 1,000 keys). A
+// batch cut by ctx counts only what the store confirmed deleted.
 func (t *Table) deleteFiles(ctx context.Context, paths []string) (int, error) {
-	n := 0
 	var errs []error
+	keys := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		if err := t.removeFile(ctx, p); err != nil && !isNotExist(err) {
+		key, err := t.fileKey(p)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("delete %s: %w", p, err))
 			continue
 		}
-		n++
+		keys = append(keys, key)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, errors.Join(append(errs, err)...)
+	}
+	done, err := storage.DeleteKeys(ctx, t.lake.store, keys)
+	n := 0
+	for _, d := range done {
+		if d {
+			n++
+		}
+	}
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return n, errors.Join(errs...)
 }

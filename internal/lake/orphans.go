@@ -43,6 +43,9 @@ type OrphanResult struct {
 	// Young counts unreferenced files kept because they are younger than
 	// MinAge (maybe a commit in flight).
 	Young int
+	// Left counts orphans found and not deleted: their deletes failed, or
+	// ctx ended first. Files and Bytes do not count them.
+	Left int
 }
 
 // RemoveOrphans deletes the files in the table's data/ and metadata/
@@ -56,8 +59,11 @@ type OrphanResult struct {
 // and outcome log segments they name, and the version hint. Files outside data/ and
 // metadata/ are never touched.
 //
-// Errors: listing or reading metadata (nothing is deleted then), and the
-// first failed delete (the result lists what was found).
+// The orphans are deleted in batches (storage.DeleteKeys: S3 DeleteObjects
+// of up to 1,000 keys). Errors: listing or reading metadata (nothing is
+// deleted then), and the deletes that failed or that ctx cut: the result
+// then lists the files deleted, and Left counts the orphans found and not
+// deleted, which the next look finds again.
 func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanResult, error) {
 	if err := t.Refresh(ctx); err != nil {
 		return OrphanResult{}, err
@@ -93,6 +99,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	prefix := tablePrefix(t.name)
 	var res OrphanResult
 	var keys []string
+	var sizes []int64
 	own := t.lake.cat.ownFolder()
 	for _, dir := range t.orphanFolders() {
 		err := t.lake.store.List(ctx, prefix+dir, func(o storage.ObjectInfo) error {
@@ -107,6 +114,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 			res.Files = append(res.Files, rel)
 			res.Bytes += o.Size
 			keys = append(keys, o.Key)
+			sizes = append(sizes, o.Size)
 			return nil
 		})
 		if err != nil && !isStoreNotExist(err) {
@@ -132,12 +140,20 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	if opts.DryRun {
 		return res, nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(stageConcurrency)
-	for _, k := range keys {
-		g.Go(func() error { return t.lake.store.Delete(gctx, k) })
-	}
-	if err := g.Wait(); err != nil {
+	done, err := storage.DeleteKeys(ctx, t.lake.store, keys)
+	if err != nil {
+		// Files[:len(keys)] are the listed orphans, in the order of keys;
+		// those not deleted leave the result.
+		kept := res.Files[:0]
+		for i, f := range res.Files {
+			if i >= len(keys) || done[i] {
+				kept = append(kept, f)
+				continue
+			}
+			res.Bytes -= sizes[i]
+			res.Left++
+		}
+		res.Files = kept
 		return res, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
 	}
 	return res, nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -30,6 +31,7 @@ type S3API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 }
 
 // S3Store is a Store on an S3 bucket, optionally below a key prefix.
@@ -41,9 +43,17 @@ type S3Store struct {
 	// consistentAll adds the Tigris consistency header to every request;
 	// consistentWrites only to conditional writes.
 	consistentAll, consistentWrites bool
+
+	// noBatchDelete is set once the server refused DeleteObjects
+	// (DeleteKeys): single deletes from then on.
+	noBatchDelete atomic.Bool
 }
 
-var _ Store = (*S3Store)(nil)
+var (
+	_ Store        = (*S3Store)(nil)
+	_ BatchDeleter = (*S3Store)(nil)
+	_ BatchDeleter = (*LocalStore)(nil)
+)
 
 // S3StoreOptions tune an S3Store.
 type S3StoreOptions struct {

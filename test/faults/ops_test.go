@@ -371,6 +371,7 @@ var expireOp = operation{
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
 			lose("load history segment", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/_load-history-*"}),
 			lose("delete of expired files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
+			lose("batch delete of expired files", 1, s3fault.Rule{Method: http.MethodPost, Bucket: kb, Query: "delete"}),
 		}, storms(e)...)
 	},
 }
@@ -454,6 +455,7 @@ var maintainOp = operation{
 			lose("manifest", 2, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/*.avro"}),
 			lose("metadata", 1, s3fault.Rule{Method: http.MethodPut, Bucket: kb, Key: "*/metadata/v*.metadata.json"}),
 			lose("delete of orphans and replaced files", 3, s3fault.Rule{Method: http.MethodDelete, Bucket: kb}),
+			lose("batch delete of orphans and replaced files", 2, s3fault.Rule{Method: http.MethodPost, Bucket: kb, Query: "delete"}),
 		}, storms(e)...)
 	},
 }

@@ -193,6 +193,7 @@ type OrphanReport struct {
 	Removed int      `json:"removed"` // files deleted (or that would be)
 	Bytes   int64    `json:"bytes"`
 	Young   int      `json:"young"` // unreferenced files kept: younger than timelake.orphan-min-age
+	Left    int      `json:"left"`  // orphans found and not deleted (a failed delete, the round cut short)
 	Files   []string `json:"files"` // relative to the table location
 }
 
@@ -296,7 +297,7 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 		r.Expiry = &ExpiryReport{Expired: len(e.Expired), Kept: e.Kept, KeysRemembered: e.Remembered, FilesDeleted: e.FilesDeleted}
 	}
 	if o := rep.Orphans; o != nil {
-		r.Orphans = &OrphanReport{Removed: len(o.Files), Bytes: o.Bytes, Young: o.Young, Files: append([]string{}, o.Files...)}
+		r.Orphans = &OrphanReport{Removed: len(o.Files), Bytes: o.Bytes, Young: o.Young, Left: o.Left, Files: append([]string{}, o.Files...)}
 	}
 	if err != nil {
 		r.Error = err.Error()
