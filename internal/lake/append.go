@@ -595,6 +595,12 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		}
 	}
 	if unknown {
+		if ctx.Err() != nil {
+			// A stopped run: the next run recognises the commit or not
+			// by its batch ids, and orphan removal takes the files.
+			t.lake.log.Debug("commit outcome unknown after the stop: keeping written files", "table", t.name.String())
+			return
+		}
 		t.lake.log.Warn("commit outcome unknown: keeping written files", "table", t.name.String())
 		return
 	}

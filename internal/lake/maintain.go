@@ -328,7 +328,16 @@ type maintenanceState struct {
 	// OrphansSeconds is how long the last orphan file check took, so that
 	// a round with less time left does not start one.
 	OrphansSeconds float64 `json:"orphans_seconds,omitempty"`
+	// OrphansPostponed counts the rounds in a row in which orphan removal
+	// was due and the budget ran out before it: from orphansTurn on, a
+	// round removes orphans before anything else.
+	OrphansPostponed int `json:"orphans_postponed,omitempty"`
 }
+
+// orphansTurn is how many rounds orphan removal may be postponed by the
+// other steps of a backlog before it goes first: the files a cut round
+// left behind are deleted within a few rounds, however long the backlog.
+const orphansTurn = 2
 
 // noteRewriteRate adds a measured rewrite rate (rows per second) to the
 // estimate: the mean of it and the estimate before, so that one slow
@@ -419,9 +428,10 @@ const MaintenanceSlack = 2 * time.Second
 // rewrites whose estimate (rewriteEstimate, at the rate the table's
 // rewrites measured) fits before the last tenth of the budget, which is
 // left to expiry, and abandons one still running then; orphan removal
-// starts only when its last check took less than the time left; and
-// commits and deletes are cut at the slack's end. What did not fit is
-// Pending, for the next round.
+// starts only when its last check took less than the time left, or
+// first, before the other steps, once it was postponed orphansTurn rounds
+// in a row; and commits and deletes are cut at the slack's end. What did
+// not fit is Pending, for the next round.
 //
 // Errors: those of the steps; the report says what was done before.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep MaintainReport, err error) {
@@ -492,12 +502,64 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		return rep, err
 	}
 	rep.OrphansCheckedAt = st.OrphansCheckedAt
+	due := t.orphansDue(st, opts.Orphans)
+	if !due {
+		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
+	}
+	// removeOrphans runs orphan removal within what is left of the budget
+	// (stop: the round ends, pending, with err).
+	removeOrphans := func() (stop bool, err error) {
+		t0 := clock()
+		octx := ctx
+		if !deadline.IsZero() {
+			// Ended early enough to note how long it ran, so that later
+			// rounds with less time than that leave it to a longer one.
+			var cancel context.CancelFunc
+			octx, cancel = context.WithTimeout(ctx, deadline.Add(MaintenanceSlack/2).Sub(clock()))
+			defer cancel()
+		}
+		res, err := t.RemoveOrphans(octx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
+		rep.Orphans = &res
+		if err != nil && octx.Err() != nil && ctx.Err() == nil && !opts.DryRun {
+			st.OrphansSeconds = max(st.OrphansSeconds, clock().Sub(t0).Seconds())
+			rep.Pending = true
+			return true, t.saveMaintenanceState(ctx, st)
+		}
+		if err != nil {
+			return true, err
+		}
+		if !opts.DryRun {
+			st.OrphansCheckedAt = t.lake.now().UTC()
+			st.OrphansSeconds = clock().Sub(t0).Seconds()
+			st.OrphansPostponed = 0
+			rep.OrphansCheckedAt = st.OrphansCheckedAt
+			if err := t.saveMaintenanceState(ctx, st); err != nil {
+				return true, err
+			}
+		}
+		return false, nil
+	}
+	// postpone notes that orphan removal was due and did not run.
+	postpone := func() error {
+		rep.Pending = true
+		if !due || opts.DryRun {
+			return nil
+		}
+		st.OrphansPostponed++
+		return t.saveMaintenanceState(ctx, st)
+	}
+	if due && st.OrphansPostponed >= orphansTurn {
+		// Its turn: postponed by a backlog round after round.
+		if stop, err := removeOrphans(); stop || err != nil {
+			return rep, err
+		}
+		due = false
+	}
 
 	// Retention first: nothing is compacted that it drops.
 	if s.Retention > 0 {
 		if !left() {
-			rep.Pending = true
-			return rep, nil
+			return rep, postpone()
 		}
 		res, err := t.ApplyRetention(ctx, s.Retention, opts.DryRun)
 		rep.Retention = &res
@@ -508,8 +570,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	// Compaction next: the replace snapshot it commits can then expire
 	// with the others, and the files it replaced with it.
 	if !left() {
-		rep.Pending = true
-		return rep, nil
+		return rep, postpone()
 	}
 	copts := CompactOptions{TargetFileSize: s.TargetFileSize, MinFiles: s.CompactMinFiles,
 		ColdAfter: s.CompactColdAfter, DryRun: opts.DryRun, MaxBytes: compactBytesPerRound, Clock: clock, state: &st}
@@ -531,8 +592,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 		}
 	}
 	if !left() {
-		rep.Pending = true
-		return rep, nil
+		return rep, postpone()
 	}
 	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun,
 		Deadline: deadline, Clock: clock})
@@ -540,42 +600,13 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if err != nil {
 		return rep, err
 	}
-	due := t.orphansDue(st, opts.Orphans)
-	if !due {
-		rep.OrphansNext = st.OrphansCheckedAt.Add(OrphanCheckInterval)
-	}
 	fits := deadline.IsZero() || clock().Add(time.Duration(st.OrphansSeconds*float64(time.Second))).Before(deadline)
 	if due && (!left() || !fits) {
-		rep.Pending = true
-		return rep, nil
+		return rep, postpone()
 	}
 	if due {
-		t0 := clock()
-		octx := ctx
-		if !deadline.IsZero() {
-			// Ended early enough to note how long it ran, so that later
-			// rounds with less time than that leave it to a longer one.
-			var cancel context.CancelFunc
-			octx, cancel = context.WithTimeout(ctx, deadline.Add(MaintenanceSlack/2).Sub(clock()))
-			defer cancel()
-		}
-		res, err := t.RemoveOrphans(octx, OrphanOptions{MinAge: s.OrphanMinAge, DryRun: opts.DryRun})
-		rep.Orphans = &res
-		if err != nil && octx.Err() != nil && ctx.Err() == nil && !opts.DryRun {
-			st.OrphansSeconds = max(st.OrphansSeconds, clock().Sub(t0).Seconds())
-			rep.Pending = true
-			return rep, t.saveMaintenanceState(ctx, st)
-		}
-		if err != nil {
+		if _, err := removeOrphans(); err != nil {
 			return rep, err
-		}
-		if !opts.DryRun {
-			st.OrphansCheckedAt = t.lake.now().UTC()
-			st.OrphansSeconds = clock().Sub(t0).Seconds()
-			rep.OrphansCheckedAt = st.OrphansCheckedAt
-			if err := t.saveMaintenanceState(ctx, st); err != nil {
-				return rep, err
-			}
 		}
 	}
 	return rep, nil

@@ -329,3 +329,60 @@ func TestOrphansRemoveKilledWritesTemporaryFiles(t *testing.T) {
 		t.Errorf("young temporary file removed: %v", err)
 	}
 }
+
+// TestOrphansGetTheirTurn: a round whose budget runs out before orphan
+// removal, while it is due, postpones it; after orphansTurn such rounds in
+// a row, the next round removes orphans before anything else, however
+// short its budget, and the count starts again.
+func TestOrphansGetTheirTurn(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "gw/0.csv", day0, 2)
+	stray := filepath.Join(l.URI(), filepath.FromSlash(tablePrefix(testName)), "data", "stray.parquet")
+	if err := os.WriteFile(stray, []byte("PAR1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stray, past, past); err != nil {
+		t.Fatal(err)
+	}
+	// A clock that has passed the budget whenever it is read again: every
+	// step finds the budget spent.
+	start := time.Now()
+	reads := 0
+	clock := func() time.Time {
+		reads++
+		if reads == 1 {
+			return start
+		}
+		return start.Add(time.Hour)
+	}
+	for round := 1; round <= orphansTurn+1; round++ {
+		reads = 0
+		opts := MaintainOptions{Budget: time.Second, Clock: clock}
+		if round > orphansTurn {
+			// Its turn: a budget of a millisecond (and the slack) is
+			// enough for orphan removal first.
+			opts = MaintainOptions{Budget: time.Millisecond}
+		}
+		rep, err := tbl.Maintain(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := tbl.loadMaintenanceState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(stray)
+		if round <= orphansTurn {
+			if rep.Orphans != nil || !rep.Pending || st.OrphansPostponed != round || statErr != nil {
+				t.Fatalf("round %d: orphans %+v, pending %v, postponed %d, stray %v; want it postponed", round, rep.Orphans, rep.Pending, st.OrphansPostponed, statErr)
+			}
+			continue
+		}
+		if rep.Orphans == nil || !slices.Contains(rep.Orphans.Files, "data/stray.parquet") || st.OrphansPostponed != 0 || !errors.Is(statErr, fs.ErrNotExist) {
+			t.Fatalf("round %d: orphans %+v, postponed %d, stray %v; want its turn", round, rep.Orphans, st.OrphansPostponed, statErr)
+		}
+	}
+}

@@ -341,7 +341,7 @@ func TestRepeatedFlags(t *testing.T) {
 
 func TestUnknownVariables(t *testing.T) {
 	p := writeEnvFile(t, "TIMELAKE_TABLE=a.b\nTIMELAKE_MAX_FILE=3\nTIMELAKE_LANDING_BUCKET=x\nAWS_REGOIN=auto\nTIMELAKE_FAULTS_SEED=1\n", 0o600)
-	got := UnknownVariables(env(t, nil, p), []string{"TIMELAKE_PREFIX=gw/", "TIMELAKE_MAX_FILE=4", "TIMELAKE_COLOUR=red", "TIMELAKE_TOOLS_DIR=/x", "TIMELAKE_JSON=1"})
+	got := UnknownVariables(env(t, nil, p), []string{"TIMELAKE_PREFIX=gw/", "TIMELAKE_MAX_FILE=4", "TIMELAKE_TABEL=a.b", "TIMELAKE_COLOUR=red", "TIMELAKE_TOOLS_DIR=/x", "TIMELAKE_JSON=1"})
 	var lines []string
 	for _, u := range got {
 		lines = append(lines, u.String())
@@ -353,6 +353,7 @@ func TestUnknownVariables(t *testing.T) {
 		"TIMELAKE_LANDING_BUCKET (env file) is not a timelake variable; did you mean LANDING_BUCKET?",
 		"TIMELAKE_MAX_FILE (environment) is not a timelake variable; did you mean TIMELAKE_MAX_FILES?",
 		"TIMELAKE_PREFIX (environment) is not a timelake variable; did you mean TIMELAKE_LANDING_PREFIX or TIMELAKE_UPLOAD_PREFIX?",
+		"TIMELAKE_TABEL (environment) is not a timelake variable; did you mean TIMELAKE_TABLE?",
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

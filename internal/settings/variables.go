@@ -194,7 +194,12 @@ func describeUnknown(name string, src config.Source) UnknownVariable {
 	if u.Flag != "" {
 		return u
 	}
+	// One edit in a short name, two in one of more than four letters (a
+	// transposition, TIMELAKE_TABEL, is two), three in a long one.
 	best := min(3, len(bare)/4) + 1
+	if len(bare) > 4 {
+		best = max(best, 3)
+	}
 	for _, s := range all {
 		for _, v := range s.Env {
 			d := levenshtein.ComputeDistance(bare, strings.TrimPrefix(v, VariablePrefix))

@@ -102,9 +102,10 @@ func (s *LocalStore) WarnLinks(log *slog.Logger) *LocalStore {
 
 // KeepFolders makes Delete leave the folders up to depth levels below the
 // root in place when it empties them, and returns s. A landing folder keeps
-// the gateways' folders (depth 1: landing/gateway-7/) that people and
-// gateways create and write into; deeper folders (dates under a gateway)
-// are still removed, so that listings do not walk years of empty folders.
+// the gateways' folders (landing/gateway-7/, landing/site-berlin/gateway-7/)
+// that people and gateways create and write into; deeper folders (dates
+// under a gateway) are still removed, so that listings do not walk years
+// of empty folders.
 func (s *LocalStore) KeepFolders(depth int) *LocalStore {
 	s.keepDepth = depth
 	return s

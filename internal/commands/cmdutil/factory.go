@@ -290,6 +290,24 @@ func ExplainErrors(group *cobra.Command, explain func(*cobra.Command, error) err
 	}
 }
 
+// gatewayFolders is how many levels of folders of a local landing folder
+// its deletes keep when they empty them: the gateways' folders, which
+// people and gateways create and write into (--gateway-depth N: N levels;
+// by default, the folder that holds the files, two levels:
+// site-berlin/gw-7/). Deeper folders (dates below a gateway's) are
+// removed, so that listings do not walk years of empty folders.
+func (f *Factory) gatewayFolders(cmd *cobra.Command) int {
+	const byDefault = 2
+	r, err := f.Settings(cmd)
+	if err != nil {
+		return byDefault // the command reports the env file's problem itself
+	}
+	if d := settings.GatewayDepth.Get(r); d > 0 {
+		return d
+	}
+	return byDefault
+}
+
 // OpenStore opens a landing location: an S3 bucket/prefix or a folder.
 func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage.Location) (storage.Store, error) {
 	if !loc.IsS3() {
@@ -297,7 +315,7 @@ func (f *Factory) OpenStore(ctx context.Context, cmd *cobra.Command, loc storage
 		if err != nil {
 			return nil, err
 		}
-		return st.KeepFolders(1).WarnLinks(f.Logger()), nil // the gateways' folders; links are never loaded
+		return st.KeepFolders(f.gatewayFolders(cmd)).WarnLinks(f.Logger()), nil // links are never loaded
 	}
 	c, cfg, err := f.S3Client(ctx, cmd)
 	if err != nil {

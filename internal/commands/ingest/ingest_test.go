@@ -538,3 +538,31 @@ func TestFailedLine(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+// TestGatewayFoldersKept: a run that empties a gateway's folder two levels
+// down (site-berlin/gw-7/) keeps it, as the gateway writes into it; a date
+// folder below a gateway's is removed.
+func TestGatewayFoldersKept(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	for _, p := range []string{"site-berlin/gw-7/a.csv", "gw-8/2026/01/05/b.csv"} {
+		full := filepath.Join(landing, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ios, out, errOut := iostreams.Test()
+	args := []string{"ingest", "--landing", landing, "--warehouse", filepath.Join(dir, "lake"), "--table", "iot.t"}
+	if code := commands.Execute(context.Background(), args, ios, getenv(complete)); code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for p, kept := range map[string]bool{"site-berlin/gw-7": true, "gw-8/2026": true, "gw-8/2026/01": false} {
+		_, err := os.Stat(filepath.Join(landing, filepath.FromSlash(p)))
+		if (err == nil) != kept {
+			t.Errorf("%s: kept %v (%v), want %v", p, err == nil, err, kept)
+		}
+	}
+}
