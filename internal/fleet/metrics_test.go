@@ -89,7 +89,9 @@ func TestTextfile(t *testing.T) {
 		t.Errorf("folder holds %v (%v), want only the metrics file", entries, err)
 	}
 
-	// A failed run: the last success stays the one before.
+	// A failed run: the last success stays the one before, and so do the
+	// gateway figures it could not compute, with their time.
+	statusAt, _ := value(t, mfs, "timelake_status_timestamp_seconds", nil)
 	failed := &Run{Table: "iot.readings", At: started.Add(time.Minute), OK: false}
 	if err := WriteTextfile(path, nil, failed); err != nil {
 		t.Fatal(err)
@@ -101,8 +103,14 @@ func TestTextfile(t *testing.T) {
 	if got, _ := value(t, mfs, "timelake_ingest_last_run_success", nil); got != 0 {
 		t.Errorf("last run success %v, want 0", got)
 	}
-	if _, ok := mfs["timelake_gateways"]; ok {
-		t.Error("gateway metrics without a status")
+	if got, ok := value(t, mfs, "timelake_gateways", map[string]string{"table": "iot.readings"}); !ok || got != 3 {
+		t.Errorf("the gateway figures of the run before: timelake_gateways %v (%v), want 3", got, ok)
+	}
+	if got, ok := value(t, mfs, "timelake_gateway_silent", gw("gw-0000")); !ok || got != 1 {
+		t.Errorf("the gateway figures of the run before: timelake_gateway_silent %v (%v), want 1", got, ok)
+	}
+	if got, ok := value(t, mfs, "timelake_status_timestamp_seconds", nil); !ok || got != statusAt || statusAt == 0 {
+		t.Errorf("figures' time %v (%v), want that of the run before, %v", got, ok, statusAt)
 	}
 	if _, ok := mfs["timelake_ingest_last_run_maintenance_seconds"]; ok {
 		t.Error("a maintenance duration for a run without maintenance")

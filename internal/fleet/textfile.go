@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -90,12 +94,19 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 // written before when this run failed. Errors: writing the file.
 func WriteTextfile(path string, st *Status, run *Run) error {
 	reg := prometheus.NewRegistry()
+	var g prometheus.Gatherer = reg
 	if st != nil {
 		c := NewCollector()
 		c.Set(st)
 		if err := reg.Register(c); err != nil {
 			return err
 		}
+	} else if prev := previousFigures(path); len(prev) > 0 {
+		// The figures could not be computed this run: those of the file
+		// stay, with their time (timelake_status_timestamp_seconds), so
+		// that their series and alerts do not vanish with every failure
+		// and the staleness of the figures shows.
+		g = prometheus.Gatherers{reg, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return prev, nil })}
 	}
 	if run != nil {
 		last := run.At
@@ -106,10 +117,33 @@ func WriteTextfile(path string, st *Status, run *Run) error {
 			return err
 		}
 	}
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+	if err := prometheus.WriteToTextfile(path, g); err != nil {
 		return fmt.Errorf("write metrics file %s: %w", path, err)
 	}
 	return nil
+}
+
+// previousFigures reads the gateway figures of the textfile at path (every
+// family but the run's, timelake_ingest_*); nil when there is none (no
+// file, or one that does not parse).
+func previousFigures(path string) []*dto.MetricFamily {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		return nil
+	}
+	var out []*dto.MetricFamily
+	for _, name := range slices.Sorted(maps.Keys(mfs)) {
+		if !strings.HasPrefix(name, "timelake_ingest_") {
+			out = append(out, mfs[name])
+		}
+	}
+	return out
 }
 
 // previousSuccess reads timelake_ingest_last_success_timestamp_seconds of
