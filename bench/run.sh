@@ -22,6 +22,10 @@
 #                                as mode "before": a before/after comparison
 #                                under the same load
 #   bench/run.sh fleet           the fleet bench: a simulated day of gateways
+#   bench/run.sh backlog         maintenance of a 1,000-snapshot backlog with every request to
+#                                the warehouse held DELAYS (default "10ms 30ms") by the fault
+#                                proxy, ROUNDS rounds each (docs/maintenance.md, "On real object
+#                                storage")
 #
 # The runs of a case are interleaved (run 1 of every mode, then run 2, ...),
 # so that a change in the machine's load hits every mode alike.
@@ -64,6 +68,15 @@ start_s3() {
 	# shellcheck disable=SC1091
 	. "$STATE/env"
 }
+
+if [[ ${1:-} == backlog ]]; then
+	start_s3
+	for delay in ${DELAYS:-10ms 30ms}; do
+		echo "bench: backlog at $delay a request" >&2
+		./bin/tlbench backlog -files "${FILES:-1000}" -delay "$delay" -rounds "${ROUNDS:-8}"
+	done
+	exit 0
+fi
 
 if [[ ${1:-} == fleet ]]; then
 	RESULTS="bench/results/$STAMP-fleet.jsonl"
