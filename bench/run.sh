@@ -37,6 +37,9 @@
 #   GATEWAYS=20         gateways, one ~100-row CSV file each per minute
 #   MINUTES=1440        simulated minutes (one day)
 #   STORES="local s3"   the local folder, the S3 server, or both
+#   DELAY=20ms          hold every request to the S3 server this long (a fault proxy in front
+#                       of it, for every run): object storage's latency; the store is then
+#                       named s3+20ms in the results, next to the local folder's runs
 #   DUCKDB_EVERY=180    DuckDB query sample every N simulated minutes (and at the end)
 #   STATE_EVERY=10      the table's state every N simulated minutes (and at the end)
 #   EVERY=60            rows of the printed table every N simulated minutes
@@ -47,6 +50,8 @@
 #   KEEP=1              keep the local store's landing and warehouse folders (path on stderr)
 #   TLBENCH_PROFILE=DIR CPU and heap profiles of every run (cpu-<store>-<minute>.pprof, allocs-...)
 # GATEWAYS=4 MINUTES=120 bench/run.sh fleet takes a few minutes.
+# STORES="local s3" DELAY=20ms bench/run.sh fleet: the day on the local folder next to the S3
+# server at 20 ms a request.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -91,8 +96,14 @@ if [[ ${1:-} == fleet ]]; then
 	fi
 	for store in ${STORES:-local s3}; do
 		[[ $store == s3 ]] && start_s3
-		echo "bench: fleet on the $store store, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
-		./bin/tlbench fleet -store "$store" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
+		delay=()
+		on=""
+		if [[ $store == s3 && -n ${DELAY:-} ]]; then
+			delay=(-delay "$DELAY")
+			on=", $DELAY a request"
+		fi
+		echo "bench: fleet on the $store store$on, ${GATEWAYS:-20} gateways, ${MINUTES:-1440} simulated minutes" >&2
+		./bin/tlbench fleet -store "$store" "${delay[@]}" -gateways "${GATEWAYS:-20}" -minutes "${MINUTES:-1440}" \
 			-duckdb ./bin/tlbench-duckdb -duckdb-every "${DUCKDB_EVERY:-180}" -state-every "${STATE_EVERY:-10}" \
 			-seed-day="${SEED_DAY:-1}" -set "${FLEET_SET:-}" -work "$WORK" -out "$RESULTS" "${keep[@]}"
 	done

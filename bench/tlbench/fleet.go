@@ -31,6 +31,7 @@ import (
 
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/s3fault"
 )
 
 // fleetTable is the table the fleet loads into.
@@ -38,11 +39,17 @@ var fleetTable = lake.TableName{Namespace: "fleet", Name: "readings"}
 
 // fleetSetup is the fleet.json one fleet bench shares with its runs.
 type fleetSetup struct {
-	Store     string `json:"store"`     // local or s3
-	Landing   string `json:"landing"`   // folder or s3://bucket
-	Warehouse string `json:"warehouse"` // folder or s3://bucket/warehouse
-	Gateways  int    `json:"gateways"`
-	Minutes   int    `json:"minutes"`
+	Store string `json:"store"` // local or s3
+	// Delay is what the fault proxy adds to every S3 request (-delay);
+	// Endpoint the proxy's URL, the S3 endpoint of every run, the seeding
+	// and the bench's own requests. Without a delay Endpoint is empty and
+	// the runs use TIMELAKE_TEST_S3_ENDPOINT.
+	Delay     time.Duration `json:"delay,omitempty"`
+	Endpoint  string        `json:"endpoint,omitempty"`
+	Landing   string        `json:"landing"`   // folder or s3://bucket
+	Warehouse string        `json:"warehouse"` // folder or s3://bucket/warehouse
+	Gateways  int           `json:"gateways"`
+	Minutes   int           `json:"minutes"`
 	// SeedDay: the day before minute 0 was loaded first (fleetSeed).
 	SeedDay bool `json:"seed_day"`
 	// ClockStart is the simulated time of run 0: the real time the bench
@@ -62,6 +69,9 @@ type fleetOptions struct {
 	keep                  bool
 	seed                  bool   // load the day before minute 0 first (fleetSeed)
 	set                   string // KEY=VALUE,... table properties set after the first run
+	// delay is added to every request to the S3 server by a fault proxy
+	// in front of it (s3 store): object storage's latency.
+	delay time.Duration
 }
 
 func (o fleetOptions) validate() error {
@@ -74,8 +84,33 @@ func (o fleetOptions) validate() error {
 		return errors.New("-state-every and -duckdb-every must be at least 1")
 	case o.work == "" || o.out == "":
 		return errors.New("-work and -out are required")
+	case o.delay < 0:
+		return fmt.Errorf("-delay %s: must not be negative", o.delay)
+	case o.delay > 0 && o.store != "s3":
+		return fmt.Errorf("-delay %s: only with -store s3 (requests to the S3 server are delayed)", o.delay)
 	}
 	return nil
+}
+
+// fleetStoreName is the store's name in the results: local, s3, or s3
+// with the delay of every request (s3+20ms).
+func fleetStoreName(store string, delay time.Duration) string {
+	if delay <= 0 {
+		return store
+	}
+	return store + "+" + delay.String()
+}
+
+// name is the setup's store name in the results (fleetStoreName).
+func (s fleetSetup) name() string { return fleetStoreName(s.Store, s.Delay) }
+
+// s3Client is a client of the setup's S3 endpoint: the fault proxy's with
+// a delay, TIMELAKE_TEST_S3_ENDPOINT without. hc: as s3Client's.
+func (s fleetSetup) s3Client(ctx context.Context, hc aws.HTTPClient) (*s3.Client, error) {
+	if s.Endpoint == "" {
+		return s3Client(ctx, hc)
+	}
+	return s3ClientAt(ctx, s.Endpoint, hc)
 }
 
 // runFleet runs the whole bench for one store, one process per run, and
@@ -88,7 +123,8 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	work := filepath.Join(o.work, o.store)
+	name := fleetStoreName(o.store, o.delay)
+	work := filepath.Join(o.work, name)
 	if err := os.RemoveAll(work); err != nil {
 		return err
 	}
@@ -101,6 +137,17 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 	}
 	if !o.keep {
 		defer cleanup()
+	}
+	if o.delay > 0 {
+		// One proxy for the whole bench: every process it starts sends its
+		// S3 requests through it (the setup's endpoint), each held o.delay.
+		proxy, err := s3fault.Start(os.Getenv("TIMELAKE_TEST_S3_ENDPOINT"), 1)
+		if err != nil {
+			return err
+		}
+		defer proxy.Close()
+		proxy.Add(s3fault.Rule{Name: "latency", Delay: o.delay})
+		s.Endpoint = proxy.URL
 	}
 	setupPath := filepath.Join(work, "fleet.json")
 	b, err := json.Marshal(s)
@@ -124,7 +171,7 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		return nil
 	}
 	if o.seed {
-		fmt.Fprintf(progress, "fleet %s: seeding the day before with %d gateways\n", o.store, o.gateways)
+		fmt.Fprintf(progress, "fleet %s: seeding the day before with %d gateways\n", name, o.gateways)
 		if err := run(self, "fleet-seed", "-setup", setupPath); err != nil {
 			return err
 		}
@@ -153,7 +200,7 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		if duck {
 			// The newest complete hour of readings, and one series of it.
 			end := fleetDataStart.Add(time.Duration(m+1) * time.Minute)
-			args := []string{"fleet", "-files", files, "-store", o.store, "-minute", strconv.Itoa(m),
+			args := []string{"fleet", "-files", files, "-store", name, "-minute", strconv.Itoa(m),
 				"-series", fleetDevice(0, 1), "-from", end.Add(-time.Hour).Format(time.RFC3339), "-to", end.Format(time.RFC3339),
 				"-expect-rows", strconv.FormatInt(s.rowsAfter(m), 10), "-work", filepath.Join(work, "duckdb")}
 			if day, ok := s.fullDay(m); ok {
@@ -165,7 +212,7 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 		}
 		if (m+1)%60 == 0 || last {
 			fmt.Fprintf(progress, "fleet %s: %d gateways, simulated minute %d of %d, %s\n",
-				o.store, o.gateways, m+1, o.minutes, time.Since(began).Round(time.Second))
+				name, o.gateways, m+1, o.minutes, time.Since(began).Round(time.Second))
 		}
 	}
 	return nil
@@ -174,7 +221,7 @@ func runFleet(ctx context.Context, o fleetOptions, progress io.Writer) error {
 // newFleetSetup creates the landing and warehouse locations: folders under
 // work, or two fresh buckets on the S3 server. cleanup removes them.
 func newFleetSetup(ctx context.Context, o fleetOptions, work string) (fleetSetup, func(), error) {
-	s := fleetSetup{Store: o.store, Gateways: o.gateways, Minutes: o.minutes, SeedDay: o.seed,
+	s := fleetSetup{Store: o.store, Delay: o.delay, Gateways: o.gateways, Minutes: o.minutes, SeedDay: o.seed,
 		ClockStart: time.Now().UTC().Truncate(time.Second)}
 	if o.store == "local" {
 		s.Landing, s.Warehouse = filepath.Join(work, "landing"), filepath.Join(work, "warehouse")

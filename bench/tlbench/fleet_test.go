@@ -210,3 +210,71 @@ func TestFleetColdPartitionTarget(t *testing.T) {
 	}
 	t.Fatal("no cold-partition target")
 }
+
+// TestFleetDelayOption: -delay names the store by it, goes with the s3
+// store only, and the setup file carries it and the proxy's endpoint to
+// the runs.
+func TestFleetDelayOption(t *testing.T) {
+	for _, c := range []struct {
+		store string
+		delay time.Duration
+		want  string
+	}{{"local", 0, "local"}, {"s3", 0, "s3"}, {"s3", 20 * time.Millisecond, "s3+20ms"}, {"s3", 1500 * time.Microsecond, "s3+1.5ms"}} {
+		if got := fleetStoreName(c.store, c.delay); got != c.want {
+			t.Errorf("%s with %s: %q, want %q", c.store, c.delay, got, c.want)
+		}
+	}
+	o := fleetOptions{store: "s3", gateways: 4, minutes: 20, stateEvery: 10, duckEvery: 180, work: "w", out: "o", delay: 20 * time.Millisecond}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []fleetOptions{func() fleetOptions { x := o; x.store = "local"; return x }(), func() fleetOptions { x := o; x.delay = -time.Millisecond; return x }()} {
+		if err := bad.validate(); err == nil {
+			t.Errorf("store %s, delay %s: no error", bad.store, bad.delay)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "fleet.json")
+	b, err := json.Marshal(fleetSetup{Store: "s3", Delay: o.delay, Endpoint: "http://127.0.0.1:1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := readFleetSetup(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.name() != "s3+20ms" || s.Endpoint != "http://127.0.0.1:1234" {
+		t.Errorf("read back: %q at %q", s.name(), s.Endpoint)
+	}
+}
+
+// TestFleetStoresSideBySide: the side-by-side table sums each store's runs
+// by rows of simulated minutes, the last row ending at the last run, and
+// counts the rounds that left work pending.
+func TestFleetStoresSideBySide(t *testing.T) {
+	mk := func(store string, seconds float64, pendingAt int) *fleetResults {
+		r := &fleetResults{store: store, gateways: 4}
+		for m := range 12 {
+			r.runs = append(r.runs, fleetRunResult{Store: store, Minute: m, Seconds: seconds, Requests: 100,
+				Maintenance: &ingest.Maintenance{Seconds: seconds / 2, Pending: m == pendingAt}})
+		}
+		return r
+	}
+	local, delayed := mk("local", 1, -1), mk("s3+20ms", 3, 7)
+	w := delayed.storeWindows(5)
+	if len(w) != 3 || w[5].runs != 5 || w[10].runs != 5 || w[12].runs != 2 {
+		t.Fatalf("rows %v", w)
+	}
+	if w[10].pending != 1 || w[5].pending != 0 || w[10].mean(w[10].maint) != 1.5 {
+		t.Errorf("row 10: %+v", *w[10])
+	}
+	var out strings.Builder
+	printStores(&out, []*fleetResults{local, delayed}, 5)
+	for _, want := range []string{"local run s", "s3+20ms run s", "0/5", "1/5", "0/2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}

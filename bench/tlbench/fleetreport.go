@@ -208,7 +208,91 @@ func fleetReport(args []string, w io.Writer) error {
 		r.printQueries(w)
 		r.printTargets(w)
 	}
+	if len(all) > 1 {
+		printStores(w, all, max(*every, 1))
+	}
 	return nil
+}
+
+// fleetWindow sums the runs of one row of a table: the runs of simulated
+// minutes up to a row's.
+type fleetWindow struct {
+	runs, pending          int
+	seconds, maint, reqs   float64
+	mostSeconds, mostMaint float64
+}
+
+func (f *fleetWindow) add(x fleetRunResult) {
+	f.runs++
+	f.seconds += x.Seconds
+	f.maint += x.maintenanceSeconds()
+	f.reqs += float64(x.Requests)
+	f.mostSeconds = max(f.mostSeconds, x.Seconds)
+	f.mostMaint = max(f.mostMaint, x.maintenanceSeconds())
+	if x.pending() {
+		f.pending++
+	}
+}
+
+func (f fleetWindow) mean(x float64) float64 { return x / float64(max(f.runs, 1)) }
+
+// storeWindows sums a store's runs by rows of every simulated minutes
+// (and the last run's row): row minute (1-based, the last of the row) to
+// its window.
+func (r *fleetResults) storeWindows(every int) map[int]*fleetWindow {
+	out := map[int]*fleetWindow{}
+	last := 0
+	for _, x := range r.runs {
+		last = max(last, x.Minute+1)
+	}
+	for _, x := range r.runs {
+		row := min((x.Minute/every+1)*every, last)
+		if out[row] == nil {
+			out[row] = &fleetWindow{}
+		}
+		out[row].add(x)
+	}
+	return out
+}
+
+// printStores prints the stores side by side, a row every `every`
+// simulated minutes: each store's mean run and maintenance time, and the
+// runs whose maintenance left work for the next (the backlog), e.g. the
+// local folder next to the S3 server with a delay per request.
+func printStores(w io.Writer, all []*fleetResults, every int) {
+	fmt.Fprintf(w, "stores side by side: run and maintenance seconds (mean, largest), runs whose maintenance left work pending, S3 requests per run\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "minute\t"
+	windows := make([]map[int]*fleetWindow, len(all))
+	rows := map[int]bool{}
+	for i, r := range all {
+		head += fmt.Sprintf("%s run s\tmax\tmaint s\tmax\tpending\treq\t", r.store)
+		windows[i] = r.storeWindows(every)
+		for m := range windows[i] {
+			rows[m] = true
+		}
+	}
+	fmt.Fprintln(tw, head)
+	minutes := make([]int, 0, len(rows))
+	for m := range rows {
+		minutes = append(minutes, m)
+	}
+	sort.Ints(minutes)
+	for _, m := range minutes {
+		line := fmt.Sprintf("%d\t", m)
+		for i := range all {
+			f := windows[i][m]
+			if f == nil {
+				line += "-\t-\t-\t-\t-\t-\t"
+				continue
+			}
+			line += fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%.0f\t", f.mean(f.seconds), f.mostSeconds,
+				f.mean(f.maint), f.mostMaint, f.pending, f.runs, f.mean(f.reqs))
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 const mib = 1 << 20
@@ -218,14 +302,14 @@ const mib = 1 << 20
 func (r *fleetResults) printOverTime(w io.Writer, every int) {
 	fmt.Fprintf(w, "fleet, %s store, %d gateways, %d runs\n\n", r.store, r.gateways, len(r.runs))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "minute\tlive files\tnewest partition\tlive data MB\tdata/ MB\tmetadata/ MB\thistory KB\thistory keys\tnewest JSON KB\tversions\tsnapshots\trun s mean\trun s max\tmaint s max\tCPU s mean\tS3 req mean\tpeak RSS MiB\tload\t")
+	fmt.Fprintln(tw, "minute\tlive files\tnewest partition\tlive data MB\tdata/ MB\tmetadata/ MB\thistory KB\thistory keys\tnewest JSON KB\tversions\tsnapshots\trun s mean\trun s max\tmaint s mean\tmaint s max\tpending\tCPU s mean\tS3 req mean\tpeak RSS MiB\tload\t")
 	prev := -1
 	for i, s := range r.states {
 		if (s.Minute+1)%every != 0 && i != len(r.states)-1 {
 			continue
 		}
-		var n, reqs int
-		var sum, most, maint, cpu, load float64
+		var n, reqs, pending int
+		var sum, most, maint, maintSum, cpu, load float64
 		var rss int64
 		for _, run := range r.runs {
 			if run.Minute > prev && run.Minute <= s.Minute {
@@ -233,6 +317,10 @@ func (r *fleetResults) printOverTime(w io.Writer, every int) {
 				sum += run.Seconds
 				most = max(most, run.Seconds)
 				maint = max(maint, run.maintenanceSeconds())
+				maintSum += run.maintenanceSeconds()
+				if run.pending() {
+					pending++
+				}
 				cpu += run.CPUSeconds
 				load += run.Load1
 				reqs += int(run.Requests)
@@ -245,10 +333,10 @@ func (r *fleetResults) printOverTime(w io.Writer, every int) {
 			newest = s.Partitions[len(s.Partitions)-1].Files
 		}
 		mean := func(x float64) float64 { return x / float64(max(n, 1)) }
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.0f\t%d\t%.1f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%.2f\t%.0f\t%.0f\t%.1f\t\n",
 			s.Minute+1, s.LiveDataFiles, newest, float64(s.LiveDataBytes)/mib, float64(s.DataBytes)/mib,
 			float64(s.MetadataBytes)/mib, float64(s.HistoryBytes)/1024, s.HistoryKeys, float64(s.NewestMetadataBytes)/1024,
-			s.VersionsKept, s.Snapshots, mean(sum), most, maint, mean(cpu), mean(float64(reqs)), float64(rss)/mib, mean(load))
+			s.VersionsKept, s.Snapshots, mean(sum), most, mean(maintSum), maint, pending, n, mean(cpu), mean(float64(reqs)), float64(rss)/mib, mean(load))
 	}
 	tw.Flush()
 	if len(r.states) > 0 {
@@ -558,7 +646,7 @@ func (r *fleetResults) targets() []fleetTarget {
 			if run.maintenanceSeconds() > longest.maintenanceSeconds() {
 				longest = run
 			}
-			if run.Maintenance != nil && run.Maintenance.Pending {
+			if run.pending() {
 				pending++
 			}
 		}
@@ -641,6 +729,10 @@ func (x fleetRunResult) maintenanceSeconds() float64 {
 	}
 	return x.Maintenance.Seconds
 }
+
+// pending: the run's maintenance round ran out of budget with work left
+// for the next (a backlog).
+func (x fleetRunResult) pending() bool { return x.Maintenance != nil && x.Maintenance.Pending }
 
 func meanOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {
 	sum := 0.0

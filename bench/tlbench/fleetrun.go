@@ -30,8 +30,8 @@ import (
 
 // fleetRunResult is one run (one simulated minute): a "run" line.
 type fleetRunResult struct {
-	Kind     string    `json:"kind"` // run
-	Store    string    `json:"store"`
+	Kind     string    `json:"kind"`  // run
+	Store    string    `json:"store"` // local, s3, or s3+DELAY (fleetStoreName)
 	Gateways int       `json:"gateways"`
 	Minute   int       `json:"minute"`
 	Clock    time.Time `json:"clock"` // the simulated time of the run
@@ -78,10 +78,10 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 	hc := newCountingClient()
 	var counted, plain *s3.Client
 	if s.Store == "s3" {
-		if counted, err = s3Client(ctx, hc); err != nil {
+		if counted, err = s.s3Client(ctx, hc); err != nil {
 			return err
 		}
-		if plain, err = s3Client(ctx, nil); err != nil {
+		if plain, err = s.s3Client(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -105,7 +105,7 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 	// run's own.
 	stopProfiles := func() {}
 	if dir := os.Getenv("TLBENCH_PROFILE"); dir != "" {
-		if stopProfiles, err = startProfiles(dir, fmt.Sprintf("-%s-%04d", s.Store, o.minute)); err != nil {
+		if stopProfiles, err = startProfiles(dir, fmt.Sprintf("-%s-%04d", s.name(), o.minute)); err != nil {
 			return err
 		}
 	}
@@ -119,7 +119,7 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("minute %d: %w", o.minute, err)
 	}
-	r := fleetRunResult{Kind: "run", Store: s.Store, Gateways: s.Gateways, Minute: o.minute, Clock: base,
+	r := fleetRunResult{Kind: "run", Store: s.name(), Gateways: s.Gateways, Minute: o.minute, Clock: base,
 		Seconds: time.Since(t0).Seconds(), CPUSeconds: (cpuTime() - cpu0).Seconds(), Load1: loadAverage(),
 		Requests: hc.n.Load(), PeakRSS: peakRSS(),
 		Loaded: rep.Loaded, AlreadyLoaded: rep.AlreadyLoaded, Quarantined: rep.Quarantined, Rows: rep.Rows,
@@ -456,7 +456,7 @@ func fleetStateOf(ctx context.Context, s fleetSetup, minute int, now time.Time, 
 	if n, err := quantity.ParseSize(props[lake.PropTargetFileSize]); err == nil && n > 0 {
 		target = n
 	}
-	st := fleetState{Kind: "state", Store: s.Store, Gateways: s.Gateways, Minute: minute, Clock: now,
+	st := fleetState{Kind: "state", Store: s.name(), Gateways: s.Gateways, Minute: minute, Clock: now,
 		ExpectedRows:     s.rowsAfter(minute),
 		ColdAfterSeconds: coldAfter.Seconds(), TargetFileSize: target}
 	prefix := fleetTable.Namespace + "/" + fleetTable.Name + "/"
@@ -565,7 +565,7 @@ type fleetResend struct {
 // fleetResendBefore drops gateway 0's file of minute 0 again (same key,
 // same bytes) and records what the table knows of it before the run.
 func fleetResendBefore(ctx context.Context, s fleetSetup, c *s3.Client, drop storage.Store, minute int) (*fleetResend, error) {
-	r := &fleetResend{Kind: "resend", Store: s.Store, Minute: minute, Key: fleetKey(0, 0)}
+	r := &fleetResend{Kind: "resend", Store: s.name(), Minute: minute, Key: fleetKey(0, 0)}
 	l, err := lake.Open(ctx, s.Warehouse, lake.Options{S3: c, Now: func() time.Time {
 		return s.ClockStart.Add(time.Duration(minute) * time.Minute)
 	}})

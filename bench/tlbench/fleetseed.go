@@ -58,7 +58,7 @@ func fleetSeed(ctx context.Context, setup string) error {
 	}
 	var c *s3.Client
 	if s.Store == "s3" {
-		if c, err = s3Client(ctx, nil); err != nil {
+		if c, err = s.s3Client(ctx, nil); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,7 @@ func main() {
 		fs.BoolVar(&o.keep, "keep", false, "keep the landing and warehouse afterwards")
 		fs.BoolVar(&o.seed, "seed-day", true, "load the day before minute 0 first, so that it is a cold day during the run")
 		fs.StringVar(&o.set, "set", "", "KEY=VALUE,... table properties set after the first run (experiments; the targets are about the defaults)")
+		fs.DurationVar(&o.delay, "delay", 0, "s3 store: hold every S3 request this long in a fault proxy in front of the server (object storage's latency); the store is named s3+DELAY")
 		_ = fs.Parse(os.Args[2:])
 		if o.resendMinute == -2 {
 			o.resendMinute = o.minutes - 1

@@ -47,6 +47,12 @@ func s3Client(ctx context.Context, hc aws.HTTPClient) (*s3.Client, error) {
 	if ep == "" {
 		return nil, errors.New("TIMELAKE_TEST_S3_ENDPOINT is not set: start the server with scripts/s3-server.sh")
 	}
+	return s3ClientAt(ctx, ep, hc)
+}
+
+// s3ClientAt is s3Client with another endpoint (a fault proxy in front of
+// the server), the same region and keys.
+func s3ClientAt(ctx context.Context, ep string, hc aws.HTTPClient) (*s3.Client, error) {
 	region := os.Getenv("TIMELAKE_TEST_S3_REGION")
 	if region == "" {
 		region = "us-east-1"
