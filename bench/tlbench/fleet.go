@@ -13,6 +13,11 @@ package main
 // files next to the same rows compacted into one sorted file per partition
 // (bench/duckdb fleet). Minute 0 is midnight; the day before is seeded
 // first (fleetseed.go), so the runs query a full cold day from an hour in.
+// With -delay (s3 store) one fault proxy in this process holds every
+// request to the S3 server that long, object storage's latency: the runs
+// and the seeding use it as their endpoint (fleetSetup.Endpoint), and
+// their results name the store s3+DELAY. The proxy's CPU time is this
+// process's, not the runs'.
 
 import (
 	"context"

@@ -8,6 +8,7 @@
 //	tlbench run    -case c1 -mode ingest -setup buckets.json  >> results.jsonl
 //	tlbench report results.jsonl
 //	tlbench fleet -store local -gateways 20 -minutes 1440 -work DIR -out fleet.jsonl
+//	tlbench fleet -store s3 -delay 20ms ...       the S3 server at 20 ms a request (store s3+20ms)
 //	tlbench fleet-report fleet.jsonl
 //	tlbench backlog -files 1000 -delay 30ms -rounds 8   maintenance of a backlog at a store's latency
 //
