@@ -24,23 +24,8 @@ import (
 // loaded, without a sweep and without loading it again and again
 // meanwhile.
 func TestServeWaitsForFilesBeingWritten(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const settle = 3 * time.Second // longer than a load waits (ingest.MaxSettleWait)
-	cfg := serve.Config{
-		Ingest: ingest.Config{Landing: store, Lake: l, Table: tableName, SettleTime: settle, OpenEndSettleTime: -1},
-		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
-	}
-	r := start(t, cfg)
-	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	dir, _, r := serveLocal(t, settle, -1)
 
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -68,21 +53,7 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 // value exact.
 func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := serve.Config{
-		Ingest: ingest.Config{Landing: store, Lake: l, Table: tableName, SettleTime: time.Second, OpenEndSettleTime: 10 * time.Second},
-		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
-	}
-	r := start(t, cfg)
-	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	dir, l, r := serveLocal(t, time.Second, 10*time.Second)
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -149,4 +120,25 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 	if want := []string{"1000.5", "1001.5", "1002.5", "1003.5"}; !slices.Equal(temps, want) {
 		t.Fatalf("temperatures %v, want %v", temps, want)
 	}
+}
+
+// serveLocal starts a serve of a local landing folder (dir) into a local
+// lake with the settle times given, holding its lease.
+func serveLocal(t *testing.T, settle, openEnd time.Duration) (string, *lake.Lake, *running) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, serve.Config{
+		Ingest: ingest.Config{Landing: store, Lake: l, Table: tableName, SettleTime: settle, OpenEndSettleTime: openEnd},
+		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
+	})
+	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
+	return dir, l, r
 }
