@@ -170,3 +170,56 @@ func TestLongRunKeepsSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionExpiresWhileItLoads: serve's session loads the same way: a
+// load of 200 files expires snapshots between its commits, and in the same
+// session a key whose snapshot expired during that load, landed again, is
+// already loaded, as is its content under another key.
+func TestSessionExpiresWhileItLoads(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	first := longRunTable(t, e, map[string]string{lake.PropSnapshotRetention: "1ms"})
+	keys, want := longRunFiles(t, e, 200)
+	want = append(want, first...)
+	sort.Strings(want)
+	cfg := e.config()
+	cfg.Prefix = "gw/"
+	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = 10, 50*time.Millisecond, 2
+	cfg.ExpireDue = 20
+	cfg.MaintenanceBudget = 10 * time.Second
+	cfg.ContentDedupe = true
+	s, err := ingest.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	files, err := s.List(ctx)
+	if err != nil || len(files) != 200 {
+		t.Fatalf("list: %d files, %v", len(files), err)
+	}
+	rep, err := s.Load(ctx, files)
+	if err != nil || rep.Loaded != 200 {
+		t.Fatalf("load: %d loaded, %v", rep.Loaded, err)
+	}
+	if ex := rep.ExpiredDuringRun; ex == nil || ex.SnapshotsExpired == 0 || ex.Error != "" {
+		t.Fatalf("expiry during the load: %+v, want snapshots expired", ex)
+	}
+	if _, ok := s.Table().FindBatch(keys[0]); ok {
+		t.Fatalf("%s still has its snapshot", keys[0])
+	}
+	// The first file again, and its content under another key.
+	body := csvFile(readings(1, 0, 2), false, false)
+	e.put(t, keys[0], body)
+	e.put(t, "gw/copy.csv", body)
+	files, err = s.List(ctx)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("list: %d files, %v", len(files), err)
+	}
+	rep, err = s.Load(ctx, files)
+	if err != nil || rep.AlreadyLoaded != 2 || rep.Loaded != 0 {
+		t.Fatalf("second load: %d already loaded, %d loaded, %v; want 2 and 0", rep.AlreadyLoaded, rep.Loaded, err)
+	}
+	if got := tableRows(t, e); !slices.Equal(got, want) {
+		t.Fatalf("table rows differ from the files: %d rows, want %d", len(got), len(want))
+	}
+}
