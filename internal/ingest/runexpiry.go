@@ -42,7 +42,7 @@ type RunExpiry struct {
 // expireHardFactor: past this many times the run's bound of snapshots due
 // (ExpireDue), expiry runs between commits whatever share of the run's time
 // it took so far.
-const expireHardFactor = 4
+const expireHardFactor = 2
 
 // runExpirer keeps the time expiry took during one pipeline, so that it
 // stays within runExpiryShare of it.
@@ -66,9 +66,9 @@ func (r *runner) expireDue() int {
 // tenth of its time; the expiry is given the rest of that tenth (at most
 // MaintenanceBudget) as its deadline. Past expireHardFactor times the bound
 // it runs whatever its share so far, for up to MaintenanceBudget: the
-// metadata every commit rewrites stays bounded. Like the maintenance after the run it
-// keeps every promise of the table's settings: only snapshots older than
-// timelake.snapshot-retention are expired, the newest
+// metadata every commit rewrites stays bounded. Like the maintenance after
+// the run it keeps every promise of the table's settings: only snapshots
+// older than timelake.snapshot-retention are expired, the newest
 // timelake.min-snapshots are kept, and the batch ids of those expired move
 // into the load history in the same commit, where the run's own
 // already-loaded checks (FindLoaded, and the commit's) find them. Nothing is
