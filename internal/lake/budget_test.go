@@ -192,7 +192,8 @@ func TestRewriteCutAtTheDeadline(t *testing.T) {
 			version := tbl.Version()
 			p.Add(s3fault.Rule{Name: "slow upload", Method: http.MethodPut, Key: "*/data/time_day=2026-01-04/*", Delay: time.Minute})
 			ctx := context.Background()
-			opts := CompactOptions{Deadline: time.Now().Add(4 * time.Second), RewriteRate: 1e9}
+			st := maintenanceState{}
+			opts := CompactOptions{Deadline: time.Now().Add(4 * time.Second), RewriteRate: 1e9, state: &st}
 			if cancelled {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -208,6 +209,9 @@ func TestRewriteCutAtTheDeadline(t *testing.T) {
 				t.Fatalf("cancelled: version %d -> %d, want nothing committed", version, tbl.Version())
 			case !cancelled && (err != nil || res.Abandoned != 1 || len(res.Groups) != 1 || !strings.Contains(res.Groups[0].Partition, "2026-01-05")):
 				t.Fatalf("deadline: compacted %v, abandoned %d, %v: want the small group only", compactedPartitions(res), res.Abandoned, err)
+			case !cancelled && (st.RewriteRate <= 0 || st.RewriteRate > 1e9/2):
+				// Later rounds plan the abandoned group with a lower rate.
+				t.Fatalf("deadline: rewrite rate %v noted after the abandoned rewrite, want at most half the 1e9 planned with", st.RewriteRate)
 			}
 			fresh, err := tbl.lake.LoadTable(context.Background(), testName)
 			if err != nil {

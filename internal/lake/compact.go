@@ -621,6 +621,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 			// Cut at the deadline: what it wrote is gone (removed, or
 			// left to orphan removal), the groups before it commit.
+			// It took longer than its estimate: the rate noted is at
+			// most half the one it was planned with, so that later
+			// rounds cut such a group smaller (planCompaction) rather
+			// than start and abandon it again.
+			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
+			st.noteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
 			res.Abandoned++
 			res.Deferred += len(groups) - i - 1
 			break
