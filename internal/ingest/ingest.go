@@ -145,9 +145,10 @@ type Config struct {
 	MaintenanceBudget time.Duration
 	// ExpireDue bounds the snapshots due for expiry that a run lets pile
 	// up: past it, snapshot expiry runs between the run's commits, within
-	// a tenth of the run's time (expireBetween; docs/ingest.md, "A long
-	// run"). 0 means DefaultExpireDue; negative: none during the run.
-	// MaintenanceBudget 0 turns it off too.
+	// a tenth of the run's time, and past twice it whatever time it takes
+	// (expireBetween; docs/ingest.md, "A long run"). 0 means
+	// DefaultExpireDue; negative: none during the run. MaintenanceBudget 0
+	// turns it off too.
 	ExpireDue int
 
 	LeaseTTL time.Duration // 0 means 10 minutes
