@@ -11,6 +11,7 @@
 //	tlbench fleet -store s3 -delay 20ms ...       the S3 server at 20 ms a request (store s3+20ms)
 //	tlbench fleet-report fleet.jsonl
 //	tlbench backlog -files 1000 -delay 30ms -rounds 8   maintenance of a backlog at a store's latency
+//	tlbench longrun -files 10000 -retention 10s          one run of many small files: files/s and metadata size
 //
 // The S3 server comes from TIMELAKE_TEST_S3_* (scripts/s3-server.sh).
 package main
@@ -35,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report|fleet|fleet-run|fleet-report|backlog ...")
+		fmt.Fprintln(os.Stderr, "usage: tlbench gen|setup|run|cleanup|report|fleet|fleet-run|fleet-report|backlog|longrun ...")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -126,6 +127,15 @@ func main() {
 		fs.DurationVar(&o.budget, "budget", 10*time.Second, "each round's budget")
 		_ = fs.Parse(os.Args[2:])
 		err = runBacklog(ctx, o, os.Stdout)
+	case "longrun":
+		fs := flag.NewFlagSet("longrun", flag.ExitOnError)
+		var o longRunOptions
+		fs.IntVar(&o.files, "files", 10000, "small files loaded in one run, one snapshot each")
+		fs.StringVar(&o.retention, "retention", "5m", "the table's timelake.snapshot-retention")
+		fs.IntVar(&o.expireDue, "expire-due", 0, "snapshots due for expiry a run lets pile up (0: the default, -1: no expiry during the run)")
+		fs.DurationVar(&o.budget, "budget", 10*time.Second, "the run's maintenance budget")
+		_ = fs.Parse(os.Args[2:])
+		err = runLongRun(ctx, o, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

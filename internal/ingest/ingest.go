@@ -143,6 +143,13 @@ type Config struct {
 	// tables whose settings enable it; 0 runs none (maintenance from cron
 	// with `timelake tables maintain`).
 	MaintenanceBudget time.Duration
+	// ExpireDue bounds the snapshots due for expiry that a run lets pile
+	// up: past it, snapshot expiry runs between the run's commits, within
+	// a tenth of the run's time, and past twice it whatever time it takes
+	// (expireBetween; docs/ingest.md, "A long run"). 0 means
+	// DefaultExpireDue; negative: none during the run. MaintenanceBudget 0
+	// turns it off too.
+	ExpireDue int
 
 	LeaseTTL time.Duration // 0 means 10 minutes
 	// Holder names this run in the lease; the zero value means
@@ -333,6 +340,9 @@ type Report struct {
 	Remaining       bool                `json:"remaining"`     // --max-files stopped the run early
 	SnapshotID      int64               `json:"snapshot_id,omitempty"`
 	MetadataVersion int                 `json:"metadata_version,omitempty"`
+	// ExpiredDuringRun is what snapshot expiry between the run's commits
+	// did; nil when none ran.
+	ExpiredDuringRun *RunExpiry `json:"expired_during_run,omitempty"`
 	// Maintenance is what the maintenance after the loading did; nil when
 	// none ran.
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
@@ -1048,6 +1058,7 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 	if wait <= 0 {
 		wait = DefaultCommitWait
 	}
+	ex := &runExpirer{start: time.Now()}
 	var finishing chan error // the previous batch's finish, while it runs
 	waitFinish := func() {
 		if finishing != nil {
@@ -1094,6 +1105,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 		// still recorded batch by batch, in order.
 		finishing = make(chan error, 1)
 		go func(done chan<- error) { done <- finish() }(finishing)
+		// A long run keeps its table small: the snapshots past their
+		// retention expire between its commits.
+		r.expireBetween(ctx, ex)
 	}
 	waitFinish()
 	if stopErr != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled)) {

@@ -136,7 +136,9 @@ func TestMaintainBudgetLeavesWhatDoesNotFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.RewriteRate = 10_000
+	// 5,000 rows a second: even two of the large group's files (16.2 s)
+	// do not fit the 9 s of the round's compaction.
+	st.RewriteRate = 5_000
 	if err := tbl.saveMaintenanceState(ctx, st); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestMaintainBudgetLeavesWhatDoesNotFit(t *testing.T) {
 	if got := scanRows(t, tbl, 0); !slices.Equal(got, want) {
 		t.Fatal("rows changed")
 	}
-	if st, err = tbl.loadMaintenanceState(ctx); err != nil || st.RewriteRate == 10_000 || st.RewriteRate <= 0 {
+	if st, err = tbl.loadMaintenanceState(ctx); err != nil || st.RewriteRate == 5_000 || st.RewriteRate <= 0 {
 		t.Fatalf("rewrite rate %v after a rewrite of %d rows (%v), want it measured", st.RewriteRate, 4*bigRows, err)
 	}
 }
@@ -190,7 +192,8 @@ func TestRewriteCutAtTheDeadline(t *testing.T) {
 			version := tbl.Version()
 			p.Add(s3fault.Rule{Name: "slow upload", Method: http.MethodPut, Key: "*/data/time_day=2026-01-04/*", Delay: time.Minute})
 			ctx := context.Background()
-			opts := CompactOptions{Deadline: time.Now().Add(4 * time.Second), RewriteRate: 1e9}
+			st := maintenanceState{}
+			opts := CompactOptions{Deadline: time.Now().Add(4 * time.Second), RewriteRate: 1e9, state: &st}
 			if cancelled {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -206,6 +209,9 @@ func TestRewriteCutAtTheDeadline(t *testing.T) {
 				t.Fatalf("cancelled: version %d -> %d, want nothing committed", version, tbl.Version())
 			case !cancelled && (err != nil || res.Abandoned != 1 || len(res.Groups) != 1 || !strings.Contains(res.Groups[0].Partition, "2026-01-05")):
 				t.Fatalf("deadline: compacted %v, abandoned %d, %v: want the small group only", compactedPartitions(res), res.Abandoned, err)
+			case !cancelled && (st.RewriteRate <= 0 || st.RewriteRate > 1e9/2):
+				// Later rounds plan the abandoned group with a lower rate.
+				t.Fatalf("deadline: rewrite rate %v noted after the abandoned rewrite, want at most half the 1e9 planned with", st.RewriteRate)
 			}
 			fresh, err := tbl.lake.LoadTable(context.Background(), testName)
 			if err != nil {
@@ -271,5 +277,69 @@ func TestRewriteWhoseCommitIsUnknownKeepsItsFiles(t *testing.T) {
 	}
 	if got := scanRows(t, fresh, 0); !slices.Equal(got, want) {
 		t.Fatal("rows changed")
+	}
+}
+
+// TestCompactSplitsAGroupLargerThanARound: a cold partition of 40 small
+// files makes one group whose rewrite (80,000 rows at 10,000 rows a
+// second: 8.2 s) never fits a round of 2 s; each round rewrites the
+// oldest files that fit instead (9 of them: 2 s), so the backlog shrinks
+// every round until only groups whose two smallest files exceed a round
+// are left, and the rows stay exact.
+func TestCompactSplitsAGroupLargerThanARound(t *testing.T) {
+	ctx := context.Background()
+	tbl := createTestTable(t, newLocalLake(t))
+	const files, rows = 40, 2_000
+	for i := range files {
+		rec := dayRows(t, tbl.ArrowSchema(), bigDay, rows, i)
+		if _, err := tbl.Append(ctx, fmt.Sprintf("b-%02d", i), []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropCompactColdAfter: "1ms"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := scanRows(t, tbl, 0)
+	live := func() int {
+		t.Helper()
+		h, _ := tbl.loaded()
+		fs, _, err := tbl.liveFiles(ctx, h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fs)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var rounds, compacted []int
+	for round := 0; round < 12; round++ {
+		time.Sleep(2 * time.Millisecond) // the last output is cold too
+		res, err := tbl.Compact(ctx, CompactOptions{Deadline: now.Add(2 * time.Second), Clock: clock, RewriteRate: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := 0
+		for _, g := range res.Groups {
+			in += g.FilesIn
+			if est := rewriteEstimate(g.Rows, 10_000); est > 2*time.Second {
+				t.Fatalf("round %d: a group of %d rows (%v) over the round's 2 s", round, g.Rows, est)
+			}
+		}
+		if in == 0 {
+			break
+		}
+		rounds = append(rounds, live())
+		compacted = append(compacted, in)
+		if got := scanRows(t, tbl, 0); !slices.Equal(got, want) {
+			t.Fatalf("round %d: rows changed", round)
+		}
+	}
+	t.Logf("files compacted per round %v, live files after each %v", compacted, rounds)
+	if len(compacted) < 4 || compacted[0] != 9 {
+		t.Fatalf("files compacted per round %v: want 9 in the first and progress for at least 4 rounds", compacted)
+	}
+	if n := live(); n > 8 {
+		t.Errorf("%d live files left of %d, want the backlog compacted to a few", n, files)
 	}
 }

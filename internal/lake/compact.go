@@ -331,7 +331,10 @@ func compactableByPartition(files []liveFile, spec int32) map[string][]liveFile 
 // planCompaction groups the live files of compactable partitions, newest
 // partition first, within maxBytes of input (0: no bound). fits, when set,
 // says whether a group's rewrite fits the time left (and takes its share
-// of it); a group that does not is left out and counted in deferred.
+// of it); a group that does not is cut to its longest run of oldest files
+// that fits (fittingPart), so that a backlog whose groups are each larger
+// than a round can rewrite still shrinks every round, and the rest of it is
+// counted in deferred (the whole group when not even two of its files fit).
 func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
 	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
 	byPart := compactableByPartition(files, spec)
@@ -346,6 +349,10 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 		if fits != nil && !fits(g) {
 			deferred++
+			if part, ok := fittingPart(g, fits); ok {
+				budget -= part.BytesIn
+				out = append(out, part)
+			}
 			return true
 		}
 		budget -= g.BytesIn
@@ -398,6 +405,27 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		}
 	}
 	return out, deferred
+}
+
+// fittingPart returns the longest run of g's first files (its oldest, as
+// packGroups ordered them), at least two, whose rewrite fits (fits takes
+// its share of the time left); ok is false when not even two do. A run of
+// a group's first files is a group packGroups could have made: within the
+// target size and the merge's streams.
+func fittingPart(g CompactionGroup, fits func(CompactionGroup) bool) (part CompactionGroup, ok bool) {
+	part = g
+	for k := len(g.inputs) - 1; k >= 2; k-- {
+		df := g.inputs[k]
+		part.inputs = g.inputs[:k]
+		part.FilesIn--
+		part.BytesIn -= df.FileSizeBytes()
+		part.Rows -= df.Count()
+		if fits(part) {
+			part.inputs = slices.Clip(part.inputs)
+			return part, true
+		}
+	}
+	return CompactionGroup{}, false
 }
 
 // idleReason says why planCompaction planned nothing for files: no data
@@ -593,6 +621,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 			// Cut at the deadline: what it wrote is gone (removed, or
 			// left to orphan removal), the groups before it commit.
+			// It took longer than its estimate: the rate noted is at
+			// most half the one it was planned with, so that later
+			// rounds cut such a group smaller (planCompaction) rather
+			// than start and abandon it again.
+			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
+			st.noteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
 			res.Abandoned++
 			res.Deferred += len(groups) - i - 1
 			break

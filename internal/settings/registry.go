@@ -352,7 +352,7 @@ var (
 
 	MaintenanceBudget = register(&Setting[time.Duration]{Spec: Spec{
 		Flag: "maintenance-budget", Env: []string{"TIMELAKE_MAINTENANCE_BUDGET"}, Default: "10s",
-		Help:     "time spent on table maintenance after loading (compaction, snapshot expiry, orphan files); 0 for none (run tables maintain from cron)",
+		Help:     "time spent on table maintenance after loading (compaction, snapshot expiry, orphan files; a long run also expires snapshots between its commits); 0 for none of either (run tables maintain from cron)",
 		Commands: []Command{Ingest, Serve}, Group: GroupIngest,
 	}, Kind: Duration(0, "10s")})
 )

@@ -161,6 +161,9 @@ func Run(ctx context.Context, opts *Options) error {
 			err = jerr
 		}
 	} else {
+		if e := rep.ExpiredDuringRun; e != nil {
+			iostreams.Fprintln(out, ExpiryLine(e))
+		}
 		if m := rep.Maintenance; m != nil && m.Notable() {
 			iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
 		}
@@ -176,6 +179,18 @@ func Run(ctx context.Context, opts *Options) error {
 		return cmdutil.ErrPartial
 	}
 	return nil
+}
+
+// ExpiryLine is the line of the snapshot expiry between a run's commits
+// (docs/ingest.md, "A long run").
+func ExpiryLine(e *ingest.RunExpiry) string {
+	line := iostreams.Sprintf("%-15s expired %s during the run (%s into the load history, %s deleted) in %.1fs",
+		"expiry", iostreams.Plural(int64(e.SnapshotsExpired), "snapshot"), iostreams.Plural(int64(e.KeysRemembered), "key"),
+		iostreams.Plural(int64(e.FilesDeleted), "file"), e.Seconds)
+	if e.Error != "" {
+		line += "; stopped: " + e.Error + " (the loaded files are committed; the maintenance after the run goes on)"
+	}
+	return line
 }
 
 // interruptedLeft is what a run stopped by a signal left, for its one

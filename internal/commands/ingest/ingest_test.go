@@ -566,3 +566,17 @@ func TestGatewayFoldersKept(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryLine: the line of the snapshot expiry between a run's
+// commits, and of one that stopped.
+func TestExpiryLine(t *testing.T) {
+	e := &ingest.RunExpiry{Rounds: 3, SnapshotsExpired: 1500, KeysRemembered: 1500, FilesDeleted: 3000, Seconds: 4.25}
+	want := "expiry          expired 1500 snapshots during the run (1500 keys into the load history, 3000 files deleted) in 4.2s"
+	if got := ingestcmd.ExpiryLine(e); got != want {
+		t.Fatalf("line:\n%s\nwant:\n%s", got, want)
+	}
+	e.Error = "commit failed"
+	if got := ingestcmd.ExpiryLine(e); !strings.HasSuffix(got, "; stopped: commit failed (the loaded files are committed; the maintenance after the run goes on)") {
+		t.Fatalf("line of a stopped expiry: %s", got)
+	}
+}
