@@ -511,6 +511,8 @@ func TestMaintenanceLine(t *testing.T) {
 		{ingest.Maintenance{SnapshotsExpired: 1, KeysRemembered: 1, FilesDeleted: 1, FilesIn: 2, BytesIn: 2048, FilesOut: 1,
 			OrphansRemoved: 1, CompactionDeferred: 1, Seconds: 1},
 			"maintenance     compacted 2 files (2.0 KiB) into 1, expired 1 snapshot (1 key into the load history, 1 file deleted), removed 1 orphan file in 1.0s; compaction left 1 group for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
+		{ingest.Maintenance{CompactionDeferred: 1, Pending: true, Seconds: 0.1},
+			"maintenance     nothing done in 0.1s; more next run (the budget ran out); compaction left 1 group whose rewrite would not end within the budget: timelake tables maintain with a longer --budget (or none) rewrites them"},
 		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
 			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
 	} {

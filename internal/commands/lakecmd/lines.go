@@ -86,7 +86,9 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	if m.OrphansRemoved > 0 {
 		parts = append(parts, "removed "+iostreams.Plural(int64(m.OrphansRemoved), "orphan file"))
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && m.CompactionDeferred > 0 {
+		parts = append(parts, "nothing done")
+	} else if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
 	}
 	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
@@ -96,6 +98,10 @@ func MaintenanceLine(m *ingest.Maintenance) string {
 	switch {
 	case m.CompactionSkipped != "":
 		s += "; compaction skipped: " + m.CompactionSkipped
+	case m.CompactionDeferred > 0 && m.FilesIn == 0:
+		// Nothing rewritten, so no bound on bytes was spent: the groups'
+		// rewrites would not end within any round of this budget.
+		s += fmt.Sprintf("; compaction left %s whose rewrite would not end within the budget: timelake tables maintain with a longer --budget (or none) rewrites them", iostreams.Plural(int64(m.CompactionDeferred), "group"))
 	case m.CompactionDeferred > 0:
 		s += fmt.Sprintf("; compaction left %s for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", iostreams.Plural(int64(m.CompactionDeferred), "group"))
 	case m.CompactionIdle != "":
