@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -64,7 +65,7 @@ func runBacklog(ctx context.Context, o backlogOptions, w io.Writer) error {
 		return err
 	}
 	defer proxy.Close()
-	region := cmpOr(os.Getenv("TIMELAKE_TEST_S3_REGION"), "us-east-1")
+	region := cmp.Or(os.Getenv("TIMELAKE_TEST_S3_REGION"), "us-east-1")
 	client, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: proxy.URL, Region: region,
 		AccessKeyID: os.Getenv("TIMELAKE_TEST_S3_ACCESS_KEY"), SecretAccessKey: os.Getenv("TIMELAKE_TEST_S3_SECRET_KEY")})
 	if err != nil {
@@ -192,11 +193,4 @@ func runBacklog(ctx context.Context, o backlogOptions, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nafter %d rounds: %d snapshots, %d files nothing references\n", o.rounds, len(tbl.Metadata().Snapshots()), len(stray.Files))
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -5,6 +5,9 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/timelake/timelake/internal/iostreams"
 )
 
 // Bounded work per file: a landing file is decoded in pieces of a memory
@@ -138,28 +141,8 @@ func (g *guardedGzip) Read(p []byte) (int, error) {
 
 func (g *guardedGzip) Close() error { return g.zr.Close() }
 
-// byteSize words a size for a reason (16 MiB, 1.5 GiB, 300 B).
+// byteSize words a size for a reason: iostreams.HumanBytes without a
+// ".0" (16 MiB, 1.5 GiB, 300 B).
 func byteSize(n int64) string {
-	const (
-		kib = 1 << 10
-		mib = 1 << 20
-		gib = 1 << 30
-	)
-	switch {
-	case n >= gib:
-		return trimZero(float64(n)/gib) + " GiB"
-	case n >= mib:
-		return trimZero(float64(n)/mib) + " MiB"
-	case n >= kib:
-		return trimZero(float64(n)/kib) + " KiB"
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func trimZero(f float64) string {
-	s := fmt.Sprintf("%.1f", f)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		return s[:len(s)-2]
-	}
-	return s
+	return strings.Replace(iostreams.HumanBytes(n), ".0 ", " ", 1)
 }

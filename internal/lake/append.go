@@ -803,12 +803,7 @@ func (t *Table) removeFiles(ctx context.Context, paths []string) {
 	if len(paths) == 0 {
 		return
 	}
-	if ctx.Err() != nil {
-		t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",
-			"table", t.name.String(), "files", len(paths))
-		return
-	}
-	n, err := t.deleteFiles(ctx, paths)
+	n, err := t.deleteFiles(ctx, paths) // nothing is sent once ctx is done
 	switch {
 	case err != nil && ctx.Err() != nil:
 		t.lake.log.Debug("run stopped: files written and not committed are left to orphan removal",

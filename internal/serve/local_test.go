@@ -25,17 +25,8 @@ import (
 // meanwhile.
 func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 	const settle = 3 * time.Second // longer than a load waits (ingest.MaxSettleWait)
-	dir, _, r := serveLocal(t, settle, -1)
-
-	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "gw", "a.csv"), []byte(csv(1, 4)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code := notify(t, r, "", eventBody("tigris", "any", "gw/a.csv")); code != 200 {
-		t.Fatalf("notify: %d", code)
-	}
+	dir, _, r := serveLocal(t, func(c *ingest.Config) { c.SettleTime, c.OpenEndSettleTime = settle, -1 })
+	land(t, r, dir, "gw/a.csv", csv(1, 4))
 	wait.For(t, "gw/a.csv loaded", func() bool {
 		res := r.resultsOf("gw/a.csv")
 		return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
@@ -53,7 +44,7 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 // value exact.
 func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 	ctx := context.Background()
-	dir, l, r := serveLocal(t, time.Second, 10*time.Second)
+	dir, l, r := serveLocal(t, func(c *ingest.Config) { c.SettleTime, c.OpenEndSettleTime = time.Second, 10*time.Second })
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +114,8 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 }
 
 // serveLocal starts a serve of a local landing folder (dir) into a local
-// lake with the settle times given, holding its lease.
-func serveLocal(t *testing.T, settle, openEnd time.Duration) (string, *lake.Lake, *running) {
+// lake, its ingest settings as set makes them, holding its lease.
+func serveLocal(t *testing.T, set func(*ingest.Config)) (string, *lake.Lake, *running) {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := storage.NewLocalStore(dir)
@@ -135,10 +126,25 @@ func serveLocal(t *testing.T, settle, openEnd time.Duration) (string, *lake.Lake
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, serve.Config{
-		Ingest: ingest.Config{Landing: store, Lake: l, Table: tableName, SettleTime: settle, OpenEndSettleTime: openEnd},
-		Sweep:  time.Hour, Logger: slog.New(slog.DiscardHandler),
-	})
+	ic := ingest.Config{Landing: store, Lake: l, Table: tableName}
+	set(&ic)
+	r := start(t, serve.Config{Ingest: ic, Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	wait.For(t, "the lease", func() bool { code, _ := health(r); return code == 200 })
 	return dir, l, r
+}
+
+// land writes key (its folders too) into the local landing folder dir and
+// announces it to r.
+func land(t *testing.T, r *running, dir, key, body string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := notify(t, r, "", eventBody("tigris", "any", key)); code != 200 {
+		t.Fatalf("notify %s: %d", key, code)
+	}
 }
