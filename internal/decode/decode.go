@@ -833,6 +833,10 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 		_ = pf.Close()
 		return nil, err
 	}
+	if err := verifyPageChecksums(ctx, ro.key, src.R, src.Size, pf.MetaData()); err != nil {
+		_ = pf.Close()
+		return nil, err
+	}
 	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		_ = pf.Close()

@@ -1,0 +1,243 @@
+package decode
+
+// Page checksums of a Parquet file are verified here, before its values
+// are decoded: a page header may carry the CRC-32 (IEEE) of the page's
+// bytes that follow it (the crc field of the Thrift PageHeader, over the
+// compressed_page_size bytes of a data page v1 or v2 or a dictionary
+// page), and arrow-go's reader never compares it, so a page whose bytes
+// changed after it was written would load a changed value without a word.
+//
+// verifyPageChecksums walks every column chunk of every row group once,
+// from its first page (the dictionary page when there is one) to the end
+// of its total_compressed_size, reading each page header with the Thrift
+// compact protocol (only its type and sizes and its crc; every other field
+// is skipped) and streaming the page's bytes through the checksum without
+// holding them. A page without a crc is accepted as before. The walk
+// trusts nothing of the footer: a column chunk outside the file, a page
+// header that cannot be read or a page running past the end of its column
+// chunk refuses the file, and every read stays inside the column chunk.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// pageReadBuffer is the buffer a column chunk is read through while its
+// page checksums are verified.
+const pageReadBuffer = 64 << 10
+
+// Field ids of the Thrift PageHeader (parquet.thrift).
+const (
+	pageHeaderType             = 1
+	pageHeaderUncompressedSize = 2
+	pageHeaderCompressedSize   = 3
+	pageHeaderCRC              = 4
+)
+
+// pageHeader holds the fields of a Parquet PageHeader the checksum needs.
+type pageHeader struct {
+	compressedSize int32
+	hasSize        bool
+	crc            uint32
+	hasCRC         bool
+}
+
+// verifyPageChecksums compares the crc of every page header of the file of
+// key (size bytes read through r, md its footer) that has one with the
+// CRC-32 of the page's bytes, and refuses the file at the first page that
+// differs, naming its column, row group and page.
+func verifyPageChecksums(ctx context.Context, key string, r io.ReaderAt, size int64, md *metadata.FileMetaData) error {
+	// parquet-mr 1.2.8 and earlier left the dictionary page header out of
+	// total_compressed_size (PARQUET-816), so its column chunks cannot be
+	// walked to their end; those writers predate page checksums.
+	if md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) {
+		return nil
+	}
+	br := bufio.NewReaderSize(nil, pageReadBuffer)
+	groups := md.NumRowGroups()
+	for g := range groups {
+		rg := md.RowGroup(g)
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return parquetProblem(key, "", fmt.Sprintf("cannot read the metadata of column chunk %d of row group %d of %d", c+1, g+1, groups), err)
+			}
+			if cc.CryptoMetadata() != nil || cc.NumValues() <= 0 {
+				// Encrypted page headers are the reader's to refuse; the
+				// reader reads no page of a column chunk without values
+				// (whose data page offset writers may leave at 0).
+				continue
+			}
+			where := columnChunkPlace{key: key, column: cc.PathInSchema().String(), group: g, groups: groups}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+				start = cc.DictionaryPageOffset()
+			}
+			length := cc.TotalCompressedSize()
+			if start < 0 || length < 0 || start > size || length > size-start {
+				return where.refuse(0, fmt.Sprintf("its column chunk (%d bytes from offset %d) lies outside the file (%d bytes)", length, start, size), nil)
+			}
+			br.Reset(io.NewSectionReader(r, start, length))
+			if err := verifyColumnChunk(ctx, where, br, length); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// columnChunkPlace names a column chunk in a refusal.
+type columnChunkPlace struct {
+	key    string
+	column string
+	group  int // 0-based
+	groups int
+}
+
+// refuse is the refusal of the file for page (1-based; 0 for the column
+// chunk as a whole) of the column chunk.
+func (w columnChunkPlace) refuse(page int, problem string, err error) *FileError {
+	at := fmt.Sprintf("row group %d of %d", w.group+1, w.groups)
+	if page > 0 {
+		at += fmt.Sprintf(", page %d", page)
+	}
+	fe := parquetProblem(w.key, w.column, problem, err)
+	fe.Reason = "in " + at + ": " + fe.Reason
+	return fe
+}
+
+// verifyColumnChunk walks the pages of a column chunk of length bytes read
+// through br.
+func verifyColumnChunk(ctx context.Context, where columnChunkPlace, br *bufio.Reader, length int64) error {
+	chunk := &chunkTransport{r: br}
+	conf := &thrift.TConfiguration{MaxMessageSize: int32(min(length, math.MaxInt32))}
+	proto := thrift.NewTCompactProtocolConf(chunk, conf)
+	for page := 1; chunk.read < length; page++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := readPageHeader(ctx, proto)
+		if err != nil {
+			return where.refuse(page, "its page header cannot be read", err)
+		}
+		if !h.hasSize || h.compressedSize < 0 {
+			return where.refuse(page, fmt.Sprintf("its page header gives no valid page size (%d)", h.compressedSize), nil)
+		}
+		left := length - chunk.read
+		if int64(h.compressedSize) > left {
+			return where.refuse(page, fmt.Sprintf("its page of %d bytes runs past the end of its column chunk (%d bytes left)", h.compressedSize, left), nil)
+		}
+		sum, err := chunk.checksum(int64(h.compressedSize))
+		if err != nil {
+			return where.refuse(page, "its page cannot be read", err)
+		}
+		if h.hasCRC && sum != h.crc {
+			fe := where.refuse(page, fmt.Sprintf("the page's bytes changed after it was written (CRC 0x%08x in its header, 0x%08x of its bytes)", h.crc, sum), nil)
+			fe.Reason = "page checksum mismatch " + fe.Reason
+			return fe
+		}
+	}
+	return nil
+}
+
+// readPageHeader reads a Thrift PageHeader, keeping its sizes and crc and
+// skipping its other fields.
+func readPageHeader(ctx context.Context, proto *thrift.TCompactProtocol) (pageHeader, error) {
+	var h pageHeader
+	if _, err := proto.ReadStructBegin(ctx); err != nil {
+		return h, err
+	}
+	for {
+		_, typ, id, err := proto.ReadFieldBegin(ctx)
+		if err != nil {
+			return h, err
+		}
+		if typ == thrift.STOP {
+			break
+		}
+		switch {
+		case id == pageHeaderCompressedSize && typ == thrift.I32:
+			if h.compressedSize, err = proto.ReadI32(ctx); err != nil {
+				return h, err
+			}
+			h.hasSize = true
+		case id == pageHeaderCRC && typ == thrift.I32:
+			crc, err := proto.ReadI32(ctx)
+			if err != nil {
+				return h, err
+			}
+			h.crc, h.hasCRC = uint32(crc), true
+		default: // pageHeaderType, pageHeaderUncompressedSize and the rest
+			if err := proto.Skip(ctx, typ); err != nil {
+				return h, err
+			}
+		}
+		if err := proto.ReadFieldEnd(ctx); err != nil {
+			return h, err
+		}
+	}
+	return h, proto.ReadStructEnd(ctx)
+}
+
+// chunkTransport is the Thrift transport a column chunk's page headers are
+// read through; it counts the bytes read of the column chunk, headers and
+// pages.
+type chunkTransport struct {
+	r    *bufio.Reader
+	read int64
+}
+
+// checksum reads the next n bytes of the column chunk and returns their
+// CRC-32 (IEEE), without holding more than the read buffer.
+func (t *chunkTransport) checksum(n int64) (uint32, error) {
+	var sum uint32
+	for n > 0 {
+		b, err := t.r.Peek(int(min(n, int64(t.r.Size()))))
+		sum = crc32.Update(sum, crc32.IEEETable, b)
+		_, _ = t.r.Discard(len(b))
+		t.read += int64(len(b))
+		n -= int64(len(b))
+		if err != nil && n > 0 {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+	}
+	return sum, nil
+}
+
+func (t *chunkTransport) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.read += int64(n)
+	return n, err
+}
+
+func (t *chunkTransport) ReadByte() (byte, error) {
+	b, err := t.r.ReadByte()
+	if err == nil {
+		t.read++
+	}
+	return b, err
+}
+
+func (t *chunkTransport) Write([]byte) (int, error) {
+	return 0, errors.New("a column chunk is read only")
+}
+
+func (t *chunkTransport) Close() error                { return nil }
+func (t *chunkTransport) Flush(context.Context) error { return nil }
+func (t *chunkTransport) Open() error                 { return nil }
+func (t *chunkTransport) IsOpen() bool                { return true }
+
+// RemainingBytes is unknown to Thrift's size checks, which
+// TConfiguration.MaxMessageSize bounds to the column chunk.
+func (t *chunkTransport) RemainingBytes() uint64 { return math.MaxUint64 }
