@@ -83,7 +83,7 @@ func verifyPageChecksums(ctx context.Context, key string, r io.ReaderAt, size in
 			}
 			length := cc.TotalCompressedSize()
 			if start < 0 || length < 0 || start > size || length > size-start {
-				return where.refuse(0, fmt.Sprintf("its column chunk (%d bytes from offset %d) lies outside the file (%d bytes)", length, start, size), nil)
+				return where.refuse(0, "column chunk outside the file", fmt.Sprintf("%d bytes from offset %d, the file has %d", length, start, size), nil)
 			}
 			br.Reset(io.NewSectionReader(r, start, length))
 			if err := verifyColumnChunk(ctx, where, br, length); err != nil {
@@ -102,16 +102,18 @@ type columnChunkPlace struct {
 	groups int
 }
 
-// refuse is the refusal of the file for page (1-based; 0 for the column
-// chunk as a whole) of the column chunk.
-func (w columnChunkPlace) refuse(page int, problem string, err error) *FileError {
-	at := fmt.Sprintf("row group %d of %d", w.group+1, w.groups)
+// refuse is the refusal of the file for problem in page (1-based; 0 for
+// the column chunk as a whole) of the column chunk, detail (if any) saying
+// more.
+func (w columnChunkPlace) refuse(page int, problem, detail string, err error) *FileError {
+	reason := fmt.Sprintf("%s in row group %d of %d", problem, w.group+1, w.groups)
 	if page > 0 {
-		at += fmt.Sprintf(", page %d", page)
+		reason += fmt.Sprintf(", page %d", page)
 	}
-	fe := parquetProblem(w.key, w.column, problem, err)
-	fe.Reason = "in " + at + ": " + fe.Reason
-	return fe
+	if detail != "" {
+		reason += ": " + detail
+	}
+	return parquetProblem(w.key, w.column, reason, err)
 }
 
 // verifyColumnChunk walks the pages of a column chunk of length bytes read
@@ -126,23 +128,22 @@ func verifyColumnChunk(ctx context.Context, where columnChunkPlace, br *bufio.Re
 		}
 		h, err := readPageHeader(ctx, proto)
 		if err != nil {
-			return where.refuse(page, "its page header cannot be read", err)
+			return where.refuse(page, "unreadable page header", "", err)
 		}
 		if !h.hasSize || h.compressedSize < 0 {
-			return where.refuse(page, fmt.Sprintf("its page header gives no valid page size (%d)", h.compressedSize), nil)
+			return where.refuse(page, "page without a valid size", fmt.Sprintf("its header gives %d bytes", h.compressedSize), nil)
 		}
 		left := length - chunk.read
 		if int64(h.compressedSize) > left {
-			return where.refuse(page, fmt.Sprintf("its page of %d bytes runs past the end of its column chunk (%d bytes left)", h.compressedSize, left), nil)
+			return where.refuse(page, "page past the end of its column chunk", fmt.Sprintf("the page has %d bytes, the column chunk %d left", h.compressedSize, left), nil)
 		}
 		sum, err := chunk.checksum(int64(h.compressedSize))
 		if err != nil {
-			return where.refuse(page, "its page cannot be read", err)
+			return where.refuse(page, "unreadable page", "", err)
 		}
 		if h.hasCRC && sum != h.crc {
-			fe := where.refuse(page, fmt.Sprintf("the page's bytes changed after it was written (CRC 0x%08x in its header, 0x%08x of its bytes)", h.crc, sum), nil)
-			fe.Reason = "page checksum mismatch " + fe.Reason
-			return fe
+			return where.refuse(page, "page checksum mismatch",
+				fmt.Sprintf("the page's bytes changed after it was written (CRC 0x%08x in its header, 0x%08x of its bytes)", h.crc, sum), nil)
 		}
 	}
 	return nil
