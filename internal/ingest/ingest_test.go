@@ -25,6 +25,7 @@ import (
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/pagecrc"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
@@ -393,6 +394,16 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		"gateway-1/junk.parquet":   {"PAR1 but nothing of a Parquet file", "", 0, "", landing.KindFile},
 		"gateway-1/latin1.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,caf\xe9,1\n", "not valid UTF-8", 1, "device_id", landing.KindFile},
 	}
+	// A page whose bytes no longer match the crc in its header.
+	withCRC := pagecrc.WithChecksums(t, parquetFile(t, readings(1, 2, 10)))
+	changed := pagecrc.FlipLastValueBit(withCRC, pagecrc.Pages(t, withCRC, 0, "temperature_c")[0])
+	bad["gateway-1/changed-page.parquet"] = struct {
+		body   string
+		reason string
+		row    int64
+		column string
+		kind   string
+	}{string(changed), "page checksum mismatch in row group 1 of 1, page 1", 0, "temperature_c", landing.KindFile}
 	for k, b := range bad {
 		e.put(t, k, []byte(b.body))
 	}

@@ -31,7 +31,10 @@ func (e *otherContentError) Error() string { return e.msg }
 //   - its schema is too large for a table's manifests (lake.ErrTooWide
 //     with the schema's size; more columns than --max-columns is a
 //     setting's refusal);
-//   - a reader or writer panicked on it (decode.IsPanic).
+//   - a reader or writer panicked on it (decode.IsPanic);
+//   - it cannot be read whatever the settings (decode.IsUnreadable): not
+//     Parquet, a broken footer or page, a page whose checksum does not
+//     match its bytes, also when the refusal names a column.
 //
 // landing.KindRow when a row's structure is broken (decode.IsBrokenRecord:
 // the wrong number of fields, a bare or unclosed quote, a carriage return
@@ -47,7 +50,7 @@ func rejectionKind(err error) string {
 	if errors.As(err, &we) && we.SchemaBytes == 0 {
 		return landing.KindSetting // more columns than --max-columns
 	}
-	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) || decode.IsPanic(err) {
+	if errors.As(err, &oc) || errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooWide) || decode.IsPanic(err) || decode.IsUnreadable(err) {
 		return landing.KindFile
 	}
 	var fe *decode.FileError
