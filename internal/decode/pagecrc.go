@@ -124,7 +124,7 @@ func verifyColumnChunk(ctx context.Context, where columnChunkPlace, br *bufio.Re
 	proto := thrift.NewTCompactProtocolConf(chunk, conf)
 	for page := 1; chunk.read < length; page++ {
 		if err := ctx.Err(); err != nil {
-			return err
+			return &FileError{Key: where.key, Reason: "decoding cancelled", Err: err}
 		}
 		h, err := readPageHeader(ctx, proto)
 		if err != nil {

@@ -1,10 +1,12 @@
 package decode
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/timelake/timelake/internal/testutil/pagecrc"
 )
@@ -151,13 +154,85 @@ func TestPageChecksumsHostileMetadata(t *testing.T) {
 	}
 }
 
-// TestPageChecksumsStopWithTheContext: a cancelled context stops the walk.
+// compactPageHeader is a Thrift PageHeader of a data page of size bytes,
+// with crc when it is not nil.
+func compactPageHeader(t *testing.T, size int32, crc *uint32) []byte {
+	t.Helper()
+	ctx := context.Background()
+	buf := thrift.NewTMemoryBuffer()
+	p := thrift.NewTCompactProtocol(buf)
+	check := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	field := func(id int16, v int32) {
+		check(p.WriteFieldBegin(ctx, "", thrift.I32, id))
+		check(p.WriteI32(ctx, v))
+		check(p.WriteFieldEnd(ctx))
+	}
+	check(p.WriteStructBegin(ctx, "PageHeader"))
+	field(pageHeaderType, 0)
+	field(pageHeaderUncompressedSize, size)
+	field(pageHeaderCompressedSize, size)
+	if crc != nil {
+		field(pageHeaderCRC, int32(*crc))
+	}
+	check(p.WriteFieldStop(ctx))
+	check(p.WriteStructEnd(ctx))
+	return buf.Bytes()
+}
+
+// TestPageHeadersOfAColumnChunk: pages with and without a crc are
+// accepted when their bytes match; a page header that is cut, nested
+// without end, claims a string longer than the column chunk or gives no
+// size, and a page larger than what is left of its column chunk, are
+// refused without reading or holding more than the column chunk.
+func TestPageHeadersOfAColumnChunk(t *testing.T) {
+	payload := []byte("0123456789abcdef")
+	sum := crc32.ChecksumIEEE(payload)
+	wrong := sum ^ 1
+	page := func(size int32, crc *uint32) []byte {
+		return append(compactPageHeader(t, size, crc), payload...)
+	}
+	nested := bytes.Repeat([]byte{0x1c}, 1000)               // field 1, a struct, in a struct, ...
+	hugeString := []byte{0x18, 0xff, 0xff, 0xff, 0xff, 0x07} // field 1, a string of 2 GiB
+	noSize := []byte{0x15, 0x00, 0x00}                       // field 1 only
+	for _, tc := range []struct {
+		name   string
+		chunk  []byte
+		reason string // "" when accepted
+	}{
+		{"pages with and without a crc", slices.Concat(page(16, &sum), page(16, nil)), ""},
+		{"a changed page", slices.Concat(page(16, nil), page(16, &wrong)), "page checksum mismatch in row group 1 of 1, page 2: "},
+		{"a page larger than its column chunk", page(1<<30, &sum), "page past the end of its column chunk in row group 1 of 1, page 1: the page has 1073741824 bytes"},
+		{"a negative page size", page(-1, &sum), "page without a valid size in row group 1 of 1, page 1: its header gives -1 bytes"},
+		{"no page size", noSize, "page without a valid size in row group 1 of 1, page 1"},
+		{"a cut page header", page(16, &sum)[:3], "unreadable page header in row group 1 of 1, page 1"},
+		{"a cut page", page(16, &sum)[:20], "page past the end of its column chunk"},
+		{"a page header nested without end", nested, "unreadable page header in row group 1 of 1, page 1"},
+		{"a string longer than its column chunk", hugeString, "unreadable page header in row group 1 of 1, page 1"},
+	} {
+		where := columnChunkPlace{key: "gw/h.parquet", column: "v", groups: 1}
+		br := bufio.NewReaderSize(bytes.NewReader(tc.chunk), pageReadBuffer)
+		err := verifyColumnChunk(context.Background(), where, br, int64(len(tc.chunk)))
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.reason != "" && (err == nil || !strings.HasPrefix(err.(*FileError).Reason, tc.reason) || err.(*FileError).Column != "v" || !IsUnreadable(err)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.reason)
+		}
+	}
+}
+
+// TestPageChecksumsStopWithTheContext: a cancelled context stops the walk,
+// with a refusal of the file that says so (not that the file is broken).
 func TestPageChecksumsStopWithTheContext(t *testing.T) {
 	data := pagecrc.WithChecksums(t, readingsParquet(t, 3000, parquet.DataPageV1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := verifyPageChecksums(ctx, "gw/c.parquet", bytes.NewReader(data), int64(len(data)), pagecrc.Footer(t, data))
-	if !errors.Is(err, context.Canceled) {
+	if fe := mustFileError(t, err); !errors.Is(err, context.Canceled) || fe.Reason != "decoding cancelled" || IsUnreadable(err) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
