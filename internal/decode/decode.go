@@ -61,6 +61,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // Format is the container format of a landing file.
@@ -936,7 +937,79 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 		_ = pf.Close()
 		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet schema", err)
 	}
-	return pf, fr, sc, nil
+	return pf, fr, enumsAsText(pf, sc), nil
+}
+
+// enumsAsText gives the columns of sc that are Parquet ENUM columns
+// (BYTE_ARRAY annotated ENUM, UTF-8 text by the Parquet format), which
+// pqarrow reads as binary, the string type; parquetSource.next reads
+// their values as such.
+func enumsAsText(pf *file.Reader, sc *arrow.Schema) *arrow.Schema {
+	root := pf.MetaData().Schema.Root()
+	if root.NumFields() != sc.NumFields() {
+		return sc
+	}
+	var fields []arrow.Field
+	for i := range sc.NumFields() {
+		n, ok := root.Field(i).(*schema.PrimitiveNode)
+		if !ok || n.PhysicalType() != parquet.Types.ByteArray {
+			continue
+		}
+		if _, enum := n.LogicalType().(schema.EnumLogicalType); !enum && n.ConvertedType() != schema.ConvertedTypes.Enum {
+			continue
+		}
+		var text arrow.DataType
+		switch sc.Field(i).Type.ID() {
+		case arrow.BINARY:
+			text = arrow.BinaryTypes.String
+		case arrow.LARGE_BINARY:
+			text = arrow.BinaryTypes.LargeString
+		default:
+			continue
+		}
+		if fields == nil {
+			fields = sc.Fields()
+		}
+		fields[i].Type = text
+	}
+	if fields == nil {
+		return sc
+	}
+	md := sc.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// asText reads the binary columns of rec that sc gives as text (ENUM
+// columns, enumsAsText) as strings of the same bytes. rec is released
+// when a new batch is returned.
+func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
+	var cols []arrow.Array
+	for j := range int(rec.NumCols()) {
+		want := sc.Field(j).Type
+		got := rec.Column(j).DataType()
+		if (got.ID() != arrow.BINARY || want.ID() != arrow.STRING) && (got.ID() != arrow.LARGE_BINARY || want.ID() != arrow.LARGE_STRING) {
+			continue
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+		}
+		d := rec.Column(j).Data()
+		nd := array.NewData(want, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+		cols[j] = array.MakeFromData(nd)
+		nd.Release()
+		defer cols[j].Release()
+	}
+	if cols == nil {
+		return rec
+	}
+	fields := rec.Schema().Fields()
+	for j := range fields {
+		fields[j].Type = cols[j].DataType()
+	}
+	md := rec.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	rec.Release()
+	return out
 }
 
 // parquetEndScan bounds how far from its end a file that does not end in
@@ -1013,6 +1086,7 @@ func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
 			continue
 		}
 		rec.Retain()
+		rec = asText(rec, p.sc)
 		p.bytes += recordBytes(rec)
 		p.rows += rec.NumRows()
 		return rec, nil

@@ -8,6 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 )
 
 const reasonsCSV = "time,device,temp\n2026-03-01T12:00:00Z,gw-7,21.5\n2026-03-01T12:01:00Z,gw-7,22.5\n"
@@ -146,5 +154,135 @@ func TestParquetTrailingBytes(t *testing.T) {
 	fe := mustFileError(t, err)
 	if strings.Contains(fe.Reason, "after the end") {
 		t.Errorf("truncated file: reason %q", fe.Reason)
+	}
+}
+
+// uuidEnumParquet is a Parquet file of a time column, a UUID column
+// (FIXED_LEN_BYTE_ARRAY(16) annotated UUID) and two ENUM columns
+// (BYTE_ARRAY annotated ENUM as a logical type, and as a converted type
+// alone), written without an Arrow schema, as parquet-mr writes them.
+func uuidEnumParquet(t *testing.T) []byte {
+	t.Helper()
+	root := schema.MustGroup(schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("time", parquet.Repetitions.Required, schema.NewTimestampLogicalType(true, schema.TimeUnitMicros), parquet.Types.Int64, 0, -1)),
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("id", parquet.Repetitions.Optional, schema.UUIDLogicalType{}, parquet.Types.FixedLenByteArray, 16, -1)),
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("state", parquet.Repetitions.Optional, schema.EnumLogicalType{}, parquet.Types.ByteArray, 0, -1)),
+		schema.MustPrimitive(schema.NewPrimitiveNodeConverted("mode", parquet.Repetitions.Optional, parquet.Types.ByteArray, schema.ConvertedTypes.Enum, 0, 0, 0, -1)),
+	}, -1))
+	var buf bytes.Buffer
+	w := file.NewParquetWriter(&buf, root)
+	rg := w.AppendRowGroup()
+	write := func(f func(file.ColumnChunkWriter) error) {
+		cw, err := rg.NextColumn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f(cw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
+	write(func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch([]int64{base, base + 60e6, base + 120e6}, nil, nil)
+		return err
+	})
+	write(func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch([]parquet.FixedLenByteArray{
+			{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
+			{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		}, []int16{1, 0, 1}, nil)
+		return err
+	})
+	write(func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch([]parquet.ByteArray{[]byte("RUNNING"), []byte("STOPPED"), []byte("GESTÖRT")}, []int16{1, 1, 1}, nil)
+		return err
+	})
+	write(func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch([]parquet.ByteArray{[]byte("AUTO"), []byte("MANUAL")}, []int16{1, 0, 1}, nil)
+		return err
+	})
+	if err := rg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestParquetEnumAndUUID: ENUM columns load as strings; a UUID column
+// creates a uuid column with every value as written, and loads into an
+// existing string column as its canonical text.
+func TestParquetEnumAndUUID(t *testing.T) {
+	data := uuidEnumParquet(t)
+	wantRows := [][]string{
+		{"2026-03-01T12:00:00Z", "123e4567-e89b-12d3-a456-426614174000", "RUNNING", "AUTO"},
+		{"2026-03-01T12:01:00Z", "NULL", "STOPPED", "NULL"},
+		{"2026-03-01T12:02:00Z", "ffffffff-ffff-ffff-ffff-ffffffffffff", "GESTÖRT", "MANUAL"},
+	}
+	check := func(t *testing.T, d *Decoded) {
+		t.Helper()
+		got := rows(t, d)
+		if len(got) != len(wantRows) {
+			t.Fatalf("rows = %v", got)
+		}
+		for i := range wantRows {
+			if strings.Join(got[i], "|") != strings.Join(wantRows[i], "|") {
+				t.Errorf("row %d = %v, want %v", i+1, got[i], wantRows[i])
+			}
+		}
+	}
+	t.Run("new table", func(t *testing.T) {
+		d, err := decode(t, "gw/u.parquet", data, DecodeOptions{TimeColumn: "time"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]string{"id": "uuid", "state": "string", "mode": "string"} {
+			if got := TypeName(d.Schema.Field(d.Schema.FieldIndices(name)[0]).Type); got != want {
+				t.Errorf("column %s is %s, want %s", name, got, want)
+			}
+		}
+		isc, err := table.ArrowSchemaToIcebergWithFreshIDs(d.Schema, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, _ := isc.FindFieldByName("id"); !f.Type.Equals(iceberg.PrimitiveTypes.UUID) {
+			t.Errorf("Iceberg type of id = %s", f.Type)
+		}
+		check(t, d)
+		a := d.Records[0].Column(d.Schema.FieldIndices("id")[0]).(array.ExtensionArray).Storage().(*array.FixedSizeBinary)
+		if !bytes.Equal(a.Value(0), []byte{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00}) {
+			t.Errorf("uuid bytes = % x", a.Value(0))
+		}
+	})
+	for name, idType := range map[string]iceberg.Type{"string column": iceberg.PrimitiveTypes.String, "uuid column": iceberg.PrimitiveTypes.UUID} {
+		t.Run(name, func(t *testing.T) {
+			target := arrowTarget(t,
+				iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+				iceberg.NestedField{ID: 2, Name: "id", Type: idType},
+				iceberg.NestedField{ID: 3, Name: "state", Type: iceberg.PrimitiveTypes.String},
+				iceberg.NestedField{ID: 4, Name: "mode", Type: iceberg.PrimitiveTypes.String},
+			)
+			d, err := decode(t, "gw/u.parquet", data, DecodeOptions{Target: target, TimeColumn: "time"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, d)
+		})
+	}
+}
+
+// TestParquetEnumNotUTF8: an ENUM value that is not UTF-8 is refused as a
+// string value that is not.
+func TestParquetEnumNotUTF8(t *testing.T) {
+	data := uuidEnumParquet(t)
+	if bytes.Count(data, []byte("GESTÖRT")) == 0 {
+		t.Fatal("value not found")
+	}
+	data = bytes.ReplaceAll(data, []byte("GESTÖRT"), []byte("GEST\xd6RRT")) // Latin-1 Ö
+	_, err := decode(t, "gw/u.parquet", data, DecodeOptions{TimeColumn: "time"})
+	fe := mustFileError(t, err)
+	if fe.Column != "state" || fe.Row != 3 || !strings.Contains(fe.Reason, "UTF-8") {
+		t.Errorf("error %v", err)
 	}
 }
