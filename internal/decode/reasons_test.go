@@ -43,6 +43,19 @@ func TestZlibNamedGzip(t *testing.T) {
 			}
 		}
 	}
+	// zlib data inside gzip data.
+	var buf bytes.Buffer
+	w := zlib.NewWriter(&buf)
+	if _, err := w.Write([]byte(reasonsCSV)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := decode(t, "gw/z.csv.gz", gz(t, buf.String()), DecodeOptions{TimeColumn: "time"})
+	if fe := mustFileError(t, err); !strings.Contains(fe.Reason, "the gzip data holds zlib data") || !strings.Contains(fe.Reason, "compressed twice") {
+		t.Errorf("zlib inside gzip: reason %q", fe.Reason)
+	}
 	// Text that starts "x^" (a valid zlib header) is text.
 	d, err := decode(t, "gw/x.csv", []byte("x^,time\n1,2026-03-01T12:00:00Z\n"), DecodeOptions{TimeColumn: "time"})
 	if err != nil || d.Rows != 1 {
@@ -141,7 +154,7 @@ func TestParquetTrailingBytes(t *testing.T) {
 	rec := sensorRecord(t)
 	defer rec.Release()
 	data := writeParquet(t, rec)
-	for _, extra := range [][]byte{make([]byte, 512), []byte("2026-03-01T12:03:00Z,gw-7,24.5\n"), append([]byte("PAR1"), 1, 2, 3)} {
+	for _, extra := range [][]byte{{'\n'}, make([]byte, 512), []byte("2026-03-01T12:03:00Z,gw-7,24.5\n"), append([]byte("PAR1"), 1, 2, 3)} {
 		padded := append(bytes.Clone(data), extra...)
 		_, err := decode(t, "gw/p.parquet", padded, DecodeOptions{TimeColumn: "time"})
 		fe := mustFileError(t, err)

@@ -635,8 +635,10 @@ func archiveReason(key string, head []byte, gz bool) string {
 		inside = " inside the gzip data"
 	}
 	switch {
+	case isZlib(head) && gz:
+		return fmt.Sprintf("not a text file: the gzip data holds zlib data (deflate with a zlib header, the bytes % x): the text was compressed twice; compress the text itself with gzip", head[:2])
 	case isZlib(head):
-		return fmt.Sprintf("not a text file: it is zlib data (deflate with a zlib header, the bytes % x), not gzip%s%s; compress the text with gzip (the gzip tool, or Python's gzip module rather than zlib) and name it .csv.gz or .tsv.gz", head[:2], named, inside)
+		return fmt.Sprintf("not a text file: it is zlib data (deflate with a zlib header, the bytes % x), not gzip%s; compress the text with gzip (the gzip tool, or Python's gzip module rather than zlib) and name it .csv.gz or .tsv.gz", head[:2], named)
 	case isTar(head):
 		name := tarString(head[:100])
 		if prefix := tarString(head[345:500]); prefix != "" && bytes.Equal(head[257:263], []byte("ustar\x00")) {
