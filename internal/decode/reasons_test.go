@@ -5,6 +5,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/zlib"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,9 @@ func tarOf(t *testing.T, names ...string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := tar.NewWriter(&buf)
+	if err := w.WriteHeader(&tar.Header{Name: "export/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range names {
 		if err := w.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(reasonsCSV)), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
@@ -104,6 +108,11 @@ func zipOf(t *testing.T, names ...string) []byte {
 // .tar.gz among them) is named as the archive it is, with its first file.
 func TestArchivesNamedCSV(t *testing.T) {
 	tarball := tarOf(t, "export/2026-03-01.csv", "export/2026-03-02.csv")
+	var names []string
+	for i := range 400 {
+		names = append(names, fmt.Sprintf("export/2026-03-01-%03d.csv", i))
+	}
+	large := tarOf(t, names...)
 	zipped := zipOf(t, "2026-03-01.csv")
 	xlsx := zipOf(t, "[Content_Types].xml", "xl/workbook.xml")
 	cases := []struct {
@@ -111,8 +120,9 @@ func TestArchivesNamedCSV(t *testing.T) {
 		data []byte
 		want []string
 	}{
-		{"gw/a.csv.gz", gz(t, string(tarball)), []string{"a tar archive compressed with gzip", `"export/2026-03-01.csv"`, "upload the CSV files themselves"}},
-		{"gw/a.csv", tarball, []string{"a tar archive whose first file is", `"export/2026-03-01.csv"`, "upload the CSV files themselves"}},
+		{"gw/a.csv.gz", gz(t, string(tarball)), []string{"a tar archive compressed with gzip (a .tar.gz) of 2 files whose first file is", `"export/2026-03-01.csv"`, "upload the CSV files themselves"}},
+		{"gw/a.csv", tarball, []string{"a tar archive of 2 files whose first file is", `"export/2026-03-01.csv"`, "upload the CSV files themselves"}},
+		{"gw/a.csv.gz", gz(t, string(large)), []string{"a tar archive compressed with gzip (a .tar.gz) whose first file is", `"export/2026-03-01-000.csv"`}},
 		{"gw/a.csv.gz", zipped, []string{"a zip archive", "named .gz", `"2026-03-01.csv"`, "extract the CSV file"}},
 		{"gw/a.csv", zipped, []string{"a zip archive whose first file is", `"2026-03-01.csv"`, "extract the CSV file"}},
 		{"gw/a.csv.gz", gz(t, string(zipped)), []string{"a zip archive", "inside the gzip data", "extract the CSV file"}},

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/flate"
@@ -640,15 +641,16 @@ func archiveReason(key string, head []byte, gz bool) string {
 	case isZlib(head):
 		return fmt.Sprintf("not a text file: it is zlib data (deflate with a zlib header, the bytes % x), not gzip%s; compress the text with gzip (the gzip tool, or Python's gzip module rather than zlib) and name it .csv.gz or .tsv.gz", head[:2], named)
 	case isTar(head):
-		name := tarString(head[:100])
-		if prefix := tarString(head[345:500]); prefix != "" && bytes.Equal(head[257:263], []byte("ustar\x00")) {
-			name = prefix + "/" + name
-		}
 		what := "a tar archive"
 		if gz {
 			what = "a tar archive compressed with gzip (a .tar.gz)"
 		}
-		return fmt.Sprintf("not a text file: it is %s%s whose first file is %s; upload the CSV files themselves, each as a file of its own", what, named, quoteValue(name))
+		first, files := tarFiles(head)
+		of := ""
+		if files > 0 {
+			of = fmt.Sprintf(" of %d files", files)
+		}
+		return fmt.Sprintf("not a text file: it is %s%s%s whose first file is %s; upload the CSV files themselves, each as a file of its own", what, of, named, quoteValue(first))
 	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
 		name := ""
 		if len(head) >= 30 {
@@ -701,13 +703,31 @@ func isTar(head []byte) bool {
 	return sum == want
 }
 
-// tarString is a string field of a tar header: its bytes up to the first
-// NUL.
-func tarString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
+// tarFiles reads the tar archive at the start of head: the name of its
+// first file (directories aside), and the number of its files when the
+// whole archive is in head (shorter than sniffBytes, which is all of the
+// text), else 0.
+func tarFiles(head []byte) (first string, files int) {
+	tr := tar.NewReader(bytes.NewReader(head))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) || len(head) >= sniffBytes {
+				files = 0
+			}
+			if first == "" {
+				first = string(bytes.TrimRight(head[:100], "\x00"))
+			}
+			return first, files
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if files == 0 {
+			first = h.Name
+		}
+		files++
 	}
-	return string(b)
 }
 
 const recompress = "only gzip compression is supported: decompress the file, or compress it with gzip and name it .csv.gz or .tsv.gz"
