@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,6 +59,16 @@ func TestZlibNamedGzip(t *testing.T) {
 		t.Errorf("zlib inside gzip: reason %q", fe.Reason)
 	}
 	// Text that starts "x^" (a valid zlib header) is text.
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		text := []byte("x^")
+		for range 200 {
+			text = append(text, byte(0x20+rnd.IntN(0x5f)))
+		}
+		if isZlib(text) {
+			t.Fatalf("%q read as zlib data", text)
+		}
+	}
 	d, err := decode(t, "gw/x.csv", []byte("x^,time\n1,2026-03-01T12:00:00Z\n"), DecodeOptions{TimeColumn: "time"})
 	if err != nil || d.Rows != 1 {
 		t.Fatalf("text starting x^: %v", err)

@@ -670,7 +670,9 @@ func archiveReason(key string, head []byte, gz bool) string {
 }
 
 // isZlib reports whether head starts with a zlib header (RFC 1950: deflate,
-// a 32 KiB window, a valid check) whose data decompresses.
+// a 32 KiB window, a valid check) whose data decompresses: its first 4 KiB,
+// or all of it with a matching checksum. Text that starts "x^" has such a
+// header, but is no deflate data.
 func isZlib(head []byte) bool {
 	if len(head) < 2 || head[0] != 0x78 || (int(head[0])<<8|int(head[1]))%31 != 0 || head[1]&0x20 != 0 {
 		return false
@@ -679,8 +681,8 @@ func isZlib(head []byte) bool {
 	if err != nil {
 		return false
 	}
-	n, err := zr.Read(make([]byte, 64))
-	return n > 0 || errors.Is(err, io.EOF)
+	_, err = io.Copy(io.Discard, io.LimitReader(zr, 4<<10))
+	return err == nil
 }
 
 // isTar reports whether head starts with a tar header (POSIX ustar or
