@@ -73,6 +73,15 @@ func serializedSchema(t *testing.T, sc *arrow.Schema) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
+func mustBase64(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // otherColumns is an Arrow schema of as many columns as sensorRecord but
 // other names and types: large strings, which pqarrow applies to any
 // Parquet column without checking it, and panics reading.
@@ -100,11 +109,12 @@ func TestArrowSchemaDisagreeing(t *testing.T) {
 		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
 	cases := map[string]string{
-		"other columns":      mismatch,
-		"other type":         serializedSchema(t, sameNames),
-		"truncated base64":   mismatch[:len(mismatch)/2],
-		"not base64":         "%%% not an Arrow schema %%%",
-		"truncated unpadded": strings.TrimRight(mismatch, "=")[:41],
+		"other columns":       mismatch,
+		"other type":          serializedSchema(t, sameNames),
+		"truncated base64":    mismatch[:len(mismatch)/2],
+		"not base64":          "%%% not an Arrow schema %%%",
+		"truncated unpadded":  strings.TrimRight(mismatch, "=")[:41],
+		"truncated IPC bytes": base64.StdEncoding.EncodeToString(mustBase64(t, mismatch)[:60]),
 	}
 	want := [][]string{
 		{"2026-03-01T12:00:00Z", "gw-7", "21.5", "1000", "NULL", "NULL"},

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
 )
 
 // resolved holds DecodeOptions after defaults and validation.
@@ -341,6 +342,15 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 		return nil, mismatch("")
 
 	case *arrow.StringType:
+		if isUUID(src) {
+			return build(ro, col, dst, func(arr arrow.Array) func(*array.StringBuilder, int) (string, string) {
+				a := arr.(array.ExtensionArray).Storage().(*array.FixedSizeBinary)
+				return func(b *array.StringBuilder, i int) (string, string) {
+					b.Append(uuid.UUID(a.Value(i)).String())
+					return "", ""
+				}
+			}), nil
+		}
 		if text {
 			return build(ro, col, dst, textFill(func(b *array.StringBuilder, s string) string {
 				if reason := textProblem(ro, s); reason != "" {
@@ -884,6 +894,13 @@ func isText(dt arrow.DataType) bool {
 	return false
 }
 
+// isUUID reports whether dt is Arrow's UUID extension type, which a
+// Parquet FIXED_LEN_BYTE_ARRAY(16) annotated UUID reads as.
+func isUUID(dt arrow.DataType) bool {
+	e, ok := dt.(arrow.ExtensionType)
+	return ok && e.ExtensionName() == "arrow.uuid"
+}
+
 func isBinary(dt arrow.DataType) bool {
 	switch dt.ID() {
 	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
@@ -1039,6 +1056,10 @@ func typeName(dt arrow.DataType) string {
 		return "binary"
 	case *arrow.Date32Type:
 		return "date"
+	case arrow.ExtensionType:
+		if isUUID(t) {
+			return "uuid"
+		}
 	case *arrow.Time64Type:
 		return "time"
 	case *arrow.Decimal128Type:

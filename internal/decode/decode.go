@@ -44,6 +44,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // Format is the container format of a landing file.
@@ -81,8 +83,11 @@ const DefaultBatchRows = 64 * 1024
 
 var (
 	parquetMagic = []byte("PAR1")
-	gzipMagic    = []byte{0x1f, 0x8b}
-	utf8BOM      = []byte{0xef, 0xbb, 0xbf}
+	// encryptedParquetMagic starts and ends a Parquet file whose footer is
+	// encrypted (Parquet modular encryption).
+	encryptedParquetMagic = []byte("PARE")
+	gzipMagic             = []byte{0x1f, 0x8b}
+	utf8BOM               = []byte{0xef, 0xbb, 0xbf}
 )
 
 // DetectFormat decides the format of a landing file from its object key and
@@ -111,6 +116,9 @@ func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
 	case strings.HasSuffix(name, ".parquet"):
 		if hasGzipMagic {
 			return "", false, parquetProblem(key, "", "gzip-compressed parquet files are not supported", nil)
+		}
+		if bytes.HasPrefix(head, encryptedParquetMagic) {
+			return "", false, parquetProblem(key, "", "an encrypted Parquet file (Parquet modular encryption: PARE magic bytes at the start), which timelake does not read: write the file without encryption", nil)
 		}
 		if len(head) >= len(parquetMagic) {
 			return "", false, parquetProblem(key, "", "named .parquet but not a Parquet file (no PAR1 magic bytes at the start; a CSV file must be named .csv)", nil)
@@ -911,6 +919,9 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	props.BufferedStreamEnabled, props.BufferSize = true, parquetReadBuffer
 	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
 	if err != nil {
+		if end, ok := parquetEnd(src); ok {
+			return nil, nil, nil, parquetProblem(ro.key, "", fmt.Sprintf("%d bytes after the end of the Parquet file (its footer ends at byte %d): the file was appended to or padded; upload the file as the writer wrote it", src.Size-end, end), nil)
+		}
 		return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
 	}
 	// Batches no longer than the file: the reader reserves value buffers
@@ -930,7 +941,137 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 		_ = pf.Close()
 		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet schema", err)
 	}
-	return pf, fr, sc, nil
+	return pf, fr, enumsAsText(pf, sc), nil
+}
+
+// enumsAsText gives the columns of sc that are Parquet ENUM columns
+// (BYTE_ARRAY annotated ENUM, UTF-8 text by the Parquet format), which
+// pqarrow reads as binary, the string type; parquetSource.next reads
+// their values as such.
+func enumsAsText(pf *file.Reader, sc *arrow.Schema) *arrow.Schema {
+	root := pf.MetaData().Schema.Root()
+	if root.NumFields() != sc.NumFields() {
+		return sc
+	}
+	var fields []arrow.Field
+	for i := range sc.NumFields() {
+		n, ok := root.Field(i).(*schema.PrimitiveNode)
+		if !ok || n.PhysicalType() != parquet.Types.ByteArray {
+			continue
+		}
+		if _, enum := n.LogicalType().(schema.EnumLogicalType); !enum && n.ConvertedType() != schema.ConvertedTypes.Enum {
+			continue
+		}
+		var text arrow.DataType
+		switch sc.Field(i).Type.ID() {
+		case arrow.BINARY:
+			text = arrow.BinaryTypes.String
+		case arrow.LARGE_BINARY:
+			text = arrow.BinaryTypes.LargeString
+		default:
+			continue
+		}
+		if fields == nil {
+			fields = sc.Fields()
+		}
+		fields[i].Type = text
+	}
+	if fields == nil {
+		return sc
+	}
+	md := sc.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// asText reads the binary columns of rec that sc gives as text (ENUM
+// columns, enumsAsText) as strings of the same bytes. rec is released
+// when a new batch is returned.
+func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
+	var cols []arrow.Array
+	for j := range int(rec.NumCols()) {
+		want := sc.Field(j).Type
+		got := rec.Column(j).DataType()
+		if (got.ID() != arrow.BINARY || want.ID() != arrow.STRING) && (got.ID() != arrow.LARGE_BINARY || want.ID() != arrow.LARGE_STRING) {
+			continue
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+		}
+		d := rec.Column(j).Data()
+		nd := array.NewData(want, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+		cols[j] = array.MakeFromData(nd)
+		nd.Release()
+		defer cols[j].Release()
+	}
+	if cols == nil {
+		return rec
+	}
+	fields := rec.Schema().Fields()
+	for j := range fields {
+		fields[j].Type = cols[j].DataType()
+	}
+	md := rec.Schema().Metadata()
+	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows())
+	rec.Release()
+	return out
+}
+
+// parquetEndScan bounds how far from its end a file that does not end in
+// PAR1 is searched for the end of a Parquet file followed by other bytes.
+const parquetEndScan = 64 << 20
+
+// parquetEnd finds where a Parquet file followed by other bytes ends: the
+// last "PAR1" within parquetEndScan bytes of the file's end, before which
+// a footer length and a footer that reads lie. ok is false when the file
+// ends in PAR1 (its own problem is another) or no such end is found, as
+// in a truncated file.
+func parquetEnd(src Source) (end int64, ok bool) {
+	defer func() {
+		if recover() != nil {
+			end, ok = 0, false
+		}
+	}()
+	const minFile = 12 // magic, footer length, magic
+	if src.Size <= minFile {
+		return 0, false
+	}
+	tail := make([]byte, len(parquetMagic))
+	if _, err := src.R.ReadAt(tail, src.Size-int64(len(tail))); err != nil || bytes.Equal(tail, parquetMagic) {
+		return 0, false
+	}
+	const chunk = 64 << 10
+	buf := make([]byte, chunk+len(parquetMagic)-1)
+	tries := 0
+	for hi := src.Size - 1; hi > minFile-int64(len(parquetMagic)) && src.Size-hi < parquetEndScan && tries < 16; hi -= chunk {
+		lo := max(hi-chunk, 0)
+		b := buf[:min(hi+int64(len(parquetMagic))-1, src.Size)-lo]
+		if _, err := src.R.ReadAt(b, lo); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		for i := bytes.LastIndex(b, parquetMagic); i >= 0; i = bytes.LastIndex(b[:i+len(parquetMagic)-1], parquetMagic) {
+			at := lo + int64(i)
+			if at+int64(len(parquetMagic)) >= src.Size || at < minFile-int64(len(parquetMagic)) {
+				continue
+			}
+			var n [4]byte
+			if _, err := src.R.ReadAt(n[:], at-4); err != nil {
+				return 0, false
+			}
+			if footer := int64(binary.LittleEndian.Uint32(n[:])); footer == 0 || footer > at-4-int64(len(parquetMagic)) {
+				continue
+			}
+			tries++
+			pf, err := file.NewParquetReader(io.NewSectionReader(src.R, 0, at+int64(len(parquetMagic))))
+			if err == nil {
+				_ = pf.Close()
+				return at + int64(len(parquetMagic)), true
+			}
+			if tries >= 16 {
+				return 0, false
+			}
+		}
+	}
+	return 0, false
 }
 
 func (p *parquetSource) schema() *arrow.Schema { return p.sc }
@@ -949,6 +1090,7 @@ func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
 			continue
 		}
 		rec.Retain()
+		rec = asText(rec, p.sc)
 		p.bytes += recordBytes(rec)
 		p.rows += rec.NumRows()
 		return rec, nil

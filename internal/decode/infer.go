@@ -316,6 +316,10 @@ func normaliseType(dt arrow.DataType) (arrow.DataType, error) {
 		return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
 	case *arrow.Decimal128Type, *arrow.FixedSizeBinaryType:
 		return dt, nil
+	case arrow.ExtensionType:
+		if isUUID(t) {
+			return dt, nil
+		}
 	}
 	switch dt.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16:

@@ -1,11 +1,14 @@
 package decode
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -614,10 +617,119 @@ var notTextMagic = []struct {
 	{[]byte("BZh"), "bzip2-compressed data", recompress},
 	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, "xz-compressed data", recompress},
 	{[]byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, "a 7-Zip archive", "extract the CSV file and upload it"},
-	{[]byte("PK\x03\x04"), "a zip archive (or an Excel .xlsx workbook)", "extract the CSV file, or export the sheet as CSV UTF-8"},
 	{[]byte("PK\x05\x06"), "an empty zip archive", "upload the CSV file itself"},
 	{[]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, "an Excel .xls workbook", "export the sheet as CSV UTF-8"},
 	{parquetMagic, "a Parquet file inside gzip data", "upload Parquet files uncompressed, named .parquet"},
+}
+
+// archiveReason names what a text file's start (head, decompressed when
+// gz) is when it is zlib data, a tar archive or a zip archive (an Excel
+// .xlsx workbook among them), naming the first file of an archive, and
+// what to do; "" when it is none of them.
+func archiveReason(key string, head []byte, gz bool) string {
+	named := ""
+	if !gz && strings.HasSuffix(strings.ToLower(key), ".gz") {
+		named = ", though the file is named .gz"
+	}
+	inside := ""
+	if gz {
+		inside = " inside the gzip data"
+	}
+	switch {
+	case isZlib(head) && gz:
+		return fmt.Sprintf("not a text file: the gzip data holds zlib data (deflate with a zlib header, the bytes % x): the text was compressed twice; compress the text itself with gzip", head[:2])
+	case isZlib(head):
+		return fmt.Sprintf("not a text file: it is zlib data (deflate with a zlib header, the bytes % x), not gzip%s; compress the text with gzip (the gzip tool, or Python's gzip module rather than zlib) and name it .csv.gz or .tsv.gz", head[:2], named)
+	case isTar(head):
+		what := "a tar archive"
+		if gz {
+			what = "a tar archive compressed with gzip (a .tar.gz)"
+		}
+		first, files := tarFiles(head)
+		of := ""
+		if files > 0 {
+			of = fmt.Sprintf(" of %d files", files)
+		}
+		return fmt.Sprintf("not a text file: it is %s%s%s whose first file is %s; upload the CSV files themselves, each as a file of its own", what, of, named, quoteValue(first))
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		name := ""
+		if len(head) >= 30 {
+			n := int(binary.LittleEndian.Uint16(head[26:28]))
+			name = string(head[30:min(len(head), 30+n)])
+		}
+		if name == "[Content_Types].xml" || strings.HasPrefix(name, "xl/") || strings.HasPrefix(name, "docProps/") || strings.HasPrefix(name, "_rels/") {
+			return fmt.Sprintf("not a text file: it is an Excel .xlsx workbook (a zip archive)%s%s; export the sheet as CSV UTF-8", named, inside)
+		}
+		what := "a zip archive"
+		if name != "" {
+			what += " whose first file is " + quoteValue(name)
+		}
+		return fmt.Sprintf("not a text file: it is %s%s%s; extract the CSV file and upload it (only gzip compression is supported: compress it with gzip and name it .csv.gz or .tsv.gz)", what, named, inside)
+	}
+	return ""
+}
+
+// isZlib reports whether head starts with a zlib header (RFC 1950: deflate,
+// a 32 KiB window, a valid check) whose data decompresses: its first 4 KiB,
+// or all of it with a matching checksum. Text that starts "x^" has such a
+// header, but is no deflate data.
+func isZlib(head []byte) bool {
+	if len(head) < 2 || head[0] != 0x78 || (int(head[0])<<8|int(head[1]))%31 != 0 || head[1]&0x20 != 0 {
+		return false
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(head))
+	if err != nil {
+		return false
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(zr, 4<<10))
+	return err == nil
+}
+
+// isTar reports whether head starts with a tar header (POSIX ustar or
+// GNU): "ustar" at byte 257 and a header checksum that matches.
+func isTar(head []byte) bool {
+	if len(head) < 512 || !bytes.Equal(head[257:262], []byte("ustar")) {
+		return false
+	}
+	want, err := strconv.ParseUint(strings.Trim(string(head[148:156]), " \x00"), 8, 32)
+	if err != nil {
+		return false
+	}
+	var sum uint64
+	for i, b := range head[:512] {
+		if i >= 148 && i < 156 {
+			b = ' '
+		}
+		sum += uint64(b)
+	}
+	return sum == want
+}
+
+// tarFiles reads the tar archive at the start of head: the name of its
+// first file (directories aside), and the number of its files when the
+// whole archive is in head (shorter than sniffBytes, which is all of the
+// text), else 0.
+func tarFiles(head []byte) (first string, files int) {
+	tr := tar.NewReader(bytes.NewReader(head))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) || len(head) >= sniffBytes {
+				files = 0
+			}
+			if first == "" {
+				first = string(bytes.TrimRight(head[:100], "\x00"))
+			}
+			return first, files
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if files == 0 {
+			first = h.Name
+		}
+		files++
+	}
 }
 
 const recompress = "only gzip compression is supported: decompress the file, or compress it with gzip and name it .csv.gz or .tsv.gz"
@@ -657,6 +769,9 @@ func checkTextStart(ro *resolved, head []byte, gz, bom bool) error {
 		if !bom && bytes.HasPrefix(head, b.bom) {
 			return fail(fmt.Sprintf("the file is %s text (it starts with the byte order mark % x); only UTF-8 is read: save it as UTF-8 (in Excel: \"CSV UTF-8\")", b.name, b.bom))
 		}
+	}
+	if reason := archiveReason(ro.key, head, gz); reason != "" {
+		return fail(reason)
 	}
 	for _, m := range notTextMagic {
 		if bytes.HasPrefix(head, m.magic) && (gz || !bytes.Equal(m.magic, gzipMagic)) {
