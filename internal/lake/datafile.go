@@ -187,9 +187,9 @@ func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGrou
 		codec = compress.Codecs.Gzip
 	case "brotli":
 		codec = compress.Codecs.Brotli
-	case "lz4":
-		codec = compress.Codecs.Lz4
-	case "lz4raw":
+	case "lz4", "lz4raw":
+		// LZ4_RAW: the deprecated LZ4 codec's framing differs between
+		// writers, and readers (DuckDB among them) read only some.
 		codec = compress.Codecs.Lz4Raw
 	case "uncompressed":
 	default:
