@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -93,9 +94,16 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	var done []time.Time
 	cfg.Prefix = "gw-"
 	cfg.ExpireDue, cfg.MaintenanceBudget = o.expireDue, o.budget
+	tenth := max(1, o.files/10)
+	profiles, err := newTenthProfiles(os.Getenv("TLBENCH_PROFILE"))
+	if err != nil {
+		return err
+	}
+	defer profiles.stop()
 	start := time.Now()
 	var metaBytes int64
 	var snapshots int
+	profiles.start("first")
 	cfg.OnCommit = func(keys []string, _ time.Duration, err error) {
 		if err != nil {
 			return
@@ -105,6 +113,12 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 			done = append(done, time.Now())
 		}
 		last := len(done) == o.files
+		switch len(done) {
+		case tenth:
+			profiles.stop()
+		case o.files - tenth:
+			profiles.start("last")
+		}
 		mu.Unlock()
 		if !last {
 			return
@@ -129,7 +143,7 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	if rep.Loaded != o.files || len(done) != o.files {
 		return fmt.Errorf("loaded %d of %d files (%d committed)", rep.Loaded, o.files, len(done))
 	}
-	tenth := max(1, o.files/10)
+	profiles.stop()
 	rate := func(from, to time.Time, n int) float64 { return float64(n) / to.Sub(from).Seconds() }
 	first := rate(start, done[tenth-1], tenth)
 	last := rate(done[o.files-tenth-1], done[o.files-1], tenth)
@@ -142,4 +156,47 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 		o.files, o.retention, o.expireDue, done[o.files-1].Sub(start).Seconds(), first, last,
 		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024)
 	return nil
+}
+
+// tenthProfiles writes CPU profiles of the first and the last tenth of a
+// long run's files (TLBENCH_PROFILE=dir: cpu-first.pprof, cpu-last.pprof),
+// so that what grows with the files loaded shows as the difference.
+type tenthProfiles struct {
+	dir string
+	f   *os.File
+}
+
+func newTenthProfiles(dir string) (*tenthProfiles, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return &tenthProfiles{dir: dir}, nil
+}
+
+func (p *tenthProfiles) start(name string) {
+	if p.dir == "" || p.f != nil {
+		return
+	}
+	f, err := os.Create(filepath.Join(p.dir, "cpu-"+name+".pprof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "longrun: profile:", err)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "longrun: profile:", err)
+		f.Close()
+		return
+	}
+	p.f = f
+}
+
+func (p *tenthProfiles) stop() {
+	if p.f == nil {
+		return
+	}
+	pprof.StopCPUProfile()
+	p.f.Close()
+	p.f = nil
 }

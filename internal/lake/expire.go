@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
@@ -480,41 +481,25 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 	if err != nil {
 		return 0, fmt.Errorf("read manifest list of snapshot %d: %w", kept.SnapshotID, err)
 	}
-	// The manifests and manifest lists are read stageConcurrency at a
-	// time: on object storage each is a request of 10 to 30 ms, and an
-	// expiry chunk reads hundreds.
-	var mu sync.Mutex
 	refManifests := map[string]bool{}
-	refFiles := map[string]bool{}
-	g, _ := errgroup.WithContext(ctx)
-	g.SetLimit(stageConcurrency)
 	for _, mf := range keptManifests {
 		refManifests[mf.FilePath()] = true
-		g.Go(func() error {
-			err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
-				mu.Lock()
-				refFiles[e.DataFile().FilePath()] = true
-				mu.Unlock()
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, err
 	}
 	snaps := make([]*table.Snapshot, len(ids))
+	appendsOnly := isAppend(kept)
 	for i, id := range ids {
 		if snaps[i], err = pre.snapshot(pre.byID[id]); err != nil {
 			return 0, err
 		}
+		appendsOnly = appendsOnly && isAppend(snaps[i])
 	}
+	// The manifests and manifest lists are read stageConcurrency at a
+	// time: on object storage each is a request of 10 to 30 ms, and an
+	// expiry chunk reads hundreds.
+	var mu sync.Mutex
 	lists := make([]string, len(snaps))
 	listed := make([][]iceberg.ManifestFile, len(snaps))
-	g, _ = errgroup.WithContext(ctx)
+	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(stageConcurrency)
 	for i, s := range snaps {
 		lists[i] = s.ManifestList
@@ -543,8 +528,28 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 		for _, mf := range mfs {
 			if !refManifests[mf.FilePath()] {
 				candidates[mf.FilePath()] = mf
+				appendsOnly = appendsOnly && mf.DeletedDataFiles() == 0
 			}
 		}
+	}
+	paths := lists
+	for p := range candidates {
+		paths = append(paths, p)
+	}
+	if appendsOnly {
+		// Only appends from the expired snapshots to the oldest kept one,
+		// its ancestors (linearTail), and no entry of a removed file in
+		// the manifests to delete: every data file those manifests name is
+		// still live in the oldest kept snapshot. Only the manifest lists
+		// and manifests go, and no manifest is read: in a long run of
+		// appends the kept snapshot's manifests name every data file
+		// loaded so far, and reading them at every expiry made its cost
+		// grow with the files loaded.
+		return t.deleteFiles(ctx, paths)
+	}
+	refFiles, err := liveFilePaths(ctx, fs, keptManifests)
+	if err != nil {
+		return 0, err
 	}
 	var dataFiles []string
 	seen := map[string]bool{}
@@ -582,11 +587,38 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestK
 	if err := g.Wait(); err != nil {
 		return 0, err
 	}
-	paths := append(dataFiles, lists...)
-	for p := range candidates {
-		paths = append(paths, p)
+	return t.deleteFiles(ctx, append(paths, dataFiles...))
+}
+
+// isAppend reports whether s only added data files (Iceberg's operation
+// "append"). A summary that says so falsely makes expiry leave the data
+// files s removed to orphan removal, never delete a live one.
+func isAppend(s *table.Snapshot) bool {
+	return s.Summary != nil && s.Summary.Operation == table.OpAppend
+}
+
+// liveFilePaths returns the data files the entries of manifests name as
+// live (ADDED or EXISTING), read stageConcurrency manifests at a time.
+func liveFilePaths(ctx context.Context, fs iceio.IO, manifests []iceberg.ManifestFile) (map[string]bool, error) {
+	var mu sync.Mutex
+	live := map[string]bool{}
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(stageConcurrency)
+	for _, mf := range manifests {
+		g.Go(func() error {
+			err := eachManifestEntry(fs, mf, true, func(e iceberg.ManifestEntry) error {
+				mu.Lock()
+				live[e.DataFile().FilePath()] = true
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			}
+			return nil
+		})
 	}
-	return t.deleteFiles(ctx, paths)
+	return live, g.Wait()
 }
 
 // deleteFiles deletes paths (URIs under the table location) and returns how

@@ -1,10 +1,13 @@
 package lake
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // TestExpire: expiry removes the snapshots beyond the newest RetainLast
@@ -271,6 +274,67 @@ func TestExpireWithinDeadline(t *testing.T) {
 		}
 		if got := scanRows(t, tbl, 0); !slices.Equal(got, rows) {
 			t.Fatalf("rows changed by expiry: %d rows, were %d", len(got), len(rows))
+		}
+	})
+}
+
+// TestExpireAppendsReadsNoManifest: expiring snapshots that only appended,
+// up to an oldest kept snapshot that only appended too, deletes their
+// manifest lists and manifests without reading a manifest: every data file
+// they name is still live. A manifest of the kept snapshot made unreadable
+// shows it (reading it fails the expiry); the rows and every kept key stay.
+func TestExpireAppendsReadsNoManifest(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, nil)
+		if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // every snapshot is older than OlderThan
+		rows := len(scanRows(t, tbl, 0))
+		cur := tbl.Metadata().CurrentSnapshot()
+		fs, err := tbl.fsF(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests, err := cur.Manifests(fs)
+		if err != nil || len(manifests) == 0 {
+			t.Fatalf("manifests of the current snapshot: %d, %v", len(manifests), err)
+		}
+		key, err := tbl.fileKey(manifests[0].FilePath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _, err := storage.ReadAll(ctx, l.store, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.store.Put(ctx, key, bytes.NewReader([]byte("not a manifest")), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1})
+		if err != nil {
+			t.Fatalf("expire: %v (a manifest was read)", err)
+		}
+		if len(res.Expired) != 5 || res.Kept != 1 {
+			t.Fatalf("expired %d, kept %d; want 5, 1", len(res.Expired), res.Kept)
+		}
+		if _, err := l.store.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		meta := tbl.Metadata()
+		c := confOf(l, confName)
+		for name, err := range map[string]error{
+			"snapshots": checkSnapshots(meta),
+			"orphans":   checkNoOrphans(ctx, c, meta),
+			"layout":    checkLayout(ctx, c),
+		} {
+			if err != nil {
+				t.Errorf("check %s: %v", name, err)
+			}
+		}
+		if got := len(scanRows(t, tbl, 0)); got != rows {
+			t.Fatalf("%d rows after expiry, want %d", got, rows)
 		}
 	})
 }

@@ -18,6 +18,16 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
+// mergeAbsorbLimit is the size from which a manifest is no longer merged
+// into the next one, whatever commit.manifest.target-size-bytes says
+// (8 MiB by default). A merge rewrites every entry it absorbs, every few
+// commits (commit.manifest.min-count-to-merge): in a long run of small
+// files, before compaction, absorbing a manifest of every file loaded so
+// far made each commit's cost grow with them. At about 60 bytes an entry a
+// manifest stops growing at some 17,000 data files; the next one starts
+// beside it.
+const mergeAbsorbLimit = 1 << 20
+
 // stageConcurrency bounds the manifest and manifest-list PUTs one commit
 // attempt runs at once.
 const stageConcurrency = 16
@@ -148,7 +158,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	if merge {
 		var absorbed []iceberg.ManifestFile
 		if len(baseManifests)+1 >= props.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) {
-			target := int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault))
+			target := min(int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault)), mergeAbsorbLimit)
 			kept = nil
 			for _, m := range baseManifests {
 				if m.ManifestContent() == iceberg.ManifestContentData && m.PartitionSpecID() == int32(spec.ID()) && m.Length() < target {
