@@ -73,7 +73,7 @@ func TestCorpus(t *testing.T) {
 	}
 	// One file per rule at least (docs/ingest.md).
 	for _, rule := range []string{"numbers", "local-times", "utf8", "whole-file", "empty", "unnamed-column", "time-range",
-		"null-tokens", "duplicates", "lines", "handled", "dialects", "evolution", "parquet-types", "line-ends"} {
+		"null-tokens", "duplicates", "lines", "handled", "dialects", "evolution", "parquet-types", "parquet-pages", "line-ends"} {
 		if seen[rule] == 0 {
 			t.Errorf("no corpus case for rule %q", rule)
 		}

@@ -12,13 +12,18 @@
 package main
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"testing"
 	"time"
 	"unicode/utf16"
 
@@ -32,6 +37,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/timelake/timelake/internal/testutil/pagecrc"
 )
 
 var dir = filepath.Join("internal", "decode", "testdata", "corpus")
@@ -180,6 +188,15 @@ func files() map[string][]byte {
 	pq := parquetFile(timeDevice(arrow.PrimitiveTypes.Float64, func(b array.Builder) { b.(*array.Float64Builder).Append(1.5) }))
 	f["whole-file/truncated.parquet"] = pq[:len(pq)-20]
 	f["whole-file/int96-year-1200.parquet"] = int96File(time.Date(1200, 1, 1, 0, 0, 59, 0, time.UTC))
+	f["whole-file/zlib.csv.gz"] = zlibBytes(good + rowN(2))
+	f["whole-file/tar.csv.gz"] = gzipBytes(string(tarBytes(map[string]string{
+		"export/2026-01-05.csv": good, "export/2026-01-06.csv": header + "2026-01-06T10:00:00Z,d1,2.5\n",
+	})))
+	encrypted := bytes.Clone(pq)
+	copy(encrypted, "PARE")
+	copy(encrypted[len(encrypted)-4:], "PARE")
+	f["whole-file/encrypted.parquet"] = encrypted
+	f["whole-file/parquet-trailing-zeros.parquet"] = append(bytes.Clone(pq), make([]byte, 512)...)
 
 	// empty: files without data rows.
 	text("empty/header-only.csv", header)
@@ -331,7 +348,189 @@ func files() map[string][]byte {
 	f["parquet-types/decimal-beyond-precision.parquet"] = lowLevelFile(
 		leaf("v", schema.NewDecimalLogicalType(4, 2), parquet.Types.Int32), []int32{9999, 123456})
 	f["parquet-types/large-and-dictionary-strings.parquet"] = parquetFile(largeStrings())
+	f["parquet-types/enum.parquet"] = enumFile()
+	f["parquet-types/uuid-into-string.parquet"] = uuidFile()
+
+	// parquet-pages: how Parquet pages are stored.
+	plain := parquetFile(timeDevice(arrow.PrimitiveTypes.Float64, func(b array.Builder) {
+		b.(*array.Float64Builder).AppendValues([]float64{1.5, 2.5, 3.5}, nil)
+	}), parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Uncompressed))
+	withCRC := pagecrc.WithChecksums(genTB{}, plain)
+	f["parquet-pages/checksums.parquet"] = withCRC
+	vPages := pagecrc.Pages(genTB{}, withCRC, 0, "v")
+	f["parquet-pages/checksum-mismatch.parquet"] = pagecrc.FlipLastValueBit(withCRC, vPages[len(vPages)-1])
+	f["parquet-pages/lz4-hadoop.parquet"] = lz4File(lz4Hadoop)
+	f["parquet-pages/lz4-frame.parquet"] = lz4File(lz4Frame)
 	return f
+}
+
+// genTB lets the test helpers of pagecrc run here: a failure ends gen.
+type genTB struct{ testing.TB }
+
+func (genTB) Helper()                   {}
+func (genTB) Fatal(args ...any)         { fail(fmt.Errorf("%s", fmt.Sprint(args...))) }
+func (genTB) Fatalf(f string, a ...any) { fail(fmt.Errorf(f, a...)) }
+
+// lz4Writer is the deprecated Parquet codec LZ4 (codec 5), arrow-go
+// reading none of it, its pages written by encode.
+type lz4Writer struct{ encode func([]byte) []byte }
+
+func (c lz4Writer) Encode(_, src []byte) []byte             { return c.encode(src) }
+func (c lz4Writer) EncodeLevel(_, src []byte, _ int) []byte { return c.encode(src) }
+func (lz4Writer) CompressBound(n int64) int64               { return 64 + 2*n }
+func (lz4Writer) Decode(_, _ []byte) []byte                 { panic("gen writes LZ4 pages only") }
+
+// lz4File is 8 rows of (time, device, v), no dictionary, the pages in the
+// deprecated LZ4 codec (codec 5) as encode writes them.
+func lz4File(encode func([]byte) []byte) []byte {
+	compress.RegisterCodec(compress.Codecs.Lz4, lz4Writer{encode: encode})
+	return parquetFile(timeDevice(arrow.PrimitiveTypes.Float64, func(b array.Builder) {
+		for i := range 8 {
+			b.(*array.Float64Builder).Append(float64(i) + 0.5)
+		}
+	}), parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Lz4))
+}
+
+// lz4Block is src as a raw LZ4 block (literals alone where LZ4 finds no
+// match).
+func lz4Block(src []byte) []byte {
+	dst := make([]byte, lz4.CompressBlockBound(len(src)))
+	n, err := lz4.CompressBlock(src, dst, nil)
+	if err != nil {
+		fail(err)
+	}
+	if n > 0 || len(src) == 0 {
+		return dst[:n]
+	}
+	// One sequence of literals: the token, the length beyond 15 in bytes
+	// of 255 and a last byte, then the bytes.
+	out := []byte{0xf0}
+	if len(src) < 15 {
+		out[0] = byte(len(src)) << 4
+	} else {
+		rest := len(src) - 15
+		for ; rest >= 255; rest -= 255 {
+			out = append(out, 255)
+		}
+		out = append(out, byte(rest))
+	}
+	return append(out, src...)
+}
+
+// lz4Hadoop is src in the Hadoop framing of parquet-mr and Arrow C++: a
+// 4-byte big-endian uncompressed size, a 4-byte big-endian compressed size
+// and a raw LZ4 block.
+func lz4Hadoop(src []byte) []byte {
+	b := lz4Block(src)
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(src)))
+	out = binary.BigEndian.AppendUint32(out, uint32(len(b)))
+	return append(out, b...)
+}
+
+// lz4Frame is src in the LZ4 frame format, as older pyarrow wrote LZ4
+// pages.
+func lz4Frame(src []byte) []byte {
+	var b bytes.Buffer
+	w := lz4.NewWriter(&b)
+	if _, err := w.Write(src); err != nil {
+		fail(err)
+	}
+	if err := w.Close(); err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// columnsFile writes a required column "time" (INT64 TIMESTAMP(MICROS,
+// UTC), one second apart from 2026-01-05T10:00:00Z) for rows rows and
+// the columns of nodes, each written by its write, with the low-level
+// writer and no Arrow schema, as parquet-mr writes files.
+func columnsFile(rows int, nodes []schema.Node, writes []func(file.ColumnChunkWriter) error) []byte {
+	tn, err := schema.NewPrimitiveNodeLogical("time", parquet.Repetitions.Required,
+		schema.NewTimestampLogicalType(true, schema.TimeUnitMicros), parquet.Types.Int64, -1, -1)
+	if err != nil {
+		fail(err)
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, append(schema.FieldList{tn}, nodes...), -1)
+	if err != nil {
+		fail(err)
+	}
+	times := make([]int64, rows)
+	for i := range times {
+		times[i] = time.Date(2026, 1, 5, 10, 0, i, 0, time.UTC).UnixMicro()
+	}
+	writes = append([]func(file.ColumnChunkWriter) error{func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(times, nil, nil)
+		return err
+	}}, writes...)
+	var b bytes.Buffer
+	w := file.NewParquetWriter(&b, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithCreatedBy("timelake corpus"))))
+	rg := w.AppendRowGroup()
+	for _, write := range writes {
+		cw, err := rg.NextColumn()
+		if err == nil {
+			err = write(cw)
+		}
+		if err == nil {
+			err = cw.Close()
+		}
+		if err != nil {
+			fail(err)
+		}
+	}
+	if err := rg.Close(); err != nil {
+		fail(err)
+	}
+	if err := w.Close(); err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// byteArrays writes values (nil for null) to a BYTE_ARRAY column.
+func byteArrays(values ...*string) func(file.ColumnChunkWriter) error {
+	return func(cw file.ColumnChunkWriter) error {
+		var vals []parquet.ByteArray
+		def := make([]int16, len(values))
+		for i, v := range values {
+			if v != nil {
+				vals = append(vals, parquet.ByteArray(*v))
+				def[i] = 1
+			}
+		}
+		_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals, def, nil)
+		return err
+	}
+}
+
+func str(s string) *string { return &s }
+
+// enumFile is 3 rows of two ENUM columns (BYTE_ARRAY annotated ENUM),
+// "mode" with a null.
+func enumFile() []byte {
+	state := leaf("state", schema.EnumLogicalType{}, parquet.Types.ByteArray)
+	mode := leaf("mode", schema.EnumLogicalType{}, parquet.Types.ByteArray)
+	return columnsFile(3, []schema.Node{state, mode}, []func(file.ColumnChunkWriter) error{
+		byteArrays(str("RUNNING"), str("STOPPED"), str("GESTÖRT")),
+		byteArrays(str("AUTO"), nil, str("MANUAL")),
+	})
+}
+
+// uuidFile is 4 rows of a UUID column "id" (FIXED_LEN_BYTE_ARRAY(16)
+// annotated UUID), one null.
+func uuidFile() []byte {
+	id, err := schema.NewPrimitiveNodeLogical("id", parquet.Repetitions.Optional, schema.UUIDLogicalType{}, parquet.Types.FixedLenByteArray, 16, -1)
+	if err != nil {
+		fail(err)
+	}
+	return columnsFile(4, []schema.Node{id}, []func(file.ColumnChunkWriter) error{func(cw file.ColumnChunkWriter) error {
+		_, err := cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch([]parquet.FixedLenByteArray{
+			{0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00},
+			{0xf8, 0x1d, 0x4f, 0xae, 0x7d, 0xec, 0x11, 0xd0, 0xa7, 0x65, 0x00, 0xa0, 0xc9, 0x1e, 0x6b, 0xf6},
+			make(parquet.FixedLenByteArray, 16),
+		}, []int16{1, 0, 1, 1}, nil)
+		return err
+	}})
 }
 
 // leaf is a node of an optional column, logical nil for none.
@@ -467,6 +666,48 @@ func gzipBytes(s string) []byte {
 	w := gzip.NewWriter(&b)
 	if _, err := w.Write([]byte(s)); err != nil {
 		fail(err)
+	}
+	if err := w.Close(); err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// zlibBytes compresses s as zlib data (deflate with a zlib header), not
+// gzip.
+func zlibBytes(s string) []byte {
+	var b bytes.Buffer
+	w := zlib.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		fail(err)
+	}
+	if err := w.Close(); err != nil {
+		fail(err)
+	}
+	return b.Bytes()
+}
+
+// tarBytes is a tar archive of a folder "export/" and files (name to
+// body, in name order), times fixed.
+func tarBytes(files map[string]string) []byte {
+	var b bytes.Buffer
+	w := tar.NewWriter(&b)
+	mod := time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC)
+	if err := w.WriteHeader(&tar.Header{Name: "export/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: mod}); err != nil {
+		fail(err)
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := w.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: mod}); err != nil {
+			fail(err)
+		}
+		if _, err := w.Write([]byte(files[n])); err != nil {
+			fail(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		fail(err)
