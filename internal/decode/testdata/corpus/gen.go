@@ -189,9 +189,11 @@ func files() map[string][]byte {
 	f["whole-file/truncated.parquet"] = pq[:len(pq)-20]
 	f["whole-file/int96-year-1200.parquet"] = int96File(time.Date(1200, 1, 1, 0, 0, 59, 0, time.UTC))
 	f["whole-file/zlib.csv.gz"] = zlibBytes(good + rowN(2))
-	f["whole-file/tar.csv.gz"] = gzipBytes(string(tarBytes(map[string]string{
+	tarball := tarBytes(map[string]string{
 		"export/2026-01-05.csv": good, "export/2026-01-06.csv": header + "2026-01-06T10:00:00Z,d1,2.5\n",
-	})))
+	})
+	f["whole-file/tar.csv.gz"] = gzipBytes(string(tarball))
+	f["whole-file/tar-not-gzip.csv.gz"] = tarball
 	encrypted := bytes.Clone(pq)
 	copy(encrypted, "PARE")
 	copy(encrypted[len(encrypted)-4:], "PARE")
