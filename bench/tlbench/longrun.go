@@ -92,6 +92,7 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	// the run is measured apart.
 	var mu sync.Mutex
 	var done []time.Time
+	var commits []int // files committed before each commit
 	cfg.Prefix = "gw-"
 	cfg.ExpireDue, cfg.MaintenanceBudget = o.expireDue, o.budget
 	tenth := max(1, o.files/10)
@@ -109,6 +110,7 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 			return
 		}
 		mu.Lock()
+		commits = append(commits, len(done))
 		for range keys {
 			done = append(done, time.Now())
 		}
@@ -147,13 +149,25 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	rate := func(from, to time.Time, n int) float64 { return float64(n) / to.Sub(from).Seconds() }
 	first := rate(start, done[tenth-1], tenth)
 	last := rate(done[o.files-tenth-1], done[o.files-1], tenth)
+	// Files a commit of the first and the last tenth.
+	perCommit := func(from, to int) float64 {
+		n := 0
+		for _, c := range commits {
+			if c >= from && c < to {
+				n++
+			}
+		}
+		return float64(to-from) / float64(max(n, 1))
+	}
 	ex := ingest.RunExpiry{}
 	if rep.ExpiredDuringRun != nil {
 		ex = *rep.ExpiredDuringRun
 	}
 	fmt.Fprintf(w, "files %d  retention %s  expire-due %d  loading %.1fs  files/s first 10%% %.0f  last 10%% %.0f  "+
+		"files a commit first 10%% %.0f  last 10%% %.0f  "+
 		"expired during the run %d in %d rounds (%.1fs%s)  at the end: %d snapshots, newest metadata %d KiB\n",
 		o.files, o.retention, o.expireDue, done[o.files-1].Sub(start).Seconds(), first, last,
+		perCommit(0, tenth), perCommit(o.files-tenth, o.files),
 		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024)
 	return nil
 }
