@@ -1,0 +1,227 @@
+// Package route maps landing keys to the tables they load into: the rules
+// `--route PATTERN=TABLE` and TIMELAKE_ROUTES give one ingest or serve for
+// several tables.
+//
+// PATTERN matches landing keys as source profiles do: a glob over the
+// whole key (`*` within one folder, `**` any depth, `?`, `[...]`, `{a,b}`;
+// github.com/bmatcuk/doublestar) or, without glob characters, a key
+// prefix. TABLE is a table name (namespace.table) in which `{1}`, `{2}`,
+// ... stand for the key's first, second, ... folder, so that one route can
+// name a table per folder (`*/**=iot.{1}`). A name made from a key is
+// checked like any table name: a folder that is empty, holds a dot or
+// another character a table name may not (a path trick such as `..`
+// among them) makes the key unroutable, never a table elsewhere.
+//
+// A key no route takes, or two routes take to different tables, is an
+// error naming the key and the routes: the key is reported and left where
+// it is.
+package route
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/timelake/timelake/internal/tablename"
+)
+
+// Route is one PATTERN=TABLE rule.
+type Route struct {
+	Pattern string // a glob over the landing key, or a key prefix
+	Table   string // a table name; {N} is the key's N-th folder (from 1)
+	glob    bool
+	folders int // the highest N of the {N} in Table
+}
+
+// String renders the rule as it is written.
+func (r Route) String() string { return r.Pattern + "=" + r.Table }
+
+// Routes are the rules of one run, in the order given.
+type Routes []Route
+
+// ErrUnrouted is the error of a key no route takes.
+var ErrUnrouted = errors.New("no route takes the key")
+
+// ErrAmbiguous is the error of a key two routes take to different tables.
+var ErrAmbiguous = errors.New("two routes take the key")
+
+// Split splits the value of TIMELAKE_ROUTES into rules: one per line or
+// separated by commas (a comma inside braces belongs to a glob's
+// alternatives). Blank rules and lines starting with # are left out.
+func Split(v string) []string {
+	var out []string
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" && !strings.HasPrefix(s, "#") {
+			out = append(out, s)
+		}
+	}
+	depth, start := 0, 0
+	for i, r := range v {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			depth = max(depth-1, 0)
+		case '\n':
+			add(v[start:i])
+			start, depth = i+1, 0
+		case ',':
+			if depth == 0 {
+				add(v[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(v[start:])
+	return out
+}
+
+// Parse reads rules written PATTERN=TABLE. Errors name the rule and what
+// was expected.
+func Parse(rules []string) (Routes, error) {
+	out := make(Routes, 0, len(rules))
+	for _, rule := range rules {
+		r, err := parseRule(rule)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseRule(rule string) (Route, error) {
+	bad := func(format string, args ...any) (Route, error) {
+		return Route{}, fmt.Errorf("route %q: %s", rule, fmt.Sprintf(format, args...))
+	}
+	i := strings.LastIndex(rule, "=")
+	if i < 0 {
+		return bad("expected PATTERN=TABLE, such as 'readings/**=iot.readings' or '*/**=iot.{1}'")
+	}
+	r := Route{Pattern: strings.TrimSpace(rule[:i]), Table: strings.TrimSpace(rule[i+1:])}
+	if r.Pattern == "" {
+		return bad("no pattern before '=': expected a glob over the landing key (readings/**) or a key prefix (readings/)")
+	}
+	if r.Table == "" {
+		return bad("no table after '=': expected a table name such as iot.readings")
+	}
+	r.glob = strings.ContainsAny(r.Pattern, "*?[{")
+	if r.glob && !doublestar.ValidatePattern(r.Pattern) {
+		return bad("%q is not a valid glob", r.Pattern)
+	}
+	// The table with every {N} as a plain folder name must be a table name.
+	sample, err := r.expand(func(n int) (string, error) {
+		r.folders = max(r.folders, n)
+		return "x", nil
+	})
+	if err != nil {
+		return bad("%v", err)
+	}
+	if _, err := tablename.Parse(sample); err != nil {
+		return bad("%v", err)
+	}
+	return r, nil
+}
+
+// expand replaces every {N} of r.Table with folder(N).
+func (r Route) expand(folder func(n int) (string, error)) (string, error) {
+	var b strings.Builder
+	rest := r.Table
+	for {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			if strings.IndexByte(rest, '}') >= 0 {
+				return "", fmt.Errorf("a '}' without its '{' in the table %q", r.Table)
+			}
+			b.WriteString(rest)
+			return b.String(), nil
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("a '{' without its '}' in the table %q", r.Table)
+		}
+		b.WriteString(rest[:open])
+		n, err := strconv.Atoi(rest[open+1 : open+end])
+		if err != nil || n < 1 {
+			return "", fmt.Errorf("%q in the table %q: expected {1}, {2}, ... for the key's first, second, ... folder", rest[open:open+end+1], r.Table)
+		}
+		v, err := folder(n)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(v)
+		rest = rest[open+end+1:]
+	}
+}
+
+// Matches reports whether the route takes key.
+func (r Route) Matches(key string) bool {
+	if r.glob {
+		ok, _ := doublestar.Match(r.Pattern, key)
+		return ok
+	}
+	return strings.HasPrefix(key, r.Pattern)
+}
+
+// TableFor returns the table r names for key, which it matches.
+func (r Route) TableFor(key string) (tablename.Name, error) {
+	folders := strings.Split(key, "/")
+	folders = folders[:len(folders)-1] // the last part is the file's name
+	name, err := r.expand(func(n int) (string, error) {
+		if n > len(folders) {
+			return "", fmt.Errorf("route %s: the table needs the key's folder {%d}, and %q has %d", r, n, key, len(folders))
+		}
+		return folders[n-1], nil
+	})
+	if err != nil {
+		return tablename.Name{}, err
+	}
+	t, err := tablename.Parse(name)
+	if err != nil {
+		return tablename.Name{}, fmt.Errorf("route %s: key %q gives %w", r, key, err)
+	}
+	return t, nil
+}
+
+// Table returns the table key loads into and the route that takes it.
+// Errors: ErrUnrouted when no route takes it; ErrAmbiguous, naming both,
+// when two routes take it to different tables; a route whose table needs
+// a folder the key does not have, or whose folders do not make a table
+// name.
+func (rs Routes) Table(key string) (tablename.Name, Route, error) {
+	var found Route
+	var table tablename.Name
+	ok := false
+	for _, r := range rs {
+		if !r.Matches(key) {
+			continue
+		}
+		t, err := r.TableFor(key)
+		if err != nil {
+			return tablename.Name{}, r, err
+		}
+		if ok && t != table {
+			return tablename.Name{}, found, fmt.Errorf("%w %q: %s (table %s) and %s (table %s); change the patterns so that one takes it",
+				ErrAmbiguous, key, found, table, r, t)
+		}
+		if !ok {
+			found, table, ok = r, t, true
+		}
+	}
+	if !ok {
+		return tablename.Name{}, Route{}, fmt.Errorf("%w %q (routes: %s)", ErrUnrouted, key, rs)
+	}
+	return table, found, nil
+}
+
+// String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
+func (rs Routes) String() string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,116 @@
+package route
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSplit(t *testing.T) {
+	got := Split("readings/**=iot.readings, events/{a,b}/**=iot.events\n# a comment\n\n  */logs/*.csv=iot.logs  \n")
+	want := []string{"readings/**=iot.readings", "events/{a,b}/**=iot.events", "*/logs/*.csv=iot.logs"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Split: %q, want %q", got, want)
+	}
+}
+
+func TestParseRefusesWithTheRule(t *testing.T) {
+	for rule, want := range map[string]string{
+		"readings/**":           "expected PATTERN=TABLE",
+		"=iot.readings":         "no pattern",
+		"readings/**=":          "no table",
+		"readings/[=iot.x":      "not a valid glob",
+		"*/**=iot.{0}":          "expected {1}, {2}",
+		"*/**=iot.{x}":          "expected {1}, {2}",
+		"*/**=iot.{1":           "without its '}'",
+		"*/**=iot.1}":           "without its '{'",
+		"*/**=iot.readings.x":   "expected namespace.table",
+		"*/**=iot.read ings":    "must match",
+		"*/**=iot/{1}":          "must match",
+		"readings/=a.b.{1}.{2}": "expected namespace.table",
+	} {
+		_, err := Parse([]string{"ok/**=iot.ok", rule})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("Parse(%q): %v; want an error naming the rule and %q", rule, err, want)
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	rs, err := Parse(Split("readings/**=iot.readings, events/=iot.events, sites/*/**=site_{2}.raw, */logs/**=iot.{1}_logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"readings/site-berlin/gw-7/0001.csv": "iot.readings",
+		"readings/0001.csv":                  "iot.readings",
+		"events/x.parquet":                   "iot.events",
+		"sites/berlin/f.csv":                 "site_berlin.raw",
+		"sites/berlin/gw-1/f.csv":            "site_berlin.raw",
+		"plant-3/logs/2026/f.csv.gz":         "iot.plant-3_logs",
+	} {
+		got, r, err := rs.Table(key)
+		if err != nil || got.String() != want {
+			t.Errorf("Table(%q) = %v by %s, %v; want %s", key, got, r, err, want)
+		}
+	}
+	// No route takes it: reported with the routes.
+	if _, _, err := rs.Table("other/f.csv"); !errors.Is(err, ErrUnrouted) || !strings.Contains(err.Error(), "other/f.csv") {
+		t.Errorf("unrouted key: %v", err)
+	}
+	// A route whose table needs a folder the key does not have (** may
+	// match no folder at all) refuses the key, naming the folder.
+	if _, _, err := rs.Table("sites/f.csv"); err == nil || !strings.Contains(err.Error(), "{2}") {
+		t.Errorf("sites/f.csv: %v; want it refused for want of folder {2}", err)
+	}
+}
+
+func TestTableRefusesAmbiguousKeys(t *testing.T) {
+	rs, err := Parse([]string{"readings/**=iot.readings", "*/berlin/**=iot.berlin", "readings/x/**=iot.readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = rs.Table("readings/berlin/f.csv")
+	if !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("two routes to two tables: %v", err)
+	}
+	for _, s := range []string{"readings/**=iot.readings", "*/berlin/**=iot.berlin", "readings/berlin/f.csv"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%v: does not name %s", err, s)
+		}
+	}
+	// Two routes to the same table are not a conflict.
+	if got, _, err := rs.Table("readings/x/f.csv"); err != nil || got.String() != "iot.readings" {
+		t.Errorf("two routes to one table: %v, %v", got, err)
+	}
+}
+
+// TestTableFromHostileKeys: a table named from a key's folders is checked
+// like any table name; a key whose folders do not make one is refused,
+// never routed to a table elsewhere.
+func TestTableFromHostileKeys(t *testing.T) {
+	rs, err := Parse([]string{"**=iot.{1}", "deep/**=iot.{1}_{3}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{
+		"../f.csv",         // a path trick
+		"./f.csv",          // a dot
+		"a.b/f.csv",        // a dot inside
+		"/f.csv",           // an empty folder
+		"f.csv",            // no folder at all
+		"sp ace/f.csv",     // a space
+		"deep/x/f.csv",     // {3} of a key with two folders
+		"caf\u00e9/f.csv",  // beyond the name's characters
+		"a%2F..%2Fb/f.csv", // escaped slashes stay in one folder
+		"x\x00y/f.csv",     // a NUL
+	} {
+		if got, r, err := rs.Table(key); err == nil {
+			t.Errorf("Table(%q) = %v by %s; want it refused", key, got, r)
+		}
+	}
+	if got, _, err := rs.Table("gw_7/f.csv"); err != nil || got.String() != "iot.gw_7" {
+		t.Errorf("a plain folder: %v, %v", got, err)
+	}
+}
