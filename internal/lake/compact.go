@@ -1047,9 +1047,10 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 // of other files (dedupe.go), the others with the snapshot's. Its summary
 // names the groups' reason and the rows they left out; a snapshot that
 // left rows out changes the table's data (Iceberg spec, "Snapshots":
-// overwrite), others replace the same rows.
+// overwrite), others replace the same rows (the replace producer's
+// operation).
 func compactionChange(groups []*CompactionGroup) fileChange {
-	change := fileChange{op: table.OpReplace, props: iceberg.Properties{}}
+	change := fileChange{props: iceberg.Properties{}}
 	var added []iceberg.DataFile
 	var replaced int64
 	reason := groups[0].Reason

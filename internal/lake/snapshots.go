@@ -144,7 +144,8 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			lastID := c.snapIDs[pending[last].BatchID]
 			var existing []existingFiles
 			for i := last - 1; i >= 0; i-- {
-				existing = append(existing, existingFiles{files: pending[i].files, snapshotID: c.snapIDs[pending[i].BatchID], seq: seq0 + int64(i) + 1})
+				existing = append(existing, existingFiles{files: pending[i].files,
+					snapshotID: c.snapIDs[pending[i].BatchID], seq: seq0 + int64(i) + 1})
 			}
 			g.Go(func() (err error) {
 				merged, err = c.producer.writeMergedManifest(gctx, spec, schema, lastID, pending[last].files, existing, absorbed)
