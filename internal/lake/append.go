@@ -10,15 +10,12 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 	iofs "io/fs"
 
 	"github.com/timelake/timelake/internal/storage"
@@ -415,12 +412,9 @@ type appendMutation struct {
 
 	// Staged attempts only: snapshot ids and the batches' own manifests
 	// are fixed for the whole Commit and reused by later attempts.
-	commitID    uuid.UUID
-	snapIDs     map[string]int64                // batch id -> snapshot id
-	own         map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
-	manifestSeq atomic.Int64
-	mu          sync.Mutex // guards written
-	written     []string   // every manifest and manifest list written, as URIs
+	snapIDs  map[string]int64                // batch id -> snapshot id
+	own      map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
+	producer *snapshotProducer               // writes the manifests and manifest lists
 }
 
 // appendAttempt is what one attempt staged.
@@ -608,7 +602,7 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 	if a := m.attempts[won]; a != nil {
 		refs = a.refs
 	}
-	paths := without(m.written, refs)
+	paths := without(m.producer.writtenFiles(), refs)
 	if fs, err := t.fsF(ctx); err == nil {
 		for n, a := range m.attempts {
 			if n == won {

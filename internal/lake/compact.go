@@ -1,7 +1,6 @@
 package lake
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -17,9 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/settings/quantity"
@@ -47,8 +44,9 @@ import (
 // iceberg-go's RewriteDataFiles plans bin-packing without sorting and
 // stamps snapshots with the wall clock; the rewrite here keeps the rows in
 // the order appends write them (merging the group's sorted files, merge.go)
-// and is staged like appends (snapshots.go), with the lake's clock, so the fleet
-// benchmark can simulate days. Manifests are encoded by iceberg-go.
+// and its snapshot is written by the producer of appends' (producer.go),
+// with the lake's clock, so the fleet benchmark can simulate days.
+// Manifests are encoded by iceberg-go.
 
 // Table properties of compaction (docs/maintenance.md).
 const (
@@ -67,12 +65,8 @@ const (
 // tierBase is the upper bound of the smallest size tier.
 const tierBase = 64 << 10
 
-// Snapshot summary keys of a replace snapshot (Iceberg spec, "Snapshots":
-// optional summary fields).
+// Snapshot summary properties of a compaction's snapshot.
 const (
-	summaryDeletedDataFiles = "deleted-data-files"
-	summaryDeletedRecords   = "deleted-records"
-	summaryRemovedFilesSize = "removed-files-size"
 	// SummaryCompaction names why a replace snapshot rewrote its files:
 	// "tiered" (small files of a live partition) or "cold".
 	SummaryCompaction = "timelake.compaction"
@@ -984,9 +978,7 @@ type rewriteMutation struct {
 	t        *Table
 	groups   []*CompactionGroup
 	attempts map[int]*rewriteAttempt
-	commitID uuid.UUID
-	written  []string // manifests and manifest lists, every attempt
-	seq      int
+	producer *snapshotProducer // writes the manifests and manifest lists, every attempt
 	// unknown: the commit ended without learning whether a write landed;
 	// the groups' outputs may be referenced, and are kept.
 	unknown bool
@@ -1000,8 +992,8 @@ type rewriteAttempt struct {
 
 func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
-	if m.commitID == uuid.Nil {
-		m.commitID = uuid.New()
+	if m.producer == nil {
+		m.producer = newReplaceProducer(t)
 	}
 	parent, err := base.currentSnapshot()
 	if err != nil {
@@ -1037,209 +1029,50 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	}
 	m.attempts[attempt] = a
 	a.snapshotID = newSnapshotID(base, nil)
-	seq := base.lastSeq + 1
-	meta := base.write
-	spec, schema := meta.PartitionSpec(), meta.CurrentSchema()
-
-	fs, err := t.fsF(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	// The new files, in a manifest of their own; each manifest naming a
 	// replaced file rewritten with that entry DELETED; the others kept.
-	var added []iceberg.DataFile
-	for _, g := range a.groups {
-		added = append(added, g.outputs...)
-	}
-	manifests := make([]iceberg.ManifestFile, 0, len(mfs)+1)
-	addedMF, err := m.writeManifest(ctx, spec, schema, a.snapshotID, func(w *iceberg.ManifestWriter) error {
-		for _, g := range a.groups {
-			// A deduplicated group's files keep the data sequence number
-			// of its newest input, which orders their rows against the
-			// batches of other files (dedupe.go); others take this
-			// snapshot's.
-			var dataSeq *int64
-			if g.dedupe {
-				dataSeq = &g.dataSeq
-			}
-			for _, df := range g.outputs {
-				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &a.snapshotID, dataSeq, nil, df)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	change := compactionChange(a.groups)
+	change.deleted = deleted
+	snap, refs, err := m.producer.rewrite(ctx, base, parent, mfs, a.snapshotID, attempt, change)
 	if err != nil {
 		return nil, nil, err
 	}
-	manifests = append(manifests, sequenced(addedMF, seq))
-	a.refs = append(a.refs, addedMF.FilePath())
-	kept, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, deleted, a.snapshotID, seq)
-	if err != nil {
-		return nil, nil, err
-	}
-	manifests = append(manifests, kept...)
 	a.refs = append(a.refs, refs...)
-	summary := rewriteSummary(added, rm.files, rm.rows, rm.bytes, parent, a.groups)
-	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
-	if err != nil {
-		return nil, nil, err
-	}
-	schemaID := schema.ID
-	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
-		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}
 	return base.withSnapshots([]table.Snapshot{snap}, v.location)
 }
 
-// writeList writes the manifest list of attempt's snapshot a (parent's
-// child at sequence number seq) and returns its location.
-func (m *rewriteMutation) writeList(ctx context.Context, a *rewriteAttempt, parent *table.Snapshot, seq int64, attempt int,
-	manifests []iceberg.ManifestFile,
-) (string, error) {
-	t := m.t
-	name := fmt.Sprintf("snap-%d-%d-%s.avro", a.snapshotID, attempt, m.commitID)
-	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(2, &buf, a.snapshotID, &parent.SnapshotID, &seq, 0, manifests); err != nil {
-		return "", fmt.Errorf("manifest list: %w", err)
-	}
-	list := t.lake.tableLocation(t.name) + "/metadata/" + name
-	m.written = append(m.written, list)
-	if err := t.putFile(ctx, name, buf.Bytes()); err != nil {
-		return "", err
-	}
-	a.refs = append(a.refs, list)
-	return list, nil
-}
-
-// removedFiles counts the data files a snapshot marks deleted.
-type removedFiles struct{ files, rows, bytes int64 }
-
-// manifestsWithout returns mfs (of base's current snapshot) for a snapshot
-// snapshotID at sequence number seq that removes the data files named in
-// deleted: each data manifest naming one of them is written again with
-// that entry DELETED and the others EXISTING, the other manifests are
-// kept as they are. refs are the manifests it wrote.
-func (m *rewriteMutation) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
-	snapshotID, seq int64,
-) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
-	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
-	for _, mf := range mfs {
-		if mf.ManifestContent() != iceberg.ManifestContentData {
-			out = append(out, mf)
-			continue
-		}
-		entries, err := manifestEntries(fs, mf, true)
-		if err != nil {
-			return nil, nil, rm, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-		}
-		touched := false
-		for _, e := range entries {
-			touched = touched || deleted[e.DataFile().FilePath()]
-		}
-		if !touched {
-			out = append(out, mf)
-			continue
-		}
-		rewritten, err := m.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
-			for _, e := range entries {
-				if deleted[e.DataFile().FilePath()] {
-					rm.files++
-					rm.rows += e.DataFile().Count()
-					rm.bytes += e.DataFile().FileSizeBytes()
-					if err := w.Delete(e); err != nil {
-						return err
-					}
-				} else if err := w.Existing(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, rm, err
-		}
-		out = append(out, sequenced(rewritten, seq))
-		refs = append(refs, rewritten.FilePath())
-	}
-	return out, refs, rm, nil
-}
-
-// rewriteSummary is the summary of a replace snapshot.
-func rewriteSummary(added []iceberg.DataFile, delFiles, delRows, delBytes int64, parent *table.Snapshot, groups []*CompactionGroup) *table.Summary {
-	out := iceberg.Properties{}
-	var records, size int64
-	parts := map[string]bool{}
-	for _, df := range added {
-		records += df.Count()
-		size += df.FileSizeBytes()
-		parts[partitionKey(df.Partition())] = true
-	}
-	setPositive(out, summaryAddedDataFiles, int64(len(added)))
-	setPositive(out, summaryAddedRecords, records)
-	setPositive(out, summaryAddedFilesSize, size)
-	setPositive(out, summaryDeletedDataFiles, delFiles)
-	setPositive(out, summaryDeletedRecords, delRows)
-	setPositive(out, summaryRemovedFilesSize, delBytes)
-	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
-		setPositive(out, summaryChangedParts, int64(len(parts)))
-	}
-	setTotals(out, parent, int64(len(added))-delFiles, records-delRows, size-delBytes)
+// compactionChange is what the replace snapshot of groups adds: each
+// group's new files, those of a deduplicated group with the data sequence
+// number of its newest input, which orders their rows against the batches
+// of other files (dedupe.go), the others with the snapshot's. Its summary
+// names the groups' reason and the rows they left out; a snapshot that
+// left rows out changes the table's data (Iceberg spec, "Snapshots":
+// overwrite), others replace the same rows (the replace producer's
+// operation).
+func compactionChange(groups []*CompactionGroup) fileChange {
+	change := fileChange{props: iceberg.Properties{}}
+	var added []iceberg.DataFile
+	var replaced int64
 	reason := groups[0].Reason
 	for _, g := range groups {
+		var dataSeq *int64
+		if g.dedupe {
+			dataSeq = &g.dataSeq
+		}
+		change.added = append(change.added, addedFiles{files: g.outputs, dataSeq: dataSeq})
+		added = append(added, g.outputs...)
+		replaced += g.Replaced
 		if g.Reason != reason {
 			reason = "tiered,cold"
 		}
 	}
-	out[SummaryCompaction] = reason
-	maps.Copy(out, iceberg.EnvironmentContext())
-	var replaced int64
-	for _, g := range groups {
-		replaced += g.Replaced
-	}
+	change.changedParts = changedPartitions(added)
+	change.props[SummaryCompaction] = reason
 	if replaced > 0 {
-		// Rows left out are a change of the table's data (Iceberg spec,
-		// "Snapshots": overwrite), not a replace of the same rows.
-		out[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
-		return &table.Summary{Operation: table.OpOverwrite, Properties: out}
+		change.props[SummaryReplacedRows] = strconv.FormatInt(replaced, 10)
+		change.op = table.OpOverwrite
 	}
-	return &table.Summary{Operation: table.OpReplace, Properties: out}
-}
-
-// setTotals sets the total counters of a snapshot's summary out: those of
-// its parent changed by the data files, records and bytes it added (less
-// those it removed); no delete files.
-func setTotals(out iceberg.Properties, parent *table.Snapshot, files, records, size int64) {
-	var prev iceberg.Properties
-	if parent.Summary != nil {
-		prev = parent.Summary.Properties
-	}
-	total := func(key string, delta int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+delta, 10)
-	}
-	total(summaryTotalDataFiles, files)
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, records)
-	total(summaryTotalFilesSize, size)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
-}
-
-// writeManifest encodes one data manifest (format v2) and stores it.
-func (m *rewriteMutation) writeManifest(ctx context.Context, spec iceberg.PartitionSpec, schema *iceberg.Schema,
-	snapshotID int64, add func(*iceberg.ManifestWriter) error,
-) (iceberg.ManifestFile, error) {
-	m.seq++
-	name := fmt.Sprintf("%s-m%d.avro", m.commitID, m.seq)
-	mf, body, err := encodeManifest(spec, schema, snapshotID, m.t.lake.tableLocation(m.t.name)+"/metadata/"+name, add)
-	if err != nil {
-		return nil, err
-	}
-	m.written = append(m.written, mf.FilePath())
-	if err := m.t.putFile(ctx, name, body); err != nil {
-		return nil, err
-	}
-	return mf, nil
+	return change
 }
 
 // finish deletes the manifests and lists the losing attempts wrote (the
@@ -1253,7 +1086,7 @@ func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
 	if a := m.attempts[won]; a != nil {
 		refs = a.refs
 	}
-	m.t.removeFiles(ctx, without(m.written, refs))
+	m.t.removeFiles(ctx, without(m.producer.writtenFiles(), refs))
 	if won == 0 {
 		for _, g := range m.groups {
 			g.FilesOut = 0

@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
@@ -178,8 +177,10 @@ func partitionEnd(spec iceberg.PartitionSpec, timeID int, partition map[int]any)
 }
 
 // retentionMutation commits the delete snapshot of a retention round,
-// planned again on the newest version at every attempt. It writes its
-// manifests as a rewrite does (rewriteMutation: manifestsWithout, finish).
+// planned again on the newest version at every attempt. Its snapshot is
+// written by a delete producer (snapshotProducer.rewrite), and the files
+// of attempts that lost are deleted as a compaction's are
+// (rewriteMutation.finish).
 type retentionMutation struct {
 	rewriteMutation
 	cutoff    time.Time
@@ -189,8 +190,8 @@ type retentionMutation struct {
 
 func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
 	t := m.t
-	if m.commitID == uuid.Nil {
-		m.commitID = uuid.New()
+	if m.producer == nil {
+		m.producer = newDeleteProducer(t)
 	}
 	parent, err := base.currentSnapshot()
 	if err != nil {
@@ -210,40 +211,15 @@ func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef,
 	if err != nil {
 		return nil, nil, err
 	}
-	fs, err := t.fsF(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
 	m.attempts[attempt], m.plans[attempt] = a, plan
-	seq := base.lastSeq + 1
-	manifests, refs, rm, err := m.manifestsWithout(ctx, fs, base, mfs, plan.files, a.snapshotID, seq)
+	snap, refs, err := m.producer.rewrite(ctx, base, parent, mfs, a.snapshotID, attempt, fileChange{
+		deleted: plan.files, changedParts: int64(len(plan.parts)),
+		props: iceberg.Properties{SummaryRetention: quantity.FormatAge(m.retention)},
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	list, err := m.writeList(ctx, a, parent, seq, attempt, manifests)
-	if err != nil {
-		return nil, nil, err
-	}
-	schemaID := base.write.CurrentSchema().ID
-	snap := table.Snapshot{SnapshotID: a.snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
-		TimestampMs: t.lake.now().UnixMilli(), ManifestList: list, SchemaID: &schemaID,
-		Summary: deleteSummary(rm, len(plan.parts), parent, m.retention)}
 	return base.withSnapshots([]table.Snapshot{snap}, v.location)
-}
-
-// deleteSummary is the summary of a delete snapshot that removed rm's
-// files from parts partitions (Iceberg spec, "Snapshots": the delete
-// operation and its counters).
-func deleteSummary(rm removedFiles, parts int, parent *table.Snapshot, retention time.Duration) *table.Summary {
-	out := iceberg.Properties{}
-	setPositive(out, summaryDeletedDataFiles, rm.files)
-	setPositive(out, summaryDeletedRecords, rm.rows)
-	setPositive(out, summaryRemovedFilesSize, rm.bytes)
-	setPositive(out, summaryChangedParts, int64(parts))
-	setTotals(out, parent, -rm.files, -rm.rows, -rm.bytes)
-	out[SummaryRetention] = quantity.FormatAge(retention)
-	maps.Copy(out, iceberg.EnvironmentContext())
-	return &table.Summary{Operation: table.OpDelete, Properties: out}
 }

@@ -1,21 +1,12 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"maps"
-	"math/rand/v2"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/timelake/timelake/internal/storage"
 )
 
 // mergeAbsorbLimit is the size from which a manifest is no longer merged
@@ -31,21 +22,6 @@ const mergeAbsorbLimit = 1 << 20
 // stageConcurrency bounds the manifest and manifest-list PUTs one commit
 // attempt runs at once.
 const stageConcurrency = 16
-
-// Snapshot summary keys written for every appended snapshot (Iceberg spec,
-// "Snapshots": optional summary fields, as Java and iceberg-go write them).
-const (
-	summaryAddedDataFiles = "added-data-files"
-	summaryAddedRecords   = "added-records"
-	summaryAddedFilesSize = "added-files-size"
-	summaryChangedParts   = "changed-partition-count"
-	summaryTotalDataFiles = "total-data-files"
-	summaryTotalRecords   = "total-records"
-	summaryTotalFilesSize = "total-files-size"
-	summaryTotalDeletes   = "total-delete-files"
-	summaryTotalPosDels   = "total-position-deletes"
-	summaryTotalEqDels    = "total-equality-deletes"
-)
 
 // canStage reports whether Commit can write the snapshots of ps itself
 // (stage) instead of through iceberg-go's transaction, which writes one
@@ -114,7 +90,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	if c.snapIDs == nil {
 		c.snapIDs = map[string]int64{}
 		c.own = map[string]iceberg.ManifestFile{}
-		c.commitID = uuid.New()
+		c.producer = newAppendProducer(t)
 	}
 	for _, p := range pending {
 		if _, ok := c.snapIDs[p.BatchID]; !ok {
@@ -138,15 +114,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	written := make([]iceberg.ManifestFile, len(own))
 	for i, p := range own {
 		g.Go(func() error {
-			id := c.snapIDs[p.BatchID]
-			mf, err := t.writeManifest(gctx, c, spec, schema, id, func(w *iceberg.ManifestWriter) error {
-				for _, df := range p.files {
-					if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, nil, nil, df)); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
+			mf, err := c.producer.writeAddedManifest(gctx, spec, schema, c.snapIDs[p.BatchID], addedFiles{files: p.files})
 			written[i] = mf
 			return err
 		})
@@ -173,8 +141,14 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			entries += len(p.files)
 		}
 		if entries > 0 { // a commit of batches without rows adds no manifest
+			lastID := c.snapIDs[pending[last].BatchID]
+			var existing []existingFiles
+			for i := last - 1; i >= 0; i-- {
+				existing = append(existing, existingFiles{files: pending[i].files,
+					snapshotID: c.snapIDs[pending[i].BatchID], seq: seq0 + int64(i) + 1})
+			}
 			g.Go(func() (err error) {
-				merged, err = t.writeMergedManifest(gctx, c, spec, schema, pending, seq0, absorbed)
+				merged, err = c.producer.writeMergedManifest(gctx, spec, schema, lastID, pending[last].files, existing, absorbed)
 				return err
 			})
 		}
@@ -221,13 +195,12 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		} else {
 			files = append(files, baseManifests...)
 		}
-		summary := snapshotSummary(p, prevSummary)
+		summary := appendSummary(p.files, p.summary, prevSummary)
 		prevSummary = summary.Properties
-		name := fmt.Sprintf("snap-%d-%d-%s.avro", id, attempt, c.commitID)
+		name, list := c.producer.listLocation(id, attempt)
 		snaps[i] = table.Snapshot{
 			SnapshotID: id, ParentSnapshotID: pid, SequenceNumber: seq, TimestampMs: now,
-			ManifestList: t.lake.tableLocation(t.name) + "/metadata/" + name,
-			Summary:      summary, SchemaID: &schemaID,
+			ManifestList: list, Summary: summary, SchemaID: &schemaID,
 		}
 		refs := make([]string, 0, len(files))
 		for _, f := range files {
@@ -236,11 +209,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		a.refs = append(a.refs, snaps[i].ManifestList)
 		a.refs = append(a.refs, refs...)
 		g.Go(func() error {
-			var buf bytes.Buffer
-			if err := iceberg.WriteManifestList(2, &buf, id, pid, &seq, 0, files); err != nil {
-				return fmt.Errorf("manifest list of %s: %w", p.BatchID, err)
-			}
-			return t.putMetadataFile(gctx, c, name, buf.Bytes())
+			return c.producer.writeList(gctx, name, id, pid, seq, files)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -249,26 +218,6 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	a.lastList = snaps[last].ManifestList
 	a.lastManifests = lastFiles
 	return snaps, nil
-}
-
-// sequenced returns mf with its sequence numbers assigned: seq, and seq as
-// the minimum unless its entries carry an older one. A manifest list
-// assigns them only to the manifests its own snapshot added; in the lists
-// of later snapshots they must be explicit (Iceberg spec, "Sequence Number
-// Inheritance").
-func sequenced(mf iceberg.ManifestFile, seq int64) iceberg.ManifestFile {
-	minSeq := mf.MinSequenceNum()
-	if minSeq < 0 || minSeq > seq {
-		minSeq = seq
-	}
-	return iceberg.NewManifestFile(mf.Version(), mf.FilePath(), mf.Length(), mf.PartitionSpecID(), mf.SnapshotID()).
-		SequenceNum(seq, minSeq).
-		Content(mf.ManifestContent()).
-		AddedFiles(mf.AddedDataFiles()).ExistingFiles(mf.ExistingDataFiles()).DeletedFiles(mf.DeletedDataFiles()).
-		AddedRows(mf.AddedRows()).ExistingRows(mf.ExistingRows()).DeletedRows(mf.DeletedRows()).
-		Partitions(mf.Partitions()).
-		KeyMetadata(mf.KeyMetadata()).
-		Build()
 }
 
 // parentManifests returns the manifests of parent's manifest list: from
@@ -287,190 +236,4 @@ func (t *Table) parentManifests(ctx context.Context, parent *table.Snapshot) ([]
 		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", parent.SnapshotID, err)
 	}
 	return mfs, nil
-}
-
-// writeMergedManifest writes the last snapshot's manifest: the commit's data
-// files (the last batch's ADDED, the others EXISTING with their snapshot ids
-// and sequence numbers seq0+1...) and the live entries of absorbed.
-func (t *Table) writeMergedManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
-	pending []*Prepared, seq0 int64, absorbed []iceberg.ManifestFile,
-) (iceberg.ManifestFile, error) {
-	old := make([][]iceberg.ManifestEntry, len(absorbed))
-	if len(absorbed) > 0 {
-		fs, err := t.fsF(ctx)
-		if err != nil {
-			return nil, err
-		}
-		g, _ := errgroup.WithContext(ctx)
-		g.SetLimit(stageConcurrency)
-		for i, m := range absorbed {
-			g.Go(func() (err error) {
-				if old[i], err = manifestEntries(fs, m, true); err != nil {
-					return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-	}
-	last := len(pending) - 1
-	lastID := c.snapIDs[pending[last].BatchID]
-	return t.writeManifest(ctx, c, spec, schema, lastID, func(w *iceberg.ManifestWriter) error {
-		for _, df := range pending[last].files {
-			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &lastID, nil, nil, df)); err != nil {
-				return err
-			}
-		}
-		for i := last - 1; i >= 0; i-- {
-			id, seq := c.snapIDs[pending[i].BatchID], seq0+int64(i)+1
-			for _, df := range pending[i].files {
-				if err := w.Existing(iceberg.NewManifestEntry(iceberg.EntryStatusEXISTING, &id, &seq, &seq, df)); err != nil {
-					return err
-				}
-			}
-		}
-		for _, entries := range old {
-			for _, e := range entries {
-				if err := w.Existing(e); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// writeManifest encodes one data manifest (format v2) with the entries add
-// writes and stores it under the table's metadata folder.
-func (t *Table) writeManifest(ctx context.Context, c *appendMutation, spec iceberg.PartitionSpec, schema *iceberg.Schema,
-	snapshotID int64, add func(*iceberg.ManifestWriter) error,
-) (iceberg.ManifestFile, error) {
-	name := fmt.Sprintf("%s-m%d.avro", c.commitID, c.manifestSeq.Add(1))
-	mf, body, err := encodeManifest(spec, schema, snapshotID, t.lake.tableLocation(t.name)+"/metadata/"+name, add)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.putMetadataFile(ctx, c, name, body); err != nil {
-		return nil, err
-	}
-	return mf, nil
-}
-
-// encodeManifest encodes one data manifest (format v2) of snapshotID with
-// the entries add writes, to be stored at location.
-func encodeManifest(spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, location string,
-	add func(*iceberg.ManifestWriter) error,
-) (iceberg.ManifestFile, []byte, error) {
-	var buf bytes.Buffer
-	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := add(w); err != nil {
-		return nil, nil, fmt.Errorf("manifest: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, nil, fmt.Errorf("manifest: %w", err)
-	}
-	mf, err := w.ToManifestFile(location, int64(buf.Len()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("manifest: %w", err)
-	}
-	return mf, buf.Bytes(), nil
-}
-
-// putMetadataFile stores body as metadata/<name> of the table and records
-// it for cleanup if the commit does not use it.
-func (t *Table) putMetadataFile(ctx context.Context, c *appendMutation, name string, body []byte) error {
-	c.mu.Lock()
-	c.written = append(c.written, t.lake.tableLocation(t.name)+"/metadata/"+name)
-	c.mu.Unlock()
-	return t.putFile(ctx, name, body)
-}
-
-// putFile stores body as metadata/<name> of the table.
-func (t *Table) putFile(ctx context.Context, name string, body []byte) error {
-	if _, err := t.lake.store.Put(ctx, metadataPrefix(t.name)+name, bytes.NewReader(body),
-		storage.PutOptions{ContentType: "application/octet-stream"}); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
-}
-
-// snapshotSummary is the summary of p's append snapshot: its properties
-// (batch id, source facts), the added counts and the running totals carried
-// from the parent's summary, and iceberg-go's environment context.
-func snapshotSummary(p *Prepared, prev iceberg.Properties) *table.Summary {
-	out := iceberg.Properties{}
-	maps.Copy(out, p.summary)
-	var records, size int64
-	parts := map[string]bool{}
-	for _, df := range p.files {
-		records += df.Count()
-		size += df.FileSizeBytes()
-		parts[partitionKey(df.Partition())] = true
-	}
-	setPositive(out, summaryAddedFilesSize, size)
-	setPositive(out, summaryAddedDataFiles, int64(len(p.files)))
-	setPositive(out, summaryAddedRecords, records)
-	if len(p.files) == 0 {
-		// A batch without rows still carries the counters every append
-		// snapshot has (docs/table-format.md, "Snapshots and batch ids").
-		for _, k := range []string{summaryAddedFilesSize, summaryAddedDataFiles, summaryAddedRecords} {
-			out[k] = "0"
-		}
-	}
-	if len(parts) > 1 || (len(parts) == 1 && !parts[""]) {
-		setPositive(out, summaryChangedParts, int64(len(parts)))
-	}
-	total := func(key string, added int64) {
-		out[key] = strconv.FormatInt(prev.GetInt64(key, 0)+added, 10)
-	}
-	total(summaryTotalDataFiles, int64(len(p.files)))
-	total(summaryTotalDeletes, 0)
-	total(summaryTotalRecords, records)
-	total(summaryTotalFilesSize, size)
-	total(summaryTotalPosDels, 0)
-	total(summaryTotalEqDels, 0)
-	maps.Copy(out, iceberg.EnvironmentContext())
-	return &table.Summary{Operation: table.OpAppend, Properties: out}
-}
-
-func setPositive(p iceberg.Properties, key string, v int64) {
-	if v > 0 {
-		p[key] = strconv.FormatInt(v, 10)
-	}
-}
-
-// partitionKey is a stable text form of a data file's partition tuple.
-func partitionKey(p map[int]any) string {
-	if len(p) == 0 {
-		return ""
-	}
-	ids := slices.Sorted(maps.Keys(p))
-	var b strings.Builder
-	for _, id := range ids {
-		fmt.Fprintf(&b, "%d=%v;", id, p[id])
-	}
-	return b.String()
-}
-
-// newSnapshotID returns a random positive snapshot id used by no snapshot of
-// h and by none in taken (collisions are 1 in 2^63 per id: retried).
-func newSnapshotID(h *head, taken map[string]int64) int64 {
-	for {
-		id := rand.Int64()
-		if id == 0 || h.snapshotIDTaken(id) {
-			continue
-		}
-		used := false
-		for _, t := range taken {
-			used = used || t == id
-		}
-		if !used {
-			return id
-		}
-	}
 }
