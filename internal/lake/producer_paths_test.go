@@ -1,0 +1,203 @@
+package lake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// TestCommitPathsGolden pins what appends and a rollback write on a table
+// of format v2 and on one of format v1: every snapshot, manifest list and manifest entry
+// (describeSnapshots) and the metadata fields a rollback moves, compared
+// with testdata/paths-<case>.golden. go test -run TestCommitPathsGolden
+// -update rewrites them.
+func TestCommitPathsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+	}{
+		{"v2", 2},
+		{"v1", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := pathsSequence(t, tc.version)
+			file := filepath.Join("testdata", "paths-"+tc.name+".golden")
+			if *updateGolden {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+				for i := range max(len(gl), len(wl)) {
+					var g, w string
+					if i < len(gl) {
+						g = gl[i]
+					}
+					if i < len(wl) {
+						w = wl[i]
+					}
+					if g != w {
+						t.Fatalf("%s differs from line %d:\ngot:  %s\nwant: %s", file, i+1, g, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// snapshotTimes are the times describeSnapshots renders: the sequence
+// runs on the wall clock.
+var snapshotTimes = regexp.MustCompile(` at \+\S+ `)
+
+// pathsSequence creates a table of format version version, appends to
+// it, rolls it back, appends again and describes the result.
+func pathsSequence(t *testing.T, version int) string {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	start := time.Now()
+	tbl, err := l.CreateTable(ctx, testName, testSchema, CreateSpec{TimeColumn: "time", SeriesKey: []string{"device"},
+		Partition: Day, Properties: map[string]string{table.ManifestMergeEnabledKey: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != 2 {
+		tbl = copyAsVersion(t, l, tbl, version)
+	}
+	prepare := func(batch string, at time.Time, n, g int) *Prepared {
+		rec := rowsAt(t, tbl, at, n, g)
+		defer rec.Release()
+		p, err := tbl.Prepare(ctx, batch, []arrow.RecordBatch{rec}, map[string]string{"timelake.source": batch}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	commit := func(ps ...*Prepared) []int64 {
+		res, err := tbl.Commit(ctx, ps, CommitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, r := range res {
+			ids = append(ids, r.SnapshotID)
+		}
+		return ids
+	}
+	day1 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
+	day2 := day1.AddDate(0, 0, 1)
+	first := commit(prepare("a.csv", day1, 10, 0))
+	commit(prepare("b.csv", day1.Add(time.Hour), 12, 1), prepare("c.csv", day2, 7, 2))
+	commit(prepare("d.csv", day2, 5, 0))
+	if err := tbl.RollbackTo(ctx, first[0]); err != nil {
+		t.Fatal(err)
+	}
+	commit(prepare("e.csv", day2.Add(time.Hour), 4, 1))
+	return snapshotTimes.ReplaceAllString(describeSnapshots(t, tbl, start), " at T ") + describeRefs(t, tbl)
+}
+
+// copyAsVersion creates table iot.copy from the first version of tbl (no
+// snapshots), of format version version, and loads it.
+func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int) *Table {
+	ctx := context.Background()
+	key := metadataKey(tbl.name, 1)
+	rc, _, err := l.store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if version == 1 {
+		m["format-version"] = 1
+		delete(m, "last-sequence-number")
+		for _, s := range m["schemas"].([]any) {
+			if s.(map[string]any)["schema-id"] == m["current-schema-id"] {
+				m["schema"] = s
+			}
+		}
+		for _, s := range m["partition-specs"].([]any) {
+			if s.(map[string]any)["spec-id"] == m["default-spec-id"] {
+				m["partition-spec"] = s.(map[string]any)["fields"]
+			}
+		}
+	}
+	n := TableName{Namespace: "iot", Name: "copy"}
+	m["location"] = l.tableLocation(n)
+	if body, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.store.Put(ctx, metadataKey(n, 1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.LoadTable(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Metadata().Version() != version {
+		t.Fatalf("format version %d, want %d", again.Metadata().Version(), version)
+	}
+	if again.Metadata().Location() != m["location"] {
+		t.Fatalf("location %s, want %s", again.Metadata().Location(), m["location"])
+	}
+	return again
+}
+
+// describeRefs renders what the metadata says of the snapshots: format
+// version, current snapshot, refs, snapshot-log, metadata-log and last
+// sequence number, snapshot ids as describeSnapshots numbers them.
+func describeRefs(t *testing.T, tbl *Table) string {
+	meta := tbl.Metadata()
+	ids := map[int64]string{}
+	for i, s := range meta.Snapshots() {
+		ids[s.SnapshotID] = fmt.Sprintf("s%d", i)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "format-version %d last-sequence-number %d\n", meta.Version(), meta.LastSequenceNumber())
+	if s := meta.CurrentSnapshot(); s != nil {
+		fmt.Fprintf(&b, "current %s\n", ids[s.SnapshotID])
+	}
+	for name, ref := range meta.Refs() {
+		fmt.Fprintf(&b, "ref %s %s %s\n", name, ref.SnapshotRefType, ids[ref.SnapshotID])
+	}
+	var prev int64
+	for e := range meta.SnapshotLogs() {
+		if e.TimestampMs < prev {
+			t.Errorf("snapshot-log not in time order at %s", ids[e.SnapshotID])
+		}
+		prev = e.TimestampMs
+		fmt.Fprintf(&b, "snapshot-log %s\n", ids[e.SnapshotID])
+	}
+	for e := range meta.PreviousFiles() {
+		fmt.Fprintf(&b, "metadata-log %s\n", path.Base(e.MetadataFile))
+	}
+	if meta.LastUpdatedMillis() < prev {
+		t.Errorf("last-updated-ms before the last snapshot-log entry")
+	}
+	return b.String()
+}
