@@ -453,8 +453,8 @@ func (h *head) logPrevious(next *head, baseLocation string) error {
 }
 
 // edit is the next version being built from h by changes that do not add
-// snapshots (withSnapshots does that): removing snapshots, setting
-// properties. done adds h's own file to the metadata-log and returns the
+// snapshots (withSnapshots does that): removing snapshots, moving the main
+// branch back, setting properties. done adds h's own file to the metadata-log and returns the
 // new version; h is unchanged.
 type edit struct {
 	h    *head
@@ -538,6 +538,68 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 		}
 	}
 	return nil
+}
+
+// rollBack points the main branch at snapshot id, which must be an
+// ancestor of the current snapshot (Iceberg's set-snapshot-ref update on
+// main, as a rollback makes it): the ref keeps its other settings,
+// current-snapshot-id follows it, and the snapshot-log gains an entry for
+// it at ms (milliseconds; the new last-updated-ms, edit.done).
+func (e *edit) rollBack(id, ms int64) error {
+	h, next := e.h, e.next
+	if h.current < 0 {
+		return errors.New("the main branch has no snapshot")
+	}
+	if !h.isAncestor(id) {
+		return fmt.Errorf("snapshot %d is not an ancestor of the main branch's snapshot %d", id, h.snaps[h.current].id)
+	}
+	refs := map[string]map[string]json.RawMessage{}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return fmt.Errorf("refs: %w", err)
+	}
+	main := refs[table.MainBranch]
+	if main == nil {
+		return errors.New("the main branch does not exist")
+	}
+	if typ := main["type"]; typ != nil && string(typ) != `"branch"` {
+		return fmt.Errorf("ref main is a %s, not a branch", typ)
+	}
+	main["snapshot-id"] = json.RawMessage(strconv.FormatInt(id, 10))
+	if err := next.setJSON("refs", refs); err != nil {
+		return err
+	}
+	next.set("current-snapshot-id", []byte(strconv.FormatInt(id, 10)))
+	var snapLog []json.RawMessage
+	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+		return fmt.Errorf("snapshot-log: %w", err)
+	}
+	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: id, TimestampMs: ms})
+	if err != nil {
+		return err
+	}
+	return next.setJSON("snapshot-log", append(snapLog, entry))
+}
+
+// isAncestor reports whether snapshot id is the current snapshot or one of
+// its ancestors.
+func (h *head) isAncestor(id int64) bool {
+	seen := map[int]bool{}
+	for i := h.current; i >= 0 && !seen[i]; {
+		seen[i] = true
+		r := h.snaps[i]
+		if r.id == id {
+			return true
+		}
+		if !r.hasParent {
+			return false
+		}
+		j, ok := h.byID[r.parent]
+		if !ok {
+			return false
+		}
+		i = j
+	}
+	return false
 }
 
 // setProperties sets and removes table properties (Iceberg's

@@ -10,8 +10,10 @@ import (
 )
 
 // RollbackTo makes snapshotID the current snapshot of the main branch again.
-// snapshotID must be an ancestor of the current snapshot (iceberg-go's
-// Transaction.RollbackToSnapshot rule). The newer snapshots stay in the
+// snapshotID must be an ancestor of the current snapshot (Iceberg's
+// rollback rule). Only the metadata changes: the main branch's ref, the
+// current snapshot and the snapshot-log (edit.rollBack); no snapshot
+// is added. The newer snapshots stay in the
 // metadata but leave the current ancestry, so their batch ids count as not
 // loaded any more (docs/table-format.md, "Snapshots and batch ids"): a file
 // re-sent under such a key loads again.
@@ -45,7 +47,7 @@ type rollbackMutation struct {
 	expected *int64
 }
 
-func (m *rollbackMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+func (m *rollbackMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
 	var cur *int64
 	if base.current >= 0 {
 		id := base.snaps[base.current].id
@@ -57,9 +59,14 @@ func (m *rollbackMutation) build(ctx context.Context, base *head, v versionRef, 
 	case (cur == nil) != (m.expected == nil) || (cur != nil && *cur != *m.expected):
 		return nil, nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
 	}
-	next, body, _, err := m.t.stageTransaction(ctx, base, v.location,
-		func(txn *table.Transaction) error { return txn.RollbackToSnapshot(m.target) })
-	return next, body, err
+	// The snapshot-log entry and last-updated-ms, as Iceberg's
+	// set-snapshot-ref update on main sets them.
+	ms := max(m.t.lake.now().UnixMilli(), base.lastUpdated)
+	e := base.edit()
+	if err := e.rollBack(m.target, ms); err != nil {
+		return nil, nil, err
+	}
+	return e.done(v.location, ms)
 }
 
 // finish: a rollback writes nothing but its version.
