@@ -484,6 +484,9 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 	a.pending = pending
 	m.attempts[attempt] = a
 	baseLoc := v.location
+	if staged != base && (base.write.Version() != 2 || !t.canStage(base, pending)) {
+		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
+	}
 	if t.canStage(base, pending) {
 		// Write the snapshots' manifests and lists concurrently, then
 		// append them to the newest version's JSON.
@@ -496,9 +499,6 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 			return nil, nil, fmt.Errorf("add snapshots: %w", err)
 		}
 		return next, body, nil
-	}
-	if staged != base {
-		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
 	}
 	return m.buildWithTransaction(ctx, a, base, baseLoc, pending)
 }
@@ -543,8 +543,8 @@ func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepare
 
 // buildWithTransaction stages the pending batches through iceberg-go's
 // transaction (one AddDataFiles per batch), for tables canStage refuses
-// (format v1 or v3, data files of another partition spec, another
-// location), and returns the metadata it would commit.
+// (format v3, data files of another partition spec, another location),
+// and returns the metadata it would commit.
 func (m *appendMutation) buildWithTransaction(ctx context.Context, a *appendAttempt, base *head, baseLoc string, pending []*Prepared) (*head, []byte, error) {
 	next, body, snapshots, err := m.t.stageTransaction(ctx, base, baseLoc, func(txn *table.Transaction) error {
 		for _, p := range pending {

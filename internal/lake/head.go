@@ -430,7 +430,9 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 		return nil, nil, err
 	}
 	next.set("current-snapshot-id", []byte(strconv.FormatInt(last.SnapshotID, 10)))
-	next.set("last-sequence-number", []byte(strconv.FormatInt(last.SequenceNumber, 10)))
+	if h.write.Version() >= 2 {
+		next.set("last-sequence-number", []byte(strconv.FormatInt(last.SequenceNumber, 10)))
+	}
 	next.lastUpdated = max(last.TimestampMs, h.lastUpdated)
 	next.set("last-updated-ms", []byte(strconv.FormatInt(next.lastUpdated, 10)))
 	return next, next.body(), nil
@@ -680,6 +682,15 @@ func (h *head) setJSON(key string, v any) error {
 	}
 	h.set(key, b)
 	return nil
+}
+
+// sequenceAfter is the sequence number of the nth snapshot added on top of
+// h (1 the first): format v1 has none (0).
+func (h *head) sequenceAfter(n int) int64 {
+	if h.write.Version() < 2 {
+		return 0
+	}
+	return h.lastSeq + int64(n)
 }
 
 // snapshotIDTaken reports whether id names a snapshot of this version.

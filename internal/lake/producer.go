@@ -23,8 +23,9 @@ import (
 
 // The snapshots this lake writes itself (appends staged by Commit,
 // compaction's replace, retention's delete) are written here: their
-// manifests (ADDED, EXISTING and DELETED entries, format v2, encoded by
-// iceberg-go), their manifest lists, their sequence numbers and summaries.
+// manifests (ADDED, EXISTING and DELETED entries, in the table's format
+// version, 1 or 2, encoded by iceberg-go), their manifest lists, their
+// sequence numbers (none in format v1) and summaries.
 // The operations plan what a snapshot adds and removes (snapshots.go,
 // compact.go, retention.go) and check their conflicts; the snapshots are
 // then spliced into the metadata (head.withSnapshots).
@@ -105,11 +106,12 @@ type existingFiles struct {
 }
 
 // writeAddedManifest writes a manifest of snapshot snapshotID whose
-// entries add the data files of added, in order.
-func (p *snapshotProducer) writeAddedManifest(ctx context.Context, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+// entries add the data files of added, in order, with meta's format
+// version, partition spec and schema.
+func (p *snapshotProducer) writeAddedManifest(ctx context.Context, meta table.Metadata,
 	snapshotID int64, added ...addedFiles,
 ) (iceberg.ManifestFile, error) {
-	return p.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
+	return p.writeManifest(ctx, meta, snapshotID, func(w *iceberg.ManifestWriter) error {
 		for _, a := range added {
 			for _, df := range a.files {
 				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &snapshotID, a.dataSeq, nil, df)); err != nil {
@@ -125,7 +127,7 @@ func (p *snapshotProducer) writeAddedManifest(ctx context.Context, spec iceberg.
 // merges: the data files it adds, those of existing (EXISTING with their
 // snapshot ids and sequence numbers, in order), and the live entries of the
 // manifests absorbed.
-func (p *snapshotProducer) writeMergedManifest(ctx context.Context, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+func (p *snapshotProducer) writeMergedManifest(ctx context.Context, meta table.Metadata,
 	snapshotID int64, added []iceberg.DataFile, existing []existingFiles, absorbed []iceberg.ManifestFile,
 ) (iceberg.ManifestFile, error) {
 	old := make([][]iceberg.ManifestEntry, len(absorbed))
@@ -148,7 +150,7 @@ func (p *snapshotProducer) writeMergedManifest(ctx context.Context, spec iceberg
 			return nil, err
 		}
 	}
-	return p.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
+	return p.writeManifest(ctx, meta, snapshotID, func(w *iceberg.ManifestWriter) error {
 		for _, df := range added {
 			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &snapshotID, nil, nil, df)); err != nil {
 				return err
@@ -183,7 +185,6 @@ type removedFiles struct{ files, rows, bytes int64 }
 func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
 	snapshotID, seq int64,
 ) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
-	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
 	for _, mf := range mfs {
 		if mf.ManifestContent() != iceberg.ManifestContentData {
 			out = append(out, mf)
@@ -201,7 +202,7 @@ func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO
 			out = append(out, mf)
 			continue
 		}
-		rewritten, err := p.writeManifest(ctx, spec, schema, snapshotID, func(w *iceberg.ManifestWriter) error {
+		rewritten, err := p.writeManifest(ctx, base.write, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
 					rm.files++
@@ -248,8 +249,7 @@ type fileChange struct {
 func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *table.Snapshot, mfs []iceberg.ManifestFile,
 	snapshotID int64, attempt int, change fileChange,
 ) (table.Snapshot, []string, error) {
-	seq := base.lastSeq + 1
-	spec, schema := base.write.PartitionSpec(), base.write.CurrentSchema()
+	seq := base.sequenceAfter(1)
 	fs, err := p.t.fsF(ctx)
 	if err != nil {
 		return table.Snapshot{}, nil, err
@@ -261,7 +261,7 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *tabl
 		added = append(added, a.files...)
 	}
 	if len(change.added) > 0 {
-		mf, err := p.writeAddedManifest(ctx, spec, schema, snapshotID, change.added...)
+		mf, err := p.writeAddedManifest(ctx, base.write, snapshotID, change.added...)
 		if err != nil {
 			return table.Snapshot{}, nil, err
 		}
@@ -280,11 +280,11 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *tabl
 	}
 	summary := changeSummary(op, parent, added, rm, change.changedParts, change.props)
 	name, list := p.listLocation(snapshotID, attempt)
-	if err := p.writeList(ctx, name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
+	if err := p.writeList(ctx, base.write.Version(), name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
 		return table.Snapshot{}, nil, err
 	}
 	refs = append(refs, list)
-	schemaID := schema.ID
+	schemaID := base.write.CurrentSchema().ID
 	return table.Snapshot{SnapshotID: snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
 		TimestampMs: p.t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}, refs, nil
 }
@@ -296,27 +296,27 @@ func (p *snapshotProducer) listLocation(snapshotID int64, attempt int) (name, lo
 	return name, p.t.lake.tableLocation(p.t.name) + "/metadata/" + name
 }
 
-// writeList writes the manifest list of snapshot snapshotID (child of
-// parent, nil for the first, at sequence number seq) naming manifests, as
-// metadata/<name>.
-func (p *snapshotProducer) writeList(ctx context.Context, name string, snapshotID int64, parent *int64, seq int64,
+// writeList writes the manifest list (format version version) of snapshot
+// snapshotID (child of parent, nil for the first, at sequence number seq)
+// naming manifests, as metadata/<name>.
+func (p *snapshotProducer) writeList(ctx context.Context, version int, name string, snapshotID int64, parent *int64, seq int64,
 	manifests []iceberg.ManifestFile,
 ) error {
 	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(2, &buf, snapshotID, parent, &seq, 0, manifests); err != nil {
+	if err := iceberg.WriteManifestList(version, &buf, snapshotID, parent, &seq, 0, manifests); err != nil {
 		return fmt.Errorf("manifest list of snapshot %d: %w", snapshotID, err)
 	}
 	return p.putMetadataFile(ctx, name, buf.Bytes())
 }
 
-// writeManifest encodes one data manifest (format v2) of snapshot
-// snapshotID with the entries add writes and stores it under the table's
-// metadata folder.
-func (p *snapshotProducer) writeManifest(ctx context.Context, spec iceberg.PartitionSpec, schema *iceberg.Schema,
+// writeManifest encodes one data manifest of snapshot snapshotID (meta's
+// format version, partition spec and schema) with the entries add writes
+// and stores it under the table's metadata folder.
+func (p *snapshotProducer) writeManifest(ctx context.Context, meta table.Metadata,
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
 	name := fmt.Sprintf("%s-m%d.avro", p.commitID, p.manifestSeq.Add(1))
-	mf, body, err := encodeManifest(spec, schema, snapshotID, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name, add)
+	mf, body, err := encodeManifest(meta.Version(), meta.PartitionSpec(), meta.CurrentSchema(), snapshotID, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name, add)
 	if err != nil {
 		return nil, err
 	}
@@ -326,13 +326,13 @@ func (p *snapshotProducer) writeManifest(ctx context.Context, spec iceberg.Parti
 	return mf, nil
 }
 
-// encodeManifest encodes one data manifest (format v2) of snapshotID with
-// the entries add writes, to be stored at location.
-func encodeManifest(spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, location string,
+// encodeManifest encodes one data manifest (format version version) of
+// snapshotID with the entries add writes, to be stored at location.
+func encodeManifest(version int, spec iceberg.PartitionSpec, schema *iceberg.Schema, snapshotID int64, location string,
 	add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, []byte, error) {
 	var buf bytes.Buffer
-	w, err := iceberg.NewManifestWriter(2, &buf, spec, schema, snapshotID)
+	w, err := iceberg.NewManifestWriter(version, &buf, spec, schema, snapshotID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("manifest: %w", err)
 	}

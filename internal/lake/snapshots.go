@@ -25,12 +25,12 @@ const stageConcurrency = 16
 
 // canStage reports whether Commit can write the snapshots of ps itself
 // (stage) instead of through iceberg-go's transaction, which writes one
-// snapshot at a time: a format-version 2 table at the location this lake
-// gives it, whose data files were all written with the current partition
-// spec. Other tables take the transaction path.
+// snapshot at a time: a format-version 1 or 2 table at the location this
+// lake gives it, whose data files were all written with the current
+// partition spec. Other tables take the transaction path.
 func (t *Table) canStage(h *head, ps []*Prepared) bool {
 	meta := h.write
-	if meta.Version() != 2 || meta.Location() != t.lake.tableLocation(t.name) {
+	if v := meta.Version(); (v != 1 && v != 2) || meta.Location() != t.lake.tableLocation(t.name) {
 		return false
 	}
 	spec := int32(meta.DefaultPartitionSpec())
@@ -65,7 +65,6 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
 	meta := h.write
 	spec := meta.PartitionSpec()
-	schema := meta.CurrentSchema()
 	props := meta.Properties()
 	merge := props.GetBool(table.ManifestMergeEnabledKey, table.ManifestMergeEnabledDefault)
 
@@ -92,13 +91,17 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		c.own = map[string]iceberg.ManifestFile{}
 		c.producer = newAppendProducer(t)
 	}
+	for id, mf := range c.own {
+		if mf.Version() != meta.Version() {
+			delete(c.own, id) // the table's format was upgraded since
+		}
+	}
 	for _, p := range pending {
 		if _, ok := c.snapIDs[p.BatchID]; !ok {
 			c.snapIDs[p.BatchID] = newSnapshotID(h, c.snapIDs)
 			c.ours[c.snapIDs[p.BatchID]] = true
 		}
 	}
-	seq0 := h.lastSeq
 	last := len(pending) - 1
 
 	// The batches' own manifests (all but the last one's when merging).
@@ -114,7 +117,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	written := make([]iceberg.ManifestFile, len(own))
 	for i, p := range own {
 		g.Go(func() error {
-			mf, err := c.producer.writeAddedManifest(gctx, spec, schema, c.snapIDs[p.BatchID], addedFiles{files: p.files})
+			mf, err := c.producer.writeAddedManifest(gctx, meta, c.snapIDs[p.BatchID], addedFiles{files: p.files})
 			written[i] = mf
 			return err
 		})
@@ -145,10 +148,10 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			var existing []existingFiles
 			for i := last - 1; i >= 0; i-- {
 				existing = append(existing, existingFiles{files: pending[i].files,
-					snapshotID: c.snapIDs[pending[i].BatchID], seq: seq0 + int64(i) + 1})
+					snapshotID: c.snapIDs[pending[i].BatchID], seq: h.sequenceAfter(i + 1)})
 			}
 			g.Go(func() (err error) {
-				merged, err = c.producer.writeMergedManifest(gctx, spec, schema, lastID, pending[last].files, existing, absorbed)
+				merged, err = c.producer.writeMergedManifest(gctx, meta, lastID, pending[last].files, existing, absorbed)
 				return err
 			})
 		}
@@ -162,14 +165,14 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 
 	// One manifest list per snapshot, newest manifests first.
 	now := t.lake.now().UnixMilli()
-	schemaID := schema.ID
+	schemaID := meta.CurrentSchema().ID
 	snaps := make([]table.Snapshot, len(pending))
 	var lastFiles []iceberg.ManifestFile
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(stageConcurrency)
 	for i, p := range pending {
 		id := c.snapIDs[p.BatchID]
-		seq := seq0 + int64(i) + 1
+		seq := h.sequenceAfter(i + 1)
 		var pid *int64
 		if i == 0 {
 			pid = parentID
@@ -185,7 +188,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		} else {
 			for j := i; j >= 0; j-- {
 				if mf := c.own[pending[j].BatchID]; mf != nil {
-					files = append(files, sequenced(mf, seq0+int64(j)+1))
+					files = append(files, sequenced(mf, h.sequenceAfter(j+1)))
 				}
 			}
 		}
@@ -209,7 +212,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		a.refs = append(a.refs, snaps[i].ManifestList)
 		a.refs = append(a.refs, refs...)
 		g.Go(func() error {
-			return c.producer.writeList(gctx, name, id, pid, seq, files)
+			return c.producer.writeList(gctx, meta.Version(), name, id, pid, seq, files)
 		})
 	}
 	if err := g.Wait(); err != nil {
