@@ -147,6 +147,53 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 	if _, _, err := h.withoutSnapshots(map[int64]bool{nextID: true}, base, ts); err == nil {
 		t.Error("removing the current snapshot was not refused")
 	}
+
+	// Moving main back to an ancestor (rollback) matches the builder's
+	// set-snapshot-ref update, the snapshot-log entry's time aside (the
+	// builder takes the wall clock).
+	target := *want.CurrentSnapshot().ParentSnapshotID
+	base = "file:///lake/iot/foreign/metadata/v6.metadata.json"
+	if want, err = table.UpdateTableMetadata(got, []table.Update{
+		table.NewSetSnapshotRefUpdate(table.MainBranch, target, table.BranchRef, 0, 0, 0)}, base); err != nil {
+		t.Fatal(err)
+	}
+	ms := ts + 9000
+	e := next.edit()
+	if err := e.rollBack(target, ms); err != nil {
+		t.Fatal(err)
+	}
+	rolled, body, err := e.done(base, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = table.ParseMetadataBytes(body); err != nil {
+		t.Fatalf("the rolled back metadata does not parse: %v\n%s", err, body)
+	}
+	logIDs := func(m table.Metadata) (ids []int64) {
+		for e := range m.SnapshotLogs() {
+			ids = append(ids, e.SnapshotID)
+		}
+		return ids
+	}
+	for name, pair := range map[string][2]any{
+		"snapshots":       {got.Snapshots(), want.Snapshots()},
+		"snapshot-log":    {logIDs(got), logIDs(want)},
+		"metadata-log":    {slices.Collect(got.PreviousFiles()), slices.Collect(want.PreviousFiles())},
+		"current":         {got.CurrentSnapshot().SnapshotID, want.CurrentSnapshot().SnapshotID},
+		"main":            {got.Ref(), want.Ref()},
+		"sequence":        {got.LastSequenceNumber(), want.LastSequenceNumber()},
+		"last-updated-ms": {got.LastUpdatedMillis(), ms},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("after rollback: %s\n got %+v\nwant %+v", name, pair[0], pair[1])
+		}
+	}
+	if rolled.snaps[rolled.current].id != target {
+		t.Errorf("index after rollback: current %d, want %d", rolled.snaps[rolled.current].id, target)
+	}
+	if err := rolled.edit().rollBack(nextID, ms); err == nil {
+		t.Error("rolling forward to a snapshot outside the ancestry was not refused")
+	}
 }
 
 // TestHeadBatchesFollowAncestry: a batch id counts only in the current
@@ -185,5 +232,65 @@ func TestHeadBatchesFollowAncestry(t *testing.T) {
 	}
 	if !h.snapshotIDTaken(2) || h.snapshotIDTaken(3) {
 		t.Error("snapshot ids: 2 must be taken (it is in the file), 3 not")
+	}
+}
+
+// TestWithSnapshotsMatchesBuilderV1: on a format-version 1 table, appended
+// snapshots (sequence number 0) give the builder's metadata, with no
+// last-sequence-number.
+func TestWithSnapshotsMatchesBuilderV1(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "foreign-empty.metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(strings.Replace(string(raw), "@LOCATION@", "file:///lake/iot/foreign", 1)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["format-version"] = 1
+	delete(doc, "last-sequence-number")
+	if raw, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	h, err := parseHead(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := h.full
+	var parent *int64
+	for i := range 3 {
+		base := "file:///lake/iot/foreign/metadata/v" + strconv.Itoa(i+1) + ".metadata.json"
+		id := int64(100 + i)
+		schemaID := 3
+		s := table.Snapshot{SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: h.sequenceAfter(1), TimestampMs: 1767600000000 + int64(i)*1000,
+			ManifestList: "file:///lake/iot/foreign/metadata/snap-" + strconv.FormatInt(id, 10) + ".avro", SchemaID: &schemaID,
+			Summary: &table.Summary{Operation: table.OpAppend, Properties: iceberg.Properties{SummaryBatchID: "b" + strconv.Itoa(i)}}}
+		parent = &s.SnapshotID
+		if want, err = table.UpdateTableMetadata(want, []table.Update{table.NewAddSnapshotUpdate(&s),
+			table.NewSetSnapshotRefUpdate(table.MainBranch, id, table.BranchRef, -1, -1, -1)}, base); err != nil {
+			t.Fatal(err)
+		}
+		var body []byte
+		if h, body, err = h.withSnapshots([]table.Snapshot{s}, base); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(body), `"last-sequence-number"`) {
+			t.Fatalf("format v1 metadata with a last-sequence-number:\n%s", body)
+		}
+		got, err := table.ParseMetadataBytes(body)
+		if err != nil {
+			t.Fatalf("snapshot %d: the appended metadata does not parse: %v\n%s", i, err, body)
+		}
+		for name, pair := range map[string][2]any{
+			"version":      {got.Version(), 1},
+			"snapshots":    {got.Snapshots(), want.Snapshots()},
+			"snapshot-log": {slices.Collect(got.SnapshotLogs()), slices.Collect(want.SnapshotLogs())},
+			"metadata-log": {slices.Collect(got.PreviousFiles()), slices.Collect(want.PreviousFiles())},
+			"main":         {got.Ref(), want.Ref()},
+		} {
+			if !reflect.DeepEqual(pair[0], pair[1]) {
+				t.Errorf("snapshot %d: %s\n got %+v\nwant %+v", i, name, pair[0], pair[1])
+			}
+		}
 	}
 }
