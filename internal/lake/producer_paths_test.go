@@ -29,12 +29,14 @@ func TestCommitPathsGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		version int
+		spec    bool // a batch written with a partition spec that is no longer the default
 	}{
-		{"v2", 2},
-		{"v1", 1},
+		{"v2", 2, false},
+		{"v1", 1, false},
+		{"spec", 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := pathsSequence(t, tc.version)
+			got := pathsSequence(t, tc.version, tc.spec)
 			file := filepath.Join("testdata", "paths-"+tc.name+".golden")
 			if *updateGolden {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
@@ -71,7 +73,7 @@ var snapshotTimes = regexp.MustCompile(` at \+\S+ `)
 
 // pathsSequence creates a table of format version version, appends to
 // it, rolls it back, appends again and describes the result.
-func pathsSequence(t *testing.T, version int) string {
+func pathsSequence(t *testing.T, version int, spec bool) string {
 	ctx := context.Background()
 	l := newLocalLake(t)
 	start := time.Now()
@@ -105,6 +107,18 @@ func pathsSequence(t *testing.T, version int) string {
 	}
 	day1 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
 	day2 := day1.AddDate(0, 0, 1)
+	if spec {
+		// a.csv is written with the first partition spec, committed on a
+		// version whose default spec is another.
+		p := prepare("a.csv", day1, 10, 0)
+		addSpec(t, l, tbl)
+		first := commit(p)
+		commit(prepare("b.csv", day1.Add(time.Hour), 12, 1))
+		if err := tbl.RollbackTo(ctx, first[0]); err != nil {
+			t.Fatal(err)
+		}
+		return snapshotTimes.ReplaceAllString(describeSnapshots(t, tbl, start), " at T ") + describeRefs(t, tbl)
+	}
 	first := commit(prepare("a.csv", day1, 10, 0))
 	commit(prepare("b.csv", day1.Add(time.Hour), 12, 1), prepare("c.csv", day2, 7, 2))
 	commit(prepare("d.csv", day2, 5, 0))
@@ -200,4 +214,36 @@ func describeRefs(t *testing.T, tbl *Table) string {
 		t.Errorf("last-updated-ms before the last snapshot-log entry")
 	}
 	return b.String()
+}
+
+// addSpec commits a version of tbl whose default partition spec is a new
+// one (the time column by month), as another writer would, and loads it.
+func addSpec(t *testing.T, l *Lake, tbl *Table) {
+	ctx := context.Background()
+	v := tbl.Version()
+	rc, _, err := l.store.Get(ctx, metadataKey(tbl.name, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	last := m["last-partition-id"].(float64)
+	field := m["partition-specs"].([]any)[0].(map[string]any)["fields"].([]any)[0].(map[string]any)
+	m["partition-specs"] = append(m["partition-specs"].([]any), map[string]any{"spec-id": 1, "fields": []any{
+		map[string]any{"source-id": field["source-id"], "field-id": last + 1, "name": "time_month", "transform": "month"}}})
+	m["default-spec-id"] = 1
+	m["last-partition-id"] = last + 1
+	if body, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.store.Put(ctx, metadataKey(tbl.name, v+1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
 }
