@@ -108,12 +108,13 @@ func pathsSequence(t *testing.T, version int, spec bool) string {
 	day1 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
 	day2 := day1.AddDate(0, 0, 1)
 	if spec {
-		// a.csv is written with the first partition spec, committed on a
-		// version whose default spec is another.
-		p := prepare("a.csv", day1, 10, 0)
+		// a.csv and x.csv are written with the first partition spec,
+		// committed on a version whose default spec is another (x.csv in
+		// one commit with b.csv, of the new spec).
+		p, x := prepare("a.csv", day1, 10, 0), prepare("x.csv", day2, 3, 2)
 		addSpec(t, l, tbl)
 		first := commit(p)
-		commit(prepare("b.csv", day1.Add(time.Hour), 12, 1))
+		commit(x, prepare("b.csv", day1.Add(time.Hour), 12, 1))
 		if err := tbl.RollbackTo(ctx, first[0]); err != nil {
 			t.Fatal(err)
 		}
