@@ -413,7 +413,7 @@ type appendMutation struct {
 	// Staged attempts only: snapshot ids and the batches' own manifests
 	// are fixed for the whole Commit and reused by later attempts.
 	snapIDs  map[string]int64                // batch id -> snapshot id
-	own      map[string]iceberg.ManifestFile // batch id -> manifest of its ADDED files
+	own      map[ownKey]iceberg.ManifestFile // a batch's manifest of its ADDED files of one partition spec
 	producer *snapshotProducer               // writes the manifests and manifest lists
 }
 
@@ -484,7 +484,7 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 	a.pending = pending
 	m.attempts[attempt] = a
 	baseLoc := v.location
-	if staged != base && (base.write.Version() != 2 || !t.canStage(base, pending)) {
+	if staged != base && (base.write.Version() != 2 || !t.canStage(base, pending) || !currentSpecOnly(base, pending)) {
 		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
 	}
 	if t.canStage(base, pending) {
@@ -543,8 +543,8 @@ func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepare
 
 // buildWithTransaction stages the pending batches through iceberg-go's
 // transaction (one AddDataFiles per batch), for tables canStage refuses
-// (format v3, data files of another partition spec, another location),
-// and returns the metadata it would commit.
+// (format v3, another location, files other than data files), and returns
+// the metadata it would commit.
 func (m *appendMutation) buildWithTransaction(ctx context.Context, a *appendAttempt, base *head, baseLoc string, pending []*Prepared) (*head, []byte, error) {
 	next, body, snapshots, err := m.t.stageTransaction(ctx, base, baseLoc, func(txn *table.Transaction) error {
 		for _, p := range pending {

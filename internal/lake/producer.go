@@ -106,12 +106,12 @@ type existingFiles struct {
 }
 
 // writeAddedManifest writes a manifest of snapshot snapshotID whose
-// entries add the data files of added, in order, with meta's format
-// version, partition spec and schema.
-func (p *snapshotProducer) writeAddedManifest(ctx context.Context, meta table.Metadata,
+// entries add the data files of added (all of partition spec spec), in
+// order, with meta's format version and schema.
+func (p *snapshotProducer) writeAddedManifest(ctx context.Context, meta table.Metadata, spec iceberg.PartitionSpec,
 	snapshotID int64, added ...addedFiles,
 ) (iceberg.ManifestFile, error) {
-	return p.writeManifest(ctx, meta, snapshotID, func(w *iceberg.ManifestWriter) error {
+	return p.writeManifest(ctx, meta, spec, snapshotID, func(w *iceberg.ManifestWriter) error {
 		for _, a := range added {
 			for _, df := range a.files {
 				if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &snapshotID, a.dataSeq, nil, df)); err != nil {
@@ -150,7 +150,7 @@ func (p *snapshotProducer) writeMergedManifest(ctx context.Context, meta table.M
 			return nil, err
 		}
 	}
-	return p.writeManifest(ctx, meta, snapshotID, func(w *iceberg.ManifestWriter) error {
+	return p.writeManifest(ctx, meta, meta.PartitionSpec(), snapshotID, func(w *iceberg.ManifestWriter) error {
 		for _, df := range added {
 			if err := w.Add(iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &snapshotID, nil, nil, df)); err != nil {
 				return err
@@ -202,7 +202,11 @@ func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO
 			out = append(out, mf)
 			continue
 		}
-		rewritten, err := p.writeManifest(ctx, base.write, snapshotID, func(w *iceberg.ManifestWriter) error {
+		spec := base.write.PartitionSpecByID(int(mf.PartitionSpecID()))
+		if spec == nil {
+			return nil, nil, rm, fmt.Errorf("manifest %s: the table has no partition spec %d", mf.FilePath(), mf.PartitionSpecID())
+		}
+		rewritten, err := p.writeManifest(ctx, base.write, *spec, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
 					rm.files++
@@ -261,7 +265,7 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *tabl
 		added = append(added, a.files...)
 	}
 	if len(change.added) > 0 {
-		mf, err := p.writeAddedManifest(ctx, base.write, snapshotID, change.added...)
+		mf, err := p.writeAddedManifest(ctx, base.write, base.write.PartitionSpec(), snapshotID, change.added...)
 		if err != nil {
 			return table.Snapshot{}, nil, err
 		}
@@ -310,13 +314,13 @@ func (p *snapshotProducer) writeList(ctx context.Context, version int, name stri
 }
 
 // writeManifest encodes one data manifest of snapshot snapshotID (meta's
-// format version, partition spec and schema) with the entries add writes
-// and stores it under the table's metadata folder.
-func (p *snapshotProducer) writeManifest(ctx context.Context, meta table.Metadata,
+// format version and schema, partition spec spec) with the entries add
+// writes and stores it under the table's metadata folder.
+func (p *snapshotProducer) writeManifest(ctx context.Context, meta table.Metadata, spec iceberg.PartitionSpec,
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
 	name := fmt.Sprintf("%s-m%d.avro", p.commitID, p.manifestSeq.Add(1))
-	mf, body, err := encodeManifest(meta.Version(), meta.PartitionSpec(), meta.CurrentSchema(), snapshotID, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name, add)
+	mf, body, err := encodeManifest(meta.Version(), spec, meta.CurrentSchema(), snapshotID, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name, add)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -26,17 +27,16 @@ const stageConcurrency = 16
 // canStage reports whether Commit can write the snapshots of ps itself
 // (stage) instead of through iceberg-go's transaction, which writes one
 // snapshot at a time: a format-version 1 or 2 table at the location this
-// lake gives it, whose data files were all written with the current
-// partition spec. Other tables take the transaction path.
+// lake gives it, and data files only. Other tables take the transaction
+// path.
 func (t *Table) canStage(h *head, ps []*Prepared) bool {
 	meta := h.write
 	if v := meta.Version(); (v != 1 && v != 2) || meta.Location() != t.lake.tableLocation(t.name) {
 		return false
 	}
-	spec := int32(meta.DefaultPartitionSpec())
 	for _, p := range ps {
 		for _, df := range p.files {
-			if df.SpecID() != spec || df.ContentType() != iceberg.EntryContentData {
+			if df.ContentType() != iceberg.EntryContentData {
 				return false
 			}
 		}
@@ -44,22 +44,59 @@ func (t *Table) canStage(h *head, ps []*Prepared) bool {
 	return true
 }
 
+// currentSpecOnly reports whether every data file of ps was written with
+// the default partition spec of h.
+func currentSpecOnly(h *head, ps []*Prepared) bool {
+	spec := int32(h.write.DefaultPartitionSpec())
+	for _, p := range ps {
+		for _, df := range p.files {
+			if df.SpecID() != spec {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ownKey names the manifest of a batch's data files of one partition spec.
+type ownKey struct {
+	batch string
+	spec  int32
+}
+
+// filesBySpec groups files by the partition spec they were written with;
+// specs are the spec ids in ascending order.
+func filesBySpec(files []iceberg.DataFile) (specs []int32, by map[int32][]iceberg.DataFile) {
+	by = map[int32][]iceberg.DataFile{}
+	for _, df := range files {
+		if _, ok := by[df.SpecID()]; !ok {
+			specs = append(specs, df.SpecID())
+		}
+		by[df.SpecID()] = append(by[df.SpecID()], df)
+	}
+	slices.Sort(specs)
+	return specs, by
+}
+
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
 // snapshots to commit in one metadata write (head.withSnapshots).
 //
-// Per batch it writes one manifest of its data files (ADDED entries; once
-// per Commit, reused by later attempts, since snapshot ids stay fixed for
-// the whole Commit) and one manifest list naming that manifest, those of the
-// batches before it and the parent's manifests: every snapshot is a complete,
-// readable table state (Iceberg spec, "Snapshots" and "Manifest Lists"). All
-// these writes are independent and run concurrently. When the table enables
-// manifest merging (commit.manifest-merge.enabled), the last snapshot names
-// one merged manifest instead: the commit's entries (the earlier batches'
-// as EXISTING with their snapshot ids and sequence numbers), plus the
-// parent's small manifests once there are commit.manifest.min-count-to-merge
-// of them (entries below commit.manifest.target-size-bytes), so the newest
-// snapshot names few manifests however many commits came before.
+// Per batch it writes one manifest of its data files per partition spec
+// they were written with (ADDED entries; once per Commit, reused by later
+// attempts, since snapshot ids stay fixed for the whole Commit) and one
+// manifest list naming those manifests, those of the batches before it and
+// the parent's manifests: every snapshot is a complete, readable table
+// state (Iceberg spec, "Snapshots" and "Manifest Lists"). All these writes
+// are independent and run concurrently. When the table enables manifest
+// merging (commit.manifest-merge.enabled), the last snapshot names one
+// merged manifest instead: the commit's entries of the default partition
+// spec (the earlier batches' as EXISTING with their snapshot ids and
+// sequence numbers; those of other specs keep their own manifests), plus
+// the parent's small manifests once there are
+// commit.manifest.min-count-to-merge of them (entries below
+// commit.manifest.target-size-bytes), so the newest snapshot names few
+// manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
 func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
@@ -88,7 +125,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 
 	if c.snapIDs == nil {
 		c.snapIDs = map[string]int64{}
-		c.own = map[string]iceberg.ManifestFile{}
+		c.own = map[ownKey]iceberg.ManifestFile{}
 		c.producer = newAppendProducer(t)
 	}
 	for id, mf := range c.own {
@@ -104,20 +141,36 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	}
 	last := len(pending) - 1
 
-	// The batches' own manifests (all but the last one's when merging).
+	// The batches' own manifests, one per partition spec (all but the
+	// last one's of the default spec when merging).
+	cur := int32(spec.ID())
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(stageConcurrency)
-	var own []*Prepared
+	type ownFiles struct {
+		key   ownKey
+		files []iceberg.DataFile
+	}
+	var own []ownFiles
+	current := make([][]iceberg.DataFile, len(pending)) // each batch's files of the default spec
 	for i, p := range pending {
-		if _, ok := c.own[p.BatchID]; ok || (merge && i == last) || len(p.files) == 0 {
-			continue
+		specs, by := filesBySpec(p.files)
+		current[i] = by[cur]
+		for _, sp := range specs {
+			k := ownKey{p.BatchID, sp}
+			if _, ok := c.own[k]; ok || (merge && i == last && sp == cur) {
+				continue
+			}
+			own = append(own, ownFiles{k, by[sp]})
 		}
-		own = append(own, p)
 	}
 	written := make([]iceberg.ManifestFile, len(own))
-	for i, p := range own {
+	for i, o := range own {
 		g.Go(func() error {
-			mf, err := c.producer.writeAddedManifest(gctx, meta, c.snapIDs[p.BatchID], addedFiles{files: p.files})
+			ps := meta.PartitionSpecByID(int(o.key.spec))
+			if ps == nil {
+				return fmt.Errorf("batch %s: data files of partition spec %d, which the table does not have", o.key.batch, o.key.spec)
+			}
+			mf, err := c.producer.writeAddedManifest(gctx, meta, *ps, c.snapIDs[o.key.batch], addedFiles{files: o.files})
 			written[i] = mf
 			return err
 		})
@@ -140,18 +193,18 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			}
 		}
 		entries := len(absorbed)
-		for _, p := range pending {
-			entries += len(p.files)
+		for _, files := range current {
+			entries += len(files)
 		}
 		if entries > 0 { // a commit of batches without rows adds no manifest
 			lastID := c.snapIDs[pending[last].BatchID]
 			var existing []existingFiles
 			for i := last - 1; i >= 0; i-- {
-				existing = append(existing, existingFiles{files: pending[i].files,
+				existing = append(existing, existingFiles{files: current[i],
 					snapshotID: c.snapIDs[pending[i].BatchID], seq: h.sequenceAfter(i + 1)})
 			}
 			g.Go(func() (err error) {
-				merged, err = c.producer.writeMergedManifest(gctx, meta, lastID, pending[last].files, existing, absorbed)
+				merged, err = c.producer.writeMergedManifest(gctx, meta, lastID, current[last], existing, absorbed)
 				return err
 			})
 		}
@@ -159,8 +212,20 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	for i, p := range own {
-		c.own[p.BatchID] = written[i]
+	for i, o := range own {
+		c.own[o.key] = written[i]
+	}
+	// ownOf is the own manifests of batch j, without the one of the default
+	// spec when the merged manifest holds its files.
+	ownOf := func(j int, merged bool) []iceberg.ManifestFile {
+		var out []iceberg.ManifestFile
+		specs, _ := filesBySpec(pending[j].files)
+		for _, sp := range specs {
+			if mf := c.own[ownKey{pending[j].BatchID, sp}]; mf != nil && !(merged && sp == cur) {
+				out = append(out, sequenced(mf, h.sequenceAfter(j+1)))
+			}
+		}
+		return out
 	}
 
 	// One manifest list per snapshot, newest manifests first.
@@ -181,16 +246,12 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			pid = &prev
 		}
 		var files []iceberg.ManifestFile
-		if merge && i == last {
-			if merged != nil {
-				files = append(files, sequenced(merged, seq))
-			}
-		} else {
-			for j := i; j >= 0; j-- {
-				if mf := c.own[pending[j].BatchID]; mf != nil {
-					files = append(files, sequenced(mf, h.sequenceAfter(j+1)))
-				}
-			}
+		mergedHere := merge && i == last
+		if mergedHere && merged != nil {
+			files = append(files, sequenced(merged, seq))
+		}
+		for j := i; j >= 0; j-- {
+			files = append(files, ownOf(j, mergedHere)...)
 		}
 		if i == last {
 			files = append(files, kept...)
