@@ -30,13 +30,15 @@ func TestCommitPathsGolden(t *testing.T) {
 		name    string
 		version int
 		spec    bool // a batch written with a partition spec that is no longer the default
+		path    bool // the table's location is the lake's spelled as a path, not a file URI
 	}{
-		{"v2", 2, false},
-		{"v1", 1, false},
-		{"spec", 2, true},
+		{"v2", 2, false, false},
+		{"v1", 1, false, false},
+		{"spec", 2, true, false},
+		{"path", 2, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := pathsSequence(t, tc.version, tc.spec)
+			got := pathsSequence(t, tc.version, tc.spec, tc.path)
 			file := filepath.Join("testdata", "paths-"+tc.name+".golden")
 			if *updateGolden {
 				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
@@ -71,9 +73,10 @@ func TestCommitPathsGolden(t *testing.T) {
 // runs on the wall clock.
 var snapshotTimes = regexp.MustCompile(` at \+\S+ `)
 
-// pathsSequence creates a table of format version version, appends to
-// it, rolls it back, appends again and describes the result.
-func pathsSequence(t *testing.T, version int, spec bool) string {
+// pathsSequence creates a table of format version version (its location
+// spelled as a path when path), appends to it, rolls it back, appends again
+// and describes the result.
+func pathsSequence(t *testing.T, version int, spec, path bool) string {
 	ctx := context.Background()
 	l := newLocalLake(t)
 	start := time.Now()
@@ -82,8 +85,8 @@ func pathsSequence(t *testing.T, version int, spec bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 2 {
-		tbl = copyAsVersion(t, l, tbl, version)
+	if version != 2 || path {
+		tbl = copyAsVersion(t, l, tbl, version, path)
 	}
 	prepare := func(batch string, at time.Time, n, g int) *Prepared {
 		rec := rowsAt(t, tbl, at, n, g)
@@ -131,8 +134,9 @@ func pathsSequence(t *testing.T, version int, spec bool) string {
 }
 
 // copyAsVersion creates table iot.copy from the first version of tbl (no
-// snapshots), of format version version, and loads it.
-func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int) *Table {
+// snapshots), of format version version, its location spelled as a path
+// when path, and loads it.
+func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int, path bool) *Table {
 	ctx := context.Background()
 	key := metadataKey(tbl.name, 1)
 	rc, _, err := l.store.Get(ctx, key)
@@ -164,6 +168,9 @@ func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int) *Table {
 	}
 	n := TableName{Namespace: "iot", Name: "copy"}
 	m["location"] = l.tableLocation(n)
+	if path {
+		m["location"] = strings.TrimPrefix(l.tableLocation(n), "file://")
+	}
 	if body, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +214,11 @@ func describeRefs(t *testing.T, tbl *Table) string {
 		}
 		prev = e.TimestampMs
 		fmt.Fprintf(&b, "snapshot-log %s\n", ids[e.SnapshotID])
+	}
+	for i, s := range meta.Snapshots() {
+		if !strings.HasPrefix(s.ManifestList, meta.Location()+"/metadata/") {
+			fmt.Fprintf(&b, "s%d manifest list not under the location the metadata gives\n", i)
+		}
 	}
 	for e := range meta.PreviousFiles() {
 		fmt.Fprintf(&b, "metadata-log %s\n", path.Base(e.MetadataFile))
