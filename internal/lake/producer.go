@@ -283,8 +283,8 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *tabl
 		op = p.op
 	}
 	summary := changeSummary(op, parent, added, rm, change.changedParts, change.props)
-	name, list := p.listLocation(snapshotID, attempt)
-	if err := p.writeList(ctx, base.write.Version(), name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
+	name, list := p.listLocation(base.write, snapshotID, attempt)
+	if err := p.writeList(ctx, base.write, name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
 		return table.Snapshot{}, nil, err
 	}
 	refs = append(refs, list)
@@ -294,23 +294,41 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *tabl
 }
 
 // listLocation is the name (under the table's metadata folder) and
-// location of the manifest list of snapshot snapshotID at attempt.
-func (p *snapshotProducer) listLocation(snapshotID int64, attempt int) (name, location string) {
+// location (metadataFolder of meta) of the manifest list of snapshot
+// snapshotID at attempt.
+func (p *snapshotProducer) listLocation(meta table.Metadata, snapshotID int64, attempt int) (name, location string) {
 	name = fmt.Sprintf("snap-%d-%d-%s.avro", snapshotID, attempt, p.commitID)
-	return name, p.t.lake.tableLocation(p.t.name) + "/metadata/" + name
+	folder, _ := p.t.metadataFolder(meta)
+	return name, folder + "/" + name
 }
 
-// writeList writes the manifest list (format version version) of snapshot
+// writeList writes the manifest list (meta's format version) of snapshot
 // snapshotID (child of parent, nil for the first, at sequence number seq)
 // naming manifests, as metadata/<name>.
-func (p *snapshotProducer) writeList(ctx context.Context, version int, name string, snapshotID int64, parent *int64, seq int64,
+func (p *snapshotProducer) writeList(ctx context.Context, meta table.Metadata, name string, snapshotID int64, parent *int64, seq int64,
 	manifests []iceberg.ManifestFile,
 ) error {
 	var buf bytes.Buffer
-	if err := iceberg.WriteManifestList(version, &buf, snapshotID, parent, &seq, 0, manifests); err != nil {
+	if err := iceberg.WriteManifestList(meta.Version(), &buf, snapshotID, parent, &seq, 0, manifests); err != nil {
 		return fmt.Errorf("manifest list of snapshot %d: %w", snapshotID, err)
 	}
-	return p.putMetadataFile(ctx, name, buf.Bytes())
+	return p.putMetadataFile(ctx, meta, name, buf.Bytes())
+}
+
+// metadataFolder is the URI of the table's metadata folder the snapshots'
+// files are named under: <location>/metadata with meta's location when that
+// is the table's folder (spelled as the lake does, or otherwise: a path for
+// a file URI, s3a:// for s3://), else the lake's; ok reports the former.
+func (t *Table) metadataFolder(meta table.Metadata) (folder string, ok bool) {
+	own := t.lake.tableLocation(t.name)
+	loc := strings.TrimSuffix(meta.Location(), "/")
+	if loc == own {
+		return own + "/metadata", true
+	}
+	if rel, err := t.lake.tableRel(t.name, loc+"/metadata/m"); err == nil && rel == "metadata/m" {
+		return loc + "/metadata", true
+	}
+	return own + "/metadata", false
 }
 
 // writeManifest encodes one data manifest of snapshot snapshotID (meta's
@@ -320,11 +338,12 @@ func (p *snapshotProducer) writeManifest(ctx context.Context, meta table.Metadat
 	snapshotID int64, add func(*iceberg.ManifestWriter) error,
 ) (iceberg.ManifestFile, error) {
 	name := fmt.Sprintf("%s-m%d.avro", p.commitID, p.manifestSeq.Add(1))
-	mf, body, err := encodeManifest(meta.Version(), spec, meta.CurrentSchema(), snapshotID, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name, add)
+	folder, _ := p.t.metadataFolder(meta)
+	mf, body, err := encodeManifest(meta.Version(), spec, meta.CurrentSchema(), snapshotID, folder+"/"+name, add)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.putMetadataFile(ctx, name, body); err != nil {
+	if err := p.putMetadataFile(ctx, meta, name, body); err != nil {
 		return nil, err
 	}
 	return mf, nil
@@ -354,10 +373,12 @@ func encodeManifest(version int, spec iceberg.PartitionSpec, schema *iceberg.Sch
 }
 
 // putMetadataFile stores body as metadata/<name> of the table and records
-// it for cleanup if the commit does not use it.
-func (p *snapshotProducer) putMetadataFile(ctx context.Context, name string, body []byte) error {
+// it (named under metadataFolder of meta) for cleanup if the commit does
+// not use it.
+func (p *snapshotProducer) putMetadataFile(ctx context.Context, meta table.Metadata, name string, body []byte) error {
+	folder, _ := p.t.metadataFolder(meta)
 	p.mu.Lock()
-	p.written = append(p.written, p.t.lake.tableLocation(p.t.name)+"/metadata/"+name)
+	p.written = append(p.written, folder+"/"+name)
 	p.mu.Unlock()
 	return p.t.putFile(ctx, name, body)
 }

@@ -26,12 +26,15 @@ const stageConcurrency = 16
 
 // canStage reports whether Commit can write the snapshots of ps itself
 // (stage) instead of through iceberg-go's transaction, which writes one
-// snapshot at a time: a format-version 1 or 2 table at the location this
-// lake gives it, and data files only. Other tables take the transaction
-// path.
+// snapshot at a time: a format-version 1 or 2 table whose location is the
+// folder this lake gives it (metadataFolder), and data files only. Other
+// tables take the transaction path.
 func (t *Table) canStage(h *head, ps []*Prepared) bool {
 	meta := h.write
-	if v := meta.Version(); (v != 1 && v != 2) || meta.Location() != t.lake.tableLocation(t.name) {
+	if v := meta.Version(); v != 1 && v != 2 {
+		return false
+	}
+	if _, ok := t.metadataFolder(meta); !ok {
 		return false
 	}
 	for _, p := range ps {
@@ -261,7 +264,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		}
 		summary := appendSummary(p.files, p.summary, prevSummary)
 		prevSummary = summary.Properties
-		name, list := c.producer.listLocation(id, attempt)
+		name, list := c.producer.listLocation(meta, id, attempt)
 		snaps[i] = table.Snapshot{
 			SnapshotID: id, ParentSnapshotID: pid, SequenceNumber: seq, TimestampMs: now,
 			ManifestList: list, Summary: summary, SchemaID: &schemaID,
@@ -273,7 +276,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		a.refs = append(a.refs, snaps[i].ManifestList)
 		a.refs = append(a.refs, refs...)
 		g.Go(func() error {
-			return c.producer.writeList(gctx, meta.Version(), name, id, pid, seq, files)
+			return c.producer.writeList(gctx, meta, name, id, pid, seq, files)
 		})
 	}
 	if err := g.Wait(); err != nil {
