@@ -34,6 +34,7 @@ func TestCommitPathsGolden(t *testing.T) {
 	}{
 		{"v2", 2, false, false},
 		{"v1", 1, false, false},
+		{"v3", 3, false, false},
 		{"spec", 2, true, false},
 		{"path", 2, false, true},
 	} {
@@ -110,6 +111,14 @@ func pathsSequence(t *testing.T, version int, spec, path bool) string {
 	}
 	day1 := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
 	day2 := day1.AddDate(0, 0, 1)
+	if version == 3 {
+		// Appends to format-version 3 tables are refused: their data files
+		// would need row ids (row lineage).
+		if _, err := tbl.Commit(ctx, []*Prepared{prepare("a.csv", day1, 10, 0)}, CommitOptions{}); err == nil {
+			t.Fatal("an append to a format-version 3 table was committed")
+		}
+		return "append refused\n" + describeRefs(t, tbl)
+	}
 	if spec {
 		// a.csv and x.csv are written with the first partition spec,
 		// committed on a version whose default spec is another (x.csv in
@@ -151,6 +160,10 @@ func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int, path bool) *T
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatal(err)
+	}
+	if version == 3 {
+		m["format-version"] = 3
+		m["next-row-id"] = 0
 	}
 	if version == 1 {
 		m["format-version"] = 1
