@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -400,8 +399,8 @@ func (t *Table) Commit(ctx context.Context, ps []*Prepared, opts CommitOptions) 
 }
 
 // appendMutation is the mutation of Commit: append the prepared batches not
-// yet in the ancestry, one snapshot each. Staged (snapshots.go) on tables it
-// can write itself, through iceberg-go's transaction otherwise.
+// yet in the ancestry, one snapshot each, staged by the snapshot producer
+// (snapshots.go) on the tables it can write (canStage).
 type appendMutation struct {
 	t       *Table
 	ps      []*Prepared
@@ -410,8 +409,8 @@ type appendMutation struct {
 	attempts map[int]*appendAttempt
 	ours     map[int64]bool // snapshot ids staged by any attempt
 
-	// Staged attempts only: snapshot ids and the batches' own manifests
-	// are fixed for the whole Commit and reused by later attempts.
+	// Snapshot ids and the batches' own manifests are fixed for the whole
+	// Commit and reused by later attempts.
 	snapIDs  map[string]int64                // batch id -> snapshot id
 	own      map[ownKey]iceberg.ManifestFile // a batch's manifest of its ADDED files of one partition spec
 	producer *snapshotProducer               // writes the manifests and manifest lists
@@ -423,10 +422,8 @@ type appendAttempt struct {
 	// files the attempt's version references that the attempt wrote: its
 	// manifest lists and the manifests they name
 	refs          []string
-	lastList      string // staged: the last snapshot's manifest list
+	lastList      string // the last snapshot's manifest list
 	lastManifests []iceberg.ManifestFile
-	// txn path: the snapshots iceberg-go staged
-	snapshots []table.Snapshot
 	// changes are the schema changes each pending batch makes, by batch
 	// id (evolve)
 	changes map[string][]string
@@ -483,24 +480,23 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 	}
 	a.pending = pending
 	m.attempts[attempt] = a
-	baseLoc := v.location
-	if staged != base && (base.write.Version() != 2 || !t.canStage(base, pending) || !currentSpecOnly(base, pending)) {
+	if err := t.canStage(base, pending); err != nil {
+		return nil, nil, err
+	}
+	if staged != base && (base.write.Version() != 2 || !currentSpecOnly(base, pending)) {
 		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
 	}
-	if t.canStage(base, pending) {
-		// Write the snapshots' manifests and lists concurrently, then
-		// append them to the newest version's JSON.
-		snaps, err := t.stage(ctx, m, a, staged, pending, attempt)
-		if err != nil {
-			return nil, nil, fmt.Errorf("stage snapshots: %w", err)
-		}
-		next, body, err := staged.withSnapshots(snaps, baseLoc)
-		if err != nil {
-			return nil, nil, fmt.Errorf("add snapshots: %w", err)
-		}
-		return next, body, nil
+	// Write the snapshots' manifests and lists concurrently, then append
+	// them to the newest version's JSON.
+	snaps, err := t.stage(ctx, m, a, staged, pending, attempt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage snapshots: %w", err)
 	}
-	return m.buildWithTransaction(ctx, a, base, baseLoc, pending)
+	next, body, err := staged.withSnapshots(snaps, v.location)
+	if err != nil {
+		return nil, nil, fmt.Errorf("add snapshots: %w", err)
+	}
+	return next, body, nil
 }
 
 // evolve merges the schema changes of the pending batches into base's
@@ -539,26 +535,6 @@ func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepare
 		return nil, nil, fmt.Errorf("schema change: %w", err)
 	}
 	return staged, fit, nil
-}
-
-// buildWithTransaction stages the pending batches through iceberg-go's
-// transaction (one AddDataFiles per batch), for tables canStage refuses
-// (format v3, another location, files other than data files), and returns
-// the metadata it would commit.
-func (m *appendMutation) buildWithTransaction(ctx context.Context, a *appendAttempt, base *head, baseLoc string, pending []*Prepared) (*head, []byte, error) {
-	next, body, snapshots, err := m.t.stageTransaction(ctx, base, baseLoc, func(txn *table.Transaction) error {
-		for _, p := range pending {
-			if err := txn.AddDataFiles(ctx, p.files, p.summary, table.WithoutDuplicateCheck()); err != nil {
-				return fmt.Errorf("stage snapshot of %s: %w", p.BatchID, err)
-			}
-		}
-		return nil
-	})
-	a.snapshots = snapshots
-	for _, s := range snapshots {
-		m.ours[s.SnapshotID] = true
-	}
-	return next, body, err
 }
 
 // settle reports a batch found in the ancestry in snapshot s: committed by
@@ -603,23 +579,6 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		refs = a.refs
 	}
 	paths := without(m.producer.writtenFiles(), refs)
-	if fs, err := t.fsF(ctx); err == nil {
-		for n, a := range m.attempts {
-			if n == won {
-				continue
-			}
-			for _, s := range a.snapshots {
-				if mfs, err := s.Manifests(fs); err == nil {
-					for _, mf := range mfs {
-						if mf.SnapshotID() == s.SnapshotID {
-							paths = append(paths, mf.FilePath())
-						}
-					}
-				}
-				paths = append(paths, s.ManifestList)
-			}
-		}
-	}
 	for _, p := range m.ps {
 		if r := m.results[p.BatchID]; r == nil || r.Duplicate || r.SchemaConflict != nil {
 			if a := m.attempts[won]; a == nil || !slices.Contains(a.pending, p) {
@@ -628,89 +587,6 @@ func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
 		}
 	}
 	t.removeFiles(ctx, paths)
-}
-
-// captureCatalog is the table.CatalogIO of a transaction whose commit the
-// commit protocol performs: CommitTable checks the requirements against
-// base, applies the updates (the metadata-log gains baseLoc, as a catalog's
-// commit would) and records the result instead of writing it.
-type captureCatalog struct {
-	base      table.Metadata
-	baseLoc   string
-	next      table.Metadata
-	snapshots []table.Snapshot // the snapshots the updates add
-}
-
-// errCaptured ends a transaction's own commit once captureCatalog has the
-// metadata; it does not wrap table.ErrCommitFailed, so iceberg-go does not
-// retry.
-var errCaptured = errors.New("metadata captured")
-
-func (c *captureCatalog) LoadTable(context.Context, table.Identifier) (*table.Table, error) {
-	return nil, errors.New("internal: the commit protocol loads tables itself")
-}
-
-func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	for _, u := range updates {
-		if u.Action() != table.UpdateAddSnapshot {
-			continue
-		}
-		var staged struct {
-			Snapshot *table.Snapshot `json:"snapshot"`
-		}
-		if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &staged) == nil && staged.Snapshot != nil {
-			c.snapshots = append(c.snapshots, *staged.Snapshot)
-		}
-	}
-	for _, r := range reqs {
-		if err := r.Validate(c.base); err != nil {
-			return nil, "", err
-		}
-	}
-	next, err := table.UpdateTableMetadata(c.base, updates, c.baseLoc)
-	if err != nil {
-		return nil, "", fmt.Errorf("apply updates: %w", err)
-	}
-	c.next = next
-	return nil, "", errCaptured
-}
-
-// stageTransaction runs stage on an iceberg-go transaction over base
-// (whose metadata is at baseLoc) and returns the next version as the
-// commit protocol writes it, with the snapshots the transaction added.
-func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, []table.Snapshot, error) {
-	meta, err := base.metadata()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
-	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
-	if err := stage(txn); err != nil {
-		return nil, nil, nil, err
-	}
-	next, body, err := cc.capture(ctx, txn)
-	return next, body, cc.snapshots, err
-}
-
-// capture runs txn's commit against c and returns the next version.
-func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*head, []byte, error) {
-	if _, err := txn.Commit(ctx); !errors.Is(err, errCaptured) {
-		if err == nil {
-			return nil, nil, errNothingToCommit
-		}
-		return nil, nil, err
-	}
-	body, err := json.Marshal(c.next)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode metadata: %w", err)
-	}
-	// Keep the metadata as read back from what is written: the builder's
-	// result holds on to internal state that grows with every commit.
-	h, err := parseHead(body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("metadata after the update: %w", err)
-	}
-	return h, body, nil
 }
 
 // afterCommit does the best-effort chores after a successful commit

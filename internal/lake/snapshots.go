@@ -24,27 +24,28 @@ const mergeAbsorbLimit = 1 << 20
 // attempt runs at once.
 const stageConcurrency = 16
 
-// canStage reports whether Commit can write the snapshots of ps itself
-// (stage) instead of through iceberg-go's transaction, which writes one
-// snapshot at a time: a format-version 1 or 2 table whose location is the
-// folder this lake gives it (metadataFolder), and data files only. Other
-// tables take the transaction path.
-func (t *Table) canStage(h *head, ps []*Prepared) bool {
+// canStage reports why Commit cannot write the snapshots of ps (stage):
+// it writes them on format-version 1 and 2 tables whose location is the
+// folder this lake gives them (metadataFolder), of data files only. Format
+// v3 asks for row ids (row lineage: first-row-id of manifests and data
+// files, next-row-id), which neither stage nor Prepare assign; a table
+// stored elsewhere cannot be reached (ErrOutsideTable).
+func (t *Table) canStage(h *head, ps []*Prepared) error {
 	meta := h.write
 	if v := meta.Version(); v != 1 && v != 2 {
-		return false
+		return fmt.Errorf("table %s: appends to format-version %d tables are not supported (row lineage)", t.name, v)
 	}
 	if _, ok := t.metadataFolder(meta); !ok {
-		return false
+		return fmt.Errorf("table %s: %w: its location %s is not %s", t.name, ErrOutsideTable, meta.Location(), t.lake.tableLocation(t.name))
 	}
 	for _, p := range ps {
 		for _, df := range p.files {
 			if df.ContentType() != iceberg.EntryContentData {
-				return false
+				return fmt.Errorf("batch %s: %s is not a data file", p.BatchID, df.FilePath())
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 // currentSpecOnly reports whether every data file of ps was written with

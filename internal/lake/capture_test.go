@@ -1,0 +1,97 @@
+package lake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// Tests commit what another engine would (a row-level delete, say) through
+// an iceberg-go transaction: captureCatalog runs the transaction's commit
+// on the version the commit protocol builds on (txnMutation).
+
+// captureCatalog is the table.CatalogIO of a transaction whose commit the
+// commit protocol performs: CommitTable checks the requirements against
+// base, applies the updates (the metadata-log gains baseLoc, as a catalog's
+// commit would) and records the result instead of writing it.
+type captureCatalog struct {
+	base      table.Metadata
+	baseLoc   string
+	next      table.Metadata
+	snapshots []table.Snapshot // the snapshots the updates add
+}
+
+// errCaptured ends a transaction's own commit once captureCatalog has the
+// metadata; it does not wrap table.ErrCommitFailed, so iceberg-go does not
+// retry.
+var errCaptured = errors.New("metadata captured")
+
+func (c *captureCatalog) LoadTable(context.Context, table.Identifier) (*table.Table, error) {
+	return nil, errors.New("internal: the commit protocol loads tables itself")
+}
+
+func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	for _, u := range updates {
+		if u.Action() != table.UpdateAddSnapshot {
+			continue
+		}
+		var staged struct {
+			Snapshot *table.Snapshot `json:"snapshot"`
+		}
+		if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &staged) == nil && staged.Snapshot != nil {
+			c.snapshots = append(c.snapshots, *staged.Snapshot)
+		}
+	}
+	for _, r := range reqs {
+		if err := r.Validate(c.base); err != nil {
+			return nil, "", err
+		}
+	}
+	next, err := table.UpdateTableMetadata(c.base, updates, c.baseLoc)
+	if err != nil {
+		return nil, "", fmt.Errorf("apply updates: %w", err)
+	}
+	c.next = next
+	return nil, "", errCaptured
+}
+
+// stageTransaction runs stage on an iceberg-go transaction over base
+// (whose metadata is at baseLoc) and returns the next version as the
+// commit protocol writes it, with the snapshots the transaction added.
+func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, []table.Snapshot, error) {
+	meta, err := base.metadata()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
+	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
+	if err := stage(txn); err != nil {
+		return nil, nil, nil, err
+	}
+	next, body, err := cc.capture(ctx, txn)
+	return next, body, cc.snapshots, err
+}
+
+// capture runs txn's commit against c and returns the next version.
+func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*head, []byte, error) {
+	if _, err := txn.Commit(ctx); !errors.Is(err, errCaptured) {
+		if err == nil {
+			return nil, nil, errNothingToCommit
+		}
+		return nil, nil, err
+	}
+	body, err := json.Marshal(c.next)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	// Keep the metadata as read back from what is written: the builder's
+	// result holds on to internal state that grows with every commit.
+	h, err := parseHead(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata after the update: %w", err)
+	}
+	return h, body, nil
+}
