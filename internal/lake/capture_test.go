@@ -18,10 +18,9 @@ import (
 // base, applies the updates (the metadata-log gains baseLoc, as a catalog's
 // commit would) and records the result instead of writing it.
 type captureCatalog struct {
-	base      table.Metadata
-	baseLoc   string
-	next      table.Metadata
-	snapshots []table.Snapshot // the snapshots the updates add
+	base    table.Metadata
+	baseLoc string
+	next    table.Metadata
 }
 
 // errCaptured ends a transaction's own commit once captureCatalog has the
@@ -34,17 +33,6 @@ func (c *captureCatalog) LoadTable(context.Context, table.Identifier) (*table.Ta
 }
 
 func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	for _, u := range updates {
-		if u.Action() != table.UpdateAddSnapshot {
-			continue
-		}
-		var staged struct {
-			Snapshot *table.Snapshot `json:"snapshot"`
-		}
-		if b, err := json.Marshal(u); err == nil && json.Unmarshal(b, &staged) == nil && staged.Snapshot != nil {
-			c.snapshots = append(c.snapshots, *staged.Snapshot)
-		}
-	}
 	for _, r := range reqs {
 		if err := r.Validate(c.base); err != nil {
 			return nil, "", err
@@ -60,19 +48,18 @@ func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs
 
 // stageTransaction runs stage on an iceberg-go transaction over base
 // (whose metadata is at baseLoc) and returns the next version as the
-// commit protocol writes it, with the snapshots the transaction added.
-func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, []table.Snapshot, error) {
+// commit protocol writes it.
+func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, error) {
 	meta, err := base.metadata()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	cc := &captureCatalog{base: meta, baseLoc: baseLoc}
 	txn := table.New(t.ident(), meta, baseLoc, t.fsF, cc).NewTransaction()
 	if err := stage(txn); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	next, body, err := cc.capture(ctx, txn)
-	return next, body, cc.snapshots, err
+	return cc.capture(ctx, txn)
 }
 
 // capture runs txn's commit against c and returns the next version.

@@ -391,8 +391,7 @@ type txnMutation struct {
 }
 
 func (m *txnMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	next, body, _, err := m.t.stageTransaction(ctx, base, v.location, m.do)
-	return next, body, err
+	return m.t.stageTransaction(ctx, base, v.location, m.do)
 }
 
 func (m *txnMutation) finish(context.Context, int, bool) {}
