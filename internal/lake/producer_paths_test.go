@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -146,6 +147,17 @@ func pathsSequence(t *testing.T, version int, spec, path bool) string {
 // snapshots), of format version version, its location spelled as a path
 // when path, and loads it.
 func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int, path bool) *Table {
+	n := TableName{Namespace: "iot", Name: "copy"}
+	loc := l.tableLocation(n)
+	if path {
+		loc = strings.TrimPrefix(loc, "file://")
+	}
+	return copyTable(t, l, tbl, n, version, loc)
+}
+
+// copyTable creates table n from the first version of tbl (no snapshots),
+// of format version version, at location loc, and loads it.
+func copyTable(t *testing.T, l *Lake, tbl *Table, n TableName, version int, loc string) *Table {
 	ctx := context.Background()
 	key := metadataKey(tbl.name, 1)
 	rc, _, err := l.store.Get(ctx, key)
@@ -179,11 +191,7 @@ func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int, path bool) *T
 			}
 		}
 	}
-	n := TableName{Namespace: "iot", Name: "copy"}
-	m["location"] = l.tableLocation(n)
-	if path {
-		m["location"] = strings.TrimPrefix(l.tableLocation(n), "file://")
-	}
+	m["location"] = loc
 	if body, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
@@ -271,5 +279,31 @@ func addSpec(t *testing.T, l *Lake, tbl *Table) {
 	}
 	if _, err := l.store.Put(ctx, metadataKey(tbl.name, v+1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAppendElsewhereRefused: an append to a table whose location is not
+// its folder in the lake is refused with ErrOutsideTable, and commits
+// nothing.
+func TestAppendElsewhereRefused(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, err := l.CreateTable(ctx, testName, testSchema, CreateSpec{TimeColumn: "time", SeriesKey: []string{"device"}, Partition: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := TableName{Namespace: "iot", Name: "copy"}
+	away := copyTable(t, l, tbl, n, 2, l.tableLocation(n)+"-away")
+	rec := rowsAt(t, away, time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC), 5, 0)
+	defer rec.Release()
+	p, err := away.Prepare(ctx, "a.csv", []arrow.RecordBatch{rec}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := away.Commit(ctx, []*Prepared{p}, CommitOptions{}); !errors.Is(err, ErrOutsideTable) {
+		t.Fatalf("append to a table stored elsewhere: %v, want ErrOutsideTable", err)
+	}
+	if away.Version() != 1 {
+		t.Fatalf("version %d after the refused append", away.Version())
 	}
 }
