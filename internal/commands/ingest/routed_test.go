@@ -1,0 +1,295 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
+	"github.com/timelake/timelake/internal/testutil/s3test"
+)
+
+// routedPlace is a landing and a warehouse of the routed tests: local
+// folders or buckets of the S3 test server.
+type routedPlace struct {
+	landing, warehouse string
+	env                map[string]string
+	store              storage.Store // the landing
+	lakeOpts           lake.Options
+}
+
+func localPlace(t *testing.T) routedPlace {
+	t.Helper()
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocalStore(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return routedPlace{landing: landing, warehouse: filepath.Join(dir, "lake"), env: map[string]string{"TIMELAKE_SETTLE_TIME": "0"}, store: st}
+}
+
+func s3Place(t *testing.T) routedPlace {
+	t.Helper()
+	srv := s3test.FromEnv(t)
+	client := srv.Client(t)
+	landingBucket, lakeBucket := srv.NewBucket(t), srv.NewBucket(t)
+	return routedPlace{landing: "s3://" + landingBucket, warehouse: "s3://" + lakeBucket + "/warehouse",
+		env: map[string]string{"AWS_ENDPOINT_URL_S3": srv.Endpoint, "AWS_REGION": srv.Region,
+			"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey},
+		store: storage.NewS3Store(client, landingBucket, "", storage.S3StoreOptions{}), lakeOpts: lake.Options{S3: client}}
+}
+
+func (p routedPlace) put(t *testing.T, key, body string) {
+	t.Helper()
+	if _, err := p.store.Put(context.Background(), key, strings.NewReader(body), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// left is the landing keys outside timelake's folders (the quarantine,
+// _timelake/).
+func (p routedPlace) left(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	if err := p.store.List(context.Background(), "", func(o storage.ObjectInfo) error {
+		if !strings.HasPrefix(o.Key, "_") {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// rows counts the rows of table.
+func (p routedPlace) rows(t *testing.T, table string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	l, err := lake.Open(ctx, p.warehouse, p.lakeOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := tablename.Parse(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := l.LoadTable(ctx, name)
+	if err != nil {
+		t.Fatalf("%s: %v", table, err)
+	}
+	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	return at.NumRows()
+}
+
+// exec runs timelake with the place's landing, warehouse and variables
+// (and extra ones).
+func (p routedPlace) exec(t *testing.T, extraEnv map[string]string, args ...string) (cmdutil.ExitCode, string, string) {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range p.env {
+		env[k] = v
+	}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	ios, out, errOut := iostreams.Test()
+	args = append([]string{"ingest", "--landing", p.landing, "--warehouse", p.warehouse}, args...)
+	code := commands.Execute(context.Background(), args, ios, getenv(env))
+	return code, out.String(), errOut.String()
+}
+
+// csvRows is a CSV file of n readings (n < 60) in hour h.
+func csvRows(n, h int) string {
+	var b strings.Builder
+	b.WriteString("time,device_id,v\n")
+	for i := range n {
+		fmt.Fprintf(&b, "2026-01-05T%02d:00:%02dZ,d1,%d\n", h, i, i)
+	}
+	return b.String()
+}
+
+var threeRoutes = []string{"--route", "readings/**=iot.readings", "--route", "events/**=iot.events", "--route", "*/**=iot.{1}"}
+
+// TestRoutedRun: three tables from one landing, on a local folder and on
+// S3. Each table's files load into it (exact rows, read back); a key no
+// route takes is reported and left; a later run in which one table's
+// files are all bad quarantines them and loads the other two (exit 3);
+// --json reports every table and the unrouted key.
+func TestRoutedRun(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) routedPlace{"local": localPlace, "s3": s3Place} {
+		t.Run(name, func(t *testing.T) {
+			p := open(t)
+			p.put(t, "readings/gw1/a.csv", csvRows(3, 10))
+			p.put(t, "readings/gw2/b.csv", csvRows(2, 11))
+			p.put(t, "events/gw1/e.csv", csvRows(4, 10))
+			p.put(t, "meters/m1.csv", csvRows(2, 10))
+			p.put(t, "stray.csv", csvRows(1, 10))
+
+			code, out, errOut := p.exec(t, nil, threeRoutes...)
+			if code != cmdutil.ExitPartial {
+				t.Fatalf("exit %d, want %d (an unrouted key)\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+			}
+			for _, want := range []string{
+				`Z unrouted +stray.csv  .*no route takes|Z unrouted +stray.csv  route \*/\*\*=iot.\{1\}: the table needs the key's folder \{1\}`,
+				`Z iot.events: 1 loaded \(4 rows\)`, `Z iot.meters: 1 loaded \(2 rows\)`, `Z iot.readings: 2 loaded \(5 rows\)`,
+				`Z routes: 3 tables, 3 without a problem; 1 key unrouted, left in the landing; run started`,
+			} {
+				if !regexp.MustCompile(want).MatchString(out) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if i, j := strings.Index(out, "iot.events:"), strings.Index(out, "iot.readings:"); i < 0 || j < i {
+				t.Errorf("tables not in name order:\n%s", out)
+			}
+
+			p.put(t, "readings/gw1/c.csv", csvRows(1, 12))
+			p.put(t, "events/gw1/bad1.csv", "time,device_id,v\n2026-01-05T12:00:00Z,d1\n")
+			p.put(t, "events/gw2/bad2.csv", "time,device_id,v\nnot a time,d1,x,y\n")
+			p.put(t, "meters/m2.csv", csvRows(5, 12))
+			code, out, errOut = p.exec(t, nil, append(threeRoutes, "--json")...)
+			if code != cmdutil.ExitPartial {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+			}
+			var doc ingestcmd.RoutedReport
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			got := map[string]ingestcmd.TableReport{}
+			for _, tr := range doc.Tables {
+				got[tr.Table] = tr
+			}
+			if len(doc.Tables) != 3 || got["iot.events"].Quarantined != 2 || got["iot.events"].ExitCode != int(cmdutil.ExitPartial) ||
+				got["iot.readings"].Loaded != 1 || got["iot.meters"].Loaded != 1 || got["iot.meters"].ExitCode != 0 {
+				t.Errorf("tables: %s", out)
+			}
+			if len(doc.Unrouted) != 1 || doc.Unrouted[0].Key != "stray.csv" || len(doc.Routes) != 3 {
+				t.Errorf("unrouted %+v, routes %v", doc.Unrouted, doc.Routes)
+			}
+			for table, want := range map[string]int64{"iot.readings": 6, "iot.events": 4, "iot.meters": 7} {
+				if n := p.rows(t, table); n != want {
+					t.Errorf("%s holds %d rows, want %d", table, n, want)
+				}
+			}
+			if left := p.left(t); strings.Join(left, ",") != "stray.csv" {
+				t.Errorf("left in the landing: %v", left)
+			}
+		})
+	}
+}
+
+// TestRouteConflict: a key two routes take to different tables is
+// refused naming both routes and left; the keys one route takes load.
+func TestRouteConflict(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/a.csv", csvRows(2, 10))
+	p.put(t, "events/e.csv", csvRows(3, 10))
+	code, out, errOut := p.exec(t, nil, "--route", "readings/**=iot.readings", "--route", "*/**=iot.other")
+	if code != cmdutil.ExitPartial {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `unrouted        readings/a.csv  two routes take the key "readings/a.csv": readings/**=iot.readings (table iot.readings) and */**=iot.other (table iot.other)`) {
+		t.Errorf("the conflict is not named:\n%s", out)
+	}
+	if n := p.rows(t, "iot.other"); n != 3 {
+		t.Errorf("iot.other holds %d rows, want 3", n)
+	}
+	if left := p.left(t); strings.Join(left, ",") != "readings/a.csv" {
+		t.Errorf("left: %v", left)
+	}
+}
+
+// TestRoutesFromTheEnvironment: TIMELAKE_ROUTES, one rule per line or
+// comma-separated, routes like --route.
+func TestRoutesFromTheEnvironment(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/a.csv", csvRows(2, 10))
+	p.put(t, "events/e.csv", csvRows(3, 10))
+	p.put(t, "logs/l.csv", csvRows(1, 10))
+	code, out, errOut := p.exec(t, map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings\nevents/**=iot.events, logs/=iot.logs"})
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for table, want := range map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.logs": 1} {
+		if n := p.rows(t, table); n != want {
+			t.Errorf("%s holds %d rows, want %d", table, n, want)
+		}
+	}
+}
+
+// TestRoutedDryRun: --dry-run names the table (and the route) of every
+// waiting key, and changes nothing.
+func TestRoutedDryRun(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/a.csv", csvRows(2, 10))
+	p.put(t, "meters/m.csv", csvRows(2, 10))
+	code, out, errOut := p.exec(t, nil, append(threeRoutes, "--dry-run")...)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"route           meters/m.csv  -> iot.meters (*/**=iot.{1})",
+		"route           readings/a.csv  -> iot.readings (readings/**=iot.readings)",
+		"iot.readings: dry run, 1 files would be loaded", "iot.meters: dry run, 1 files would be loaded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if len(p.left(t)) != 2 {
+		t.Errorf("a dry run moved files: %v", p.left(t))
+	}
+}
+
+// TestRouteSettingsRefused: a bad rule is refused naming it, --route with
+// --table (or TIMELAKE_TABLE) is refused, and serve refuses
+// TIMELAKE_ROUTES; all before a file is touched (exit 2).
+func TestRouteSettingsRefused(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/a.csv", csvRows(2, 10))
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"bad rule", nil, []string{"--route", "readings/**"}, `route "readings/**": expected PATTERN=TABLE`},
+		{"bad table", nil, []string{"--route", "readings/**=iot.{x}"}, `"{x}" in the table "iot.{x}"`},
+		{"route and table", nil, []string{"--route", "readings/**=iot.readings", "--table", "iot.t"}, "--table and the routes (readings/**=iot.readings) both name tables"},
+		{"routes and TIMELAKE_TABLE", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings", "TIMELAKE_TABLE": "iot.t"}, nil, "TIMELAKE_TABLE"},
+		{"bad TIMELAKE_ROUTES", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings,=iot.x"}, nil, `TIMELAKE_ROUTES`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := p.exec(t, tc.env, tc.args...)
+			if code != cmdutil.ExitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want %d and %q on stderr\n%s\n%s", code, cmdutil.ExitUsage, tc.want, out, errOut)
+			}
+		})
+	}
+	ios, out, errOut := iostreams.Test()
+	code := commands.Execute(context.Background(), []string{"serve", "--landing", p.landing, "--warehouse", p.warehouse, "--table", "iot.t"}, ios,
+		getenv(map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings"}))
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "does not route landing keys to tables yet") {
+		t.Errorf("serve with TIMELAKE_ROUTES: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if left := p.left(t); len(left) != 1 {
+		t.Errorf("left: %v", left)
+	}
+}
