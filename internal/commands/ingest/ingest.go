@@ -58,6 +58,11 @@ previous one still working says so on one line and exits with code 12 (11
 when a serve or a poller of an overlapping prefix holds the table), and a
 crash at any point loses and duplicates nothing.
 
+With --route PATTERN=TABLE (repeated, or TIMELAKE_ROUTES) one run loads several
+tables from one landing bucket, each file's table chosen from its key, one
+table after the other with its own lease, commits, quarantine and summary;
+a key no route takes stays where it is (docs/routing.md).
+
 Every setting can also come from the environment or from --env-file; the
 variable is named in each flag's help.
 
@@ -66,6 +71,7 @@ start time and duration. In a pipe (cron appending to a log) every line
 starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 		Example: `  timelake ingest --landing ./landing --warehouse ./lake --table iot.readings
   timelake ingest --env-file timelake.env
+  timelake ingest --landing ./landing --warehouse ./lake --route 'readings/**=iot.readings' --route 'events/**=iot.events'
   set -a; . ./timelake.env; set +a; timelake ingest --json`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cmdutil.AnnotationTimedErrors: ""},

@@ -293,3 +293,29 @@ func TestRouteSettingsRefused(t *testing.T) {
 		t.Errorf("left: %v", left)
 	}
 }
+
+// TestRoutedTableFailure: a table that fails (no file of a new table can
+// create it) does not stop the others; its error names it on stderr, and
+// the run ends with the worst exit code of its tables (1).
+func TestRoutedTableFailure(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "events/bad.csv", "time,device_id,v\n2026-01-05T10:00:00Z,d1\n")
+	p.put(t, "readings/a.csv", csvRows(2, 10))
+	p.put(t, "meters/m.csv", csvRows(3, 10))
+	code, out, errOut := p.exec(t, nil, threeRoutes...)
+	if code != cmdutil.ExitFailed {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitFailed, out, errOut)
+	}
+	if !regexp.MustCompile(`Z Error: iot.events: cannot create the table`).MatchString(errOut) ||
+		!strings.Contains(out, "routes: 3 tables, 2 without a problem; run started") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	for table, want := range map[string]int64{"iot.readings": 2, "iot.meters": 3} {
+		if n := p.rows(t, table); n != want {
+			t.Errorf("%s holds %d rows, want %d", table, n, want)
+		}
+	}
+	if left := p.left(t); strings.Join(left, ",") != "events/bad.csv" {
+		t.Errorf("left: %v", left)
+	}
+}
