@@ -101,6 +101,19 @@ func (p routedPlace) rows(t *testing.T, table string) int64 {
 	return at.NumRows()
 }
 
+// want checks the rows of each table and the keys left in the landing.
+func (p routedPlace) want(t *testing.T, rows map[string]int64, left ...string) {
+	t.Helper()
+	for table, n := range rows {
+		if got := p.rows(t, table); got != n {
+			t.Errorf("%s holds %d rows, want %d", table, got, n)
+		}
+	}
+	if got := p.left(t); strings.Join(got, ",") != strings.Join(left, ",") {
+		t.Errorf("left in the landing: %v, want %v", got, left)
+	}
+}
+
 // exec runs timelake with the place's landing, warehouse and variables
 // (and extra ones).
 func (p routedPlace) exec(t *testing.T, extraEnv map[string]string, args ...string) (cmdutil.ExitCode, string, string) {
@@ -185,14 +198,7 @@ func TestRoutedRun(t *testing.T) {
 			if len(doc.Unrouted) != 1 || doc.Unrouted[0].Key != "stray.csv" || len(doc.Routes) != 3 {
 				t.Errorf("unrouted %+v, routes %v", doc.Unrouted, doc.Routes)
 			}
-			for table, want := range map[string]int64{"iot.readings": 6, "iot.events": 4, "iot.meters": 7} {
-				if n := p.rows(t, table); n != want {
-					t.Errorf("%s holds %d rows, want %d", table, n, want)
-				}
-			}
-			if left := p.left(t); strings.Join(left, ",") != "stray.csv" {
-				t.Errorf("left in the landing: %v", left)
-			}
+			p.want(t, map[string]int64{"iot.readings": 6, "iot.events": 4, "iot.meters": 7}, "stray.csv")
 		})
 	}
 }
@@ -210,12 +216,7 @@ func TestRouteConflict(t *testing.T) {
 	if !strings.Contains(out, `unrouted        readings/a.csv  two routes take the key "readings/a.csv": readings/**=iot.readings (table iot.readings) and */**=iot.other (table iot.other)`) {
 		t.Errorf("the conflict is not named:\n%s", out)
 	}
-	if n := p.rows(t, "iot.other"); n != 3 {
-		t.Errorf("iot.other holds %d rows, want 3", n)
-	}
-	if left := p.left(t); strings.Join(left, ",") != "readings/a.csv" {
-		t.Errorf("left: %v", left)
-	}
+	p.want(t, map[string]int64{"iot.other": 3}, "readings/a.csv")
 }
 
 // TestRoutesFromTheEnvironment: TIMELAKE_ROUTES, one rule per line or
@@ -229,11 +230,7 @@ func TestRoutesFromTheEnvironment(t *testing.T) {
 	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for table, want := range map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.logs": 1} {
-		if n := p.rows(t, table); n != want {
-			t.Errorf("%s holds %d rows, want %d", table, n, want)
-		}
-	}
+	p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.logs": 1})
 }
 
 // TestRoutedDryRun: --dry-run names the table (and the route) of every
@@ -275,6 +272,7 @@ func TestRouteSettingsRefused(t *testing.T) {
 		{"route and table", nil, []string{"--route", "readings/**=iot.readings", "--table", "iot.t"}, "--table and the routes (readings/**=iot.readings) both name tables"},
 		{"routes and TIMELAKE_TABLE", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings", "TIMELAKE_TABLE": "iot.t"}, nil, "TIMELAKE_TABLE"},
 		{"bad TIMELAKE_ROUTES", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings,=iot.x"}, nil, `TIMELAKE_ROUTES`},
+		{"metrics file", map[string]string{"TIMELAKE_METRICS_FILE": filepath.Join(t.TempDir(), "m.prom")}, []string{"--route", "readings/**=iot.readings"}, "--notify-url and --metrics-file are not per table yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := p.exec(t, tc.env, tc.args...)
@@ -310,12 +308,22 @@ func TestRoutedTableFailure(t *testing.T) {
 		!strings.Contains(out, "routes: 3 tables, 2 without a problem; run started") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errOut)
 	}
-	for table, want := range map[string]int64{"iot.readings": 2, "iot.meters": 3} {
-		if n := p.rows(t, table); n != want {
-			t.Errorf("%s holds %d rows, want %d", table, n, want)
-		}
+	p.want(t, map[string]int64{"iot.readings": 2, "iot.meters": 3}, "events/bad.csv")
+}
+
+// TestRoutedMaxFilesShared: --max-files is shared between the tables, so
+// that one table's backlog does not starve another.
+func TestRoutedMaxFilesShared(t *testing.T) {
+	p := localPlace(t)
+	for _, k := range []string{"events/a.csv", "events/b.csv", "events/c.csv", "readings/a.csv", "readings/b.csv"} {
+		p.put(t, k, csvRows(1, 10))
 	}
-	if left := p.left(t); strings.Join(left, ",") != "events/bad.csv" {
-		t.Errorf("left: %v", left)
+	code, out, errOut := p.exec(t, nil, append(threeRoutes, "--max-files", "2")...)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	p.want(t, map[string]int64{"iot.events": 1, "iot.readings": 1}, "events/b.csv", "events/c.csv", "readings/b.csv")
+	if !strings.Contains(out, "more files wait (--max-files)") {
+		t.Errorf("output:\n%s", out)
 	}
 }
