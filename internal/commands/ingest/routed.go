@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
@@ -65,7 +66,8 @@ func worst(a, b cmdutil.ExitCode) cmdutil.ExitCode {
 }
 
 // plan is what the listing of a routed run found: the tables to load, in
-// name order, and the keys no route takes.
+// name order, the keys no route takes and, in a dry run, the table of
+// each key.
 type plan struct {
 	tables   []tablename.Name
 	unrouted []UnroutedKey
@@ -97,7 +99,9 @@ func (o *Options) routePlan(ctx context.Context) (*plan, error) {
 			return nil
 		}
 		add(t)
-		p.routed = append(p.routed, RoutedKey{Key: obj.Key, Table: t.String(), Route: r.String()})
+		if c.DryRun {
+			p.routed = append(p.routed, RoutedKey{Key: obj.Key, Table: t.String(), Route: r.String()})
+		}
 		return nil
 	})
 	var gaps *storage.UnlistedError
@@ -107,15 +111,7 @@ func (o *Options) routePlan(ctx context.Context) (*plan, error) {
 		}
 		return nil, fmt.Errorf("list landing %s: %w", c.Landing.URI(), err)
 	}
-	slices.SortFunc(p.tables, func(a, b tablename.Name) int {
-		switch as, bs := a.String(), b.String(); {
-		case as < bs:
-			return -1
-		case as > bs:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(p.tables, func(a, b tablename.Name) int { return strings.Compare(a.String(), b.String()) })
 	return p, nil
 }
 
@@ -143,9 +139,7 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 		doc.Routes = append(doc.Routes, r.String())
 	}
 	doc.Unrouted = append(doc.Unrouted, p.unrouted...)
-	if o.Config.DryRun {
-		doc.Routed = p.routed
-	}
+	doc.Routed = p.routed
 	code := cmdutil.ExitOK
 	if len(p.unrouted) > 0 {
 		code = cmdutil.ExitPartial
@@ -154,10 +148,8 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 		for _, u := range p.unrouted {
 			iostreams.Fprintf(out, "%-15s %s  %s; it stays in the landing\n", "unrouted", u.Key, u.Reason)
 		}
-		if o.Config.DryRun {
-			for _, k := range p.routed {
-				iostreams.Fprintf(out, "%-15s %s  -> %s (%s)\n", "route", k.Key, k.Table, k.Route)
-			}
+		for _, k := range p.routed {
+			iostreams.Fprintf(out, "%-15s %s  -> %s (%s)\n", "route", k.Key, k.Table, k.Route)
 		}
 	}
 	var worstErr, stopped error
