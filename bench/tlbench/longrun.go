@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,7 +103,7 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	}
 	defer profiles.stop()
 	start := time.Now()
-	var metaBytes int64
+	var metaBytes, maxMeta int64 // at the last commit; the largest, every 5th commit
 	var snapshots int
 	profiles.start("first")
 	cfg.OnCommit = func(keys []string, _ time.Duration, err error) {
@@ -115,6 +116,9 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 			done = append(done, time.Now())
 		}
 		last := len(done) == o.files
+		if len(commits)%5 == 0 {
+			maxMeta = max(maxMeta, newestMetadataSize(filepath.Join(warehouse, name.Namespace, name.Name, "metadata")))
+		}
 		switch len(done) {
 		case tenth:
 			profiles.stop()
@@ -165,10 +169,11 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "files %d  retention %s  expire-due %d  loading %.1fs  files/s first 10%% %.0f  last 10%% %.0f  "+
 		"files a commit first 10%% %.0f  last 10%% %.0f  "+
-		"expired during the run %d in %d rounds (%.1fs%s)  at the end: %d snapshots, newest metadata %d KiB\n",
+		"expired during the run %d in %d rounds (%.1fs%s)  at the end: %d snapshots, newest metadata %d KiB (largest during the run %d KiB)\n",
 		o.files, o.retention, o.expireDue, done[o.files-1].Sub(start).Seconds(), first, last,
 		perCommit(0, tenth), perCommit(o.files-tenth, o.files),
-		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024)
+		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024,
+		max(maxMeta, metaBytes)/1024)
 	return nil
 }
 
@@ -213,4 +218,21 @@ func (p *tenthProfiles) stop() {
 	pprof.StopCPUProfile()
 	p.f.Close()
 	p.f = nil
+}
+
+// newestMetadataSize is the size of the newest vN.metadata.json in dir, 0
+// when there is none.
+func newestMetadataSize(dir string) int64 {
+	names, _ := filepath.Glob(filepath.Join(dir, "v*.metadata.json"))
+	newest, path := -1, ""
+	for _, n := range names {
+		v, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "v"), ".metadata.json"))
+		if err == nil && v > newest {
+			newest, path = v, n
+		}
+	}
+	if st, err := os.Stat(path); err == nil {
+		return st.Size()
+	}
+	return 0
 }

@@ -71,6 +71,14 @@ type Config struct {
 	Lake             *lake.Lake
 	Table            lake.TableName
 
+	// Accept, when set, says which listed keys (below Prefix) are this
+	// table's: the others are left alone, neither loaded, reported nor
+	// counted against MaxFiles. A routed run (`ingest --route`) gives each
+	// table's run the keys its routes take; nil takes every key. A folder
+	// of a local landing folder that cannot be listed is reported by every
+	// run, whatever Accept says: its keys are unknown.
+	Accept func(key string) bool
+
 	// Table creation from the first file when the table does not exist.
 	NoCreate   bool
 	TimeColumn string   // "" means infer
@@ -682,6 +690,9 @@ func (r *runner) list(ctx context.Context) (files []storage.ObjectInfo, unlisted
 	r.removeStaleTemp(ctx)
 	errEnough := errors.New("enough")
 	err = r.bucket.List(ctx, r.cfg.Prefix, func(o storage.ObjectInfo) error {
+		if r.cfg.Accept != nil && !r.cfg.Accept(o.Key) {
+			return nil
+		}
 		if r.cfg.MaxFiles > 0 && len(files) == r.cfg.MaxFiles {
 			r.rep.Remaining = true
 			return errEnough

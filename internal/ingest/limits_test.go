@@ -62,3 +62,28 @@ func TestFilesBeyondTheLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptLeavesOtherKeys: a run given Accept loads only the keys it
+// takes, counts only those against MaxFiles, and leaves the others in the
+// landing folder, unreported.
+func TestAcceptLeavesOtherKeys(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	for _, k := range []string{"events/a.csv", "readings/a.csv", "readings/b.csv", "readings/c.csv"} {
+		e.put(t, k, csvFile(readings(1, 0, 2), false, false))
+	}
+	c := e.config()
+	c.Accept = func(key string) bool { return strings.HasPrefix(key, "readings/") }
+	c.MaxFiles = 2
+	rep, err := ingest.Run(ctx, c)
+	if err != nil || rep.Loaded != 2 || len(rep.Files) != 2 || !rep.Remaining || rep.Files[0].Key != "readings/a.csv" {
+		t.Fatalf("first run: %+v, %v", rep, err)
+	}
+	c.MaxFiles = 0
+	if rep, err = ingest.Run(ctx, c); err != nil || rep.Loaded != 1 || rep.Remaining {
+		t.Fatalf("second run: %+v, %v", rep, err)
+	}
+	if got := e.keys(t, ""); len(got) != 1 || got[0] != "events/a.csv" {
+		t.Errorf("left in the landing folder: %v", got)
+	}
+}

@@ -12,9 +12,11 @@ import (
 // DefaultExpireDue is how many snapshots due for expiry (older than the
 // table's timelake.snapshot-retention, beyond its timelake.min-snapshots)
 // a run lets pile up before it expires them between two of its commits:
-// about 450 KB of metadata that every commit would otherwise rewrite
-// (docs/ingest.md, "A long run").
-const DefaultExpireDue = 500
+// about 240 KB of metadata that every commit would otherwise rewrite
+// (docs/ingest.md, "A long run"). Twice as many are expired whatever the
+// share of the run's time it takes, so the newest metadata holds at most
+// the snapshots of the retention and about 480 KB more.
+const DefaultExpireDue = 250
 
 // runExpiryShare is the share of a run's time that expiry between its
 // commits may take: a tenth.

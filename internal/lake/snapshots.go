@@ -184,17 +184,23 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	var merged iceberg.ManifestFile
 	kept := baseManifests
 	if merge {
-		var absorbed []iceberg.ManifestFile
-		if len(baseManifests)+1 >= props.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) {
-			target := min(int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault)), mergeAbsorbLimit)
-			kept = nil
-			for _, m := range baseManifests {
-				if m.ManifestContent() == iceberg.ManifestContentData && m.PartitionSpecID() == int32(spec.ID()) && m.Length() < target {
-					absorbed = append(absorbed, m)
-				} else {
-					kept = append(kept, m)
-				}
+		// The parent's small manifests are merged once there are
+		// min-count-to-merge of them with the commit's: the large ones do
+		// not count, or every commit would merge once there are enough of
+		// them.
+		var absorbed, large []iceberg.ManifestFile
+		target := min(int64(props.GetInt(table.ManifestTargetSizeBytesKey, table.ManifestTargetSizeBytesDefault)), mergeAbsorbLimit)
+		for _, m := range baseManifests {
+			if m.ManifestContent() == iceberg.ManifestContentData && m.PartitionSpecID() == int32(spec.ID()) && m.Length() < target {
+				absorbed = append(absorbed, m)
+			} else {
+				large = append(large, m)
 			}
+		}
+		if len(absorbed)+1 >= props.GetInt(table.ManifestMinMergeCountKey, table.ManifestMinMergeCountDefault) {
+			kept = large
+		} else {
+			absorbed = nil
 		}
 		entries := len(absorbed)
 		for _, files := range current {

@@ -157,6 +157,16 @@ func (r Route) expand(folder func(n int) (string, error)) (string, error) {
 	}
 }
 
+// Fixed returns the table of a route whose table names no folder of the
+// key (no {N}): the one table it loads whatever key it takes.
+func (r Route) Fixed() (tablename.Name, bool) {
+	if r.folders > 0 {
+		return tablename.Name{}, false
+	}
+	t, err := tablename.Parse(r.Table)
+	return t, err == nil
+}
+
 // Matches reports whether the route takes key.
 func (r Route) Matches(key string) bool {
 	if r.glob {

@@ -114,3 +114,16 @@ func TestTableFromHostileKeys(t *testing.T) {
 		t.Errorf("a plain folder: %v, %v", got, err)
 	}
 }
+
+func TestFixed(t *testing.T) {
+	rs, err := Parse([]string{"readings/**=iot.readings", "*/**=iot.{1}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb, ok := rs[0].Fixed(); !ok || tb.String() != "iot.readings" {
+		t.Errorf("fixed route: %v %v", tb, ok)
+	}
+	if _, ok := rs[1].Fixed(); ok {
+		t.Error("a route of {1} names no one table")
+	}
+}

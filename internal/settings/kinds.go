@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
@@ -167,6 +169,17 @@ func Repeated(placeholder string, check func(string) error) Kind[[]string] {
 	return Kind[[]string]{Type: placeholder,
 		Parse:   func(s string) ([]string, error) { return []string{s}, check(s) },
 		Combine: func(before, next []string) []string { return append(before, next...) }}
+}
+
+// RouteRules are PATTERN=TABLE rules (route.Parse): one per flag, or
+// several separated by line ends or commas (route.Split, as
+// TIMELAKE_ROUTES holds them); the flag may be given several times, its
+// rules adding up in order.
+func RouteRules() Kind[route.Routes] {
+	return Kind[route.Routes]{Type: "PATTERN=TABLE",
+		Parse:   func(s string) (route.Routes, error) { return route.Parse(route.Split(s)) },
+		Combine: func(before, next route.Routes) route.Routes { return append(slices.Clip(before), next...) },
+	}
 }
 
 // Zone is an IANA time zone name (Europe/Berlin, UTC), from the system's

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/upload"
@@ -35,6 +36,12 @@ var (
 		Help:     "table name, namespace.table",
 		Commands: []Command{Ingest, Serve, Upload, LandingGroup, Env}, Group: GroupLocations,
 	}, Kind: Convert(tablename.Parse)})
+
+	Routes = register(&Setting[route.Routes]{Spec: Spec{
+		Flag: "route", Env: []string{"TIMELAKE_ROUTES"},
+		Help:     "load the landing keys PATTERN takes into TABLE, PATTERN=TABLE: a glob over the key (readings/**) or a key prefix, and a table name in which {1}, {2}, ... are the key's folders (*/**=iot.{1}); repeat, or one per line or comma-separated in the variable, for several tables (instead of --table; docs/routing.md)",
+		Commands: []Command{Ingest}, Group: GroupLocations,
+	}, Kind: RouteRules()})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{
 		Flag: "landing", Env: []string{"LANDING_BUCKET", "TIMELAKE_LANDING"},

@@ -204,6 +204,17 @@ func fixHint(err error) string {
 	return ""
 }
 
+// ExitCodeOf is the exit code err would end the command with (nil:
+// ExitOK); ctx is the command's, whose end makes any error ExitCancelled.
+// A command that does several things (ingest of routed tables) ends with
+// the worst of theirs.
+func ExitCodeOf(ctx context.Context, err error) ExitCode {
+	if err == nil {
+		return ExitOK
+	}
+	return exitCode(ctx, err)
+}
+
 func exitCode(ctx context.Context, err error) ExitCode {
 	var silent *SilentError
 	switch {

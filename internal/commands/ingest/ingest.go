@@ -19,6 +19,7 @@ import (
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 )
 
@@ -36,6 +37,10 @@ type Options struct {
 	// Monitor is where the run's alerts and metrics go (--notify-url,
 	// --metrics-file); nil or without either: nowhere.
 	Monitor *lakecmd.Monitor
+	// Routes, when set, name the tables of the landing keys
+	// (--route, TIMELAKE_ROUTES): Config has no table, and every routed
+	// table is loaded in turn (docs/routing.md).
+	Routes route.Routes
 }
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -53,6 +58,11 @@ previous one still working says so on one line and exits with code 12 (11
 when a serve or a poller of an overlapping prefix holds the table), and a
 crash at any point loses and duplicates nothing.
 
+With --route PATTERN=TABLE (repeated, or TIMELAKE_ROUTES) one run loads several
+tables from one landing bucket, each file's table chosen from its key, one
+table after the other with its own lease, commits, quarantine and summary;
+a key no route takes stays where it is (docs/routing.md).
+
 Every setting can also come from the environment or from --env-file; the
 variable is named in each flag's help.
 
@@ -61,6 +71,7 @@ start time and duration. In a pipe (cron appending to a log) every line
 starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 		Example: `  timelake ingest --landing ./landing --warehouse ./lake --table iot.readings
   timelake ingest --env-file timelake.env
+  timelake ingest --landing ./landing --warehouse ./lake --route 'readings/**=iot.readings' --route 'events/**=iot.events'
   set -a; . ./timelake.env; set +a; timelake ingest --json`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cmdutil.AnnotationTimedErrors: ""},
@@ -80,7 +91,7 @@ starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 }
 
 func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	c, err := lakecmd.ResolveIngestConfig(cmd, f)
+	c, routes, err := lakecmd.ResolveRoutedIngest(cmd, f)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +103,10 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
+	if len(routes) > 0 && (m.Alerts() || m.MetricsFile != "") {
+		return nil, cmdutil.UsageErrorf("--notify-url and --metrics-file are not per table yet: unset them (TIMELAKE_NOTIFY_URL, TIMELAKE_METRICS_FILE) to load routed tables, or run ingest per table with --table (docs/routing.md)")
+	}
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m, Routes: routes}, nil
 }
 
 // Report is the --json document: ingest's report and the time the run
@@ -107,40 +121,89 @@ type Report struct {
 
 // Run runs one ingest and prints one line per file and a summary, or the
 // --json report. It returns cmdutil.ErrPartial (exit 3) when files were
-// quarantined or failed.
+// quarantined or failed. With Routes it loads every routed table
+// (runRouted).
 func Run(ctx context.Context, opts *Options) error {
-	c := opts.Config
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	now := opts.clock()
 	started := now()
 	if opts.Getenv != nil {
-		defer ingest.TuneRuntime(c.MemoryBudget, opts.Getenv)()
+		defer ingest.TuneRuntime(opts.Config.MemoryBudget, opts.Getenv)()
 	}
-	out := opts.IO.TimedOut(now)
-	if !opts.JSON {
+	defer opts.Monitor.Close(ctx)
+	if len(opts.Routes) > 0 {
+		return opts.runRouted(ctx, started)
+	}
+	res := opts.runTable(ctx, opts.Config, started)
+	if res.quiet {
+		return res.err
+	}
+	if opts.JSON {
+		if jerr := opts.IO.PrintJSON(res.document(started)); jerr != nil && res.runErr == nil {
+			return jerr
+		}
+	}
+	return res.err
+}
+
+// clock is opts.Now, else time.Now.
+func (o *Options) clock() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+// tableResult is the outcome of one table's run.
+type tableResult struct {
+	rep *ingest.Report
+	// held is the lease of the previous run of this poller, still
+	// working: this run did nothing (exit 12).
+	held *landing.LeaseHeldError
+	// runErr is the run's own error, as the command reports it (a usage
+	// error, an interruption, a failure); nil when the run finished.
+	runErr error
+	// quiet: nothing was done and runErr is the whole story (no summary,
+	// no report that would read like success).
+	quiet bool
+	// err is what the table's run ends with: runErr, exit 12, a metrics
+	// file that could not be written, cmdutil.ErrPartial, or nil.
+	err error
+}
+
+// document is the --json report of a table's run.
+func (res tableResult) document(started time.Time) Report {
+	doc := Report{StartedAt: started.UTC().Truncate(time.Millisecond), Report: res.rep}
+	if res.held != nil {
+		info := res.held.Info()
+		doc.StillWorking = &info
+	}
+	return doc
+}
+
+// runTable runs ingest of c's table and, without --json, prints its lines
+// and summary (or the one line of exit 12).
+func (o *Options) runTable(ctx context.Context, c ingest.Config, started time.Time) tableResult {
+	out := o.IO.TimedOut(o.clock())
+	if !o.JSON {
 		c.OnPlan = func(rep *ingest.Report) { io.WriteString(out, PlanText(rep)) }
 		c.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
 		c.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
-	defer opts.Monitor.Close(ctx)
+	res := tableResult{rep: rep}
 	var held *landing.LeaseHeldError
 	busy := errors.As(err, &held) && held.Busy()
-	merr := opts.afterRun(ctx, rep, err, started, busy)
+	merr := o.afterRun(ctx, rep, err, started, busy)
 	if busy {
 		// A backlog, not a failure: one line (or the report) and exit 12.
-		if opts.JSON {
-			info := held.Info()
-			err = opts.IO.PrintJSON(Report{StartedAt: started.UTC().Truncate(time.Millisecond), StillWorking: &info, Report: rep})
-		} else {
-			_, err = iostreams.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339))
+		res.held = held
+		res.err = &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
+		if !o.JSON {
+			if _, werr := iostreams.Fprintf(out, "%s: %s; run started %s\n", rep.Table, held, started.UTC().Format(time.RFC3339)); werr != nil {
+				res.err = werr
+			}
 		}
-		if err != nil {
-			return err
-		}
-		return &cmdutil.SilentError{Code: cmdutil.ExitBusy, Err: held}
+		return res
 	}
 	var sce *lake.SourceColumnError
 	if decode.IsColumnsSetting(err) || errors.As(err, &sce) {
@@ -151,16 +214,12 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil && ctx.Err() != nil {
 		err = &cmdutil.InterruptedError{Left: interruptedLeft(rep), Err: err}
 	}
+	res.runErr, res.err = err, err
 	if err != nil && len(rep.Files) == 0 {
-		// Nothing was done: the error is the whole story (no "nothing to
-		// load" summary that would read like success).
-		return err
+		res.quiet = true
+		return res
 	}
-	if opts.JSON {
-		if jerr := opts.IO.PrintJSON(Report{StartedAt: started.UTC().Truncate(time.Millisecond), Report: rep}); jerr != nil && err == nil {
-			err = jerr
-		}
-	} else {
+	if !o.JSON {
 		if e := rep.ExpiredDuringRun; e != nil {
 			iostreams.Fprintln(out, ExpiryLine(e))
 		}
@@ -169,16 +228,14 @@ func Run(ctx context.Context, opts *Options) error {
 		}
 		iostreams.Fprintln(out, Summary(rep, started))
 	}
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+	case merr != nil:
+		res.err = merr
+	case rep.Partial():
+		res.err = cmdutil.ErrPartial
 	}
-	if merr != nil {
-		return merr
-	}
-	if rep.Partial() {
-		return cmdutil.ErrPartial
-	}
-	return nil
+	return res
 }
 
 // ExpiryLine is the line of the snapshot expiry between a run's commits

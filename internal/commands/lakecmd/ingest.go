@@ -9,8 +9,10 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 )
 
 // ResolveIngestConfig resolves the settings of a command that loads the landing
@@ -18,15 +20,45 @@ import (
 // the lake opened. Errors: usage errors (a missing or bad setting, a
 // warehouse that overlaps the landing location), and those of opening the
 // stores.
+// TIMELAKE_ROUTES is refused: only ingest routes keys to tables yet
+// (ResolveRoutedIngest).
 func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error) {
+	c, _, err := resolveIngestConfig(cmd, f, false)
+	return c, err
+}
+
+// ResolveRoutedIngest is ResolveIngestConfig for a command that may route
+// landing keys to tables (ingest): with --route or TIMELAKE_ROUTES it
+// returns the routes and a config without a table, which each table's run
+// sets (docs/routing.md). Routes beside --table or TIMELAKE_TABLE are a
+// usage error.
+func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, route.Routes, error) {
+	return resolveIngestConfig(cmd, f, true)
+}
+
+func resolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory, routed bool) (ingest.Config, route.Routes, error) {
 	r, err := f.Settings(cmd)
 	if err != nil {
-		return ingest.Config{}, err
+		return ingest.Config{}, nil, err
+	}
+	var routes route.Routes
+	if routed {
+		routes = settings.Routes.Get(r)
+	} else if from := r.Lookup(&settings.Routes.Spec); from.Source != "" {
+		return ingest.Config{}, nil, cmdutil.UsageErrorf("%s: %s does not route landing keys to tables yet: give it one table (--table), or load several tables with ingest --route (docs/routing.md)",
+			from.Describe(), cmd.CommandPath())
 	}
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
+	var table tablename.Name
+	if len(routes) == 0 {
+		table = settings.Table.Require(r)
+	} else if from := r.Lookup(&settings.Table.Spec); from.Source != "" {
+		return ingest.Config{}, nil, cmdutil.UsageErrorf("%s and the routes (%s) both name tables: give either one table or routes, not both (docs/routing.md)",
+			from.Describe(), routes)
+	}
 	c := ingest.Config{
-		Table:             settings.Table.Require(r),
+		Table:             table,
 		Prefix:            settings.LandingPrefix.Get(r),
 		QuarantinePrefix:  settings.QuarantinePrefix.Get(r),
 		TimeColumn:        settings.TimeColumn.Get(r),
@@ -57,37 +89,37 @@ func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
-		return c, &cmdutil.UsageError{Err: err}
+		return c, nil, &cmdutil.UsageError{Err: err}
 	}
 	if c.SourceColumn != "" && c.SourceColumn == c.LoadTimeColumn {
-		return c, cmdutil.UsageErrorf("--source-column and --load-time-column are both %q: one column cannot hold each row's landing key and its load time; choose two names", c.SourceColumn)
+		return c, nil, cmdutil.UsageErrorf("--source-column and --load-time-column are both %q: one column cannot hold each row's landing key and its load time; choose two names", c.SourceColumn)
 	}
 	wloc, err := storage.ParseLocation(warehouse, false)
 	if err == nil && storage.Overlaps(land, wloc) {
-		return c, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
+		return c, nil, cmdutil.UsageErrorf("the warehouse %s and the landing location %s overlap: ingest would load the table's own files; use separate buckets, prefixes or folders", wloc, land)
 	}
 	ctx := cmd.Context()
 	if c.Landing, err = f.OpenStore(ctx, cmd, land); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if land.IsS3() && land.Prefix != "" {
 		// Leases live at the bucket's root, so that pollers given
 		// s3://bucket and s3://bucket/prefix see each other's.
 		if c.LeaseStore, err = f.OpenStore(ctx, cmd, storage.Location{Bucket: land.Bucket}); err != nil {
-			return c, err
+			return c, nil, err
 		}
 		c.LeasePrefix = land.Prefix + "/" + c.Prefix
 	}
 	if c.Lake, err = OpenLake(ctx, f, cmd, warehouse); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if wloc.IsS3() {
 		// For the check that a missing table is not a missing lake bucket.
 		if c.Warehouse, err = f.OpenStore(ctx, cmd, wloc); err != nil {
-			return c, err
+			return c, nil, err
 		}
 	}
 	c.Explain = ingest.Explain{
@@ -95,7 +127,7 @@ func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		Lake:    f.Where(cmd, &settings.Warehouse.Spec, storeWhat(wloc, "lake bucket", "warehouse folder"), wloc),
 		Names:   f.StorageNames(cmd),
 	}
-	return c, nil
+	return c, routes, nil
 }
 
 // noneIfZero maps a settle setting of 0 (no wait) to ingest.Config's
