@@ -104,6 +104,7 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	defer profiles.stop()
 	start := time.Now()
 	var metaBytes, maxMeta int64 // at the last commit; the largest, every 5th commit
+	var maxMetaAt int            // files committed when the largest was written
 	var snapshots int
 	profiles.start("first")
 	cfg.OnCommit = func(keys []string, _ time.Duration, err error) {
@@ -117,7 +118,9 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 		}
 		last := len(done) == o.files
 		if len(commits)%5 == 0 {
-			maxMeta = max(maxMeta, newestMetadataSize(filepath.Join(warehouse, name.Namespace, name.Name, "metadata")))
+			if n := newestMetadataSize(filepath.Join(warehouse, name.Namespace, name.Name, "metadata")); n > maxMeta {
+				maxMeta, maxMetaAt = n, len(done)
+			}
 		}
 		switch len(done) {
 		case tenth:
@@ -169,11 +172,11 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "files %d  retention %s  expire-due %d  loading %.1fs  files/s first 10%% %.0f  last 10%% %.0f  "+
 		"files a commit first 10%% %.0f  last 10%% %.0f  "+
-		"expired during the run %d in %d rounds (%.1fs%s)  at the end: %d snapshots, newest metadata %d KiB (largest during the run %d KiB)\n",
+		"expired during the run %d in %d rounds (%.1fs%s)  at the end: %d snapshots, newest metadata %d KiB (largest during the run %d KiB, after %d files)\n",
 		o.files, o.retention, o.expireDue, done[o.files-1].Sub(start).Seconds(), first, last,
 		perCommit(0, tenth), perCommit(o.files-tenth, o.files),
 		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024,
-		max(maxMeta, metaBytes)/1024)
+		max(maxMeta, metaBytes)/1024, maxMetaAt)
 	return nil
 }
 
