@@ -105,12 +105,15 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	if sc.Ingest, err = lakecmd.ResolveIngestConfig(cmd, f); err != nil {
+	if sc.Ingest, sc.Routes, err = lakecmd.ResolveRoutedIngest(cmd, f); err != nil {
 		return nil, err
 	}
 	m, err := lakecmd.ResolveMonitor(f, r)
 	if err != nil {
 		return nil, err
+	}
+	if len(sc.Routes) > 0 && m.Alerts() {
+		return nil, cmdutil.UsageErrorf("--notify-url is not per table yet: unset it (TIMELAKE_NOTIFY_URL) to serve routed tables, or run a serve per table with --table (docs/routing.md)")
 	}
 	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
@@ -168,13 +171,18 @@ func RunServe(ctx context.Context, opts *Options) error {
 	if m == nil {
 		m = &lakecmd.Monitor{}
 	}
-	w := newWatcher(m, c.Ingest, opts.StatusEvery)
-	c.Collectors = append(c.Collectors, w.collectors()...)
-	onLoad := c.OnLoad
-	c.OnLoad = func(rep *ingest.Report, err error) {
-		w.onLoad(rep, err)
-		if onLoad != nil {
-			onLoad(rep, err)
+	// The gateways' figures and alerts are of one table: a routed serve
+	// has neither (docs/routing.md).
+	var w *watcher
+	if len(c.Routes) == 0 {
+		w = newWatcher(m, c.Ingest, opts.StatusEvery)
+		c.Collectors = append(c.Collectors, w.collectors()...)
+		onLoad := c.OnLoad
+		c.OnLoad = func(rep *ingest.Report, err error) {
+			w.onLoad(rep, err)
+			if onLoad != nil {
+				onLoad(rep, err)
+			}
 		}
 	}
 	srv, err := serve.New(c)
@@ -186,7 +194,12 @@ func RunServe(ctx context.Context, opts *Options) error {
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); w.run(wctx) }()
+	go func() {
+		defer close(watched)
+		if w != nil {
+			w.run(wctx)
+		}
+	}()
 	err = srv.Run(ctx)
 	stopWatch()
 	<-watched
