@@ -1,0 +1,148 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/route"
+	"github.com/timelake/timelake/internal/serve"
+	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/testutil/wait"
+)
+
+// TestServeRoutes: a routed serve of one local landing folder loads each
+// file into its route's table: a table a route names, and one named by
+// the key's folder, made when a notification announces its first file. A
+// key no route takes is reported once and left; a table whose file cannot
+// create it fails alone (its health says so) while the others load.
+func TestServeRoutes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, body string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Waiting before the start: a file that cannot create its table, and a
+	// key no route takes.
+	put("events/gw-1/bad.csv", "time,device_id,v\n2026-01-05T10:00:00Z,d1\n")
+	put("stray.csv", csv(9, 2))
+	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events", "meters/*/**=meters.{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, serve.Config{Ingest: ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1}, Routes: routes, Sweep: time.Hour,
+		LeaseRetry: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	wait.For(t, "the failing table reported", func() bool {
+		_, body := health(r)
+		return strings.Contains(body, "iot.events: the last load failed")
+	})
+
+	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
+	land(t, r, dir, "meters/m7/b.csv", csv(2, 3))
+	land(t, r, dir, "stray.csv", csv(9, 2)) // announced again: reported once
+	wait.For(t, "the routed files loaded", func() bool {
+		loaded := func(key string) bool {
+			res := r.resultsOf(key)
+			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
+		}
+		return loaded("readings/gw-1/a.csv") && loaded("meters/m7/b.csv")
+	})
+	for table, want := range map[string]int64{"iot.readings": 4, "meters.m7": 3} {
+		if got := rowsOf(t, l, table); got != want {
+			t.Errorf("%s: %d rows, want %d", table, got, want)
+		}
+	}
+	for _, key := range []string{"events/gw-1/bad.csv", "stray.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(key))); err != nil {
+			t.Errorf("%s not left in the landing: %v", key, err)
+		}
+	}
+	if res := r.resultsOf("stray.csv"); len(res) != 0 {
+		t.Errorf("stray.csv loaded: %+v", res)
+	}
+
+	code, body := health(r)
+	var h serve.Health
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatalf("healthz %d %s: %v", code, body, err)
+	}
+	if code != 503 || h.Unrouted != 1 || !strings.Contains(h.Reason, "iot.events: the last load failed") ||
+		h.Tables["iot.readings"].Status != "ok" || h.Tables["meters.m7"].Status != "ok" || h.Tables["iot.events"].Status != "unavailable" {
+		t.Errorf("healthz %d %s", code, body)
+	}
+	metrics := get(t, r.url+"/metrics")
+	for _, want := range []string{
+		"timelake_unrouted_keys_total 1", `timelake_files_loaded_total{table="iot.readings"} 1`,
+		`timelake_files_loaded_total{table="meters.m7"} 1`, `timelake_rows_loaded_total{table="iot.readings"} 4`,
+		`timelake_lease_held{table="iot.events"} 1`, `timelake_events_total{outcome="unrouted",provider="tigris"} 1`,
+		`timelake_load_errors_total{table="iot.events"} `,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(metrics, `timelake_load_errors_total{table="iot.events"} 0`) {
+		t.Errorf("no load error counted for iot.events")
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rowsOf counts the rows of table, read back through the lake.
+func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	n, err := lake.ParseTableName(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := l.LoadTable(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	return at.NumRows()
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
