@@ -59,7 +59,7 @@ func (m *maintainer) start(ctx context.Context) {
 			l.m.maintainSeconds.Observe(rep.Seconds)
 		}
 		if l.s.cfg.OnMaintenance != nil {
-			l.s.cfg.OnMaintenance(rep)
+			l.s.cfg.OnMaintenance(l.cfg.Table, rep)
 		}
 	}()
 }

@@ -93,8 +93,9 @@ type Config struct {
 	// OnStatus receives the server's status lines (listening, the lease
 	// taken or waited for, stopping) for the command's output.
 	OnStatus func(string)
-	// OnMaintenance receives what each round of maintenance did.
-	OnMaintenance func(*ingest.Maintenance)
+	// OnMaintenance receives what each round of maintenance did, and of
+	// which table.
+	OnMaintenance func(lake.TableName, *ingest.Maintenance)
 	// OnLoad receives each load's report (nil when the queued keys could
 	// not be looked up) and error, from the loading goroutine: it must not
 	// block (the command's alerts queue what it needs).

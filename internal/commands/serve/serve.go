@@ -121,8 +121,11 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 // Line is one line of `serve --json`: a file's result, the table created,
 // a round of maintenance, or a status message.
 type Line struct {
-	Time        time.Time           `json:"time"`
-	Type        string              `json:"type"` // status, file, created, maintenance
+	Time time.Time `json:"time"`
+	Type string    `json:"type"` // status, file, created, maintenance
+	// Table is the table of a file or of a round of maintenance, with
+	// routes (--route) only.
+	Table       string              `json:"table,omitempty"`
 	Message     string              `json:"message,omitempty"`
 	File        *ingest.FileResult  `json:"file,omitempty"`
 	Created     *ingest.Created     `json:"created,omitempty"`
@@ -152,19 +155,42 @@ func RunServe(ctx context.Context, opts *Options) error {
 		}
 	}
 	out := opts.IO.TimedOut(now)
+	// With routes, a file's table is its route's, and maintenance names
+	// its table.
+	routed := len(c.Routes) > 0
+	tableOf := func(key string) string {
+		if !routed {
+			return ""
+		}
+		if t, _, err := c.Routes.Table(key); err == nil {
+			return t.String()
+		}
+		return ""
+	}
 	if opts.JSON {
 		c.OnStatus = func(m string) { emit(Line{Type: "status", Message: m}) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", File: &r}) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", Table: tableOf(r.Key), File: &r}) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
-		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
+		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+			l := Line{Type: "maintenance", Maintenance: m}
+			if routed {
+				l.Table = t.String()
+			}
+			emit(l)
+		}
 	} else {
 		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
 		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
-		c.OnMaintenance = func(m *ingest.Maintenance) {
-			if m.Notable() {
-				iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
+		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+			if !m.Notable() {
+				return
 			}
+			if routed {
+				iostreams.Fprintln(out, t.String()+": "+lakecmd.MaintenanceLine(m))
+				return
+			}
+			iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
 		}
 	}
 	m := opts.Monitor
