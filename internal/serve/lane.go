@@ -42,7 +42,9 @@ func newLane(s *Server, cfg ingest.Config, routed bool) *lane {
 	l := &lane{s: s, cfg: cfg, routed: routed, log: s.log, queue: newQueue(s.cfg.MaxQueue), inflight: map[string]waiting{}}
 	if routed {
 		l.log = s.log.With("table", cfg.Table.String())
-		l.cfg.Logger = l.log
+		if cfg.Logger != nil {
+			l.cfg.Logger = cfg.Logger.With("table", cfg.Table.String())
+		}
 		l.m = s.metrics.lane(l, cfg.Table.String())
 	} else {
 		l.m = s.metrics.lane(l)

@@ -121,29 +121,9 @@ func TestJSONLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
-	out := &logbuf.Buffer{}
-	ios, _, _ := iostreams.Test()
-	ios.Out = out
-	o.IO = ios
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener = ln
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- servecmd.RunServe(ctx, o) }()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(out.String(), `"key":"gw/a.csv","status":"loaded"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no file line:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	out := serveUntil(t, o, `"key":"gw/a.csv","status":"loaded"`)
+	ios := o.IO
+	var err error
 	types := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var line servecmd.Line
@@ -200,30 +180,8 @@ func TestRoutes(t *testing.T) {
 	if len(o.Server.Routes) != 2 || o.Server.Ingest.Table.Name != "" {
 		t.Fatalf("routes %v, table %q", o.Server.Routes, o.Server.Ingest.Table)
 	}
-	out := &logbuf.Buffer{}
-	ios, _, _ := iostreams.Test()
-	ios.Out = out
-	o.IO = ios
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener = ln
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- servecmd.RunServe(ctx, o) }()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(out.String(), `"table":"iot.readings","file":{"key":"readings/gw/a.csv","status":"loaded"`) ||
-		!strings.Contains(out.String(), `"table":"iot.events","file":{"key":"events/gw/b.csv","status":"loaded"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no file lines:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	serveUntil(t, o, `"table":"iot.readings","file":{"key":"readings/gw/a.csv","status":"loaded"`,
+		`"table":"iot.events","file":{"key":"events/gw/b.csv","status":"loaded"`)
 
 	for name, extra := range map[string]map[string]string{
 		"routes and a table": {"TIMELAKE_TABLE": "iot.t"},
@@ -241,4 +199,38 @@ func TestRoutes(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", name, code, msg)
 		}
 	}
+}
+
+// serveUntil runs o's serve on a port of its own until its output has every
+// one of want, then stops it and returns the output.
+func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffer {
+	t.Helper()
+	out := &logbuf.Buffer{}
+	ios, _, _ := iostreams.Test()
+	ios.Out = out
+	o.IO = ios
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Server.Listener = ln
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- servecmd.RunServe(ctx, o) }()
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range want {
+		for !strings.Contains(out.String(), w) {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("no %s in the output:\n%s", w, out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
