@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +146,59 @@ func get(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestServeRoutesLeasePerTable: each routed table has its own lease: while
+// another process holds one table's, the other tables load (their files
+// found by the sweeps at start), and the held table loads once its lease is
+// free.
+func TestServeRoutesLeasePerTable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, Logger: slog.New(slog.DiscardHandler)}
+	held := ic
+	held.Table = lake.TableName{Namespace: "iot", Name: "events"}
+	other, err := ingest.Open(ctx, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := sync.OnceFunc(other.Close)
+	defer release()
+	for key, body := range map[string]string{"readings/gw-1/a.csv": csv(1, 4), "events/gw-1/b.csv": csv(2, 3)} {
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, serve.Config{Ingest: ic, Routes: routes, Sweep: time.Hour, LeaseRetry: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	defer r.stop()
+	wait.For(t, "iot.readings loaded", func() bool { return len(r.resultsOf("readings/gw-1/a.csv")) > 0 })
+	code, body := health(r)
+	if code != 503 || !strings.Contains(body, "iot.events: the lease is not held") || len(r.resultsOf("events/gw-1/b.csv")) != 0 {
+		t.Fatalf("with the lease of iot.events held elsewhere: healthz %d %s; results %+v", code, body, r.resultsOf("events/gw-1/b.csv"))
+	}
+	release()
+	wait.For(t, "iot.events loaded", func() bool { return len(r.resultsOf("events/gw-1/b.csv")) > 0 })
+	wait.For(t, "healthy", func() bool { code, _ := health(r); return code == 200 })
+	for table, want := range map[string]int64{"iot.readings": 4, "iot.events": 3} {
+		if got := rowsOf(t, l, table); got != want {
+			t.Errorf("%s: %d rows, want %d", table, got, want)
+		}
+	}
 }
