@@ -128,12 +128,13 @@ func (l *lane) landingLag() float64 {
 	return max(time.Since(oldest).Seconds(), 0)
 }
 
-// loop is the one goroutine that loads: it takes the lease (waiting while
-// another process holds it), sweeps at start and every Sweep, loads what
-// events queued, and starts maintenance rounds. It returns nil once
-// stopping is closed and the load under way returned, with the lease
-// released; an error only when the first Open fails for another reason
-// than the lease.
+// loop is the one goroutine that loads the lane's table: it takes the
+// lease (waiting while another process holds it), sweeps at start and
+// every Sweep, loads what events queued, and starts maintenance rounds. It
+// returns nil once stopping is closed and the load under way returned,
+// with the lease released; an error only when the first Open of a serve of
+// one table fails for another reason than the lease (a routed table waits
+// and tries again).
 func (l *lane) loop(ctx context.Context, stopping <-chan struct{}) error {
 	var sess *ingest.Session
 	maint := &maintainer{l: l}

@@ -9,7 +9,9 @@
 // waits) and keeps the table open; each load is a set of keys (those
 // events announced since the last load, or a sweep's listing) through the
 // same pipeline, batch ids, quarantine and report lines as `ingest`. An
-// HTTP request only queues keys and answers; it never loads.
+// HTTP request only queues keys and answers; it never loads. With routes
+// (Config.Routes) each table has its own session, queue and loading
+// goroutine (a lane), and a router sends each key to its table's.
 //
 // Endpoints: POST /notify (HEAD answers 200 for MinIO's probe), GET
 // /healthz, GET /metrics (Prometheus text format, the official client

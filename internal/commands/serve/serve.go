@@ -55,6 +55,11 @@ serve holds the table's ingest lease while it runs: a cron "timelake ingest"
 on the same table exits 11, and a second serve waits for the lease. Run
 either serve or cron ingest for a table, not both.
 
+With --route PATTERN=TABLE (repeated, or TIMELAKE_ROUTES) instead of --table,
+one serve loads several tables from one landing bucket, each key into its
+route's table, each table with its own lease, queue, sweeps and maintenance;
+a key no route takes is reported once and left where it is (docs/routing.md).
+
 GET /healthz answers 200 while the lease is held and the last sweep and load
 succeeded, 503 with the reason otherwise; GET /metrics has Prometheus
 metrics. SIGTERM or SIGINT stops it: no new requests, the files being loaded
@@ -66,7 +71,8 @@ Notifications must authenticate with TIMELAKE_WEBHOOK_TOKEN (Bearer) or
 TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD (Basic); without them
 serve only listens on a loopback address.`,
 		Example: `  timelake serve --env-file timelake.env
-  TIMELAKE_WEBHOOK_TOKEN=... timelake serve --env-file timelake.env --listen :8080 --sweep 10m`,
+  TIMELAKE_WEBHOOK_TOKEN=... timelake serve --env-file timelake.env --listen :8080 --sweep 10m
+  timelake serve --landing ./landing --warehouse ./lake --route 'readings/**=iot.readings' --route 'events/**=iot.events'`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cmdutil.AnnotationTimedErrors: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
