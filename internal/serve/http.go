@@ -225,13 +225,22 @@ func (s *Server) enqueue(ws map[string]waiting) (dropped, unrouted int) {
 }
 
 // healthz answers 200 with the Health document while healthy, else 503
-// with the reason.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+// with the reason. With routes, ?table=NAME answers for that table alone
+// (404 for a table that has no lane).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	var h Health
 	var ok bool
-	if s.router != nil {
+	switch table := r.URL.Query().Get("table"); {
+	case s.router != nil && table != "":
+		l := s.router.laneNamed(table)
+		if l == nil {
+			http.Error(w, "no table "+strconv.Quote(table)+" is served (yet): a table is served once a route names it or a key of it is found", http.StatusNotFound)
+			return
+		}
+		h, ok = l.health.report(l.queue.len())
+	case s.router != nil:
 		h, ok = s.router.report()
-	} else {
+	default:
 		h, ok = s.single.health.report(s.single.queue.len())
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -95,6 +95,16 @@ func TestServeRoutes(t *testing.T) {
 		h.Tables["iot.readings"].Status != "ok" || h.Tables["meters.m7"].Status != "ok" || h.Tables["iot.events"].Status != "unavailable" {
 		t.Errorf("healthz %d %s", code, body)
 	}
+	for table, want := range map[string]int{"iot.readings": 200, "meters.m7": 200, "iot.events": 503, "iot.nope": 404} {
+		resp, err := http.Get(r.url + "/healthz?table=" + table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("healthz of %s: %d, want %d", table, resp.StatusCode, want)
+		}
+	}
 	metrics := get(t, r.url+"/metrics")
 	for _, want := range []string{
 		"timelake_unrouted_keys_total 1", `timelake_files_loaded_total{table="iot.readings"} 1`,

@@ -270,13 +270,13 @@ func (r *router) admit(ctx context.Context) {
 	}
 }
 
-// queued counts the keys waiting in the lanes' queues and pending.
-func (r *router) queued() int {
-	n := r.pending.len()
-	for _, l := range r.lanesSorted() {
-		n += l.queue.len()
+// laneNamed returns the lane of the table named name, nil when it has none.
+func (r *router) laneNamed(name string) *lane {
+	t, err := lake.ParseTableName(name)
+	if err != nil {
+		return nil
 	}
-	return n
+	return r.laneOf(t, false)
 }
 
 // lanesSorted returns the lanes in table name order.
