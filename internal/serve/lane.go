@@ -33,10 +33,17 @@ type lane struct {
 	m      *laneMetrics
 	health health
 
+	// stopping is the loop's: closed when the server stops.
+	stopping <-chan struct{}
+
 	mu       sync.Mutex
 	inflight map[string]waiting // the files of the load under way
 	sweeping bool               // the load under way is a sweep's
 }
+
+// errStopping ends a load that waited for its turn when the server stops:
+// its files stay in the landing bucket.
+var errStopping = errors.New("stopping")
 
 func newLane(s *Server, cfg ingest.Config, routed bool) *lane {
 	l := &lane{s: s, cfg: cfg, routed: routed, log: s.log, queue: newQueue(s.cfg.MaxQueue), inflight: map[string]waiting{}}
@@ -136,6 +143,7 @@ func (l *lane) landingLag() float64 {
 // one table fails for another reason than the lease (a routed table waits
 // and tries again).
 func (l *lane) loop(ctx context.Context, stopping <-chan struct{}) error {
+	l.stopping = stopping
 	var sess *ingest.Session
 	maint := &maintainer{l: l}
 	defer func() {
@@ -383,6 +391,19 @@ func (l *lane) stat(ctx context.Context, ws map[string]waiting) ([]storage.Objec
 // another key's content, or to be complete: then not before their ReadyAt)
 // go back to the queue. A failed key waits for a sweep.
 func (l *lane) load(ctx context.Context, sess *ingest.Session, files []storage.ObjectInfo, ws map[string]waiting, sweep bool) error {
+	if l.s.turns != nil {
+		// One table loads at a time, the tables in turn (a channel's
+		// waiting senders are served in order), within the one memory
+		// budget and --parallel of a serve.
+		select {
+		case l.s.turns <- struct{}{}:
+			defer func() { <-l.s.turns }()
+		case <-l.stopping:
+			return errStopping
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	l.mu.Lock()
 	now := time.Now()
 	for _, f := range files {

@@ -154,6 +154,8 @@ type Server struct {
 	single *lane
 	// router routes keys to the lanes of a routed serve; nil without.
 	router *router
+	// turns lets one lane load at a time (a routed serve; nil otherwise).
+	turns chan struct{}
 }
 
 // New checks cfg and builds a server. Errors: CheckListen's, a user name
@@ -203,6 +205,7 @@ func New(cfg Config) (*Server, error) {
 		bucket: &landing.Bucket{Store: cfg.Ingest.Landing, QuarantinePrefix: cfg.Ingest.QuarantinePrefix}}
 	s.metrics = newMetrics(len(cfg.Routes) > 0, cfg.Collectors...)
 	if len(cfg.Routes) > 0 {
+		s.turns = make(chan struct{}, 1)
 		s.router = newRouter(s)
 	} else {
 		s.single = newLane(s, cfg.Ingest, false)
