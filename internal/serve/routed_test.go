@@ -3,11 +3,13 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +212,55 @@ func TestServeRoutesLeasePerTable(t *testing.T) {
 		if got := rowsOf(t, l, table); got != want {
 			t.Errorf("%s: %d rows, want %d", table, got, want)
 		}
+	}
+}
+
+// TestServeRoutesTakeTurns: a table's backlog does not hold back another
+// table's file: the tables load in turn, a batch each.
+func TestServeRoutesTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"events/gw-1/e.csv": csv(50, 2)}
+	for i := range 20 {
+		files[fmt.Sprintf("readings/gw-1/%02d.csv", i)] = csv(i, 2)
+	}
+	for key, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, serve.Config{Ingest: ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, FilesPerCommit: 1},
+		Routes: routes, Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	defer r.stop()
+	wait.For(t, "every file loaded", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.results) == len(files)
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := slices.IndexFunc(r.results, func(f ingest.FileResult) bool { return f.Key == "events/gw-1/e.csv" })
+	if at < 0 || at > 4 {
+		keys := make([]string, len(r.results))
+		for i, f := range r.results {
+			keys[i] = f.Key
+		}
+		t.Fatalf("events/gw-1/e.csv loaded as file %d of %d, want within the first batches: %v", at+1, len(r.results), keys)
 	}
 }
