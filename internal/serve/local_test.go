@@ -14,7 +14,6 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
-	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
@@ -117,15 +116,7 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 // lake, its ingest settings as set makes them, holding its lease.
 func serveLocal(t *testing.T, set func(*ingest.Config)) (string, *lake.Lake, *running) {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, store, l := localPlace(t, nil)
 	ic := ingest.Config{Landing: store, Lake: l, Table: tableName}
 	set(&ic)
 	r := start(t, serve.Config{Ingest: ic, Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler)})
@@ -137,13 +128,7 @@ func serveLocal(t *testing.T, set func(*ingest.Config)) (string, *lake.Lake, *ru
 // announces it to r.
 func land(t *testing.T, r *running, dir, key, body string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	put(t, dir, key, body)
 	if code := notify(t, r, "", eventBody("tigris", "any", key)); code != 200 {
 		t.Fatalf("notify %s: %d", key, code)
 	}

@@ -29,30 +29,10 @@ import (
 // key no route takes is reported once and left; a table whose file cannot
 // create it fails alone (its health says so) while the others load.
 func TestServeRoutes(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := func(key, body string) {
-		t.Helper()
-		p := filepath.Join(dir, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Waiting before the start: a file that cannot create its table, and a
 	// key no route takes.
-	put("events/gw-1/bad.csv", "time,device_id,v\n2026-01-05T10:00:00Z,d1\n")
-	put("stray.csv", csv(9, 2))
+	dir, store, l := localPlace(t, map[string]string{
+		"events/gw-1/bad.csv": "time,device_id,v\n2026-01-05T10:00:00Z,d1\n", "stray.csv": csv(9, 2)})
 	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events", "meters/*/**=meters.{2}"})
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +106,37 @@ func TestServeRoutes(t *testing.T) {
 	}
 }
 
+// localPlace makes a local landing folder holding files (key: body) and a
+// local lake.
+func localPlace(t *testing.T, files map[string]string) (string, storage.Store, *lake.Lake) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, body := range files {
+		put(t, dir, key, body)
+	}
+	return dir, store, l
+}
+
+// put writes key (its folders too) into the local landing folder dir.
+func put(t *testing.T, dir, key, body string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rowsOf counts the rows of table, read back through the lake.
 func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
 	t.Helper()
@@ -166,15 +177,7 @@ func get(t *testing.T, url string) string {
 // free.
 func TestServeRoutesLeasePerTable(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store, l := localPlace(t, map[string]string{"readings/gw-1/a.csv": csv(1, 4), "events/gw-1/b.csv": csv(2, 3)})
 	ic := ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, Logger: slog.New(slog.DiscardHandler)}
 	held := ic
 	held.Table = lake.TableName{Namespace: "iot", Name: "events"}
@@ -184,15 +187,6 @@ func TestServeRoutesLeasePerTable(t *testing.T) {
 	}
 	release := sync.OnceFunc(other.Close)
 	defer release()
-	for key, body := range map[string]string{"readings/gw-1/a.csv": csv(1, 4), "events/gw-1/b.csv": csv(2, 3)} {
-		p := filepath.Join(dir, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events"})
 	if err != nil {
 		t.Fatal(err)
@@ -218,29 +212,11 @@ func TestServeRoutesLeasePerTable(t *testing.T) {
 // TestServeRoutesTakeTurns: a table's backlog does not hold back another
 // table's file: the tables load in turn, a batch each.
 func TestServeRoutesTakeTurns(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(ctx, t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{"events/gw-1/e.csv": csv(50, 2)}
 	for i := range 20 {
 		files[fmt.Sprintf("readings/gw-1/%02d.csv", i)] = csv(i, 2)
 	}
-	for key, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(key))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, store, l := localPlace(t, files)
 	routes, err := route.Parse([]string{"readings/**=iot.readings", "events/**=iot.events"})
 	if err != nil {
 		t.Fatal(err)
