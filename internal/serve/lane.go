@@ -314,8 +314,10 @@ func (l *lane) sweep(ctx context.Context, sess *ingest.Session, stopped func() b
 
 // loadSize is how many files one load takes: two commits' worth, so that a
 // stop waits for little.
-func (l *lane) loadSize() int {
-	n := l.cfg.FilesPerCommit
+func (l *lane) loadSize() int { return loadSize(l.cfg) }
+
+func loadSize(c ingest.Config) int {
+	n := c.FilesPerCommit
 	if n <= 0 {
 		n = ingest.DefaultFilesPerCommit
 	}

@@ -240,3 +240,40 @@ func TestServeRoutesTakeTurns(t *testing.T) {
 		t.Fatalf("events/gw-1/e.csv loaded as file %d of %d, want within the first batches: %v", at+1, len(r.results), keys)
 	}
 }
+
+// TestServeRoutesManyKeysOfANewTable: more keys of a table without a lane
+// than one load takes, in one notification, are looked up with one listing
+// of the landing: those there load into the table made from their folder,
+// the others (not in the landing) open no table.
+func TestServeRoutesManyKeysOfANewTable(t *testing.T) {
+	dir, store, l := localPlace(t, nil)
+	routes, err := route.Parse([]string{"meters/*/**=meters.{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, serve.Config{Ingest: ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, FilesPerCommit: 1},
+		Routes: routes, Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	defer r.stop()
+	wait.For(t, "the first listing", func() bool { code, _ := health(r); return code == 200 })
+	var events []string
+	for i := range 4 {
+		key := fmt.Sprintf("meters/m1/%d.csv", i)
+		put(t, dir, key, csv(i, 2))
+		events = append(events, `{"eventVersion":"1","eventSource":"tigris","eventName":"OBJECT_CREATED_PUT","bucket":"any","object":{"key":"`+key+`","size":1}}`)
+	}
+	events = append(events, `{"eventVersion":"1","eventSource":"tigris","eventName":"OBJECT_CREATED_PUT","bucket":"any","object":{"key":"meters/ghost/x.csv","size":1}}`)
+	if code := notify(t, r, "", `{"events":[`+strings.Join(events, ",")+`]}`); code != 200 {
+		t.Fatalf("notify: %d", code)
+	}
+	wait.For(t, "the files of meters.m1 loaded", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.results) == 4
+	})
+	if got := rowsOf(t, l, "meters.m1"); got != 8 {
+		t.Errorf("meters.m1: %d rows, want 8", got)
+	}
+	if _, body := health(r); strings.Contains(body, "meters.ghost") {
+		t.Errorf("a table made for a key not in the landing: %s", body)
+	}
+}

@@ -166,7 +166,9 @@ func (r *router) run(ctx context.Context, stopping <-chan struct{}) error {
 				backoff.Reset()
 			}
 		case r.pending.len() > 0:
-			r.admit(ctx)
+			if !r.admit(ctx) {
+				nextSweep = time.Now() // the listing failed: the sweep retries it, with its backoff
+			}
 			if r.pending.takeOverflow() {
 				nextSweep = time.Now() // keys were dropped: the listing finds their tables
 			}
@@ -233,27 +235,26 @@ func (r *router) sweep(ctx context.Context) error {
 
 // admit looks up the keys pending: those in the landing go to their
 // tables' lanes, made now; the others are dropped, as a lane drops them.
-func (r *router) admit(ctx context.Context) {
+// Up to one load's worth of keys are looked up one by one; more with one
+// listing of the landing (a sweep: it makes the lanes of the tables of the
+// keys found), so that keys that do not exist cost bounded work. It
+// returns false when that listing failed: the keys are dropped, and the
+// sweeps find their files.
+func (r *router) admit(ctx context.Context) bool {
 	ws := r.pending.take(r.s.cfg.MaxQueue, time.Now())
-	var mu sync.Mutex
-	keep := map[string]waiting{}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for k, w := range ws {
-		g.Go(func() error {
-			_, err := r.s.cfg.Ingest.Landing.Stat(gctx, k)
-			if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
-				r.s.log.Debug("announced file is not in the landing bucket", "key", k)
-				return nil
+	keep := ws
+	if len(ws) > loadSize(r.s.cfg.Ingest) {
+		if err := r.sweep(ctx); err != nil {
+			return false
+		}
+		for k := range keep {
+			if t, _, err := r.s.cfg.Routes.Table(k); err != nil || r.laneOf(t, false) == nil {
+				delete(keep, k) // no file of its table is in the landing
 			}
-			// Found, or not looked up: the lane looks it up again.
-			mu.Lock()
-			keep[k] = w
-			mu.Unlock()
-			return nil
-		})
+		}
+	} else {
+		keep = r.lookUp(ctx, ws)
 	}
-	_ = g.Wait()
 	byTable := map[lake.TableName]map[string]waiting{}
 	for k, w := range keep {
 		t, _, err := r.s.cfg.Routes.Table(k)
@@ -268,6 +269,31 @@ func (r *router) admit(ctx context.Context) {
 	for t, tws := range byTable {
 		r.laneOf(t, true).queue.addAll(tws)
 	}
+	return true
+}
+
+// lookUp returns the keys of ws that are in the landing, or could not be
+// looked up (their lane looks them up again).
+func (r *router) lookUp(ctx context.Context, ws map[string]waiting) map[string]waiting {
+	var mu sync.Mutex
+	keep := map[string]waiting{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for k, w := range ws {
+		g.Go(func() error {
+			_, err := r.s.cfg.Ingest.Landing.Stat(gctx, k)
+			if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
+				r.s.log.Debug("announced file is not in the landing bucket", "key", k)
+				return nil
+			}
+			mu.Lock()
+			keep[k] = w
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return keep
 }
 
 // laneNamed returns the lane of the table named name, nil when it has none.
