@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"compress/gzip"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,7 +41,6 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 // waiting for its open end and loads it only once the row is whole, every
 // value exact.
 func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
-	ctx := context.Background()
 	dir, l, r := serveLocal(t, func(c *ingest.Config) { c.SettleTime, c.OpenEndSettleTime = time.Second, 10*time.Second })
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -90,14 +88,7 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 	if res := r.resultsOf("gw/a.csv.gz"); res[len(res)-1].Rows != 4 {
 		t.Fatalf("results %+v, want 4 rows loaded", res)
 	}
-	tbl, err := l.LoadTable(ctx, tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := readBack(t, l, tableName.String())
 	defer at.Release()
 	var temps []string
 	col := at.Column(at.Schema().FieldIndices("temperature_c")[0])

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/route"
@@ -140,6 +142,14 @@ func put(t *testing.T, dir, key, body string) {
 // rowsOf counts the rows of table, read back through the lake.
 func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
 	t.Helper()
+	at := readBack(t, l, table)
+	defer at.Release()
+	return at.NumRows()
+}
+
+// readBack reads table's rows through the lake; the caller releases them.
+func readBack(t *testing.T, l *lake.Lake, table string) arrow.Table {
+	t.Helper()
 	ctx := context.Background()
 	n, err := lake.ParseTableName(table)
 	if err != nil {
@@ -153,8 +163,7 @@ func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer at.Release()
-	return at.NumRows()
+	return at
 }
 
 func get(t *testing.T, url string) string {
