@@ -26,6 +26,12 @@ type Health struct {
 	Queue      int        `json:"queue"`
 	LastSweep  *time.Time `json:"last_sweep,omitempty"`
 	LastCommit *time.Time `json:"last_commit,omitempty"`
+	// Unrouted counts the keys no route takes (or two take to different
+	// tables) that the last listing found, and those announced since: a
+	// routed serve (Config.Routes) only.
+	Unrouted int `json:"unrouted,omitempty"`
+	// Tables is each table's document, by name: a routed serve only.
+	Tables map[string]Health `json:"tables,omitempty"`
 }
 
 func (h *health) setLease(held bool, why string) {

@@ -121,7 +121,13 @@ func (s *Server) serveNotify(w http.ResponseWriter, r *http.Request) int {
 	}
 	// The keys of one notification are queued at once, so that a load
 	// takes them in one lookup (serve.go, loadQueued).
-	if dropped := s.queue.addAll(keys); dropped > 0 {
+	dropped, unrouted := s.enqueue(keys)
+	if unrouted > 0 {
+		res.Queued -= unrouted
+		res.Ignored += unrouted
+		s.metrics.events.WithLabelValues(string(n.Provider), "unrouted").Add(float64(unrouted))
+	}
+	if dropped > 0 {
 		res.Queued -= dropped
 		res.Ignored += dropped
 		s.metrics.events.WithLabelValues(string(n.Provider), "dropped").Add(float64(dropped))
@@ -209,10 +215,34 @@ func (s *Server) landingKey(ev Event) (key, ignored string) {
 	return key, ""
 }
 
+// enqueue queues the keys of one notification and returns how many were
+// dropped because the queue was full, and how many no route takes.
+func (s *Server) enqueue(ws map[string]waiting) (dropped, unrouted int) {
+	if s.router != nil {
+		return s.router.enqueue(ws)
+	}
+	return s.single.queue.addAll(ws), 0
+}
+
 // healthz answers 200 with the Health document while healthy, else 503
-// with the reason.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	h, ok := s.health.report(s.queue.len())
+// with the reason. With routes, ?table=NAME answers for that table alone
+// (404 for a table that has no lane).
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	var h Health
+	var ok bool
+	switch table := r.URL.Query().Get("table"); {
+	case s.router != nil && table != "":
+		l := s.router.laneNamed(table)
+		if l == nil {
+			http.Error(w, "no table "+strconv.Quote(table)+" is served (yet): a table is served once a route names it or a key of it is found", http.StatusNotFound)
+			return
+		}
+		h, ok = l.health.report(l.queue.len())
+	case s.router != nil:
+		h, ok = s.router.report()
+	default:
+		h, ok = s.single.health.report(s.single.queue.len())
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if !ok {

@@ -62,12 +62,12 @@ func TestNotifyAuth(t *testing.T) {
 		{"basic", []string{"Authorization", "Basic dGlncmlzOnBhNTU="}, 200}, // tigris:pa55
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := s.queue.len()
+			before := s.single.queue.len()
 			code, body := post(t, h, tigris("in/gw/"+tc.name+".csv"), tc.header...)
 			if code != tc.code {
 				t.Fatalf("status %d, want %d: %s", code, tc.code, body)
 			}
-			queued := s.queue.len() - before
+			queued := s.single.queue.len() - before
 			if (code == 200) != (queued == 1) {
 				t.Fatalf("status %d and %d keys queued", code, queued)
 			}
@@ -127,7 +127,7 @@ func TestNotifyEvents(t *testing.T) {
 			}
 		})
 	}
-	got := s.queue.take(100, time.Now())
+	got := s.single.queue.take(100, time.Now())
 	want := []string{"gw/a.csv", "gw/b c.csv", "gw/d.parquet"}
 	if len(got) != len(want) {
 		t.Fatalf("queue %v, want %v (a key announced twice is queued once)", got, want)
@@ -151,21 +151,21 @@ func TestHealthAndMetrics(t *testing.T) {
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "starting") {
 		t.Errorf("healthz before the lease: %d %s", code, body)
 	}
-	s.health.setLease(true, "")
+	s.single.health.setLease(true, "")
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"status":"ok"`) {
 		t.Errorf("healthz with the lease: %d %s", code, body)
 	}
-	s.health.sweepDone(errors.New("list landing: connection refused"))
+	s.single.health.sweepDone(errors.New("list landing: connection refused"))
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "the last sweep failed: list landing: connection refused") {
 		t.Errorf("healthz after a failed sweep: %d %s", code, body)
 	}
-	s.health.sweepDone(nil)
-	s.health.loadDone(errors.New("commit: boom"))
+	s.single.health.sweepDone(nil)
+	s.single.health.loadDone(errors.New("commit: boom"))
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "the last load failed") {
 		t.Errorf("healthz after a failed load: %d %s", code, body)
 	}
-	s.health.loadDone(nil)
-	s.health.setLease(false, "another ingest run holds the lease")
+	s.single.health.loadDone(nil)
+	s.single.health.setLease(false, "another ingest run holds the lease")
 	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "the lease is not held: another ingest run") {
 		t.Errorf("healthz without the lease: %d %s", code, body)
 	}

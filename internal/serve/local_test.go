@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"compress/gzip"
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/serve"
-	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/wait"
 )
 
@@ -43,7 +41,6 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 // waiting for its open end and loads it only once the row is whole, every
 // value exact.
 func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
-	ctx := context.Background()
 	dir, l, r := serveLocal(t, func(c *ingest.Config) { c.SettleTime, c.OpenEndSettleTime = time.Second, 10*time.Second })
 	if err := os.MkdirAll(filepath.Join(dir, "gw"), 0o755); err != nil {
 		t.Fatal(err)
@@ -91,14 +88,7 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 	if res := r.resultsOf("gw/a.csv.gz"); res[len(res)-1].Rows != 4 {
 		t.Fatalf("results %+v, want 4 rows loaded", res)
 	}
-	tbl, err := l.LoadTable(ctx, tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	at := readBack(t, l, tableName.String())
 	defer at.Release()
 	var temps []string
 	col := at.Column(at.Schema().FieldIndices("temperature_c")[0])
@@ -117,15 +107,7 @@ func TestServeHoldsAGzipLoggerPausedMidRow(t *testing.T) {
 // lake, its ingest settings as set makes them, holding its lease.
 func serveLocal(t *testing.T, set func(*ingest.Config)) (string, *lake.Lake, *running) {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := storage.NewLocalStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lake.Open(context.Background(), t.TempDir(), lake.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, store, l := localPlace(t, nil)
 	ic := ingest.Config{Landing: store, Lake: l, Table: tableName}
 	set(&ic)
 	r := start(t, serve.Config{Ingest: ic, Sweep: time.Hour, Logger: slog.New(slog.DiscardHandler)})
@@ -137,13 +119,7 @@ func serveLocal(t *testing.T, set func(*ingest.Config)) (string, *lake.Lake, *ru
 // announces it to r.
 func land(t *testing.T, r *running, dir, key, body string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(key))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	put(t, dir, key, body)
 	if code := notify(t, r, "", eventBody("tigris", "any", key)); code != 200 {
 		t.Fatalf("notify %s: %d", key, code)
 	}

@@ -11,7 +11,7 @@ import (
 // table value of its own: the commit protocol orders its commits with the
 // loads' (lake: maintenance races appends), so loads never wait for it.
 type maintainer struct {
-	s      *Server
+	l      *lane
 	tbl    *lake.Table   // loaded by the first round, refreshed by each (Maintain)
 	done   chan struct{} // closed when the round under way ended; nil before the first
 	cancel context.CancelFunc
@@ -32,20 +32,20 @@ func (m *maintainer) running() bool {
 // start runs one round (ingest.Maintain within MaintenanceBudget); stop
 // cancels it.
 func (m *maintainer) start(ctx context.Context) {
-	s := m.s
+	l := m.l
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.done = make(chan struct{})
 	go func() {
 		defer close(m.done)
 		var err error
 		if m.tbl == nil {
-			m.tbl, err = s.cfg.Ingest.Lake.LoadTable(ctx, s.cfg.Ingest.Table)
+			m.tbl, err = l.cfg.Lake.LoadTable(ctx, l.cfg.Table)
 		}
 		var rep *ingest.Maintenance
 		if err != nil {
 			rep = &ingest.Maintenance{Error: err.Error()}
 		} else {
-			rep = ingest.Maintain(ctx, m.tbl, s.cfg.Ingest.MaintenanceBudget)
+			rep = ingest.Maintain(ctx, m.tbl, l.cfg.MaintenanceBudget)
 		}
 		if ctx.Err() != nil {
 			return // stopped: a stop is not a failure
@@ -54,12 +54,12 @@ func (m *maintainer) start(ctx context.Context) {
 		if rep.Error != "" {
 			result = "error"
 		}
-		s.metrics.maintenance.WithLabelValues(result).Inc()
+		l.m.maintenance.WithLabelValues(result).Inc()
 		if err == nil { // the round ran (the table loaded)
-			s.metrics.maintainSeconds.Observe(rep.Seconds)
+			l.m.maintainSeconds.Observe(rep.Seconds)
 		}
-		if s.cfg.OnMaintenance != nil {
-			s.cfg.OnMaintenance(rep)
+		if l.s.cfg.OnMaintenance != nil {
+			l.s.cfg.OnMaintenance(l.cfg.Table, rep)
 		}
 	}()
 }

@@ -131,12 +131,14 @@ func exportedMetrics(t *testing.T) map[string]bool {
 			Waiting: 1, OldestWaiting: &at, Quarantined: 1, LoadedLastDay: 1, DuplicatesLastDay: 1, RejectedLastDay: 1, Silent: true}}}
 	c := fleet.NewCollector()
 	c.Set(st)
-	m := newMetrics(func() float64 { return 0 }, func() float64 { return 0 }, c)
-	// A vector's series exist once a label value was used.
+	m := newMetrics(true, c) // a routed serve's: every metric
+	// A table's series exist once it has a lane; a vector's once a label
+	// value was used.
+	m.lane(&lane{queue: newQueue(1)}, "iot.readings")
 	m.events.WithLabelValues("tigris", "queued").Inc()
 	m.requests.WithLabelValues("200").Inc()
-	m.sweeps.WithLabelValues("ok").Inc()
-	m.maintenance.WithLabelValues("ok").Inc()
+	m.sweeps.WithLabelValues("iot.readings", "ok").Inc()
+	m.maintenance.WithLabelValues("iot.readings", "ok").Inc()
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -56,15 +56,15 @@ func TestNotifyCapsEvents(t *testing.T) {
 		return `{"events":[` + strings.Join(evs, ",") + `]}`
 	}
 	code, msg := post(t, s.Handler(), body(MaxEventsPerRequest+1))
-	if code != 413 || !strings.Contains(msg, fmt.Sprint(MaxEventsPerRequest)) || s.queue.len() != 0 {
-		t.Fatalf("%d events: %d %q, %d keys queued; want 413 and none", MaxEventsPerRequest+1, code, msg, s.queue.len())
+	if code != 413 || !strings.Contains(msg, fmt.Sprint(MaxEventsPerRequest)) || s.single.queue.len() != 0 {
+		t.Fatalf("%d events: %d %q, %d keys queued; want 413 and none", MaxEventsPerRequest+1, code, msg, s.single.queue.len())
 	}
 	code, msg = post(t, s.Handler(), body(MaxEventsPerRequest))
 	var res NotifyResult
 	if code != 200 || json.Unmarshal([]byte(msg), &res) != nil || res.Queued != MaxEventsPerRequest {
 		t.Fatalf("%d events: %d %s", MaxEventsPerRequest, code, msg)
 	}
-	if s.queue.len() != MaxEventsPerRequest-1 {
-		t.Fatalf("%d keys queued, want %d (one key twice)", s.queue.len(), MaxEventsPerRequest-1)
+	if s.single.queue.len() != MaxEventsPerRequest-1 {
+		t.Fatalf("%d keys queued, want %d (one key twice)", s.single.queue.len(), MaxEventsPerRequest-1)
 	}
 }

@@ -284,8 +284,8 @@ func TestRouteSettingsRefused(t *testing.T) {
 	ios, out, errOut := iostreams.Test()
 	code := commands.Execute(context.Background(), []string{"serve", "--landing", p.landing, "--warehouse", p.warehouse, "--table", "iot.t"}, ios,
 		getenv(map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings"}))
-	if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "does not route landing keys to tables yet") {
-		t.Errorf("serve with TIMELAKE_ROUTES: exit %d\n%s\n%s", code, out, errOut)
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "both name tables") {
+		t.Errorf("serve with TIMELAKE_ROUTES and --table: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if left := p.left(t); len(left) != 1 {
 		t.Errorf("left: %v", left)

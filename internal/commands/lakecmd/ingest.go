@@ -15,39 +15,19 @@ import (
 	"github.com/timelake/timelake/internal/tablename"
 )
 
-// ResolveIngestConfig resolves the settings of a command that loads the landing
-// bucket (ingest, serve) into an ingest.Config, with the landing store and
-// the lake opened. Errors: usage errors (a missing or bad setting, a
-// warehouse that overlaps the landing location), and those of opening the
-// stores.
-// TIMELAKE_ROUTES is refused: only ingest routes keys to tables yet
-// (ResolveRoutedIngest).
-func ResolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, error) {
-	c, _, err := resolveIngestConfig(cmd, f, false)
-	return c, err
-}
-
-// ResolveRoutedIngest is ResolveIngestConfig for a command that may route
-// landing keys to tables (ingest): with --route or TIMELAKE_ROUTES it
-// returns the routes and a config without a table, which each table's run
-// sets (docs/routing.md). Routes beside --table or TIMELAKE_TABLE are a
-// usage error.
+// ResolveRoutedIngest resolves the settings of a command that loads the
+// landing bucket (ingest, serve) into an ingest.Config, with the landing
+// store and the lake opened. With --route or TIMELAKE_ROUTES it returns the
+// routes and a config without a table, which each table's loading sets
+// (docs/routing.md). Errors: usage errors (a missing or bad setting, routes
+// beside --table or TIMELAKE_TABLE, a warehouse that overlaps the landing
+// location), and those of opening the stores.
 func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config, route.Routes, error) {
-	return resolveIngestConfig(cmd, f, true)
-}
-
-func resolveIngestConfig(cmd *cobra.Command, f *cmdutil.Factory, routed bool) (ingest.Config, route.Routes, error) {
 	r, err := f.Settings(cmd)
 	if err != nil {
 		return ingest.Config{}, nil, err
 	}
-	var routes route.Routes
-	if routed {
-		routes = settings.Routes.Get(r)
-	} else if from := r.Lookup(&settings.Routes.Spec); from.Source != "" {
-		return ingest.Config{}, nil, cmdutil.UsageErrorf("%s: %s does not route landing keys to tables yet: give it one table (--table), or load several tables with ingest --route (docs/routing.md)",
-			from.Describe(), cmd.CommandPath())
-	}
+	routes := settings.Routes.Get(r)
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
 	var table tablename.Name

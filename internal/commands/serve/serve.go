@@ -55,6 +55,11 @@ serve holds the table's ingest lease while it runs: a cron "timelake ingest"
 on the same table exits 11, and a second serve waits for the lease. Run
 either serve or cron ingest for a table, not both.
 
+With --route PATTERN=TABLE (repeated, or TIMELAKE_ROUTES) instead of --table,
+one serve loads several tables from one landing bucket, each key into its
+route's table, each table with its own lease, queue, sweeps and maintenance;
+a key no route takes is reported once and left where it is (docs/routing.md).
+
 GET /healthz answers 200 while the lease is held and the last sweep and load
 succeeded, 503 with the reason otherwise; GET /metrics has Prometheus
 metrics. SIGTERM or SIGINT stops it: no new requests, the files being loaded
@@ -66,7 +71,8 @@ Notifications must authenticate with TIMELAKE_WEBHOOK_TOKEN (Bearer) or
 TIMELAKE_WEBHOOK_USER and TIMELAKE_WEBHOOK_PASSWORD (Basic); without them
 serve only listens on a loopback address.`,
 		Example: `  timelake serve --env-file timelake.env
-  TIMELAKE_WEBHOOK_TOKEN=... timelake serve --env-file timelake.env --listen :8080 --sweep 10m`,
+  TIMELAKE_WEBHOOK_TOKEN=... timelake serve --env-file timelake.env --listen :8080 --sweep 10m
+  timelake serve --landing ./landing --warehouse ./lake --route 'readings/**=iot.readings' --route 'events/**=iot.events'`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{cmdutil.AnnotationTimedErrors: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,12 +111,15 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	if sc.Ingest, err = lakecmd.ResolveIngestConfig(cmd, f); err != nil {
+	if sc.Ingest, sc.Routes, err = lakecmd.ResolveRoutedIngest(cmd, f); err != nil {
 		return nil, err
 	}
 	m, err := lakecmd.ResolveMonitor(f, r)
 	if err != nil {
 		return nil, err
+	}
+	if len(sc.Routes) > 0 && m.Alerts() {
+		return nil, cmdutil.UsageErrorf("--notify-url is not per table yet: unset it (TIMELAKE_NOTIFY_URL) to serve routed tables, or run a serve per table with --table (docs/routing.md)")
 	}
 	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
@@ -118,8 +127,11 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 // Line is one line of `serve --json`: a file's result, the table created,
 // a round of maintenance, or a status message.
 type Line struct {
-	Time        time.Time           `json:"time"`
-	Type        string              `json:"type"` // status, file, created, maintenance
+	Time time.Time `json:"time"`
+	Type string    `json:"type"` // status, file, created, maintenance
+	// Table is the table of a file or of a round of maintenance, with
+	// routes (--route) only.
+	Table       string              `json:"table,omitempty"`
 	Message     string              `json:"message,omitempty"`
 	File        *ingest.FileResult  `json:"file,omitempty"`
 	Created     *ingest.Created     `json:"created,omitempty"`
@@ -149,32 +161,60 @@ func RunServe(ctx context.Context, opts *Options) error {
 		}
 	}
 	out := opts.IO.TimedOut(now)
+	// With routes, a file's table is its route's, and maintenance names
+	// its table.
+	routed := len(c.Routes) > 0
+	tableOf := func(key string) string {
+		if !routed {
+			return ""
+		}
+		if t, _, err := c.Routes.Table(key); err == nil {
+			return t.String()
+		}
+		return ""
+	}
 	if opts.JSON {
 		c.OnStatus = func(m string) { emit(Line{Type: "status", Message: m}) }
-		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", File: &r}) }
+		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", Table: tableOf(r.Key), File: &r}) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
-		c.OnMaintenance = func(m *ingest.Maintenance) { emit(Line{Type: "maintenance", Maintenance: m}) }
+		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+			l := Line{Type: "maintenance", Maintenance: m}
+			if routed {
+				l.Table = t.String()
+			}
+			emit(l)
+		}
 	} else {
 		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
 		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
-		c.OnMaintenance = func(m *ingest.Maintenance) {
-			if m.Notable() {
-				iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
+		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+			if !m.Notable() {
+				return
 			}
+			if routed {
+				iostreams.Fprintln(out, t.String()+": "+lakecmd.MaintenanceLine(m))
+				return
+			}
+			iostreams.Fprintln(out, lakecmd.MaintenanceLine(m))
 		}
 	}
 	m := opts.Monitor
 	if m == nil {
 		m = &lakecmd.Monitor{}
 	}
-	w := newWatcher(m, c.Ingest, opts.StatusEvery)
-	c.Collectors = append(c.Collectors, w.collectors()...)
-	onLoad := c.OnLoad
-	c.OnLoad = func(rep *ingest.Report, err error) {
-		w.onLoad(rep, err)
-		if onLoad != nil {
-			onLoad(rep, err)
+	// The gateways' figures and alerts are of one table: a routed serve
+	// has neither (docs/routing.md).
+	var w *watcher
+	if len(c.Routes) == 0 {
+		w = newWatcher(m, c.Ingest, opts.StatusEvery)
+		c.Collectors = append(c.Collectors, w.collectors()...)
+		onLoad := c.OnLoad
+		c.OnLoad = func(rep *ingest.Report, err error) {
+			w.onLoad(rep, err)
+			if onLoad != nil {
+				onLoad(rep, err)
+			}
 		}
 	}
 	srv, err := serve.New(c)
@@ -186,7 +226,12 @@ func RunServe(ctx context.Context, opts *Options) error {
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); w.run(wctx) }()
+	go func() {
+		defer close(watched)
+		if w != nil {
+			w.run(wctx)
+		}
+	}()
 	err = srv.Run(ctx)
 	stopWatch()
 	<-watched

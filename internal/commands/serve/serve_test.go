@@ -121,29 +121,9 @@ func TestJSONLines(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
-	out := &logbuf.Buffer{}
-	ios, _, _ := iostreams.Test()
-	ios.Out = out
-	o.IO = ios
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener = ln
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- servecmd.RunServe(ctx, o) }()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(out.String(), `"key":"gw/a.csv","status":"loaded"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no file line:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	out := serveUntil(t, o, `"key":"gw/a.csv","status":"loaded"`)
+	ios := o.IO
+	var err error
 	types := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var line servecmd.Line
@@ -170,4 +150,87 @@ func TestJSONLines(t *testing.T) {
 	if err := servecmd.RunServe(context.Background(), o); !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), "is the table's time column") {
 		t.Fatalf("serve with the time column as its source column: %v", err)
 	}
+}
+
+// TestRoutes: with routes (TIMELAKE_ROUTES) serve has no table and loads
+// each file into its route's table, its JSON file lines naming it; routes
+// beside a table, and --notify-url with routes, are usage errors.
+func TestRoutes(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	for _, key := range []string{"readings/gw/a.csv", "events/gw/b.csv"} {
+		p := filepath.Join(landing, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("time,v\n2026-01-05T10:00:00Z,1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Minute)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(dir, "lake"), "LANDING_BUCKET": landing,
+		"TIMELAKE_ROUTES": "readings/**=iot.readings, events/**=iot.events"}
+	o, code, msg := parse(t, env, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	if len(o.Server.Routes) != 2 || o.Server.Ingest.Table.Name != "" {
+		t.Fatalf("routes %v, table %q", o.Server.Routes, o.Server.Ingest.Table)
+	}
+	serveUntil(t, o, `"table":"iot.readings","file":{"key":"readings/gw/a.csv","status":"loaded"`,
+		`"table":"iot.events","file":{"key":"events/gw/b.csv","status":"loaded"`)
+
+	for name, extra := range map[string]map[string]string{
+		"routes and a table": {"TIMELAKE_TABLE": "iot.t"},
+		"routes and alerts":  {"TIMELAKE_NOTIFY_URL": "https://hooks.example.net/x"},
+	} {
+		e := map[string]string{}
+		for k, v := range env {
+			e[k] = v
+		}
+		for k, v := range extra {
+			e[k] = v
+		}
+		if _, code, msg := parse(t, e); code != cmdutil.ExitUsage || !strings.Contains(msg, map[string]string{
+			"routes and a table": "both name tables", "routes and alerts": "--notify-url is not per table yet"}[name]) {
+			t.Errorf("%s: exit %d: %s", name, code, msg)
+		}
+	}
+}
+
+// serveUntil runs o's serve on a port of its own until its output has every
+// one of want, then stops it and returns the output.
+func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffer {
+	t.Helper()
+	out := &logbuf.Buffer{}
+	ios, _, _ := iostreams.Test()
+	ios.Out = out
+	o.IO = ios
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Server.Listener = ln
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- servecmd.RunServe(ctx, o) }()
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range want {
+		for !strings.Contains(out.String(), w) {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("no %s in the output:\n%s", w, out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
