@@ -88,6 +88,11 @@ func Parse(rules []string) (Routes, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, o := range out {
+			if o.Pattern == r.Pattern && o.Table != r.Table {
+				return nil, fmt.Errorf("routes %q and %q: the same pattern to two tables; every key it takes would be refused", o, r)
+			}
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -108,9 +113,12 @@ func parseRule(rule string) (Route, error) {
 	if r.Table == "" {
 		return bad("no table after '=': expected a table name such as iot.readings")
 	}
+	if strings.HasPrefix(r.Pattern, "/") || strings.HasPrefix(r.Pattern, "./") {
+		return bad("landing keys never start with %q: write the pattern from the key's first folder (readings/** for readings/gw-1/f.csv)", r.Pattern[:strings.IndexByte(r.Pattern, '/')+1])
+	}
 	r.glob = strings.ContainsAny(r.Pattern, "*?[{")
 	if r.glob && !doublestar.ValidatePattern(r.Pattern) {
-		return bad("%q is not a valid glob", r.Pattern)
+		return bad("%q is not a valid glob: a '[' or '{' without its ']' or '}', or a '\\' at the end", r.Pattern)
 	}
 	// The table with every {N} as a plain folder name must be a table name.
 	sample, err := r.expand(func(n int) (string, error) {
@@ -183,6 +191,9 @@ func (r Route) TableFor(key string) (tablename.Name, error) {
 	name, err := r.expand(func(n int) (string, error) {
 		if n > len(folders) {
 			return "", fmt.Errorf("route %s: the table needs the key's folder {%d}, and %q has %d", r, n, key, len(folders))
+		}
+		if f := folders[n-1]; !tablename.ValidPart(f) {
+			return "", fmt.Errorf("route %s: folder {%d} of %q is %q, which cannot be part of a table name (letters, digits, '_' and '-' only)", r, n, key, f)
 		}
 		return folders[n-1], nil
 	})

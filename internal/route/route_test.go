@@ -29,6 +29,8 @@ func TestParseRefusesWithTheRule(t *testing.T) {
 		"*/**=iot.read ings":    "must match",
 		"*/**=iot/{1}":          "must match",
 		"readings/=a.b.{1}.{2}": "expected namespace.table",
+		"/readings/**=iot.r":    "never start with \"/\"",
+		"./readings/**=iot.r":   "never start with \"./\"",
 	} {
 		_, err := Parse([]string{"ok/**=iot.ok", rule})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), rule) {
@@ -125,5 +127,30 @@ func TestFixed(t *testing.T) {
 	}
 	if _, ok := rs[1].Fixed(); ok {
 		t.Error("a route of {1} names no one table")
+	}
+}
+
+// TestParseRefusesOnePatternToTwoTables: the same pattern to two tables
+// would refuse every key it takes; the rules are refused naming both.
+func TestParseRefusesOnePatternToTwoTables(t *testing.T) {
+	_, err := Parse([]string{"readings/**=iot.a", "readings/**=iot.b"})
+	if err == nil || !strings.Contains(err.Error(), "readings/**=iot.a") || !strings.Contains(err.Error(), "readings/**=iot.b") {
+		t.Fatalf("one pattern to two tables: %v", err)
+	}
+	if _, err := Parse([]string{"readings/**=iot.a", "readings/**=iot.a"}); err != nil {
+		t.Fatalf("one rule twice: %v", err)
+	}
+}
+
+// TestTableNamesTheFolder: a key whose folder cannot be part of a table
+// name is refused naming the folder.
+func TestTableNamesTheFolder(t *testing.T) {
+	rs, err := Parse([]string{"logs/*/**=logs.{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = rs.Table("logs/site.lyon/a.csv")
+	if err == nil || !strings.Contains(err.Error(), `"site.lyon"`) || !strings.Contains(err.Error(), "{2}") {
+		t.Fatalf("a folder with a dot: %v; want it named", err)
 	}
 }

@@ -22,6 +22,9 @@ type Name struct {
 // String renders ns.table.
 func (n Name) String() string { return n.Namespace + "." + n.Name }
 
+// ValidPart reports whether s may be a namespace or a table's name.
+func ValidPart(s string) bool { return namePart.MatchString(s) }
+
 // Parse parses "ns.table"; a bare "table" is in namespace "default".
 // Each part must match [A-Za-z0-9_-]+.
 func Parse(s string) (Name, error) {

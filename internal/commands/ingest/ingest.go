@@ -291,13 +291,18 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	var s string
 	switch {
 	case rep.DryRun:
-		n := 0
+		count := map[ingest.Status]int{}
 		for _, f := range rep.Files {
-			if f.Status == ingest.WouldLoad {
-				n++
-			}
+			count[f.Status]++
 		}
-		s = iostreams.Sprintf("%s: dry run, %d files would be loaded, %d already loaded", rep.Table, n, len(rep.Files)-n)
+		s = iostreams.Sprintf("%s: dry run, %d files would be loaded, %d already loaded",
+			rep.Table, count[ingest.WouldLoad], count[ingest.AlreadyLoaded])
+		if other := len(rep.Files) - count[ingest.WouldLoad] - count[ingest.AlreadyLoaded] - count[ingest.Waiting]; other > 0 {
+			s += iostreams.Sprintf(", %d would be quarantined", other)
+		}
+		if count[ingest.Waiting] > 0 {
+			s += iostreams.Sprintf(", %d waiting for the next run", count[ingest.Waiting])
+		}
 	case len(rep.Files) == 0:
 		s = iostreams.Sprintf("%s: nothing to load in %s", rep.Table, rep.Landing)
 	default:

@@ -202,7 +202,7 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 	case code == cmdutil.ExitOK:
 		return nil
 	case worstErr == nil: // only unrouted keys
-		return &cmdutil.SilentError{Code: code, Err: fmt.Errorf("%s left in the landing: no route takes them", iostreams.Plural(int64(len(p.unrouted)), "key"))}
+		return &cmdutil.SilentError{Code: code, Err: fmt.Errorf("%s left in the landing: no route takes them, two take them to different tables, or their folders make no table name (a line above names each)", iostreams.Plural(int64(len(p.unrouted)), "key"))}
 	}
 	return &cmdutil.SilentError{Code: code, Err: worstErr}
 }
