@@ -383,6 +383,9 @@ type MissingError struct {
 	// Misspelled are the unknown variables set that most likely stand for
 	// one of the setting's (LANDING_BUCKT): NoteMisspelled sets them.
 	Misspelled []UnknownVariable
+	// Otherwise is another way to do without the setting, told after how
+	// to set it ("--route or TIMELAKE_ROUTES for several tables").
+	Otherwise string
 }
 
 // NoteMisspelled keeps, of unknown (UnknownVariables), those meant for
@@ -405,6 +408,9 @@ func (e *MissingError) NoteMisspelled(unknown []UnknownVariable) {
 // file) is set: did you mean LANDING_BUCKET?".
 func (e *MissingError) Error() string {
 	msg := e.how()
+	if e.Otherwise != "" {
+		msg += ", or " + e.Otherwise
+	}
 	for _, u := range e.Misspelled {
 		msg += fmt.Sprintf("; %s (%s) is set: did you mean %s?", u.Name, u.Source, u.Meant)
 	}

@@ -1,6 +1,7 @@
 package lakecmd
 
 import (
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,6 +70,10 @@ func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		Logger:            f.Logger(),
 	}
 	if err := r.Err(); err != nil {
+		var missing *settings.MissingError
+		if errors.As(err, &missing) && missing.Spec == &settings.Table.Spec {
+			missing.Otherwise = "pass --route or set TIMELAKE_ROUTES for several tables (docs/routing.md)"
+		}
 		return c, nil, err
 	}
 	if err := decode.CheckTimeColumnType(c.TimeColumn, c.Columns); err != nil {
