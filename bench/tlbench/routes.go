@@ -10,6 +10,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/testutil/s3fault"
 )
 
 // routeTables are the tables of the routes case, each loaded from the
@@ -35,9 +36,15 @@ func routedMode(ctx context.Context, _ *s3.Client, s Setup, _ string, r *Result)
 			Rows   int64  `json:"rows"`
 		} `json:"tables"`
 	}
-	if err := ingestCommand(ctx, s, args, &doc); err != nil {
+	proxy, err := s3fault.Start(os.Getenv("TIMELAKE_TEST_S3_ENDPOINT"), 1)
+	if err != nil {
 		return err
 	}
+	defer proxy.Close()
+	if err := ingestCommand(ctx, proxy.URL, s, args, &doc); err != nil {
+		return err
+	}
+	r.Requests = int64(proxy.Requests(""))
 	loaded := 0
 	for _, t := range doc.Tables {
 		loaded += t.Loaded
@@ -53,18 +60,24 @@ func routedMode(ctx context.Context, _ *s3.Client, s Setup, _ string, r *Result)
 // after the other, each `timelake ingest --table --prefix` of its folder
 // (three cron lines, docs/cron.md).
 func singleMode(ctx context.Context, _ *s3.Client, s Setup, _ string, r *Result) error {
+	proxy, err := s3fault.Start(os.Getenv("TIMELAKE_TEST_S3_ENDPOINT"), 1)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
 	loaded := 0
 	for _, t := range routeTables {
 		var rep struct {
 			Loaded int   `json:"loaded"`
 			Rows   int64 `json:"rows"`
 		}
-		if err := ingestCommand(ctx, s, []string{"--table", "bench." + t, "--prefix", t + "/"}, &rep); err != nil {
+		if err := ingestCommand(ctx, proxy.URL, s, []string{"--table", "bench." + t, "--prefix", t + "/"}, &rep); err != nil {
 			return err
 		}
 		loaded += rep.Loaded
 		r.Rows += rep.Rows
 	}
+	r.Requests = int64(proxy.Requests(""))
 	if loaded != s.Files {
 		return fmt.Errorf("single: loaded %d of %d files", loaded, s.Files)
 	}
@@ -72,11 +85,12 @@ func singleMode(ctx context.Context, _ *s3.Client, s Setup, _ string, r *Result)
 }
 
 // ingestCommand runs `timelake ingest --json` with args on the setup's
-// buckets, as cron runs it (the command, its settings and report), and
-// decodes its report into doc.
-func ingestCommand(ctx context.Context, s Setup, args []string, doc any) error {
+// buckets through endpoint (a proxy that counts the requests), as cron
+// runs it (the command, its settings and report), and decodes its report
+// into doc.
+func ingestCommand(ctx context.Context, endpoint string, s Setup, args []string, doc any) error {
 	env := map[string]string{
-		"AWS_ENDPOINT_URL_S3":   os.Getenv("TIMELAKE_TEST_S3_ENDPOINT"),
+		"AWS_ENDPOINT_URL_S3":   endpoint,
 		"AWS_REGION":            os.Getenv("TIMELAKE_TEST_S3_REGION"),
 		"AWS_ACCESS_KEY_ID":     os.Getenv("TIMELAKE_TEST_S3_ACCESS_KEY"),
 		"AWS_SECRET_ACCESS_KEY": os.Getenv("TIMELAKE_TEST_S3_SECRET_KEY"),
