@@ -4,7 +4,11 @@
 # times, one process per measured run, and prints a table of medians with
 # the ratios to the baselines measured in the same run (docs/performance.md).
 #
-#   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4 c5 c6 p1 p2 latency-1 latency-20 latency-200
+#   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200
+#   bench/run.sh routes          a routed run of 3 tables x 300 small files (mode routed: one
+#                                `ingest --route` run) against three single-table runs one after
+#                                the other (mode single: `ingest --table --prefix`); the column
+#                                "vs single" is files/s of routed over single (docs/performance.md)
 #   bench/run.sh latency-20      serve's notification-to-commit latency at 20 files/s, next to cron's
 #   bench/run.sh c1 c3           some cases
 #   REPS=5 bench/run.sh          more runs per case and mode (default 3)
@@ -121,6 +125,7 @@ modes_of() {
 	c5 | c6) echo "ingest duckdb duckdb-peer" ;; # one file: the sequential loop is ingest
 	p1 | p2) echo "ingest" ;;                    # a poison file beside a good one: peak RSS
 	latency-*) echo "serve cron" ;;
+	routes) echo "routed single" ;;
 	*) echo "ingest sequential rawcopy duckdb duckdb-peer" ;;
 	esac
 }
@@ -154,7 +159,7 @@ one() { # case mode data run
 }
 
 cases=("$@")
-[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c3 c4 c5 c6 p1 p2 latency-1 latency-20 latency-200)
+[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200)
 for c in "${cases[@]}"; do
 	d="$DATA/$c"
 	if [[ $c != latency-* && ! -f "$d.complete" ]]; then

@@ -32,6 +32,9 @@ type spec struct {
 	// one line of 1 GiB without a line end, gzipped to about 1 MB) or
 	// "huge-value" (a row holding one value of 256 MiB, gzipped).
 	poison string
+	// routed puts file i below the folder routeTables[i%3] (the case of
+	// routed runs: three tables from one landing).
+	routed bool
 }
 
 // cases are the benchmark cases of docs/performance.md.
@@ -48,6 +51,9 @@ var cases = map[string]spec{
 	// A poison file beside a good one: peak RSS against the same bound.
 	"p1": {files: 1, rowsPerFile: 100, gateways: 1, poison: "gzip-bomb"},
 	"p2": {files: 1, rowsPerFile: 100, gateways: 1, poison: "huge-value"},
+	// Three tables x 300 small CSV files, each table's below its folder: a
+	// routed run against three single-table runs.
+	"routes": {files: 900, rowsPerFile: 100, gateways: 12, routed: true},
 }
 
 var start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -70,6 +76,9 @@ func generate(name, out string) error {
 		}
 		t0 := start.Add(time.Duration(i/sp.gateways) * time.Duration(sp.rowsPerFile/10+1) * 10 * time.Second)
 		key := fmt.Sprintf("gateway-%02d/%s-%05d%s", gw, t0.Format("20060102T150405Z"), i, ext)
+		if sp.routed {
+			key = routeTables[i%len(routeTables)] + "/" + key
+		}
 		p := filepath.Join(out, filepath.FromSlash(key))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err

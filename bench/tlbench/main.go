@@ -64,7 +64,7 @@ func main() {
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ExitOnError)
 		c := fs.String("case", "c1", "case")
-		mode := fs.String("mode", "ingest", "ingest, sequential, ingest-wide, pollers4, rawcopy, upload, sdkupload")
+		mode := fs.String("mode", "ingest", "ingest, sequential, ingest-wide, pollers4, rawcopy, upload, sdkupload, routed, single")
 		setupFile := fs.String("setup", "", "output of tlbench setup")
 		data := fs.String("data", "", "folder of generated files (upload modes)")
 		_ = fs.Parse(os.Args[2:])
@@ -255,7 +255,7 @@ func report(files []string, w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if slices.ContainsFunc(order, func(k key) bool { return runs[k][0].LatencyP50 == 0 }) {
-		fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs duckdb peer\tvs sdk upload\t")
+		fmt.Fprintln(tw, "case\tmode\truns\tfiles/s\trows/s\tMB/s\tpeak RSS MiB\tS3 requests\tvs sequential\tvs raw copy\tvs duckdb\tvs duckdb peer\tvs sdk upload\tvs single\t")
 	}
 	for _, k := range order {
 		if runs[k][0].LatencyP50 > 0 {
@@ -270,12 +270,13 @@ func report(files []string, w io.Writer) error {
 			}
 			return fmt.Sprintf("%.2fx", med(k, f)/med(bk, f))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			k.c, k.m, len(runs[k]), fps, med(k, Result.rowsPerSec), mbs,
 			med(k, func(r Result) float64 { return float64(r.PeakRSS) / (1 << 20) }),
 			med(k, func(r Result) float64 { return float64(r.Requests) }),
 			ratio("sequential", Result.filesPerSec), ratio("rawcopy", Result.mbPerSec),
-			ratio("duckdb", Result.mbPerSec), ratio("duckdb-peer", Result.mbPerSec), ratio("sdkupload", Result.mbPerSec))
+			ratio("duckdb", Result.mbPerSec), ratio("duckdb-peer", Result.mbPerSec), ratio("sdkupload", Result.mbPerSec),
+			ratio("single", Result.filesPerSec))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -258,7 +258,7 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 				return err
 			}
 			r.Seconds = time.Since(start).Seconds()
-			r.Requests = hc.n.Load()
+			r.Requests += hc.n.Load() // a mode may count requests of its own
 			break
 		}
 		return fmt.Errorf("unknown mode %q", mode)

@@ -17,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/build"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
@@ -58,6 +59,7 @@ const (
 	CheckEnvFile       = "env-file"
 	CheckWarehouse     = "warehouse"
 	CheckTableName     = "table-name"
+	CheckRoutes        = "routes"
 	CheckLanding       = "landing"
 	CheckSettings      = "settings"
 	CheckVariables     = "variables"
@@ -153,7 +155,8 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) e
 		Long: `Run every check that "timelake ingest" depends on and print one row per check
 (name, ok/warn/fail/skip, what was found, how to fix it):
 
-  settings    warehouse, table name, landing bucket, every other setting's
+  settings    warehouse, table name (or the routes of TIMELAKE_ROUTES, each
+              listed), landing bucket, every other setting's
               value (numbers, durations, sizes, names), endpoint, region
               and where the credentials come from
   connect     the endpoint answers (DNS, TCP, TLS) within --timeout
@@ -165,7 +168,8 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(context.Context, *CheckOptions) e
               If-None-Match: * put of the same key must be refused (412),
               which the catalog-free commit relies on
   table       exists (or will be created by the first ingest), is readable,
-              and its timelake.format-version is one this binary writes
+              and its timelake.format-version is one this binary writes;
+              with routes, each table a route names whatever the key
 
 Probe objects are deleted even when a check fails. A failed check does not
 stop the others; checks that depend on it are skipped. The exit code is 1
@@ -248,7 +252,7 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 		names := []string{CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion, CheckCredentials,
 			CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease}
 		if opts.Lake != nil {
-			names = slices.Concat([]string{CheckWarehouse, CheckTableName, CheckLanding, CheckSettings, CheckVariables, CheckCatalog},
+			names = slices.Concat([]string{CheckWarehouse, CheckTableName, CheckRoutes, CheckLanding, CheckSettings, CheckVariables, CheckCatalog},
 				names[3:], []string{CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable, CheckProfiles})
 		}
 		for _, n := range names {
@@ -278,6 +282,9 @@ type Checker struct {
 	warehouseOK        bool
 	tableName          tablename.Name
 	tableOK            bool
+	// routes are the rules of TIMELAKE_ROUTES when they read (nil
+	// without routes).
+	routes route.Routes
 	// restCatalog: the versions are committed through a REST catalog.
 	restCatalog bool
 
@@ -300,8 +307,32 @@ type Checker struct {
 // invalid.
 func (c *Checker) Warehouse() (storage.Location, bool) { return c.warehouse, c.warehouseOK }
 
-// TableName is the table setting's name; false when it is invalid.
+// TableName is the table setting's name; false when it is invalid. With
+// routes, it is the first table a route names whatever the key (the one
+// the catalog and lake probes use); false when none does.
 func (c *Checker) TableName() (tablename.Name, bool) { return c.tableName, c.tableOK }
+
+// Routes are the rules of TIMELAKE_ROUTES; nil without routes or when they
+// do not read.
+func (c *Checker) Routes() route.Routes { return c.routes }
+
+// Tables are the tables the table checks load: the table setting's, or
+// with routes each table a route names whatever the key, once each.
+func (c *Checker) Tables() []tablename.Name {
+	if c.routes == nil {
+		if c.tableOK {
+			return []tablename.Name{c.tableName}
+		}
+		return nil
+	}
+	var out []tablename.Name
+	for _, r := range c.routes {
+		if t, ok := r.Fixed(); ok && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // LakeListed reports whether the warehouse could be listed (CheckLakeBucket).
 func (c *Checker) LakeListed() bool { return c.lakeListed }

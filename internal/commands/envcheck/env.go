@@ -14,6 +14,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -59,10 +60,15 @@ on the poller host before you add the cron line.`,
 // Values are as given; Credentials holds secrets and must only be printed
 // masked (settings.MaskSecret).
 type Settings struct {
-	EnvFile     EnvFile
-	Landing     config.Setting
-	Warehouse   config.Setting
-	Table       config.Setting
+	EnvFile   EnvFile
+	Landing   config.Setting
+	Warehouse config.Setting
+	Table     config.Setting
+	// Routes is TIMELAKE_ROUTES as given; RouteRules its rules, or
+	// RoutesErr why they do not read.
+	Routes      config.Setting
+	RouteRules  route.Routes
+	RoutesErr   error
 	Endpoint    config.Setting
 	Region      config.Setting
 	Credentials Credentials
@@ -141,6 +147,8 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	s.Landing = r.Lookup(&settings.Landing.Spec)
 	s.Warehouse = r.Lookup(&settings.Warehouse.Spec)
 	s.Table = r.Lookup(&settings.Table.Spec)
+	s.Routes = r.Lookup(&settings.Routes.Spec)
+	s.RouteRules, _, s.RoutesErr = settings.Routes.Resolve(r)
 	s.Endpoint = r.Lookup(&settings.Endpoint.Spec)
 	s.Region = r.Lookup(&settings.Region.Spec)
 	s.Credentials = credentialsFrom(env)
@@ -149,7 +157,7 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 		switch {
 		case len(spec.Env) == 0:
 			continue // a per-run flag: only a flag sets it
-		case spec == &settings.Landing.Spec, spec == &settings.Warehouse.Spec, spec == &settings.Table.Spec:
+		case spec == &settings.Landing.Spec, spec == &settings.Warehouse.Spec, spec == &settings.Table.Spec, spec == &settings.Routes.Spec:
 			continue // checked by their own rows
 		}
 		s.Checked++

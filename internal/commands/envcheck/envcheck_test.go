@@ -471,8 +471,8 @@ func TestCheckOutput(t *testing.T) {
 			t.Fatalf("exit %d: %s%s", r.code, r.out, r.errOut)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
-		if len(lines) != 25 {
-			t.Errorf("%d lines, want a header and one per check (24):\n%s", len(lines), r.out)
+		if len(lines) != 26 {
+			t.Errorf("%d lines, want a header and one per check (25):\n%s", len(lines), r.out)
 		}
 		for _, l := range lines {
 			if f := strings.Split(l, "\t"); len(f) != 4 {
@@ -640,4 +640,71 @@ func TestCheckSourceProfiles(t *testing.T) {
 	}
 	r = checkJSON(t, env)
 	r.expect(t, envcheck.CheckProfiles, envcheck.Fail, "1 files match two profiles", "berlin (site-berlin/) and tsv (**/*.tsv)")
+}
+
+// all returns the details of every row named name, in order.
+func (r result) all(name string) []string {
+	var out []string
+	for _, c := range r.report.Checks {
+		if c.Name == name {
+			out = append(out, string(c.Result)+": "+c.Detail)
+		}
+	}
+	return out
+}
+
+// TestCheckRoutes: with TIMELAKE_ROUTES, env check lists each route and its
+// table, and checks each table a route names whatever the key (one that
+// exists is loaded, one that does not is created by the first ingest);
+// rules that do not read fail with the fix, and so does TIMELAKE_TABLE set
+// with them (ingest refuses both).
+func TestCheckRoutes(t *testing.T) {
+	env, _, warehouse := localEnv(t)
+	delete(env, "TIMELAKE_TABLE")
+	l, err := lake.Open(context.Background(), warehouse, lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTable(t, l, 3, nil)
+
+	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings, alarms/**=iot.alarms, */**=iot.{1}"
+	r := checkJSON(t, env)
+	r.noFailures(t, localOnlySkips...)
+	r.expect(t, envcheck.CheckTableName, envcheck.OK, "none: the routes of TIMELAKE_ROUTES (environment) name the tables")
+	r.expect(t, envcheck.CheckRoutes, envcheck.OK, "3 routes from TIMELAKE_ROUTES (environment)",
+		"readings/**=iot.readings (table iot.readings)", "alarms/**=iot.alarms (table iot.alarms)", "*/**=iot.{1} (a table per key")
+	tables, profiles := r.all(envcheck.CheckTable), r.all(envcheck.CheckProfiles)
+	if len(tables) != 2 || !strings.HasPrefix(tables[0], "ok: iot.readings: metadata v") ||
+		!strings.HasPrefix(tables[1], "ok: iot.alarms does not exist yet") || !strings.Contains(tables[1], "check TIMELAKE_ROUTES (environment) for a typo") {
+		t.Errorf("table rows: %q", tables)
+	}
+	if len(profiles) != 2 || !strings.HasPrefix(profiles[0], "ok: iot.readings: ") || !strings.HasPrefix(profiles[1], "ok: iot.alarms: ") {
+		t.Errorf("profiles rows: %q", profiles)
+	}
+
+	env["TIMELAKE_ROUTES"] = "*/**=iot.{1}"
+	r = checkJSON(t, env)
+	r.noFailures(t, localOnlySkips...)
+	r.expect(t, envcheck.CheckRoutes, envcheck.OK, "1 route from")
+	r.expect(t, envcheck.CheckTable, envcheck.OK, "the routes name each table from its key's folders")
+
+	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings,alarms/**"
+	r = checkJSON(t, env)
+	r.expect(t, envcheck.CheckRoutes, envcheck.Fail, `TIMELAKE_ROUTES (environment): route "alarms/**": expected PATTERN=TABLE`,
+		"write each rule as PATTERN=TABLE", "docs/routing.md")
+	r.expect(t, envcheck.CheckTable, envcheck.Skip, "routes invalid")
+	if r.code != cmdutil.ExitFailed {
+		t.Errorf("exit %d with a bad rule, want 1", r.code)
+	}
+
+	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings"
+	env["TIMELAKE_TABLE"] = "iot.readings"
+	r = checkJSON(t, env)
+	r.expect(t, envcheck.CheckTableName, envcheck.Fail, "both name tables", "remove TIMELAKE_TABLE (environment)")
+	r.expect(t, envcheck.CheckRoutes, envcheck.OK, "readings/**=iot.readings (table iot.readings)")
+
+	delete(env, "TIMELAKE_ROUTES")
+	r = checkJSON(t, env)
+	r.noFailures(t, localOnlySkips...)
+	r.expect(t, envcheck.CheckRoutes, envcheck.OK, "none: every file loads into the table of TIMELAKE_TABLE")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
@@ -144,7 +145,11 @@ func (c *Checker) warehouseSettings() {
 		c.OK(CheckWarehouse, describeLocation(loc)+From(s.Warehouse))
 	}
 
-	// Table name.
+	// Table name, or the routes that name the tables.
+	if s.Routes.Value != "" {
+		c.routeSettings()
+		return
+	}
 	switch n, err := tablename.Parse(s.Table.Value); {
 	case s.Table.Value == "":
 		c.Fail(CheckTableName, c.notSet(&settings.Table.Spec), MissingFix("table", "TIMELAKE_TABLE", "iot.readings"))
@@ -155,6 +160,7 @@ func (c *Checker) warehouseSettings() {
 		c.tableName, c.tableOK = n, true
 		c.OK(CheckTableName, n.String()+From(s.Table))
 	}
+	c.OK(CheckRoutes, "none: every file loads into the table of "+settings.Table.Env[0]+" (docs/routing.md)")
 }
 
 // contains reports whether inner lies inside (or is) outer.
@@ -279,4 +285,36 @@ func (c *Checker) blockS3(reason string) {
 	if c.s3Blocked == "" {
 		c.s3Blocked = reason
 	}
+}
+
+// routeFix is the fix of rules of TIMELAKE_ROUTES that do not read.
+const routeFix = "write each rule as PATTERN=TABLE, such as readings/**=iot.readings, or */**=iot.{1} to name the table from the key's first folder; several rules one per line or separated by commas (docs/routing.md)"
+
+// routeSettings checks TIMELAKE_ROUTES and lists each route with its
+// table. The table setting must not be set with it: ingest refuses both.
+func (c *Checker) routeSettings() {
+	s := c.opts.Settings
+	if s.Table.Value != "" {
+		c.Fail(CheckTableName, fmt.Sprintf("%s%s and the routes of %s both name tables, which ingest refuses", s.Table.Value, From(s.Table), s.Routes.Describe()),
+			fmt.Sprintf("remove %s (the routes name the tables), or %s (docs/routing.md)", s.Table.Describe(), s.Routes.Describe()))
+	} else {
+		c.OK(CheckTableName, "none: the routes of "+s.Routes.Describe()+" name the tables")
+	}
+	if s.RoutesErr != nil {
+		c.Fail(CheckRoutes, s.RoutesErr.Error(), routeFix)
+		return
+	}
+	var list []string
+	for _, r := range s.RouteRules {
+		if t, ok := r.Fixed(); ok {
+			list = append(list, fmt.Sprintf("%s (table %s)", r, t))
+		} else {
+			list = append(list, fmt.Sprintf("%s (a table per key, named from its folders)", r))
+		}
+	}
+	c.routes = s.RouteRules
+	if t := c.Tables(); len(t) > 0 && s.Table.Value == "" {
+		c.tableName, c.tableOK = t[0], true
+	}
+	c.OK(CheckRoutes, fmt.Sprintf("%s%s: %s", iostreams.Plural(int64(len(list)), "route"), From(s.Routes), strings.Join(list, "; ")))
 }

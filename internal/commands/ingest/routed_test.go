@@ -9,12 +9,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	ingestcmd "github.com/timelake/timelake/internal/commands/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -361,4 +363,57 @@ func TestConcurrentRoutedRuns(t *testing.T) {
 		t.Fatalf("the run after: exit %d\n%s\n%s", code, out, errOut)
 	}
 	p.want(t, want)
+}
+
+// TestRoutedTableLeaseHeld: a routed run meets a table whose lease another
+// run holds (an ingest of another host, or a serve): it does not wait for
+// it, loads the other tables, and reports that table alone (exit 12 for
+// the other ingest, 11 for a serve), which is also the run's exit code.
+// The next run, once the lease is released, loads the table.
+func TestRoutedTableLeaseHeld(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		want cmdutil.ExitCode
+	}{{landing.HolderIngest, cmdutil.ExitBusy}, {landing.HolderServe, cmdutil.ExitLeaseHeld}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			p := localPlace(t)
+			p.put(t, "readings/gw1/a.csv", csvRows(2, 10))
+			p.put(t, "events/gw1/e.csv", csvRows(3, 10))
+			p.put(t, "meters/gw1/m.csv", csvRows(4, 10))
+			ctx := context.Background()
+			lease, err := landing.AcquireLease(ctx, p.store, landing.LeaseOptions{Table: "iot.events", TTL: 10 * time.Minute,
+				Holder: landing.Holder{Token: "poller-2:4242:0a1b2c", Kind: tc.kind, Host: "poller-2", PID: 4242},
+				Now:    func() time.Time { return time.Now().Add(-time.Minute) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			code, out, errOut := p.exec(t, nil, append(threeRoutes, "--json")...)
+			if code != tc.want {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.want, out, errOut)
+			}
+			if took := time.Since(start); took > 30*time.Second {
+				t.Errorf("the run took %s: it waited for the lease", took)
+			}
+			var doc ingestcmd.RoutedReport
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			codes := map[string]int{}
+			for _, tr := range doc.Tables {
+				codes[tr.Report.Report.Table] = tr.ExitCode
+			}
+			if codes["iot.readings"] != 0 || codes["iot.meters"] != 0 || codes["iot.events"] != int(tc.want) {
+				t.Errorf("exit codes of the tables: %v\n%s", codes, out)
+			}
+			p.want(t, map[string]int64{"iot.readings": 2, "iot.meters": 4}, "events/gw1/e.csv")
+			if err := lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errOut := p.exec(t, nil, threeRoutes...); code != cmdutil.ExitOK {
+				t.Fatalf("the run after the release: exit %d\n%s\n%s", code, out, errOut)
+			}
+			p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.meters": 4})
+		})
+	}
 }

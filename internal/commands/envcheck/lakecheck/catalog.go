@@ -305,23 +305,46 @@ func catalogCommitFix(err error, p lake.CatalogProbe) string {
 }
 
 // Table checks the table (CheckTable) and then its source profiles
-// (CheckProfiles).
+// (CheckProfiles); with routes, each table a route names whatever the key,
+// its profiles against the landing files routed to it.
 func (k *Checks) Table(ctx context.Context, c *envcheck.Checker) {
-	k.table(ctx, c)
-	k.profiles(ctx, c)
+	routes := c.Routes()
+	tables := c.Tables()
+	switch {
+	case routes != nil && len(tables) == 0:
+		c.OK(envcheck.CheckTable, "the routes name each table from its key's folders: the first file routed to a table that does not exist creates it")
+		c.OK(envcheck.CheckProfiles, "not looked at: the routes name no table whatever the key")
+		return
+	case len(tables) == 0 && c.Options().Settings.Routes.Value != "":
+		c.Skip(envcheck.CheckTable, "routes invalid")
+		c.Skip(envcheck.CheckProfiles, "table not loaded")
+		return
+	case len(tables) == 0:
+		c.Skip(envcheck.CheckTable, "table name invalid")
+		c.Skip(envcheck.CheckProfiles, "table not loaded")
+		return
+	}
+	for _, name := range tables {
+		k.loaded, k.tableMissing = nil, false
+		k.table(ctx, c, name)
+		var accept func(key string) bool
+		if routes != nil {
+			accept = func(key string) bool {
+				t, _, err := routes.Table(key)
+				return err == nil && t == name
+			}
+		}
+		k.profiles(ctx, c, name, accept)
+	}
 }
 
-// table loads the table: it exists (or the first ingest creates it), its
-// metadata and current manifest list are readable, and its
+// table loads the table name: it exists (or the first ingest creates it),
+// its metadata and current manifest list are readable, and its
 // timelake.format-version is one this binary writes.
-func (k *Checks) table(ctx context.Context, c *envcheck.Checker) {
+func (k *Checks) table(ctx context.Context, c *envcheck.Checker, name lake.TableName) {
 	warehouse, warehouseOK := c.Warehouse()
-	name, nameOK := c.TableName()
 	client, tigris, blocked := c.S3()
 	switch {
-	case !nameOK:
-		c.Skip(envcheck.CheckTable, "table name invalid")
-		return
 	case !warehouseOK:
 		c.Skip(envcheck.CheckTable, "warehouse setting invalid")
 		return
@@ -358,8 +381,12 @@ func (k *Checks) table(ctx context.Context, c *envcheck.Checker) {
 		if k.REST != nil {
 			where = "the " + l.Catalog()
 		}
+		setting := c.Options().Settings.Table.Describe()
+		if c.Routes() != nil {
+			setting = c.Options().Settings.Routes.Describe()
+		}
 		c.OK(envcheck.CheckTable, fmt.Sprintf("%s does not exist yet in %s: the first ingest creates it from the first file's schema (if it should exist, check %s for a typo)",
-			name, where, c.Options().Settings.Table.Describe()))
+			name, where, setting))
 		k.tableMissing = true
 		return
 	case errors.Is(err, lake.ErrUnsupportedFormat):

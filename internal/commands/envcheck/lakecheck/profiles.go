@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/timelake/timelake/internal/commands/envcheck"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/storage"
@@ -19,24 +20,28 @@ const profileSample = 1000
 // (profile.FromProperties, Set.For): that they read, and which profile
 // each file waiting in the landing bucket gets (up to profileSample of
 // them); a file two profiles match fails the check, naming both, since
-// ingest refuses it.
-func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
-	name, _ := c.TableName()
+// ingest refuses it. accept, when not nil, keeps the keys routed to the
+// table.
+func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker, name lake.TableName, accept func(key string) bool) {
+	pre := "" // with routes, the row names its table
+	if accept != nil {
+		pre = name.String() + ": "
+	}
 	switch {
 	case k.tableMissing:
-		c.OK(envcheck.CheckProfiles, "no source profiles: the table does not exist yet (profiles are table properties, set with timelake tables alter once it exists)")
+		c.OK(envcheck.CheckProfiles, pre+"no source profiles: the table does not exist yet (profiles are table properties, set with timelake tables alter once it exists)")
 		return
 	case k.loaded == nil:
-		c.Skip(envcheck.CheckProfiles, "table not loaded")
+		c.Skip(envcheck.CheckProfiles, pre+"table not loaded")
 		return
 	}
 	set, err := profile.FromProperties(k.loaded.Properties())
 	if err != nil {
-		c.Fail(envcheck.CheckProfiles, err.Error(), "fix the profile's properties with timelake tables alter "+name.String())
+		c.Fail(envcheck.CheckProfiles, pre+err.Error(), "fix the profile's properties with timelake tables alter "+name.String())
 		return
 	}
 	if len(set) == 0 {
-		c.OK(envcheck.CheckProfiles, "no source profiles: every file is read with the settings of the run")
+		c.OK(envcheck.CheckProfiles, pre+"no source profiles: every file is read with the settings of the run")
 		return
 	}
 	var names []string
@@ -45,12 +50,12 @@ func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
 	}
 	detail := fmt.Sprintf("%d source profiles: %s", len(set), strings.Join(names, ", "))
 	if !c.LandingListed() {
-		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at (landing not usable)")
+		c.OK(envcheck.CheckProfiles, pre+detail+"; landing files not looked at (landing not usable)")
 		return
 	}
 	st, done, err := c.Landing()
 	if err != nil {
-		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at: "+err.Error())
+		c.OK(envcheck.CheckProfiles, pre+detail+"; landing files not looked at: "+err.Error())
 		return
 	}
 	defer done()
@@ -61,6 +66,9 @@ func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
 	defer cancel()
 	errEnough := errors.New("enough")
 	err = (&landing.Bucket{Store: st}).List(lctx, "", func(o storage.ObjectInfo) error {
+		if accept != nil && !accept(o.Key) {
+			return nil
+		}
 		if seen == profileSample {
 			return errEnough
 		}
@@ -77,7 +85,7 @@ func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		c.OK(envcheck.CheckProfiles, detail+"; landing files not looked at: "+err.Error())
+		c.OK(envcheck.CheckProfiles, pre+detail+"; landing files not looked at: "+err.Error())
 		return
 	}
 	var read []string
@@ -87,9 +95,9 @@ func (k *Checks) profiles(ctx context.Context, c *envcheck.Checker) {
 	detail += fmt.Sprintf("; of %d files in the landing bucket, read with %s, with the run's settings %d", seen, strings.Join(read, ", "), counts[""])
 	if len(ambiguous) > 0 {
 		shown := ambiguous[:min(3, len(ambiguous))]
-		c.Fail(envcheck.CheckProfiles, fmt.Sprintf("%s; %d files match two profiles, which ingest refuses: %s", detail, len(ambiguous), strings.Join(shown, "; ")),
+		c.Fail(envcheck.CheckProfiles, pre+fmt.Sprintf("%s; %d files match two profiles, which ingest refuses: %s", detail, len(ambiguous), strings.Join(shown, "; ")),
 			"change the profiles' match settings so that one applies to each key (timelake tables alter "+name.String()+")")
 		return
 	}
-	c.OK(envcheck.CheckProfiles, detail)
+	c.OK(envcheck.CheckProfiles, pre+detail)
 }
