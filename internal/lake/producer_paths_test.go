@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -42,31 +41,7 @@ func TestCommitPathsGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := pathsSequence(t, tc.version, tc.spec, tc.path)
 			file := filepath.Join("testdata", "paths-"+tc.name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range max(len(gl), len(wl)) {
-					var g, w string
-					if i < len(gl) {
-						g = gl[i]
-					}
-					if i < len(wl) {
-						w = wl[i]
-					}
-					if g != w {
-						t.Fatalf("%s differs from line %d:\ngot:  %s\nwant: %s", file, i+1, g, w)
-					}
-				}
-			}
+			checkGolden(t, file, got)
 		})
 	}
 }

@@ -40,31 +40,7 @@ func TestSnapshotsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := goldenSequence(t, tc.props)
 			file := filepath.Join("testdata", "snapshots-"+name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range max(len(gl), len(wl)) {
-					var g, w string
-					if i < len(gl) {
-						g = gl[i]
-					}
-					if i < len(wl) {
-						w = wl[i]
-					}
-					if g != w {
-						t.Fatalf("%s differs from line %d:\ngot:  %s\nwant: %s", file, i+1, g, w)
-					}
-				}
-			}
+			checkGolden(t, file, got)
 		})
 	}
 }
@@ -237,4 +213,36 @@ func status(s iceberg.ManifestEntryStatus) string {
 		return "DELETED"
 	}
 	return fmt.Sprint(int(s))
+}
+
+// checkGolden compares got with the golden file, line by line, or writes
+// it there with -update.
+func checkGolden(t *testing.T, file, got string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == string(want) {
+		return
+	}
+	gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(gl), len(wl)) {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Fatalf("%s differs from line %d:\ngot:  %s\nwant: %s", file, i+1, g, w)
+		}
+	}
 }
