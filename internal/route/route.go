@@ -238,6 +238,15 @@ func (rs Routes) Table(key string) (tablename.Name, Route, error) {
 	return table, found, nil
 }
 
+// Accepts returns whether the routes take a key to table t: the key filter
+// of t's run.
+func (rs Routes) Accepts(t tablename.Name) func(key string) bool {
+	return func(key string) bool {
+		kt, _, err := rs.Table(key)
+		return err == nil && kt == t
+	}
+}
+
 // String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
 func (rs Routes) String() string {
 	parts := make([]string, len(rs))

@@ -56,11 +56,7 @@ func (r *router) laneOf(t lake.TableName, create bool) *lane {
 	}
 	cfg := r.s.cfg.Ingest
 	cfg.Table = t
-	routes := r.s.cfg.Routes
-	cfg.Accept = func(key string) bool {
-		kt, _, err := routes.Table(key)
-		return err == nil && kt == t
-	}
+	cfg.Accept = r.s.cfg.Routes.Accepts(t)
 	l := newLane(r.s, cfg, true)
 	r.lanes[t] = l
 	if r.start != nil {
@@ -88,9 +84,14 @@ func (r *router) reportUnrouted(key, reason string) {
 	}
 	r.mu.Unlock()
 	if !seen {
-		r.s.metrics.unrouted.Inc()
-		r.s.log.Warn("landing key not routed: it stays in the landing bucket", "key", key, "reason", reason)
+		r.logUnrouted(key, reason)
 	}
+}
+
+// logUnrouted counts and logs a key no route takes, once while it waits.
+func (r *router) logUnrouted(key, reason string) {
+	r.s.metrics.unrouted.Inc()
+	r.s.log.Warn("landing key not routed: it stays in the landing bucket", "key", key, "reason", reason)
 }
 
 // enqueue queues the keys of one notification in their tables' lanes (or
@@ -224,8 +225,7 @@ func (r *router) sweep(ctx context.Context) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		r.s.metrics.unrouted.Inc()
-		r.s.log.Warn("landing key not routed: it stays in the landing bucket", "key", k, "reason", found[k])
+		r.logUnrouted(k, found[k])
 	}
 	for t := range tables {
 		r.laneOf(t, true)
@@ -242,24 +242,19 @@ func (r *router) sweep(ctx context.Context) error {
 // sweeps find their files.
 func (r *router) admit(ctx context.Context) bool {
 	ws := r.pending.take(r.s.cfg.MaxQueue, time.Now())
-	keep := ws
-	if len(ws) > loadSize(r.s.cfg.Ingest) {
+	listed := len(ws) > loadSize(r.s.cfg.Ingest)
+	if listed {
 		if err := r.sweep(ctx); err != nil {
 			return false
 		}
-		for k := range keep {
-			if t, _, err := r.s.cfg.Routes.Table(k); err != nil || r.laneOf(t, false) == nil {
-				delete(keep, k) // no file of its table is in the landing
-			}
-		}
 	} else {
-		keep = r.lookUp(ctx, ws)
+		ws = r.lookUp(ctx, ws)
 	}
 	byTable := map[lake.TableName]map[string]waiting{}
-	for k, w := range keep {
+	for k, w := range ws {
 		t, _, err := r.s.cfg.Routes.Table(k)
-		if err != nil {
-			continue
+		if err != nil || (listed && r.laneOf(t, false) == nil) {
+			continue // after a listing: no file of its table is in the landing
 		}
 		if byTable[t] == nil {
 			byTable[t] = map[string]waiting{}

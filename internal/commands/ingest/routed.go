@@ -156,10 +156,7 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 	for _, t := range p.tables {
 		tc := o.Config
 		tc.Table = t
-		tc.Accept = func(key string) bool {
-			kt, _, err := o.Routes.Table(key)
-			return err == nil && kt == t
-		}
+		tc.Accept = o.Routes.Accepts(t)
 		if tc.MaxFiles > 0 {
 			tc.MaxFiles = max(1, tc.MaxFiles/len(p.tables))
 		}
