@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 )
 
@@ -69,19 +68,7 @@ func benchParquet(b *testing.B, rows int) []byte {
 	}
 	rec := rb.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
-		pqarrow.DefaultWriterProps())
-	if err == nil {
-		err = w.Write(rec)
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	return buf.Bytes()
+	return writeParquetWith(b, rec, parquet.WithCompression(compress.Codecs.Zstd))
 }
 
 // BenchmarkDecodeParquet decodes a 40,000-row gateway Parquet file (one

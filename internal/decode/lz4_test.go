@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -93,22 +92,6 @@ func lz4Record(t *testing.T, n int) arrow.RecordBatch {
 		b.Field(3).(*array.Int64Builder).Append(rnd.Int64())
 	}
 	return b.NewRecordBatch()
-}
-
-func writeParquetWith(t *testing.T, rec arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // writeLZ4 writes rec with the LZ4 codec (codec 5), pages stored by encode.

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/timelake/timelake/internal/testutil/pagecrc"
@@ -44,7 +43,7 @@ func readingsParquet(tb testing.TB, rows int, version parquet.DataPageVersion) [
 	}
 	rec := rb.NewRecordBatch()
 	defer rec.Release()
-	props := parquet.NewWriterProperties(
+	return writeParquetWith(tb, rec,
 		parquet.WithCompression(compress.Codecs.Uncompressed),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithDictionaryFor("device_id", true),
@@ -52,18 +51,6 @@ func readingsParquet(tb testing.TB, rows int, version parquet.DataPageVersion) [
 		parquet.WithBatchSize(128),
 		parquet.WithMaxRowGroupLength(2000),
 		parquet.WithDataPageVersion(version))
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
-	if err == nil {
-		err = w.Write(rec)
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // decodeRows decodes a Parquet file into a new table and renders its rows.

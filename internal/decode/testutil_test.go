@@ -178,3 +178,21 @@ func writeParquet(t *testing.T, rec arrow.RecordBatch) []byte {
 	}
 	return buf.Bytes()
 }
+
+// writeParquetWith writes one record batch to Parquet bytes with the
+// writer properties opts.
+func writeParquetWith(tb testing.TB, rec arrow.RecordBatch, opts ...parquet.WriterProperty) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
