@@ -429,7 +429,7 @@ type appendAttempt struct {
 	changes map[string][]string
 }
 
-func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	// Settle the batches already in the ancestry: committed since the last
 	// load by another writer, or by one of our own attempts.
@@ -440,7 +440,7 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 		}
 		s, err := base.findBatch(p.BatchID)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if s != nil {
 			m.results[p.BatchID] = m.settle(p, s)
@@ -452,13 +452,13 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 	if len(pending) > 0 && base.props()[PropLoadHistory] != "" {
 		hist, err := t.lake.historyOf(ctx, t.name, base.props())
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		still := pending[:0:0]
 		for _, p := range pending {
 			r, ok, err := hist.Find(ctx, p.BatchID)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if ok {
 				b := r.BatchInfo()
@@ -473,30 +473,29 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 	a := &appendAttempt{}
 	staged, pending, err := m.evolve(a, base, pending)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(pending) == 0 {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
 	a.pending = pending
 	m.attempts[attempt] = a
 	if err := t.canStage(base, pending); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if staged != base && (base.write.Version() != 2 || !currentSpecOnly(base, pending)) {
-		return nil, nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
+		return nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
 	}
-	// Write the snapshots' manifests and lists concurrently, then append
-	// them to the newest version's JSON.
+	// Write the snapshots' manifests and lists concurrently.
 	snaps, err := t.stage(ctx, m, a, staged, pending, attempt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("stage snapshots: %w", err)
+		return nil, fmt.Errorf("stage snapshots: %w", err)
 	}
-	next, body, err := staged.withSnapshots(snaps, v.location)
-	if err != nil {
-		return nil, nil, fmt.Errorf("add snapshots: %w", err)
+	var schema *iceberg.Schema
+	if staged != base {
+		schema = staged.write.CurrentSchema()
 	}
-	return next, body, nil
+	return addSnapshots(schema, snaps...), nil
 }
 
 // evolve merges the schema changes of the pending batches into base's

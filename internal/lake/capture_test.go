@@ -11,7 +11,8 @@ import (
 
 // Tests commit what another engine would (a row-level delete, say) through
 // an iceberg-go transaction: captureCatalog runs the transaction's commit
-// on the version the commit protocol builds on (txnMutation).
+// on the table's newest version, and commitTransaction writes the result
+// as the next version of a table of the file catalog.
 
 // captureCatalog is the table.CatalogIO of a transaction whose commit the
 // commit protocol performs: CommitTable checks the requirements against
@@ -44,6 +45,28 @@ func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs
 	}
 	c.next = next
 	return nil, "", errCaptured
+}
+
+// commitTransaction commits what stage stages on an iceberg-go transaction
+// over t's newest version as the next version (t's lake has the file
+// catalog), as another engine's commit would.
+func (t *Table) commitTransaction(ctx context.Context, stage func(*table.Transaction) error) error {
+	files, ok := t.lake.cat.(metadataFiles)
+	if !ok {
+		return errors.New("commitTransaction needs the file catalog")
+	}
+	base, bv, err := files.latest(ctx, t.name, parseHead)
+	if err != nil {
+		return err
+	}
+	_, body, err := t.stageTransaction(ctx, base, bv.location, stage)
+	if err != nil {
+		return err
+	}
+	if err := files.put(ctx, t.name, bv.n+1, body); err != nil {
+		return err
+	}
+	return t.Refresh(ctx)
 }
 
 // stageTransaction runs stage on an iceberg-go transaction over base

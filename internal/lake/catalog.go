@@ -32,19 +32,22 @@ type catalog interface {
 	// (parseHead validates it whole; indexHead only indexes it), and
 	// where it is. ErrTableNotFound when the table has no version.
 	latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, versionRef, error)
-	// commit makes next, which a mutation built on base (at bv; body is
-	// next's encoding), the newest version of n, on the condition that
-	// nothing the mutation checked on base changed meanwhile. It returns
-	// the committed version as the catalog holds it, and the location of
-	// the version the change was applied to: bv's, or with a REST catalog
-	// a newer one whose changes the requirements let through.
+	// commit makes the version w.change makes of w.base (at w.bv) the
+	// newest version of n, on the condition that nothing the mutation
+	// checked on the base changed meanwhile: the file catalog applies the
+	// change to the base (head.apply; it records the version it wrote in
+	// w.next and w.body), a REST catalog sends its updates and
+	// requirements. It returns the committed version as the catalog holds
+	// it, and the location of the version the change was applied to: the
+	// base's, or with a REST catalog a newer one whose changes the
+	// requirements let through.
 	//
 	// Errors: errRaceLost when another writer committed first and this
 	// commit did not land; errOutcomeUnknown when it landed but cannot be
 	// confirmed (the commit ends); a permanent error (isPermanent: nothing
 	// was written); any other error leaves the outcome unknown (the
 	// commit may have landed: the next attempt asks landed).
-	commit(ctx context.Context, n TableName, base *head, bv versionRef, next *head, body []byte) (committedVersion, string, error)
+	commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error)
 	// landed tells whether w, a commit of an earlier attempt whose outcome
 	// was not learnt, is part of the history of newest (at nv): the
 	// version the Table then holds, or nil. final reports that a w that
@@ -240,11 +243,17 @@ func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byt
 	return nil, versionRef{}, fmt.Errorf("load %s: metadata kept changing while reading", n)
 }
 
-// commit creates version bv.n+1 with body, after checking that bv is still
-// the newest: old versions are deleted after commits, and a create into
-// the slot of one would succeed (verifyNewest).
-func (c metadataFiles) commit(ctx context.Context, n TableName, _ *head, bv versionRef, next *head, body []byte) (committedVersion, string, error) {
-	l := c.l
+// commit creates version bv.n+1 with the metadata the change makes of the
+// base, after checking that bv is still the newest: old versions are
+// deleted after commits, and a create into the slot of one would succeed
+// (verifyNewest).
+func (c metadataFiles) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
+	l, bv := c.l, w.bv
+	next, body, err := w.base.apply(w.change, bv.location)
+	if err != nil {
+		return committedVersion{}, "", fmt.Errorf("%s: %w: %w", n, errInvalidChange, err)
+	}
+	w.next, w.body = next, body
 	if newest, err := l.latestVersion(ctx, n); err != nil {
 		return committedVersion{}, "", err
 	} else if newest != bv.n {

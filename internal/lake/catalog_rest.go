@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -222,13 +219,21 @@ func headOfMetadata(meta table.Metadata) (*head, error) {
 	return h, nil
 }
 
-// commit sends updateTable: the updates that turn base into next, on the
-// requirements that what the mutation checked on base still holds.
-func (c *restCatalog) commit(ctx context.Context, n TableName, base *head, _ versionRef, next *head, _ []byte) (committedVersion, string, error) {
+// commit sends updateTable: the change's updates, on its requirements
+// (what the mutation checked on the base still holds).
+func (c *restCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
+	base := w.base
 	if loc := base.write.Location(); loc != c.l.tableLocation(n) {
 		return committedVersion{}, "", fmt.Errorf("%s is at %s, %w %s", n, loc, errForeignLocation, c.l.tableLocation(n))
 	}
-	reqs, updates, err := restChange(base, next)
+	if w.change.empty() {
+		return committedVersion{}, "", fmt.Errorf("%s: %w: it changes nothing", n, errInvalidChange)
+	}
+	updates, err := w.change.updates(base)
+	if err != nil {
+		return committedVersion{}, "", err
+	}
+	reqs, err := w.change.requirements(base)
 	if err != nil {
 		return committedVersion{}, "", err
 	}
@@ -263,31 +268,17 @@ func previousLocation(h *head) string {
 	return log[len(log)-1].MetadataFile
 }
 
-// landed recognises a commit of an earlier attempt in the newest version:
-// every snapshot it added is there with its manifest list, and, when it
-// added none, the properties it set hold its values, the snapshots it
-// removed are gone and the main branch is where it put it. A commit that
-// added snapshots and is not there cannot land any more once the main
-// branch moved from where it asserted it (assert-ref-snapshot-id); other
-// commits may (a request the catalog still works on), so their files stay.
+// landed recognises a commit of an earlier attempt in the newest version
+// (change.heldBy). A commit that added snapshots and is not there cannot
+// land any more once the main branch moved from where it asserted it
+// (assert-ref-snapshot-id); other commits may (a request the catalog still
+// works on), so their files stay.
 func (c *restCatalog) landed(_ context.Context, _ TableName, newest *head, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
-	added := addedSnapshots(w.base, w.next)
-	if holdsChange(newest, w.base, w.next, added) {
+	if w.change.heldBy(newest, w.base) {
 		return &committedVersion{head: newest, ref: nv}, true, nil
 	}
-	final := len(added) > 0 && mainSnapshot(newest) != mainSnapshot(w.base)
+	final := len(w.change.snapshots) > 0 && mainSnapshot(newest) != mainSnapshot(w.base)
 	return nil, final, nil
-}
-
-// addedSnapshots are the indexes in next of the snapshots base lacks.
-func addedSnapshots(base, next *head) []int {
-	var out []int
-	for i, r := range next.snaps {
-		if !base.snapshotIDTaken(r.id) {
-			out = append(out, i)
-		}
-	}
-	return out
 }
 
 // mainSnapshot is the main branch's snapshot id; -1 without one.
@@ -296,192 +287,6 @@ func mainSnapshot(h *head) int64 {
 		return -1
 	}
 	return h.snaps[h.current].id
-}
-
-func holdsChange(newest, base, next *head, added []int) bool {
-	if len(added) > 0 {
-		for _, i := range added {
-			j, ok := newest.byID[next.snaps[i].id]
-			if !ok {
-				return false
-			}
-			a, errA := next.snapshot(i)
-			b, errB := newest.snapshot(j)
-			if errA != nil || errB != nil || a.ManifestList != b.ManifestList {
-				return false
-			}
-		}
-		return true
-	}
-	for _, r := range base.snaps {
-		if !next.snapshotIDTaken(r.id) && newest.snapshotIDTaken(r.id) {
-			return false
-		}
-	}
-	if mainSnapshot(next) != mainSnapshot(base) && mainSnapshot(newest) != mainSnapshot(next) {
-		return false
-	}
-	set, unset := propertyChanges(base.props(), next.props())
-	have := newest.props()
-	for k, v := range set {
-		if have[k] != v {
-			return false
-		}
-	}
-	for _, k := range unset {
-		if _, ok := have[k]; ok {
-			return false
-		}
-	}
-	return true
-}
-
-// propertyChanges are the properties next sets (new or changed) and
-// removes, relative to base.
-func propertyChanges(base, next iceberg.Properties) (map[string]string, []string) {
-	set := map[string]string{}
-	for k, v := range next {
-		if cur, ok := base[k]; !ok || cur != v {
-			set[k] = v
-		}
-	}
-	var unset []string
-	for k := range base {
-		if _, ok := next[k]; !ok {
-			unset = append(unset, k)
-		}
-	}
-	sort.Strings(unset)
-	return set, unset
-}
-
-// restChange returns the requirements and updates of the REST commit that
-// turns base into next (Iceberg REST spec, "TableRequirement",
-// "TableUpdate"): add-snapshot for each new snapshot, remove-snapshots,
-// set-snapshot-ref and remove-snapshot-ref for the refs that changed,
-// add-schema and set-current-schema, set-properties and
-// remove-properties. The requirements are that the table is the same one
-// (assert-table-uuid), its main branch is where it was
-// (assert-ref-snapshot-id), and so are its current schema, its last column
-// id and its default partition spec (what data files were written with);
-// a change that removes snapshots or moves another ref also asserts every
-// ref of base. The metadata-log, snapshot-log and timestamps are the
-// catalog's to write. Changes no mutation makes (partition specs, sort
-// orders, the location, the format version) are refused.
-func restChange(base, next *head) ([]table.Requirement, []table.Update, error) {
-	bm, err := base.metadata()
-	if err != nil {
-		return nil, nil, err
-	}
-	nm, err := next.metadata()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, f := range []struct {
-		what      string
-		different bool
-	}{
-		{"the format version", bm.Version() != nm.Version()},
-		{"the location", bm.Location() != nm.Location()},
-		{"the table uuid", bm.TableUUID() != nm.TableUUID()},
-		{"the partition specs", bm.DefaultPartitionSpec() != nm.DefaultPartitionSpec() || len(bm.PartitionSpecs()) != len(nm.PartitionSpecs())},
-		{"the sort orders", bm.DefaultSortOrder() != nm.DefaultSortOrder() || len(bm.SortOrders()) != len(nm.SortOrders())},
-	} {
-		if f.different {
-			return nil, nil, fmt.Errorf("internal: a change of %s is not sent to a REST catalog", f.what)
-		}
-	}
-	var updates []table.Update
-	// Schemas: those next adds, and its current one.
-	known := map[int]bool{}
-	for _, sc := range bm.Schemas() {
-		known[sc.ID] = true
-	}
-	addedCurrent := false
-	for _, sc := range nm.Schemas() {
-		if !known[sc.ID] {
-			updates = append(updates, table.NewAddSchemaUpdate(sc))
-			addedCurrent = sc.ID == nm.CurrentSchema().ID
-		}
-	}
-	if nm.CurrentSchema().ID != bm.CurrentSchema().ID {
-		id := nm.CurrentSchema().ID
-		if addedCurrent {
-			id = -1 // the schema just added, whatever id the catalog gives it
-		}
-		updates = append(updates, table.NewSetCurrentSchemaUpdate(id))
-	}
-	// Snapshots.
-	for _, i := range addedSnapshots(base, next) {
-		s, err := next.snapshot(i)
-		if err != nil {
-			return nil, nil, err
-		}
-		updates = append(updates, table.NewAddSnapshotUpdate(s))
-	}
-	var removed []int64
-	for _, r := range base.snaps {
-		if !next.snapshotIDTaken(r.id) {
-			removed = append(removed, r.id)
-		}
-	}
-	if len(removed) > 0 {
-		updates = append(updates, table.NewRemoveSnapshotsUpdate(removed, false))
-	}
-	// Refs.
-	var baseRefs, nextRefs map[string]table.SnapshotRef
-	if err := unmarshalOptional(base.get("refs"), &baseRefs); err != nil {
-		return nil, nil, fmt.Errorf("refs: %w", err)
-	}
-	if err := unmarshalOptional(next.get("refs"), &nextRefs); err != nil {
-		return nil, nil, fmt.Errorf("refs: %w", err)
-	}
-	otherRefMoved := false
-	for _, name := range slices.Sorted(maps.Keys(nextRefs)) {
-		r := nextRefs[name]
-		if old, ok := baseRefs[name]; ok && old.Equals(r) {
-			continue
-		}
-		otherRefMoved = otherRefMoved || name != table.MainBranch
-		updates = append(updates, table.NewSetSnapshotRefUpdate(name, r.SnapshotID, r.SnapshotRefType,
-			deref(r.MaxRefAgeMs), deref(r.MaxSnapshotAgeMs), int(deref(r.MinSnapshotsToKeep))))
-	}
-	for _, name := range slices.Sorted(maps.Keys(baseRefs)) {
-		if _, ok := nextRefs[name]; !ok {
-			otherRefMoved = true
-			updates = append(updates, table.NewRemoveSnapshotRefUpdate(name))
-		}
-	}
-	// Properties.
-	set, unset := propertyChanges(bm.Properties(), nm.Properties())
-	if len(set) > 0 {
-		updates = append(updates, table.NewSetPropertiesUpdate(set))
-	}
-	if len(unset) > 0 {
-		updates = append(updates, table.NewRemovePropertiesUpdate(unset))
-	}
-
-	var mainID *int64
-	if id := mainSnapshot(base); id >= 0 {
-		mainID = &id
-	}
-	reqs := []table.Requirement{
-		table.AssertTableUUID(bm.TableUUID()),
-		table.AssertRefSnapshotID(table.MainBranch, mainID),
-		table.AssertCurrentSchemaID(bm.CurrentSchema().ID),
-		table.AssertLastAssignedFieldID(bm.LastColumnID()),
-		table.AssertDefaultSpecID(bm.DefaultPartitionSpec()),
-	}
-	if len(removed) > 0 || otherRefMoved {
-		for _, name := range slices.Sorted(maps.Keys(baseRefs)) {
-			if name == table.MainBranch {
-				continue
-			}
-			id := baseRefs[name].SnapshotID
-			reqs = append(reqs, table.AssertRefSnapshotID(name, &id))
-		}
-	}
-	return reqs, updates, nil
 }
 
 func deref[T int | int64](p *T) int64 {

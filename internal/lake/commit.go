@@ -46,13 +46,13 @@ type mutation interface {
 	// build checks the mutation's requirements against base (at v, the
 	// newest version), writes what the next version needs besides its
 	// metadata (manifests, manifest lists, files of its own) and returns
-	// the next version's metadata and its encoding. It returns:
+	// the change that makes the next version (change.go). It returns:
 	//   - errNothingToCommit when base already holds the change (e.g. every
 	//     batch id is already in the ancestry): the commit ends without a
 	//     write;
 	//   - any other error when a requirement no longer holds or I/O
 	//     failed: the commit gives up with that error.
-	build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error)
+	build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error)
 	// finish runs once when the commit ends: won is the attempt whose
 	// version was committed (0 for none), unknown reports that some
 	// attempt's outcome could not be learnt (its files must then be kept:
@@ -81,10 +81,13 @@ type commitResult struct {
 }
 
 // attemptWrite is one commit whose outcome is not known to have failed:
-// the version it was built on, the version it wrote, and the attempt.
+// the version it was built on, its change, the version it wrote (the file
+// catalog's: the metadata and its encoding; nil with a REST catalog), and
+// the attempt.
 type attemptWrite struct {
 	bv      versionRef
 	base    *head
+	change  *change
 	next    *head
 	body    []byte
 	attempt int
@@ -162,7 +165,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		}
 		writes = still
 
-		next, body, err := m.build(ctx, base, bv, attempt)
+		ch, err := m.build(ctx, base, bv, attempt)
 		if errors.Is(err, errNothingToCommit) {
 			if err := t.set(base, bv); err != nil {
 				return res, err
@@ -178,7 +181,8 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
-		cv, applied, err := cat.commit(ctx, t.name, base, bv, next, body)
+		aw := attemptWrite{bv: bv, base: base, change: ch, attempt: attempt}
+		cv, applied, err := cat.commit(ctx, t.name, &aw)
 		switch {
 		case err == nil:
 			won = attempt
@@ -196,14 +200,14 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 			}
 			return res, t.committed(ctx, cv)
 		case errors.Is(err, errOutcomeUnknown):
-			writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
+			writes = append(writes, aw)
 			return res, err
 		case errors.Is(err, errRaceLost):
 			lastErr = err
 			continue
 		case ctx.Err() != nil:
 			// Cancelled mid-commit: the outcome is unknown, and stays so.
-			writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
+			writes = append(writes, aw)
 			return res, err
 		case isPermanent(err):
 			// Refused (access denied, a read-only disk, a request the
@@ -213,7 +217,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		}
 		// An unknown outcome (a 412 for our own create is one): the next
 		// attempt reads the newest version and learns whether it landed.
-		writes = append(writes, attemptWrite{bv: bv, base: base, next: next, body: body, attempt: attempt})
+		writes = append(writes, aw)
 		lastErr = err
 	}
 	// A last look: the final attempt's commit may have landed after all.
@@ -259,7 +263,9 @@ var errOutcomeUnknown = errors.New("commit outcome unknown")
 
 // isPermanent reports an error of a commit that no retry can change:
 // nothing was written.
-func isPermanent(err error) bool { return storage.IsPermanent(err) || restPermanent(err) }
+func isPermanent(err error) bool {
+	return storage.IsPermanent(err) || restPermanent(err) || errors.Is(err, errInvalidChange)
+}
 
 // committed moves the Table to the version it committed and does the
 // chores that follow a commit.

@@ -35,13 +35,13 @@ type faultyCatalog struct {
 	inBefore bool
 }
 
-func (c *faultyCatalog) commit(ctx context.Context, n TableName, base *head, bv versionRef, next *head, body []byte) (committedVersion, string, error) {
+func (c *faultyCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
 	c.mu.Lock()
 	before, nested := c.before, c.inBefore
 	c.before = nil
 	c.mu.Unlock()
 	if nested {
-		return c.catalog.commit(ctx, n, base, bv, next, body)
+		return c.catalog.commit(ctx, n, w)
 	}
 	if before != nil {
 		c.mu.Lock()
@@ -57,7 +57,7 @@ func (c *faultyCatalog) commit(ctx context.Context, n TableName, base *head, bv 
 	lose := c.lose
 	c.lose = nil
 	c.mu.Unlock()
-	cv, applied, err := c.catalog.commit(ctx, n, base, bv, next, body)
+	cv, applied, err := c.catalog.commit(ctx, n, w)
 	if err == nil && lose != nil {
 		return committedVersion{}, "", lose
 	}

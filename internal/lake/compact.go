@@ -990,21 +990,21 @@ type rewriteAttempt struct {
 	refs       []string // files of this attempt its version references
 }
 
-func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newReplaceProducer(t)
 	}
 	parent, err := base.currentSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if parent == nil {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
 	files, mfs, err := t.liveFiles(ctx, base, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	live := make(map[string]bool, len(files))
 	for _, f := range files {
@@ -1025,7 +1025,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 		}
 	}
 	if len(a.groups) == 0 {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
 	m.attempts[attempt] = a
 	a.snapshotID = newSnapshotID(base, nil)
@@ -1035,10 +1035,10 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	change.deleted = deleted
 	snap, refs, err := m.producer.rewrite(ctx, base, parent, mfs, a.snapshotID, attempt, change)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+	return addSnapshots(nil, snap), nil
 }
 
 // compactionChange is what the replace snapshot of groups adds: each

@@ -383,19 +383,6 @@ func takeRows(t testing.TB, rec arrow.RecordBatch, idx []int64) arrow.RecordBatc
 	return array.RecordFromStructArray(out.(*array.Struct), rec.Schema())
 }
 
-// txnMutation commits what do stages on an iceberg-go transaction, as
-// another engine's commit would (tests only).
-type txnMutation struct {
-	t  *Table
-	do func(*table.Transaction) error
-}
-
-func (m *txnMutation) build(ctx context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	return m.t.stageTransaction(ctx, base, v.location, m.do)
-}
-
-func (m *txnMutation) finish(context.Context, int, bool) {}
-
 // TestCompactLeavesRowLevelDeletesAlone: rows another engine deleted with
 // position delete files (merge-on-read) would come back if compaction
 // rewrote their data files without the deletes: it plans nothing and says
@@ -410,10 +397,9 @@ func TestCompactLeavesRowLevelDeletesAlone(t *testing.T) {
 	if err := tbl.SetProperties(ctx, map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}, nil); err != nil {
 		t.Fatal(err)
 	}
-	m := &txnMutation{t: tbl, do: func(txn *table.Transaction) error {
+	if err := tbl.commitTransaction(ctx, func(txn *table.Transaction) error {
 		return txn.Delete(ctx, iceberg.EqualTo(iceberg.Reference("value"), 3.0), nil)
-	}}
-	if _, err := tbl.commit(ctx, m, CommitOptions{}); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	before := scanRows(t, tbl, 0)

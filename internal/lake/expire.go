@@ -289,15 +289,11 @@ func (m *expireMutation) removed(base *head) []int64 {
 	return out
 }
 
-func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	ids := m.removed(base)
 	if len(ids) == 0 {
-		return nil, nil, errNothingToCommit // expired by another writer meanwhile
-	}
-	set := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		set[id] = true
+		return nil, errNothingToCommit // expired by another writer meanwhile
 	}
 	// The batch ids of the current ancestry that leave with them.
 	var added []LoadRecord
@@ -309,7 +305,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 		}
 		s, err := base.snapshot(i)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var summary map[string]string
 		if s.Summary != nil {
@@ -322,14 +318,15 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 	window := dedupeWindow(props)
 	plan := planHistory(historySegments(props), added, now, window)
 	a := expireAttempt{head: base, version: v, remembered: len(added)}
-	e := base.edit()
-	if err := e.removeSnapshots(set); err != nil {
-		return nil, nil, err
+	if err := base.canRemove(idSet(ids)); err != nil {
+		return nil, err
 	}
+	ch := editAt(now.UnixMilli())
+	ch.removed = ids
 	if len(plan.added) > 0 || len(plan.merge) > 0 || len(plan.dropped) > 0 {
 		segs, name, err := t.lake.writeHistory(ctx, t.name, plan, now, window)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if name != "" {
 			a.segment = name
@@ -340,17 +337,10 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 				a.replaced = append(a.replaced, s.name)
 			}
 		}
-		if err := e.setProperties(map[string]string{PropLoadHistory: segmentsProperty(segs)}, nil); err != nil {
-			return nil, nil, err
-		}
-		if len(segs) == 0 {
-			if err := e.setProperties(nil, []string{PropLoadHistory}); err != nil {
-				return nil, nil, err
-			}
-		}
+		loadHistoryLog.name(ch, props, segs)
 	}
 	m.bases[attempt] = a
-	return e.done(v.location, now.UnixMilli())
+	return ch, nil
 }
 
 // finish deletes the load history segments written by attempts that did

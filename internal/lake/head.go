@@ -477,19 +477,8 @@ func (h *head) edit() *edit {
 // snapshot or one a branch or tag points at.
 func (e *edit) removeSnapshots(ids map[int64]bool) error {
 	h, next := e.h, e.next
-	if h.current >= 0 && ids[h.snaps[h.current].id] {
-		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
-	}
-	var refs map[string]struct {
-		SnapshotID int64 `json:"snapshot-id"`
-	}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
-		return fmt.Errorf("refs: %w", err)
-	}
-	for name, r := range refs {
-		if ids[r.SnapshotID] {
-			return fmt.Errorf("snapshot %d is the head of %s", r.SnapshotID, name)
-		}
+	if err := h.canRemove(ids); err != nil {
+		return err
 	}
 	raw := h.get("snapshots")
 	arr := make([]byte, 0, len(raw))
@@ -542,6 +531,26 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 	return nil
 }
 
+// canRemove refuses to remove the current snapshot or one a branch or tag
+// points at.
+func (h *head) canRemove(ids map[int64]bool) error {
+	if h.current >= 0 && ids[h.snaps[h.current].id] {
+		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
+	}
+	var refs map[string]struct {
+		SnapshotID int64 `json:"snapshot-id"`
+	}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return fmt.Errorf("refs: %w", err)
+	}
+	for name, r := range refs {
+		if ids[r.SnapshotID] {
+			return fmt.Errorf("snapshot %d is the head of %s", r.SnapshotID, name)
+		}
+	}
+	return nil
+}
+
 // rollBack points the main branch at snapshot id, which must be an
 // ancestor of the current snapshot (Iceberg's set-snapshot-ref update on
 // main, as a rollback makes it): the ref keeps its other settings,
@@ -549,6 +558,33 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 // it at ms (milliseconds; the new last-updated-ms, edit.done).
 func (e *edit) rollBack(id, ms int64) error {
 	h, next := e.h, e.next
+	if err := h.canRollBack(id); err != nil {
+		return err
+	}
+	refs := map[string]map[string]json.RawMessage{}
+	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+		return fmt.Errorf("refs: %w", err)
+	}
+	main := refs[table.MainBranch]
+	main["snapshot-id"] = json.RawMessage(strconv.FormatInt(id, 10))
+	if err := next.setJSON("refs", refs); err != nil {
+		return err
+	}
+	next.set("current-snapshot-id", []byte(strconv.FormatInt(id, 10)))
+	var snapLog []json.RawMessage
+	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+		return fmt.Errorf("snapshot-log: %w", err)
+	}
+	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: id, TimestampMs: ms})
+	if err != nil {
+		return err
+	}
+	return next.setJSON("snapshot-log", append(snapLog, entry))
+}
+
+// canRollBack refuses to move the main branch to id unless it is a branch
+// and id an ancestor of its snapshot.
+func (h *head) canRollBack(id int64) error {
 	if h.current < 0 {
 		return errors.New("the main branch has no snapshot")
 	}
@@ -566,20 +602,7 @@ func (e *edit) rollBack(id, ms int64) error {
 	if typ := main["type"]; typ != nil && string(typ) != `"branch"` {
 		return fmt.Errorf("ref main is a %s, not a branch", typ)
 	}
-	main["snapshot-id"] = json.RawMessage(strconv.FormatInt(id, 10))
-	if err := next.setJSON("refs", refs); err != nil {
-		return err
-	}
-	next.set("current-snapshot-id", []byte(strconv.FormatInt(id, 10)))
-	var snapLog []json.RawMessage
-	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
-		return fmt.Errorf("snapshot-log: %w", err)
-	}
-	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: id, TimestampMs: ms})
-	if err != nil {
-		return err
-	}
-	return next.setJSON("snapshot-log", append(snapLog, entry))
+	return nil
 }
 
 // isAncestor reports whether snapshot id is the current snapshot or one of

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 
 	"github.com/timelake/timelake/internal/settings/quantity"
@@ -1237,8 +1238,8 @@ type dropSegmentsMutation struct {
 	missing map[string]bool
 }
 
-func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	e := base.edit()
+func (m *dropSegmentsMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+	ch := editAt(m.t.lake.now().UnixMilli())
 	changed := false
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		segs, refused := g.entries(base.props())
@@ -1252,42 +1253,33 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *head, v versionRef
 			continue
 		}
 		changed = true
-		if err := g.name(e, keep); err != nil {
-			return nil, nil, err
-		}
+		g.name(ch, base.props(), keep)
 	}
 	if !changed {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
-	return e.done(v.location, m.t.lake.now().UnixMilli())
+	return ch, nil
 }
 
 // finish: the change writes nothing but its version.
 func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
 
-// withSegments returns the next version of base that names segs in
-// timelake.load-history (and no property when segs is empty).
-func withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
-	return loadHistoryLog.withSegments(base, segs, v, now)
+// withSegments is the change of base (made at now) whose property of log
+// g names segs.
+func (g recordLog) withSegments(base *head, segs []segmentInfo, now time.Time) *change {
+	ch := editAt(now.UnixMilli())
+	g.name(ch, base.props(), segs)
+	return ch
 }
 
-// withSegments returns the next version of base whose property of log g
-// names segs.
-func (g recordLog) withSegments(base *head, segs []segmentInfo, v versionRef, now time.Time) (*head, []byte, error) {
-	e := base.edit()
-	if err := g.name(e, segs); err != nil {
-		return nil, nil, err
-	}
-	return e.done(v.location, now.UnixMilli())
-}
-
-// name sets the property of log g to segs in e (removes it when segs is
-// empty).
-func (g recordLog) name(e *edit, segs []segmentInfo) error {
+// name sets the property of log g to segs in ch (removes it when segs is
+// empty), on properties props.
+func (g recordLog) name(ch *change, props iceberg.Properties, segs []segmentInfo) {
 	if len(segs) == 0 {
-		return e.setProperties(nil, []string{g.prop})
+		ch.setProperties(props, nil, []string{g.prop})
+		return
 	}
-	return e.setProperties(map[string]string{g.prop: segmentsProperty(segs)}, nil)
+	ch.setProperties(props, map[string]string{g.prop: segmentsProperty(segs)}, nil)
 }
 
 // reconcileHistory makes good a change of the load history's (or the
@@ -1370,7 +1362,7 @@ type reconcileSegmentsMutation struct {
 	removed map[string]bool
 }
 
-func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
 	cur := m.log.segments(base.props())
 	var keep []segmentInfo
 	named := map[string]bool{}
@@ -1386,9 +1378,9 @@ func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, v versi
 		}
 	}
 	if segmentsProperty(keep) == segmentsProperty(cur) {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
-	return m.log.withSegments(base, keep, v, m.t.lake.now())
+	return m.log.withSegments(base, keep, m.t.lake.now()), nil
 }
 
 // finish: the change writes nothing but its version.

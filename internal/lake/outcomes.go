@@ -77,7 +77,7 @@ type outcomeAttempt struct {
 // indexOnly: the properties are all an attempt needs.
 func (m *outcomesMutation) indexOnly() bool { return true }
 
-func (m *outcomesMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+func (m *outcomesMutation) build(ctx context.Context, base *head, _ versionRef, attempt int) (*change, error) {
 	t := m.t
 	props := base.props()
 	now := t.lake.now()
@@ -85,7 +85,7 @@ func (m *outcomesMutation) build(ctx context.Context, base *head, v versionRef, 
 	plan := planHistory(outcomeLog.segments(props), m.recs, now, window)
 	segs, name, err := t.lake.writeSegment(ctx, t.name, outcomeLog, plan, now, window)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a := outcomeAttempt{segment: name}
 	if name != "" {
@@ -97,7 +97,7 @@ func (m *outcomesMutation) build(ctx context.Context, base *head, v versionRef, 
 		}
 	}
 	m.bases[attempt] = a
-	return outcomeLog.withSegments(base, segs, v, now)
+	return outcomeLog.withSegments(base, segs, now), nil
 }
 
 // finish deletes the segments written by attempts that did not win, and

@@ -37,23 +37,13 @@ type propertiesMutation struct {
 	unset []string
 }
 
-func (m *propertiesMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
-	props := base.props()
-	changed := false
-	for _, k := range m.unset {
-		if _, inSet := m.set[k]; !inSet && props[k] != "" {
-			changed = true
-		}
+func (m *propertiesMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+	ch := editAt(m.t.lake.now().UnixMilli())
+	ch.setProperties(base.props(), m.set, m.unset)
+	if ch.empty() {
+		return nil, errNothingToCommit
 	}
-	for k, v := range m.set {
-		if cur, ok := props[k]; !ok || cur != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil, nil, errNothingToCommit
-	}
-	return base.withProperties(m.set, m.unset, v.location, m.t.lake.now().UnixMilli())
+	return ch, nil
 }
 
 // finish: a property change writes nothing but its version.

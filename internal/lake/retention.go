@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
@@ -188,28 +187,28 @@ type retentionMutation struct {
 	plans     map[int]retentionPlan
 }
 
-func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*head, []byte, error) {
+func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newDeleteProducer(t)
 	}
 	parent, err := base.currentSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if parent == nil {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
 	plan, err := t.retentionPlan(ctx, base, m.cutoff)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(plan.files) == 0 {
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	}
 	_, mfs, err := t.liveFiles(ctx, base, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
 	m.attempts[attempt], m.plans[attempt] = a, plan
@@ -218,8 +217,8 @@ func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef,
 		props: iceberg.Properties{SummaryRetention: quantity.FormatAge(m.retention)},
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return base.withSnapshots([]table.Snapshot{snap}, v.location)
+	return addSnapshots(nil, snap), nil
 }

@@ -47,7 +47,7 @@ type rollbackMutation struct {
 	expected *int64
 }
 
-func (m *rollbackMutation) build(_ context.Context, base *head, v versionRef, _ int) (*head, []byte, error) {
+func (m *rollbackMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
 	var cur *int64
 	if base.current >= 0 {
 		id := base.snaps[base.current].id
@@ -55,18 +55,19 @@ func (m *rollbackMutation) build(_ context.Context, base *head, v versionRef, _ 
 	}
 	switch {
 	case cur != nil && *cur == m.target:
-		return nil, nil, errNothingToCommit
+		return nil, errNothingToCommit
 	case (cur == nil) != (m.expected == nil) || (cur != nil && *cur != *m.expected):
-		return nil, nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
+		return nil, fmt.Errorf("%w (now at snapshot %s)", ErrBranchMoved, formatOptionalID(cur))
 	}
 	// The snapshot-log entry and last-updated-ms, as Iceberg's
 	// set-snapshot-ref update on main sets them.
 	ms := max(m.t.lake.now().UnixMilli(), base.lastUpdated)
-	e := base.edit()
-	if err := e.rollBack(m.target, ms); err != nil {
-		return nil, nil, err
+	if err := base.canRollBack(m.target); err != nil {
+		return nil, err
 	}
-	return e.done(v.location, ms)
+	ch := editAt(ms)
+	ch.rollBackTo = &m.target
+	return ch, nil
 }
 
 // finish: a rollback writes nothing but its version.
