@@ -233,3 +233,97 @@ func (l *Lake) writeTestSegment(ctx context.Context, g recordLog, recs []LoadRec
 	_, name, err := l.writeSegment(ctx, testName, g, historyPlan{added: recs}, time.Now(), DefaultDedupeWindow)
 	return name, err
 }
+
+// longHistory is the snapshot count of the LongHistory benchmarks' tables.
+const longHistory = 2000
+
+// appendSmall commits n small appends to tbl, of 5 rows each at start and
+// of their own batch ids prefix/0, prefix/1, ..., one snapshot each, 100
+// per metadata write.
+func appendSmall(tb testing.TB, tbl *Table, prefix string, start time.Time, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	rec := rows(tb, tbl.ArrowSchema(), start, 5, false)
+	defer rec.Release()
+	for done := 0; done < n; {
+		ps := make([]*Prepared, min(100, n-done))
+		for j := range ps {
+			p, err := tbl.Prepare(ctx, fmt.Sprintf("%s/%d", prefix, done+j), []arrow.RecordBatch{rec}, nil, 0)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			ps[j] = p
+		}
+		if _, err := tbl.Commit(ctx, ps, CommitOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+		done += len(ps)
+	}
+}
+
+// longHistoryTable creates the test table on a local warehouse with
+// longHistory snapshots of small appends in one day (no maintenance: they
+// all stay).
+func longHistoryTable(b *testing.B) *Table {
+	b.Helper()
+	tbl := createTestTable(b, newLocalLake(b))
+	appendSmall(b, tbl, "history", day0.Add(-12*time.Hour), longHistory)
+	if n := len(tbl.Metadata().Snapshots()); n != longHistory {
+		b.Fatalf("%d snapshots after setup, want %d", n, longHistory)
+	}
+	return tbl
+}
+
+// BenchmarkAppendLongHistory measures one append of 5 rows (one batch,
+// one snapshot, one metadata write) on a local table of 2,000 snapshots,
+// and reports the seconds the table's setup took (setup-s, not timed).
+func BenchmarkAppendLongHistory(b *testing.B) {
+	began := time.Now()
+	tbl := longHistoryTable(b)
+	setup := time.Since(began)
+	rec := rows(b, tbl.ArrowSchema(), day0, 5, false)
+	defer rec.Release()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := tbl.Append(ctx, fmt.Sprint(i), []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(tbl.Metadata().Snapshots())), "snapshots")
+	b.ReportMetric(setup.Seconds(), "setup-s")
+}
+
+// BenchmarkCompactLongHistory measures one compaction (one replace
+// snapshot) of 8 small files, appended as 8 snapshots to a day of their
+// own, on a local table of 2,000 snapshots whose own small files were
+// compacted before the timer started (setup-s, with the table's setup).
+func BenchmarkCompactLongHistory(b *testing.B) {
+	const files = 8
+	began := time.Now()
+	tbl := longHistoryTable(b)
+	ctx := context.Background()
+	if res, err := tbl.Compact(ctx, CompactOptions{}); err != nil || res.SnapshotID == 0 {
+		b.Fatalf("compaction of the history: %+v, %v", res, err)
+	}
+	setup := time.Since(began)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		appendSmall(b, tbl, fmt.Sprintf("day-%d", i), day0.Add(time.Duration(i+1)*24*time.Hour), files)
+		b.StartTimer()
+		res, err := tbl.Compact(ctx, CompactOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Groups) != 1 || res.Groups[0].FilesIn != files || res.SnapshotID == 0 {
+			b.Fatalf("compaction %d: %+v", i, res)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(tbl.Metadata().Snapshots())), "snapshots")
+	b.ReportMetric(setup.Seconds(), "setup-s")
+}
