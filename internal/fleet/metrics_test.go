@@ -139,3 +139,81 @@ func TestMetricsCardinality(t *testing.T) {
 		t.Error("a gateway past the limit has its own label value")
 	}
 }
+
+// TestTablesTextfile: one file holds the series of several tables, each
+// under its label table. A later write keeps what it does not tell: every
+// series of a table it does not write, the gateway figures of a table
+// whose figures were not computed and its last success when its run
+// failed. A family whose help changed since the file before is written
+// with the new help.
+func TestTablesTextfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "timelake.prom")
+	started := time.Date(2026, 1, 5, 11, 59, 0, 0, time.UTC)
+	events := sampleStatus(2)
+	events.Table = "iot.events"
+	type series struct {
+		name   string
+		labels map[string]string
+		v      float64
+	}
+	check := func(when string, want []series) {
+		t.Helper()
+		mfs := monitortest.ParseMetricsFile(t, path)
+		for _, w := range want {
+			if got, ok := value(t, mfs, w.name, w.labels); !ok || got != w.v {
+				t.Errorf("%s: %s%v = %v (found %v), want %v", when, w.name, w.labels, got, ok, w.v)
+			}
+		}
+	}
+	files := func(table, status string) map[string]string {
+		return map[string]string{"table": table, "status": status}
+	}
+	tbl := func(name string) map[string]string { return map[string]string{"table": name} }
+	if err := WriteTablesTextfile(path, []TableMetrics{
+		{Table: "iot.readings", Status: sampleStatus(3), Run: &Run{Table: "iot.readings", At: started, OK: true, Loaded: 20, Rows: 2000}},
+		{Table: "iot.events", Status: events, Run: &Run{Table: "iot.events", At: started, OK: true, Loaded: 4, Quarantined: 1, Rows: 40}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("both tables", []series{
+		{"timelake_ingest_last_run_files", files("iot.readings", "loaded"), 20},
+		{"timelake_ingest_last_run_files", files("iot.events", "loaded"), 4},
+		{"timelake_ingest_last_run_files", files("iot.events", "quarantined"), 1},
+		{"timelake_gateways", tbl("iot.readings"), 3},
+		{"timelake_gateways", tbl("iot.events"), 2},
+	})
+
+	if err := WriteTablesTextfile(path, []TableMetrics{
+		{Table: "iot.readings", Run: &Run{Table: "iot.readings", At: started.Add(time.Minute), OK: false}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("iot.readings failed, iot.events not run", []series{
+		{"timelake_ingest_last_run_success", tbl("iot.readings"), 0},
+		{"timelake_ingest_last_run_files", files("iot.readings", "loaded"), 0},
+		{"timelake_ingest_last_success_timestamp_seconds", tbl("iot.readings"), float64(started.Unix())},
+		{"timelake_gateways", tbl("iot.readings"), 3},
+		{"timelake_ingest_last_run_files", files("iot.events", "quarantined"), 1},
+		{"timelake_ingest_last_run_timestamp_seconds", tbl("iot.events"), float64(started.Unix())},
+		{"timelake_gateways", tbl("iot.events"), 2},
+	})
+
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "# HELP timelake_gateways Gateways seen"
+	if !strings.Contains(string(body), old) {
+		t.Fatalf("no %q in\n%s", old, body)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(body), old, "# HELP timelake_gateways Older help. Gateways seen", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTablesTextfile(path, []TableMetrics{{Table: "iot.readings", Status: sampleStatus(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	check("a help changed", []series{{"timelake_gateways", tbl("iot.readings"), 1}, {"timelake_gateways", tbl("iot.events"), 2}})
+	if body, _ := os.ReadFile(path); strings.Contains(string(body), "Older help") {
+		t.Error("a family kept the help of the file before")
+	}
+}

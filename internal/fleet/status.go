@@ -22,6 +22,10 @@ type StatusOptions struct {
 	// Prefix limits the gateways to landing keys below it (a poller's
 	// --prefix).
 	Prefix string
+	// Accept, when set, limits the gateways to the landing keys it takes,
+	// waiting or quarantined: those of a routed table (route.Routes.Accepts,
+	// as ingest.Config.Accept). Nil takes every key.
+	Accept func(key string) bool
 	// Table is the table the landing bucket loads into; nil when it does
 	// not exist yet (only the landing bucket is read).
 	Table     *lake.Table
@@ -166,7 +170,11 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 		}
 		return f
 	}
+	accept := func(key string) bool { return o.Accept == nil || o.Accept(key) }
 	err = o.Bucket.List(ctx, o.Prefix, func(obj storage.ObjectInfo) error {
+		if !accept(obj.Key) {
+			return nil
+		}
 		f := fig(obj.Key)
 		f.waiting++
 		// A file its writer dated ahead (a clock ahead) landed when this
@@ -187,7 +195,7 @@ func ComputeStatus(ctx context.Context, o StatusOptions) (*Status, error) {
 	copies := map[string]time.Time{} // quarantined keys: the newest copy's time
 	err = o.Bucket.Store.List(ctx, o.Bucket.QuarantineKeyPrefix(), func(obj storage.ObjectInfo) error {
 		key, ok := o.Bucket.OriginalKey(obj.Key)
-		if !ok || landing.IsReport(obj.Key) || !strings.HasPrefix(key, o.Prefix) {
+		if !ok || landing.IsReport(obj.Key) || !strings.HasPrefix(key, o.Prefix) || !accept(key) {
 			return nil
 		}
 		// A quarantined file landed before it was moved: its copy's time

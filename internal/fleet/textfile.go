@@ -85,90 +85,144 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// TableMetrics are the metrics of one table in a textfile: its gateway
+// figures (nil: not computed this run) and its ingest run (nil: none).
+type TableMetrics struct {
+	Table  string
+	Status *Status
+	Run    *Run
+}
+
 // WriteTextfile writes the metrics of st (nil: none) and, when run is set,
-// of that ingest run to path in the Prometheus text format, for
-// node_exporter's textfile collector (its name must end in .prom): through
-// a temporary file in the same folder and a rename
-// (prometheus.WriteToTextfile), so the collector never reads half a file.
-// The time of the last run that finished is carried over from the file
-// written before when this run failed. Errors: writing the file.
+// of that ingest run to path: WriteTablesTextfile of one table.
 func WriteTextfile(path string, st *Status, run *Run) error {
-	reg := prometheus.NewRegistry()
-	var g prometheus.Gatherer = reg
-	if st != nil {
-		c := NewCollector()
-		c.Set(st)
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	} else if prev := previousFigures(path); len(prev) > 0 {
-		// The figures could not be computed this run: those of the file
-		// stay, with their time (timelake_status_timestamp_seconds), so
-		// that their series and alerts do not vanish with every failure
-		// and the staleness of the figures shows.
-		g = prometheus.Gatherers{reg, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return prev, nil })}
+	tm := TableMetrics{Status: st, Run: run}
+	switch {
+	case run != nil:
+		tm.Table = run.Table
+	case st != nil:
+		tm.Table = st.Table
 	}
-	if run != nil {
-		last := run.At
-		if !run.OK {
-			last = previousSuccess(path, run.Table)
+	return WriteTablesTextfile(path, []TableMetrics{tm})
+}
+
+// WriteTablesTextfile writes the metrics of tables to path in the
+// Prometheus text format, for node_exporter's textfile collector (its
+// name must end in .prom): through a temporary file in the same folder and
+// a rename (prometheus.WriteToTextfile), so the collector never reads half
+// a file. Every series has the label table. What a table's run did not
+// tell stays as the file written before had it: the gateway figures of a
+// table whose figures could not be computed, the time of the last run
+// that finished of a table whose run failed, and every series of a table
+// not among tables (a routed table that had nothing to load this run).
+// Errors: writing the file.
+func WriteTablesTextfile(path string, tables []TableMetrics) error {
+	prev := readTextfile(path)
+	var fresh prometheus.Gatherers
+	written := map[string]bool{}
+	keepFigures := map[string]bool{}
+	for _, tm := range tables {
+		written[tm.Table] = true
+		reg := prometheus.NewRegistry()
+		if tm.Status != nil {
+			c := NewCollector()
+			c.Set(tm.Status)
+			if err := reg.Register(c); err != nil {
+				return err
+			}
+		} else {
+			// The figures could not be computed this run: those of the
+			// file stay, with their time (timelake_status_timestamp_seconds),
+			// so that their series and alerts do not vanish with every
+			// failure and the staleness of the figures shows.
+			keepFigures[tm.Table] = true
 		}
-		if err := reg.Register(newRunCollector(*run, last)); err != nil {
-			return err
+		if run := tm.Run; run != nil {
+			last := run.At
+			if !run.OK {
+				last = previousSuccess(prev, run.Table)
+			}
+			if err := reg.Register(newRunCollector(*run, last)); err != nil {
+				return err
+			}
 		}
+		fresh = append(fresh, reg)
 	}
+	kept := func(m *dto.Metric, family string) bool {
+		table := tableOf(m)
+		return !written[table] || (keepFigures[table] && !strings.HasPrefix(family, "timelake_ingest_"))
+	}
+	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := fresh.Gather()
+		if err != nil {
+			return nil, err
+		}
+		return mergeKept(mfs, prev, kept), nil
+	})
 	if err := prometheus.WriteToTextfile(path, g); err != nil {
 		return fmt.Errorf("write metrics file %s: %w", path, err)
 	}
 	return nil
 }
 
-// previousFigures reads the gateway figures of the textfile at path (every
-// family but the run's, timelake_ingest_*); nil when there is none (no
-// file, or one that does not parse).
-func previousFigures(path string) []*dto.MetricFamily {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
+// mergeKept adds to mfs the series of prev that keep takes, each under the
+// family of its name (a family of mfs keeps its help), sorted by name.
+func mergeKept(mfs []*dto.MetricFamily, prev map[string]*dto.MetricFamily, keep func(m *dto.Metric, family string) bool) []*dto.MetricFamily {
+	byName := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		byName[mf.GetName()] = mf
 	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		return nil
-	}
-	var out []*dto.MetricFamily
-	for _, name := range slices.Sorted(maps.Keys(mfs)) {
-		if !strings.HasPrefix(name, "timelake_ingest_") {
-			out = append(out, mfs[name])
+	for _, name := range slices.Sorted(maps.Keys(prev)) {
+		for _, m := range prev[name].GetMetric() {
+			if !keep(m, name) {
+				continue
+			}
+			mf := byName[name]
+			if mf == nil {
+				old := prev[name]
+				mf = &dto.MetricFamily{Name: old.Name, Help: old.Help, Type: old.Type}
+				byName[name] = mf
+				mfs = append(mfs, mf)
+			}
+			mf.Metric = append(mf.Metric, m)
 		}
 	}
-	return out
+	slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return mfs
 }
 
-// previousSuccess reads timelake_ingest_last_success_timestamp_seconds of
-// table from the textfile at path; zero when there is none (no file, or
-// one that does not parse).
-func previousSuccess(path, table string) time.Time {
+// tableOf is the value of m's label table ("" without one).
+func tableOf(m *dto.Metric) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "table" {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// readTextfile reads the textfile at path; nil when there is none (no
+// file, or one that does not parse).
+func readTextfile(path string) map[string]*dto.MetricFamily {
 	f, err := os.Open(path)
 	if err != nil {
-		return time.Time{}
+		return nil
 	}
 	defer f.Close()
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := p.TextToMetricFamilies(f)
 	if err != nil {
-		return time.Time{}
+		return nil
 	}
-	mf := mfs["timelake_ingest_last_success_timestamp_seconds"]
-	if mf == nil {
-		return time.Time{}
-	}
-	for _, m := range mf.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "table" && l.GetValue() == table && m.GetGauge() != nil {
-				return time.UnixMilli(int64(m.GetGauge().GetValue() * 1000)).UTC()
-			}
+	return mfs
+}
+
+// previousSuccess is timelake_ingest_last_success_timestamp_seconds of
+// table in mfs, a textfile read before; zero when there is none.
+func previousSuccess(mfs map[string]*dto.MetricFamily, table string) time.Time {
+	for _, m := range mfs["timelake_ingest_last_success_timestamp_seconds"].GetMetric() {
+		if tableOf(m) == table && m.GetGauge() != nil {
+			return time.UnixMilli(int64(m.GetGauge().GetValue() * 1000)).UTC()
 		}
 	}
 	return time.Time{}

@@ -15,6 +15,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
@@ -103,9 +104,6 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(routes) > 0 && (m.Alerts() || m.MetricsFile != "") {
-		return nil, cmdutil.UsageErrorf("--notify-url and --metrics-file are not per table yet: unset them (TIMELAKE_NOTIFY_URL, TIMELAKE_METRICS_FILE) to load routed tables, or run ingest per table with --table (docs/routing.md)")
-	}
 	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m, Routes: routes}, nil
 }
 
@@ -134,6 +132,11 @@ func Run(ctx context.Context, opts *Options) error {
 		return opts.runRouted(ctx, started)
 	}
 	res := opts.runTable(ctx, opts.Config, started)
+	if res.metrics != nil {
+		if merr := opts.writeMetrics([]fleet.TableMetrics{*res.metrics}); merr != nil && res.runErr == nil {
+			res.err = merr
+		}
+	}
 	if res.quiet {
 		return res.err
 	}
@@ -165,9 +168,12 @@ type tableResult struct {
 	// quiet: nothing was done and runErr is the whole story (no summary,
 	// no report that would read like success).
 	quiet bool
-	// err is what the table's run ends with: runErr, exit 12, a metrics
-	// file that could not be written, cmdutil.ErrPartial, or nil.
+	// err is what the table's run ends with: runErr, exit 12,
+	// cmdutil.ErrPartial, or nil.
 	err error
+	// metrics are the table's metrics for the metrics file; nil without
+	// one, or when the run tells none (a dry run, exit 12).
+	metrics *fleet.TableMetrics
 }
 
 // document is the --json report of a table's run.
@@ -190,10 +196,9 @@ func (o *Options) runTable(ctx context.Context, c ingest.Config, started time.Ti
 		c.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
 	}
 	rep, err := ingest.Run(ctx, c)
-	res := tableResult{rep: rep}
 	var held *landing.LeaseHeldError
 	busy := errors.As(err, &held) && held.Busy()
-	merr := o.afterRun(ctx, rep, err, started, busy)
+	res := tableResult{rep: rep, metrics: o.afterRun(ctx, c, rep, err, started, busy)}
 	if busy {
 		// A backlog, not a failure: one line (or the report) and exit 12.
 		res.held = held
@@ -228,11 +233,7 @@ func (o *Options) runTable(ctx context.Context, c ingest.Config, started time.Ti
 		}
 		iostreams.Fprintln(out, Summary(rep, started))
 	}
-	switch {
-	case err != nil:
-	case merr != nil:
-		res.err = merr
-	case rep.Partial():
+	if err == nil && rep.Partial() {
 		res.err = cmdutil.ErrPartial
 	}
 	return res

@@ -12,18 +12,18 @@ import (
 	"github.com/timelake/timelake/internal/landing"
 )
 
-// afterRun tells what the run did, when --notify-url or --metrics-file is
-// set: the files it quarantined and those that failed (an alert each), whether it failed (a condition
-// that ends with the next run that finishes), the gateways' figures (silent
-// gateways and stuck files as conditions; docs/operations.md) and, in the
-// metrics file, those figures and the run's. busy: the previous run still
-// works (exit 12), which is no failure and changes no figure. A dry run
-// tells nothing. Only a metrics file that cannot be written is an error;
-// the figures that cannot be computed are a warning, and the run's own
-// metrics are written without them.
-func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error, started time.Time, busy bool) error {
+// afterRun tells what the run of c's table did, when --notify-url or
+// --metrics-file is set: the files it quarantined and those that failed
+// (an alert each, naming the table), whether it failed (a condition that
+// ends with the next run of the table that finishes), the gateways'
+// figures (silent gateways and stuck files as conditions;
+// docs/operations.md) and the table's metrics, returned for the metrics
+// file (nil without one). busy: the previous run still works (exit 12),
+// which is no failure and changes no figure. A dry run tells nothing. The
+// figures that cannot be computed are a warning, and the run's own
+// metrics are returned without them.
+func (o *Options) afterRun(ctx context.Context, c ingest.Config, rep *ingest.Report, runErr error, started time.Time, busy bool) *fleet.TableMetrics {
 	m := o.Monitor
-	c := o.Config
 	if m == nil || (!m.Alerts() && m.MetricsFile == "") || c.DryRun || busy || rep == nil {
 		return nil
 	}
@@ -55,8 +55,8 @@ func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error
 	var st *fleet.Status
 	if ctx.Err() == nil {
 		var err error
-		if st, err = o.status(ctx); err != nil {
-			c.Logger.Warn("gateway figures not computed: no silent-gateway or stuck-file alerts, and no gateway metrics, this run", "err", err)
+		if st, err = o.status(ctx, c); err != nil {
+			c.Logger.Warn("gateway figures not computed: no silent-gateway or stuck-file alerts, and no gateway metrics, this run", "table", table, "err", err)
 		} else {
 			events = append(events, fleet.StatusEvents...)
 			holding = append(holding, fleet.StatusConditions(st, m.StuckAfter)...)
@@ -72,12 +72,23 @@ func (o *Options) afterRun(ctx context.Context, rep *ingest.Report, runErr error
 	if rep.Maintenance != nil {
 		run.MaintenanceSeconds = &rep.Maintenance.Seconds
 	}
-	return fleet.WriteTextfile(m.MetricsFile, st, run)
+	return &fleet.TableMetrics{Table: table, Status: st, Run: run}
 }
 
-// status computes the gateways' figures after the run.
-func (o *Options) status(ctx context.Context) (*fleet.Status, error) {
-	c, m := o.Config, o.Monitor
+// writeMetrics writes the metrics of the tables of the run to the metrics
+// file; nothing without one, or without a table that told its metrics.
+// Errors: writing the file.
+func (o *Options) writeMetrics(tables []fleet.TableMetrics) error {
+	if o.Monitor == nil || o.Monitor.MetricsFile == "" || len(tables) == 0 {
+		return nil
+	}
+	return fleet.WriteTablesTextfile(o.Monitor.MetricsFile, tables)
+}
+
+// status computes the gateways' figures of c's table after its run: those
+// of the landing keys c takes (c.Accept).
+func (o *Options) status(ctx context.Context, c ingest.Config) (*fleet.Status, error) {
+	m := o.Monitor
 	t, err := c.Lake.LoadTable(ctx, c.Table)
 	if errors.Is(err, lake.ErrTableNotFound) {
 		t, err = nil, nil
@@ -85,7 +96,7 @@ func (o *Options) status(ctx context.Context) (*fleet.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fleet.ComputeStatus(ctx, fleet.StatusOptions{Bucket: bucketOf(c), Prefix: c.Prefix, Table: t, TableName: c.Table.String(),
+	return fleet.ComputeStatus(ctx, fleet.StatusOptions{Bucket: bucketOf(c), Prefix: c.Prefix, Accept: c.Accept, Table: t, TableName: c.Table.String(),
 		Depth: m.Depth, ExpectEvery: m.ExpectEvery, Now: time.Now()})
 }
 

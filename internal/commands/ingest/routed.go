@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
@@ -120,7 +121,9 @@ func (o *Options) routePlan(ctx context.Context) (*plan, error) {
 // are), then runs ingest per table on the keys its routes take, each
 // with its own lease, commits, quarantine, maintenance and summary. A
 // table's failure does not stop the others; the run ends with the worst
-// exit code of its tables (unrouted keys count as partial). --max-files
+// exit code of its tables (unrouted keys count as partial). With
+// --metrics-file, one file holds the metrics of every table, labelled
+// table; with --notify-url, each table's alerts name it. --max-files
 // is shared: each table may load max(1, N/tables) files.
 func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 	now := o.clock()
@@ -153,6 +156,7 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 		}
 	}
 	var worstErr, stopped error
+	var metrics []fleet.TableMetrics
 	for _, t := range p.tables {
 		tc := o.Config
 		tc.Table = t
@@ -170,12 +174,21 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 			}
 		}
 		doc.Tables = append(doc.Tables, tr)
+		if res.metrics != nil {
+			metrics = append(metrics, *res.metrics)
+		}
 		if c := cmdutil.ExitCode(tr.ExitCode); worst(code, c) != code {
 			code, worstErr = c, fmt.Errorf("%s: %w", t, res.err)
 		}
 		if ctx.Err() != nil {
 			stopped = res.runErr
 			break
+		}
+	}
+	if err := o.writeMetrics(metrics); err != nil {
+		iostreams.Fprintf(errOut, "Error: %v\n", err)
+		if c := cmdutil.ExitCodeOf(ctx, err); worst(code, c) != code {
+			code, worstErr = c, err
 		}
 	}
 	doc.Seconds = now().Sub(started).Seconds()

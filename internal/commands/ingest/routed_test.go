@@ -19,6 +19,7 @@ import (
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
+	"github.com/timelake/timelake/internal/testutil/monitortest"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
@@ -274,7 +275,6 @@ func TestRouteSettingsRefused(t *testing.T) {
 		{"route and table", nil, []string{"--route", "readings/**=iot.readings", "--table", "iot.t"}, "--table and the routes (readings/**=iot.readings) both name tables"},
 		{"routes and TIMELAKE_TABLE", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings", "TIMELAKE_TABLE": "iot.t"}, nil, "TIMELAKE_TABLE"},
 		{"bad TIMELAKE_ROUTES", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings,=iot.x"}, nil, `TIMELAKE_ROUTES`},
-		{"metrics file", map[string]string{"TIMELAKE_METRICS_FILE": filepath.Join(t.TempDir(), "m.prom")}, []string{"--route", "readings/**=iot.readings"}, "--notify-url and --metrics-file are not per table yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := p.exec(t, tc.env, tc.args...)
@@ -292,6 +292,103 @@ func TestRouteSettingsRefused(t *testing.T) {
 	if left := p.left(t); len(left) != 1 {
 		t.Errorf("left: %v", left)
 	}
+}
+
+// TestRoutedAlertsAndMetrics, on a local folder and on S3: a routed run
+// of two tables, one of which quarantines a file, writes one metrics file
+// with each table's run and gateway figures under its label table (the
+// gateways of a table are those of its keys only), and alerts the
+// quarantine naming that table only. A later run that loads one table
+// keeps the other's series; a table whose alert the webhook refuses does
+// not stop the alert of the next table.
+func TestRoutedAlertsAndMetrics(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) routedPlace{"local": localPlace, "s3": s3Place} {
+		t.Run(name, func(t *testing.T) {
+			p := open(t)
+			hook := monitortest.NewWebhook(t)
+			prom := filepath.Join(t.TempDir(), "timelake.prom")
+			env := map[string]string{"TIMELAKE_NOTIFY_URL": hook.URL(), "TIMELAKE_METRICS_FILE": prom, "TIMELAKE_CACHE_DIR": "off"}
+			routes := []string{"--route", "*/**=iot.{1}"}
+			p.put(t, "readings/gw1/a.csv", csvRows(3, 10))
+			p.put(t, "readings/gw2/b.csv", csvRows(2, 10))
+			p.put(t, "events/gw1/e.csv", csvRows(4, 10))
+			p.put(t, "events/gw2/bad.csv", "time,device_id,v\nnot a time,d1,x,y\n")
+			code, out, errOut := p.exec(t, env, routes...)
+			if code != cmdutil.ExitPartial {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+			}
+			if strings.Contains(out+errOut, monitortest.Secret) {
+				t.Errorf("the webhook's secret was printed:\n%s\n%s", out, errOut)
+			}
+			if got := hook.Texts(); len(got) != 1 || !strings.HasPrefix(got[0], "warning quarantine: timelake iot.events: 1 file quarantined: events/gw2/bad.csv (") {
+				t.Errorf("alerts: %q, want the quarantine of iot.events only", got)
+			}
+			mfs := monitortest.ParseMetricsFile(t, prom)
+			check := func(when string, want []routedSeries) {
+				t.Helper()
+				for _, w := range want {
+					if got, ok := monitortest.Gauge(mfs, w.name, w.labels); !ok || got != w.value {
+						t.Errorf("%s: %s%v = %v (found %v), want %v", when, w.name, w.labels, got, ok, w.value)
+					}
+				}
+			}
+			files := func(table, status string) map[string]string {
+				return map[string]string{"table": table, "status": status}
+			}
+			table := func(name string) map[string]string { return map[string]string{"table": name} }
+			check("first run", []routedSeries{
+				{"timelake_ingest_last_run_files", files("iot.readings", "loaded"), 2},
+				{"timelake_ingest_last_run_files", files("iot.readings", "quarantined"), 0},
+				{"timelake_ingest_last_run_files", files("iot.events", "loaded"), 1},
+				{"timelake_ingest_last_run_files", files("iot.events", "quarantined"), 1},
+				{"timelake_ingest_last_run_rows", table("iot.readings"), 5},
+				{"timelake_ingest_last_run_rows", table("iot.events"), 4},
+				{"timelake_ingest_last_run_success", table("iot.readings"), 1},
+				{"timelake_ingest_last_run_success", table("iot.events"), 1},
+				{"timelake_gateways", table("iot.readings"), 2},
+				{"timelake_gateways", table("iot.events"), 2},
+				{"timelake_gateway_files_quarantined", map[string]string{"table": "iot.events", "gateway": "events/gw2"}, 1},
+			})
+			if _, ok := monitortest.Gauge(mfs, "timelake_gateway_files_quarantined", map[string]string{"table": "iot.readings", "gateway": "events/gw2"}); ok {
+				t.Error("iot.readings has the gateway figures of a key of iot.events")
+			}
+			eventsRan, _ := monitortest.Gauge(mfs, "timelake_ingest_last_run_timestamp_seconds", table("iot.events"))
+
+			// Only iot.readings has a file: iot.events keeps its series.
+			p.put(t, "readings/gw1/c.csv", csvRows(1, 11))
+			if code, out, errOut := p.exec(t, env, routes...); code != cmdutil.ExitOK {
+				t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+			}
+			mfs = monitortest.ParseMetricsFile(t, prom)
+			check("second run", []routedSeries{
+				{"timelake_ingest_last_run_files", files("iot.readings", "loaded"), 1},
+				{"timelake_ingest_last_run_rows", table("iot.readings"), 1},
+				{"timelake_ingest_last_run_files", files("iot.events", "quarantined"), 1},
+				{"timelake_ingest_last_run_timestamp_seconds", table("iot.events"), eventsRan},
+				{"timelake_gateway_files_quarantined", map[string]string{"table": "iot.events", "gateway": "events/gw2"}, 1},
+			})
+
+			// The webhook refuses the alerts of iot.events, which runs first:
+			// that of iot.readings is sent all the same.
+			hook.Refuse("iot.events")
+			p.put(t, "events/gw1/bad.csv", "time,device_id,v\nnot a time,d1,x,y\n")
+			p.put(t, "readings/gw1/bad.csv", "time,device_id,v\nnot a time,d1,x,y\n")
+			if code, out, errOut := p.exec(t, env, routes...); code != cmdutil.ExitPartial {
+				t.Fatalf("third run: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if got := hook.Texts()[1:]; hook.Refused() != 1 || len(got) != 1 ||
+				!strings.HasPrefix(got[0], "warning quarantine: timelake iot.readings: 1 file quarantined: readings/gw1/bad.csv (") {
+				t.Errorf("alerts after one refused (%d refused): %q, want the quarantine of iot.readings", hook.Refused(), got)
+			}
+		})
+	}
+}
+
+// routedSeries is a series of a metrics file and its value.
+type routedSeries struct {
+	name   string
+	labels map[string]string
+	value  float64
 }
 
 // TestRoutedTableFailure: a table that fails (no file of a new table can

@@ -31,9 +31,11 @@ const Secret = "hookSecretXyz"
 
 // Webhook is an alert receiver on 127.0.0.1.
 type Webhook struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	alerts []map[string]any
+	srv     *httptest.Server
+	mu      sync.Mutex
+	alerts  []map[string]any
+	refused map[string]bool // tables whose alerts it answers 400
+	refusal int             // alerts it answered 400
 }
 
 // NewWebhook starts a webhook, closed when t ends.
@@ -46,8 +48,13 @@ func NewWebhook(t testing.TB) *Webhook {
 			return
 		}
 		w.mu.Lock()
+		defer w.mu.Unlock()
+		if table, _ := a["table"].(string); w.refused[table] {
+			w.refusal++
+			rw.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		w.alerts = append(w.alerts, a)
-		w.mu.Unlock()
 	}))
 	t.Cleanup(w.srv.Close)
 	return w
@@ -56,6 +63,24 @@ func NewWebhook(t testing.TB) *Webhook {
 // URL is the webhook's URL, with a path that holds Secret as a Slack
 // webhook's does.
 func (w *Webhook) URL() string { return w.srv.URL + "/services/T0/B0/" + Secret }
+
+// Refuse makes the webhook answer 400 (a permanent failure) to the alerts
+// of table, which it does not record.
+func (w *Webhook) Refuse(table string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refused == nil {
+		w.refused = map[string]bool{}
+	}
+	w.refused[table] = true
+}
+
+// Refused is how many alerts the webhook answered 400 (Refuse).
+func (w *Webhook) Refused() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.refusal
+}
 
 // Texts are the alerts received, in order, as "severity event: text".
 func (w *Webhook) Texts() []string {
