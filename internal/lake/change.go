@@ -46,14 +46,34 @@ type change struct {
 	at int64
 }
 
-// addSnapshots is the change that adds snaps (a schema first when schema
-// is not nil).
+// The constructors, one per operation. The snapshots they add are written
+// by the snapshot producer (producer.go).
+
+// addSnapshots is the change of an append, a compaction (replace) or a
+// retention drop (delete): snaps added, a schema first when schema is not
+// nil.
 func addSnapshots(schema *iceberg.Schema, snaps ...table.Snapshot) *change {
 	return &change{schema: schema, snapshots: snaps}
 }
 
-// editAt is an edit made at at (milliseconds), to be filled in.
-func editAt(at int64) *change { return &change{at: at} }
+// removeSnapshots is the change of an expiry, made at at (milliseconds):
+// snapshots ids removed (and, with setProperties, the load history's
+// segment list changed).
+func removeSnapshots(ids []int64, at int64) *change { return &change{removed: ids, at: at} }
+
+// rollBack is the change of a rollback, made at at: the main branch back
+// to its ancestor id.
+func rollBack(id, at int64) *change { return &change{rollBackTo: &id, at: at} }
+
+// changeProperties is the change of a property change (of the load
+// history's and the outcome log's segment lists among them), made at at:
+// set and unset on base's properties, only what changes (empty when
+// nothing does).
+func changeProperties(base iceberg.Properties, set map[string]string, unset []string, at int64) *change {
+	c := &change{at: at}
+	c.setProperties(base, set, unset)
+	return c
+}
 
 // setProperties adds to c the properties of set that base does not hold
 // with those values and the keys of unset that base holds (and set does

@@ -47,9 +47,9 @@ type mutation interface {
 	// newest version), writes what the next version needs besides its
 	// metadata (manifests, manifest lists, files of its own) and returns
 	// the change that makes the next version (change.go). It returns:
-	//   - errNothingToCommit when base already holds the change (e.g. every
-	//     batch id is already in the ancestry): the commit ends without a
-	//     write;
+	//   - errNothingToCommit, or an empty change, when base already holds
+	//     the change (e.g. every batch id is already in the ancestry): the
+	//     commit ends without a write;
 	//   - any other error when a requirement no longer holds or I/O
 	//     failed: the commit gives up with that error.
 	build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error)
@@ -166,6 +166,9 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		writes = still
 
 		ch, err := m.build(ctx, base, bv, attempt)
+		if err == nil && ch.empty() {
+			err = errNothingToCommit
+		}
 		if errors.Is(err, errNothingToCommit) {
 			if err := t.set(base, bv); err != nil {
 				return res, err

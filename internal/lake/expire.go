@@ -321,8 +321,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 	if err := base.canRemove(idSet(ids)); err != nil {
 		return nil, err
 	}
-	ch := editAt(now.UnixMilli())
-	ch.removed = ids
+	ch := removeSnapshots(ids, now.UnixMilli())
 	if len(plan.added) > 0 || len(plan.merge) > 0 || len(plan.dropped) > 0 {
 		segs, name, err := t.lake.writeHistory(ctx, t.name, plan, now, window)
 		if err != nil {

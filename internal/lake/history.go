@@ -1239,8 +1239,7 @@ type dropSegmentsMutation struct {
 }
 
 func (m *dropSegmentsMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
-	ch := editAt(m.t.lake.now().UnixMilli())
-	changed := false
+	ch := changeProperties(base.props(), nil, nil, m.t.lake.now().UnixMilli())
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		segs, refused := g.entries(base.props())
 		var keep []segmentInfo
@@ -1252,13 +1251,9 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *head, _ versionRef
 		if len(keep) == len(segs) && len(refused) == 0 {
 			continue
 		}
-		changed = true
 		g.name(ch, base.props(), keep)
 	}
-	if !changed {
-		return nil, errNothingToCommit
-	}
-	return ch, nil
+	return ch, nil // empty when nothing changes: nothing to commit
 }
 
 // finish: the change writes nothing but its version.
@@ -1267,7 +1262,7 @@ func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
 // withSegments is the change of base (made at now) whose property of log
 // g names segs.
 func (g recordLog) withSegments(base *head, segs []segmentInfo, now time.Time) *change {
-	ch := editAt(now.UnixMilli())
+	ch := changeProperties(base.props(), nil, nil, now.UnixMilli())
 	g.name(ch, base.props(), segs)
 	return ch
 }

@@ -38,12 +38,7 @@ type propertiesMutation struct {
 }
 
 func (m *propertiesMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
-	ch := editAt(m.t.lake.now().UnixMilli())
-	ch.setProperties(base.props(), m.set, m.unset)
-	if ch.empty() {
-		return nil, errNothingToCommit
-	}
-	return ch, nil
+	return changeProperties(base.props(), m.set, m.unset, m.t.lake.now().UnixMilli()), nil
 }
 
 // finish: a property change writes nothing but its version.

@@ -65,9 +65,7 @@ func (m *rollbackMutation) build(_ context.Context, base *head, _ versionRef, _ 
 	if err := base.canRollBack(m.target); err != nil {
 		return nil, err
 	}
-	ch := editAt(ms)
-	ch.rollBackTo = &m.target
-	return ch, nil
+	return rollBack(m.target, ms), nil
 }
 
 // finish: a rollback writes nothing but its version.
