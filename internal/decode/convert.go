@@ -20,7 +20,8 @@ import (
 // resolved holds DecodeOptions after defaults and validation.
 type resolved struct {
 	key       string
-	text      bool // the file is CSV/TSV text
+	text      bool // the file is text: CSV, TSV or JSON (whose values are read as text)
+	json      bool // the file is JSON
 	mem       memory.Allocator
 	loc       *time.Location // nil = UTC
 	epoch     arrow.TimeUnit

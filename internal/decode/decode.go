@@ -75,6 +75,9 @@ const (
 	FormatTSV Format = "tsv"
 	// FormatParquet is an Apache Parquet file.
 	FormatParquet Format = "parquet"
+	// FormatJSON is JSON text: one object per line (NDJSON), or one
+	// top-level array of objects (json.go).
+	FormatJSON Format = "json"
 )
 
 // DefaultBatchRows is the number of rows per output batch when
@@ -128,8 +131,10 @@ func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
 		return FormatCSV, gz, nil
 	case strings.HasSuffix(base, ".tsv"):
 		return FormatTSV, gz, nil
+	case strings.HasSuffix(base, ".json"), strings.HasSuffix(base, ".jsonl"), strings.HasSuffix(base, ".ndjson"):
+		return FormatJSON, gz, nil
 	}
-	return "", false, &FileError{Key: key, Reason: "unsupported file type (expected .csv, .tsv, .csv.gz, .tsv.gz or .parquet)"}
+	return "", false, &FileError{Key: key, Reason: "unsupported file type (expected .csv, .tsv, .json, .jsonl, .ndjson, each optionally .gz, or .parquet)"}
 }
 
 // Source is one landing file, already downloaded (typically to a temp file).
@@ -472,6 +477,10 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		return &FileError{Key: src.Key, Reason: "empty file (0 bytes)"}
 	}
 	ro.text = format != FormatParquet
+	if format == FormatJSON {
+		// A JSON number has a decimal point, whatever CSV text uses.
+		ro.json, ro.decimalComma = true, false
+	}
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
 	}
@@ -482,8 +491,11 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 			ro.skipRows.reset()
 		}
 		opened = true
-		if format == FormatParquet {
+		switch format {
+		case FormatParquet:
 			return openParquet(ctx, ro, src)
+		case FormatJSON:
+			return openJSON(ro, src, gz)
 		}
 		return openText(ctx, ro, src, gz)
 	}
@@ -531,8 +543,13 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		out.restart()
 		return decodeFile(ctx, src, opts, evolving, skipping, out)
 	}
-	if ts, ok := bs.(*textSource); ok {
-		addLine(ro, src, gz, ts.cols.read, fe)
+	switch bs := bs.(type) {
+	case *textSource:
+		addLine(ro, src, gz, bs.cols.read, fe)
+	case *jsonSource:
+		if fe.Line == 0 {
+			fe.Line = locateJSONRow(ro, src, gz, fe.Row)
+		}
 	}
 	return err
 }

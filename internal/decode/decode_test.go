@@ -37,10 +37,12 @@ func TestDetectFormat(t *testing.T) {
 		{"gw/a.parquet", txt, "", false, "named .parquet but not a Parquet file"},
 		{"gw/a.dat", par, FormatParquet, false, ""}, // magic, unknown extension
 		{"gw/a.csv", par, FormatParquet, false, ""}, // magic wins
-		{"gw/a.dat", txt, "", false, "unsupported file type (expected .csv, .tsv, .csv.gz, .tsv.gz or .parquet)"},
+		{"gw/a.dat", txt, "", false, "unsupported file type (expected .csv, .tsv, .json, .jsonl, .ndjson, each optionally .gz, or .parquet)"},
 		{"gw/a.dat", gzh, "", false, "unsupported file type"},
 		{"gw/a.txt.gz", gzh, "", false, "unsupported file type"},
-		{"gw/a.json", nil, "", false, "unsupported file type"},
+		{"gw/a.json", nil, FormatJSON, false, ""},
+		{"gw/a.JSONL.gz", gzh, FormatJSON, true, ""},
+		{"gw/a.ndjson", txt, FormatJSON, false, ""},
 		{"gw/a.parquet", gzh, "", false, "gzip-compressed parquet"},
 	}
 	for _, tc := range tests {

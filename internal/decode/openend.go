@@ -41,6 +41,8 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 	switch {
 	case gz:
 		return gzipOpenEnd(key, r, size, format == FormatCSV || format == FormatTSV)
+	case format == FormatJSON:
+		return jsonOpenEnd(key, r, size)
 	case format == FormatParquet:
 		tail := make([]byte, min(size, int64(len(parquetMagic))))
 		if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
@@ -234,4 +236,29 @@ func (e *readErr) Read(p []byte) (int, error) {
 		e.err = err
 	}
 	return n, err
+}
+
+// jsonOpenEnd says whether JSON text is still being written: one array of
+// objects whose last byte (white space aside) is not its closing ], or
+// objects one per line whose last line has no line end.
+func jsonOpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
+	head := make([]byte, min(size, 512))
+	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	head = bytes.TrimPrefix(head, utf8BOM)
+	tail := make([]byte, min(size, 512))
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	if bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("[")) {
+		if t := bytes.TrimRight(tail, " \t\r\n"); len(t) == 0 || t[len(t)-1] != ']' {
+			return "its top-level array is not closed (no ] at its end)", nil
+		}
+		return "", nil
+	}
+	if tail[len(tail)-1] != '\n' {
+		return "its last line has no line end", nil
+	}
+	return "", nil
 }

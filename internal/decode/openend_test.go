@@ -84,7 +84,12 @@ func TestOpenEnd(t *testing.T) {
 		{"complete parquet", "gw/a.parquet", pq, ""},
 		{"parquet without footer", "gw/a.parquet", pq[:len(pq)-8], "the Parquet footer is missing (the file does not end in PAR1)"},
 		{"parquet magic only", "gw/a.parquet", pq[:4], "the Parquet footer is missing (the file does not end in PAR1)"},
-		{"another type", "gw/a.json", []byte(`{"v": 1`), ""},
+		{"another type", "gw/a.dat", []byte(`{"v": 1`), ""},
+		{"json lines, paused mid-line", "gw/a.jsonl", []byte("{\"v\": 1}\n{\"v\": 2"), "its last line has no line end"},
+		{"json lines, complete", "gw/a.jsonl", []byte("{\"v\": 1}\n{\"v\": \"a\\\"b\"}\n"), ""},
+		{"json array, open", "gw/a.json", []byte("[\n{\"v\": 1},\n{\"v\": 2}"), "its top-level array is not closed (no ] at its end)"},
+		{"json array, complete", "gw/a.json", []byte("[\n{\"v\": 1}\n]"), ""},
+		{"gzip json lines, paused", "gw/a.jsonl.gz", gz(t, "{\"v\": 1}\n")[:10], "the gzip stream stops before its end"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := OpenEnd(tc.key, bytes.NewReader(tc.data), int64(len(tc.data)))

@@ -613,8 +613,9 @@ func (s *recordScanner) next(br *bufio.Reader) ([]byte, recordState, error) {
 // Parquet the refused rows as read, in a zstd Parquet file of the file's
 // columns. The rows are in file order, so row i of the rejects file is
 // d.Rejected[i-1]. It fills in the line of each rejected row of a text
-// file. ext is the name's extension the rejects file takes (".csv", ".tsv"
-// or ".parquet"). Errors are src's, w's or Parquet's.
+// file. For JSON each refused object as written, one per line. ext is the
+// name's extension the rejects file takes (".csv", ".tsv", ".jsonl" or
+// ".parquet"). Errors are src's, w's or Parquet's.
 func (d *Decoded) WriteRejects(src Source, w io.Writer) (ext string, err error) {
 	if d == nil || d.skip == nil || len(d.Rejected) == 0 {
 		return "", errors.New("write rejects: no rows were set aside")
@@ -622,6 +623,9 @@ func (d *Decoded) WriteRejects(src Source, w io.Writer) (ext string, err error) 
 	ro := d.skip.ro
 	if !ro.text {
 		return ".parquet", writeParquetRejects(d.skip.rows.raw, w)
+	}
+	if ro.json {
+		return ".jsonl", writeJSONRejects(ro, src, d.skip.gz, d.Rejected, w)
 	}
 	ext = ".csv"
 	if ro.tsv {

@@ -220,11 +220,11 @@ func (b *Bucket) hashedCopy(quarantined string) bool {
 }
 
 // fileExt is the extension of a landing file type that key ends in (any
-// case), lower-cased: .csv.gz, .tsv.gz, .csv, .tsv, .parquet, .gz; "" for
-// none of them.
+// case), lower-cased: .csv.gz, .tsv.gz, .jsonl.gz, .ndjson.gz, .json.gz,
+// .csv, .tsv, .jsonl, .ndjson, .json, .parquet, .gz; "" for none of them.
 func fileExt(key string) string {
 	lower := strings.ToLower(key)
-	for _, ext := range []string{".csv.gz", ".tsv.gz", ".csv", ".tsv", ".parquet", ".gz"} {
+	for _, ext := range []string{".csv.gz", ".tsv.gz", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet", ".gz"} {
 		if strings.HasSuffix(lower, ext) {
 			return ext
 		}

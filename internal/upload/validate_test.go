@@ -106,7 +106,7 @@ func TestValidate(t *testing.T) {
 			wantErr: "time column is not in the file"},
 		{name: "empty", file: "r.csv", data: nil, wantErr: "r.csv: empty file"},
 		{name: "header only", file: "r.csv", data: []byte("time,v\n")}, // loads as 0 rows
-		{name: "unsupported type", file: "r.json", data: []byte("{}"), wantErr: "unsupported file type"},
+		{name: "unsupported type", file: "r.xml", data: []byte("<r/>"), wantErr: "unsupported file type"},
 		{name: "truncated gzip", file: "r.csv.gz", data: gzipBytes(t, []byte(csvRows(200)))[:300], wantErr: "the gzip data is truncated"},
 		{name: "truncated parquet", file: "r.parquet", data: pq[:len(pq)-10], wantErr: "r.parquet"},
 		// Files larger than their sample: rows after it are only scanned.

@@ -1,0 +1,159 @@
+package decode
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+)
+
+// schemaString renders a schema as name:type pairs.
+func schemaString(sc *arrow.Schema) string {
+	var parts []string
+	for _, f := range sc.Fields() {
+		parts = append(parts, f.Name+":"+f.Type.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestJSONInfers: NDJSON and a top-level array, plain and gzip, give the
+// same table: columns in the order keys first appear, nested objects
+// flattened with ".", a key missing from an object null, numbers by the
+// number rules (long, double), JSON strings kept as strings (not read as
+// numbers), booleans, the time column found by its name.
+func TestJSONInfers(t *testing.T) {
+	lines := `{"time":"2026-01-05T10:00:00Z","device":"d7","code":"0042","readings":{"temp":21.5,"ok":true},"n":3}
+{"time":"2026-01-05T10:01:00Z","device":"d8","code":"0043","readings":{"temp":22,"ok":false},"n":null,"extra":"x"}
+` + "\n" + `{"n":-9223372036854775808,"device":"d9","time":"2026-01-05T10:02:00Z","code":"7"}
+`
+	array := "[\n" + strings.Join(strings.Split(strings.TrimSpace(strings.ReplaceAll(lines, "\n\n", "\n")), "\n"), ",\n") + "\n]\n"
+	want := "time:timestamp[us, tz=UTC] device:utf8 code:utf8 readings_temp:float64 readings_ok:bool n:int64 extra:utf8"
+	wantRows := "[[2026-01-05T10:00:00Z d7 0042 21.5 true 3 NULL] [2026-01-05T10:01:00Z d8 0043 22 false NULL x] [2026-01-05T10:02:00Z d9 7 NULL NULL -9223372036854775808 NULL]]"
+	for _, tc := range []struct {
+		key  string
+		data []byte
+	}{
+		{"gw/a.jsonl", []byte(lines)},
+		{"gw/a.ndjson.gz", gz(t, lines)},
+		{"gw/a.json", []byte(array)},
+		{"gw/a.json.gz", gz(t, array)},
+		{"gw/lines.json", []byte(lines)},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			d, err := decode(t, tc.key, tc.data, DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := schemaString(d.Schema); got != want {
+				t.Errorf("schema %s\nwant   %s", got, want)
+			}
+			if d.TimeColumn != "time" {
+				t.Errorf("time column %q", d.TimeColumn)
+			}
+			if got := fmt.Sprint(rows(t, d)); got != wantRows {
+				t.Errorf("rows %s\nwant %s", got, wantRows)
+			}
+		})
+	}
+}
+
+// TestJSONIntoTable: objects load into an existing table's columns by
+// name, epoch numbers in the time column by the time unit rule.
+func TestJSONIntoTable(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "device", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "value", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	data := `{"time":1767607200,"device":"d1","value":1.25}` + "\n" + `{"time":1767607260,"value":2}` + "\n"
+	d, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", TimeUnit: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rows(t, d)); got != "[[2026-01-05T10:00:00Z d1 1.25] [2026-01-05T10:01:00Z NULL 2]]" {
+		t.Errorf("rows %s", got)
+	}
+	if _, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time"}); err == nil {
+		t.Error("epoch seconds loaded without a time unit")
+	}
+}
+
+// TestJSONRefusals: what a JSON file is refused for, with the line.
+func TestJSONRefusals(t *testing.T) {
+	ok := `{"time":"2026-01-05T10:00:00Z","v":1}` + "\n"
+	for _, tc := range []struct {
+		name, data string
+		line       int64
+		column     string
+		reason     string
+	}{
+		{"duplicate key", ok + `{"time":"2026-01-05T10:00:00Z","v":1,"v":2}` + "\n", 2, "", "a key appears twice in one object"},
+		{"NaN", ok + `{"time":"2026-01-05T10:00:00Z","v":NaN}` + "\n", 2, "", "not valid JSON"},
+		{"Infinity", ok + ok + `{"time":"2026-01-05T10:00:00Z","v":Infinity}` + "\n", 3, "", "not valid JSON"},
+		{"invalid UTF-8", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"s\":\"a\xff\"}\n", 2, "", "invalid UTF-8"},
+		{"array value", ok + `{"time":"2026-01-05T10:00:00Z","v":[1,2]}` + "\n", 2, "v", "arrays are not loaded"},
+		{"object and value", ok + `{"time":"2026-01-05T10:00:00Z","v":{"a":1}}` + "\n", 2, "v", `the key "v" holds an object in one place and a value in another`},
+		{"not an object", ok + "42\n", 2, "", "a number where an object was expected"},
+		{"two keys, one column", ok + `{"time":"2026-01-05T10:00:00Z","a_b":1,"a":{"b":2}}` + "\n", 2, "a_b", `the keys "a_b" and "a.b" both make the column "a_b"`},
+		{"truncated", ok + `{"time":"2026-01-05T10:00:00Z","v":`, 2, "", "ends inside a JSON value"},
+		{"unclosed array", "[\n" + strings.TrimSpace(ok) + ",\n" + strings.TrimSpace(ok) + "\n", 4, "", "ends inside the top-level array"},
+		{"after the array", "[" + strings.TrimSpace(ok) + "]\n[]\n", 2, "", "after the end of the top-level array"},
+		{"empty", "\n\n", 0, "", "no JSON objects"},
+		{"empty array", "[]", 0, "", "no JSON objects"},
+		{"integer beyond a long", ok + `{"time":"2026-01-05T10:00:00Z","v":9223372036854775809}` + "\n", 2, "v", "does not fit a long"},
+		{"integer beyond a double's", ok + `{"time":"2026-01-05T10:00:00Z","v":1.5}` + "\n" + `{"time":"2026-01-05T10:00:00Z","v":9007199254740993}` + "\n", 0, "v", "2^53"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decode(t, "gw/a.jsonl", []byte(tc.data), DecodeOptions{})
+			fe := mustFileError(t, err)
+			if fe.Line != tc.line && tc.line != 0 {
+				t.Errorf("line %d, want %d: %v", fe.Line, tc.line, err)
+			}
+			if fe.Column != tc.column {
+				t.Errorf("column %q, want %q: %v", fe.Column, tc.column, err)
+			}
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("%v\nwant it to say %q", err, tc.reason)
+			}
+			if !strings.HasPrefix(err.Error(), "gw/a.jsonl") {
+				t.Errorf("%v does not name the file", err)
+			}
+		})
+	}
+}
+
+// TestJSONValueErrorLine: a value the table's column cannot take is
+// refused with the object's row and line (a blank line counts), and with
+// skip-rows the object is set aside, written back as it was.
+func TestJSONValueErrorLine(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "value", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	bad := `{"time":"2026-01-05T10:02:00Z", "value":"warm"}`
+	data := `{"time":"2026-01-05T10:00:00Z","value":1}` + "\n\n" + `{"time":"2026-01-05T10:01:00Z","value":2}` + "\n" + bad + "\n" +
+		strings.Repeat(`{"time":"2026-01-05T10:03:00Z","value":3}`+"\n", 20)
+	_, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time"})
+	fe := mustFileError(t, err)
+	if fe.Row != 3 || fe.Line != 4 || fe.Column != "value" {
+		t.Fatalf("row %d line %d column %q, want row 3 line 4 column value: %v", fe.Row, fe.Line, fe.Column, err)
+	}
+	d, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 22 || len(d.Rejected) != 1 {
+		t.Fatalf("%d rows, %d set aside; want 22 and 1", d.Rows, len(d.Rejected))
+	}
+	var out bytes.Buffer
+	ext, err := d.WriteRejects(Source{Key: "a.jsonl", R: bytes.NewReader([]byte(data)), Size: int64(len(data))}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext != ".jsonl" || out.String() != bad+"\n" || d.Rejected[0].Line != 4 {
+		t.Errorf("rejects %s %q line %d, want .jsonl %q line 4", ext, out.String(), d.Rejected[0].Line, bad+"\n")
+	}
+}
