@@ -29,6 +29,10 @@ const (
 	FromEnv     Source = "environment"
 	FromEnvFile Source = "env file"
 	FromDefault Source = "default"
+	// FromRoute is an option of a rule of --route or TIMELAKE_ROUTES
+	// (Key: the rule), which wins over the rest for the tables the rule
+	// creates.
+	FromRoute Source = "route"
 )
 
 // Env looks settings up in the process environment, then in an env file.
@@ -110,6 +114,8 @@ func (s Setting) Describe() string {
 		return "--" + s.Name
 	case FromEnv, FromEnvFile:
 		return s.Key + " (" + string(s.Source) + ")"
+	case FromRoute:
+		return "option " + s.Name + " of route " + s.Key
 	case "":
 		return "not set"
 	}
