@@ -275,6 +275,13 @@ func TestRouteSettingsRefused(t *testing.T) {
 		{"route and table", nil, []string{"--route", "readings/**=iot.readings", "--table", "iot.t"}, "--table and the routes (readings/**=iot.readings) both name tables"},
 		{"routes and TIMELAKE_TABLE", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings", "TIMELAKE_TABLE": "iot.t"}, nil, "TIMELAKE_TABLE"},
 		{"bad TIMELAKE_ROUTES", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings,=iot.x"}, nil, `TIMELAKE_ROUTES`},
+		{"bad option", nil, []string{"--route", "readings/**=iot.r;partition=week"}, `route "readings/**=iot.r;partition=week": option "partition": invalid partition granularity "week"`},
+		{"unknown option", nil, []string{"--route", "readings/**=iot.r;time_column=ts"}, `route "readings/**=iot.r;time_column=ts": unknown option "time_column"`},
+		{"option of the run", nil, []string{"--route", "readings/**=iot.r;max-files=3"}, `option "max-files" is a setting of the whole run`},
+		{"two defaults of one table", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings;partition=hour\n*/**=iot.{1}"}, nil,
+			`routes "readings/**=iot.readings;partition=hour" and "*/**=iot.{1}": both name the table iot.readings, with different options`},
+		{"option against the run's", nil, []string{"--route", "readings/**=iot.r;time-column=ts", "--column", "ts:string"},
+			"route readings/**=iot.r;time-column=ts: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := p.exec(t, tc.env, tc.args...)
@@ -512,5 +519,75 @@ func TestRoutedTableLeaseHeld(t *testing.T) {
 			}
 			p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.meters": 4})
 		})
+	}
+}
+
+// TestRouteTableDefaults: two routes with different options create two
+// tables from one local landing, each with its route's time column,
+// series key, partitioning and properties; a route without options
+// creates its table with the run's settings. The dry run names each
+// key's rule with its options.
+func TestRouteTableDefaults(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/gw1/a.csv", "ts,device,site,v\n2026-01-05T10:00:00Z,d1,berlin,1\n2026-01-05T10:00:01Z,d2,berlin,2\n")
+	p.put(t, "events/gw1/e.csv", "at,device_id,kind\n2026-01-05T10:00:00Z,d1,door\n")
+	p.put(t, "meters/m.csv", csvRows(2, 10))
+	routes := "readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour;on-error=skip-rows\n" +
+		"events/**=iot.events;time-column=at;partition=month, meters/**=iot.meters"
+	env := map[string]string{"TIMELAKE_ROUTES": routes, "TIMELAKE_SERIES_KEY": "device_id", "TIMELAKE_PARTITION": "day"}
+
+	code, out, errOut := p.exec(t, map[string]string{"TIMELAKE_ROUTES": routes}, "--dry-run")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"route           readings/gw1/a.csv  -> iot.readings (readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour;on-error=skip-rows)",
+		"route           events/gw1/e.csv  -> iot.events (events/**=iot.events;time-column=at;partition=month)",
+		"route           meters/m.csv  -> iot.meters (meters/**=iot.meters)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = p.exec(t, env)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 1, "iot.meters": 2})
+	l, err := lake.Open(context.Background(), p.warehouse, p.lakeOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		table, timeColumn, seriesKey, transform, onError string
+	}{
+		{"iot.readings", "ts", "device,site", "hour", "skip-rows"},
+		{"iot.events", "at", "device_id", "month", ""}, // no series key option: the run's
+		{"iot.meters", "time", "device_id", "day", ""},
+	} {
+		name, err := tablename.Parse(tc.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := l.LoadTable(context.Background(), name)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.table, err)
+		}
+		props := tbl.Properties()
+		if props[lake.PropTimeColumn] != tc.timeColumn || props[lake.PropSeriesKey] != tc.seriesKey ||
+			props[lake.PropChunk] != tc.transform || props[lake.PropOnError] != tc.onError {
+			t.Errorf("%s: time column %q, series key %q, chunk %q, on-error %q; want %q, %q, %q, %q", tc.table,
+				props[lake.PropTimeColumn], props[lake.PropSeriesKey], props[lake.PropChunk], props[lake.PropOnError],
+				tc.timeColumn, tc.seriesKey, tc.transform, tc.onError)
+		}
+		spec := tbl.Metadata().PartitionSpec()
+		var transforms []string
+		for _, f := range spec.Fields() {
+			transforms = append(transforms, f.Transform.String())
+		}
+		if strings.Join(transforms, ",") != tc.transform {
+			t.Errorf("%s: partition spec %v, want %s of its time column", tc.table, spec, tc.transform)
+		}
 	}
 }
