@@ -286,3 +286,60 @@ func TestServeRoutesManyKeysOfANewTable(t *testing.T) {
 		t.Errorf("a table made for a key not in the landing: %s", body)
 	}
 }
+
+// TestServeRouteDefaults: a routed serve gives each table's lane the
+// table defaults of its route (Config.TableDefaults, with the lane's table
+// set) before the lane is made: the table created from its first file
+// takes them; a table without gets the run's.
+func TestServeRouteDefaults(t *testing.T) {
+	dir, store, l := localPlace(t, nil)
+	routes, err := route.Parse([]string{"readings/**=iot.readings;partition=hour", "events/**=iot.events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	r := start(t, serve.Config{Ingest: ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, Partition: lake.Day},
+		Routes: routes, Sweep: time.Hour, LeaseRetry: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		TableDefaults: func(c *ingest.Config) {
+			mu.Lock()
+			asked = append(asked, c.Table.String())
+			mu.Unlock()
+			if c.Table.String() == "iot.readings" {
+				c.Partition, c.SeriesKey = lake.Hour, []string{"device_id"}
+			}
+		}})
+	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
+	land(t, r, dir, "events/gw-1/e.csv", csv(2, 3))
+	wait.For(t, "the routed files loaded", func() bool {
+		loaded := func(key string) bool {
+			res := r.resultsOf(key)
+			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
+		}
+		return loaded("readings/gw-1/a.csv") && loaded("events/gw-1/e.csv")
+	})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]lake.Contract{
+		"iot.readings": {TimeColumn: "time", SeriesKey: []string{"device_id"}, Chunk: lake.Hour},
+		"iot.events":   {TimeColumn: "time", Chunk: lake.Day},
+	} {
+		name, err := lake.ParseTableName(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := l.LoadTable(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tbl.Contract(); got.TimeColumn != want.TimeColumn || !slices.Equal(got.SeriesKey, want.SeriesKey) || got.Chunk != want.Chunk {
+			t.Errorf("%s: contract %+v, want %+v", table, got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(asked); !slices.Equal(asked, []string{"iot.events", "iot.readings"}) {
+		t.Errorf("TableDefaults asked for %q, want each lane's table once", asked)
+	}
+}
