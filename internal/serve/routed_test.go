@@ -49,13 +49,7 @@ func TestServeRoutes(t *testing.T) {
 	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
 	land(t, r, dir, "meters/m7/b.csv", csv(2, 3))
 	land(t, r, dir, "stray.csv", csv(9, 2)) // announced again: reported once
-	wait.For(t, "the routed files loaded", func() bool {
-		loaded := func(key string) bool {
-			res := r.resultsOf(key)
-			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
-		}
-		return loaded("readings/gw-1/a.csv") && loaded("meters/m7/b.csv")
-	})
+	wait.For(t, "the routed files loaded", func() bool { return r.loaded("readings/gw-1/a.csv", "meters/m7/b.csv") })
 	for table, want := range map[string]int64{"iot.readings": 4, "meters.m7": 3} {
 		if got := rowsOf(t, l, table); got != want {
 			t.Errorf("%s: %d rows, want %d", table, got, want)
@@ -147,19 +141,24 @@ func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
 	return at.NumRows()
 }
 
-// readBack reads table's rows through the lake; the caller releases them.
-func readBack(t *testing.T, l *lake.Lake, table string) arrow.Table {
+// loadTable loads table of l.
+func loadTable(t *testing.T, l *lake.Lake, table string) *lake.Table {
 	t.Helper()
-	ctx := context.Background()
 	n, err := lake.ParseTableName(table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := l.LoadTable(ctx, n)
+	tbl, err := l.LoadTable(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	return tbl
+}
+
+// readBack reads table's rows through the lake; the caller releases them.
+func readBack(t *testing.T, l *lake.Lake, table string) arrow.Table {
+	t.Helper()
+	at, err := loadTable(t, l, table).Iceberg().Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +310,7 @@ func TestServeRouteDefaults(t *testing.T) {
 		}})
 	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
 	land(t, r, dir, "events/gw-1/e.csv", csv(2, 3))
-	wait.For(t, "the routed files loaded", func() bool {
-		loaded := func(key string) bool {
-			res := r.resultsOf(key)
-			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
-		}
-		return loaded("readings/gw-1/a.csv") && loaded("events/gw-1/e.csv")
-	})
+	wait.For(t, "the routed files loaded", func() bool { return r.loaded("readings/gw-1/a.csv", "events/gw-1/e.csv") })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -325,15 +318,7 @@ func TestServeRouteDefaults(t *testing.T) {
 		"iot.readings": {TimeColumn: "time", SeriesKey: []string{"device_id"}, Chunk: lake.Hour},
 		"iot.events":   {TimeColumn: "time", Chunk: lake.Day},
 	} {
-		name, err := lake.ParseTableName(table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := l.LoadTable(context.Background(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := tbl.Contract(); got.TimeColumn != want.TimeColumn || !slices.Equal(got.SeriesKey, want.SeriesKey) || got.Chunk != want.Chunk {
+		if got := loadTable(t, l, table).Contract(); got.TimeColumn != want.TimeColumn || !slices.Equal(got.SeriesKey, want.SeriesKey) || got.Chunk != want.Chunk {
 			t.Errorf("%s: contract %+v, want %+v", table, got, want)
 		}
 	}

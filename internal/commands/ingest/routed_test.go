@@ -80,8 +80,8 @@ func (p routedPlace) left(t *testing.T) []string {
 	return keys
 }
 
-// rows counts the rows of table.
-func (p routedPlace) rows(t *testing.T, table string) int64 {
+// table loads table from the warehouse.
+func (p routedPlace) table(t *testing.T, table string) *lake.Table {
 	t.Helper()
 	ctx := context.Background()
 	l, err := lake.Open(ctx, p.warehouse, p.lakeOpts)
@@ -96,7 +96,13 @@ func (p routedPlace) rows(t *testing.T, table string) int64 {
 	if err != nil {
 		t.Fatalf("%s: %v", table, err)
 	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	return tbl
+}
+
+// rows counts the rows of table.
+func (p routedPlace) rows(t *testing.T, table string) int64 {
+	t.Helper()
+	at, err := p.table(t, table).Iceberg().Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,10 +561,6 @@ func TestRouteTableDefaults(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 1, "iot.meters": 2})
-	l, err := lake.Open(context.Background(), p.warehouse, p.lakeOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		table, timeColumn, seriesKey, transform, onError string
 	}{
@@ -566,14 +568,7 @@ func TestRouteTableDefaults(t *testing.T) {
 		{"iot.events", "at", "device_id", "month", ""}, // no series key option: the run's
 		{"iot.meters", "time", "device_id", "day", ""},
 	} {
-		name, err := tablename.Parse(tc.table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := l.LoadTable(context.Background(), name)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.table, err)
-		}
+		tbl := p.table(t, tc.table)
 		props := tbl.Properties()
 		if props[lake.PropTimeColumn] != tc.timeColumn || props[lake.PropSeriesKey] != tc.seriesKey ||
 			props[lake.PropChunk] != tc.transform || props[lake.PropOnError] != tc.onError {
