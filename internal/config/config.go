@@ -25,14 +25,14 @@ type Source string
 
 // Sources of a value, from strongest to weakest.
 const (
+	// FromRoute is an option of a rule of --route or TIMELAKE_ROUTES
+	// (Key: the rule), which wins over the rest for the tables the rule
+	// names (settings.Resolver.ForRoute).
+	FromRoute   Source = "route"
 	FromFlag    Source = "flag"
 	FromEnv     Source = "environment"
 	FromEnvFile Source = "env file"
 	FromDefault Source = "default"
-	// FromRoute is an option of a rule of --route or TIMELAKE_ROUTES
-	// (Key: the rule), which wins over the rest for the tables the rule
-	// creates.
-	FromRoute Source = "route"
 )
 
 // Env looks settings up in the process environment, then in an env file.

@@ -80,6 +80,9 @@ func (r Route) optionsText() string {
 // sameOptions reports whether r and o give their tables the same
 // defaults: the same options, in any order.
 func (r Route) sameOptions(o Route) bool {
+	if len(r.Options) == 0 && len(o.Options) == 0 {
+		return true
+	}
 	key := func(r Route) []string {
 		out := make([]string, len(r.Options))
 		for i, o := range r.Options {
