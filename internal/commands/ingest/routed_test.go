@@ -586,3 +586,28 @@ func TestRouteTableDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteDefaultsConflictByKey: two {N} routes with different options
+// that can both name a table (which only the keys tell) leave that
+// table's keys in the landing naming both routes (exit 3); the other
+// tables load with their route's options.
+func TestRouteDefaultsConflictByKey(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "a/site/f.csv", csvRows(2, 10))
+	p.put(t, "a/b_1/f.csv", csvRows(1, 10))
+	p.put(t, "b/1/f.csv", csvRows(3, 10))
+	code, out, errOut := p.exec(t, nil, "--route", "a/*/**=x.{2};partition=hour", "--route", "b/*/**=x.b_{2}")
+	if code != cmdutil.ExitPartial {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+	}
+	for _, key := range []string{"a/b_1/f.csv", "b/1/f.csv"} {
+		want := "unrouted        " + key + `  two routes take the key "` + key + `" to table x.b_1, which `
+		if !strings.Contains(out, want) || !strings.Contains(out, "a/*/**=x.{2};partition=hour") || !strings.Contains(out, "b/*/**=x.b_{2}") {
+			t.Errorf("output lacks %q naming both routes:\n%s", want, out)
+		}
+	}
+	p.want(t, map[string]int64{"x.site": 2}, "a/b_1/f.csv", "b/1/f.csv")
+	if got := p.table(t, "x.site").Contract().Chunk; got != lake.Hour {
+		t.Errorf("x.site partitioned by %s, want hour", got)
+	}
+}
