@@ -25,6 +25,10 @@ type Source string
 
 // Sources of a value, from strongest to weakest.
 const (
+	// FromRoute is an option of a rule of --route or TIMELAKE_ROUTES
+	// (Key: the rule), which wins over the rest for the tables the rule
+	// names (settings.Resolver.ForRoute).
+	FromRoute   Source = "route"
 	FromFlag    Source = "flag"
 	FromEnv     Source = "environment"
 	FromEnvFile Source = "env file"
@@ -110,6 +114,8 @@ func (s Setting) Describe() string {
 		return "--" + s.Name
 	case FromEnv, FromEnvFile:
 		return s.Key + " (" + string(s.Source) + ")"
+	case FromRoute:
+		return "option " + s.Name + " of route " + s.Key
 	case "":
 		return "not set"
 	}

@@ -12,7 +12,16 @@
 // another character a table name may not (a path trick such as `..`
 // among them) makes the key unroutable, never a table elsewhere.
 //
-// A key no route takes, or two routes take to different tables, is an
+// A rule may end with options, `;NAME=VALUE` each, that set the table
+// defaults of the tables it creates (`readings/**=iot.readings;partition=hour`):
+// the names are those of ingest's flags, a value holding commas is written
+// between braces (`series-key={device,site}`), as a comma between braces
+// belongs to the rule. This package reads their form; the settings
+// registry says which names a route takes and reads their values
+// (settings.RouteRules).
+//
+// A key no route takes, or two routes take to different tables, or two
+// routes with different options take to tables either can name, is an
 // error naming the key and the routes: the key is reported and left where
 // it is.
 package route
@@ -20,6 +29,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,16 +38,61 @@ import (
 	"github.com/timelake/timelake/internal/tablename"
 )
 
-// Route is one PATTERN=TABLE rule.
+// Route is one PATTERN=TABLE rule, with its options.
 type Route struct {
 	Pattern string // a glob over the landing key, or a key prefix
 	Table   string // a table name; {N} is the key's N-th folder (from 1)
+	// Options are the table defaults of the tables the route creates, in
+	// the order written (docs/routing.md, "Table defaults per route").
+	Options []Option
 	glob    bool
 	folders int // the highest N of the {N} in Table
 }
 
-// String renders the rule as it is written.
-func (r Route) String() string { return r.Pattern + "=" + r.Table }
+// Option is one NAME=VALUE option of a rule: the name of an ingest flag
+// and its value as the flag takes it (without the braces of the rule).
+type Option struct {
+	Name, Value string
+}
+
+// String renders the option as a rule holds it: a value with a comma
+// between braces.
+func (o Option) String() string {
+	if strings.Contains(o.Value, ",") {
+		return o.Name + "={" + o.Value + "}"
+	}
+	return o.Name + "=" + o.Value
+}
+
+// String renders the rule as it is written, with its options.
+func (r Route) String() string { return r.Pattern + "=" + r.Table + r.optionsText() }
+
+// optionsText renders the options as the rule ends with them
+// (";NAME=VALUE" each), "" for none.
+func (r Route) optionsText() string {
+	var b strings.Builder
+	for _, o := range r.Options {
+		b.WriteString(";" + o.String())
+	}
+	return b.String()
+}
+
+// sameOptions reports whether r and o give their tables the same
+// defaults: the same options, in any order.
+func (r Route) sameOptions(o Route) bool {
+	if len(r.Options) == 0 && len(o.Options) == 0 {
+		return true
+	}
+	key := func(r Route) []string {
+		out := make([]string, len(r.Options))
+		for i, o := range r.Options {
+			out[i] = o.String()
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(r), key(o))
+}
 
 // Routes are the rules of one run, in the order given.
 type Routes []Route
@@ -45,7 +100,8 @@ type Routes []Route
 // ErrUnrouted is the error of a key no route takes.
 var ErrUnrouted = errors.New("no route takes the key")
 
-// ErrAmbiguous is the error of a key two routes take to different tables.
+// ErrAmbiguous is the error of a key two routes take to different tables,
+// or to a table that two routes with different options can name.
 var ErrAmbiguous = errors.New("two routes take the key")
 
 // Split splits the value of TIMELAKE_ROUTES into rules: one per line or
@@ -79,8 +135,11 @@ func Split(v string) []string {
 	return out
 }
 
-// Parse reads rules written PATTERN=TABLE. Errors name the rule and what
-// was expected.
+// Parse reads rules written PATTERN=TABLE, each optionally followed by
+// options ;NAME=VALUE. Errors name the rule and what was expected; two
+// rules with different options are refused when a table either names
+// whatever the key can be named by the other (or both name their tables
+// alike): the table would get two sets of defaults.
 func Parse(rules []string) (Routes, error) {
 	out := make(Routes, 0, len(rules))
 	for _, rule := range rules {
@@ -92,21 +151,83 @@ func Parse(rules []string) (Routes, error) {
 			if o.Pattern == r.Pattern && o.Table != r.Table {
 				return nil, fmt.Errorf("routes %q and %q: the same pattern to two tables; every key it takes would be refused", o, r)
 			}
+			if t, ok := o.defaultsConflict(r); ok {
+				return nil, fmt.Errorf("routes %q and %q: both name the table %s, with different options; give the options to one route of the table, or make the tables differ", o, r, t)
+			}
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
+// defaultsConflict reports whether r and o have different options and name
+// a table alike (the same TABLE), or one names whatever the key a table
+// the other can name; it returns that table.
+func (r Route) defaultsConflict(o Route) (string, bool) {
+	switch {
+	case r.sameOptions(o):
+		return "", false
+	case r.Table == o.Table:
+		return r.Table, true
+	}
+	for _, pair := range [][2]Route{{r, o}, {o, r}} {
+		if t, ok := pair[0].Fixed(); ok && pair[1].CanName(t) {
+			return t.String(), true
+		}
+	}
+	return "", false
+}
+
+// CanName reports whether the route names the table t for some key: its
+// table, or its table with each {N} as a folder that can be part of a
+// table name.
+func (r Route) CanName(t tablename.Name) bool {
+	sample, err := r.expand(func(int) (string, error) { return "\x00", nil })
+	if err != nil {
+		return false
+	}
+	return matchParts(t.String(), strings.Split(sample, "\x00"))
+}
+
+// matchParts reports whether s is lits[0], a folder, lits[1], a folder,
+// ..., lits[len-1], each folder a valid part of a table name.
+func matchParts(s string, lits []string) bool {
+	if !strings.HasPrefix(s, lits[0]) {
+		return false
+	}
+	s = s[len(lits[0]):]
+	if len(lits) == 1 {
+		return s == ""
+	}
+	for k := 1; k <= len(s); k++ {
+		if tablename.ValidPart(s[:k]) && matchParts(s[k:], lits[1:]) {
+			return true
+		}
+	}
+	return false
+}
+
 func parseRule(rule string) (Route, error) {
 	bad := func(format string, args ...any) (Route, error) {
 		return Route{}, fmt.Errorf("route %q: %s", rule, fmt.Sprintf(format, args...))
 	}
-	i := strings.LastIndex(rule, "=")
+	// The options start at the first ';' after an '=': a pattern may hold
+	// '=' (date=2026-01-05/**) but the table never holds ';'.
+	head, opts := rule, ""
+	if eq := strings.IndexByte(rule, '='); eq >= 0 {
+		if semi := strings.IndexByte(rule[eq:], ';'); semi >= 0 {
+			head, opts = rule[:eq+semi], rule[eq+semi+1:]
+		}
+	}
+	options, err := parseOptions(opts, head != rule)
+	if err != nil {
+		return bad("%v", err)
+	}
+	i := strings.LastIndex(head, "=")
 	if i < 0 {
 		return bad("expected PATTERN=TABLE, such as 'readings/**=iot.readings' or '*/**=iot.{1}'")
 	}
-	r := Route{Pattern: strings.TrimSpace(rule[:i]), Table: strings.TrimSpace(rule[i+1:])}
+	r := Route{Pattern: strings.TrimSpace(head[:i]), Table: strings.TrimSpace(head[i+1:]), Options: options}
 	if r.Pattern == "" {
 		return bad("no pattern before '=': expected a glob over the landing key (readings/**) or a key prefix (readings/)")
 	}
@@ -132,6 +253,38 @@ func parseRule(rule string) (Route, error) {
 		return bad("%v", err)
 	}
 	return r, nil
+}
+
+// parseOptions reads the options of a rule, "NAME=VALUE;NAME=VALUE"
+// (given: the rule has a ';' after its table). A value between braces is
+// taken without them.
+func parseOptions(s string, given bool) ([]Option, error) {
+	if !given {
+		return nil, nil
+	}
+	var out []Option
+	for _, part := range strings.Split(s, ";") {
+		name, value, ok := strings.Cut(part, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case strings.TrimSpace(part) == "":
+			return nil, errors.New("an empty option (';' without NAME=VALUE): expected options such as ;time-column=ts;partition=hour after the table")
+		case !ok || name == "":
+			return nil, fmt.Errorf("option %q: expected NAME=VALUE, such as partition=hour", strings.TrimSpace(part))
+		case value == "":
+			return nil, fmt.Errorf("option %q: no value after '='", name)
+		}
+		if strings.HasPrefix(value, "{") && strings.HasSuffix(value, "}") {
+			value = strings.TrimSpace(value[1 : len(value)-1])
+		}
+		for _, o := range out {
+			if o.Name == name {
+				return nil, fmt.Errorf("option %q given twice", name)
+			}
+		}
+		out = append(out, Option{Name: name, Value: value})
+	}
+	return out, nil
 }
 
 // expand replaces every {N} of r.Table with folder(N).
@@ -235,7 +388,27 @@ func (rs Routes) Table(key string) (tablename.Name, Route, error) {
 	if !ok {
 		return tablename.Name{}, Route{}, fmt.Errorf("%w %q (routes: %s)", ErrUnrouted, key, rs)
 	}
+	// The table's defaults must be one route's: every route that can
+	// name it has the same options.
+	for _, r := range rs {
+		if !r.sameOptions(found) && r.CanName(table) {
+			return tablename.Name{}, found, fmt.Errorf("%w %q to table %s, which %s and %s both name with different options; give the options to one route of the table, or change the patterns so that one names it",
+				ErrAmbiguous, key, table, found, r)
+		}
+	}
 	return table, found, nil
+}
+
+// Naming returns the first route that can name the table t, whose
+// options are t's defaults: a key of t is refused when routes with
+// different options can name it (Table).
+func (rs Routes) Naming(t tablename.Name) (Route, bool) {
+	for _, r := range rs {
+		if r.CanName(t) {
+			return r, true
+		}
+	}
+	return Route{}, false
 }
 
 // Accepts returns whether the routes take a key to table t: the key filter

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/timelake/timelake/internal/tablename"
 )
 
 func TestSplit(t *testing.T) {
@@ -152,5 +154,140 @@ func TestTableNamesTheFolder(t *testing.T) {
 	_, _, err = rs.Table("logs/site.lyon/a.csv")
 	if err == nil || !strings.Contains(err.Error(), `"site.lyon"`) || !strings.Contains(err.Error(), "{2}") {
 		t.Fatalf("a folder with a dot: %v; want it named", err)
+	}
+}
+
+// TestParseOptions: a rule's options follow its table, ;NAME=VALUE each;
+// a value between braces keeps its commas, in the rule and in Split.
+func TestParseOptions(t *testing.T) {
+	rules := Split("readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour, date=*/**=iot.dated ; partition = month\nevents/**=iot.events")
+	want := []string{"readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour", "date=*/**=iot.dated ; partition = month", "events/**=iot.events"}
+	if !slices.Equal(rules, want) {
+		t.Fatalf("Split: %q, want %q", rules, want)
+	}
+	rs, err := Parse(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOpts := [][]Option{
+		{{"time-column", "ts"}, {"series-key", "device,site"}, {"partition", "hour"}},
+		{{"partition", "month"}},
+		nil,
+	}
+	for i, r := range rs {
+		if !slices.Equal(r.Options, wantOpts[i]) {
+			t.Errorf("rule %d options: %q, want %q", i, r.Options, wantOpts[i])
+		}
+	}
+	// The pattern may hold '=': the options start after the table.
+	if rs[1].Pattern != "date=*/**" || rs[1].Table != "iot.dated" {
+		t.Errorf("a pattern with '=': %q %q", rs[1].Pattern, rs[1].Table)
+	}
+	// String renders the rule as Split and Parse read it back.
+	if got := rs[0].String(); got != want[0] {
+		t.Errorf("String: %q, want %q", got, want[0])
+	}
+	again, err := Parse(Split(rs.String()))
+	if err != nil || !slices.EqualFunc(again, rs, func(a, b Route) bool { return a.String() == b.String() }) {
+		t.Errorf("Parse(Split(%q)): %v, %v", rs.String(), again, err)
+	}
+}
+
+func TestParseRefusesBadOptions(t *testing.T) {
+	for rule, want := range map[string]string{
+		"readings/**=iot.r;":                        "an empty option",
+		"readings/**=iot.r;partition=hour;;":        "an empty option",
+		"readings/**=iot.r;partition":               `option "partition": expected NAME=VALUE`,
+		"readings/**=iot.r;=hour":                   `option "=hour": expected NAME=VALUE`,
+		"readings/**=iot.r;partition=":              `option "partition": no value`,
+		"readings/**=iot.r;partition=a;partition=b": `option "partition" given twice`,
+		"readings/**=iot.r x;partition=hour":        "must match",
+	} {
+		_, err := Parse([]string{"ok/**=iot.ok", rule})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("Parse(%q): %v; want an error naming the rule and %q", rule, err, want)
+		}
+	}
+}
+
+// TestParseRefusesTwoDefaultsOfOneTable: two rules with different options
+// that name one table whatever the key, or alike, are refused naming
+// both; with the same options (in any order) they are not.
+func TestParseRefusesTwoDefaultsOfOneTable(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"readings/**=iot.readings;partition=hour", "more/**=iot.readings"},
+		{"readings/**=iot.readings;partition=hour", "more/**=iot.readings;partition=day"},
+		{"*/**=iot.{1};partition=hour", "readings/**=iot.readings"},
+		{"a/*/**=x.{2};partition=hour", "b/*/**=x.{2}"},
+	} {
+		_, err := Parse(pair[:])
+		if err == nil || !strings.Contains(err.Error(), pair[0]) || !strings.Contains(err.Error(), pair[1]) || !strings.Contains(err.Error(), "different options") {
+			t.Errorf("Parse(%q): %v; want it refused naming both", pair, err)
+		}
+	}
+	for _, ok := range [][]string{
+		{"readings/**=iot.readings;partition=hour;time-column=ts", "more/**=iot.readings;time-column=ts;partition=hour"},
+		{"readings/**=iot.readings", "*/**=iot.{1}_x;partition=hour"}, // iot.readings is never {1}_x
+		{"readings/**=iot.readings;partition=hour", "events/**=iot.events"},
+	} {
+		if _, err := Parse(ok); err != nil {
+			t.Errorf("Parse(%q): %v", ok, err)
+		}
+	}
+}
+
+// TestTableRefusesKeysOfTwoDefaults: a key whose table two routes with
+// different options can name (two {N} routes, which Parse cannot tell) is
+// refused naming both routes; the keys of the other tables are not.
+func TestTableRefusesKeysOfTwoDefaults(t *testing.T) {
+	rs, err := Parse([]string{"a/*/**=x.{2};partition=hour", "b/*/**=x.b_{2}", "c/*/**=x.{2}"})
+	if err == nil {
+		t.Fatal("x.{2} twice with different options: not refused")
+	}
+	rs, err = Parse([]string{"a/*/**=x.{2};partition=hour", "b/*/**=x.b_{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x.b_1 can be a/b_1/... by the first route, b/1/... by the second.
+	_, _, err = rs.Table("b/1/f.csv")
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), rs[0].String()) || !strings.Contains(err.Error(), rs[1].String()) || !strings.Contains(err.Error(), "x.b_1") {
+		t.Fatalf("b/1/f.csv: %v; want it refused naming both routes", err)
+	}
+	if _, _, err := rs.Table("a/b_1/f.csv"); !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("a/b_1/f.csv: %v; want it refused as well (same table)", err)
+	}
+	got, r, err := rs.Table("a/site/f.csv")
+	if err != nil || got.String() != "x.site" || r.String() != rs[0].String() {
+		t.Errorf("a/site/f.csv: %v by %s, %v", got, r, err)
+	}
+	if n, ok := rs.Naming(got); !ok || n.String() != rs[0].String() {
+		t.Errorf("Naming(%s): %s %v", got, n, ok)
+	}
+}
+
+func TestCanName(t *testing.T) {
+	rs, err := Parse([]string{"*/**=iot.{1}_raw", "r/**=iot.readings", "*/*/**=site_{1}.{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		table string
+		want  []bool
+	}{
+		{"iot.gw-7_raw", []bool{true, false, false}},
+		{"iot._raw", []bool{false, false, false}},
+		{"iot.readings", []bool{false, true, false}},
+		{"site_a.b", []bool{false, false, true}},
+		{"site_.b", []bool{false, false, false}},
+	} {
+		tn, err := tablename.Parse(tc.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range rs {
+			if got := r.CanName(tn); got != tc.want[j] {
+				t.Errorf("%d: %s.CanName(%s) = %v", i, r, tn, got)
+			}
+		}
 	}
 }

@@ -25,10 +25,7 @@ func TestServeWaitsForFilesBeingWritten(t *testing.T) {
 	const settle = 3 * time.Second // longer than a load waits (ingest.MaxSettleWait)
 	dir, _, r := serveLocal(t, func(c *ingest.Config) { c.SettleTime, c.OpenEndSettleTime = settle, -1 })
 	land(t, r, dir, "gw/a.csv", csv(1, 4))
-	wait.For(t, "gw/a.csv loaded", func() bool {
-		res := r.resultsOf("gw/a.csv")
-		return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
-	})
+	wait.For(t, "gw/a.csv loaded", func() bool { return r.loaded("gw/a.csv") })
 	res := r.resultsOf("gw/a.csv")
 	if len(res) != 2 || res[0].Status != ingest.Waiting || res[0].ReadyAt.IsZero() || res[1].Rows != 4 {
 		t.Fatalf("results %+v, want waiting once, then loaded", res)

@@ -49,13 +49,7 @@ func TestServeRoutes(t *testing.T) {
 	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
 	land(t, r, dir, "meters/m7/b.csv", csv(2, 3))
 	land(t, r, dir, "stray.csv", csv(9, 2)) // announced again: reported once
-	wait.For(t, "the routed files loaded", func() bool {
-		loaded := func(key string) bool {
-			res := r.resultsOf(key)
-			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
-		}
-		return loaded("readings/gw-1/a.csv") && loaded("meters/m7/b.csv")
-	})
+	wait.For(t, "the routed files loaded", func() bool { return r.loaded("readings/gw-1/a.csv", "meters/m7/b.csv") })
 	for table, want := range map[string]int64{"iot.readings": 4, "meters.m7": 3} {
 		if got := rowsOf(t, l, table); got != want {
 			t.Errorf("%s: %d rows, want %d", table, got, want)
@@ -147,19 +141,24 @@ func rowsOf(t *testing.T, l *lake.Lake, table string) int64 {
 	return at.NumRows()
 }
 
-// readBack reads table's rows through the lake; the caller releases them.
-func readBack(t *testing.T, l *lake.Lake, table string) arrow.Table {
+// loadTable loads table of l.
+func loadTable(t *testing.T, l *lake.Lake, table string) *lake.Table {
 	t.Helper()
-	ctx := context.Background()
 	n, err := lake.ParseTableName(table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := l.LoadTable(ctx, n)
+	tbl, err := l.LoadTable(context.Background(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	return tbl
+}
+
+// readBack reads table's rows through the lake; the caller releases them.
+func readBack(t *testing.T, l *lake.Lake, table string) arrow.Table {
+	t.Helper()
+	at, err := loadTable(t, l, table).Iceberg().Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +283,48 @@ func TestServeRoutesManyKeysOfANewTable(t *testing.T) {
 	}
 	if _, body := health(r); strings.Contains(body, "meters.ghost") {
 		t.Errorf("a table made for a key not in the landing: %s", body)
+	}
+}
+
+// TestServeRouteDefaults: a routed serve gives each table's lane the
+// table defaults of its route (Config.TableDefaults, with the lane's table
+// set) before the lane is made: the table created from its first file
+// takes them; a table without gets the run's.
+func TestServeRouteDefaults(t *testing.T) {
+	dir, store, l := localPlace(t, nil)
+	routes, err := route.Parse([]string{"readings/**=iot.readings;partition=hour", "events/**=iot.events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	r := start(t, serve.Config{Ingest: ingest.Config{Landing: store, Lake: l, SettleTime: -1, OpenEndSettleTime: -1, Partition: lake.Day},
+		Routes: routes, Sweep: time.Hour, LeaseRetry: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		TableDefaults: func(c *ingest.Config) {
+			mu.Lock()
+			asked = append(asked, c.Table.String())
+			mu.Unlock()
+			if c.Table.String() == "iot.readings" {
+				c.Partition, c.SeriesKey = lake.Hour, []string{"device_id"}
+			}
+		}})
+	land(t, r, dir, "readings/gw-1/a.csv", csv(1, 4))
+	land(t, r, dir, "events/gw-1/e.csv", csv(2, 3))
+	wait.For(t, "the routed files loaded", func() bool { return r.loaded("readings/gw-1/a.csv", "events/gw-1/e.csv") })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]lake.Contract{
+		"iot.readings": {TimeColumn: "time", SeriesKey: []string{"device_id"}, Chunk: lake.Hour},
+		"iot.events":   {TimeColumn: "time", Chunk: lake.Day},
+	} {
+		if got := loadTable(t, l, table).Contract(); got.TimeColumn != want.TimeColumn || !slices.Equal(got.SeriesKey, want.SeriesKey) || got.Chunk != want.Chunk {
+			t.Errorf("%s: contract %+v, want %+v", table, got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(asked); !slices.Equal(asked, []string{"iot.events", "iot.readings"}) {
+		t.Errorf("TableDefaults asked for %q, want each lane's table once", asked)
 	}
 }

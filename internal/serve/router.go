@@ -57,6 +57,9 @@ func (r *router) laneOf(t lake.TableName, create bool) *lane {
 	cfg := r.s.cfg.Ingest
 	cfg.Table = t
 	cfg.Accept = r.s.cfg.Routes.Accepts(t)
+	if r.s.cfg.TableDefaults != nil {
+		r.s.cfg.TableDefaults(&cfg)
+	}
 	l := newLane(r.s, cfg, true)
 	r.lanes[t] = l
 	if r.start != nil {

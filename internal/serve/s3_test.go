@@ -45,6 +45,17 @@ func (r *running) resultsOf(key string) []ingest.FileResult {
 	return out
 }
 
+// loaded reports whether the last result of each key is loaded.
+func (r *running) loaded(keys ...string) bool {
+	for _, key := range keys {
+		res := r.resultsOf(key)
+		if len(res) == 0 || res[len(res)-1].Status != ingest.Loaded {
+			return false
+		}
+	}
+	return true
+}
+
 func start(t *testing.T, cfg serve.Config) *running {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -159,10 +170,7 @@ func TestServeS3(t *testing.T) {
 	}
 	rows := map[string]int64{} // key -> rows expected in the table
 	loaded := func(r *running, key string) func() bool {
-		return func() bool {
-			res := r.resultsOf(key)
-			return len(res) > 0 && res[len(res)-1].Status == ingest.Loaded
-		}
+		return func() bool { return r.loaded(key) }
 	}
 
 	a := start(t, cfg)

@@ -110,6 +110,10 @@ type Config struct {
 	// maintenance, health and metrics). A key no route takes, or two take
 	// to different tables, is reported once and left in the landing.
 	Routes route.Routes
+	// TableDefaults, when set, sets each routed table's settings from the
+	// options of its route (docs/routing.md, "Table defaults per route"),
+	// before its lane is made.
+	TableDefaults func(*ingest.Config)
 }
 
 // ErrNoAuth refuses a listen address that other hosts can reach when

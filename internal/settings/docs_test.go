@@ -109,3 +109,36 @@ func TestConfigurationDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteOptionsDoc: each name a route's options take is a setting of
+// ingest and serve, and is listed in docs/routing.md ("Table defaults per
+// route") and in the row of TIMELAKE_ROUTES of docs/configuration.md.
+func TestRouteOptionsDoc(t *testing.T) {
+	routing, err := os.ReadFile(filepath.Join("..", "..", "docs", "routing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(routing), "## Table defaults per route\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok {
+		t.Fatal(`docs/routing.md has no section "Table defaults per route"`)
+	}
+	config, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(string(config), "\n") {
+		if strings.Contains(line, "`TIMELAKE_ROUTES`") {
+			row = line
+		}
+	}
+	for _, name := range RouteOptions {
+		if s := routeOption(name); s == nil || !s.UsedBy(Serve) {
+			t.Errorf("route option %q is not a setting of ingest and serve", name)
+		}
+		if !strings.Contains(section, "`"+name+"`") || !strings.Contains(row, "`"+name+"`") {
+			t.Errorf("route option %q is not listed in docs/routing.md (Table defaults per route) and in the TIMELAKE_ROUTES row of docs/configuration.md", name)
+		}
+	}
+}

@@ -174,12 +174,61 @@ func Repeated(placeholder string, check func(string) error) Kind[[]string] {
 // RouteRules are PATTERN=TABLE rules (route.Parse): one per flag, or
 // several separated by line ends or commas (route.Split, as
 // TIMELAKE_ROUTES holds them); the flag may be given several times, its
-// rules adding up in order.
+// rules adding up in order. A rule's options (;NAME=VALUE) must be
+// RouteOptions, their values read by the settings' own parsers.
 func RouteRules() Kind[route.Routes] {
 	return Kind[route.Routes]{Type: "PATTERN=TABLE",
-		Parse:   func(s string) (route.Routes, error) { return route.Parse(route.Split(s)) },
+		Parse: func(s string) (route.Routes, error) {
+			rs, err := route.Parse(route.Split(s))
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				if err := checkRouteOptions(r); err != nil {
+					return nil, err
+				}
+			}
+			return rs, nil
+		},
 		Combine: func(before, next route.Routes) route.Routes { return append(slices.Clip(before), next...) },
 	}
+}
+
+// RouteOptions are the settings a route's options may set, by flag name:
+// those a table gets when it is created (its contract, its column types,
+// its table properties) and those that read its time column
+// (docs/routing.md, "Table defaults per route").
+var RouteOptions = []string{"time-column", "series-key", "partition", "time-unit", "assume-timezone", "column",
+	"evolve", "on-error", "max-bad-rows", "source-column", "load-time-column"}
+
+// routeOption returns the setting of ingest whose flag is name, nil for
+// none.
+func routeOption(name string) *Spec {
+	for _, s := range all {
+		if s.Flag == name && s.UsedBy(Ingest) {
+			return s
+		}
+	}
+	return nil
+}
+
+// checkRouteOptions checks that each option of r names a setting a route
+// may set and that its value reads as the setting's flag would; errors
+// name the rule and the option.
+func checkRouteOptions(r route.Route) error {
+	for _, o := range r.Options {
+		s := routeOption(o.Name)
+		switch {
+		case s == nil:
+			return fmt.Errorf("route %q: unknown option %q: a route takes %s", r, o.Name, strings.Join(RouteOptions, ", "))
+		case !slices.Contains(RouteOptions, o.Name):
+			return fmt.Errorf("route %q: option %q is a setting of the whole run, not of a route's tables: a route takes %s", r, o.Name, strings.Join(RouteOptions, ", "))
+		}
+		if err := s.validate(o.Value); err != nil {
+			return fmt.Errorf("route %q: option %q: %w", r, o.Name, err)
+		}
+	}
+	return nil
 }
 
 // Zone is an IANA time zone name (Europe/Berlin, UTC), from the system's

@@ -61,6 +61,7 @@ import (
 
 	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/config"
+	"github.com/timelake/timelake/internal/route"
 )
 
 // Command names a command that binds a setting's flag: its path below
@@ -263,6 +264,15 @@ type Resolver struct {
 	flags *pflag.FlagSet
 	env   *config.Env
 	err   error
+	// route, when set, is the route whose options win over the rest
+	// (ForRoute).
+	route *route.Route
+}
+
+// ForRoute resolves the settings of the tables rt creates: rt's options
+// (RouteOptions), then as r does. Its errors are its own (Err).
+func (r *Resolver) ForRoute(rt route.Route) *Resolver {
+	return &Resolver{flags: r.flags, env: r.env, route: &rt}
 }
 
 // NewResolver resolves from flags (the command's, nil for none) and env
@@ -284,6 +294,13 @@ func (r *Resolver) record(err error) {
 // Lookup returns the raw value of s and where it came from, without
 // parsing it. Source is "" when nothing sets it and it has no default.
 func (r *Resolver) Lookup(s *Spec) config.Setting {
+	if r.route != nil && s.Flag != "" {
+		for _, o := range r.route.Options {
+			if o.Name == s.Flag && slices.Contains(RouteOptions, o.Name) {
+				return config.Setting{Name: s.Name(), Value: o.Value, Source: config.FromRoute, Key: r.route.String()}
+			}
+		}
+	}
 	if fl := r.flag(s); fl != nil {
 		return config.Setting{Name: s.Name(), Value: fl.Value.String(), Source: config.FromFlag}
 	}

@@ -416,3 +416,77 @@ func TestMissingErrorMisspelled(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// TestRouteOptions: a rule's options are checked by the settings' own
+// parsers; an unknown name, a setting of the whole run and a bad value
+// are refused naming the rule and the option.
+func TestRouteOptions(t *testing.T) {
+	rs, err := Routes.Kind.Parse("readings/**=iot.readings;time-column=ts;series-key={device,site};partition=HOUR;column={v:decimal(9,2),n:long}, events/**=iot.events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || len(rs[0].Options) != 4 || len(rs[1].Options) != 0 {
+		t.Fatalf("rules: %q", rs)
+	}
+	for rule, want := range map[string]string{
+		"r/**=iot.r;partition=week":            `option "partition": invalid partition granularity "week"`,
+		"r/**=iot.r;time-unit=minutes":         `option "time-unit": "minutes" is not one of s, ms, us, ns`,
+		"r/**=iot.r;column=v:float128":         `option "column"`,
+		"r/**=iot.r;max-bad-rows=lots":         `option "max-bad-rows"`,
+		"r/**=iot.r;evolve=always":             `option "evolve"`,
+		"r/**=iot.r;timecolumn=ts":             `unknown option "timecolumn": a route takes time-column, series-key, partition`,
+		"r/**=iot.r;lease-ttl=1m":              `option "lease-ttl" is a setting of the whole run`,
+		"r/**=iot.r;table=iot.x":               `option "table" is a setting of the whole run`,
+		"r/**=iot.r;csv-delimiter=;":           `option "csv-delimiter": no value`,
+		"r/**=iot.r;source-column= x":          "", // trimmed: a column name
+		"r/**=iot.r;assume-timezone=Mars/Base": `option "assume-timezone"`,
+	} {
+		_, err := Routes.Kind.Parse(rule)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", rule, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("%s: %v; want an error naming the rule and %q", rule, err, want)
+		}
+	}
+}
+
+// TestForRoute: a route's options win over the flags and variables for
+// the tables it creates, read by the settings' parsers; what it does not
+// set is the run's; its errors name the option and the route.
+func TestForRoute(t *testing.T) {
+	rs, err := Routes.Kind.Parse("r/**=iot.r;partition=Hour;series-key={a,b}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("ingest", pflag.ContinueOnError)
+	Bind(fs, Ingest)
+	if err := fs.Parse([]string{"--partition", "month", "--time-column", "ts"}); err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(fs, env(t, map[string]string{"TIMELAKE_SERIES_KEY": "device"}, ""))
+	rr := r.ForRoute(rs[0])
+	if got := Partition.Get(rr); got != "hour" {
+		t.Errorf("partition of the route: %q, want hour", got)
+	}
+	if got := SeriesKey.Get(rr); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("series key of the route: %q", got)
+	}
+	if got := TimeColumn.Get(rr); got != "ts" {
+		t.Errorf("time column (the run's): %q", got)
+	}
+	if got := Partition.Get(r); got != "month" {
+		t.Errorf("partition of the run: %q", got)
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A value the rule's check let through cannot be, but its source is
+	// named: the option of the route.
+	if from := rr.Lookup(&Partition.Spec); from.Describe() != "option partition of route r/**=iot.r;partition=Hour;series-key={a,b}" {
+		t.Errorf("Describe: %q", from.Describe())
+	}
+}

@@ -697,6 +697,18 @@ func TestCheckRoutes(t *testing.T) {
 		t.Errorf("exit %d with a bad rule, want 1", r.code)
 	}
 
+	// A rule's options are listed with it; an option that does not read
+	// fails naming the rule and the option.
+	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour, */**=iot.{1}_raw;partition=month"
+	r = checkJSON(t, env)
+	r.expect(t, envcheck.CheckRoutes, envcheck.OK, "2 routes from TIMELAKE_ROUTES (environment)",
+		"readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour (table iot.readings)",
+		"*/**=iot.{1}_raw;partition=month (a table per key")
+	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings;partition=weekly"
+	r = checkJSON(t, env)
+	r.expect(t, envcheck.CheckRoutes, envcheck.Fail, `route "readings/**=iot.readings;partition=weekly": option "partition": invalid partition granularity "weekly"`,
+		"options after the table")
+
 	env["TIMELAKE_ROUTES"] = "readings/**=iot.readings"
 	env["TIMELAKE_TABLE"] = "iot.readings"
 	r = checkJSON(t, env)

@@ -288,7 +288,7 @@ func (c *Checker) blockS3(reason string) {
 }
 
 // routeFix is the fix of rules of TIMELAKE_ROUTES that do not read.
-const routeFix = "write each rule as PATTERN=TABLE, such as readings/**=iot.readings, or */**=iot.{1} to name the table from the key's first folder; several rules one per line or separated by commas (docs/routing.md)"
+const routeFix = "write each rule as PATTERN=TABLE, such as readings/**=iot.readings, or */**=iot.{1} to name the table from the key's first folder; several rules one per line or separated by commas; options after the table, ;NAME=VALUE with the name of an ingest flag (;partition=hour), a value with commas between braces (;series-key={device,site}) (docs/routing.md)"
 
 // routeSettings checks TIMELAKE_ROUTES and lists each route with its
 // table. The table setting must not be set with it: ingest refuses both.

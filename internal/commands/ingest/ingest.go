@@ -42,6 +42,9 @@ type Options struct {
 	// (--route, TIMELAKE_ROUTES): Config has no table, and every routed
 	// table is loaded in turn (docs/routing.md).
 	Routes route.Routes
+	// TableDefaults, when set, sets each routed table's settings from the
+	// options of its route (docs/routing.md, "Table defaults per route").
+	TableDefaults lakecmd.TableDefaults
 }
 
 // NewCmdIngest builds the command. runF replaces Run in tests of flag
@@ -92,7 +95,7 @@ starts with its time, RFC 3339 in UTC; --json prints one line per run.`,
 }
 
 func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	c, routes, err := lakecmd.ResolveRoutedIngest(cmd, f)
+	c, routes, defaults, err := lakecmd.ResolveRoutedIngest(cmd, f)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +107,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m, Routes: routes}, nil
+	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m, Routes: routes, TableDefaults: defaults}, nil
 }
 
 // Report is the --json document: ingest's report and the time the run

@@ -161,6 +161,9 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 		tc := o.Config
 		tc.Table = t
 		tc.Accept = o.Routes.Accepts(t)
+		if o.TableDefaults != nil {
+			o.TableDefaults(&tc)
+		}
 		if tc.MaxFiles > 0 {
 			tc.MaxFiles = max(1, tc.MaxFiles/len(p.tables))
 		}

@@ -80,8 +80,8 @@ func (p routedPlace) left(t *testing.T) []string {
 	return keys
 }
 
-// rows counts the rows of table.
-func (p routedPlace) rows(t *testing.T, table string) int64 {
+// table loads table from the warehouse.
+func (p routedPlace) table(t *testing.T, table string) *lake.Table {
 	t.Helper()
 	ctx := context.Background()
 	l, err := lake.Open(ctx, p.warehouse, p.lakeOpts)
@@ -96,7 +96,13 @@ func (p routedPlace) rows(t *testing.T, table string) int64 {
 	if err != nil {
 		t.Fatalf("%s: %v", table, err)
 	}
-	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	return tbl
+}
+
+// rows counts the rows of table.
+func (p routedPlace) rows(t *testing.T, table string) int64 {
+	t.Helper()
+	at, err := p.table(t, table).Iceberg().Scan().ToArrowTable(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +281,13 @@ func TestRouteSettingsRefused(t *testing.T) {
 		{"route and table", nil, []string{"--route", "readings/**=iot.readings", "--table", "iot.t"}, "--table and the routes (readings/**=iot.readings) both name tables"},
 		{"routes and TIMELAKE_TABLE", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings", "TIMELAKE_TABLE": "iot.t"}, nil, "TIMELAKE_TABLE"},
 		{"bad TIMELAKE_ROUTES", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings,=iot.x"}, nil, `TIMELAKE_ROUTES`},
+		{"bad option", nil, []string{"--route", "readings/**=iot.r;partition=week"}, `route "readings/**=iot.r;partition=week": option "partition": invalid partition granularity "week"`},
+		{"unknown option", nil, []string{"--route", "readings/**=iot.r;time_column=ts"}, `route "readings/**=iot.r;time_column=ts": unknown option "time_column"`},
+		{"option of the run", nil, []string{"--route", "readings/**=iot.r;max-files=3"}, `option "max-files" is a setting of the whole run`},
+		{"two defaults of one table", map[string]string{"TIMELAKE_ROUTES": "readings/**=iot.readings;partition=hour\n*/**=iot.{1}"}, nil,
+			`routes "readings/**=iot.readings;partition=hour" and "*/**=iot.{1}": both name the table iot.readings, with different options`},
+		{"option against the run's", nil, []string{"--route", "readings/**=iot.r;time-column=ts", "--column", "ts:string"},
+			"route readings/**=iot.r;time-column=ts: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := p.exec(t, tc.env, tc.args...)
@@ -512,5 +525,89 @@ func TestRoutedTableLeaseHeld(t *testing.T) {
 			}
 			p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 3, "iot.meters": 4})
 		})
+	}
+}
+
+// TestRouteTableDefaults: two routes with different options create two
+// tables from one local landing, each with its route's time column,
+// series key, partitioning and properties; a route without options
+// creates its table with the run's settings. The dry run names each
+// key's rule with its options.
+func TestRouteTableDefaults(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "readings/gw1/a.csv", "ts,device,site,v\n2026-01-05T10:00:00Z,d1,berlin,1\n2026-01-05T10:00:01Z,d2,berlin,2\n")
+	p.put(t, "events/gw1/e.csv", "at,device_id,kind\n2026-01-05T10:00:00Z,d1,door\n")
+	p.put(t, "meters/m.csv", csvRows(2, 10))
+	routes := "readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour;on-error=skip-rows\n" +
+		"events/**=iot.events;time-column=at;partition=month, meters/**=iot.meters"
+	env := map[string]string{"TIMELAKE_ROUTES": routes, "TIMELAKE_SERIES_KEY": "device_id", "TIMELAKE_PARTITION": "day"}
+
+	code, out, errOut := p.exec(t, map[string]string{"TIMELAKE_ROUTES": routes}, "--dry-run")
+	if code != cmdutil.ExitOK {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"route           readings/gw1/a.csv  -> iot.readings (readings/**=iot.readings;time-column=ts;series-key={device,site};partition=hour;on-error=skip-rows)",
+		"route           events/gw1/e.csv  -> iot.events (events/**=iot.events;time-column=at;partition=month)",
+		"route           meters/m.csv  -> iot.meters (meters/**=iot.meters)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = p.exec(t, env)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	p.want(t, map[string]int64{"iot.readings": 2, "iot.events": 1, "iot.meters": 2})
+	for _, tc := range []struct {
+		table, timeColumn, seriesKey, transform, onError string
+	}{
+		{"iot.readings", "ts", "device,site", "hour", "skip-rows"},
+		{"iot.events", "at", "device_id", "month", ""}, // no series key option: the run's
+		{"iot.meters", "time", "device_id", "day", ""},
+	} {
+		tbl := p.table(t, tc.table)
+		props := tbl.Properties()
+		if props[lake.PropTimeColumn] != tc.timeColumn || props[lake.PropSeriesKey] != tc.seriesKey ||
+			props[lake.PropChunk] != tc.transform || props[lake.PropOnError] != tc.onError {
+			t.Errorf("%s: time column %q, series key %q, chunk %q, on-error %q; want %q, %q, %q, %q", tc.table,
+				props[lake.PropTimeColumn], props[lake.PropSeriesKey], props[lake.PropChunk], props[lake.PropOnError],
+				tc.timeColumn, tc.seriesKey, tc.transform, tc.onError)
+		}
+		spec := tbl.Metadata().PartitionSpec()
+		var transforms []string
+		for _, f := range spec.Fields() {
+			transforms = append(transforms, f.Transform.String())
+		}
+		if strings.Join(transforms, ",") != tc.transform {
+			t.Errorf("%s: partition spec %v, want %s of its time column", tc.table, spec, tc.transform)
+		}
+	}
+}
+
+// TestRouteDefaultsConflictByKey: two {N} routes with different options
+// that can both name a table (which only the keys tell) leave that
+// table's keys in the landing naming both routes (exit 3); the other
+// tables load with their route's options.
+func TestRouteDefaultsConflictByKey(t *testing.T) {
+	p := localPlace(t)
+	p.put(t, "a/site/f.csv", csvRows(2, 10))
+	p.put(t, "a/b_1/f.csv", csvRows(1, 10))
+	p.put(t, "b/1/f.csv", csvRows(3, 10))
+	code, out, errOut := p.exec(t, nil, "--route", "a/*/**=x.{2};partition=hour", "--route", "b/*/**=x.b_{2}")
+	if code != cmdutil.ExitPartial {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, cmdutil.ExitPartial, out, errOut)
+	}
+	for _, key := range []string{"a/b_1/f.csv", "b/1/f.csv"} {
+		want := "unrouted        " + key + `  two routes take the key "` + key + `" to table x.b_1, which `
+		if !strings.Contains(out, want) || !strings.Contains(out, "a/*/**=x.{2};partition=hour") || !strings.Contains(out, "b/*/**=x.b_{2}") {
+			t.Errorf("output lacks %q naming both routes:\n%s", want, out)
+		}
+	}
+	p.want(t, map[string]int64{"x.site": 2}, "a/b_1/f.csv", "b/1/f.csv")
+	if got := p.table(t, "x.site").Contract().Chunk; got != lake.Hour {
+		t.Errorf("x.site partitioned by %s, want hour", got)
 	}
 }

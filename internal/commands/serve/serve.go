@@ -111,7 +111,7 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err := serve.CheckListen(sc.Listen, sc.Auth); err != nil {
 		return nil, &cmdutil.UsageError{Err: err}
 	}
-	if sc.Ingest, sc.Routes, err = lakecmd.ResolveRoutedIngest(cmd, f); err != nil {
+	if sc.Ingest, sc.Routes, sc.TableDefaults, err = lakecmd.ResolveRoutedIngest(cmd, f); err != nil {
 		return nil, err
 	}
 	m, err := lakecmd.ResolveMonitor(f, r)
