@@ -20,6 +20,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,11 +248,73 @@ func (rs Routes) Accepts(t tablename.Name) func(key string) bool {
 	}
 }
 
-// String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
-func (rs Routes) String() string {
+// Rules are the rules as written, one each, never nil (a report's list).
+func (rs Routes) Rules() []string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = r.String()
 	}
-	return strings.Join(parts, ", ")
+	return parts
+}
+
+// String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
+func (rs Routes) String() string { return strings.Join(rs.Rules(), ", ") }
+
+// Unrouted is a landing key no route takes, or two take to different
+// tables, and why: it is left where it is.
+type Unrouted struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// Line is the line a command prints for the key, among its per-file lines.
+func (u Unrouted) Line() string {
+	return fmt.Sprintf("%-15s %s  %s; it stays in the landing", "unrouted", u.Key, u.Reason)
+}
+
+// Plan routes the keys of one listing of the landing: the tables they go
+// to, with those a route names whatever the key (Route.Fixed), and the
+// keys no route takes. The zero value is not ready: use Routes.Plan.
+type Plan struct {
+	rs       Routes
+	seen     map[tablename.Name]bool
+	tables   []tablename.Name
+	Unrouted []Unrouted
+}
+
+// Plan starts the routing of a listing, with the tables of the routes
+// that name one whatever the key.
+func (rs Routes) Plan() *Plan {
+	p := &Plan{rs: rs, seen: map[tablename.Name]bool{}}
+	for _, r := range rs {
+		if t, ok := r.Fixed(); ok {
+			p.AddTable(t)
+		}
+	}
+	return p
+}
+
+// AddTable adds t to the tables of the plan, once.
+func (p *Plan) AddTable(t tablename.Name) {
+	if !p.seen[t] {
+		p.seen[t] = true
+		p.tables = append(p.tables, t)
+	}
+}
+
+// Add routes key (Routes.Table): its table joins the plan's tables, or the
+// key its unrouted keys (ok false).
+func (p *Plan) Add(key string) (tablename.Name, Route, bool) {
+	t, r, err := p.rs.Table(key)
+	if err != nil {
+		p.Unrouted = append(p.Unrouted, Unrouted{Key: key, Reason: err.Error()})
+		return t, r, false
+	}
+	p.AddTable(t)
+	return t, r, true
+}
+
+// Tables are the tables of the plan, in name order.
+func (p *Plan) Tables() []tablename.Name {
+	return slices.SortedFunc(slices.Values(p.tables), func(a, b tablename.Name) int { return strings.Compare(a.String(), b.String()) })
 }
