@@ -154,3 +154,30 @@ func TestTableNamesTheFolder(t *testing.T) {
 		t.Fatalf("a folder with a dot: %v; want it named", err)
 	}
 }
+
+// TestPlan: the tables of the keys and those of fixed routes, once each, in
+// name order; the keys no route takes kept with why.
+func TestPlan(t *testing.T) {
+	rs, err := Parse([]string{"zeta/**=iot.zeta", "*/**=iot.{1}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rs.Plan()
+	for _, k := range []string{"readings/a.csv", "events/b.csv", "readings/c.csv", "stray.csv"} {
+		p.Add(k)
+	}
+	var got []string
+	for _, tb := range p.Tables() {
+		got = append(got, tb.String())
+	}
+	if strings.Join(got, ",") != "iot.events,iot.readings,iot.zeta" {
+		t.Errorf("tables %v", got)
+	}
+	if len(p.Unrouted) != 1 || p.Unrouted[0].Key != "stray.csv" || !strings.Contains(p.Unrouted[0].Reason, "{1}") ||
+		!strings.HasPrefix(p.Unrouted[0].Line(), "unrouted        stray.csv  ") {
+		t.Errorf("unrouted %+v", p.Unrouted)
+	}
+	if r := rs.Rules(); strings.Join(r, "|") != "zeta/**=iot.zeta|*/**=iot.{1}" {
+		t.Errorf("rules %v", r)
+	}
+}
