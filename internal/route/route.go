@@ -20,6 +20,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,6 +177,29 @@ func (r Route) Fixed() (tablename.Name, bool) {
 	return t, err == nil
 }
 
+// Names reports whether the route may load into t: its table, or, with
+// {N}, a table that folders of some key make (each folder a part of a
+// table name).
+func (r Route) Names(t tablename.Name) bool {
+	if f, ok := r.Fixed(); ok {
+		return f == t
+	}
+	sample, err := r.expand(func(int) (string, error) { return "\x00", nil })
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(sample, "\x00")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	pattern := strings.Join(parts, "[A-Za-z0-9_-]+")
+	if !strings.Contains(r.Table, ".") { // a bare table is in namespace default
+		pattern = `default\.` + pattern
+	}
+	ok, _ := regexp.MatchString("^"+pattern+"$", t.String())
+	return ok
+}
+
 // Matches reports whether the route takes key.
 func (r Route) Matches(key string) bool {
 	if r.glob {
@@ -312,6 +336,23 @@ func (p *Plan) Add(key string) (tablename.Name, Route, bool) {
 	}
 	p.AddTable(t)
 	return t, r, true
+}
+
+// AddNamed adds the tables of ts that a route may load into (Route.Names):
+// given a warehouse's tables, those of a {N} route none of whose keys is
+// listed join the plan too.
+func (p *Plan) AddNamed(ts []tablename.Name) {
+	for _, t := range ts {
+		if slices.ContainsFunc(p.rs, func(r Route) bool { return r.Names(t) }) {
+			p.AddTable(t)
+		}
+	}
+}
+
+// Templated reports whether a route names its table from the key's
+// folders ({N}): the tables it loads are known from the keys only.
+func (rs Routes) Templated() bool {
+	return slices.ContainsFunc(rs, func(r Route) bool { return r.folders > 0 })
 }
 
 // Tables are the tables of the plan, in name order.

@@ -32,8 +32,11 @@ type Fleet struct {
 	// Routes, when set, name the tables of the landing keys (--route,
 	// TIMELAKE_ROUTES; docs/routing.md): each table is reported on the
 	// keys its routes take, and Table is not set.
-	Routes  route.Routes
-	Monitor *lakecmd.Monitor
+	Routes route.Routes
+	// ListTables lists the warehouse's tables, with routes that name
+	// tables from the keys' folders, errors explained as the warehouse's.
+	ListTables func(ctx context.Context) ([]lake.TableName, error)
+	Monitor    *lakecmd.Monitor
 }
 
 // openFleet resolves --landing, --prefix, --quarantine-prefix, the
@@ -64,12 +67,28 @@ func openFleet(cmd *cobra.Command, f *cmdutil.Factory) (Fleet, error) {
 	}
 	fl.Bucket = &landing.Bucket{Store: st, QuarantinePrefix: quarantine}
 	var l *lake.Lake
-	fl.OpenTable = func(ctx context.Context, name lake.TableName) (*lake.Table, error) {
+	openLake := func(ctx context.Context) error {
+		var err error
 		if l == nil {
-			var err error
 			if l, err = lakecmd.OpenLake(ctx, f, cmd, warehouse); err != nil {
-				return nil, f.ExplainLake(cmd, err)
+				return f.ExplainLake(cmd, err)
 			}
+		}
+		return nil
+	}
+	fl.ListTables = func(ctx context.Context) ([]lake.TableName, error) {
+		if err := openLake(ctx); err != nil {
+			return nil, err
+		}
+		ts, err := l.ListTables(ctx)
+		if err != nil {
+			return nil, f.ExplainLake(cmd, err)
+		}
+		return ts, nil
+	}
+	fl.OpenTable = func(ctx context.Context, name lake.TableName) (*lake.Table, error) {
+		if err := openLake(ctx); err != nil {
+			return nil, err
 		}
 		t, err := l.LoadTable(ctx, name)
 		if errors.Is(err, lake.ErrTableNotFound) {
@@ -122,10 +141,19 @@ func (fl Fleet) begin(ctx context.Context, now func() time.Time) ([]fleetTable, 
 // routePlan routes the landing keys below the prefix (route.Plan: those
 // no route takes are its unrouted keys) and the original keys of the
 // quarantined files, so that a table whose files all wait in the
-// quarantine is reported too. A folder that could not be listed is
-// reported by each table's figures.
+// quarantine is reported too; with routes that name tables from the keys'
+// folders, the warehouse's tables they may name join (a table all of whose
+// files were loaded). A folder that could not be listed is reported by
+// each table's figures.
 func (fl Fleet) routePlan(ctx context.Context) (*route.Plan, error) {
 	p := fl.Routes.Plan()
+	if fl.Routes.Templated() {
+		ts, err := fl.ListTables(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.AddNamed(ts)
+	}
 	err := fl.Bucket.List(ctx, fl.Prefix, func(obj storage.ObjectInfo) error {
 		p.Add(obj.Key)
 		return nil

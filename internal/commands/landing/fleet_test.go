@@ -412,3 +412,47 @@ func TestRoutedStatusAndAudit(t *testing.T) {
 		}
 	})
 }
+
+// TestRoutedStatusFindsTables, on a local folder and on S3: with a route
+// that names a table per folder, a table whose only file is quarantined is
+// reported (found from the quarantine: nothing of it waits); the metrics file holds each table's
+// figures labelled table, and the alerts name their table.
+func TestRoutedStatusFindsTables(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		env := e.with("TIMELAKE_ROUTES", "*/**=iot.{1}")
+		delete(env, "TIMELAKE_TABLE")
+		e.put(t, "alpha/gw-1/a.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
+		e.put(t, "beta/gw-2/b.csv", header+"2026-01-05T10:00:00Z,b,2.5\n")
+		if r := run(t, env, "ingest"); r.code != cmdutil.ExitOK {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		e.put(t, "alpha/gw-1/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;a\n")
+		if r := run(t, env, "ingest"); r.code != cmdutil.ExitPartial {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		hook := monitortest.NewWebhook(t)
+		prom := filepath.Join(t.TempDir(), "timelake.prom")
+		env["TIMELAKE_NOTIFY_URL"], env["TIMELAKE_EXPECT_EVERY"] = hook.URL(), "1ms"
+		r := run(t, env, "landing", "status", "--json", "--metrics-file", prom)
+		var st struct{ Tables []fleet.Status }
+		if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitFailed {
+			t.Fatalf("status: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		if len(st.Tables) != 2 || st.Tables[0].Table != "iot.alpha" || len(st.Tables[0].Gateways) != 1 ||
+			st.Tables[0].Gateways[0].Quarantined != 1 || st.Tables[1].Table != "iot.beta" || st.Tables[1].Gateways[0].LoadedLastDay != 1 {
+			t.Fatalf("tables %+v", st.Tables)
+		}
+		mfs := monitortest.ParseMetricsFile(t, prom)
+		for _, table := range []string{"iot.alpha", "iot.beta"} {
+			if v, ok := monitortest.Gauge(mfs, "timelake_gateways", map[string]string{"table": table}); !ok || v != 1 {
+				t.Errorf("timelake_gateways{table=%s} = %v (%v)", table, v, ok)
+			}
+		}
+		alerts := strings.Join(hook.Texts(), "\n")
+		for _, w := range []string{"timelake iot.alpha: gateway alpha/gw-1 is silent", "timelake iot.beta: gateway beta/gw-2 is silent"} {
+			if !strings.Contains(alerts, w) {
+				t.Errorf("no alert %q:\n%s", w, alerts)
+			}
+		}
+	})
+}
