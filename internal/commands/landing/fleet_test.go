@@ -3,6 +3,7 @@ package landing_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,19 +308,28 @@ func TestStatusLandedTimes(t *testing.T) {
 	})
 }
 
+// routed returns the env of routes (TIMELAKE_ROUTES, without the table)
+// after a routed ingest loaded one file under each key.
+func (e fleetEnv) routed(t *testing.T, routes string, keys ...string) map[string]string {
+	t.Helper()
+	env := e.with("TIMELAKE_ROUTES", routes)
+	delete(env, "TIMELAKE_TABLE")
+	for i, k := range keys {
+		e.put(t, k, header+fmt.Sprintf("2026-01-05T10:00:00Z,d%d,1.5\n", i))
+	}
+	if r := run(t, env, "ingest"); r.code != cmdutil.ExitOK {
+		t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	return env
+}
+
 // TestRoutedStatusAndAudit, on a local folder and on S3: with routes,
 // status and audit report each table on the keys its routes take, against
 // its own history, and the key no route takes as unrouted; routes beside a
 // table are refused.
 func TestRoutedStatusAndAudit(t *testing.T) {
 	forEachFleet(t, func(t *testing.T, e fleetEnv) {
-		env := e.with("TIMELAKE_ROUTES", "readings/**=iot.readings, events/**=iot.events")
-		delete(env, "TIMELAKE_TABLE")
-		e.put(t, "readings/gw-1/a.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
-		e.put(t, "events/gw-2/e.csv", header+"2026-01-05T10:00:00Z,b,2.5\n")
-		if r := run(t, env, "ingest"); r.code != cmdutil.ExitOK {
-			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
-		}
+		env := e.routed(t, "readings/**=iot.readings, events/**=iot.events", "readings/gw-1/a.csv", "events/gw-2/e.csv")
 		e.put(t, "readings/gw-1/b.csv", header+"2026-01-05T10:01:00Z,a,1.5\n")
 		e.put(t, "readings/gw-3/c.csv", header+"2026-01-05T10:01:00Z,c,1.5\n")
 		e.put(t, "events/gw-2/f.csv", header+"2026-01-05T10:01:00Z,b,2.5\n")
@@ -414,18 +424,13 @@ func TestRoutedStatusAndAudit(t *testing.T) {
 }
 
 // TestRoutedStatusFindsTables, on a local folder and on S3: with a route
-// that names a table per folder, a table whose only file is quarantined is
-// reported (found from the quarantine: nothing of it waits); the metrics file holds each table's
+// that names a table per folder, the tables of which nothing waits are
+// reported: one whose last file is quarantined, one whose files were all
+// loaded (found in the warehouse); the metrics file holds each table's
 // figures labelled table, and the alerts name their table.
 func TestRoutedStatusFindsTables(t *testing.T) {
 	forEachFleet(t, func(t *testing.T, e fleetEnv) {
-		env := e.with("TIMELAKE_ROUTES", "*/**=iot.{1}")
-		delete(env, "TIMELAKE_TABLE")
-		e.put(t, "alpha/gw-1/a.csv", header+"2026-01-05T10:00:00Z,a,1.5\n")
-		e.put(t, "beta/gw-2/b.csv", header+"2026-01-05T10:00:00Z,b,2.5\n")
-		if r := run(t, env, "ingest"); r.code != cmdutil.ExitOK {
-			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
-		}
+		env := e.routed(t, "*/**=iot.{1}", "alpha/gw-1/a.csv", "beta/gw-2/b.csv")
 		e.put(t, "alpha/gw-1/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;a\n")
 		if r := run(t, env, "ingest"); r.code != cmdutil.ExitPartial {
 			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)

@@ -1,17 +1,14 @@
 package serve_test
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	servecmd "github.com/timelake/timelake/internal/commands/serve"
-	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/logbuf"
 	"github.com/timelake/timelake/internal/testutil/monitortest"
@@ -24,15 +21,9 @@ import (
 // the webhook's secret is never printed.
 func TestServeGatewayMetricsAndAlerts(t *testing.T) {
 	monitortest.Stores(t, func(t *testing.T, env map[string]string, st storage.Store) {
-		hook := monitortest.NewWebhook(t)
-		env["TIMELAKE_TABLE"], env["TIMELAKE_SERIES_KEY"], env["TIMELAKE_CACHE_DIR"] = "iot.readings", "device_id", "off"
-		env["TIMELAKE_NOTIFY_URL"], env["TIMELAKE_EXPECT_EVERY"] = hook.URL(), "1h"
-		monitortest.Put(t, env, st, "gw-1/a.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,a,1.5\n")
-		monitortest.Put(t, env, st, "gw-2/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;b\n")
-		o, code, msg := parse(t, env)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, msg)
-		}
+		env["TIMELAKE_TABLE"] = "iot.readings"
+		o, hook := monitored(t, env, st, "gw-1/a.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,a,1.5\n",
+			"gw-2/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;b\n")
 		body, out, errOut := serveWhile(t, o, func(body string) bool {
 			return strings.Contains(strings.Join(hook.Texts(), "\n"), "warning quarantine: ") &&
 				strings.Contains(body, `timelake_gateway_files_last_day{gateway="gw-1",outcome="loaded",table="iot.readings"} 1`)
@@ -59,16 +50,10 @@ func TestServeGatewayMetricsAndAlerts(t *testing.T) {
 // table's gateway figures, of the keys its routes take, labelled table.
 func TestServeRoutedMetricsAndAlerts(t *testing.T) {
 	monitortest.Stores(t, func(t *testing.T, env map[string]string, st storage.Store) {
-		hook := monitortest.NewWebhook(t)
-		env["TIMELAKE_ROUTES"], env["TIMELAKE_SERIES_KEY"], env["TIMELAKE_CACHE_DIR"] = "readings/**=iot.readings, events/**=iot.events", "device_id", "off"
-		env["TIMELAKE_NOTIFY_URL"], env["TIMELAKE_EXPECT_EVERY"] = hook.URL(), "1h"
-		monitortest.Put(t, env, st, "readings/gw-1/a.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,a,1.5\n")
-		monitortest.Put(t, env, st, "events/gw-2/e.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,b,1.5\n")
-		monitortest.Put(t, env, st, "events/gw-2/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;b\n")
-		o, code, msg := parse(t, env)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, msg)
-		}
+		env["TIMELAKE_ROUTES"] = "readings/**=iot.readings, events/**=iot.events"
+		o, hook := monitored(t, env, st, "readings/gw-1/a.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,a,1.5\n",
+			"events/gw-2/e.csv", "time,device_id,temperature_c\n2026-01-05T10:00:00Z,b,1.5\n",
+			"events/gw-2/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;b\n")
 		body, _, _ := serveWhile(t, o, func(body string) bool {
 			return strings.Contains(strings.Join(hook.Texts(), "\n"), "warning quarantine: ") &&
 				strings.Contains(body, `timelake_gateway_files_last_day{gateway="readings/gw-1",outcome="loaded",table="iot.readings"} 1`) &&
@@ -95,22 +80,11 @@ func TestServeRoutedMetricsAndAlerts(t *testing.T) {
 // and returns that body and the command's output and stderr.
 func serveWhile(t *testing.T, o *servecmd.Options, done func(body string) bool) (string, *logbuf.Buffer, fmt.Stringer) {
 	t.Helper()
-	out := &logbuf.Buffer{}
-	ios, _, errOut := iostreams.Test()
-	ios.Out = out
-	o.IO = ios
 	o.StatusEvery = 50 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Server.Listener = ln
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- servecmd.RunServe(ctx, o) }()
+	out, errOut, addr, stop := startServe(t, o)
 	var body string
 	wait.For(t, "the gateway metrics and the alerts", func() bool {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false
 		}
@@ -119,9 +93,26 @@ func serveWhile(t *testing.T, o *servecmd.Options, done func(body string) bool) 
 		body = string(b)
 		return done(body)
 	})
-	cancel()
-	if err := <-stopped; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	return body, out, errOut
+}
+
+// monitored puts each file (key, then body) in the landing, then parses
+// serve's settings of env with alerts to a new webhook and gateways
+// expected every hour.
+func monitored(t *testing.T, env map[string]string, st storage.Store, files ...string) (*servecmd.Options, *monitortest.Webhook) {
+	t.Helper()
+	hook := monitortest.NewWebhook(t)
+	env["TIMELAKE_SERIES_KEY"], env["TIMELAKE_CACHE_DIR"] = "device_id", "off"
+	env["TIMELAKE_NOTIFY_URL"], env["TIMELAKE_EXPECT_EVERY"] = hook.URL(), "1h"
+	for i := 0; i+1 < len(files); i += 2 {
+		monitortest.Put(t, env, st, files[i], files[i+1])
+	}
+	o, code, msg := parse(t, env)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	return o, hook
 }

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -204,8 +205,30 @@ func TestRoutes(t *testing.T) {
 // one of want, then stops it and returns the output.
 func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffer {
 	t.Helper()
-	out := &logbuf.Buffer{}
-	ios, _, _ := iostreams.Test()
+	out, _, _, stop := startServe(t, o)
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range want {
+		for !strings.Contains(out.String(), w) {
+			if time.Now().After(deadline) {
+				stop()
+				t.Fatalf("no %s in the output:\n%s", w, out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// startServe runs o's serve on a port of its own (its address returned),
+// its output and stderr to the buffers returned; stop stops it and returns
+// its error.
+func startServe(t *testing.T, o *servecmd.Options) (out *logbuf.Buffer, errOut fmt.Stringer, addr string, stop func() error) {
+	t.Helper()
+	out = &logbuf.Buffer{}
+	ios, _, errBuf := iostreams.Test()
 	ios.Out = out
 	o.IO = ios
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -216,20 +239,8 @@ func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffe
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- servecmd.RunServe(ctx, o) }()
-	deadline := time.Now().Add(time.Minute)
-	for _, w := range want {
-		for !strings.Contains(out.String(), w) {
-			if time.Now().After(deadline) {
-				cancel()
-				<-done
-				t.Fatalf("no %s in the output:\n%s", w, out)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	return out, errBuf, ln.Addr().String(), func() error {
+		cancel()
+		return <-done
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
