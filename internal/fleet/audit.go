@@ -101,6 +101,10 @@ type AuditOptions struct {
 	// Prefix limits the audit to landing keys below it (a poller's
 	// --prefix).
 	Prefix string
+	// Accept, when set, limits the audit to the landing keys it takes,
+	// waiting or quarantined: those of a routed table (as
+	// StatusOptions.Accept). Nil takes every key.
+	Accept func(key string) bool
 	// Table is the table the landing bucket loads into; nil when it does
 	// not exist yet (nothing is loaded).
 	Table     *lake.Table
@@ -303,6 +307,9 @@ func (a *auditor) landing(ctx context.Context, hist *lake.LoadHistory, now time.
 		})
 	}
 	err := o.Bucket.List(gctx, o.Prefix, func(obj storage.ObjectInfo) error {
+		if o.Accept != nil && !o.Accept(obj.Key) {
+			return nil
+		}
 		a.mu.Lock()
 		a.rep.Checked.LandingFiles++
 		a.mu.Unlock()
@@ -403,7 +410,7 @@ func objectSHA256(ctx context.Context, st storage.Store, key string) (string, er
 func (a *auditor) quarantine(ctx context.Context) error {
 	o := a.o
 	err := o.Bucket.EachRejected(ctx, func(r landing.Rejected) error {
-		if !strings.HasPrefix(r.Key, o.Prefix) {
+		if !strings.HasPrefix(r.Key, o.Prefix) || o.Accept != nil && !o.Accept(r.Key) {
 			return nil
 		}
 		a.mu.Lock()

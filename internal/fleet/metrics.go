@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -17,13 +18,14 @@ const MaxMetricGateways = 1000
 // OtherGateway is the gateway label of the gateways past MaxMetricGateways.
 const OtherGateway = "_other"
 
-// Collector exposes the newest Status as Prometheus gauges (the names and
-// labels are in docs/operations.md). Every series has the label table;
+// Collector exposes the newest Status of each table as Prometheus gauges
+// (the names and labels are in docs/operations.md): one table's, or those
+// of every table of a routed serve. Every series has the label table;
 // those of one gateway also gateway. A Collector with no status yet
 // exposes nothing. Safe for concurrent use.
 type Collector struct {
-	mu sync.Mutex
-	st *Status
+	mu  sync.Mutex
+	sts map[string]*Status // by table
 
 	lastLanded, lastLoaded, newestRow, waiting, oldestWaiting, quarantined, lastDay, silent *prometheus.Desc
 	gateways, silentGateways, expected, statusAt, missing, unlisted                         *prometheus.Desc
@@ -52,18 +54,25 @@ func NewCollector() *Collector {
 	}
 }
 
-// Set replaces the status the collector exposes.
+// Set replaces the status the collector exposes of st's table.
 func (c *Collector) Set(st *Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.st = st
+	if c.sts == nil {
+		c.sts = map[string]*Status{}
+	}
+	c.sts[st.Table] = st
 }
 
-// Status is the status the collector exposes (nil: none yet).
-func (c *Collector) Status() *Status {
+// statuses are the statuses the collector exposes, by table name.
+func (c *Collector) statuses() []*Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.st
+	out := make([]*Status, 0, len(c.sts))
+	for _, t := range slices.Sorted(maps.Keys(c.sts)) {
+		out = append(out, c.sts[t])
+	}
+	return out
 }
 
 // Describe sends the descriptors of every metric.
@@ -74,12 +83,15 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends the gauges of the newest status.
+// Collect sends the gauges of the newest status of each table.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.Status()
-	if st == nil {
-		return
+	for _, st := range c.statuses() {
+		c.collect(ch, st)
 	}
+}
+
+// collect sends the gauges of st.
+func (c *Collector) collect(ch chan<- prometheus.Metric, st *Status) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

@@ -29,6 +29,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,6 +329,29 @@ func (r Route) Fixed() (tablename.Name, bool) {
 	return t, err == nil
 }
 
+// Names reports whether the route may load into t: its table, or, with
+// {N}, a table that folders of some key make (each folder a part of a
+// table name).
+func (r Route) Names(t tablename.Name) bool {
+	if f, ok := r.Fixed(); ok {
+		return f == t
+	}
+	sample, err := r.expand(func(int) (string, error) { return "\x00", nil })
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(sample, "\x00")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	pattern := strings.Join(parts, "[A-Za-z0-9_-]+")
+	if !strings.Contains(r.Table, ".") { // a bare table is in namespace default
+		pattern = `default\.` + pattern
+	}
+	ok, _ := regexp.MatchString("^"+pattern+"$", t.String())
+	return ok
+}
+
 // Matches reports whether the route takes key.
 func (r Route) Matches(key string) bool {
 	if r.glob {
@@ -420,11 +444,90 @@ func (rs Routes) Accepts(t tablename.Name) func(key string) bool {
 	}
 }
 
-// String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
-func (rs Routes) String() string {
+// Rules are the rules as written, one each, never nil (a report's list).
+func (rs Routes) Rules() []string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = r.String()
 	}
-	return strings.Join(parts, ", ")
+	return parts
+}
+
+// String renders the rules as TIMELAKE_ROUTES takes them, comma-separated.
+func (rs Routes) String() string { return strings.Join(rs.Rules(), ", ") }
+
+// Unrouted is a landing key no route takes, or two take to different
+// tables, and why: it is left where it is.
+type Unrouted struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+// Line is the line a command prints for the key, among its per-file lines.
+func (u Unrouted) Line() string {
+	return fmt.Sprintf("%-15s %s  %s; it stays in the landing", "unrouted", u.Key, u.Reason)
+}
+
+// Plan routes the keys of one listing of the landing: the tables they go
+// to, with those a route names whatever the key (Route.Fixed), and the
+// keys no route takes. The zero value is not ready: use Routes.Plan.
+type Plan struct {
+	rs       Routes
+	seen     map[tablename.Name]bool
+	tables   []tablename.Name
+	Unrouted []Unrouted
+}
+
+// Plan starts the routing of a listing, with the tables of the routes
+// that name one whatever the key.
+func (rs Routes) Plan() *Plan {
+	p := &Plan{rs: rs, seen: map[tablename.Name]bool{}}
+	for _, r := range rs {
+		if t, ok := r.Fixed(); ok {
+			p.AddTable(t)
+		}
+	}
+	return p
+}
+
+// AddTable adds t to the tables of the plan, once.
+func (p *Plan) AddTable(t tablename.Name) {
+	if !p.seen[t] {
+		p.seen[t] = true
+		p.tables = append(p.tables, t)
+	}
+}
+
+// Add routes key (Routes.Table): its table joins the plan's tables, or the
+// key its unrouted keys (ok false).
+func (p *Plan) Add(key string) (tablename.Name, Route, bool) {
+	t, r, err := p.rs.Table(key)
+	if err != nil {
+		p.Unrouted = append(p.Unrouted, Unrouted{Key: key, Reason: err.Error()})
+		return t, r, false
+	}
+	p.AddTable(t)
+	return t, r, true
+}
+
+// AddNamed adds the tables of ts that a route may load into (Route.Names):
+// given a warehouse's tables, those of a {N} route none of whose keys is
+// listed join the plan too.
+func (p *Plan) AddNamed(ts []tablename.Name) {
+	for _, t := range ts {
+		if slices.ContainsFunc(p.rs, func(r Route) bool { return r.Names(t) }) {
+			p.AddTable(t)
+		}
+	}
+}
+
+// Templated reports whether a route names its table from the key's
+// folders ({N}): the tables it loads are known from the keys only.
+func (rs Routes) Templated() bool {
+	return slices.ContainsFunc(rs, func(r Route) bool { return r.folders > 0 })
+}
+
+// Tables are the tables of the plan, in name order.
+func (p *Plan) Tables() []tablename.Name {
+	return slices.SortedFunc(slices.Values(p.tables), func(a, b tablename.Name) int { return strings.Compare(a.String(), b.String()) })
 }

@@ -291,3 +291,56 @@ func TestCanName(t *testing.T) {
 		}
 	}
 }
+
+// TestPlan: the tables of the keys and those of fixed routes, once each, in
+// name order; the keys no route takes kept with why.
+func TestPlan(t *testing.T) {
+	rs, err := Parse([]string{"zeta/**=iot.zeta", "*/**=iot.{1}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rs.Plan()
+	for _, k := range []string{"readings/a.csv", "events/b.csv", "readings/c.csv", "stray.csv"} {
+		p.Add(k)
+	}
+	var got []string
+	for _, tb := range p.Tables() {
+		got = append(got, tb.String())
+	}
+	if strings.Join(got, ",") != "iot.events,iot.readings,iot.zeta" {
+		t.Errorf("tables %v", got)
+	}
+	if len(p.Unrouted) != 1 || p.Unrouted[0].Key != "stray.csv" || !strings.Contains(p.Unrouted[0].Reason, "{1}") ||
+		!strings.HasPrefix(p.Unrouted[0].Line(), "unrouted        stray.csv  ") {
+		t.Errorf("unrouted %+v", p.Unrouted)
+	}
+	if r := rs.Rules(); strings.Join(r, "|") != "zeta/**=iot.zeta|*/**=iot.{1}" {
+		t.Errorf("rules %v", r)
+	}
+}
+
+// TestNames: a fixed route names its table only; a {N} route the tables
+// folders can make, in namespace default for a bare table.
+func TestNames(t *testing.T) {
+	rs, err := Parse([]string{"a/**=iot.a", "*/**=iot.{1}_raw", "x/*/**=lake{2}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"iot.a": true, "iot.b": false, "iot.b_raw": true, "iot._raw": false,
+		"default.lakegw-1": true, "other.lakegw": false, "iot.b_raw.x": false} {
+		tn, err := tablename.Parse(name)
+		got := err == nil && slices.ContainsFunc(rs, func(r Route) bool { return r.Names(tn) })
+		if got != want {
+			t.Errorf("%s: named %v, want %v", name, got, want)
+		}
+	}
+	p := rs.Plan()
+	p.AddNamed([]tablename.Name{{Namespace: "iot", Name: "c_raw"}, {Namespace: "iot", Name: "other"}})
+	var got []string
+	for _, tb := range p.Tables() {
+		got = append(got, tb.String())
+	}
+	if strings.Join(got, ",") != "iot.a,iot.c_raw" || !rs.Templated() || rs[:1].Templated() {
+		t.Errorf("tables %v", got)
+	}
+}

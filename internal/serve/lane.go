@@ -32,6 +32,8 @@ type lane struct {
 	queue  *queue
 	m      *laneMetrics
 	health health
+	// tableLoad receives the lane's loads (Config.OnLane's); nil: none.
+	tableLoad func(*ingest.Report, error)
 
 	// stopping is the loop's: closed when the server stops.
 	stopping <-chan struct{}
@@ -57,6 +59,9 @@ func newLane(s *Server, cfg ingest.Config, routed bool) *lane {
 		l.m = s.metrics.lane(l)
 	}
 	l.wrapIngest()
+	if s.cfg.OnLane != nil {
+		l.tableLoad = s.cfg.OnLane(l.cfg)
+	}
 	return l
 }
 
@@ -454,6 +459,9 @@ func (l *lane) load(ctx context.Context, sess *ingest.Session, files []storage.O
 }
 
 func (l *lane) onLoad(rep *ingest.Report, err error) {
+	if l.tableLoad != nil {
+		l.tableLoad(rep, err)
+	}
 	if l.s.cfg.OnLoad != nil {
 		l.s.cfg.OnLoad(rep, err)
 	}

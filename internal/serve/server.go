@@ -102,6 +102,13 @@ type Config struct {
 	// not be looked up) and error, from the loading goroutine: it must not
 	// block (the command's alerts queue what it needs).
 	OnLoad func(*ingest.Report, error)
+	// OnLane, when set, is told of each lane as it is made: the lane of a
+	// serve of one table, in New; each routed table's when its lane is
+	// made, while the server runs. It gets the table's loading (Table
+	// set; Accept its keys, Logger naming it, when routed) and returns
+	// what receives that table's loads as OnLoad does (nil: nothing). It
+	// must not block: the lane is made under the router's lock.
+	OnLane func(ingest.Config) func(*ingest.Report, error)
 	// Collectors are more metrics for /metrics (the gateways' figures).
 	Collectors []prometheus.Collector
 	// Routes, when set, route each landing key to its table (--route,

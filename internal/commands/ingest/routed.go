@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/tablename"
 )
@@ -42,10 +42,7 @@ type TableReport struct {
 
 // UnroutedKey is a landing key that no route takes, or that two take to
 // different tables, and why.
-type UnroutedKey struct {
-	Key    string `json:"key"`
-	Reason string `json:"reason"`
-}
+type UnroutedKey = route.Unrouted
 
 // RoutedKey is a landing key, its table and the route that takes it.
 type RoutedKey struct {
@@ -80,27 +77,11 @@ type plan struct {
 // key (they get their run, and their maintenance, when no file waits).
 func (o *Options) routePlan(ctx context.Context) (*plan, error) {
 	c := o.Config
+	rp := o.Routes.Plan()
 	p := &plan{}
-	seen := map[tablename.Name]bool{}
-	add := func(t tablename.Name) {
-		if !seen[t] {
-			seen[t] = true
-			p.tables = append(p.tables, t)
-		}
-	}
-	for _, r := range o.Routes {
-		if t, ok := r.Fixed(); ok {
-			add(t)
-		}
-	}
 	err := bucketOf(c).List(ctx, c.Prefix, func(obj storage.ObjectInfo) error {
-		t, r, err := o.Routes.Table(obj.Key)
-		if err != nil {
-			p.unrouted = append(p.unrouted, UnroutedKey{Key: obj.Key, Reason: err.Error()})
-			return nil
-		}
-		add(t)
-		if c.DryRun {
+		t, r, ok := rp.Add(obj.Key)
+		if ok && c.DryRun {
 			p.routed = append(p.routed, RoutedKey{Key: obj.Key, Table: t.String(), Route: r.String()})
 		}
 		return nil
@@ -112,7 +93,7 @@ func (o *Options) routePlan(ctx context.Context) (*plan, error) {
 		}
 		return nil, fmt.Errorf("list landing %s: %w", c.Landing.URI(), err)
 	}
-	slices.SortFunc(p.tables, func(a, b tablename.Name) int { return strings.Compare(a.String(), b.String()) })
+	p.tables, p.unrouted = rp.Tables(), rp.Unrouted
 	return p, nil
 }
 
@@ -136,11 +117,8 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 	if err != nil {
 		return err
 	}
-	doc := RoutedReport{StartedAt: started.UTC().Truncate(time.Millisecond), Routes: []string{},
+	doc := RoutedReport{StartedAt: started.UTC().Truncate(time.Millisecond), Routes: o.Routes.Rules(),
 		Tables: []TableReport{}, Unrouted: []UnroutedKey{}}
-	for _, r := range o.Routes {
-		doc.Routes = append(doc.Routes, r.String())
-	}
 	doc.Unrouted = append(doc.Unrouted, p.unrouted...)
 	doc.Routed = p.routed
 	code := cmdutil.ExitOK
@@ -149,7 +127,7 @@ func (o *Options) runRouted(ctx context.Context, started time.Time) error {
 	}
 	if !o.JSON {
 		for _, u := range p.unrouted {
-			iostreams.Fprintf(out, "%-15s %s  %s; it stays in the landing\n", "unrouted", u.Key, u.Reason)
+			iostreams.Fprintln(out, u.Line())
 		}
 		for _, k := range p.routed {
 			iostreams.Fprintf(out, "%-15s %s  -> %s (%s)\n", "route", k.Key, k.Table, k.Route)

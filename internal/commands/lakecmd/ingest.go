@@ -35,15 +35,11 @@ func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 	if err != nil {
 		return ingest.Config{}, nil, nil, err
 	}
-	routes := settings.Routes.Get(r)
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
-	var table tablename.Name
-	if len(routes) == 0 {
-		table = settings.Table.Require(r)
-	} else if from := r.Lookup(&settings.Table.Spec); from.Source != "" {
-		return ingest.Config{}, nil, nil, cmdutil.UsageErrorf("%s and the routes (%s) both name tables: give either one table or routes, not both (docs/routing.md)",
-			from.Describe(), routes)
+	table, routes, err := TableOrRoutes(r)
+	if err != nil {
+		return ingest.Config{}, nil, nil, err
 	}
 	c := ingest.Config{
 		Table:             table,
@@ -66,11 +62,7 @@ func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		Logger:            f.Logger(),
 	}
 	tableSettings(r, &c)
-	if err := r.Err(); err != nil {
-		var missing *settings.MissingError
-		if errors.As(err, &missing) && missing.Spec == &settings.Table.Spec {
-			missing.Otherwise = "pass --route or set TIMELAKE_ROUTES for several tables (docs/routing.md)"
-		}
+	if err := RoutesErr(r); err != nil {
 		return c, nil, nil, err
 	}
 	if err := checkTableSettings(c); err != nil {
@@ -174,6 +166,32 @@ func routeDefaults(r *settings.Resolver, c ingest.Config, routes route.Routes) (
 			tableSettings(byRoute[rt.String()], tc) // read without error above
 		}
 	}, nil
+}
+
+// TableOrRoutes reads the routes (--route, TIMELAKE_ROUTES) and, without
+// them, the table, which is then required (RoutesErr tells it missing).
+// Errors: a usage error for routes beside --table or TIMELAKE_TABLE.
+func TableOrRoutes(r *settings.Resolver) (tablename.Name, route.Routes, error) {
+	routes := settings.Routes.Get(r)
+	if len(routes) == 0 {
+		return settings.Table.Require(r), nil, nil
+	}
+	if from := r.Lookup(&settings.Table.Spec); from.Source != "" {
+		return tablename.Name{}, nil, cmdutil.UsageErrorf("%s and the routes (%s) both name tables: give either one table or routes, not both (docs/routing.md)",
+			from.Describe(), routes)
+	}
+	return tablename.Name{}, routes, nil
+}
+
+// RoutesErr is r.Err() of a command that takes a table or routes
+// (TableOrRoutes): a missing table says that routes would do as well.
+func RoutesErr(r *settings.Resolver) error {
+	err := r.Err()
+	var missing *settings.MissingError
+	if errors.As(err, &missing) && missing.Spec == &settings.Table.Spec {
+		missing.Otherwise = "pass --route or set TIMELAKE_ROUTES for several tables (docs/routing.md)"
+	}
+	return err
 }
 
 // noneIfZero maps a settle setting of 0 (no wait) to ingest.Config's

@@ -14,6 +14,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 )
 
@@ -59,7 +60,12 @@ little memory as a small one. It reports:
 Each finding lists its first --limit files by key and counts all. Exit code
 1 when anything needs attention, 0 when nothing does: cron or a monitor can
 run it. --notify-url alerts each finding once, every 4 hours while it lasts,
-and when it ends.`,
+and when it ends.
+
+With --route PATTERN=TABLE (repeated, or TIMELAKE_ROUTES) instead of --table,
+each routed table is audited on the landing keys its routes take, against
+its own history, and the keys no route takes are listed as unrouted, which
+need attention too (docs/routing.md).`,
 		Example: `  timelake landing audit --env-file timelake.env
   timelake landing audit --stuck-after 1h --json
   timelake landing audit --since 7d --limit 100`,
@@ -84,12 +90,14 @@ and when it ends.`,
 }
 
 // RunAudit audits the landing bucket against the table (fleet.Audit),
-// prints the report and sends the alerts. It returns a
-// *cmdutil.SilentError with exit 1 when a finding needs attention.
+// prints the report and sends the alerts. With routes, it audits each
+// routed table on the keys its routes take, and reports the landing keys
+// no route takes. It returns a *cmdutil.SilentError with exit 1 when a
+// finding needs attention, or a key is unrouted.
 func RunAudit(ctx context.Context, opts *AuditOptions) error {
 	m := opts.Monitor
 	defer m.Close(ctx)
-	t, now, err := opts.begin(ctx, opts.Now)
+	tables, unrouted, now, err := opts.begin(ctx, opts.Now)
 	if err != nil {
 		return err
 	}
@@ -97,19 +105,43 @@ func RunAudit(ctx context.Context, opts *AuditOptions) error {
 	if limit == 0 {
 		limit = math.MaxInt
 	}
-	rep, err := fleet.Audit(ctx, fleet.AuditOptions{Bucket: opts.Bucket, Prefix: opts.Prefix, Table: t, TableName: opts.Table.String(),
-		StuckAfter: m.StuckAfter, Since: opts.Since, Limit: limit, Depth: m.Depth, Now: now})
+	doc := RoutedAudit{Routes: opts.Routes.Rules(), Tables: []*fleet.AuditReport{}, Unrouted: unrouted, Attention: len(unrouted) > 0}
+	for _, ft := range tables {
+		rep, err := fleet.Audit(ctx, fleet.AuditOptions{Bucket: opts.Bucket, Prefix: opts.Prefix, Accept: ft.accept, Table: ft.table,
+			TableName: ft.name.String(), StuckAfter: m.StuckAfter, Since: opts.Since, Limit: limit, Depth: m.Depth, Now: now})
+		if err != nil {
+			return opts.tableErr(ft.name, err)
+		}
+		m.Update(ctx, m.Tracker(opts.Bucket.Store, fleet.SourceAudit, ft.name, opts.Prefix), fleet.AuditEvents, fleet.AuditConditions(rep))
+		doc.Tables = append(doc.Tables, rep)
+		doc.Attention = doc.Attention || rep.Attention
+	}
+	if len(opts.Routes) == 0 {
+		err = RenderAudit(opts.Output, doc.Tables[0])
+	} else {
+		if doc.Unrouted == nil {
+			doc.Unrouted = []route.Unrouted{}
+		}
+		err = RenderRoutedAudit(opts.Output, &doc, m.Depth, limit)
+	}
 	if err != nil {
 		return err
 	}
-	m.Update(ctx, m.Tracker(opts.Bucket.Store, fleet.SourceAudit, opts.Table, opts.Prefix), fleet.AuditEvents, fleet.AuditConditions(rep))
-	if err := RenderAudit(opts.Output, rep); err != nil {
-		return err
-	}
-	if rep.Attention {
+	if doc.Attention {
 		return &cmdutil.SilentError{Code: cmdutil.ExitFailed, Err: errAttention}
 	}
 	return nil
+}
+
+// RoutedAudit is the audit of a landing bucket with routes: the report of
+// each routed table, in name order, on the keys its routes take, and the
+// landing keys no route takes (or two take to different tables), which
+// need attention too.
+type RoutedAudit struct {
+	Routes    []string             `json:"routes"`
+	Tables    []*fleet.AuditReport `json:"tables"`
+	Unrouted  []route.Unrouted     `json:"unrouted"`
+	Attention bool                 `json:"attention"`
 }
 
 var auditColumns = []iostreams.Column{
@@ -134,34 +166,105 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 		return o.IO.PrintJSON(rep)
 	}
 	tty := o.IO.IsStdoutTTY()
-	opt := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return formatTime(*t, tty)
-	}
 	if !tty {
 		t := o.IO.NewTable(auditPipeColumns...)
-		for _, f := range rep.Findings {
-			for _, x := range f.Files {
-				snap := ""
-				if x.SnapshotID != 0 {
-					snap = strconv.FormatInt(x.SnapshotID, 10)
-				}
-				t.AddRow(f.Kind, x.Key, x.Gateway, strconv.FormatInt(x.Size, 10), opt(x.Modified), snap, opt(x.LoadedAt),
-					x.QuarantinedTo, x.Detail)
-			}
+		for _, row := range auditRows(rep, tty) {
+			t.AddRow(row...)
 		}
 		return t.Render()
 	}
 	var b strings.Builder
+	if err := auditText(&b, rep); err != nil {
+		return err
+	}
+	_, err := io.WriteString(o.IO.Out, b.String()) // escaped piece by piece
+	return err
+}
+
+// RenderRoutedAudit prints doc: one JSON document with --json; on a
+// terminal each table's report (RenderAudit's) and then the keys no route
+// takes, the first limit of them; in a pipe a header and one line per file
+// listed, its first column the table, and one line per unrouted key
+// (finding unrouted, no table).
+func RenderRoutedAudit(o Output, doc *RoutedAudit, depth, limit int) error {
+	if o.JSON {
+		return o.IO.PrintJSON(doc)
+	}
+	tty := o.IO.IsStdoutTTY()
+	if !tty {
+		t := o.IO.NewTable(append([]iostreams.Column{{Pipe: "table"}}, auditPipeColumns...)...)
+		for _, rep := range doc.Tables {
+			for _, row := range auditRows(rep, tty) {
+				t.AddRow(append([]string{rep.Table}, row...)...)
+			}
+		}
+		for _, u := range doc.Unrouted {
+			t.AddRow("", findingUnrouted, u.Key, fleet.GatewayOf(u.Key, depth), "", "", "", "", "", u.Reason)
+		}
+		return t.Render()
+	}
+	var b strings.Builder
+	for i, rep := range doc.Tables {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if err := auditText(&b, rep); err != nil {
+			return err
+		}
+	}
+	if n := len(doc.Unrouted); n > 0 {
+		iostreams.Fprintf(&b, "\n%s: %s: no route takes them, or two take them to different tables; they stay in the landing: change the routes or move the files (docs/routing.md)\n",
+			findingUnrouted, iostreams.Plural(int64(n), "key"))
+		for _, u := range doc.Unrouted[:min(n, limit)] {
+			iostreams.Fprintln(&b, u.Line())
+		}
+		if n > limit {
+			iostreams.Fprintf(&b, "  ... and %d more (--limit)\n", n-limit)
+		}
+	}
+	_, err := io.WriteString(o.IO.Out, b.String()) // escaped piece by piece
+	return err
+}
+
+// findingUnrouted is the finding of a routed audit's landing keys no route
+// takes.
+const findingUnrouted = "unrouted"
+
+// auditRows are the pipe's lines of rep: one per file of every finding.
+func auditRows(rep *fleet.AuditReport, tty bool) [][]string {
+	var rows [][]string
+	for _, f := range rep.Findings {
+		for _, x := range f.Files {
+			snap := ""
+			if x.SnapshotID != 0 {
+				snap = strconv.FormatInt(x.SnapshotID, 10)
+			}
+			rows = append(rows, []string{f.Kind, x.Key, x.Gateway, strconv.FormatInt(x.Size, 10), optTime(x.Modified, tty), snap,
+				optTime(x.LoadedAt, tty), x.QuarantinedTo, x.Detail})
+		}
+	}
+	return rows
+}
+
+// optTime formats t, "" when nil.
+func optTime(t *time.Time, tty bool) string {
+	if t == nil {
+		return ""
+	}
+	return formatTime(*t, tty)
+}
+
+// auditText writes the terminal's report of rep to b: each finding with
+// its count, meaning and files (the quarantine also by reason), then what
+// was checked.
+func auditText(b *strings.Builder, rep *fleet.AuditReport) error {
 	for _, f := range rep.Findings {
 		if f.Count == 0 {
 			continue
 		}
-		iostreams.Fprintf(&b, "%s: %d %s: %s\n", f.Kind, f.Count, plural(f.Count), f.Meaning)
+		iostreams.Fprintf(b, "%s: %d %s: %s\n", f.Kind, f.Count, plural(f.Count), f.Meaning)
 		if len(f.Reasons) > 0 {
-			rt := iostreams.NewTablePrinter(&b, true, iostreams.Column{Header: "files", Right: true},
+			rt := iostreams.NewTablePrinter(b, true, iostreams.Column{Header: "files", Right: true},
 				iostreams.Column{Header: "kind"}, iostreams.Column{Header: "reason", Wrap: 80}, iostreams.Column{Header: "first"})
 			for _, r := range f.Reasons {
 				kind := r.Kind
@@ -174,9 +277,9 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 				return err
 			}
 		} else {
-			ft := iostreams.NewTablePrinter(&b, true, auditColumns...)
+			ft := iostreams.NewTablePrinter(b, true, auditColumns...)
 			for _, x := range f.Files {
-				mod := opt(x.Modified)
+				mod := optTime(x.Modified, true)
 				if mod == "" {
 					mod = "-"
 				}
@@ -187,7 +290,7 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 			}
 		}
 		if len(f.Files) < f.Count && len(f.Reasons) == 0 {
-			iostreams.Fprintf(&b, "  ... and %d more (--limit)\n", f.Count-len(f.Files))
+			iostreams.Fprintf(b, "  ... and %d more (--limit)\n", f.Count-len(f.Files))
 		}
 		b.WriteString("\n")
 	}
@@ -196,10 +299,9 @@ func RenderAudit(o Output, rep *fleet.AuditReport) error {
 	if rep.Attention {
 		verdict = "needs attention"
 	}
-	iostreams.Fprintf(&b, "%s: %s: %d landing files (%d waiting, not stuck), %d quarantined, %d history records checked at %s UTC\n",
+	iostreams.Fprintf(b, "%s: %s: %d landing files (%d waiting, not stuck), %d quarantined, %d history records checked at %s UTC\n",
 		rep.Table, verdict, c.LandingFiles, c.Waiting, c.Quarantined, c.HistoryRecords, formatTime(rep.At, true))
-	_, err := io.WriteString(o.IO.Out, b.String()) // escaped piece by piece
-	return err
+	return nil
 }
 
 func plural(n int) string {

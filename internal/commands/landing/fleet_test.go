@@ -3,6 +3,7 @@ package landing_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,6 +304,160 @@ func TestStatusLandedTimes(t *testing.T) {
 		}
 		if g := gateway("site-berlin/gw-7"); g.LastLanded == nil || !g.LastLanded.Truncate(time.Second).Equal(landed) {
 			t.Fatalf("loaded: %+v, want last_landed %s", g, landed)
+		}
+	})
+}
+
+// routed returns the env of routes (TIMELAKE_ROUTES, without the table)
+// after a routed ingest loaded one file under each key.
+func (e fleetEnv) routed(t *testing.T, routes string, keys ...string) map[string]string {
+	t.Helper()
+	env := e.with("TIMELAKE_ROUTES", routes)
+	delete(env, "TIMELAKE_TABLE")
+	for i, k := range keys {
+		e.put(t, k, header+fmt.Sprintf("2026-01-05T10:00:00Z,d%d,1.5\n", i))
+	}
+	if r := run(t, env, "ingest"); r.code != cmdutil.ExitOK {
+		t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	return env
+}
+
+// TestRoutedStatusAndAudit, on a local folder and on S3: with routes,
+// status and audit report each table on the keys its routes take, against
+// its own history, and the key no route takes as unrouted; routes beside a
+// table are refused.
+func TestRoutedStatusAndAudit(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		env := e.routed(t, "readings/**=iot.readings, events/**=iot.events", "readings/gw-1/a.csv", "events/gw-2/e.csv")
+		e.put(t, "readings/gw-1/b.csv", header+"2026-01-05T10:01:00Z,a,1.5\n")
+		e.put(t, "readings/gw-3/c.csv", header+"2026-01-05T10:01:00Z,c,1.5\n")
+		e.put(t, "events/gw-2/f.csv", header+"2026-01-05T10:01:00Z,b,2.5\n")
+		e.put(t, "stray.csv", header+"2026-01-05T10:01:00Z,d,2.5\n")
+
+		r := run(t, env, "landing", "status", "--json")
+		var st struct {
+			Routes   []string
+			Tables   []fleet.Status
+			Unrouted []struct{ Key, Reason string }
+		}
+		if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitOK {
+			t.Fatalf("status: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		if len(st.Tables) != 2 || st.Tables[0].Table != "iot.events" || st.Tables[1].Table != "iot.readings" {
+			t.Fatalf("tables %+v", st.Tables)
+		}
+		type fig struct{ waiting, loaded int }
+		got := map[string]fig{}
+		for _, s := range st.Tables {
+			for _, g := range s.Gateways {
+				got[s.Table+" "+g.Gateway] = fig{g.Waiting, g.LoadedLastDay}
+			}
+		}
+		want := map[string]fig{"iot.events events/gw-2": {1, 1}, "iot.readings readings/gw-1": {1, 1}, "iot.readings readings/gw-3": {1, 0}}
+		if len(got) != len(want) {
+			t.Errorf("gateways %v, want %v", got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %+v, want %+v", k, got[k], v)
+			}
+		}
+		if len(st.Unrouted) != 1 || st.Unrouted[0].Key != "stray.csv" || !strings.Contains(st.Unrouted[0].Reason, "no route takes the key") {
+			t.Errorf("unrouted %+v", st.Unrouted)
+		}
+		if strings.Join(st.Routes, ",") != "readings/**=iot.readings,events/**=iot.events" {
+			t.Errorf("routes %v", st.Routes)
+		}
+		pipe := run(t, env, "landing", "status")
+		if !strings.HasPrefix(pipe.out, "table\tgateway\tlast_landed\t") || !strings.Contains(pipe.out, "\niot.events\tevents/gw-2\t") ||
+			!strings.Contains(pipe.out, "\niot.readings\treadings/gw-3\t") || strings.Contains(pipe.out, "stray") ||
+			!strings.Contains(pipe.errOut, "unrouted        stray.csv  no route takes the key") {
+			t.Errorf("status in a pipe: exit %d\n%s---\n%s", pipe.code, pipe.out, pipe.errOut)
+		}
+
+		time.Sleep(1100 * time.Millisecond)
+		aenv := map[string]string{"TIMELAKE_STUCK_AFTER": "1s"}
+		for k, v := range env {
+			aenv[k] = v
+		}
+		r = run(t, aenv, "landing", "audit", "--json")
+		var rep struct {
+			Tables    []fleet.AuditReport
+			Unrouted  []struct{ Key string }
+			Attention bool
+		}
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil || r.code != cmdutil.ExitFailed || !rep.Attention {
+			t.Fatalf("audit: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		stuck := map[string]string{}
+		for _, tr := range rep.Tables {
+			for _, f := range tr.Findings {
+				if f.Kind == fleet.FindingStuck {
+					var keys []string
+					for _, x := range f.Files {
+						keys = append(keys, x.Key)
+					}
+					stuck[tr.Table] = strings.Join(keys, ",")
+				}
+			}
+		}
+		if len(rep.Tables) != 2 || rep.Tables[0].Checked.LandingFiles != 1 || rep.Tables[1].Checked.LandingFiles != 2 ||
+			stuck["iot.events"] != "events/gw-2/f.csv" || stuck["iot.readings"] != "readings/gw-1/b.csv,readings/gw-3/c.csv" {
+			t.Errorf("audit tables: stuck %v\n%s", stuck, r.out)
+		}
+		if len(rep.Unrouted) != 1 || rep.Unrouted[0].Key != "stray.csv" {
+			t.Errorf("unrouted %+v", rep.Unrouted)
+		}
+		pipe = run(t, aenv, "landing", "audit")
+		if !strings.HasPrefix(pipe.out, "table\tfinding\tkey\tgateway\t") || !strings.Contains(pipe.out, "\niot.events\tstuck\tevents/gw-2/f.csv\tevents/gw-2\t") ||
+			!strings.Contains(pipe.out, "\n\tunrouted\tstray.csv\t\t") || pipe.code != cmdutil.ExitFailed {
+			t.Errorf("audit in a pipe: exit %d\n%s%s", pipe.code, pipe.out, pipe.errOut)
+		}
+
+		// Routes and a table together are refused.
+		if r := run(t, e.with("TIMELAKE_ROUTES", "readings/**=iot.readings"), "landing", "status"); r.code != cmdutil.ExitUsage ||
+			!strings.Contains(r.errOut, "give either one table or routes") {
+			t.Errorf("routes and a table: exit %d\n%s", r.code, r.errOut)
+		}
+	})
+}
+
+// TestRoutedStatusFindsTables, on a local folder and on S3: with a route
+// that names a table per folder, the tables of which nothing waits are
+// reported: one whose last file is quarantined, one whose files were all
+// loaded (found in the warehouse); the metrics file holds each table's
+// figures labelled table, and the alerts name their table.
+func TestRoutedStatusFindsTables(t *testing.T) {
+	forEachFleet(t, func(t *testing.T, e fleetEnv) {
+		env := e.routed(t, "*/**=iot.{1}", "alpha/gw-1/a.csv", "beta/gw-2/b.csv")
+		e.put(t, "alpha/gw-1/bad.csv", "time;device_id\n2026-01-05T10:00:00Z;a\n")
+		if r := run(t, env, "ingest"); r.code != cmdutil.ExitPartial {
+			t.Fatalf("ingest: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		hook := monitortest.NewWebhook(t)
+		prom := filepath.Join(t.TempDir(), "timelake.prom")
+		env["TIMELAKE_NOTIFY_URL"], env["TIMELAKE_EXPECT_EVERY"] = hook.URL(), "1ms"
+		r := run(t, env, "landing", "status", "--json", "--metrics-file", prom)
+		var st struct{ Tables []fleet.Status }
+		if err := json.Unmarshal([]byte(r.out), &st); err != nil || r.code != cmdutil.ExitFailed {
+			t.Fatalf("status: exit %d, %v\n%s%s", r.code, err, r.out, r.errOut)
+		}
+		if len(st.Tables) != 2 || st.Tables[0].Table != "iot.alpha" || len(st.Tables[0].Gateways) != 1 ||
+			st.Tables[0].Gateways[0].Quarantined != 1 || st.Tables[1].Table != "iot.beta" || st.Tables[1].Gateways[0].LoadedLastDay != 1 {
+			t.Fatalf("tables %+v", st.Tables)
+		}
+		mfs := monitortest.ParseMetricsFile(t, prom)
+		for _, table := range []string{"iot.alpha", "iot.beta"} {
+			if v, ok := monitortest.Gauge(mfs, "timelake_gateways", map[string]string{"table": table}); !ok || v != 1 {
+				t.Errorf("timelake_gateways{table=%s} = %v (%v)", table, v, ok)
+			}
+		}
+		alerts := strings.Join(hook.Texts(), "\n")
+		for _, w := range []string{"timelake iot.alpha: gateway alpha/gw-1 is silent", "timelake iot.beta: gateway beta/gw-2 is silent"} {
+			if !strings.Contains(alerts, w) {
+				t.Errorf("no alert %q:\n%s", w, alerts)
+			}
 		}
 	})
 }

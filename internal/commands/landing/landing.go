@@ -52,7 +52,9 @@ corrected file sent under the same key) is marked, and requeue skips it.
 table's history (files stuck, changed after their load, left behind,
 quarantined by reason, loaded by serve's sweep); "landing status" shows each
 gateway's freshness against its expected cadence. Both need the warehouse
-and the table, and exit 1 when something needs attention.`,
+and the table, or routes (--route, TIMELAKE_ROUTES) instead of the table to
+report each routed table on its keys (docs/routing.md), and exit 1 when
+something needs attention.`,
 		Example: `  timelake landing rejected --env-file timelake.env
   timelake landing requeue --all --dry-run
   timelake landing requeue gateway-7/20260105T1000.csv --json

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/timelake/timelake/internal/alert"
 	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/fleet"
@@ -42,18 +40,17 @@ type watcher struct {
 	wake        chan struct{}
 }
 
-func newWatcher(m *lakecmd.Monitor, cfg ingest.Config, every time.Duration) *watcher {
+// newWatcher watches the table of cfg (its keys: cfg.Accept), its figures
+// set in col.
+func newWatcher(m *lakecmd.Monitor, cfg ingest.Config, col *fleet.Collector, every time.Duration) *watcher {
 	if every <= 0 {
 		every = DefaultStatusEvery
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &watcher{m: m, cfg: cfg, col: fleet.NewCollector(), every: every, now: time.Now, wake: make(chan struct{}, 1)}
+	return &watcher{m: m, cfg: cfg, col: col, every: every, now: time.Now, wake: make(chan struct{}, 1)}
 }
-
-// collectors are the metrics the watcher adds to /metrics.
-func (w *watcher) collectors() []prometheus.Collector { return []prometheus.Collector{w.col} }
 
 // onLoad notes a load's quarantined files and its outcome, and wakes the
 // watcher when there is something to say.
@@ -148,7 +145,8 @@ func (w *watcher) round(ctx context.Context, tr *alert.Tracker, figures bool) {
 	}
 }
 
-// status computes the gateways' figures on a table handle of its own.
+// status computes the gateways' figures on a table handle of its own, of
+// the keys the table takes.
 func (w *watcher) status(ctx context.Context) (*fleet.Status, error) {
 	c := w.cfg
 	t, err := c.Lake.LoadTable(ctx, c.Table)
@@ -159,5 +157,5 @@ func (w *watcher) status(ctx context.Context) (*fleet.Status, error) {
 		return nil, err
 	}
 	return fleet.ComputeStatus(ctx, fleet.StatusOptions{Bucket: &landing.Bucket{Store: c.Landing, QuarantinePrefix: c.QuarantinePrefix},
-		Prefix: c.Prefix, Table: t, TableName: c.Table.String(), Depth: w.m.Depth, ExpectEvery: w.m.ExpectEvery, Now: w.now()})
+		Prefix: c.Prefix, Accept: c.Accept, Table: t, TableName: c.Table.String(), Depth: w.m.Depth, ExpectEvery: w.m.ExpectEvery, Now: w.now()})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/commands/lakecmd"
+	"github.com/timelake/timelake/internal/fleet"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
@@ -118,9 +119,6 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(sc.Routes) > 0 && m.Alerts() {
-		return nil, cmdutil.UsageErrorf("--notify-url is not per table yet: unset it (TIMELAKE_NOTIFY_URL) to serve routed tables, or run a serve per table with --table (docs/routing.md)")
-	}
 	return &Options{Server: sc, IO: f.IO, JSON: f.JSON, Getenv: f.Getenv, Monitor: m}, nil
 }
 
@@ -203,38 +201,43 @@ func RunServe(ctx context.Context, opts *Options) error {
 	if m == nil {
 		m = &lakecmd.Monitor{}
 	}
-	// The gateways' figures and alerts are of one table: a routed serve
-	// has neither (docs/routing.md).
-	var w *watcher
-	if len(c.Routes) == 0 {
-		w = newWatcher(m, c.Ingest, opts.StatusEvery)
-		c.Collectors = append(c.Collectors, w.collectors()...)
-		onLoad := c.OnLoad
-		c.OnLoad = func(rep *ingest.Report, err error) {
-			w.onLoad(rep, err)
-			if onLoad != nil {
-				onLoad(rep, err)
-			}
+	// Each table's gateway figures and alerts: a watcher per lane (one,
+	// or one per routed table as its lane is made), their figures in one
+	// collector of /metrics, labelled table.
+	col := fleet.NewCollector()
+	c.Collectors = append(c.Collectors, col)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var watchMu sync.Mutex
+	var watching sync.WaitGroup
+	stopped := false
+	c.OnLane = func(cfg ingest.Config) func(*ingest.Report, error) {
+		watchMu.Lock()
+		defer watchMu.Unlock()
+		if stopped {
+			return nil
 		}
+		w := newWatcher(m, cfg, col, opts.StatusEvery)
+		watching.Add(1)
+		go func() {
+			defer watching.Done()
+			w.run(wctx)
+		}()
+		return w.onLoad
 	}
 	srv, err := serve.New(c)
 	if err != nil {
 		if errors.Is(err, serve.ErrNoAuth) {
-			return &cmdutil.UsageError{Err: err}
+			err = &cmdutil.UsageError{Err: err}
 		}
-		return err
+	} else {
+		err = srv.Run(ctx)
 	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if w != nil {
-			w.run(wctx)
-		}
-	}()
-	err = srv.Run(ctx)
 	stopWatch()
-	<-watched
+	watchMu.Lock()
+	stopped = true
+	watchMu.Unlock()
+	watching.Wait()
 	m.Close(ctx)
 	if err != nil {
 		var sce *lake.SourceColumnError

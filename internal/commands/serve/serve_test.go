@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -154,7 +155,7 @@ func TestJSONLines(t *testing.T) {
 
 // TestRoutes: with routes (TIMELAKE_ROUTES) serve has no table and loads
 // each file into its route's table, its JSON file lines naming it; routes
-// beside a table, and --notify-url with routes, are usage errors.
+// beside a table are a usage error, --notify-url with routes is not.
 func TestRoutes(t *testing.T) {
 	dir := t.TempDir()
 	landing := filepath.Join(dir, "landing")
@@ -183,21 +184,20 @@ func TestRoutes(t *testing.T) {
 	serveUntil(t, o, `"table":"iot.readings","file":{"key":"readings/gw/a.csv","status":"loaded"`,
 		`"table":"iot.events","file":{"key":"events/gw/b.csv","status":"loaded"`)
 
-	for name, extra := range map[string]map[string]string{
-		"routes and a table": {"TIMELAKE_TABLE": "iot.t"},
-		"routes and alerts":  {"TIMELAKE_NOTIFY_URL": "https://hooks.example.net/x"},
-	} {
-		e := map[string]string{}
-		for k, v := range env {
-			e[k] = v
-		}
-		for k, v := range extra {
-			e[k] = v
-		}
-		if _, code, msg := parse(t, e); code != cmdutil.ExitUsage || !strings.Contains(msg, map[string]string{
-			"routes and a table": "both name tables", "routes and alerts": "--notify-url is not per table yet"}[name]) {
-			t.Errorf("%s: exit %d: %s", name, code, msg)
-		}
+	e := map[string]string{"TIMELAKE_TABLE": "iot.t"}
+	for k, v := range env {
+		e[k] = v
+	}
+	if _, code, msg := parse(t, e); code != cmdutil.ExitUsage || !strings.Contains(msg, "both name tables") {
+		t.Errorf("routes and a table: exit %d: %s", code, msg)
+	}
+	// Alerts with routes are taken (per table: TestServeRoutedMetricsAndAlerts).
+	e = map[string]string{"TIMELAKE_NOTIFY_URL": "https://hooks.example.net/x"}
+	for k, v := range env {
+		e[k] = v
+	}
+	if _, code, msg := parse(t, e); code != 0 {
+		t.Errorf("routes and alerts: exit %d: %s", code, msg)
 	}
 }
 
@@ -205,8 +205,30 @@ func TestRoutes(t *testing.T) {
 // one of want, then stops it and returns the output.
 func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffer {
 	t.Helper()
-	out := &logbuf.Buffer{}
-	ios, _, _ := iostreams.Test()
+	out, _, _, stop := startServe(t, o)
+	deadline := time.Now().Add(time.Minute)
+	for _, w := range want {
+		for !strings.Contains(out.String(), w) {
+			if time.Now().After(deadline) {
+				stop()
+				t.Fatalf("no %s in the output:\n%s", w, out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// startServe runs o's serve on a port of its own (its address returned),
+// its output and stderr to the buffers returned; stop stops it and returns
+// its error.
+func startServe(t *testing.T, o *servecmd.Options) (out *logbuf.Buffer, errOut fmt.Stringer, addr string, stop func() error) {
+	t.Helper()
+	out = &logbuf.Buffer{}
+	ios, _, errBuf := iostreams.Test()
 	ios.Out = out
 	o.IO = ios
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -217,20 +239,8 @@ func serveUntil(t *testing.T, o *servecmd.Options, want ...string) *logbuf.Buffe
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- servecmd.RunServe(ctx, o) }()
-	deadline := time.Now().Add(time.Minute)
-	for _, w := range want {
-		for !strings.Contains(out.String(), w) {
-			if time.Now().After(deadline) {
-				cancel()
-				<-done
-				t.Fatalf("no %s in the output:\n%s", w, out)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	return out, errBuf, ln.Addr().String(), func() error {
+		cancel()
+		return <-done
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
