@@ -27,7 +27,8 @@ type CheckOptions struct {
 	// SampleRows is the number of CSV/TSV data rows decoded; 0 means
 	// DefaultSampleRows.
 	SampleRows int
-	// SampleBytes caps the decompressed CSV/TSV text decoded; 0 means
+	// SampleBytes caps the decompressed CSV/TSV text decoded, and the
+	// pieces a JSON file is decoded in (JSON is decoded whole); 0 means
 	// DefaultSampleBytes.
 	SampleBytes int64
 	// ParquetDecodeLimit: Parquet files up to this many bytes are decoded
@@ -87,6 +88,9 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 	if err != nil {
 		return err
 	}
+	if format == FormatJSON {
+		return checkJSON(ctx, src, opts, co)
+	}
 	whole := format == FormatParquet && src.Size <= co.ParquetDecodeLimit
 	if format != FormatParquet && !gz && src.Size <= co.SampleBytes {
 		// A small file of at most SampleRows records (a record ends at a
@@ -128,6 +132,22 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		sample.R = bytes.NewReader(b)
 	}
 	return checkDecode(ctx, sample, opts)
+}
+
+// checkJSON decodes a whole JSON file, every object and value, in pieces
+// of at most co.SampleBytes decoded bytes, each released before the next:
+// the objects are checked whole anyway (the columns are the keys of all of
+// them), so the values cost little more.
+func checkJSON(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) error {
+	opts.PieceBytes = co.SampleBytes
+	err := DecodeEach(ctx, src, opts, func(d *Decoded) error {
+		d.Release()
+		return nil
+	})
+	if errors.Is(err, ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // checkDecode decodes src and releases the result; a file without data rows

@@ -14,7 +14,10 @@ package decode
 // whole. arrow-go's JSON reader needs the schema before the first object
 // and converts numbers as it reads them.
 //
-// A file is read twice (the Source is a file on disk): the first pass
+// A file of objects one per line is read a line at a time (an object
+// must be on one line), so that a line that is not JSON has its line
+// number and can be set aside (skip-rows); an array is read as one stream
+// of tokens. A file is read twice (the Source is a file on disk): the first pass
 // (scanJSON) checks every object and learns the columns, in the order
 // their keys first appear, so that a key missing from early objects is a
 // column like any other; the second (jsonSource.next) builds batches of
@@ -125,7 +128,10 @@ func (c *jsonColumns) add(ro *resolved, path string, k jsonKind, line func() int
 }
 
 // jsonStream is the decompressed text of a JSON file as the tokenizer
-// reads it, with the bytes read counted (consumed).
+// reads it: one top-level array of objects read as one stream of tokens,
+// or lines, each read on its own (one object per line), so that a line
+// that is not JSON can be set aside (skip-rows) and every error has its
+// line without reading the text again.
 type jsonStream struct {
 	ro     *resolved
 	src    Source
@@ -136,11 +142,15 @@ type jsonStream struct {
 	closer io.Closer
 	bom    int64 // the length of a UTF-8 byte order mark skipped
 	array  bool  // the file is one top-level array
+	// Lines: the line of the object read last, and the rows (non-blank
+	// lines) read so far.
+	line, row int64
+	lineBuf   bytes.Reader
 }
 
 // openJSONStream opens the text of src (after a UTF-8 byte order mark) for
 // the tokenizer. A first value '[' makes the file one array of objects;
-// anything else a stream of objects.
+// anything else objects one per line.
 func openJSONStream(ro *resolved, src Source, gz bool) (*jsonStream, error) {
 	r, closer, err := jsonText(ro, src, gz)
 	if err != nil {
@@ -153,13 +163,27 @@ func openJSONStream(ro *resolved, src Source, gz bool) (*jsonStream, error) {
 		_, _ = br.Discard(len(utf8BOM))
 		s.bom = int64(len(utf8BOM))
 	}
-	s.dec = jsontext.NewDecoder(br)
-	if s.dec.PeekKind() == '[' {
-		s.array = true
+	for i := 1; ; i++ {
+		b, err := br.Peek(i)
+		if len(b) < i || err != nil {
+			break
+		}
+		if c := b[i-1]; c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			s.array = c == '['
+			break
+		}
+		if i >= 64<<10 {
+			break
+		}
+	}
+	if s.array {
+		s.dec = jsontext.NewDecoder(br)
 		if _, err := s.dec.ReadToken(); err != nil {
 			_ = closer.Close()
 			return nil, s.syntaxError(err)
 		}
+	} else {
+		s.dec = jsontext.NewDecoder(&s.lineBuf)
 	}
 	return s, nil
 }
@@ -180,8 +204,9 @@ func jsonText(ro *resolved, src Source, gz bool) (io.Reader, io.Closer, error) {
 
 func (s *jsonStream) close() { _ = s.closer.Close() }
 
-// consumed is the number of decompressed bytes the tokenizer took.
-func (s *jsonStream) consumed() int64 { return s.dec.InputOffset() + s.bom }
+// consumed is the number of decompressed bytes read from the text (the
+// tokenizer's own buffer aside).
+func (s *jsonStream) consumed() int64 { return s.read.n - int64(s.br.Buffered()) }
 
 // jsonStreamError words an error of the stream under the tokenizer (gzip,
 // a line beyond the record limit).
@@ -200,12 +225,63 @@ func jsonStreamError(ro *resolved, err error) error {
 	return &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
 }
 
-// nextObject advances to the next top-level object and returns false at
-// the end. A value that is not an object, and anything after a top-level
+// readLine reads the next line (its line end kept); io.EOF after the last.
+func (s *jsonStream) readLine(buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	for {
+		b, err := s.br.ReadSlice('\n')
+		buf = append(buf, b...)
+		switch {
+		case err == nil:
+			s.line++
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(buf) > 0:
+			s.line++
+			return buf, nil
+		case errors.Is(err, io.EOF):
+			return nil, io.EOF
+		}
+		return nil, jsonStreamError(s.ro, err)
+	}
+}
+
+// nextObject advances to the next object and returns false at the end: in
+// an array, its next element; else the next line that is not blank, whose
+// first value must be an object (readObject checks that nothing follows
+// it). A value that is not an object, and anything after a top-level
 // array, are errors.
-func (s *jsonStream) nextObject() (bool, error) {
+func (s *jsonStream) nextObject(buf *[]byte) (bool, error) {
+	if !s.array {
+		for {
+			line, err := s.readLine(*buf)
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			*buf = line
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			s.row++
+			s.lineBuf.Reset(line)
+			s.dec.Reset(&s.lineBuf)
+			switch k := s.dec.PeekKind(); k {
+			case '{':
+				return true, nil
+			case 0:
+				_, err := s.dec.ReadToken()
+				return false, s.syntaxError(err)
+			default:
+				return false, s.refuse(0, fmt.Sprintf("a %s where an object was expected: each line must be one JSON object", kindName(k)))
+			}
+		}
+	}
 	k := s.dec.PeekKind()
-	if s.array && k == ']' {
+	if k == ']' {
 		if _, err := s.dec.ReadToken(); err != nil {
 			return false, s.syntaxError(err)
 		}
@@ -215,16 +291,24 @@ func (s *jsonStream) nextObject() (bool, error) {
 		return false, s.syntaxError(s.endError())
 	}
 	if k == 0 {
-		err := s.endError()
-		if s.array && (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) {
-			return false, s.refuse(s.nextOffset(), "the file ends inside the top-level array (no closing ]): upload the whole file again")
+		if err := s.endError(); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, s.syntaxError(err)
 		}
-		return false, s.syntaxError(err)
+		return false, s.refuse(s.nextOffset(), "the file ends inside the top-level array (no closing ]): upload the whole file again")
 	}
 	if k != '{' {
-		return false, s.refuse(s.nextOffset(), fmt.Sprintf("a %s where an object was expected: each line (or each element of the top-level array) must be one JSON object", kindName(k)))
+		return false, s.refuse(s.nextOffset(), fmt.Sprintf("a %s where an object was expected: each element of the top-level array must be one JSON object", kindName(k)))
 	}
+	s.row++
 	return true, nil
+}
+
+// skipObject passes over the object nextObject found.
+func (s *jsonStream) skipObject() error {
+	if !s.array {
+		return nil // the next line is read anyway
+	}
+	return s.syntaxError(s.dec.SkipValue())
 }
 
 // endError is the error that ended the token stream; nil at a clean end.
@@ -236,8 +320,8 @@ func (s *jsonStream) endError() error {
 	return err
 }
 
-// nextOffset is the offset of the next value (after PeekKind): the
-// tokenizer's offset and the white space before the value.
+// nextOffset is the offset of the next value in an array (after PeekKind):
+// the tokenizer's offset and the white space before the value.
 func (s *jsonStream) nextOffset() int64 {
 	buf := s.dec.UnreadBuffer()
 	space := len(buf) - len(bytes.TrimLeft(buf, " \t\r\n"))
@@ -275,8 +359,10 @@ func (s *jsonStream) syntaxError(err error) error {
 		reason = "a key appears twice in one object (" + reason + "): which value is meant is not known"
 	case strings.Contains(reason, "UTF-8"):
 		reason = "invalid UTF-8 (" + reason + "): write the file as UTF-8"
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.ErrUnexpectedEOF) && s.array:
 		reason = "the file ends inside a JSON value: upload the whole file again"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		reason = "the line ends inside a JSON value (each object must be on one line)"
 	default:
 		reason = "not valid JSON: " + reason
 	}
@@ -286,12 +372,14 @@ func (s *jsonStream) syntaxError(err error) error {
 	return s.refuse(se.ByteOffset, reason)
 }
 
-// refuse is a FileError at byte offset off of the tokenizer's text, with
-// its line.
+// refuse is a FileError of the object being read: at its row and line
+// (which skip-rows may set aside), or in an array at byte offset off of
+// the tokenizer's text (which refuses the file).
 func (s *jsonStream) refuse(off int64, reason string) error {
-	fe := &FileError{Key: s.ro.key, Reason: reason}
-	fe.Line = lineOfOffset(s.ro, s.src, s.gz, s.bom+off)
-	return fe
+	if s.array {
+		return &FileError{Key: s.ro.key, Reason: reason, Line: lineOfOffset(s.ro, s.src, s.gz, s.bom+off)}
+	}
+	return &FileError{Key: s.ro.key, Reason: reason, Row: s.row, Line: s.line}
 }
 
 // lineOfOffset is the line of byte offset off of the decompressed text of
@@ -300,38 +388,99 @@ func lineOfOffset(ro *resolved, src Source, gz bool, off int64) int64 {
 	return linesOfOffsets(ro, src, gz, []int64{off})[0]
 }
 
-// locateJSONRow is the line where object row (1-based) of src starts; 0
-// when it cannot be found.
+// linesOfOffsets are the lines of the byte offsets offs (ascending) of the
+// decompressed text of src (read again: only the errors and rejected rows
+// of an array need them); 0 for those it cannot read.
+func linesOfOffsets(ro *resolved, src Source, gz bool, offs []int64) []int64 {
+	out := make([]int64, len(offs))
+	r, closer, err := jsonText(ro, src, gz)
+	if err != nil {
+		return out
+	}
+	defer closer.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	var at int64
+	line := int64(1)
+	for i := 0; i < len(offs); {
+		// b holds at most one line end, its last byte.
+		b, err := br.ReadSlice('\n')
+		end := at + int64(len(b))
+		for ; i < len(offs) && offs[i] < end; i++ {
+			out[i] = line
+		}
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line++
+		}
+		at = end
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			for ; i < len(offs); i++ {
+				out[i] = line // at the end of the text: its last line
+			}
+		}
+	}
+	return out
+}
+
+// locateJSONRow is the line where object row (1-based, among every object
+// of the file, set aside or not) starts; 0 when it cannot be found.
 func locateJSONRow(ro *resolved, src Source, gz bool, row int64) int64 {
 	s, err := openJSONStream(ro, src, gz)
 	if err != nil {
 		return 0
 	}
 	defer s.close()
-	for i := int64(1); ; i++ {
-		if k := s.dec.PeekKind(); k != '{' {
+	var buf []byte
+	if !s.array {
+		for {
+			line, err := s.readLine(buf)
+			if err != nil {
+				return 0
+			}
+			buf = line
+			if len(bytes.TrimSpace(line)) > 0 {
+				if s.row++; s.row == row {
+					return s.line
+				}
+			}
+		}
+	}
+	for {
+		if ok, err := s.nextObject(&buf); !ok || err != nil {
 			return 0
 		}
-		if i == row {
+		if s.row == row {
 			return lineOfOffset(ro, src, gz, s.bom+s.nextOffset())
 		}
-		if err := s.dec.SkipValue(); err != nil {
+		if err := s.skipObject(); err != nil {
 			return 0
 		}
 	}
 }
 
-// readObject reads the object the stream is at, calling value for each
+// readObject reads the object nextObject found, calling value for each
 // scalar (kind and text; a null has kind 0) and each nested object (kind
-// jsonObject) with its path (its keys joined with pathSeparator).
-func (s *jsonStream) readObject(value func(name string, k jsonKind, text string) error) error {
+// jsonObject) with its path (its keys joined with pathSeparator). On a
+// line, nothing but white space may follow the object.
+func (s *jsonStream) readObject(value func(path string, k jsonKind, text string) error) error {
 	if _, err := s.dec.ReadToken(); err != nil { // {
 		return s.syntaxError(err)
 	}
-	return s.readMembers("", value)
+	if err := s.readMembers("", value); err != nil {
+		return err
+	}
+	if s.array {
+		return nil
+	}
+	if k := s.dec.PeekKind(); k != 0 {
+		return s.refuse(0, fmt.Sprintf("a %s after the object on the same line: each line must be one JSON object", kindName(k)))
+	}
+	if err := s.endError(); err != nil {
+		return s.syntaxError(err)
+	}
+	return nil
 }
 
-func (s *jsonStream) readMembers(prefix string, value func(name string, k jsonKind, text string) error) error {
+func (s *jsonStream) readMembers(prefix string, value func(path string, k jsonKind, text string) error) error {
 	for {
 		if s.dec.PeekKind() == '}' {
 			_, err := s.dec.ReadToken()
@@ -341,21 +490,22 @@ func (s *jsonStream) readMembers(prefix string, value func(name string, k jsonKi
 		if err != nil {
 			return s.syntaxError(err)
 		}
-		name := prefix + tok.String()
+		path := prefix + tok.String()
 		switch k := s.dec.PeekKind(); k {
 		case '{':
-			if err := value(name, jsonObject, ""); err != nil {
+			if err := value(path, jsonObject, ""); err != nil {
 				return err
 			}
 			if _, err := s.dec.ReadToken(); err != nil {
 				return s.syntaxError(err)
 			}
-			if err := s.readMembers(name+pathSeparator, value); err != nil {
+			if err := s.readMembers(path+pathSeparator, value); err != nil {
 				return err
 			}
 		case '[':
-			return &FileError{Key: s.ro.key, Line: lineOfOffset(s.ro, s.src, s.gz, s.bom+s.nextOffset()), Column: columnName(name),
-				Reason: "an array: arrays are not loaded (write one value per key, or one object per element)"}
+			fe := s.refuse(s.nextOffset(), "an array: arrays are not loaded (write one value per key, or one object per element)").(*FileError)
+			fe.Column = columnName(path)
+			return fe
 		case 0:
 			_, err := s.dec.ReadToken()
 			return s.syntaxError(err)
@@ -377,62 +527,77 @@ func (s *jsonStream) readMembers(prefix string, value func(name string, k jsonKi
 			if kind != 0 {
 				text = tok.String()
 			}
-			if err := value(name, kind, text); err != nil {
+			if err := value(path, kind, text); err != nil {
 				return err
 			}
 		}
 	}
 }
 
+// jsonValue is a value of an object as readObject reads it.
+type jsonValue struct {
+	path string
+	kind jsonKind
+	text string
+}
+
 // scanJSON is the first pass: every object checked, the columns learnt
-// (jsonColumns), the rows counted.
-func scanJSON(ro *resolved, src Source, gz bool) (*jsonColumns, int64, error) {
+// (jsonColumns), the objects kept counted. With skip-rows, a line that is
+// not a JSON object, or whose values no column could take (an array, an
+// integer beyond a long), is set aside (its row in dropped) in a file of
+// one object per line; in an array it refuses the file.
+func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64, dropped map[int64]bool, err error) {
 	s, err := openJSONStream(ro, src, gz)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer s.close()
-	cols := &jsonColumns{index: map[string]int{}, byName: map[string]string{}}
-	var rows int64
+	cols = &jsonColumns{index: map[string]int{}, byName: map[string]string{}}
+	var buf []byte
+	var vals []jsonValue
 	for {
-		ok, err := s.nextObject()
+		ok, err := s.nextObject(&buf)
+		if err == nil && ok {
+			vals = vals[:0]
+			err = s.readObject(func(path string, k jsonKind, text string) error {
+				vals = append(vals, jsonValue{path: path, kind: k, text: text})
+				return nil
+			})
+			if err == nil {
+				err = checkJSONNumbers(ro, s, vals)
+			}
+		}
 		if err != nil {
-			return nil, 0, err
+			var fe *FileError
+			if ro.skipRows == nil || !errors.As(err, &fe) || fe.Row == 0 {
+				return nil, 0, nil, err
+			}
+			rule := RuleJSON
+			if fe.Value != "" {
+				rule = "type long"
+			}
+			if err := ro.skipRows.reject(fe, rule); err != nil {
+				return nil, 0, nil, err
+			}
+			ro.skipRows.dropped = append(ro.skipRows.dropped, s.row)
+			if dropped == nil {
+				dropped = map[int64]bool{}
+			}
+			dropped[s.row] = true
+			continue
 		}
 		if !ok {
 			break
 		}
 		rows++
-		line := func() int64 { return locateJSONRow(ro, src, gz, rows) }
-		if err := s.readObject(func(path string, k jsonKind, text string) error {
-			if k == 0 { // null: a column all the same
-				k = jsonNull
+		for _, v := range vals {
+			if err := cols.addValue(ro, s, v); err != nil {
+				return nil, 0, nil, err
 			}
-			i, err := cols.add(ro, path, k, line)
-			if err != nil || k != jsonNumber {
-				return err
-			}
-			n := &cols.nums[i]
-			whole := !strings.ContainsAny(text, ".eE")
-			if whole {
-				if _, err := strconv.ParseInt(text, 10, 64); err != nil {
-					return &FileError{Key: ro.key, Line: line(), Column: columnName(path), Value: text,
-						Reason: fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", text)}
-				}
-			}
-			n.fraction = n.fraction || !whole
-			if n.inexact == "" && (!whole || len(text) > 15) {
-				if _, problem := parseFloatText(text, 64); problem != "" {
-					n.inexact, n.why, n.inexactRow = text, problem, rows
-				}
-			}
-			return nil
-		}); err != nil {
-			return nil, 0, err
 		}
 	}
-	if rows == 0 {
-		return nil, 0, &FileError{Key: ro.key, Reason: "no JSON objects: the file is empty or holds an empty array"}
+	if rows == 0 && len(dropped) == 0 {
+		return nil, 0, nil, &FileError{Key: ro.key, Reason: "no JSON objects: the file is empty or holds an empty array"}
 	}
 	// A key that only ever held objects has no column of its own.
 	kept := &jsonColumns{index: map[string]int{}}
@@ -443,7 +608,7 @@ func scanJSON(ro *resolved, src Source, gz bool) (*jsonColumns, int64, error) {
 		}
 		if n := cols.nums[i]; n.fraction && n.inexact != "" {
 			// A column of numbers is a double: each must be one exactly.
-			return nil, 0, &FileError{Key: ro.key, Row: n.inexactRow, Line: locateJSONRow(ro, src, gz, n.inexactRow), Column: name, Value: n.inexact,
+			return nil, 0, nil, &FileError{Key: ro.key, Row: n.inexactRow, Line: locateJSONRow(ro, src, gz, n.inexactRow), Column: name, Value: n.inexact,
 				Reason: numberReason(n.inexact, arrow.PrimitiveTypes.Float64, n.why)}
 		}
 		kept.index[path] = len(kept.names)
@@ -451,28 +616,75 @@ func scanJSON(ro *resolved, src Source, gz bool) (*jsonColumns, int64, error) {
 		kept.names = append(kept.names, name)
 		kept.kinds = append(kept.kinds, cols.kinds[i]&^jsonNull)
 	}
-	if len(kept.names) == 0 {
-		return nil, 0, &FileError{Key: ro.key, Reason: "the objects hold no values (only empty objects)"}
+	if len(kept.names) == 0 && rows > 0 {
+		return nil, 0, nil, &FileError{Key: ro.key, Reason: "the objects hold no values (only empty objects)"}
 	}
-	return kept, rows, nil
+	return kept, rows, dropped, nil
+}
+
+// checkJSONNumbers refuses an integer of the object beyond a long.
+func checkJSONNumbers(ro *resolved, s *jsonStream, vals []jsonValue) error {
+	for _, v := range vals {
+		if v.kind != jsonNumber || strings.ContainsAny(v.text, ".eE") {
+			continue
+		}
+		if _, err := strconv.ParseInt(v.text, 10, 64); err != nil {
+			fe := s.refuse(0, fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", v.text)).(*FileError)
+			if s.array {
+				fe.Line = locateJSONRow(ro, s.src, s.gz, s.row)
+			}
+			fe.Column, fe.Value = columnName(v.path), v.text
+			return fe
+		}
+	}
+	return nil
+}
+
+// addValue records a value of the object at row s.row.
+func (c *jsonColumns) addValue(ro *resolved, s *jsonStream, v jsonValue) error {
+	k := v.kind
+	if k == 0 {
+		k = jsonNull // a null: a column all the same
+	}
+	row := s.row
+	i, err := c.add(ro, v.path, k, func() int64 {
+		if s.array {
+			return locateJSONRow(ro, s.src, s.gz, row)
+		}
+		return s.line
+	})
+	if err != nil || k != jsonNumber {
+		return err
+	}
+	n := &c.nums[i]
+	whole := !strings.ContainsAny(v.text, ".eE")
+	n.fraction = n.fraction || !whole
+	if n.inexact == "" && (!whole || len(v.text) > 15) {
+		if _, problem := parseFloatText(v.text, 64); problem != "" {
+			n.inexact, n.why, n.inexactRow = v.text, problem, row
+		}
+	}
+	return nil
 }
 
 // jsonSource is the second pass: batches of text columns (every column
 // utf8, null where a key is null or missing).
 type jsonSource struct {
-	ro    *resolved
-	s     *jsonStream
-	cols  *jsonColumns
-	sc    *arrow.Schema
-	rows  int64
-	total int64
+	ro      *resolved
+	s       *jsonStream
+	cols    *jsonColumns
+	sc      *arrow.Schema
+	rows    int64
+	total   int64
+	dropped map[int64]bool // the rows scanJSON set aside
+	buf     []byte
 }
 
 // openJSON checks a JSON file whole (scanJSON) and opens it for its
 // batches. Where a schema is inferred, a column of JSON strings alone
 // (the time column aside) is given the string type in ro.columns.
 func openJSON(ro *resolved, src Source, gz bool) (batchSource, error) {
-	cols, rows, err := scanJSON(ro, src, gz)
+	cols, rows, dropped, err := scanJSON(ro, src, gz)
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +705,7 @@ func openJSON(ro *resolved, src Source, gz bool) (batchSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jsonSource{ro: ro, s: s, cols: cols, sc: arrow.NewSchema(fields, nil), total: rows}, nil
+	return &jsonSource{ro: ro, s: s, cols: cols, sc: arrow.NewSchema(fields, nil), total: rows, dropped: dropped}, nil
 }
 
 // isTimeColumnName reports a name the time column may have when it is
@@ -535,14 +747,21 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 	}()
 	set := make([]bool, len(bs))
 	var done int64
-	for ; done < n; done++ {
-		ok, err := j.s.nextObject()
+	for done < n {
+		ok, err := j.s.nextObject(&j.buf)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			break
 		}
+		if j.dropped[j.s.row] {
+			if err := j.s.skipObject(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		done++
 		clear(set)
 		if err := j.s.readObject(func(path string, k jsonKind, text string) error {
 			i, ok := j.cols.index[path]
@@ -589,26 +808,42 @@ func writeJSONRejects(ro *resolved, src Source, gz bool, rows []RejectedRow, w i
 	}
 	defer s.close()
 	bw := bufio.NewWriter(w)
-	offs := make([]int64, 0, len(rows))
-	next := 0
-	for row := int64(1); next < len(rows); row++ {
-		ok, err := s.nextObject()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("write rejects: row %d is not in %s", rows[next].Row, ro.key)
-		}
-		if row != rows[next].Row {
-			if err := s.dec.SkipValue(); err != nil {
+	var offs []int64
+	var buf []byte
+	for next := 0; next < len(rows); {
+		var v []byte
+		if s.array {
+			ok, err := s.nextObject(&buf)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("write rejects: row %d is not in %s", rows[next].Row, ro.key)
+			}
+			if s.row != rows[next].Row {
+				if err := s.skipObject(); err != nil {
+					return err
+				}
+				continue
+			}
+			offs = append(offs, s.bom+s.nextOffset())
+			if v, err = s.dec.ReadValue(); err != nil {
 				return s.syntaxError(err)
 			}
-			continue
-		}
-		offs = append(offs, s.bom+s.nextOffset())
-		v, err := s.dec.ReadValue()
-		if err != nil {
-			return s.syntaxError(err)
+		} else {
+			line, err := s.readLine(buf)
+			if err != nil {
+				return fmt.Errorf("write rejects: row %d is not in %s: %w", rows[next].Row, ro.key, err)
+			}
+			buf = line
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if s.row++; s.row != rows[next].Row {
+				continue
+			}
+			rows[next].Line = s.line
+			v = bytes.TrimRight(line, "\r\n")
 		}
 		if _, err := bw.Write(append(v, '\n')); err != nil {
 			return err
@@ -619,37 +854,4 @@ func writeJSONRejects(ro *resolved, src Source, gz bool, rows []RejectedRow, w i
 		rows[i].Line = line
 	}
 	return bw.Flush()
-}
-
-// linesOfOffsets are the lines of the byte offsets offs (ascending) of the
-// decompressed text of src (read again: only errors and rejected rows need
-// them); 0 for those it cannot read.
-func linesOfOffsets(ro *resolved, src Source, gz bool, offs []int64) []int64 {
-	out := make([]int64, len(offs))
-	r, closer, err := jsonText(ro, src, gz)
-	if err != nil {
-		return out
-	}
-	defer closer.Close()
-	br := bufio.NewReaderSize(r, 64<<10)
-	var at int64
-	line := int64(1)
-	for i := 0; i < len(offs); {
-		// b holds at most one line end, its last byte.
-		b, err := br.ReadSlice('\n')
-		end := at + int64(len(b))
-		for ; i < len(offs) && offs[i] < end; i++ {
-			out[i] = line
-		}
-		if len(b) > 0 && b[len(b)-1] == '\n' {
-			line++
-		}
-		at = end
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			for ; i < len(offs); i++ {
-				out[i] = line // at the end of the text: its last line
-			}
-		}
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -155,5 +156,71 @@ func TestJSONValueErrorLine(t *testing.T) {
 	}
 	if ext != ".jsonl" || out.String() != bad+"\n" || d.Rejected[0].Line != 4 {
 		t.Errorf("rejects %s %q line %d, want .jsonl %q line 4", ext, out.String(), d.Rejected[0].Line, bad+"\n")
+	}
+}
+
+// TestJSONBadLine: 10,000 objects, one per line, and one line cut in the
+// middle of an object: the file is refused naming the line; with
+// skip-rows the line is set aside with its line, written back as it was,
+// and the other 10,000 objects load.
+func TestJSONBadLine(t *testing.T) {
+	var b strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&b, `{"time":"2026-01-05T10:%02d:%02dZ","device":"d%d","v":%d.5}`+"\n", i/60%60, i%60, i%7, i)
+		if i == 4_321 {
+			b.WriteString(`{"time":"2026-01-05T10:00:00Z","device":"d1","v":` + "\n")
+		}
+	}
+	data := []byte(b.String())
+	_, err := decode(t, "gw/big.jsonl", data, DecodeOptions{})
+	if fe := mustFileError(t, err); fe.Row != 4_323 || fe.Line != 4_323 || !strings.Contains(fe.Reason, "the line ends inside a JSON value") {
+		t.Fatalf("row %d line %d: %v; want row 4323 line 4323, the line ends inside a JSON value", fe.Row, fe.Line, err)
+	}
+	for _, gzipped := range []bool{false, true} {
+		key, body := "gw/big.jsonl", data
+		if gzipped {
+			key, body = "gw/big.jsonl.gz", gz(t, string(data))
+		}
+		target := arrowTarget(t,
+			iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+			iceberg.NestedField{ID: 2, Name: "device", Type: iceberg.PrimitiveTypes.String},
+			iceberg.NestedField{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+		)
+		d, err := decode(t, key, body, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows, BatchRows: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rows != 10_000 || len(d.Rejected) != 1 || d.Rejected[0].Row != 4_323 || d.Rejected[0].Rule != RuleJSON {
+			t.Fatalf("%s: %d rows, set aside %+v; want 10000 rows and row 4323 (rule json)", key, d.Rows, d.Rejected)
+		}
+		var out bytes.Buffer
+		if _, err := d.WriteRejects(Source{Key: key, R: bytes.NewReader(body), Size: int64(len(body))}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"time":"2026-01-05T10:00:00Z","device":"d1","v":` + "\n"; out.String() != want || d.Rejected[0].Line != 4_323 {
+			t.Errorf("%s: rejects %q line %d, want %q line 4323", key, out.String(), d.Rejected[0].Line, want)
+		}
+		if got := rows(t, d)[9_999]; got[2] != "9999.5" {
+			t.Errorf("%s: last row %v", key, got)
+		}
+	}
+}
+
+// TestJSONCheck: upload --validate's check reads a JSON file whole, in
+// pieces: a bad value far beyond a CSV sample is found, with its line.
+func TestJSONCheck(t *testing.T) {
+	var b strings.Builder
+	for i := range 5_000 {
+		fmt.Fprintf(&b, `{"time":"2026-01-05T10:00:00Z","v":%d}`+"\n", i)
+	}
+	good := b.String()
+	src := func(s string) Source { return Source{Key: "gw/a.jsonl", R: strings.NewReader(s), Size: int64(len(s))} }
+	if err := Check(context.Background(), src(good), DecodeOptions{}, CheckOptions{SampleBytes: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	bad := good + `{"time":"2026-01-05T10:00:00Z","v":1,"v":2}` + "\n"
+	err := Check(context.Background(), src(bad), DecodeOptions{}, CheckOptions{SampleBytes: 4096})
+	if fe := mustFileError(t, err); fe.Line != 5_001 || !strings.Contains(fe.Reason, "twice") {
+		t.Fatalf("%v: want line 5001, a key twice", err)
 	}
 }

@@ -160,6 +160,7 @@ const (
 	RuleRequired      = "required"
 	RuleUTF8          = "utf-8"
 	RuleNUL           = "nul"
+	RuleJSON          = "json" // a line of a JSON file that is not one JSON object, or holds an array
 )
 
 // rowSkipper collects the rows set aside while a file is decoded with
