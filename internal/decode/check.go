@@ -84,7 +84,7 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
 	}
-	format, gz, err := DetectFormat(src.Key, head[:n])
+	format, gz, err := detectFormat(src.Key, head[:n], opts.Format)
 	if err != nil {
 		return err
 	}

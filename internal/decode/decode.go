@@ -105,6 +105,12 @@ var (
 // a *FileError "unsupported file type (...)"; so is a gzip-compressed
 // Parquet file.
 func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
+	return detectFormat(key, head, "")
+}
+
+// detectFormat is DetectFormat, with fallback (DecodeOptions.Format) the
+// format of a name it does not recognise.
+func detectFormat(key string, head []byte, fallback Format) (f Format, gzipped bool, err error) {
 	if bytes.HasPrefix(head, parquetMagic) {
 		return FormatParquet, false, nil
 	}
@@ -133,6 +139,12 @@ func DetectFormat(key string, head []byte) (f Format, gzipped bool, err error) {
 		return FormatTSV, gz, nil
 	case strings.HasSuffix(base, ".json"), strings.HasSuffix(base, ".jsonl"), strings.HasSuffix(base, ".ndjson"):
 		return FormatJSON, gz, nil
+	}
+	switch fallback {
+	case FormatParquet:
+		return detectFormat(key+".parquet", head, "")
+	case FormatCSV, FormatTSV, FormatJSON:
+		return fallback, hasGzipMagic || (len(head) < len(gzipMagic) && gz), nil
 	}
 	return "", false, &FileError{Key: key, Reason: "unsupported file type (expected .csv, .tsv, .json, .jsonl, .ndjson, each optionally .gz, or .parquet)"}
 }
@@ -166,6 +178,10 @@ type DecodeOptions struct {
 	// Parquet timestamps without a zone written into a zoned column; nil
 	// means UTC.
 	AssumeLocation *time.Location
+	// Format is the format of a file whose name DetectFormat does not
+	// recognise (a key without an extension; a source profile's format
+	// setting); "" refuses such a file. A known extension wins.
+	Format Format
 	// BatchRows is the maximum number of rows per output batch; 0 means
 	// DefaultBatchRows.
 	BatchRows int
@@ -469,7 +485,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 	if err != nil && !errors.Is(err, io.EOF) {
 		return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
 	}
-	format, gz, err := DetectFormat(src.Key, head[:n])
+	format, gz, err := detectFormat(src.Key, head[:n], opts.Format)
 	if err != nil {
 		return err
 	}
@@ -1209,4 +1225,13 @@ func arrayBytes(d arrow.ArrayData) int64 {
 func (p *parquetSource) close() {
 	p.rr.Release()
 	_ = p.pf.Close()
+}
+
+// ParseFormat reads a format's name: csv, tsv, json or parquet.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case FormatCSV, FormatTSV, FormatJSON, FormatParquet:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown file format %q: expected csv, tsv, json or parquet", s)
 }

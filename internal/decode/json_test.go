@@ -224,3 +224,38 @@ func TestJSONCheck(t *testing.T) {
 		t.Fatalf("%v: want line 5001, a key twice", err)
 	}
 }
+
+// TestFormatOfKeysWithoutExtension: a key without a known extension is
+// read in DecodeOptions.Format (a source profile's format setting), gzip
+// by its magic bytes; a known extension wins; without it the key is
+// refused.
+func TestFormatOfKeysWithoutExtension(t *testing.T) {
+	lines := `{"time":"2026-01-05T10:00:00Z","v":1}` + "\n"
+	for _, tc := range []struct {
+		key    string
+		data   []byte
+		format Format
+		want   string
+	}{
+		{"gw/reading-0001", []byte(lines), FormatJSON, "[[2026-01-05T10:00:00Z 1]]"},
+		{"gw/reading-0002", gz(t, lines), FormatJSON, "[[2026-01-05T10:00:00Z 1]]"},
+		{"gw/reading-0003", []byte("time,v\n2026-01-05T10:00:00Z,1\n"), FormatCSV, "[[2026-01-05T10:00:00Z 1]]"},
+		{"gw/reading-0004.csv", []byte("time,v\n2026-01-05T10:00:00Z,1\n"), FormatJSON, "[[2026-01-05T10:00:00Z 1]]"},
+		{"gw/reading-0005", []byte(lines), "", "unsupported file type"},
+		{"gw/reading-0006", []byte(lines), FormatParquet, "not a Parquet file"},
+	} {
+		d, err := decode(t, tc.key, tc.data, DecodeOptions{Format: tc.format})
+		var got string
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = fmt.Sprint(rows(t, d))
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s as %q: %s, want %s", tc.key, tc.format, got, tc.want)
+		}
+	}
+	if _, err := ParseFormat("xml"); err == nil {
+		t.Error("format xml accepted")
+	}
+}

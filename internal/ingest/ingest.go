@@ -1744,7 +1744,7 @@ func (r *runner) decodeEach(ctx context.Context, d *download, fn func(*decode.De
 		return "", err
 	}
 	opts := decode.DecodeOptions{TimeUnit: fs.TimeUnit, AssumeLocation: fs.AssumeLocation,
-		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget(),
+		CSV: fs.CSV, Columns: fs.Columns, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows, PieceBytes: r.memoryBudget(), Format: fs.Format,
 		MaxRecordBytes: maxRecordBytes(r.memoryBudget()),
 		CheckColumns:   func(sc *arrow.Schema) error { return r.checkColumnCount(d.info.Key, sc) }}
 	if r.tbl != nil {

@@ -55,6 +55,7 @@ const (
 	SettingEvolve          = "evolve"
 	SettingOnError         = "on-error"
 	SettingMaxBadRows      = "max-bad-rows"
+	SettingFormat          = "format"
 )
 
 // Settings are the settings a profile may hold, with what each accepts and
@@ -71,6 +72,7 @@ var Settings = map[string]string{
 	SettingEvolve:          "as --evolve: off, add-columns or widen",
 	SettingOnError:         "as --on-error: file or skip-rows",
 	SettingMaxBadRows:      "as --max-bad-rows: rows (100), a fraction (0.05) or a percentage (5%)",
+	SettingFormat:          "the format of keys without a known extension: csv, tsv, json or parquet (a known extension wins)",
 }
 
 // FileSettings are the settings that say how one landing file is read:
@@ -85,6 +87,7 @@ type FileSettings struct {
 	Evolve         decode.Evolution
 	OnError        decode.OnError
 	MaxBadRows     decode.MaxBadRows
+	Format         decode.Format // of a key without a known extension
 }
 
 // Profile is one source profile.
@@ -102,6 +105,7 @@ type Profile struct {
 	columns        map[string]arrow.DataType
 	assumeLocation *time.Location
 	maxBadRows     *decode.MaxBadRows
+	format         decode.Format
 }
 
 // Set is a table's profiles, by name.
@@ -237,6 +241,8 @@ func (p *Profile) set(setting, v string) error {
 		if m, err = decode.ParseMaxBadRows(v); err == nil {
 			p.maxBadRows = &m
 		}
+	case SettingFormat:
+		p.format, err = decode.ParseFormat(v)
 	}
 	return err
 }
@@ -436,6 +442,9 @@ func (p *Profile) Apply(fs FileSettings) FileSettings {
 	}
 	if p.maxBadRows != nil {
 		fs.MaxBadRows = *p.maxBadRows
+	}
+	if p.format != "" {
+		fs.Format = p.format
 	}
 	return fs
 }

@@ -45,6 +45,7 @@ func TestFromProperties(t *testing.T) {
 		"timelake.profile.berlin.max-bad-rows":      "5%",
 		"timelake.profile.ms.match":                 "**/*-ms.csv",
 		"timelake.profile.ms.time-unit":             "ms",
+		"timelake.profile.ms.format":                "JSON",
 		"timelake.snapshot-retention":               "1h", // not a profile's
 	})
 	if err != nil {
@@ -63,6 +64,9 @@ func TestFromProperties(t *testing.T) {
 	}
 	if len(base.Columns) != 1 {
 		t.Fatal("Apply changed the run's columns")
+	}
+	if fs.Format != "" || set.Find("ms").Apply(base).Format != decode.FormatJSON {
+		t.Fatalf("format: berlin %q, ms %q; want none and json", fs.Format, set.Find("ms").Apply(base).Format)
 	}
 	p, err := set.For("site-berlin/x-ms.csv")
 	if !errors.Is(err, ErrAmbiguous) || p != nil || !strings.Contains(err.Error(), "berlin (site-berlin/) and ms (**/*-ms.csv)") {
@@ -88,6 +92,7 @@ func TestFromPropertiesRefuses(t *testing.T) {
 		{map[string]string{"timelake.profile.a.match": "x/", "timelake.profile.a.columns": "time:string", "timelake.profile.a.time-column": "time"}, "always timestamptz"},
 		{map[string]string{"timelake.profile.a.match": "site/", "timelake.profile.b.match": "site/berlin/"}, `both match the keys below "site/berlin/"`},
 		{map[string]string{"timelake.profile.a.match": "[bad"}, "not a valid glob"},
+		{map[string]string{"timelake.profile.a.match": "x/", "timelake.profile.a.format": "xml"}, `unknown file format "xml"`},
 	} {
 		if _, err := FromProperties(tc.props); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%v: %v, want %q", tc.props, err, tc.says)

@@ -42,6 +42,9 @@ type ValidateOptions struct {
 	OnError    decode.OnError
 	MaxBadRows decode.MaxBadRows
 	Renames    map[string]string
+	// Format is the format of a file whose name has no known extension
+	// (a source profile's format setting).
+	Format decode.Format
 }
 
 // Rules are the poller's rules for a gateway's files: the table's schema
@@ -77,7 +80,7 @@ func (r *Rules) options(key string, base ValidateOptions) (ValidateOptions, erro
 	fs = p.Apply(fs)
 	opts := ValidateOptions{SampleRows: base.SampleRows, CSV: fs.CSV, Columns: fs.Columns, TimeUnit: fs.TimeUnit,
 		AssumeLocation: fs.AssumeLocation, Evolve: fs.Evolve, OnError: fs.OnError, MaxBadRows: fs.MaxBadRows,
-		Target: r.Target, TimeColumn: r.TimeColumn}
+		Target: r.Target, TimeColumn: r.TimeColumn, Format: fs.Format}
 	if fs.TimeColumn != "" && fs.TimeColumn != r.TimeColumn {
 		opts.Renames = map[string]string{fs.TimeColumn: r.TimeColumn}
 	}
@@ -112,6 +115,6 @@ func validate(ctx context.Context, path string, f io.ReaderAt, size int64, opts 
 	return decode.Check(ctx, decode.Source{Key: path, R: f, Size: size},
 		decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 			CSV: opts.CSV, Columns: opts.Columns, Target: opts.Target, Evolve: opts.Evolve, OnError: opts.OnError,
-			MaxBadRows: opts.MaxBadRows, Renames: opts.Renames},
+			MaxBadRows: opts.MaxBadRows, Renames: opts.Renames, Format: opts.Format},
 		decode.CheckOptions{SampleRows: opts.SampleRows})
 }
