@@ -59,7 +59,9 @@ An object is never overwritten (conditional put, If-None-Match: *): a key that
 holds the same content is reported as already uploaded, a key that holds
 different content is refused. Each file is checked locally (--validate) before
 anything is sent, and its SHA-256 travels with it, so the server rejects a
-corrupted body. Large files go up as multipart uploads.
+corrupted body. Large files go up as multipart uploads. Given the poller's
+routes (--route), a file is checked with the rules of the route that takes
+its key, and a key no route takes is refused.
 
 With --spool, every file of a folder is uploaded, oldest first, and deleted (or
 moved to --done) once its object is confirmed; hidden and partial files
