@@ -392,6 +392,13 @@ func TestValidateWithRoutes(t *testing.T) {
 		t.Errorf("routes and --table: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// A route whose options do not go together: a usage error naming it.
+	bad := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_ROUTES": "a/**=iot.a;time-column=ts;column=ts:string"}
+	code, out, errOut = run(t, bad, false, "--key", "a/f6.csv", file)
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "route a/**=iot.a;time-column=ts;column=ts:string: ") || uploaded("a/f6.csv") {
+		t.Errorf("bad route options: exit %d\n%s%s", code, out, errOut)
+	}
+
 	// Once iot.a exists, its schema applies: value is a double there, so
 	// "abc" is refused under a/ (the route's defaults alone let it pass).
 	lake := filepath.Join(dir, "lake")
