@@ -40,7 +40,7 @@ var (
 	Routes = register(&Setting[route.Routes]{Spec: Spec{
 		Flag: "route", Env: []string{"TIMELAKE_ROUTES"},
 		Help:     "load the landing keys PATTERN takes into TABLE, PATTERN=TABLE: a glob over the key (readings/**) or a key prefix, and a table name in which {1}, {2}, ... are the key's folders (*/**=iot.{1}); repeat, or one per line or comma-separated in the variable, for several tables (instead of --table); ;NAME=VALUE after the table sets a table default of its tables with an ingest flag's name, a value with commas between braces (;partition=hour;series-key={device,site}; docs/routing.md)",
-		Commands: []Command{Ingest, Serve, LandingAudit, LandingStatus}, Group: GroupLocations,
+		Commands: []Command{Ingest, Serve, Upload, LandingAudit, LandingStatus}, Group: GroupLocations,
 	}, Kind: RouteRules()})
 
 	Landing = register(&Setting[storage.Location]{Spec: Spec{

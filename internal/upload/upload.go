@@ -127,6 +127,12 @@ type Config struct {
 	// each file is validated into the table's schema with the settings
 	// the poller reads its key with (Rules.options).
 	Rules *Rules
+	// RulesFor, when set, replaces Rules and ValidateOptions key by key:
+	// the rules (nil for none) and the options of the table that takes
+	// the key (upload --route: its route's table and options). A
+	// *decode.FileError refuses the file (without a Key, it names the
+	// file); any other error stops the run.
+	RulesFor func(ctx context.Context, key string) (*Rules, ValidateOptions, error)
 
 	// Parallel is how many files are uploaded at once (oldest first); 0
 	// means DefaultParallel.
@@ -634,7 +640,8 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	// Without rules that depend on the key, the file is validated before
 	// it is even hashed; with them (a table's source profiles), once its
 	// key is known.
-	if cfg.Validate && cfg.Rules == nil {
+	keyed := cfg.Rules != nil || cfg.RulesFor != nil
+	if cfg.Validate && !keyed {
 		if err := validate(ctx, path, p.src, size, cfg.ValidateOptions); err != nil {
 			if ctx.Err() != nil {
 				return p, ctx.Err()
@@ -669,8 +676,16 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	if err != nil {
 		return p, &fileError{err}
 	}
-	if cfg.Validate && cfg.Rules != nil {
-		opts, err := cfg.Rules.options(p.res.Key, cfg.ValidateOptions)
+	if cfg.Validate && keyed {
+		opts, err := keyOptions(ctx, cfg, p.res.Key)
+		var fe *decode.FileError
+		switch {
+		case err == nil:
+		case !errors.As(err, &fe):
+			return p, err // the rules could not be read: the run stops
+		case fe.Key == "":
+			fe.Key = path
+		}
 		if err == nil {
 			err = validate(ctx, path, p.src, size, opts)
 		}
@@ -687,6 +702,25 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		}
 	}
 	return p, nil
+}
+
+// keyOptions are the options a file uploaded under key is validated
+// with: those of its rules (Config.RulesFor, else Config.Rules) over its
+// base options. Errors: a *decode.FileError refuses the file (no rules
+// for the key, or they read it with other settings); any other is
+// RulesFor's.
+func keyOptions(ctx context.Context, cfg Config, key string) (ValidateOptions, error) {
+	rules, base := cfg.Rules, cfg.ValidateOptions
+	if cfg.RulesFor != nil {
+		var err error
+		if rules, base, err = cfg.RulesFor(ctx, key); err != nil {
+			return base, err
+		}
+	}
+	if rules == nil {
+		return base, nil
+	}
+	return rules.options(key, base)
 }
 
 // openError is the file error of a file that cannot be opened, worded as

@@ -3,10 +3,12 @@ package upload
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 func gzipBytes(t *testing.T, b []byte) []byte {
@@ -158,5 +161,53 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRulesFor: Config.RulesFor gives each key its own options; a
+// *decode.FileError refuses the file (named by its path when the error
+// has no key) and the run goes on, any other error stops the run.
+func TestRulesFor(t *testing.T) {
+	dir := t.TempDir()
+	s, err := storage.NewLocalStore(filepath.Join(dir, "landing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, filepath.Join(dir, "r.csv"), "ts,v\n2026-01-05T10:00:00Z,1\n", t0)
+	var asked []string
+	rulesFor := func(_ context.Context, key string) (*Rules, ValidateOptions, error) {
+		asked = append(asked, key)
+		switch {
+		case strings.HasPrefix(key, "a/"):
+			return nil, ValidateOptions{TimeColumn: "ts"}, nil
+		case strings.HasPrefix(key, "b/"):
+			return nil, ValidateOptions{TimeColumn: "at"}, nil
+		case strings.HasPrefix(key, "c/"):
+			return nil, ValidateOptions{}, &decode.FileError{Reason: "no rules for " + key}
+		}
+		return nil, ValidateOptions{}, errors.New("the table cannot be read")
+	}
+	run := func(key string) error {
+		_, err := Run(t.Context(), Config{Store: s, Files: []string{file}, Key: key, Validate: true, RulesFor: rulesFor,
+			ValidateOptions: ValidateOptions{TimeColumn: "v"}})
+		return err
+	}
+	if err := run("a/f.csv"); err != nil {
+		t.Errorf("a/: %v", err)
+	}
+	if err := run("b/f.csv"); err == nil || !IsFileError(err) || !strings.Contains(err.Error(), `column "at"`) {
+		t.Errorf("b/: err = %v, want a file error naming the column at", err)
+	}
+	if err := run("c/f.csv"); err == nil || !IsFileError(err) || err.Error() != file+": no rules for c/f.csv" {
+		t.Errorf("c/: err = %v, want the file error %q", err, file+": no rules for c/f.csv")
+	}
+	if err := run("d/f.csv"); err == nil || IsFileError(err) || !strings.Contains(err.Error(), "the table cannot be read") {
+		t.Errorf("d/: err = %v, want the error that stops the run", err)
+	}
+	if got := keys(t, s); len(got) != 1 || got[0] != "a/f.csv" {
+		t.Errorf("landing holds %v, want a/f.csv only", got)
+	}
+	if want := []string{"a/f.csv", "b/f.csv", "c/f.csv", "d/f.csv"}; !slices.Equal(asked, want) {
+		t.Errorf("RulesFor asked for %v, want %v", asked, want)
 	}
 }

@@ -135,3 +135,29 @@ func TestMisspelledLanding(t *testing.T) {
 		t.Errorf("env check: exit %d, stdout:\n%s", code, out)
 	}
 }
+
+// TestUploadValidatesWithRoutes: the gateway binary validates a file with
+// the options of the route that takes its key (it reads no table), and
+// refuses a key no route takes.
+func TestUploadValidatesWithRoutes(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	file := filepath.Join(dir, "readings.csv")
+	if err := os.WriteFile(file, []byte("ts,device,temperature\n2026-01-05T10:00:00Z,d1,21.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_ROUTES": "a/**=iot.a;time-column=ts\nb/**=iot.b;time-column=at"}
+	sent := func(key string) bool {
+		_, err := os.Stat(filepath.Join(landing, key))
+		return err == nil
+	}
+	if code, out, errOut := run(t, env, "upload", "--key", "a/f.csv", file); code != cmdutil.ExitOK || !sent("a/f.csv") {
+		t.Errorf("under a/: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, env, "upload", "--key", "b/f.csv", file); code != cmdutil.ExitFailed || !strings.Contains(errOut, `column "at": time column is not in the file`) || sent("b/f.csv") {
+		t.Errorf("under b/: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, env, "upload", "--key", "c/f.csv", file); code != cmdutil.ExitFailed || !strings.Contains(errOut, `no route takes the key "c/f.csv"`) || sent("c/f.csv") {
+		t.Errorf("unrouted: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,7 +1,6 @@
 package lakecmd
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +12,6 @@ import (
 	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
-	"github.com/timelake/timelake/internal/tablename"
 )
 
 // TableDefaults sets the table settings of a routed table's config (its
@@ -37,7 +35,7 @@ func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 	}
 	land := settings.Landing.Require(r)
 	warehouse := settings.Warehouse.Require(r)
-	table, routes, err := TableOrRoutes(r)
+	table, routes, err := cmdutil.TableOrRoutes(r)
 	if err != nil {
 		return ingest.Config{}, nil, nil, err
 	}
@@ -62,7 +60,7 @@ func ResolveRoutedIngest(cmd *cobra.Command, f *cmdutil.Factory) (ingest.Config,
 		Logger:            f.Logger(),
 	}
 	tableSettings(r, &c)
-	if err := RoutesErr(r); err != nil {
+	if err := cmdutil.RoutesErr(r); err != nil {
 		return c, nil, nil, err
 	}
 	if err := checkTableSettings(c); err != nil {
@@ -137,61 +135,20 @@ func checkTableSettings(c ingest.Config) error {
 // routeDefaults returns the TableDefaults of routes whose rules have
 // options (docs/routing.md, "Table defaults per route"): the table's
 // settings from the options of the routes that name it, over the run's.
-// Each route's settings are read and checked here, once: a route whose
-// options do not go together (with each other or the run's settings) is
-// a usage error naming it. Nil when no rule has options.
+// Each route's settings are read and checked here, once
+// (cmdutil.RouteResolvers): a route whose options do not go together
+// (with each other or the run's settings) is a usage error naming it. Nil
+// when no rule has options.
 func routeDefaults(r *settings.Resolver, c ingest.Config, routes route.Routes) (TableDefaults, error) {
-	byRoute := map[string]*settings.Resolver{}
-	for _, rt := range routes {
-		if len(rt.Options) == 0 {
-			continue
-		}
-		rr := r.ForRoute(rt)
-		rc := c
-		tableSettings(rr, &rc)
-		err := rr.Err()
-		if err == nil {
-			err = checkTableSettings(rc)
-		}
-		if err != nil {
-			return nil, cmdutil.UsageErrorf("route %s: %w", rt, err)
-		}
-		byRoute[rt.String()] = rr
-	}
-	if len(byRoute) == 0 {
-		return nil, nil
+	byRoute, err := cmdutil.RouteResolvers(r, routes, c, tableSettings, checkTableSettings)
+	if err != nil || byRoute == nil {
+		return nil, err
 	}
 	return func(tc *ingest.Config) {
 		if rt, ok := routes.Naming(tc.Table); ok && byRoute[rt.String()] != nil {
 			tableSettings(byRoute[rt.String()], tc) // read without error above
 		}
 	}, nil
-}
-
-// TableOrRoutes reads the routes (--route, TIMELAKE_ROUTES) and, without
-// them, the table, which is then required (RoutesErr tells it missing).
-// Errors: a usage error for routes beside --table or TIMELAKE_TABLE.
-func TableOrRoutes(r *settings.Resolver) (tablename.Name, route.Routes, error) {
-	routes := settings.Routes.Get(r)
-	if len(routes) == 0 {
-		return settings.Table.Require(r), nil, nil
-	}
-	if from := r.Lookup(&settings.Table.Spec); from.Source != "" {
-		return tablename.Name{}, nil, cmdutil.UsageErrorf("%s and the routes (%s) both name tables: give either one table or routes, not both (docs/routing.md)",
-			from.Describe(), routes)
-	}
-	return tablename.Name{}, routes, nil
-}
-
-// RoutesErr is r.Err() of a command that takes a table or routes
-// (TableOrRoutes): a missing table says that routes would do as well.
-func RoutesErr(r *settings.Resolver) error {
-	err := r.Err()
-	var missing *settings.MissingError
-	if errors.As(err, &missing) && missing.Spec == &settings.Table.Spec {
-		missing.Otherwise = "pass --route or set TIMELAKE_ROUTES for several tables (docs/routing.md)"
-	}
-	return err
 }
 
 // noneIfZero maps a settle setting of 0 (no wait) to ingest.Config's

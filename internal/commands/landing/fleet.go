@@ -48,14 +48,14 @@ func openFleet(cmd *cobra.Command, f *cmdutil.Factory) (Fleet, error) {
 		return Fleet{}, err
 	}
 	loc := settings.Landing.Require(r)
-	table, routes, err := lakecmd.TableOrRoutes(r)
+	table, routes, err := cmdutil.TableOrRoutes(r)
 	if err != nil {
 		return Fleet{}, err
 	}
 	fl := Fleet{Prefix: settings.LandingPrefix.Get(r), Table: table, Routes: routes}
 	quarantine := settings.QuarantinePrefix.Get(r)
 	warehouse := settings.Warehouse.Require(r)
-	if err := lakecmd.RoutesErr(r); err != nil {
+	if err := cmdutil.RoutesErr(r); err != nil {
 		return Fleet{}, err
 	}
 	if fl.Monitor, err = lakecmd.ResolveMonitor(f, r); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/profile"
+	"github.com/timelake/timelake/internal/route"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/tablename"
 	"github.com/timelake/timelake/internal/upload"
@@ -58,7 +59,9 @@ An object is never overwritten (conditional put, If-None-Match: *): a key that
 holds the same content is reported as already uploaded, a key that holds
 different content is refused. Each file is checked locally (--validate) before
 anything is sent, and its SHA-256 travels with it, so the server rejects a
-corrupted body. Large files go up as multipart uploads.
+corrupted body. Large files go up as multipart uploads. Given the poller's
+routes (--route), a file is checked with the rules of the route that takes
+its key, and a key no route takes is refused.
 
 With --spool, every file of a folder is uploaded, oldest first, and deleted (or
 moved to --done) once its object is confirmed; hidden and partial files
@@ -127,24 +130,32 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string, table TableR
 	c.Gzip = settings.Gzip.Get(r)
 	c.Parallel = settings.UploadParallel.Get(r)
 	c.Validate = settings.Validate.Get(r)
-	c.ValidateOptions.TimeColumn = settings.TimeColumn.Get(r)
-	c.ValidateOptions.TimeUnit = settings.TimeUnit.Get(r)
-	c.ValidateOptions.AssumeLocation = settings.AssumeTimezone.Get(r)
 	c.ValidateOptions.CSV = settings.CSVOf(r)
-	c.ValidateOptions.Columns = settings.Columns.Get(r)
-	c.ValidateOptions.OnError = settings.OnError.Get(r)
-	c.ValidateOptions.MaxBadRows = settings.MaxBadRows.Get(r)
+	validateSettings(r, &c.ValidateOptions)
+	routes, err := cmdutil.RoutesNotTable(r)
+	if err != nil {
+		return nil, err
+	}
 	profileFile, warehouse, tableName := settings.ProfileFile.Get(r), settings.Warehouse.Get(r), settings.Table.Get(r)
 	loc := settings.Landing.Require(r)
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	var loadRules func() (*upload.Rules, error)
-	if c.Validate {
-		loadRules = func() (*upload.Rules, error) { return rules(cmd, f, table, profileFile, warehouse, tableName) }
+	if err := checkValidateSettings(c.ValidateOptions); err != nil {
+		return nil, err
 	}
-	if err := decode.CheckTimeColumnType(c.ValidateOptions.TimeColumn, c.ValidateOptions.Columns); err != nil {
-		return nil, &cmdutil.UsageError{Err: err}
+	var loadRules func() (*upload.Rules, error)
+	tableRules := func(name tablename.Name) (*upload.Rules, error) {
+		return rules(cmd, f, table, profileFile, warehouse, name)
+	}
+	switch {
+	case !c.Validate:
+	case len(routes) > 0:
+		if c.RulesFor, err = routedRules(r, routes, c.ValidateOptions, tableRules); err != nil {
+			return nil, err
+		}
+	default:
+		loadRules = func() (*upload.Rules, error) { return tableRules(tableName) }
 	}
 	// Building the client reads configuration only: no request is sent
 	// before the first file is validated.
@@ -152,6 +163,61 @@ func resolve(cmd *cobra.Command, f *cmdutil.Factory, args []string, table TableR
 		return nil, err
 	}
 	return &Options{Config: c, IO: f.IO, JSON: f.JSON, Progress: f.IO.IsStderrTTY(), Rules: loadRules}, nil
+}
+
+// validateSettings sets the settings of o that a route's options may set
+// as well (settings.RouteOptions) from r; errors are recorded in r.
+func validateSettings(r *settings.Resolver, o *upload.ValidateOptions) {
+	o.TimeColumn = settings.TimeColumn.Get(r)
+	o.TimeUnit = settings.TimeUnit.Get(r)
+	o.AssumeLocation = settings.AssumeTimezone.Get(r)
+	o.Columns = settings.Columns.Get(r)
+	o.OnError = settings.OnError.Get(r)
+	o.MaxBadRows = settings.MaxBadRows.Get(r)
+}
+
+// checkValidateSettings refuses validation settings that do not go
+// together (a usage error).
+func checkValidateSettings(o upload.ValidateOptions) error {
+	if err := decode.CheckTimeColumnType(o.TimeColumn, o.Columns); err != nil {
+		return &cmdutil.UsageError{Err: err}
+	}
+	return nil
+}
+
+// routedRules returns upload.Config.RulesFor with routes: a key is
+// validated with the rules of the table its route names (tableRules, read
+// once per table) and the options of that route over base, the run's
+// (docs/routing.md, "Table defaults per route"), as ingest reads it. A
+// key no route takes is refused as ingest reports it. Errors: a route
+// whose options do not go together (a usage error naming it).
+func routedRules(r *settings.Resolver, routes route.Routes, base upload.ValidateOptions, tableRules func(tablename.Name) (*upload.Rules, error)) (func(context.Context, string) (*upload.Rules, upload.ValidateOptions, error), error) {
+	byRoute, err := cmdutil.RouteResolvers(r, routes, base, validateSettings, checkValidateSettings)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	read := map[tablename.Name]*upload.Rules{}
+	return func(_ context.Context, key string) (*upload.Rules, upload.ValidateOptions, error) {
+		t, rt, err := routes.Table(key)
+		if err != nil {
+			return nil, base, &decode.FileError{Reason: err.Error()} // it names the key; upload names the file
+		}
+		opts := base
+		if rr := byRoute[rt.String()]; rr != nil {
+			validateSettings(rr, &opts) // read without error above
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		rules, ok := read[t]
+		if !ok {
+			if rules, err = tableRules(t); err != nil {
+				return nil, opts, err
+			}
+			read[t] = rules
+		}
+		return rules, opts, nil
+	}, nil
 }
 
 // TableRules reads the rules of table name in warehouse that --validate

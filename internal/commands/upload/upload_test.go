@@ -345,3 +345,75 @@ func TestSpoolRejects(t *testing.T) {
 		t.Fatalf("next run: exit %d\n%s", code, out)
 	}
 }
+
+// TestValidateWithRoutes: with routes, --validate checks a file with the
+// rules of the route that takes its key (and of its table once it
+// exists), refuses a key no route takes as ingest reports it, and routes
+// beside --table are a usage error.
+func TestValidateWithRoutes(t *testing.T) {
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	file := writeFile(t, filepath.Join(dir, "r.csv"), "ts,sensor,value\n2026-01-05T10:00:00Z,s1,abc\n", t0)
+	routes := "a/**=iot.a;time-column=ts, b/**=iot.b;time-column=at"
+	env := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_ROUTES": routes}
+	uploaded := func(key string) bool {
+		_, err := os.Stat(filepath.Join(landing, filepath.FromSlash(key)))
+		return err == nil
+	}
+
+	// Its route's table: time column ts. The generated key is under a/.
+	code, out, errOut := run(t, env, false, "--prefix", "a", "--gateway", "gw", file)
+	key := "a/gw/20260105T100000Z-" + sum("ts,sensor,value\n2026-01-05T10:00:00Z,s1,abc\n")[:8] + ".csv"
+	if code != cmdutil.ExitOK || !uploaded(key) {
+		t.Fatalf("under a/: exit %d, %s uploaded %v\n%s%s", code, key, uploaded(key), out, errOut)
+	}
+	// The other route's table takes its time from a column at.
+	code, out, errOut = run(t, env, false, "--key", "b/f.csv", file)
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, `"at"`) || uploaded("b/f.csv") {
+		t.Errorf("under b/: exit %d, uploaded %v; want a refusal naming the column at\n%s%s", code, uploaded("b/f.csv"), out, errOut)
+	}
+	// The route's options win over the run's: under a/ the time column
+	// is ts whatever --time-column says.
+	if code, out, errOut := run(t, env, false, "--time-column", "at", "--key", "a/f2.csv", file); code != cmdutil.ExitOK || !uploaded("a/f2.csv") {
+		t.Errorf("under a/ with --time-column at: exit %d\n%s%s", code, out, errOut)
+	}
+	// A key no route takes: refused with ingest's reason, not uploaded.
+	code, out, errOut = run(t, env, false, "--key", "c/f.csv", file)
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, "Error: "+file+`: no route takes the key "c/f.csv" (routes: `+routes+")") || uploaded("c/f.csv") {
+		t.Errorf("unrouted key: exit %d, uploaded %v\n%s%s", code, uploaded("c/f.csv"), out, errOut)
+	}
+	// Without --validate, routes do not stop an upload.
+	if code, out, errOut := run(t, env, false, "--validate=false", "--key", "c/f.csv", file); code != cmdutil.ExitOK || !uploaded("c/f.csv") {
+		t.Errorf("unrouted key without --validate: exit %d\n%s%s", code, out, errOut)
+	}
+	// Routes and a table: a usage error, nothing sent.
+	code, out, errOut = run(t, env, false, "--table", "iot.a", "--key", "a/f3.csv", file)
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--table") || !strings.Contains(errOut, "both name tables") || uploaded("a/f3.csv") {
+		t.Errorf("routes and --table: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A route whose options do not go together: a usage error naming it.
+	bad := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_ROUTES": "a/**=iot.a;time-column=ts;column=ts:string"}
+	code, out, errOut = run(t, bad, false, "--key", "a/f6.csv", file)
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "route a/**=iot.a;time-column=ts;column=ts:string: ") || uploaded("a/f6.csv") {
+		t.Errorf("bad route options: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Once iot.a exists, its schema applies: value is a double there, so
+	// "abc" is refused under a/ (the route's defaults alone let it pass).
+	lake := filepath.Join(dir, "lake")
+	sample := writeFile(t, filepath.Join(dir, "sample.csv"), "ts,sensor,value\n2026-01-05T10:00:00Z,s1,1.5\n", t0)
+	ios, _, cerr := iostreams.Test()
+	if code := commands.Execute(t.Context(), []string{"tables", "create", "iot.a", "--from-file", sample, "--time-column", "ts", "--warehouse", lake}, ios, getenv(nil)); code != cmdutil.ExitOK {
+		t.Fatalf("tables create: exit %d\n%s", code, cerr)
+	}
+	withLake := map[string]string{"LANDING_BUCKET": landing, "TIMELAKE_ROUTES": routes, "TIMELAKE_WAREHOUSE": lake}
+	code, out, errOut = run(t, withLake, false, "--key", "a/f4.csv", file)
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, `column "value"`) || uploaded("a/f4.csv") {
+		t.Errorf("under a/ with the table: exit %d, uploaded %v; want a refusal naming value\n%s%s", code, uploaded("a/f4.csv"), out, errOut)
+	}
+	// iot.b does not exist: its route's defaults still apply.
+	if code, out, errOut := run(t, withLake, false, "--key", "b/f5.csv", file); code != cmdutil.ExitFailed || !strings.Contains(errOut, `"at"`) {
+		t.Errorf("under b/ with the lake: exit %d\n%s%s", code, out, errOut)
+	}
+}
