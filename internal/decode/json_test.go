@@ -259,3 +259,27 @@ func TestFormatOfKeysWithoutExtension(t *testing.T) {
 		t.Error("format xml accepted")
 	}
 }
+
+// TestJSONEvolve: a key the table does not have is a new column under
+// --evolve add-columns (a nested one by its path, a string column of JSON
+// strings), and refused without it.
+func TestJSONEvolve(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	data := `{"time":"2026-01-05T10:00:00Z","v":1.5,"site":{"id":"0042"}}` + "\n" + `{"time":"2026-01-05T10:01:00Z","v":2,"rh":40}` + "\n"
+	if _, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time"}); err == nil || !IsNewColumns(err) {
+		t.Fatalf("new keys without --evolve: %v, want refused as new columns", err)
+	}
+	d, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", Evolve: EvolveAddColumns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := schemaString(d.Schema); got != "time:timestamp[us, tz=UTC] v:float64 site_id:utf8 rh:int64" {
+		t.Errorf("schema %s", got)
+	}
+	if got := fmt.Sprint(rows(t, d)); got != "[[2026-01-05T10:00:00Z 1.5 0042 NULL] [2026-01-05T10:01:00Z 2 NULL 40]]" {
+		t.Errorf("rows %s", got)
+	}
+}
