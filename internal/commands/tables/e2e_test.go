@@ -3,6 +3,7 @@ package tables_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -639,5 +640,30 @@ func TestGatewayChangedItsFormat(t *testing.T) {
 	}
 	if got := slices.Sorted(slices.Values(pipeColumn(t, mustRun(t, env, false, "tables", "batches"), 3))); !slices.Equal(got, []string{"1", "1", "2"}) {
 		t.Errorf("rows of the batches: %v", got)
+	}
+}
+
+// TestJSONSampleMakesTheTable: the JSON Lines gateway's file alone creates a
+// table with the columns of the other samples (its measurements have a
+// fraction, so they are doubles, and its device ids are strings).
+func TestJSONSampleMakesTheTable(t *testing.T) {
+	landing, keys := copyLanding(t, "gateway-4/")
+	if !slices.Equal(keys, []string{"gateway-4/20260105T1000.jsonl"}) {
+		t.Fatalf("gateway-4 holds %v", keys)
+	}
+	env := map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(t.TempDir(), "lake"), "TIMELAKE_TABLE": "iot.readings",
+		"LANDING_BUCKET": landing, "TIMELAKE_MAINTENANCE_BUDGET": "0"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	show := decode[struct {
+		Schema struct {
+			Columns []struct{ Name, Type string }
+		}
+		Totals struct{ Rows int64 }
+	}](t, mustRun(t, env, false, "tables", "show", "--json"))
+	if got := fmt.Sprint(show.Schema.Columns); got != "[{time timestamptz} {device_id string} {temperature_c double} {humidity_pct double} {battery_v double}]" {
+		t.Errorf("columns of the table made from the JSON sample: %s", got)
+	}
+	if show.Totals.Rows != 300 {
+		t.Errorf("%d rows, want 300", show.Totals.Rows)
 	}
 }
