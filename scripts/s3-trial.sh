@@ -16,7 +16,7 @@
 #    gateways upload);
 # 4. writes the env files timelake.env (the poller's) and gateway.env (a gateway's),
 #    chmod 600, in the scratch folder;
-# 5. uploads the sample files of examples/landing with timelake-gateway, as three
+# 5. uploads the sample files of examples/landing with timelake-gateway, as four
 #    gateways would;
 # 6. runs one ingest and shows the table.
 #

@@ -125,7 +125,7 @@ func TestLocalDefault(t *testing.T) {
 			t.Errorf("no output line for %s:\n%s", k, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stdout, "created table iot.readings") || !strings.Contains(r.stdout, "6 loaded (1800 rows)") {
+	if !strings.Contains(r.stdout, "created table iot.readings") || !strings.Contains(r.stdout, "7 loaded (2100 rows)") {
 		t.Fatalf("output:\n%s", r.stdout)
 	}
 	hint, err := os.ReadFile(filepath.Join(dir, "lake", "iot", "readings", "metadata", "version-hint.text"))
@@ -163,11 +163,11 @@ func TestLocalDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("--json output is not one JSON document: %v\n%s", err, r.stdout)
 	}
-	if rep.AlreadyLoaded != 6 || rep.Loaded != 0 || rep.SnapshotID != current.SnapshotID || fmt.Sprint(rep.MetadataVersion-1) != string(hint) {
+	if rep.AlreadyLoaded != 7 || rep.Loaded != 0 || rep.SnapshotID != current.SnapshotID || fmt.Sprint(rep.MetadataVersion-1) != string(hint) {
 		t.Fatalf("second run: %+v, want the snapshot %d of v%s, in the next version", rep, current.SnapshotID, hint)
 	}
 	r = run(t, dir, nil, "tables", "history", "iot.readings", "--warehouse", "./lake", "--status", "duplicate")
-	if n := strings.Count(r.stdout, "\tduplicate\t"); r.code != 0 || n != 6 {
+	if n := strings.Count(r.stdout, "\tduplicate\t"); r.code != 0 || n != 7 {
 		t.Errorf("tables history --status duplicate: exit %d, %d duplicates\n%s%s", r.code, n, r.stdout, r.stderr)
 	}
 }
@@ -266,7 +266,7 @@ func TestS3EnvFile(t *testing.T) {
 	}
 	putAll()
 	r := run(t, dir, nil, "ingest", "--env-file", "timelake.env")
-	if r.code != 0 || !strings.Contains(r.stdout, "6 loaded (1800 rows)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "7 loaded (2100 rows)") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if strings.Contains(r.stdout+r.stderr, srv.SecretKey) {
@@ -315,8 +315,8 @@ func TestS3EnvFile(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
 	}
-	if loaded != 6 {
-		t.Fatalf("%d files loaded by the two runs, want 6", loaded)
+	if loaded != 7 {
+		t.Fatalf("%d files loaded by the two runs, want 7", loaded)
 	}
 	out, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(landing)})
 	if err != nil {
@@ -342,7 +342,7 @@ func TestS3EnvFile(t *testing.T) {
 		seen[b.BatchID] = true
 		rows += b.Rows
 	}
-	if len(seen) != 6 || rows != 1800 {
-		t.Fatalf("%d batches with %d rows, want 6 with 1800", len(seen), rows)
+	if len(seen) != 7 || rows != 2100 {
+		t.Fatalf("%d batches with %d rows, want 7 with 2100", len(seen), rows)
 	}
 }

@@ -129,16 +129,16 @@ func maintenanceScenario(t *testing.T, c maintenanceCase) {
 
 	timelake(0, "ingest", "--series-key", "device_id", "--maintenance-budget", "0")
 	rows := tableRows(t, c.open(t))
-	if len(rows) != 1800 {
-		t.Fatalf("%d rows after ingest, want 1800", len(rows))
+	if len(rows) != 2100 {
+		t.Fatalf("%d rows after ingest, want 2100", len(rows))
 	}
 	var files []struct{ Partition string }
 	decode(timelake(0, "tables", "files", "--json"), &files)
-	if len(files) != 6 {
-		t.Fatalf("%d data files after ingest, want 6", len(files))
+	if len(files) != 7 {
+		t.Fatalf("%d data files after ingest, want 7", len(files))
 	}
 
-	// Compaction: the five small files of 2026-01-05 (one size tier) are
+	// Compaction: the six small files of 2026-01-05 (one size tier) are
 	// merged into one; 2026-01-06 has one file.
 	type report struct {
 		Compaction *struct {
@@ -161,7 +161,7 @@ func maintenanceScenario(t *testing.T, c maintenanceCase) {
 	if rep.Compaction == nil || rep.Compaction.SnapshotID == nil || len(rep.Compaction.Groups) != 1 {
 		t.Fatalf("maintain: %+v", rep)
 	}
-	if g := rep.Compaction.Groups[0]; g.Partition != "time_day=2026-01-05" || g.FilesIn != 5 || g.FilesOut != 1 || g.Rows != 1500 {
+	if g := rep.Compaction.Groups[0]; g.Partition != "time_day=2026-01-05" || g.FilesIn != 6 || g.FilesOut != 1 || g.Rows != 1800 {
 		t.Errorf("compaction group %+v", g)
 	}
 	decode(timelake(0, "tables", "files", "--json"), &files)

@@ -1,5 +1,5 @@
 // Command generate writes the sample landing files of examples/landing: IoT readings
-// from three field gateways, as CSV, gzipped CSV and Parquet. The output is
+// from four field gateways, as CSV, gzipped CSV, Parquet and JSON Lines. The output is
 // reproducible (fixed PCG seeds, no wall-clock time).
 //
 //	go run ./examples/generate [-out examples/landing]
@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/csv"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -118,6 +119,11 @@ func main() {
 	g3 := newGateway(3)
 	must(writeParquet(filepath.Join(*out, "gateway-3/20260105T1000.parquet"), g3.hour(at(5, 10), true)))
 	must(writeParquet(filepath.Join(*out, "gateway-3/20260106T1100.parquet"), g3.hour(at(6, 11), true)))
+
+	// gateway-4: JSON Lines, one object per reading; the measurements are JSON
+	// numbers with a fraction (21.0, not 21), so their columns stay double.
+	g4 := newGateway(4)
+	must(writeJSONLines(filepath.Join(*out, "gateway-4/20260105T1000.jsonl"), g4.hour(at(5, 10), false)))
 }
 
 var (
@@ -171,6 +177,23 @@ func writeCSV(path string, rows []reading, columns []string, gz bool, tempDecima
 		data = zbuf.Bytes()
 	}
 	return writeFile(path, data)
+}
+
+// writeJSONLines writes one object per line, its keys in the standard column order.
+func writeJSONLines(path string, rows []reading) error {
+	var buf bytes.Buffer
+	for _, r := range rows {
+		id, err := json.Marshal(r.deviceID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&buf, `{"time":"%s","device_id":%s,"temperature_c":%s,"humidity_pct":%s,"battery_v":%s}`+"\n",
+			r.time.Format(time.RFC3339), id,
+			strconv.FormatFloat(r.temperature, 'f', 1, 64),
+			strconv.FormatFloat(r.humidity, 'f', 1, 64),
+			strconv.FormatFloat(r.battery, 'f', 2, 64))
+	}
+	return writeFile(path, buf.Bytes())
 }
 
 func writeParquet(path string, rows []reading) error {

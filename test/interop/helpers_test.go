@@ -190,8 +190,8 @@ func ingestExamples(t *testing.T, w warehouse, name lake.TableName, g lake.Granu
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Loaded != 6 || rep.Quarantined != 0 || rep.Rows != 1800 {
-		t.Fatalf("ingest: %d loaded, %d quarantined, %d rows; want 6, 0, 1800", rep.Loaded, rep.Quarantined, rep.Rows)
+	if rep.Loaded != 7 || rep.Quarantined != 0 || rep.Rows != 2100 {
+		t.Fatalf("ingest: %d loaded, %d quarantined, %d rows; want 7, 0, 2100", rep.Loaded, rep.Quarantined, rep.Rows)
 	}
 	return rep
 }

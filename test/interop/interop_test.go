@@ -335,7 +335,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // Ensure the examples folder is where the tests expect it.
 func TestExamplesPresent(t *testing.T) {
 	m, err := filepath.Glob(filepath.Join(examplesDir, "*", "*"))
-	if err != nil || len(m) != 6 {
-		t.Fatalf("examples/landing: %d files (%v), want 6", len(m), err)
+	if err != nil || len(m) != 7 {
+		t.Fatalf("examples/landing: %d files (%v), want 7", len(m), err)
 	}
 }

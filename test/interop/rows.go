@@ -1,11 +1,13 @@
 package interop
 
 import (
+	"bufio"
 	"compress/gzip"
 	"context"
 	"database/sql"
 	"encoding/csv"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,16 +115,21 @@ func CompareRows(cols []Column, got, want []Row, tsDiv int64) error {
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }
 
-// SourceFile reads one landing file (CSV, gzipped CSV or Parquet) into rows
-// of the table's columns, independently of timelake's decoder: CSV with
-// encoding/csv (times as RFC 3339, UTC when no offset), Parquet with DuckDB.
-// Columns are matched by name; a column missing from the file is null.
+// SourceFile reads one landing file (CSV, JSON Lines, either optionally
+// gzipped, or Parquet) into rows of the table's columns, independently of
+// timelake's decoder: CSV with encoding/csv (times as RFC 3339, UTC when no
+// offset), JSON Lines with encoding/json (flat objects, one a line; numbers
+// by their text, like CSV's), Parquet with DuckDB. Columns are matched by
+// name; a column missing from the file is null.
 func SourceFile(ctx context.Context, db *sql.DB, path string, cols []Column) ([]Row, error) {
 	switch {
 	case strings.HasSuffix(path, ".parquet"):
 		return sourceParquet(ctx, db, path, cols)
 	case strings.HasSuffix(path, ".csv"), strings.HasSuffix(path, ".csv.gz"):
 		return sourceCSV(path, cols)
+	case strings.HasSuffix(path, ".jsonl"), strings.HasSuffix(path, ".jsonl.gz"),
+		strings.HasSuffix(path, ".ndjson"), strings.HasSuffix(path, ".ndjson.gz"):
+		return sourceJSONLines(path, cols)
 	}
 	return nil, fmt.Errorf("source %s: unknown format", path)
 }
@@ -144,21 +151,29 @@ func SourceDir(ctx context.Context, db *sql.DB, dir string, cols []Column) ([]Ro
 	return out, err
 }
 
-func sourceCSV(path string, cols []Column) ([]Row, error) {
+// openSource opens a landing file, through gzip when its name ends in .gz.
+func openSource(path string) (io.Reader, func(), error) {
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !strings.HasSuffix(path, ".gz") {
+		return f, func() { f.Close() }, nil
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("source %s: %w", path, err)
+	}
+	return gz, func() { gz.Close(); f.Close() }, nil
+}
+
+func sourceCSV(path string, cols []Column) ([]Row, error) {
+	r, closeSource, err := openSource(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
+	defer closeSource()
 	cr := csv.NewReader(r)
 	header, err := cr.Read()
 	if err != nil {
@@ -188,6 +203,55 @@ func sourceCSV(path string, cols []Column) ([]Row, error) {
 		}
 		out = append(out, row)
 	}
+}
+
+func sourceJSONLines(path string, cols []Column) ([]Row, error) {
+	r, closeSource, err := openSource(path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSource()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	var out []Row
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			return nil, fmt.Errorf("source %s line %d: %w", path, line, err)
+		}
+		if obj == nil {
+			return nil, fmt.Errorf("source %s line %d: not an object", path, line)
+		}
+		row := make(Row, len(cols))
+		for i, c := range cols {
+			var text string
+			switch v := obj[c.Name].(type) {
+			case nil:
+				continue
+			case string:
+				text = v
+			case json.Number:
+				text = v.String()
+			case bool:
+				text = strconv.FormatBool(v)
+			default:
+				return nil, fmt.Errorf("source %s line %d column %s: %T is not a flat value", path, line, c.Name, v)
+			}
+			if row[i], err = parseText(text, c.Type); err != nil {
+				return nil, fmt.Errorf("source %s line %d column %s: %w", path, line, c.Name, err)
+			}
+		}
+		out = append(out, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("source %s: %w", path, err)
+	}
+	return out, nil
 }
 
 // parseText parses the text of a value of an Iceberg type into its

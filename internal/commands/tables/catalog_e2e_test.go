@@ -55,7 +55,7 @@ func TestCommandsThroughRESTCatalog(t *testing.T) {
 
 	out = mustRun(t, env, true, "tables", "show")
 	for _, want := range []string{"Catalog:           REST catalog " + srv.URI, "Metadata file:     " + env["TIMELAKE_WAREHOUSE"] + "/iot/readings/metadata/v",
-		"\nTotals\n  1800 rows in 6 data files, "} {
+		"\nTotals\n  2100 rows in 7 data files, "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tables show lacks %q:\n%s", want, out)
 		}

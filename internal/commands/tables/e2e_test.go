@@ -3,6 +3,7 @@ package tables_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -190,7 +191,7 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 		"\nPartition spec (id 0)\n  day(time)  (time_day)\n",
 		"\nSort order (id 1)\n  device_id asc nulls-first, time asc nulls-first\n",
 		"\nTimelake contract\n  timelake.chunk        day\n  timelake.series-key   device_id\n  timelake.time-column  time\n",
-		"\nTotals\n  1800 rows in 6 data files, ",
+		"\nTotals\n  2100 rows in 7 data files, ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tables show lacks %q:\n%s", want, out)
@@ -204,7 +205,7 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 	}](t, mustRun(t, env, false, "tables", "show", "iot.readings", "--json"))
 	if len(detail.PartitionSpec.Fields) != 1 || detail.PartitionSpec.Fields[0].Expr != "day(time)" ||
 		len(detail.SortOrder.Fields) != 2 || detail.Contract[lake.PropTimeColumn] != "time" ||
-		detail.Contract[lake.PropSeriesKey] != "device_id" || detail.Totals.Rows != 1800 {
+		detail.Contract[lake.PropSeriesKey] != "device_id" || detail.Totals.Rows != 2100 {
 		t.Errorf("tables show --json: %+v", detail)
 	}
 
@@ -214,7 +215,7 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 		Rows      int64
 		DataFiles int64 `json:"data_files"`
 	}](t, mustRun(t, env, false, "tables", "list", "--json"))
-	if len(list) != 1 || list[0].Table != "iot.readings" || list[0].Rows != 1800 || list[0].DataFiles != 6 {
+	if len(list) != 1 || list[0].Table != "iot.readings" || list[0].Rows != 2100 || list[0].DataFiles != 7 {
 		t.Errorf("tables list --json: %+v", list)
 	}
 	files := decode[[]struct {
@@ -229,11 +230,11 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 			t.Errorf("file %+v", f)
 		}
 	}
-	if len(files) != 6 || perPartition["time_day=2026-01-05"] != 5 || perPartition["time_day=2026-01-06"] != 1 {
+	if len(files) != 7 || perPartition["time_day=2026-01-05"] != 6 || perPartition["time_day=2026-01-06"] != 1 {
 		t.Errorf("tables files --json: %v", perPartition)
 	}
 	out = mustRun(t, env, true, "tables", "files")
-	if !strings.Contains(out, "\n6 data files in 2 partitions, 1800 rows, ") {
+	if !strings.Contains(out, "\n7 data files in 2 partitions, 2100 rows, ") {
 		t.Errorf("tables files summary:\n%s", out)
 	}
 
@@ -265,7 +266,7 @@ func TestTablesAfterIngestLocal(t *testing.T) {
 		BatchID *string `json:"batch_id"`
 		State   string
 	}](t, mustRun(t, env, false, "tables", "snapshots", "--json"))
-	if len(snaps) != 6 || *snaps[0].BatchID != abandoned || snaps[0].State != "abandoned" || snaps[1].State != "current" {
+	if len(snaps) != 7 || *snaps[0].BatchID != abandoned || snaps[0].State != "abandoned" || snaps[1].State != "current" {
 		t.Errorf("after rollback, snapshots %+v", snaps)
 	}
 	if got := decode[[]struct{ State string }](t, mustRun(t, env, false, "tables", "snapshots", "--limit", "1", "--json")); len(got) != 1 {
@@ -639,5 +640,30 @@ func TestGatewayChangedItsFormat(t *testing.T) {
 	}
 	if got := slices.Sorted(slices.Values(pipeColumn(t, mustRun(t, env, false, "tables", "batches"), 3))); !slices.Equal(got, []string{"1", "1", "2"}) {
 		t.Errorf("rows of the batches: %v", got)
+	}
+}
+
+// TestJSONSampleMakesTheTable: the JSON Lines gateway's file alone creates a
+// table with the columns of the other samples (its measurements have a
+// fraction, so they are doubles, and its device ids are strings).
+func TestJSONSampleMakesTheTable(t *testing.T) {
+	landing, keys := copyLanding(t, "gateway-4/")
+	if !slices.Equal(keys, []string{"gateway-4/20260105T1000.jsonl"}) {
+		t.Fatalf("gateway-4 holds %v", keys)
+	}
+	env := map[string]string{"TIMELAKE_WAREHOUSE": filepath.Join(t.TempDir(), "lake"), "TIMELAKE_TABLE": "iot.readings",
+		"LANDING_BUCKET": landing, "TIMELAKE_MAINTENANCE_BUDGET": "0"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	show := decode[struct {
+		Schema struct {
+			Columns []struct{ Name, Type string }
+		}
+		Totals struct{ Rows int64 }
+	}](t, mustRun(t, env, false, "tables", "show", "--json"))
+	if got := fmt.Sprint(show.Schema.Columns); got != "[{time timestamptz} {device_id string} {temperature_c double} {humidity_pct double} {battery_v double}]" {
+		t.Errorf("columns of the table made from the JSON sample: %s", got)
+	}
+	if show.Totals.Rows != 300 {
+		t.Errorf("%d rows, want 300", show.Totals.Rows)
 	}
 }
