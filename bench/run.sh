@@ -4,7 +4,11 @@
 # times, one process per measured run, and prints a table of medians with
 # the ratios to the baselines measured in the same run (docs/performance.md).
 #
-#   bench/run.sh                 all cases: c1 c1-5k c2 c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200
+#   bench/run.sh                 all cases: c1 c1-5k c2 c2-json c2-json-gz c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200
+#   bench/run.sh c2 c2-json c2-json-gz
+#                                c2's rows as CSV, as JSON lines and as gzipped JSON lines; DuckDB's
+#                                modes read them with read_ndjson; the report puts each JSON
+#                                mode's rows/s beside the CSV case's
 #   bench/run.sh routes          a routed run of 3 tables x 300 small files (mode routed: one
 #                                `ingest --route` run) against three single-table runs one after
 #                                the other (mode single: `ingest --table --prefix`); the column
@@ -123,6 +127,7 @@ modes_of() {
 	c1-5k) echo "ingest" ;;
 	c2) echo "ingest ingest-wide sequential rawcopy duckdb duckdb-peer" ;;
 	c5 | c6) echo "ingest duckdb duckdb-peer" ;; # one file: the sequential loop is ingest
+	c2-json*) echo "ingest duckdb duckdb-peer" ;;
 	p1 | p2) echo "ingest" ;;                    # a poison file beside a good one: peak RSS
 	latency-*) echo "serve cron" ;;
 	routes) echo "routed single" ;;
@@ -159,7 +164,7 @@ one() { # case mode data run
 }
 
 cases=("$@")
-[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200)
+[[ ${#cases[@]} -gt 0 ]] || cases=(c1 c1-5k c2 c2-json c2-json-gz c3 c4 c5 c6 p1 p2 routes latency-1 latency-20 latency-200)
 for c in "${cases[@]}"; do
 	d="$DATA/$c"
 	if [[ $c != latency-* && ! -f "$d.complete" ]]; then

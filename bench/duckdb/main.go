@@ -1,5 +1,6 @@
 // Command tlbench-duckdb is the DuckDB baseline of bench/run.sh: it converts
-// the same landing files to zstd Parquet with DuckDB, one COPY per file, and
+// the same landing files (CSV, JSON lines or Parquet: read_csv, read_ndjson
+// or read_parquet) to zstd Parquet with DuckDB, one COPY per file, and
 // prints one result line in tlbench's format. Mode duckdb is the bare COPY,
 // the conversion ceiling; mode duckdb-peer (-peer) does to each file what
 // ingest does: rows sorted by partition, series key and time, one folder
@@ -95,8 +96,11 @@ func run(data, name string, threads int, peer bool) error {
 	start := time.Now()
 	for i, f := range files {
 		src := "read_csv('" + f + "', header = true)"
-		if strings.HasSuffix(f, ".parquet") {
+		switch base := strings.TrimSuffix(f, ".gz"); {
+		case strings.HasSuffix(f, ".parquet"):
 			src = "read_parquet('" + f + "')"
+		case strings.HasSuffix(base, ".jsonl"), strings.HasSuffix(base, ".ndjson"):
+			src = "read_ndjson('" + f + "')"
 		}
 		dst := filepath.Join(out, fmt.Sprintf("%05d.parquet", i))
 		copySQL := "COPY (SELECT * FROM " + src + ") TO '" + dst + "' (FORMAT parquet, COMPRESSION zstd)"

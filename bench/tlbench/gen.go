@@ -24,7 +24,8 @@ import (
 type spec struct {
 	files, rowsPerFile, gateways int
 	parquet                      bool
-	gzip                         bool // CSV files gzip-compressed (.csv.gz)
+	json                         bool // JSON lines (.jsonl), the rows of the CSV files as objects
+	gzip                         bool // CSV or JSON files gzip-compressed (.csv.gz, .jsonl.gz)
 	snappyPlain                  bool // Parquet with Snappy and without dictionaries, as other writers often write it (else zstd with dictionaries)
 	spanDays                     int  // rows spread uniformly over this many days (0: one reading per device per 10 s)
 	// poison adds one file ingest must quarantine within the memory bound
@@ -54,6 +55,9 @@ var cases = map[string]spec{
 	// Three tables x 300 small CSV files, each table's below its folder: a
 	// routed run against three single-table runs.
 	"routes": {files: 900, rowsPerFile: 100, gateways: 12, routed: true},
+	// c2's rows as JSON lines (~115 MB a file, 2.3 GB in all), plain and gzip.
+	"c2-json":    {files: 20, rowsPerFile: 800_000, gateways: 4, json: true},
+	"c2-json-gz": {files: 20, rowsPerFile: 800_000, gateways: 4, json: true, gzip: true},
 }
 
 var start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -71,8 +75,11 @@ func generate(name, out string) error {
 		switch {
 		case sp.parquet:
 			ext = ".parquet"
-		case sp.gzip:
-			ext = ".csv.gz"
+		case sp.json:
+			ext = ".jsonl"
+		}
+		if sp.gzip {
+			ext += ".gz"
 		}
 		t0 := start.Add(time.Duration(i/sp.gateways) * time.Duration(sp.rowsPerFile/10+1) * 10 * time.Second)
 		key := fmt.Sprintf("gateway-%02d/%s-%05d%s", gw, t0.Format("20060102T150405Z"), i, ext)
@@ -95,7 +102,7 @@ func generate(name, out string) error {
 		if sp.parquet {
 			err = writeParquet(p, sp.rowsPerFile, sp.snappyPlain, row)
 		} else {
-			err = writeCSV(p, sp.rowsPerFile, sp.gzip, row)
+			err = writeText(p, sp.rowsPerFile, sp.gzip, sp.json, row)
 		}
 		if err != nil {
 			return err
@@ -142,7 +149,8 @@ func writePoison(p, kind string) error {
 
 type rowFunc func(j int) (time.Time, string, float64, float64, float64)
 
-func writeCSV(p string, n int, gz bool, row rowFunc) error {
+// writeText writes n rows as CSV or, with asJSON, as JSON lines.
+func writeText(p string, n int, gz, asJSON bool, row rowFunc) error {
 	f, err := os.Create(p)
 	if err != nil {
 		return err
@@ -152,7 +160,11 @@ func writeCSV(p string, n int, gz bool, row rowFunc) error {
 	if gz {
 		out = zw
 	}
-	if err := writeCSVTo(out, n, row); err != nil {
+	write := writeCSVTo
+	if asJSON {
+		write = writeJSONTo
+	}
+	if err := write(out, n, row); err != nil {
 		f.Close()
 		return err
 	}
@@ -182,6 +194,30 @@ func writeCSVTo(out io.Writer, n int, row rowFunc) error {
 		buf = append(buf, ',')
 		buf = strconv.AppendFloat(buf, bat, 'f', 2, 64)
 		buf = append(buf, '\n')
+		w.Write(buf)
+	}
+	return w.Flush()
+}
+
+// writeJSONTo writes n rows as JSON lines, one object a row, with the
+// keys and values of writeCSVTo's columns: the time and the strings as
+// JSON strings, the measurements as numbers of the same text.
+func writeJSONTo(out io.Writer, n int, row rowFunc) error {
+	w := bufio.NewWriterSize(out, 1<<20)
+	buf := make([]byte, 0, 192)
+	for j := range n {
+		t, dev, temp, hum, bat := row(j)
+		buf = append(buf[:0], `{"time":"`...)
+		buf = t.AppendFormat(buf, time.RFC3339)
+		buf = append(buf, `","device_id":"`...)
+		buf = append(buf, dev...)
+		buf = append(buf, `","site":"north-field-station","temperature_c":`...)
+		buf = strconv.AppendFloat(buf, temp, 'f', 1, 64)
+		buf = append(buf, `,"humidity_pct":`...)
+		buf = strconv.AppendFloat(buf, hum, 'f', 1, 64)
+		buf = append(buf, `,"battery_v":`...)
+		buf = strconv.AppendFloat(buf, bat, 'f', 2, 64)
+		buf = append(buf, "}\n"...)
 		w.Write(buf)
 	}
 	return w.Flush()

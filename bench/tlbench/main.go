@@ -288,6 +288,13 @@ func report(files []string, w io.Writer) error {
 			fmt.Fprintf(w, "%s %s: newest metadata %d bytes after the run; %d data files in %d partitions (%.1f per partition)\n",
 				k.c, k.m, r.MetadataBytes, r.DataFiles, r.Partitions, r.FilesPerPartition)
 		}
+		if base, _, ok := strings.Cut(k.c, "-json"); ok {
+			if _, csv := runs[key{base, k.m}]; csv {
+				rows := med(k, Result.rowsPerSec)
+				fmt.Fprintf(w, "%s %s: %.0f rows/s, %.2fx %s %s's (CSV); %.1f MB/s of input\n",
+					k.c, k.m, rows, rows/med(key{base, k.m}, Result.rowsPerSec), base, k.m, med(k, Result.mbPerSec))
+			}
+		}
 		if r.Concurrent > 0 {
 			fmt.Fprintf(w, "%s %s: up to %d ingest runs loaded the table at the same time; rows exact, no lease refused, no commit gave up\n",
 				k.c, k.m, r.Concurrent)
