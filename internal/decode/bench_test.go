@@ -110,3 +110,35 @@ func BenchmarkDecodeCSV(b *testing.B) {
 		})
 	}
 }
+
+// benchJSON is benchCSV's rows as JSON Lines, the readings nested.
+func benchJSON(rows int) []byte {
+	var b bytes.Buffer
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	for i := range rows {
+		ts := t0.Add(time.Duration(i/10) * 10 * time.Second)
+		fmt.Fprintf(&b, `{"time":"%s","device_id":"dev-01-%02d","site":"north-field-station","temperature_c":%.1f,"humidity_pct":%.1f,"battery_v":%.2f}`+"\n",
+			ts.Format(time.RFC3339), i%10, float64(i%400)/10, float64(i%1000)/10, 3+float64(i%100)/100)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkDecodeJSON decodes benchCSV's 200,000 rows as JSON Lines into
+// the same table schema (BenchmarkDecodeCSV's).
+func BenchmarkDecodeJSON(b *testing.B) {
+	data := benchJSON(200_000)
+	target := gatewayTarget(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for range b.N {
+		d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl", R: bytes.NewReader(data), Size: int64(len(data))},
+			DecodeOptions{Target: target, TimeColumn: "time"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Rows != 200_000 {
+			b.Fatalf("%d rows", d.Rows)
+		}
+		d.Release()
+	}
+}

@@ -146,6 +146,8 @@ type jsonStream struct {
 	// lines) read so far.
 	line, row int64
 	lineBuf   bytes.Reader
+	// path and text are readObject's buffers.
+	path, text []byte
 }
 
 // openJSONStream opens the text of src (after a UTF-8 byte order mark) for
@@ -458,14 +460,17 @@ func locateJSONRow(ro *resolved, src Source, gz bool, row int64) int64 {
 }
 
 // readObject reads the object nextObject found, calling value for each
-// scalar (kind and text; a null has kind 0) and each nested object (kind
-// jsonObject) with its path (its keys joined with pathSeparator). On a
-// line, nothing but white space may follow the object.
-func (s *jsonStream) readObject(value func(path string, k jsonKind, text string) error) error {
+// scalar and each nested object (kind jsonObject) with its path (its keys
+// joined with pathSeparator) and its text (a string's unquoted, a number's
+// or a boolean's as written; nil for null and objects): both valid only
+// during the call. On a line, nothing but white space may follow the
+// object.
+func (s *jsonStream) readObject(value func(path []byte, k jsonKind, text []byte) error) error {
 	if _, err := s.dec.ReadToken(); err != nil { // {
 		return s.syntaxError(err)
 	}
-	if err := s.readMembers("", value); err != nil {
+	s.path = s.path[:0]
+	if err := s.readMembers(value); err != nil {
 		return err
 	}
 	if s.array {
@@ -480,66 +485,102 @@ func (s *jsonStream) readObject(value func(path string, k jsonKind, text string)
 	return nil
 }
 
-func (s *jsonStream) readMembers(prefix string, value func(path string, k jsonKind, text string) error) error {
+// readMembers reads the members of an object below s.path. Names and
+// values are read as raw values (no string made for them: the tokenizer
+// still checks them, duplicates among them and their UTF-8).
+func (s *jsonStream) readMembers(value func(path []byte, k jsonKind, text []byte) error) error {
+	base := len(s.path)
 	for {
 		if s.dec.PeekKind() == '}' {
 			_, err := s.dec.ReadToken()
 			return s.syntaxError(err)
 		}
-		tok, err := s.dec.ReadToken()
+		name, err := s.dec.ReadValue()
 		if err != nil {
 			return s.syntaxError(err)
 		}
-		path := prefix + tok.String()
+		if s.path, err = appendUnquoted(s.path[:base], name); err != nil {
+			return s.syntaxError(err)
+		}
 		switch k := s.dec.PeekKind(); k {
 		case '{':
-			if err := value(path, jsonObject, ""); err != nil {
+			if err := value(s.path, jsonObject, nil); err != nil {
 				return err
 			}
 			if _, err := s.dec.ReadToken(); err != nil {
 				return s.syntaxError(err)
 			}
-			if err := s.readMembers(path+pathSeparator, value); err != nil {
+			s.path = append(s.path, pathSeparator...)
+			if err := s.readMembers(value); err != nil {
 				return err
 			}
 		case '[':
 			fe := s.refuse(s.nextOffset(), "an array: arrays are not loaded (write one value per key, or one object per element)").(*FileError)
-			fe.Column = columnName(path)
+			fe.Column = columnName(string(s.path))
 			return fe
 		case 0:
 			_, err := s.dec.ReadToken()
 			return s.syntaxError(err)
 		default:
-			tok, err := s.dec.ReadToken()
+			raw, err := s.dec.ReadValue()
 			if err != nil {
 				return s.syntaxError(err)
 			}
 			var kind jsonKind
+			var text []byte
 			switch k {
 			case '"':
 				kind = jsonString
+				if s.text, err = appendUnquoted(s.text[:0], raw); err != nil {
+					return s.syntaxError(err)
+				}
+				text = s.text
 			case '0':
-				kind = jsonNumber
+				kind, text = jsonNumber, raw
 			case 't', 'f':
-				kind = jsonBool
+				kind, text = jsonBool, raw
 			}
-			text := ""
-			if kind != 0 {
-				text = tok.String()
-			}
-			if err := value(path, kind, text); err != nil {
+			if err := value(s.path, kind, text); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// jsonValue is a value of an object as readObject reads it.
-type jsonValue struct {
-	path string
-	kind jsonKind
-	text string
+// appendUnquoted appends the text of the JSON string raw to dst.
+func appendUnquoted(dst, raw []byte) ([]byte, error) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return append(dst, raw[1:len(raw)-1]...), nil
+	}
+	return jsontext.AppendUnquote(dst, raw)
 }
+
+// jsonValue is a value of an object as readObject reads it: its path and
+// text at offsets of an arena (jsonValues).
+type jsonValue struct {
+	path, text, end int
+	kind            jsonKind
+}
+
+// jsonValues are the values of one object, their bytes in one arena.
+type jsonValues struct {
+	arena []byte
+	vals  []jsonValue
+}
+
+func (v *jsonValues) reset() { v.arena, v.vals = v.arena[:0], v.vals[:0] }
+
+func (v *jsonValues) add(path []byte, k jsonKind, text []byte) error {
+	p := len(v.arena)
+	v.arena = append(v.arena, path...)
+	t := len(v.arena)
+	v.arena = append(v.arena, text...)
+	v.vals = append(v.vals, jsonValue{path: p, text: t, end: len(v.arena), kind: k})
+	return nil
+}
+
+func (v *jsonValues) path(x jsonValue) []byte { return v.arena[x.path:x.text] }
+func (v *jsonValues) text(x jsonValue) []byte { return v.arena[x.text:x.end] }
 
 // scanJSON is the first pass: every object checked, the columns learnt
 // (jsonColumns), the objects kept counted. With skip-rows, a line that is
@@ -554,17 +595,13 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 	defer s.close()
 	cols = &jsonColumns{index: map[string]int{}, byName: map[string]string{}}
 	var buf []byte
-	var vals []jsonValue
+	var vals jsonValues
 	for {
 		ok, err := s.nextObject(&buf)
 		if err == nil && ok {
-			vals = vals[:0]
-			err = s.readObject(func(path string, k jsonKind, text string) error {
-				vals = append(vals, jsonValue{path: path, kind: k, text: text})
-				return nil
-			})
-			if err == nil {
-				err = checkJSONNumbers(ro, s, vals)
+			vals.reset()
+			if err = s.readObject(vals.add); err == nil {
+				err = checkJSONNumbers(ro, s, &vals)
 			}
 		}
 		if err != nil {
@@ -590,8 +627,8 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 			break
 		}
 		rows++
-		for _, v := range vals {
-			if err := cols.addValue(ro, s, v); err != nil {
+		for _, v := range vals.vals {
+			if err := cols.addValue(ro, s, vals.path(v), v.kind, vals.text(v)); err != nil {
 				return nil, 0, nil, err
 			}
 		}
@@ -623,17 +660,19 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 }
 
 // checkJSONNumbers refuses an integer of the object beyond a long.
-func checkJSONNumbers(ro *resolved, s *jsonStream, vals []jsonValue) error {
-	for _, v := range vals {
-		if v.kind != jsonNumber || strings.ContainsAny(v.text, ".eE") {
+func checkJSONNumbers(ro *resolved, s *jsonStream, vals *jsonValues) error {
+	for _, v := range vals.vals {
+		text := vals.text(v)
+		// Every integer of at most 18 digits fits a long.
+		if v.kind != jsonNumber || len(text) < 19 || bytes.ContainsAny(text, ".eE") {
 			continue
 		}
-		if _, err := strconv.ParseInt(v.text, 10, 64); err != nil {
-			fe := s.refuse(0, fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", v.text)).(*FileError)
+		if _, err := strconv.ParseInt(string(text), 10, 64); err != nil {
+			fe := s.refuse(0, fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", text)).(*FileError)
 			if s.array {
 				fe.Line = locateJSONRow(ro, s.src, s.gz, s.row)
 			}
-			fe.Column, fe.Value = columnName(v.path), v.text
+			fe.Column, fe.Value = columnName(string(vals.path(v))), string(text)
 			return fe
 		}
 	}
@@ -641,27 +680,36 @@ func checkJSONNumbers(ro *resolved, s *jsonStream, vals []jsonValue) error {
 }
 
 // addValue records a value of the object at row s.row.
-func (c *jsonColumns) addValue(ro *resolved, s *jsonStream, v jsonValue) error {
-	k := v.kind
+func (c *jsonColumns) addValue(ro *resolved, s *jsonStream, path []byte, k jsonKind, text []byte) error {
 	if k == 0 {
 		k = jsonNull // a null: a column all the same
 	}
-	row := s.row
-	i, err := c.add(ro, v.path, k, func() int64 {
-		if s.array {
-			return locateJSONRow(ro, s.src, s.gz, row)
+	i, ok := c.index[string(path)]
+	if !ok || c.kinds[i]|k != c.kinds[i] {
+		row := s.row
+		var err error
+		i, err = c.add(ro, string(path), k, func() int64 {
+			if s.array {
+				return locateJSONRow(ro, s.src, s.gz, row)
+			}
+			return s.line
+		})
+		if err != nil {
+			return err
 		}
-		return s.line
-	})
-	if err != nil || k != jsonNumber {
-		return err
+	}
+	if k != jsonNumber {
+		return nil
 	}
 	n := &c.nums[i]
-	whole := !strings.ContainsAny(v.text, ".eE")
+	whole := !bytes.ContainsAny(text, ".eE")
 	n.fraction = n.fraction || !whole
-	if n.inexact == "" && (!whole || len(v.text) > 15) {
-		if _, problem := parseFloatText(v.text, 64); problem != "" {
-			n.inexact, n.why, n.inexactRow = v.text, problem, row
+	// A number of at most 15 digits without an exponent is a double's
+	// value exactly (a double holds 15 significant digits); others are
+	// checked by the number rules.
+	if n.inexact == "" && (len(text) > 15 || bytes.ContainsAny(text, "eE")) {
+		if _, problem := parseFloatText(string(text), 64); problem != "" {
+			n.inexact, n.why, n.inexactRow = string(text), problem, s.row
 		}
 	}
 	return nil
@@ -763,8 +811,8 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		}
 		done++
 		clear(set)
-		if err := j.s.readObject(func(path string, k jsonKind, text string) error {
-			i, ok := j.cols.index[path]
+		if err := j.s.readObject(func(path []byte, k jsonKind, text []byte) error {
+			i, ok := j.cols.index[string(path)]
 			if !ok || k == jsonObject {
 				return nil // a key of objects only
 			}
@@ -772,7 +820,7 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 			if k == 0 {
 				bs[i].AppendNull()
 			} else {
-				bs[i].Append(text)
+				bs[i].BinaryBuilder.Append(text)
 			}
 			return nil
 		}); err != nil {
