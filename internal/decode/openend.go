@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 )
 
 // OpenEnd says whether a landing file ends the way a file still being
@@ -22,7 +24,10 @@ import (
 //     complete gzip stream after every chunk, whatever its text;
 //   - Parquet: the footer is missing (the file does not end in PAR1).
 //
-// A file of another type is never open (the decoder refuses it). A gzip
+// A key without an extension (whose format a source profile's format
+// setting gives) is open when it is a gzip stream without its end, or
+// when its last line has no line end. A file of another type is never
+// open (the decoder refuses it). A gzip
 // stream that is corrupt in another way (a wrong checksum, bytes after its
 // end) is not open either: the decoder refuses it with its reason. Reading
 // a gzip file decompresses it to its end. Errors: reading r.
@@ -35,6 +40,14 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	format, gz, err := DetectFormat(key, head)
+	if err != nil && !strings.Contains(path.Base(key), ".") {
+		// A key without an extension, whose format a source profile may
+		// give: a gzip stream by its bytes, else text by its last line.
+		format, gz, err = FormatCSV, bytes.HasPrefix(head, gzipMagic), nil
+		if !gz {
+			return lastLineOpen(key, r, size)
+		}
+	}
 	if err != nil {
 		return "", nil
 	}
@@ -52,12 +65,8 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 			return "the Parquet footer is missing (the file does not end in PAR1)", nil
 		}
 	default: // CSV, TSV
-		last := make([]byte, 1)
-		if _, err := r.ReadAt(last, size-1); err != nil && !errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("%s: %w", key, err)
-		}
-		if last[0] != '\n' {
-			return "its last line has no line end", nil
+		if open, err := lastLineOpen(key, r, size); open != "" || err != nil {
+			return open, err
 		}
 		return openQuote(key, r, size)
 	}
@@ -258,6 +267,18 @@ func jsonOpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 		return "", nil
 	}
 	if tail[len(tail)-1] != '\n' {
+		return "its last line has no line end", nil
+	}
+	return "", nil
+}
+
+// lastLineOpen says whether text's last line has no line end.
+func lastLineOpen(key string, r io.ReaderAt, size int64) (string, error) {
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, size-1); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	if last[0] != '\n' {
 		return "its last line has no line end", nil
 	}
 	return "", nil

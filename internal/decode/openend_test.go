@@ -90,6 +90,9 @@ func TestOpenEnd(t *testing.T) {
 		{"json array, open", "gw/a.json", []byte("[\n{\"v\": 1},\n{\"v\": 2}"), "its top-level array is not closed (no ] at its end)"},
 		{"json array, complete", "gw/a.json", []byte("[\n{\"v\": 1}\n]"), ""},
 		{"gzip json lines, paused", "gw/a.jsonl.gz", gz(t, "{\"v\": 1}\n")[:10], "the gzip stream stops before its end"},
+		{"no extension, paused mid-line", "gw/reading-0001", []byte("{\"v\": 1}\n{\"v\": 2"), "its last line has no line end"},
+		{"no extension, complete", "gw/reading-0001", []byte("{\"v\": 1}\n"), ""},
+		{"no extension, gzip paused", "gw/reading-0001", gz(t, "{\"v\": 1}\n")[:10], "the gzip stream stops before its end"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := OpenEnd(tc.key, bytes.NewReader(tc.data), int64(len(tc.data)))
