@@ -736,9 +736,13 @@ func openJSON(ro *resolved, src Source, gz bool) (batchSource, error) {
 	if err != nil {
 		return nil, err
 	}
+	names, err := renameColumns(ro, cols.names) // a source profile's time column
+	if err != nil {
+		return nil, err
+	}
 	ro.columns = maps.Clone(ro.columns) // the caller's map stays as it is
-	fields := make([]arrow.Field, len(cols.names))
-	for i, name := range cols.names {
+	fields := make([]arrow.Field, len(names))
+	for i, name := range names {
 		fields[i] = arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
 		if cols.kinds[i] == jsonString && !isTimeColumnName(name) {
 			if _, given := ro.columns[name]; !given {

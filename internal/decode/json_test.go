@@ -283,3 +283,20 @@ func TestJSONEvolve(t *testing.T) {
 		t.Errorf("rows %s", got)
 	}
 }
+
+// TestJSONRenamedTimeColumn: a source profile's time column (Renames)
+// reads a JSON key as the table's time column, as for CSV.
+func TestJSONRenamedTimeColumn(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	data := `{"Zeit":"2026-01-05T10:00:00Z","v":1.5}` + "\n"
+	d, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time", Renames: map[string]string{"Zeit": "time"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rows(t, d)); got != "[[2026-01-05T10:00:00Z 1.5]]" {
+		t.Errorf("rows %s", got)
+	}
+}
