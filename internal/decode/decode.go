@@ -216,6 +216,9 @@ type DecodeOptions struct {
 	// OnErrorSkipRows leaves the row out and reports it in
 	// Decoded.Rejected (skiprows.go), up to MaxBadRows.
 	OnError OnError
+	// jsonTwoPasses reads a JSON file with both passes (json.go) after a
+	// one-pass read found what it cannot judge.
+	jsonTwoPasses bool
 	// MaxBadRows bounds the rows OnErrorSkipRows sets aside in one file;
 	// the zero value is DefaultMaxBadRows.
 	MaxBadRows MaxBadRows
@@ -500,6 +503,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
 	}
+	// A JSON file of a table whose columns are known is read in one pass;
+	// what the pass cannot judge reads it again with two (json.go).
+	jsonOnePass := format == FormatJSON && opts.Target != nil && !evolving && !skipping && len(ro.renames) == 0 && !opts.jsonTwoPasses
 	opened := false
 	open := func() (batchSource, error) {
 		if opened && ro.skipRows != nil {
@@ -511,6 +517,9 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		case FormatParquet:
 			return openParquet(ctx, ro, src)
 		case FormatJSON:
+			if jsonOnePass {
+				return openJSONInto(ro, src, gz, opts.Target)
+			}
 			return openJSON(ro, src, gz)
 		}
 		return openText(ctx, ro, src, gz)
@@ -541,6 +550,14 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		err = decodeInto(ctx, ro, bs, opts.Target, opts.TimeColumn, out)
 	default:
 		err = decodeInfer(ctx, ro, bs, open, format != FormatParquet, opts.TimeColumn, out)
+	}
+	var ce *callerError
+	if jsonOnePass && err != nil && ctx.Err() == nil && !errors.As(err, &ce) {
+		// Anything the one pass refuses, the two passes judge (and word).
+		bs.close()
+		out.restart()
+		opts.jsonTwoPasses = true
+		return decodeFile(ctx, src, opts, evolving, skipping, out)
 	}
 	if err != nil && ro.skipRows != nil {
 		ro.skipRows.reset() // no piece holds them

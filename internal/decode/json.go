@@ -726,6 +726,72 @@ type jsonSource struct {
 	total   int64
 	dropped map[int64]bool // the rows scanJSON set aside
 	buf     []byte
+	// fast, when set, reads the file in one pass into the table's
+	// columns (openJSONInto); total is then not known.
+	fast *jsonInto
+}
+
+// jsonInto maps the paths of a file read in one pass to the columns of
+// the table's schema: learnt path by path, each column taking one path.
+type jsonInto struct {
+	byName map[string]int // the table's columns
+	byPath map[string]int // the paths seen: their column, -1 for an object's
+	owner  []string       // the path each column took
+}
+
+// errJSONScan ends a one-pass read of a JSON file (openJSONInto) that
+// finds what only the two passes judge: a key the table does not have, two
+// keys of one column, an object where a column is, an integer beyond a
+// long, a file of no objects. The file is read again with both passes.
+var errJSONScan = errors.New("the file needs both passes")
+
+// openJSONInto opens a JSON file of a table whose schema is known (target)
+// for one pass: the source columns are the table's, and a key that is not
+// one of them stops the read (errJSONScan) rather than being learnt by a
+// first pass. Each value is read once instead of twice.
+func openJSONInto(ro *resolved, src Source, gz bool, target *arrow.Schema) (batchSource, error) {
+	s, err := openJSONStream(ro, src, gz)
+	if err != nil {
+		return nil, err
+	}
+	fields := make([]arrow.Field, target.NumFields())
+	in := &jsonInto{byName: make(map[string]int, len(fields)), byPath: map[string]int{}, owner: make([]string, len(fields))}
+	cols := &jsonColumns{}
+	for i, f := range target.Fields() {
+		fields[i] = arrow.Field{Name: f.Name, Type: arrow.BinaryTypes.String, Nullable: true}
+		in.byName[f.Name] = i
+		cols.names = append(cols.names, f.Name)
+	}
+	return &jsonSource{ro: ro, s: s, cols: cols, sc: arrow.NewSchema(fields, nil), fast: in}, nil
+}
+
+// column is the column of the value at path, of kind k: -1 for an
+// object's path; errJSONScan where the one pass cannot judge.
+func (in *jsonInto) column(path []byte, k jsonKind, text []byte) (int, error) {
+	i, ok := in.byPath[string(path)]
+	if !ok {
+		p := string(path)
+		c, isColumn := in.byName[columnName(p)]
+		switch {
+		case k == jsonObject && isColumn, k != jsonObject && !isColumn,
+			k != jsonObject && in.owner[c] != "" && in.owner[c] != p:
+			return 0, errJSONScan
+		case k == jsonObject:
+			c = -1
+		default:
+			in.owner[c] = p
+		}
+		in.byPath[p], i = c, c
+	}
+	if (i < 0) != (k == jsonObject) {
+		return 0, errJSONScan
+	}
+	if k == jsonNumber && len(text) >= 19 && !bytes.ContainsAny(text, ".eE") {
+		if _, err := strconv.ParseInt(string(text), 10, 64); err != nil {
+			return 0, errJSONScan
+		}
+	}
+	return i, nil
 }
 
 // openJSON checks a JSON file whole (scanJSON) and opens it for its
@@ -778,10 +844,13 @@ func (j *jsonSource) consumed() int64 { return j.s.consumed() }
 func (j *jsonSource) close() { j.s.close() }
 
 func (j *jsonSource) next() (arrow.RecordBatch, error) {
-	if j.rows >= j.total {
-		return nil, nil
+	n := int64(j.ro.batchRows)
+	if j.fast == nil {
+		if j.rows >= j.total {
+			return nil, nil
+		}
+		n = min(n, j.total-j.rows)
 	}
-	n := min(int64(j.ro.batchRows), j.total-j.rows)
 	if cut := pieceText(j.ro); cut > 0 {
 		// Rows are cut by bytes too: a batch of long objects stays near
 		// a batchesPerPiece part of a piece.
@@ -817,6 +886,13 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		clear(set)
 		if err := j.s.readObject(func(path []byte, k jsonKind, text []byte) error {
 			i, ok := j.cols.index[string(path)]
+			if j.fast != nil {
+				var err error
+				if i, err = j.fast.column(path, k, text); err != nil {
+					return err
+				}
+				ok = i >= 0
+			}
 			if !ok || k == jsonObject {
 				return nil // a key of objects only
 			}
@@ -837,6 +913,9 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		}
 	}
 	if done == 0 {
+		if j.fast != nil && j.rows == 0 {
+			return nil, errJSONScan // no objects: the two passes say why
+		}
 		return nil, nil
 	}
 	arrs := make([]arrow.Array, len(bs))

@@ -300,3 +300,46 @@ func TestJSONRenamedTimeColumn(t *testing.T) {
 		t.Errorf("rows %s", got)
 	}
 }
+
+// TestJSONOnePassAsTwo: a JSON file of a table whose columns are known is
+// read in one pass; whatever the file holds, the result (rows, or the
+// error word for word) is that of the two passes.
+func TestJSONOnePassAsTwo(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "site_id", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 4, Name: "n", Type: iceberg.PrimitiveTypes.Int64},
+	)
+	ok := `{"time":"2026-01-05T10:00:00Z","site":{"id":"0042"},"v":1.5,"n":3}` + "\n"
+	for name, data := range map[string]string{
+		"good":                        ok + `{"time":"2026-01-05T10:01:00Z","v":2}` + "\n" + `{"n":null,"time":"2026-01-05T10:02:00Z","site":{"id":"7"}}` + "\n",
+		"a new key":                   ok + `{"time":"2026-01-05T10:01:00Z","rh":40}` + "\n",
+		"two keys, one column":        ok + `{"time":"2026-01-05T10:01:00Z","site_id":"x"}` + "\n",
+		"an object where a column is": ok + `{"time":"2026-01-05T10:01:00Z","v":{"a":1}}` + "\n",
+		"beyond a long":               ok + `{"time":"2026-01-05T10:01:00Z","v":9223372036854775808}` + "\n",
+		"no time":                     ok + `{"v":2}` + "\n",
+		"a bad value":                 ok + `{"time":"2026-01-05T10:01:00Z","n":1.5}` + "\n",
+		"not JSON":                    ok + `{"time":` + "\n",
+		"empty":                       "\n",
+		"an array":                    "[" + strings.TrimSpace(ok) + "]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			render := func(opts DecodeOptions) string {
+				d, err := decode(t, "gw/a.jsonl", []byte(data), opts)
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				return fmt.Sprint(rows(t, d))
+			}
+			one := render(DecodeOptions{Target: target, TimeColumn: "time"})
+			two := render(DecodeOptions{Target: target, TimeColumn: "time", jsonTwoPasses: true})
+			if one != two {
+				t.Errorf("one pass: %s\ntwo passes: %s", one, two)
+			}
+			if name == "good" && strings.HasPrefix(one, "error") {
+				t.Errorf("a good file refused: %s", one)
+			}
+		})
+	}
+}
