@@ -31,7 +31,7 @@ func newRootCmd(f *cmdutil.Factory, stub func(context.Context, any) error) *cobr
 	root := &cobra.Command{
 		Use:   "timelake",
 		Short: "Load files from field gateways into Apache Iceberg tables on S3-compatible storage",
-		Long: `timelake turns CSV and Parquet files that field gateways drop into a landing
+		Long: `timelake turns CSV, JSON and Parquet files that field gateways drop into a landing
 bucket into Apache Iceberg tables on S3-compatible storage (Tigris, AWS S3,
 MinIO) or a local folder. Run "timelake ingest" from cron every minute, or
 "timelake serve" to load files seconds after they land.`,

@@ -49,6 +49,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"runtime"
 	"slices"
 	"strconv"
@@ -146,7 +147,11 @@ func detectFormat(key string, head []byte, fallback Format) (f Format, gzipped b
 	case FormatCSV, FormatTSV, FormatJSON:
 		return fallback, hasGzipMagic || (len(head) < len(gzipMagic) && gz), nil
 	}
-	return "", false, &FileError{Key: key, Reason: "unsupported file type (expected .csv, .tsv, .json, .jsonl, .ndjson, each optionally .gz, or .parquet)"}
+	reason := "unsupported file type (expected .csv, .tsv, .json, .jsonl, .ndjson, each optionally .gz, or .parquet)"
+	if !strings.Contains(path.Base(key), ".") {
+		reason += "; a key without an extension is read in the format its source profile's format setting gives (docs/schema.md, \"Source profiles\")"
+	}
+	return "", false, &FileError{Key: key, Reason: reason}
 }
 
 // Source is one landing file, already downloaded (typically to a temp file).

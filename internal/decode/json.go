@@ -49,6 +49,15 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
+// maxJSONDepth bounds how deep objects nest, and maxJSONPath the bytes of
+// a column's path (its keys joined): a path is held per column and per
+// nested object, so a file of deep objects with long keys would otherwise
+// take memory growing with the square of its depth.
+const (
+	maxJSONDepth = 64
+	maxJSONPath  = 1024
+)
+
 // maxJSONColumns bounds the distinct keys of one JSON file (a file of
 // random keys would otherwise make a column of each, held while it is
 // read); the table's own width bound is checked after (CheckColumns).
@@ -278,7 +287,7 @@ func (s *jsonStream) nextObject(buf *[]byte) (bool, error) {
 				_, err := s.dec.ReadToken()
 				return false, s.syntaxError(err)
 			default:
-				return false, s.refuse(0, fmt.Sprintf("a %s where an object was expected: each line must be one JSON object", kindName(k)))
+				return false, s.refuse(0, fmt.Sprintf("%s where an object was expected: each line must be one JSON object", kindName(k)))
 			}
 		}
 	}
@@ -299,7 +308,7 @@ func (s *jsonStream) nextObject(buf *[]byte) (bool, error) {
 		return false, s.refuse(s.nextOffset(), "the file ends inside the top-level array (no closing ]): upload the whole file again")
 	}
 	if k != '{' {
-		return false, s.refuse(s.nextOffset(), fmt.Sprintf("a %s where an object was expected: each element of the top-level array must be one JSON object", kindName(k)))
+		return false, s.refuse(s.nextOffset(), fmt.Sprintf("%s where an object was expected: each element of the top-level array must be one JSON object", kindName(k)))
 	}
 	s.row++
 	return true, nil
@@ -326,24 +335,38 @@ func (s *jsonStream) endError() error {
 // the tokenizer's offset and the white space before the value.
 func (s *jsonStream) nextOffset() int64 {
 	buf := s.dec.UnreadBuffer()
-	space := len(buf) - len(bytes.TrimLeft(buf, " \t\r\n"))
+	space := len(buf) - len(bytes.TrimLeft(buf, " \t\r\n,"))
 	return s.dec.InputOffset() + int64(space)
 }
 
+// kindName names a kind of JSON value with its article.
 func kindName(k jsontext.Kind) string {
 	switch k {
 	case '"':
-		return "string"
+		return "a string"
 	case '0':
-		return "number"
+		return "a number"
 	case 't', 'f':
-		return "boolean"
+		return "a boolean"
 	case 'n':
 		return "null"
 	case '[':
-		return "array"
+		return "an array"
 	}
-	return "value"
+	return "a value"
+}
+
+// capValue cuts a value kept in an error (FileError.Value, a report) to
+// what a message shows of it.
+func capValue(v string) string {
+	if len(v) <= maxValueInMessage {
+		return v
+	}
+	cut := maxValueInMessage
+	for cut > 0 && !isRuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "..."
 }
 
 // syntaxError words a tokenizer error with the line it is on.
@@ -360,7 +383,7 @@ func (s *jsonStream) syntaxError(err error) error {
 	case errors.Is(err, jsontext.ErrDuplicateName):
 		reason = "a key appears twice in one object (" + reason + "): which value is meant is not known"
 	case strings.Contains(reason, "UTF-8"):
-		reason = "invalid UTF-8 (" + reason + "): write the file as UTF-8"
+		reason = "invalid UTF-8: write the file as UTF-8"
 	case errors.Is(err, io.ErrUnexpectedEOF) && s.array:
 		reason = "the file ends inside a JSON value: upload the whole file again"
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -477,7 +500,7 @@ func (s *jsonStream) readObject(value func(path []byte, k jsonKind, text []byte)
 		return nil
 	}
 	if k := s.dec.PeekKind(); k != 0 {
-		return s.refuse(0, fmt.Sprintf("a %s after the object on the same line: each line must be one JSON object", kindName(k)))
+		return s.refuse(0, fmt.Sprintf("%s after the object on the same line: each line must be one JSON object", kindName(k)))
 	}
 	if err := s.endError(); err != nil {
 		return s.syntaxError(err)
@@ -502,8 +525,17 @@ func (s *jsonStream) readMembers(value func(path []byte, k jsonKind, text []byte
 		if s.path, err = appendUnquoted(s.path[:base], name); err != nil {
 			return s.syntaxError(err)
 		}
+		switch {
+		case bytes.IndexByte(s.path[base:], 0) >= 0:
+			return s.refuse(s.nextOffset(), "a key holds a NUL character (\\u0000): a column name cannot")
+		case len(s.path) > maxJSONPath:
+			return s.refuse(s.nextOffset(), fmt.Sprintf("a key's path (its keys and those of the objects around it) is longer than %d bytes: a column name that long is refused", maxJSONPath))
+		}
 		switch k := s.dec.PeekKind(); k {
 		case '{':
+			if s.dec.StackDepth() >= maxJSONDepth {
+				return s.refuse(s.nextOffset(), fmt.Sprintf("objects nested more than %d deep: write flatter objects", maxJSONDepth))
+			}
 			if err := value(s.path, jsonObject, nil); err != nil {
 				return err
 			}
@@ -645,7 +677,7 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 		}
 		if n := cols.nums[i]; n.fraction && n.inexact != "" {
 			// A column of numbers is a double: each must be one exactly.
-			return nil, 0, nil, &FileError{Key: ro.key, Row: n.inexactRow, Line: locateJSONRow(ro, src, gz, n.inexactRow), Column: name, Value: n.inexact,
+			return nil, 0, nil, &FileError{Key: ro.key, Row: n.inexactRow, Line: locateJSONRow(ro, src, gz, n.inexactRow), Column: name, Value: capValue(n.inexact),
 				Reason: numberReason(n.inexact, arrow.PrimitiveTypes.Float64, n.why)}
 		}
 		kept.index[path] = len(kept.names)
@@ -668,11 +700,11 @@ func checkJSONNumbers(ro *resolved, s *jsonStream, vals *jsonValues) error {
 			continue
 		}
 		if _, err := strconv.ParseInt(string(text), 10, 64); err != nil {
-			fe := s.refuse(0, fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", text)).(*FileError)
+			fe := s.refuse(0, fmt.Sprintf("the integer %s does not fit a long (-9223372036854775808 to 9223372036854775807): write it as a string to keep it as text", quoteValue(string(text)))).(*FileError)
 			if s.array {
 				fe.Line = locateJSONRow(ro, s.src, s.gz, s.row)
 			}
-			fe.Column, fe.Value = columnName(string(vals.path(v))), string(text)
+			fe.Column, fe.Value = columnName(string(vals.path(v))), capValue(string(text))
 			return fe
 		}
 	}
@@ -709,7 +741,7 @@ func (c *jsonColumns) addValue(ro *resolved, s *jsonStream, path []byte, k jsonK
 	// checked by the number rules.
 	if n.inexact == "" && (len(text) > 15 || bytes.ContainsAny(text, "eE")) {
 		if _, problem := parseFloatText(string(text), 64); problem != "" {
-			n.inexact, n.why, n.inexactRow = string(text), problem, s.row
+			n.inexact, n.why, n.inexactRow = capValue(string(text)), problem, s.row
 		}
 	}
 	return nil
@@ -870,6 +902,9 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 	var done int64
 	for done < n {
 		ok, err := j.s.nextObject(&j.buf)
+		if err != nil && j.dropped[j.s.row] {
+			continue // a line that is no object, set aside by scanJSON
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -958,9 +993,16 @@ func writeJSONRejects(ro *resolved, src Source, gz bool, rows []RejectedRow, w i
 				continue
 			}
 			offs = append(offs, s.bom+s.nextOffset())
-			if v, err = s.dec.ReadValue(); err != nil {
+			raw, err := s.dec.ReadValue()
+			if err != nil {
 				return s.syntaxError(err)
 			}
+			// On one line, so that the rejects file is JSON Lines.
+			compact := jsontext.Value(bytes.Clone(raw))
+			if err := compact.Compact(); err != nil {
+				return s.syntaxError(err)
+			}
+			v = compact
 		} else {
 			line, err := s.readLine(buf)
 			if err != nil {

@@ -343,3 +343,56 @@ func TestJSONOnePassAsTwo(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONHostile: what a hostile or broken file does: a NUL in a key,
+// deep nesting, long paths and huge numbers are refused quickly with a
+// short reason; a line that is no object and a bad value are both set
+// aside; an array's objects are named by their own lines and set aside
+// on one line each.
+func TestJSONHostile(t *testing.T) {
+	deep := `{"time":"2026-01-05T10:00:00Z","d":` + strings.Repeat(`{"k":`, 10_000) + "1" + strings.Repeat("}", 10_001) + "\n"
+	long := `{"time":"2026-01-05T10:00:00Z","d":` + strings.Repeat(`{"`+strings.Repeat("k", 300)+`":`, 4) + "1" + strings.Repeat("}", 5) + "\n"
+	huge := `{"time":"2026-01-05T10:00:00Z","v":` + strings.Repeat("9", 1_000_000) + "}\n"
+	for _, tc := range []struct{ name, data, reason string }{
+		{"NUL in a key", `{"time":"2026-01-05T10:00:00Z","a\u0000b":1,"a":{"b":2}}` + "\n", "NUL"},
+		{"deep", deep, "nested more than 64 deep"},
+		{"long path", long, "longer than 1024 bytes"},
+		{"huge integer", huge, "does not fit a long"},
+	} {
+		_, err := decode(t, "gw/a.jsonl", []byte(tc.data), DecodeOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.reason) || len(err.Error()) > 1_000 {
+			t.Errorf("%s: %.300v; want refused, saying %q, in under 1,000 bytes", tc.name, err, tc.reason)
+		}
+		if fe := mustFileError(t, err); len(fe.Value) > 1_000 {
+			t.Errorf("%s: the error keeps a value of %d bytes", tc.name, len(fe.Value))
+		}
+	}
+
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	good := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","v":1}`+"\n", 20)
+	d, err := decode(t, "gw/a.jsonl", []byte(good+"42\n"+`{"time":"2026-01-05T11:00:00Z","v":"x"}`+"\n"),
+		DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil || d.Rows != 20 || len(d.Rejected) != 2 || d.Rejected[0].Row != 21 || d.Rejected[1].Row != 22 {
+		t.Fatalf("a line that is no object, then a bad value: %v, %+v", err, d)
+	}
+
+	arr := "[\n" + strings.TrimSuffix(strings.ReplaceAll(good, "}\n", "},\n"), ",\n") + ",\n{\n  \"time\": \"2026-01-05T11:00:00Z\",\n  \"v\": \"x\"\n}\n]\n"
+	_, err = decode(t, "gw/a.json", []byte(arr), DecodeOptions{Target: target, TimeColumn: "time"})
+	if fe := mustFileError(t, err); fe.Row != 21 || fe.Line != 22 {
+		t.Errorf("an array's bad object: row %d line %d, want row 21 line 22: %v", fe.Row, fe.Line, err)
+	}
+	d, err = decode(t, "gw/a.json", []byte(arr), DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := d.WriteRejects(Source{Key: "gw/a.json", R: strings.NewReader(arr), Size: int64(len(arr))}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"time":"2026-01-05T11:00:00Z","v":"x"}` + "\n"; out.String() != want || d.Rejected[0].Line != 22 {
+		t.Errorf("rejects %q line %d, want %q line 22", out.String(), d.Rejected[0].Line, want)
+	}
+}

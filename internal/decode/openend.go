@@ -43,7 +43,7 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 	if err != nil && !strings.Contains(path.Base(key), ".") {
 		// A key without an extension, whose format a source profile may
 		// give: a gzip stream by its bytes, else text by its last line.
-		format, gz, err = FormatCSV, bytes.HasPrefix(head, gzipMagic), nil
+		format, gz, err = FormatJSON, bytes.HasPrefix(head, gzipMagic), nil
 		if !gz {
 			return lastLineOpen(key, r, size)
 		}
@@ -52,8 +52,12 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 		return "", nil
 	}
 	switch {
+	case gz && format == FormatJSON:
+		return gzipOpenEnd(key, r, size, gzipJSON)
+	case gz && (format == FormatCSV || format == FormatTSV):
+		return gzipOpenEnd(key, r, size, gzipText)
 	case gz:
-		return gzipOpenEnd(key, r, size, format == FormatCSV || format == FormatTSV)
+		return gzipOpenEnd(key, r, size, gzipEnd)
 	case format == FormatJSON:
 		return jsonOpenEnd(key, r, size)
 	case format == FormatParquet:
@@ -158,7 +162,7 @@ func lineAt(key string, r io.ReaderAt, off int64, buf []byte) (int64, error) {
 // (io.ErrUnexpectedEOF from the decompressor) is open; so, when text is
 // set (gzipped CSV or TSV), is a complete stream whose decompressed text is
 // empty, lacks its last line end or ends inside a quoted value.
-func gzipOpenEnd(key string, r io.ReaderAt, size int64, text bool) (string, error) {
+func gzipOpenEnd(key string, r io.ReaderAt, size int64, check gzipCheck) (string, error) {
 	var end textEnd
 	err := gunzipTo(key, r, size, &end)
 	switch {
@@ -168,12 +172,14 @@ func gzipOpenEnd(key string, r io.ReaderAt, size int64, text bool) (string, erro
 		return "", nil // corrupt in a way the decoder names
 	case err != nil:
 		return "", err
-	case !text:
+	case check == gzipEnd:
 		return "", nil
 	case end.size == 0:
 		return "its decompressed text is empty", nil
-	case end.last != '\n':
+	case end.last != '\n' && !(check == gzipJSON && end.last == ']'):
 		return "its decompressed text's last line has no line end", nil
+	case check == gzipJSON:
+		return "", nil
 	}
 	return end.quotedLine(func(off int64) (int64, error) {
 		lines := &lineCounter{until: off}
@@ -183,6 +189,15 @@ func gzipOpenEnd(key string, r io.ReaderAt, size int64, text bool) (string, erro
 		return lines.line(), nil
 	})
 }
+
+// gzipCheck is what gzipOpenEnd checks of a gzip file besides its stream.
+type gzipCheck int
+
+const (
+	gzipEnd  gzipCheck = iota // the stream's end only
+	gzipText                  // and CSV or TSV text: its last line end, its quotes
+	gzipJSON                  // and JSON: its last line end (or an array's ])
+)
 
 // errGzipCorrupt marks a gzip stream gunzipTo could not decompress for
 // another reason than its early end.

@@ -581,7 +581,7 @@ var (
 	}, Kind: Checked(storage.ValidateKey)})
 
 	FromFile = register(&Setting[string]{Spec: Spec{
-		Flag: "from-file", Help: "local CSV, TSV (optionally .gz) or Parquet file whose schema the table takes (required)",
+		Flag: "from-file", Help: "local CSV, TSV, JSON (optionally .gz) or Parquet file whose schema the table takes (required)",
 		Commands: []Command{TablesCreate}, Group: GroupPerRun,
 	}, Kind: String()})
 

@@ -23,7 +23,7 @@ func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "timelake-gateway",
 		Short: "Put files from a field gateway into the landing bucket timelake loads",
 		Long: `timelake-gateway is the gateway side of timelake: "timelake-gateway upload"
-puts CSV, TSV and Parquet files into the landing bucket under unique,
+puts CSV, TSV, JSON and Parquet files into the landing bucket under unique,
 retry-stable keys (or, with --spool, every file of a folder), and
 "timelake-gateway env check" proves the landing settings work. Its commands
 and settings are those of "timelake upload" and "timelake env"; see

@@ -53,7 +53,7 @@ func NewCmdIngest(f *cmdutil.Factory, runF func(context.Context, *Options) error
 	cmd := &cobra.Command{
 		Use:   "ingest",
 		Short: "Load every file of the landing bucket into the Iceberg table, then delete it",
-		Long: `Load every CSV, TSV (optionally gzipped) or Parquet file of the landing bucket
+		Long: `Load every CSV, TSV, JSON (optionally gzipped) or Parquet file of the landing bucket
 into the Iceberg table, with the object key as the batch id, and delete each
 file once its rows are committed. A key that is already committed is only
 deleted; a file that cannot be loaded is moved to the quarantine prefix with

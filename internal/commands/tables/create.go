@@ -30,7 +30,7 @@ type CreateOptions struct {
 	Output
 	Lake           *lake.Lake
 	Table          lake.TableName
-	FromFile       string // local CSV, TSV (optionally gzipped) or Parquet file
+	FromFile       string // local CSV, TSV, JSON (optionally gzipped) or Parquet file
 	TimeColumn     string // "" means infer
 	SeriesKey      []string
 	Partition      lake.Granularity

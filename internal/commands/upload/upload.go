@@ -50,7 +50,7 @@ func NewCmdUpload(f *cmdutil.Factory, runF func(context.Context, *Options) error
 	cmd := &cobra.Command{
 		Use:   "upload [file...]",
 		Short: "Put files into the landing bucket under unique, retry-stable keys",
-		Long: `Upload CSV, TSV (optionally gzipped) or Parquet files to the landing bucket,
+		Long: `Upload CSV, TSV, JSON (optionally gzipped) or Parquet files to the landing bucket,
 from a gateway. Each file gets the key <gateway>/<UTC time>-<hash>.<ext>, e.g.
 gateway-7/20260105T100000Z-1a2b3c4d.csv, from its modification time and the
 first 8 hex digits of its SHA-256, so the same file always gets the same key.
