@@ -124,21 +124,26 @@ func benchJSON(rows int) []byte {
 }
 
 // BenchmarkDecodeJSON decodes benchCSV's 200,000 rows as JSON Lines into
-// the same table schema (BenchmarkDecodeCSV's).
+// the same table schema (BenchmarkDecodeCSV's), sequentially and in
+// ranges on GOMAXPROCS goroutines.
 func BenchmarkDecodeJSON(b *testing.B) {
 	data := benchJSON(200_000)
 	target := gatewayTarget(b)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for range b.N {
-		d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl", R: bytes.NewReader(data), Size: int64(len(data))},
-			DecodeOptions{Target: target, TimeColumn: "time"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d.Rows != 200_000 {
-			b.Fatalf("%d rows", d.Rows)
-		}
-		d.Release()
+	for _, par := range []int{1, 0} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for range b.N {
+				d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl", R: bytes.NewReader(data), Size: int64(len(data))},
+					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.Rows != 200_000 {
+					b.Fatalf("%d rows", d.Rows)
+				}
+				d.Release()
+			}
+		})
 	}
 }

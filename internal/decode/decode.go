@@ -522,6 +522,11 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		case FormatParquet:
 			return openParquet(ctx, ro, src)
 		case FormatJSON:
+			if jsonOnePass && !gz && ro.parallel > 1 && src.Size > ro.chunkBytes {
+				if bs, err := openJSONRanges(ro, src, opts.Target); bs != nil || err != nil {
+					return bs, err
+				}
+			}
 			if jsonOnePass {
 				return openJSONInto(ro, src, gz, opts.Target)
 			}

@@ -396,3 +396,45 @@ func TestJSONHostile(t *testing.T) {
 		t.Errorf("rejects %q line %d, want %q line 22", out.String(), d.Rejected[0].Line, want)
 	}
 }
+
+// TestJSONRanges: JSON Lines read in ranges on several goroutines give the
+// rows of a sequential read, in order; two ranges reading one column from
+// different keys, and a bad line in a late range, give the sequential
+// read's error word for word.
+func TestJSONRanges(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "site_id", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	var b strings.Builder
+	for i := range 3_000 {
+		fmt.Fprintf(&b, `{"time":"2026-01-05T10:%02d:%02dZ","site":{"id":"s%d"},"v":%d.25}`+"\n", i/60%60, i%60, i%9, i)
+	}
+	good := b.String()
+	for name, data := range map[string]string{
+		"good":                      good,
+		"two keys, one column":      good + `{"time":"2026-01-05T11:00:00Z","site_id":"x","v":1}` + "\n",
+		"a bad value late":          good + `{"time":"2026-01-05T11:00:00Z","v":"warm"}` + "\n",
+		"a line that is not JSON":   good + `{"time":` + "\n" + good,
+		"a new key in a late range": good + `{"time":"2026-01-05T11:00:00Z","rh":40}` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			render := func(par int) string {
+				d, err := decode(t, "gw/a.jsonl", []byte(data), DecodeOptions{Target: target, TimeColumn: "time",
+					Parallelism: par, ChunkBytes: 10_000, BatchRows: 500})
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				return fmt.Sprint(rows(t, d))
+			}
+			seq, par := render(1), render(3)
+			if seq != par {
+				t.Errorf("in ranges: %.300s\nsequential: %.300s", par, seq)
+			}
+			if name == "good" && strings.HasPrefix(par, "error") {
+				t.Errorf("a good file refused: %s", par)
+			}
+		})
+	}
+}
