@@ -180,14 +180,17 @@ func RenderDelete(o Output, r DeleteReport) error {
 	if o.JSON {
 		return o.IO.PrintJSON(r)
 	}
-	files := iostreams.Sprintf("%s rewritten, %s dropped, %s (%s read, %s skipped by their statistics)",
-		plural(int64(r.Rewritten), "file"), plural(int64(r.Dropped), "file"), iostreams.HumanBytes(r.Bytes),
-		plural(int64(r.Read), "file"), plural(int64(r.Skipped), "file"))
+	rewrite, drop := "rewritten", "dropped"
+	if r.DryRun {
+		rewrite, drop = "to rewrite", "to drop"
+	}
+	read := iostreams.Sprintf("%s read, %d not read (their partition or statistics rule the rows out)", plural(int64(r.Read), "file"), r.Skipped)
+	files := iostreams.Sprintf("%s %s, %d %s (%s); %s", plural(int64(r.Rewritten), "file"), rewrite, r.Dropped, drop,
+		iostreams.HumanBytes(r.Bytes), read)
 	var err error
 	switch {
 	case r.Rows == 0:
-		_, err = iostreams.Fprintf(o.IO.Out, "no row of %s matches %s (%s read, %s skipped by their statistics)\n",
-			r.Table, r.Predicate, plural(int64(r.Read), "file"), plural(int64(r.Skipped), "file"))
+		_, err = iostreams.Fprintf(o.IO.Out, "no row of %s matches %s: %s\n", r.Table, r.Predicate, read)
 	case r.DryRun:
 		_, err = iostreams.Fprintf(o.IO.Out, "would delete %s of %s where %s: %s\n", plural(r.Rows, "row"), r.Table, r.Predicate, files)
 	default:
