@@ -263,13 +263,14 @@ func TestDeleteRacesAnotherWriter(t *testing.T) {
 		if _, ok := tbl.FindBatch("theirs.csv"); !ok {
 			t.Fatal("the other writer's batch is gone")
 		}
+		assertOnlyCurrentFiles(t, l, tbl)
 	})
 }
 
 func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
-	tbl, _ := clockedTable(t, l)
+	tbl, clock := clockedTable(t, l)
 	appendRows(t, tbl, "a.csv", day0.Add(-5*time.Hour), 30)
 	appendRows(t, tbl, "b.csv", day0.Add(-4*time.Hour), 30)
 	other, err := l.LoadTable(ctx, testName)
@@ -306,4 +307,17 @@ func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
 			t.Fatalf("input %s still live", p)
 		}
 	}
+	*clock = clock.Add(time.Minute) // the snapshots before are older than the expiry's age
+	assertOnlyCurrentFiles(t, l, tbl)
+}
+
+// assertOnlyCurrentFiles expires every snapshot but the current one and
+// checks that the table holds no file it does not reference: the losing
+// attempts and rounds of a delete removed what they wrote.
+func assertOnlyCurrentFiles(t *testing.T, l *Lake, tbl *Table) {
+	t.Helper()
+	if _, err := tbl.Expire(context.Background(), ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, l, tbl)
 }
