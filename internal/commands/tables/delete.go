@@ -137,7 +137,15 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := RenderDelete(Output{IO: opts.IO}, BuildDeleteReport(name, true, preview)); err != nil {
+		// The preview is text; with --json it goes to stderr, so that
+		// stdout holds one document.
+		pio := opts.IO
+		if opts.JSON {
+			errOnly := *opts.IO
+			errOnly.Out = opts.IO.ErrOut
+			pio = &errOnly
+		}
+		if err := RenderDelete(Output{IO: pio}, BuildDeleteReport(name, true, preview)); err != nil {
 			return err
 		}
 		if preview.Rows == 0 {

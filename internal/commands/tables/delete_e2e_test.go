@@ -104,6 +104,16 @@ func TestTablesDelete(t *testing.T) {
 		t.Fatalf("after the delete: %d rows, %d of dev-01-01", gt, gotOf)
 	}
 
+	// Answered yes with --json: the preview and the question on stderr,
+	// the report alone on stdout.
+	if r := answered(env, "yes\n", "tables", "delete", "iot.readings", "--where", "device_id=dev-01-02", "--json"); r.code != cmdutil.ExitOK ||
+		!strings.HasPrefix(r.errOut, "would delete ") || !strings.HasPrefix(r.out, "{") {
+		t.Errorf("answered yes with --json: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if _, gotOf := deviceRows(t, wh, "dev-01-02"); gotOf != 0 {
+		t.Errorf("%d rows of dev-01-02 left", gotOf)
+	}
+
 	type report struct {
 		Rows       int64  `json:"rows"`
 		SnapshotID *int64 `json:"snapshot_id"`
