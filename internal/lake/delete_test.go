@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -320,4 +321,34 @@ func assertOnlyCurrentFiles(t *testing.T, l *Lake, tbl *Table) {
 		t.Fatal(err)
 	}
 	assertNoOrphans(t, l, tbl)
+}
+
+// TestDeleteLongValues: the statistics of long strings are truncated (the
+// upper bound raised); a value beyond the truncation is still found.
+func TestDeleteLongValues(t *testing.T) {
+	ctx := context.Background()
+	tbl := createTestTable(t, newLocalLake(t))
+	long := strings.Repeat("gateway-", 4)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
+	for i := range 30 {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(day0.Add(-time.Duration(i) * time.Minute).UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append(long + strconv.Itoa(i%3))
+		b.Field(2).(*array.Float64Builder).Append(float64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	if _, err := tbl.Append(ctx, "long.csv", []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value string
+		rows  int64
+	}{{long + "2", 10}, {long + "3", 0}, {long, 0}} {
+		where, _ := ParseWhere([]string{"device=" + c.value})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}, DryRun: true})
+		if err != nil || res.Rows != c.rows {
+			t.Fatalf("%s: %+v %v, want %d rows", c.value, res, err, c.rows)
+		}
+	}
 }
