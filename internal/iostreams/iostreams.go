@@ -32,13 +32,14 @@ type IOStreams struct {
 	Out    io.Writer // results: lines, tables, the --json document
 	ErrOut io.Writer // logs, progress and the final error
 
-	stdoutTTY, stderrTTY bool
+	stdinTTY, stdoutTTY, stderrTTY bool
 }
 
 // System returns the process's streams, with terminal detection.
 func System() *IOStreams {
 	return &IOStreams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		stdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		stdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 	}
@@ -49,6 +50,12 @@ func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	return &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}, out, errOut
 }
+
+// IsStdinTTY reports whether In is a terminal (a question can be asked).
+func (s *IOStreams) IsStdinTTY() bool { return s.stdinTTY }
+
+// SetStdinTTY overrides terminal detection (tests).
+func (s *IOStreams) SetStdinTTY(v bool) { s.stdinTTY = v }
 
 // IsStdoutTTY reports whether Out is a terminal (aligned tables, indented
 // JSON, no timestamps).

@@ -102,6 +102,14 @@ func everyMutationRetries(t *testing.T, _ *Lake) {
 		"properties": func(t *testing.T, tbl *Table, _ []int64) error {
 			return tbl.SetProperties(context.Background(), map[string]string{"x.under-test": "1"}, nil)
 		},
+		"delete": func(t *testing.T, tbl *Table, _ []int64) error {
+			where, _ := ParseWhere([]string{"device=d1"})
+			res, err := tbl.Delete(context.Background(), DeleteOptions{Predicate: DeletePredicate{Where: where}})
+			if err == nil && (res.Rows != 3 || res.SnapshotID == 0) {
+				err = fmt.Errorf("delete result %+v", res)
+			}
+			return err
+		},
 	}
 	faults := map[string]func(fc *faultyCatalog, other *Table){
 		"lost race": func(fc *faultyCatalog, other *Table) {
@@ -214,8 +222,23 @@ func everyMutationRetries(t *testing.T, _ *Lake) {
 					if fresh.Properties()["x.under-test"] != "1" {
 						t.Error("property not set")
 					}
+				case "delete":
+					// 9 rows, 3 of d1 deleted; the other writer's 2 rows (1
+					// of d1) appended before the delete's commit are kept.
+					wantRows, wantD1 := 6, int64(0)
+					if faultName == "lost race to an append" {
+						wantRows, wantD1 = 8, 1
+					}
+					rows := scanTestRows(t, fresh)
+					if d1 := countRows(rows, func(r testRow) bool { return r.device == "d1" }); len(rows) != wantRows || d1 != wantD1 {
+						t.Errorf("%d rows, %d of d1; want %d, %d", len(rows), d1, wantRows, wantD1)
+					}
 				}
-				if opName != "rollback" { // a rollback leaves files of the newer snapshots, which stay in the metadata
+				switch opName {
+				case "rollback": // a rollback leaves files of the newer snapshots, which stay in the metadata
+				case "delete": // the files it replaced stay for the snapshots before
+					assertOnlyCurrentFiles(t, l, fresh)
+				default:
 					assertNoOrphans(t, l, fresh)
 				}
 			})

@@ -720,10 +720,7 @@ func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool
 	if err != nil {
 		return false, err
 	}
-	live := make(map[string]bool, len(files))
-	for _, f := range files {
-		live[f.entry.DataFile().FilePath()] = true
-	}
+	live := livePaths(files)
 	for _, df := range g.inputs {
 		if !live[df.FilePath()] {
 			return true, nil
@@ -1006,10 +1003,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, a
 	if err != nil {
 		return nil, err
 	}
-	live := make(map[string]bool, len(files))
-	for _, f := range files {
-		live[f.entry.DataFile().FilePath()] = true
-	}
+	live := livePaths(files)
 	a := &rewriteAttempt{}
 	deleted := map[string]bool{}
 	for _, g := range m.groups {

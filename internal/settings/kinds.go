@@ -117,6 +117,18 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-01-05T10:00:00Z) nor a duration (24h, 7d)", s)
 }
 
+// Instant is an RFC 3339 time, nothing else: a bound of rows to change
+// must not move with the clock as a duration ago would.
+func Instant() Kind[time.Time] {
+	return Kind[time.Time]{Type: "time", Parse: func(s string) (time.Time, error) {
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("expected an RFC 3339 time such as 2026-01-05T10:00:00Z, got %q", s)
+		}
+		return t, nil
+	}}
+}
+
 // ByteSize is a size of at least min bytes (quantity.ParseSize: 512KiB,
 // 64MiB, 1GiB, 1GB or 1048576).
 func ByteSize(min int64) Kind[int64] {

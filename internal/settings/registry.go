@@ -566,7 +566,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, TablesDelete, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{
@@ -644,6 +644,31 @@ var (
 		}
 		return nil
 	})})
+
+	DeleteWhere = register(&Setting[[]string]{Spec: Spec{
+		Flag: "where", Help: "delete only rows whose COLUMN holds VALUE; the same column again means either value, different columns must all match",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: Repeated("COLUMN=VALUE", func(s string) error {
+		if c, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(c) == "" {
+			return fmt.Errorf("expected COLUMN=VALUE such as device=gw-7, got %q", s)
+		}
+		return nil
+	})})
+
+	DeleteFrom = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "from", Help: "delete only rows whose time is at or after this RFC 3339 time (2026-01-05T10:00:00Z)",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: Instant()})
+
+	DeleteTo = register(&Setting[time.Time]{Spec: Spec{
+		Flag: "to", Help: "delete only rows whose time is before this RFC 3339 time (2026-01-05T13:00:00Z)",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: Instant()})
+
+	Yes = register(&Setting[bool]{Spec: Spec{
+		Flag: "yes", Default: "false", Help: "do not ask for confirmation (scripts; without it, a terminal is asked)",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: Bool()})
 
 	AllQuarantined = register(&Setting[bool]{Spec: Spec{
 		Flag: "all", Default: "false", Help: "take every quarantined file (requeue: except those whose report says the file itself is broken)",

@@ -82,6 +82,7 @@ const (
 	TablesExpire    Command = "tables expire"
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
+	TablesDelete    Command = "tables delete"
 	LandingGroup    Command = "landing" // persistent flags of the group
 	LandingRejected Command = "landing rejected"
 	LandingRequeue  Command = "landing requeue"

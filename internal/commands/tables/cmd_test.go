@@ -254,6 +254,29 @@ func TestNewCmdTables(t *testing.T) {
 		{name: "alter set and unset", args: []string{"alter", "--set", "a=1", "--unset", "a"}, env: env, usage: true,
 			wantErr: "a is given to both --set and --unset"},
 		{name: "unset with a value", args: []string{"alter", "--unset", "a=1"}, env: env, usage: true, wantErr: "--unset: expected a property name"},
+		{
+			name: "delete",
+			args: []string{"delete", "iot.other", "--where", "device=gw-7", "--where", "site=a=b", "--where", "device=gw-8",
+				"--from", "2026-01-05T10:00:00Z", "--to", "2026-01-05T13:00:00+01:00", "--dry-run", "--yes"},
+			env: env,
+			want: func(t *testing.T, opts any) {
+				o := opts.(*DeleteOptions)
+				p := o.Predicate
+				if o.Table.String() != "iot.other" || !o.DryRun || !o.Yes || len(p.Where) != 2 ||
+					p.Where[0].Column != "device" || !slices.Equal(p.Where[0].Values, []string{"gw-7", "gw-8"}) ||
+					p.Where[1].Column != "site" || !slices.Equal(p.Where[1].Values, []string{"a=b"}) ||
+					!p.From.Equal(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)) || !p.To.Equal(time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)) {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{name: "delete without predicate", args: []string{"delete", "iot.other"}, env: env, usage: true, wantErr: "needs a predicate"},
+		{name: "delete dry run without predicate", args: []string{"delete", "iot.other", "--dry-run"}, env: env, usage: true, wantErr: "needs a predicate"},
+		{name: "delete without table", args: []string{"delete", "--where", "a=b"}, env: env, usage: true, wantErr: "accepts 1 arg"},
+		{name: "delete bad where", args: []string{"delete", "t", "--where", "device"}, env: env, usage: true, wantErr: "--where: expected COLUMN=VALUE"},
+		{name: "delete duration", args: []string{"delete", "t", "--from", "24h"}, env: env, usage: true, wantErr: "--from: expected an RFC 3339 time"},
+		{name: "delete empty range", args: []string{"delete", "t", "--from", "2026-01-05T10:00:00Z", "--to", "2026-01-05T10:00:00Z"}, env: env,
+			usage: true, wantErr: "--to must be after --from"},
 		{name: "create bad zone", args: []string{"create", "--from-file", "x.csv", "--assume-timezone", "Mars/Olympus"}, env: env,
 			usage: true, wantErr: "--assume-timezone"},
 	}
@@ -296,7 +319,7 @@ func TestNewCmdTables(t *testing.T) {
 
 // TestHelp parses --help of every subcommand.
 func TestHelp(t *testing.T) {
-	for _, sub := range []string{"", "list", "show", "snapshots", "batches", "batch", "files", "create", "maintain", "alter", "expire"} {
+	for _, sub := range []string{"", "list", "show", "snapshots", "batches", "batch", "files", "create", "maintain", "alter", "expire", "delete"} {
 		ios, _, _ := iostreams.Test()
 		f := &cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }}
 		cmd := NewCmdTables(f, nil)

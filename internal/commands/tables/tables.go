@@ -32,8 +32,8 @@ func NewCmdTables(f *cmdutil.Factory, runF func(context.Context, any) error) *co
 them, show one's schema and contract, its snapshots, the batch ids (landing
 keys) it loaded, what happened to every landing file (history) and its data
 files; create one from a sample file, run its
-maintenance now, change its settings (properties), or expire snapshots by
-hand.
+maintenance now, change its settings (properties), expire snapshots by
+hand, or delete the rows a predicate matches.
 
 NAME is namespace.table (a bare name is in namespace "default"); when it is
 left out, TIMELAKE_TABLE is used. Output is an aligned table on a terminal,
@@ -59,6 +59,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdAlter(f, cmdutil.Adapt[AlterOptions](runF)),
 		NewCmdProfile(f, cmdutil.Adapt[ProfileOptions](runF)),
 		NewCmdExpire(f, cmdutil.Adapt[ExpireOptions](runF)),
+		NewCmdDelete(f, cmdutil.Adapt[DeleteOptions](runF)),
 	)
 	cmdutil.ExplainErrors(cmd, f.ExplainLake)
 	return cmd

@@ -1,0 +1,127 @@
+package tables_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/timelake/timelake/internal/commands"
+	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
+)
+
+// deviceRows counts the rows of iot.readings and those of device, through
+// iceberg-go's scan of the current snapshot.
+func deviceRows(t *testing.T, wh, device string) (total, of int64) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := lake.Open(ctx, wh, lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := l.LoadTable(ctx, lake.TableName{Namespace: "iot", Name: "readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tbl.Iceberg().Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	col := at.Schema().FieldIndices("device_id")[0]
+	rr := array.NewTableReader(at, 1024)
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		ids := rec.Column(col).(*array.String)
+		for i := range ids.Len() {
+			total++
+			if ids.Value(i) == device {
+				of++
+			}
+		}
+	}
+	return total, of
+}
+
+// answered runs the CLI with stdin a terminal that answers answer.
+func answered(env map[string]string, answer string, args ...string) result {
+	ios, out, errOut := iostreams.Test()
+	ios.In = bytes.NewBufferString(answer)
+	ios.SetStdinTTY(true)
+	code := commands.Execute(context.Background(), args, ios, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
+func TestTablesDelete(t *testing.T) {
+	landing, _ := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": landing, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	total, of := deviceRows(t, wh, "dev-01-01")
+	if of == 0 || of == total {
+		t.Fatalf("%d of %d rows of dev-01-01", of, total)
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		if gt, gotOf := deviceRows(t, wh, "dev-01-01"); gt != total || gotOf != of {
+			t.Fatalf("%s changed the table: %d rows, %d of dev-01-01", what, gt, gotOf)
+		}
+	}
+	del := []string{"tables", "delete", "iot.readings", "--where", "device_id=dev-01-01"}
+
+	out := mustRun(t, env, false, append(del, "--dry-run")...)
+	if !strings.HasPrefix(out, "would delete "+plural(of, "row")+" of iot.readings where device_id = \"dev-01-01\": ") {
+		t.Errorf("dry run: %q", out)
+	}
+	unchanged("--dry-run")
+
+	if r := timelake(t, env, false, "tables", "delete", "iot.readings"); r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "needs a predicate") {
+		t.Errorf("no predicate: exit %d, %s", r.code, r.errOut)
+	}
+	if r := timelake(t, env, false, del...); r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "pass --yes") {
+		t.Errorf("stdin not a terminal: exit %d, %s", r.code, r.errOut)
+	}
+	unchanged("a delete without --yes in a pipe")
+	if r := answered(env, "n\n", del...); r.code != cmdutil.ExitFailed || !strings.Contains(r.errOut, "Delete "+plural(of, "row")+" from iot.readings? [y/N]") ||
+		!strings.HasPrefix(r.out, "would delete ") {
+		t.Errorf("answered no: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	unchanged("a delete answered no")
+
+	if r := answered(env, "y\n", del...); r.code != cmdutil.ExitOK || !strings.Contains(r.out, "\ndeleted "+plural(of, "row")+" of iot.readings") {
+		t.Errorf("answered yes: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if gt, gotOf := deviceRows(t, wh, "dev-01-01"); gt != total-of || gotOf != 0 {
+		t.Fatalf("after the delete: %d rows, %d of dev-01-01", gt, gotOf)
+	}
+
+	// Answered yes with --json: the preview and the question on stderr,
+	// the report alone on stdout.
+	if r := answered(env, "yes\n", "tables", "delete", "iot.readings", "--where", "device_id=dev-01-02", "--json"); r.code != cmdutil.ExitOK ||
+		!strings.HasPrefix(r.errOut, "would delete ") || !strings.HasPrefix(r.out, "{") {
+		t.Errorf("answered yes with --json: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if _, gotOf := deviceRows(t, wh, "dev-01-02"); gotOf != 0 {
+		t.Errorf("%d rows of dev-01-02 left", gotOf)
+	}
+
+	type report struct {
+		Rows       int64  `json:"rows"`
+		SnapshotID *int64 `json:"snapshot_id"`
+	}
+	rep := decode[report](t, mustRun(t, env, false, "tables", "delete", "iot.readings", "--where", "device_id=dev-01-01", "--yes", "--json"))
+	if rep.Rows != 0 || rep.SnapshotID != nil {
+		t.Errorf("deleting again: %+v", rep)
+	}
+}
+
+func plural(n int64, noun string) string { return iostreams.Plural(n, noun) }

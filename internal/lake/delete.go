@@ -1,0 +1,605 @@
+package lake
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Row deletes (timelake tables delete, docs/tables.md): the rows a
+// predicate matches are removed by copy-on-write, in one snapshot
+// committed through the commit protocol like every change (Table.commit).
+// A data file with matching rows is rewritten without them (as compaction
+// writes files: writeRecords, its rows read in order and written in
+// order), a file whose rows all match is dropped, and a file whose
+// partition or column statistics exclude the predicate is not read. The
+// snapshot is an overwrite when it adds files, a delete when it only drops
+// them (Iceberg spec, "Snapshots"); no delete files are written, so every
+// reader sees the rows gone. The input files must still be live when the
+// snapshot commits: a commit that lost the race to another writer is
+// built again on the newest version (appends never conflict), and when
+// another writer replaced an input meanwhile (a compaction), the delete is
+// planned and written again on the newest version.
+
+// Snapshot summary properties of a delete's snapshot.
+const (
+	// SummaryDeletePredicate is the predicate the rows matched, e.g.
+	// device = "d1" AND time >= 2026-01-05T10:00:00Z.
+	SummaryDeletePredicate = "timelake.delete-predicate"
+	// SummaryDeletedRows counts the rows removed (deleted-records counts
+	// every row of the files the snapshot removes, as the Iceberg spec
+	// has it, including those written again).
+	SummaryDeletedRows = "timelake.deleted-rows"
+)
+
+// deleteRounds bounds how often a delete is planned again after another
+// writer replaced one of its input files.
+const deleteRounds = 3
+
+// ErrNoPredicate refuses a delete without a predicate: it would remove
+// every row.
+var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from or --to)")
+
+// errDeleteInputGone ends an attempt of a delete whose input files are no
+// longer all live: another writer replaced one.
+var errDeleteInputGone = errors.New("an input file of the delete was replaced meanwhile")
+
+// WhereColumn is one column of a delete predicate and the values a row's
+// value must be one of.
+type WhereColumn struct {
+	Column string
+	Values []string
+}
+
+// DeletePredicate selects the rows a delete removes: every Where column
+// holds one of its values, and the time column is within [From, To) (a
+// zero bound is open). A null value matches nothing.
+type DeletePredicate struct {
+	Where    []WhereColumn
+	From, To time.Time
+}
+
+// ParseWhere reads COLUMN=VALUE terms: the same column again adds a value
+// it may hold, different columns must all match (in the order they first
+// appear).
+func ParseWhere(terms []string) ([]WhereColumn, error) {
+	var out []WhereColumn
+	for _, term := range terms {
+		col, val, ok := strings.Cut(term, "=")
+		col = strings.TrimSpace(col)
+		if !ok || col == "" {
+			return nil, fmt.Errorf("expected COLUMN=VALUE such as device=gw-7, got %q", term)
+		}
+		i := slices.IndexFunc(out, func(w WhereColumn) bool { return w.Column == col })
+		if i < 0 {
+			out = append(out, WhereColumn{Column: col})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].Values, val) {
+			out[i].Values = append(out[i].Values, val)
+		}
+	}
+	return out, nil
+}
+
+// Empty reports whether p selects every row.
+func (p DeletePredicate) Empty() bool { return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() }
+
+// Format renders p with timeCol as the time column's name, e.g.
+// (device = "d1" OR device = "d2") AND time >= 2026-01-05T10:00:00Z.
+func (p DeletePredicate) Format(timeCol string) string {
+	var terms []string
+	for _, w := range p.Where {
+		var vs []string
+		for _, v := range w.Values {
+			vs = append(vs, w.Column+" = "+strconv.Quote(v))
+		}
+		t := strings.Join(vs, " OR ")
+		if len(vs) > 1 {
+			t = "(" + t + ")"
+		}
+		terms = append(terms, t)
+	}
+	if !p.From.IsZero() {
+		terms = append(terms, timeCol+" >= "+p.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !p.To.IsZero() {
+		terms = append(terms, timeCol+" < "+p.To.UTC().Format(time.RFC3339Nano))
+	}
+	return strings.Join(terms, " AND ")
+}
+
+// DeleteOptions tune Delete.
+type DeleteOptions struct {
+	Predicate DeletePredicate
+	// DryRun reads the files the predicate may match and reports what
+	// would be removed; it writes nothing.
+	DryRun bool
+
+	commit CommitOptions // tests: another writer's commit before the write
+}
+
+// DeleteResult is what Delete did (or would do, in a dry run).
+type DeleteResult struct {
+	Predicate string // as the snapshot summary records it
+	// Rewritten are the files written again without their matching rows,
+	// Dropped those whose rows all matched; Bytes is their size (what is
+	// rewritten or dropped). Rows counts the rows removed.
+	Rewritten, Dropped int
+	Rows, Bytes        int64
+	// Read counts the data files read; Skipped those their partition or
+	// column statistics excluded (not read).
+	Read, Skipped int
+	SnapshotID    int64 // 0 when nothing was committed
+	Version       int
+}
+
+// Delete removes the rows opts.Predicate matches (see above), in one
+// snapshot; with DryRun it only reports them. On success the Table holds
+// the new version.
+//
+// Errors: ErrNoPredicate, a predicate naming an unknown column or a value
+// its type cannot hold, a table of another format version than 2 or with
+// row-level delete files, reading or writing files, and those of the
+// commit protocol.
+func (t *Table) Delete(ctx context.Context, opts DeleteOptions) (DeleteResult, error) {
+	if opts.Predicate.Empty() {
+		return DeleteResult{}, ErrNoPredicate
+	}
+	for round := 1; ; round++ {
+		res, err := t.deleteRound(ctx, opts)
+		if errors.Is(err, errDeleteInputGone) && round < deleteRounds {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("delete from %s: %w", t.name, err)
+		}
+		return res, nil
+	}
+}
+
+// deleteRewrite is one input file of a delete: its rows matched, and the
+// files written with the others.
+type deleteRewrite struct {
+	input   iceberg.DataFile
+	matched int64
+	outputs []iceberg.DataFile
+}
+
+// deleteRound plans the delete on the newest version, writes the new
+// files and commits them.
+func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res DeleteResult, err error) {
+	if err := t.Refresh(ctx); err != nil {
+		return res, err
+	}
+	v := t.view()
+	h := v.head
+	res.Version = t.Version()
+	res.Predicate = opts.Predicate.Format(v.contract.TimeColumn)
+	if h.write.Version() != 2 {
+		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.write.Version())
+	}
+	f, err := newRowFilter(v, opts.Predicate)
+	if err != nil {
+		return res, err
+	}
+	files, mfs, err := t.liveFiles(ctx, h, nil)
+	if err != nil {
+		return res, err
+	}
+	for _, mf := range mfs {
+		if mf.ManifestContent() == iceberg.ManifestContentDeletes && mf.AddedDataFiles()+mf.ExistingDataFiles() > 0 {
+			return res, errors.New("the table has row-level delete files, whose rows a rewrite would bring back; " +
+				"rewrite it with the engine that wrote them first (e.g. Spark's rewrite_data_files)")
+		}
+	}
+	var rewrites []deleteRewrite
+	m := &deleteMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}}, predicate: res.Predicate}
+	defer func() {
+		if m.unknown || res.SnapshotID != 0 {
+			return
+		}
+		var paths []string
+		for _, r := range rewrites {
+			paths = append(paths, dataFilePaths(r.outputs)...)
+		}
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		t.removeFiles(cctx, paths)
+	}()
+	specs := map[int]iceberg.PartitionSpec{}
+	for _, s := range h.write.PartitionSpecs() {
+		specs[s.ID()] = s
+	}
+	for _, lf := range files {
+		df := lf.entry.DataFile()
+		if df.ContentType() != iceberg.EntryContentData {
+			continue
+		}
+		if f.excludes(specs[int(df.SpecID())], df) {
+			res.Skipped++
+			continue
+		}
+		res.Read++
+		r, err := t.deleteFromFile(ctx, v, df, f, !opts.DryRun)
+		if r.matched > 0 || len(r.outputs) > 0 {
+			rewrites = append(rewrites, r)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	for _, r := range rewrites {
+		if r.matched == 0 {
+			continue
+		}
+		res.Rows += r.matched
+		res.Bytes += r.input.FileSizeBytes()
+		if r.matched == r.input.Count() {
+			res.Dropped++
+		} else {
+			res.Rewritten++
+		}
+	}
+	if opts.DryRun || res.Rows == 0 {
+		return res, nil
+	}
+	m.deleted = map[string]bool{}
+	for _, r := range rewrites {
+		if r.matched > 0 {
+			m.deleted[r.input.FilePath()] = true
+			m.inputs = append(m.inputs, r.input)
+			m.added = append(m.added, r.outputs...)
+		}
+	}
+	m.rows = res.Rows
+	cr, err := t.commit(ctx, m, opts.commit)
+	if err != nil {
+		return res, err
+	}
+	res.Version = cr.Version
+	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
+		res.SnapshotID = a.snapshotID
+	}
+	return res, nil
+}
+
+// deleteFromFile reads df and counts the rows f matches; with write, it
+// writes the other rows as new data files (in the order read: a file's
+// rows are sorted, and so is what is left of them), which are removed
+// again when no row matched.
+func (t *Table) deleteFromFile(ctx context.Context, v tableView, df iceberg.DataFile, f *rowFilter, write bool) (deleteRewrite, error) {
+	r := deleteRewrite{input: df}
+	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
+	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
+	if err != nil {
+		return r, fmt.Errorf("read %s: %w", df.FilePath(), err)
+	}
+	var read int64
+	kept := func(yield func(arrow.RecordBatch, error) bool) {
+		for rec, err := range conformed(it, v.arrowSc) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			read += rec.NumRows()
+			stop := false
+			for part, err := range f.keptRuns(rec, &r.matched) {
+				if stop = !yield(part, err) || err != nil; stop {
+					break
+				}
+			}
+			rec.Release()
+			if stop {
+				return
+			}
+		}
+	}
+	if !write {
+		for rec, err := range kept {
+			if err != nil {
+				return r, fmt.Errorf("read %s: %w", df.FilePath(), err)
+			}
+			rec.Release()
+		}
+	} else {
+		for out, err := range t.writeRecords(ctx, v, kept) {
+			if err != nil {
+				return r, fmt.Errorf("rewrite %s: %w", df.FilePath(), err)
+			}
+			r.outputs = append(r.outputs, out)
+		}
+	}
+	if read != df.Count() {
+		return r, fmt.Errorf("read %d rows from %s whose manifest counts %d", read, df.FilePath(), df.Count())
+	}
+	if r.matched == 0 && len(r.outputs) > 0 {
+		t.removeFiles(ctx, dataFilePaths(r.outputs))
+		r.outputs = nil
+	}
+	return r, nil
+}
+
+// deleteMutation commits a delete's snapshot on the newest version: its
+// input files removed, the files written without the matching rows added.
+// Its requirement, checked at every attempt: every input file is still
+// live (errDeleteInputGone). The files of attempts that lost are deleted
+// as a compaction's are (rewriteMutation.finish).
+type deleteMutation struct {
+	rewriteMutation
+	predicate string
+	inputs    []iceberg.DataFile
+	deleted   map[string]bool
+	added     []iceberg.DataFile
+	rows      int64
+}
+
+func (m *deleteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+	t := m.t
+	if m.producer == nil {
+		m.producer = newDeleteProducer(t)
+		if len(m.added) > 0 {
+			m.producer = newSnapshotProducer(t, table.OpOverwrite)
+		}
+	}
+	parent, err := base.currentSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	if parent == nil {
+		return nil, errDeleteInputGone
+	}
+	files, mfs, err := t.liveFiles(ctx, base, nil)
+	if err != nil {
+		return nil, err
+	}
+	live := livePaths(files)
+	for _, df := range m.inputs {
+		if !live[df.FilePath()] {
+			return nil, errDeleteInputGone
+		}
+	}
+	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
+	m.attempts[attempt] = a
+	change := fileChange{deleted: m.deleted, changedParts: changedPartitions(m.inputs),
+		props: iceberg.Properties{SummaryDeletePredicate: m.predicate, SummaryDeletedRows: strconv.FormatInt(m.rows, 10)}}
+	if len(m.added) > 0 {
+		change.added = []addedFiles{{files: m.added}}
+	}
+	snap, refs, err := m.producer.rewrite(ctx, base, parent, mfs, a.snapshotID, attempt, change)
+	if err != nil {
+		return nil, err
+	}
+	a.refs = append(a.refs, refs...)
+	return addSnapshots(nil, snap), nil
+}
+
+// livePaths is the set of the paths of files.
+func livePaths(files []liveFile) map[string]bool {
+	live := make(map[string]bool, len(files))
+	for _, f := range files {
+		live[f.entry.DataFile().FilePath()] = true
+	}
+	return live
+}
+
+// rowFilter is a delete predicate resolved against a table's schema.
+type rowFilter struct {
+	timeCol    int // in the Arrow schema
+	timeID     int // field id
+	timeType   iceberg.Type
+	unit       arrow.TimeUnit
+	from, to   *arrow.Timestamp
+	fromB, toB []byte // the bounds as column statistics hold them
+	where      []whereFilter
+}
+
+// whereFilter is one column of the predicate: its values as the rows hold
+// them (rowKey) and as column statistics do.
+type whereFilter struct {
+	col     int
+	id      int
+	keys    map[any]bool
+	bounds  [][]byte
+	compare func(a, b []byte) int
+}
+
+func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
+	sc := v.head.write.CurrentSchema()
+	tf, ok := sc.FindFieldByName(v.contract.TimeColumn)
+	idx := v.arrowSc.FieldIndices(v.contract.TimeColumn)
+	if !ok || len(idx) != 1 {
+		return nil, fmt.Errorf("the table has no time column %q", v.contract.TimeColumn)
+	}
+	ts, ok := v.arrowSc.Field(idx[0]).Type.(*arrow.TimestampType)
+	if !ok {
+		return nil, fmt.Errorf("time column %s is %s, not a timestamp", tf.Name, tf.Type)
+	}
+	f := &rowFilter{timeCol: idx[0], timeID: tf.ID, timeType: tf.Type, unit: ts.Unit}
+	bound := func(at time.Time) (*arrow.Timestamp, []byte, error) {
+		if at.IsZero() {
+			return nil, nil, nil
+		}
+		v, err := arrow.TimestampFromTime(at, ts.Unit)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &v, binary.LittleEndian.AppendUint64(nil, uint64(v)), nil
+	}
+	var err error
+	if f.from, f.fromB, err = bound(p.From); err != nil {
+		return nil, fmt.Errorf("--from: %w", err)
+	}
+	if f.to, f.toB, err = bound(p.To); err != nil {
+		return nil, fmt.Errorf("--to: %w", err)
+	}
+	if f.from != nil && f.to != nil && *f.to <= *f.from {
+		return nil, fmt.Errorf("--to %s is not after --from %s", p.To.Format(time.RFC3339), p.From.Format(time.RFC3339))
+	}
+	for _, w := range p.Where {
+		field, ok := sc.FindFieldByName(w.Column)
+		idx := v.arrowSc.FieldIndices(w.Column)
+		if !ok || len(idx) != 1 {
+			return nil, fmt.Errorf("--where: the table has no column %q", w.Column)
+		}
+		wf := whereFilter{col: idx[0], id: field.ID, keys: map[any]bool{}, compare: boundComparator(field.Type)}
+		for _, s := range w.Values {
+			lit, err := iceberg.StringLiteral(s).To(field.Type)
+			if err != nil {
+				return nil, fmt.Errorf("--where %s=%s: not a value of type %s: %w", w.Column, s, field.Type, err)
+			}
+			key, ok := literalKey(lit.Any())
+			if !ok {
+				return nil, fmt.Errorf("--where %s: columns of type %s cannot be matched", w.Column, field.Type)
+			}
+			b, err := lit.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("--where %s=%s: %w", w.Column, s, err)
+			}
+			wf.keys[key] = true
+			wf.bounds = append(wf.bounds, b)
+		}
+		f.where = append(f.where, wf)
+	}
+	return f, nil
+}
+
+// literalKey is an Iceberg literal's value as rowKey gives a row's.
+func literalKey(v any) (any, bool) {
+	switch x := v.(type) {
+	case string, bool:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case iceberg.Date:
+		return int64(x), true
+	case iceberg.Timestamp:
+		return int64(x), true
+	}
+	return nil, false
+}
+
+// rowKey is row i of a as a comparable value; false for a null or a type
+// no predicate matches.
+func rowKey(a arrow.Array, i int) (any, bool) {
+	if a.IsNull(i) {
+		return nil, false
+	}
+	switch c := a.(type) {
+	case *array.String:
+		return c.Value(i), true
+	case *array.Boolean:
+		return c.Value(i), true
+	case *array.Int32:
+		return int64(c.Value(i)), true
+	case *array.Int64:
+		return c.Value(i), true
+	case *array.Float32:
+		return float64(c.Value(i)), true
+	case *array.Float64:
+		return c.Value(i), true
+	case *array.Date32:
+		return int64(c.Value(i)), true
+	case *array.Timestamp:
+		return int64(c.Value(i)), true
+	}
+	return nil, false
+}
+
+// matches reports whether row i of rec is one the predicate selects.
+func (f *rowFilter) matches(rec arrow.RecordBatch, times *array.Timestamp, i int) bool {
+	if f.from != nil || f.to != nil {
+		if times.IsNull(i) {
+			return false
+		}
+		ts := times.Value(i)
+		if f.from != nil && ts < *f.from || f.to != nil && ts >= *f.to {
+			return false
+		}
+	}
+	for _, w := range f.where {
+		k, ok := rowKey(rec.Column(w.col), i)
+		if !ok || !w.keys[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// keptRuns yields the runs of rec's rows the predicate does not select,
+// as slices of rec, adding the rows it selects to matched.
+func (f *rowFilter) keptRuns(rec arrow.RecordBatch, matched *int64) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		times, ok := rec.Column(f.timeCol).(*array.Timestamp)
+		if !ok {
+			yield(nil, fmt.Errorf("time column is %s, expected a timestamp", rec.Column(f.timeCol).DataType()))
+			return
+		}
+		n := int(rec.NumRows())
+		start := 0
+		for i := 0; i <= n; i++ {
+			if i < n && !f.matches(rec, times, i) {
+				continue
+			}
+			if i > start && !yield(rec.NewSlice(int64(start), int64(i)), nil) {
+				return
+			}
+			if i < n {
+				*matched++
+			}
+			start = i + 1
+		}
+	}
+}
+
+// excludes reports whether df (written with partition spec spec) holds no
+// row the predicate selects, by its partition and column statistics; a
+// missing statistic excludes nothing.
+func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bool {
+	if f.from != nil {
+		if end, ok := partitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
+			return true
+		}
+	}
+	lower, upper := df.LowerBoundValues(), df.UpperBoundValues()
+	timeCmp := boundComparator(f.timeType)
+	if lo, hi := lower[f.timeID], upper[f.timeID]; timeCmp != nil {
+		if f.fromB != nil && hi != nil && timeCmp(hi, f.fromB) < 0 {
+			return true
+		}
+		if f.toB != nil && lo != nil && timeCmp(lo, f.toB) >= 0 {
+			return true
+		}
+	}
+	for _, w := range f.where {
+		lo, hi := lower[w.id], upper[w.id]
+		if w.compare == nil || lo == nil || hi == nil {
+			continue
+		}
+		outside := true
+		for _, b := range w.bounds {
+			outside = outside && (w.compare(b, lo) < 0 || w.compare(b, hi) > 0)
+		}
+		if outside {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,354 @@
+package lake
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+)
+
+// testRow is a row of the test table as an independent scan reads it.
+type testRow struct {
+	at     time.Time
+	device string
+	value  float64
+}
+
+// scanTestRows reads every row of tbl's current snapshot through
+// iceberg-go's scan.
+func scanTestRows(t testing.TB, tbl *Table) []testRow {
+	t.Helper()
+	at, err := tbl.Iceberg().Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	rr := array.NewTableReader(at, 1024)
+	defer rr.Release()
+	var out []testRow
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		times := rec.Column(0).(*array.Timestamp)
+		devices := rec.Column(1).(*array.String)
+		values := rec.Column(2).(*array.Float64)
+		for i := range int(rec.NumRows()) {
+			out = append(out, testRow{at: times.Value(i).ToTime(arrow.Microsecond), device: devices.Value(i), value: values.Value(i)})
+		}
+	}
+	return out
+}
+
+func countRows(rows []testRow, match func(testRow) bool) int64 {
+	var n int64
+	for _, r := range rows {
+		if match(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// deleteFixture is a table of three files: 30 rows on 2026-01-01 from
+// 10:01 (devices d2, d1, d0 in turn, values 0 to 29), 30 rows on
+// 2026-01-02 from 10:01, and one row of d2 on 2026-01-02 at 12:01.
+func deleteFixture(t *testing.T, l *Lake) *Table {
+	t.Helper()
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "a.csv", time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC), 30)
+	appendRows(t, tbl, "b.csv", time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC), 30)
+	appendRows(t, tbl, "c.csv", time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC), 1)
+	return tbl
+}
+
+func livePathSet(t testing.TB, tbl *Table) map[string]bool {
+	t.Helper()
+	h, _ := tbl.loaded()
+	files, _, err := tbl.liveFiles(context.Background(), h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return livePaths(files)
+}
+
+func TestDeletePredicates(t *testing.T) {
+	day1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		where []string
+		from  time.Time
+		to    time.Time
+		match func(testRow) bool
+	}{
+		{"one value", []string{"device=d1"}, time.Time{}, time.Time{},
+			func(r testRow) bool { return r.device == "d1" }},
+		{"two values of one column", []string{"device=d1", "device=d0"}, time.Time{}, time.Time{},
+			func(r testRow) bool { return r.device == "d1" || r.device == "d0" }},
+		{"two columns", []string{"device=d1", "value=4", "value=7"}, time.Time{}, time.Time{},
+			func(r testRow) bool { return r.device == "d1" && (r.value == 4 || r.value == 7) }},
+		{"from and to", nil, day1.Add(10*time.Hour + 5*time.Minute), day1.Add(10*time.Hour + 8*time.Minute),
+			func(r testRow) bool {
+				return !r.at.Before(day1.Add(10*time.Hour+5*time.Minute)) && r.at.Before(day1.Add(10*time.Hour+8*time.Minute))
+			}},
+		{"all kinds", []string{"device=d2"}, day1.Add(24 * time.Hour), day1.Add(36 * time.Hour),
+			func(r testRow) bool {
+				return r.device == "d2" && !r.at.Before(day1.Add(24*time.Hour)) && r.at.Before(day1.Add(36*time.Hour))
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachLake(t, func(t *testing.T, l *Lake) {
+				ctx := context.Background()
+				tbl := deleteFixture(t, l)
+				before := scanTestRows(t, tbl)
+				want := countRows(before, tc.match)
+				if want == 0 || want == int64(len(before)) {
+					t.Fatalf("the fixture has %d of %d rows matching", want, len(before))
+				}
+				where, err := ParseWhere(tc.where)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where, From: tc.from, To: tc.to}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Rows != want || res.SnapshotID == 0 {
+					t.Fatalf("deleted %+v, want %d rows", res, want)
+				}
+				after := scanTestRows(t, tbl)
+				if got := countRows(after, tc.match); got != 0 {
+					t.Fatalf("%d matching rows left", got)
+				}
+				if int64(len(after)) != int64(len(before))-want {
+					t.Fatalf("rows after: %d, want %d", len(after), int64(len(before))-want)
+				}
+				snap := tbl.Metadata().CurrentSnapshot()
+				props := snap.Summary.Properties
+				if props[SummaryDeletePredicate] != res.Predicate || props[SummaryDeletedRows] != strconv.FormatInt(want, 10) ||
+					props[summaryTotalRecords] != strconv.Itoa(len(after)) {
+					t.Fatalf("summary: %+v", snap.Summary)
+				}
+				checkSortedFiles(t, tbl)
+			})
+		})
+	}
+}
+
+func TestDeleteSkipsRewritesAndDrops(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := deleteFixture(t, l)
+		before := livePathSet(t, tbl)
+		// device=d1: the file of c.csv holds d2 only (its statistics
+		// exclude it), the two others are rewritten.
+		where, _ := ParseWhere([]string{"device=d1"})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rewritten != 2 || res.Dropped != 0 || res.Skipped != 1 || res.Read != 2 || res.Rows != 20 {
+			t.Fatalf("delete: %+v", res)
+		}
+		after := livePathSet(t, tbl)
+		kept := 0
+		for p := range before {
+			if after[p] {
+				kept++
+				if !strings.Contains(p, "2026-01-02") {
+					t.Fatalf("kept %s", p)
+				}
+			}
+		}
+		if kept != 1 || len(after) != 3 {
+			t.Fatalf("%d of the files kept, %d live", kept, len(after))
+		}
+		if op := tbl.Metadata().CurrentSnapshot().Summary.Operation; op != table.OpOverwrite {
+			t.Fatalf("operation %s", op)
+		}
+
+		// The day of a.csv whole: its file is dropped, no file is
+		// written, and the partition of 2026-01-02 is not read.
+		res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{
+			From: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Dropped != 1 || res.Rewritten != 0 || res.Rows != 20 || res.Skipped != 2 {
+			t.Fatalf("drop: %+v", res)
+		}
+		snap := tbl.Metadata().CurrentSnapshot()
+		if snap.Summary.Operation != table.OpDelete || snap.Summary.Properties[summaryAddedDataFiles] != "" {
+			t.Fatalf("snapshot: %+v", snap.Summary)
+		}
+		if got := len(livePathSet(t, tbl)); got != 2 {
+			t.Fatalf("%d files live", got)
+		}
+		if got := scanCount(t, tbl); got != 21 {
+			t.Fatalf("rows: %d", got)
+		}
+	})
+}
+
+func TestDeleteDryRunAndRefusals(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := deleteFixture(t, l)
+	v, rows := tbl.Version(), scanCount(t, tbl)
+	where, _ := ParseWhere([]string{"device=d0"})
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 20 || res.Rewritten != 2 || res.Bytes <= 0 || res.SnapshotID != 0 {
+		t.Fatalf("dry run: %+v", res)
+	}
+	if tbl.Version() != v || scanCount(t, tbl) != rows {
+		t.Fatal("the dry run changed the table")
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{}); !errors.Is(err, ErrNoPredicate) {
+		t.Fatalf("no predicate: %v", err)
+	}
+	for _, terms := range [][]string{{"site=x"}, {"value=abc"}} {
+		where, _ := ParseWhere(terms)
+		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}}); err == nil {
+			t.Fatalf("%v accepted", terms)
+		}
+	}
+	if _, err := ParseWhere([]string{"device"}); err == nil {
+		t.Fatal("a term without = accepted")
+	}
+	// Nothing matches: no commit.
+	where, _ = ParseWhere([]string{"device=d9"})
+	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
+	if err != nil || res.Rows != 0 || tbl.Version() != v {
+		t.Fatalf("no match: %+v %v", res, err)
+	}
+}
+
+func TestDeleteRacesAnotherWriter(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := deleteFixture(t, l)
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		where, _ := ParseWhere([]string{"device=d1"})
+		var attempts []int
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where},
+			commit: CommitOptions{BeforeCommit: func(attempt int) error {
+				attempts = append(attempts, attempt)
+				if attempt == 1 {
+					// Another writer appends after the delete read the table.
+					appendRows(t, other, "theirs.csv", time.Date(2026, 1, 3, 10, 0, 0, 0, time.UTC), 9)
+				}
+				return nil
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(attempts) != 2 || res.Rows != 20 {
+			t.Fatalf("attempts %v, %+v", attempts, res)
+		}
+		rows := scanTestRows(t, tbl)
+		// 61 rows, 20 of d1 deleted; the 9 appended (3 of d1) all kept.
+		if len(rows) != 61-20+9 || countRows(rows, func(r testRow) bool { return r.device == "d1" }) != 3 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		if _, ok := tbl.FindBatch("theirs.csv"); !ok {
+			t.Fatal("the other writer's batch is gone")
+		}
+		assertOnlyCurrentFiles(t, l, tbl)
+	})
+}
+
+func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, clock := clockedTable(t, l)
+	appendRows(t, tbl, "a.csv", day0.Add(-5*time.Hour), 30)
+	appendRows(t, tbl, "b.csv", day0.Add(-4*time.Hour), 30)
+	other, err := l.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := livePathSet(t, tbl)
+	where, _ := ParseWhere([]string{"device=d2"})
+	compacted := false
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where},
+		commit: CommitOptions{BeforeCommit: func(int) error {
+			if !compacted {
+				compacted = true
+				// Another writer replaces the delete's inputs.
+				cr, err := other.Compact(ctx, CompactOptions{MinFiles: 2})
+				if err != nil || len(cr.Groups) != 1 {
+					t.Fatalf("compaction: %+v %v", cr, err)
+				}
+			}
+			return nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 20 || res.Rewritten != 1 {
+		t.Fatalf("delete: %+v", res)
+	}
+	rows := scanTestRows(t, tbl)
+	if len(rows) != 40 || countRows(rows, func(r testRow) bool { return r.device == "d2" }) != 0 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for p := range livePathSet(t, tbl) {
+		if before[p] {
+			t.Fatalf("input %s still live", p)
+		}
+	}
+	*clock = clock.Add(time.Minute) // the snapshots before are older than the expiry's age
+	assertOnlyCurrentFiles(t, l, tbl)
+}
+
+// assertOnlyCurrentFiles expires every snapshot but the current one and
+// checks that the table holds no file it does not reference: the losing
+// attempts and rounds of a delete removed what they wrote.
+func assertOnlyCurrentFiles(t *testing.T, l *Lake, tbl *Table) {
+	t.Helper()
+	if _, err := tbl.Expire(context.Background(), ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, l, tbl)
+}
+
+// TestDeleteLongValues: the statistics of long strings are truncated (the
+// upper bound raised); a value beyond the truncation is still found.
+func TestDeleteLongValues(t *testing.T) {
+	ctx := context.Background()
+	tbl := createTestTable(t, newLocalLake(t))
+	long := strings.Repeat("gateway-", 4)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
+	for i := range 30 {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(day0.Add(-time.Duration(i) * time.Minute).UnixMicro()))
+		b.Field(1).(*array.StringBuilder).Append(long + strconv.Itoa(i%3))
+		b.Field(2).(*array.Float64Builder).Append(float64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	if _, err := tbl.Append(ctx, "long.csv", []arrow.RecordBatch{rec}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value string
+		rows  int64
+	}{{long + "2", 10}, {long + "3", 0}, {long, 0}} {
+		where, _ := ParseWhere([]string{"device=" + c.value})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}, DryRun: true})
+		if err != nil || res.Rows != c.rows {
+			t.Fatalf("%s: %+v %v, want %d rows", c.value, res, err, c.rows)
+		}
+	}
+}
