@@ -120,7 +120,8 @@ func (s *LocalStore) DeleteKeys(ctx context.Context, keys []string) ([]bool, err
 // (x-amz-checksum-crc32: the operation requires one, whatever the client's
 // RequestChecksumCalculation). A key XML 1.0 cannot carry (control
 // characters, invalid UTF-8) goes as a single DeleteObject. After a
-// refusal of DeleteObjects the store sends single deletes from then on.
+// refusal of DeleteObjects the store sends single deletes from then on; the
+// keys of a request whose answer was lost are deleted one by one.
 func (s *S3Store) DeleteKeys(ctx context.Context, keys []string) ([]bool, error) {
 	if s.noBatchDelete.Load() {
 		return deleteEach(ctx, s, keys, SingleDeleteConcurrency)
@@ -162,6 +163,12 @@ func (s *S3Store) DeleteKeys(ctx context.Context, keys []string) ([]bool, error)
 			switch {
 			case err != nil && refusesBatch(err):
 				s.noBatchDelete.Store(true)
+				refused = append(refused, idx...)
+			case err != nil && ctx.Err() == nil && !IsPermanent(err):
+				// The answer was lost or cut (a connection lost, a 5xx
+				// after the SDK's retries, a body that does not read):
+				// deletes are idempotent, so its keys are deleted one
+				// by one, and a key already gone counts as deleted.
 				refused = append(refused, idx...)
 			case err != nil:
 				if ctx.Err() == nil {

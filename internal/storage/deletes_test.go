@@ -210,6 +210,36 @@ func TestDeleteKeysS3Refused(t *testing.T) {
 	}
 }
 
+// TestDeleteKeysS3LostAnswer: DeleteObjects requests whose answers are
+// lost (every one, past the SDK's retries) leave their keys to single
+// deletes: every key is deleted and no error is returned.
+func TestDeleteKeysS3LostAnswer(t *testing.T) {
+	s, p := proxiedStore(t)
+	ctx := t.Context()
+	keys := []string{"data/a", "data/b", "data/c"}
+	for _, k := range append(keys, "data/keep") {
+		if _, err := put(t, s, k, "x", storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose := p.Add(s3fault.Rule{Name: "lost DeleteObjects answers", Method: http.MethodPost, Query: "delete", Action: s3fault.LoseResponse})
+	done, err := storage.DeleteKeys(ctx, s, append(keys, "data/missing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range done {
+		if !d {
+			t.Errorf("key %d not reported deleted", i)
+		}
+	}
+	if got := strings.Join(listKeys(t, s), " "); got != "data/keep" {
+		t.Errorf("left %q, want data/keep", got)
+	}
+	if c := p.Counts(lose.Name); c.Matched == 0 {
+		t.Error("no DeleteObjects answer was lost")
+	}
+}
+
 // TestDeleteKeysPerKeyErrors: the keys a DeleteObjects answer lists as
 // errors are reported (classified, with their keys) and not counted as
 // deleted; NoSuchKey counts as deleted. The request carries a checksum.
