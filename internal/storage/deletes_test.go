@@ -180,25 +180,9 @@ func TestDeleteKeysS3Batches(t *testing.T) {
 func TestDeleteKeysS3Refused(t *testing.T) {
 	s, p := proxiedStore(t)
 	ctx := t.Context()
-	keys := []string{"data/a", "data/b", "data/c"}
-	for _, k := range append(keys, "data/keep") {
-		if _, err := put(t, s, k, "x", storage.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	keys := putKeep(t, s)
 	refuse := p.Add(s3fault.Rule{Name: "no DeleteObjects", Method: http.MethodPost, Query: "delete", Action: s3fault.Fail, Status: 501, Code: "NotImplemented"})
-	done, err := storage.DeleteKeys(ctx, s, append(keys, "data/missing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range done {
-		if !d {
-			t.Errorf("key %d not reported deleted", i)
-		}
-	}
-	if got := strings.Join(listKeys(t, s), " "); got != "data/keep" {
-		t.Errorf("left %q, want data/keep", got)
-	}
+	deleteAllButKeep(t, s, keys)
 	if _, err := storage.DeleteKeys(ctx, s, []string{"data/keep"}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,26 +199,9 @@ func TestDeleteKeysS3Refused(t *testing.T) {
 // deletes: every key is deleted and no error is returned.
 func TestDeleteKeysS3LostAnswer(t *testing.T) {
 	s, p := proxiedStore(t)
-	ctx := t.Context()
-	keys := []string{"data/a", "data/b", "data/c"}
-	for _, k := range append(keys, "data/keep") {
-		if _, err := put(t, s, k, "x", storage.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	keys := putKeep(t, s)
 	lose := p.Add(s3fault.Rule{Name: "lost DeleteObjects answers", Method: http.MethodPost, Query: "delete", Action: s3fault.LoseResponse})
-	done, err := storage.DeleteKeys(ctx, s, append(keys, "data/missing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, d := range done {
-		if !d {
-			t.Errorf("key %d not reported deleted", i)
-		}
-	}
-	if got := strings.Join(listKeys(t, s), " "); got != "data/keep" {
-		t.Errorf("left %q, want data/keep", got)
-	}
+	deleteAllButKeep(t, s, keys)
 	if c := p.Counts(lose.Name); c.Matched == 0 {
 		t.Error("no DeleteObjects answer was lost")
 	}
@@ -282,5 +249,35 @@ func TestDeleteKeysPerKeyErrors(t *testing.T) {
 	defer mu.Unlock()
 	if !sumSent {
 		t.Error("DeleteObjects sent without Content-MD5 or a checksum header")
+	}
+}
+
+// putKeep puts data/a, data/b, data/c (returned) and data/keep.
+func putKeep(t *testing.T, s storage.Store) []string {
+	t.Helper()
+	keys := []string{"data/a", "data/b", "data/c"}
+	for _, k := range append(keys, "data/keep") {
+		if _, err := put(t, s, k, "x", storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// deleteAllButKeep deletes keys and a missing one: every one reported
+// deleted, data/keep left.
+func deleteAllButKeep(t *testing.T, s storage.Store, keys []string) {
+	t.Helper()
+	done, err := storage.DeleteKeys(t.Context(), s, append(keys, "data/missing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range done {
+		if !d {
+			t.Errorf("key %d not reported deleted", i)
+		}
+	}
+	if got := strings.Join(listKeys(t, s), " "); got != "data/keep" {
+		t.Errorf("left %q, want data/keep", got)
 	}
 }
