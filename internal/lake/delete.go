@@ -603,3 +603,30 @@ func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bo
 	}
 	return false
 }
+
+// Deletion is a delete's snapshot in the current ancestry (tables history).
+type Deletion struct {
+	SnapshotID int64
+	At         time.Time // the snapshot's commit, UTC
+	Predicate  string    // SummaryDeletePredicate
+	Rows       int64     // SummaryDeletedRows
+}
+
+// Deletions returns the deletes of the current ancestry, newest first: the
+// snapshots whose summary records a delete predicate. A delete undone by a
+// rollback is not in the ancestry, so not listed.
+func (t *Table) Deletions() []Deletion {
+	var out []Deletion
+	for _, s := range ancestry(t.Metadata()) {
+		if s.Summary == nil {
+			continue
+		}
+		p, ok := s.Summary.Properties[SummaryDeletePredicate]
+		if !ok {
+			continue
+		}
+		out = append(out, Deletion{SnapshotID: s.SnapshotID, At: time.UnixMilli(s.TimestampMs).UTC(), Predicate: p,
+			Rows: summaryInt(s.Summary.Properties, SummaryDeletedRows)})
+	}
+	return out
+}
