@@ -352,3 +352,61 @@ func TestDeleteLongValues(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteUndoneByRollback: rolling back to the snapshot before a delete
+// brings its rows back, as an independent scan counts them, while the
+// delete's snapshot stays in the metadata outside the ancestry, and
+// Deletions lists the delete until then.
+func TestDeleteUndoneByRollback(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := deleteFixture(t, l)
+		before := scanTestRows(t, tbl)
+		files := livePathSet(t, tbl)
+		parent, _ := tbl.CurrentSnapshotID()
+		where, _ := ParseWhere([]string{"device=d1"})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where,
+			From: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		isD1 := func(r testRow) bool {
+			return r.device == "d1" && !r.at.Before(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+		}
+		want := countRows(before, isD1)
+		if res.Rows != want || want == 0 || countRows(scanTestRows(t, tbl), isD1) != 0 {
+			t.Fatalf("delete: %+v, %d rows of d1 on 2026-01-02 before", res, want)
+		}
+		if d := tbl.Deletions(); len(d) != 1 || d[0].SnapshotID != res.SnapshotID || d[0].Rows != want ||
+			d[0].Predicate != `device = "d1" AND time >= 2026-01-02T00:00:00Z` {
+			t.Fatalf("deletions: %+v", d)
+		}
+
+		if err := tbl.RollbackTo(ctx, parent); err != nil {
+			t.Fatal(err)
+		}
+		again, err := l.LoadTable(ctx, tbl.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := scanTestRows(t, again)
+		if int64(len(after)) != int64(len(before)) || countRows(after, isD1) != want {
+			t.Fatalf("after the rollback: %d rows, %d of them the deleted; before: %d, %d", len(after), countRows(after, isD1), len(before), want)
+		}
+		live := livePathSet(t, again)
+		if len(live) != len(files) {
+			t.Fatalf("%d files live after the rollback, %d before the delete", len(live), len(files))
+		}
+		for p := range files {
+			if !live[p] {
+				t.Fatalf("%s not live after the rollback", p)
+			}
+		}
+		if again.Metadata().SnapshotByID(res.SnapshotID) == nil {
+			t.Fatal("the delete's snapshot left the metadata")
+		}
+		if d := again.Deletions(); len(d) != 0 {
+			t.Fatalf("deletions after the rollback: %+v", d)
+		}
+	})
+}
