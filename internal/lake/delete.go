@@ -49,7 +49,13 @@ const deleteRounds = 3
 
 // ErrNoPredicate refuses a delete without a predicate: it would remove
 // every row.
-var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from or --to)")
+var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from, --to or --batch-id)")
+
+// ErrBatchNotApart refuses a delete by batch id from a table without a
+// source column (PropSourceColumn): once compacted, a file holds the rows
+// of several batches.
+var ErrBatchNotApart = errors.New("the table has no source column; the rows of a batch cannot be told apart once compacted " +
+	"(with " + PropSourceColumn + " set, or ingest's --source-column, the batches loaded from then on can be)")
 
 // errDeleteInputGone ends an attempt of a delete whose input files are no
 // longer all live: another writer replaced one.
@@ -63,11 +69,14 @@ type WhereColumn struct {
 }
 
 // DeletePredicate selects the rows a delete removes: every Where column
-// holds one of its values, and the time column is within [From, To) (a
-// zero bound is open). A null value matches nothing.
+// holds one of its values, the time column is within [From, To) (a zero
+// bound is open), and, with a BatchID, the table's source column holds it
+// (the rows the landing file of that key brought; ErrBatchNotApart without
+// a source column). A null value matches nothing.
 type DeletePredicate struct {
 	Where    []WhereColumn
 	From, To time.Time
+	BatchID  string
 }
 
 // ParseWhere reads COLUMN=VALUE terms: the same column again adds a value
@@ -94,7 +103,28 @@ func ParseWhere(terms []string) ([]WhereColumn, error) {
 }
 
 // Empty reports whether p selects every row.
-func (p DeletePredicate) Empty() bool { return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() }
+func (p DeletePredicate) Empty() bool {
+	return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() && p.BatchID == ""
+}
+
+// withBatch returns p with its BatchID as a Where term on the source
+// column of v's table. Errors: ErrBatchNotApart, and a source column no
+// row holds yet.
+func (p DeletePredicate) withBatch(v tableView) (DeletePredicate, error) {
+	if p.BatchID == "" {
+		return p, nil
+	}
+	col := v.head.props()[PropSourceColumn]
+	if col == "" {
+		return p, ErrBatchNotApart
+	}
+	if len(v.arrowSc.FieldIndices(col)) != 1 {
+		return p, fmt.Errorf("the table's source column %q (%s) is not in its schema yet: no batch loaded holds its key there", col, PropSourceColumn)
+	}
+	p.Where = append(slices.Clone(p.Where), WhereColumn{Column: col, Values: []string{p.BatchID}})
+	p.BatchID = ""
+	return p, nil
+}
 
 // Format renders p with timeCol as the time column's name, e.g.
 // (device = "d1" OR device = "d2") AND time >= 2026-01-05T10:00:00Z.
@@ -186,11 +216,15 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	v := t.view()
 	h := v.head
 	res.Version = t.Version()
-	res.Predicate = opts.Predicate.Format(v.contract.TimeColumn)
+	pred, err := opts.Predicate.withBatch(v)
+	if err != nil {
+		return res, err
+	}
+	res.Predicate = pred.Format(v.contract.TimeColumn)
 	if h.write.Version() != 2 {
 		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.write.Version())
 	}
-	f, err := newRowFilter(v, opts.Predicate)
+	f, err := newRowFilter(v, pred)
 	if err != nil {
 		return res, err
 	}

@@ -410,3 +410,58 @@ func TestDeleteUndoneByRollback(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteByBatchID: a table without a source column refuses a delete by
+// batch id (ErrBatchNotApart); with one, the rows of one batch go from the
+// file a compaction made of it and another, and the other's stay.
+func TestDeleteByBatchID(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, _ := clockedTable(t, l)
+	sc := tbl.ArrowSchema()
+	appendRows(t, tbl, "before.csv", day0.Add(-6*time.Hour), 3)
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); !errors.Is(err, ErrBatchNotApart) {
+		t.Fatalf("without a source column: %v", err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); err == nil ||
+		!strings.Contains(err.Error(), "not in its schema yet") {
+		t.Fatalf("a source column not in the schema: %v", err)
+	}
+	for i, key := range []string{"a.csv", "b.csv"} {
+		rec := rows(t, sc, day0.Add(time.Duration(i-5)*time.Hour), 30, false)
+		recs, err := WithSourceColumns(sc, []arrow.RecordBatch{rec}, []SourceValue{{Column: "_source", Text: key}})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tbl.Append(ctx, key, recs, AppendOptions{})
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
+		t.Fatalf("compaction: %+v %v", cr, err)
+	}
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 30 || res.Rewritten != 1 || res.Predicate != `_source = "a.csv"` {
+		t.Fatalf("delete: %+v", res)
+	}
+	got := scanTestRows(t, tbl)
+	ofB := countRows(got, func(r testRow) bool { return !r.at.Before(day0.Add(-4 * time.Hour)) })
+	ofBefore := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-5 * time.Hour)) })
+	if len(got) != 33 || ofB != 30 || ofBefore != 3 {
+		t.Fatalf("%d rows left, %d of b.csv, %d of before.csv", len(got), ofB, ofBefore)
+	}
+	if d := tbl.Deletions(); len(d) != 1 || d[0].Predicate != res.Predicate || d[0].Rows != 30 {
+		t.Fatalf("deletions: %+v", d)
+	}
+}

@@ -665,6 +665,11 @@ var (
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,
 	}, Kind: Instant()})
 
+	DeleteBatchID = register(&Setting[string]{Spec: Spec{
+		Flag: "batch-id", Help: "delete only rows the landing file of this key brought, through the table's source column (timelake.source-column); refused on a table without one",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: String()})
+
 	Yes = register(&Setting[bool]{Spec: Spec{
 		Flag: "yes", Default: "false", Help: "do not ask for confirmation (scripts; without it, a terminal is asked)",
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,

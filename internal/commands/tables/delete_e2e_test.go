@@ -189,3 +189,45 @@ func TestTablesHistoryDeletes(t *testing.T) {
 		t.Errorf("pipe:\n%s", pipe)
 	}
 }
+
+// TestTablesDeleteBatchID: --batch-id removes the rows of one landing file
+// through the table's source column; a table without one refuses it (exit
+// 2), changing nothing.
+func TestTablesDeleteBatchID(t *testing.T) {
+	landing, keys := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": landing, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id", "--source-column", "_source")
+	if len(keys) < 2 {
+		t.Fatalf("keys %v", keys)
+	}
+	type batch struct {
+		Rows int64 `json:"rows"`
+	}
+	loaded := decode[batch](t, mustRun(t, env, false, "tables", "batch", "iot.readings", keys[0], "--json"))
+	total, _ := deviceRows(t, wh, "")
+	type report struct {
+		Predicate string `json:"predicate"`
+		Rows      int64  `json:"rows"`
+	}
+	rep := decode[report](t, mustRun(t, env, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes", "--json"))
+	if loaded.Rows == 0 || rep.Rows != loaded.Rows || rep.Predicate != `_source = "`+keys[0]+`"` {
+		t.Fatalf("delete --batch-id %s: %+v, the batch loaded %d rows", keys[0], rep, loaded.Rows)
+	}
+	if left, _ := deviceRows(t, wh, ""); left != total-loaded.Rows {
+		t.Fatalf("%d rows left of %d", left, total)
+	}
+
+	wh2 := filepath.Join(t.TempDir(), "lake")
+	landing2, _ := copyLanding(t, "gateway-1/")
+	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh2, "LANDING_BUCKET": landing2, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env2, false, "ingest", "--series-key", "device_id")
+	before, _ := deviceRows(t, wh2, "")
+	if r := timelake(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes"); r.code != cmdutil.ExitUsage ||
+		!strings.Contains(r.errOut, "the table has no source column; the rows of a batch cannot be told apart once compacted") {
+		t.Errorf("without a source column: exit %d, %s", r.code, r.errOut)
+	}
+	if after, _ := deviceRows(t, wh2, ""); after != before {
+		t.Errorf("the refused delete changed the table: %d rows, %d before", after, before)
+	}
+}
