@@ -268,12 +268,20 @@ func TestDeleteRacesAnotherWriter(t *testing.T) {
 	})
 }
 
-func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
-	ctx := context.Background()
+// twoBatches is a clocked table of batches a.csv and b.csv, 30 rows each,
+// from 5 and 4 hours before day0.
+func twoBatches(t *testing.T) (*Lake, *Table, *time.Time) {
+	t.Helper()
 	l := newLocalLake(t)
 	tbl, clock := clockedTable(t, l)
 	appendRows(t, tbl, "a.csv", day0.Add(-5*time.Hour), 30)
 	appendRows(t, tbl, "b.csv", day0.Add(-4*time.Hour), 30)
+	return l, tbl, clock
+}
+
+func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	l, tbl, clock := twoBatches(t)
 	other, err := l.LoadTable(ctx, testName)
 	if err != nil {
 		t.Fatal(err)
@@ -411,18 +419,15 @@ func TestDeleteUndoneByRollback(t *testing.T) {
 	})
 }
 
-// TestDeleteByBatchID: a table without a source column refuses a delete by
-// batch id (ErrBatchNotApart); with one, the rows of one batch go from the
-// file a compaction made of it and another, and the other's stay.
+// TestDeleteByBatchID: with a source column, the rows of one batch go from
+// the file a compaction made of it and another, and the other's stay, as
+// do the rows loaded before the table had one.
 func TestDeleteByBatchID(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
 	tbl, _ := clockedTable(t, l)
 	sc := tbl.ArrowSchema()
 	appendRows(t, tbl, "before.csv", day0.Add(-6*time.Hour), 3)
-	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); !errors.Is(err, ErrBatchNotApart) {
-		t.Fatalf("without a source column: %v", err)
-	}
 	if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -463,5 +468,58 @@ func TestDeleteByBatchID(t *testing.T) {
 	}
 	if d := tbl.Deletions(); len(d) != 1 || d[0].Predicate != res.Predicate || d[0].Rows != 30 {
 		t.Fatalf("deletions: %+v", d)
+	}
+}
+
+// TestDeleteByBatchFiles: without a source column, a batch whose snapshot
+// is in the current ancestry and whose files are all live is deleted by
+// dropping its files (the other terms of the predicate still apply), and
+// other files are not read; a batch not in the ancestry, or one a
+// compaction rewrote, is refused with ErrBatchNotApart.
+func TestDeleteByBatchFiles(t *testing.T) {
+	ctx := context.Background()
+	_, tbl, _ := twoBatches(t)
+	appendRows(t, tbl, "c.csv", day0.Add(-28*time.Hour), 30)
+
+	where, _ := ParseWhere([]string{"device=d1"})
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv", Where: where}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 10 || res.Rewritten != 1 || res.Read != 1 || res.Skipped != 2 || res.Predicate != `device = "d1" AND batch-id = "c.csv"` {
+		t.Fatalf("c.csv's rows of d1: %+v", res)
+	}
+	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 30 || res.Dropped != 1 || res.Rewritten != 0 || res.Read != 1 {
+		t.Fatalf("a.csv: %+v", res)
+	}
+	got := scanTestRows(t, tbl)
+	ofB := countRows(got, func(r testRow) bool { return !r.at.Before(day0.Add(-4 * time.Hour)) })
+	ofC := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-6 * time.Hour)) })
+	if len(got) != 50 || ofB != 30 || ofC != 20 || countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-6*time.Hour)) && r.device == "d1" }) != 0 {
+		t.Fatalf("%d rows left, %d of b.csv, %d of c.csv", len(got), ofB, ofC)
+	}
+
+	// c.csv's file was rewritten by the first delete: no longer its own.
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
+		!strings.Contains(err.Error(), "0 of the 1 data files") {
+		t.Fatalf("a rewritten batch: %v", err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "never.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
+		!strings.Contains(err.Error(), "no snapshot of the current ancestry loaded never.csv") {
+		t.Fatalf("a batch never loaded: %v", err)
+	}
+	appendRows(t, tbl, "d.csv", day0.Add(-3*time.Hour), 30)
+	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
+		t.Fatalf("compaction: %+v %v", cr, err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "d.csv"}}); !errors.Is(err, ErrBatchNotApart) {
+		t.Fatalf("a compacted batch: %v", err)
+	}
+	if n := scanCount(t, tbl); n != 80 {
+		t.Fatalf("%d rows after the refusals", n)
 	}
 }

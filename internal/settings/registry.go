@@ -666,7 +666,7 @@ var (
 	}, Kind: Instant()})
 
 	DeleteBatchID = register(&Setting[string]{Spec: Spec{
-		Flag: "batch-id", Help: "delete only rows the landing file of this key brought, through the table's source column (timelake.source-column); refused on a table without one",
+		Flag: "batch-id", Help: "delete only rows the landing file of this key brought: through the table's source column (timelake.source-column), else the data files its snapshot added while they are live; refused when neither is exact",
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,
 	}, Kind: String()})
 

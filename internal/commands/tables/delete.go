@@ -35,8 +35,9 @@ func NewCmdDelete(f *cmdutil.Factory, runF func(context.Context, *DeleteOptions)
 different columns must all match) and --from / --to on the table's time
 column (RFC 3339; from inclusive, to exclusive), and --batch-id KEY: the
 rows the landing file of that key brought, through the table's source
-column (timelake.source-column; refused on a table without one: once
-compacted, the rows of a batch cannot be told apart). A delete without any
+column (timelake.source-column), or, without one, the data files the
+batch's snapshot added while that snapshot is kept and its files are live
+(uncompacted); refused when neither is exact. A delete without any
 condition is refused.
 
 Data files with matching rows are written again without them, files whose

@@ -191,8 +191,9 @@ func TestTablesHistoryDeletes(t *testing.T) {
 }
 
 // TestTablesDeleteBatchID: --batch-id removes the rows of one landing file
-// through the table's source column; a table without one refuses it (exit
-// 2), changing nothing.
+// through the table's source column; on a table without one, by dropping
+// the batch's files while they are its own, and a batch whose files are
+// not is refused (exit 2), changing nothing.
 func TestTablesDeleteBatchID(t *testing.T) {
 	landing, keys := copyLanding(t, "gateway-1/")
 	wh := filepath.Join(t.TempDir(), "lake")
@@ -222,8 +223,15 @@ func TestTablesDeleteBatchID(t *testing.T) {
 	landing2, _ := copyLanding(t, "gateway-1/")
 	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh2, "LANDING_BUCKET": landing2, "TIMELAKE_TABLE": "iot.readings"}
 	mustRun(t, env2, false, "ingest", "--series-key", "device_id")
+	rep = decode[report](t, mustRun(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes", "--json"))
+	if rep.Rows != loaded.Rows || rep.Predicate != `batch-id = "`+keys[0]+`"` {
+		t.Fatalf("delete --batch-id %s without a source column: %+v, the batch loaded %d rows", keys[0], rep, loaded.Rows)
+	}
 	before, _ := deviceRows(t, wh2, "")
-	if r := timelake(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes"); r.code != cmdutil.ExitUsage ||
+	if before != total-loaded.Rows {
+		t.Fatalf("%d rows left of %d", before, total)
+	}
+	if r := timelake(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", "gateway-1/never.csv", "--yes"); r.code != cmdutil.ExitUsage ||
 		!strings.Contains(r.errOut, "the table has no source column; the rows of a batch cannot be told apart once compacted") {
 		t.Errorf("without a source column: exit %d, %s", r.code, r.errOut)
 	}
