@@ -207,7 +207,7 @@ func RenderDelete(o Output, r DeleteReport) error {
 	if r.DryRun {
 		rewrite, drop = "to rewrite", "to drop"
 	}
-	read := iostreams.Sprintf("%s read, %d not read (their partition or statistics rule the rows out)", plural(int64(r.Read), "file"), r.Skipped)
+	read := iostreams.Sprintf("%s read, %d not read (their partition, statistics or batch rule the rows out)", plural(int64(r.Read), "file"), r.Skipped)
 	files := iostreams.Sprintf("%s %s, %d %s (%s); %s", plural(int64(r.Rewritten), "file"), rewrite, r.Dropped, drop,
 		iostreams.HumanBytes(r.Bytes), read)
 	var err error
