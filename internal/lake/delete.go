@@ -49,7 +49,16 @@ const deleteRounds = 3
 
 // ErrNoPredicate refuses a delete without a predicate: it would remove
 // every row.
-var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from or --to)")
+var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from, --to or --batch-id)")
+
+// ErrBatchNotApart refuses a delete by batch id from a table without a
+// source column (PropSourceColumn) whose batch's data files cannot be
+// dropped whole (its snapshot expired, or a compaction or a delete
+// rewrote them): once compacted, a file holds the rows of several batches.
+var ErrBatchNotApart = errors.New("the table has no source column; the rows of a batch cannot be told apart once compacted")
+
+// sourceColumnHint ends an ErrBatchNotApart.
+const sourceColumnHint = "set " + PropSourceColumn + " (or ingest's --source-column) to tell apart the batches loaded from then on"
 
 // errDeleteInputGone ends an attempt of a delete whose input files are no
 // longer all live: another writer replaced one.
@@ -63,11 +72,16 @@ type WhereColumn struct {
 }
 
 // DeletePredicate selects the rows a delete removes: every Where column
-// holds one of its values, and the time column is within [From, To) (a
-// zero bound is open). A null value matches nothing.
+// holds one of its values, the time column is within [From, To) (a zero
+// bound is open), and, with a BatchID, the row came from the landing file
+// of that key: the table's source column holds it, or, without one, the
+// row is in a data file the batch's snapshot added, while the snapshot is
+// in the current ancestry and all of its files are live (else
+// ErrBatchNotApart). A null value matches nothing.
 type DeletePredicate struct {
 	Where    []WhereColumn
 	From, To time.Time
+	BatchID  string
 }
 
 // ParseWhere reads COLUMN=VALUE terms: the same column again adds a value
@@ -94,7 +108,26 @@ func ParseWhere(terms []string) ([]WhereColumn, error) {
 }
 
 // Empty reports whether p selects every row.
-func (p DeletePredicate) Empty() bool { return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() }
+func (p DeletePredicate) Empty() bool {
+	return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() && p.BatchID == ""
+}
+
+// withBatch returns p with its BatchID as a Where term on the source
+// column of v's table; the BatchID stays when the table has none (the
+// batch's files select its rows: batchFiles). Errors: a source column no
+// row holds yet.
+func (p DeletePredicate) withBatch(v tableView) (DeletePredicate, error) {
+	col := v.head.props()[PropSourceColumn]
+	if p.BatchID == "" || col == "" {
+		return p, nil
+	}
+	if len(v.arrowSc.FieldIndices(col)) != 1 {
+		return p, fmt.Errorf("the table's source column %q (%s) is not in its schema yet: no batch loaded holds its key there", col, PropSourceColumn)
+	}
+	p.Where = append(slices.Clone(p.Where), WhereColumn{Column: col, Values: []string{p.BatchID}})
+	p.BatchID = ""
+	return p, nil
+}
 
 // Format renders p with timeCol as the time column's name, e.g.
 // (device = "d1" OR device = "d2") AND time >= 2026-01-05T10:00:00Z.
@@ -116,6 +149,9 @@ func (p DeletePredicate) Format(timeCol string) string {
 	}
 	if !p.To.IsZero() {
 		terms = append(terms, timeCol+" < "+p.To.UTC().Format(time.RFC3339Nano))
+	}
+	if p.BatchID != "" {
+		terms = append(terms, "batch-id = "+strconv.Quote(p.BatchID))
 	}
 	return strings.Join(terms, " AND ")
 }
@@ -186,17 +222,26 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	v := t.view()
 	h := v.head
 	res.Version = t.Version()
-	res.Predicate = opts.Predicate.Format(v.contract.TimeColumn)
+	pred, err := opts.Predicate.withBatch(v)
+	if err != nil {
+		return res, err
+	}
+	res.Predicate = pred.Format(v.contract.TimeColumn)
 	if h.write.Version() != 2 {
 		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.write.Version())
 	}
-	f, err := newRowFilter(v, opts.Predicate)
+	f, err := newRowFilter(v, pred)
 	if err != nil {
 		return res, err
 	}
 	files, mfs, err := t.liveFiles(ctx, h, nil)
 	if err != nil {
 		return res, err
+	}
+	if pred.BatchID != "" {
+		if f.files, err = batchFiles(h, files, pred.BatchID); err != nil {
+			return res, err
+		}
 	}
 	for _, mf := range mfs {
 		if mf.ManifestContent() == iceberg.ManifestContentDeletes && mf.AddedDataFiles()+mf.ExistingDataFiles() > 0 {
@@ -403,6 +448,39 @@ type rowFilter struct {
 	from, to   *arrow.Timestamp
 	fromB, toB []byte // the bounds as column statistics hold them
 	where      []whereFilter
+	// files, when not nil, are the only data files that may hold a
+	// selected row (a batch's: batchFiles).
+	files map[string]bool
+}
+
+// batchFiles returns the paths of the data files the snapshot of batch
+// key added, in the current ancestry of h, when all of them are among the
+// live files; else ErrBatchNotApart, saying why.
+func batchFiles(h *head, live []liveFile, key string) (map[string]bool, error) {
+	i, ok := h.batches[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: no snapshot of the current ancestry loaded %s (it expired, or the file was never loaded); %s",
+			ErrBatchNotApart, key, sourceColumnHint)
+	}
+	s, err := h.snapshot(i)
+	if err != nil {
+		return nil, err
+	}
+	var added int64
+	if s.Summary != nil {
+		added = summaryInt(s.Summary.Properties, summaryAddedDataFiles)
+	}
+	files := map[string]bool{}
+	for _, lf := range live {
+		if id := lf.entry.SnapshotID(); id == s.SnapshotID && lf.entry.DataFile().ContentType() == iceberg.EntryContentData {
+			files[lf.entry.DataFile().FilePath()] = true
+		}
+	}
+	if added == 0 || int64(len(files)) != added {
+		return nil, fmt.Errorf("%w: %d of the %d data files snapshot %d added for %s are live (a compaction or a delete rewrote the others); %s",
+			ErrBatchNotApart, len(files), added, s.SnapshotID, key, sourceColumnHint)
+	}
+	return files, nil
 }
 
 // whereFilter is one column of the predicate: its values as the rows hold
@@ -573,6 +651,9 @@ func (f *rowFilter) keptRuns(rec arrow.RecordBatch, matched *int64) iter.Seq2[ar
 // row the predicate selects, by its partition and column statistics; a
 // missing statistic excludes nothing.
 func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bool {
+	if f.files != nil && !f.files[df.FilePath()] {
+		return true
+	}
 	if f.from != nil {
 		if end, ok := partitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
 			return true
@@ -602,4 +683,31 @@ func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bo
 		}
 	}
 	return false
+}
+
+// Deletion is a delete's snapshot in the current ancestry (tables history).
+type Deletion struct {
+	SnapshotID int64
+	At         time.Time // the snapshot's commit, UTC
+	Predicate  string    // SummaryDeletePredicate
+	Rows       int64     // SummaryDeletedRows
+}
+
+// Deletions returns the deletes of the current ancestry, newest first: the
+// snapshots whose summary records a delete predicate. A delete undone by a
+// rollback is not in the ancestry, so not listed.
+func (t *Table) Deletions() []Deletion {
+	var out []Deletion
+	for _, s := range ancestry(t.Metadata()) {
+		if s.Summary == nil {
+			continue
+		}
+		p, ok := s.Summary.Properties[SummaryDeletePredicate]
+		if !ok {
+			continue
+		}
+		out = append(out, Deletion{SnapshotID: s.SnapshotID, At: time.UnixMilli(s.TimestampMs).UTC(), Predicate: p,
+			Rows: summaryInt(s.Summary.Properties, SummaryDeletedRows)})
+	}
+	return out
 }

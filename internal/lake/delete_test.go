@@ -268,12 +268,20 @@ func TestDeleteRacesAnotherWriter(t *testing.T) {
 	})
 }
 
-func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
-	ctx := context.Background()
+// twoBatches is a clocked table of batches a.csv and b.csv, 30 rows each,
+// from 5 and 4 hours before day0.
+func twoBatches(t *testing.T) (*Lake, *Table, *time.Time) {
+	t.Helper()
 	l := newLocalLake(t)
 	tbl, clock := clockedTable(t, l)
 	appendRows(t, tbl, "a.csv", day0.Add(-5*time.Hour), 30)
 	appendRows(t, tbl, "b.csv", day0.Add(-4*time.Hour), 30)
+	return l, tbl, clock
+}
+
+func TestDeleteAfterInputsCompactedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	l, tbl, clock := twoBatches(t)
 	other, err := l.LoadTable(ctx, testName)
 	if err != nil {
 		t.Fatal(err)
@@ -350,5 +358,168 @@ func TestDeleteLongValues(t *testing.T) {
 		if err != nil || res.Rows != c.rows {
 			t.Fatalf("%s: %+v %v, want %d rows", c.value, res, err, c.rows)
 		}
+	}
+}
+
+// TestDeleteUndoneByRollback: rolling back to the snapshot before a delete
+// brings its rows back, as an independent scan counts them, while the
+// delete's snapshot stays in the metadata outside the ancestry, and
+// Deletions lists the delete until then.
+func TestDeleteUndoneByRollback(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := deleteFixture(t, l)
+		before := scanTestRows(t, tbl)
+		files := livePathSet(t, tbl)
+		parent, _ := tbl.CurrentSnapshotID()
+		where, _ := ParseWhere([]string{"device=d1"})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where,
+			From: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		isD1 := func(r testRow) bool {
+			return r.device == "d1" && !r.at.Before(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+		}
+		want := countRows(before, isD1)
+		if res.Rows != want || want == 0 || countRows(scanTestRows(t, tbl), isD1) != 0 {
+			t.Fatalf("delete: %+v, %d rows of d1 on 2026-01-02 before", res, want)
+		}
+		if d := tbl.Deletions(); len(d) != 1 || d[0].SnapshotID != res.SnapshotID || d[0].Rows != want ||
+			d[0].Predicate != `device = "d1" AND time >= 2026-01-02T00:00:00Z` {
+			t.Fatalf("deletions: %+v", d)
+		}
+
+		if err := tbl.RollbackTo(ctx, parent); err != nil {
+			t.Fatal(err)
+		}
+		again, err := l.LoadTable(ctx, tbl.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := scanTestRows(t, again)
+		if int64(len(after)) != int64(len(before)) || countRows(after, isD1) != want {
+			t.Fatalf("after the rollback: %d rows, %d of them the deleted; before: %d, %d", len(after), countRows(after, isD1), len(before), want)
+		}
+		live := livePathSet(t, again)
+		if len(live) != len(files) {
+			t.Fatalf("%d files live after the rollback, %d before the delete", len(live), len(files))
+		}
+		for p := range files {
+			if !live[p] {
+				t.Fatalf("%s not live after the rollback", p)
+			}
+		}
+		if again.Metadata().SnapshotByID(res.SnapshotID) == nil {
+			t.Fatal("the delete's snapshot left the metadata")
+		}
+		if d := again.Deletions(); len(d) != 0 {
+			t.Fatalf("deletions after the rollback: %+v", d)
+		}
+	})
+}
+
+// TestDeleteByBatchID: with a source column, the rows of one batch go from
+// the file a compaction made of it and another, and the other's stay, as
+// do the rows loaded before the table had one.
+func TestDeleteByBatchID(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, _ := clockedTable(t, l)
+	sc := tbl.ArrowSchema()
+	appendRows(t, tbl, "before.csv", day0.Add(-6*time.Hour), 3)
+	if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); err == nil ||
+		!strings.Contains(err.Error(), "not in its schema yet") {
+		t.Fatalf("a source column not in the schema: %v", err)
+	}
+	for i, key := range []string{"a.csv", "b.csv"} {
+		rec := rows(t, sc, day0.Add(time.Duration(i-5)*time.Hour), 30, false)
+		recs, err := WithSourceColumns(sc, []arrow.RecordBatch{rec}, []SourceValue{{Column: "_source", Text: key}})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tbl.Append(ctx, key, recs, AppendOptions{})
+		for _, r := range recs {
+			r.Release()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
+		t.Fatalf("compaction: %+v %v", cr, err)
+	}
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 30 || res.Rewritten != 1 || res.Predicate != `_source = "a.csv"` {
+		t.Fatalf("delete: %+v", res)
+	}
+	got := scanTestRows(t, tbl)
+	ofB := countRows(got, func(r testRow) bool { return !r.at.Before(day0.Add(-4 * time.Hour)) })
+	ofBefore := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-5 * time.Hour)) })
+	if len(got) != 33 || ofB != 30 || ofBefore != 3 {
+		t.Fatalf("%d rows left, %d of b.csv, %d of before.csv", len(got), ofB, ofBefore)
+	}
+	if d := tbl.Deletions(); len(d) != 1 || d[0].Predicate != res.Predicate || d[0].Rows != 30 {
+		t.Fatalf("deletions: %+v", d)
+	}
+}
+
+// TestDeleteByBatchFiles: without a source column, a batch whose snapshot
+// is in the current ancestry and whose files are all live is deleted by
+// dropping its files (the other terms of the predicate still apply), and
+// other files are not read; a batch not in the ancestry, or one a
+// compaction rewrote, is refused with ErrBatchNotApart.
+func TestDeleteByBatchFiles(t *testing.T) {
+	ctx := context.Background()
+	_, tbl, _ := twoBatches(t)
+	appendRows(t, tbl, "c.csv", day0.Add(-28*time.Hour), 30)
+
+	where, _ := ParseWhere([]string{"device=d1"})
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv", Where: where}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 10 || res.Rewritten != 1 || res.Read != 1 || res.Skipped != 2 || res.Predicate != `device = "d1" AND batch-id = "c.csv"` {
+		t.Fatalf("c.csv's rows of d1: %+v", res)
+	}
+	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 30 || res.Dropped != 1 || res.Rewritten != 0 || res.Read != 1 {
+		t.Fatalf("a.csv: %+v", res)
+	}
+	got := scanTestRows(t, tbl)
+	ofB := countRows(got, func(r testRow) bool { return !r.at.Before(day0.Add(-4 * time.Hour)) })
+	ofC := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-6 * time.Hour)) })
+	if len(got) != 50 || ofB != 30 || ofC != 20 || countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-6*time.Hour)) && r.device == "d1" }) != 0 {
+		t.Fatalf("%d rows left, %d of b.csv, %d of c.csv", len(got), ofB, ofC)
+	}
+
+	// c.csv's file was rewritten by the first delete: no longer its own.
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
+		!strings.Contains(err.Error(), "0 of the 1 data files") {
+		t.Fatalf("a rewritten batch: %v", err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "never.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
+		!strings.Contains(err.Error(), "no snapshot of the current ancestry loaded never.csv") {
+		t.Fatalf("a batch never loaded: %v", err)
+	}
+	appendRows(t, tbl, "d.csv", day0.Add(-3*time.Hour), 30)
+	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
+		t.Fatalf("compaction: %+v %v", cr, err)
+	}
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "d.csv"}}); !errors.Is(err, ErrBatchNotApart) {
+		t.Fatalf("a compacted batch: %v", err)
+	}
+	if n := scanCount(t, tbl); n != 80 {
+		t.Fatalf("%d rows after the refusals", n)
 	}
 }

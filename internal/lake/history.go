@@ -103,6 +103,9 @@ const (
 	OutcomeLoaded    = "loaded"
 	OutcomeDuplicate = "duplicate"
 	OutcomeRejected  = "rejected"
+	// OutcomeDeleted is not a landing file's: tables history lists the
+	// deletes of rows (Table.Deletions) under it.
+	OutcomeDeleted = "deleted"
 )
 
 // Outcome is r's status as a word: OutcomeLoaded for a loaded file.

@@ -601,9 +601,9 @@ var (
 	}, Kind: String()})
 
 	HistoryStatus = register(&Setting[string]{Spec: Spec{
-		Flag: "status", Help: "only files with this outcome: loaded, duplicate or rejected",
+		Flag: "status", Help: "only files with this outcome: loaded, duplicate or rejected; or only the deletes of rows: deleted",
 		Commands: []Command{TablesHistory}, Group: GroupPerRun,
-	}, Kind: Enum("loaded", "duplicate", "rejected")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
+	}, Kind: Enum("loaded", "duplicate", "rejected", "deleted")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
 
 	AuditSince = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "since", Default: "24h", Help: "report the files serve loaded by its sweep since an RFC 3339 time, a date, or a duration ago",
@@ -664,6 +664,11 @@ var (
 		Flag: "to", Help: "delete only rows whose time is before this RFC 3339 time (2026-01-05T13:00:00Z)",
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,
 	}, Kind: Instant()})
+
+	DeleteBatchID = register(&Setting[string]{Spec: Spec{
+		Flag: "batch-id", Help: "delete only rows the landing file of this key brought: through the table's source column (timelake.source-column), else the data files its snapshot added while they are live; refused when neither is exact",
+		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+	}, Kind: String()})
 
 	Yes = register(&Setting[bool]{Spec: Spec{
 		Flag: "yes", Default: "false", Help: "do not ask for confirmation (scripts; without it, a terminal is asked)",

@@ -28,12 +28,16 @@ type DeleteOptions struct {
 // means RunDelete.
 func NewCmdDelete(f *cmdutil.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "delete NAME (--where COLUMN=VALUE | --from TIME | --to TIME)...",
+		Use:   "delete NAME (--where COLUMN=VALUE | --from TIME | --to TIME | --batch-id KEY)...",
 		Short: "Delete the rows a predicate matches (a gateway's bad rows), in one commit",
 		Long: `Delete the rows of table NAME that match every condition given:
 --where COLUMN=VALUE (repeat it: the same column again means either value,
 different columns must all match) and --from / --to on the table's time
-column (RFC 3339; from inclusive, to exclusive). A delete without any
+column (RFC 3339; from inclusive, to exclusive), and --batch-id KEY: the
+rows the landing file of that key brought, through the table's source
+column (timelake.source-column), or, without one, the data files the
+batch's snapshot added while that snapshot is kept and its files are live
+(uncompacted); refused when neither is exact. A delete without any
 condition is refused.
 
 Data files with matching rows are written again without them, files whose
@@ -50,7 +54,8 @@ writes nothing. Otherwise the same preview is shown and a confirmation is
 asked on a terminal; --yes deletes without asking (scripts). Rows committed
 after the delete read the table are kept.`,
 		Example: `  timelake tables delete iot.readings --where device_id=sensor-7 --from 2026-01-05T10:00:00Z --to 2026-01-05T13:00:00Z --dry-run
-  timelake tables delete iot.readings --where site=berlin --where site=hamburg --yes`,
+  timelake tables delete iot.readings --where site=berlin --where site=hamburg --yes
+  timelake tables delete iot.readings --batch-id gateway-7/20260105T1000.csv --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := f.Settings(cmd)
@@ -61,8 +66,9 @@ after the delete read the table are kept.`,
 			opts := &DeleteOptions{
 				Output: output(f),
 				Predicate: lake.DeletePredicate{
-					From: settings.DeleteFrom.Get(r),
-					To:   settings.DeleteTo.Get(r),
+					From:    settings.DeleteFrom.Get(r),
+					To:      settings.DeleteTo.Get(r),
+					BatchID: settings.DeleteBatchID.Get(r),
 				},
 				DryRun: settings.DryRun.Get(r),
 				Yes:    settings.Yes.Get(r),
@@ -135,7 +141,7 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 		}
 		preview, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: true})
 		if err != nil {
-			return err
+			return refusedBatch(err)
 		}
 		// The preview is text; with --json it goes to stderr, so that
 		// stdout holds one document.
@@ -161,9 +167,18 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 	}
 	res, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: opts.DryRun})
 	if err != nil {
-		return err
+		return refusedBatch(err)
 	}
 	return RenderDelete(opts.Output, BuildDeleteReport(name, opts.DryRun, res))
+}
+
+// refusedBatch makes a delete by batch id from a table without a source
+// column a usage error (exit 2), as a delete without a predicate is.
+func refusedBatch(err error) error {
+	if errors.Is(err, lake.ErrBatchNotApart) {
+		return cmdutil.UsageErrorf("--batch-id: %v", err)
+	}
+	return err
 }
 
 // confirm asks question on stderr and reads the answer from stdin: y or
@@ -192,7 +207,7 @@ func RenderDelete(o Output, r DeleteReport) error {
 	if r.DryRun {
 		rewrite, drop = "to rewrite", "to drop"
 	}
-	read := iostreams.Sprintf("%s read, %d not read (their partition or statistics rule the rows out)", plural(int64(r.Read), "file"), r.Skipped)
+	read := iostreams.Sprintf("%s read, %d not read (their partition, statistics or batch rule the rows out)", plural(int64(r.Read), "file"), r.Skipped)
 	files := iostreams.Sprintf("%s %s, %d %s (%s); %s", plural(int64(r.Rewritten), "file"), rewrite, r.Dropped, drop,
 		iostreams.HumanBytes(r.Bytes), read)
 	var err error

@@ -125,3 +125,117 @@ func TestTablesDelete(t *testing.T) {
 }
 
 func plural(n int64, noun string) string { return iostreams.Plural(n, noun) }
+
+// TestTablesHistoryDeletes: tables history lists each delete of the
+// current ancestry as deleted, with its predicate, the rows it removed and
+// its snapshot, among the loaded files; --status deleted keeps only them,
+// a --prefix leaves them out.
+func TestTablesHistoryDeletes(t *testing.T) {
+	landing, _ := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": landing, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	type report struct {
+		Rows       int64  `json:"rows"`
+		SnapshotID *int64 `json:"snapshot_id"`
+	}
+	var reps []report
+	for _, dev := range []string{"dev-01-01", "dev-01-02"} {
+		_, of := deviceRows(t, wh, dev)
+		r := decode[report](t, mustRun(t, env, false, "tables", "delete", "iot.readings", "--where", "device_id="+dev, "--yes", "--json"))
+		if r.Rows != of || r.SnapshotID == nil {
+			t.Fatalf("delete %s: %+v, want %d rows", dev, r, of)
+		}
+		reps = append(reps, r)
+	}
+	history := func(args ...string) []historyJSON {
+		t.Helper()
+		return decode[[]historyJSON](t, mustRun(t, env, false, append([]string{"tables", "history", "--json"}, args...)...))
+	}
+	all := history()
+	var loaded int
+	for _, r := range all {
+		if r.Status == "loaded" {
+			loaded++
+		}
+	}
+	if loaded == 0 || len(all) != loaded+2 || all[0].Status != "deleted" || all[1].Status != "deleted" {
+		t.Fatalf("history: %+v", all)
+	}
+	for i, r := range []historyJSON{all[1], all[0]} {
+		dev := []string{"dev-01-01", "dev-01-02"}[i]
+		if r.Key != "" || r.Rows != reps[i].Rows || r.SnapshotID == nil || *r.SnapshotID != *reps[i].SnapshotID ||
+			r.Predicate == nil || *r.Predicate != `device_id = "`+dev+`"` {
+			t.Errorf("the delete of %s: %+v", dev, r)
+		}
+	}
+	if got := history("--status", "deleted"); len(got) != 2 {
+		t.Errorf("--status deleted: %+v", got)
+	}
+	if got := history("--prefix", "gateway-1/", "--status", "deleted"); len(got) != 0 {
+		t.Errorf("--prefix with --status deleted: %+v", got)
+	}
+	if got := history("--status", "loaded"); len(got) != loaded {
+		t.Errorf("--status loaded: %d rows, want %d", len(got), loaded)
+	}
+	tty := mustRun(t, env, true, "tables", "history", "--status", "deleted", "--limit", "1")
+	if lines := strings.Split(strings.TrimSpace(tty), "\n"); len(lines) != 2 || !strings.Contains(lines[1], " deleted ") ||
+		!strings.HasSuffix(lines[1], `where device_id = "dev-01-02"`) {
+		t.Errorf("terminal:\n%s", tty)
+	}
+	pipe := mustRun(t, env, false, "tables", "history", "--status", "deleted")
+	if lines := strings.Split(strings.TrimSpace(pipe), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], "\treason\tpredicate") ||
+		!strings.HasSuffix(lines[1], "\t"+`device_id = "dev-01-02"`) {
+		t.Errorf("pipe:\n%s", pipe)
+	}
+}
+
+// TestTablesDeleteBatchID: --batch-id removes the rows of one landing file
+// through the table's source column; on a table without one, by dropping
+// the batch's files while they are its own, and a batch whose files are
+// not is refused (exit 2), changing nothing.
+func TestTablesDeleteBatchID(t *testing.T) {
+	landing, keys := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": landing, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id", "--source-column", "_source")
+	if len(keys) < 2 {
+		t.Fatalf("keys %v", keys)
+	}
+	type batch struct {
+		Rows int64 `json:"rows"`
+	}
+	loaded := decode[batch](t, mustRun(t, env, false, "tables", "batch", "iot.readings", keys[0], "--json"))
+	total, _ := deviceRows(t, wh, "")
+	type report struct {
+		Predicate string `json:"predicate"`
+		Rows      int64  `json:"rows"`
+	}
+	rep := decode[report](t, mustRun(t, env, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes", "--json"))
+	if loaded.Rows == 0 || rep.Rows != loaded.Rows || rep.Predicate != `_source = "`+keys[0]+`"` {
+		t.Fatalf("delete --batch-id %s: %+v, the batch loaded %d rows", keys[0], rep, loaded.Rows)
+	}
+	if left, _ := deviceRows(t, wh, ""); left != total-loaded.Rows {
+		t.Fatalf("%d rows left of %d", left, total)
+	}
+
+	wh2 := filepath.Join(t.TempDir(), "lake")
+	landing2, _ := copyLanding(t, "gateway-1/")
+	env2 := map[string]string{"TIMELAKE_WAREHOUSE": wh2, "LANDING_BUCKET": landing2, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env2, false, "ingest", "--series-key", "device_id")
+	rep = decode[report](t, mustRun(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", keys[0], "--yes", "--json"))
+	if rep.Rows != loaded.Rows || rep.Predicate != `batch-id = "`+keys[0]+`"` {
+		t.Fatalf("delete --batch-id %s without a source column: %+v, the batch loaded %d rows", keys[0], rep, loaded.Rows)
+	}
+	before, _ := deviceRows(t, wh2, "")
+	if before != total-loaded.Rows {
+		t.Fatalf("%d rows left of %d", before, total)
+	}
+	if r := timelake(t, env2, false, "tables", "delete", "iot.readings", "--batch-id", "gateway-1/never.csv", "--yes"); r.code != cmdutil.ExitUsage ||
+		!strings.Contains(r.errOut, "the table has no source column; the rows of a batch cannot be told apart once compacted") {
+		t.Errorf("without a source column: exit %d, %s", r.code, r.errOut)
+	}
+	if after, _ := deviceRows(t, wh2, ""); after != before {
+		t.Errorf("the refused delete changed the table: %d rows, %d before", after, before)
+	}
+}

@@ -30,7 +30,7 @@ type HistoryOptions struct {
 type HistoryFilter struct {
 	Prefix string    // only keys that start with it
 	Since  time.Time // only files settled at or after it (zero: all)
-	Status string    // "" or a lake.Outcome*
+	Status string    // "" or a lake.Outcome* (lake.OutcomeDeleted: the deletes)
 	Limit  int       // at most this many, newest first (0: all)
 }
 
@@ -39,12 +39,18 @@ func (f HistoryFilter) Match(r lake.LoadRecord) bool {
 	return strings.HasPrefix(r.Key, f.Prefix) && !r.LoadedAt.Before(f.Since) && (f.Status == "" || r.Outcome() == f.Status)
 }
 
+// MatchDeletion reports whether f selects d: a delete has no key, so a
+// prefix leaves it out.
+func (f HistoryFilter) MatchDeletion(d lake.Deletion) bool {
+	return f.Prefix == "" && !d.At.Before(f.Since) && (f.Status == "" || f.Status == lake.OutcomeDeleted)
+}
+
 // NewCmdHistory builds `tables history`. runF replaces RunHistory in
 // tests; nil means RunHistory.
 func NewCmdHistory(f *cmdutil.Factory, runF func(context.Context, *HistoryOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "history [NAME] [--since WHEN] [--prefix P] [--status loaded|duplicate|rejected]",
-		Short: "What happened to every landing file of the dedupe window: loaded, a duplicate, or rejected with its reason",
+		Use:   "history [NAME] [--since WHEN] [--prefix P] [--status loaded|duplicate|rejected|deleted]",
+		Short: "What happened to every landing file of the dedupe window: loaded, a duplicate, or rejected with its reason; and the deletes of rows",
 		Long: `List every landing file the table remembers, newest first, one line each:
 loaded (its snapshot, rows, when it landed, its newest row time and, for
 serve, whether a notification or a sweep brought it), a duplicate (its key, or
@@ -52,7 +58,9 @@ its content under another key, was loaded already: it was deleted), or
 rejected (quarantined, with the reason). Loaded files come from the snapshots
 and the load history, duplicates and rejections from the table's outcome log;
 all are kept for the dedupe window (timelake.dedupe-window, 14 days by
-default; docs/maintenance.md).`,
+default; docs/maintenance.md). The deletes of rows (tables delete) of the
+current snapshot's ancestry are listed among them as deleted: the predicate
+and the rows removed.`,
 		Example: `  timelake tables history iot.readings --since 24h
   timelake tables history --prefix gateway-7/ --status rejected
   timelake tables history --status duplicate --json`,
@@ -81,11 +89,11 @@ default; docs/maintenance.md).`,
 type HistoryRow struct {
 	// At is when it was loaded (the snapshot's commit) or settled.
 	At     UTCTime `json:"at"`
-	Status string  `json:"status"` // loaded, duplicate or rejected
-	Key    string  `json:"key"`
-	Rows   int64   `json:"rows"`
-	// SnapshotID loaded it (of a duplicate: the first copy); null for a
-	// rejected file.
+	Status string  `json:"status"` // loaded, duplicate, rejected or deleted
+	Key    string  `json:"key"`    // "" for a delete
+	Rows   int64   `json:"rows"`   // of a delete: the rows removed
+	// SnapshotID loaded it (of a duplicate: the first copy; of a delete:
+	// its snapshot); null for a rejected file.
 	SnapshotID *int64   `json:"snapshot_id"`
 	Size       int64    `json:"size"`
 	SHA256     *string  `json:"sha256"`
@@ -98,6 +106,9 @@ type HistoryRow struct {
 	SameAs        *string `json:"same_as"`
 	QuarantinedTo *string `json:"quarantined_to"`
 	Reason        *string `json:"reason"`
+	// Predicate is a delete's (lake.SummaryDeletePredicate); null for a
+	// landing file.
+	Predicate *string `json:"predicate"`
 }
 
 func historyRow(r lake.LoadRecord) HistoryRow {
@@ -123,18 +134,24 @@ func historyRow(r lake.LoadRecord) HistoryRow {
 	return row
 }
 
-// RunHistory scans the table's history (lake.Table.ScanHistory), keeps the
-// files the filter selects and prints them newest first. Missing history
-// segments are a warning: what they held is not listed.
+func deletionRow(d lake.Deletion) HistoryRow {
+	id, p := d.SnapshotID, d.Predicate
+	return HistoryRow{At: UTCTime{d.At}, Status: lake.OutcomeDeleted, Rows: d.Rows, SnapshotID: &id, Predicate: &p}
+}
+
+// RunHistory scans the table's history (lake.Table.ScanHistory) and its
+// deletes (lake.Table.Deletions), keeps those the filter selects and prints
+// them newest first. Missing history segments are a warning: what they
+// held is not listed.
 func RunHistory(ctx context.Context, opts *HistoryOptions) error {
 	t, err := opts.Lake.LoadTable(ctx, opts.Table)
 	if err != nil {
 		return err
 	}
-	var recs []lake.LoadRecord
+	var rows []HistoryRow
 	missing, err := t.ScanHistory(ctx, func(r lake.LoadRecord) error {
 		if opts.Filter.Match(r) {
-			recs = append(recs, r)
+			rows = append(rows, historyRow(r))
 		}
 		return nil
 	})
@@ -145,18 +162,22 @@ func RunHistory(ctx context.Context, opts *HistoryOptions) error {
 		opts.Logger.Warn("load history segments are missing: the files they held are not listed (timelake tables maintain drops them from the table)",
 			"table", opts.Table.String(), "segments", strings.Join(missing, ","))
 	}
-	slices.SortFunc(recs, func(a, b lake.LoadRecord) int {
-		if c := b.LoadedAt.Compare(a.LoadedAt); c != 0 {
+	for _, d := range t.Deletions() {
+		if opts.Filter.MatchDeletion(d) {
+			rows = append(rows, deletionRow(d))
+		}
+	}
+	slices.SortFunc(rows, func(a, b HistoryRow) int {
+		if c := b.At.Compare(a.At.Time); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Key, b.Key)
 	})
-	if n := opts.Filter.Limit; n > 0 && len(recs) > n {
-		recs = recs[:n]
+	if n := opts.Filter.Limit; n > 0 && len(rows) > n {
+		rows = rows[:n]
 	}
-	rows := make([]HistoryRow, len(recs))
-	for i, r := range recs {
-		rows[i] = historyRow(r)
+	if rows == nil {
+		rows = []HistoryRow{}
 	}
 	return RenderHistory(opts.Output, opts.Table.String(), rows)
 }
@@ -175,12 +196,13 @@ var historyColumns = []iostreams.Column{
 var historyPipeColumns = []iostreams.Column{
 	{Pipe: "at"}, {Pipe: "status"}, {Pipe: "key"}, {Pipe: "rows"}, {Pipe: "snapshot_id"}, {Pipe: "size_bytes"},
 	{Pipe: "sha256"}, {Pipe: "landed_at"}, {Pipe: "max_row_time"}, {Pipe: "loaded_by"}, {Pipe: "same_as"},
-	{Pipe: "quarantined_to"}, {Pipe: "reason"},
+	{Pipe: "quarantined_to"}, {Pipe: "reason"}, {Pipe: "predicate"},
 }
 
 // RenderHistory prints rows of table: a JSON list with --json; on a
 // terminal one aligned line per file (the detail: where a rejected file
-// is and why, what a duplicate repeats); in a pipe every field.
+// is and why, what a duplicate repeats, what a delete matched); in a pipe
+// every field.
 func RenderHistory(o Output, table string, rows []HistoryRow) error {
 	if o.JSON {
 		return o.IO.PrintJSON(rows)
@@ -195,6 +217,8 @@ func RenderHistory(o Output, table string, rows []HistoryRow) error {
 		for _, r := range rows {
 			var detail string
 			switch {
+			case r.Predicate != nil:
+				detail = "where " + *r.Predicate
 			case r.Status == lake.OutcomeRejected:
 				detail = optPtr(r.Reason)
 				if r.QuarantinedTo != nil {
@@ -215,7 +239,7 @@ func RenderHistory(o Output, table string, rows []HistoryRow) error {
 	for _, r := range rows {
 		t.AddRow(r.At.machine(), r.Status, r.Key, formatInt(r.Rows), optInt(r.SnapshotID, false), formatInt(r.Size),
 			optPtr(r.SHA256), formatTime(r.LandedAt, false), formatTime(r.MaxRowTime, false), optPtr(r.LoadedBy),
-			optPtr(r.SameAs), optPtr(r.QuarantinedTo), optPtr(r.Reason))
+			optPtr(r.SameAs), optPtr(r.QuarantinedTo), optPtr(r.Reason), optPtr(r.Predicate))
 	}
 	return t.Render()
 }

@@ -22,6 +22,7 @@ type historyJSON struct {
 	SameAs        *string `json:"same_as"`
 	QuarantinedTo *string `json:"quarantined_to"`
 	Reason        *string `json:"reason"`
+	Predicate     *string `json:"predicate"`
 }
 
 // TestTablesHistory, on a local landing folder and warehouse and on S3:
@@ -104,7 +105,7 @@ func TestTablesHistory(t *testing.T) {
 			t.Errorf("--limit 2: %d rows", len(rows))
 		}
 		pipe := mustRun(t, env, false, "tables", "history", "--status", "rejected")
-		if !strings.HasPrefix(pipe, "at\tstatus\tkey\trows\tsnapshot_id\tsize_bytes\tsha256\tlanded_at\tmax_row_time\tloaded_by\tsame_as\tquarantined_to\treason\n") ||
+		if !strings.HasPrefix(pipe, "at\tstatus\tkey\trows\tsnapshot_id\tsize_bytes\tsha256\tlanded_at\tmax_row_time\tloaded_by\tsame_as\tquarantined_to\treason\tpredicate\n") ||
 			!strings.Contains(pipe, "\trejected\tgw-3/bad.csv\t0\t\t38\t") {
 			t.Errorf("pipe:\n%s", pipe)
 		}
