@@ -258,6 +258,22 @@ func (s *jsonStream) readLine(buf []byte) ([]byte, error) {
 	}
 }
 
+// readRow reads the next line that is not blank into *buf, counting it as
+// a row (s.row) of a file of one object per line; io.EOF after the last.
+func (s *jsonStream) readRow(buf *[]byte) ([]byte, error) {
+	for {
+		line, err := s.readLine(*buf)
+		if err != nil {
+			return nil, err
+		}
+		*buf = line
+		if len(bytes.TrimSpace(line)) > 0 {
+			s.row++
+			return line, nil
+		}
+	}
+}
+
 // nextObject advances to the next object and returns false at the end: in
 // an array, its next element; else the next line that is not blank, whose
 // first value must be an object (readObject checks that nothing follows
@@ -265,30 +281,23 @@ func (s *jsonStream) readLine(buf []byte) ([]byte, error) {
 // array, are errors.
 func (s *jsonStream) nextObject(buf *[]byte) (bool, error) {
 	if !s.array {
-		for {
-			line, err := s.readLine(*buf)
-			if errors.Is(err, io.EOF) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			*buf = line
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			s.row++
-			s.lineBuf.Reset(line)
-			s.dec.Reset(&s.lineBuf)
-			switch k := s.dec.PeekKind(); k {
-			case '{':
-				return true, nil
-			case 0:
-				_, err := s.dec.ReadToken()
-				return false, s.syntaxError(err)
-			default:
-				return false, s.refuse(0, fmt.Sprintf("%s where an object was expected: each line must be one JSON object", kindName(k)))
-			}
+		line, err := s.readRow(buf)
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		s.lineBuf.Reset(line)
+		s.dec.Reset(&s.lineBuf)
+		switch k := s.dec.PeekKind(); k {
+		case '{':
+			return true, nil
+		case 0:
+			_, err := s.dec.ReadToken()
+			return false, s.syntaxError(err)
+		default:
+			return false, s.refuse(0, fmt.Sprintf("%s where an object was expected: each line must be one JSON object", kindName(k)))
 		}
 	}
 	k := s.dec.PeekKind()
@@ -457,15 +466,11 @@ func locateJSONRow(ro *resolved, src Source, gz bool, row int64) int64 {
 	var buf []byte
 	if !s.array {
 		for {
-			line, err := s.readLine(buf)
-			if err != nil {
+			if _, err := s.readRow(&buf); err != nil {
 				return 0
 			}
-			buf = line
-			if len(bytes.TrimSpace(line)) > 0 {
-				if s.row++; s.row == row {
-					return s.line
-				}
+			if s.row == row {
+				return s.line
 			}
 		}
 	}
@@ -1004,15 +1009,11 @@ func writeJSONRejects(ro *resolved, src Source, gz bool, rows []RejectedRow, w i
 			}
 			v = compact
 		} else {
-			line, err := s.readLine(buf)
+			line, err := s.readRow(&buf)
 			if err != nil {
 				return fmt.Errorf("write rejects: row %d is not in %s: %w", rows[next].Row, ro.key, err)
 			}
-			buf = line
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			if s.row++; s.row != rows[next].Row {
+			if s.row != rows[next].Row {
 				continue
 			}
 			rows[next].Line = s.line

@@ -660,26 +660,6 @@ func (e *edit) done(baseLocation string, now int64) (*head, []byte, error) {
 	return indexed, body, nil
 }
 
-// withoutSnapshots returns the next version with the snapshots ids removed
-// (edit.removeSnapshots).
-func (h *head) withoutSnapshots(ids map[int64]bool, baseLocation string, now int64) (*head, []byte, error) {
-	e := h.edit()
-	if err := e.removeSnapshots(ids); err != nil {
-		return nil, nil, err
-	}
-	return e.done(baseLocation, now)
-}
-
-// withProperties returns the next version with the table properties set
-// and unset (edit.setProperties).
-func (h *head) withProperties(set map[string]string, unset []string, baseLocation string, now int64) (*head, []byte, error) {
-	e := h.edit()
-	if err := e.setProperties(set, unset); err != nil {
-		return nil, nil, err
-	}
-	return e.done(baseLocation, now)
-}
-
 func unmarshalOptional(raw json.RawMessage, v any) error {
 	if raw == nil {
 		return nil

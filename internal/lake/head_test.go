@@ -110,16 +110,14 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 
 	// Removing the oldest snapshots (expiry) matches the builder too.
 	var ids []int64
-	remove := map[int64]bool{}
 	for _, s := range want.Snapshots()[:6] {
 		ids = append(ids, s.SnapshotID)
-		remove[s.SnapshotID] = true
 	}
 	base := "file:///lake/iot/foreign/metadata/v5.metadata.json"
 	if want, err = table.UpdateTableMetadata(want, []table.Update{table.NewRemoveSnapshotsUpdate(ids, false)}, base); err != nil {
 		t.Fatal(err)
 	}
-	next, body, err := h.withoutSnapshots(remove, base, ts+5000)
+	next, body, err := h.apply(removeSnapshots(ids, ts+5000), base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +142,7 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 	if s, err := next.findBatch("gw/0-0.csv"); err != nil || s != nil {
 		t.Errorf("a removed snapshot's batch id is still found: %+v, %v", s, err)
 	}
-	if _, _, err := h.withoutSnapshots(map[int64]bool{nextID: true}, base, ts); err == nil {
+	if _, _, err := h.apply(removeSnapshots([]int64{nextID}, ts), base); err == nil {
 		t.Error("removing the current snapshot was not refused")
 	}
 
