@@ -155,13 +155,19 @@ const maxValueInMessage = 100
 // quoteValue quotes v for an error message, shortening very long values.
 func quoteValue(v string) string {
 	if len(v) > maxValueInMessage {
-		cut := maxValueInMessage
-		for cut > 0 && !isRuneStart(v[cut]) {
-			cut--
-		}
-		return strconv.Quote(v[:cut]) + "..."
+		return strconv.Quote(v[:valueCut(v)]) + "..."
 	}
 	return strconv.Quote(v)
+}
+
+// valueCut is where a value longer than a message shows is cut: at most
+// maxValueInMessage bytes, at the start of a character.
+func valueCut(v string) int {
+	cut := maxValueInMessage
+	for cut > 0 && !isRuneStart(v[cut]) {
+		cut--
+	}
+	return cut
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

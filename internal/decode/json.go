@@ -371,11 +371,7 @@ func capValue(v string) string {
 	if len(v) <= maxValueInMessage {
 		return v
 	}
-	cut := maxValueInMessage
-	for cut > 0 && !isRuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "..."
+	return v[:valueCut(v)] + "..."
 }
 
 // syntaxError words a tokenizer error with the line it is on.
