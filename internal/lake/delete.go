@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -41,6 +42,9 @@ const (
 	// every row of the files the snapshot removes, as the Iceberg spec
 	// has it, including those written again).
 	SummaryDeletedRows = "timelake.deleted-rows"
+	// SummaryDeletePredicateJSON is the predicate as JSON (deleteRecord),
+	// which UndoDelete reads to select the rows again.
+	SummaryDeletePredicateJSON = "timelake.delete-predicate-json"
 )
 
 // deleteRounds bounds how often a delete is planned again after another
@@ -67,8 +71,8 @@ var errDeleteInputGone = errors.New("an input file of the delete was replaced me
 // WhereColumn is one column of a delete predicate and the values a row's
 // value must be one of.
 type WhereColumn struct {
-	Column string
-	Values []string
+	Column string   `json:"column"`
+	Values []string `json:"values"`
 }
 
 // DeletePredicate selects the rows a delete removes: every Where column
@@ -156,6 +160,47 @@ func (p DeletePredicate) Format(timeCol string) string {
 	return strings.Join(terms, " AND ")
 }
 
+// deleteRecord is a predicate as SummaryDeletePredicateJSON records it.
+// BatchID is only set for a batch selected by its data files (a table
+// without a source column), which were all of the delete's inputs.
+type deleteRecord struct {
+	Where   []WhereColumn `json:"where,omitempty"`
+	From    *time.Time    `json:"from,omitempty"`
+	To      *time.Time    `json:"to,omitempty"`
+	BatchID string        `json:"batch_id,omitempty"`
+}
+
+// record is p as SummaryDeletePredicateJSON holds it.
+func (p DeletePredicate) record() (string, error) {
+	r := deleteRecord{Where: p.Where, BatchID: p.BatchID}
+	if !p.From.IsZero() {
+		at := p.From.UTC()
+		r.From = &at
+	}
+	if !p.To.IsZero() {
+		at := p.To.UTC()
+		r.To = &at
+	}
+	b, err := json.Marshal(r)
+	return string(b), err
+}
+
+// parseDeleteRecord reads a SummaryDeletePredicateJSON value.
+func parseDeleteRecord(s string) (DeletePredicate, error) {
+	var r deleteRecord
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return DeletePredicate{}, fmt.Errorf("%s: %w", SummaryDeletePredicateJSON, err)
+	}
+	p := DeletePredicate{Where: r.Where, BatchID: r.BatchID}
+	if r.From != nil {
+		p.From = *r.From
+	}
+	if r.To != nil {
+		p.To = *r.To
+	}
+	return p, nil
+}
+
 // DeleteOptions tune Delete.
 type DeleteOptions struct {
 	Predicate DeletePredicate
@@ -209,6 +254,7 @@ func (t *Table) Delete(ctx context.Context, opts DeleteOptions) (DeleteResult, e
 // files written with the others.
 type deleteRewrite struct {
 	input   iceberg.DataFile
+	seq     int64 // the input's data sequence number
 	matched int64
 	outputs []iceberg.DataFile
 }
@@ -250,7 +296,12 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 		}
 	}
 	var rewrites []deleteRewrite
-	m := &deleteMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}}, predicate: res.Predicate}
+	record, err := pred.record()
+	if err != nil {
+		return res, err
+	}
+	m := &deleteMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}},
+		predicate: res.Predicate, record: record, dedupe: readDedup(h.props())}
 	defer func() {
 		if m.unknown || res.SnapshotID != 0 {
 			return
@@ -277,7 +328,20 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 			continue
 		}
 		res.Read++
-		r, err := t.deleteFromFile(ctx, v, df, f, !opts.DryRun)
+		r := deleteRewrite{input: df, seq: lf.entry.SequenceNum()}
+		r.outputs, err = t.filterFile(ctx, v, df, func(rec arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
+			return f.runs(rec, func(times *array.Timestamp, i int) bool {
+				if f.matches(rec, times, i) {
+					r.matched++
+					return false
+				}
+				return true
+			})
+		}, !opts.DryRun)
+		if r.matched == 0 && len(r.outputs) > 0 {
+			t.removeFiles(ctx, dataFilePaths(r.outputs))
+			r.outputs = nil
+		}
 		if r.matched > 0 || len(r.outputs) > 0 {
 			rewrites = append(rewrites, r)
 		}
@@ -306,30 +370,41 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 			m.deleted[r.input.FilePath()] = true
 			m.inputs = append(m.inputs, r.input)
 			m.added = append(m.added, r.outputs...)
+			if len(r.outputs) > 0 {
+				m.rewrites = append(m.rewrites, r)
+			}
 		}
 	}
 	m.rows = res.Rows
-	cr, err := t.commit(ctx, m, opts.commit)
-	if err != nil {
-		return res, err
-	}
-	res.Version = cr.Version
-	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
-		res.SnapshotID = a.snapshotID
-	}
-	return res, nil
+	res.SnapshotID, res.Version, err = m.commit(ctx, m, opts.commit)
+	return res, err
 }
 
-// deleteFromFile reads df and counts the rows f matches; with write, it
-// writes the other rows as new data files (in the order read: a file's
-// rows are sorted, and so is what is left of them), which are removed
-// again when no row matched.
-func (t *Table) deleteFromFile(ctx context.Context, v tableView, df iceberg.DataFile, f *rowFilter, write bool) (deleteRewrite, error) {
-	r := deleteRewrite{input: df}
+// commit commits outer (the mutation that embeds m) and returns the
+// snapshot of the attempt that won (0 when none did) and the version after.
+func (m *rewriteMutation) commit(ctx context.Context, outer mutation, opts CommitOptions) (snapshotID int64, version int, err error) {
+	cr, err := m.t.commit(ctx, outer, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
+		snapshotID = a.snapshotID
+	}
+	return snapshotID, cr.Version, nil
+}
+
+// filterFile reads df and passes each batch of its rows to pick, which
+// yields the runs of rows to keep; with write, the kept rows are written
+// as new data files (in the order read: a file's rows are sorted, and so
+// is what is left of them), which it returns. It checks that the rows
+// read are those df's manifest entry counts.
+func (t *Table) filterFile(ctx context.Context, v tableView, df iceberg.DataFile,
+	pick func(arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error], write bool,
+) ([]iceberg.DataFile, error) {
 	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
 	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
 	if err != nil {
-		return r, fmt.Errorf("read %s: %w", df.FilePath(), err)
+		return nil, fmt.Errorf("read %s: %w", df.FilePath(), err)
 	}
 	var read int64
 	kept := func(yield func(arrow.RecordBatch, error) bool) {
@@ -340,7 +415,7 @@ func (t *Table) deleteFromFile(ctx context.Context, v tableView, df iceberg.Data
 			}
 			read += rec.NumRows()
 			stop := false
-			for part, err := range f.keptRuns(rec, &r.matched) {
+			for part, err := range pick(rec) {
 				if stop = !yield(part, err) || err != nil; stop {
 					break
 				}
@@ -351,29 +426,26 @@ func (t *Table) deleteFromFile(ctx context.Context, v tableView, df iceberg.Data
 			}
 		}
 	}
+	var outputs []iceberg.DataFile
 	if !write {
 		for rec, err := range kept {
 			if err != nil {
-				return r, fmt.Errorf("read %s: %w", df.FilePath(), err)
+				return nil, fmt.Errorf("read %s: %w", df.FilePath(), err)
 			}
 			rec.Release()
 		}
 	} else {
 		for out, err := range t.writeRecords(ctx, v, kept) {
 			if err != nil {
-				return r, fmt.Errorf("rewrite %s: %w", df.FilePath(), err)
+				return outputs, fmt.Errorf("rewrite %s: %w", df.FilePath(), err)
 			}
-			r.outputs = append(r.outputs, out)
+			outputs = append(outputs, out)
 		}
 	}
 	if read != df.Count() {
-		return r, fmt.Errorf("read %d rows from %s whose manifest counts %d", read, df.FilePath(), df.Count())
+		return outputs, fmt.Errorf("read %d rows from %s whose manifest counts %d", read, df.FilePath(), df.Count())
 	}
-	if r.matched == 0 && len(r.outputs) > 0 {
-		t.removeFiles(ctx, dataFilePaths(r.outputs))
-		r.outputs = nil
-	}
-	return r, nil
+	return outputs, nil
 }
 
 // deleteMutation commits a delete's snapshot on the newest version: its
@@ -384,10 +456,16 @@ func (t *Table) deleteFromFile(ctx context.Context, v tableView, df iceberg.Data
 type deleteMutation struct {
 	rewriteMutation
 	predicate string
+	record    string // SummaryDeletePredicateJSON
 	inputs    []iceberg.DataFile
 	deleted   map[string]bool
 	added     []iceberg.DataFile
+	rewrites  []deleteRewrite // the inputs rewritten (with outputs)
 	rows      int64
+	// dedupe: the table sets timelake.read-dedup; each input's new files
+	// keep its data sequence number, which orders their rows against the
+	// batches of other files (dedupe.go), as a compaction's do.
+	dedupe bool
 }
 
 func (m *deleteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
@@ -418,8 +496,15 @@ func (m *deleteMutation) build(ctx context.Context, base *head, v versionRef, at
 	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
 	m.attempts[attempt] = a
 	change := fileChange{deleted: m.deleted, changedParts: changedPartitions(m.inputs),
-		props: iceberg.Properties{SummaryDeletePredicate: m.predicate, SummaryDeletedRows: strconv.FormatInt(m.rows, 10)}}
-	if len(m.added) > 0 {
+		props: iceberg.Properties{SummaryDeletePredicate: m.predicate, SummaryDeletedRows: strconv.FormatInt(m.rows, 10),
+			SummaryDeletePredicateJSON: m.record}}
+	switch {
+	case len(m.added) == 0:
+	case m.dedupe:
+		for _, r := range m.rewrites {
+			change.added = append(change.added, addedFiles{files: r.outputs, dataSeq: &r.seq})
+		}
+	default:
 		change.added = []addedFiles{{files: m.added}}
 	}
 	snap, refs, err := m.producer.rewrite(ctx, base, parent, mfs, a.snapshotID, attempt, change)
@@ -621,9 +706,9 @@ func (f *rowFilter) matches(rec arrow.RecordBatch, times *array.Timestamp, i int
 	return true
 }
 
-// keptRuns yields the runs of rec's rows the predicate does not select,
-// as slices of rec, adding the rows it selects to matched.
-func (f *rowFilter) keptRuns(rec arrow.RecordBatch, matched *int64) iter.Seq2[arrow.RecordBatch, error] {
+// runs yields the runs of rec's rows keep selects (given the time
+// column and a row), as slices of rec.
+func (f *rowFilter) runs(rec arrow.RecordBatch, keep func(times *array.Timestamp, i int) bool) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		times, ok := rec.Column(f.timeCol).(*array.Timestamp)
 		if !ok {
@@ -633,14 +718,11 @@ func (f *rowFilter) keptRuns(rec arrow.RecordBatch, matched *int64) iter.Seq2[ar
 		n := int(rec.NumRows())
 		start := 0
 		for i := 0; i <= n; i++ {
-			if i < n && !f.matches(rec, times, i) {
+			if i < n && keep(times, i) {
 				continue
 			}
 			if i > start && !yield(rec.NewSlice(int64(start), int64(i)), nil) {
 				return
-			}
-			if i < n {
-				*matched++
 			}
 			start = i + 1
 		}
@@ -695,19 +777,29 @@ type Deletion struct {
 
 // Deletions returns the deletes of the current ancestry, newest first: the
 // snapshots whose summary records a delete predicate. A delete undone by a
-// rollback is not in the ancestry, so not listed.
+// rollback is not in the ancestry, and one undone by UndoDelete is left
+// out: neither is listed.
 func (t *Table) Deletions() []Deletion {
 	var out []Deletion
+	undone := map[string]bool{}
 	for _, s := range ancestry(t.Metadata()) {
 		if s.Summary == nil {
 			continue
 		}
-		p, ok := s.Summary.Properties[SummaryDeletePredicate]
-		if !ok {
+		if id, ok := s.Summary.Properties[SummaryUndoneDelete]; ok {
+			undone[id] = true
+		}
+		if _, ok := s.Summary.Properties[SummaryDeletePredicate]; !ok || undone[strconv.FormatInt(s.SnapshotID, 10)] {
 			continue
 		}
-		out = append(out, Deletion{SnapshotID: s.SnapshotID, At: time.UnixMilli(s.TimestampMs).UTC(), Predicate: p,
-			Rows: summaryInt(s.Summary.Properties, SummaryDeletedRows)})
+		out = append(out, deletionOf(&s))
 	}
 	return out
+}
+
+// deletionOf describes the delete of snapshot s.
+func deletionOf(s *table.Snapshot) Deletion {
+	props := s.Summary.Properties
+	return Deletion{SnapshotID: s.SnapshotID, At: time.UnixMilli(s.TimestampMs).UTC(), Predicate: props[SummaryDeletePredicate],
+		Rows: summaryInt(props, SummaryDeletedRows)}
 }

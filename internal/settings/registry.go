@@ -566,7 +566,7 @@ var (
 
 	DryRun = register(&Setting[bool]{Spec: Spec{
 		Flag: "dry-run", Default: "false", Help: "list what would be done; change nothing",
-		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, TablesDelete, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
+		Commands: []Command{Ingest, TablesExpire, TablesMaintain, TablesAlter, TablesDelete, TablesRollback, LandingRequeue, LandingDiscard}, Group: GroupPerRun,
 	}, Kind: Bool()})
 
 	BreakLease = register(&Setting[bool]{Spec: Spec{

@@ -83,6 +83,7 @@ const (
 	TablesMaintain  Command = "tables maintain"
 	TablesAlter     Command = "tables alter"
 	TablesDelete    Command = "tables delete"
+	TablesRollback  Command = "tables rollback"
 	LandingGroup    Command = "landing" // persistent flags of the group
 	LandingRejected Command = "landing rejected"
 	LandingRequeue  Command = "landing requeue"

@@ -33,7 +33,7 @@ them, show one's schema and contract, its snapshots, the batch ids (landing
 keys) it loaded, what happened to every landing file (history) and its data
 files; create one from a sample file, run its
 maintenance now, change its settings (properties), expire snapshots by
-hand, or delete the rows a predicate matches.
+hand, or delete the rows a predicate matches and undo such a delete.
 
 NAME is namespace.table (a bare name is in namespace "default"); when it is
 left out, TIMELAKE_TABLE is used. Output is an aligned table on a terminal,
@@ -60,6 +60,7 @@ tab-separated values with a header line in a pipe, and one JSON document with
 		NewCmdProfile(f, cmdutil.Adapt[ProfileOptions](runF)),
 		NewCmdExpire(f, cmdutil.Adapt[ExpireOptions](runF)),
 		NewCmdDelete(f, cmdutil.Adapt[DeleteOptions](runF)),
+		NewCmdRollback(f, cmdutil.Adapt[RollbackOptions](runF)),
 	)
 	cmdutil.ExplainErrors(cmd, f.ExplainLake)
 	return cmd
