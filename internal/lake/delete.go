@@ -207,8 +207,20 @@ type DeleteOptions struct {
 	// DryRun reads the files the predicate may match and reports what
 	// would be removed; it writes nothing.
 	DryRun bool
+	// Progress, when set, is called once the files to read are known and
+	// after each file.
+	Progress func(DeleteProgress)
 
 	commit CommitOptions // tests: another writer's commit before the write
+}
+
+// DeleteProgress is how far a delete is: of the Files (Bytes) it reads
+// (those its partition and column statistics do not rule out), it has
+// read FilesRead (BytesRead), in which Rows matched.
+type DeleteProgress struct {
+	FilesRead, Files int
+	BytesRead, Bytes int64
+	Rows             int64
 }
 
 // DeleteResult is what Delete did (or would do, in a dry run).
@@ -318,6 +330,8 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	for _, s := range h.write.PartitionSpecs() {
 		specs[s.ID()] = s
 	}
+	var candidates []liveFile
+	var progress DeleteProgress
 	for _, lf := range files {
 		df := lf.entry.DataFile()
 		if df.ContentType() != iceberg.EntryContentData {
@@ -327,27 +341,50 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 			res.Skipped++
 			continue
 		}
+		candidates = append(candidates, lf)
+		progress.Files++
+		progress.Bytes += df.FileSizeBytes()
+	}
+	report := func() {
+		if opts.Progress != nil {
+			opts.Progress(progress)
+		}
+	}
+	report()
+	for _, lf := range candidates {
+		df := lf.entry.DataFile()
 		res.Read++
 		r := deleteRewrite{input: df, seq: lf.entry.SequenceNum()}
-		r.outputs, err = t.filterFile(ctx, v, df, func(rec arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
-			return f.runs(rec, func(times *array.Timestamp, i int) bool {
-				if f.matches(rec, times, i) {
-					r.matched++
-					return false
-				}
-				return true
-			})
-		}, !opts.DryRun)
-		if r.matched == 0 && len(r.outputs) > 0 {
-			t.removeFiles(ctx, dataFilePaths(r.outputs))
-			r.outputs = nil
-		}
-		if r.matched > 0 || len(r.outputs) > 0 {
-			rewrites = append(rewrites, r)
-		}
-		if err != nil {
+		// The predicate's columns first: a file is written again only
+		// when a row matches and not all do (then it is dropped whole).
+		if r.matched, err = t.countMatches(ctx, df, f); err != nil {
 			return res, err
 		}
+		if r.matched > 0 && r.matched < df.Count() && !opts.DryRun {
+			var again int64
+			r.outputs, err = t.filterFile(ctx, v, df, func(rec arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
+				return f.runs(rec, func(times *array.Timestamp, i int) bool {
+					if f.matches(rec, times, i) {
+						again++
+						return false
+					}
+					return true
+				})
+			}, true)
+			rewrites = append(rewrites, r)
+			if err == nil && again != r.matched {
+				err = fmt.Errorf("%s: %d rows matched reading the predicate's columns, %d reading all", df.FilePath(), r.matched, again)
+			}
+			if err != nil {
+				return res, err
+			}
+		} else if r.matched > 0 {
+			rewrites = append(rewrites, r)
+		}
+		progress.FilesRead++
+		progress.BytesRead += df.FileSizeBytes()
+		progress.Rows += r.matched
+		report()
 	}
 	for _, r := range rewrites {
 		if r.matched == 0 {
@@ -527,6 +564,7 @@ func livePaths(files []liveFile) map[string]bool {
 // rowFilter is a delete predicate resolved against a table's schema.
 type rowFilter struct {
 	timeCol    int // in the Arrow schema
+	timeName   string
 	timeID     int // field id
 	timeType   iceberg.Type
 	unit       arrow.TimeUnit
@@ -572,6 +610,7 @@ func batchFiles(h *head, live []liveFile, key string) (map[string]bool, error) {
 // them (rowKey) and as column statistics do.
 type whereFilter struct {
 	col     int
+	name    string
 	id      int
 	keys    map[any]bool
 	bounds  [][]byte
@@ -589,7 +628,7 @@ func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
 	if !ok {
 		return nil, fmt.Errorf("time column %s is %s, not a timestamp", tf.Name, tf.Type)
 	}
-	f := &rowFilter{timeCol: idx[0], timeID: tf.ID, timeType: tf.Type, unit: ts.Unit}
+	f := &rowFilter{timeCol: idx[0], timeName: tf.Name, timeID: tf.ID, timeType: tf.Type, unit: ts.Unit}
 	bound := func(at time.Time) (*arrow.Timestamp, []byte, error) {
 		if at.IsZero() {
 			return nil, nil, nil
@@ -616,7 +655,7 @@ func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
 		if !ok || len(idx) != 1 {
 			return nil, fmt.Errorf("--where: the table has no column %q", w.Column)
 		}
-		wf := whereFilter{col: idx[0], id: field.ID, keys: map[any]bool{}, compare: boundComparator(field.Type)}
+		wf := whereFilter{col: idx[0], name: field.Name, id: field.ID, keys: map[any]bool{}, compare: boundComparator(field.Type)}
 		for _, s := range w.Values {
 			lit, err := iceberg.StringLiteral(s).To(field.Type)
 			if err != nil {
@@ -704,6 +743,81 @@ func (f *rowFilter) matches(rec arrow.RecordBatch, times *array.Timestamp, i int
 		}
 	}
 	return true
+}
+
+// columns are the names of the columns f reads.
+func (f *rowFilter) columns() []string {
+	cols := []string{f.timeName}
+	for _, w := range f.where {
+		if !slices.Contains(cols, w.name) {
+			cols = append(cols, w.name)
+		}
+	}
+	return cols
+}
+
+// on returns f with its column indexes in sc, which holds its columns
+// (a projection of the table's).
+func (f *rowFilter) on(sc *arrow.Schema) (*rowFilter, error) {
+	index := func(name string) (int, error) {
+		idx := sc.FieldIndices(name)
+		if len(idx) != 1 {
+			return 0, fmt.Errorf("column %q not read", name)
+		}
+		return idx[0], nil
+	}
+	g := *f
+	var err error
+	if g.timeCol, err = index(f.timeName); err != nil {
+		return nil, err
+	}
+	g.where = slices.Clone(f.where)
+	for i := range g.where {
+		if g.where[i].col, err = index(g.where[i].name); err != nil {
+			return nil, err
+		}
+	}
+	return &g, nil
+}
+
+// countMatches reads only the columns of df that f looks at and counts
+// the rows it matches: a delete writes a file again only when one does.
+func (t *Table) countMatches(ctx context.Context, df iceberg.DataFile, f *rowFilter) (int64, error) {
+	scan := t.Iceberg().Scan(table.WithSelectedFields(f.columns()...), table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
+	_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", df.FilePath(), err)
+	}
+	var read, matched int64
+	var on *rowFilter
+	for rec, err := range it {
+		if err == nil && on == nil {
+			on, err = f.on(rec.Schema())
+		}
+		if err != nil {
+			if rec != nil {
+				rec.Release()
+			}
+			return 0, fmt.Errorf("read %s: %w", df.FilePath(), err)
+		}
+		read += rec.NumRows()
+		times, ok := rec.Column(on.timeCol).(*array.Timestamp)
+		if !ok {
+			err := fmt.Errorf("read %s: time column is %s, expected a timestamp", df.FilePath(), rec.Column(on.timeCol).DataType())
+			rec.Release()
+			return 0, err
+		}
+		for i := range int(rec.NumRows()) {
+			if on.matches(rec, times, i) {
+				matched++
+			}
+		}
+		rec.Release()
+	}
+	if read != df.Count() {
+		return 0, fmt.Errorf("read %d rows from %s whose manifest counts %d", read, df.FilePath(), df.Count())
+	}
+	return matched, nil
 }
 
 // runs yields the runs of rec's rows keep selects (given the time

@@ -523,3 +523,36 @@ func TestDeleteByBatchFiles(t *testing.T) {
 		t.Fatalf("%d rows after the refusals", n)
 	}
 }
+
+// TestDeleteProgress: progress is reported once the files to read are
+// known and after each, ending at the totals and the rows deleted.
+func TestDeleteProgress(t *testing.T) {
+	ctx := context.Background()
+	tbl := deleteFixture(t, newLocalLake(t))
+	for _, tc := range []struct {
+		where []string
+		files int
+		rows  int64
+	}{
+		// Value 5 is d0's: no row matches, in the two files the
+		// statistics cannot rule out (the third holds d2 alone).
+		{[]string{"device=d1", "value=5"}, 2, 0},
+		{[]string{"device=d1"}, 2, 20},
+	} {
+		where, _ := ParseWhere(tc.where)
+		var seen []DeleteProgress
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where},
+			Progress: func(p DeleteProgress) { seen = append(seen, p) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != tc.rows || res.Read != tc.files || len(seen) != tc.files+1 {
+			t.Fatalf("%v: %+v, progress %+v", tc.where, res, seen)
+		}
+		first, last := seen[0], seen[len(seen)-1]
+		if first.Files != tc.files || first.FilesRead != 0 || first.Bytes == 0 || last.FilesRead != tc.files ||
+			last.BytesRead != first.Bytes || last.Rows != tc.rows {
+			t.Fatalf("%v: progress %+v", tc.where, seen)
+		}
+	}
+}

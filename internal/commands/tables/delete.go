@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
@@ -22,7 +24,13 @@ type DeleteOptions struct {
 	Predicate lake.DeletePredicate
 	DryRun    bool
 	Yes       bool // --yes: no confirmation
+	// ProgressMinBytes: a delete that reads at least this much shows a
+	// progress bar on stderr when it is a terminal.
+	ProgressMinBytes int64
 }
+
+// DeleteProgressMinBytes is the ProgressMinBytes of the command.
+const DeleteProgressMinBytes = 64 << 20
 
 // NewCmdDelete builds `tables delete`. runF replaces RunDelete in tests; nil
 // means RunDelete.
@@ -70,8 +78,9 @@ after the delete read the table are kept.`,
 					To:      settings.DeleteTo.Get(r),
 					BatchID: settings.DeleteBatchID.Get(r),
 				},
-				DryRun: settings.DryRun.Get(r),
-				Yes:    settings.Yes.Get(r),
+				DryRun:           settings.DryRun.Get(r),
+				Yes:              settings.Yes.Get(r),
+				ProgressMinBytes: DeleteProgressMinBytes,
 			}
 			if err := r.Err(); err != nil {
 				return err
@@ -139,7 +148,9 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 		if !opts.IO.IsStdinTTY() {
 			return cmdutil.UsageErrorf("deleting rows asks for a confirmation, and stdin is not a terminal: pass --yes (or --dry-run to preview)")
 		}
-		preview, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: true})
+		progress, done := deleteProgress(opts.IO, opts.ProgressMinBytes)
+		preview, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: true, Progress: progress})
+		done()
 		if err != nil {
 			return refusedBatch(err)
 		}
@@ -165,11 +176,45 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 			return errNotConfirmed
 		}
 	}
-	res, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: opts.DryRun})
+	progress, done := deleteProgress(opts.IO, opts.ProgressMinBytes)
+	res, err := t.Delete(ctx, lake.DeleteOptions{Predicate: opts.Predicate, DryRun: opts.DryRun, Progress: progress})
+	done()
 	if err != nil {
 		return refusedBatch(err)
 	}
 	return RenderDelete(opts.Output, BuildDeleteReport(name, opts.DryRun, res))
+}
+
+// deleteProgress draws a bar of the bytes a delete reads, with the files
+// read and the rows matched, on stderr when it is a terminal and the delete
+// reads at least minBytes; done clears it.
+func deleteProgress(io *iostreams.IOStreams, minBytes int64) (update func(lake.DeleteProgress), done func()) {
+	var bar *progressbar.ProgressBar
+	done = func() {
+		if bar != nil {
+			_ = bar.Clear()
+			_ = bar.Exit()
+		}
+	}
+	if !io.IsStderrTTY() {
+		return nil, done
+	}
+	return func(p lake.DeleteProgress) {
+		if bar == nil {
+			if p.Bytes < minBytes || p.Bytes == 0 {
+				return
+			}
+			bar = progressbar.NewOptions64(p.Bytes,
+				progressbar.OptionSetWriter(io.ErrOut),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionSetWidth(30),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+		bar.Describe(iostreams.Sprintf("%d/%d files read, %s matched", p.FilesRead, p.Files, plural(p.Rows, "row")))
+		_ = bar.Set64(p.BytesRead)
+	}, done
 }
 
 // refusedBatch makes a delete by batch id from a table without a source

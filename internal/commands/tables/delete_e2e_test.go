@@ -11,6 +11,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/tables"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 )
@@ -237,5 +238,34 @@ func TestTablesDeleteBatchID(t *testing.T) {
 	}
 	if after, _ := deviceRows(t, wh2, ""); after != before {
 		t.Errorf("the refused delete changed the table: %d rows, %d before", after, before)
+	}
+}
+
+// TestTablesDeleteProgress: on a terminal, a delete that reads enough shows
+// its progress (files read, rows matched) on stderr and clears it; in a
+// pipe it shows none.
+func TestTablesDeleteProgress(t *testing.T) {
+	landing, _ := copyLanding(t, "gateway-1/")
+	wh := filepath.Join(t.TempDir(), "lake")
+	env := map[string]string{"TIMELAKE_WAREHOUSE": wh, "LANDING_BUCKET": landing, "TIMELAKE_TABLE": "iot.readings"}
+	mustRun(t, env, false, "ingest", "--series-key", "device_id")
+	ctx := context.Background()
+	l, err := lake.Open(ctx, wh, lake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, _ := lake.ParseWhere([]string{"device_id=dev-01-01"})
+	for _, tty := range []bool{true, false} {
+		ios, out, errOut := iostreams.Test()
+		ios.SetStderrTTY(tty)
+		opts := &tables.DeleteOptions{Output: tables.Output{IO: ios}, Lake: l, Table: lake.TableName{Namespace: "iot", Name: "readings"},
+			Predicate: lake.DeletePredicate{Where: where}, DryRun: true, ProgressMinBytes: 1}
+		if err := tables.RunDelete(ctx, opts); err != nil {
+			t.Fatal(err)
+		}
+		shown := strings.Contains(errOut.String(), " files read, ")
+		if shown != tty || !strings.HasPrefix(out.String(), "would delete ") {
+			t.Errorf("stderr a terminal: %v; stderr %q, stdout %q", tty, errOut.String(), out.String())
+		}
 	}
 }
