@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,4 +218,138 @@ func keysOf(m map[string][]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// runUntilOK runs the command cmd makes until one run exits 0, at most
+// tries times, and returns how many runs it took, how many failed, and the
+// output of the last (its stdout alone when it exited 0). It calls no
+// method of testing.T that ends a test, so that it can run beside others.
+func runUntilOK(cmd func() *exec.Cmd, tries int) (runs, failed int, out string, err error) {
+	for runs < tries {
+		runs++
+		var stdout, stderr bytes.Buffer
+		c := cmd()
+		c.Stdout, c.Stderr = &stdout, &stderr
+		if err = c.Run(); err == nil {
+			return runs, failed, stdout.String(), nil
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return runs, failed, "", err
+		}
+		failed++
+		out = stdout.String() + stderr.String()
+	}
+	return runs, failed, out, fmt.Errorf("%d runs failed, the last: %w:\n%s", runs, err, out)
+}
+
+// TestDeleteRacesIngestAndMaintenance: `tables delete`, an ingest run
+// loading new files and a `tables maintain` round start together, all
+// three through the fault proxy (lost responses on data files, manifests
+// and metadata, 500s on writes); a run that fails is run again. The new
+// files' rows never match the delete's predicate, and those of the files
+// loaded before are matched by it or not: afterwards the table holds every
+// row of the new files, none of the old rows the predicate matches, and
+// the other old rows, each exactly once (none lost, none brought back by a
+// compaction of files the delete rewrote, none doubled by an attempt whose
+// response was lost). Maintenance with the clock an hour later leaves no
+// file behind and moves no row.
+func TestDeleteRacesIngestAndMaintenance(t *testing.T) {
+	for i := range scale(2, 8) {
+		seed := firstSeed() + uint64(i)
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { deleteRace(t, seed) })
+	}
+}
+
+func deleteRace(t *testing.T, seed uint64) {
+	e := newEnv(t, seed)
+	const oldFiles, newFiles, rows = 10, 10, 20
+	old := e.load(t, 0, oldFiles, rows)
+	pred := devicePredicate{device: 1, first: 0, end: oldFiles}
+	matched, want := pred.split(t, old)
+	fresh := e.dropFiles(t, "", oldFiles, newFiles, rows)
+	for _, id := range fresh {
+		if pred.matches(t, id) {
+			t.Fatalf("new row %s matches the delete", id)
+		}
+	}
+	want = append(want, fresh...)
+	slices.Sort(want)
+
+	kb, put := e.lakeBucket, http.MethodPut
+	for _, r := range []s3fault.Rule{
+		{Name: "lost data file", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.LoseResponse, Prob: 0.3, Times: 3},
+		{Name: "lost manifest", Method: put, Bucket: kb, Key: "*/metadata/*.avro", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
+		{Name: "lost metadata", Method: put, Bucket: kb, Key: "*/metadata/v*.metadata.json", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
+		{Name: "5xx", Method: put, Bucket: kb, Action: s3fault.Fail, Status: http.StatusInternalServerError, Code: "InternalError",
+			Prob: 0.15, Times: 20},
+		// Data file writes are slowed, so that the three runs overlap.
+		{Name: "slow", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.Forward, Delay: 20 * time.Millisecond},
+	} {
+		e.proxy.Add(r)
+	}
+	timelakeBinary(t)
+	jobs := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"tables delete", func() *exec.Cmd { return e.deleteCommand(t, e.proxy.URL, pred.args()...) }},
+		{"ingest", func() *exec.Cmd { return e.ingestCommand(t, e.proxy.URL) }},
+		{"tables maintain", func() *exec.Cmd { return e.command(t, e.proxy.URL, "tables", "maintain", e.table.String()) }},
+	}
+	type result struct {
+		runs, failed int
+		out          string
+		err          error
+	}
+	results := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &results[i]
+			r.runs, r.failed, r.out, r.err = runUntilOK(j.cmd, 8)
+		}()
+	}
+	wg.Wait()
+	runs, failed := 0, 0
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("%s: %v", jobs[i].name, r.err)
+		}
+		runs, failed = runs+r.runs, failed+r.failed
+	}
+	var rep deleteReport
+	if err := json.Unmarshal([]byte(results[0].out), &rep); err != nil {
+		t.Fatalf("tables delete --json: %v:\n%s", err, results[0].out)
+	}
+	if rep.Rows > int64(len(matched)) || results[0].failed == 0 && rep.Rows != int64(len(matched)) {
+		t.Fatalf("the delete reports %d rows after %d failed runs; %d rows match", rep.Rows, results[0].failed, len(matched))
+	}
+	if left := e.waitingFiles(t); len(left) != 0 {
+		t.Fatalf("files left in landing: %v", left)
+	}
+	st := e.read(t)
+	checkRows(t, st, want)
+	strays := len(st.strays)
+	if e.proxy.Injected(s3fault.Forward) == 0 {
+		t.Fatal("no fault was injected: the trial tested nothing")
+	}
+
+	tbl, err := e.maintenanceLake(t).LoadTable(context.Background(), e.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Maintain(context.Background(), lake.MaintainOptions{Force: true, Orphans: true}); err != nil {
+		t.Fatal(err)
+	}
+	st = e.read(t)
+	checkRows(t, st, want)
+	if len(st.strays) != 0 {
+		t.Fatalf("after maintenance %d files are left that nothing references: %v", len(st.strays), head(st.strays))
+	}
+	t.Logf("%d runs (%d failed), %d faults injected, delete of %d rows (%d match), %d files left by failed runs",
+		runs, failed, e.proxy.Injected(s3fault.Forward), rep.Rows, len(matched), strays)
+	record("tables delete racing ingest and maintenance", runs, failed, e.proxy, len(st.rowIDs), strays)
 }
