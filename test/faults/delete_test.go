@@ -243,15 +243,19 @@ func runUntilOK(cmd func() *exec.Cmd, tries int) (runs, failed int, out string, 
 	return runs, failed, out, fmt.Errorf("%d runs failed, the last: %w:\n%s", runs, err, out)
 }
 
-// TestDeleteRacesIngestAndMaintenance: `tables delete`, an ingest run
-// loading new files and a `tables maintain` round start together, all
-// three through the fault proxy (lost responses on data files, manifests
-// and metadata, 500s on writes); a run that fails is run again. The new
+// TestDeleteRacesIngestAndMaintenance: `tables delete` starts; once it
+// writes its first rewritten file (the request held at the proxy), an
+// ingest run loading new files and a `tables maintain` round start, and
+// the delete goes on when the round, which compacts the delete's input
+// files, has committed: the delete must plan again on the compacted files
+// and commit among the ingest's appends. The delete runs through one fault
+// proxy, the ingest and the round through another, both with lost
+// responses and 500s on writes; a run that fails is run again. The new
 // files' rows never match the delete's predicate, and those of the files
 // loaded before are matched by it or not: afterwards the table holds every
 // row of the new files, none of the old rows the predicate matches, and
-// the other old rows, each exactly once (none lost, none brought back by a
-// compaction of files the delete rewrote, none doubled by an attempt whose
+// the other old rows, each exactly once (none lost, none brought back by
+// the compaction of the delete's inputs, none doubled by an attempt whose
 // response was lost). Maintenance with the clock an hour later leaves no
 // file behind and moves no row.
 func TestDeleteRacesIngestAndMaintenance(t *testing.T) {
@@ -276,66 +280,84 @@ func deleteRace(t *testing.T, seed uint64) {
 	want = append(want, fresh...)
 	slices.Sort(want)
 
+	// The delete's first rewritten file is held until the maintenance
+	// round has committed; its response, and the next one's, is lost.
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	hold := func() { holdOnce.Do(func() { close(held); <-release }) }
 	kb, put := e.lakeBucket, http.MethodPut
+	others := s3fault.StartT(t, e.srv.Endpoint, seed+1<<32)
 	for _, r := range []s3fault.Rule{
-		{Name: "lost data file", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.LoseResponse, Prob: 0.3, Times: 3},
-		{Name: "lost manifest", Method: put, Bucket: kb, Key: "*/metadata/*.avro", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
-		{Name: "lost metadata", Method: put, Bucket: kb, Key: "*/metadata/v*.metadata.json", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
-		{Name: "5xx", Method: put, Bucket: kb, Action: s3fault.Fail, Status: http.StatusInternalServerError, Code: "InternalError",
-			Prob: 0.15, Times: 20},
-		// Data file writes are slowed, so that the three runs overlap.
-		{Name: "slow", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.Forward, Delay: 20 * time.Millisecond},
+		{Name: "held data file", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.LoseResponse, Times: 2, Then: hold},
+		{Name: "manifest 500", Method: put, Bucket: kb, Key: "*/metadata/*.avro", Action: s3fault.Fail,
+			Status: http.StatusInternalServerError, Code: "InternalError", Prob: 0.5, Times: 3},
+		{Name: "lost metadata", Method: put, Bucket: kb, Key: "*/metadata/v*.metadata.json", Action: s3fault.LoseResponse, Times: 1},
 	} {
 		e.proxy.Add(r)
 	}
-	timelakeBinary(t)
-	jobs := []struct {
-		name string
-		cmd  func() *exec.Cmd
-	}{
-		{"tables delete", func() *exec.Cmd { return e.deleteCommand(t, e.proxy.URL, pred.args()...) }},
-		{"ingest", func() *exec.Cmd { return e.ingestCommand(t, e.proxy.URL) }},
-		{"tables maintain", func() *exec.Cmd { return e.command(t, e.proxy.URL, "tables", "maintain", e.table.String()) }},
+	for _, r := range []s3fault.Rule{
+		{Name: "data file 500", Method: put, Bucket: kb, Key: "*/data/*", Action: s3fault.Fail,
+			Status: http.StatusInternalServerError, Code: "InternalError", Prob: 0.2, Times: 6},
+		{Name: "lost manifest", Method: put, Bucket: kb, Key: "*/metadata/*.avro", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
+		{Name: "lost metadata", Method: put, Bucket: kb, Key: "*/metadata/v*.metadata.json", Action: s3fault.LoseResponse, Prob: 0.3, Times: 2},
+	} {
+		others.Add(r)
 	}
-	type result struct {
+
+	timelakeBinary(t)
+	type job struct {
+		name         string
+		cmd          func() *exec.Cmd
 		runs, failed int
 		out          string
 		err          error
+		done         chan struct{}
 	}
-	results := make([]result, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
+	start := func(name string, cmd func() *exec.Cmd) *job {
+		j := &job{name: name, cmd: cmd, done: make(chan struct{})}
 		go func() {
-			defer wg.Done()
-			r := &results[i]
-			r.runs, r.failed, r.out, r.err = runUntilOK(j.cmd, 8)
+			defer close(j.done)
+			j.runs, j.failed, j.out, j.err = runUntilOK(j.cmd, 8)
 		}()
+		return j
 	}
-	wg.Wait()
+	del := start("tables delete", func() *exec.Cmd { return e.deleteCommand(t, e.proxy.URL, pred.args()...) })
+	jobs := []*job{del}
+	select {
+	case <-held:
+		jobs = append(jobs,
+			start("ingest", func() *exec.Cmd { return e.ingestCommand(t, others.URL) }),
+			start("tables maintain", func() *exec.Cmd { return e.command(t, others.URL, "tables", "maintain", e.table.String()) }))
+		<-jobs[2].done
+	case <-del.done:
+	}
+	close(release)
 	runs, failed := 0, 0
-	for i, r := range results {
-		if r.err != nil {
-			t.Fatalf("%s: %v", jobs[i].name, r.err)
+	for _, j := range jobs {
+		<-j.done
+		if j.err != nil {
+			t.Fatalf("%s: %v", j.name, j.err)
 		}
-		runs, failed = runs+r.runs, failed+r.failed
+		runs, failed = runs+j.runs, failed+j.failed
+	}
+	if len(jobs) == 1 {
+		t.Fatalf("the delete ended without writing a file:\n%s", del.out)
 	}
 	var rep deleteReport
-	if err := json.Unmarshal([]byte(results[0].out), &rep); err != nil {
-		t.Fatalf("tables delete --json: %v:\n%s", err, results[0].out)
+	if err := json.Unmarshal([]byte(del.out), &rep); err != nil {
+		t.Fatalf("tables delete --json: %v:\n%s", err, del.out)
 	}
-	if rep.Rows > int64(len(matched)) || results[0].failed == 0 && rep.Rows != int64(len(matched)) {
-		t.Fatalf("the delete reports %d rows after %d failed runs; %d rows match", rep.Rows, results[0].failed, len(matched))
+	if rep.Rows > int64(len(matched)) || del.failed == 0 && rep.Rows != int64(len(matched)) {
+		t.Fatalf("the delete reports %d rows after %d failed runs; %d rows match", rep.Rows, del.failed, len(matched))
 	}
 	if left := e.waitingFiles(t); len(left) != 0 {
 		t.Fatalf("files left in landing: %v", left)
 	}
 	st := e.read(t)
 	checkRows(t, st, want)
+	e.checkDeleteAfterCompaction(t)
 	strays := len(st.strays)
-	if e.proxy.Injected(s3fault.Forward) == 0 {
-		t.Fatal("no fault was injected: the trial tested nothing")
-	}
+	injected := e.proxy.Injected(s3fault.Forward) + others.Injected(s3fault.Forward)
 
 	tbl, err := e.maintenanceLake(t).LoadTable(context.Background(), e.table)
 	if err != nil {
@@ -350,6 +372,40 @@ func deleteRace(t *testing.T, seed uint64) {
 		t.Fatalf("after maintenance %d files are left that nothing references: %v", len(st.strays), head(st.strays))
 	}
 	t.Logf("%d runs (%d failed), %d faults injected, delete of %d rows (%d match), %d files left by failed runs",
-		runs, failed, e.proxy.Injected(s3fault.Forward), rep.Rows, len(matched), strays)
+		runs, failed, injected, rep.Rows, len(matched), strays)
 	record("tables delete racing ingest and maintenance", runs, failed, e.proxy, len(st.rowIDs), strays)
+	recordFaults(others)
+}
+
+// checkDeleteAfterCompaction checks that the table's current ancestry
+// holds one snapshot of a delete (an overwrite or delete without a batch
+// id), committed after a compaction (a replace): the race the trial set
+// up took place.
+func (e *env) checkDeleteAfterCompaction(t *testing.T) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := e.command(t, e.srv.Endpoint, "tables", "snapshots", e.table.String(), "--json")
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tables snapshots: %v", err)
+	}
+	var snaps []struct {
+		Operation string  `json:"operation"`
+		BatchID   *string `json:"batch_id"`
+		State     string  `json:"state"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &snaps); err != nil {
+		t.Fatalf("tables snapshots --json: %v", err)
+	}
+	var ops []string // oldest first
+	for _, s := range slices.Backward(snaps) {
+		if s.State != "abandoned" && s.BatchID == nil {
+			ops = append(ops, s.Operation)
+		}
+	}
+	deletes := slices.IndexFunc(ops, func(op string) bool { return op == "overwrite" || op == "delete" })
+	if n := len(slices.DeleteFunc(slices.Clone(ops), func(op string) bool { return op != "overwrite" && op != "delete" })); n != 1 ||
+		!slices.Contains(ops[:deletes], "replace") {
+		t.Fatalf("snapshots without a batch id, oldest first: %v; want one delete, after a compaction", ops)
+	}
 }
