@@ -142,7 +142,7 @@ func TestKill9Delete(t *testing.T) {
 		committed := false
 		switch {
 		case slices.Equal(st.rowIDs, rows):
-			// Not committed: the table references the files it did.
+			// Not committed: the table references the files it did before.
 			if !sameKeys(st.files, before.files) {
 				t.Fatalf("trial %d: killed at %s, the rows are all there but the table references other files: %v, before %v",
 					trial, after, keysOf(st.files), keysOf(before.files))
