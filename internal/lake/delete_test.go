@@ -420,55 +420,124 @@ func TestDeleteUndoneByRollback(t *testing.T) {
 }
 
 // TestDeleteByBatchID: with a source column, the rows of one batch go from
-// the file a compaction made of it and another, and the other's stay, as
-// do the rows loaded before the table had one.
+// the file a maintenance round compacted of it and others, and the others'
+// stay, as do the rows loaded before the table had one (they hold no key),
+// on a local warehouse and on one in the test S3 server.
 func TestDeleteByBatchID(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl, _ := clockedTable(t, l)
+		sc := tbl.ArrowSchema()
+		appendRows(t, tbl, "before.csv", day0.Add(-6*time.Hour), 3)
+		if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); err == nil ||
+			!strings.Contains(err.Error(), "not in its schema yet") {
+			t.Fatalf("a source column not in the schema: %v", err)
+		}
+		keys := []string{"a.csv", "b.csv", "c.csv"}
+		for i, key := range keys {
+			rec := rows(t, sc, day0.Add(time.Duration(i-5)*time.Hour), 30, false)
+			recs, err := WithSourceColumns(sc, []arrow.RecordBatch{rec}, []SourceValue{{Column: "_source", Text: key}})
+			rec.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tbl.Append(ctx, key, recs, AppendOptions{})
+			for _, r := range recs {
+				r.Release()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		filesBefore := len(livePathSet(t, tbl))
+		rep, err := tbl.Maintain(ctx, MaintainOptions{Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Compacted.Groups) == 0 || len(livePathSet(t, tbl)) >= filesBefore {
+			t.Fatalf("maintenance merged no files: %d groups, %d files before, %d after", len(rep.Compacted.Groups),
+				filesBefore, len(livePathSet(t, tbl)))
+		}
+		// b.csv's rows now share a file with those of other batches.
+		var shared bool
+		for _, n := range fileSources(t, tbl) {
+			if n["b.csv"] > 0 && len(n) > 1 {
+				shared = true
+			}
+		}
+		if !shared {
+			t.Fatal("no live file holds the rows of b.csv and of another batch")
+		}
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "b.csv"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != 30 || res.Rewritten != 1 || res.Dropped != 0 || res.Predicate != `_source = "b.csv"` {
+			t.Fatalf("delete: %+v", res)
+		}
+		got := scanTestRows(t, tbl)
+		ofBatch := func(i int) int64 {
+			start := day0.Add(time.Duration(i-5) * time.Hour)
+			return countRows(got, func(r testRow) bool { return r.at.After(start) && !r.at.After(start.Add(30*time.Minute)) })
+		}
+		ofBefore := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-5 * time.Hour)) })
+		if len(got) != 63 || ofBatch(0) != 30 || ofBatch(1) != 0 || ofBatch(2) != 30 || ofBefore != 3 {
+			t.Fatalf("%d rows left: %d of a.csv, %d of b.csv, %d of c.csv, %d of before.csv", len(got),
+				ofBatch(0), ofBatch(1), ofBatch(2), ofBefore)
+		}
+		// The rows loaded before the source column hold no key: no batch id
+		// matches them, not even their own.
+		res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}})
+		if err != nil || res.Rows != 0 || res.SnapshotID != 0 {
+			t.Fatalf("delete --batch-id before.csv: %+v %v", res, err)
+		}
+		if n := scanCount(t, tbl); n != 63 {
+			t.Fatalf("%d rows after deleting a batch without keys, want 63", n)
+		}
+		if d := tbl.Deletions(); len(d) != 1 || d[0].Predicate != `_source = "b.csv"` || d[0].Rows != 30 {
+			t.Fatalf("deletions: %+v", d)
+		}
+	})
+}
+
+// fileSources counts the rows of each live data file by their _source
+// value ("" for a null, or a file written before the column existed).
+func fileSources(t *testing.T, tbl *Table) map[string]map[string]int {
+	t.Helper()
 	ctx := context.Background()
-	l := newLocalLake(t)
-	tbl, _ := clockedTable(t, l)
-	sc := tbl.ArrowSchema()
-	appendRows(t, tbl, "before.csv", day0.Add(-6*time.Hour), 3)
-	if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); err == nil ||
-		!strings.Contains(err.Error(), "not in its schema yet") {
-		t.Fatalf("a source column not in the schema: %v", err)
-	}
-	for i, key := range []string{"a.csv", "b.csv"} {
-		rec := rows(t, sc, day0.Add(time.Duration(i-5)*time.Hour), 30, false)
-		recs, err := WithSourceColumns(sc, []arrow.RecordBatch{rec}, []SourceValue{{Column: "_source", Text: key}})
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = tbl.Append(ctx, key, recs, AppendOptions{})
-		for _, r := range recs {
-			r.Release()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
-		t.Fatalf("compaction: %+v %v", cr, err)
-	}
-	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	h, _ := tbl.loaded()
+	files, _, err := tbl.liveFiles(ctx, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Rows != 30 || res.Rewritten != 1 || res.Predicate != `_source = "a.csv"` {
-		t.Fatalf("delete: %+v", res)
+	out := map[string]map[string]int{}
+	for _, f := range files {
+		df := f.entry.DataFile()
+		n := map[string]int{}
+		out[df.FilePath()] = n
+		_, it, err := tbl.Iceberg().Scan().ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range it {
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := rec.Schema().FieldIndices("_source")
+			for i := range int(rec.NumRows()) {
+				key := ""
+				if len(idx) == 1 && rec.Column(idx[0]).IsValid(i) {
+					key = rec.Column(idx[0]).(*array.String).Value(i)
+				}
+				n[key]++
+			}
+			rec.Release()
+		}
 	}
-	got := scanTestRows(t, tbl)
-	ofB := countRows(got, func(r testRow) bool { return !r.at.Before(day0.Add(-4 * time.Hour)) })
-	ofBefore := countRows(got, func(r testRow) bool { return r.at.Before(day0.Add(-5 * time.Hour)) })
-	if len(got) != 33 || ofB != 30 || ofBefore != 3 {
-		t.Fatalf("%d rows left, %d of b.csv, %d of before.csv", len(got), ofB, ofBefore)
-	}
-	if d := tbl.Deletions(); len(d) != 1 || d[0].Predicate != res.Predicate || d[0].Rows != 30 {
-		t.Fatalf("deletions: %+v", d)
-	}
+	return out
 }
 
 // TestDeleteByBatchFiles: without a source column, a batch whose snapshot

@@ -98,23 +98,29 @@ func sum(m map[string]int) int {
 // record adds a finished trial to the figures.
 func record(name string, runs, failed int, p *s3fault.Proxy, rows, strays int) {
 	figures.Lock()
-	defer figures.Unlock()
 	figures.Trials++
 	figures.Runs += runs
 	figures.FailedRuns += failed
 	figures.RowsChecked += rows
 	figures.Strays += strays
-	if p != nil {
-		for _, a := range []s3fault.Action{s3fault.Fail, s3fault.LoseResponse, s3fault.Drop, s3fault.Forward} {
-			if a == s3fault.Forward {
-				continue
-			}
-			if n := p.Injected(a); n > 0 {
-				figures.Faults[a.String()] += n
-			}
+	figures.Scenarios = append(figures.Scenarios, name)
+	figures.Unlock()
+	recordFaults(p)
+}
+
+// recordFaults adds the faults p injected to the figures (nothing when p
+// is nil).
+func recordFaults(p *s3fault.Proxy) {
+	if p == nil {
+		return
+	}
+	figures.Lock()
+	defer figures.Unlock()
+	for _, a := range []s3fault.Action{s3fault.Fail, s3fault.LoseResponse, s3fault.Drop} {
+		if n := p.Injected(a); n > 0 {
+			figures.Faults[a.String()] += n
 		}
 	}
-	figures.Scenarios = append(figures.Scenarios, name)
 }
 
 // env is one trial's world: a landing bucket and a lake bucket on the test

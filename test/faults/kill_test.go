@@ -48,7 +48,13 @@ func timelakeBinary(t *testing.T) string {
 
 // ingestCommand is `timelake ingest` as cron runs it, against endpoint.
 func (e *env) ingestCommand(t *testing.T, endpoint string, args ...string) *exec.Cmd {
-	cmd := exec.Command(timelakeBinary(t), append([]string{"ingest", "--parallel", "2", "--files-per-commit", "2"}, args...)...)
+	return e.command(t, endpoint, append([]string{"ingest", "--parallel", "2", "--files-per-commit", "2"}, args...)...)
+}
+
+// command is `timelake args...` on the trial's buckets and table, its S3
+// requests sent to endpoint.
+func (e *env) command(t *testing.T, endpoint string, args ...string) *exec.Cmd {
+	cmd := exec.Command(timelakeBinary(t), args...)
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + t.TempDir(), // no ~/.aws of the developer

@@ -329,7 +329,15 @@ func sha(b []byte) string {
 // snapshot per file, and returns their row ids.
 func (e *env) smallFilesTable(t *testing.T) []string {
 	t.Helper()
-	want := e.dropFiles(t, "", 0, scale(8, 20), 5)
+	return e.load(t, 0, scale(8, 20), 5)
+}
+
+// load puts n gateway files of rows rows each, from file first, into the
+// landing bucket and loads them without faults (no maintenance), one
+// snapshot per file, and returns their row ids, sorted.
+func (e *env) load(t *testing.T, first, n, rows int) []string {
+	t.Helper()
+	want := e.dropFiles(t, "", first, n, rows)
 	_, err := ingest.Run(context.Background(), ingest.Config{Landing: e.landing, Lake: e.lake, Table: e.table,
 		Parallel: 1, FilesPerCommit: 1, Logger: quiet})
 	if err != nil {

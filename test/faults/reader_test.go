@@ -40,7 +40,10 @@ type tableState struct {
 	snapshots int
 	rowIDs    []string // the row_id column of every live row, sorted
 	dataFiles int      // data files of the current snapshot
-	strays    []string // data files, manifests and manifest lists that no snapshot references
+	// files are the row ids of each data file of the current snapshot, by
+	// key.
+	files  map[string][]string
+	strays []string // data files, manifests and manifest lists that no snapshot references
 }
 
 // readTable reads the table <ns>/<name> below warehouse prefix wh in
@@ -158,6 +161,10 @@ func readMetadata(t testing.TB, c *s3.Client, bucket, metaKey string, st tableSt
 						t.Fatalf("%s: %d rows, the manifest says %d", e.path, len(ids), e.records)
 					}
 					st.rowIDs = append(st.rowIDs, ids...)
+					if st.files == nil {
+						st.files = map[string][]string{}
+					}
+					st.files[key] = ids
 				}
 			}
 		}
