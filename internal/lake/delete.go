@@ -62,7 +62,7 @@ var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from, --
 var ErrBatchNotApart = errors.New("the table has no source column; the rows of a batch cannot be told apart once compacted")
 
 // sourceColumnHint ends an ErrBatchNotApart.
-const sourceColumnHint = "set " + PropSourceColumn + " (or ingest's --source-column) to tell apart the batches loaded from then on"
+const sourceColumnHint = "set the table property " + PropSourceColumn + " (timelake tables alter NAME --set " + PropSourceColumn + "=_source) to tell apart the batches loaded from then on; ingest's --source-column fills the column without setting the property on a table that exists"
 
 // errDeleteInputGone ends an attempt of a delete whose input files are no
 // longer all live: another writer replaced one.
