@@ -2,13 +2,22 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
+	"time"
 	"unicode/utf8"
 
+	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -209,4 +218,178 @@ func (r *runner) noRoom(key string, size int64, err error) error {
 		free = -1
 	}
 	return &workDirError{dir: r.workDir(), key: key, size: max(size, 1), free: free, err: err}
+}
+
+// download copies an object to a temp file, hashing it on the way.
+type download struct {
+	f      *os.File
+	info   storage.ObjectInfo
+	sha256 string
+	// content is the hex SHA-256 of the decompressed bytes of a gzip file,
+	// the sha256 of any other; "" when the gzip stream does not read (the
+	// decoder says why).
+	content string
+	// decompressed is the size of the decompressed bytes of a gzip file
+	// (as far as they read), the size of any other.
+	decompressed int64
+}
+
+// compressed reports a gzip file, whose content hash differs from its
+// hash.
+func (d *download) compressed() bool { return d.content != d.sha256 }
+
+func (d *download) close() {
+	if d != nil && d.f != nil {
+		d.f.Close()
+		os.Remove(d.f.Name())
+	}
+}
+
+// downloadPrefix names the temporary copies of landing files this process
+// downloads: timelake-ingest-<pid>-<process start>-, so that a later run
+// can tell the copies of a run that died (kill -9, a lost host) from those
+// of one still running (removeStaleDownloads).
+func downloadPrefix(h landing.Holder) string {
+	return fmt.Sprintf("timelake-ingest-%d-%d-", h.PID, h.Start)
+}
+
+// staleDownloadAge is the age after which a download copy whose process
+// cannot be identified (an older name without it) is removed.
+const staleDownloadAge = time.Hour
+
+// removeStaleDownloads removes the download copies in dir ("" is
+// os.TempDir()) of processes that ended (killed runs leave them; they hold
+// landing data), and unidentifiable ones older than staleDownloadAge. It
+// returns how many it removed; it is best effort (a copy a running run
+// still reads stays readable through its open file on Unix).
+func removeStaleDownloads(dir string, now time.Time) int {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "timelake-ingest-*"))
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, path := range names {
+		var pid int
+		var start uint64
+		stale := false
+		if _, err := fmt.Sscanf(filepath.Base(path), "timelake-ingest-%d-%d-", &pid, &start); err == nil && pid > 0 {
+			stale = pid != os.Getpid() && landing.ProcessGone(pid, start)
+		} else if fi, err := os.Stat(path); err == nil {
+			stale = now.Sub(fi.ModTime()) > staleDownloadAge
+		}
+		if stale && os.Remove(path) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+// download copies a landing object to a temp file in the download folder
+// (WorkDir). Errors: the store's (ErrNotExist: gone since the listing),
+// errChanging, a *workDirError when the download folder cannot take it.
+func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download, error) {
+	key := o.Key
+	if err := r.roomFor(o); err != nil {
+		return nil, err
+	}
+	rc, info, err := r.cfg.Landing.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	f, err := os.CreateTemp(r.cfg.WorkDir, downloadPrefix(r.cfg.Holder)+"*")
+	if err != nil {
+		return nil, &workDirError{dir: r.workDir(), err: err}
+	}
+	d := &download{f: f, info: info}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), rc)
+	if err != nil {
+		d.close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, r.noRoom(key, info.Size, err)
+		}
+		return nil, fmt.Errorf("download %s: %w", key, err)
+	}
+	if _, local := r.cfg.Landing.(*storage.LocalStore); n != info.Size && (local || info.Size > 0) {
+		// Bytes were added (or cut) while it was read: a file still being
+		// written in place.
+		d.close()
+		return nil, fmt.Errorf("%s: read %d bytes, the store said %d: %w", key, n, info.Size, errChanging)
+	}
+	d.info.Size = n
+	d.sha256 = hex.EncodeToString(h.Sum(nil))
+	d.content, d.decompressed = d.sha256, n
+	gz, size, err := contentHash(f)
+	switch {
+	case err != nil:
+		d.content, d.decompressed = "", size
+	case gz != "":
+		d.content, d.decompressed = gz, size
+	}
+	return d, nil
+}
+
+// noteClockAhead notes a file modified ahead of this host's clock, for
+// the run's report (reportClockAhead).
+func (r *runner) noteClockAhead(key string, ahead time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ahead == nil {
+		r.ahead = map[string]time.Duration{}
+	}
+	r.ahead[key] = max(r.ahead[key], ahead)
+}
+
+// reportClockAhead puts the files noted ahead in the report, with one
+// warning for the run.
+func (r *runner) reportClockAhead() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ahead) == 0 {
+		return
+	}
+	ca := &ClockAhead{Files: len(r.ahead)}
+	for _, k := range slices.Sorted(maps.Keys(r.ahead)) {
+		if s := r.ahead[k].Seconds(); s > ca.Seconds {
+			ca.Key, ca.Seconds = k, s
+		}
+	}
+	r.rep.ClockAhead = ca
+	r.ahead = nil
+	r.log.Warn("files modified in the future: the clock of the machine that wrote them is ahead of this host's; set it right (NTP)",
+		"files", ca.Files, "key", ca.Key, "ahead", time.Duration(ca.Seconds*float64(time.Second)).Round(time.Second).String())
+}
+
+// errChanging marks a landing file that changed while it was read.
+var errChanging = errors.New("the file changed while it was read")
+
+// contentHash returns the hex SHA-256 of the decompressed bytes of f and
+// their size when it is gzip-compressed (by its magic bytes), "" when it is
+// not, and an error when the gzip stream does not read to its end (size is
+// then what did).
+func contentHash(f io.ReaderAt) (string, int64, error) {
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n < 2 || magic != [2]byte{0x1f, 0x8b} {
+		return "", 0, nil
+	}
+	zr, err := decode.NewGzipReader(io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return "", 0, err
+	}
+	defer zr.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, zr)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// source is the downloaded file, to decode.
+func (d *download) source() decode.Source {
+	return decode.Source{Key: d.info.Key, R: d.f, Size: d.info.Size}
 }
