@@ -67,11 +67,19 @@ func dayOf(r Row) int64 { return floorDiv(r[0].(int64), dayMicros) }
 // `timelake tables rollback`, and after each step has icebird read the table and DuckDB read
 // the data files icebird's manifests list: both must see exactly the rows
 // computed here from the generated rows, per device and day and row by row.
+// On a local warehouse and on one in the test S3 server.
 func TestDeletedRowsReadByIndependentReaders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(*testing.T) warehouse
+	}{{"local", localWarehouse}, {"s3", s3Warehouse}} {
+		t.Run(tc.name, func(t *testing.T) { testDeletedRows(t, tc.open(t)) })
+	}
+}
+
+func testDeletedRows(t *testing.T, w warehouse) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	w := localWarehouseAt(t, dir)
-	ib := icebirdHarness(t, "")
+	ib := icebirdHarness(t, w.proxy)
 	name := lake.TableName{Namespace: "gen", Name: "deleted"}
 	tbl, err := w.lake.CreateTable(ctx, name, genSchema,
 		lake.CreateSpec{TimeColumn: "time", SeriesKey: []string{"site", "device"}, Partition: lake.Day})
@@ -130,7 +138,7 @@ func TestDeletedRowsReadByIndependentReaders(t *testing.T) {
 	del := func(p rowPredicate) deleteReport {
 		t.Helper()
 		var rep deleteReport
-		runTimelake(t, dir, &rep, append([]string{"tables", "delete", name.String(), "--yes", "--json"}, p.args()...)...)
+		runTimelake(t, w.env, &rep, append([]string{"tables", "delete", name.String(), "--yes", "--json"}, p.args()...)...)
 		wantRows := int64(len(all) - len(without(all, p)))
 		wantRewritten, wantDropped := filesHit(p)
 		if rep.Rows != wantRows || rep.Rewritten != wantRewritten || rep.Dropped != wantDropped || rep.SnapshotID == nil {
@@ -162,7 +170,7 @@ func TestDeletedRowsReadByIndependentReaders(t *testing.T) {
 	rollback := func(d deleteReport) {
 		t.Helper()
 		var undo rollbackReport
-		runTimelake(t, dir, &undo, "tables", "rollback", name.String(), strconv.FormatInt(*d.SnapshotID, 10), "--json")
+		runTimelake(t, w.env, &undo, "tables", "rollback", name.String(), strconv.FormatInt(*d.SnapshotID, 10), "--json")
 		if undo.Delete != *d.SnapshotID || undo.Rows != d.Rows || undo.SnapshotID == nil {
 			t.Fatalf("rollback: %+v; want the %d rows of snapshot %d restored in a snapshot", undo, d.Rows, *d.SnapshotID)
 		}

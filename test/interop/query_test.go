@@ -26,17 +26,16 @@ func tablesShow(t *testing.T, uri string, n lake.TableName) string {
 	var d struct {
 		MetadataLocation string `json:"metadata_location"`
 	}
-	runTimelake(t, uri, &d, "tables", "show", n.String(), "--json")
+	runTimelake(t, map[string]string{"TIMELAKE_WAREHOUSE": uri}, &d, "tables", "show", n.String(), "--json")
 	return d.MetadataLocation
 }
 
-// runTimelake runs the timelake CLI with TIMELAKE_WAREHOUSE=uri
-// (catalog-free), failing the test unless it exits 0, and decodes its
-// stdout (one JSON document) into out.
-func runTimelake(t *testing.T, uri string, out any, args ...string) {
+// runTimelake runs the timelake CLI in the environment env (its only
+// variables), failing the test unless it exits 0, and decodes its stdout
+// (one JSON document) into out.
+func runTimelake(t *testing.T, env map[string]string, out any, args ...string) {
 	t.Helper()
 	ios, stdout, stderr := iostreams.Test()
-	env := map[string]string{"TIMELAKE_WAREHOUSE": uri}
 	code := commands.Execute(context.Background(), args, ios,
 		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if code != 0 {
