@@ -85,6 +85,9 @@ type warehouse struct {
 	uri     string
 	// own is the folder of timelake's own files in a table.
 	own string
+	// env is the environment of the timelake CLI for this warehouse
+	// (catalog-free): TIMELAKE_WAREHOUSE and the S3 settings.
+	env map[string]string
 }
 
 func localWarehouse(t *testing.T) warehouse {
@@ -103,7 +106,7 @@ func localWarehouseAt(t *testing.T, dir string) warehouse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return warehouse{lake: l, landing: st, own: "metadata/"}
+	return warehouse{lake: l, landing: st, own: "metadata/", env: map[string]string{"TIMELAKE_WAREHOUSE": dir}}
 }
 
 func s3Warehouse(t *testing.T) warehouse {
@@ -111,14 +114,17 @@ func s3Warehouse(t *testing.T) warehouse {
 	srv := s3test.FromEnv(t)
 	client := srv.Client(t)
 	lakeBucket, landingBucket := srv.NewBucket(t), srv.NewBucket(t)
-	l, err := lake.Open(context.Background(), "s3://"+lakeBucket+"/warehouse", lake.Options{S3: client, Logger: quiet})
+	uri := "s3://" + lakeBucket + "/warehouse"
+	l, err := lake.Open(context.Background(), uri, lake.Options{S3: client, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := httptest.NewServer(S3Proxy{Client: client})
 	t.Cleanup(ps.Close)
 	return warehouse{lake: l, landing: storage.NewS3Store(client, landingBucket, "", storage.S3StoreOptions{}),
-		s3: client, proxy: ps.URL, own: "metadata/"}
+		s3: client, proxy: ps.URL, own: "metadata/", env: map[string]string{"TIMELAKE_WAREHOUSE": uri,
+			"AWS_ENDPOINT_URL_S3": srv.Endpoint, "AWS_REGION": srv.Region,
+			"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey}}
 }
 
 // restWarehouse is a table bucket of its own in the test REST catalog.

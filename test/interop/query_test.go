@@ -23,20 +23,27 @@ import (
 // uri (catalog-free) and returns its metadata_location.
 func tablesShow(t *testing.T, uri string, n lake.TableName) string {
 	t.Helper()
-	ios, out, errOut := iostreams.Test()
-	env := map[string]string{"TIMELAKE_WAREHOUSE": uri}
-	code := commands.Execute(context.Background(), []string{"tables", "show", n.String(), "--json"}, ios,
-		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if code != 0 {
-		t.Fatalf("tables show: exit %d: %s", code, errOut)
-	}
 	var d struct {
 		MetadataLocation string `json:"metadata_location"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &d); err != nil {
-		t.Fatal(err)
-	}
+	runTimelake(t, map[string]string{"TIMELAKE_WAREHOUSE": uri}, &d, "tables", "show", n.String(), "--json")
 	return d.MetadataLocation
+}
+
+// runTimelake runs the timelake CLI in the environment env (its only
+// variables), failing the test unless it exits 0, and decodes its stdout
+// (one JSON document) into out.
+func runTimelake(t *testing.T, env map[string]string, out any, args ...string) {
+	t.Helper()
+	ios, stdout, stderr := iostreams.Test()
+	code := commands.Execute(context.Background(), args, ios,
+		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if code != 0 {
+		t.Fatalf("timelake %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("timelake %s: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
 }
 
 // TestQueryRecipes: docs/query.md's runnable recipes.
