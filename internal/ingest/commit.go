@@ -66,7 +66,7 @@ func (r *runner) commit(ctx context.Context, items []*item) (finish func() error
 		g.SetLimit(8)
 		for i, it := range pending {
 			g.Go(func() error {
-				if err := r.finish(gctx, it, results[i]); err != nil {
+				if err := r.deleteCommitted(gctx, it, results[i]); err != nil {
 					return err
 				}
 				it.done = true
@@ -91,11 +91,11 @@ func (r *runner) recordItem(it *item) {
 	r.record(it.res)
 }
 
-// finish completes a committed item: delete the landing object, or settle a
+// deleteCommitted completes a committed item: delete the landing object, or settle a
 // batch that another writer committed first.
-func (r *runner) finish(ctx context.Context, it *item, ar lake.AppendResult) error {
+func (r *runner) deleteCommitted(ctx context.Context, it *item, ar lake.AppendResult) error {
 	if ar.Duplicate {
-		res, err := r.settleLoaded(ctx, it.res, it.src, *ar.Existing)
+		res, err := r.alreadyLoaded(ctx, it.res, it.src, *ar.Existing)
 		if err != nil {
 			return err
 		}

@@ -130,7 +130,7 @@ func unlistedFix(st storage.Store, g storage.Unlisted) string {
 // load loads files in the order given: one by one until the table exists
 // (the first file that decodes creates it), then through the pipeline.
 func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
-	files, err := r.settle(ctx, files)
+	files, err := r.holdIncomplete(ctx, files)
 	if err != nil {
 		return err
 	}
@@ -166,13 +166,13 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	return r.pipeline(ctx, append(deferred, files[i:]...))
 }
 
-// settle holds back the files of a local folder that may still be being
-// written: those modified within the settle time (landing.Settle.ByAge;
+// holdIncomplete holds back the files of a local folder that may still be being
+// written: those modified within the holdIncomplete time (landing.Settle.ByAge;
 // the rest of the rule applies once a file is read, in prepare). It waits
 // for those complete within MaxSettleWait (not in a dry run), looks at them
 // again and keeps those that did not change meanwhile; the others are
 // reported as waiting at the end of the run and stay for a later one.
-func (r *runner) settle(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
+func (r *runner) holdIncomplete(ctx context.Context, files []storage.ObjectInfo) ([]storage.ObjectInfo, error) {
 	if r.complete.Time <= 0 {
 		return files, nil
 	}

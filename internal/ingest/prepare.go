@@ -88,7 +88,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			return it
 		}
 		if ok {
-			it.res, it.err = r.settleLoaded(ctx, it.res, d, b)
+			it.res, it.err = r.alreadyLoaded(ctx, it.res, d, b)
 			it.done = true
 			return it
 		}

@@ -38,10 +38,10 @@ func (r *runner) record(res FileResult) {
 	}
 }
 
-// settleLoaded handles a key whose batch id is already committed: the same
+// alreadyLoaded handles a key whose batch id is already committed: the same
 // content is a retry (delete it); different content is quarantined, since
 // corrections must come as new files.
-func (r *runner) settleLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
+func (r *runner) alreadyLoaded(ctx context.Context, res FileResult, d *download, b lake.BatchInfo) (FileResult, error) {
 	if reason := differs(b.Summary, d); reason != "" {
 		if was, ok := grewSince(b.Summary, d); ok {
 			return r.reject(ctx, res, d, &otherContentError{fmt.Sprintf("%s was loaded in snapshot %d while it was still being written: it has grown since (%d bytes then, the same bytes and %d more now), and the rows written after the load are not in the table; load them as a new file with a new key, and give writers that pause longer a longer --settle-time or --open-end-settle-time (docs/ingest.md)",

@@ -176,7 +176,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	}
 	if w.sc == nil {
 		w.sc = recs[0].Schema()
-		plan, c, err := planBatch(w.v.head.write.CurrentSchema(), w.v.arrowSc, w.v.head.write.LastColumnID(), w.sc)
+		plan, c, err := planBatch(w.v.meta.write.CurrentSchema(), w.v.arrowSc, w.v.meta.write.LastColumnID(), w.sc)
 		if err != nil {
 			return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 		}
@@ -240,7 +240,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 // Prepared returns the batch of every Write so far, to Commit (or Discard).
 func (w *BatchWriter) Prepared() *Prepared {
 	props := iceberg.Properties{SummaryBatchID: w.batchID}
-	if newest, ok := maxRowTime(w.files, w.v.head.write.CurrentSchema(), w.v.contract.TimeColumn); ok {
+	if newest, ok := maxRowTime(w.files, w.v.meta.write.CurrentSchema(), w.v.contract.TimeColumn); ok {
 		props[SummaryMaxRowTime] = newest.Format(time.RFC3339Nano)
 	}
 	for k, val := range w.summary {
@@ -312,7 +312,7 @@ func checkRequired(r arrow.RecordBatch) error {
 // order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
 	sorted := newSortedRows
-	if readDedup(v.head.props()) {
+	if readDedup(v.meta.props()) {
 		sorted = newNewestRows // one row of each key (dedupe.go)
 	}
 	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs,
@@ -429,7 +429,7 @@ type appendAttempt struct {
 	changes map[string][]string
 }
 
-func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	// Settle the batches already in the ancestry: committed since the last
 	// load by another writer, or by one of our own attempts.
@@ -504,7 +504,7 @@ func (m *appendMutation) build(ctx context.Context, base *head, v versionRef, at
 // with the merged schema made current) and the batches that fit it; those
 // that do not are settled with AppendResult.SchemaConflict. The changes
 // each batch makes are recorded in a for its result.
-func (m *appendMutation) evolve(a *appendAttempt, base *head, pending []*Prepared) (*head, []*Prepared, error) {
+func (m *appendMutation) evolve(a *appendAttempt, base *indexedMetadata, pending []*Prepared) (*indexedMetadata, []*Prepared, error) {
 	a.changes = map[string][]string{}
 	cur := base.write.CurrentSchema()
 	last := base.write.LastColumnID()
@@ -549,11 +549,11 @@ func (m *appendMutation) settle(p *Prepared, s *table.Snapshot) *AppendResult {
 	return r
 }
 
-// finish deletes what the losing attempts wrote (manifest lists and their
+// cleanUp deletes what the losing attempts wrote (manifest lists and their
 // own manifests) and the data files of the batches not committed by us.
 // With an unknown outcome every file is kept: it may be referenced (orphan
 // file removal takes what turns out not to be).
-func (m *appendMutation) finish(ctx context.Context, won int, unknown bool) {
+func (m *appendMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 	t := m.t
 	if won == 0 && !unknown {
 		// Batches found under our own snapshot ids although no attempt is

@@ -72,7 +72,7 @@ func (t *Table) commitTransaction(ctx context.Context, stage func(*table.Transac
 // stageTransaction runs stage on an iceberg-go transaction over base
 // (whose metadata is at baseLoc) and returns the next version as the
 // commit protocol writes it.
-func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string, stage func(*table.Transaction) error) (*head, []byte, error) {
+func (t *Table) stageTransaction(ctx context.Context, base *indexedMetadata, baseLoc string, stage func(*table.Transaction) error) (*indexedMetadata, []byte, error) {
 	meta, err := base.metadata()
 	if err != nil {
 		return nil, nil, err
@@ -86,7 +86,7 @@ func (t *Table) stageTransaction(ctx context.Context, base *head, baseLoc string
 }
 
 // capture runs txn's commit against c and returns the next version.
-func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*head, []byte, error) {
+func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*indexedMetadata, []byte, error) {
 	if _, err := txn.Commit(ctx); !errors.Is(err, errCaptured) {
 		if err == nil {
 			return nil, nil, errNothingToCommit

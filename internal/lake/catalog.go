@@ -31,11 +31,11 @@ type catalog interface {
 	// latest returns the newest version of table n, parsed by parse
 	// (parseHead validates it whole; indexHead only indexes it), and
 	// where it is. ErrTableNotFound when the table has no version.
-	latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, versionRef, error)
+	latest(ctx context.Context, n TableName, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error)
 	// commit makes the version w.change makes of w.base (at w.bv) the
 	// newest version of n, on the condition that nothing the mutation
 	// checked on the base changed meanwhile: the file catalog applies the
-	// change to the base (head.apply; it records the version it wrote in
+	// change to the base (indexedMetadata.apply; it records the version it wrote in
 	// w.next and w.body), a REST catalog sends its updates and
 	// requirements. It returns the committed version as the catalog holds
 	// it, and the location of the version the change was applied to: the
@@ -52,7 +52,7 @@ type catalog interface {
 	// was not learnt, is part of the history of newest (at nv): the
 	// version the Table then holds, or nil. final reports that a w that
 	// did not land never will (its files may go).
-	landed(ctx context.Context, n TableName, newest *head, nv versionRef, w attemptWrite) (hold *committedVersion, final bool, err error)
+	landed(ctx context.Context, n TableName, newest *indexedMetadata, nv versionRef, w attemptWrite) (hold *committedVersion, final bool, err error)
 	// create makes meta (body: its encoding) the first version of table
 	// n. ErrTableExists when the table exists.
 	create(ctx context.Context, n TableName, meta table.Metadata, body []byte) (committedVersion, error)
@@ -80,7 +80,7 @@ type versionRef struct {
 
 // committedVersion is a version of a table and where it is.
 type committedVersion struct {
-	head *head
+	meta *indexedMetadata
 	ref  versionRef
 }
 
@@ -192,7 +192,7 @@ func (l *Lake) listedBelow(n TableName, v int) []int {
 }
 
 // readVersion reads vN.metadata.json and parses it with parse.
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*head, error)) (*head, error) {
+func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, error) {
 	return l.readMetadataFile(ctx, n, l.metadataLocation(n, version), parse)
 }
 
@@ -200,7 +200,7 @@ func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse 
 // metadata folder (a version the metadata-log names, one a catalog
 // committed), and parses it with parse. A URI outside that folder is
 // refused: it comes from a table's metadata, which is not trusted.
-func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, parse func([]byte) (*head, error)) (*head, error) {
+func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, error) {
 	name, ok := strings.CutPrefix(uri, l.tableLocation(n)+"/metadata/")
 	if !ok || name == "" || strings.Contains(name, "/") || !strings.HasSuffix(name, ".metadata.json") {
 		return nil, fmt.Errorf("read metadata of %s: %s is not a metadata file of the table's folder %s/metadata/", n, uri, l.tableLocation(n))
@@ -217,7 +217,7 @@ func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, pa
 	return h, nil
 }
 
-func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*head, error)) (*head, versionRef, error) {
+func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error) {
 	l := c.l
 	for range 5 {
 		v, err := l.latestVersion(ctx, n)
@@ -267,7 +267,7 @@ func (c metadataFiles) commit(ctx context.Context, n TableName, w *attemptWrite)
 	case verdictCommitted:
 		ref := versionRef{n: v, location: l.metadataLocation(n, v)}
 		l.remember(n, ref, next)
-		return committedVersion{head: next, ref: ref}, bv.location, nil
+		return committedVersion{meta: next, ref: ref}, bv.location, nil
 	case verdictUnknown:
 		return committedVersion{}, "", fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 	}
@@ -289,7 +289,7 @@ func (c metadataFiles) put(ctx context.Context, n TableName, v int, body []byte)
 // version holds exactly its body (the SDK's retry of a conditional PUT
 // that succeeded reads 412), and is part of the history (verifyNewest); a
 // write above the newest version may still land (a delayed request).
-func (c metadataFiles) landed(ctx context.Context, n TableName, _ *head, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+func (c metadataFiles) landed(ctx context.Context, n TableName, _ *indexedMetadata, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
 	v := w.bv.n + 1
 	if v > nv.n {
 		return nil, false, nil
@@ -303,7 +303,7 @@ func (c metadataFiles) landed(ctx context.Context, n TableName, _ *head, nv vers
 	}
 	switch verdict, err := c.verifyNewest(ctx, n, v, w.next, w.body); verdict {
 	case verdictCommitted:
-		return &committedVersion{head: w.next, ref: versionRef{n: v, location: c.l.metadataLocation(n, v)}}, true, nil
+		return &committedVersion{meta: w.next, ref: versionRef{n: v, location: c.l.metadataLocation(n, v)}}, true, nil
 	case verdictUnknown:
 		return nil, false, fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 	}
@@ -372,7 +372,7 @@ const (
 // is neither is deleted again (verdictZombie): nobody builds on a version
 // that is not the newest. verdictUnknown when v+1 cannot be read (error
 // returned).
-func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, next *head, body []byte) (verdict, error) {
+func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, next *indexedMetadata, body []byte) (verdict, error) {
 	l := c.l
 	newest, err := l.latestVersion(ctx, n)
 	if err != nil {
@@ -421,7 +421,7 @@ func (c metadataFiles) create(ctx context.Context, n TableName, _ table.Metadata
 	}
 	l.writeVersionHint(ctx, n, 1)
 	h, ref, err := c.latest(ctx, n, parseHead)
-	return committedVersion{head: h, ref: ref}, err
+	return committedVersion{meta: h, ref: ref}, err
 }
 
 // tables lists <ns>/<table> folders that hold a metadata/v*.metadata.json.

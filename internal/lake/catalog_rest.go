@@ -180,7 +180,7 @@ func restPermanent(err error) bool {
 // files of a table are found from that location.
 var errForeignLocation = errors.New("not at the location timelake gives its tables")
 
-func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*head, error)) (*head, versionRef, error) {
+func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
 		return nil, versionRef{}, err
@@ -206,7 +206,7 @@ func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*
 
 // headOfMetadata indexes metadata the catalog's client parsed (and
 // validated) already.
-func headOfMetadata(meta table.Metadata) (*head, error) {
+func headOfMetadata(meta table.Metadata) (*indexedMetadata, error) {
 	body, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("encode metadata: %w", err)
@@ -255,12 +255,12 @@ func (c *restCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) 
 	}
 	ref := versionRef{n: versionOfLocation(loc), location: loc}
 	c.l.remember(n, ref, h)
-	return committedVersion{head: h, ref: ref}, previousLocation(h), nil
+	return committedVersion{meta: h, ref: ref}, previousLocation(h), nil
 }
 
 // previousLocation is the last entry of a version's metadata-log: the
 // version it was built on ("" when the log is empty).
-func previousLocation(h *head) string {
+func previousLocation(h *indexedMetadata) string {
 	var log []table.MetadataLogEntry
 	if unmarshalOptional(h.get("metadata-log"), &log) != nil || len(log) == 0 {
 		return ""
@@ -273,16 +273,16 @@ func previousLocation(h *head) string {
 // land any more once the main branch moved from where it asserted it
 // (assert-ref-snapshot-id); other commits may (a request the catalog still
 // works on), so their files stay.
-func (c *restCatalog) landed(_ context.Context, _ TableName, newest *head, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+func (c *restCatalog) landed(_ context.Context, _ TableName, newest *indexedMetadata, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
 	if w.change.heldBy(newest, w.base) {
-		return &committedVersion{head: newest, ref: nv}, true, nil
+		return &committedVersion{meta: newest, ref: nv}, true, nil
 	}
 	final := len(w.change.snapshots) > 0 && mainSnapshot(newest) != mainSnapshot(w.base)
 	return nil, final, nil
 }
 
 // mainSnapshot is the main branch's snapshot id; -1 without one.
-func mainSnapshot(h *head) int64 {
+func mainSnapshot(h *indexedMetadata) int64 {
 	if h.current < 0 {
 		return -1
 	}
@@ -327,7 +327,7 @@ func (c *restCatalog) create(ctx context.Context, n TableName, meta table.Metada
 	}
 	ref := versionRef{n: versionOfLocation(tbl.MetadataLocation()), location: tbl.MetadataLocation()}
 	c.l.remember(n, ref, h)
-	return committedVersion{head: h, ref: ref}, nil
+	return committedVersion{meta: h, ref: ref}, nil
 }
 
 // tables lists the tables of every top-level namespace.

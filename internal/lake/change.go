@@ -21,8 +21,8 @@ import (
 // manifests and manifest lists of the snapshots it adds: producer.go), and
 // the catalog commits it (catalog.commit): a REST catalog sends updates on
 // requirements as they are; the file catalog writes the metadata apply
-// gives on the base (spliced into the base's JSON: head.withSnapshots and
-// head.edit, so that a commit does not re-encode the table's history).
+// gives on the base (spliced into the base's JSON: indexedMetadata.withSnapshots and
+// indexedMetadata.edit, so that a commit does not re-encode the table's history).
 type change struct {
 	// schema, when set, is added and made current before the snapshots
 	// (add-schema, set-current-schema).
@@ -122,10 +122,10 @@ func (c *change) mainTo() *int64 {
 var errInvalidChange = errors.New("invalid table change")
 
 // apply returns the version c makes of h, and its encoding: h's JSON with
-// the snapshots spliced in (head.withSnapshots, after head.withSchema), or
-// edited (head.edit), baseLocation (h's own file) added to the
+// the snapshots spliced in (indexedMetadata.withSnapshots, after indexedMetadata.withSchema), or
+// edited (indexedMetadata.edit), baseLocation (h's own file) added to the
 // metadata-log. h is unchanged.
-func (h *head) apply(c *change, baseLocation string) (*head, []byte, error) {
+func (h *indexedMetadata) apply(c *change, baseLocation string) (*indexedMetadata, []byte, error) {
 	switch {
 	case c.empty():
 		return nil, nil, fmt.Errorf("%w: it changes nothing", errInvalidChange)
@@ -178,7 +178,7 @@ func idSet(ids []int64) map[int64]bool {
 // set-snapshot-ref for the main branch (its other settings as base has
 // them), set-properties and remove-properties. The metadata-log, the
 // snapshot-log and the timestamps are the catalog's to write.
-func (c *change) updates(base *head) ([]table.Update, error) {
+func (c *change) updates(base *indexedMetadata) ([]table.Update, error) {
 	var us []table.Update
 	if c.schema != nil {
 		us = append(us, table.NewAddSchemaUpdate(c.schema), table.NewSetCurrentSchemaUpdate(-1))
@@ -214,7 +214,7 @@ func (c *change) updates(base *head) ([]table.Update, error) {
 // id and its default partition spec (what data files were written with).
 // A change that removes snapshots also asserts every other ref of base (a
 // snapshot a ref moved to meanwhile must not go).
-func (c *change) requirements(base *head) ([]table.Requirement, error) {
+func (c *change) requirements(base *indexedMetadata) ([]table.Requirement, error) {
 	m := base.write
 	var main *int64
 	if id := mainSnapshot(base); id >= 0 {
@@ -247,7 +247,7 @@ func (c *change) requirements(base *head) ([]table.Requirement, error) {
 // added is there with its manifest list; when c added none, the snapshots
 // it removed are gone, the main branch is where it put it, and the
 // properties hold what it set and lack what it removed.
-func (c *change) heldBy(newest, base *head) bool {
+func (c *change) heldBy(newest, base *indexedMetadata) bool {
 	if len(c.snapshots) > 0 {
 		for i := range c.snapshots {
 			s := &c.snapshots[i]
@@ -285,7 +285,7 @@ func (c *change) heldBy(newest, base *head) bool {
 }
 
 // refs are h's snapshot references by name.
-func (h *head) refs() (map[string]table.SnapshotRef, error) {
+func (h *indexedMetadata) refs() (map[string]table.SnapshotRef, error) {
 	var refs map[string]table.SnapshotRef
 	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
 		return nil, fmt.Errorf("refs: %w", err)

@@ -52,12 +52,12 @@ type mutation interface {
 	//     commit ends without a write;
 	//   - any other error when a requirement no longer holds or I/O
 	//     failed: the commit gives up with that error.
-	build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error)
-	// finish runs once when the commit ends: won is the attempt whose
+	build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error)
+	// cleanUp runs once when the commit ends: won is the attempt whose
 	// version was committed (0 for none), unknown reports that some
 	// attempt's outcome could not be learnt (its files must then be kept:
 	// they may be referenced). It deletes what the other attempts wrote.
-	finish(ctx context.Context, won int, unknown bool)
+	cleanUp(ctx context.Context, won int, unknown bool)
 }
 
 // errNothingToCommit ends a commit whose change base already holds.
@@ -86,9 +86,9 @@ type commitResult struct {
 // the attempt.
 type attemptWrite struct {
 	bv      versionRef
-	base    *head
+	base    *indexedMetadata
 	change  *change
-	next    *head
+	next    *indexedMetadata
 	body    []byte
 	attempt int
 }
@@ -99,7 +99,7 @@ type attemptWrite struct {
 // base than the requirements assert (the load history's segment list)
 // make good the overlap (Table.reconcileHistory).
 type rebase struct {
-	base    *head
+	base    *indexedMetadata
 	applied string // the location of the version the change was applied to
 }
 
@@ -112,7 +112,7 @@ type rebase struct {
 // with requirements). A lost race, and a commit whose outcome is unknown
 // (connection lost, a 5xx after the SDK's retries, a REST 5xx or timeout),
 // is retried after a backoff with jitter, up to MaxAttempts attempts; the
-// next attempt learns which it was. When it ends, m.finish deletes what
+// next attempt learns which it was. When it ends, m.cleanUp deletes what
 // the losing attempts wrote, only when no commit that may still land is
 // left (its files may be referenced). On success the Table holds the
 // committed version.
@@ -128,7 +128,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 	cat := t.lake.cat
 	var writes []attemptWrite // commits that may have landed
 	won := 0
-	defer func() { m.finish(ctx, won, len(writes) > 0) }()
+	defer func() { m.cleanUp(ctx, won, len(writes) > 0) }()
 
 	parse := parseHead
 	if lo, ok := m.(interface{ indexOnly() bool }); ok && lo.indexOnly() {
@@ -197,7 +197,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				// Earlier commits that this one makes impossible (it took
 				// their version, it moved the branch they asserted) are
 				// settled; the others may still land.
-				if _, _, still, err := t.landed(ctx, writes, cv.head, cv.ref); err == nil {
+				if _, _, still, err := t.landed(ctx, writes, cv.meta, cv.ref); err == nil {
 					writes = still
 				}
 			}
@@ -243,7 +243,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 // the newest version (base at bv): the one that landed is returned with
 // the version the Table then holds; still are the others that may yet
 // land.
-func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *head, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
+func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *indexedMetadata, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
 	for i := range writes {
 		h, final, err := t.lake.cat.landed(ctx, t.name, base, bv, writes[i])
 		if err != nil {
@@ -273,7 +273,7 @@ func isPermanent(err error) bool {
 // committed moves the Table to the version it committed and does the
 // chores that follow a commit.
 func (t *Table) committed(ctx context.Context, cv committedVersion) error {
-	if err := t.set(cv.head, cv.ref); err != nil {
+	if err := t.set(cv.meta, cv.ref); err != nil {
 		return err
 	}
 	t.afterCommit(ctx)

@@ -230,7 +230,7 @@ type liveFile struct {
 // each file's commit time: its snapshot's timestamp, or, when that snapshot
 // has expired, the earlier of the oldest snapshot's and the time seqs give
 // for its data sequence number (the file is at least that old).
-func (t *Table) liveFiles(ctx context.Context, h *head, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
+func (t *Table) liveFiles(ctx context.Context, h *indexedMetadata, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
 	cur, err := h.currentSnapshot()
 	if err != nil || cur == nil {
 		return nil, nil, err
@@ -987,7 +987,7 @@ type rewriteAttempt struct {
 	refs       []string // files of this attempt its version references
 }
 
-func (m *rewriteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+func (m *rewriteMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newReplaceProducer(t)
@@ -1069,9 +1069,9 @@ func compactionChange(groups []*CompactionGroup) fileChange {
 	return change
 }
 
-// finish deletes the manifests and lists the losing attempts wrote (the
+// cleanUp deletes the manifests and lists the losing attempts wrote (the
 // new data files of groups not committed are deleted by Compact).
-func (m *rewriteMutation) finish(ctx context.Context, won int, unknown bool) {
+func (m *rewriteMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		m.unknown = true
 		return

@@ -80,7 +80,7 @@ type partitionField struct {
 // table is written by iceberg-go's writer (its partition spec or format
 // version is not one timelake lays out).
 func newDataFileLayout(v tableView) (*dataFileLayout, error) {
-	meta := v.head.write
+	meta := v.meta.write
 	if meta.Version() != 2 {
 		return nil, nil
 	}

@@ -63,7 +63,7 @@ type boundColumn struct {
 }
 
 // boundColumns are h's time and series key columns.
-func boundColumns(h *head) []boundColumn {
+func boundColumns(h *indexedMetadata) []boundColumn {
 	sc := h.write.CurrentSchema()
 	c, err := contractFromProps(h.props(), sc)
 	if err != nil {
@@ -195,7 +195,7 @@ func bySequence(a, b liveFile) int {
 // their sizes) and its other small files, each set in data sequence order
 // (closed by construction). Groups are taken within maxBytes and the time left (fits) as
 // planCompaction takes them; deferred counts those left.
-func dedupePlan(h *head, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
+func dedupePlan(h *indexedMetadata, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
 	fits func(CompactionGroup) bool) ([]CompactionGroup, int) {
 	cols := boundColumns(h)
 	byPart := compactableByPartition(files, spec)

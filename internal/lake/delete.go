@@ -121,7 +121,7 @@ func (p DeletePredicate) Empty() bool {
 // batch's files select its rows: batchFiles). Errors: a source column no
 // row holds yet.
 func (p DeletePredicate) withBatch(v tableView) (DeletePredicate, error) {
-	col := v.head.props()[PropSourceColumn]
+	col := v.meta.props()[PropSourceColumn]
 	if p.BatchID == "" || col == "" {
 		return p, nil
 	}
@@ -278,7 +278,7 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 		return res, err
 	}
 	v := t.view()
-	h := v.head
+	h := v.meta
 	res.Version = t.Version()
 	pred, err := opts.Predicate.withBatch(v)
 	if err != nil {
@@ -489,7 +489,7 @@ func (t *Table) filterFile(ctx context.Context, v tableView, df iceberg.DataFile
 // input files removed, the files written without the matching rows added.
 // Its requirement, checked at every attempt: every input file is still
 // live (errDeleteInputGone). The files of attempts that lost are deleted
-// as a compaction's are (rewriteMutation.finish).
+// as a compaction's are (rewriteMutation.cleanUp).
 type deleteMutation struct {
 	rewriteMutation
 	predicate string
@@ -505,7 +505,7 @@ type deleteMutation struct {
 	dedupe bool
 }
 
-func (m *deleteMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+func (m *deleteMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newDeleteProducer(t)
@@ -579,7 +579,7 @@ type rowFilter struct {
 // batchFiles returns the paths of the data files the snapshot of batch
 // key added, in the current ancestry of h, when all of them are among the
 // live files; else ErrBatchNotApart, saying why.
-func batchFiles(h *head, live []liveFile, key string) (map[string]bool, error) {
+func batchFiles(h *indexedMetadata, live []liveFile, key string) (map[string]bool, error) {
 	i, ok := h.batches[key]
 	if !ok {
 		return nil, fmt.Errorf("%w: no snapshot of the current ancestry loaded %s (it expired, or the file was never loaded); %s",
@@ -618,7 +618,7 @@ type whereFilter struct {
 }
 
 func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
-	sc := v.head.write.CurrentSchema()
+	sc := v.meta.write.CurrentSchema()
 	tf, ok := sc.FindFieldByName(v.contract.TimeColumn)
 	idx := v.arrowSc.FieldIndices(v.contract.TimeColumn)
 	if !ok || len(idx) != 1 {

@@ -289,7 +289,7 @@ func mergeSchema(cur *iceberg.Schema, last int, c *schemaChange) (*iceberg.Schem
 // metadata without history, whose schemas, current-schema-id and
 // last-column-id replace h's. The snapshot index is shared with h, which
 // is unchanged.
-func (h *head) withSchema(sc *iceberg.Schema) (*head, error) {
+func (h *indexedMetadata) withSchema(sc *iceberg.Schema) (*indexedMetadata, error) {
 	b, err := table.MetadataBuilderFromBase(h.write, "")
 	if err != nil {
 		return nil, err
@@ -312,7 +312,7 @@ func (h *head) withSchema(sc *iceberg.Schema) (*head, error) {
 	if err := json.Unmarshal(enc, &top); err != nil {
 		return nil, err
 	}
-	next := &head{fields: slices.Clone(h.fields), snaps: h.snaps, byID: h.byID, batches: h.batches,
+	next := &indexedMetadata{fields: slices.Clone(h.fields), snaps: h.snaps, byID: h.byID, batches: h.batches,
 		contents: h.contents, current: h.current, lastSeq: h.lastSeq, lastUpdated: h.lastUpdated}
 	for _, k := range []string{"schemas", "current-schema-id", "last-column-id"} {
 		if top[k] == nil {
@@ -332,7 +332,7 @@ func (h *head) withSchema(sc *iceberg.Schema) (*head, error) {
 // evolvedView is v with the schema change c applied (the view data files of
 // a batch that changes the schema are written with).
 func (t *Table) evolvedView(v tableView, c *schemaChange) (tableView, error) {
-	h, err := v.head.withSchema(iceberg.NewSchemaWithIdentifiers(c.schema.ID, c.schema.IdentifierFieldIDs, c.schema.Fields()...))
+	h, err := v.meta.withSchema(iceberg.NewSchemaWithIdentifiers(c.schema.ID, c.schema.IdentifierFieldIDs, c.schema.Fields()...))
 	if err != nil {
 		return tableView{}, err
 	}
@@ -340,7 +340,7 @@ func (t *Table) evolvedView(v tableView, c *schemaChange) (tableView, error) {
 	if err != nil {
 		return tableView{}, err
 	}
-	v.head, v.arrowSc = h, sc
+	v.meta, v.arrowSc = h, sc
 	v.iceberg = table.New(t.ident(), h.dataWrite, v.iceberg.MetadataLocation(), t.fsF, readOnly{})
 	return v, nil
 }

@@ -187,9 +187,9 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 	if a, ok := m.bases[cr.Attempt]; ok && cr.Committed {
 		res.Remembered = a.remembered
 		if opts.beforeDelete != nil {
-			opts.beforeDelete(m.removed(a.head))
+			opts.beforeDelete(m.removed(a.meta))
 		}
-		n, err := t.deleteExpiredFiles(ctx, a.head, a.version, m.removed(a.head))
+		n, err := t.deleteExpiredFiles(ctx, a.meta, a.version, m.removed(a.meta))
 		res.FilesDeleted = n
 		if err != nil {
 			return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
@@ -203,7 +203,7 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 // cutoff, not among the newest retainLast of the main branch's ancestry,
 // not the head of a ref, and not in the ancestry of another branch. Oldest
 // first. It reads the snapshot index only.
-func chooseExpired(h *head, cutoff time.Time, retainLast int) ([]ExpiredSnapshot, error) {
+func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast int) ([]ExpiredSnapshot, error) {
 	var refs map[string]struct {
 		SnapshotID int64  `json:"snapshot-id"`
 		Type       string `json:"type"`
@@ -264,7 +264,7 @@ type expireMutation struct {
 }
 
 type expireAttempt struct {
-	head    *head
+	meta    *indexedMetadata
 	version versionRef
 	segment string // the load history segment it wrote, or ""
 	// replaced are the segments its history no longer names (merged into
@@ -278,7 +278,7 @@ type expireAttempt struct {
 func (m *expireMutation) indexOnly() bool { return true }
 
 // removed returns the chosen ids that base holds.
-func (m *expireMutation) removed(base *head) []int64 {
+func (m *expireMutation) removed(base *indexedMetadata) []int64 {
 	var out []int64
 	for id := range m.ids {
 		if base.snapshotIDTaken(id) {
@@ -289,7 +289,7 @@ func (m *expireMutation) removed(base *head) []int64 {
 	return out
 }
 
-func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	ids := m.removed(base)
 	if len(ids) == 0 {
@@ -317,7 +317,7 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 	now := t.lake.now()
 	window := dedupeWindow(props)
 	plan := planHistory(historySegments(props), added, now, window)
-	a := expireAttempt{head: base, version: v, remembered: len(added)}
+	a := expireAttempt{meta: base, version: v, remembered: len(added)}
 	if err := base.canRemove(idSet(ids)); err != nil {
 		return nil, err
 	}
@@ -342,12 +342,12 @@ func (m *expireMutation) build(ctx context.Context, base *head, v versionRef, at
 	return ch, nil
 }
 
-// finish deletes the load history segments written by attempts that did
+// cleanUp deletes the load history segments written by attempts that did
 // not win, and those the winner replaced: its merged segment holds their
 // keys, and a reader of an older version that misses one reads the newest
 // version's history instead (Table.fromHistory). Whatever is not deleted
 // here (a kill, an error) is left to orphan file removal.
-func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
+func (m *expireMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		return
 	}
@@ -378,7 +378,7 @@ func (m *expireMutation) finish(ctx context.Context, won int, unknown bool) {
 // manifest lists of the expired snapshots and the oldest kept one only.
 // Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
 // reads every kept snapshot's manifest list (and does not count).
-func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v versionRef, ids []int64) (int, error) {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v versionRef, ids []int64) (int, error) {
 	after, _ := t.loaded()
 	if oldest, ok := linearTail(after, pre, ids); ok {
 		return t.deleteExpiredIncremental(ctx, pre, oldest, ids)
@@ -402,7 +402,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *head, v versionRef,
 // (the main branch's ancestry, no other ref) whose oldest member's ancestors
 // include every expired snapshot, and returns that oldest kept snapshot's
 // index in after.
-func linearTail(after, pre *head, ids []int64) (int, bool) {
+func linearTail(after, pre *indexedMetadata, ids []int64) (int, bool) {
 	var refs map[string]refID
 	if err := unmarshalOptional(after.get("refs"), &refs); err != nil {
 		return 0, false
@@ -456,7 +456,7 @@ type refID struct {
 }
 
 // deleteExpiredIncremental is deleteExpiredFiles for a line of history.
-func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *head, oldestKept int, ids []int64) (int, error) {
+func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetadata, oldestKept int, ids []int64) (int, error) {
 	fs, err := t.fsF(ctx)
 	if err != nil {
 		return 0, err

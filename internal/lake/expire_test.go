@@ -170,10 +170,10 @@ func TestExpireAfterAnotherRound(t *testing.T) {
 		ctx := context.Background()
 		for _, tc := range []struct {
 			name, table string
-			delete      func(t *testing.T, tbl *Table, pre *head, expired []int64) // what the other round deletes
+			delete      func(t *testing.T, tbl *Table, pre *indexedMetadata, expired []int64) // what the other round deletes
 			fails       bool
 		}{
-			{"the expired snapshots' files", "rounda", func(t *testing.T, tbl *Table, pre *head, expired []int64) {
+			{"the expired snapshots' files", "rounda", func(t *testing.T, tbl *Table, pre *indexedMetadata, expired []int64) {
 				fs, err := tbl.fsF(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -195,12 +195,12 @@ func TestExpireAfterAnotherRound(t *testing.T) {
 					}
 				}
 			}, false},
-			{"the kept snapshot's manifest list", "roundb", func(t *testing.T, tbl *Table, _ *head, _ []int64) {
+			{"the kept snapshot's manifest list", "roundb", func(t *testing.T, tbl *Table, _ *indexedMetadata, _ []int64) {
 				fs, err := tbl.fsF(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := tbl.head.currentSnapshot()
+				s, err := tbl.meta.currentSnapshot()
 				if err != nil {
 					t.Fatal(err)
 				}

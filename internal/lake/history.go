@@ -1241,7 +1241,7 @@ type dropSegmentsMutation struct {
 	missing map[string]bool
 }
 
-func (m *dropSegmentsMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+func (m *dropSegmentsMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
 	ch := changeProperties(base.props(), nil, nil, m.t.lake.now().UnixMilli())
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		segs, refused := g.entries(base.props())
@@ -1259,12 +1259,12 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *head, _ versionRef
 	return ch, nil // empty when nothing changes: nothing to commit
 }
 
-// finish: the change writes nothing but its version.
-func (m *dropSegmentsMutation) finish(context.Context, int, bool) {}
+// cleanUp: the change writes nothing but its version.
+func (m *dropSegmentsMutation) cleanUp(context.Context, int, bool) {}
 
 // withSegments is the change of base (made at now) whose property of log
 // g names segs.
-func (g recordLog) withSegments(base *head, segs []segmentInfo, now time.Time) *change {
+func (g recordLog) withSegments(base *indexedMetadata, segs []segmentInfo, now time.Time) *change {
 	ch := changeProperties(base.props(), nil, nil, now.UnixMilli())
 	g.name(ch, base.props(), segs)
 	return ch
@@ -1314,7 +1314,7 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 // reconcileLog is reconcileHistory for the segments of log g: those the
 // version applied names and base did not are named again, those base named
 // and applied does not are dropped.
-func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *head) error {
+func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *indexedMetadata) error {
 	before := map[string]bool{}
 	for _, s := range g.segments(base.props()) {
 		before[s.name] = true
@@ -1360,7 +1360,7 @@ type reconcileSegmentsMutation struct {
 	removed map[string]bool
 }
 
-func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+func (m *reconcileSegmentsMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
 	cur := m.log.segments(base.props())
 	var keep []segmentInfo
 	named := map[string]bool{}
@@ -1381,5 +1381,5 @@ func (m *reconcileSegmentsMutation) build(_ context.Context, base *head, _ versi
 	return m.log.withSegments(base, keep, m.t.lake.now()), nil
 }
 
-// finish: the change writes nothing but its version.
-func (m *reconcileSegmentsMutation) finish(context.Context, int, bool) {}
+// cleanUp: the change writes nothing but its version.
+func (m *reconcileSegmentsMutation) cleanUp(context.Context, int, bool) {}

@@ -96,29 +96,29 @@ type Lake struct {
 
 type cachedVersion struct {
 	ref  versionRef
-	head *head
+	meta *indexedMetadata
 }
 
 // cached returns the version at ref if it is the one in the cache.
-func (l *Lake) cached(n TableName, ref versionRef) *head {
+func (l *Lake) cached(n TableName, ref versionRef) *indexedMetadata {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c, ok := l.cache[n]; ok && c.ref.location == ref.location {
-		return c.head
+		return c.meta
 	}
 	return nil
 }
 
 // remember keeps h (at ref) as the newest version of n read or written,
 // unless the cache holds a newer one.
-func (l *Lake) remember(n TableName, ref versionRef, h *head) {
+func (l *Lake) remember(n TableName, ref versionRef, h *indexedMetadata) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
 		l.cache = map[TableName]cachedVersion{}
 	}
-	if c, ok := l.cache[n]; !ok || newerVersion(ref, h, c.ref, c.head) {
-		l.cache[n] = cachedVersion{ref: ref, head: h}
+	if c, ok := l.cache[n]; !ok || newerVersion(ref, h, c.ref, c.meta) {
+		l.cache[n] = cachedVersion{ref: ref, meta: h}
 	}
 }
 
@@ -208,7 +208,7 @@ func (l *Lake) ownLocation(n TableName, name string) string {
 
 // loadLatest returns the newest version of a table and where it is,
 // parsed whole (validated) when it is read.
-func (l *Lake) loadLatest(ctx context.Context, n TableName) (*head, versionRef, error) {
+func (l *Lake) loadLatest(ctx context.Context, n TableName) (*indexedMetadata, versionRef, error) {
 	return l.cat.latest(ctx, n, parseHead)
 }
 
@@ -349,7 +349,7 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		return nil, err
 	}
 	t := &Table{lake: l, name: n}
-	if err := t.set(cv.head, cv.ref); err != nil {
+	if err := t.set(cv.meta, cv.ref); err != nil {
 		return nil, err
 	}
 	return t, nil

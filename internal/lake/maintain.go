@@ -381,7 +381,7 @@ func (st *maintenanceState) noteSequence(seq int64, at, now time.Time, coldAfter
 
 // newestCommit is the commit time of h's newest snapshot (the one that
 // took the table to its last sequence number), or now without snapshots.
-func newestCommit(h *head, now time.Time) time.Time {
+func newestCommit(h *indexedMetadata, now time.Time) time.Time {
 	var ms int64
 	for _, r := range h.snaps {
 		ms = max(ms, r.timestamp)

@@ -185,7 +185,7 @@ func protectedMetadata(rel string, v versionRef, own string) bool {
 
 // referencedFiles returns the files of the table's folder that version v
 // (h) references, relative to the table location.
-func (t *Table) referencedFiles(ctx context.Context, h *head, v versionRef) (map[string]bool, error) {
+func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versionRef) (map[string]bool, error) {
 	loc := t.lake.tableLocation(t.name) + "/"
 	rel := func(uri string) string { return strings.TrimPrefix(uri, loc) }
 	own := t.lake.cat.ownFolder()

@@ -77,7 +77,7 @@ type outcomeAttempt struct {
 // indexOnly: the properties are all an attempt needs.
 func (m *outcomesMutation) indexOnly() bool { return true }
 
-func (m *outcomesMutation) build(ctx context.Context, base *head, _ versionRef, attempt int) (*change, error) {
+func (m *outcomesMutation) build(ctx context.Context, base *indexedMetadata, _ versionRef, attempt int) (*change, error) {
 	t := m.t
 	props := base.props()
 	now := t.lake.now()
@@ -100,10 +100,10 @@ func (m *outcomesMutation) build(ctx context.Context, base *head, _ versionRef, 
 	return outcomeLog.withSegments(base, segs, now), nil
 }
 
-// finish deletes the segments written by attempts that did not win, and
+// cleanUp deletes the segments written by attempts that did not win, and
 // those the winner replaced (a reader of an older version that misses one
 // skips it). What is left (a kill, an error) is orphan file removal's.
-func (m *outcomesMutation) finish(ctx context.Context, won int, unknown bool) {
+func (m *outcomesMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 	if unknown {
 		return
 	}

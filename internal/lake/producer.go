@@ -28,7 +28,7 @@ import (
 // sequence numbers (none in format v1) and summaries.
 // The operations plan what a snapshot adds and removes (snapshots.go,
 // compact.go, retention.go) and check their conflicts; the snapshots are
-// then spliced into the metadata (head.withSnapshots).
+// then spliced into the metadata (indexedMetadata.withSnapshots).
 
 // Snapshot summary keys (Iceberg spec, "Snapshots": optional summary
 // fields, as Java and iceberg-go write them).
@@ -182,7 +182,7 @@ type removedFiles struct{ files, rows, bytes int64 }
 // deleted: each data manifest naming one of them is written again with
 // that entry DELETED and the others EXISTING, the other manifests are
 // kept as they are. refs are the manifests it wrote.
-func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO, base *head, mfs []iceberg.ManifestFile, deleted map[string]bool,
+func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO, base *indexedMetadata, mfs []iceberg.ManifestFile, deleted map[string]bool,
 	snapshotID, seq int64,
 ) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
 	for _, mf := range mfs {
@@ -250,7 +250,7 @@ type fileChange struct {
 // first, then mfs with the files it removes marked DELETED
 // (manifestsWithout). It returns the snapshot and the files it wrote
 // that the snapshot names (its manifests and manifest list).
-func (p *snapshotProducer) rewrite(ctx context.Context, base *head, parent *table.Snapshot, mfs []iceberg.ManifestFile,
+func (p *snapshotProducer) rewrite(ctx context.Context, base *indexedMetadata, parent *table.Snapshot, mfs []iceberg.ManifestFile,
 	snapshotID int64, attempt int, change fileChange,
 ) (table.Snapshot, []string, error) {
 	seq := base.sequenceAfter(1)
@@ -518,7 +518,7 @@ func partitionKey(p map[int]any) string {
 
 // newSnapshotID returns a random positive snapshot id used by no snapshot of
 // h and by none in taken (collisions are 1 in 2^63 per id: retried).
-func newSnapshotID(h *head, taken map[string]int64) int64 {
+func newSnapshotID(h *indexedMetadata, taken map[string]int64) int64 {
 	for {
 		id := rand.Int64()
 		if id == 0 || h.snapshotIDTaken(id) {

@@ -37,9 +37,9 @@ type propertiesMutation struct {
 	unset []string
 }
 
-func (m *propertiesMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+func (m *propertiesMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
 	return changeProperties(base.props(), m.set, m.unset, m.t.lake.now().UnixMilli()), nil
 }
 
-// finish: a property change writes nothing but its version.
-func (m *propertiesMutation) finish(context.Context, int, bool) {}
+// cleanUp: a property change writes nothing but its version.
+func (m *propertiesMutation) cleanUp(context.Context, int, bool) {}

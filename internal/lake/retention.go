@@ -93,7 +93,7 @@ func (p retentionPlan) partitions() []string { return slices.Sorted(maps.Keys(p.
 
 // retentionPlan finds the live data files of h's current snapshot whose
 // partition ends at or before cutoff.
-func (t *Table) retentionPlan(ctx context.Context, h *head, cutoff time.Time) (retentionPlan, error) {
+func (t *Table) retentionPlan(ctx context.Context, h *indexedMetadata, cutoff time.Time) (retentionPlan, error) {
 	plan := retentionPlan{files: map[string]bool{}, parts: map[string]bool{}}
 	files, _, err := t.liveFiles(ctx, h, nil)
 	if err != nil {
@@ -179,7 +179,7 @@ func partitionEnd(spec iceberg.PartitionSpec, timeID int, partition map[int]any)
 // planned again on the newest version at every attempt. Its snapshot is
 // written by a delete producer (snapshotProducer.rewrite), and the files
 // of attempts that lost are deleted as a compaction's are
-// (rewriteMutation.finish).
+// (rewriteMutation.cleanUp).
 type retentionMutation struct {
 	rewriteMutation
 	cutoff    time.Time
@@ -187,7 +187,7 @@ type retentionMutation struct {
 	plans     map[int]retentionPlan
 }
 
-func (m *retentionMutation) build(ctx context.Context, base *head, v versionRef, attempt int) (*change, error) {
+func (m *retentionMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newDeleteProducer(t)

@@ -47,7 +47,7 @@ type rollbackMutation struct {
 	expected *int64
 }
 
-func (m *rollbackMutation) build(_ context.Context, base *head, _ versionRef, _ int) (*change, error) {
+func (m *rollbackMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
 	var cur *int64
 	if base.current >= 0 {
 		id := base.snaps[base.current].id
@@ -68,8 +68,8 @@ func (m *rollbackMutation) build(_ context.Context, base *head, _ versionRef, _ 
 	return rollBack(m.target, ms), nil
 }
 
-// finish: a rollback writes nothing but its version.
-func (m *rollbackMutation) finish(context.Context, int, bool) {}
+// cleanUp: a rollback writes nothing but its version.
+func (m *rollbackMutation) cleanUp(context.Context, int, bool) {}
 
 func formatOptionalID(id *int64) string {
 	if id == nil {

@@ -30,7 +30,7 @@ const stageConcurrency = 16
 // v3 asks for row ids (row lineage: first-row-id of manifests and data
 // files, next-row-id), which neither stage nor Prepare assign; a table
 // stored elsewhere cannot be reached (ErrOutsideTable).
-func (t *Table) canStage(h *head, ps []*Prepared) error {
+func (t *Table) canStage(h *indexedMetadata, ps []*Prepared) error {
 	meta := h.write
 	if v := meta.Version(); v != 1 && v != 2 {
 		return fmt.Errorf("table %s: appends to format-version %d tables are not supported (row lineage)", t.name, v)
@@ -50,7 +50,7 @@ func (t *Table) canStage(h *head, ps []*Prepared) error {
 
 // currentSpecOnly reports whether every data file of ps was written with
 // the default partition spec of h.
-func currentSpecOnly(h *head, ps []*Prepared) bool {
+func currentSpecOnly(h *indexedMetadata, ps []*Prepared) bool {
 	spec := int32(h.write.DefaultPartitionSpec())
 	for _, p := range ps {
 		for _, df := range p.files {
@@ -84,7 +84,7 @@ func filesBySpec(files []iceberg.DataFile) (specs []int32, by map[int32][]iceber
 
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
-// snapshots to commit in one metadata write (head.withSnapshots).
+// snapshots to commit in one metadata write (indexedMetadata.withSnapshots).
 //
 // Per batch it writes one manifest of its data files per partition spec
 // they were written with (ADDED entries; once per Commit, reused by later
@@ -103,7 +103,7 @@ func filesBySpec(files []iceberg.DataFile) (specs []int32, by map[int32][]iceber
 // manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
-func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *head, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
+func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *indexedMetadata, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
 	meta := h.write
 	spec := meta.PartitionSpec()
 	props := meta.Properties()

@@ -21,8 +21,8 @@ type Table struct {
 	lake *Lake
 	name TableName
 
-	mu       sync.RWMutex // guards the fields below
-	head     *head        // the loaded version: its fields, snapshot index and write metadata
+	mu       sync.RWMutex     // guards the fields below
+	meta     *indexedMetadata // the loaded version: its fields, snapshot index and write metadata
 	version  versionRef
 	contract Contract
 	arrowSc  *arrow.Schema
@@ -36,7 +36,7 @@ type Table struct {
 	lastManifests []iceberg.ManifestFile
 }
 
-func (t *Table) set(h *head, version versionRef) error {
+func (t *Table) set(h *indexedMetadata, version versionRef) error {
 	props, schema := h.write.Properties(), h.write.CurrentSchema()
 	if err := checkFormatVersion(props); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
@@ -51,19 +51,19 @@ func (t *Table) set(h *head, version versionRef) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.head, t.version, t.contract, t.arrowSc = h, version, c, sc
+	t.meta, t.version, t.contract, t.arrowSc = h, version, c, sc
 	return nil
 }
 
-func (t *Table) loaded() (*head, versionRef) {
+func (t *Table) loaded() (*indexedMetadata, versionRef) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.head, t.version
+	return t.meta, t.version
 }
 
 // tableView is a consistent read of a Table's state.
 type tableView struct {
-	head     *head
+	meta     *indexedMetadata
 	arrowSc  *arrow.Schema
 	contract Contract
 	iceberg  *table.Table // for writing data files (table.WriteRecords) only
@@ -72,12 +72,12 @@ type tableView struct {
 func (t *Table) view() tableView {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return tableView{head: t.head, arrowSc: t.arrowSc, contract: t.contract,
+	return tableView{meta: t.meta, arrowSc: t.arrowSc, contract: t.contract,
 		// The metadata without history: iceberg-go copies every snapshot
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.head.dataWrite, t.version.location, t.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.meta.dataWrite, t.version.location, t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -92,7 +92,7 @@ func (t *Table) Metadata() table.Metadata {
 	return t.metadataOf(h)
 }
 
-func (t *Table) metadataOf(h *head) table.Metadata {
+func (t *Table) metadataOf(h *indexedMetadata) table.Metadata {
 	meta, err := h.metadata()
 	if err != nil {
 		panic(fmt.Sprintf("internal error: table %s: metadata written by this process does not parse: %v", t.name, err))
@@ -159,7 +159,7 @@ func (t *Table) Iceberg() *table.Table {
 // newerVersion reports whether version a (ha) is newer than b (hb): by
 // number when both have one, else by last-sequence-number and then
 // last-updated-ms (a REST catalog's files need not be numbered).
-func newerVersion(a versionRef, ha *head, b versionRef, hb *head) bool {
+func newerVersion(a versionRef, ha *indexedMetadata, b versionRef, hb *indexedMetadata) bool {
 	if a.n > 0 && b.n > 0 {
 		return a.n > b.n
 	}

@@ -136,7 +136,7 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 		defer cancel()
 		t.removeFiles(cctx, paths)
 	}()
-	dedupe := readDedup(v.head.props())
+	dedupe := readDedup(v.meta.props())
 	var matched int64
 	for _, e := range removed {
 		df := e.DataFile()
@@ -293,7 +293,7 @@ type undoMutation struct {
 	rows     int64
 }
 
-func (m *undoMutation) build(ctx context.Context, base *head, _ versionRef, attempt int) (*change, error) {
+func (m *undoMutation) build(ctx context.Context, base *indexedMetadata, _ versionRef, attempt int) (*change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newSnapshotProducer(t, table.OpAppend)

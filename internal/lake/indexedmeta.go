@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// head is one version of a table's metadata (vN.metadata.json) in the form
+// indexedMetadata is one version of a table's metadata (vN.metadata.json) in the form
 // the ingest path needs: the file's top-level fields as JSON, an index of
 // its snapshots (id, parent, batch id and where each one's JSON is), and the
 // metadata without history (withoutHistory) for schemas, specs and
@@ -24,8 +24,8 @@ import (
 // history: memory and time per commit stay nearly independent of the
 // table's age. The full iceberg-go metadata is parsed on demand (metadata).
 //
-// A head is immutable once built; metadata caches its parse.
-type head struct {
+// A indexedMetadata is immutable once built; metadata caches its parse.
+type indexedMetadata struct {
 	fields []field // top-level members, in file order
 
 	snaps   []snapRef      // every snapshot, in file order
@@ -79,11 +79,11 @@ type lightSnapshot struct {
 
 // parseHead reads a vN.metadata.json. It parses the full metadata once as
 // well (iceberg-go's validation, and the metadata callers may ask for),
-// which the head keeps until the next commit replaces it.
+// which the indexedMetadata keeps until the next commit replaces it.
 //
 // Errors: the body is not valid table metadata (Iceberg spec, "Table
 // Metadata Fields").
-func parseHead(body []byte) (*head, error) {
+func parseHead(body []byte) (*indexedMetadata, error) {
 	full, err := table.ParseMetadataBytes(body)
 	if err != nil {
 		return nil, err
@@ -96,12 +96,12 @@ func parseHead(body []byte) (*head, error) {
 	return h, nil
 }
 
-func indexHead(body []byte) (*head, error) {
+func indexHead(body []byte) (*indexedMetadata, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("table metadata is not a JSON object")
 	}
-	h := &head{current: -1}
+	h := &indexedMetadata{current: -1}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -122,7 +122,7 @@ func indexHead(body []byte) (*head, error) {
 
 // index fills snaps, byID, batches, current, lastSeq, lastUpdated and write
 // from fields.
-func (h *head) index() error {
+func (h *indexedMetadata) index() error {
 	var err error
 	if h.snaps, err = snapshotRefs(h.get("snapshots")); err != nil {
 		return fmt.Errorf("snapshots: %w", err)
@@ -213,7 +213,7 @@ func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
 	return out, nil
 }
 
-func (h *head) get(key string) json.RawMessage {
+func (h *indexedMetadata) get(key string) json.RawMessage {
 	for _, f := range h.fields {
 		if f.key == key {
 			return f.value
@@ -223,7 +223,7 @@ func (h *head) get(key string) json.RawMessage {
 }
 
 // body encodes the fields back into a metadata file.
-func (h *head) body() []byte {
+func (h *indexedMetadata) body() []byte {
 	n := 2
 	for _, f := range h.fields {
 		n += len(f.key) + len(f.value) + 4
@@ -251,8 +251,8 @@ var historyKeys = map[string]bool{"current-snapshot-id": true, "snapshots": true
 // statistics: the same format version, uuid, location, schemas, partition
 // specs, sort orders and properties, so data files written with it are
 // those the full metadata would give.
-func (h *head) withoutHistory() (table.Metadata, error) {
-	w := &head{}
+func (h *indexedMetadata) withoutHistory() (table.Metadata, error) {
+	w := &indexedMetadata{}
 	for _, f := range h.fields {
 		if !historyKeys[f.key] {
 			w.fields = append(w.fields, f)
@@ -298,13 +298,13 @@ func dataFileMetadata(meta table.Metadata) (table.Metadata, error) {
 }
 
 // metadata returns the full iceberg-go metadata, parsed on first use.
-func (h *head) metadata() (table.Metadata, error) {
+func (h *indexedMetadata) metadata() (table.Metadata, error) {
 	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.body()) })
 	return h.full, h.err
 }
 
 // snapshot parses snapshot i of snaps.
-func (h *head) snapshot(i int) (*table.Snapshot, error) {
+func (h *indexedMetadata) snapshot(i int) (*table.Snapshot, error) {
 	r := h.snaps[i]
 	var s table.Snapshot
 	if err := json.Unmarshal(h.get("snapshots")[r.start:r.end], &s); err != nil {
@@ -314,7 +314,7 @@ func (h *head) snapshot(i int) (*table.Snapshot, error) {
 }
 
 // currentSnapshot returns the main branch's snapshot, nil for none.
-func (h *head) currentSnapshot() (*table.Snapshot, error) {
+func (h *indexedMetadata) currentSnapshot() (*table.Snapshot, error) {
 	if h.current < 0 {
 		return nil, nil
 	}
@@ -323,7 +323,7 @@ func (h *head) currentSnapshot() (*table.Snapshot, error) {
 
 // findBatch returns the snapshot of the current ancestry holding batch id,
 // nil if none does.
-func (h *head) findBatch(id string) (*table.Snapshot, error) {
+func (h *indexedMetadata) findBatch(id string) (*table.Snapshot, error) {
 	i, ok := h.batches[id]
 	if !ok {
 		return nil, nil
@@ -338,13 +338,13 @@ func (h *head) findBatch(id string) (*table.Snapshot, error) {
 // earlier ones were never current: iceberg-go and Java leave them out too),
 // and baseLocation (this version's file) added to the metadata-log, which
 // keeps the newest write.metadata.previous-versions-max entries. It returns
-// the new head and the file to write; h is unchanged.
-func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head, []byte, error) {
+// the new indexedMetadata and the file to write; h is unchanged.
+func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation string) (*indexedMetadata, []byte, error) {
 	if len(snaps) == 0 {
 		return nil, nil, errors.New("no snapshots to add")
 	}
 	last := snaps[len(snaps)-1]
-	next := &head{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
+	next := &indexedMetadata{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
 		lastSeq: last.SequenceNumber, write: h.write, dataWrite: h.dataWrite}
 	copy(next.fields, h.fields)
 
@@ -441,7 +441,7 @@ func (h *head) withSnapshots(snaps []table.Snapshot, baseLocation string) (*head
 // logPrevious sets next's metadata-log: h's with baseLocation (h's own
 // file) added, trimmed to the newest write.metadata.previous-versions-max
 // entries (as iceberg-go's and Java's metadata builders do).
-func (h *head) logPrevious(next *head, baseLocation string) error {
+func (h *indexedMetadata) logPrevious(next *indexedMetadata, baseLocation string) error {
 	var metaLog []table.MetadataLogEntry
 	if err := unmarshalOptional(h.get("metadata-log"), &metaLog); err != nil {
 		return fmt.Errorf("metadata-log: %w", err)
@@ -459,12 +459,12 @@ func (h *head) logPrevious(next *head, baseLocation string) error {
 // branch back, setting properties. done adds h's own file to the metadata-log and returns the
 // new version; h is unchanged.
 type edit struct {
-	h    *head
-	next *head
+	h    *indexedMetadata
+	next *indexedMetadata
 }
 
-func (h *head) edit() *edit {
-	next := &head{fields: make([]field, len(h.fields))}
+func (h *indexedMetadata) edit() *edit {
+	next := &indexedMetadata{fields: make([]field, len(h.fields))}
 	copy(next.fields, h.fields)
 	return &edit{h: h, next: next}
 }
@@ -533,7 +533,7 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 
 // canRemove refuses to remove the current snapshot or one a branch or tag
 // points at.
-func (h *head) canRemove(ids map[int64]bool) error {
+func (h *indexedMetadata) canRemove(ids map[int64]bool) error {
 	if h.current >= 0 && ids[h.snaps[h.current].id] {
 		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
 	}
@@ -584,7 +584,7 @@ func (e *edit) rollBack(id, ms int64) error {
 
 // canRollBack refuses to move the main branch to id unless it is a branch
 // and id an ancestor of its snapshot.
-func (h *head) canRollBack(id int64) error {
+func (h *indexedMetadata) canRollBack(id int64) error {
 	if h.current < 0 {
 		return errors.New("the main branch has no snapshot")
 	}
@@ -607,7 +607,7 @@ func (h *head) canRollBack(id int64) error {
 
 // isAncestor reports whether snapshot id is the current snapshot or one of
 // its ancestors.
-func (h *head) isAncestor(id int64) bool {
+func (h *indexedMetadata) isAncestor(id int64) bool {
 	seen := map[int]bool{}
 	for i := h.current; i >= 0 && !seen[i]; {
 		seen[i] = true
@@ -647,7 +647,7 @@ func (e *edit) setProperties(set map[string]string, unset []string) error {
 // done adds baseLocation (h's own file) to the metadata-log, sets
 // last-updated-ms to now (milliseconds) unless that is earlier, and returns
 // the new version and its encoding.
-func (e *edit) done(baseLocation string, now int64) (*head, []byte, error) {
+func (e *edit) done(baseLocation string, now int64) (*indexedMetadata, []byte, error) {
 	if err := e.h.logPrevious(e.next, baseLocation); err != nil {
 		return nil, nil, err
 	}
@@ -668,7 +668,7 @@ func unmarshalOptional(raw json.RawMessage, v any) error {
 }
 
 // set replaces (or appends) a top-level field.
-func (h *head) set(key string, value []byte) {
+func (h *indexedMetadata) set(key string, value []byte) {
 	for i := range h.fields {
 		if h.fields[i].key == key {
 			h.fields[i].value = value
@@ -678,7 +678,7 @@ func (h *head) set(key string, value []byte) {
 	h.fields = append(h.fields, field{key, value})
 }
 
-func (h *head) setJSON(key string, v any) error {
+func (h *indexedMetadata) setJSON(key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
@@ -689,7 +689,7 @@ func (h *head) setJSON(key string, v any) error {
 
 // sequenceAfter is the sequence number of the nth snapshot added on top of
 // h (1 the first): format v1 has none (0).
-func (h *head) sequenceAfter(n int) int64 {
+func (h *indexedMetadata) sequenceAfter(n int) int64 {
 	if h.write.Version() < 2 {
 		return 0
 	}
@@ -697,10 +697,10 @@ func (h *head) sequenceAfter(n int) int64 {
 }
 
 // snapshotIDTaken reports whether id names a snapshot of this version.
-func (h *head) snapshotIDTaken(id int64) bool {
+func (h *indexedMetadata) snapshotIDTaken(id int64) bool {
 	_, ok := h.byID[id]
 	return ok
 }
 
 // props returns the table properties.
-func (h *head) props() iceberg.Properties { return h.write.Properties() }
+func (h *indexedMetadata) props() iceberg.Properties { return h.write.Properties() }

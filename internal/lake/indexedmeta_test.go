@@ -15,7 +15,7 @@ import (
 )
 
 // TestWithSnapshotsMatchesBuilder: appending snapshots to a version's JSON
-// (head.withSnapshots) gives the metadata iceberg-go's builder gives for
+// (indexedMetadata.withSnapshots) gives the metadata iceberg-go's builder gives for
 // the same snapshots (AddSnapshot and a main branch update each), on a
 // pretty-printed foreign file with empty history and on our own compact
 // output, over several commits, with the metadata-log trimmed to
@@ -95,7 +95,7 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, hh := range []*head{h, again} {
+		for _, hh := range []*indexedMetadata{h, again} {
 			if hh.lastSeq != seq || hh.lastUpdated != ts || hh.snaps[hh.current].id != nextID || len(hh.snaps) != len(got.Snapshots()) {
 				t.Errorf("commit %d: index seq %d ts %d current %d, %d snapshots", commit, hh.lastSeq, hh.lastUpdated, hh.snaps[hh.current].id, len(hh.snaps))
 			}
