@@ -157,6 +157,11 @@ type jsonStream struct {
 	lineBuf   bytes.Reader
 	// path and text are readObject's buffers.
 	path, text []byte
+	// cur is the line nextObject found; pending that the tokenizer has
+	// not been given it (readObject tries lines first).
+	cur     []byte
+	pending bool
+	lines   lineScan
 }
 
 // openJSONStream opens the text of src (after a UTF-8 byte order mark) for
@@ -288,6 +293,12 @@ func (s *jsonStream) nextObject(buf *[]byte) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		s.cur = line
+		if i := skipJSONSpace(line, 0); i < len(line) && line[i] == '{' {
+			s.pending = true // the tokenizer's PeekKind would say '{'
+			return true, nil
+		}
+		s.pending = false
 		s.lineBuf.Reset(line)
 		s.dec.Reset(&s.lineBuf)
 		switch k := s.dec.PeekKind(); k {
@@ -490,6 +501,14 @@ func locateJSONRow(ro *resolved, src Source, gz bool, row int64) int64 {
 // during the call. On a line, nothing but white space may follow the
 // object.
 func (s *jsonStream) readObject(value func(path []byte, k jsonKind, text []byte) error) error {
+	if !s.array && s.pending {
+		s.pending = false
+		if s.lines.scan(s.cur) {
+			return s.lines.emit(s.cur, &s.path, value)
+		}
+		s.lineBuf.Reset(s.cur)
+		s.dec.Reset(&s.lineBuf)
+	}
 	if _, err := s.dec.ReadToken(); err != nil { // {
 		return s.syntaxError(err)
 	}
