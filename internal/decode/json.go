@@ -781,6 +781,7 @@ type jsonSource struct {
 	// fast, when set, reads the file in one pass into the table's
 	// columns (openJSONInto); total is then not known.
 	fast *jsonInto
+	memo []pathMemo // by the place of a value in its object
 }
 
 // jsonInto maps the paths of a file read in one pass to the columns of
@@ -835,16 +836,35 @@ func (in *jsonInto) column(path []byte, k jsonKind, text []byte) (int, error) {
 		}
 		in.byPath[p], i = c, c
 	}
+	return i, in.check(i, k, text)
+}
+
+// check is errJSONScan where the value of kind k and text cannot be one
+// of column i (column's answer for its path).
+func (in *jsonInto) check(i int, k jsonKind, text []byte) error {
 	if (i < 0) != (k == jsonObject) {
-		return 0, errJSONScan
+		return errJSONScan
 	}
 	if k == jsonNumber && len(text) >= 19 && !bytes.ContainsAny(text, ".eE") {
 		if _, err := strconv.ParseInt(string(text), 10, 64); err != nil {
-			return 0, errJSONScan
+			return errJSONScan
 		}
 	}
-	return i, nil
+	return nil
 }
+
+// pathMemo is the column of the path an object's value at one place (its
+// first value, its second...) had last: objects of a file mostly hold
+// their keys in one order, so that a path is mostly found by comparing it
+// with the last one's.
+type pathMemo struct {
+	path []byte
+	col  int
+	ok   bool
+}
+
+// maxPathMemos bounds the places of an object remembered.
+const maxPathMemos = 1024
 
 // openJSON checks a JSON file whole (scanJSON) and opens it for its
 // batches. Where a schema is inferred, a column of JSON strings alone
@@ -939,14 +959,35 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		}
 		done++
 		clear(set)
+		at := 0
 		if err := j.s.readObject(func(path []byte, k jsonKind, text []byte) error {
-			i, ok := j.cols.index[string(path)]
-			if j.fast != nil {
+			var i int
+			var ok bool
+			m := at
+			at++
+			hit := m < len(j.memo) && bytes.Equal(j.memo[m].path, path)
+			switch {
+			case hit:
+				i, ok = j.memo[m].col, j.memo[m].ok
+				if j.fast != nil {
+					if err := j.fast.check(i, k, text); err != nil {
+						return err
+					}
+				}
+			case j.fast != nil:
 				var err error
 				if i, err = j.fast.column(path, k, text); err != nil {
 					return err
 				}
 				ok = i >= 0
+			default:
+				i, ok = j.cols.index[string(path)]
+			}
+			if !hit && m < maxPathMemos {
+				if m >= len(j.memo) {
+					j.memo = append(j.memo, make([]pathMemo, m+1-len(j.memo))...)
+				}
+				j.memo[m] = pathMemo{path: append(j.memo[m].path[:0], path...), col: i, ok: ok}
 			}
 			if !ok || k == jsonObject {
 				return nil // a key of objects only

@@ -49,22 +49,36 @@ func skipJSONSpace(b []byte, i int) int {
 // (after its opening quote) with no escape and no control character, in
 // valid UTF-8; -1 for any other.
 func plainString(b []byte, i int) int {
-	ascii := true
-	for j := i; j < len(b); j++ {
+	j := i
+	for j < len(b) && plainByte[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' {
+		return j
+	}
+	// Beyond ASCII: valid UTF-8 up to the closing quote.
+	for ; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
-			if !ascii && !utf8.Valid(b[i:j]) {
+			if !utf8.Valid(b[i:j]) {
 				return -1
 			}
 			return j
 		case c == '\\', c < 0x20:
 			return -1
-		case c >= utf8.RuneSelf:
-			ascii = false
 		}
 	}
 	return -1
 }
+
+// plainByte marks the bytes a string holds as they are: ASCII but control
+// characters, the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
