@@ -782,6 +782,9 @@ type jsonSource struct {
 	// columns (openJSONInto); total is then not known.
 	fast *jsonInto
 	memo []pathMemo // by the place of a value in its object
+	// perRow are each column's bytes per row in the batch before (in
+	// 1/256 of a byte), to reserve the next batch's bytes at once.
+	perRow []int64
 }
 
 // jsonInto maps the paths of a file read in one pass to the columns of
@@ -928,10 +931,19 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		// a batchesPerPiece part of a piece.
 		n = min(n, max(1, cut/max(1, j.s.consumed()/max(1, j.rows))))
 	}
+	expect := n // the rows the batch is expected to hold
+	if j.rows > 0 && !j.s.gz {
+		// Not beyond the rows the bytes left hold, as the rows so far.
+		left := j.s.src.Size - j.s.bom - j.s.consumed()
+		expect = min(n, left/max(1, j.s.consumed()/j.rows)+1)
+	}
 	bs := make([]*array.StringBuilder, len(j.cols.names))
 	for i := range bs {
 		bs[i] = array.NewStringBuilder(j.ro.mem)
 		bs[i].Reserve(int(n))
+		if i < len(j.perRow) {
+			bs[i].ReserveData(int(j.perRow[i] * expect * 9 / 8 / 256))
+		}
 	}
 	defer func() {
 		for _, b := range bs {
@@ -1015,7 +1027,9 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		return nil, nil
 	}
 	arrs := make([]arrow.Array, len(bs))
+	j.perRow = j.perRow[:0]
 	for i, b := range bs {
+		j.perRow = append(j.perRow, int64(b.DataLen())*256/done)
 		arrs[i] = b.NewArray()
 	}
 	rec := array.NewRecordBatch(j.sc, arrs, done)

@@ -1,6 +1,10 @@
 package decode
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
 
 // fastDepth is how deep the objects of a line lineScan reads may nest
 // (well below maxJSONDepth: a deeper line is read by the tokenizer).
@@ -31,8 +35,21 @@ type lineObject struct {
 // to the tokenizer, which words the errors.
 type lineScan struct {
 	members []lineMember
-	keys    [][2]int32
+	keys    []lineKey
 	open    []lineObject
+}
+
+// lineKey is a key of an open object: its offsets, and its length and
+// first and last bytes (sig), compared before its bytes.
+type lineKey struct {
+	k0, k1, sig int32
+}
+
+func keySig(key []byte) int32 {
+	if len(key) == 0 {
+		return 0
+	}
+	return int32(len(key))<<16 | int32(key[0])<<8 | int32(key[len(key)-1])
 }
 
 // jsonSpace reports JSON's white space.
@@ -50,6 +67,15 @@ func skipJSONSpace(b []byte, i int) int {
 // valid UTF-8; -1 for any other.
 func plainString(b []byte, i int) int {
 	j := i
+	// Eight bytes at a time while none is a quote, a backslash, a control
+	// character or beyond ASCII; then byte by byte from the first that is.
+	for ; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := zeroBytes(x^quotes) | zeroBytes(x^backslashes) | ((x - controls) &^ x) | x&highBits; m&highBits != 0 {
+			j += bits.TrailingZeros64(m&highBits) / 8
+			break
+		}
+	}
 	for j < len(b) && plainByte[b[j]] {
 		j++
 	}
@@ -70,6 +96,18 @@ func plainString(b []byte, i int) int {
 	}
 	return -1
 }
+
+const (
+	lowBits     = 0x0101010101010101
+	highBits    = 0x8080808080808080
+	quotes      = '"' * lowBits
+	backslashes = '\\' * lowBits
+	controls    = 0x20 * lowBits
+)
+
+// zeroBytes has the high bit of its lowest zero byte of x set (and maybe
+// of higher ones), none below it.
+func zeroBytes(x uint64) uint64 { return (x - lowBits) &^ x & highBits }
 
 // plainByte marks the bytes a string holds as they are: ASCII but control
 // characters, the quote and the backslash.
@@ -134,15 +172,16 @@ func hasWord(b []byte, i int, w string) bool {
 // path longer than maxJSONPath, objects nested deeper than fastDepth, more
 // than fastKeys keys in an object, any text that is not JSON.
 func (s *lineScan) scan(line []byte) bool {
-	s.members, s.keys, s.open = s.members[:0], s.keys[:0], s.open[:0]
-	if len(line) > 1<<31-1 {
+	if len(line) > 1<<30 {
 		return false
 	}
+	members, keys, open := s.members[:0], s.keys[:0], s.open[:0]
+	defer func() { s.members, s.keys, s.open = members, keys, open }()
 	i := skipJSONSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return false
 	}
-	s.open = append(s.open, lineObject{})
+	open = append(open, lineObject{})
 	i++
 	const (
 		keyOrEnd = iota // after {
@@ -171,10 +210,10 @@ func (s *lineScan) scan(line []byte) bool {
 			}
 			// The end of an object.
 			i++
-			top := s.open[len(s.open)-1]
-			s.keys = s.keys[:top.keys]
-			s.open = s.open[:len(s.open)-1]
-			if len(s.open) == 0 {
+			top := open[len(open)-1]
+			keys = keys[:top.keys]
+			open = open[:len(open)-1]
+			if len(open) == 0 {
 				return skipJSONSpace(line, i) == len(line)
 			}
 			state = next
@@ -189,18 +228,19 @@ func (s *lineScan) scan(line []byte) bool {
 		if k1 < 0 {
 			return false
 		}
-		top := &s.open[len(s.open)-1]
+		top := &open[len(open)-1]
 		path := top.path + k1 - k0
-		if path > maxJSONPath || len(s.keys)-top.keys >= fastKeys {
+		if path > maxJSONPath || len(keys)-top.keys >= fastKeys {
 			return false
 		}
 		key := line[k0:k1]
-		for _, k := range s.keys[top.keys:] {
-			if int(k[1]-k[0]) == len(key) && string(line[k[0]:k[1]]) == string(key) {
+		sig := keySig(key)
+		for _, k := range keys[top.keys:] {
+			if k.sig == sig && string(line[k.k0:k.k1]) == string(key) {
 				return false
 			}
 		}
-		s.keys = append(s.keys, [2]int32{int32(k0), int32(k1)})
+		keys = append(keys, lineKey{int32(k0), int32(k1), sig})
 		i = skipJSONSpace(line, k1+1)
 		if i >= len(line) || line[i] != ':' {
 			return false
@@ -209,7 +249,7 @@ func (s *lineScan) scan(line []byte) bool {
 		if i >= len(line) {
 			return false
 		}
-		m := lineMember{key0: int32(k0), key1: int32(k1), level: int32(len(s.open) - 1)}
+		m := lineMember{key0: int32(k0), key1: int32(k1), level: int32(len(open) - 1)}
 		switch c := line[i]; {
 		case c == '"':
 			end := plainString(line, i+1)
@@ -234,19 +274,19 @@ func (s *lineScan) scan(line []byte) bool {
 		case c == 'n' && hasWord(line, i, "null"):
 			i += 4
 		case c == '{':
-			if len(s.open) >= fastDepth {
+			if len(open) >= fastDepth {
 				return false
 			}
 			m.kind = jsonObject
-			s.members = append(s.members, m)
-			s.open = append(s.open, lineObject{keys: len(s.keys), path: path + len(pathSeparator)})
+			members = append(members, m)
+			open = append(open, lineObject{keys: len(keys), path: path + len(pathSeparator)})
 			state = keyOrEnd
 			i++
 			continue
 		default:
 			return false
 		}
-		s.members = append(s.members, m)
+		members = append(members, m)
 		state = next
 	}
 }

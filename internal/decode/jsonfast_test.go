@@ -94,6 +94,16 @@ func TestJSONLineScan(t *testing.T) {
 	}
 	wide.WriteString("}")
 	lines := append(jsonFastLines, wide.String(), wide.String()[:wide.Len()-1]+`,"k3":1}`)
+	// Each byte that is not plain in a string, at each place of keys and
+	// values up to twenty bytes long (the scan reads eight at a time).
+	for _, c := range []string{"\"", "\\", "\\n", "\x00", "\x1f", "\x7f", "\x80", "\xff", "é", "\xc3", "\xe2\x82", "€"} {
+		for n := range 20 {
+			for at := 0; at <= n; at++ {
+				str := strings.Repeat("a", at) + c + strings.Repeat("b", n-at)
+				lines = append(lines, `{"k":"`+str+`"}`, `{"`+str+`":1}`)
+			}
+		}
+	}
 	for _, line := range lines {
 		for _, text := range []string{line, line + "\n", `{"x":1}` + "\n\n" + line + "\r\n" + `{"y":"z"}`} {
 			fast, slow := readLines(t, text, true), readLines(t, text, false)
