@@ -781,10 +781,8 @@ type jsonSource struct {
 	// fast, when set, reads the file in one pass into the table's
 	// columns (openJSONInto); total is then not known.
 	fast *jsonInto
-	memo []pathMemo // by the place of a value in its object
-	// perRow are each column's bytes per row in the batch before (in
-	// 1/256 of a byte), to reserve the next batch's bytes at once.
-	perRow []int64
+	memo []pathMemo   // by the place of a value in its object
+	text []textColumn // the batch being read
 }
 
 // jsonInto maps the paths of a file read in one pass to the columns of
@@ -931,28 +929,18 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		// a batchesPerPiece part of a piece.
 		n = min(n, max(1, cut/max(1, j.s.consumed()/max(1, j.rows))))
 	}
-	expect := n // the rows the batch is expected to hold
-	if j.rows > 0 && !j.s.gz {
-		// Not beyond the rows the bytes left hold, as the rows so far.
-		left := j.s.src.Size - j.s.bom - j.s.consumed()
-		expect = min(n, left/max(1, j.s.consumed()/j.rows)+1)
+	if len(j.text) != len(j.cols.names) {
+		j.text = make([]textColumn, len(j.cols.names))
 	}
-	bs := make([]*array.StringBuilder, len(j.cols.names))
+	bs := j.text
 	for i := range bs {
-		bs[i] = array.NewStringBuilder(j.ro.mem)
-		bs[i].Reserve(int(n))
-		if i < len(j.perRow) {
-			bs[i].ReserveData(int(j.perRow[i] * expect * 9 / 8 / 256))
-		}
+		bs[i].reset()
 	}
-	defer func() {
-		for _, b := range bs {
-			b.Release()
-		}
-	}()
 	set := make([]bool, len(bs))
+	start := j.s.consumed()
 	var done int64
-	for done < n {
+	full := false // a column holds maxBatchText bytes
+	for done < n && !full {
 		ok, err := j.s.nextObject(&j.buf)
 		if err != nil && j.dropped[j.s.row] {
 			continue // a line that is no object, set aside by scanJSON
@@ -970,6 +958,18 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 			continue
 		}
 		done++
+		if done == 17 {
+			// Room for the rows the batch is expected to hold: n, or
+			// fewer where the bytes left hold fewer like those so far.
+			expect := n
+			if !j.s.gz {
+				left := j.s.src.Size - j.s.bom - j.s.consumed()
+				expect = min(n, 16+left*16/max(1, j.s.consumed()-start)+1)
+			}
+			for i := range bs {
+				bs[i].reserve(int(expect))
+			}
+		}
 		clear(set)
 		at := 0
 		if err := j.s.readObject(func(path []byte, k jsonKind, text []byte) error {
@@ -1005,18 +1005,15 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 				return nil // a key of objects only
 			}
 			set[i] = true
-			if k == 0 {
-				bs[i].AppendNull()
-			} else {
-				bs[i].BinaryBuilder.Append(text)
-			}
+			bs[i].add(text, k == 0)
+			full = full || len(bs[i].data) >= maxBatchText
 			return nil
 		}); err != nil {
 			return nil, err
 		}
 		for i, ok := range set {
 			if !ok {
-				bs[i].AppendNull()
+				bs[i].add(nil, true)
 			}
 		}
 	}
@@ -1027,10 +1024,8 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		return nil, nil
 	}
 	arrs := make([]arrow.Array, len(bs))
-	j.perRow = j.perRow[:0]
-	for i, b := range bs {
-		j.perRow = append(j.perRow, int64(b.DataLen())*256/done)
-		arrs[i] = b.NewArray()
+	for i := range bs {
+		arrs[i] = bs[i].array(j.ro.mem)
 	}
 	rec := array.NewRecordBatch(j.sc, arrs, done)
 	for _, a := range arrs {
