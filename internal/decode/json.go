@@ -978,7 +978,7 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 			// fewer where the bytes left hold fewer like those so far.
 			expect := n
 			if !j.s.gz {
-				left := j.s.src.Size - j.s.bom - j.s.consumed()
+				left := j.s.src.Size - j.s.consumed()
 				expect = min(n, 16+left*16/max(1, j.s.consumed()-start)+1)
 			}
 			for i := range bs {
