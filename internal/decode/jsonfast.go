@@ -298,11 +298,19 @@ func (s *lineScan) emit(line []byte, pathBuf *[]byte, value func(path []byte, k 
 	path := (*pathBuf)[:0]
 	defer func() { *pathBuf = path }()
 	for _, m := range s.members {
-		path = append(path[:prefix[m.level]], line[m.key0:m.key1]...)
+		key := line[m.key0:m.key1]
 		var text []byte
 		if m.kind != 0 && m.kind != jsonObject {
 			text = line[m.text0:m.text1]
 		}
+		if m.level == 0 && m.kind != jsonObject {
+			// A key of the line's object is its path as it is.
+			if err := value(key, m.kind, text); err != nil {
+				return err
+			}
+			continue
+		}
+		path = append(path[:prefix[m.level]], key...)
 		if err := value(path, m.kind, text); err != nil {
 			return err
 		}
