@@ -257,20 +257,29 @@ func jsonStreamError(ro *resolved, err error) error {
 }
 
 // readLine reads the next line (its line end kept); io.EOF after the last.
-func (s *jsonStream) readLine(buf []byte) ([]byte, error) {
-	buf = buf[:0]
+// A line within the reader's buffer is the reader's bytes, valid until
+// its next read; a longer one, or the last without a line end, is copied
+// into *buf.
+func (s *jsonStream) readLine(buf *[]byte) ([]byte, error) {
+	b, err := s.br.ReadSlice('\n')
+	if err == nil {
+		s.line++
+		return b, nil
+	}
+	line := append((*buf)[:0], b...)
+	defer func() { *buf = line[:0] }()
 	for {
-		b, err := s.br.ReadSlice('\n')
-		buf = append(buf, b...)
 		switch {
 		case err == nil:
 			s.line++
-			return buf, nil
+			return line, nil
 		case errors.Is(err, bufio.ErrBufferFull):
+			b, err = s.br.ReadSlice('\n')
+			line = append(line, b...)
 			continue
-		case errors.Is(err, io.EOF) && len(buf) > 0:
+		case errors.Is(err, io.EOF) && len(line) > 0:
 			s.line++
-			return buf, nil
+			return line, nil
 		case errors.Is(err, io.EOF):
 			return nil, io.EOF
 		}
@@ -278,15 +287,15 @@ func (s *jsonStream) readLine(buf []byte) ([]byte, error) {
 	}
 }
 
-// readRow reads the next line that is not blank into *buf, counting it as
-// a row (s.row) of a file of one object per line; io.EOF after the last.
+// readRow reads the next line that is not blank (readLine's bytes, *buf
+// its buffer), counting it as a row (s.row) of a file of one object per
+// line; io.EOF after the last.
 func (s *jsonStream) readRow(buf *[]byte) ([]byte, error) {
 	for {
-		line, err := s.readLine(*buf)
+		line, err := s.readLine(buf)
 		if err != nil {
 			return nil, err
 		}
-		*buf = line
 		if len(bytes.TrimSpace(line)) > 0 {
 			s.row++
 			return line, nil
@@ -1099,7 +1108,10 @@ func writeJSONRejects(ro *resolved, src Source, gz bool, rows []RejectedRow, w i
 			rows[next].Line = s.line
 			v = bytes.TrimRight(line, "\r\n")
 		}
-		if _, err := bw.Write(append(v, '\n')); err != nil {
+		if _, err := bw.Write(v); err != nil {
+			return err
+		}
+		if err := bw.WriteByte('\n'); err != nil {
 			return err
 		}
 		next++
