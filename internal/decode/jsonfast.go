@@ -175,8 +175,8 @@ func (s *lineScan) scan(line []byte) bool {
 	if len(line) > 1<<30 {
 		return false
 	}
+	// The slices are kept (their memory reused) when the line is read.
 	members, keys, open := s.members[:0], s.keys[:0], s.open[:0]
-	defer func() { s.members, s.keys, s.open = members, keys, open }()
 	i := skipJSONSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return false
@@ -214,6 +214,7 @@ func (s *lineScan) scan(line []byte) bool {
 			keys = keys[:top.keys]
 			open = open[:len(open)-1]
 			if len(open) == 0 {
+				s.members, s.keys, s.open = members, keys, open
 				return skipJSONSpace(line, i) == len(line)
 			}
 			state = next
