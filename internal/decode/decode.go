@@ -689,6 +689,9 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	if converted {
 		ct.conv = conf.convert
 	}
+	if jr, ok := bs.(*jsonRanges); ok {
+		jr.conv, converted = conf.convert, true
+	}
 	out.begin(ro, target, timeCol)
 	var rows int64 // rows of the source so far (with those set aside)
 	for {

@@ -418,6 +418,8 @@ func TestJSONRanges(t *testing.T) {
 		"a bad value late":          good + `{"time":"2026-01-05T11:00:00Z","v":"warm"}` + "\n",
 		"a line that is not JSON":   good + `{"time":` + "\n" + good,
 		"a new key in a late range": good + `{"time":"2026-01-05T11:00:00Z","rh":40}` + "\n",
+		"a bad value early":         `{"time":"2026-01-05T09:00:00Z","v":"warm"}` + "\n" + good,
+		"escapes and nulls":         good + `{"time":"2026-01-05T11:00:00Z","site":{"id":"s\u0041\n"},"v":null}` + "\n" + good,
 	} {
 		t.Run(name, func(t *testing.T) {
 			render := func(par int) string {

@@ -61,6 +61,9 @@ type jsonRanges struct {
 	owner   []string // the key each column was read from, over every range read
 	bytes   int64
 	ahead   int
+	// conv, when set before the first next, converts each batch on the
+	// range's goroutine (a range it refuses is read again, as any other).
+	conv func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)
 }
 
 // jsonRange is what one range gave.
@@ -94,7 +97,6 @@ func openJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSource
 	}
 	j := &jsonRanges{ro: ro, src: src, target: target, sc: arrow.NewSchema(fields, nil), starts: starts,
 		results: make([]chan jsonRange, len(starts)), owner: make([]string, len(fields)), ahead: 2 * ro.parallel}
-	j.fill()
 	return j, nil
 }
 
@@ -120,8 +122,15 @@ func (j *jsonRanges) read(i int) (out jsonRange) {
 		return jsonRange{err: err}
 	}
 	defer bs.close()
+	var rows int64
 	for {
 		rec, err := bs.next()
+		if err == nil && rec != nil && j.conv != nil {
+			n := rec.NumRows()
+			conv, cerr := j.conv(rec, rows)
+			rec.Release()
+			rec, err, rows = conv, cerr, rows+n
+		}
 		if err != nil {
 			release(out.batches)
 			return jsonRange{err: err}
@@ -140,6 +149,9 @@ func (j *jsonRanges) schema() *arrow.Schema { return j.sc }
 func (j *jsonRanges) consumed() int64 { return j.bytes }
 
 func (j *jsonRanges) next() (arrow.RecordBatch, error) {
+	if j.started == 0 {
+		j.fill()
+	}
 	for len(j.cur) == 0 {
 		if j.handing >= len(j.starts) {
 			return nil, nil
