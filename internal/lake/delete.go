@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ var ErrNoPredicate = errors.New("a delete needs a predicate (--where, --from, --
 // rewrote them): once compacted, a file holds the rows of several batches.
 var ErrBatchNotApart = errors.New("the table has no source column; the rows of a batch cannot be told apart once compacted")
 
+// ErrBatchNotLoaded refuses a delete by batch id from a table without a
+// source column when the key was never loaded (or is past the dedupe
+// window): a misspelt key, most likely.
+var ErrBatchNotLoaded = errors.New("no such batch")
+
 // sourceColumnHint ends an ErrBatchNotApart.
 const sourceColumnHint = "set the table property " + PropSourceColumn + " (timelake tables alter NAME --set " + PropSourceColumn + "=_source) to tell apart the batches loaded from then on; ingest's --source-column fills the column without setting the property on a table that exists"
 
@@ -77,7 +83,7 @@ type WhereColumn struct {
 
 // DeletePredicate selects the rows a delete removes: every Where column
 // holds one of its values, the time column is within [From, To) (a zero
-// bound is open), and, with a BatchID, the row came from the landing file
+// bound is open), and, with BatchIDs, the row came from the landing file
 // of that key: the table's source column holds it, or, without one, the
 // row is in a data file the batch's snapshot added, while the snapshot is
 // in the current ancestry and all of its files are live (else
@@ -85,7 +91,7 @@ type WhereColumn struct {
 type DeletePredicate struct {
 	Where    []WhereColumn
 	From, To time.Time
-	BatchID  string
+	BatchIDs []string
 }
 
 // ParseWhere reads COLUMN=VALUE terms: the same column again adds a value
@@ -113,34 +119,39 @@ func ParseWhere(terms []string) ([]WhereColumn, error) {
 
 // Empty reports whether p selects every row.
 func (p DeletePredicate) Empty() bool {
-	return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() && p.BatchID == ""
+	return len(p.Where) == 0 && p.From.IsZero() && p.To.IsZero() && len(p.BatchIDs) == 0
 }
 
-// withBatch returns p with its BatchID as a Where term on the source
-// column of v's table; the BatchID stays when the table has none (the
+// withBatch returns p with its BatchIDs as a Where term on the source
+// column of v's table; the BatchIDs stay when the table has none (the
 // batch's files select its rows: batchFiles). Errors: a source column no
 // row holds yet.
 func (p DeletePredicate) withBatch(v tableView) (DeletePredicate, error) {
 	col := v.meta.props()[PropSourceColumn]
-	if p.BatchID == "" || col == "" {
+	if len(p.BatchIDs) == 0 || col == "" {
 		return p, nil
 	}
 	if len(v.arrowSc.FieldIndices(col)) != 1 {
 		return p, fmt.Errorf("the table's source column %q (%s) is not in its schema yet: no batch loaded holds its key there", col, PropSourceColumn)
 	}
-	p.Where = append(slices.Clone(p.Where), WhereColumn{Column: col, Values: []string{p.BatchID}})
-	p.BatchID = ""
+	p.Where = append(slices.Clone(p.Where), WhereColumn{Column: col, Values: slices.Clone(p.BatchIDs)})
+	p.BatchIDs = nil
 	return p, nil
 }
 
 // Format renders p with timeCol as the time column's name, e.g.
-// (device = "d1" OR device = "d2") AND time >= 2026-01-05T10:00:00Z.
-func (p DeletePredicate) Format(timeCol string) string {
+// (device = "d1" OR device = "d2") AND time >= 2026-01-05T10:00:00Z; the
+// values of the columns quoted reports true of are quoted (strings), the
+// others written as given (numbers, dates). A nil quoted quotes them all.
+func (p DeletePredicate) Format(timeCol string, quoted func(column string) bool) string {
 	var terms []string
-	for _, w := range p.Where {
+	anyOf := func(column string, values []string, quote bool) {
 		var vs []string
-		for _, v := range w.Values {
-			vs = append(vs, w.Column+" = "+strconv.Quote(v))
+		for _, v := range values {
+			if quote {
+				v = strconv.Quote(v)
+			}
+			vs = append(vs, column+" = "+v)
 		}
 		t := strings.Join(vs, " OR ")
 		if len(vs) > 1 {
@@ -148,31 +159,51 @@ func (p DeletePredicate) Format(timeCol string) string {
 		}
 		terms = append(terms, t)
 	}
+	for _, w := range p.Where {
+		anyOf(w.Column, w.Values, quoted == nil || quoted(w.Column))
+	}
 	if !p.From.IsZero() {
 		terms = append(terms, timeCol+" >= "+p.From.UTC().Format(time.RFC3339Nano))
 	}
 	if !p.To.IsZero() {
 		terms = append(terms, timeCol+" < "+p.To.UTC().Format(time.RFC3339Nano))
 	}
-	if p.BatchID != "" {
-		terms = append(terms, "batch-id = "+strconv.Quote(p.BatchID))
+	if len(p.BatchIDs) > 0 {
+		anyOf("batch-id", p.BatchIDs, true)
 	}
 	return strings.Join(terms, " AND ")
 }
 
+// stringColumns reports whether a column of v's schema holds text (its
+// values are quoted in a predicate's text).
+func stringColumns(v tableView) func(string) bool {
+	sc := v.meta.write.CurrentSchema()
+	return func(column string) bool {
+		f, ok := sc.FindFieldByName(column)
+		if !ok {
+			return true
+		}
+		switch f.Type.(type) {
+		case iceberg.StringType, iceberg.UUIDType, iceberg.BinaryType:
+			return true
+		}
+		return false
+	}
+}
+
 // deleteRecord is a predicate as SummaryDeletePredicateJSON records it.
-// BatchID is only set for a batch selected by its data files (a table
+// BatchIDs are only set for batches selected by their data files (a table
 // without a source column), which were all of the delete's inputs.
 type deleteRecord struct {
-	Where   []WhereColumn `json:"where,omitempty"`
-	From    *time.Time    `json:"from,omitempty"`
-	To      *time.Time    `json:"to,omitempty"`
-	BatchID string        `json:"batch_id,omitempty"`
+	Where    []WhereColumn `json:"where,omitempty"`
+	From     *time.Time    `json:"from,omitempty"`
+	To       *time.Time    `json:"to,omitempty"`
+	BatchIDs []string      `json:"batch_ids,omitempty"`
 }
 
 // record is p as SummaryDeletePredicateJSON holds it.
 func (p DeletePredicate) record() (string, error) {
-	r := deleteRecord{Where: p.Where, BatchID: p.BatchID}
+	r := deleteRecord{Where: p.Where, BatchIDs: p.BatchIDs}
 	if !p.From.IsZero() {
 		at := p.From.UTC()
 		r.From = &at
@@ -191,7 +222,7 @@ func parseDeleteRecord(s string) (DeletePredicate, error) {
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return DeletePredicate{}, fmt.Errorf("%s: %w", SummaryDeletePredicateJSON, err)
 	}
-	p := DeletePredicate{Where: r.Where, BatchID: r.BatchID}
+	p := DeletePredicate{Where: r.Where, BatchIDs: r.BatchIDs}
 	if r.From != nil {
 		p.From = *r.From
 	}
@@ -235,7 +266,11 @@ type DeleteResult struct {
 	// column statistics excluded (not read).
 	Read, Skipped int
 	SnapshotID    int64 // 0 when nothing was committed
-	Version       int
+	// NotLoaded are the batch ids of the predicate that no snapshot of the
+	// current ancestry and no record of the load history (its dedupe
+	// window) knows: misspelt, never loaded, or loaded long ago.
+	NotLoaded []string
+	Version   int
 }
 
 // Delete removes the rows opts.Predicate matches (see above), in one
@@ -280,11 +315,22 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	v := t.view()
 	h := v.meta
 	res.Version = t.Version()
+	for _, key := range opts.Predicate.BatchIDs {
+		if _, ok, err := t.FindLoaded(ctx, key); err != nil {
+			return res, err
+		} else if !ok {
+			res.NotLoaded = append(res.NotLoaded, key)
+		}
+	}
 	pred, err := opts.Predicate.withBatch(v)
 	if err != nil {
 		return res, err
 	}
-	res.Predicate = pred.Format(v.contract.TimeColumn)
+	if len(pred.BatchIDs) > 0 && len(res.NotLoaded) > 0 {
+		return res, fmt.Errorf("%w: %s: no snapshot loaded it, and the load history (timelake.dedupe-window) does not know it; tables history lists what was loaded",
+			ErrBatchNotLoaded, strings.Join(res.NotLoaded, ", "))
+	}
+	res.Predicate = pred.Format(v.contract.TimeColumn, stringColumns(v))
 	if h.write.Version() != 2 {
 		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.write.Version())
 	}
@@ -296,9 +342,14 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	if err != nil {
 		return res, err
 	}
-	if pred.BatchID != "" {
-		if f.files, err = batchFiles(h, files, pred.BatchID); err != nil {
-			return res, err
+	if len(pred.BatchIDs) > 0 {
+		f.files = map[string]bool{}
+		for _, key := range pred.BatchIDs {
+			of, err := batchFiles(h, files, key)
+			if err != nil {
+				return res, err
+			}
+			maps.Copy(f.files, of)
 		}
 	}
 	for _, mf := range mfs {
@@ -659,7 +710,7 @@ func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
 		for _, s := range w.Values {
 			lit, err := iceberg.StringLiteral(s).To(field.Type)
 			if err != nil {
-				return nil, fmt.Errorf("--where %s=%s: not a value of type %s: %w", w.Column, s, field.Type, err)
+				return nil, fmt.Errorf("--where %s=%s: column %s is %s: expected %s", w.Column, s, w.Column, field.Type, expectedValue(field.Type))
 			}
 			key, ok := literalKey(lit.Any())
 			if !ok {
@@ -675,6 +726,23 @@ func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
 		f.where = append(f.where, wf)
 	}
 	return f, nil
+}
+
+// expectedValue says what a value of type t is written as.
+func expectedValue(t iceberg.Type) string {
+	switch t.(type) {
+	case iceberg.Int32Type, iceberg.Int64Type:
+		return "an integer such as 42"
+	case iceberg.Float32Type, iceberg.Float64Type, iceberg.DecimalType:
+		return "a number such as 21.5"
+	case iceberg.BooleanType:
+		return "true or false"
+	case iceberg.DateType:
+		return "a date such as 2026-01-05"
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+		return "an RFC 3339 time with its zone such as 2026-01-05T10:00:00Z"
+	}
+	return "a value of type " + t.String()
 }
 
 // literalKey is an Iceberg literal's value as rowKey gives a row's.

@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,10 +215,14 @@ func TestDeleteDryRunAndRefusals(t *testing.T) {
 	if _, err := tbl.Delete(ctx, DeleteOptions{}); !errors.Is(err, ErrNoPredicate) {
 		t.Fatalf("no predicate: %v", err)
 	}
-	for _, terms := range [][]string{{"site=x"}, {"value=abc"}} {
-		where, _ := ParseWhere(terms)
-		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}}); err == nil {
-			t.Fatalf("%v accepted", terms)
+	for _, tc := range []struct{ term, want string }{
+		{"site=x", `the table has no column "site"`},
+		{"value=abc", "--where value=abc: column value is double: expected a number such as 21.5"},
+		{"time=2026-01-05T10:00:03", "expected an RFC 3339 time with its zone such as 2026-01-05T10:00:00Z"},
+	} {
+		where, _ := ParseWhere([]string{tc.term})
+		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: %v, want %q", tc.term, err, tc.want)
 		}
 	}
 	if _, err := ParseWhere([]string{"device"}); err == nil {
@@ -432,7 +437,7 @@ func TestDeleteByBatchID(t *testing.T) {
 		if err := tbl.SetProperties(ctx, map[string]string{PropSourceColumn: "_source"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}}); err == nil ||
+		if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"before.csv"}}}); err == nil ||
 			!strings.Contains(err.Error(), "not in its schema yet") {
 			t.Fatalf("a source column not in the schema: %v", err)
 		}
@@ -471,7 +476,7 @@ func TestDeleteByBatchID(t *testing.T) {
 		if !shared {
 			t.Fatal("no live file holds the rows of b.csv and of another batch")
 		}
-		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "b.csv"}})
+		res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"b.csv"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -490,9 +495,14 @@ func TestDeleteByBatchID(t *testing.T) {
 		}
 		// The rows loaded before the source column hold no key: no batch id
 		// matches them, not even their own.
-		res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "before.csv"}})
-		if err != nil || res.Rows != 0 || res.SnapshotID != 0 {
+		res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"before.csv"}}})
+		if err != nil || res.Rows != 0 || res.SnapshotID != 0 || len(res.NotLoaded) != 0 {
 			t.Fatalf("delete --batch-id before.csv: %+v %v", res, err)
+		}
+		// A key never loaded matches nothing, and is named.
+		res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"never.csv", "b.csv"}}, DryRun: true})
+		if err != nil || res.Rows != 0 || !slices.Equal(res.NotLoaded, []string{"never.csv"}) {
+			t.Fatalf("delete --batch-id never.csv: %+v %v", res, err)
 		}
 		if n := scanCount(t, tbl); n != 63 {
 			t.Fatalf("%d rows after deleting a batch without keys, want 63", n)
@@ -551,14 +561,14 @@ func TestDeleteByBatchFiles(t *testing.T) {
 	appendRows(t, tbl, "c.csv", day0.Add(-28*time.Hour), 30)
 
 	where, _ := ParseWhere([]string{"device=d1"})
-	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv", Where: where}})
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"c.csv"}, Where: where}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Rows != 10 || res.Rewritten != 1 || res.Read != 1 || res.Skipped != 2 || res.Predicate != `device = "d1" AND batch-id = "c.csv"` {
 		t.Fatalf("c.csv's rows of d1: %+v", res)
 	}
-	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "a.csv"}})
+	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"a.csv"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,19 +583,19 @@ func TestDeleteByBatchFiles(t *testing.T) {
 	}
 
 	// c.csv's file was rewritten by the first delete: no longer its own.
-	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "c.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"c.csv"}}}); !errors.Is(err, ErrBatchNotApart) ||
 		!strings.Contains(err.Error(), "0 of the 1 data files") {
 		t.Fatalf("a rewritten batch: %v", err)
 	}
-	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "never.csv"}}); !errors.Is(err, ErrBatchNotApart) ||
-		!strings.Contains(err.Error(), "no snapshot of the current ancestry loaded never.csv") {
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"never.csv"}}}); !errors.Is(err, ErrBatchNotLoaded) ||
+		!strings.Contains(err.Error(), "no such batch: never.csv: no snapshot loaded it") {
 		t.Fatalf("a batch never loaded: %v", err)
 	}
 	appendRows(t, tbl, "d.csv", day0.Add(-3*time.Hour), 30)
 	if cr, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err != nil || len(cr.Groups) != 1 {
 		t.Fatalf("compaction: %+v %v", cr, err)
 	}
-	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchID: "d.csv"}}); !errors.Is(err, ErrBatchNotApart) {
+	if _, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"d.csv"}}}); !errors.Is(err, ErrBatchNotApart) {
 		t.Fatalf("a compacted batch: %v", err)
 	}
 	if n := scanCount(t, tbl); n != 80 {
@@ -623,5 +633,31 @@ func TestDeleteProgress(t *testing.T) {
 			last.BytesRead != first.Bytes || last.Rows != tc.rows {
 			t.Fatalf("%v: progress %+v", tc.where, seen)
 		}
+	}
+}
+
+// TestDeleteSeveralBatches: several batch ids select the rows of any of
+// them; the predicate's text quotes strings and writes numbers as given.
+func TestDeleteSeveralBatches(t *testing.T) {
+	ctx := context.Background()
+	_, tbl, _ := twoBatches(t)
+	appendRows(t, tbl, "c.csv", day0.Add(-3*time.Hour), 30)
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{BatchIDs: []string{"a.csv", "c.csv"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 60 || res.Dropped != 2 || res.Read != 2 || res.Skipped != 1 || res.Predicate != `(batch-id = "a.csv" OR batch-id = "c.csv")` {
+		t.Fatalf("a.csv and c.csv: %+v", res)
+	}
+	if n := scanCount(t, tbl); n != 30 {
+		t.Fatalf("%d rows left, want b.csv's 30", n)
+	}
+	where, _ := ParseWhere([]string{"device=d1", "value=4", "value=7"})
+	res, err = tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `device = "d1" AND (value = 4 OR value = 7)`; res.Predicate != want {
+		t.Fatalf("predicate %s, want %s", res.Predicate, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -93,7 +94,7 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 	}
 	// A batch selected by its data files: the delete's inputs were those
 	// files, so the other conditions select the rows.
-	pred.BatchID = ""
+	pred.BatchIDs = nil
 	f, err := newRowFilter(v, pred)
 	if err != nil {
 		return res, fmt.Errorf("%w: the delete's predicate %s: %v", ErrNotUndoable, res.Delete.Predicate, err)
@@ -103,7 +104,7 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 		// A later delete by a batch's data files matches none of these
 		// rows: those files were live at its time, so none was an input
 		// of this delete.
-		if d.predicate.BatchID != "" {
+		if len(d.predicate.BatchIDs) > 0 {
 			continue
 		}
 		lf, err := newRowFilter(v, d.predicate)
@@ -203,9 +204,17 @@ func findUndoable(meta table.Metadata, deleteID int64) (*table.Snapshot, []later
 			if _, ok := props[SummaryDeletePredicate]; !ok {
 				op := "without a summary"
 				if s.Summary != nil {
-					op = "an " + string(s.Summary.Operation)
+					op = string(s.Summary.Operation)
+					if strings.IndexByte("aeiou", op[0]) >= 0 {
+						op = "an " + op
+					} else {
+						op = "a " + op
+					}
 					if id, ok := props[SummaryBatchID]; ok {
 						op += " (the load of " + id + ")"
+					}
+					if id, ok := props[SummaryUndoneDelete]; ok {
+						op += " (the undo of the delete of snapshot " + id + ")"
 					}
 				}
 				return nil, nil, fmt.Errorf("%w: snapshot %d is %s, not a delete of rows by timelake tables delete", ErrNotUndoable, deleteID, op)

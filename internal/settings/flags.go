@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -68,6 +69,10 @@ func (v *value[T]) Set(s string) error {
 	if v.kind.Combine != nil && v.given {
 		v.raw, v.v = v.raw+", "+s, v.kind.Combine(v.v, t)
 		return nil
+	}
+	if v.given && s != v.raw {
+		return &ValueError{Spec: v.spec, From: config.Setting{Name: v.spec.Flag, Value: s, Source: config.FromFlag},
+			Err: fmt.Errorf("given twice (%q, then %q): it takes one value", v.raw, s)}
 	}
 	v.raw, v.v, v.given = s, t, true
 	return nil

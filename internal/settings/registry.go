@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -665,10 +666,15 @@ var (
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,
 	}, Kind: Instant()})
 
-	DeleteBatchID = register(&Setting[string]{Spec: Spec{
-		Flag: "batch-id", Help: "delete only rows the landing file of this key brought: through the table's source column (timelake.source-column), else the data files its snapshot added while they are live; refused when neither is exact",
+	DeleteBatchID = register(&Setting[[]string]{Spec: Spec{
+		Flag: "batch-id", Help: "delete only rows the landing file of this key brought (repeat it for several files: any of them): through the table's source column (timelake.source-column), else the data files its snapshot added while they are live; refused when neither is exact",
 		Commands: []Command{TablesDelete}, Group: GroupPerRun,
-	}, Kind: String()})
+	}, Kind: Repeated("KEY", func(s string) error {
+		if s == "" {
+			return errors.New("expected a landing key such as gateway-7/20260105T1000.csv")
+		}
+		return nil
+	})})
 
 	Yes = register(&Setting[bool]{Spec: Spec{
 		Flag: "yes", Default: "false", Help: "do not ask for confirmation (scripts; without it, a terminal is asked)",

@@ -339,6 +339,24 @@ func TestRepeatedFlags(t *testing.T) {
 	}
 }
 
+// TestFlagGivenTwice: a flag of one value given twice with two values is
+// refused, naming both (the last would win silently); the same value twice
+// is one value.
+func TestFlagGivenTwice(t *testing.T) {
+	var ve *ValueError
+	if _, err := flags(t, TablesDelete, "--from", "2026-01-05T10:00:00Z", "--from", "2026-01-06T10:00:00Z"); !errors.As(err, &ve) ||
+		!strings.Contains(ve.Error(), `given twice ("2026-01-05T10:00:00Z", then "2026-01-06T10:00:00Z"): it takes one value`) {
+		t.Errorf("--from twice: %v", err)
+	}
+	fs, err := flags(t, TablesDelete, "--yes", "--yes", "--from", "2026-01-05T10:00:00Z", "--from", "2026-01-05T10:00:00Z")
+	if err != nil {
+		t.Fatalf("the same value twice: %v", err)
+	}
+	if got := DeleteFrom.Get(NewResolver(fs, nil)); !got.Equal(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("--from %v", got)
+	}
+}
+
 func TestUnknownVariables(t *testing.T) {
 	p := writeEnvFile(t, "TIMELAKE_TABLE=a.b\nTIMELAKE_MAX_FILE=3\nTIMELAKE_LANDING_BUCKET=x\nAWS_REGOIN=auto\nTIMELAKE_FAULTS_SEED=1\n", 0o600)
 	got := UnknownVariables(env(t, nil, p), []string{"TIMELAKE_PREFIX=gw/", "TIMELAKE_MAX_FILE=4", "TIMELAKE_TABEL=a.b", "TIMELAKE_COLOUR=red", "TIMELAKE_TOOLS_DIR=/x", "TIMELAKE_JSON=1"})

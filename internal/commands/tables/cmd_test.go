@@ -272,7 +272,7 @@ func TestNewCmdTables(t *testing.T) {
 		},
 		{name: "delete without predicate", args: []string{"delete", "iot.other"}, env: env, usage: true, wantErr: "needs a predicate"},
 		{name: "delete dry run without predicate", args: []string{"delete", "iot.other", "--dry-run"}, env: env, usage: true, wantErr: "needs a predicate"},
-		{name: "delete without table", args: []string{"delete", "--where", "a=b"}, env: env, usage: true, wantErr: "accepts 1 arg"},
+		{name: "delete without table", args: []string{"delete", "--where", "a=b"}, env: env, usage: true, wantErr: "expected NAME (the table to delete from"},
 		{name: "delete bad where", args: []string{"delete", "t", "--where", "device"}, env: env, usage: true, wantErr: "--where: expected COLUMN=VALUE"},
 		{name: "delete duration", args: []string{"delete", "t", "--from", "24h"}, env: env, usage: true, wantErr: "--from: expected an RFC 3339 time"},
 		{name: "delete empty range", args: []string{"delete", "t", "--from", "2026-01-05T10:00:00Z", "--to", "2026-01-05T10:00:00Z"}, env: env,

@@ -64,7 +64,7 @@ after the delete read the table are kept.`,
 		Example: `  timelake tables delete iot.readings --where device_id=sensor-7 --from 2026-01-05T10:00:00Z --to 2026-01-05T13:00:00Z --dry-run
   timelake tables delete iot.readings --where site=berlin --where site=hamburg --yes
   timelake tables delete iot.readings --batch-id gateway-7/20260105T1000.csv --dry-run`,
-		Args: cobra.ExactArgs(1),
+		Args: namedArgs("NAME", "the table to delete from; TIMELAKE_TABLE is not used for a delete"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := f.Settings(cmd)
 			if err != nil {
@@ -74,9 +74,9 @@ after the delete read the table are kept.`,
 			opts := &DeleteOptions{
 				Output: output(f),
 				Predicate: lake.DeletePredicate{
-					From:    settings.DeleteFrom.Get(r),
-					To:      settings.DeleteTo.Get(r),
-					BatchID: settings.DeleteBatchID.Get(r),
+					From:     settings.DeleteFrom.Get(r),
+					To:       settings.DeleteTo.Get(r),
+					BatchIDs: settings.DeleteBatchID.Get(r),
 				},
 				DryRun:           settings.DryRun.Get(r),
 				Yes:              settings.Yes.Get(r),
@@ -104,6 +104,19 @@ after the delete read the table are kept.`,
 	return cmd
 }
 
+// namedArgs accepts exactly the arguments names (space-separated, e.g.
+// "NAME SNAPSHOT_ID") and refuses others saying which are expected and
+// why (what).
+func namedArgs(names, what string) cobra.PositionalArgs {
+	want := len(strings.Fields(names))
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != want {
+			return cmdutil.UsageErrorf("expected %s (%s), got %d argument(s)", names, what, len(args))
+		}
+		return nil
+	}
+}
+
 // DeleteReport is the --json document of `tables delete`.
 type DeleteReport struct {
 	Table     string `json:"table"`
@@ -119,12 +132,20 @@ type DeleteReport struct {
 	// committed; Version the metadata version after the command.
 	SnapshotID *int64 `json:"snapshot_id"`
 	Version    int    `json:"version"`
+	// NotLoaded are the --batch-id keys the table does not know as loaded
+	// ([] when none).
+	NotLoaded []string `json:"not_loaded"`
+	// UndoWithin is timelake.snapshot-retention: for about that long,
+	// tables rollback can undo the delete (while the snapshot before it is
+	// kept); empty when nothing was committed.
+	UndoWithin string `json:"undo_within,omitempty"`
 }
 
 // BuildDeleteReport describes res.
 func BuildDeleteReport(table string, dryRun bool, res lake.DeleteResult) DeleteReport {
 	r := DeleteReport{Table: table, Predicate: res.Predicate, DryRun: dryRun, Rows: res.Rows, Bytes: res.Bytes,
-		Rewritten: res.Rewritten, Dropped: res.Dropped, Read: res.Read, Skipped: res.Skipped, Version: res.Version}
+		Rewritten: res.Rewritten, Dropped: res.Dropped, Read: res.Read, Skipped: res.Skipped, Version: res.Version,
+		NotLoaded: append([]string{}, res.NotLoaded...)}
 	if res.SnapshotID != 0 {
 		id := res.SnapshotID
 		r.SnapshotID = &id
@@ -182,7 +203,11 @@ func RunDelete(ctx context.Context, opts *DeleteOptions) error {
 	if err != nil {
 		return refusedBatch(err)
 	}
-	return RenderDelete(opts.Output, BuildDeleteReport(name, opts.DryRun, res))
+	r := BuildDeleteReport(name, opts.DryRun, res)
+	if r.SnapshotID != nil {
+		r.UndoWithin = settings.FormatDuration(lake.MaintenanceSettingsOf(t.Metadata().Properties()).SnapshotRetention)
+	}
+	return RenderDelete(opts.Output, r)
 }
 
 // deleteProgress draws a bar of the bytes a delete reads, with the files
@@ -220,7 +245,7 @@ func deleteProgress(io *iostreams.IOStreams, minBytes int64) (update func(lake.D
 // refusedBatch makes a delete by batch id from a table without a source
 // column a usage error (exit 2), as a delete without a predicate is.
 func refusedBatch(err error) error {
-	if errors.Is(err, lake.ErrBatchNotApart) {
+	if errors.Is(err, lake.ErrBatchNotApart) || errors.Is(err, lake.ErrBatchNotLoaded) {
 		return cmdutil.UsageErrorf("--batch-id: %v", err)
 	}
 	return err
@@ -257,12 +282,19 @@ func RenderDelete(o Output, r DeleteReport) error {
 		iostreams.HumanBytes(r.Bytes), read)
 	var err error
 	switch {
+	case r.Rows == 0 && len(r.NotLoaded) > 0:
+		_, err = iostreams.Fprintf(o.IO.Out, "no row of %s matches %s: %s; the table does not know %s as loaded (misspelt, never loaded, or past timelake.dedupe-window), and rows loaded before the table had its source column hold no key\n",
+			r.Table, r.Predicate, read, strings.Join(r.NotLoaded, ", "))
 	case r.Rows == 0:
 		_, err = iostreams.Fprintf(o.IO.Out, "no row of %s matches %s: %s\n", r.Table, r.Predicate, read)
 	case r.DryRun:
 		_, err = iostreams.Fprintf(o.IO.Out, "would delete %s of %s where %s: %s\n", plural(r.Rows, "row"), r.Table, r.Predicate, files)
 	default:
 		_, err = iostreams.Fprintf(o.IO.Out, "deleted %s of %s where %s: %s; version %d\n", plural(r.Rows, "row"), r.Table, r.Predicate, files, r.Version)
+		if err == nil && r.SnapshotID != nil {
+			_, err = iostreams.Fprintf(o.IO.Out, "undo it with: timelake tables rollback %s %d (while the snapshot before it is kept: timelake.snapshot-retention, %s)\n",
+				r.Table, *r.SnapshotID, r.UndoWithin)
+		}
 	}
 	return err
 }

@@ -40,7 +40,7 @@ still reported as already loaded.
 
 There is no need to run this from cron: the maintenance after each ingest
 (or timelake tables maintain) expires the snapshots older than the table's
-timelake.snapshot-retention (15 minutes by default) by itself
+timelake.snapshot-retention (` + settings.FormatDuration(lake.DefaultSnapshotRetention) + ` by default) by itself
 (docs/maintenance.md). This command is for other ages by hand, on tables
 whose maintenance is off or before a change. Its defaults come from the
 table properties history.expire.max-snapshot-age-ms (Iceberg's default: 5

@@ -43,7 +43,7 @@ that would come back and writes nothing.`,
 		Example: `  timelake tables history iot.readings --status deleted
   timelake tables rollback iot.readings 4716311806930630460 --dry-run
   timelake tables rollback iot.readings 4716311806930630460`,
-		Args: cobra.ExactArgs(2),
+		Args: namedArgs("NAME SNAPSHOT_ID", "the table and the delete's snapshot id from tables history --status deleted; TIMELAKE_TABLE is not used for a rollback"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := f.Settings(cmd)
 			if err != nil {

@@ -67,8 +67,9 @@ func TestTablesRollback(t *testing.T) {
 		want string
 	}{
 		{[]string{"tables", "rollback", "iot.readings", id}, "undid it already"},
-		{[]string{"tables", "rollback", "iot.readings", strconv.FormatInt(*rep.SnapshotID, 10)}, "not a delete of rows"},
+		{[]string{"tables", "rollback", "iot.readings", strconv.FormatInt(*rep.SnapshotID, 10)}, "is an append (the undo of the delete of snapshot " + id + "), not a delete of rows"},
 		{[]string{"tables", "rollback", "iot.readings", "last"}, "expected a snapshot id"},
+		{[]string{"tables", "rollback", "iot.readings"}, "expected NAME SNAPSHOT_ID"},
 	} {
 		if r := timelake(t, env, false, tc.args...); r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.want) {
 			t.Errorf("%v: exit %d, %s", tc.args, r.code, r.errOut)
