@@ -106,6 +106,9 @@ const (
 	// OutcomeDeleted is not a landing file's: tables history lists the
 	// deletes of rows (Table.Deletions) under it.
 	OutcomeDeleted = "deleted"
+	// OutcomeRestored is not a landing file's either: the undos of deletes
+	// (Table.Restores).
+	OutcomeRestored = "restored"
 )
 
 // Outcome is r's status as a word: OutcomeLoaded for a loaded file.

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -186,6 +187,39 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 	m.rows = res.Rows
 	res.SnapshotID, res.Version, err = m.commit(ctx, m, opts.commit)
 	return res, err
+}
+
+// Restore is the undo of a delete in the current ancestry (tables
+// history): the snapshot that brought the rows back.
+type Restore struct {
+	SnapshotID int64
+	At         time.Time // the snapshot's commit, UTC
+	Delete     int64     // the delete's snapshot
+	Predicate  string    // the delete's; "" once its snapshot expired
+	Rows       int64     // SummaryRestoredRows
+}
+
+// Restores returns the undos of deletes of the current ancestry, newest
+// first.
+func (t *Table) Restores() []Restore {
+	meta := t.Metadata()
+	var out []Restore
+	for _, s := range ancestry(meta) {
+		if s.Summary == nil {
+			continue
+		}
+		id, ok := s.Summary.Properties[SummaryUndoneDelete]
+		if !ok {
+			continue
+		}
+		r := Restore{SnapshotID: s.SnapshotID, At: time.UnixMilli(s.TimestampMs).UTC(), Rows: summaryInt(s.Summary.Properties, SummaryRestoredRows)}
+		r.Delete, _ = strconv.ParseInt(id, 10, 64)
+		if d := meta.SnapshotByID(r.Delete); d != nil && d.Summary != nil {
+			r.Predicate = d.Summary.Properties[SummaryDeletePredicate]
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // findUndoable returns snapshot deleteID of meta's current ancestry, a row

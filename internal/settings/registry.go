@@ -604,7 +604,7 @@ var (
 	HistoryStatus = register(&Setting[string]{Spec: Spec{
 		Flag: "status", Help: "only files with this outcome: loaded, duplicate or rejected; or only the deletes of rows: deleted",
 		Commands: []Command{TablesHistory}, Group: GroupPerRun,
-	}, Kind: Enum("loaded", "duplicate", "rejected", "deleted")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
+	}, Kind: Enum("loaded", "duplicate", "rejected", "deleted", "restored")}) // lake.OutcomeLoaded and its kin (a test of the ingest command compares them)
 
 	AuditSince = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "since", Default: "24h", Help: "report the files serve loaded by its sweep since an RFC 3339 time, a date, or a duration ago",

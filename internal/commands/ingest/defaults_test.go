@@ -28,7 +28,7 @@ func TestRegistryAgreesWithTheEngine(t *testing.T) {
 	if got, err := settings.MemoryBudget.Kind.Parse(settings.MemoryBudget.Default); err != nil || got != ingest.DefaultMemoryBudget {
 		t.Errorf("--memory-budget defaults to %s (%d, %v), the engine to %d", settings.MemoryBudget.Default, got, err, ingest.DefaultMemoryBudget)
 	}
-	for _, o := range []string{lake.OutcomeLoaded, lake.OutcomeDuplicate, lake.OutcomeRejected, lake.OutcomeDeleted} {
+	for _, o := range []string{lake.OutcomeLoaded, lake.OutcomeDuplicate, lake.OutcomeRejected, lake.OutcomeDeleted, lake.OutcomeRestored} {
 		if _, err := settings.HistoryStatus.Kind.Parse(o); err != nil {
 			t.Errorf("--status %s: %v", o, err)
 		}

@@ -45,11 +45,16 @@ func (f HistoryFilter) MatchDeletion(d lake.Deletion) bool {
 	return f.Prefix == "" && !d.At.Before(f.Since) && (f.Status == "" || f.Status == lake.OutcomeDeleted)
 }
 
+// MatchRestore reports whether f selects r, as MatchDeletion does a delete.
+func (f HistoryFilter) MatchRestore(r lake.Restore) bool {
+	return f.Prefix == "" && !r.At.Before(f.Since) && (f.Status == "" || f.Status == lake.OutcomeRestored)
+}
+
 // NewCmdHistory builds `tables history`. runF replaces RunHistory in
 // tests; nil means RunHistory.
 func NewCmdHistory(f *cmdutil.Factory, runF func(context.Context, *HistoryOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "history [NAME] [--since WHEN] [--prefix P] [--status loaded|duplicate|rejected|deleted]",
+		Use:   "history [NAME] [--since WHEN] [--prefix P] [--status loaded|duplicate|rejected|deleted|restored]",
 		Short: "What happened to every landing file of the dedupe window: loaded, a duplicate, or rejected with its reason; and the deletes of rows",
 		Long: `List every landing file the table remembers, newest first, one line each:
 loaded (its snapshot, rows, when it landed, its newest row time and, for
@@ -60,7 +65,8 @@ and the load history, duplicates and rejections from the table's outcome log;
 all are kept for the dedupe window (timelake.dedupe-window, 14 days by
 default; docs/maintenance.md). The deletes of rows (tables delete) of the
 current snapshot's ancestry are listed among them as deleted: the predicate
-and the rows removed.`,
+and the rows removed; a delete undone by tables rollback is not, and the
+undo is listed as restored: the rows brought back and the delete it undid.`,
 		Example: `  timelake tables history iot.readings --since 24h
   timelake tables history --prefix gateway-7/ --status rejected
   timelake tables history --status duplicate --json`,
@@ -89,7 +95,7 @@ and the rows removed.`,
 type HistoryRow struct {
 	// At is when it was loaded (the snapshot's commit) or settled.
 	At     UTCTime `json:"at"`
-	Status string  `json:"status"` // loaded, duplicate, rejected or deleted
+	Status string  `json:"status"` // loaded, duplicate, rejected, deleted or restored
 	Key    string  `json:"key"`    // "" for a delete
 	Rows   int64   `json:"rows"`   // of a delete: the rows removed
 	// SnapshotID loaded it (of a duplicate: the first copy; of a delete:
@@ -139,6 +145,18 @@ func deletionRow(d lake.Deletion) HistoryRow {
 	return HistoryRow{At: UTCTime{d.At}, Status: lake.OutcomeDeleted, Rows: d.Rows, SnapshotID: &id, Predicate: &p}
 }
 
+// restoreRow is the history row of r: the delete it undid in Reason, the
+// delete's predicate (null once that snapshot expired).
+func restoreRow(r lake.Restore) HistoryRow {
+	id, reason := r.SnapshotID, iostreams.Sprintf("undid the delete of snapshot %d", r.Delete)
+	row := HistoryRow{At: UTCTime{r.At}, Status: lake.OutcomeRestored, Rows: r.Rows, SnapshotID: &id, Reason: &reason}
+	if r.Predicate != "" {
+		p := r.Predicate
+		row.Predicate = &p
+	}
+	return row
+}
+
 // RunHistory scans the table's history (lake.Table.ScanHistory) and its
 // deletes (lake.Table.Deletions), keeps those the filter selects and prints
 // them newest first. Missing history segments are a warning: what they
@@ -165,6 +183,11 @@ func RunHistory(ctx context.Context, opts *HistoryOptions) error {
 	for _, d := range t.Deletions() {
 		if opts.Filter.MatchDeletion(d) {
 			rows = append(rows, deletionRow(d))
+		}
+	}
+	for _, r := range t.Restores() {
+		if opts.Filter.MatchRestore(r) {
+			rows = append(rows, restoreRow(r))
 		}
 	}
 	slices.SortFunc(rows, func(a, b HistoryRow) int {
@@ -217,6 +240,11 @@ func RenderHistory(o Output, table string, rows []HistoryRow) error {
 		for _, r := range rows {
 			var detail string
 			switch {
+			case r.Status == lake.OutcomeRestored:
+				detail = optPtr(r.Reason)
+				if r.Predicate != nil {
+					detail += " where " + *r.Predicate
+				}
 			case r.Predicate != nil:
 				detail = "where " + *r.Predicate
 			case r.Status == lake.OutcomeRejected:

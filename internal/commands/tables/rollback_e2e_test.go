@@ -61,6 +61,12 @@ func TestTablesRollback(t *testing.T) {
 	if got := decode[[]historyJSON](t, mustRun(t, env, false, "tables", "history", "--status", "deleted", "--json")); len(got) != 0 {
 		t.Errorf("history lists an undone delete: %+v", got)
 	}
+	restored := decode[[]historyJSON](t, mustRun(t, env, false, "tables", "history", "--status", "restored", "--json"))
+	if len(restored) != 1 || restored[0].Rows != of || restored[0].SnapshotID == nil || *restored[0].SnapshotID != *rep.SnapshotID ||
+		restored[0].Reason == nil || *restored[0].Reason != "undid the delete of snapshot "+id ||
+		restored[0].Predicate == nil || *restored[0].Predicate != `device_id = "dev-01-01"` {
+		t.Errorf("history of the undo: %+v", restored)
+	}
 
 	for _, tc := range []struct {
 		args []string
