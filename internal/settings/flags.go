@@ -70,7 +70,7 @@ func (v *value[T]) Set(s string) error {
 		v.raw, v.v = v.raw+", "+s, v.kind.Combine(v.v, t)
 		return nil
 	}
-	if v.given && s != v.raw {
+	if v.spec.Once && v.given && s != v.raw {
 		return &ValueError{Spec: v.spec, From: config.Setting{Name: v.spec.Flag, Value: s, Source: config.FromFlag},
 			Err: fmt.Errorf("given twice (%q, then %q): it takes one value", v.raw, s)}
 	}

@@ -658,12 +658,12 @@ var (
 
 	DeleteFrom = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "from", Help: "delete only rows whose time is at or after this RFC 3339 time (2026-01-05T10:00:00Z)",
-		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+		Commands: []Command{TablesDelete}, Group: GroupPerRun, Once: true,
 	}, Kind: Instant()})
 
 	DeleteTo = register(&Setting[time.Time]{Spec: Spec{
 		Flag: "to", Help: "delete only rows whose time is before this RFC 3339 time (2026-01-05T13:00:00Z)",
-		Commands: []Command{TablesDelete}, Group: GroupPerRun,
+		Commands: []Command{TablesDelete}, Group: GroupPerRun, Once: true,
 	}, Kind: Instant()})
 
 	DeleteBatchID = register(&Setting[[]string]{Spec: Spec{

@@ -156,6 +156,10 @@ type Spec struct {
 	// Group is the section of docs/configuration.md.
 	Group       Group
 	Sensitivity Sensitivity
+	// Once refuses the flag given twice with two values, where the last
+	// winning silently could change what a destructive command does (a
+	// delete's bounds); other flags keep the last value, as pflag does.
+	Once bool
 
 	// Set by register from the kind.
 	typ      string
