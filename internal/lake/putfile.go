@@ -38,6 +38,7 @@ type putFile struct {
 	store storage.Store
 	key   string                         // the store key
 	spill func() (io.WriteCloser, error) // the blob writer of the same file
+	limit int                            // putFileBuffer
 	buf   *[]byte
 	out   io.WriteCloser // after spill
 }
@@ -45,14 +46,14 @@ type putFile struct {
 func newPutFile(ctx context.Context, store storage.Store, key string, spill func() (io.WriteCloser, error)) *putFile {
 	buf := putBuffers.Get().(*[]byte)
 	*buf = (*buf)[:0]
-	return &putFile{ctx: ctx, store: store, key: key, spill: spill, buf: buf}
+	return &putFile{ctx: ctx, store: store, key: key, spill: spill, limit: putFileBuffer, buf: buf}
 }
 
 func (f *putFile) Write(p []byte) (int, error) {
 	if f.out != nil {
 		return f.out.Write(p)
 	}
-	if len(*f.buf)+len(p) <= putFileBuffer {
+	if len(*f.buf)+len(p) <= f.limit {
 		*f.buf = append(*f.buf, p...)
 		return len(p), nil
 	}
