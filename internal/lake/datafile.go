@@ -568,8 +568,10 @@ func (w *dataFileWriter) close() (iceberg.DataFile, error) {
 	pw, out, path, counted, part := w.pw, w.out, w.path, w.counted, w.partition
 	w.reset()
 	err := pw.Close()
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		discard(out)
+	} else {
+		err = out.Close()
 	}
 	if err != nil {
 		w.remove(path)
@@ -603,12 +605,19 @@ func (w *dataFileWriter) abort() {
 	pw, out, path := w.pw, w.out, w.path
 	w.reset()
 	_ = pw.Close()
+	discard(out)
+	w.remove(path)
+}
+
+// discard ends the object of a data file that is not to be kept: a
+// putFile is not stored; the file system's writer is closed (what it
+// stored is removed by the caller).
+func discard(out io.WriteCloser) {
 	if f, ok := out.(*putFile); ok {
 		_ = f.abort()
 	} else {
 		_ = out.Close()
 	}
-	w.remove(path)
 }
 
 // create starts the object of a data file: a putFile in an S3 warehouse
