@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"maps"
@@ -311,7 +312,7 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 				}
 			}
 		}()
-		w := &dataFileWriter{layout: l, fs: wfs, writeID: uuid.New()}
+		w := &dataFileWriter{ctx: ctx, layout: l, fs: wfs, writeID: uuid.New(), table: t}
 		defer func() {
 			cancel()
 			for it := range in {
@@ -350,8 +351,10 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 
 // dataFileWriter writes one data file at a time of a layout.
 type dataFileWriter struct {
+	ctx     context.Context
 	layout  *dataFileLayout
 	fs      icebergio.WriteFileIO
+	table   *Table
 	writeID uuid.UUID
 	files   int
 
@@ -361,7 +364,7 @@ type dataFileWriter struct {
 	// series the row group rule follows.
 	path      string
 	partition partitionRecord
-	out       icebergio.FileWriter
+	out       io.WriteCloser
 	counted   *countingWriter
 	pw        *pqarrow.FileWriter
 	last      arrow.RecordBatch // the last row written
@@ -536,7 +539,7 @@ func (w *dataFileWriter) open(part partitionRecord, times *array.Timestamp) erro
 	w.files++
 	// Iceberg's data file names: partition, task, write id, file count.
 	path := loc.NewDataLocation(fmt.Sprintf("%05d-%d-%s-%05d.parquet", 0, w.files-1, w.writeID, 1))
-	out, err := w.fs.Create(path)
+	out, err := w.create(path)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -565,8 +568,10 @@ func (w *dataFileWriter) close() (iceberg.DataFile, error) {
 	pw, out, path, counted, part := w.pw, w.out, w.path, w.counted, w.partition
 	w.reset()
 	err := pw.Close()
-	if cerr := out.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		discard(out)
+	} else {
+		err = out.Close()
 	}
 	if err != nil {
 		w.remove(path)
@@ -600,8 +605,32 @@ func (w *dataFileWriter) abort() {
 	pw, out, path := w.pw, w.out, w.path
 	w.reset()
 	_ = pw.Close()
-	_ = out.Close()
+	discard(out)
 	w.remove(path)
+}
+
+// discard ends the object of a data file that is not to be kept: a
+// putFile is not stored; the file system's writer is closed (what it
+// stored is removed by the caller).
+func discard(out io.WriteCloser) {
+	if f, ok := out.(*putFile); ok {
+		_ = f.abort()
+	} else {
+		_ = out.Close()
+	}
+}
+
+// create starts the object of a data file: a putFile in an S3 warehouse
+// for a path inside the table's location, else the file system's writer.
+func (w *dataFileWriter) create(path string) (io.WriteCloser, error) {
+	lk := w.table.lake
+	if lk.loc.IsS3() {
+		if rel, err := lk.tableRel(w.table.name, path); err == nil {
+			spill := func() (io.WriteCloser, error) { return w.fs.Create(path) }
+			return newPutFile(w.ctx, lk.store, tablePrefix(w.table.name)+rel, spill), nil
+		}
+	}
+	return w.fs.Create(path)
 }
 
 // reset forgets the open file.
