@@ -420,11 +420,12 @@ func (s *jsonStream) syntaxError(err error) error {
 		return jsonStreamError(s.ro, err)
 	}
 	reason := se.Err.Error()
+	encoding := false
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
 		reason = "a key appears twice in one object (" + reason + "): which value is meant is not known"
 	case strings.Contains(reason, "UTF-8"):
-		reason = "invalid UTF-8: write the file as UTF-8"
+		reason, encoding = "invalid UTF-8: write the file as UTF-8", true
 	case errors.Is(err, io.ErrUnexpectedEOF) && s.array:
 		reason = "the file ends inside a JSON value: upload the whole file again"
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -435,17 +436,24 @@ func (s *jsonStream) syntaxError(err error) error {
 	if p := string(se.JSONPointer); p != "" {
 		reason += " (at " + p + ")"
 	}
-	return s.refuse(se.ByteOffset, reason)
+	fe := s.refuse(se.ByteOffset, reason).(*FileError)
+	if encoding {
+		// The file's encoding: no setting and no skipped row loads it.
+		fe.brokenRecord, fe.unreadable = false, true
+	}
+	return fe
 }
 
 // refuse is a FileError of the object being read: at its row and line
-// (which skip-rows may set aside), or in an array at byte offset off of
-// the tokenizer's text (which refuses the file).
+// (which skip-rows may set aside: a row whose structure is broken, which
+// no setting changes), or in an array at byte offset off of the
+// tokenizer's text (which refuses the file, unreadable whatever the
+// settings).
 func (s *jsonStream) refuse(off int64, reason string) error {
 	if s.array {
-		return &FileError{Key: s.ro.key, Reason: reason, Line: lineOfOffset(s.ro, s.src, s.gz, s.bom+off)}
+		return &FileError{Key: s.ro.key, Reason: reason, Line: lineOfOffset(s.ro, s.src, s.gz, s.bom+off), unreadable: true}
 	}
-	return &FileError{Key: s.ro.key, Reason: reason, Row: s.row, Line: s.line}
+	return &FileError{Key: s.ro.key, Reason: reason, Row: s.row, Line: s.line, brokenRecord: s.row > 0}
 }
 
 // lineOfOffset is the line of byte offset off of the decompressed text of

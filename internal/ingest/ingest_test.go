@@ -393,6 +393,12 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		"gateway-1/cut.csv.gz":     {string(gzipped(t, good)[:40]), "", 0, "", landing.KindFile},
 		"gateway-1/junk.parquet":   {"PAR1 but nothing of a Parquet file", "", 0, "", landing.KindFile},
 		"gateway-1/latin1.csv":     {"time,device_id,temperature_c\n2026-01-05T10:00:00Z,caf\xe9,1\n", "not valid UTF-8", 1, "device_id", landing.KindFile},
+		// JSON: a broken line is a broken row, a broken encoding or array
+		// a broken file.
+		"gateway-1/twice.jsonl":  {`{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":1,"temperature_c":2}` + "\n", "a key appears twice", 1, "", landing.KindRow},
+		"gateway-1/nan.jsonl":    {`{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":NaN}` + "\n", "not valid JSON", 1, "", landing.KindRow},
+		"gateway-1/latin1.jsonl": {"{\"time\":\"2026-01-05T10:00:00Z\",\"device_id\":\"caf\xe9\",\"temperature_c\":1}\n", "invalid UTF-8", 1, "", landing.KindFile},
+		"gateway-1/number.json":  {`[{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":1},42]`, "where an object was expected", 0, "", landing.KindFile},
 	}
 	// A page whose bytes no longer match the crc in its header.
 	withCRC := pagecrc.WithChecksums(t, parquetFile(t, readings(1, 2, 10)))
