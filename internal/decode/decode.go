@@ -527,6 +527,11 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 					return bs, err
 				}
 			}
+			if jsonOnePass && gz && ro.parallel > 1 {
+				if bs, err := openGzipJSONRanges(ro, src, opts.Target); bs != nil || err != nil {
+					return bs, err
+				}
+			}
 			if jsonOnePass {
 				return openJSONInto(ro, src, gz, opts.Target)
 			}
@@ -691,6 +696,9 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	}
 	if jr, ok := bs.(*jsonRanges); ok {
 		jr.conv, converted = conf.convert, true
+	}
+	if gr, ok := bs.(*gzipJSONRanges); ok {
+		gr.conv, converted = conf.convert, true
 	}
 	out.begin(ro, target, timeCol)
 	var rows int64 // rows of the source so far (with those set aside)

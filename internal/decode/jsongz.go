@@ -1,0 +1,285 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// A gzipped JSON Lines file of a table whose columns are known is
+// decompressed on one goroutine and parsed on DecodeOptions.Parallelism
+// others. Deflate data cannot be cut into ranges without decompressing it,
+// so the decompressing goroutine (feed) cuts the text into blocks of whole
+// lines of about DecodeOptions.ChunkBytes, and the parsers read each block
+// as a range of an uncompressed file is read (readJSONRange), while next
+// hands out the blocks' batches in file order. The package's own
+// goroutines, rather than the ranges' one per range, because the text
+// exists only as it is decompressed, in order, once.
+//
+// Memory stays bounded: the feeder waits once ahead blocks are cut beyond
+// the one being handed out, so that a few blocks of text and their
+// batches are held, not the file; a block is the text of whole lines, one
+// line at most DecodeOptions.MaxRecordBytes (lineLimit stops the text
+// there), and the expansion guard of the gzip stream holds as in a
+// sequential read.
+//
+// As for the ranges, anything a block or the stream refuses (a line the
+// one pass cannot judge, a bad value, a truncated or hostile gzip stream,
+// a line too long) ends the read with errJSONScan: the file is read again
+// sequentially with both passes, which word every error exactly (its line
+// too), so the blocks need not know their lines.
+
+// gzipJSONRanges is the batch source of a gzipped JSON Lines file read in
+// blocks.
+type gzipJSONRanges struct {
+	ro     *resolved
+	src    Source
+	target *arrow.Schema
+	sc     *arrow.Schema
+	zr     *gzipStream
+	text   io.Reader // zr's text, lines bounded by ro.maxRecord
+	eof    bool      // text is read to its end
+	first  []byte    // block 0, cut by openGzipJSONRanges
+	carry  []byte    // the start of the line after the last cut
+	ahead  int
+	// conv, when set before the first next, converts each batch on the
+	// parsing goroutine.
+	conv func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)
+
+	order   chan chan jsonRange // each block's result, in file order
+	jobs    chan gzipBlock
+	free    chan []byte // parsed blocks' buffers, for the next cuts
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+	closed  bool
+
+	cur   []arrow.RecordBatch
+	owner []string // the key each column was read from, over every block read
+	bytes int64
+}
+
+// gzipBlock is a block of whole lines for a parser; first is the file's
+// first block (which may start with a byte order mark).
+type gzipBlock struct {
+	text  []byte
+	first bool
+	res   chan jsonRange
+}
+
+// openGzipJSONRanges opens the gzipped src for reading in blocks; nil when
+// its text is not JSON Lines (an array, whose objects may span lines), or
+// when its start cannot be read (the sequential read words why).
+func openGzipJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSource, error) {
+	zr, err := newGzipStream(io.NewSectionReader(src.R, 0, src.Size), src.Size)
+	if err != nil {
+		return nil, nil
+	}
+	fields := make([]arrow.Field, target.NumFields())
+	for i, f := range target.Fields() {
+		fields[i] = arrow.Field{Name: f.Name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	ahead := 2 * ro.parallel
+	g := &gzipJSONRanges{ro: ro, src: src, target: target, sc: arrow.NewSchema(fields, nil), zr: zr,
+		text: newLineLimit(zr, ro.maxRecord), ahead: ahead, owner: make([]string, len(fields)),
+		free: make(chan []byte, ahead+2)}
+	first, err := g.cut()
+	if t := bytes.TrimLeft(bytes.TrimPrefix(first, utf8BOM), " \t\r\n"); err != nil || len(t) == 0 || t[0] != '{' {
+		_ = zr.Close()
+		return nil, nil
+	}
+	g.first = first
+	return g, nil
+}
+
+// cut returns the next block of whole lines (the last without a line end
+// when the text has none), nil after the last.
+func (g *gzipJSONRanges) cut() ([]byte, error) {
+	if g.eof && len(g.carry) == 0 {
+		return nil, nil
+	}
+	var buf []byte
+	select {
+	case buf = <-g.free:
+	default:
+		buf = make([]byte, 0, g.ro.chunkBytes+64<<10)
+	}
+	buf = append(buf[:0], g.carry...)
+	scanned := 0 // buf[:scanned] holds no line end
+	for !g.eof {
+		if int64(len(buf)) >= g.ro.chunkBytes {
+			if bytes.IndexByte(buf[scanned:], '\n') >= 0 {
+				break
+			}
+			// A line longer than the rest of the block: read on (lineLimit
+			// ends it at ro.maxRecord).
+			scanned = len(buf)
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 64<<10)
+		}
+		n, err := g.text.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			g.eof = true
+		case err != nil:
+			return nil, err
+		}
+	}
+	end := len(buf)
+	if !g.eof {
+		end = bytes.LastIndexByte(buf, '\n') + 1
+	}
+	g.carry = append(g.carry[:0], buf[end:]...)
+	if end == 0 {
+		return nil, nil
+	}
+	return buf[:end], nil
+}
+
+// start starts the feeder and the parsers.
+func (g *gzipJSONRanges) start() {
+	if g.started {
+		return
+	}
+	g.started = true
+	g.order = make(chan chan jsonRange, g.ahead)
+	g.jobs = make(chan gzipBlock)
+	g.stop = make(chan struct{})
+	g.wg.Add(1 + g.ro.parallel)
+	go g.feed()
+	for range g.ro.parallel {
+		go g.parse()
+	}
+}
+
+// feed cuts the blocks and gives each to a parser, its result's channel
+// to next first; a stream error is the last result.
+func (g *gzipJSONRanges) feed() {
+	defer g.wg.Done()
+	defer close(g.jobs)
+	defer close(g.order)
+	block := g.first
+	g.first = nil
+	for i := 0; ; i++ {
+		var err error
+		if i > 0 {
+			block, err = g.cut()
+		}
+		if block == nil && err == nil {
+			return
+		}
+		res := make(chan jsonRange, 1)
+		if err != nil {
+			res <- jsonRange{err: err}
+		}
+		select {
+		case g.order <- res:
+		case <-g.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case g.jobs <- gzipBlock{text: block, first: i == 0, res: res}:
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+// parse reads the blocks it is given until there are no more.
+func (g *gzipJSONRanges) parse() {
+	defer g.wg.Done()
+	for {
+		select {
+		case b, ok := <-g.jobs:
+			if !ok {
+				return
+			}
+			b.res <- g.read(b)
+			select {
+			case g.free <- b.text[:0]:
+			default:
+			}
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+// read decodes block b whole. A block after the first must start with an
+// object: openJSONStream would read one starting with '[' as an array
+// and skip a byte order mark, where the sequential read refuses both.
+func (g *gzipJSONRanges) read(b gzipBlock) (out jsonRange) {
+	defer func() {
+		if v := recover(); v != nil {
+			release(out.batches)
+			out = jsonRange{err: fmt.Errorf("a block of the file: %v", v)}
+		}
+	}()
+	if t := bytes.TrimLeft(b.text, " \t\r\n"); !b.first && (len(t) == 0 || t[0] != '{') {
+		return jsonRange{err: errJSONScan}
+	}
+	src := Source{Key: g.src.Key, R: bytes.NewReader(b.text), Size: int64(len(b.text))}
+	out = readJSONRange(g.ro, src, g.target, g.conv)
+	out.size = int64(len(b.text))
+	return out
+}
+
+func (g *gzipJSONRanges) schema() *arrow.Schema { return g.sc }
+
+func (g *gzipJSONRanges) consumed() int64 { return g.bytes }
+
+func (g *gzipJSONRanges) next() (arrow.RecordBatch, error) {
+	g.start()
+	for len(g.cur) == 0 {
+		res, ok := <-g.order
+		if !ok {
+			return nil, nil
+		}
+		r := <-res
+		if r.err != nil {
+			return nil, errJSONScan // the two passes say what it is
+		}
+		if err := mergeOwners(g.owner, r); err != nil {
+			release(r.batches)
+			return nil, err
+		}
+		g.bytes += r.size
+		g.cur = r.batches
+	}
+	rec := g.cur[0]
+	g.cur = g.cur[1:]
+	return rec, nil
+}
+
+// close stops the feeder and the parsers and releases what was read and
+// not handed out.
+func (g *gzipJSONRanges) close() {
+	if g.closed {
+		return
+	}
+	g.closed = true
+	if g.started {
+		close(g.stop)
+		g.wg.Wait()
+		for res := range g.order {
+			select {
+			case r := <-res:
+				release(r.batches)
+			default:
+			}
+		}
+	}
+	release(g.cur)
+	g.cur = nil
+	_ = g.zr.Close()
+}
