@@ -194,12 +194,15 @@ type DecodeOptions struct {
 	// It must be safe for concurrent use (parallel decoding).
 	Mem memory.Allocator
 	// Parallelism is how many goroutines decode one uncompressed CSV/TSV
-	// file larger than ChunkBytes, each a range of whole lines; 0 means
-	// runtime.GOMAXPROCS(0), 1 means sequential. Files holding a quote
-	// character (a quoted field may span lines), gzipped files and Parquet
-	// files are always decoded sequentially. Results and errors (rows,
-	// values, line numbers) are the same either way; memory grows by about
-	// two ranges of text per goroutine.
+	// or JSON Lines file larger than ChunkBytes, each a range of whole
+	// lines, and how many parse a gzipped JSON Lines file of an existing
+	// table in blocks of whole lines of about ChunkBytes as one more
+	// decompresses it (jsongz.go); 0 means runtime.GOMAXPROCS(0), 1 means
+	// sequential. Files holding a quote character (a quoted field may span
+	// lines), other gzipped files and Parquet files are always decoded
+	// sequentially. Results and errors (rows, values, line numbers) are
+	// the same either way; memory grows by about two ranges of text per
+	// goroutine.
 	Parallelism int
 	// ChunkBytes is the size of those ranges in bytes; 0 means
 	// DefaultChunkBytes.

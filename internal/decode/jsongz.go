@@ -23,10 +23,11 @@ import (
 //
 // Memory stays bounded: the feeder waits once ahead blocks are cut beyond
 // the one being handed out, so that a few blocks of text and their
-// batches are held, not the file; a block is the text of whole lines, one
-// line at most DecodeOptions.MaxRecordBytes (lineLimit stops the text
-// there), and the expansion guard of the gzip stream holds as in a
-// sequential read.
+// batches are held, not the file, and under DecodeOptions.PieceBytes the
+// blocks are small enough that all of them take a batch's part of a piece
+// (pieceText). A block is the text of whole lines, a line at most
+// DecodeOptions.MaxRecordBytes (lineLimit stops the text there), and the
+// expansion guard of the gzip stream holds as in a sequential read.
 //
 // As for the ranges, anything a block or the stream refuses (a line the
 // one pass cannot judge, a bad value, a truncated or hostile gzip stream,
@@ -47,6 +48,7 @@ type gzipJSONRanges struct {
 	first  []byte    // block 0, cut by openGzipJSONRanges
 	carry  []byte    // the start of the line after the last cut
 	ahead  int
+	block  int64 // the bytes of a block, its last line aside
 	// conv, when set before the first next, converts each batch on the
 	// parsing goroutine.
 	conv func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)
@@ -85,8 +87,14 @@ func openGzipJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSo
 		fields[i] = arrow.Field{Name: f.Name, Type: arrow.BinaryTypes.String, Nullable: true}
 	}
 	ahead := 2 * ro.parallel
+	block := ro.chunkBytes
+	if cut := pieceText(ro); cut > 0 {
+		// The blocks in flight, as text and as batches, take at most a
+		// batch's part of a piece.
+		block = min(block, max(cut/int64(2*ahead+3), 64<<10))
+	}
 	g := &gzipJSONRanges{ro: ro, src: src, target: target, sc: arrow.NewSchema(fields, nil), zr: zr,
-		text: newLineLimit(zr, ro.maxRecord), ahead: ahead, owner: make([]string, len(fields)),
+		text: newLineLimit(zr, ro.maxRecord), ahead: ahead, block: block, owner: make([]string, len(fields)),
 		free: make(chan []byte, ahead+2)}
 	first, err := g.cut()
 	if t := bytes.TrimLeft(bytes.TrimPrefix(first, utf8BOM), " \t\r\n"); err != nil || len(t) == 0 || t[0] != '{' {
@@ -96,6 +104,10 @@ func openGzipJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSo
 	g.first = first
 	return g, nil
 }
+
+// gzipBlocks holds the buffers of blocks of files read before, for the
+// next file's blocks.
+var gzipBlocks sync.Pool
 
 // cut returns the next block of whole lines (the last without a line end
 // when the text has none), nil after the last.
@@ -107,12 +119,16 @@ func (g *gzipJSONRanges) cut() ([]byte, error) {
 	select {
 	case buf = <-g.free:
 	default:
-		buf = make([]byte, 0, g.ro.chunkBytes+64<<10)
+		if p, _ := gzipBlocks.Get().(*[]byte); p != nil && int64(cap(*p)) >= g.block+64<<10 {
+			buf = *p
+		} else {
+			buf = make([]byte, 0, g.block+64<<10)
+		}
 	}
 	buf = append(buf[:0], g.carry...)
 	scanned := 0 // buf[:scanned] holds no line end
 	for !g.eof {
-		if int64(len(buf)) >= g.ro.chunkBytes {
+		if int64(len(buf)) >= g.block {
 			if bytes.IndexByte(buf[scanned:], '\n') >= 0 {
 				break
 			}
@@ -282,4 +298,12 @@ func (g *gzipJSONRanges) close() {
 	release(g.cur)
 	g.cur = nil
 	_ = g.zr.Close()
+	if g.free != nil {
+		for len(g.free) > 0 {
+			b := <-g.free
+			if int64(cap(b)) <= 2*(g.block+64<<10) {
+				gzipBlocks.Put(&b)
+			}
+		}
+	}
 }

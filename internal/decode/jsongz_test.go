@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 )
 
@@ -137,5 +138,76 @@ func TestGzipJSONRangesBomb(t *testing.T) {
 	var fe *FileError
 	if !errors.As(err, &fe) || !strings.Contains(fe.Reason, "a gzip bomb") || fe.Key != "gw/bomb.jsonl.gz" {
 		t.Fatalf("Decode = %v, want the bomb refused", err)
+	}
+}
+
+// TestGzipJSONRangesOpen: gzipped JSON Lines of a table are read in blocks
+// (blocks small enough for a small piece), an array and a file that is
+// not gzip data are not; pieces hold the rows of a sequential read.
+func TestGzipJSONRangesOpen(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	var b strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&b, `{"time":"2026-01-05T10:%02d:%02dZ","v":%d}`+"\n", i/60%60, i%60, i)
+	}
+	lines := b.String()
+	open := func(data []byte, opts DecodeOptions) batchSource {
+		t.Helper()
+		ro, err := resolveOptions("gw/a.jsonl.gz", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := openGzipJSONRanges(ro, Source{Key: "gw/a.jsonl.gz", R: bytes.NewReader(data), Size: int64(len(data))}, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bs
+	}
+	opts := DecodeOptions{Target: target, TimeColumn: "time", Parallelism: 2, PieceBytes: 256 << 10}
+	if bs := open(gz(t, "["+strings.TrimSuffix(strings.ReplaceAll(lines, "}\n", "},"), ",")+"]"), opts); bs != nil {
+		t.Errorf("an array read in blocks")
+	}
+	if bs := open([]byte(lines), opts); bs != nil {
+		t.Errorf("text that is not gzip read in blocks")
+	}
+	bs := open(gz(t, lines), opts)
+	if bs == nil {
+		t.Fatal("JSON Lines not read in blocks")
+	}
+	g := bs.(*gzipJSONRanges)
+	if g.block != 64<<10 {
+		t.Errorf("blocks of %d bytes under a piece of 256 KiB, want 64 KiB", g.block)
+	}
+	bs.close()
+
+	collect := func(par int) (out []string) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		o := opts
+		o.Parallelism, o.Mem = par, mem
+		data := gz(t, lines)
+		err := DecodeEach(context.Background(), Source{Key: "gw/a.jsonl.gz", R: bytes.NewReader(data), Size: int64(len(data))}, o,
+			func(d *Decoded) error {
+				defer d.Release()
+				if d.Piece != len(out) {
+					t.Errorf("piece %d after %d pieces", d.Piece, len(out))
+				}
+				out = append(out, fmt.Sprint(rows(t, d)))
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	seq, par := collect(1), collect(2)
+	trim := func(pieces []string) string { // the rows of all pieces
+		return strings.NewReplacer("] [", " ", "[", "", "]", "").Replace(strings.Join(pieces, " "))
+	}
+	if trim(seq) != trim(par) || len(par) < 2 {
+		t.Errorf("the rows of %d pieces in blocks differ from those of %d sequential ones", len(par), len(seq))
 	}
 }
