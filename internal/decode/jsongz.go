@@ -159,6 +159,17 @@ func (g *gzipJSONRanges) cut() ([]byte, error) {
 	return buf[:end], nil
 }
 
+// safeCut is cut on the feeder's goroutine, where a panic of the gzip
+// reader would stop the process: it is an error of the stream instead.
+func (g *gzipJSONRanges) safeCut() (block []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			block, err = nil, fmt.Errorf("decompressing the file: %v", v)
+		}
+	}()
+	return g.cut()
+}
+
 // start starts the feeder and the parsers.
 func (g *gzipJSONRanges) start() {
 	if g.started {
@@ -186,7 +197,7 @@ func (g *gzipJSONRanges) feed() {
 	for i := 0; ; i++ {
 		var err error
 		if i > 0 {
-			block, err = g.cut()
+			block, err = g.safeCut()
 		}
 		if block == nil && err == nil {
 			return
