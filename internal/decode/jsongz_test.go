@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -209,5 +211,48 @@ func TestGzipJSONRangesOpen(t *testing.T) {
 	}
 	if trim(seq) != trim(par) || len(par) < 2 {
 		t.Errorf("the rows of %d pieces in blocks differ from those of %d sequential ones", len(par), len(seq))
+	}
+}
+
+// TestGzipJSONRangesStop: a decode stopped in the middle of a file read in
+// blocks (its caller's error) leaves no goroutine running and no batch
+// unreleased.
+func TestGzipJSONRangesStop(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	var b strings.Builder
+	for i := range 50_000 {
+		fmt.Fprintf(&b, `{"time":"2026-01-05T10:%02d:%02dZ","v":%d}`+"\n", i/60%60, i%60, i)
+	}
+	data := gz(t, b.String())
+	before := runtime.NumGoroutine()
+	stop := errors.New("enough")
+	for _, opts := range []DecodeOptions{
+		{Target: target, TimeColumn: "time", Parallelism: 2, ChunkBytes: 10_000, PieceBytes: 64 << 10},
+		{Target: target, TimeColumn: "time", Parallelism: 3, ChunkBytes: 10_000, PieceBytes: 64 << 10},
+	} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		opts.Mem = mem
+		pieces := 0
+		err := DecodeEach(context.Background(), Source{Key: "gw/a.jsonl.gz", R: bytes.NewReader(data), Size: int64(len(data))}, opts,
+			func(d *Decoded) error {
+				d.Release()
+				if pieces++; pieces == 2 {
+					return stop
+				}
+				return nil
+			})
+		if !errors.Is(err, stop) {
+			t.Fatalf("DecodeEach = %v, want the caller's error", err)
+		}
+		mem.AssertSize(t, 0)
+	}
+	for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the decodes, %d before", n, before)
 	}
 }
