@@ -17,9 +17,12 @@ import (
 // so the decompressing goroutine (feed) cuts the text into blocks of whole
 // lines of about DecodeOptions.ChunkBytes, and the parsers read each block
 // as a range of an uncompressed file is read (readJSONRange), while next
-// hands out the blocks' batches in file order. The package's own
-// goroutines, rather than the ranges' one per range, because the text
-// exists only as it is decompressed, in order, once.
+// hands out the blocks' batches in file order. It runs a pipeline of its
+// own (one feeder, a fixed set of parsers, the results queued in file
+// order) rather than the ranges' goroutine per range, because a block
+// exists only once the stream before it is decompressed: the blocks come
+// one at a time from one reader, and each is parsed while the next are
+// cut.
 //
 // Memory stays bounded: the feeder waits once ahead blocks are cut beyond
 // the one being handed out, so that a few blocks of text and their
