@@ -122,10 +122,14 @@ func (g *gzipJSONRanges) cut() ([]byte, error) {
 	select {
 	case buf = <-g.free:
 	default:
-		if p, _ := gzipBlocks.Get().(*[]byte); p != nil && int64(cap(*p)) >= g.block+64<<10 {
+		size := g.block + 64<<10
+		if g.src.Size < g.block/4 {
+			size = min(size, 256<<10) // grown as the text asks: a small file takes little
+		}
+		if p, _ := gzipBlocks.Get().(*[]byte); p != nil && int64(cap(*p)) >= size {
 			buf = *p
 		} else {
-			buf = make([]byte, 0, g.block+64<<10)
+			buf = make([]byte, 0, size)
 		}
 	}
 	buf = append(buf[:0], g.carry...)
@@ -140,9 +144,9 @@ func (g *gzipJSONRanges) cut() ([]byte, error) {
 			scanned = len(buf)
 		}
 		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 64<<10)
+			buf = slices.Grow(buf, max(len(buf), 64<<10))
 		}
-		n, err := g.text.Read(buf[len(buf):cap(buf)])
+		n, err := g.text.Read(buf[len(buf):min(cap(buf), len(buf)+64<<10)])
 		buf = buf[:len(buf)+n]
 		switch {
 		case errors.Is(err, io.EOF):
