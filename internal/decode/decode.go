@@ -195,12 +195,12 @@ type DecodeOptions struct {
 	Mem memory.Allocator
 	// Parallelism is how many goroutines decode one uncompressed CSV/TSV
 	// or JSON Lines file larger than ChunkBytes, each a range of whole
-	// lines, and how many parse a gzipped JSON Lines file of an existing
-	// table in blocks of whole lines of about ChunkBytes as one more
-	// decompresses it (jsongz.go); 0 means runtime.GOMAXPROCS(0), 1 means
-	// sequential. Files holding a quote character (a quoted field may span
-	// lines), other gzipped files and Parquet files are always decoded
-	// sequentially. Results and errors (rows, values, line numbers) are
+	// lines, and how many parse a gzipped CSV, TSV or JSON Lines file of an
+	// existing table in blocks of whole lines of about ChunkBytes as one
+	// more decompresses it (gzipranges.go); 0 means runtime.GOMAXPROCS(0),
+	// 1 means sequential. CSV and TSV files holding a quote character (a
+	// quoted field may span lines), other gzipped files and Parquet files
+	// are always decoded sequentially. Results and errors (rows, values, line numbers) are
 	// the same either way; memory grows by about two ranges of text per
 	// goroutine.
 	Parallelism int
@@ -514,6 +514,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 	// A JSON file of a table whose columns are known is read in one pass;
 	// what the pass cannot judge reads it again with two (json.go).
 	jsonOnePass := format == FormatJSON && opts.Target != nil && !evolving && !skipping && len(ro.renames) == 0 && !opts.jsonTwoPasses
+	ro.textBlocks = format != FormatJSON && opts.Target != nil && !evolving && !skipping
 	opened := false
 	open := func() (batchSource, error) {
 		if opened && ro.skipRows != nil {
@@ -570,6 +571,14 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		err = decodeInfer(ctx, ro, bs, open, format != FormatParquet, opts.TimeColumn, out)
 	}
 	var ce *callerError
+	if g, ok := bs.(*gzipRanges); ok && g.csv != nil && errors.Is(err, errJSONScan) && ctx.Err() == nil {
+		// A quote, or an error, in a block: the sequential read judges
+		// (and words) it.
+		bs.close()
+		opts.Parallelism = 1
+		out.restart()
+		return decodeFile(ctx, src, opts, evolving, skipping, out)
+	}
 	if jsonOnePass && err != nil && ctx.Err() == nil && !errors.As(err, &ce) {
 		// Anything the one pass refuses, the two passes judge (and word).
 		bs.close()
@@ -688,6 +697,9 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	if ct, ok := bs.(*chunkedText); ok {
 		ct.cols = numbersAsTarget(ct.cols, target, ro.decimalComma)
 	}
+	if g, ok := bs.(*gzipRanges); ok && g.csv != nil {
+		g.csv.cols = numbersAsTarget(g.csv.cols, target, ro.decimalComma)
+	}
 	conf, err := newConformer(ro, bs.schema(), target, timeCol)
 	if err != nil {
 		return err
@@ -700,8 +712,11 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	if jr, ok := bs.(*jsonRanges); ok {
 		jr.conv, converted = conf.convert, true
 	}
-	if gr, ok := bs.(*gzipJSONRanges); ok {
+	if gr, ok := bs.(*gzipRanges); ok {
 		gr.conv, converted = conf.convert, true
+		if gr.csv != nil {
+			gr.csv.conv = conf.convert
+		}
 	}
 	out.begin(ro, target, timeCol)
 	var rows int64 // rows of the source so far (with those set aside)

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,10 +38,19 @@ import (
 // a line too long) ends the read with errJSONScan: the file is read again
 // sequentially with both passes, which word every error exactly (its line
 // too), so the blocks need not know their lines.
+//
+// A gzipped CSV or TSV file of a table is read in blocks the same way,
+// each parsed as a range of an uncompressed file is (chunkedText.read,
+// the header fed first), when its first block holds no quote character
+// and it has no separator hint. Whether a later block holds a quote (a
+// quoted field may span lines) is known only once it is decompressed: such
+// a block, as any error, ends the read with errJSONScan, and decodeFile
+// reads the file again sequentially, which gives its rows, or words its
+// error, exactly.
 
-// gzipJSONRanges is the batch source of a gzipped JSON Lines file read in
-// blocks.
-type gzipJSONRanges struct {
+// gzipRanges is the batch source of a gzipped JSON Lines, CSV or TSV
+// file read in blocks.
+type gzipRanges struct {
 	ro     *resolved
 	src    Source
 	target *arrow.Schema
@@ -55,6 +65,9 @@ type gzipJSONRanges struct {
 	// conv, when set before the first next, converts each batch on the
 	// parsing goroutine.
 	conv func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)
+	// csv, for CSV or TSV text, parses the blocks (its header fed to
+	// each) in place of JSON.
+	csv *chunkedText
 
 	order   chan chan jsonRange // each block's result, in file order
 	jobs    chan gzipBlock
@@ -81,13 +94,52 @@ type gzipBlock struct {
 // its text is not JSON Lines (an array, whose objects may span lines), or
 // when its start cannot be read (the sequential read words why).
 func openGzipJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSource, error) {
-	zr, err := newGzipStream(io.NewSectionReader(src.R, 0, src.Size), src.Size)
-	if err != nil {
+	g, first := newGzipBlocks(ro, src)
+	if g == nil {
+		return nil, nil
+	}
+	if t := bytes.TrimLeft(bytes.TrimPrefix(first, utf8BOM), " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		g.close()
 		return nil, nil
 	}
 	fields := make([]arrow.Field, target.NumFields())
 	for i, f := range target.Fields() {
 		fields[i] = arrow.Field{Name: f.Name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	g.target, g.sc, g.owner, g.first = target, arrow.NewSchema(fields, nil), make([]string, len(fields)), first
+	return g, nil
+}
+
+// openGzipTextRanges opens the gzipped CSV or TSV src, whose header gave
+// cols, for reading in blocks; nil when its first block holds a quote
+// character (a quoted field may span lines; one in a later block reads the
+// file again sequentially), when its first line is empty (the CSV reader
+// would skip it), or when its start cannot be read.
+func openGzipTextRanges(ctx context.Context, ro *resolved, src Source, cols textColumns, comma rune) *gzipRanges {
+	g, first := newGzipBlocks(ro, src)
+	if g == nil {
+		return nil
+	}
+	start := 0
+	if bytes.HasPrefix(first, utf8BOM) {
+		start = len(utf8BOM)
+	}
+	i := bytes.IndexByte(first, '\n')
+	if bytes.IndexByte(first, '"') >= 0 || i < 0 || i == start || (i == start+1 && first[start] == '\r') {
+		g.close()
+		return nil
+	}
+	g.csv = &chunkedText{ctx: ctx, ro: ro, src: src, cols: cols, comma: comma, header: bytes.Clone(first[start : i+1])}
+	g.first = first[i+1:]
+	return g
+}
+
+// newGzipBlocks opens the gzipped src and cuts its first block; nil when
+// either fails.
+func newGzipBlocks(ro *resolved, src Source) (*gzipRanges, []byte) {
+	zr, err := newGzipStream(io.NewSectionReader(src.R, 0, src.Size), src.Size)
+	if err != nil {
+		return nil, nil
 	}
 	ahead := 2 * ro.parallel
 	block := ro.chunkBytes
@@ -96,16 +148,14 @@ func openGzipJSONRanges(ro *resolved, src Source, target *arrow.Schema) (batchSo
 		// batch's part of a piece.
 		block = min(block, max(cut/int64(2*ahead+3), 64<<10))
 	}
-	g := &gzipJSONRanges{ro: ro, src: src, target: target, sc: arrow.NewSchema(fields, nil), zr: zr,
-		text: newLineLimit(zr, ro.maxRecord), ahead: ahead, block: block, owner: make([]string, len(fields)),
+	g := &gzipRanges{ro: ro, src: src, zr: zr, text: newLineLimit(zr, ro.maxRecord), ahead: ahead, block: block,
 		free: make(chan []byte, ahead+2)}
 	first, err := g.cut()
-	if t := bytes.TrimLeft(bytes.TrimPrefix(first, utf8BOM), " \t\r\n"); err != nil || len(t) == 0 || t[0] != '{' {
-		_ = zr.Close()
+	if err != nil || first == nil {
+		g.close()
 		return nil, nil
 	}
-	g.first = first
-	return g, nil
+	return g, first
 }
 
 // gzipBlocks holds the buffers of blocks of files read before, for the
@@ -114,7 +164,7 @@ var gzipBlocks sync.Pool
 
 // cut returns the next block of whole lines (the last without a line end
 // when the text has none), nil after the last.
-func (g *gzipJSONRanges) cut() ([]byte, error) {
+func (g *gzipRanges) cut() ([]byte, error) {
 	if g.eof && len(g.carry) == 0 {
 		return nil, nil
 	}
@@ -168,7 +218,7 @@ func (g *gzipJSONRanges) cut() ([]byte, error) {
 
 // safeCut is cut on the feeder's goroutine, where a panic of the gzip
 // reader would stop the process: it is an error of the stream instead.
-func (g *gzipJSONRanges) safeCut() (block []byte, err error) {
+func (g *gzipRanges) safeCut() (block []byte, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			block, err = nil, fmt.Errorf("decompressing the file: %v", v)
@@ -178,7 +228,7 @@ func (g *gzipJSONRanges) safeCut() (block []byte, err error) {
 }
 
 // start starts the feeder and the parsers.
-func (g *gzipJSONRanges) start() {
+func (g *gzipRanges) start() {
 	if g.started {
 		return
 	}
@@ -195,7 +245,7 @@ func (g *gzipJSONRanges) start() {
 
 // feed cuts the blocks and gives each to a parser, its result's channel
 // to next first; a stream error is the last result.
-func (g *gzipJSONRanges) feed() {
+func (g *gzipRanges) feed() {
 	defer g.wg.Done()
 	defer close(g.jobs)
 	defer close(g.order)
@@ -230,7 +280,7 @@ func (g *gzipJSONRanges) feed() {
 }
 
 // parse reads the blocks it is given until there are no more.
-func (g *gzipJSONRanges) parse() {
+func (g *gzipRanges) parse() {
 	defer g.wg.Done()
 	for {
 		select {
@@ -252,13 +302,24 @@ func (g *gzipJSONRanges) parse() {
 // read decodes block b whole. A block after the first must start with an
 // object: openJSONStream would read one starting with '[' as an array
 // and skip a byte order mark, where the sequential read refuses both.
-func (g *gzipJSONRanges) read(b gzipBlock) (out jsonRange) {
+func (g *gzipRanges) read(b gzipBlock) (out jsonRange) {
 	defer func() {
 		if v := recover(); v != nil {
 			release(out.batches)
 			out = jsonRange{err: fmt.Errorf("a block of the file: %v", v)}
 		}
 	}()
+	if g.csv != nil {
+		if bytes.IndexByte(b.text, '"') >= 0 {
+			return jsonRange{err: errJSONScan} // a quoted field may span lines
+		}
+		var res chunkResult
+		if g.csv.read(textChunk{end: int64(len(b.text)), text: b.text}, &res) != nil {
+			release(res.recs)
+			return jsonRange{err: res.err}
+		}
+		return jsonRange{batches: res.recs, size: int64(len(b.text))}
+	}
 	if t := bytes.TrimLeft(b.text, " \t\r\n"); !b.first && (len(t) == 0 || t[0] != '{') {
 		return jsonRange{err: errJSONScan}
 	}
@@ -268,11 +329,16 @@ func (g *gzipJSONRanges) read(b gzipBlock) (out jsonRange) {
 	return out
 }
 
-func (g *gzipJSONRanges) schema() *arrow.Schema { return g.sc }
+func (g *gzipRanges) schema() *arrow.Schema {
+	if g.csv != nil {
+		return g.csv.cols.out
+	}
+	return g.sc
+}
 
-func (g *gzipJSONRanges) consumed() int64 { return g.bytes }
+func (g *gzipRanges) consumed() int64 { return g.bytes }
 
-func (g *gzipJSONRanges) next() (arrow.RecordBatch, error) {
+func (g *gzipRanges) next() (arrow.RecordBatch, error) {
 	g.start()
 	for len(g.cur) == 0 {
 		res, ok := <-g.order
@@ -297,7 +363,7 @@ func (g *gzipJSONRanges) next() (arrow.RecordBatch, error) {
 
 // close stops the feeder and the parsers and releases what was read and
 // not handed out.
-func (g *gzipJSONRanges) close() {
+func (g *gzipRanges) close() {
 	if g.closed {
 		return
 	}

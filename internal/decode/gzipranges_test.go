@@ -179,7 +179,7 @@ func TestGzipJSONRangesOpen(t *testing.T) {
 	if bs == nil {
 		t.Fatal("JSON Lines not read in blocks")
 	}
-	g := bs.(*gzipJSONRanges)
+	g := bs.(*gzipRanges)
 	if g.block != 64<<10 {
 		t.Errorf("blocks of %d bytes under a piece of 256 KiB, want 64 KiB", g.block)
 	}
