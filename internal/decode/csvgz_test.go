@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 )
 
@@ -110,5 +111,51 @@ func TestGzipCSVBlocks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGzipCSVBlocksPieces: a gzipped CSV file read in blocks and handed
+// over in pieces, with a quote in a late block, starts over sequentially
+// from piece 0 and ends with the rows of the sequential read.
+func TestGzipCSVBlocksPieces(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "device_id", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	var b strings.Builder
+	b.WriteString("time,device_id,v\n")
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "2026-01-05T10:%02d:%02dZ,dev-%d,%d.5\n", i/60%60, i%60, i%7, i%100)
+		if i == 15_000 {
+			b.WriteString("2026-01-05T11:00:00Z,\"dev\n7\",1\n")
+		}
+	}
+	data := gz(t, b.String())
+	collect := func(par int) string {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		var pieces []string
+		starts := 0
+		err := DecodeEach(context.Background(), Source{Key: "gw/a.csv.gz", R: bytes.NewReader(data), Size: int64(len(data))},
+			DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par, ChunkBytes: 20_000, PieceBytes: 64 << 10, Mem: mem},
+			func(d *Decoded) error {
+				defer d.Release()
+				if d.Piece == 0 {
+					pieces, starts = nil, starts+1
+				}
+				pieces = append(pieces, fmt.Sprint(rows(t, d)))
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if par > 1 && (starts != 2 || len(pieces) < 2) {
+			t.Errorf("in blocks: %d starts, %d pieces; want a start over and several pieces", starts, len(pieces))
+		}
+		return strings.NewReplacer("] [", " ", "[", "", "]", "").Replace(strings.Join(pieces, " "))
+	}
+	if seq, par := collect(1), collect(2); seq != par {
+		t.Errorf("rows in blocks differ from the sequential read's")
 	}
 }
