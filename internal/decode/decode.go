@@ -199,8 +199,9 @@ type DecodeOptions struct {
 	// existing table in blocks of whole lines of about ChunkBytes as one
 	// more decompresses it (gzipranges.go); 0 means runtime.GOMAXPROCS(0),
 	// 1 means sequential. CSV and TSV files holding a quote character (a
-	// quoted field may span lines), other gzipped files and Parquet files
-	// are always decoded sequentially. Results and errors (rows, values, line numbers) are
+	// quoted field may span lines; in a gzipped file, once a block shows
+	// one), other gzipped files and Parquet files are decoded
+	// sequentially. Results and errors (rows, values, line numbers) are
 	// the same either way; memory grows by about two ranges of text per
 	// goroutine.
 	Parallelism int
