@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -135,6 +136,70 @@ func BenchmarkDecodeJSON(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
 				d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl", R: bytes.NewReader(data), Size: int64(len(data))},
+					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.Rows != 200_000 {
+					b.Fatalf("%d rows", d.Rows)
+				}
+				d.Release()
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeCSVGzip decodes BenchmarkDecodeCSV's file gzipped (the
+// benchmark's c2 files are), sequentially and on GOMAXPROCS goroutines.
+func BenchmarkDecodeCSVGzip(b *testing.B) {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(benchCSV(200_000)); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	target := gatewayTarget(b)
+	for _, par := range []int{1, 0} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for range b.N {
+				d, err := Decode(context.Background(), Source{Key: "gw/b.csv.gz", R: bytes.NewReader(data), Size: int64(len(data))},
+					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.Rows != 200_000 {
+					b.Fatalf("%d rows", d.Rows)
+				}
+				d.Release()
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeJSONGzip decodes BenchmarkDecodeJSON's file gzipped (the
+// benchmark's c2-json-gz case), sequentially and on GOMAXPROCS goroutines.
+func BenchmarkDecodeJSONGzip(b *testing.B) {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(benchJSON(200_000)); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	target := gatewayTarget(b)
+	for _, par := range []int{1, 0} {
+		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for range b.N {
+				d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl.gz", R: bytes.NewReader(data), Size: int64(len(data))},
 					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
 				if err != nil {
 					b.Fatal(err)

@@ -28,6 +28,7 @@ const DefaultChunkBytes = 4 << 20
 type textChunk struct {
 	off, end int64
 	lines    int64
+	text     []byte // the chunk's text, when it is not read from the file
 }
 
 // planTextChunks splits the data lines of an uncompressed text file of size
@@ -241,7 +242,11 @@ func (c *chunkedText) parse(i int) {
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
-	ends := newLineEnds(io.MultiReader(bytes.NewReader(c.header), newLineLimit(io.NewSectionReader(c.src.R, ch.off, size), c.ro.maxRecord)), c.comma, true)
+	var body io.Reader = io.NewSectionReader(c.src.R, ch.off, size)
+	if ch.text != nil {
+		body = bytes.NewReader(ch.text)
+	}
+	ends := newLineEnds(io.MultiReader(bytes.NewReader(c.header), newLineLimit(body, c.ro.maxRecord)), c.comma, true)
 	cr := arrowcsv.NewReader(ends, sc,
 		arrowcsv.WithHeader(true),
 		arrowcsv.WithComma(c.comma),

@@ -55,6 +55,9 @@ type resolved struct {
 	renames map[string]string
 	// maxRecord is DecodeOptions.MaxRecordBytes or its default.
 	maxRecord int64
+	// textBlocks lets a gzipped CSV or TSV file of an existing table be
+	// parsed in blocks (gzipranges.go) when ro.parallel > 1.
+	textBlocks bool
 }
 
 // convertFn converts one source column of a batch into a column of the

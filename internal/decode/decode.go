@@ -194,12 +194,16 @@ type DecodeOptions struct {
 	// It must be safe for concurrent use (parallel decoding).
 	Mem memory.Allocator
 	// Parallelism is how many goroutines decode one uncompressed CSV/TSV
-	// file larger than ChunkBytes, each a range of whole lines; 0 means
-	// runtime.GOMAXPROCS(0), 1 means sequential. Files holding a quote
-	// character (a quoted field may span lines), gzipped files and Parquet
-	// files are always decoded sequentially. Results and errors (rows,
-	// values, line numbers) are the same either way; memory grows by about
-	// two ranges of text per goroutine.
+	// or JSON Lines file larger than ChunkBytes, each a range of whole
+	// lines, and how many parse a gzipped CSV, TSV or JSON Lines file of an
+	// existing table in blocks of whole lines of about ChunkBytes as one
+	// more decompresses it (gzipranges.go); 0 means runtime.GOMAXPROCS(0),
+	// 1 means sequential. CSV and TSV files holding a quote character (a
+	// quoted field may span lines; in a gzipped file, once a block shows
+	// one), other gzipped files and Parquet files are decoded
+	// sequentially. Results and errors (rows, values, line numbers) are
+	// the same either way; memory grows by about two ranges of text per
+	// goroutine.
 	Parallelism int
 	// ChunkBytes is the size of those ranges in bytes; 0 means
 	// DefaultChunkBytes.
@@ -511,6 +515,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 	// A JSON file of a table whose columns are known is read in one pass;
 	// what the pass cannot judge reads it again with two (json.go).
 	jsonOnePass := format == FormatJSON && opts.Target != nil && !evolving && !skipping && len(ro.renames) == 0 && !opts.jsonTwoPasses
+	ro.textBlocks = format != FormatJSON && opts.Target != nil && !evolving && !skipping
 	opened := false
 	open := func() (batchSource, error) {
 		if opened && ro.skipRows != nil {
@@ -524,6 +529,11 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		case FormatJSON:
 			if jsonOnePass && !gz && ro.parallel > 1 && src.Size > ro.chunkBytes {
 				if bs, err := openJSONRanges(ro, src, opts.Target); bs != nil || err != nil {
+					return bs, err
+				}
+			}
+			if jsonOnePass && gz && ro.parallel > 1 {
+				if bs, err := openGzipJSONRanges(ro, src, opts.Target); bs != nil || err != nil {
 					return bs, err
 				}
 			}
@@ -562,6 +572,14 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 		err = decodeInfer(ctx, ro, bs, open, format != FormatParquet, opts.TimeColumn, out)
 	}
 	var ce *callerError
+	if g, ok := bs.(*gzipRanges); ok && g.csv != nil && errors.Is(err, errJSONScan) && ctx.Err() == nil {
+		// A quote, or an error, in a block: the sequential read judges
+		// (and words) it.
+		bs.close()
+		opts.Parallelism = 1
+		out.restart()
+		return decodeFile(ctx, src, opts, evolving, skipping, out)
+	}
 	if jsonOnePass && err != nil && ctx.Err() == nil && !errors.As(err, &ce) {
 		// Anything the one pass refuses, the two passes judge (and word).
 		bs.close()
@@ -680,6 +698,9 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	if ct, ok := bs.(*chunkedText); ok {
 		ct.cols = numbersAsTarget(ct.cols, target, ro.decimalComma)
 	}
+	if g, ok := bs.(*gzipRanges); ok && g.csv != nil {
+		g.csv.cols = numbersAsTarget(g.csv.cols, target, ro.decimalComma)
+	}
 	conf, err := newConformer(ro, bs.schema(), target, timeCol)
 	if err != nil {
 		return err
@@ -691,6 +712,12 @@ func decodeInto(ctx context.Context, ro *resolved, bs batchSource, target *arrow
 	}
 	if jr, ok := bs.(*jsonRanges); ok {
 		jr.conv, converted = conf.convert, true
+	}
+	if gr, ok := bs.(*gzipRanges); ok {
+		gr.conv, converted = conf.convert, true
+		if gr.csv != nil {
+			gr.csv.conv = conf.convert
+		}
 	}
 	out.begin(ro, target, timeCol)
 	var rows int64 // rows of the source so far (with those set aside)

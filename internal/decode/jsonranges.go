@@ -71,6 +71,7 @@ type jsonRange struct {
 	batches []arrow.RecordBatch
 	owner   []string
 	err     error
+	size    int64 // the text's bytes, where next does not know them
 }
 
 // openJSONRanges opens src for reading in ranges; nil when it is not worth
@@ -111,13 +112,20 @@ func (j *jsonRanges) fill() {
 }
 
 // read decodes range i whole.
-func (j *jsonRanges) read(i int) (out jsonRange) {
+func (j *jsonRanges) read(i int) jsonRange {
 	start, end := j.starts[i], j.src.Size
 	if i+1 < len(j.starts) {
 		end = j.starts[i+1]
 	}
 	rsrc := Source{Key: j.src.Key, R: io.NewSectionReader(j.src.R, start, end-start), Size: end - start}
-	bs, err := openJSONInto(j.ro, rsrc, false, j.target)
+	return readJSONRange(j.ro, rsrc, j.target, j.conv)
+}
+
+// readJSONRange decodes src, a range of whole lines of a JSON Lines file,
+// whole with openJSONInto, converting each batch with conv when it is set.
+func readJSONRange(ro *resolved, src Source, target *arrow.Schema,
+	conv func(rec arrow.RecordBatch, rowBase int64) (arrow.RecordBatch, error)) (out jsonRange) {
+	bs, err := openJSONInto(ro, src, false, target)
 	if err != nil {
 		return jsonRange{err: err}
 	}
@@ -125,11 +133,11 @@ func (j *jsonRanges) read(i int) (out jsonRange) {
 	var rows int64
 	for {
 		rec, err := bs.next()
-		if err == nil && rec != nil && j.conv != nil {
+		if err == nil && rec != nil && conv != nil {
 			n := rec.NumRows()
-			conv, cerr := j.conv(rec, rows)
+			c, cerr := conv(rec, rows)
 			rec.Release()
-			rec, err, rows = conv, cerr, rows+n
+			rec, err, rows = c, cerr, rows+n
 		}
 		if err != nil {
 			release(out.batches)
@@ -142,6 +150,21 @@ func (j *jsonRanges) read(i int) (out jsonRange) {
 	}
 	out.owner = bs.(*jsonSource).fast.owner
 	return out
+}
+
+// mergeOwners adds the keys r's columns were read from to owner, the keys
+// of the ranges before it: errJSONScan when a column was read from two.
+func mergeOwners(owner []string, r jsonRange) error {
+	for c, key := range r.owner {
+		switch {
+		case key == "":
+		case owner[c] == "":
+			owner[c] = key
+		case owner[c] != key:
+			return errJSONScan // two keys of one column
+		}
+	}
+	return nil
 }
 
 func (j *jsonRanges) schema() *arrow.Schema { return j.sc }
@@ -161,15 +184,9 @@ func (j *jsonRanges) next() (arrow.RecordBatch, error) {
 		if r.err != nil {
 			return nil, errJSONScan // the two passes say what it is
 		}
-		for c, key := range r.owner {
-			switch {
-			case key == "":
-			case j.owner[c] == "":
-				j.owner[c] = key
-			case j.owner[c] != key:
-				release(r.batches)
-				return nil, errJSONScan // two keys of one column
-			}
+		if err := mergeOwners(j.owner, r); err != nil {
+			release(r.batches)
+			return nil, err
 		}
 		end := j.src.Size
 		if j.handing+1 < len(j.starts) {

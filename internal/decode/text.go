@@ -297,6 +297,12 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		}
 	}
 
+	if gz && ro.textBlocks && ro.parallel > 1 && ro.lineOffset == 0 {
+		if g := openGzipTextRanges(ctx, ro, src, cols, comma); g != nil {
+			return g, nil
+		}
+	}
+
 	dr, dc, err := openTextStream(ro, src, gz, false)
 	if err != nil {
 		return nil, err
