@@ -728,8 +728,9 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 		if cols.kinds[i]&^jsonNull == jsonObject {
 			continue
 		}
-		if n := cols.nums[i]; n.fraction && n.inexact != "" {
-			// A column of numbers is a double: each must be one exactly.
+		if n := cols.nums[i]; n.fraction && n.inexact != "" && ro.skipRows == nil {
+			// A column of numbers is a double: each must be one exactly
+			// (with skip-rows, the conversion sets such a row aside).
 			return nil, 0, nil, &FileError{Key: ro.key, Row: n.inexactRow, Line: locateJSONRow(ro, src, gz, n.inexactRow), Column: name, Value: capValue(n.inexact),
 				Reason: numberReason(n.inexact, arrow.PrimitiveTypes.Float64, n.why)}
 		}

@@ -440,3 +440,39 @@ func TestJSONRanges(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONInexactSkipRows: an integer a double cannot hold exactly beside
+// numbers with fractions refuses the file, naming it (the file that
+// creates a table too, with skip-rows: docs/schema.md); into a table whose
+// column is a double, skip-rows sets only its row aside, as for CSV.
+func TestJSONInexactSkipRows(t *testing.T) {
+	bad := `{"time":"2026-01-05T10:02:00Z","v":9007199254740993}`
+	data := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","v":1.5}`+"\n", 10) + bad + "\n" +
+		strings.Repeat(`{"time":"2026-01-05T10:03:00Z","v":2.5}`+"\n", 10)
+	double := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	for _, tc := range []struct {
+		name   string
+		target *arrow.Schema
+	}{{"new table", nil}, {"double column", double}} {
+		_, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: tc.target, TimeColumn: "time"})
+		if fe := mustFileError(t, err); fe.Row != 11 || fe.Column != "v" {
+			t.Fatalf("%s: %v, want row 11 column v", tc.name, err)
+		}
+		d, err := decode(t, "a.jsonl", []byte(data), DecodeOptions{Target: tc.target, TimeColumn: "time", OnError: OnErrorSkipRows})
+		if tc.target == nil {
+			if fe := mustFileError(t, err); fe.Row != 11 || fe.Column != "v" {
+				t.Fatalf("%s with skip-rows: %v, want row 11 column v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s with skip-rows: %v", tc.name, err)
+		}
+		if d.Rows != 20 || len(d.Rejected) != 1 || d.Rejected[0].Row != 11 || d.Rejected[0].Rule != "type double" {
+			t.Fatalf("%s: %d rows, set aside %+v; want 20 and row 11 (type double)", tc.name, d.Rows, d.Rejected)
+		}
+	}
+}
