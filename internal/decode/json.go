@@ -459,9 +459,10 @@ func (s *jsonStream) syntaxError(err error) error {
 // with the object it is a key of and its byte offset.
 func (s *jsonStream) keyError(err error, parent []byte) error {
 	var se *jsontext.SyntacticError
-	fe, ok := s.syntaxError(err).(*FileError)
+	refused := s.syntaxError(err)
+	fe, ok := refused.(*FileError)
 	if !ok || !errors.As(err, &se) || !fe.unreadable || errors.Is(err, jsontext.ErrDuplicateName) {
-		return s.syntaxError(err)
+		return refused
 	}
 	where := "a key of the line's object"
 	if s.array {

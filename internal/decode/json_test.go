@@ -567,3 +567,51 @@ func TestJSONSkipRowsCutLine(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONSkipRowsNaN: with skip-rows a line with NaN is set aside with
+// its column and line, and the reason a refused file gives.
+func TestJSONSkipRowsNaN(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "readings_temp", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	ok := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","readings":{"temp":1.5}}`+"\n", 10)
+	bad := `{"time":"2026-01-05T10:00:00Z","readings":{"temp":NaN}}`
+	data := []byte(ok + bad + "\n" + ok)
+	d, err := decode(t, "a.jsonl", data, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 20 || len(d.Rejected) != 1 {
+		t.Fatalf("%d rows, set aside %+v; want 20 and one", d.Rows, d.Rejected)
+	}
+	var out bytes.Buffer
+	if _, err := d.WriteRejects(Source{Key: "a.jsonl", R: bytes.NewReader(data), Size: int64(len(data))}, &out); err != nil {
+		t.Fatal(err)
+	}
+	r := d.Rejected[0]
+	if r.Row != 11 || r.Line != 11 || r.Column != "readings_temp" || r.Rule != RuleJSON || !strings.HasPrefix(r.Reason, "NaN is not a JSON number") || out.String() != bad+"\n" {
+		t.Errorf("set aside %+v, rejects %q; want row and line 11, column readings_temp, rule json, NaN is not a JSON number", r, out.String())
+	}
+}
+
+// TestJSONSkipRowsNUL: with skip-rows a value with the escape \u0000 is
+// set aside by the nul rule, its reason naming the NUL character.
+func TestJSONSkipRowsNUL(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String},
+	)
+	ok := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","v":"a"}`+"\n", 10)
+	data := []byte(ok + `{"time":"2026-01-05T10:00:00Z","v":"a\u0000b"}` + "\n" + ok)
+	d, err := decode(t, "a.jsonl", data, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 20 || len(d.Rejected) != 1 {
+		t.Fatalf("%d rows, set aside %+v; want 20 and one", d.Rows, d.Rejected)
+	}
+	if r := d.Rejected[0]; r.Row != 11 || r.Column != "v" || r.Rule != RuleNUL || !strings.Contains(r.Reason, `a NUL character (\u0000), which a column value cannot hold`) {
+		t.Errorf("set aside %+v; want row 11, column v, rule nul, a NUL character (\\u0000)", r)
+	}
+}
