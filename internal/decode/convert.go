@@ -385,7 +385,7 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 				return func(b *array.BinaryBuilder, i int) (string, string) {
 					v := get(i)
 					if ro.text && bytes.IndexByte(v, 0) >= 0 {
-						return string(v), nulProblem(string(v)) // CSV text holds no NUL bytes
+						return string(v), nulProblem(ro, string(v)) // CSV text holds no NUL bytes
 					}
 					b.Append(v)
 					return "", ""
@@ -866,7 +866,7 @@ func build[B array.Builder](ro *resolved, col string, dst arrow.DataType, prep f
 				continue
 			}
 			if value, reason := fill(b, i); reason != "" {
-				if nul := nulProblem(value); nul != "" && ro.text {
+				if nul := nulProblem(ro, value); nul != "" && ro.text {
 					reason = nul // what is wrong with the text, more than that it does not parse
 				}
 				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Column: col, Value: value, Reason: reason}

@@ -420,6 +420,8 @@ func (s *jsonStream) syntaxError(err error) error {
 		return jsonStreamError(s.ro, err)
 	}
 	reason := se.Err.Error()
+	pointer := string(se.JSONPointer)
+	column := ""
 	encoding := false
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
@@ -428,20 +430,126 @@ func (s *jsonStream) syntaxError(err error) error {
 		reason, encoding = "invalid UTF-8: write the file as UTF-8", true
 	case errors.Is(err, io.ErrUnexpectedEOF) && s.array:
 		reason = "the file ends inside a JSON value: upload the whole file again"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		reason = "the line ends inside a JSON value (each object must be on one line)"
+	case errors.Is(err, io.ErrUnexpectedEOF) || s.atLineEnd(se.ByteOffset):
+		reason = "the line ends inside a JSON value (" + s.oneLineRule() + ")"
 	default:
-		reason = "not valid JSON: " + reason
+		if word := s.nonNumberAt(se.ByteOffset); word != "" {
+			reason = fmt.Sprintf("%s is not a JSON number (JSON has no NaN or Infinity): write null for no value, or the string %s to keep it as text", word, quoteValue(word))
+			if column = s.pointerColumn(se.JSONPointer); column != "" {
+				pointer = ""
+			}
+		} else {
+			reason = "not valid JSON: " + reason
+		}
 	}
-	if p := string(se.JSONPointer); p != "" {
-		reason += " (at " + p + ")"
+	if pointer != "" {
+		reason += " (at " + pointer + ")"
 	}
 	fe := s.refuse(se.ByteOffset, reason).(*FileError)
+	fe.Column = column
 	if encoding {
 		// The file's encoding: no setting and no skipped row loads it.
 		fe.brokenRecord, fe.unreadable = false, true
 	}
 	return fe
+}
+
+// keyError is syntaxError for the key of an object below the path parent
+// (its keys joined with pathSeparator): invalid UTF-8 in it is worded
+// with the object it is a key of and its byte offset.
+func (s *jsonStream) keyError(err error, parent []byte) error {
+	var se *jsontext.SyntacticError
+	refused := s.syntaxError(err)
+	fe, ok := refused.(*FileError)
+	if !ok || !errors.As(err, &se) || !fe.unreadable || errors.Is(err, jsontext.ErrDuplicateName) {
+		return refused
+	}
+	where := "a key of the line's object"
+	if s.array {
+		where = "a key of the object"
+	}
+	if len(parent) > 0 {
+		where = "a key inside " + quoteValue(pathText(strings.TrimSuffix(string(parent), pathSeparator)))
+	}
+	at := fmt.Sprintf("byte offset %d of the line", se.ByteOffset)
+	if s.array {
+		at = fmt.Sprintf("byte offset %d of the file", s.bom+se.ByteOffset)
+	}
+	fe.Reason = fmt.Sprintf("invalid UTF-8 in %s (at %s): write the file as UTF-8", where, at)
+	return fe
+}
+
+// oneLineRule is the rule a line of a file of objects one per line
+// breaks when it ends inside a value; a .json file may be one array
+// instead.
+func (s *jsonStream) oneLineRule() string {
+	name := strings.TrimSuffix(strings.ToLower(s.ro.key), ".gz")
+	if strings.HasSuffix(name, ".json") {
+		return "each object must be on one line, or wrap the objects in [ ] as one array"
+	}
+	return "each object must be on one line"
+}
+
+// atLineEnd reports whether byte offset off of the line being read (a
+// file of objects one per line) is its line end: an error there is a
+// value the line ends inside (a string cut short meets the line feed).
+func (s *jsonStream) atLineEnd(off int64) bool {
+	if s.array || off < 0 || off >= int64(len(s.cur)) {
+		return false
+	}
+	return len(bytes.TrimLeft(s.cur[off:], "\r\n")) == 0
+}
+
+// nonNumberAt is NaN, Infinity or -Infinity where the tokenizer stopped at
+// byte offset off (a value some writers put where JSON has none); "" for
+// any other text.
+func (s *jsonStream) nonNumberAt(off int64) string {
+	var text []byte
+	var before byte
+	if s.array {
+		buf, start := s.dec.UnreadBuffer(), s.dec.InputOffset()
+		if off < start || off-start >= int64(len(buf)) {
+			return ""
+		}
+		text = buf[off-start:]
+		if off > start {
+			before = buf[off-start-1]
+		}
+	} else {
+		if off < 0 || off >= int64(len(s.cur)) {
+			return ""
+		}
+		text = s.cur[off:]
+		if off > 0 {
+			before = s.cur[off-1]
+		}
+	}
+	for _, w := range []string{"NaN", "Infinity"} {
+		if !hasWord(text, 0, w) {
+			continue
+		}
+		if before == '-' || before == '+' {
+			return string(before) + w
+		}
+		return w
+	}
+	return ""
+}
+
+// pointerColumn is the column of the value at JSON pointer p (a top-level
+// array's element index left out); "" when p names no value of an object.
+func (s *jsonStream) pointerColumn(p jsontext.Pointer) string {
+	var keys []string
+	for tok := range p.Tokens() {
+		keys = append(keys, tok)
+	}
+	if s.array && len(keys) > 0 {
+		keys = keys[1:]
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return columnName(strings.Join(keys, pathSeparator))
 }
 
 // refuse is a FileError of the object being read: at its row and line
@@ -573,7 +681,7 @@ func (s *jsonStream) readMembers(value func(path []byte, k jsonKind, text []byte
 		}
 		name, err := s.dec.ReadValue()
 		if err != nil {
-			return s.syntaxError(err)
+			return s.keyError(err, s.path[:base])
 		}
 		if s.path, err = appendUnquoted(s.path[:base], name); err != nil {
 			return s.syntaxError(err)

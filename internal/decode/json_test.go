@@ -92,8 +92,8 @@ func TestJSONRefusals(t *testing.T) {
 		reason     string
 	}{
 		{"duplicate key", ok + `{"time":"2026-01-05T10:00:00Z","v":1,"v":2}` + "\n", 2, "", "a key appears twice in one object"},
-		{"NaN", ok + `{"time":"2026-01-05T10:00:00Z","v":NaN}` + "\n", 2, "", "not valid JSON"},
-		{"Infinity", ok + ok + `{"time":"2026-01-05T10:00:00Z","v":Infinity}` + "\n", 3, "", "not valid JSON"},
+		{"NaN", ok + `{"time":"2026-01-05T10:00:00Z","v":NaN}` + "\n", 2, "v", "NaN is not a JSON number"},
+		{"Infinity", ok + ok + `{"time":"2026-01-05T10:00:00Z","v":Infinity}` + "\n", 3, "v", "Infinity is not a JSON number"},
 		{"invalid UTF-8", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"s\":\"a\xff\"}\n", 2, "", "invalid UTF-8"},
 		{"array value", ok + `{"time":"2026-01-05T10:00:00Z","v":[1,2]}` + "\n", 2, "v", "arrays are not loaded"},
 		{"object and value", ok + `{"time":"2026-01-05T10:00:00Z","v":{"a":1}}` + "\n", 2, "v", `the key "v" holds an object in one place and a value in another`},
@@ -474,5 +474,144 @@ func TestJSONInexactSkipRows(t *testing.T) {
 		if d.Rows != 20 || len(d.Rejected) != 1 || d.Rejected[0].Row != 11 || d.Rejected[0].Rule != "type double" {
 			t.Fatalf("%s: %d rows, set aside %+v; want 20 and row 11 (type double)", tc.name, d.Rows, d.Rejected)
 		}
+	}
+}
+
+// TestJSONRefusalWording: the refusals a new user meets say what is
+// wrong and what to write instead: NaN and Infinity with their column, the
+// key with invalid UTF-8, a line cut short (the same with skip-rows), a
+// NUL escape, a pretty-printed object in a .json file.
+func TestJSONRefusalWording(t *testing.T) {
+	ok := `{"time":"2026-01-05T10:00:00Z","v":"1"}` + "\n"
+	for _, tc := range []struct {
+		name, key, data string
+		line            int64
+		column          string
+		reasons         []string
+		not             []string
+	}{
+		{"NaN nested", "a.jsonl", ok + `{"time":"2026-01-05T10:00:00Z","readings":{"temp":NaN}}` + "\n", 2, "readings_temp",
+			[]string{`NaN is not a JSON number (JSON has no NaN or Infinity): write null for no value, or the string "NaN" to keep it as text`}, []string{"(at /", "not valid JSON"}},
+		{"-Infinity", "a.jsonl", ok + `{"time":"2026-01-05T10:00:00Z","v":-Infinity}` + "\n", 2, "v",
+			[]string{`-Infinity is not a JSON number`, `the string "-Infinity"`}, []string{"(at /"}},
+		{"Infinity in an array", "a.json", "[" + strings.TrimSpace(ok) + ",\n" + `{"time":"2026-01-05T10:00:00Z","readings":{"temp":Infinity}}]` + "\n", 2, "readings_temp",
+			[]string{`Infinity is not a JSON number`}, []string{"(at /"}},
+		{"a word that is not NaN", "a.jsonl", ok + `{"time":"2026-01-05T10:00:00Z","v":None}` + "\n", 2, "",
+			[]string{"not valid JSON: invalid character 'N' at start of value (at /v)"}, nil},
+		{"invalid UTF-8 in a nested key", "a.jsonl", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"readings\":{\"t\xffemp\":1}}\n", 2, "",
+			[]string{`invalid UTF-8 in a key inside "readings" (at byte offset 45 of the line): write the file as UTF-8`}, nil},
+		{"invalid UTF-8 in a key", "a.jsonl", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"t\xffemp\":1}\n", 2, "",
+			[]string{`invalid UTF-8 in a key of the line's object (at byte offset 33 of the line): write the file as UTF-8`}, nil},
+		{"invalid UTF-8 in a value", "a.jsonl", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"s\":\"a\xff\"}\n", 2, "",
+			[]string{"invalid UTF-8: write the file as UTF-8 (at /s)"}, nil},
+		{"a line cut in a string", "a.jsonl", ok + `{"time":"2026-01-05T10:00:00Z","v":"ab` + "\n" + ok, 2, "",
+			[]string{"the line ends inside a JSON value (each object must be on one line)"}, []string{`'\n'`}},
+		{"NUL escape", "a.jsonl", ok + `{"time":"2026-01-05T10:00:00Z","v":"a\u0000b"}` + "\n", 2, "v",
+			[]string{`holds a NUL byte at byte offset 1: a NUL character (\u0000), which a column value cannot hold`}, []string{"binary content"}},
+		{"pretty-printed .json", "a.json", "{\n" + `  "time": "2026-01-05T10:00:00Z"` + "\n}\n", 1, "",
+			[]string{"the line ends inside a JSON value (each object must be on one line, or wrap the objects in [ ] as one array)"}, nil},
+		{"pretty-printed .json.gz", "a.json.gz", "{\n" + `  "time": "2026-01-05T10:00:00Z"` + "\n}\n", 1, "",
+			[]string{"or wrap the objects in [ ] as one array"}, nil},
+		{"pretty-printed .jsonl", "a.jsonl", "{\n" + `  "time": "2026-01-05T10:00:00Z"` + "\n}\n", 1, "",
+			[]string{"the line ends inside a JSON value (each object must be on one line)"}, []string{"[ ]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.data)
+			if strings.HasSuffix(tc.key, ".gz") {
+				data = gz(t, tc.data)
+			}
+			_, err := decode(t, tc.key, data, DecodeOptions{})
+			fe := mustFileError(t, err)
+			if fe.Line != tc.line || fe.Column != tc.column {
+				t.Errorf("line %d column %q, want line %d column %q: %v", fe.Line, fe.Column, tc.line, tc.column, err)
+			}
+			for _, r := range tc.reasons {
+				if !strings.Contains(fe.Reason, r) {
+					t.Errorf("%v\nwant it to say %q", err, r)
+				}
+			}
+			for _, r := range tc.not {
+				if strings.Contains(fe.Reason, r) {
+					t.Errorf("%v\nwant it not to say %q", err, r)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONSkipRowsCutLine: with skip-rows a line cut short (inside a
+// string, or after a key) is set aside with the reason a refused file
+// gives: the line ends inside a JSON value.
+func TestJSONSkipRowsCutLine(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String},
+	)
+	const want = "the line ends inside a JSON value (each object must be on one line)"
+	for _, cut := range []string{`{"time":"2026-01-05T10:00:00Z","v":"ab`, `{"time":"2026-01-05T10:00:00Z","v":`, `{"time":"2026-01-05T10:00:00Z","v":"ab` + "\r"} {
+		ok := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","v":"1"}`+"\n", 10)
+		data := []byte(ok + cut + "\n" + ok)
+		_, err := decode(t, "a.jsonl", data, DecodeOptions{})
+		if fe := mustFileError(t, err); fe.Line != 11 || !strings.Contains(fe.Reason, want) {
+			t.Errorf("%q: %v; want line 11, %q", cut, err, want)
+		}
+		d, err := decode(t, "a.jsonl", data, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+		if err != nil {
+			t.Fatalf("%q: %v", cut, err)
+		}
+		if d.Rows != 20 || len(d.Rejected) != 1 {
+			t.Fatalf("%q: %d rows, set aside %+v; want 20 and one", cut, d.Rows, d.Rejected)
+		}
+		if r := d.Rejected[0]; r.Row != 11 || r.Rule != RuleJSON || !strings.Contains(r.Reason, want) || strings.Contains(r.Reason, "invalid character") {
+			t.Errorf("%q: set aside %+v; want row 11, rule json, %q", cut, r, want)
+		}
+	}
+}
+
+// TestJSONSkipRowsNaN: with skip-rows a line with NaN is set aside with
+// its column and line, and the reason a refused file gives.
+func TestJSONSkipRowsNaN(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "readings_temp", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	ok := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","readings":{"temp":1.5}}`+"\n", 10)
+	bad := `{"time":"2026-01-05T10:00:00Z","readings":{"temp":NaN}}`
+	data := []byte(ok + bad + "\n" + ok)
+	d, err := decode(t, "a.jsonl", data, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 20 || len(d.Rejected) != 1 {
+		t.Fatalf("%d rows, set aside %+v; want 20 and one", d.Rows, d.Rejected)
+	}
+	var out bytes.Buffer
+	if _, err := d.WriteRejects(Source{Key: "a.jsonl", R: bytes.NewReader(data), Size: int64(len(data))}, &out); err != nil {
+		t.Fatal(err)
+	}
+	r := d.Rejected[0]
+	if r.Row != 11 || r.Line != 11 || r.Column != "readings_temp" || r.Rule != RuleJSON || !strings.HasPrefix(r.Reason, "NaN is not a JSON number") || out.String() != bad+"\n" {
+		t.Errorf("set aside %+v, rejects %q; want row and line 11, column readings_temp, rule json, NaN is not a JSON number", r, out.String())
+	}
+}
+
+// TestJSONSkipRowsNUL: with skip-rows a value with the escape \u0000 is
+// set aside by the nul rule, its reason naming the NUL character.
+func TestJSONSkipRowsNUL(t *testing.T) {
+	target := arrowTarget(t,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String},
+	)
+	ok := strings.Repeat(`{"time":"2026-01-05T10:00:00Z","v":"a"}`+"\n", 10)
+	data := []byte(ok + `{"time":"2026-01-05T10:00:00Z","v":"a\u0000b"}` + "\n" + ok)
+	d, err := decode(t, "a.jsonl", data, DecodeOptions{Target: target, TimeColumn: "time", OnError: OnErrorSkipRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rows != 20 || len(d.Rejected) != 1 {
+		t.Fatalf("%d rows, set aside %+v; want 20 and one", d.Rows, d.Rejected)
+	}
+	if r := d.Rejected[0]; r.Row != 11 || r.Column != "v" || r.Rule != RuleNUL || !strings.Contains(r.Reason, `a NUL character (\u0000), which a column value cannot hold`) {
+		t.Errorf("set aside %+v; want row 11, column v, rule nul, a NUL character (\\u0000)", r)
 	}
 }

@@ -130,10 +130,15 @@ func overlong(what string, r rune, shortest func(rune) string) string {
 // nulProblem returns the reason a text value holding a NUL byte is
 // refused, or "": CSV text has no NUL bytes; one is binary content (a
 // file's start is checked for it, see checkTextStart, and the rest here).
-func nulProblem(s string) string {
+// In JSON a NUL byte in a value can only be the escape \u0000 (the
+// tokenizer refuses a control character written as it is).
+func nulProblem(ro *resolved, s string) string {
 	i := strings.IndexByte(s, 0)
 	if i < 0 {
 		return ""
+	}
+	if ro.json {
+		return fmt.Sprintf("value %s holds a NUL byte at byte offset %d: a NUL character (\\u0000), which a column value cannot hold", quoteValue(s), i)
 	}
 	return fmt.Sprintf("value %s holds a NUL byte at byte offset %d: binary content, not text", quoteValue(s), i)
 }
@@ -143,7 +148,7 @@ func textProblem(ro *resolved, s string) string {
 	if r := utf8Problem(s); r != "" || !ro.text {
 		return r
 	}
-	return nulProblem(s)
+	return nulProblem(ro, s)
 }
 
 // utf8PassThrough is passThrough for string columns of the target's type
