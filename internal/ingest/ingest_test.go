@@ -396,7 +396,7 @@ func TestBadFilesAreQuarantined(t *testing.T) {
 		// JSON: a broken line is a broken row, a broken encoding or array
 		// a broken file.
 		"gateway-1/twice.jsonl":  {`{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":1,"temperature_c":2}` + "\n", "a key appears twice", 1, "", landing.KindRow},
-		"gateway-1/nan.jsonl":    {`{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":NaN}` + "\n", "not valid JSON", 1, "", landing.KindRow},
+		"gateway-1/nan.jsonl":    {`{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":NaN}` + "\n", "NaN is not a JSON number", 1, "temperature_c", landing.KindRow},
 		"gateway-1/latin1.jsonl": {"{\"time\":\"2026-01-05T10:00:00Z\",\"device_id\":\"caf\xe9\",\"temperature_c\":1}\n", "invalid UTF-8", 1, "", landing.KindFile},
 		"gateway-1/number.json":  {`[{"time":"2026-01-05T10:00:00Z","device_id":"d","temperature_c":1},42]`, "where an object was expected", 0, "", landing.KindFile},
 	}
