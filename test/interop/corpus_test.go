@@ -155,9 +155,10 @@ func checkIngestRefusal(t *testing.T, c corpus.Case, w warehouse, name lake.Tabl
 		}
 	} else {
 		switch {
-		case runErr == nil && strings.HasSuffix(c.File, ".parquet"):
-			// A file no setting can make readable is quarantined at once,
-			// even before the table exists.
+		case runErr == nil && (strings.HasSuffix(c.File, ".parquet") || strings.Contains(c.File, ".json")):
+			// A file no setting can make readable (a broken Parquet file,
+			// JSON that is not UTF-8) is quarantined at once, even before
+			// the table exists.
 			if rep.Quarantined != 1 || rep.Loaded != 0 {
 				t.Fatalf("ingest: %+v; want the unreadable file quarantined", rep)
 			}
