@@ -132,6 +132,7 @@ type chunkedText struct {
 	claim   atomic.Int64 // next chunk index to parse
 	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
 	results []chunkResult
+	scans   sync.Pool       // *csvScan, the fast chunk scans (csvfast.go)
 	done    []chan struct{} // closed when results[i] is final
 	// ahead[i] is closed once chunk i may be parsed: at most
 	// chunksAhead(workers) chunks beyond the one being delivered, so that
@@ -240,6 +241,9 @@ func (c *chunkedText) parse(i int) {
 // read parses ch with the columns of c.cols into res, converting each batch
 // with c.conv when it is set, and returns res.err.
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
+	if ok, err := c.readFast(ch, res); ok {
+		return err
+	}
 	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
 	var body io.Reader = io.NewSectionReader(c.src.R, ch.off, size)
