@@ -133,6 +133,7 @@ type chunkedText struct {
 	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
 	results []chunkResult
 	scans   sync.Pool       // *csvScan, the fast chunk scans (csvfast.go)
+	slow    bool            // read every chunk with the reader (tests compare the two)
 	done    []chan struct{} // closed when results[i] is final
 	// ahead[i] is closed once chunk i may be parsed: at most
 	// chunksAhead(workers) chunks beyond the one being delivered, so that

@@ -311,6 +311,9 @@ func (c *csvFastCol) array(mem memory.Allocator) arrow.Array {
 // reader (see above); false when the chunk is left to the reader (res
 // then as it was), else true and res.err.
 func (c *chunkedText) readFast(ch textChunk, res *chunkResult) (bool, error) {
+	if c.slow {
+		return false, nil
+	}
 	s, _ := c.scans.Get().(*csvScan)
 	if s == nil {
 		if s = newCSVScan(c); s == nil {
