@@ -132,7 +132,8 @@ type chunkedText struct {
 	claim   atomic.Int64 // next chunk index to parse
 	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
 	results []chunkResult
-	scans   sync.Pool       // *csvScan, the fast chunk scans (csvfast.go)
+	scanMu  sync.Mutex
+	scans   []*csvScan      // the fast chunk scans not in use (csvfast.go)
 	slow    bool            // read every chunk with the reader (tests compare the two)
 	done    []chan struct{} // closed when results[i] is final
 	// ahead[i] is closed once chunk i may be parsed: at most

@@ -35,6 +35,7 @@ type csvScan struct {
 	nullNil bool     // "" is a null token
 	maxLine int64    // the longest line accepted, 0 for no limit
 	cols    []csvFastCol
+	buf     []byte // the text of a chunk read from the file
 }
 
 // Kinds of csvFastCol.
@@ -314,22 +315,35 @@ func (c *chunkedText) readFast(ch textChunk, res *chunkResult) (bool, error) {
 	if c.slow {
 		return false, nil
 	}
-	s, _ := c.scans.Get().(*csvScan)
+	// A scan keeps its buffers from chunk to chunk (a sync.Pool would
+	// drop them at each collection).
+	c.scanMu.Lock()
+	var s *csvScan
+	if n := len(c.scans); n > 0 {
+		s, c.scans = c.scans[n-1], c.scans[:n-1]
+	}
+	c.scanMu.Unlock()
 	if s == nil {
 		if s = newCSVScan(c); s == nil {
 			return false, nil
 		}
 	}
-	defer c.scans.Put(s)
+	defer func() {
+		c.scanMu.Lock()
+		c.scans = append(c.scans, s)
+		c.scanMu.Unlock()
+	}()
 	size := ch.end - ch.off
 	text := ch.text
 	if text == nil {
 		if size > 1<<30 {
 			return false, nil
 		}
-		text = make([]byte, size)
-		if n, err := c.src.R.ReadAt(text, ch.off); int64(n) < size {
-			_ = err
+		if int64(cap(s.buf)) < size {
+			s.buf = make([]byte, size)
+		}
+		text = s.buf[:size]
+		if n, _ := c.src.R.ReadAt(text, ch.off); int64(n) < size {
 			return false, nil // the reader words the read error
 		}
 	}
