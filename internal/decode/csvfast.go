@@ -352,7 +352,6 @@ func (c *chunkedText) readFast(ch textChunk, res *chunkResult) (bool, error) {
 		}
 	}
 	if len(text) > maxBatchText || !s.plain(text) { // a column's offsets are 32-bit
-
 		return false, nil
 	}
 	cr := bytes.IndexByte(text, '\r') >= 0
