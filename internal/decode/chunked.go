@@ -107,10 +107,9 @@ func planTextChunks(r io.ReaderAt, size, chunkBytes int64) ([]byte, []textChunk,
 // chunkedText is the batchSource of a text file split by planTextChunks:
 // workers goroutines parse the chunks (by hand in the common shape,
 // csvfast.go, else with arrow-go's CSV reader) and convert them when conv
-// is set, while next returns their batches in file
-// order. Rows and values are
-// those of the sequential textSource, and so are the row and line numbers
-// of an error; but which of several bad rows is reported first depends on
+// is set, while next returns their batches in file order. Rows and values
+// are those of the sequential textSource, and so are the row and line
+// numbers of an error; but which of several bad rows is reported first depends on
 // the batches, so Decode decodes a file with a row error again
 // sequentially to report exactly the sequential error.
 type chunkedText struct {
