@@ -112,6 +112,27 @@ func BenchmarkDecodeCSV(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeCSVChunks decodes BenchmarkDecodeCSV's file in chunks
+// (chunkedText, Parallelism 2); run with -cpu 1 it measures the chunk
+// parser's time per row on one core.
+func BenchmarkDecodeCSVChunks(b *testing.B) {
+	data := benchCSV(200_000)
+	target := gatewayTarget(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for range b.N {
+		d, err := Decode(context.Background(), Source{Key: "gw/b.csv", R: bytes.NewReader(data), Size: int64(len(data))},
+			DecodeOptions{Target: target, TimeColumn: "time", Parallelism: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Rows != 200_000 {
+			b.Fatalf("%d rows", d.Rows)
+		}
+		d.Release()
+	}
+}
+
 // benchJSON is benchCSV's rows as JSON Lines, the readings nested.
 func benchJSON(rows int) []byte {
 	var b bytes.Buffer

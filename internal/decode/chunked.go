@@ -105,11 +105,11 @@ func planTextChunks(r io.ReaderAt, size, chunkBytes int64) ([]byte, []textChunk,
 }
 
 // chunkedText is the batchSource of a text file split by planTextChunks:
-// workers goroutines parse the chunks with arrow-go's CSV reader and
-// convert them when conv is set, while next returns their batches in file
-// order. Rows and values are
-// those of the sequential textSource, and so are the row and line numbers
-// of an error; but which of several bad rows is reported first depends on
+// workers goroutines parse the chunks (by hand in the common shape,
+// csvfast.go, else with arrow-go's CSV reader) and convert them when conv
+// is set, while next returns their batches in file order. Rows and values
+// are those of the sequential textSource, and so are the row and line
+// numbers of an error; but which of several bad rows is reported first depends on
 // the batches, so Decode decodes a file with a row error again
 // sequentially to report exactly the sequential error.
 type chunkedText struct {
@@ -132,6 +132,9 @@ type chunkedText struct {
 	claim   atomic.Int64 // next chunk index to parse
 	stop    atomic.Int64 // lowest failed chunk; later chunks are not started
 	results []chunkResult
+	scanMu  sync.Mutex
+	scans   []*csvScan      // the fast chunk scans not in use (csvfast.go)
+	slow    bool            // read every chunk with the reader (tests compare the two)
 	done    []chan struct{} // closed when results[i] is final
 	// ahead[i] is closed once chunk i may be parsed: at most
 	// chunksAhead(workers) chunks beyond the one being delivered, so that
@@ -240,6 +243,9 @@ func (c *chunkedText) parse(i int) {
 // read parses ch with the columns of c.cols into res, converting each batch
 // with c.conv when it is set, and returns res.err.
 func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
+	if ok, err := c.readFast(ch, res); ok {
+		return err
+	}
 	sc, conv := c.cols.read, c.conv
 	size := ch.end - ch.off
 	var body io.Reader = io.NewSectionReader(c.src.R, ch.off, size)

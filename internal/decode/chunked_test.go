@@ -141,6 +141,34 @@ func TestChunkedDecodeMatchesSequential(t *testing.T) {
 			wantErr: `gw/c.csv: row 251 (line 252): column 7 has no name in the header but holds the value "x"`,
 		},
 		{
+			name: "crlf line ends and blank lines", split: true,
+			data: strings.ReplaceAll(fullHeader+genRows(150, okRow)+"\n\n"+genRows(150, okRow), "\n", "\r\n"),
+		},
+		{
+			name: "bare carriage return late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d\r1,1,1,true,1\n" + genRows(40, okRow),
+			wantErr: "carriage return",
+		},
+		{
+			name: "CR CR LF late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,1,1,true,1\r\r\n" + genRows(40, okRow),
+			wantErr: "CR CR LF",
+		},
+		{
+			name: "NUL byte late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d\x001,1,1,true,1\n" + genRows(40, okRow),
+			wantErr: `gw/c.csv: row 251 (line 252), column "device": value "d\x001" holds a NUL byte`,
+		},
+		{
+			name: "byte order mark late", split: true,
+			data: fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,\ufeffd1,1,1,true,1\n" + genRows(40, okRow),
+		},
+		{
+			name: "ragged rows short and long late", split: true,
+			data:    fullHeader + genRows(250, okRow) + "2026-01-05T11:00:00Z,d1,1,1,true,1,1\n" + genRows(40, okRow),
+			wantErr: `gw/c.csv: row 251 (line 252): wrong number of fields: the line has 7, the header has 6`,
+		},
+		{
 			name: "bad time late", split: true,
 			data:    fullHeader + genRows(290, okRow) + "yesterday,d1,1,1,true,1\n",
 			wantErr: `gw/c.csv: row 291 (line 292), column "time"`,

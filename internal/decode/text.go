@@ -81,9 +81,10 @@ func (c textColumns) trim(ro *resolved, rec arrow.RecordBatch, rowBase int64) (a
 		get := textValues(col)
 		for i := 0; i < col.Len(); i++ {
 			if col.IsValid(i) {
+				v := strings.Clone(get(i)) // rec is released before the error is made
 				rec.Release()
-				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Value: get(i),
-					Reason: fmt.Sprintf("column %d has no name in the header but holds the value %s: name the column, or remove the value (an unnamed column is dropped only when it is empty in every row)", j+1, quoteValue(get(i)))}
+				return nil, &FileError{Key: ro.key, Row: rowBase + int64(i) + 1, Value: v,
+					Reason: fmt.Sprintf("column %d has no name in the header but holds the value %s: name the column, or remove the value (an unnamed column is dropped only when it is empty in every row)", j+1, quoteValue(v))}
 			}
 		}
 	}
