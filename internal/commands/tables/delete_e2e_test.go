@@ -187,6 +187,7 @@ func TestTablesHistoryDeletes(t *testing.T) {
 	}
 	pipe := mustRun(t, env, false, "tables", "history", "--status", "deleted")
 	if lines := strings.Split(strings.TrimSpace(pipe), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], "\treason\tpredicate") ||
+		strings.Split(lines[1], "\t")[5] != "" ||
 		!strings.HasSuffix(lines[1], "\t"+`device_id = "dev-01-02"`) {
 		t.Errorf("pipe:\n%s", pipe)
 	}

@@ -265,7 +265,11 @@ func RenderHistory(o Output, table string, rows []HistoryRow) error {
 	}
 	t := o.IO.NewTable(historyPipeColumns...)
 	for _, r := range rows {
-		t.AddRow(r.At.machine(), r.Status, r.Key, formatInt(r.Rows), optInt(r.SnapshotID, false), formatInt(r.Size),
+		size := formatInt(r.Size)
+		if r.Key == "" {
+			size = "" // a delete or an undo: no landing file
+		}
+		t.AddRow(r.At.machine(), r.Status, r.Key, formatInt(r.Rows), optInt(r.SnapshotID, false), size,
 			optPtr(r.SHA256), formatTime(r.LandedAt, false), formatTime(r.MaxRowTime, false), optPtr(r.LoadedBy),
 			optPtr(r.SameAs), optPtr(r.QuarantinedTo), optPtr(r.Reason), optPtr(r.Predicate))
 	}
