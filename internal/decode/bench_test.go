@@ -94,22 +94,43 @@ func BenchmarkDecodeParquet(b *testing.B) {
 
 // BenchmarkDecodeCSV decodes a 200,000-row (~13 MB) CSV file into a table
 // schema, sequentially and on GOMAXPROCS goroutines.
-func BenchmarkDecodeCSV(b *testing.B) {
-	data := benchCSV(200_000)
+func BenchmarkDecodeCSV(b *testing.B) { benchDecode(b, "gw/b.csv", benchCSV(200_000)) }
+
+// benchDecode decodes data under key into gatewayTarget's schema, its
+// 200,000 rows, sequentially (parallelism=1) and on GOMAXPROCS goroutines
+// (parallelism=0).
+func benchDecode(b *testing.B, key string, data []byte) {
 	target := gatewayTarget(b)
 	for _, par := range []int{1, 0} {
 		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
 			for range b.N {
-				d, err := Decode(context.Background(), Source{Key: "gw/b.csv", R: bytes.NewReader(data), Size: int64(len(data))},
+				d, err := Decode(context.Background(), Source{Key: key, R: bytes.NewReader(data), Size: int64(len(data))},
 					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
 				if err != nil {
 					b.Fatal(err)
+				}
+				if d.Rows != 200_000 {
+					b.Fatalf("%d rows", d.Rows)
 				}
 				d.Release()
 			}
 		})
 	}
+}
+
+// gzipBench returns data gzipped.
+func gzipBench(b *testing.B, data []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // BenchmarkDecodeCSVChunks decodes BenchmarkDecodeCSV's file in chunks
@@ -148,88 +169,16 @@ func benchJSON(rows int) []byte {
 // BenchmarkDecodeJSON decodes benchCSV's 200,000 rows as JSON Lines into
 // the same table schema (BenchmarkDecodeCSV's), sequentially and in
 // ranges on GOMAXPROCS goroutines.
-func BenchmarkDecodeJSON(b *testing.B) {
-	data := benchJSON(200_000)
-	target := gatewayTarget(b)
-	for _, par := range []int{1, 0} {
-		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for range b.N {
-				d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl", R: bytes.NewReader(data), Size: int64(len(data))},
-					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if d.Rows != 200_000 {
-					b.Fatalf("%d rows", d.Rows)
-				}
-				d.Release()
-			}
-		})
-	}
-}
+func BenchmarkDecodeJSON(b *testing.B) { benchDecode(b, "gw/b.jsonl", benchJSON(200_000)) }
 
 // BenchmarkDecodeCSVGzip decodes BenchmarkDecodeCSV's file gzipped (the
 // benchmark's c2 files are), sequentially and on GOMAXPROCS goroutines.
 func BenchmarkDecodeCSVGzip(b *testing.B) {
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(benchCSV(200_000)); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
-	target := gatewayTarget(b)
-	for _, par := range []int{1, 0} {
-		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for range b.N {
-				d, err := Decode(context.Background(), Source{Key: "gw/b.csv.gz", R: bytes.NewReader(data), Size: int64(len(data))},
-					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if d.Rows != 200_000 {
-					b.Fatalf("%d rows", d.Rows)
-				}
-				d.Release()
-			}
-		})
-	}
+	benchDecode(b, "gw/b.csv.gz", gzipBench(b, benchCSV(200_000)))
 }
 
 // BenchmarkDecodeJSONGzip decodes BenchmarkDecodeJSON's file gzipped (the
 // benchmark's c2-json-gz case), sequentially and on GOMAXPROCS goroutines.
 func BenchmarkDecodeJSONGzip(b *testing.B) {
-	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
-	if _, err := w.Write(benchJSON(200_000)); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
-	target := gatewayTarget(b)
-	for _, par := range []int{1, 0} {
-		b.Run(fmt.Sprintf("parallelism=%d", par), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for range b.N {
-				d, err := Decode(context.Background(), Source{Key: "gw/b.jsonl.gz", R: bytes.NewReader(data), Size: int64(len(data))},
-					DecodeOptions{Target: target, TimeColumn: "time", Parallelism: par})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if d.Rows != 200_000 {
-					b.Fatalf("%d rows", d.Rows)
-				}
-				d.Release()
-			}
-		})
-	}
+	benchDecode(b, "gw/b.jsonl.gz", gzipBench(b, benchJSON(200_000)))
 }

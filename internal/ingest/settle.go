@@ -150,9 +150,11 @@ func hint(err error) string {
 		return "fix the table's source profiles (timelake tables show lists them; timelake tables alter changes them), then put the file back with timelake landing requeue"
 	}
 	var fe *decode.FileError
-	if errors.As(err, &fe) && (decode.IsBrokenRecord(err) || decode.IsUnreadable(err)) {
-		return "fix the file and upload it again under a new key (the quarantined copy and this report can then be deleted); no setting loads it as it is" +
-			map[bool]string{true: ", though --on-error skip-rows loads its other rows and sets the broken ones aside", false: ""}[decode.IsBrokenRecord(err)]
+	if decode.IsBrokenRecord(err) {
+		return "fix the file and upload it again under a new key (the quarantined copy and this report can then be deleted); no setting loads it as it is, though --on-error skip-rows loads its other rows and sets the broken ones aside"
+	}
+	if decode.IsUnreadable(err) {
+		return "fix the file and upload it again under a new key (the quarantined copy and this report can then be deleted); no setting loads it as it is"
 	}
 	if errors.As(err, &fe) {
 		return "fix the file and upload it again under a new key (the quarantined copy and this report can then be deleted); or, when a setting was wrong (--csv-delimiter, --csv-decimal-comma, --csv-null, --time-unit), fix it and put the file back with timelake landing requeue"

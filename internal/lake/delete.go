@@ -366,16 +366,11 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	m := &deleteMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}},
 		predicate: res.Predicate, record: record, dedupe: readDedup(h.props())}
 	defer func() {
-		if m.unknown || res.SnapshotID != 0 {
-			return
-		}
 		var paths []string
 		for _, r := range rewrites {
 			paths = append(paths, dataFilePaths(r.outputs)...)
 		}
-		cctx, cancel := cleanupContext(ctx)
-		defer cancel()
-		t.removeFiles(cctx, paths)
+		m.removeUncommitted(ctx, res.SnapshotID != 0, paths)
 	}()
 	specs := map[int]iceberg.PartitionSpec{}
 	for _, s := range h.write.PartitionSpecs() {
@@ -466,6 +461,19 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	m.rows = res.Rows
 	res.SnapshotID, res.Version, err = m.commit(ctx, m, opts.commit)
 	return res, err
+}
+
+// removeUncommitted deletes the data files paths an operation wrote for
+// its commit when the commit did not happen (committed false), unless the
+// commit ended without learning whether a write landed (m.unknown: they may
+// be referenced). It runs on cancellation paths too, within a bounded time.
+func (m *rewriteMutation) removeUncommitted(ctx context.Context, committed bool, paths []string) {
+	if m.unknown || committed {
+		return
+	}
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	m.t.removeFiles(cctx, paths)
 }
 
 // commit commits outer (the mutation that embeds m) and returns the

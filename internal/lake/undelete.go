@@ -127,16 +127,11 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 	}
 	m := &undoMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}}, deleteID: deleteID}
 	defer func() {
-		if m.unknown || res.SnapshotID != 0 {
-			return
-		}
 		var paths []string
 		for _, a := range m.added {
 			paths = append(paths, dataFilePaths(a.files)...)
 		}
-		cctx, cancel := cleanupContext(ctx)
-		defer cancel()
-		t.removeFiles(cctx, paths)
+		m.removeUncommitted(ctx, res.SnapshotID != 0, paths)
 	}()
 	dedupe := readDedup(v.meta.props())
 	var matched int64
