@@ -134,6 +134,55 @@ func TestLongRunExpiresWhileItRuns(t *testing.T) {
 	}
 }
 
+// TestLongRunBoundedByMaxSnapshots: with a retention longer than the run,
+// timelake.max-snapshots bounds the table's snapshots during and after it:
+// the oldest are expired before their retention, their keys stay loaded,
+// and the rows are exact.
+func TestLongRunBoundedByMaxSnapshots(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	first := longRunTable(t, e, map[string]string{lake.PropSnapshotRetention: "1h", lake.PropMaxSnapshots: "100"})
+	keys, want := longRunFiles(t, e, 400)
+	want = append(want, first...)
+	sort.Strings(want)
+
+	cfg := e.config()
+	cfg.Prefix = "gw/"
+	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = 20, 50*time.Millisecond, 2
+	cfg.ExpireDue = 40
+	cfg.MaintenanceBudget = 10 * time.Second
+	most := 0
+	cfg.OnCommit = func([]string, time.Duration, error) { most = max(most, snapshotCount(t, e)) }
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != 400 {
+		t.Fatalf("loaded %d files, want 400", rep.Loaded)
+	}
+	if ex := rep.ExpiredDuringRun; ex == nil || ex.SnapshotsExpired == 0 || ex.Error != "" {
+		t.Fatalf("expiry during the run: %+v, want snapshots expired", ex)
+	}
+	// 100 kept, expired past 40 more due (80 whatever the run's time
+	// share), plus the snapshots of one commit.
+	if most > 100+2*40+20 {
+		t.Errorf("the table held up to %d snapshots during the run, want at most %d", most, 100+2*40+20)
+	}
+	if n := snapshotCount(t, e); n != 100 {
+		t.Errorf("%d snapshots after the run, want timelake.max-snapshots (100)", n)
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := tbl.FindLoaded(ctx, keys[0]); err != nil || !ok {
+		t.Fatalf("%s loaded: %v, %v", keys[0], ok, err)
+	}
+	if got := tableRows(t, e); !slices.Equal(got, want) {
+		t.Fatalf("table rows differ from the files: %d rows, want %d", len(got), len(want))
+	}
+}
+
 // TestLongRunKeepsSettings: no expiry between commits without a
 // maintenance budget, on a table whose maintenance is off, or with gc
 // disabled; the snapshots stay until maintenance runs.

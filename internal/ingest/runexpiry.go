@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultExpireDue is how many snapshots due for expiry (older than the
-// table's timelake.snapshot-retention, beyond its timelake.min-snapshots)
+// table's timelake.snapshot-retention or beyond its timelake.max-snapshots,
+// and beyond its timelake.min-snapshots)
 // a run lets pile up before it expires them between two of its commits:
 // about 240 KB of metadata that every commit would otherwise rewrite
 // (docs/ingest.md, "A long run"). Twice as many are expired whatever the
@@ -70,7 +71,8 @@ func (r *runner) expireDue() int {
 // it runs whatever its share so far, for up to MaintenanceBudget: the
 // metadata every commit rewrites stays bounded. Like the maintenance after
 // the run it keeps every promise of the table's settings: only snapshots
-// older than timelake.snapshot-retention are expired, the newest
+// older than timelake.snapshot-retention are expired, or beyond the newest
+// timelake.max-snapshots (their files left to orphan removal), the newest
 // timelake.min-snapshots are kept, and the batch ids of those expired move
 // into the load history in the same commit, where the run's own
 // already-loaded checks (FindLoaded, and the commit's) find them. Nothing is
@@ -89,7 +91,7 @@ func (r *runner) expireBetween(ctx context.Context, ex *runExpirer) {
 		ex.off = true
 		return
 	}
-	due, err := r.tbl.SnapshotsDue(s.SnapshotRetention, s.MinSnapshots)
+	due, err := r.tbl.SnapshotsDue(s.SnapshotRetention, s.MinSnapshots, s.MaxSnapshots)
 	if err != nil {
 		r.noteRunExpiry(lake.ExpireResult{}, 0, err)
 		ex.off = true
@@ -110,7 +112,7 @@ func (r *runner) expireBetween(ctx context.Context, ex *runExpirer) {
 		return
 	}
 	t0 := time.Now()
-	res, err := r.tbl.Expire(ctx, lake.ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots,
+	res, err := r.tbl.Expire(ctx, lake.ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, RetainAtMost: s.MaxSnapshots,
 		Deadline: t0.Add(min(share, r.cfg.MaintenanceBudget))})
 	took := time.Since(t0)
 	ex.spent += took

@@ -3,15 +3,16 @@ package lake
 import "time"
 
 // SnapshotsDue counts the snapshots of the loaded version that an expiry
-// with these settings (Expire's OlderThan and RetainLast) would expire now:
-// committed longer than olderThan ago by the lake's clock, not among the
+// with these settings (Expire's OlderThan, RetainLast and RetainAtMost) would
+// expire now: committed longer than olderThan ago by the lake's clock (or
+// beyond the newest retainAtMost of the main branch), not among the
 // newest retainLast of the main branch, not the head of a ref nor in the
 // ancestry of another branch. It reads the loaded snapshot index only (no
 // request), so a run may ask it after every commit. Errors: the version's
 // refs do not parse.
-func (t *Table) SnapshotsDue(olderThan time.Duration, retainLast int) (int, error) {
+func (t *Table) SnapshotsDue(olderThan time.Duration, retainLast, retainAtMost int) (int, error) {
 	h, _ := t.loaded()
-	due, err := chooseExpired(h, t.lake.now().Add(-olderThan), max(1, retainLast))
+	due, err := chooseExpired(h, t.lake.now().Add(-olderThan), max(1, retainLast), retainAtMost)
 	if err != nil {
 		return 0, err
 	}

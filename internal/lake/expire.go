@@ -27,6 +27,14 @@ type ExpireOptions struct {
 	// kept whatever their age. 0 uses history.expire.min-snapshots-to-keep
 	// (Iceberg's default: 1).
 	RetainLast int
+	// RetainAtMost, when above 0, bounds the snapshots of the main
+	// branch's ancestry the metadata keeps: the older ones are expired
+	// even when younger than OlderThan (timelake.max-snapshots; a backlog
+	// loaded faster than the retention keeps the metadata small). The
+	// files only such early-expired snapshots referenced are not deleted
+	// by the expiry: a query may still read them, and orphan removal
+	// deletes them once older than timelake.orphan-min-age.
+	RetainAtMost int
 	// DryRun reports what would be expired and writes nothing.
 	DryRun bool
 	// Deadline, when set, bounds the expiry: the snapshots are expired
@@ -53,6 +61,10 @@ type ExpiredSnapshot struct {
 	SnapshotID  int64
 	CommittedAt time.Time // UTC
 	BatchID     string    // timelake.batch-id; "" when the snapshot has none
+	// Early: younger than the retention, expired because the metadata
+	// held more than ExpireOptions.RetainAtMost snapshots; its files are
+	// left to orphan removal.
+	Early bool
 }
 
 // ExpireResult is what Expire did.
@@ -125,7 +137,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if retainLast <= 0 {
 		retainLast = max(1, props.GetInt(table.MinSnapshotsToKeepKey, table.MinSnapshotsToKeepDefault))
 	}
-	expired, err := chooseExpired(h, t.lake.now().Add(-olderThan), retainLast)
+	expired, err := chooseExpired(h, t.lake.now().Add(-olderThan), retainLast, opts.RetainAtMost)
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
@@ -189,7 +201,13 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 		if opts.beforeDelete != nil {
 			opts.beforeDelete(m.removed(a.meta))
 		}
-		n, err := t.deleteExpiredFiles(ctx, a.meta, a.version, m.removed(a.meta))
+		early := map[int64]bool{}
+		for _, e := range expired {
+			if e.Early {
+				early[e.SnapshotID] = true
+			}
+		}
+		n, err := t.deleteExpiredFiles(ctx, a.meta, a.version, m.removed(a.meta), early)
 		res.FilesDeleted = n
 		if err != nil {
 			return res, fmt.Errorf("expired %d snapshots of %s, but some files they alone referenced were not deleted: %w",
@@ -200,10 +218,12 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 }
 
 // chooseExpired picks the snapshots of h to expire: committed before
-// cutoff, not among the newest retainLast of the main branch's ancestry,
-// not the head of a ref, and not in the ancestry of another branch. Oldest
-// first. It reads the snapshot index only.
-func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast int) ([]ExpiredSnapshot, error) {
+// cutoff, or (atMost > 0) beyond the newest atMost of the main branch's
+// ancestry (those younger than cutoff marked Early), and in both cases not
+// among the newest retainLast of the main branch's ancestry, not the head
+// of a ref, and not in the ancestry of another branch. Oldest first. It
+// reads the snapshot index only.
+func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast, atMost int) ([]ExpiredSnapshot, error) {
 	var refs map[string]struct {
 		SnapshotID int64  `json:"snapshot-id"`
 		Type       string `json:"type"`
@@ -232,6 +252,15 @@ func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast int) ([]Expi
 		keep[id] = true
 		return n+1 < retainLast
 	})
+	beyond := map[int64]bool{} // main's ancestors past the newest atMost
+	if atMost > 0 {
+		ancestors(h.current, func(n int, id int64) bool {
+			if n >= atMost {
+				beyond[id] = true
+			}
+			return true
+		})
+	}
 	for name, ref := range refs {
 		keep[ref.SnapshotID] = true
 		if i, ok := h.byID[ref.SnapshotID]; ok && name != table.MainBranch && ref.Type == string(table.BranchRef) {
@@ -241,10 +270,11 @@ func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast int) ([]Expi
 	out := []ExpiredSnapshot{}
 	for _, r := range h.snaps {
 		at := time.UnixMilli(r.timestamp).UTC()
-		if keep[r.id] || !at.Before(cutoff) {
+		early := !at.Before(cutoff)
+		if keep[r.id] || early && !beyond[r.id] {
 			continue
 		}
-		out = append(out, ExpiredSnapshot{SnapshotID: r.id, CommittedAt: at, BatchID: r.batch})
+		out = append(out, ExpiredSnapshot{SnapshotID: r.id, CommittedAt: at, BatchID: r.batch, Early: early})
 	}
 	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
 	return out, nil
@@ -378,10 +408,18 @@ func (m *expireMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 // manifest lists of the expired snapshots and the oldest kept one only.
 // Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
 // reads every kept snapshot's manifest list (and does not count).
-func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v versionRef, ids []int64) (int, error) {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v versionRef, ids []int64, early map[int64]bool) (int, error) {
 	after, _ := t.loaded()
-	if oldest, ok := linearTail(after, pre, ids); ok {
-		return t.deleteExpiredIncremental(ctx, pre, oldest, ids)
+	oldest, linear := linearTail(after, pre, ids)
+	if slices.ContainsFunc(ids, func(id int64) bool { return early[id] }) {
+		return t.deleteBeforeEarly(ctx, pre, ids, early, linear)
+	}
+	if linear {
+		kept, err := after.snapshot(oldest)
+		if err != nil {
+			return 0, err
+		}
+		return t.deleteExpiredIncremental(ctx, pre, kept, ids)
 	}
 	preMeta, err := pre.metadata()
 	if err != nil {
@@ -396,6 +434,57 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 		return 0, nil
 	}
 	return 0, err
+}
+
+// deleteBeforeEarly deletes the files of an expiry that removed snapshots
+// before their retention (ExpireOptions.RetainAtMost): those of the others
+// (ids not early) that neither the oldest early-expired snapshot nor a
+// kept one references. The early ones' own files stay for a query that may
+// still read them: orphan removal deletes them once older than
+// timelake.orphan-min-age. Only on one line of history (linear, see
+// linearTail) with every other expired snapshot an ancestor of the oldest
+// early one; otherwise every file is left to orphan removal.
+func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, ids []int64, early map[int64]bool, linear bool) (int, error) {
+	var due []int64
+	for _, id := range ids {
+		if !early[id] {
+			due = append(due, id)
+		}
+	}
+	if len(due) == 0 || !linear {
+		return 0, nil
+	}
+	// The oldest early one: walk the ancestry of any early one back.
+	oldest := -1
+	for _, id := range ids {
+		if early[id] {
+			oldest = pre.byID[id]
+			break
+		}
+	}
+	anc := map[int64]bool{}
+	for i, ok := oldest, true; ok; {
+		r := pre.snaps[i]
+		if early[r.id] {
+			oldest, anc = i, map[int64]bool{}
+		} else {
+			anc[r.id] = true
+		}
+		if !r.hasParent {
+			break
+		}
+		i, ok = pre.byID[r.parent]
+	}
+	for _, id := range due {
+		if !anc[id] {
+			return 0, nil
+		}
+	}
+	boundary, err := pre.snapshot(oldest)
+	if err != nil {
+		return 0, err
+	}
+	return t.deleteExpiredIncremental(ctx, pre, boundary, due)
 }
 
 // linearTail reports whether the snapshots after the expiry form one line
@@ -456,13 +545,8 @@ type refID struct {
 }
 
 // deleteExpiredIncremental is deleteExpiredFiles for a line of history.
-func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetadata, oldestKept int, ids []int64) (int, error) {
+func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetadata, kept *table.Snapshot, ids []int64) (int, error) {
 	fs, err := t.fsF(ctx)
-	if err != nil {
-		return 0, err
-	}
-	after, _ := t.loaded()
-	kept, err := after.snapshot(oldestKept)
 	if err != nil {
 		return 0, err
 	}

@@ -338,3 +338,86 @@ func TestExpireAppendsReadsNoManifest(t *testing.T) {
 		}
 	})
 }
+
+// TestExpireBeyondMaxSnapshots: with RetainAtMost (timelake.max-snapshots)
+// the metadata keeps at most that many snapshots: the older ones are
+// expired though younger than the retention (marked Early), their batch ids
+// move to the load history, and their files stay until orphan removal
+// (a query may still read them), while the files of the snapshots past the
+// retention are deleted as before.
+func TestExpireBeyondMaxSnapshots(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, nil) // gw-0/file.csv .. gw-2/file.csv
+		time.Sleep(20 * time.Millisecond)
+		mid := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil { // multi/0 .. multi/2
+			t.Fatal(err)
+		}
+		rows := len(scanRows(t, tbl, 0))
+		lists := map[string]string{} // batch id: manifest list
+		for _, s := range tbl.Metadata().Snapshots() {
+			lists[s.Summary.Properties["timelake.batch-id"]] = s.ManifestList
+		}
+		exists := func(batch string) bool {
+			key, err := tbl.fileKey(lists[batch])
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = l.store.Stat(ctx, key)
+			if err != nil && !isStoreNotExist(err) {
+				t.Fatal(err)
+			}
+			return err == nil
+		}
+
+		res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Since(mid), RetainLast: 1, RetainAtMost: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range res.Expired {
+			got = append(got, e.BatchID)
+			if want := e.BatchID == "multi/0"; e.Early != want {
+				t.Errorf("%s: early %v, want %v", e.BatchID, e.Early, want)
+			}
+		}
+		if want := []string{"gw-0/file.csv", "gw-1/file.csv", "gw-2/file.csv", "multi/0"}; !slices.Equal(got, want) || res.Kept != 2 {
+			t.Fatalf("expired %v, kept %d; want %v, 2", got, res.Kept, want)
+		}
+		if res.Remembered != 4 {
+			t.Errorf("%d batch ids remembered, want 4", res.Remembered)
+		}
+		for _, b := range []string{"gw-0/file.csv", "gw-1/file.csv", "gw-2/file.csv"} {
+			if exists(b) {
+				t.Errorf("the manifest list of %s (past the retention) was not deleted", b)
+			}
+		}
+		if !exists("multi/0") {
+			t.Error("the manifest list of multi/0 (expired before its retention) was deleted")
+		}
+		if r := confAppend(t, tbl, "multi/0", confDay, 25, 0, AppendOptions{}); !r.Duplicate {
+			t.Errorf("re-sent multi/0 after its early expiry: %+v, want already loaded", r)
+		}
+		if got := len(scanRows(t, tbl, 0)); got != rows {
+			t.Fatalf("%d rows after expiry, want %d", got, rows)
+		}
+		c := confOf(l, confName)
+		if err := checkNoOrphans(ctx, c, tbl.Metadata()); err == nil {
+			t.Fatal("no stray file after an early expiry: its manifest list should wait for orphan removal")
+		}
+		if _, err := tbl.RemoveOrphans(ctx, OrphanOptions{MinAge: time.Nanosecond}); err != nil {
+			t.Fatal(err)
+		}
+		if exists("multi/0") {
+			t.Error("orphan removal left the manifest list of multi/0")
+		}
+		if err := checkNoOrphans(ctx, c, tbl.Metadata()); err != nil {
+			t.Errorf("after orphan removal: %v", err)
+		}
+		if err := checkSnapshots(tbl.Metadata()); err != nil {
+			t.Error(err)
+		}
+	})
+}

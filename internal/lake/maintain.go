@@ -34,6 +34,11 @@ const (
 	PropAutoMaintain      = "timelake.auto-maintain"
 	PropSnapshotRetention = "timelake.snapshot-retention"
 	PropMinSnapshots      = "timelake.min-snapshots"
+	// PropMaxSnapshots bounds the snapshots the metadata holds however
+	// many the retention would keep (a backlog loaded at 100 files a
+	// second): the oldest beyond it are expired before their retention,
+	// and their files are left to orphan removal.
+	PropMaxSnapshots = "timelake.max-snapshots"
 	// PropReadDedup is Timelake's read-dedup: a series key and time name
 	// one reading, and the row of the newest batch is the one that counts
 	// (dedupe.go).
@@ -57,6 +62,10 @@ const (
 const (
 	DefaultSnapshotRetention = 5 * time.Minute
 	DefaultMinSnapshots      = 20
+	// DefaultMaxSnapshots keeps the metadata file every commit rewrites
+	// at about 1 MB (about 0.95 KB a snapshot) during a backlog; a fleet's
+	// retention keeps far fewer (20 gateways, 5 minutes: 100).
+	DefaultMaxSnapshots = 1000
 	// DefaultMetadataVersions is write.metadata.previous-versions-max on
 	// the tables timelake creates (Iceberg's default keeps 100, each a
 	// copy of the snapshot list).
@@ -77,6 +86,7 @@ var MaintenanceProperties = map[string]string{
 	PropAutoMaintain:      "true or false",
 	PropSnapshotRetention: "a duration such as 15m, 2h or 1d",
 	PropMinSnapshots:      "a whole number >= 1",
+	PropMaxSnapshots:      "a whole number >= 1",
 	PropDedupeWindow:      "a duration such as 14d",
 	PropTargetFileSize:    "a size such as 32MiB",
 	PropCompactMinFiles:   "a whole number >= 2",
@@ -124,9 +134,9 @@ func ValidateProperty(key, value string) error {
 		if _, err := quantity.AgeAtLeast(value, quantity.Positive, example); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
-	case PropMinSnapshots, PropCompactMinFiles:
+	case PropMinSnapshots, PropMaxSnapshots, PropCompactMinFiles:
 		n, err := strconv.Atoi(value)
-		if low := map[string]int{PropMinSnapshots: 1, PropCompactMinFiles: 2}[key]; err != nil || n < low {
+		if low := map[string]int{PropMinSnapshots: 1, PropMaxSnapshots: 1, PropCompactMinFiles: 2}[key]; err != nil || n < low {
 			return fmt.Errorf("%s=%q: expected %s", key, value, MaintenanceProperties[key])
 		}
 	case PropEvolve:
@@ -167,9 +177,11 @@ type MaintenanceSettings struct {
 	Enabled bool   `json:"enabled"`
 	Why     string `json:"why"` // why enabled or not
 	// SnapshotRetention and MinSnapshots: snapshots older than the
-	// retention are expired, keeping the newest MinSnapshots.
+	// retention are expired, keeping the newest MinSnapshots; past
+	// MaxSnapshots the oldest are expired whatever their age.
 	SnapshotRetention time.Duration `json:"-"`
 	MinSnapshots      int           `json:"min_snapshots"`
+	MaxSnapshots      int           `json:"max_snapshots"`
 	DedupeWindow      time.Duration `json:"-"`
 	TargetFileSize    int64         `json:"target_file_size"`
 	CompactMinFiles   int           `json:"compact_min_files"`
@@ -210,7 +222,7 @@ func createdByTimelake(props iceberg.Properties) bool {
 // properties (Table.Properties) and the defaults; a property whose value
 // does not parse is ignored.
 func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
-	s := MaintenanceSettings{SnapshotRetention: DefaultSnapshotRetention, MinSnapshots: DefaultMinSnapshots,
+	s := MaintenanceSettings{SnapshotRetention: DefaultSnapshotRetention, MinSnapshots: DefaultMinSnapshots, MaxSnapshots: DefaultMaxSnapshots,
 		DedupeWindow: dedupeWindow(props), OrphanMinAge: DefaultOrphanMinAge, Sources: map[string]string{}}
 	for k := range MaintenanceProperties {
 		s.Sources[k] = SourceDefault
@@ -233,6 +245,10 @@ func MaintenanceSettingsOf(props iceberg.Properties) MaintenanceSettings {
 	if n, err := strconv.Atoi(props[PropMinSnapshots]); err == nil && n >= 1 {
 		s.MinSnapshots = n
 		fromProperty(PropMinSnapshots)
+	}
+	if n, err := strconv.Atoi(props[PropMaxSnapshots]); err == nil && n >= 1 {
+		s.MaxSnapshots = n
+		fromProperty(PropMaxSnapshots)
 	}
 	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 { // as dedupeWindow reads it
 		fromProperty(PropDedupeWindow)
@@ -594,7 +610,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	if !left() {
 		return rep, postpone()
 	}
-	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, DryRun: opts.DryRun,
+	rep.Expired, err = t.Expire(ctx, ExpireOptions{OlderThan: s.SnapshotRetention, RetainLast: s.MinSnapshots, RetainAtMost: s.MaxSnapshots, DryRun: opts.DryRun,
 		Deadline: deadline, Clock: clock})
 	rep.Pending = rep.Pending || rep.Expired.Left > 0
 	if err != nil {

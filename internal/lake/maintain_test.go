@@ -126,7 +126,7 @@ func TestMaintenanceSettingsOf(t *testing.T) {
 		t.Errorf("settings %+v", s)
 	}
 	want := map[string]string{
-		PropAutoMaintain: SourceProperty, PropSnapshotRetention: SourceProperty, PropMinSnapshots: SourceDefault,
+		PropAutoMaintain: SourceProperty, PropSnapshotRetention: SourceProperty, PropMinSnapshots: SourceDefault, PropMaxSnapshots: SourceDefault,
 		PropDedupeWindow: SourceProperty, PropTargetFileSize: SourceProperty, PropCompactMinFiles: SourceDefault,
 		PropCompactColdAfter: SourceDefault, PropOrphanMinAge: SourceDefault,
 		PropReadDedup: SourceDefault, PropRetention: SourceDefault,

@@ -567,7 +567,7 @@ func TestTablesMaintainByHand(t *testing.T) {
 		Settings   []struct{ Property, Value, Source string }
 	}](t, mustRun(t, env, false, "tables", "maintain", "--json"))
 	if rep.Enabled || rep.Compaction == nil || len(rep.Compaction.Groups) != 0 || rep.Expiry == nil || rep.Expiry.Expired != 0 ||
-		len(rep.Settings) != 11 || rep.Settings[0].Source != "property" || rep.Settings[1].Source != "default" {
+		len(rep.Settings) != 12 || rep.Settings[0].Source != "property" || rep.Settings[1].Source != "default" {
 		t.Errorf("second maintain --json: %+v", rep)
 	}
 

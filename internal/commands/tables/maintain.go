@@ -208,7 +208,7 @@ type SettingRow struct {
 
 // maintenanceKeys are the settings a report lists, in order.
 var maintenanceKeys = []string{
-	lake.PropAutoMaintain, lake.PropSnapshotRetention, lake.PropMinSnapshots, lake.PropDedupeWindow,
+	lake.PropAutoMaintain, lake.PropSnapshotRetention, lake.PropMinSnapshots, lake.PropMaxSnapshots, lake.PropDedupeWindow,
 	lake.PropTargetFileSize, lake.PropCompactMinFiles, lake.PropCompactColdAfter, lake.PropOrphanMinAge,
 	lake.PropReadDedup, lake.PropRetention, table.MetadataPreviousVersionsMaxKey,
 }
@@ -220,6 +220,7 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 		lake.PropAutoMaintain:                strconvBool(s.Enabled),
 		lake.PropSnapshotRetention:           ageText(s.SnapshotRetention),
 		lake.PropMinSnapshots:                formatInt(int64(s.MinSnapshots)),
+		lake.PropMaxSnapshots:                formatInt(int64(s.MaxSnapshots)),
 		lake.PropDedupeWindow:                ageText(s.DedupeWindow),
 		lake.PropTargetFileSize:              quantity.FormatSize(s.TargetFileSize),
 		lake.PropCompactMinFiles:             formatInt(int64(s.CompactMinFiles)),

@@ -358,6 +358,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.auto-maintain                true   property
   timelake.snapshot-retention           1h     property
   timelake.min-snapshots                20     default
+  timelake.max-snapshots                1000   default
   timelake.dedupe-window                14d    default
   timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
@@ -380,6 +381,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
 				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.max-snapshots\t1000\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
 				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
@@ -416,6 +418,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
   timelake.auto-maintain                false  default
   timelake.snapshot-retention           5m     default
   timelake.min-snapshots                20     default
+  timelake.max-snapshots                1000   default
   timelake.dedupe-window                14d    default
   timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
@@ -434,6 +437,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 				"setting\ttimelake.auto-maintain\tfalse\tdefault\n" +
 				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.max-snapshots\t1000\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
 				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
@@ -468,6 +472,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.auto-maintain                true   property
   timelake.snapshot-retention           5m     default
   timelake.min-snapshots                20     default
+  timelake.max-snapshots                1000   default
   timelake.dedupe-window                14d    default
   timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
@@ -486,6 +491,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
 				"setting\ttimelake.snapshot-retention\t5m\tdefault\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.max-snapshots\t1000\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
 				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
@@ -527,6 +533,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
   timelake.auto-maintain                true   property
   timelake.snapshot-retention           1h     property
   timelake.min-snapshots                20     default
+  timelake.max-snapshots                1000   default
   timelake.dedupe-window                14d    default
   timelake.target-file-size             8MiB   default
   timelake.compact-min-files            4      default
@@ -548,6 +555,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				"setting\ttimelake.auto-maintain\ttrue\tproperty\n" +
 				"setting\ttimelake.snapshot-retention\t1h\tproperty\n" +
 				"setting\ttimelake.min-snapshots\t20\tdefault\n" +
+				"setting\ttimelake.max-snapshots\t1000\tdefault\n" +
 				"setting\ttimelake.dedupe-window\t14d\tdefault\n" +
 				"setting\ttimelake.target-file-size\t8MiB\tdefault\n" +
 				"setting\ttimelake.compact-min-files\t4\tdefault\n" +
