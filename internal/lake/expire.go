@@ -31,9 +31,11 @@ type ExpireOptions struct {
 	// branch's ancestry the metadata keeps: the older ones are expired
 	// even when younger than OlderThan (timelake.max-snapshots; a backlog
 	// loaded faster than the retention keeps the metadata small). The
-	// files only such early-expired snapshots referenced are not deleted
-	// by the expiry: a query may still read them, and orphan removal
-	// deletes them once older than timelake.orphan-min-age.
+	// files such early-expired snapshots referenced (but their manifest
+	// lists, each its own snapshot's) are not deleted by the expiry: a
+	// query may still read them. A later Expire of the same Table deletes
+	// them once they are past OlderThan (a long run expires again and
+	// again); those a process ends with are left to orphan removal.
 	RetainAtMost int
 	// DryRun reports what would be expired and writes nothing.
 	DryRun bool
@@ -62,8 +64,8 @@ type ExpiredSnapshot struct {
 	CommittedAt time.Time // UTC
 	BatchID     string    // timelake.batch-id; "" when the snapshot has none
 	// Early: younger than the retention, expired because the metadata
-	// held more than ExpireOptions.RetainAtMost snapshots; its files are
-	// left to orphan removal.
+	// held more than ExpireOptions.RetainAtMost snapshots; its files wait
+	// until it is past the retention (ExpireOptions.RetainAtMost).
 	Early bool
 }
 
@@ -137,22 +139,33 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if retainLast <= 0 {
 		retainLast = max(1, props.GetInt(table.MinSnapshotsToKeepKey, table.MinSnapshotsToKeepDefault))
 	}
-	expired, err := chooseExpired(h, t.lake.now().Add(-olderThan), retainLast, opts.RetainAtMost)
+	cutoff := t.lake.now().Add(-olderThan)
+	expired, err := chooseExpired(h, cutoff, retainLast, opts.RetainAtMost)
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
 	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
-	if opts.DryRun || len(expired) == 0 {
+	if opts.DryRun {
+		return res, nil
+	}
+	deferred, err := t.deleteDeferred(ctx, cutoff)
+	if err != nil {
+		return res, fmt.Errorf("expire snapshots of %s: files of snapshots expired before: %w", t.name, err)
+	}
+	if len(expired) == 0 {
+		res.FilesDeleted = deferred
 		return res, nil
 	}
 	if opts.Deadline.IsZero() {
-		return t.expireChosen(ctx, expired, opts)
+		r, err := t.expireChosen(ctx, expired, opts)
+		r.FilesDeleted += deferred
+		return r, err
 	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = time.Now
 	}
-	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.snaps), Version: v.n}
+	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.snaps), Version: v.n, FilesDeleted: deferred}
 	for chunk := cmp.Or(opts.firstChunk, expireFirstChunk); len(expired) > 0 && clock().Before(opts.Deadline); {
 		n := min(chunk, len(expired))
 		t0 := clock()
@@ -411,15 +424,48 @@ func (m *expireMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v versionRef, ids []int64, early map[int64]bool) (int, error) {
 	after, _ := t.loaded()
 	oldest, linear := linearTail(after, pre, ids)
-	if slices.ContainsFunc(ids, func(id int64) bool { return early[id] }) {
-		return t.deleteBeforeEarly(ctx, pre, ids, early, linear)
+	var newestEarly int64 // commit time of the newest early one, ms
+	for _, id := range ids {
+		if early[id] {
+			newestEarly = max(newestEarly, pre.snaps[pre.byID[id]].timestamp)
+		}
 	}
 	if linear {
 		kept, err := after.snapshot(oldest)
 		if err != nil {
 			return 0, err
 		}
-		return t.deleteExpiredIncremental(ctx, pre, kept, ids)
+		paths, err := t.expiredFilesIncremental(ctx, pre, kept, ids)
+		if err != nil {
+			return 0, err
+		}
+		if newestEarly > 0 {
+			// The manifest lists of the others go now (each is its own
+			// snapshot's); the rest, which an early one may reference,
+			// waits.
+			lists := map[string]bool{}
+			for _, id := range ids {
+				if !early[id] {
+					if s, err := pre.snapshot(pre.byID[id]); err == nil {
+						lists[s.ManifestList] = true
+					}
+				}
+			}
+			var now, later []string
+			for _, p := range paths {
+				if lists[p] {
+					now = append(now, p)
+				} else {
+					later = append(later, p)
+				}
+			}
+			t.deferDeletes(time.UnixMilli(newestEarly), later)
+			paths = now
+		}
+		return t.deleteFiles(ctx, paths)
+	}
+	if newestEarly > 0 {
+		return 0, nil // left to orphan removal, as deferDeletes says
 	}
 	preMeta, err := pre.metadata()
 	if err != nil {
@@ -436,55 +482,48 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 	return 0, err
 }
 
-// deleteBeforeEarly deletes the files of an expiry that removed snapshots
-// before their retention (ExpireOptions.RetainAtMost): those of the others
-// (ids not early) that neither the oldest early-expired snapshot nor a
-// kept one references. The early ones' own files stay for a query that may
-// still read them: orphan removal deletes them once older than
-// timelake.orphan-min-age. Only on one line of history (linear, see
-// linearTail) with every other expired snapshot an ancestor of the oldest
-// early one; otherwise every file is left to orphan removal.
-func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, ids []int64, early map[int64]bool, linear bool) (int, error) {
-	var due []int64
-	for _, id := range ids {
-		if !early[id] {
-			due = append(due, id)
+// deferredFiles are files of snapshots expired before their retention,
+// the newest of which committed at newest.
+type deferredFiles struct {
+	newest time.Time
+	paths  []string
+}
+
+// deferDeletes keeps the files of snapshots expired before their retention
+// (the newest committed at newest) for a later Expire of this Table to
+// delete once they are past it: a query that planned one of those
+// snapshots may still read them. Those a process ends with are left to
+// orphan removal (timelake.orphan-min-age), as the files of any expiry cut
+// short are.
+func (t *Table) deferDeletes(newest time.Time, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	t.deferredMu.Lock()
+	defer t.deferredMu.Unlock()
+	t.deferred = append(t.deferred, deferredFiles{newest: newest, paths: paths})
+}
+
+// deleteDeferred deletes the deferred files whose snapshots committed
+// before cutoff, and returns how many it deleted. Those whose deletes fail
+// are left to orphan removal.
+func (t *Table) deleteDeferred(ctx context.Context, cutoff time.Time) (int, error) {
+	t.deferredMu.Lock()
+	var due []string
+	keep := t.deferred[:0]
+	for _, d := range t.deferred {
+		if d.newest.Before(cutoff) {
+			due = append(due, d.paths...)
+		} else {
+			keep = append(keep, d)
 		}
 	}
-	if len(due) == 0 || !linear {
+	t.deferred = keep
+	t.deferredMu.Unlock()
+	if len(due) == 0 {
 		return 0, nil
 	}
-	// The oldest early one: walk the ancestry of any early one back.
-	oldest := -1
-	for _, id := range ids {
-		if early[id] {
-			oldest = pre.byID[id]
-			break
-		}
-	}
-	anc := map[int64]bool{}
-	for i, ok := oldest, true; ok; {
-		r := pre.snaps[i]
-		if early[r.id] {
-			oldest, anc = i, map[int64]bool{}
-		} else {
-			anc[r.id] = true
-		}
-		if !r.hasParent {
-			break
-		}
-		i, ok = pre.byID[r.parent]
-	}
-	for _, id := range due {
-		if !anc[id] {
-			return 0, nil
-		}
-	}
-	boundary, err := pre.snapshot(oldest)
-	if err != nil {
-		return 0, err
-	}
-	return t.deleteExpiredIncremental(ctx, pre, boundary, due)
+	return t.deleteFiles(ctx, due)
 }
 
 // linearTail reports whether the snapshots after the expiry form one line
@@ -544,15 +583,17 @@ type refID struct {
 	SnapshotID int64 `json:"snapshot-id"`
 }
 
-// deleteExpiredIncremental is deleteExpiredFiles for a line of history.
-func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetadata, kept *table.Snapshot, ids []int64) (int, error) {
+// expiredFilesIncremental returns the files of the snapshots ids of pre
+// that kept (the oldest kept snapshot, their descendant on one line of
+// history) does not reference: deleteExpiredFiles for a line of history.
+func (t *Table) expiredFilesIncremental(ctx context.Context, pre *indexedMetadata, kept *table.Snapshot, ids []int64) ([]string, error) {
 	fs, err := t.fsF(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	keptManifests, err := kept.Manifests(fs)
 	if err != nil {
-		return 0, fmt.Errorf("read manifest list of snapshot %d: %w", kept.SnapshotID, err)
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", kept.SnapshotID, err)
 	}
 	refManifests := map[string]bool{}
 	for _, mf := range keptManifests {
@@ -562,7 +603,7 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetada
 	appendsOnly := isAppend(kept)
 	for i, id := range ids {
 		if snaps[i], err = pre.snapshot(pre.byID[id]); err != nil {
-			return 0, err
+			return nil, err
 		}
 		appendsOnly = appendsOnly && isAppend(snaps[i])
 	}
@@ -594,7 +635,7 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetada
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	candidates := map[string]iceberg.ManifestFile{}
 	for _, mfs := range listed {
@@ -618,11 +659,11 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetada
 		// appends the kept snapshot's manifests name every data file
 		// loaded so far, and reading them at every expiry made its cost
 		// grow with the files loaded.
-		return t.deleteFiles(ctx, paths)
+		return paths, nil
 	}
 	refFiles, err := liveFilePaths(ctx, fs, keptManifests)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var dataFiles []string
 	seen := map[string]bool{}
@@ -658,9 +699,9 @@ func (t *Table) deleteExpiredIncremental(ctx context.Context, pre *indexedMetada
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return t.deleteFiles(ctx, append(paths, dataFiles...))
+	return append(paths, dataFiles...), nil
 }
 
 // isAppend reports whether s only added data files (Iceberg's operation

@@ -342,9 +342,10 @@ func TestExpireAppendsReadsNoManifest(t *testing.T) {
 // TestExpireBeyondMaxSnapshots: with RetainAtMost (timelake.max-snapshots)
 // the metadata keeps at most that many snapshots: the older ones are
 // expired though younger than the retention (marked Early), their batch ids
-// move to the load history, and their files stay until orphan removal
-// (a query may still read them), while the files of the snapshots past the
-// retention are deleted as before.
+// move to the load history, and their files stay until they are past the
+// retention (a query may still read them) and are then deleted by the
+// Table's next expiry, while the files of the snapshots past the retention
+// are deleted at once as before.
 func TestExpireBeyondMaxSnapshots(t *testing.T) {
 	forEachLake(t, func(t *testing.T, l *Lake) {
 		ctx := context.Background()
@@ -405,16 +406,33 @@ func TestExpireBeyondMaxSnapshots(t *testing.T) {
 		}
 		c := confOf(l, confName)
 		if err := checkNoOrphans(ctx, c, tbl.Metadata()); err == nil {
-			t.Fatal("no stray file after an early expiry: its manifest list should wait for orphan removal")
+			t.Fatal("no stray file after an early expiry: its manifest list should wait for its retention")
 		}
-		if _, err := tbl.RemoveOrphans(ctx, OrphanOptions{MinAge: time.Nanosecond}); err != nil {
+		// Past multi/0's retention: another process's expiry knows nothing
+		// of the files (orphan removal takes them), the Table that expired
+		// it deletes them.
+		time.Sleep(5 * time.Millisecond)
+		other, err := l.LoadTable(ctx, confName)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if exists("multi/0") {
-			t.Error("orphan removal left the manifest list of multi/0")
+		past := ExpireOptions{OlderThan: time.Millisecond, RetainLast: 2, RetainAtMost: 2}
+		if _, err := other.Expire(ctx, past); err != nil {
+			t.Fatal(err)
+		}
+		if !exists("multi/0") {
+			t.Error("another process deleted the manifest list of multi/0")
+		}
+		res, err = tbl.Expire(ctx, past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exists("multi/0") || res.FilesDeleted == 0 || len(res.Expired) != 0 {
+			t.Errorf("expiry past multi/0's retention: its manifest list left %v, %d files deleted, %d expired; want it deleted",
+				exists("multi/0"), res.FilesDeleted, len(res.Expired))
 		}
 		if err := checkNoOrphans(ctx, c, tbl.Metadata()); err != nil {
-			t.Errorf("after orphan removal: %v", err)
+			t.Errorf("after the deferred deletes: %v", err)
 		}
 		if err := checkSnapshots(tbl.Metadata()); err != nil {
 			t.Error(err)

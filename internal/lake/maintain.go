@@ -37,7 +37,7 @@ const (
 	// PropMaxSnapshots bounds the snapshots the metadata holds however
 	// many the retention would keep (a backlog loaded at 100 files a
 	// second): the oldest beyond it are expired before their retention,
-	// and their files are left to orphan removal.
+	// their files deleted once past it (lake.ExpireOptions.RetainAtMost).
 	PropMaxSnapshots = "timelake.max-snapshots"
 	// PropReadDedup is Timelake's read-dedup: a series key and time name
 	// one reading, and the row of the newest batch is the one that counts
