@@ -22,22 +22,25 @@ import (
 // A Parquet file's values are read as Arrow record batches by a
 // ParquetReader. The timelake binary registers arrow-go's pqarrow
 // (package decode/pqarrowio, imported for its registration by
-// internal/ingest and the commands that decode), which reads every
-// Parquet type, nested ones included, and writes the Parquet rejects file.
-// Without it, as in the gateway binary (timelake-gateway), the files are
-// read by columnReader below, built on arrow-go's low-level parquet/file
-// and parquet/schema packages: pqarrow links arrow/flight and with it gRPC
-// and protobuf, about two thirds of the gateway binary's size
-// (docs/performance.md, "The gateway binary"), for what Check needs of it,
-// the values of flat columns. columnReader gives a file the Arrow types
-// pqarrow gives it (pqarrow's getArrowType, the footer's ARROW:schema where
-// it only refines them, arrowschema.go) and reads the values of every
-// column chunk through the column chunk readers, pages and their
-// checksums included, so that Check refuses what Decode refuses with the
-// same reasons: a nested column is refused when the schema is read (no
-// table takes one: normaliseType), and the Parquet rejects file of
-// --on-error skip-rows, which only ingest writes, is not written.
-// TestColumnReaderAgrees (decode/pqarrowio) checks both on the corpus.
+// internal/ingest and cmd/timelake), which reads every Parquet type,
+// nested ones included, and writes the Parquet rejects file. Without it,
+// as in the gateway binary (timelake-gateway), the files are read by
+// columnReader below, built on arrow-go's low-level parquet/file and
+// parquet/schema packages: pqarrow links arrow/flight and with it gRPC and
+// protobuf, 14.6 MB of the gateway's 49.7 MB on amd64 (docs/performance.md,
+// "The gateway binary"), for what Check needs of it, the values of flat
+// columns. columnReader gives a file the Arrow types pqarrow gives it
+// (pqarrow's getArrowType, the footer's ARROW:schema where it only refines
+// them, arrowschema.go) and reads the values of every column chunk through
+// the column chunk readers, pages and their checksums included, so that
+// Check refuses what Decode refuses with the same reasons. Where they
+// differ: a nested column is refused when the schema is read (no table
+// takes one: normaliseType), named by its kind rather than its Arrow type;
+// a file whose columns hold different numbers of values (a damaged value
+// count in the footer) is refused, where pqarrow reads fewer rows; and the
+// Parquet rejects file of --on-error skip-rows, which only ingest writes,
+// is not written. TestColumnReaderAgrees (decode/pqarrowio) compares the
+// two on the corpus, a file per type and damaged copies of both.
 
 // ParquetReader reads Parquet files as Arrow record batches.
 type ParquetReader interface {
@@ -105,8 +108,8 @@ func (columnReader) Fields(sc *schema.Schema, kv metadata.KeyValueMetadata) ([]a
 			return nil, errors.New("the stored Arrow schema names other columns")
 		}
 		for i := range fields {
-			if t := stored.Field(i).Type; refines(fields[i].Type, t) {
-				fields[i].Type = readableRefinement(fields[i].Type, t)
+			if fields[i].Type, _, err = applyStored(fields[i].Type, stored.Field(i).Type); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -250,6 +253,58 @@ func parquetArrowType(n *schema.PrimitiveNode) (arrow.DataType, error) {
 	return nil, errors.New("invalid physical column type")
 }
 
+// applyStored is the type pqarrow reads a flat column of type plain as
+// whose stored Arrow type is origin (pqarrow's
+// applyOriginalStorageMetadata): origin where it says more about plain's
+// values (a zone on a UTC timestamp of the same unit, a duration over
+// INT64, a 256-bit decimal over a 128-bit one, a large string or binary
+// whatever plain is, a dictionary of a string or binary, an extension type
+// over such a type), else plain. modified is pqarrow's: whether the stored
+// type was applied, or would be to an extension's storage.
+func applyStored(plain, origin arrow.DataType) (_ arrow.DataType, modified bool, err error) {
+	switch o := origin.(type) {
+	case arrow.ExtensionType:
+		inferred, modified, err := applyStored(plain, o.StorageType())
+		if err != nil || !modified || arrow.TypeEqual(o, inferred) {
+			return inferred, modified, err
+		}
+		storage := inferred
+		if e, ok := storage.(arrow.ExtensionType); ok && e.ExtensionName() == o.ExtensionName() {
+			storage = e.StorageType()
+		}
+		if !arrow.TypeEqual(o.StorageType(), storage) {
+			return nil, true, fmt.Errorf("%w: mismatch storage type '%s' for extension type '%s'", arrow.ErrInvalid, inferred, o)
+		}
+		return o, true, nil
+	case *arrow.TimestampType:
+		p, ok := plain.(*arrow.TimestampType)
+		if !ok {
+			return plain, false, nil
+		}
+		if o.Unit == p.Unit && p.TimeZone == "UTC" && o.TimeZone != "" {
+			return o, true, nil
+		}
+		return plain, true, nil
+	case *arrow.DurationType:
+		if plain.ID() == arrow.INT64 {
+			return o, true, nil
+		}
+	case *arrow.LargeStringType, *arrow.LargeBinaryType:
+		return o, true, nil
+	case *arrow.DictionaryType:
+		if arrow.IsBinaryLike(plain.ID()) {
+			return &arrow.DictionaryType{IndexType: o.IndexType, ValueType: plain, Ordered: o.Ordered}, true, nil
+		}
+	case *arrow.Decimal256Type:
+		if plain.ID() == arrow.DECIMAL128 {
+			return o, true, nil
+		}
+	case *arrow.SparseUnionType, *arrow.DenseUnionType:
+		return nil, false, errors.New("unimplemented type")
+	}
+	return plain, false, nil
+}
+
 // readableRefinement is the type columnReader reads a column of type plain
 // as whose stored Arrow type is refined (refines): refined where its
 // values are those of plain in another type (a zone, a duration, an
@@ -284,11 +339,20 @@ type columnFile struct {
 	mem   memory.Allocator
 }
 
+// Schema is the schema pqarrow reads the file with, but for the types
+// whose values columnReader reads in another layout (readableRefinement).
 func (c *columnFile) Schema() (*arrow.Schema, error) {
 	md := c.pf.MetaData()
 	fields, err := columnReader{}.Fields(md.Schema, md.KeyValueMetadata())
 	if err != nil {
 		return nil, err
+	}
+	plain, err := columnReader{}.Fields(md.Schema, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fields {
+		fields[i].Type = readableRefinement(plain[i].Type, fields[i].Type)
 	}
 	return arrow.NewSchema(fields, nil), nil
 }
@@ -460,8 +524,12 @@ func readColumnValues(cr file.ColumnChunkReader, dt arrow.DataType, b array.Buil
 		got int64
 		err error
 	)
-	if nb, ok := b.(*array.NullBuilder); ok {
-		return readNulls(cr, nb, n, maxDef)
+	switch dt.ID() {
+	case arrow.NULL:
+		return readNulls(cr, b.(*array.NullBuilder), n, maxDef)
+	case arrow.DURATION:
+		// pqarrow's refusal, word for word.
+		return 0, errors.New("no support for reading columns of type: duration")
 	}
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:
@@ -611,8 +679,6 @@ func intAppender(b array.Builder) (func(int64), bool) {
 		return func(v int64) { b.Append(arrow.Time64(v)) }, true
 	case *array.TimestampBuilder:
 		return func(v int64) { b.Append(arrow.Timestamp(v)) }, true
-	case *array.DurationBuilder:
-		return func(v int64) { b.Append(arrow.Duration(v)) }, true
 	case *array.Decimal128Builder:
 		return func(v int64) { b.Append(decimal128.FromI64(v)) }, true
 	case *array.Decimal256Builder:

@@ -3,6 +3,7 @@ package pqarrowio_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -46,6 +48,7 @@ type parquetCase struct {
 func TestColumnReaderAgrees(t *testing.T) {
 	cases := corpusCases(t)
 	cases = append(cases, typeCases(t)...)
+	cases = append(cases, storedSchemaCases(t)...)
 	whole := len(cases)
 	for _, c := range cases[:whole] {
 		if c.name == "types/null.parquet" || c.name == "types/null-arrow-schema.parquet" {
@@ -254,6 +257,69 @@ func damage(c parquetCase) []parquetCase {
 			d[at] ^= x
 			out = append(out, parquetCase{name: fmt.Sprintf("%s with byte %d ^ %#x", c.name, at, x), data: d, opts: c.opts})
 		}
+	}
+	return out
+}
+
+// storedSchemaCases are a file of a time, a long and a string column whose
+// footer's ARROW:schema refines its types (a zone, a duration, a large
+// string), disagrees with them in one column, names other columns or does
+// not parse.
+func storedSchemaCases(t *testing.T) []parquetCase {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "d", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(
+		`[{"time": 1772366400000000, "v": 1, "d": "a"}, {"time": 1772366401000000, "v": null, "d": null}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	storedNamed := func(names [3]string, time, v, d arrow.DataType) string {
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(arrow.NewSchema([]arrow.Field{
+			{Name: names[0], Type: time}, {Name: names[1], Type: v, Nullable: true}, {Name: names[2], Type: d, Nullable: true},
+		}, nil)))
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(buf.Bytes())
+	}
+	stored := func(time, v, d arrow.DataType) string { return storedNamed([3]string{"time", "v", "d"}, time, v, d) }
+	berlin := &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "Europe/Berlin"}
+	naive := &arrow.TimestampType{Unit: arrow.Microsecond}
+	long, text := arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String
+	values := map[string]string{
+		"zone":                  stored(berlin, long, text),
+		"naive":                 stored(naive, long, text),
+		"duration":              stored(sc.Field(0).Type, &arrow.DurationType{Unit: arrow.Second}, text),
+		"large-string":          stored(berlin, long, arrow.BinaryTypes.LargeString),
+		"dictionary":            stored(berlin, long, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: text}),
+		"zone-and-disagreeing":  stored(berlin, arrow.BinaryTypes.LargeString, text),
+		"other-names":           storedNamed([3]string{"a", "b", "c"}, berlin, long, text),
+		"not-base64":            "not base64!",
+		"disagreeing-time-unit": stored(&arrow.TimestampType{Unit: arrow.Second}, long, text),
+	}
+	var out []parquetCase
+	for name, value := range values {
+		var buf bytes.Buffer
+		w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.AppendKeyValueMetadata("ARROW:schema", value); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, parquetCase{name: "arrow-schema/" + name + ".parquet", data: buf.Bytes()})
 	}
 	return out
 }
