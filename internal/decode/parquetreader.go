@@ -728,11 +728,17 @@ func bytesAppender(b array.Builder) (func([]byte) error, bool) {
 	return nil, false
 }
 
-// bigEndianWords sign-extends the big-endian two's complement integer v to
-// words 64-bit words, most significant first.
+// bigEndianWords sign-extends the big-endian two's complement integer v,
+// of 1 to 8*words bytes, to words 64-bit words, most significant first.
+// Longer values are refused, as pqarrow refuses them, whatever their
+// leading bytes.
 func bigEndianWords(v []byte, words int) ([]uint64, error) {
 	if len(v) == 0 || len(v) > 8*words {
-		return nil, fmt.Errorf("a decimal of %d bytes", len(v))
+		// pqarrow's refusals, word for word.
+		if words == 2 {
+			return nil, fmt.Errorf("length of byte array passed to bigEndianToDecimal128 was %d but must be between 1 and 16", len(v))
+		}
+		return nil, fmt.Errorf("%w: length of byte array for bigEndianToDecimal256 was %d but must be between 1 and %d", arrow.ErrInvalid, len(v), 8*words)
 	}
 	buf := make([]byte, 8*words)
 	if v[0]&0x80 != 0 {

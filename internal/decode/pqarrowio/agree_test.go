@@ -16,7 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/decode"
@@ -49,6 +51,7 @@ func TestColumnReaderAgrees(t *testing.T) {
 	cases := corpusCases(t)
 	cases = append(cases, typeCases(t)...)
 	cases = append(cases, storedSchemaCases(t)...)
+	cases = append(cases, wideDecimalCases(t)...)
 	whole := len(cases)
 	for _, c := range cases[:whole] {
 		if c.name == "types/null.parquet" || c.name == "types/null-arrow-schema.parquet" {
@@ -320,6 +323,62 @@ func storedSchemaCases(t *testing.T) []parquetCase {
 			t.Fatal(err)
 		}
 		out = append(out, parquetCase{name: "arrow-schema/" + name + ".parquet", data: buf.Bytes()})
+	}
+	return out
+}
+
+// wideDecimalCases are files written with the low-level writer: a time
+// column and a DECIMAL(10, 2) column stored as FIXED_LEN_BYTE_ARRAY of
+// 16 bytes, which pqarrow reads, and of 17, which it refuses.
+func wideDecimalCases(t *testing.T) []parquetCase {
+	t.Helper()
+	var out []parquetCase
+	for _, width := range []int{16, 17} {
+		tm, err := schema.NewPrimitiveNodeLogical("time", parquet.Repetitions.Required,
+			schema.NewTimestampLogicalType(true, schema.TimeUnitMicros), parquet.Types.Int64, -1, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := schema.NewPrimitiveNodeLogical("amount", parquet.Repetitions.Optional,
+			schema.NewDecimalLogicalType(10, 2), parquet.Types.FixedLenByteArray, width, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{tm, dec}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		w := file.NewParquetWriter(&buf, root)
+		rg := w.AppendRowGroup()
+		cw, err := rg.NextColumn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch([]int64{1772366400000000, 1772366401000000}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if cw, err = rg.NextColumn(); err != nil {
+			t.Fatal(err)
+		}
+		v := make([]byte, width)
+		v[width-1] = 125 // 1.25
+		if _, err := cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch([]parquet.FixedLenByteArray{v}, []int16{1, 0}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rg.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, parquetCase{name: fmt.Sprintf("wide-decimal/%d-bytes.parquet", width), data: buf.Bytes()})
 	}
 	return out
 }
