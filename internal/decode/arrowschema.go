@@ -17,18 +17,18 @@ import (
 const arrowSchemaKey = "ARROW:schema"
 
 // dropDisagreeingArrowSchema keeps the footer's ARROW:schema of pf when it
-// only refines the Parquet schema's types, and otherwise takes it out of
-// pf's copy of the footer, so that the reader (ParquetReader) reads the
-// file by its Parquet schema, the authority. The stored Arrow schema refines the types the
-// Parquet schema alone gives: a timestamp's zone, a duration stored as
-// INT64, a large string or binary, a 256-bit decimal, a dictionary, an
-// extension type over the same storage. pqarrow trusts it without
-// checking it against the Parquet schema and panics while reading a
-// column whose stored Arrow type is of another kind (a large string over
-// an INT64 column); an ARROW:schema that does not parse makes it refuse
-// the file. It is taken out when it does not parse, names other columns,
-// or gives a column a type that is not such a refinement. It reports
-// whether it took it out.
+// only refines the Parquet schema's types as reader reads them, and
+// otherwise takes it out of pf's copy of the footer, so that the reader
+// reads the file by its Parquet schema, the authority. The stored Arrow
+// schema refines the types the Parquet schema alone gives: a timestamp's
+// zone, a duration stored as INT64, a large string or binary, a 256-bit
+// decimal, a dictionary, an extension type over the same storage. pqarrow
+// (decode/pqarrowio) trusts it without checking it against the Parquet
+// schema and panics while reading a column whose stored Arrow type is of
+// another kind (a large string over an INT64 column); an ARROW:schema that
+// does not parse makes it refuse the file. It is taken out when it does
+// not parse, names other columns, or gives a column a type that is not
+// such a refinement. It reports whether it took it out.
 func dropDisagreeingArrowSchema(pf *file.Reader, reader ParquetReader) bool {
 	md := pf.MetaData()
 	kv := md.KeyValueMetadata()
