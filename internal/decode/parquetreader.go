@@ -116,7 +116,9 @@ func (columnReader) Fields(sc *schema.Schema, kv metadata.KeyValueMetadata) ([]a
 	return fields, nil
 }
 
-// nestedName names the kind of a nested Parquet column.
+// nestedName names the kind of a nested Parquet column (pqarrow names its
+// Arrow type, which depends on the list and map layouts of
+// LogicalTypes.md, "Nested Types", and the footer's ARROW:schema).
 func nestedName(n schema.Node) string {
 	if n.RepetitionType() == parquet.Repetitions.Repeated {
 		return "list (a repeated field)"
@@ -126,6 +128,8 @@ func nestedName(n schema.Node) string {
 		return "list"
 	case schema.MapLogicalType:
 		return "map"
+	case schema.VariantLogicalType:
+		return "variant"
 	}
 	return "struct"
 }
