@@ -6,6 +6,7 @@ import (
 	_ "time/tzdata" // --assume-timezone works on hosts without a zone database
 
 	"github.com/timelake/timelake/internal/commands"
+	_ "github.com/timelake/timelake/internal/decode/pqarrowio" // Parquet read with pqarrow, upload --validate too
 	"github.com/timelake/timelake/internal/iostreams"
 )
 

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // arrowSchemaKey is the key of the footer's key-value metadata under which
@@ -18,25 +17,25 @@ import (
 const arrowSchemaKey = "ARROW:schema"
 
 // dropDisagreeingArrowSchema keeps the footer's ARROW:schema of pf when it
-// only refines the Parquet schema's types, and otherwise takes it out of
-// pf's copy of the footer, so that pqarrow reads the file by its Parquet
-// schema, the authority. The stored Arrow schema refines the types the
-// Parquet schema alone gives: a timestamp's zone, a duration stored as
-// INT64, a large string or binary, a 256-bit decimal, a dictionary, an
-// extension type over the same storage. pqarrow trusts it without
-// checking it against the Parquet schema and panics while reading a
-// column whose stored Arrow type is of another kind (a large string over
-// an INT64 column); an ARROW:schema that does not parse makes it refuse
-// the file. It is taken out when it does not parse, names other columns,
-// or gives a column a type that is not such a refinement. It reports
-// whether it took it out.
-func dropDisagreeingArrowSchema(pf *file.Reader, props pqarrow.ArrowReadProperties) bool {
+// only refines the Parquet schema's types as reader reads them, and
+// otherwise takes it out of pf's copy of the footer, so that the reader
+// reads the file by its Parquet schema, the authority. The stored Arrow
+// schema refines the types the Parquet schema alone gives: a timestamp's
+// zone, a duration stored as INT64, a large string or binary, a 256-bit
+// decimal, a dictionary, an extension type over the same storage. pqarrow
+// (decode/pqarrowio) trusts it without checking it against the Parquet
+// schema and panics while reading a column whose stored Arrow type is of
+// another kind (a large string over an INT64 column); an ARROW:schema that
+// does not parse makes it refuse the file. It is taken out when it does
+// not parse, names other columns, or gives a column a type that is not
+// such a refinement. It reports whether it took it out.
+func dropDisagreeingArrowSchema(pf *file.Reader, reader ParquetReader) bool {
 	md := pf.MetaData()
 	kv := md.KeyValueMetadata()
 	if kv.FindValue(arrowSchemaKey) == nil {
 		return false
 	}
-	if arrowSchemaAgrees(md, kv, props) {
+	if arrowSchemaAgrees(md, kv, reader) {
 		return false
 	}
 	kept := make(metadata.KeyValueMetadata, 0, len(kv))
@@ -51,8 +50,9 @@ func dropDisagreeingArrowSchema(pf *file.Reader, props pqarrow.ArrowReadProperti
 
 // arrowSchemaAgrees reports whether the ARROW:schema in kv parses and only
 // refines the types of md's Parquet schema (dropDisagreeingArrowSchema). A
-// panic of pqarrow while it applies the stored schema is a disagreement.
-func arrowSchemaAgrees(md *metadata.FileMetaData, kv metadata.KeyValueMetadata, props pqarrow.ArrowReadProperties) (ok bool) {
+// panic of the reader while it applies the stored schema is a
+// disagreement.
+func arrowSchemaAgrees(md *metadata.FileMetaData, kv metadata.KeyValueMetadata, reader ParquetReader) (ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -62,19 +62,19 @@ func arrowSchemaAgrees(md *metadata.FileMetaData, kv metadata.KeyValueMetadata, 
 	if err != nil || stored.NumFields() != md.Schema.Root().NumFields() {
 		return false
 	}
-	plain, err := pqarrow.NewSchemaManifest(md.Schema, nil, &props)
+	plain, err := reader.Fields(md.Schema, nil)
 	if err != nil {
 		return true // the Parquet schema itself does not read: the reader says why
 	}
-	refined, err := pqarrow.NewSchemaManifest(md.Schema, kv, &props)
-	if err != nil || len(refined.Fields) != len(plain.Fields) {
+	refined, err := reader.Fields(md.Schema, kv)
+	if err != nil || len(refined) != len(plain) {
 		return false
 	}
-	for i := range plain.Fields {
-		if stored.Field(i).Name != plain.Fields[i].Field.Name {
+	for i := range plain {
+		if stored.Field(i).Name != plain[i].Name {
 			return false
 		}
-		if !refines(plain.Fields[i].Field.Type, refined.Fields[i].Field.Type) {
+		if !refines(plain[i].Type, refined[i].Type) {
 			return false
 		}
 	}

@@ -179,7 +179,7 @@ func TestArrowSchemaAgreeingKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	if dropDisagreeingArrowSchema(pf, pqarrow.ArrowReadProperties{}) {
+	if dropDisagreeingArrowSchema(pf, parquetReader) {
 		t.Fatal("an agreeing ARROW:schema was dropped")
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
@@ -321,16 +321,16 @@ func TestParquetPanicNamesColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 2}, memory.DefaultAllocator)
+	pa, err := parquetReader.Open(pf, 2, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ro := &resolved{key: "k.parquet", mem: memory.DefaultAllocator, batchRows: 2}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	rr, err := pa.Records(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := &parquetSource{ctx: context.Background(), ro: ro, pf: pf, rr: rr}
+	ps := &parquetSource{ctx: context.Background(), ro: ro, pf: pf, pa: pa, rr: rr}
 	defer ps.close()
 	_, err = ps.next()
 	fe := mustFileError(t, err)

@@ -29,8 +29,11 @@
 // whole numbers rounded to a double; a quoted CRLF read as LF and a
 // carriage return kept in an unquoted value, which lineends.go handles in
 // front of encoding/csv for about 2% of a CSV decode's CPU time in
-// BenchmarkDecodeCSV), Parquet is read by pqarrow, but the values it would
-// change or refuse without saying where are checked on the file's pages
+// BenchmarkDecodeCSV), Parquet is read by pqarrow where ingest decodes
+// (registered from package decode/pqarrowio) and by this package's reader
+// of flat columns in the gateway, which does not link pqarrow
+// (parquetreader.go says why), but the values pqarrow would change or
+// refuse without saying where are checked on the file's pages
 // (parquetvalues.go), half floats are widened by IEEE 754 (arrow-go's
 // float16 conversion gets the subnormals wrong), and it parses RFC 3339
 // times itself (one fixed layout with the relaxations in timeparse.go,
@@ -68,7 +71,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -911,20 +913,21 @@ type batchSource interface {
 	close()
 }
 
-// parquetSource reads a Parquet file with pqarrow, all columns and row
-// groups, BatchRows rows per batch.
+// parquetSource reads a Parquet file with the registered ParquetReader
+// (parquetreader.go), all columns and row groups, BatchRows rows per batch.
 type parquetSource struct {
 	ctx   context.Context
 	ro    *resolved
 	pf    *file.Reader
-	rr    pqarrow.RecordReader
+	pa    ParquetFile
+	rr    array.RecordReader
 	sc    *arrow.Schema
 	bytes int64 // Arrow bytes of the batches returned
 	rows  int64 // rows of the batches returned
 }
 
 func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, err error) {
-	pf, fr, sc, err := openParquetFile(ro, src)
+	pf, pa, sc, err := openParquetFile(ro, src)
 	if err != nil {
 		return nil, err
 	}
@@ -942,7 +945,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 		_ = pf.Close()
 		return nil, err
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
+	rr, err := pa.Records(ctx)
 	if err != nil {
 		_ = pf.Close()
 		return nil, parquetProblem(ro.key, "", "cannot read parquet data", err)
@@ -964,7 +967,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 		md := sc.Metadata()
 		sc = arrow.NewSchema(fields, &md)
 	}
-	return &parquetSource{ctx: ctx, ro: ro, pf: pf, rr: rr, sc: sc}, nil
+	return &parquetSource{ctx: ctx, ro: ro, pf: pf, pa: pa, rr: rr, sc: sc}, nil
 }
 
 // renameColumns applies DecodeOptions.Renames to a file's column names. A
@@ -1003,13 +1006,13 @@ const parquetReadBuffer = 256 << 10
 // The footer's ARROW:schema is read only when it agrees with the Parquet
 // schema (dropDisagreeingArrowSchema); a panic of the reader refuses the
 // file.
-func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.FileReader, sc *arrow.Schema, err error) {
+func openParquetFile(ro *resolved, src Source) (pf *file.Reader, pa ParquetFile, sc *arrow.Schema, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if pf != nil {
 				_ = pf.Close()
 			}
-			pf, fr, sc, err = nil, nil, nil, Recovered(ro.key, "the reader", "reading the Parquet footer and schema", "", v)
+			pf, pa, sc, err = nil, nil, nil, Recovered(ro.key, "the reader", "reading the Parquet footer and schema", "", v)
 		}
 	}()
 	props := parquet.NewReaderProperties(ro.mem)
@@ -1028,17 +1031,21 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, fr *pqarrow.Fil
 	if values, ok := parquetValueBytes(pf); ok && pf.NumRows() > 0 {
 		batch = min(batch, pieceRows(ro, max(values/pf.NumRows(), 1)))
 	}
-	aprops := pqarrow.ArrowReadProperties{BatchSize: batch}
-	dropDisagreeingArrowSchema(pf, aprops)
-	fr, err = pqarrow.NewFileReader(pf, aprops, ro.mem)
+	dropDisagreeingArrowSchema(pf, parquetReader)
+	pa, err = parquetReader.Open(pf, batch, ro.mem)
 	if err == nil {
-		sc, err = fr.Schema()
+		sc, err = pa.Schema()
 	}
 	if err != nil {
 		_ = pf.Close()
+		var fe *FileError
+		if errors.As(err, &fe) {
+			fe.Key = ro.key
+			return nil, nil, nil, fe
+		}
 		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet schema", err)
 	}
-	return pf, fr, enumsAsText(pf, sc), nil
+	return pf, pa, enumsAsText(pf, sc), nil
 }
 
 // enumsAsText gives the columns of sc that are Parquet ENUM columns
@@ -1209,39 +1216,24 @@ func (p *parquetSource) panickingColumn() (name string) {
 			name = ""
 		}
 	}()
-	batch := int64(p.ro.batchRows)
-	fr, err := pqarrow.NewFileReader(p.pf, pqarrow.ArrowReadProperties{BatchSize: batch}, p.ro.mem)
-	if err != nil {
-		return ""
-	}
-	for i, f := range fr.Manifest.Fields {
-		if columnPanics(p.ctx, fr, i, batch, p.pf.NumRows()) {
-			return f.Field.Name
+	root := p.pf.MetaData().Schema.Root()
+	for i := range root.NumFields() {
+		if columnPanics(p.ctx, p.pa, i, int64(p.ro.batchRows)) {
+			return root.Field(i).Name()
 		}
 	}
 	return ""
 }
 
-// columnPanics reports whether reading the column of field i of fr, batch
-// rows at a time, panics.
-func columnPanics(ctx context.Context, fr *pqarrow.FileReader, i int, batch, rows int64) (panicked bool) {
+// columnPanics reports whether reading column i of pa, batch rows at a
+// time, panics.
+func columnPanics(ctx context.Context, pa ParquetFile, i int, batch int64) (panicked bool) {
 	defer func() {
 		if recover() != nil {
 			panicked = true
 		}
 	}()
-	cr, err := fr.GetColumn(ctx, i)
-	if err != nil {
-		return false
-	}
-	defer cr.Release()
-	for read := int64(0); read < rows; read += batch {
-		chunk, err := cr.NextBatch(batch)
-		if err != nil {
-			return false
-		}
-		chunk.Release()
-	}
+	_, _ = pa.ReadColumn(ctx, i, batch)
 	return false
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -41,6 +40,7 @@ const julianUnixEpoch = 2_440_588
 type rawReader[T any] interface {
 	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (total int64, valuesRead int, err error)
 	HasNext() bool
+	Err() error
 	Close() error
 }
 
@@ -198,24 +198,16 @@ func int96Problem(v parquet.Int96) (value, reason string) {
 // reads.
 func failingColumn(ctx context.Context, ro *resolved, pf *file.Reader) *FileError {
 	batch := int64(ro.batchRows)
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, ro.mem)
+	pa, err := parquetReader.Open(pf, batch, ro.mem)
 	if err != nil {
 		return nil
 	}
 	var fe *FileError
 	_ = flatColumns(pf, func(col int, c *schema.Column) error {
-		cr, err := fr.GetColumn(ctx, col)
+		read, err := pa.ReadColumn(ctx, col, batch)
 		if err != nil {
-			return nil
-		}
-		defer cr.Release()
-		for read := int64(0); read < pf.NumRows(); read += batch {
-			chunk, err := cr.NextBatch(batch)
-			if err != nil {
-				fe = parquetProblem(ro.key, c.Name(), fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows())), err)
-				return fe
-			}
-			chunk.Release()
+			fe = parquetProblem(ro.key, c.Name(), fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows())), err)
+			return fe
 		}
 		return nil
 	})

@@ -17,9 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // Bad rows set aside (DecodeOptions.OnError = OnErrorSkipRows, ingest's
@@ -715,24 +712,12 @@ func nullTokenReason(ro *resolved, header *arrow.Schema, rec []byte, rr Rejected
 }
 
 // writeParquetRejects writes rows (batches of one schema) as a zstd
-// Parquet file.
+// Parquet file, with the registered ParquetReader.
 func writeParquetRejects(rows []arrow.RecordBatch, w io.Writer) error {
 	if len(rows) == 0 {
 		return errors.New("write rejects: no rows")
 	}
-	sc := rows[0].Schema()
-	pw, err := pqarrow.NewFileWriter(sc, w,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		return fmt.Errorf("write rejects: %w", err)
-	}
-	for _, r := range rows {
-		if err := pw.Write(r); err != nil {
-			pw.Close()
-			return fmt.Errorf("write rejects: %w", err)
-		}
-	}
-	return pw.Close()
+	return parquetReader.Write(w, rows)
 }
 
 // skipState is what a Decoded decoded with OnErrorSkipRows keeps for

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/timelake/timelake/internal/decode"
+	_ "github.com/timelake/timelake/internal/decode/pqarrowio" // Parquet read (and rejects written) with pqarrow
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/profile"

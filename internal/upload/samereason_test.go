@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
@@ -115,12 +116,21 @@ func TestValidateGivesIngestsReason(t *testing.T) {
 			if err := os.WriteFile(path, tc.body, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			verr := Validate(ctx, path, ValidateOptions{TimeUnit: tc.unit, AssumeLocation: tc.loc})
-			if verr == nil {
-				t.Fatalf("validate accepts the file ingest quarantined with %q", rep.Files[0].Reason)
-			}
-			if got := strings.TrimPrefix(verr.Error(), path); got != ingestReason {
-				t.Fatalf("reasons differ:\ningest:   %s\nvalidate: %s", ingestReason, got)
+			// Validate as timelake runs it (with the Parquet reader
+			// registered, pqarrow) and as timelake-gateway does (decode's
+			// own reader).
+			for _, binary := range []string{"timelake", "timelake-gateway"} {
+				if binary == "timelake-gateway" {
+					prev := decode.SetParquetReader(nil)
+					defer decode.SetParquetReader(prev)
+				}
+				verr := Validate(ctx, path, ValidateOptions{TimeUnit: tc.unit, AssumeLocation: tc.loc})
+				if verr == nil {
+					t.Fatalf("%s: validate accepts the file ingest quarantined with %q", binary, rep.Files[0].Reason)
+				}
+				if got := strings.TrimPrefix(verr.Error(), path); got != ingestReason {
+					t.Fatalf("%s: reasons differ:\ningest:   %s\nvalidate: %s", binary, ingestReason, got)
+				}
 			}
 			t.Logf("%s%s", tc.key, ingestReason)
 		})

@@ -82,14 +82,18 @@ func csvRows(n int) string {
 func TestValidate(t *testing.T) {
 	good := csvRows(3)
 	pq := parquetBytes(t)
-	tests := []struct {
-		name    string
-		file    string
-		data    []byte
-		opts    ValidateOptions
-		wantErr string // substring; "" means valid
-		wantRow int64
-	}{
+	// A list column: the gateway reads Parquet without pqarrow
+	// (decode's own reader) and refuses it as ingest does.
+	nested := parquetOf(t, []arrow.Field{
+		{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	}, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(1767607200000000))
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.StringBuilder).Append("a")
+	})
+	tests := []validateTest{
 		{name: "csv", file: "r.csv", data: []byte(good)},
 		{name: "tsv", file: "r.tsv", data: []byte("time\tvalue\n2026-01-05T10:00:00Z\t1\n")},
 		{name: "gzipped csv", file: "r.csv.gz", data: gzipBytes(t, []byte(good))},
@@ -112,6 +116,8 @@ func TestValidate(t *testing.T) {
 		{name: "unsupported type", file: "r.xml", data: []byte("<r/>"), wantErr: "unsupported file type"},
 		{name: "truncated gzip", file: "r.csv.gz", data: gzipBytes(t, []byte(csvRows(200)))[:300], wantErr: "the gzip data is truncated"},
 		{name: "truncated parquet", file: "r.parquet", data: pq[:len(pq)-10], wantErr: "r.parquet"},
+		{name: "parquet list column", file: "r.parquet", data: nested,
+			wantErr: `r.parquet: column "tags": unsupported column type list`},
 		// Files larger than their sample: rows after it are only scanned.
 		{name: "bad time after the sample", file: "r.csv", data: []byte(csvRows(2) + "yesterday,s1,1\n"),
 			opts: ValidateOptions{TimeColumn: "time", SampleRows: 2}},
@@ -127,40 +133,64 @@ func TestValidate(t *testing.T) {
 		{name: "unterminated quote", file: "r.csv", data: []byte("time,note\n2026-01-05T10:00:00Z,\"a\n"),
 			wantErr: "r.csv: row 1 (line 2): malformed csv", wantRow: 1},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), tt.file)
-			if err := os.WriteFile(path, tt.data, 0o644); err != nil {
-				t.Fatal(err)
+	// Parquet is read with the reader the binary registers: pqarrow in
+	// timelake (and in this test, which links ingest), decode's own in
+	// timelake-gateway, which does not link pqarrow.
+	for _, reader := range []string{"registered reader", "gateway reader"} {
+		if reader == "gateway reader" {
+			prev := decode.SetParquetReader(nil)
+			defer decode.SetParquetReader(prev)
+		}
+		for _, tt := range tests {
+			t.Run(reader+"/"+tt.name, func(t *testing.T) { tt.run(t) })
+		}
+	}
+}
+
+// validateTest is a case of TestValidate.
+type validateTest struct {
+	name    string
+	file    string
+	data    []byte
+	opts    ValidateOptions
+	wantErr string // substring; "" means valid
+	wantRow int64
+}
+
+// run validates tt.data as a file named tt.file, from the file and from
+// memory.
+func (tt validateTest) run(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), tt.file)
+	if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Validate reads the file; upload validates small files from
+	// memory (validate with data), which must find the same.
+	var msgs []string
+	for _, mem := range []bool{false, true} {
+		var err error
+		if mem {
+			err = validate(t.Context(), path, bytes.NewReader(tt.data), int64(len(tt.data)), tt.opts)
+		} else {
+			err = Validate(t.Context(), path, tt.opts)
+		}
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Fatalf("in memory %v: %v", mem, err)
 			}
-			// Validate reads the file; upload validates small files from
-			// memory (validate with data), which must find the same.
-			var msgs []string
-			for _, mem := range []bool{false, true} {
-				var err error
-				if mem {
-					err = validate(t.Context(), path, bytes.NewReader(tt.data), int64(len(tt.data)), tt.opts)
-				} else {
-					err = Validate(t.Context(), path, tt.opts)
-				}
-				if tt.wantErr == "" {
-					if err != nil {
-						t.Fatalf("in memory %v: %v", mem, err)
-					}
-					continue
-				}
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("in memory %v: err = %v, want %q", mem, err, tt.wantErr)
-				}
-				if msgs = append(msgs, err.Error()); len(msgs) == 2 && msgs[0] != msgs[1] {
-					t.Fatalf("from the file: %s; from memory: %s", msgs[0], msgs[1])
-				}
-				var fe *decode.FileError
-				if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
-					t.Fatalf("in memory %v: err = %#v, want a FileError for %s at row %d", mem, err, path, tt.wantRow)
-				}
-			}
-		})
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Fatalf("in memory %v: err = %v, want %q", mem, err, tt.wantErr)
+		}
+		if msgs = append(msgs, err.Error()); len(msgs) == 2 && msgs[0] != msgs[1] {
+			t.Fatalf("from the file: %s; from memory: %s", msgs[0], msgs[1])
+		}
+		var fe *decode.FileError
+		if !errors.As(err, &fe) || fe.Key != path || fe.Row != tt.wantRow {
+			t.Fatalf("in memory %v: err = %#v, want a FileError for %s at row %d", mem, err, path, tt.wantRow)
+		}
 	}
 }
 
