@@ -1024,6 +1024,10 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, pa ParquetFile,
 		}
 		return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
 	}
+	if reason := footerCounts(pf); reason != "" {
+		_ = pf.Close()
+		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet data: "+reason+" (the file is damaged)", nil)
+	}
 	// Batches no longer than the file: the reader reserves value buffers
 	// for a whole batch per column, so a 40,000-row file read in batches of
 	// 64 Ki rows would allocate buffers 60% larger than its values.
@@ -1178,6 +1182,31 @@ func parquetEnd(src Source) (end int64, ok bool) {
 	return 0, false
 }
 
+// footerCounts checks the counts of a Parquet footer that readers trust:
+// every row group's rows at least 0 and adding up to the file's, every
+// column chunk's values at least 0. pqarrow reads no row of a row group
+// whose count is negative, without an error. "" when they hold.
+func footerCounts(pf *file.Reader) string {
+	md := pf.MetaData()
+	var rows int64
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		if rg.NumRows() < 0 {
+			return fmt.Sprintf("row group %d has %d rows by its metadata", g, rg.NumRows())
+		}
+		rows += rg.NumRows()
+		for c := range rg.NumColumns() {
+			if cc, err := rg.ColumnChunk(c); err == nil && cc.NumValues() < 0 {
+				return fmt.Sprintf("row group %d: column chunk %d has %d values by its metadata", g, c, cc.NumValues())
+			}
+		}
+	}
+	if rows != md.NumRows {
+		return fmt.Sprintf("its footer says %d rows, its row groups %d", md.NumRows, rows)
+	}
+	return ""
+}
+
 func (p *parquetSource) schema() *arrow.Schema { return p.sc }
 
 func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
@@ -1201,6 +1230,12 @@ func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
 	}
 	if err := p.rr.Err(); err != nil {
 		return nil, locateReadError(p.ctx, p.ro, p.pf, err)
+	}
+	// A reader may end early without an error on a damaged footer (a
+	// negative value count in a column chunk's metadata makes pqarrow read
+	// no row): the rows read must be the rows the footer says.
+	if n := p.pf.NumRows(); p.rows != n {
+		return nil, parquetProblem(p.ro.key, "", fmt.Sprintf("cannot read parquet data: its footer says %d rows, %d were read (the file is damaged)", n, p.rows), nil)
 	}
 	return nil, nil
 }
