@@ -38,8 +38,10 @@ type fleetResult struct {
 	SeriesFloorSeconds float64 `json:"series_floor_seconds"`
 	CopySeconds        float64 `json:"copy_seconds"` // making the compacted copy
 	// The cold day (-cold-day): one series over one hour of it and over
-	// the whole day, on the live files and on the floor, their rows, and
-	// the layout of the day's live files and of its floor file.
+	// the whole day, and every series over the whole day, on the day's
+	// live files and on its floor file (the files an Iceberg reader plans
+	// for a query of that day: its partition's), their rows, and the
+	// layout of the day's live files and of its floor file.
 	ColdDay              string      `json:"cold_day,omitempty"` // its partition, e.g. time_day=2026-01-05
 	ColdHourLiveSeconds  float64     `json:"cold_hour_live_seconds,omitempty"`
 	ColdHourFloorSeconds float64     `json:"cold_hour_floor_seconds,omitempty"`
@@ -49,6 +51,10 @@ type fleetResult struct {
 	ColdHourFloorRows    int64       `json:"cold_hour_floor_rows,omitempty"`
 	ColdDayRows          int64       `json:"cold_day_rows,omitempty"`
 	ColdDayFloorRows     int64       `json:"cold_day_floor_rows,omitempty"`
+	ColdAggLiveSeconds   float64     `json:"cold_agg_live_seconds,omitempty"`
+	ColdAggFloorSeconds  float64     `json:"cold_agg_floor_seconds,omitempty"`
+	ColdAggRows          int64       `json:"cold_agg_rows,omitempty"`
+	ColdAggFloorRows     int64       `json:"cold_agg_floor_rows,omitempty"`
 	ColdLayout           *fileLayout `json:"cold_layout,omitempty"`
 	// CPUSeconds are the medians of the CPU time (user and system, all of
 	// DuckDB's threads) of each query, by name: on a shared machine the
@@ -90,7 +96,8 @@ func fleet(args []string) error {
 	work := fs.String("work", "", "folder for the compacted copy")
 	reps := fs.Int("reps", 21, "timed runs of each query")
 	order := fs.String("order", "device_id, time", "sort order of the compacted copy (series key, then time)")
-	coldDay := fs.String("cold-day", "", "a day whose partition is cold (YYYY-MM-DD): one series over its noon hour and over the day")
+	coldDay := fs.String("cold-day", "", "a day whose partition is cold (YYYY-MM-DD): one series over its noon hour and over the day, every series over the day")
+	explain := fs.Bool("explain", os.Getenv("TLBENCH_EXPLAIN") != "", "print EXPLAIN ANALYZE of the cold-day queries to stderr (default on with TLBENCH_EXPLAIN set)")
 	_ = fs.Parse(args)
 
 	parts, err := readLiveFiles(*list, &r)
@@ -140,9 +147,11 @@ func fleet(args []string) error {
 	full := func(files []string) string {
 		return "SELECT count(*), avg(temperature_c) FROM read_parquet(" + sqlList(files) + ")"
 	}
+	between := func(from, to string) string {
+		return "time >= TIMESTAMPTZ " + sqlString(from) + " AND time < TIMESTAMPTZ " + sqlString(to)
+	}
 	series := func(files []string, from, to string) string {
-		return full(files) + " WHERE device_id = " + sqlString(r.Series) +
-			" AND time >= TIMESTAMPTZ " + sqlString(from) + " AND time < TIMESTAMPTZ " + sqlString(to)
+		return full(files) + " WHERE device_id = " + sqlString(r.Series) + " AND " + between(from, to)
 	}
 	qs := []timedQuery{
 		{name: "full_live", query: full(live), seconds: &r.FullLiveSeconds, rows: &r.Rows},
@@ -160,11 +169,29 @@ func fleet(args []string) error {
 			return fmt.Errorf("-cold-day %s: the table has no live file in %s", *coldDay, r.ColdDay)
 		}
 		at := func(h int) string { return day.Add(time.Duration(h) * time.Hour).Format(time.RFC3339) }
-		qs = append(qs,
-			timedQuery{name: "cold_hour_live", query: series(live, at(12), at(13)), seconds: &r.ColdHourLiveSeconds, rows: &r.ColdHourRows},
-			timedQuery{name: "cold_hour_floor", query: series(compacted, at(12), at(13)), seconds: &r.ColdHourFloorSeconds, rows: &r.ColdHourFloorRows},
-			timedQuery{name: "cold_day_live", query: series(live, at(0), at(24)), seconds: &r.ColdDayLiveSeconds, rows: &r.ColdDayRows},
-			timedQuery{name: "cold_day_floor", query: series(compacted, at(0), at(24)), seconds: &r.ColdDayFloorSeconds, rows: &r.ColdDayFloorRows})
+		// The day's files only, on both sides: an Iceberg reader plans a
+		// query of one day from the manifests (partition values and
+		// column bounds) and opens no file of another day, where
+		// read_parquet over every live file would open today's files
+		// too and time DuckDB's cost per file opened, not the day's
+		// layout.
+		dayLive, dayFloor := parts[r.ColdDay], []string{floorOf[r.ColdDay]}
+		cold := []timedQuery{
+			{name: "cold_hour_live", query: series(dayLive, at(12), at(13)), seconds: &r.ColdHourLiveSeconds, rows: &r.ColdHourRows},
+			{name: "cold_hour_floor", query: series(dayFloor, at(12), at(13)), seconds: &r.ColdHourFloorSeconds, rows: &r.ColdHourFloorRows},
+			{name: "cold_day_live", query: series(dayLive, at(0), at(24)), seconds: &r.ColdDayLiveSeconds, rows: &r.ColdDayRows},
+			{name: "cold_day_floor", query: series(dayFloor, at(0), at(24)), seconds: &r.ColdDayFloorSeconds, rows: &r.ColdDayFloorRows},
+			{name: "cold_agg_live", query: full(dayLive) + " WHERE " + between(at(0), at(24)), seconds: &r.ColdAggLiveSeconds, rows: &r.ColdAggRows},
+			{name: "cold_agg_floor", query: full(dayFloor) + " WHERE " + between(at(0), at(24)), seconds: &r.ColdAggFloorSeconds, rows: &r.ColdAggFloorRows},
+		}
+		if *explain {
+			for _, q := range cold {
+				if err := explainAnalyze(db, q.name, q.query); err != nil {
+					return err
+				}
+			}
+		}
+		qs = append(qs, cold...)
 		if r.ColdLayout, err = layoutOf(db, parts[r.ColdDay]); err != nil {
 			return err
 		}
@@ -177,6 +204,25 @@ func fleet(args []string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// explainAnalyze prints DuckDB's EXPLAIN ANALYZE of query to stderr: the
+// operators, their rows and times, what the scan read.
+func explainAnalyze(db *sql.DB, name, query string) error {
+	rows, err := db.Query("EXPLAIN ANALYZE " + query)
+	if err != nil {
+		return fmt.Errorf("explain %s: %w", name, err)
+	}
+	defer rows.Close()
+	fmt.Fprintf(os.Stderr, "== %s\n", name)
+	for rows.Next() {
+		var kind, plan string
+		if err := rows.Scan(&kind, &plan); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, plan)
+	}
+	return rows.Err()
 }
 
 // layoutOf reads the row groups and column chunk encodings of files with
