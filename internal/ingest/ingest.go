@@ -16,7 +16,8 @@
 // committing goroutine), prepare.go (decode and write a file's data
 // files), commit.go (append a batch of files), settle.go (delete or
 // quarantine each landing file and record its result), runexpiry.go
-// (expiry between commits), maintain.go (the maintenance after the run),
+// (expiry between commits), maintain.go (the maintenance after the run:
+// its report is the round's lake.MaintainReport),
 // session.go (serve's loads).
 package ingest
 

@@ -26,7 +26,9 @@ import (
 // keys (expire.go, history.go), keeps only a few metadata versions
 // (write.metadata.previous-versions-max) and removes orphan files
 // (orphans.go). ingest runs it after its commits, within a time budget;
-// `timelake tables maintain` runs it by hand or from cron.
+// `timelake tables maintain` runs it by hand or from cron. What a round did
+// is its MaintainReport (maintainreport.go), the one report of a round that
+// every output renders.
 
 // Table properties of maintenance (with those of compaction, the load
 // history and orphan removal). Timelake's own names where it has them.
