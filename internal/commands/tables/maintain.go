@@ -109,7 +109,7 @@ type maintainDoc struct {
 	// Retention is what retention dropped (timelake.retention); null
 	// when the table sets none, or the round stopped before it.
 	Retention *retentionDoc `json:"retention"`
-	// orphansSkippedDoc says why orphan files were not looked for this
+	// OrphansSkipped says why orphan files were not looked for this
 	// round (Orphans null), and when they were last and will next be.
 	OrphansSkipped *orphansSkippedDoc `json:"orphans_skipped,omitempty"`
 	// Pending is set when --budget ran out with work left.
