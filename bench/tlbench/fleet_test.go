@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 )
 
@@ -169,7 +168,7 @@ func TestFleetTargetsCanFail(t *testing.T) {
 	r := &fleetResults{store: "local", gateways: 20}
 	for m := range 240 {
 		r.runs = append(r.runs, fleetRunResult{Minute: m, Seconds: 1 + float64(m)/60, CPUSeconds: 1 + float64(m)/60, PeakRSS: int64(100+m) << 20,
-			NewestMetadataBytes: int64(m) << 14, Maintenance: &ingest.Maintenance{Seconds: float64(m) / 10}})
+			NewestMetadataBytes: int64(m) << 14, Maintenance: maintenanceObject(float64(m)/10, false)})
 	}
 	r.states = []fleetState{
 		{Minute: 119, MetadataBytes: 4 << 20, HistoryBytes: 1 << 20, LiveDataBytes: 10 << 20, TotalRows: 10, ExpectedRows: 10},
@@ -258,7 +257,7 @@ func TestFleetStoresSideBySide(t *testing.T) {
 		r := &fleetResults{store: store, gateways: 4}
 		for m := range 12 {
 			r.runs = append(r.runs, fleetRunResult{Store: store, Minute: m, Seconds: seconds, Requests: 100,
-				Maintenance: &ingest.Maintenance{Seconds: seconds / 2, Pending: m == pendingAt}})
+				Maintenance: maintenanceObject(seconds/2, m == pendingAt)})
 		}
 		return r
 	}
@@ -277,4 +276,10 @@ func TestFleetStoresSideBySide(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}
 	}
+}
+
+// maintenanceObject is a run's maintenance object of seconds, pending.
+func maintenanceObject(seconds float64, pending bool) json.RawMessage {
+	b, _ := json.Marshal(lake.MaintainReport{Took: time.Duration(seconds * float64(time.Second)), Pending: pending})
+	return b
 }

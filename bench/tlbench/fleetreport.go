@@ -730,18 +730,28 @@ func (r *fleetResults) window(from, to int) []fleetRunResult {
 	return r.runs[from:to]
 }
 
+// fleetMaintenance is what the bench reads of a run's maintenance object.
+type fleetMaintenance struct {
+	Seconds float64 `json:"seconds"`
+	Pending bool    `json:"pending"`
+}
+
+// maintenance reads the run's maintenance object (zero without one).
+func (x fleetRunResult) maintenance() fleetMaintenance {
+	var m fleetMaintenance
+	if len(x.Maintenance) > 0 {
+		_ = json.Unmarshal(x.Maintenance, &m) // as fleetRun wrote it
+	}
+	return m
+}
+
 // maintenanceSeconds is the time of the run's maintenance round (0 without
 // one).
-func (x fleetRunResult) maintenanceSeconds() float64 {
-	if x.Maintenance == nil {
-		return 0
-	}
-	return x.Maintenance.Seconds
-}
+func (x fleetRunResult) maintenanceSeconds() float64 { return x.maintenance().Seconds }
 
 // pending: the run's maintenance round ran out of budget with work left
 // for the next (a backlog).
-func (x fleetRunResult) pending() bool { return x.Maintenance != nil && x.Maintenance.Pending }
+func (x fleetRunResult) pending() bool { return x.maintenance().Pending }
 
 func meanOf(rs []fleetRunResult, f func(fleetRunResult) float64) float64 {
 	sum := 0.0

@@ -38,18 +38,20 @@ type fleetRunResult struct {
 	// Seconds is the wall time of the ingest run, its maintenance
 	// included; Requests the HTTP requests it sent (S3 store); PeakRSS the
 	// process's VmHWM from the run's start (bytes).
-	Seconds             float64             `json:"seconds"`
-	CPUSeconds          float64             `json:"cpu_seconds"` // user + system CPU time of the run
-	Load1               float64             `json:"load1"`       // the machine's 1-minute load average after the run
-	Requests            int64               `json:"requests"`
-	PeakRSS             int64               `json:"peak_rss"`
-	Loaded              int                 `json:"loaded"`
-	AlreadyLoaded       int                 `json:"already_loaded"`
-	Quarantined         int                 `json:"quarantined"`
-	Rows                int64               `json:"rows"`
-	MetadataVersion     int                 `json:"metadata_version"`
-	NewestMetadataBytes int64               `json:"newest_metadata_bytes"`
-	Maintenance         *ingest.Maintenance `json:"maintenance,omitempty"`
+	Seconds             float64 `json:"seconds"`
+	CPUSeconds          float64 `json:"cpu_seconds"` // user + system CPU time of the run
+	Load1               float64 `json:"load1"`       // the machine's 1-minute load average after the run
+	Requests            int64   `json:"requests"`
+	PeakRSS             int64   `json:"peak_rss"`
+	Loaded              int     `json:"loaded"`
+	AlreadyLoaded       int     `json:"already_loaded"`
+	Quarantined         int     `json:"quarantined"`
+	Rows                int64   `json:"rows"`
+	MetadataVersion     int     `json:"metadata_version"`
+	NewestMetadataBytes int64   `json:"newest_metadata_bytes"`
+	// Maintenance is the maintenance object of the run's report as ingest
+	// --json renders it (docs/exit-codes.md); empty without a round.
+	Maintenance json.RawMessage `json:"maintenance,omitempty"`
 }
 
 // fleetRunOptions are the flags of tlbench fleet-run.
@@ -123,7 +125,12 @@ func fleetRun(ctx context.Context, o fleetRunOptions, w io.Writer) error {
 		Seconds: time.Since(t0).Seconds(), CPUSeconds: (cpuTime() - cpu0).Seconds(), Load1: loadAverage(),
 		Requests: hc.n.Load(), PeakRSS: peakRSS(),
 		Loaded: rep.Loaded, AlreadyLoaded: rep.AlreadyLoaded, Quarantined: rep.Quarantined, Rows: rep.Rows,
-		MetadataVersion: rep.MetadataVersion, Maintenance: rep.Maintenance}
+		MetadataVersion: rep.MetadataVersion}
+	if rep.Maintenance != nil {
+		if r.Maintenance, err = json.Marshal(rep.Maintenance); err != nil {
+			return err
+		}
+	}
 	if r.Quarantined > 0 || rep.Loaded != s.Gateways {
 		return fmt.Errorf("minute %d: loaded %d of %d files (%d quarantined)", o.minute, rep.Loaded, s.Gateways, rep.Quarantined)
 	}

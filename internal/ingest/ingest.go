@@ -16,7 +16,8 @@
 // committing goroutine), prepare.go (decode and write a file's data
 // files), commit.go (append a batch of files), settle.go (delete or
 // quarantine each landing file and record its result), runexpiry.go
-// (expiry between commits), maintain.go (the maintenance after the run),
+// (expiry between commits), maintain.go (the maintenance after the run:
+// its report is the round's lake.MaintainReport),
 // session.go (serve's loads).
 package ingest
 
@@ -343,9 +344,10 @@ type Report struct {
 	// ExpiredDuringRun is what snapshot expiry between the run's commits
 	// did; nil when none ran.
 	ExpiredDuringRun *RunExpiry `json:"expired_during_run,omitempty"`
-	// Maintenance is what the maintenance after the loading did; nil when
+	// Maintenance is the round of maintenance after the loading (its
+	// JSON: the round's sums, lake.MaintainReport.MarshalJSON); nil when
 	// none ran.
-	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	Maintenance *lake.MaintainReport `json:"maintenance,omitempty"`
 	// OutcomesError says why the duplicates and rejections of the run
 	// could not be written to the table's outcome log (the files are
 	// settled whatever it says; docs/tables.md, "tables history").

@@ -93,7 +93,7 @@ func TestLongRunExpiresWhileItRuns(t *testing.T) {
 	if ex.KeysRemembered != ex.SnapshotsExpired {
 		t.Errorf("expired %d snapshots, remembered %d keys", ex.SnapshotsExpired, ex.KeysRemembered)
 	}
-	t.Logf("%d commits, at most %d snapshots; expired during the run: %+v; after: %d", commits, most, *ex, rep.Maintenance.SnapshotsExpired)
+	t.Logf("%d commits, at most %d snapshots; expired during the run: %+v; after: %d", commits, most, *ex, len(rep.Maintenance.Expired.Expired))
 	// Without expiry the table would end the run with 601 snapshots; the
 	// bound is reached again after every expiry and the run's time share
 	// may delay one a few commits.

@@ -26,7 +26,9 @@ import (
 // keys (expire.go, history.go), keeps only a few metadata versions
 // (write.metadata.previous-versions-max) and removes orphan files
 // (orphans.go). ingest runs it after its commits, within a time budget;
-// `timelake tables maintain` runs it by hand or from cron.
+// `timelake tables maintain` runs it by hand or from cron. What a round did
+// is its MaintainReport (maintainreport.go), the one report of a round that
+// every output renders.
 
 // Table properties of maintenance (with those of compaction, the load
 // history and orphan removal). Timelake's own names where it has them.
@@ -294,32 +296,6 @@ type MaintainOptions struct {
 	Orphans bool
 }
 
-// MaintainReport is what Maintain did.
-type MaintainReport struct {
-	Settings MaintenanceSettings `json:"settings"`
-	Upgraded []string            `json:"upgraded,omitempty"` // properties set on a table created before maintenance existed
-	// DroppedSegments names load history segments that were gone from
-	// the store and were dropped from the table (the keys they held are
-	// no longer recognised), and entries of timelake.load-history that
-	// were not a segment's file name (never read: paths.go).
-	DroppedSegments []string `json:"dropped_segments,omitempty"`
-	// Retention is what retention dropped; nil when the table sets no
-	// timelake.retention.
-	Retention *RetentionResult `json:"-"`
-	Compacted CompactResult    `json:"-"`
-	Expired   ExpireResult     `json:"-"`
-	Orphans   *OrphanResult    `json:"-"` // nil when not checked this time
-	// OrphansCheckedAt is when orphan files were last looked for (zero:
-	// never, or the round stopped before reading it), and OrphansNext,
-	// when this round did not look (not due), when the next round will.
-	OrphansCheckedAt time.Time `json:"-"`
-	OrphansNext      time.Time `json:"-"`
-	// Pending is set when the budget ran out with work left.
-	Pending bool          `json:"pending"`
-	Took    time.Duration `json:"-"`
-	Skipped string        `json:"skipped,omitempty"` // why nothing was done
-}
-
 // maintenanceStateName is a small object next to the table's metadata (in
 // the folder of timelake's own files, Lake.ownKey) that remembers when orphan files were last looked for, and when the table
 // reached which sequence number (Sequences). It is advisory: when lost
@@ -449,13 +425,23 @@ const MaintenanceSlack = 2 * time.Second
 // in a row; and commits and deletes are cut at the slack's end. What did
 // not fit is Pending, for the next round.
 //
-// Errors: those of the steps; the report says what was done before.
+// Errors: those of the steps; the report says what was done before, and
+// its Error the error returned.
 func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep MaintainReport, err error) {
 	clock := opts.Clock
 	if clock == nil {
 		clock = time.Now
 	}
 	start := clock()
+	rep.Table, rep.DryRun = t.name, opts.DryRun
+	// Last (deferred first): the round's end as the report tells it, the
+	// budget's cut below already made.
+	defer func() {
+		rep.MetadataVersion = t.Version()
+		if err != nil {
+			rep.Error = err.Error()
+		}
+	}()
 	deadline := time.Time{}
 	if opts.Budget > 0 {
 		deadline = start.Add(opts.Budget)

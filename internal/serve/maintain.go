@@ -41,9 +41,9 @@ func (m *maintainer) start(ctx context.Context) {
 		if m.tbl == nil {
 			m.tbl, err = l.cfg.Lake.LoadTable(ctx, l.cfg.Table)
 		}
-		var rep *ingest.Maintenance
+		var rep *lake.MaintainReport
 		if err != nil {
-			rep = &ingest.Maintenance{Error: err.Error()}
+			rep = &lake.MaintainReport{Table: l.cfg.Table, Error: err.Error()}
 		} else {
 			rep = ingest.Maintain(ctx, m.tbl, l.cfg.MaintenanceBudget)
 		}
@@ -56,7 +56,7 @@ func (m *maintainer) start(ctx context.Context) {
 		}
 		l.m.maintenance.WithLabelValues(result).Inc()
 		if err == nil { // the round ran (the table loaded)
-			l.m.maintainSeconds.Observe(rep.Seconds)
+			l.m.maintainSeconds.Observe(rep.Took.Seconds())
 		}
 		if l.s.cfg.OnMaintenance != nil {
 			l.s.cfg.OnMaintenance(l.cfg.Table, rep)

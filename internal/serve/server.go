@@ -97,7 +97,7 @@ type Config struct {
 	OnStatus func(string)
 	// OnMaintenance receives what each round of maintenance did, and of
 	// which table.
-	OnMaintenance func(lake.TableName, *ingest.Maintenance)
+	OnMaintenance func(lake.TableName, *lake.MaintainReport)
 	// OnLoad receives each load's report (nil when the queued keys could
 	// not be looked up) and error, from the loading goroutine: it must not
 	// block (the command's alerts queue what it needs).

@@ -17,6 +17,7 @@ import (
 	"github.com/timelake/timelake/internal/commands/lakecmd"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
 
@@ -500,20 +501,23 @@ func TestPreviousRunStillWorking(t *testing.T) {
 func TestMaintenanceLine(t *testing.T) {
 	next, last := time.Date(2026, 1, 5, 11, 0, 0, 0, time.UTC), time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		m    ingest.Maintenance
+		m    lake.MaintainReport
 		want string
 	}{
-		{ingest.Maintenance{SnapshotsExpired: 2, KeysRemembered: 2, CompactionIdle: "every data file is at least 8MiB (timelake.target-file-size)",
-			OrphansNextCheck: &next, OrphansLastChecked: &last, Seconds: 0.1},
+		{lake.MaintainReport{Expired: lake.ExpireResult{Expired: make([]lake.ExpiredSnapshot, 2), Remembered: 2},
+			Compacted:   lake.CompactResult{Version: 3, Idle: "every data file is at least 8MiB (timelake.target-file-size)"},
+			OrphansNext: next, OrphansCheckedAt: last, Took: 100 * time.Millisecond},
 			"maintenance     expired 2 snapshots (2 keys into the load history, 0 files deleted) in 0.1s; nothing to compact: every data file is at least 8MiB (timelake.target-file-size); orphan files looked for next at 2026-01-05T11:00:00Z (last at 2026-01-05T10:00:00Z)"},
-		{ingest.Maintenance{FilesIn: 4, BytesIn: 4096, FilesOut: 1, CompactionDeferred: 3, Pending: true, Seconds: 10},
+		{lake.MaintainReport{Compacted: lake.CompactResult{Groups: []lake.CompactionGroup{{FilesIn: 4, BytesIn: 4096, FilesOut: 1}}, Deferred: 3},
+			Pending: true, Took: 10 * time.Second},
 			"maintenance     compacted 4 files (4.0 KiB) into 1 in 10.0s; more next run (the budget ran out); compaction left 3 groups for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
-		{ingest.Maintenance{SnapshotsExpired: 1, KeysRemembered: 1, FilesDeleted: 1, FilesIn: 2, BytesIn: 2048, FilesOut: 1,
-			OrphansRemoved: 1, CompactionDeferred: 1, Seconds: 1},
+		{lake.MaintainReport{Expired: lake.ExpireResult{Expired: make([]lake.ExpiredSnapshot, 1), Remembered: 1, FilesDeleted: 1},
+			Compacted: lake.CompactResult{Groups: []lake.CompactionGroup{{FilesIn: 2, BytesIn: 2048, FilesOut: 1}}, Deferred: 1},
+			Orphans:   &lake.OrphanResult{Files: []string{"data/orphan.parquet"}}, Took: time.Second},
 			"maintenance     compacted 2 files (2.0 KiB) into 1, expired 1 snapshot (1 key into the load history, 1 file deleted), removed 1 orphan file in 1.0s; compaction left 1 group for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)"},
-		{ingest.Maintenance{CompactionDeferred: 1, Pending: true, Seconds: 0.1},
+		{lake.MaintainReport{Compacted: lake.CompactResult{Deferred: 1}, Pending: true, Took: 100 * time.Millisecond},
 			"maintenance     nothing done in 0.1s; more next run (the budget ran out); compaction left 1 group whose rewrite would not end within the budget: timelake tables maintain with a longer --budget (or none) rewrites them"},
-		{ingest.Maintenance{CompactionSkipped: "the table has row-level delete files", Seconds: 0.1},
+		{lake.MaintainReport{Compacted: lake.CompactResult{Skipped: "the table has row-level delete files"}, Took: 100 * time.Millisecond},
 			"maintenance     nothing to do in 0.1s; compaction skipped: the table has row-level delete files"},
 	} {
 		if !tc.m.Notable() {
@@ -523,7 +527,7 @@ func TestMaintenanceLine(t *testing.T) {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
 	}
-	if m := (ingest.Maintenance{CompactionIdle: "x", OrphansNextCheck: &next}); m.Notable() {
+	if m := (lake.MaintainReport{Compacted: lake.CompactResult{Version: 3, Idle: "x"}, OrphansNext: next}); m.Notable() {
 		t.Error("a round with nothing to do is printed")
 	}
 }

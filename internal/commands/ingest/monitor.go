@@ -70,7 +70,8 @@ func (o *Options) afterRun(ctx context.Context, c ingest.Config, rep *ingest.Rep
 		OK: runErr == nil, Loaded: rep.Loaded, Duplicates: rep.AlreadyLoaded, Quarantined: rep.Quarantined,
 		Waiting: rep.Waiting, Failed: rep.Failed, Rows: rep.Rows}
 	if rep.Maintenance != nil {
-		run.MaintenanceSeconds = &rep.Maintenance.Seconds
+		seconds := rep.Maintenance.Took.Seconds()
+		run.MaintenanceSeconds = &seconds
 	}
 	return &fleet.TableMetrics{Table: table, Status: st, Run: run}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/iostreams"
+	"github.com/timelake/timelake/internal/lake"
 )
 
 // FileLine is the one output line of a file.
@@ -66,51 +67,54 @@ func FileLine(r ingest.FileResult) string {
 // what it left and why: the budget ran out, compaction skipped (delete
 // files), groups left by its byte bound, nothing to compact, when orphan
 // files are looked for next.
-func MaintenanceLine(m *ingest.Maintenance) string {
+func MaintenanceLine(m *lake.MaintainReport) string {
+	filesIn, bytesIn, filesOut, rowsReplaced := m.Compaction()
+	partitions, rowsDropped := m.RetentionDropped()
 	var parts []string
-	if len(m.PartitionsDropped) > 0 {
+	if len(partitions) > 0 {
 		parts = append(parts, iostreams.Sprintf("dropped %s older than timelake.retention (%s: %s)",
-			iostreams.Plural(int64(len(m.PartitionsDropped)), "partition"), iostreams.Plural(m.RowsDropped, "row"), strings.Join(m.PartitionsDropped, ", ")))
+			iostreams.Plural(int64(len(partitions)), "partition"), iostreams.Plural(rowsDropped, "row"), strings.Join(partitions, ", ")))
 	}
-	if m.FilesIn > 0 {
-		c := iostreams.Sprintf("compacted %s (%s) into %d", iostreams.Plural(int64(m.FilesIn), "file"), iostreams.HumanBytes(m.BytesIn), m.FilesOut)
-		if m.RowsReplaced > 0 {
-			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", m.RowsReplaced)
+	if filesIn > 0 {
+		c := iostreams.Sprintf("compacted %s (%s) into %d", iostreams.Plural(int64(filesIn), "file"), iostreams.HumanBytes(bytesIn), filesOut)
+		if rowsReplaced > 0 {
+			c += iostreams.Sprintf(" (%d rows replaced by a newer batch's, timelake.read-dedup)", rowsReplaced)
 		}
 		parts = append(parts, c)
 	}
-	if m.SnapshotsExpired > 0 {
+	if e := m.Expired; len(e.Expired) > 0 {
 		parts = append(parts, iostreams.Sprintf("expired %s (%s into the load history, %s deleted)",
-			iostreams.Plural(int64(m.SnapshotsExpired), "snapshot"), iostreams.Plural(int64(m.KeysRemembered), "key"), iostreams.Plural(int64(m.FilesDeleted), "file")))
+			iostreams.Plural(int64(len(e.Expired)), "snapshot"), iostreams.Plural(int64(e.Remembered), "key"), iostreams.Plural(int64(e.FilesDeleted), "file")))
 	}
-	if m.OrphansRemoved > 0 {
-		parts = append(parts, "removed "+iostreams.Plural(int64(m.OrphansRemoved), "orphan file"))
+	if n := m.OrphansRemoved(); n > 0 {
+		parts = append(parts, "removed "+iostreams.Plural(int64(n), "orphan file"))
 	}
-	if len(parts) == 0 && m.CompactionDeferred > 0 {
+	deferred := m.Compacted.Deferred
+	if len(parts) == 0 && deferred > 0 {
 		parts = append(parts, "nothing done")
 	} else if len(parts) == 0 {
 		parts = append(parts, "nothing to do")
 	}
-	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Seconds)
+	s := iostreams.Sprintf("%-15s %s in %.1fs", "maintenance", strings.Join(parts, ", "), m.Took.Seconds())
 	if m.Pending {
 		s += "; more next run (the budget ran out)"
 	}
 	switch {
-	case m.CompactionSkipped != "":
-		s += "; compaction skipped: " + m.CompactionSkipped
-	case m.CompactionDeferred > 0 && m.FilesIn == 0:
+	case m.Compacted.Skipped != "":
+		s += "; compaction skipped: " + m.Compacted.Skipped
+	case deferred > 0 && filesIn == 0:
 		// Nothing rewritten, so no bound on bytes was spent: the groups'
 		// rewrites would not end within any round of this budget.
-		s += fmt.Sprintf("; compaction left %s whose rewrite would not end within the budget: timelake tables maintain with a longer --budget (or none) rewrites them", iostreams.Plural(int64(m.CompactionDeferred), "group"))
-	case m.CompactionDeferred > 0:
-		s += fmt.Sprintf("; compaction left %s for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", iostreams.Plural(int64(m.CompactionDeferred), "group"))
-	case m.CompactionIdle != "":
-		s += "; nothing to compact: " + m.CompactionIdle
+		s += fmt.Sprintf("; compaction left %s whose rewrite would not end within the budget: timelake tables maintain with a longer --budget (or none) rewrites them", iostreams.Plural(int64(deferred), "group"))
+	case deferred > 0:
+		s += fmt.Sprintf("; compaction left %s for the next run (its bound on the bytes one round rewrites is spent, or their rewrite would not end within the budget)", iostreams.Plural(int64(deferred), "group"))
+	case m.CompactionIdle() != "":
+		s += "; nothing to compact: " + m.CompactionIdle()
 	}
-	if m.OrphansNextCheck != nil {
-		s += "; orphan files looked for next at " + m.OrphansNextCheck.UTC().Format(time.RFC3339)
-		if m.OrphansLastChecked != nil {
-			s += " (last at " + m.OrphansLastChecked.UTC().Format(time.RFC3339) + ")"
+	if next, last := m.OrphansNotDue(); !next.IsZero() {
+		s += "; orphan files looked for next at " + next.UTC().Format(time.RFC3339)
+		if !last.IsZero() {
+			s += " (last at " + last.UTC().Format(time.RFC3339) + ")"
 		}
 	}
 	if m.Error != "" {

@@ -129,11 +129,11 @@ type Line struct {
 	Type string    `json:"type"` // status, file, created, maintenance
 	// Table is the table of a file or of a round of maintenance, with
 	// routes (--route) only.
-	Table       string              `json:"table,omitempty"`
-	Message     string              `json:"message,omitempty"`
-	File        *ingest.FileResult  `json:"file,omitempty"`
-	Created     *ingest.Created     `json:"created,omitempty"`
-	Maintenance *ingest.Maintenance `json:"maintenance,omitempty"`
+	Table       string               `json:"table,omitempty"`
+	Message     string               `json:"message,omitempty"`
+	File        *ingest.FileResult   `json:"file,omitempty"`
+	Created     *ingest.Created      `json:"created,omitempty"`
+	Maintenance *lake.MaintainReport `json:"maintenance,omitempty"`
 }
 
 // RunServe serves until ctx is done (SIGTERM, SIGINT), printing a line per
@@ -175,7 +175,7 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.OnStatus = func(m string) { emit(Line{Type: "status", Message: m}) }
 		c.Ingest.OnFile = func(r ingest.FileResult) { emit(Line{Type: "file", Table: tableOf(r.Key), File: &r}) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { emit(Line{Type: "created", Created: cr}) }
-		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+		c.OnMaintenance = func(t lake.TableName, m *lake.MaintainReport) {
 			l := Line{Type: "maintenance", Maintenance: m}
 			if routed {
 				l.Table = t.String()
@@ -186,7 +186,7 @@ func RunServe(ctx context.Context, opts *Options) error {
 		c.OnStatus = func(m string) { iostreams.Fprintln(out, m) }
 		c.Ingest.OnFile = func(r ingest.FileResult) { iostreams.Fprintln(out, lakecmd.FileLine(r)) }
 		c.Ingest.OnCreate = func(cr *ingest.Created) { io.WriteString(out, lakecmd.CreatedText(cr)) }
-		c.OnMaintenance = func(t lake.TableName, m *ingest.Maintenance) {
+		c.OnMaintenance = func(t lake.TableName, m *lake.MaintainReport) {
 			if !m.Notable() {
 				return
 			}

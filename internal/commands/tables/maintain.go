@@ -84,8 +84,10 @@ a step failed (what was done before is printed).`,
 	return cmd
 }
 
-// MaintainReport is the --json document of `tables maintain`.
-type MaintainReport struct {
+// maintainDoc is a round of maintenance (lake.MaintainReport) as `tables
+// maintain` shows it: its --json document (docs/tables.md), which the
+// terminal and the pipe print from as well. maintainDocOf builds it.
+type maintainDoc struct {
 	Table  string `json:"table"`
 	DryRun bool   `json:"dry_run"`
 	// Enabled says whether the table's settings let ingest maintain it,
@@ -101,19 +103,19 @@ type MaintainReport struct {
 	// this round: the round was skipped, the budget ran out or a step
 	// before it failed; orphan files are also looked for only once an
 	// hour (or with --orphans).
-	Compaction *CompactionReport `json:"compaction"`
-	Expiry     *ExpiryReport     `json:"expiry"`
-	Orphans    *OrphanReport     `json:"orphans"`
+	Compaction *compactionDoc `json:"compaction"`
+	Expiry     *expiryDoc     `json:"expiry"`
+	Orphans    *orphanDoc     `json:"orphans"`
 	// Retention is what retention dropped (timelake.retention); null
 	// when the table sets none, or the round stopped before it.
-	Retention *RetentionReport `json:"retention"`
+	Retention *retentionDoc `json:"retention"`
 	// OrphansSkipped says why orphan files were not looked for this
 	// round (Orphans null), and when they were last and will next be.
-	OrphansSkipped *OrphansSkipped `json:"orphans_skipped,omitempty"`
+	OrphansSkipped *orphansSkippedDoc `json:"orphans_skipped,omitempty"`
 	// Pending is set when --budget ran out with work left.
 	Pending bool `json:"pending"`
 	// Settings are the maintenance settings in effect.
-	Settings        []SettingRow `json:"settings"`
+	Settings        []settingRow `json:"settings"`
 	MetadataVersion int          `json:"metadata_version"` // N of the vN.metadata.json after the round
 	Seconds         float64      `json:"seconds"`
 	// Error is why a step failed (the command exits 1); the report says
@@ -121,11 +123,11 @@ type MaintainReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// CompactionReport is what compaction did.
-type CompactionReport struct {
+// compactionDoc is what compaction did.
+type compactionDoc struct {
 	// SnapshotID is the replace snapshot; null when nothing was committed.
 	SnapshotID *int64          `json:"snapshot_id"`
-	Groups     []CompactionRow `json:"groups"`
+	Groups     []compactionRow `json:"groups"`
 	// Dropped counts groups not committed because another writer
 	// replaced one of their files meanwhile (nothing is lost).
 	Dropped int `json:"dropped"`
@@ -140,8 +142,8 @@ type CompactionReport struct {
 	Idle string `json:"idle,omitempty"`
 }
 
-// RetentionReport is what retention dropped (or would).
-type RetentionReport struct {
+// retentionDoc is what retention dropped (or would).
+type retentionDoc struct {
 	Retention  string   `json:"retention"` // the property's value, e.g. 400d
 	Cutoff     UTCTime  `json:"cutoff"`    // partitions that end before it go
 	Partitions []string `json:"partitions"`
@@ -155,8 +157,8 @@ type RetentionReport struct {
 	Unjudged int `json:"unjudged,omitempty"`
 }
 
-// OrphansSkipped is why orphan files were not looked for in a round.
-type OrphansSkipped struct {
+// orphansSkippedDoc is why orphan files were not looked for in a round.
+type orphansSkippedDoc struct {
 	Reason string `json:"reason"`
 	// LastChecked is when they were last looked for (null: never, or not
 	// known because the round stopped first); NextCheck when a round
@@ -165,8 +167,8 @@ type OrphansSkipped struct {
 	NextCheck   *UTCTime `json:"next_check"`
 }
 
-// CompactionRow is one group of files of a partition rewritten together.
-type CompactionRow struct {
+// compactionRow is one group of files of a partition rewritten together.
+type compactionRow struct {
 	Partition string `json:"partition"` // e.g. time_day=2026-01-05
 	Reason    string `json:"reason"`    // tiered or cold
 	Tier      int    `json:"tier"`      // the size tier merged (tiered groups)
@@ -180,16 +182,16 @@ type CompactionRow struct {
 	RowsReplaced int64 `json:"rows_replaced"`
 }
 
-// ExpiryReport is what snapshot expiry did.
-type ExpiryReport struct {
+// expiryDoc is what snapshot expiry did.
+type expiryDoc struct {
 	Expired        int `json:"expired"` // snapshots expired (or that would be)
 	Kept           int `json:"kept"`    // snapshots left
 	KeysRemembered int `json:"keys_remembered"`
 	FilesDeleted   int `json:"files_deleted"`
 }
 
-// OrphanReport is what orphan file removal found.
-type OrphanReport struct {
+// orphanDoc is what orphan file removal found.
+type orphanDoc struct {
 	Removed int      `json:"removed"` // files deleted (or that would be)
 	Bytes   int64    `json:"bytes"`
 	Young   int      `json:"young"` // unreferenced files kept: younger than timelake.orphan-min-age
@@ -197,10 +199,10 @@ type OrphanReport struct {
 	Files   []string `json:"files"` // relative to the table location
 }
 
-// SettingRow is one maintenance setting in effect: the table property, its
+// settingRow is one maintenance setting in effect: the table property, its
 // value as the property would say it, and where it comes from
 // (lake.SourceProperty or lake.SourceDefault).
-type SettingRow struct {
+type settingRow struct {
 	Property string `json:"property"`
 	Value    string `json:"value"`
 	Source   string `json:"source"`
@@ -232,16 +234,16 @@ func settingValues(s lake.MaintenanceSettings) map[string]string {
 	}
 }
 
-// SettingRows lists the settings of s in effect, in a fixed order.
-func SettingRows(s lake.MaintenanceSettings) []SettingRow {
+// settingRows lists the settings of s in effect, in a fixed order.
+func settingRows(s lake.MaintenanceSettings) []settingRow {
 	values := settingValues(s)
-	rows := make([]SettingRow, 0, len(maintenanceKeys))
+	rows := make([]settingRow, 0, len(maintenanceKeys))
 	for _, k := range maintenanceKeys {
 		src := s.Sources[k]
 		if src == "" {
 			src = lake.SourceDefault
 		}
-		rows = append(rows, SettingRow{Property: k, Value: values[k], Source: src})
+		rows = append(rows, settingRow{Property: k, Value: values[k], Source: src})
 	}
 	return rows
 }
@@ -265,16 +267,16 @@ func retentionText(d time.Duration) string {
 // (quantity.FormatAge: 14d, 36h, 15m).
 func ageText(d time.Duration) string { return quantity.FormatAge(d) }
 
-// BuildMaintainReport describes one round of maintenance of table: rep as
-// Table.Maintain returned it with err, and the metadata version after it.
-func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, version int, err error) MaintainReport {
-	r := MaintainReport{Table: table, DryRun: dryRun, Enabled: rep.Settings.Enabled, Why: rep.Settings.Why,
+// maintainDocOf renders one round of maintenance, rep as Table.Maintain
+// returned it, as `tables maintain` shows it.
+func maintainDocOf(rep lake.MaintainReport) maintainDoc {
+	r := maintainDoc{Table: rep.Table.String(), DryRun: rep.DryRun, Enabled: rep.Settings.Enabled, Why: rep.Settings.Why,
 		Skipped: rep.Skipped, Upgraded: append([]string{}, rep.Upgraded...), Pending: rep.Pending,
-		Settings: SettingRows(rep.Settings), MetadataVersion: version, Seconds: rep.Took.Seconds()}
+		Settings: settingRows(rep.Settings), MetadataVersion: rep.MetadataVersion, Seconds: rep.Took.Seconds(), Error: rep.Error}
 	// A step that ran reports the version it worked on (Compact and
 	// Expire, dry runs included).
 	if c := rep.Compacted; c.Version != 0 {
-		r.Compaction = &CompactionReport{Groups: []CompactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped, Deferred: c.Deferred}
+		r.Compaction = &compactionDoc{Groups: []compactionRow{}, Dropped: c.Dropped, Skipped: c.Skipped, Deferred: c.Deferred}
 		if c.Skipped == "" {
 			r.Compaction.Idle = c.Idle
 		}
@@ -282,41 +284,38 @@ func BuildMaintainReport(table string, dryRun bool, rep lake.MaintainReport, ver
 			r.Compaction.SnapshotID = &id
 		}
 		for _, g := range c.Groups {
-			r.Compaction.Groups = append(r.Compaction.Groups, CompactionRow{Partition: g.Partition, Reason: g.Reason,
+			r.Compaction.Groups = append(r.Compaction.Groups, compactionRow{Partition: g.Partition, Reason: g.Reason,
 				Tier: g.Tier, FilesIn: g.FilesIn, BytesIn: g.BytesIn, Rows: g.Rows, FilesOut: g.FilesOut, BytesOut: g.BytesOut,
 				RowsReplaced: g.Replaced})
 		}
 	}
 	if rt := rep.Retention; rt != nil {
-		r.Retention = &RetentionReport{Retention: ageText(rep.Settings.Retention), Cutoff: UTCTime{rt.Cutoff},
+		r.Retention = &retentionDoc{Retention: ageText(rep.Settings.Retention), Cutoff: UTCTime{rt.Cutoff},
 			Partitions: append([]string{}, rt.Partitions...), Files: rt.Files, Rows: rt.Rows, Bytes: rt.Bytes, Unjudged: rt.Unjudged}
 		if id := rt.SnapshotID; id != 0 {
 			r.Retention.SnapshotID = &id
 		}
 	}
 	if e := rep.Expired; e.Version != 0 {
-		r.Expiry = &ExpiryReport{Expired: len(e.Expired), Kept: e.Kept, KeysRemembered: e.Remembered, FilesDeleted: e.FilesDeleted}
+		r.Expiry = &expiryDoc{Expired: len(e.Expired), Kept: e.Kept, KeysRemembered: e.Remembered, FilesDeleted: e.FilesDeleted}
 	}
 	if o := rep.Orphans; o != nil {
-		r.Orphans = &OrphanReport{Removed: len(o.Files), Bytes: o.Bytes, Young: o.Young, Left: o.Left, Files: append([]string{}, o.Files...)}
-	}
-	if err != nil {
-		r.Error = err.Error()
+		r.Orphans = &orphanDoc{Removed: len(o.Files), Bytes: o.Bytes, Young: o.Young, Left: o.Left, Files: append([]string{}, o.Files...)}
 	}
 	if rep.Orphans == nil && rep.Skipped == "" {
-		r.OrphansSkipped = orphansSkipped(rep, err)
+		r.OrphansSkipped = orphansSkipped(rep)
 	}
 	return r
 }
 
 // orphansSkipped says why a round that ran did not look for orphan files.
-func orphansSkipped(rep lake.MaintainReport, err error) *OrphansSkipped {
-	o := &OrphansSkipped{}
+func orphansSkipped(rep lake.MaintainReport) *orphansSkippedDoc {
+	o := &orphansSkippedDoc{}
 	switch {
 	case !rep.OrphansNext.IsZero():
 		o.Reason = iostreams.Sprintf("not due: orphan files are looked for at most once every %s (--orphans looks now)", ageText(lake.OrphanCheckInterval))
 		o.NextCheck = &UTCTime{rep.OrphansNext.UTC()}
-	case err != nil:
+	case rep.Error != "":
 		o.Reason = "a step before it failed"
 	case rep.Pending:
 		o.Reason = "the budget ran out before it"
@@ -341,16 +340,18 @@ func RunMaintain(ctx context.Context, opts *MaintainOptions) error {
 	if err != nil && rep.Settings.Sources == nil {
 		return err // the table could not even be read again: nothing to report
 	}
-	if rerr := RenderMaintain(opts.Output, BuildMaintainReport(opts.Table.String(), opts.DryRun, rep, t.Version(), err)); rerr != nil && err == nil {
+	if rerr := RenderMaintain(opts.Output, rep); rerr != nil && err == nil {
 		return rerr
 	}
 	return err
 }
 
-// RenderMaintain prints r: one JSON document with --json; on a terminal a
-// summary line and a section per step; in a pipe one tab-separated record
-// per line, its type first (docs/tables.md).
-func RenderMaintain(o Output, r MaintainReport) error {
+// RenderMaintain prints one round of maintenance, rep as Table.Maintain
+// returned it: one JSON document with --json; on a terminal a summary line
+// and a section per step; in a pipe one tab-separated record per line, its
+// type first (docs/tables.md).
+func RenderMaintain(o Output, rep lake.MaintainReport) error {
+	r := maintainDocOf(rep)
 	switch {
 	case o.JSON:
 		return o.IO.PrintJSON(r)
@@ -421,7 +422,7 @@ func RenderMaintain(o Output, r MaintainReport) error {
 }
 
 // maintainSummary is the first line on a terminal: what the round did.
-func maintainSummary(r MaintainReport) string {
+func maintainSummary(r maintainDoc) string {
 	if r.Skipped != "" {
 		return iostreams.Sprintf("%s: nothing done: %s", r.Table, r.Skipped)
 	}
@@ -478,7 +479,7 @@ func maintainSummary(r MaintainReport) string {
 // orphanListMax bounds the orphan files a terminal lists.
 const orphanListMax = 10
 
-func renderMaintainTTY(w io.Writer, r MaintainReport) error {
+func renderMaintainTTY(w io.Writer, r maintainDoc) error {
 	var b strings.Builder
 	section := func(title string) { b.WriteString("\n" + title + "\n") }
 	b.WriteString(maintainSummary(r) + "\n")
@@ -637,7 +638,7 @@ func renderMaintainTTY(w io.Writer, r MaintainReport) error {
 }
 
 // settingValue is the value in effect of one setting of r.
-func settingValue(r MaintainReport, property string) string {
+func settingValue(r maintainDoc, property string) string {
 	for _, s := range r.Settings {
 		if s.Property == property {
 			return s.Value

@@ -162,6 +162,17 @@ func idle(deferred int) lake.MaintainReport {
 	return rep
 }
 
+// round is rep as Table.Maintain returns it for table, dryRun, with the
+// metadata version after the round and its error.
+func round(table string, dryRun bool, rep lake.MaintainReport, version int, err error) lake.MaintainReport {
+	ns, name, _ := strings.Cut(table, ".")
+	rep.Table, rep.DryRun, rep.MetadataVersion = lake.TableName{Namespace: ns, Name: name}, dryRun, version
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	return rep
+}
+
 // altered is `tables alter` setting two maintenance settings (one to the
 // value it had), and removing one Iceberg property and one not set.
 func altered(dryRun bool) AlterReport {
@@ -335,7 +346,7 @@ gateway-2/20260105T0900.csv.gz   3116208411237140002  2026-01-05 09:58:41   300 
 		{
 			name: "maintain",
 			render: func(o Output) error {
-				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, maintained(), 10, nil))
+				return RenderMaintain(o, round("iot.readings", false, maintained(), 10, nil))
 			},
 			golden: "maintain.json",
 			tty: `iot.readings: compacted 8 files (3.0 MiB) into 2 (1.0 MiB), expired 4 snapshots, removed 2 orphan files; metadata v10, took 1.2s
@@ -397,7 +408,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 		{
 			name: "maintain dry run, not enabled, budget used up",
 			render: func(o Output) error {
-				return RenderMaintain(o, BuildMaintainReport("other.events", true, plannedOnly(), 8, nil))
+				return RenderMaintain(o, round("other.events", true, plannedOnly(), 8, nil))
 			},
 			golden: "maintain-dry-run.json",
 			tty: `other.events: would compact 5 files (22.4 KiB) in 1 group, would expire 2 snapshots; metadata v8, took 0.3s; the budget ran out with work left: run it again
@@ -453,7 +464,7 @@ Settings (maintenance by ingest: off, not created by timelake and timelake.auto-
 		{
 			name: "maintain, nothing to do, orphans not due",
 			render: func(o Output) error {
-				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, idle(0), 7, nil))
+				return RenderMaintain(o, round("iot.readings", false, idle(0), 7, nil))
 			},
 			golden: "maintain-idle.json",
 			tty: `iot.readings: nothing to compact, no snapshot to expire; metadata v7, took 0.2s
@@ -510,7 +521,7 @@ Settings (maintenance by ingest: on, timelake.auto-maintain=true)
 				rep := maintained()
 				rep.Expired, rep.Orphans = lake.ExpireResult{}, nil
 				rep.Upgraded = []string{lake.PropAutoMaintain, table.MetadataPreviousVersionsMaxKey}
-				return RenderMaintain(o, BuildMaintainReport("iot.readings", false, rep, 9,
+				return RenderMaintain(o, round("iot.readings", false, rep, 9,
 					errors.New("expire snapshots of iot.readings: commit: lost 20 races")))
 			},
 			golden: "maintain-failed.json",
@@ -922,9 +933,9 @@ func TestBuildBatchRows(t *testing.T) {
 // TestMaintainSaysWhatItLeft: groups the round's byte bound left for the
 // next round are counted in every form.
 func TestMaintainSaysWhatItLeft(t *testing.T) {
-	r := BuildMaintainReport("iot.readings", false, idle(2), 7, nil)
-	if r.Compaction == nil || r.Compaction.Deferred != 2 || r.Compaction.Idle != "" {
-		t.Fatalf("report %+v", r.Compaction)
+	r := round("iot.readings", false, idle(2), 7, nil)
+	if d := maintainDocOf(r); d.Compaction == nil || d.Compaction.Deferred != 2 || d.Compaction.Idle != "" {
+		t.Fatalf("report %+v", d.Compaction)
 	}
 	for tty, want := range map[bool]string{true: "  2 more groups left for the next round: this round's bound on the bytes it rewrites is spent, or their rewrite would not end within its budget\n",
 		false: "compaction_deferred\t2\n"} {
