@@ -116,6 +116,16 @@ func fleet(args []string) error {
 		return err
 	}
 	defer db.Close()
+	if n := os.Getenv("TLBENCH_DUCKDB_THREADS"); n != "" {
+		// One thread separates the layout from how a busy machine
+		// schedules DuckDB's threads (docs/performance.md).
+		if _, err := strconv.Atoi(n); err != nil {
+			return fmt.Errorf("TLBENCH_DUCKDB_THREADS=%q: expected a number of threads", n)
+		}
+		if _, err := db.Exec("SET threads = " + n); err != nil {
+			return err
+		}
+	}
 
 	var live, compacted []string
 	floorOf := map[string]string{}

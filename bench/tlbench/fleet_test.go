@@ -179,8 +179,9 @@ func TestFleetTargetsCanFail(t *testing.T) {
 	r.queries = []fleetQuery{{Minute: 239, LiveBytes: 4, FloorBytes: 2, Rows: 12, FloorRows: 12, ExpectedRows: 12,
 		FullLiveSeconds: 1, FullFloorSeconds: 1, SeriesLiveSeconds: 1, SeriesFloorSeconds: 1,
 		ColdHourLiveSeconds: 1, ColdHourFloorSeconds: 1, ColdDayLiveSeconds: 1, ColdDayFloorSeconds: 1,
-		CPUSeconds: map[string]float64{"cold_hour_live": 2, "cold_hour_floor": 1}, // only the CPU time misses
-		ColdLayout: &fileLayout{Files: 1, Bytes: 12}, ColdFloorLayout: &fileLayout{Files: 1, Bytes: 10}}}
+		// only the CPU time misses
+		CPUSeconds: map[string]float64{"cold_hour_live": 2, "cold_hour_floor": 1, "series_live": 2, "series_floor": 1},
+		ColdDay:    "d1", ColdLayout: &fileLayout{Files: 1, Bytes: 12}, ColdFloorLayout: &fileLayout{Files: 1, Bytes: 10}}}
 	r.resends = []fleetResend{{InSnapshots: false, InHistory: true, OK: false}}
 	for _, tg := range r.targets() {
 		if tg.note {
@@ -282,4 +283,26 @@ func TestFleetStoresSideBySide(t *testing.T) {
 func maintenanceObject(seconds float64, pending bool) json.RawMessage {
 	b, _ := json.Marshal(lake.MaintainReport{Took: time.Duration(seconds * float64(time.Second)), Pending: pending})
 	return b
+}
+
+// TestFleetColdQueriesOnceCompacted: the cold-day query target counts the
+// samples taken once the day is compacted cold (one file here), not those
+// of the day's tier files before.
+func TestFleetColdQueriesOnceCompacted(t *testing.T) {
+	r := &fleetResults{store: "local", gateways: 20}
+	day := "time_day=2026-01-05"
+	sample := func(minute, files int, ratio float64) fleetQuery {
+		return fleetQuery{Minute: minute, ColdDay: day, ColdLayout: &fileLayout{Files: files, Bytes: 8 << 20},
+			ColdHourLiveSeconds: ratio, ColdHourFloorSeconds: 1, ColdDayLiveSeconds: 1, ColdDayFloorSeconds: 1,
+			ColdAggLiveSeconds: 1, ColdAggFloorSeconds: 1}
+	}
+	r.queries = []fleetQuery{sample(29, 6, 3), sample(59, 1, 1.2)}
+	tg := r.queryTarget(true)
+	if tg.verdict() != "met" || !strings.Contains(tg.result, "over 1 samples") {
+		t.Fatalf("%s (%s), want met over the one sample of the cold day", tg.verdict(), tg.result)
+	}
+	r.queries = append(r.queries, sample(89, 1, 1.6))
+	if tg := r.queryTarget(true); tg.verdict() != "NOT MET" {
+		t.Fatalf("%s (%s), want NOT MET for a cold sample at 1.6x", tg.verdict(), tg.result)
+	}
 }
