@@ -549,7 +549,7 @@ func decodeFile(ctx context.Context, src Source, opts DecodeOptions, evolving, s
 			if jsonOnePass {
 				return openJSONInto(ro, src, gz, opts.Target)
 			}
-			return openJSON(ro, src, gz)
+			return openJSON(ro, src, gz, opts.Target)
 		}
 		return openText(ctx, ro, src, gz)
 	}

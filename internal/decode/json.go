@@ -776,11 +776,12 @@ func (v *jsonValues) path(x jsonValue) []byte { return v.arena[x.path:x.text] }
 func (v *jsonValues) text(x jsonValue) []byte { return v.arena[x.text:x.end] }
 
 // scanJSON is the first pass: every object checked, the columns learnt
+// (a file of no object is ErrNoRows unless intoTable: a table exists)
 // (jsonColumns), the objects kept counted. With skip-rows, a line that is
 // not a JSON object, or whose values no column could take (an array, an
 // integer beyond a long), is set aside (its row in dropped) in a file of
 // one object per line; in an array it refuses the file.
-func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64, dropped map[int64]bool, err error) {
+func scanJSON(ro *resolved, src Source, gz bool, intoTable bool) (cols *jsonColumns, rows int64, dropped map[int64]bool, err error) {
 	s, err := openJSONStream(ro, src, gz)
 	if err != nil {
 		return nil, 0, nil, err
@@ -826,8 +827,10 @@ func scanJSON(ro *resolved, src Source, gz bool) (cols *jsonColumns, rows int64,
 			}
 		}
 	}
-	if rows == 0 && len(dropped) == 0 {
-		return nil, 0, nil, &FileError{Key: ro.key, Reason: "no JSON objects: the file is empty or holds an empty array"}
+	if rows == 0 && len(dropped) == 0 && !intoTable {
+		// As a CSV file of a header alone: it cannot create a table, and
+		// waits for one (ingest), or is valid (upload --validate).
+		return nil, 0, nil, &FileError{Key: ro.key, Reason: "no JSON objects (the file holds an empty array or blank lines)", Err: ErrNoRows}
 	}
 	// A key that only ever held objects has no column of its own.
 	kept := &jsonColumns{index: map[string]int{}}
@@ -1012,10 +1015,15 @@ const maxPathMemos = 1024
 // openJSON checks a JSON file whole (scanJSON) and opens it for its
 // batches. Where a schema is inferred, a column of JSON strings alone
 // (the time column aside) is given the string type in ro.columns.
-func openJSON(ro *resolved, src Source, gz bool) (batchSource, error) {
-	cols, rows, dropped, err := scanJSON(ro, src, gz)
+func openJSON(ro *resolved, src Source, gz bool, target *arrow.Schema) (batchSource, error) {
+	cols, rows, dropped, err := scanJSON(ro, src, gz, target != nil)
 	if err != nil {
 		return nil, err
+	}
+	if rows == 0 && len(dropped) == 0 {
+		// No object (an empty array, blank lines): 0 rows of the table's
+		// columns, as a CSV file of a header alone.
+		return openJSONInto(ro, src, gz, target)
 	}
 	names, err := renameColumns(ro, cols.names) // a source profile's time column
 	if err != nil {
@@ -1160,9 +1168,8 @@ func (j *jsonSource) next() (arrow.RecordBatch, error) {
 		}
 	}
 	if done == 0 {
-		if j.fast != nil && j.rows == 0 {
-			return nil, errJSONScan // no objects: the two passes say why
-		}
+		// No object in the whole file (an empty array, blank lines): 0
+		// rows for the table, as a CSV file of a header alone.
 		return nil, nil
 	}
 	arrs := make([]arrow.Array, len(bs))
