@@ -435,6 +435,9 @@ func (s *jsonStream) syntaxError(err error) error {
 	default:
 		if word := s.nonNumberAt(se.ByteOffset); word != "" {
 			reason = fmt.Sprintf("%s is not a JSON number (JSON has no NaN or Infinity): write null for no value, or the string %s to keep it as text", word, quoteValue(word))
+			if word == "+" {
+				reason = "a number with a plus sign is not a JSON number: write it without the sign"
+			}
 			if column = s.pointerColumn(se.JSONPointer); column != "" {
 				pointer = ""
 			}
@@ -500,9 +503,9 @@ func (s *jsonStream) atLineEnd(off int64) bool {
 	return len(bytes.TrimLeft(s.cur[off:], "\r\n")) == 0
 }
 
-// nonNumberAt is NaN, Infinity or -Infinity where the tokenizer stopped at
-// byte offset off (a value some writers put where JSON has none); "" for
-// any other text.
+// nonNumberAt is NaN, Infinity, -Infinity or +Infinity where the tokenizer
+// stopped at byte offset off (a value some writers put where JSON has
+// none), "+" for a number with a plus sign; "" for any other text.
 func (s *jsonStream) nonNumberAt(off int64) string {
 	var text []byte
 	var before byte
@@ -524,6 +527,9 @@ func (s *jsonStream) nonNumberAt(off int64) string {
 			before = s.cur[off-1]
 		}
 	}
+	if len(text) > 1 && (text[0] == '+' || text[0] == '-') {
+		before, text = text[0], text[1:] // the tokenizer stopped at the sign
+	}
 	for _, w := range []string{"NaN", "Infinity"} {
 		if !hasWord(text, 0, w) {
 			continue
@@ -532,6 +538,9 @@ func (s *jsonStream) nonNumberAt(off int64) string {
 			return string(before) + w
 		}
 		return w
+	}
+	if before == '+' && len(text) > 0 && text[0] >= '0' && text[0] <= '9' {
+		return "+" // a number with a plus sign
 	}
 	return ""
 }

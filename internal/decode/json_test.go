@@ -94,6 +94,8 @@ func TestJSONRefusals(t *testing.T) {
 		{"duplicate key", ok + `{"time":"2026-01-05T10:00:00Z","v":1,"v":2}` + "\n", 2, "", "a key appears twice in one object"},
 		{"NaN", ok + `{"time":"2026-01-05T10:00:00Z","v":NaN}` + "\n", 2, "v", "NaN is not a JSON number"},
 		{"Infinity", ok + ok + `{"time":"2026-01-05T10:00:00Z","v":Infinity}` + "\n", 3, "v", "Infinity is not a JSON number"},
+		{"+Infinity", ok + `{"time":"2026-01-05T10:00:00Z","v":+Infinity}` + "\n", 2, "v", "+Infinity is not a JSON number"},
+		{"plus sign", ok + `{"time":"2026-01-05T10:00:00Z","v":+1.5}` + "\n", 2, "v", "a number with a plus sign is not a JSON number"},
 		{"invalid UTF-8", ok + "{\"time\":\"2026-01-05T10:00:00Z\",\"s\":\"a\xff\"}\n", 2, "", "invalid UTF-8"},
 		{"array value", ok + `{"time":"2026-01-05T10:00:00Z","v":[1,2]}` + "\n", 2, "v", "arrays are not loaded"},
 		{"object and value", ok + `{"time":"2026-01-05T10:00:00Z","v":{"a":1}}` + "\n", 2, "v", `the key "v" holds an object in one place and a value in another`},
