@@ -435,32 +435,12 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 		if err != nil {
 			return 0, err
 		}
+		if newestEarly > 0 {
+			return t.deleteBeforeEarly(ctx, pre, pre.byID[kept.SnapshotID], ids, early, time.UnixMilli(newestEarly))
+		}
 		paths, err := t.expiredFilesIncremental(ctx, pre, kept, ids)
 		if err != nil {
 			return 0, err
-		}
-		if newestEarly > 0 {
-			// The manifest lists of the others go now (each is its own
-			// snapshot's); the rest, which an early one may reference,
-			// waits.
-			lists := map[string]bool{}
-			for _, id := range ids {
-				if !early[id] {
-					if s, err := pre.snapshot(pre.byID[id]); err == nil {
-						lists[s.ManifestList] = true
-					}
-				}
-			}
-			var now, later []string
-			for _, p := range paths {
-				if lists[p] {
-					now = append(now, p)
-				} else {
-					later = append(later, p)
-				}
-			}
-			t.deferDeletes(time.UnixMilli(newestEarly), later)
-			paths = now
 		}
 		return t.deleteFiles(ctx, paths)
 	}
@@ -480,6 +460,59 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 		return 0, nil
 	}
 	return 0, err
+}
+
+// deleteBeforeEarly is deleteExpiredFiles for an expiry on one line of
+// history that removed snapshots before their retention (early, the newest
+// committed at newestEarly) with others past it; keptAt is the oldest kept
+// snapshot's index in pre. The files of the others that the oldest early
+// one does not reference are deleted now (a compaction's replaced data
+// files among them); those of the early ones that the oldest kept one does
+// not reference wait until they are past the retention (deferDeletes).
+func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, keptAt int, ids []int64, early map[int64]bool, newestEarly time.Time) (int, error) {
+	var due, earlyIDs []int64
+	for _, id := range ids {
+		if early[id] {
+			earlyIDs = append(earlyIDs, id)
+		} else {
+			due = append(due, id)
+		}
+	}
+	// The oldest early one: the early ones are the line below the oldest
+	// kept one, the others below them.
+	boundary := -1
+	for i, ok := keptAt, true; ok; {
+		r := pre.snaps[i]
+		if !r.hasParent {
+			break
+		}
+		if i, ok = pre.byID[r.parent]; ok && early[pre.snaps[i].id] {
+			boundary = i
+		} else {
+			break
+		}
+	}
+	kept, err := pre.snapshot(keptAt)
+	if err != nil {
+		return 0, err
+	}
+	later, err := t.expiredFilesIncremental(ctx, pre, kept, earlyIDs)
+	if err != nil {
+		return 0, err
+	}
+	t.deferDeletes(newestEarly, later)
+	if len(due) == 0 || boundary < 0 {
+		return 0, nil
+	}
+	oldestEarly, err := pre.snapshot(boundary)
+	if err != nil {
+		return 0, err
+	}
+	now, err := t.expiredFilesIncremental(ctx, pre, oldestEarly, due)
+	if err != nil {
+		return 0, err
+	}
+	return t.deleteFiles(ctx, now)
 }
 
 // deferredFiles are files of snapshots expired before their retention,

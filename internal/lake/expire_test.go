@@ -439,3 +439,57 @@ func TestExpireBeyondMaxSnapshots(t *testing.T) {
 		}
 	})
 }
+
+// TestExpireBeyondMaxSnapshotsDeletesReplaced: an expiry that removes
+// snapshots past the retention together with some before it (beyond
+// RetainAtMost) deletes at once the data files a compaction among the
+// former replaced, as an expiry of those alone would; only the files of
+// the early ones wait.
+func TestExpireBeyondMaxSnapshotsDeletesReplaced(t *testing.T) {
+	forEachLake(t, func(t *testing.T, l *Lake) {
+		ctx := context.Background()
+		tbl := goodTable(t, l, map[string]string{PropCompactMinFiles: "2"}) // gw-0/file.csv .. gw-2/file.csv
+		replaced := livePathSet(t, tbl)
+		res, err := tbl.Compact(ctx, CompactOptions{})
+		if err != nil || res.SnapshotID == 0 {
+			t.Fatalf("compact: %+v, %v", res, err)
+		}
+		for f := range livePathSet(t, tbl) {
+			if replaced[f] {
+				t.Fatalf("compaction left %s live", f)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		mid := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		if _, err := tbl.Commit(ctx, confPrepareMulti(t, tbl), CommitOptions{}); err != nil { // multi/0 .. multi/2
+			t.Fatal(err)
+		}
+		rows := len(scanRows(t, tbl, 0))
+		exp, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Since(mid), RetainLast: 1, RetainAtMost: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		early := 0
+		for _, e := range exp.Expired {
+			if e.Early {
+				early++
+			}
+		}
+		if len(exp.Expired) != 5 || early != 1 {
+			t.Fatalf("expired %d snapshots, %d early; want 5 (3 appends, the compaction, multi/0), 1 early", len(exp.Expired), early)
+		}
+		for f := range replaced {
+			key, err := tbl.fileKey(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.store.Stat(ctx, key); !isStoreNotExist(err) {
+				t.Errorf("data file %s the compaction replaced is still there (%v)", f, err)
+			}
+		}
+		if got := len(scanRows(t, tbl, 0)); got != rows {
+			t.Fatalf("%d rows after expiry, want %d", got, rows)
+		}
+	})
+}
