@@ -149,13 +149,19 @@ func versionOfLocation(uri string) int {
 
 // latestVersion lists metadata/ and returns the highest N (0 if none). The
 // listing, not the version hint, is the truth (docs/table-format.md, "Layout").
+// On a local folder it probes instead, most of the time (probeLatest).
 func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
+	if v, ok, err := l.probeLatest(ctx, n); err != nil || ok {
+		return v, err
+	}
 	latest := 0
+	canonical := true // every version named as metadataKey names it
 	var seen []int
 	err := l.store.List(ctx, metadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
 		if v, ok := parseVersion(strings.TrimPrefix(o.Key, metadataPrefix(n))); ok {
 			latest = max(latest, v)
 			seen = append(seen, v)
+			canonical = canonical && o.Key == metadataKey(n, v)
 		}
 		return nil
 	})
@@ -170,8 +176,84 @@ func (l *Lake) latestVersion(ctx context.Context, n TableName) (int, error) {
 		l.listed = map[TableName][]int{}
 	}
 	l.listed[n] = seen
+	if _, local := l.store.(*storage.LocalStore); local && canonical && latest > 0 {
+		if l.probes == nil {
+			l.probes = map[TableName]*versionProbe{}
+		}
+		l.probes[n] = &versionProbe{newest: latest}
+	} else {
+		delete(l.probes, n)
+	}
 	l.mu.Unlock()
 	return latest, nil
+}
+
+// versionProbe is what probeLatest knows of a table's versions.
+type versionProbe struct {
+	newest int // the newest version found
+	probes int // probes since the last listing
+}
+
+// probeResync is how many probes latestVersion makes before it lists the
+// folder again.
+const probeResync = 50
+
+// probeLatest finds the newest version of a table in a local folder from
+// the newest one found before, without listing metadata/: a folder can
+// only be listed whole, and a long run keeps thousands of manifests in it
+// (a listing per commit cost most of such a run's time,
+// docs/performance.md "A long run"). A commit creates version N+1 of N
+// with an exclusive create and old versions are deleted from the oldest
+// up, so when version k exists and k+1 and k+2 do not, k is the newest.
+// ok is false (list instead) on an object store, when no listing found
+// the table's versions named as metadataKey names them, when the version
+// found before is gone (deleted as old: another writer went far ahead),
+// and every probeResync probes.
+func (l *Lake) probeLatest(ctx context.Context, n TableName) (newest int, ok bool, err error) {
+	l.mu.Lock()
+	p := l.probes[n]
+	if p == nil || p.probes >= probeResync {
+		l.mu.Unlock()
+		return 0, false, nil
+	}
+	p.probes++
+	k := p.newest
+	l.mu.Unlock()
+	exists := func(v int) (bool, error) {
+		_, err := l.store.Stat(ctx, metadataKey(n, v))
+		if errors.Is(err, storage.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if ok, err := exists(k); err != nil || !ok {
+		return 0, false, err
+	}
+	var found []int
+	for {
+		next, err := exists(k + 1)
+		if err != nil {
+			return 0, false, err
+		}
+		if !next {
+			if beyond, err := exists(k + 2); err != nil || beyond {
+				return 0, false, err // a gap: the listing judges
+			}
+			break
+		}
+		k++
+		found = append(found, k)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.probes[n] == p {
+		p.newest = max(p.newest, k)
+	}
+	if l.listed == nil {
+		l.listed = map[TableName][]int{}
+	}
+	l.listed[n] = append(l.listed[n], found...)
+	return k, true, nil
 }
 
 // listedBelow returns the versions of n the newest listing found below v

@@ -89,6 +89,9 @@ type Lake struct {
 	// listed holds the vN.metadata.json numbers the newest listing of each
 	// table found, for dropOldVersions.
 	listed map[TableName][]int
+	// probes holds, on a local folder, the newest version each table's
+	// last listing or probe found (latestVersion).
+	probes map[TableName]*versionProbe
 
 	segments segmentCache // load history segments read (history.go)
 	cacheDir string       // Options.CacheDir
