@@ -73,7 +73,7 @@ func (r *runner) expireDue() int {
 // the run it keeps every promise of the table's settings: only snapshots
 // older than timelake.snapshot-retention are expired, or beyond the newest
 // timelake.max-snapshots (their files deleted once past the retention, by
-// this run's later expiries or orphan removal), the newest
+// the first expiry after, deferred.go in lake), the newest
 // timelake.min-snapshots are kept, and the batch ids of those expired move
 // into the load history in the same commit, where the run's own
 // already-loaded checks (FindLoaded, and the commit's) find them. Nothing is

@@ -31,11 +31,10 @@ type ExpireOptions struct {
 	// branch's ancestry the metadata keeps: the older ones are expired
 	// even when younger than OlderThan (timelake.max-snapshots; a backlog
 	// loaded faster than the retention keeps the metadata small). The
-	// files such early-expired snapshots referenced (but their manifest
-	// lists, each its own snapshot's) are not deleted by the expiry: a
-	// query may still read them. A later Expire of the same Table deletes
-	// them once they are past OlderThan (a long run expires again and
-	// again); those a process ends with are left to orphan removal.
+	// files only such early-expired snapshots referenced are not deleted
+	// by the expiry: a query may still read them. A record of them is kept (deferred.go),
+	// and the first Expire, in any process, once they are past OlderThan
+	// deletes them.
 	RetainAtMost int
 	// DryRun reports what would be expired and writes nothing.
 	DryRun bool
@@ -445,7 +444,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 		return t.deleteFiles(ctx, paths)
 	}
 	if newestEarly > 0 {
-		return 0, nil // left to orphan removal, as deferDeletes says
+		return 0, nil // left to orphan removal
 	}
 	preMeta, err := pre.metadata()
 	if err != nil {
@@ -500,7 +499,9 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, kep
 	if err != nil {
 		return 0, err
 	}
-	t.deferDeletes(newestEarly, later)
+	if err := t.deferDeletes(ctx, newestEarly, later); err != nil {
+		return 0, err
+	}
 	if len(due) == 0 || boundary < 0 {
 		return 0, nil
 	}
@@ -513,50 +514,6 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, kep
 		return 0, err
 	}
 	return t.deleteFiles(ctx, now)
-}
-
-// deferredFiles are files of snapshots expired before their retention,
-// the newest of which committed at newest.
-type deferredFiles struct {
-	newest time.Time
-	paths  []string
-}
-
-// deferDeletes keeps the files of snapshots expired before their retention
-// (the newest committed at newest) for a later Expire of this Table to
-// delete once they are past it: a query that planned one of those
-// snapshots may still read them. Those a process ends with are left to
-// orphan removal (timelake.orphan-min-age), as the files of any expiry cut
-// short are.
-func (t *Table) deferDeletes(newest time.Time, paths []string) {
-	if len(paths) == 0 {
-		return
-	}
-	t.deferredMu.Lock()
-	defer t.deferredMu.Unlock()
-	t.deferred = append(t.deferred, deferredFiles{newest: newest, paths: paths})
-}
-
-// deleteDeferred deletes the deferred files whose snapshots committed
-// before cutoff, and returns how many it deleted. Those whose deletes fail
-// are left to orphan removal.
-func (t *Table) deleteDeferred(ctx context.Context, cutoff time.Time) (int, error) {
-	t.deferredMu.Lock()
-	var due []string
-	keep := t.deferred[:0]
-	for _, d := range t.deferred {
-		if d.newest.Before(cutoff) {
-			due = append(due, d.paths...)
-		} else {
-			keep = append(keep, d)
-		}
-	}
-	t.deferred = keep
-	t.deferredMu.Unlock()
-	if len(due) == 0 {
-		return 0, nil
-	}
-	return t.deleteFiles(ctx, due)
 }
 
 // linearTail reports whether the snapshots after the expiry form one line

@@ -34,12 +34,6 @@ type Table struct {
 	// without reading them back. Used by Commit only.
 	lastList      string
 	lastManifests []iceberg.ManifestFile
-
-	// The files of snapshots this Table expired before their retention
-	// (ExpireOptions.RetainAtMost), which a later Expire deletes once
-	// they are past it (expire.go). Guarded by deferredMu.
-	deferredMu sync.Mutex
-	deferred   []deferredFiles
 }
 
 func (t *Table) set(h *indexedMetadata, version versionRef) error {
