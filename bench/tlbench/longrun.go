@@ -177,6 +177,19 @@ func runLongRun(ctx context.Context, o longRunOptions, w io.Writer) error {
 		perCommit(0, tenth), perCommit(o.files-tenth, o.files),
 		ex.SnapshotsExpired, ex.Rounds, ex.Seconds, map[bool]string{true: ", " + ex.Error}[ex.Error != ""], snapshots, metaBytes/1024,
 		max(maxMeta, metaBytes)/1024, maxMetaAt)
+	// Then maintenance as cron would run it, default rounds until none
+	// leaves work for the next (the run's own round was the first).
+	rounds, pending := 1, rep.Maintenance != nil && rep.Maintenance.Pending
+	t0 := time.Now()
+	for ; pending && rounds < 100; rounds++ {
+		mr, err := tbl.Maintain(ctx, lake.MaintainOptions{Budget: 10 * time.Second})
+		if err != nil {
+			return fmt.Errorf("maintenance round %d after the run: %w", rounds+1, err)
+		}
+		pending = mr.Pending
+	}
+	fmt.Fprintf(w, "maintained after the run: %d rounds of 10 s until nothing was pending (%.1fs after the run's own), pending %v\n",
+		rounds, time.Since(t0).Seconds(), pending)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,11 @@ import (
 // commit times, holding the files' paths. Every expiry, in whatever
 // process (the next cron run's maintenance, the same run's next expiry),
 // deletes the files of the records whose snapshots are past the retention,
-// then the records. A record lost or not written leaves its files to
-// orphan removal, as the files of any expiry cut short are.
+// then the records; a Table lists the records at its first expiry and
+// every minute after, and knows its own in between (a long run expires
+// every few seconds, and a local folder can only be listed whole). A
+// record lost or not written leaves its files to orphan removal, as the
+// files of any expiry cut short are.
 
 // deferredRecordPrefix starts the name of a deferred-deletes record.
 const deferredRecordPrefix = "_timelake-deferred-"
@@ -47,10 +51,52 @@ func (t *Table) deferDeletes(ctx context.Context, newest time.Time, paths []stri
 		return err
 	}
 	name := fmt.Sprintf("%s%d-%s.json", deferredRecordPrefix, newest.UnixMilli(), uuid.New())
-	if _, err := t.lake.store.Put(ctx, t.lake.ownKey(t.name, name), bytes.NewReader(body), storage.PutOptions{}); err != nil {
+	key := t.lake.ownKey(t.name, name)
+	if _, err := t.lake.store.Put(ctx, key, bytes.NewReader(body), storage.PutOptions{}); err != nil {
 		return fmt.Errorf("record the files of snapshots expired before their retention: %w", err)
 	}
+	t.deferredMu.Lock()
+	defer t.deferredMu.Unlock()
+	if t.deferredRecords == nil {
+		t.deferredRecords = map[string]time.Time{}
+	}
+	t.deferredRecords[key] = newest
 	return nil
+}
+
+// deferredRelist is how often a Table lists the deferred-deletes records
+// again (those of other processes): between listings it knows its own. A
+// long run expires every few seconds, and a local folder is listed whole.
+const deferredRelist = time.Minute
+
+// dueRecords returns the keys of the deferred-deletes records whose
+// snapshots committed before cutoff: from a listing on the Table's first
+// call and every deferredRelist, from what it knows in between.
+func (t *Table) dueRecords(ctx context.Context, cutoff time.Time) ([]string, error) {
+	t.deferredMu.Lock()
+	defer t.deferredMu.Unlock()
+	if now := time.Now(); t.deferredListedAt.IsZero() || now.Sub(t.deferredListedAt) >= deferredRelist {
+		prefix := t.lake.ownKey(t.name, deferredRecordPrefix)
+		found := map[string]time.Time{}
+		err := t.lake.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
+			stem, _, _ := strings.Cut(strings.TrimPrefix(o.Key, prefix), "-")
+			if ms, err := strconv.ParseInt(stem, 10, 64); err == nil {
+				found[o.Key] = time.UnixMilli(ms)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, storage.ErrNotExist) {
+			return nil, fmt.Errorf("list the files of snapshots expired before their retention: %w", err)
+		}
+		t.deferredRecords, t.deferredListedAt = found, now
+	}
+	var due []string
+	for key, at := range t.deferredRecords {
+		if at.Before(cutoff) {
+			due = append(due, key)
+		}
+	}
+	return due, nil
 }
 
 // deleteDeferred deletes the files of the deferred-deletes records whose
@@ -58,26 +104,17 @@ func (t *Table) deferDeletes(ctx context.Context, newest time.Time, paths []stri
 // many files it deleted. A record that cannot be read is left to orphan
 // removal with its files.
 func (t *Table) deleteDeferred(ctx context.Context, cutoff time.Time) (int, error) {
-	prefix := t.lake.ownKey(t.name, deferredRecordPrefix)
-	var due []string
-	err := t.lake.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
-		stem, _, _ := strings.Cut(strings.TrimPrefix(o.Key, prefix), "-")
-		if ms, err := strconv.ParseInt(stem, 10, 64); err == nil && time.UnixMilli(ms).Before(cutoff) {
-			due = append(due, o.Key)
-		}
-		return nil
-	})
-	if errors.Is(err, storage.ErrNotExist) {
-		return 0, nil
-	}
+	due, err := t.dueRecords(ctx, cutoff)
 	if err != nil {
-		return 0, fmt.Errorf("list the files of snapshots expired before their retention: %w", err)
+		return 0, err
 	}
+	slices.Sort(due) // oldest first
 	deleted := 0
 	var errs []error
 	for _, key := range due {
 		b, _, err := storage.ReadAll(ctx, t.lake.store, key)
 		if errors.Is(err, storage.ErrNotExist) {
+			t.forgetRecord(key)
 			continue // another round took it
 		}
 		var rec deferredRecord
@@ -95,7 +132,16 @@ func (t *Table) deleteDeferred(ctx context.Context, cutoff time.Time) (int, erro
 		}
 		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		t.forgetRecord(key)
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// forgetRecord drops a deferred-deletes record the Table knew of.
+func (t *Table) forgetRecord(key string) {
+	t.deferredMu.Lock()
+	defer t.deferredMu.Unlock()
+	delete(t.deferredRecords, key)
 }

@@ -34,6 +34,12 @@ type Table struct {
 	// without reading them back. Used by Commit only.
 	lastList      string
 	lastManifests []iceberg.ManifestFile
+
+	// The deferred-deletes records this Table knows of (deferred.go), by
+	// key: when their files may go. Guarded by deferredMu.
+	deferredMu       sync.Mutex
+	deferredRecords  map[string]time.Time
+	deferredListedAt time.Time // the last listing of them; zero: never
 }
 
 func (t *Table) set(h *indexedMetadata, version versionRef) error {
