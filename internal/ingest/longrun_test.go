@@ -54,6 +54,24 @@ func longRunTable(t *testing.T, e env, props map[string]string) []string {
 	return out
 }
 
+// longRunSetup creates the table with props, lands n files under gw/ and
+// returns their keys, every row the table should then hold (sorted), and a
+// run's config over them: perCommit files a commit, expiry between
+// commits past due snapshots due, 10 s of maintenance budget.
+func longRunSetup(t *testing.T, e env, props map[string]string, n, perCommit, due int) (ingest.Config, []string, []string) {
+	t.Helper()
+	first := longRunTable(t, e, props)
+	keys, want := longRunFiles(t, e, n)
+	want = append(want, first...)
+	sort.Strings(want)
+	cfg := e.config()
+	cfg.Prefix = "gw/"
+	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = perCommit, 50*time.Millisecond, 2
+	cfg.ExpireDue = due
+	cfg.MaintenanceBudget = 10 * time.Second
+	return cfg, keys, want
+}
+
 // TestLongRunExpiresWhileItRuns: a run of 600 files, one snapshot each,
 // expires snapshots past their retention between its commits, so the table
 // never holds many more than the run's bound (ExpireDue) plus a commit;
@@ -63,17 +81,8 @@ func longRunTable(t *testing.T, e env, props map[string]string) []string {
 func TestLongRunExpiresWhileItRuns(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
-	first := longRunTable(t, e, map[string]string{lake.PropSnapshotRetention: "1ms"})
-	keys, want := longRunFiles(t, e, 600)
-	want = append(want, first...)
-	sort.Strings(want)
-
 	const due, perCommit = 40, 20
-	cfg := e.config()
-	cfg.Prefix = "gw/"
-	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = perCommit, 50*time.Millisecond, 2
-	cfg.ExpireDue = due
-	cfg.MaintenanceBudget = 10 * time.Second
+	cfg, keys, want := longRunSetup(t, e, map[string]string{lake.PropSnapshotRetention: "1ms"}, 600, perCommit, due)
 	most, commits := 0, 0
 	cfg.OnCommit = func([]string, time.Duration, error) {
 		commits++
@@ -141,16 +150,7 @@ func TestLongRunExpiresWhileItRuns(t *testing.T) {
 func TestLongRunBoundedByMaxSnapshots(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
-	first := longRunTable(t, e, map[string]string{lake.PropSnapshotRetention: "1h", lake.PropMaxSnapshots: "100"})
-	keys, want := longRunFiles(t, e, 400)
-	want = append(want, first...)
-	sort.Strings(want)
-
-	cfg := e.config()
-	cfg.Prefix = "gw/"
-	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = 20, 50*time.Millisecond, 2
-	cfg.ExpireDue = 40
-	cfg.MaintenanceBudget = 10 * time.Second
+	cfg, keys, want := longRunSetup(t, e, map[string]string{lake.PropSnapshotRetention: "1h", lake.PropMaxSnapshots: "100"}, 400, 20, 40)
 	most := 0
 	cfg.OnCommit = func([]string, time.Duration, error) { most = max(most, snapshotCount(t, e)) }
 	rep, err := ingest.Run(ctx, cfg)
@@ -227,15 +227,7 @@ func TestLongRunKeepsSettings(t *testing.T) {
 func TestSessionExpiresWhileItLoads(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
-	first := longRunTable(t, e, map[string]string{lake.PropSnapshotRetention: "1ms"})
-	keys, want := longRunFiles(t, e, 200)
-	want = append(want, first...)
-	sort.Strings(want)
-	cfg := e.config()
-	cfg.Prefix = "gw/"
-	cfg.FilesPerCommit, cfg.CommitWait, cfg.Parallel = 10, 50*time.Millisecond, 2
-	cfg.ExpireDue = 20
-	cfg.MaintenanceBudget = 10 * time.Second
+	cfg, keys, want := longRunSetup(t, e, map[string]string{lake.PropSnapshotRetention: "1ms"}, 200, 10, 20)
 	cfg.ContentDedupe = true
 	s, err := ingest.Open(ctx, cfg)
 	if err != nil {

@@ -73,9 +73,11 @@ const deferredRelist = time.Minute
 // snapshots committed before cutoff: from a listing on the Table's first
 // call and every deferredRelist, from what it knows in between.
 func (t *Table) dueRecords(ctx context.Context, cutoff time.Time) ([]string, error) {
+	now := time.Now()
 	t.deferredMu.Lock()
-	defer t.deferredMu.Unlock()
-	if now := time.Now(); t.deferredListedAt.IsZero() || now.Sub(t.deferredListedAt) >= deferredRelist {
+	relist := t.deferredListedAt.IsZero() || now.Sub(t.deferredListedAt) >= deferredRelist
+	t.deferredMu.Unlock()
+	if relist { // no lock held over the request
 		prefix := t.lake.ownKey(t.name, deferredRecordPrefix)
 		found := map[string]time.Time{}
 		err := t.lake.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
@@ -88,8 +90,12 @@ func (t *Table) dueRecords(ctx context.Context, cutoff time.Time) ([]string, err
 		if err != nil && !errors.Is(err, storage.ErrNotExist) {
 			return nil, fmt.Errorf("list the files of snapshots expired before their retention: %w", err)
 		}
+		t.deferredMu.Lock()
 		t.deferredRecords, t.deferredListedAt = found, now
+		t.deferredMu.Unlock()
 	}
+	t.deferredMu.Lock()
+	defer t.deferredMu.Unlock()
 	var due []string
 	for key, at := range t.deferredRecords {
 		if at.Before(cutoff) {
