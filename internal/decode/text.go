@@ -4,14 +4,14 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
 	"compress/zlib"
 	"context"
 	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"slices"
 	"strconv"
@@ -535,6 +535,12 @@ func (e *streamError) Unwrap() error { return e.err }
 // section 2.2: members may be concatenated) and refuses bytes after the last
 // member that are not another member (padding, an appended copy of the
 // text, a broken upload) instead of Go's "invalid header".
+//
+// The inflater is github.com/klauspost/compress's gzip, the standard
+// library's API with a faster decoder: 1.5x the standard library's speed on
+// a bench case's gzipped JSON Lines (1.27 GB/s against 0.85 GB/s of text on
+// one core), where decompression on one goroutine is what a gzipped file's
+// parsers on both cores wait for (docs/performance.md).
 type gzipStream struct {
 	in    *countingReader
 	br    *bufio.Reader
