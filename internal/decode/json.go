@@ -28,7 +28,10 @@ package decode
 // (an escape, an array, NaN, trailing text, any doubt) is read by the
 // tokenizer from its start, so that its values and errors, and their
 // wording, are the tokenizer's (TestJSONLineScan and FuzzJSONFastPath
-// compare the two).
+// compare the two). A line with the bytes of the line before between its
+// values (its shape: the same keys, nesting and white space) is read by
+// comparing those bytes and reading its values alone (lineShape,
+// TestJSONLineShape).
 //
 // A file of objects one per line is read a line at a time (an object
 // must be on one line), so that a line that is not JSON has its line

@@ -37,6 +37,48 @@ type lineScan struct {
 	members []lineMember
 	keys    []lineKey
 	open    []lineObject
+	// shape is the last line read member by member; matched, that the
+	// line scan read last has its shape (its values in values).
+	shape   lineShape
+	matched bool
+	values  []lineValue
+	path    []byte // a path being built (learn)
+}
+
+// lineShape is the shape of a line of JSON Lines: the bytes between its
+// scalar values (the braces, keys, colons, commas and white space around
+// them) and the paths of its members. Gateways write every line of a file
+// alike, so that the next line is mostly read by comparing those bytes and
+// reading its values alone (match): no key read, compared for duplicates
+// or joined into a path again.
+//
+// A line that matches is the same object with other scalars: its bytes are
+// the shape's separators with a whole scalar value (a plain string, a
+// number, true, false or null) between each two, and since a separator
+// starts with white space, a comma or a brace, a value's end is where the
+// line scan would end it. Its keys, nesting and paths are the shape's
+// line's, which the line scan accepted whole.
+type lineShape struct {
+	ok      bool
+	text    []byte  // the separators one after another
+	ends    []int32 // the end of each separator in text; the last is the tail's
+	members []shapeMember
+	paths   []byte
+}
+
+// shapeMember is a member of a shape: its path (paths[p0:p1]), and
+// whether it holds an object (its keys are members of their own) or the
+// shape's next scalar value.
+type shapeMember struct {
+	p0, p1 int32
+	object bool
+}
+
+// lineValue is a scalar value of a line that matched a shape: its text
+// (a string's without its quotes) and kind (0 for null).
+type lineValue struct {
+	t0, t1 int32
+	kind   jsonKind
 }
 
 // lineKey is a key of an open object: its offsets, and its length and
@@ -175,6 +217,9 @@ func (s *lineScan) scan(line []byte) bool {
 	if len(line) > 1<<30 {
 		return false
 	}
+	if s.matched = s.match(line); s.matched {
+		return true
+	}
 	// The slices are kept (their memory reused) when the line is read.
 	members, keys, open := s.members[:0], s.keys[:0], s.open[:0]
 	i := skipJSONSpace(line, 0)
@@ -215,7 +260,11 @@ func (s *lineScan) scan(line []byte) bool {
 			open = open[:len(open)-1]
 			if len(open) == 0 {
 				s.members, s.keys, s.open = members, keys, open
-				return skipJSONSpace(line, i) == len(line)
+				if skipJSONSpace(line, i) != len(line) {
+					return false
+				}
+				s.learn(line, i)
+				return true
 			}
 			state = next
 			continue
@@ -251,30 +300,7 @@ func (s *lineScan) scan(line []byte) bool {
 			return false
 		}
 		m := lineMember{key0: int32(k0), key1: int32(k1), level: int32(len(open) - 1)}
-		switch c := line[i]; {
-		case c == '"':
-			end := plainString(line, i+1)
-			if end < 0 {
-				return false
-			}
-			m.kind, m.text0, m.text1 = jsonString, int32(i+1), int32(end)
-			i = end + 1
-		case c == '-' || isDigit(c):
-			end := jsonNumberEnd(line, i)
-			if end < 0 {
-				return false
-			}
-			m.kind, m.text0, m.text1 = jsonNumber, int32(i), int32(end)
-			i = end
-		case c == 't' && hasWord(line, i, "true"):
-			m.kind, m.text0, m.text1 = jsonBool, int32(i), int32(i+4)
-			i += 4
-		case c == 'f' && hasWord(line, i, "false"):
-			m.kind, m.text0, m.text1 = jsonBool, int32(i), int32(i+5)
-			i += 5
-		case c == 'n' && hasWord(line, i, "null"):
-			i += 4
-		case c == '{':
+		if line[i] == '{' {
 			if len(open) >= fastDepth {
 				return false
 			}
@@ -284,9 +310,13 @@ func (s *lineScan) scan(line []byte) bool {
 			state = keyOrEnd
 			i++
 			continue
-		default:
+		}
+		v, end := scalarAt(line, i)
+		if end < 0 {
 			return false
 		}
+		m.kind, m.text0, m.text1 = v.kind, v.t0, v.t1
+		i = end
 		members = append(members, m)
 		state = next
 	}
@@ -295,6 +325,9 @@ func (s *lineScan) scan(line []byte) bool {
 // emit calls value for each member scan read, as readMembers does: path
 // (in *pathBuf) and text valid only during the call.
 func (s *lineScan) emit(line []byte, pathBuf *[]byte, value func(path []byte, k jsonKind, text []byte) error) error {
+	if s.matched {
+		return s.emitMatched(line, value)
+	}
 	var prefix [fastDepth + 1]int
 	path := (*pathBuf)[:0]
 	defer func() { *pathBuf = path }()
@@ -321,4 +354,127 @@ func (s *lineScan) emit(line []byte, pathBuf *[]byte, value func(path []byte, k 
 		}
 	}
 	return nil
+}
+
+// emitMatched is emit for a line that matched the shape: the shape's paths
+// with the line's values.
+func (s *lineScan) emitMatched(line []byte, value func(path []byte, k jsonKind, text []byte) error) error {
+	sh := &s.shape
+	v := 0
+	for _, m := range sh.members {
+		path := sh.paths[m.p0:m.p1]
+		if m.object {
+			if err := value(path, jsonObject, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		val := s.values[v]
+		v++
+		var text []byte
+		if val.kind != 0 {
+			text = line[val.t0:val.t1]
+		}
+		if err := value(path, val.kind, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// learn makes the line scan just read whole (its members, the object
+// ending at end) the shape lines are matched against.
+func (s *lineScan) learn(line []byte, end int) {
+	sh := &s.shape
+	sh.ok = false
+	sh.text, sh.ends, sh.members, sh.paths = sh.text[:0], sh.ends[:0], sh.members[:0], sh.paths[:0]
+	var prefix [fastDepth + 1]int
+	path := s.path[:0]
+	at := 0 // the end of the last value
+	for _, m := range s.members {
+		path = append(path[:prefix[m.level]], line[m.key0:m.key1]...)
+		p0 := len(sh.paths)
+		sh.paths = append(sh.paths, path...)
+		member := shapeMember{p0: int32(p0), p1: int32(len(sh.paths)), object: m.kind == jsonObject}
+		sh.members = append(sh.members, member)
+		if member.object {
+			path = append(path, pathSeparator...)
+			prefix[m.level+1] = len(path)
+			continue
+		}
+		v0, v1 := int(m.text0), int(m.text1)
+		if m.kind == jsonString {
+			v0, v1 = v0-1, v1+1 // the quotes
+		}
+		sh.text = append(sh.text, line[at:v0]...)
+		sh.ends = append(sh.ends, int32(len(sh.text)))
+		at = v1
+	}
+	sh.text = append(sh.text, line[at:end]...)
+	sh.ends = append(sh.ends, int32(len(sh.text)))
+	s.path = path
+	sh.ok = true
+}
+
+// match reads line into s.values if it has the shape's bytes between its
+// values (see lineShape); false for any other line.
+func (s *lineScan) match(line []byte) bool {
+	sh := &s.shape
+	if !sh.ok {
+		return false
+	}
+	n := len(sh.ends) - 1 // values
+	values := s.values[:0]
+	i, from := 0, int32(0)
+	for k, to := range sh.ends {
+		sep := sh.text[from:to]
+		from = to
+		if len(line)-i < len(sep) || string(line[i:i+len(sep)]) != string(sep) {
+			return false
+		}
+		i += len(sep)
+		if k == n {
+			break
+		}
+		v, end := scalarAt(line, i)
+		if end < 0 {
+			return false
+		}
+		i = end
+		values = append(values, v)
+	}
+	s.values = values
+	return skipJSONSpace(line, i) == len(line)
+}
+
+// scalarAt reads the value at i of line if it is a plain string, a number,
+// true, false or null: its kind and text, and the end of its bytes; -1 for
+// any other value or none.
+func scalarAt(line []byte, i int) (lineValue, int) {
+	if i >= len(line) {
+		return lineValue{}, -1
+	}
+	v := lineValue{t0: int32(i)}
+	switch c := line[i]; {
+	case c == '"':
+		end := plainString(line, i+1)
+		if end < 0 {
+			return v, -1
+		}
+		v.kind, v.t0, v.t1 = jsonString, int32(i+1), int32(end)
+		return v, end + 1
+	case c == '-' || isDigit(c):
+		end := jsonNumberEnd(line, i)
+		v.kind, v.t1 = jsonNumber, int32(end)
+		return v, end
+	case c == 't' && hasWord(line, i, "true"):
+		v.kind, v.t1 = jsonBool, int32(i+4)
+	case c == 'f' && hasWord(line, i, "false"):
+		v.kind, v.t1 = jsonBool, int32(i+5)
+	case c == 'n' && hasWord(line, i, "null"):
+		v.t1 = int32(i + 4) // kind 0: no text
+	default:
+		return v, -1
+	}
+	return v, int(v.t1)
 }

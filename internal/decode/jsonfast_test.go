@@ -114,10 +114,76 @@ func TestJSONLineScan(t *testing.T) {
 	}
 }
 
+// jsonShapeLines are lines of one shape and lines that differ from it by a
+// byte, a value's kind, white space, a key or its nesting.
+var jsonShapeLines = []string{
+	`{"t":"2026-01-01T00:00:00Z","d":"x","v":1.5,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"2026-01-01T00:01:00Z","d":"y","v":-2,"n":{"a":null,"b":true},"e":{}}`,
+	`{"t":null,"d":false,"v":"s","n":{"a":"1","b":1e5},"e":{}}`,
+	`{"t":"é","d":"日本","v":0,"n":{"a":0.5,"b":""},"e":{}}` + "\r",
+	`  {"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}  `,
+	`{"t":"x","d":"y","v":1 ,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":{"a":1},"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":[1],"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":01,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":1.,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":NaN,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":tru,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":nullx,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x\"y","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x` + "\x01" + `","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"` + "\xff" + `","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}} x`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{},"t":1}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"a":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s","c":2},"e":{}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1},"b":"s","e":{}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{"f":1}}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":1}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}{}`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}},`,
+	`{"t":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}` + "\v",
+	`{"stop":"x","d":"y","v":1,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":123456789012345678901234567890,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"t":"x","d":"y","v":-1e400,"n":{"a":1,"b":"s"},"e":{}}`,
+	`{"a":1}`, `{"a":"x"}`, `{"a":null}`, `{}`, ` {} `, `{"a":{}}`, `{"a":1,"b":2}`, `{"b":1,"a":2}`,
+}
+
+// TestJSONLineShape: a line read after another, of its shape or not, gives
+// what the tokenizer gives (a line of the last line's shape is read by
+// comparing the bytes between values).
+func TestJSONLineShape(t *testing.T) {
+	lines := append(append([]string{}, jsonShapeLines...), jsonFastLines[:40]...)
+	for _, a := range lines {
+		for _, b := range lines {
+			text := a + "\n" + b + "\n" + a + "\n" + b
+			fast, slow := readLines(t, text, true), readLines(t, text, false)
+			if fast != slow {
+				t.Errorf("%q:\nline scan %s\ntokenizer %s", text, fast, slow)
+			}
+		}
+	}
+	// The shape is what the line scan reads.
+	var s lineScan
+	for i, line := range []string{jsonShapeLines[0], jsonShapeLines[1], jsonShapeLines[2], jsonShapeLines[3], `{"a":1}`} {
+		if !s.scan([]byte(line)) {
+			t.Fatalf("line %d not read by the line scan", i)
+		}
+		if want := i >= 1 && i <= 3; s.matched != want {
+			t.Errorf("line %d: matched %v, want %v", i, s.matched, want)
+		}
+	}
+}
+
 // FuzzJSONFastPath: the line scan and the tokenizer read any text alike.
 func FuzzJSONFastPath(f *testing.F) {
 	for _, line := range jsonFastLines {
 		f.Add(line)
+	}
+	for _, line := range jsonShapeLines {
+		f.Add(jsonShapeLines[0] + "\n" + line)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		if fast, slow := readLines(t, text, true), readLines(t, text, false); fast != slow {
