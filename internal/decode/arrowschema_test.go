@@ -148,7 +148,7 @@ func TestArrowSchemaDisagreeing(t *testing.T) {
 			if got := inf.Schema.Field(inf.Schema.FieldIndices("count")[0]).Type; got.ID() != arrow.INT64 {
 				t.Errorf("count inferred as %s", got)
 			}
-			if err := Check(context.Background(), Source{Key: "k.parquet", R: bytes.NewReader(data), Size: int64(len(data))},
+			if _, err := Check(context.Background(), Source{Key: "k.parquet", R: bytes.NewReader(data), Size: int64(len(data))},
 				DecodeOptions{TimeColumn: "time"}, CheckOptions{}); err != nil {
 				t.Errorf("Check: %v", err)
 			}
@@ -268,7 +268,7 @@ func TestDecoderPanicRefusesFile(t *testing.T) {
 	}
 
 	// Check, upload --validate's decode, says the same.
-	err = Check(context.Background(), Source{Key: poison, R: strings.NewReader(csv), Size: int64(len(csv))},
+	_, err = Check(context.Background(), Source{Key: poison, R: strings.NewReader(csv), Size: int64(len(csv))},
 		DecodeOptions{TimeColumn: "time"}, CheckOptions{})
 	if !IsPanic(err) {
 		t.Fatalf("Check: %v", err)

@@ -36,6 +36,15 @@ type CheckOptions struct {
 	ParquetDecodeLimit int64
 }
 
+// CheckResult is what Check found in a file it would decode.
+type CheckResult struct {
+	// SetAside are the rows of the part of the file checked that ingest
+	// would set aside under OnErrorSkipRows (the file's rows, in file
+	// order; with a sample, only the sample's): the file loads without
+	// them.
+	SetAside []RejectedRow
+}
+
 // Check reports whether a landing file would decode, as Decode would decode
 // it with opts, with bounded work and memory; it is what upload --validate
 // runs on a gateway before sending a file. With opts.Target nil (the table
@@ -64,7 +73,8 @@ type CheckOptions struct {
 // batch's.
 //
 // A panic while the file is read refuses the file (IsPanic), as in Decode.
-func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) (err error) {
+// Under OnErrorSkipRows the result names the rows set aside.
+func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) (res CheckResult, err error) {
 	defer recoverTo(&err, src.Key, "checking the file", nil)
 	if co.SampleRows <= 0 {
 		co.SampleRows = DefaultSampleRows
@@ -77,16 +87,16 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 	}
 	ro, err := resolveOptions(src.Key, opts)
 	if err != nil {
-		return err
+		return res, err
 	}
 	head := make([]byte, 8)
 	n, err := src.R.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+		return res, &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
 	}
 	format, gz, err := detectFormat(src.Key, head[:n], opts.Format)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if format == FormatJSON {
 		return checkJSON(ctx, src, opts, co)
@@ -97,7 +107,7 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		// newline) is its own sample.
 		lines, err := countLines(src)
 		if err != nil {
-			return &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
+			return res, &FileError{Key: src.Key, Reason: "cannot read file", Err: err}
 		}
 		whole = lines <= int64(co.SampleRows)+1
 	}
@@ -105,14 +115,14 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		return checkDecode(ctx, src, opts)
 	}
 	if format == FormatParquet {
-		return checkParquetFooter(ro, src)
+		return res, checkParquetFooter(ro, src)
 	}
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
 	}
 	end, err := scanText(ctx, ro, src, gz, co)
 	if err != nil {
-		return err
+		return res, err
 	}
 	// The sample is a prefix of whole records of the decompressed text, so
 	// rows and lines are those of the file. Uncompressed, it is read in
@@ -121,13 +131,13 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 	if gz {
 		r, c, err := openTextStream(ro, src, gz, false)
 		if err != nil {
-			return err
+			return res, err
 		}
 		defer c.Close()
 		b := make([]byte, end)
 		copy(b, r.prefix)
 		if _, err := io.ReadFull(r, b[len(r.prefix):]); err != nil {
-			return textReadError(ro, 0, 0, err)
+			return res, textReadError(ro, 0, 0, err)
 		}
 		sample.R = bytes.NewReader(b)
 	}
@@ -138,27 +148,33 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 // of at most co.SampleBytes decoded bytes, each released before the next:
 // the objects are checked whole anyway (the columns are the keys of all of
 // them), so the values cost little more.
-func checkJSON(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) error {
+func checkJSON(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions) (CheckResult, error) {
 	opts.PieceBytes = co.SampleBytes
+	var res CheckResult
 	err := DecodeEach(ctx, src, opts, func(d *Decoded) error {
+		res.SetAside = append(res.SetAside, d.Rejected...)
 		d.Release()
 		return nil
 	})
 	if errors.Is(err, ErrNoRows) {
-		return nil
+		return CheckResult{}, nil
 	}
-	return err
+	return res, err
 }
 
 // checkDecode decodes src and releases the result; a file without data rows
 // is valid.
-func checkDecode(ctx context.Context, src Source, opts DecodeOptions) error {
+func checkDecode(ctx context.Context, src Source, opts DecodeOptions) (CheckResult, error) {
 	d, err := Decode(ctx, src, opts)
 	if errors.Is(err, ErrNoRows) {
-		return nil
+		return CheckResult{}, nil
+	}
+	var res CheckResult
+	if d != nil {
+		res.SetAside = d.Rejected
 	}
 	d.Release()
-	return err
+	return res, err
 }
 
 // countLines counts the '\n' of a file.

@@ -76,12 +76,12 @@ func TestSeparatorHintInCheck(t *testing.T) {
 	data := b.String()
 	opts := DecodeOptions{CSV: CSV{DecimalComma: true}}
 	for name, body := range map[string][]byte{"plain.csv": []byte(data), "gzipped.csv.gz": gz(t, data)} {
-		if err := Check(context.Background(), Source{Key: name, R: bytes.NewReader(body), Size: int64(len(body))}, opts, CheckOptions{SampleRows: 10}); err != nil {
+		if _, err := Check(context.Background(), Source{Key: name, R: bytes.NewReader(body), Size: int64(len(body))}, opts, CheckOptions{SampleRows: 10}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	bad := strings.Replace(data, "2026-01-05T10:00:05Z;", "yesterday;", 1)
-	err := Check(context.Background(), Source{Key: "bad.csv", R: strings.NewReader(bad), Size: int64(len(bad))}, opts, CheckOptions{SampleRows: 10})
+	_, err := Check(context.Background(), Source{Key: "bad.csv", R: strings.NewReader(bad), Size: int64(len(bad))}, opts, CheckOptions{SampleRows: 10})
 	if fe := mustFileError(t, err); fe.Row != 6 || fe.Line != 8 || fe.Value != "yesterday" {
 		t.Errorf("error %v (row %d, line %d), want row 6 on line 8", err, fe.Row, fe.Line)
 	}
@@ -154,7 +154,7 @@ func TestWrongSeparator(t *testing.T) {
 				if fe := mustFileError(t, err); !strings.Contains(err.Error(), tc.err) || fe.Line != 1 {
 					t.Errorf("Decode (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
 				}
-				err = Check(context.Background(), Source{Key: tc.key, R: strings.NewReader(tc.data), Size: int64(len(tc.data))}, opts, CheckOptions{})
+				_, err = Check(context.Background(), Source{Key: tc.key, R: strings.NewReader(tc.data), Size: int64(len(tc.data))}, opts, CheckOptions{})
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("Check (table %t): %v\nwant %s", opts.Target != nil, err, tc.err)
 				}
@@ -184,7 +184,7 @@ func TestNullTokenSettings(t *testing.T) {
 	if err == nil || !strings.HasSuffix(err.Error(), `column "time": null in required column`) {
 		t.Errorf("empty time cell: %v", err)
 	}
-	err = Check(context.Background(), Source{Key: "k.csv", R: strings.NewReader("time,v\nNA,1\n"), Size: 13}, DecodeOptions{CSV: CSV{Null: []string{"NA"}}}, CheckOptions{})
+	_, err = Check(context.Background(), Source{Key: "k.csv", R: strings.NewReader("time,v\nNA,1\n"), Size: 13}, DecodeOptions{CSV: CSV{Null: []string{"NA"}}}, CheckOptions{})
 	if err == nil || !strings.Contains(err.Error(), `"NA" is a null token (--csv-null) but the column is required`) {
 		t.Errorf("Check of a null token in the time column: %v", err)
 	}

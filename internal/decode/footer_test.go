@@ -30,7 +30,7 @@ func TestFooterCountsRefused(t *testing.T) {
 	if n := pf.MetaData().RowGroup(0).NumRows(); n >= 0 {
 		t.Fatalf("the damaged byte left the row group %d rows: the test damages the wrong byte", n)
 	}
-	err = decode.Check(context.Background(), decode.Source{Key: "d.parquet", R: bytes.NewReader(b), Size: int64(len(b))}, decode.DecodeOptions{}, decode.CheckOptions{})
+	_, err = decode.Check(context.Background(), decode.Source{Key: "d.parquet", R: bytes.NewReader(b), Size: int64(len(b))}, decode.DecodeOptions{}, decode.CheckOptions{})
 	if err == nil || !decode.IsUnreadable(err) || !strings.Contains(err.Error(), "row group 0 has -2 rows by its metadata (the file is damaged)") {
 		t.Fatalf("check of a footer whose counts do not add up: %v; want it refused as damaged", err)
 	}

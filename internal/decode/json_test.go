@@ -217,11 +217,11 @@ func TestJSONCheck(t *testing.T) {
 	}
 	good := b.String()
 	src := func(s string) Source { return Source{Key: "gw/a.jsonl", R: strings.NewReader(s), Size: int64(len(s))} }
-	if err := Check(context.Background(), src(good), DecodeOptions{}, CheckOptions{SampleBytes: 4096}); err != nil {
+	if _, err := Check(context.Background(), src(good), DecodeOptions{}, CheckOptions{SampleBytes: 4096}); err != nil {
 		t.Fatal(err)
 	}
 	bad := good + `{"time":"2026-01-05T10:00:00Z","v":1,"v":2}` + "\n"
-	err := Check(context.Background(), src(bad), DecodeOptions{}, CheckOptions{SampleBytes: 4096})
+	_, err := Check(context.Background(), src(bad), DecodeOptions{}, CheckOptions{SampleBytes: 4096})
 	if fe := mustFileError(t, err); fe.Line != 5_001 || !strings.Contains(fe.Reason, "twice") {
 		t.Fatalf("%v: want line 5001, a key twice", err)
 	}

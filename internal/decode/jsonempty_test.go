@@ -29,7 +29,7 @@ func TestJSONWithoutObjectsIntoTable(t *testing.T) {
 			t.Errorf("%s %q without a table: %v; want ErrNoRows, as a CSV file of a header alone", tc.key, tc.data, err)
 		}
 		src := Source{Key: tc.key, R: strings.NewReader(tc.data), Size: int64(len(tc.data))}
-		if err := Check(context.Background(), src, DecodeOptions{}, CheckOptions{}); err != nil {
+		if _, err := Check(context.Background(), src, DecodeOptions{}, CheckOptions{}); err != nil {
 			t.Errorf("upload --validate of %s %q: %v; want it valid", tc.key, tc.data, err)
 		}
 	}

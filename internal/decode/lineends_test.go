@@ -80,7 +80,7 @@ func TestLineEndsLateInALargeFile(t *testing.T) {
 		_, err := decode(t, "gw/late.csv", data, DecodeOptions{Target: tableTarget(t), TimeColumn: "time", Parallelism: par, ChunkBytes: 4096})
 		check(fmt.Sprintf("Decode, parallelism %d", par), err)
 	}
-	err := Check(context.Background(), Source{Key: "gw/late.csv", R: bytes.NewReader(data), Size: int64(len(data))},
+	_, err := Check(context.Background(), Source{Key: "gw/late.csv", R: bytes.NewReader(data), Size: int64(len(data))},
 		DecodeOptions{TimeColumn: "time"}, CheckOptions{SampleRows: 10})
 	check("Check", err)
 }

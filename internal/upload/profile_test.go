@@ -3,6 +3,7 @@ package upload
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/profile"
 	"github.com/timelake/timelake/internal/storage"
@@ -110,5 +112,56 @@ func TestValidateWithTheTablesProfiles(t *testing.T) {
 	}
 	if _, err := up("site-munich", german2, exported); err == nil || !strings.Contains(err.Error(), "is not one source profile berlin applies to") {
 		t.Fatalf("a key the profile does not match: %v", err)
+	}
+}
+
+// TestValidateReportsRowsSetAside: under --on-error skip-rows a file whose
+// bad rows ingest would set aside is uploaded, and its result says which
+// rows (CSV and JSON Lines alike).
+func TestValidateReportsRowsSetAside(t *testing.T) {
+	tbl := berlinTable(t)
+	rules := &Rules{Target: tbl.ArrowSchema(), TimeColumn: "time", Properties: tbl.Properties()}
+	dir := t.TempDir()
+	var csvText, jsonText strings.Builder
+	csvText.WriteString("time,device_id,temperature_c\n")
+	for i := range 30 {
+		temp := fmt.Sprintf("%d.5", 20+i%5)
+		if i == 16 {
+			temp = "warm"
+		}
+		fmt.Fprintf(&csvText, "2026-01-05T10:%02d:00Z,p1,%s\n", i, temp)
+		if i == 16 {
+			temp = `"warm"`
+		}
+		fmt.Fprintf(&jsonText, `{"time":"2026-01-05T10:%02d:00Z","device_id":"p1","temperature_c":%s}`+"\n", i, temp)
+	}
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"r.csv", "r.jsonl"} {
+		text := csvText.String()
+		if strings.HasSuffix(name, ".jsonl") {
+			text = jsonText.String()
+		}
+		file := writeFile(t, filepath.Join(dir, name), text, t0)
+		cfg := Config{Store: s, Files: []string{file}, Gateway: "gw-1", Validate: true, Rules: rules,
+			ValidateOptions: ValidateOptions{OnError: decode.OnErrorSkipRows}}
+		rep, err := Run(t.Context(), cfg)
+		if err != nil || rep.Uploaded != 1 {
+			t.Fatalf("%s: %+v %v", name, rep, err)
+		}
+		r := rep.Files[0]
+		if r.RowsSetAside != 1 || len(r.SetAside) != 1 || r.SetAside[0].Row != 17 || r.SetAside[0].Column != "temperature_c" {
+			t.Errorf("%s: rows set aside %d %+v, want row 17's temperature_c", name, r.RowsSetAside, r.SetAside)
+		}
+		if len(r.SetAside) == 1 && !strings.Contains(r.SetAside[0].Reason, `cannot parse "warm" as double`) {
+			t.Errorf("%s: reason %q", name, r.SetAside[0].Reason)
+		}
+		// Without skip-rows the file is refused.
+		cfg.ValidateOptions.OnError = decode.OnErrorFile
+		if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "warm") {
+			t.Errorf("%s without skip-rows: %v", name, err)
+		}
 	}
 }

@@ -124,7 +124,7 @@ func TestValidateGivesIngestsReason(t *testing.T) {
 					prev := decode.SetParquetReader(nil)
 					defer decode.SetParquetReader(prev)
 				}
-				verr := Validate(ctx, path, ValidateOptions{TimeUnit: tc.unit, AssumeLocation: tc.loc})
+				_, verr := Validate(ctx, path, ValidateOptions{TimeUnit: tc.unit, AssumeLocation: tc.loc})
 				if verr == nil {
 					t.Fatalf("%s: validate accepts the file ingest quarantined with %q", binary, rep.Files[0].Reason)
 				}

@@ -183,10 +183,25 @@ type FileResult struct {
 	Reason  string    `json:"reason,omitempty"`
 	ReadyAt time.Time `json:"ready_at,omitzero"`
 	Seconds float64   `json:"seconds"`
+	// RowsSetAside counts the rows --validate found that ingest sets
+	// aside under --on-error skip-rows (of the rows it checked: a CSV
+	// file's sample); SetAside are the first maxSetAsideListed of them.
+	RowsSetAside int                  `json:"rows_set_aside,omitempty"`
+	SetAside     []decode.RejectedRow `json:"set_aside,omitempty"`
 
 	// read is the spool file's size and modification time when it was
 	// read, checked again before it is deleted.
 	read fileState
+}
+
+// maxSetAsideListed bounds the rows set aside a FileResult lists.
+const maxSetAsideListed = 10
+
+// noteSetAside records the rows validation found that ingest would set
+// aside.
+func (r *FileResult) noteSetAside(c decode.CheckResult) {
+	r.RowsSetAside = len(c.SetAside)
+	r.SetAside = c.SetAside[:min(len(c.SetAside), maxSetAsideListed)]
 }
 
 // fileState is what says a local file did not change: its size and
@@ -642,12 +657,14 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	// key is known.
 	keyed := cfg.Rules != nil || cfg.RulesFor != nil
 	if cfg.Validate && !keyed {
-		if err := validate(ctx, path, p.src, size, cfg.ValidateOptions); err != nil {
+		checked, err := validate(ctx, path, p.src, size, cfg.ValidateOptions)
+		if err != nil {
 			if ctx.Err() != nil {
 				return p, ctx.Err()
 			}
 			return p, &fileError{err}
 		}
+		p.res.noteSetAside(checked)
 	}
 	if sum == "" {
 		if sum, err = hashFile(ctx, f, size); err != nil {
@@ -686,8 +703,9 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		case fe.Key == "":
 			fe.Key = path
 		}
+		var checked decode.CheckResult
 		if err == nil {
-			err = validate(ctx, path, p.src, size, opts)
+			checked, err = validate(ctx, path, p.src, size, opts)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -695,6 +713,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 			}
 			return p, &fileError{err}
 		}
+		p.res.noteSetAside(checked)
 	}
 	if gzip {
 		if err := p.compress(ctx, cfg.TempDir); err != nil {

@@ -95,23 +95,24 @@ func (r *Rules) options(key string, base ValidateOptions) (ValidateOptions, erro
 // for what is and is not checked). The same file gives the same reason
 // here and in ingest's quarantine report.
 //
-// Every error is a *decode.FileError whose Key is path.
-func Validate(ctx context.Context, path string, opts ValidateOptions) error {
+// Every error is a *decode.FileError whose Key is path. Under
+// OnErrorSkipRows the result names the rows ingest would set aside.
+func Validate(ctx context.Context, path string, opts ValidateOptions) (decode.CheckResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
+		return decode.CheckResult{}, &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
+		return decode.CheckResult{}, &decode.FileError{Key: path, Reason: "cannot read file", Err: err}
 	}
 	return validate(ctx, path, f, fi.Size(), opts)
 }
 
 // validate is Validate on the size bytes of f: the file at path, or a copy
 // of it in memory (path names the file in errors and gives its type).
-func validate(ctx context.Context, path string, f io.ReaderAt, size int64, opts ValidateOptions) error {
+func validate(ctx context.Context, path string, f io.ReaderAt, size int64, opts ValidateOptions) (decode.CheckResult, error) {
 	return decode.Check(ctx, decode.Source{Key: path, R: f, Size: size},
 		decode.DecodeOptions{TimeColumn: opts.TimeColumn, TimeUnit: opts.TimeUnit, AssumeLocation: opts.AssumeLocation,
 			CSV: opts.CSV, Columns: opts.Columns, Target: opts.Target, Evolve: opts.Evolve, OnError: opts.OnError,

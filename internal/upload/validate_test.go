@@ -171,9 +171,9 @@ func (tt validateTest) run(t *testing.T) {
 	for _, mem := range []bool{false, true} {
 		var err error
 		if mem {
-			err = validate(t.Context(), path, bytes.NewReader(tt.data), int64(len(tt.data)), tt.opts)
+			_, err = validate(t.Context(), path, bytes.NewReader(tt.data), int64(len(tt.data)), tt.opts)
 		} else {
-			err = Validate(t.Context(), path, tt.opts)
+			_, err = Validate(t.Context(), path, tt.opts)
 		}
 		if tt.wantErr == "" {
 			if err != nil {

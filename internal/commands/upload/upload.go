@@ -345,7 +345,7 @@ func FileLine(r upload.FileResult) string {
 		case r.Deleted:
 			s += "; deleted"
 		}
-		return s
+		return s + setAsideNote(r)
 	}
 	if r.Status == upload.Waiting {
 		return iostreams.Sprintf("%-16s %s  %s; a later run uploads it", "waiting", r.File, r.Reason)
@@ -358,6 +358,25 @@ func FileLine(r upload.FileResult) string {
 		return iostreams.Sprintf("%-16s %s -> %s", "rejected", msg, r.RejectedTo)
 	}
 	return iostreams.Sprintf("%-16s %s", "failed", msg)
+}
+
+// setAsideNote says which rows validation found that ingest sets aside
+// (--on-error skip-rows): their number and the first one's reason.
+func setAsideNote(r upload.FileResult) string {
+	if r.RowsSetAside == 0 || len(r.SetAside) == 0 {
+		return ""
+	}
+	first := r.SetAside[0]
+	rows := "rows"
+	if r.RowsSetAside == 1 {
+		rows = "row"
+	}
+	at := iostreams.Sprintf("row %d", first.Row)
+	if first.Column != "" {
+		at += iostreams.Sprintf(", column %q", first.Column)
+	}
+	return iostreams.Sprintf("; %d %s to be set aside by ingest (--on-error skip-rows), the first %s: %s",
+		r.RowsSetAside, rows, at, first.Reason)
 }
 
 // Summary is the last output line of a spool run or a run over several

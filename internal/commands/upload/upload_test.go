@@ -22,6 +22,7 @@ import (
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/upload"
@@ -415,5 +416,20 @@ func TestValidateWithRoutes(t *testing.T) {
 	// iot.b does not exist: its route's defaults still apply.
 	if code, out, errOut := run(t, withLake, false, "--key", "b/f5.csv", file); code != cmdutil.ExitFailed || !strings.Contains(errOut, `"at"`) {
 		t.Errorf("under b/ with the lake: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestFileLineNamesRowsSetAside: a file validated under skip-rows says
+// how many rows ingest will set aside and the first one's reason.
+func TestFileLineNamesRowsSetAside(t *testing.T) {
+	r := upload.FileResult{File: "r.csv", Key: "gw/r.csv", Status: upload.Uploaded, Size: 10, RowsSetAside: 3,
+		SetAside: []decode.RejectedRow{{Row: 17, Column: "temperature_c", Reason: `cannot parse "warm" as double`}}}
+	want := `uploaded         r.csv -> gw/r.csv  10 bytes; 3 rows to be set aside by ingest (--on-error skip-rows), the first row 17, column "temperature_c": cannot parse "warm" as double`
+	if got := uploadcmd.FileLine(r); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	r.RowsSetAside, r.SetAside = 0, nil
+	if got := uploadcmd.FileLine(r); strings.Contains(got, "set aside") {
+		t.Errorf("no row set aside: %s", got)
 	}
 }

@@ -99,7 +99,7 @@ func sameNestedRefusal(a, b error) bool {
 func check(c parquetCase, r decode.ParquetReader) error {
 	prev := decode.SetParquetReader(r)
 	defer decode.SetParquetReader(prev)
-	err := decode.Check(context.Background(), decode.Source{Key: c.name, R: bytes.NewReader(c.data), Size: int64(len(c.data))},
+	_, err := decode.Check(context.Background(), decode.Source{Key: c.name, R: bytes.NewReader(c.data), Size: int64(len(c.data))},
 		c.opts, decode.CheckOptions{})
 	var fe *decode.FileError
 	if err != nil && !errors.As(err, &fe) {
