@@ -37,6 +37,12 @@ import (
 // similar size are merged (8 at a time), dropping records older than the
 // dedupe window, so a table keeps a few dozen segments at most. Any Parquet
 // reader can read them (DuckDB: SELECT * FROM 'metadata/_load-history-*.parquet').
+//
+// What a segment holds (the record, its columns), the names and size tiers
+// of segments, the plan of a merge, a segment's index and the cache folder
+// of segments and indexes are package loadhistory's; this file names the
+// segments of a table, reads them through the Lake's store, and changes
+// their list through the commit protocol.
 
 // Table properties of the load history and of maintenance (Timelake table
 // conventions where Timelake names them; docs/maintenance.md).
@@ -274,28 +280,28 @@ func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]by
 	return body, nil
 }
 
-// segmentCache is the cache of table n's segments in the Lake's cache
+// segmentDiskCache is the cache of table n's segments in the Lake's cache
 // folder (the zero Cache without one).
-func (l *Lake) segmentCache(n TableName) loadhistory.Cache {
+func (l *Lake) segmentDiskCache(n TableName) loadhistory.Cache {
 	return loadhistory.NewCache(l.cacheDir, n.String(), l.tableLocation(n))
 }
 
 // readCached reads the cached file name of table n.
 func (l *Lake) readCached(n TableName, name string) ([]byte, error) {
-	return l.segmentCache(n).Read(name)
+	return l.segmentDiskCache(n).Read(name)
 }
 
 // writeCached keeps body as the cached file name of table n, best effort
 // (nothing without a cache folder).
 func (l *Lake) writeCached(n TableName, name string, body []byte) {
-	c := l.segmentCache(n)
+	c := l.segmentDiskCache(n)
 	if err := c.Write(name, body); err != nil {
 		l.log.Debug("load history file not cached", "folder", c.Folder(), "name", name, "err", err)
 	}
 }
 
 // uncache removes the cached copy of segment name of table n and its index.
-func (l *Lake) uncache(n TableName, name string) { l.segmentCache(n).Remove(name) }
+func (l *Lake) uncache(n TableName, name string) { l.segmentDiskCache(n).Remove(name) }
 
 // LoadHistory is the load history of one table version: look keys and
 // content hashes up in it. Safe for concurrent use.
@@ -388,7 +394,7 @@ func (l *Lake) historyOfPresent(ctx context.Context, n TableName, props map[stri
 	}
 	l.segments.mu.Unlock()
 	if !seen {
-		l.segmentCache(n).Prune(slices.Concat(segs, outcomes))
+		l.segmentDiskCache(n).Prune(slices.Concat(segs, outcomes))
 		for _, e := range refusedSegments(props) {
 			l.log.Warn("load history entry ignored: not a file of the table's metadata folder (timelake tables maintain drops it)",
 				"table", n.String(), "entry", e)

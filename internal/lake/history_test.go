@@ -118,7 +118,7 @@ func TestLoadHistoryIndexCache(t *testing.T) {
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
 	l, segs := historyOfThree(t, dir, cache)
-	path := l.segmentCache(testName).Path(segs[0].Name)
+	path := l.segmentDiskCache(testName).Path(segs[0].Name)
 	idx, err := os.ReadFile(path + loadhistory.IndexSuffix)
 	if err != nil {
 		t.Fatalf("the writer cached no index: %v", err)

@@ -2,6 +2,21 @@ package loadhistory
 
 import "time"
 
+// MergeFanIn is how many segments of one size tier are merged into
+// one: tiers grow by this factor, so a history of N records has about
+// log8(N) tiers of at most 7 segments each.
+const MergeFanIn = 8
+
+// segmentTier is the size tier of a segment of n records.
+func segmentTier(n int) int {
+	t := 0
+	for n >= MergeFanIn {
+		n /= MergeFanIn
+		t++
+	}
+	return t
+}
+
 // Plan is the next list of segments of a log (an expiry's load history,
 // the outcomes recorded): the segments to name, the records of the new
 // segment and the segments to merge into one.

@@ -67,21 +67,6 @@ func ParseSegmentName(name string) (SegmentInfo, bool) {
 	return SegmentInfo{Name: name, Newest: time.UnixMilli(ms).UTC(), Records: n}, true
 }
 
-// MergeFanIn is how many segments of one size tier are merged into
-// one: tiers grow by this factor, so a history of N records has about
-// log8(N) tiers of at most 7 segments each.
-const MergeFanIn = 8
-
-// segmentTier is the size tier of a segment of n records.
-func segmentTier(n int) int {
-	t := 0
-	for n >= MergeFanIn {
-		n /= MergeFanIn
-		t++
-	}
-	return t
-}
-
 // segmentSchema is the columns of a segment.
 var segmentSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "key", Type: arrow.BinaryTypes.String},
