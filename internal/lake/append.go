@@ -461,7 +461,7 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 				return nil, err
 			}
 			if ok {
-				b := r.BatchInfo()
+				b := BatchInfoOf(r)
 				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID, Duplicate: true, Existing: &b}
 				continue
 			}

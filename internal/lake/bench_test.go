@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/testutil/peakheap"
 )
 
@@ -230,7 +231,7 @@ func BenchmarkScanHistory(b *testing.B) {
 
 // writeTestSegment writes recs as one segment of g and returns its name.
 func (l *Lake) writeTestSegment(ctx context.Context, g recordLog, recs []LoadRecord) (string, error) {
-	_, name, err := l.writeSegment(ctx, testName, g, historyPlan{added: recs}, time.Now(), DefaultDedupeWindow)
+	_, name, err := l.writeSegment(ctx, testName, g, loadhistory.Plan{Added: recs}, time.Now(), DefaultDedupeWindow)
 	return name, err
 }
 

@@ -534,7 +534,7 @@ func segmentsOfVersions(ctx context.Context, st storage.Store, prefix string) ([
 			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		for _, s := range slices.Concat(historySegments(m.Properties()), outcomeLog.segments(m.Properties())) {
-			out = append(out, s.name)
+			out = append(out, s.Name)
 		}
 		return nil
 	})

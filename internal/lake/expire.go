@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -358,13 +359,13 @@ func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v ver
 	props := base.props()
 	now := t.lake.now()
 	window := dedupeWindow(props)
-	plan := planHistory(historySegments(props), added, now, window)
+	plan := loadhistory.PlanSegments(historySegments(props), added, now, window)
 	a := expireAttempt{meta: base, version: v, remembered: len(added)}
 	if err := base.canRemove(idSet(ids)); err != nil {
 		return nil, err
 	}
 	ch := removeSnapshots(ids, now.UnixMilli())
-	if len(plan.added) > 0 || len(plan.merge) > 0 || len(plan.dropped) > 0 {
+	if len(plan.Added) > 0 || len(plan.Merge) > 0 || len(plan.Dropped) > 0 {
 		segs, name, err := t.lake.writeHistory(ctx, t.name, plan, now, window)
 		if err != nil {
 			return nil, err
@@ -373,9 +374,9 @@ func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v ver
 			a.segment = name
 			m.written = append(m.written, name)
 		}
-		for _, s := range slices.Concat(plan.merge, plan.dropped) {
-			if !t.lake.linkedSegment(t.name, s.name) { // a link is never deleted
-				a.replaced = append(a.replaced, s.name)
+		for _, s := range slices.Concat(plan.Merge, plan.Dropped) {
+			if !t.lake.linkedSegment(t.name, s.Name) { // a link is never deleted
+				a.replaced = append(a.replaced, s.Name)
 			}
 		}
 		loadHistoryLog.name(ch, props, segs)

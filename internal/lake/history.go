@@ -1,32 +1,19 @@
 package lake
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	iofs "io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
-	"github.com/google/uuid"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -50,6 +37,12 @@ import (
 // similar size are merged (8 at a time), dropping records older than the
 // dedupe window, so a table keeps a few dozen segments at most. Any Parquet
 // reader can read them (DuckDB: SELECT * FROM 'metadata/_load-history-*.parquet').
+//
+// What a segment holds (the record, its columns), the names and size tiers
+// of segments, the plan of a merge, a segment's index and the cache folder
+// of segments and indexes are package loadhistory's; this file names the
+// segments of a table, reads them through the Lake's store, and changes
+// their list through the commit protocol.
 
 // Table properties of the load history and of maintenance (Timelake table
 // conventions where Timelake names them; docs/maintenance.md).
@@ -63,80 +56,25 @@ const (
 const DefaultDedupeWindow = 14 * 24 * time.Hour
 
 // LoadRecord is one landing file loaded into the table, or, in the
-// outcome log (outcomes.go), one that ingest settled without loading it:
-// found a duplicate, or rejected into the quarantine.
-type LoadRecord struct {
-	Key           string    `json:"key"`                      // the batch id: the landing object key
-	Size          int64     `json:"size"`                     // bytes of the landing object
-	SHA256        string    `json:"sha256,omitempty"`         // hex SHA-256 of the object's bytes
-	ContentSHA256 string    `json:"content_sha256,omitempty"` // hex SHA-256 of its decompressed bytes; "" when not compressed
-	Rows          int64     `json:"rows"`
-	SnapshotID    int64     `json:"snapshot_id"` // the snapshot that loaded it (expired or not); of a duplicate, the snapshot that loaded the first copy
-	LoadedAt      time.Time `json:"loaded_at"`   // UTC, the snapshot's commit time; of an outcome, when ingest settled the file
+// outcome log (outcomes.go), one that ingest settled without loading it
+// (loadhistory.Record).
+type LoadRecord = loadhistory.Record
 
-	// Status is "" for a loaded file, OutcomeDuplicate or OutcomeRejected
-	// in the outcome log.
-	Status string `json:"status,omitempty"`
-	// Reason says why a file was rejected, or what it duplicates.
-	Reason string `json:"reason,omitempty"`
-	// SameAs is the key whose content a duplicate repeats ("" for the same
-	// key loaded again); QuarantinedTo the kept copy of a rejected file.
-	SameAs        string `json:"same_as,omitempty"`
-	QuarantinedTo string `json:"quarantined_to,omitempty"`
-	// LandedAt is the landing object's modification time, MaxRowTime the
-	// newest value of the time column the file loaded, LoadedBy how its
-	// key reached the loader (LoadedByPoll, LoadedByNotification,
-	// LoadedBySweep); each zero when not known (files loaded before
-	// timelake recorded them, other writers).
-	LandedAt   time.Time `json:"landed_at,omitzero"`
-	MaxRowTime time.Time `json:"max_row_time,omitzero"`
-	LoadedBy   string    `json:"loaded_by,omitempty"`
-	// RejectedRows counts the rows set aside under --on-error skip-rows
-	// (timelake.rejected-rows); 0 in segments written before it existed
-	// and in the outcome log.
-	RejectedRows int64 `json:"rejected_rows,omitempty"`
-}
-
-// Outcomes of a landing file that was not loaded (LoadRecord.Status); a
-// loaded file's status is "" (OutcomeLoaded where a word is printed).
+// Outcomes of a landing file (LoadRecord.Status, LoadRecord.Outcome).
 const (
-	OutcomeLoaded    = "loaded"
-	OutcomeDuplicate = "duplicate"
-	OutcomeRejected  = "rejected"
-	// OutcomeDeleted is not a landing file's: tables history lists the
-	// deletes of rows (Table.Deletions) under it.
-	OutcomeDeleted = "deleted"
-	// OutcomeRestored is not a landing file's either: the undos of deletes
-	// (Table.Restores).
-	OutcomeRestored = "restored"
+	OutcomeLoaded    = loadhistory.OutcomeLoaded
+	OutcomeDuplicate = loadhistory.OutcomeDuplicate
+	OutcomeRejected  = loadhistory.OutcomeRejected
+	OutcomeDeleted   = loadhistory.OutcomeDeleted
+	OutcomeRestored  = loadhistory.OutcomeRestored
 )
 
-// Outcome is r's status as a word: OutcomeLoaded for a loaded file.
-func (r LoadRecord) Outcome() string {
-	if r.Status == "" {
-		return OutcomeLoaded
-	}
-	return r.Status
-}
-
-// How a loaded key reached the loader (the snapshot summary's
-// timelake.loaded-by): a cron ingest's listing, a serve's object
-// notification, or a serve's sweep (a file no notification announced in
-// time: docs/serve.md).
+// How a loaded key reached the loader (LoadRecord.LoadedBy).
 const (
-	LoadedByPoll         = "poll"
-	LoadedByNotification = "notification"
-	LoadedBySweep        = "sweep"
+	LoadedByPoll         = loadhistory.LoadedByPoll
+	LoadedByNotification = loadhistory.LoadedByNotification
+	LoadedBySweep        = loadhistory.LoadedBySweep
 )
-
-// contentHash is the hash of the file's content: its decompressed bytes,
-// which are its bytes when it was not compressed.
-func (r LoadRecord) contentHash() string {
-	if r.ContentSHA256 != "" {
-		return r.ContentSHA256
-	}
-	return r.SHA256
-}
 
 // loadRecordOf reads the load record of a batch from its snapshot summary.
 func loadRecordOf(key string, id, tsMs int64, summary map[string]string) LoadRecord {
@@ -165,16 +103,11 @@ func summaryTime(summary map[string]string, key string) time.Time {
 	return t.UTC()
 }
 
-// segmentName is a segment's file name: _load-history-<newest load time in
-// ms>-<records>-<uuid>.parquet, so that merging and window expiry can be
-// planned from the property alone. The leading "_" hides it from the
-// orphan file removal of other Iceberg tools (Spark's remove_orphan_files
-// skips hidden names), to which it is a file no snapshot references.
+// segmentName is the file name of a new segment of log g
+// (loadhistory.SegmentName).
 func (g recordLog) segmentName(newest time.Time, records int) string {
-	return fmt.Sprintf("%s%d-%d-%s.parquet", g.prefix, newest.UnixMilli(), records, uuid.New())
+	return loadhistory.SegmentName(g.prefix, newest, records)
 }
-
-const segmentPrefix = "_load-history-"
 
 // recordLog is a list of load record segments in the table's metadata
 // folder, named by a table property: the load history (the loaded keys,
@@ -186,44 +119,19 @@ type recordLog struct {
 	prefix string // the segments' file names start with it
 }
 
-var loadHistoryLog = recordLog{prop: PropLoadHistory, prefix: segmentPrefix}
-
-// segmentInfo is what a segment's name says about it.
-type segmentInfo struct {
-	name    string
-	newest  time.Time
-	records int
-}
-
-func parseSegmentName(name string) (segmentInfo, bool) {
-	rest, ok := strings.CutPrefix(name, segmentPrefix)
-	if !ok {
-		rest, ok = strings.CutPrefix(name, outcomePrefix)
-	}
-	if !ok || !strings.HasSuffix(rest, ".parquet") {
-		return segmentInfo{}, false
-	}
-	parts := strings.SplitN(rest, "-", 3)
-	if len(parts) != 3 {
-		return segmentInfo{}, false
-	}
-	ms, err1 := strconv.ParseInt(parts[0], 10, 64)
-	n, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil || n < 0 {
-		return segmentInfo{}, false
-	}
-	return segmentInfo{name: name, newest: time.UnixMilli(ms).UTC(), records: n}, true
-}
+var loadHistoryLog = recordLog{prop: PropLoadHistory, prefix: loadhistory.HistoryPrefix}
 
 // historySegments returns the segments a version's properties name, in
 // the order named (oldest first). Names that do not parse are kept (with a
 // zero time and count) so nothing is dropped by mistake; entries that are
 // not a file name (refusedSegments) are left out.
-func historySegments(props map[string]string) []segmentInfo { return loadHistoryLog.segments(props) }
+func historySegments(props map[string]string) []loadhistory.SegmentInfo {
+	return loadHistoryLog.segments(props)
+}
 
 // segments returns the segments of log g that a version's properties
 // name, as historySegments does for the load history.
-func (g recordLog) segments(props map[string]string) []segmentInfo {
+func (g recordLog) segments(props map[string]string) []loadhistory.SegmentInfo {
 	segs, _ := g.entries(props)
 	return segs
 }
@@ -243,7 +151,7 @@ func refusedSegments(props map[string]string) []string {
 
 // entries splits the entries of log g's property into segments and
 // refused entries.
-func (g recordLog) entries(props map[string]string) (segs []segmentInfo, refused []string) {
+func (g recordLog) entries(props map[string]string) (segs []loadhistory.SegmentInfo, refused []string) {
 	for _, n := range strings.Split(props[g.prop], ",") {
 		if n = strings.TrimSpace(n); n == "" {
 			continue
@@ -252,19 +160,19 @@ func (g recordLog) entries(props map[string]string) (segs []segmentInfo, refused
 			refused = append(refused, n)
 			continue
 		}
-		info, ok := parseSegmentName(n)
+		info, ok := loadhistory.ParseSegmentName(n)
 		if !ok {
-			info = segmentInfo{name: n}
+			info = loadhistory.SegmentInfo{Name: n}
 		}
 		segs = append(segs, info)
 	}
 	return segs, refused
 }
 
-func segmentsProperty(segs []segmentInfo) string {
+func segmentsProperty(segs []loadhistory.SegmentInfo) string {
 	names := make([]string, len(segs))
 	for i, s := range segs {
-		names[i] = s.name
+		names[i] = s.Name
 	}
 	return strings.Join(names, ",")
 }
@@ -276,198 +184,6 @@ func dedupeWindow(props map[string]string) time.Duration {
 		return d
 	}
 	return DefaultDedupeWindow
-}
-
-// historyMergeFanIn is how many segments of one size tier are merged into
-// one: tiers grow by this factor, so a history of N records has about
-// log8(N) tiers of at most 7 segments each.
-const historyMergeFanIn = 8
-
-// segmentTier is the size tier of a segment of n records.
-func segmentTier(n int) int {
-	t := 0
-	for n >= historyMergeFanIn {
-		n /= historyMergeFanIn
-		t++
-	}
-	return t
-}
-
-var historySchema = arrow.NewSchema([]arrow.Field{
-	{Name: "key", Type: arrow.BinaryTypes.String},
-	{Name: "size", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "sha256", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "content_sha256", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "snapshot_id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "loaded_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
-	// Added later, null in older segments (readers that do not know them
-	// skip them: columns are read by name).
-	{Name: "landed_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}, Nullable: true},
-	{Name: "max_row_time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
-	{Name: "loaded_by", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "reason", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "same_as", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "quarantined_to", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "rejected_rows", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-}, nil)
-
-// encodeSegment writes records (sorted by key here) as a zstd Parquet file.
-func encodeSegment(records []LoadRecord) ([]byte, error) {
-	recs := slices.Clone(records)
-	slices.SortFunc(recs, func(a, b LoadRecord) int { return cmp.Compare(a.Key, b.Key) })
-	b := array.NewRecordBuilder(memory.DefaultAllocator, historySchema)
-	defer b.Release()
-	optString := func(i int, v string) {
-		bld := b.Field(i).(*array.StringBuilder)
-		if v == "" {
-			bld.AppendNull()
-		} else {
-			bld.Append(v)
-		}
-	}
-	optTime := func(i int, v time.Time, unit arrow.TimeUnit) {
-		bld := b.Field(i).(*array.TimestampBuilder)
-		switch {
-		case v.IsZero():
-			bld.AppendNull()
-		case unit == arrow.Microsecond:
-			bld.Append(arrow.Timestamp(v.UnixMicro()))
-		default:
-			bld.Append(arrow.Timestamp(v.UnixMilli()))
-		}
-	}
-	for _, r := range recs {
-		b.Field(0).(*array.StringBuilder).Append(r.Key)
-		b.Field(1).(*array.Int64Builder).Append(r.Size)
-		optString(2, r.SHA256)
-		optString(3, r.ContentSHA256)
-		b.Field(4).(*array.Int64Builder).Append(r.Rows)
-		b.Field(5).(*array.Int64Builder).Append(r.SnapshotID)
-		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(r.LoadedAt.UnixMilli()))
-		optTime(7, r.LandedAt, arrow.Millisecond)
-		optTime(8, r.MaxRowTime, arrow.Microsecond)
-		optString(9, r.LoadedBy)
-		optString(10, r.Status)
-		optString(11, r.Reason)
-		optString(12, r.SameAs)
-		optString(13, r.QuarantinedTo)
-		if r.RejectedRows > 0 {
-			b.Field(14).(*array.Int64Builder).Append(r.RejectedRows)
-		} else {
-			b.Field(14).AppendNull()
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(historySchema, &buf,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(true)),
-		pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// decodeSegment reads a segment's records.
-func decodeSegment(ctx context.Context, body []byte) ([]LoadRecord, error) {
-	var out []LoadRecord
-	err := scanSegment(ctx, body, func(r LoadRecord) error {
-		out = append(out, r)
-		return nil
-	})
-	return out, err
-}
-
-// segmentBatchRows is how many records scanSegment decodes at a time.
-const segmentBatchRows = 64 * 1024
-
-// scanSegment calls fn with each record of a segment, in file order,
-// holding one batch of segmentBatchRows decoded records at a time.
-// Columns are read by name; one a segment lacks (written before it was
-// added) reads as zero. Errors: not a segment (no key column), a Parquet
-// error, fn's.
-func scanSegment(ctx context.Context, body []byte, fn func(LoadRecord) error) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: segmentBatchRows}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	col := func(rec arrow.RecordBatch, name string) arrow.Array {
-		idx := rec.Schema().FieldIndices(name)
-		if len(idx) == 0 {
-			return nil
-		}
-		return rec.Column(idx[0])
-	}
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		keys, ok := col(rec, "key").(*array.String)
-		if !ok {
-			return errors.New("no key column")
-		}
-		str := func(name string) func(int) string {
-			a, ok := col(rec, name).(*array.String)
-			return func(i int) string {
-				if ok && a.IsValid(i) {
-					return a.Value(i)
-				}
-				return ""
-			}
-		}
-		i64 := func(name string) func(int) int64 {
-			a, ok := col(rec, name).(*array.Int64)
-			return func(i int) int64 {
-				if ok && a.IsValid(i) {
-					return a.Value(i)
-				}
-				return 0
-			}
-		}
-		ts := func(name string) func(int) time.Time {
-			a, ok := col(rec, name).(*array.Timestamp)
-			return func(i int) time.Time {
-				if !ok || !a.IsValid(i) {
-					return time.Time{}
-				}
-				if a.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
-					return time.UnixMicro(int64(a.Value(i))).UTC()
-				}
-				return time.UnixMilli(int64(a.Value(i))).UTC()
-			}
-		}
-		size, sha, content, rows, snap, at := i64("size"), str("sha256"), str("content_sha256"), i64("rows"), i64("snapshot_id"), ts("loaded_at")
-		landed, maxRow, by := ts("landed_at"), ts("max_row_time"), str("loaded_by")
-		status, reason, sameAs, quarantined := str("status"), str("reason"), str("same_as"), str("quarantined_to")
-		for i := range keys.Len() {
-			r := LoadRecord{Key: keys.Value(i), Size: size(i), SHA256: sha(i), ContentSHA256: content(i), Rows: rows(i),
-				SnapshotID: snap(i), LoadedAt: at(i), LandedAt: landed(i), MaxRowTime: maxRow(i), LoadedBy: by(i),
-				Status: status(i), Reason: reason(i), SameAs: sameAs(i), QuarantinedTo: quarantined(i),
-				RejectedRows: i64("rejected_rows")(i)}
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-	}
-	return rr.Err()
 }
 
 // historyKey is the store key of a segment of table n: in the folder of
@@ -507,7 +223,7 @@ func (l *Lake) readSegment(ctx context.Context, n TableName, name string) ([]Loa
 	if err != nil {
 		return nil, fmt.Errorf("read load history of %s: %w", n, err)
 	}
-	recs, err := decodeSegment(ctx, body)
+	recs, err := loadhistory.DecodeSegment(ctx, body)
 	if err != nil {
 		l.uncache(n, name)
 		return nil, fmt.Errorf("read load history of %s: %s: %w", n, name, err)
@@ -544,8 +260,8 @@ func (l *Lake) linkedSegment(n TableName, name string) bool {
 func (l *Lake) linkedSegments(n TableName, props map[string]string) []string {
 	var out []string
 	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
-		if l.linkedSegment(n, s.name) {
-			out = append(out, s.name)
+		if l.linkedSegment(n, s.Name) {
+			out = append(out, s.Name)
 		}
 	}
 	return out
@@ -564,202 +280,28 @@ func (l *Lake) segmentBytes(ctx context.Context, n TableName, name string) ([]by
 	return body, nil
 }
 
-// cachePath is where a segment of table n is cached, "" without a cache
-// folder: <cache>/load-history/<ns>.<table>-<hash of the table location>/<name>.
-func (l *Lake) cachePath(n TableName, name string) string {
-	if l.cacheDir == "" {
-		return ""
-	}
-	return filepath.Join(l.cacheFolder(n), name)
-}
-
-// cacheFolder is the folder of table n's cached segments.
-func (l *Lake) cacheFolder(n TableName) string {
-	return filepath.Join(l.cacheDir, "load-history", fmt.Sprintf("%s-%016x", n, fingerprint(l.tableLocation(n))))
-}
-
-// cacheRoot opens table n's cache folder (made first when create): every
-// file of the cache is read, written and removed through it, so that no
-// name and no link leads out of the folder. An error when there is no
-// cache folder.
-func (l *Lake) cacheRoot(n TableName, create bool) (*os.Root, error) {
-	if l.cacheDir == "" {
-		return nil, errors.New("no cache folder")
-	}
-	dir := l.cacheFolder(n)
-	if create {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	return os.OpenRoot(dir)
+// segmentDiskCache is the cache of table n's segments in the Lake's cache
+// folder (the zero Cache without one).
+func (l *Lake) segmentDiskCache(n TableName) loadhistory.Cache {
+	return loadhistory.NewCache(l.cacheDir, n.String(), l.tableLocation(n))
 }
 
 // readCached reads the cached file name of table n.
 func (l *Lake) readCached(n TableName, name string) ([]byte, error) {
-	r, err := l.cacheRoot(n, false)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.ReadFile(name)
+	return l.segmentDiskCache(n).Read(name)
 }
 
 // writeCached keeps body as the cached file name of table n, best effort
 // (nothing without a cache folder).
 func (l *Lake) writeCached(n TableName, name string, body []byte) {
-	if l.cacheDir == "" {
-		return
-	}
-	r, err := l.cacheRoot(n, true)
-	if err == nil {
-		err = writeFileAtomic(r, name, body)
-		r.Close()
-	}
-	if err != nil {
-		l.log.Debug("load history file not cached", "folder", l.cacheFolder(n), "name", name, "err", err)
+	c := l.segmentDiskCache(n)
+	if err := c.Write(name, body); err != nil {
+		l.log.Debug("load history file not cached", "folder", c.Folder(), "name", name, "err", err)
 	}
 }
 
-func (l *Lake) uncache(n TableName, name string) {
-	if r, err := l.cacheRoot(n, false); err == nil {
-		r.Remove(name)
-		r.Remove(name + indexSuffix)
-		r.Close()
-	}
-}
-
-// indexSuffix names the cached index of a segment next to its cached copy:
-// <segment>.idx holds the segment's fingerprints (segmentIndex), so that a
-// run looks keys up without decoding the history (75 ms and 37 MB of
-// allocations for a day of 20 gateways, 28,800 keys; 14 days would take
-// a second per run), reading 16 bytes per key instead.
-const indexSuffix = ".idx"
-
-// indexMagic starts an index file (its format's version).
-const indexMagic = "TLHIDX01"
-
-// encodeIndex writes ix as indexMagic, the counts of keys and of content
-// fingerprints, and both lists (little-endian uint64s).
-func encodeIndex(ix *segmentIndex) []byte {
-	b := make([]byte, 0, len(indexMagic)+16+8*(len(ix.keys)+len(ix.contents)))
-	b = append(b, indexMagic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(ix.keys)))
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(ix.contents)))
-	for _, list := range [][]uint64{ix.keys, ix.contents} {
-		for _, fp := range list {
-			b = binary.LittleEndian.AppendUint64(b, fp)
-		}
-	}
-	return b
-}
-
-// decodeIndex reads encodeIndex's bytes; ok is false for anything else (a
-// torn or foreign file is rebuilt from the segment).
-func decodeIndex(info segmentInfo, b []byte) (*segmentIndex, bool) {
-	head := len(indexMagic) + 16
-	if len(b) < head || string(b[:len(indexMagic)]) != indexMagic {
-		return nil, false
-	}
-	nk := binary.LittleEndian.Uint64(b[len(indexMagic):])
-	nc := binary.LittleEndian.Uint64(b[len(indexMagic)+8:])
-	if nk > uint64(len(b)) || nc > uint64(len(b)) || uint64(len(b)) != uint64(head)+8*(nk+nc) {
-		return nil, false
-	}
-	read := func(off, n int) []uint64 {
-		out := make([]uint64, n)
-		for i := range out {
-			out[i] = binary.LittleEndian.Uint64(b[off+8*i:])
-		}
-		return out
-	}
-	ix := &segmentIndex{info: info, keys: read(head, int(nk)), contents: read(head+8*int(nk), int(nc))}
-	if !slices.IsSorted(ix.keys) || !slices.IsSorted(ix.contents) {
-		return nil, false
-	}
-	return ix, true
-}
-
-// pruneCache removes the cached segments of table n that segs does not
-// name (merged away or expired): the cache holds one table's history once.
-func (l *Lake) pruneCache(n TableName, segs []segmentInfo) {
-	r, err := l.cacheRoot(n, false)
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	keep := map[string]bool{}
-	for _, s := range segs {
-		keep[s.name] = true
-		keep[s.name+indexSuffix] = true
-	}
-	entries, err := iofs.ReadDir(r.FS(), ".")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !keep[e.Name()] && (strings.HasPrefix(e.Name(), segmentPrefix) || strings.HasPrefix(e.Name(), outcomePrefix)) {
-			r.Remove(e.Name())
-		}
-	}
-}
-
-// writeFileAtomic writes body to name in r through a temporary file and a
-// rename, so a reader never sees part of it.
-func writeFileAtomic(r *os.Root, name string, body []byte) error {
-	tmp := ".tmp-" + uuid.NewString()
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(body)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	if err := r.Rename(tmp, name); err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// fingerprint is the 64-bit FNV-1a hash of s: the in-memory index of a
-// segment keeps fingerprints, not records.
-func fingerprint(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
-}
-
-// segmentIndex is the in-memory index of one segment: the sorted
-// fingerprints of its keys and of its content hashes (16 bytes per
-// record), so that a lookup that misses (almost every landing file is new)
-// costs no I/O; a hit reads the segment's records to confirm.
-type segmentIndex struct {
-	info     segmentInfo
-	keys     []uint64
-	contents []uint64
-}
-
-func indexSegment(info segmentInfo, recs []LoadRecord) *segmentIndex {
-	ix := &segmentIndex{info: info, keys: make([]uint64, len(recs)), contents: make([]uint64, 0, len(recs))}
-	for i, r := range recs {
-		ix.keys[i] = fingerprint(r.Key)
-		if c := r.contentHash(); c != "" {
-			ix.contents = append(ix.contents, fingerprint(c))
-		}
-	}
-	slices.Sort(ix.keys)
-	slices.Sort(ix.contents)
-	return ix
-}
-
-func has(list []uint64, fp uint64) bool {
-	_, ok := slices.BinarySearch(list, fp)
-	return ok
-}
+// uncache removes the cached copy of segment name of table n and its index.
+func (l *Lake) uncache(n TableName, name string) { l.segmentDiskCache(n).Remove(name) }
 
 // LoadHistory is the load history of one table version: look keys and
 // content hashes up in it. Safe for concurrent use.
@@ -767,14 +309,14 @@ type LoadHistory struct {
 	lake     *Lake
 	name     TableName
 	window   time.Duration
-	segments []*segmentIndex // newest first
+	segments []*loadhistory.Index // newest first
 }
 
 // segmentCache keeps the index of every segment read by this Lake, by
 // table and name (segments are immutable).
 type segmentCache struct {
 	mu  sync.Mutex
-	ix  map[string]*segmentIndex
+	ix  map[string]*loadhistory.Index
 	rec map[string][]LoadRecord // the records of the last segments a lookup hit
 	// pruned is, per table, the segment list the cache folder was last
 	// pruned to: a list seen before needs no look at the folder.
@@ -804,11 +346,11 @@ func (t *Table) LoadHistoryPresent(ctx context.Context) (*LoadHistory, []string,
 	gone := map[string]bool{}
 	var missing []string
 	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
-		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
+		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.Name))
 		switch {
 		case errors.Is(err, storage.ErrNotExist), errors.Is(err, storage.ErrSymlink):
-			gone[s.name] = true
-			missing = append(missing, s.name)
+			gone[s.Name] = true
+			missing = append(missing, s.Name)
 		case err != nil:
 			return nil, nil, fmt.Errorf("read load history of %s: %w", t.name, err)
 		}
@@ -827,7 +369,7 @@ func (l *Lake) historyOfPresent(ctx context.Context, n TableName, props map[stri
 	hist := &LoadHistory{lake: l, name: n, window: dedupeWindow(props)}
 	segs := historySegments(props)
 	for i := len(segs) - 1; i >= 0; i-- {
-		if skip[segs[i].name] {
+		if skip[segs[i].Name] {
 			continue
 		}
 		ix, err := l.segmentIndex(ctx, n, segs[i])
@@ -852,7 +394,7 @@ func (l *Lake) historyOfPresent(ctx context.Context, n TableName, props map[stri
 	}
 	l.segments.mu.Unlock()
 	if !seen {
-		l.pruneCache(n, slices.Concat(segs, outcomes))
+		l.segmentDiskCache(n).Prune(slices.Concat(segs, outcomes))
 		for _, e := range refusedSegments(props) {
 			l.log.Warn("load history entry ignored: not a file of the table's metadata folder (timelake tables maintain drops it)",
 				"table", n.String(), "entry", e)
@@ -899,7 +441,7 @@ func (t *Table) fromHistory(ctx context.Context, find func(*LoadHistory) (LoadRe
 		if err != nil || !ok {
 			return BatchInfo{}, false, err
 		}
-		return r.BatchInfo(), true, nil
+		return BatchInfoOf(r), true, nil
 	}
 }
 
@@ -921,11 +463,11 @@ func (t *Table) FindContent(ctx context.Context, sum string) (BatchInfo, bool, e
 	return t.fromHistory(ctx, func(h *LoadHistory) (LoadRecord, bool, error) { return h.FindContent(ctx, sum) })
 }
 
-// BatchInfo describes the batch of a load record (FromHistory is set): its
+// BatchInfoOf describes the batch of load record r (FromHistory is set): its
 // Summary holds the source facts the snapshot's summary had
 // (timelake.source-size, timelake.source-sha256, timelake.content-sha256,
 // added-records); DataFiles and Bytes are unknown (0).
-func (r LoadRecord) BatchInfo() BatchInfo {
+func BatchInfoOf(r LoadRecord) BatchInfo {
 	summary := map[string]string{SummaryBatchID: r.Key, SummarySourceSize: strconv.FormatInt(r.Size, 10),
 		summaryAddedRecords: strconv.FormatInt(r.Rows, 10)}
 	if r.SHA256 != "" {
@@ -941,28 +483,28 @@ func (r LoadRecord) BatchInfo() BatchInfo {
 		Summary: summary, FromHistory: true}
 }
 
-func (l *Lake) segmentIndex(ctx context.Context, n TableName, info segmentInfo) (*segmentIndex, error) {
-	id := n.String() + "/" + info.name
+func (l *Lake) segmentIndex(ctx context.Context, n TableName, info loadhistory.SegmentInfo) (*loadhistory.Index, error) {
+	id := n.String() + "/" + info.Name
 	l.segments.mu.Lock()
 	ix := l.segments.ix[id]
 	l.segments.mu.Unlock()
 	if ix != nil {
 		return ix, nil
 	}
-	if b, err := l.readCached(n, info.name+indexSuffix); err == nil {
-		ix, _ = decodeIndex(info, b)
+	if b, err := l.readCached(n, info.Name+loadhistory.IndexSuffix); err == nil {
+		ix, _ = loadhistory.DecodeIndex(info, b)
 	}
 	if ix == nil {
-		recs, err := l.readSegment(ctx, n, info.name)
+		recs, err := l.readSegment(ctx, n, info.Name)
 		if err != nil {
 			return nil, err
 		}
-		ix = indexSegment(info, recs)
-		l.writeCached(n, info.name+indexSuffix, encodeIndex(ix))
+		ix = loadhistory.IndexSegment(info, recs)
+		l.writeCached(n, info.Name+loadhistory.IndexSuffix, loadhistory.EncodeIndex(ix))
 	}
 	l.segments.mu.Lock()
 	if l.segments.ix == nil {
-		l.segments.ix = map[string]*segmentIndex{}
+		l.segments.ix = map[string]*loadhistory.Index{}
 	}
 	l.segments.ix[id] = ix
 	l.segments.mu.Unlock()
@@ -974,8 +516,8 @@ func (h *LoadHistory) Segments() int { return len(h.segments) }
 
 // Find returns the newest record of key within the dedupe window.
 func (h *LoadHistory) Find(ctx context.Context, key string) (LoadRecord, bool, error) {
-	fp := fingerprint(key)
-	return h.find(ctx, func(ix *segmentIndex) bool { return has(ix.keys, fp) },
+	fp := loadhistory.Fingerprint(key)
+	return h.find(ctx, func(ix *loadhistory.Index) bool { return ix.MayHoldKey(fp) },
 		func(r LoadRecord) bool { return r.Key == key })
 }
 
@@ -985,23 +527,23 @@ func (h *LoadHistory) FindContent(ctx context.Context, sum string) (LoadRecord, 
 	if sum == "" {
 		return LoadRecord{}, false, nil
 	}
-	fp := fingerprint(sum)
-	return h.find(ctx, func(ix *segmentIndex) bool { return has(ix.contents, fp) },
-		func(r LoadRecord) bool { return r.contentHash() == sum })
+	fp := loadhistory.Fingerprint(sum)
+	return h.find(ctx, func(ix *loadhistory.Index) bool { return ix.MayHoldContent(fp) },
+		func(r LoadRecord) bool { return r.ContentHash() == sum })
 }
 
-func (h *LoadHistory) find(ctx context.Context, candidate func(*segmentIndex) bool, match func(LoadRecord) bool) (LoadRecord, bool, error) {
+func (h *LoadHistory) find(ctx context.Context, candidate func(*loadhistory.Index) bool, match func(LoadRecord) bool) (LoadRecord, bool, error) {
 	cutoff := h.lake.now().Add(-h.window)
 	var best LoadRecord
 	found := false
 	for _, ix := range h.segments {
-		if found && ix.info.newest.Before(best.LoadedAt) && !ix.info.newest.IsZero() {
+		if found && ix.Segment.Newest.Before(best.LoadedAt) && !ix.Segment.Newest.IsZero() {
 			continue // older than what was found
 		}
 		if !candidate(ix) {
 			continue
 		}
-		recs, err := h.lake.segmentRecords(ctx, h.name, ix.info.name)
+		recs, err := h.lake.segmentRecords(ctx, h.name, ix.Segment.Name)
 		if err != nil {
 			return LoadRecord{}, false, err
 		}
@@ -1049,7 +591,7 @@ func (h *LoadHistory) Records(ctx context.Context) ([]LoadRecord, error) {
 	cutoff := h.lake.now().Add(-h.window)
 	newest := map[string]LoadRecord{}
 	for _, ix := range h.segments {
-		recs, err := h.lake.readSegment(ctx, h.name, ix.info.name)
+		recs, err := h.lake.readSegment(ctx, h.name, ix.Segment.Name)
 		if errors.Is(err, errLinkedSegment) {
 			continue
 		}
@@ -1078,76 +620,22 @@ func (h *LoadHistory) Records(ctx context.Context) ([]LoadRecord, error) {
 	return out, nil
 }
 
-// historyPlan is the next history of an expiry: the segments to name, the
-// records of the new segment and the segments to merge into one.
-type historyPlan struct {
-	keep    []segmentInfo // kept as they are
-	merge   []segmentInfo // read, merged with added, window-trimmed, written as one
-	dropped []segmentInfo // past the window: left out
-	added   []LoadRecord  // records of the snapshots being expired
-}
-
-// planHistory decides the next history from the current segments and the
-// records leaving the snapshots: segments whose newest record is past the
-// window are dropped; the new records go into a segment of their own,
-// unless a size tier then holds historyMergeFanIn segments, which are
-// merged with them into one.
-func planHistory(cur []segmentInfo, added []LoadRecord, now time.Time, window time.Duration) historyPlan {
-	p := historyPlan{added: added}
-	cutoff := now.Add(-window)
-	var live []segmentInfo
-	for _, s := range cur {
-		if !s.newest.IsZero() && s.newest.Before(cutoff) {
-			p.dropped = append(p.dropped, s)
-			continue
-		}
-		live = append(live, s)
-	}
-	if len(added) == 0 && len(p.dropped) == 0 {
-		p.keep = live
-		return p
-	}
-	tiers := map[int][]segmentInfo{}
-	for _, s := range live {
-		tiers[segmentTier(s.records)] = append(tiers[segmentTier(s.records)], s)
-	}
-	// The new records join the smallest tier; a full tier is merged, and
-	// the result may fill the next one.
-	tier, carry := segmentTier(len(added)), len(added)
-	merging := map[string]bool{}
-	for len(tiers[tier])+1 >= historyMergeFanIn {
-		for _, s := range tiers[tier] {
-			merging[s.name] = true
-			carry += s.records
-		}
-		tier = max(tier+1, segmentTier(carry))
-	}
-	for _, s := range live {
-		if merging[s.name] {
-			p.merge = append(p.merge, s)
-		} else {
-			p.keep = append(p.keep, s)
-		}
-	}
-	return p
-}
-
 // writeHistory carries out plan for table n: it writes the new segment (the
 // added records, merged with the records of plan.merge still inside the
 // window, newest load of a key kept) and returns the segments the next
 // version names, oldest first, and the file written ("" if none).
-func (l *Lake) writeHistory(ctx context.Context, n TableName, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
+func (l *Lake) writeHistory(ctx context.Context, n TableName, plan loadhistory.Plan, now time.Time, window time.Duration) ([]loadhistory.SegmentInfo, string, error) {
 	return l.writeSegment(ctx, n, loadHistoryLog, plan, now, window)
 }
 
 // writeSegment is writeHistory for the segments of log g. The load history
 // keeps each key's newest load; the outcome log keeps every outcome (a key
 // may be rejected, requeued and rejected again), each once.
-func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan historyPlan, now time.Time, window time.Duration) ([]segmentInfo, string, error) {
-	recs := slices.Clone(plan.added)
+func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan loadhistory.Plan, now time.Time, window time.Duration) ([]loadhistory.SegmentInfo, string, error) {
+	recs := slices.Clone(plan.Added)
 	cutoff := now.Add(-window)
-	for _, s := range plan.merge {
-		old, err := l.readSegment(ctx, n, s.name)
+	for _, s := range plan.Merge {
+		old, err := l.readSegment(ctx, n, s.Name)
 		if errors.Is(err, errLinkedSegment) {
 			continue // not read; the next version no longer names it
 		}
@@ -1176,7 +664,7 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 		}
 		return a.Key == b.Key
 	})
-	out := slices.Clone(plan.keep)
+	out := slices.Clone(plan.Keep)
 	if len(recs) == 0 {
 		return out, "", nil
 	}
@@ -1186,7 +674,7 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 			newest = r.LoadedAt
 		}
 	}
-	body, err := encodeSegment(recs)
+	body, err := loadhistory.EncodeSegment(recs)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
@@ -1195,9 +683,9 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 		storage.PutOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
-	info, _ := parseSegmentName(name)
+	info, _ := loadhistory.ParseSegmentName(name)
 	l.writeCached(n, name, body)
-	l.writeCached(n, name+indexSuffix, encodeIndex(indexSegment(info, recs)))
+	l.writeCached(n, name+loadhistory.IndexSuffix, loadhistory.EncodeIndex(loadhistory.IndexSegment(info, recs)))
 	return append(out, info), name, nil
 }
 
@@ -1216,13 +704,13 @@ func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 		missing[e] = true
 	}
 	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
-		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.name))
+		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.Name))
 		if errors.Is(err, storage.ErrSymlink) {
-			t.lake.noteLinked(t.name, s.name)
+			t.lake.noteLinked(t.name, s.Name)
 		}
 		if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
-			missing[s.name] = true
-			names = append(names, s.name)
+			missing[s.Name] = true
+			names = append(names, s.Name)
 		} else if err != nil {
 			return nil, err
 		}
@@ -1248,9 +736,9 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *indexedMetadata, _
 	ch := changeProperties(base.props(), nil, nil, m.t.lake.now().UnixMilli())
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		segs, refused := g.entries(base.props())
-		var keep []segmentInfo
+		var keep []loadhistory.SegmentInfo
 		for _, s := range segs {
-			if !m.missing[s.name] {
+			if !m.missing[s.Name] {
 				keep = append(keep, s)
 			}
 		}
@@ -1267,7 +755,7 @@ func (m *dropSegmentsMutation) cleanUp(context.Context, int, bool) {}
 
 // withSegments is the change of base (made at now) whose property of log
 // g names segs.
-func (g recordLog) withSegments(base *indexedMetadata, segs []segmentInfo, now time.Time) *change {
+func (g recordLog) withSegments(base *indexedMetadata, segs []loadhistory.SegmentInfo, now time.Time) *change {
 	ch := changeProperties(base.props(), nil, nil, now.UnixMilli())
 	g.name(ch, base.props(), segs)
 	return ch
@@ -1275,7 +763,7 @@ func (g recordLog) withSegments(base *indexedMetadata, segs []segmentInfo, now t
 
 // name sets the property of log g to segs in ch (removes it when segs is
 // empty), on properties props.
-func (g recordLog) name(ch *change, props iceberg.Properties, segs []segmentInfo) {
+func (g recordLog) name(ch *change, props iceberg.Properties, segs []loadhistory.SegmentInfo) {
 	if len(segs) == 0 {
 		ch.setProperties(props, nil, []string{g.prop})
 		return
@@ -1320,13 +808,13 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *indexedMetadata) error {
 	before := map[string]bool{}
 	for _, s := range g.segments(base.props()) {
-		before[s.name] = true
+		before[s.Name] = true
 	}
 	m := &reconcileSegmentsMutation{t: t, log: g, removed: map[string]bool{}}
 	after := map[string]bool{}
 	for _, s := range g.segments(applied.props()) {
-		after[s.name] = true
-		if !before[s.name] {
+		after[s.Name] = true
+		if !before[s.Name] {
 			m.added = append(m.added, s)
 		}
 	}
@@ -1339,7 +827,7 @@ func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *in
 		return nil // the other writer did not change the list
 	}
 	for i := 0; i < len(m.added); {
-		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].name)); errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
+		if _, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, m.added[i].Name)); errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
 			m.added = slices.Delete(m.added, i, i+1)
 			continue
 		} else if err != nil {
@@ -1359,22 +847,22 @@ func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *in
 type reconcileSegmentsMutation struct {
 	t       *Table
 	log     recordLog
-	added   []segmentInfo
+	added   []loadhistory.SegmentInfo
 	removed map[string]bool
 }
 
 func (m *reconcileSegmentsMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
 	cur := m.log.segments(base.props())
-	var keep []segmentInfo
+	var keep []loadhistory.SegmentInfo
 	named := map[string]bool{}
 	for _, s := range cur {
-		if !m.removed[s.name] {
+		if !m.removed[s.Name] {
 			keep = append(keep, s)
-			named[s.name] = true
+			named[s.Name] = true
 		}
 	}
 	for _, s := range m.added {
-		if !named[s.name] {
+		if !named[s.Name] {
 			keep = append(keep, s)
 		}
 	}

@@ -11,80 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 )
-
-func TestSegmentRoundTrip(t *testing.T) {
-	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
-	in := []LoadRecord{
-		{Key: "gw-2/b.csv", Size: 10, SHA256: "aa", Rows: 3, SnapshotID: 7, LoadedAt: at,
-			LandedAt: at.Add(-time.Minute), MaxRowTime: at.Add(-90*time.Second + time.Microsecond), LoadedBy: LoadedBySweep},
-		{Key: "gw-1/a.csv.gz", Size: 20, SHA256: "bb", ContentSHA256: "cc", Rows: 0, SnapshotID: -8, LoadedAt: at.Add(time.Second)},
-		{Key: "gw-3/c.csv", Size: 5, SHA256: "dd", LoadedAt: at, Status: OutcomeRejected, Reason: "gw-3/c.csv: row 2: bad",
-			QuarantinedTo: "_rejected/gw-3/c.csv", LoadedBy: LoadedByPoll},
-		{Key: "gw-3/d.csv", Size: 5, SHA256: "aa", SnapshotID: 7, LoadedAt: at, Status: OutcomeDuplicate, SameAs: "gw-2/b.csv"},
-	}
-	body, err := encodeSegment(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := decodeSegment(context.Background(), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 4 || out[0] != in[1] || out[1] != in[0] || out[2] != in[2] || out[3] != in[3] {
-		t.Fatalf("round trip: %+v, want %+v sorted by key", out, in)
-	}
-	if out[0].contentHash() != "cc" || out[1].contentHash() != "aa" {
-		t.Fatal("content hash: the content sum of a compressed file, else its sum")
-	}
-	if out[1].Outcome() != OutcomeLoaded || out[2].Outcome() != OutcomeRejected {
-		t.Errorf("outcomes %q %q", out[1].Outcome(), out[2].Outcome())
-	}
-	// The footer describes 14 columns: most of a small segment.
-	if n := len(body); n > 4000 {
-		t.Errorf("segment of four records is %d bytes", n)
-	}
-}
-
-func TestSegmentBytesPerKey(t *testing.T) {
-	// The budget: the load history costs at most 100 bytes per key.
-	recs := gatewayKeys(20000)
-	body, err := encodeSegment(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if per := float64(len(body)) / float64(len(recs)); per > 100 {
-		t.Errorf("%.1f bytes per key, want at most 100", per)
-	}
-}
-
-func TestPlanHistoryTiers(t *testing.T) {
-	now := time.Date(2026, 1, 20, 0, 0, 0, 0, time.UTC)
-	window := 14 * 24 * time.Hour
-	var segs []segmentInfo
-	add := func(records int, newest time.Time) {
-		segs = append(segs, segmentInfo{name: fmt.Sprintf("s%d", len(segs)), newest: newest, records: records})
-	}
-	for range 7 {
-		add(20, now.Add(-time.Hour)) // a full tier 1 (8..63 records) but one
-	}
-	add(30, now.Add(-15*24*time.Hour)) // past the window
-	p := planHistory(segs, make([]LoadRecord, 20), now, window)
-	if len(p.dropped) != 1 || p.dropped[0].name != "s7" {
-		t.Errorf("dropped %v, want s7 (past the window)", p.dropped)
-	}
-	if len(p.merge) != 7 || len(p.keep) != 0 {
-		t.Errorf("merge %d, keep %d: the 8th segment of tier 1 merges the tier", len(p.merge), len(p.keep))
-	}
-	p = planHistory(segs[:3], make([]LoadRecord, 20), now, window)
-	if len(p.merge) != 0 || len(p.keep) != 3 {
-		t.Errorf("merge %d, keep %d: a tier below the fan-in is kept", len(p.merge), len(p.keep))
-	}
-	if p := planHistory(segs[:3], nil, now, window); len(p.keep) != 3 || len(p.merge)+len(p.dropped) != 0 {
-		t.Errorf("nothing added, nothing expired: %+v", p)
-	}
-}
 
 // TestHistoryStaysSmall expires one snapshot at a time for a long while:
 // the history keeps a bounded number of segments, forgets keys past the
@@ -110,7 +39,7 @@ func TestHistoryStaysSmall(t *testing.T) {
 		}
 		maxSegs = max(maxSegs, len(historySegments(tbl.Properties())))
 	}
-	if maxSegs > 2*historyMergeFanIn {
+	if maxSegs > 2*loadhistory.MergeFanIn {
 		t.Errorf("up to %d segments, want a bounded number", maxSegs)
 	}
 	// 150 rounds of 40 minutes = 100 hours; the window is 48 hours.
@@ -152,7 +81,7 @@ func TestLoadHistoryCacheAndMissingSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].name)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].Name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := t2.FindLoaded(ctx, "gw/0.csv"); err != nil || !ok {
@@ -189,13 +118,14 @@ func TestLoadHistoryIndexCache(t *testing.T) {
 	ctx := context.Background()
 	dir, cache := t.TempDir(), t.TempDir()
 	l, segs := historyOfThree(t, dir, cache)
-	path := l.cachePath(testName, segs[0].name)
-	idx, err := os.ReadFile(path + indexSuffix)
+	path := l.segmentDiskCache(testName).Path(segs[0].Name)
+	idx, err := os.ReadFile(path + loadhistory.IndexSuffix)
 	if err != nil {
 		t.Fatalf("the writer cached no index: %v", err)
 	}
-	if ix, ok := decodeIndex(segs[0], idx); !ok || len(ix.keys) != 2 {
-		t.Fatalf("cached index %+v, %v; want 2 keys", ix, ok)
+	holds := func(ix *loadhistory.Index, key string) bool { return ix.MayHoldKey(loadhistory.Fingerprint(key)) }
+	if ix, ok := loadhistory.DecodeIndex(segs[0], idx); !ok || !holds(ix, "gw/0.csv") || !holds(ix, "gw/1.csv") {
+		t.Fatalf("cached index %+v, %v; want the keys gw/0.csv and gw/1.csv", ix, ok)
 	}
 	// A new process whose cached segment is unreadable: a miss needs only
 	// the index, so it neither reads nor fails on the segment.
@@ -226,44 +156,15 @@ func TestLoadHistoryIndexCache(t *testing.T) {
 		t.Fatalf("after the cache dropped it: %v, %v", ok, err)
 	}
 	// A torn index is rebuilt.
-	if err := os.WriteFile(path+indexSuffix, idx[:len(idx)-3], 0o600); err != nil {
+	if err := os.WriteFile(path+loadhistory.IndexSuffix, idx[:len(idx)-3], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := open().FindLoaded(ctx, "gw/1.csv"); err != nil || !ok {
 		t.Fatalf("with a torn index: %v, %v", ok, err)
 	}
-	if b, err := os.ReadFile(path + indexSuffix); err != nil || len(b) != len(idx) {
+	if b, err := os.ReadFile(path + loadhistory.IndexSuffix); err != nil || len(b) != len(idx) {
 		t.Fatalf("index not rebuilt: %d bytes, %v", len(b), err)
 	}
-}
-
-// BenchmarkSegmentIndex measures what a run spends to look keys up in a
-// day of 20 gateways' history (28,800 keys in one segment): "decode"
-// builds the index from the segment (a run without the cached index),
-// "cached" reads the index file the cache folder keeps.
-func BenchmarkSegmentIndex(b *testing.B) {
-	recs := gatewayKeys(28800)
-	body, err := encodeSegment(recs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("decode", func(b *testing.B) {
-		for range b.N {
-			out, err := decodeSegment(context.Background(), body)
-			if err != nil {
-				b.Fatal(err)
-			}
-			indexSegment(segmentInfo{}, out)
-		}
-	})
-	idx := encodeIndex(indexSegment(segmentInfo{}, recs))
-	b.Run("cached", func(b *testing.B) {
-		for range b.N {
-			if _, ok := decodeIndex(segmentInfo{}, idx); !ok {
-				b.Fatal("index not read")
-			}
-		}
-	})
 }
 
 // TestHistoryReaderOfAnOlderVersion: a reader that loaded the table before
@@ -298,12 +199,12 @@ func TestHistoryReaderOfAnOlderVersion(t *testing.T) {
 	}
 	before := historySegments(old.Properties())
 	// Enough expiries to merge the first tier, whose segments are deleted.
-	for i := 3; i < 3+historyMergeFanIn+2; i++ {
+	for i := 3; i < 3+loadhistory.MergeFanIn+2; i++ {
 		appendRows(t, tbl, fmt.Sprintf("gw/%02d.csv", i), day0, 2)
 		expire()
 	}
-	if _, err := l.store.Stat(ctx, l.historyKey(testName, before[0].name)); !errors.Is(err, storage.ErrNotExist) {
-		t.Fatalf("segment %s still there after its merge (%v)", before[0].name, err)
+	if _, err := l.store.Stat(ctx, l.historyKey(testName, before[0].Name)); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("segment %s still there after its merge (%v)", before[0].Name, err)
 	}
 	b, ok, err := old.FindLoaded(ctx, "gw/00.csv")
 	if err != nil || !ok || !b.FromHistory {
@@ -318,7 +219,7 @@ func TestHistoryReaderOfAnOlderVersion(t *testing.T) {
 // of three batches gw/0.csv to gw/2.csv (two rows each), the snapshots of
 // the first two expired into one load history segment; it returns the lake
 // and the segments.
-func historyOfThree(t *testing.T, dir, cache string) (*Lake, []segmentInfo) {
+func historyOfThree(t *testing.T, dir, cache string) (*Lake, []loadhistory.SegmentInfo) {
 	t.Helper()
 	ctx := context.Background()
 	l, err := Open(ctx, dir, Options{CacheDir: cache})
@@ -377,7 +278,7 @@ func TestExpiryWithLinkedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	links := []string{loadHistoryLog.segmentName(clock.Add(-400*24*time.Hour), 1)} // past the window: dropped
-	for range historyMergeFanIn - 1 {
+	for range loadhistory.MergeFanIn - 1 {
 		links = append(links, loadHistoryLog.segmentName(clock, 1)) // the tier the new records join: merged
 	}
 	for _, name := range links {
@@ -396,7 +297,7 @@ func TestExpiryWithLinkedSegments(t *testing.T) {
 		t.Fatalf("expire: %+v, %v", res, err)
 	}
 	segs := historySegments(tbl.Properties())
-	if len(segs) != 1 || slices.Contains(links, segs[0].name) {
+	if len(segs) != 1 || slices.Contains(links, segs[0].Name) {
 		t.Fatalf("segments after the expiry %v, want only the one it wrote", segs)
 	}
 	if _, ok, err := tbl.FindLoaded(ctx, "gw/a.csv"); err != nil || !ok {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -54,7 +55,7 @@ func TestLostResponseOnSegment(t *testing.T) {
 		appendRows(t, tbl, "gw-1/a.csv", day0, 3)
 		appendRows(t, tbl, "gw-1/b.csv", day0.Add(time.Hour), 3)
 		time.Sleep(2 * time.Millisecond)
-		lose(p, "*"+segmentPrefix+"*")
+		lose(p, "*"+loadhistory.HistoryPrefix+"*")
 		res, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Millisecond, RetainLast: 1})
 		if err != nil {
 			t.Fatalf("expire after a lost response on its segment: %v", err)
@@ -69,8 +70,8 @@ func TestLostResponseOnSegment(t *testing.T) {
 			t.Errorf("expired key in the load history: %+v, %v, %v", b, ok, err)
 		}
 		segs := historySegments(tbl.Properties())
-		files := segmentFiles(t, tbl, segmentPrefix)
-		if len(segs) != 1 || !slices.Equal(files, []string{segs[0].name}) {
+		files := segmentFiles(t, tbl, loadhistory.HistoryPrefix)
+		if len(segs) != 1 || !slices.Equal(files, []string{segs[0].Name}) {
 			t.Errorf("segments named %v, in the store %v: want one, the same", segs, files)
 		}
 		got, missing := scanAll(t, tbl)
@@ -83,7 +84,7 @@ func TestLostResponseOnSegment(t *testing.T) {
 		p := s3fault.StartT(t, srv.Endpoint, 1)
 		tbl := createTestTable(t, proxiedLake(t, srv, p))
 		appendRows(t, tbl, "gw-1/a.csv", day0, 3)
-		lose(p, "*"+outcomePrefix+"*")
+		lose(p, "*"+loadhistory.OutcomePrefix+"*")
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		err := tbl.RecordOutcomes(ctx, []LoadRecord{{Key: "gw-2/bad.csv", Size: 9, LoadedAt: at,
 			Status: OutcomeRejected, Reason: "row 1: bad", QuarantinedTo: "_rejected/gw-2/bad.csv"}})
@@ -94,8 +95,8 @@ func TestLostResponseOnSegment(t *testing.T) {
 			t.Fatalf("%d responses lost, want 1", n)
 		}
 		segs := outcomeLog.segments(tbl.Properties())
-		files := segmentFiles(t, tbl, outcomePrefix)
-		if len(segs) != 1 || !slices.Equal(files, []string{segs[0].name}) {
+		files := segmentFiles(t, tbl, loadhistory.OutcomePrefix)
+		if len(segs) != 1 || !slices.Equal(files, []string{segs[0].Name}) {
 			t.Errorf("segments named %v, in the store %v: want one, the same", segs, files)
 		}
 		if got, _ := scanAll(t, tbl); got["rejected gw-2/bad.csv"].Reason != "row 1: bad" {

@@ -203,7 +203,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versi
 		return nil, fmt.Errorf("metadata-log: %w", err)
 	}
 	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
-		ref[own+s.name] = true
+		ref[own+s.Name] = true
 	}
 	for _, e := range entries {
 		ref[rel(e.MetadataFile)] = true
@@ -218,7 +218,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versi
 			return nil, err
 		}
 		for _, s := range slices.Concat(historySegments(old.props()), outcomeLog.segments(old.props())) {
-			ref[own+s.name] = true
+			ref[own+s.Name] = true
 		}
 	}
 	// Every snapshot's manifest list, manifests and live data files.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -29,9 +30,7 @@ import (
 // names in the table's metadata folder).
 const PropLoadOutcomes = "timelake.load-outcomes"
 
-const outcomePrefix = "_load-outcomes-"
-
-var outcomeLog = recordLog{prop: PropLoadOutcomes, prefix: outcomePrefix}
+var outcomeLog = recordLog{prop: PropLoadOutcomes, prefix: loadhistory.OutcomePrefix}
 
 // RecordOutcomes adds recs (Status OutcomeDuplicate or OutcomeRejected;
 // LoadedAt is when the file was settled) to the table's outcome log, in one
@@ -82,7 +81,7 @@ func (m *outcomesMutation) build(ctx context.Context, base *indexedMetadata, _ v
 	props := base.props()
 	now := t.lake.now()
 	window := dedupeWindow(props)
-	plan := planHistory(outcomeLog.segments(props), m.recs, now, window)
+	plan := loadhistory.PlanSegments(outcomeLog.segments(props), m.recs, now, window)
 	segs, name, err := t.lake.writeSegment(ctx, t.name, outcomeLog, plan, now, window)
 	if err != nil {
 		return nil, err
@@ -91,9 +90,9 @@ func (m *outcomesMutation) build(ctx context.Context, base *indexedMetadata, _ v
 	if name != "" {
 		m.written = append(m.written, name)
 	}
-	for _, s := range slices.Concat(plan.merge, plan.dropped) {
-		if !t.lake.linkedSegment(t.name, s.name) { // a link is never deleted
-			a.replaced = append(a.replaced, s.name)
+	for _, s := range slices.Concat(plan.Merge, plan.Dropped) {
+		if !t.lake.linkedSegment(t.name, s.Name) { // a link is never deleted
+			a.replaced = append(a.replaced, s.Name)
 		}
 	}
 	m.bases[attempt] = a
@@ -157,25 +156,25 @@ func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (mis
 	var gone []string
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
 		for _, seg := range g.segments(props) {
-			body, err := t.lake.segmentBytes(ctx, t.name, seg.name)
+			body, err := t.lake.segmentBytes(ctx, t.name, seg.Name)
 			if errors.Is(err, storage.ErrSymlink) {
-				t.lake.noteLinked(t.name, seg.name) // never read: as good as missing
+				t.lake.noteLinked(t.name, seg.Name) // never read: as good as missing
 			}
 			if errors.Is(err, storage.ErrNotExist) || errors.Is(err, storage.ErrSymlink) {
-				gone = append(gone, seg.name)
+				gone = append(gone, seg.Name)
 				continue
 			}
 			if err != nil {
 				return nil, fmt.Errorf("read load history of %s: %w", t.name, err)
 			}
-			err = scanSegment(ctx, body, func(r LoadRecord) error {
+			err = loadhistory.ScanSegment(ctx, body, func(r LoadRecord) error {
 				if r.LoadedAt.Before(cutoff) || (r.Status == "" && inSnapshots[r.Key]) {
 					return nil
 				}
 				return fn(r)
 			})
 			if err != nil {
-				return nil, fmt.Errorf("read load history of %s: %s: %w", t.name, seg.name, err)
+				return nil, fmt.Errorf("read load history of %s: %s: %w", t.name, seg.Name, err)
 			}
 		}
 	}
@@ -188,7 +187,7 @@ func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (mis
 	nh, _ := t.loaded()
 	named := map[string]bool{}
 	for _, s := range slices.Concat(historySegments(nh.props()), outcomeLog.segments(nh.props())) {
-		named[s.name] = true
+		named[s.Name] = true
 	}
 	for _, name := range gone {
 		if named[name] {

@@ -1,7 +1,6 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -12,11 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/timelake/timelake/internal/lake/loadhistory"
 )
 
 // scanAll returns every record ScanHistory gives, by key and outcome.
@@ -83,24 +78,24 @@ func TestOutcomeLog(t *testing.T) {
 		}
 		// Enough records to fill a tier: merged into one segment, the
 		// ones replaced deleted.
-		for i := range historyMergeFanIn {
+		for i := range loadhistory.MergeFanIn {
 			if err := tbl.RecordOutcomes(ctx, []LoadRecord{{Key: fmt.Sprintf("gw-4/%d.csv", i), LoadedAt: at, Status: OutcomeRejected}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if n := len(outcomeLog.segments(tbl.Properties())); n >= historyMergeFanIn {
+		if n := len(outcomeLog.segments(tbl.Properties())); n >= loadhistory.MergeFanIn {
 			t.Errorf("%d outcome segments: their tier was not merged", n)
 		}
-		if got, _ := scanAll(t, tbl); len(got) != len(want)+historyMergeFanIn {
-			t.Errorf("after merging: %d records, want %d", len(got), len(want)+historyMergeFanIn)
+		if got, _ := scanAll(t, tbl); len(got) != len(want)+loadhistory.MergeFanIn {
+			t.Errorf("after merging: %d records, want %d", len(got), len(want)+loadhistory.MergeFanIn)
 		}
 		assertNoOrphans(t, l, tbl)
 		if res, err := tbl.RemoveOrphans(ctx, OrphanOptions{MinAge: time.Nanosecond}); err != nil {
 			t.Fatal(err)
-		} else if slices.ContainsFunc(res.Files, func(f string) bool { return strings.Contains(f, outcomePrefix) }) {
+		} else if slices.ContainsFunc(res.Files, func(f string) bool { return strings.Contains(f, loadhistory.OutcomePrefix) }) {
 			t.Errorf("orphan removal deleted outcome segments: %v", res.Files)
 		}
-		if got, _ := scanAll(t, tbl); len(got) != len(want)+historyMergeFanIn {
+		if got, _ := scanAll(t, tbl); len(got) != len(want)+loadhistory.MergeFanIn {
 			t.Errorf("after orphan removal: %d records", len(got))
 		}
 	})
@@ -116,11 +111,11 @@ func TestScanHistoryMissingSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].name)); err != nil {
+	if err := l.store.Delete(ctx, l.historyKey(testName, segs[0].Name)); err != nil {
 		t.Fatal(err)
 	}
 	got, missing := scanAll(t, tbl)
-	if !slices.Equal(missing, []string{segs[0].name}) || len(got) != 1 || got["loaded gw/2.csv"].Key == "" {
+	if !slices.Equal(missing, []string{segs[0].Name}) || len(got) != 1 || got["loaded gw/2.csv"].Key == "" {
 		t.Fatalf("scan: %v, missing %v; want gw/2.csv of the snapshots, and the segment named", got, missing)
 	}
 	hist, gone, err := tbl.LoadHistoryPresent(ctx)
@@ -135,40 +130,6 @@ func TestScanHistoryMissingSegment(t *testing.T) {
 	}
 	if _, missing := scanAll(t, tbl); len(missing) != 0 {
 		t.Errorf("still missing after maintenance: %v", missing)
-	}
-}
-
-// TestSegmentOfAnOlderVersion: a segment written with the first seven
-// columns reads, the later ones zero.
-func TestSegmentOfAnOlderVersion(t *testing.T) {
-	old := arrow.NewSchema(historySchema.Fields()[:7], nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, old)
-	defer b.Release()
-	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
-	b.Field(0).(*array.StringBuilder).Append("gw/a.csv")
-	b.Field(1).(*array.Int64Builder).Append(10)
-	b.Field(2).(*array.StringBuilder).Append("aa")
-	b.Field(3).(*array.StringBuilder).AppendNull()
-	b.Field(4).(*array.Int64Builder).Append(3)
-	b.Field(5).(*array.Int64Builder).Append(7)
-	b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMilli()))
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(old, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := decodeSegment(context.Background(), buf.Bytes())
-	want := LoadRecord{Key: "gw/a.csv", Size: 10, SHA256: "aa", Rows: 3, SnapshotID: 7, LoadedAt: at}
-	if err != nil || len(recs) != 1 || recs[0] != want || recs[0].Outcome() != OutcomeLoaded {
-		t.Fatalf("%+v, %v; want %+v", recs, err, want)
 	}
 }
 
@@ -187,19 +148,19 @@ func TestMissingOutcomeSegmentIsDroppedByItsMerge(t *testing.T) {
 		}
 	}
 	record(0)
-	first := outcomeLog.segments(tbl.Properties())[0].name
+	first := outcomeLog.segments(tbl.Properties())[0].Name
 	if err := l.store.Delete(ctx, l.historyKey(testName, first)); err != nil {
 		t.Fatal(err)
 	}
 	if _, missing := scanAll(t, tbl); !slices.Equal(missing, []string{first}) {
 		t.Errorf("missing %v, want %s", missing, first)
 	}
-	for i := 1; i <= historyMergeFanIn; i++ {
+	for i := 1; i <= loadhistory.MergeFanIn; i++ {
 		record(i)
 	}
 	got, missing := scanAll(t, tbl)
-	if len(missing) != 0 || len(got) != historyMergeFanIn {
-		t.Errorf("after the merge: %d records, missing %v; want %d and none", len(got), missing, historyMergeFanIn)
+	if len(missing) != 0 || len(got) != loadhistory.MergeFanIn {
+		t.Errorf("after the merge: %d records, missing %v; want %d and none", len(got), missing, loadhistory.MergeFanIn)
 	}
 	if _, err := l.store.Stat(ctx, l.historyKey(testName, first)); err == nil {
 		t.Error("the lost segment came back")
@@ -228,7 +189,7 @@ func TestOutcomeLogWithLinkedSegments(t *testing.T) {
 	meta := filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)))
 	at := time.Now().UTC()
 	var links []string
-	for range historyMergeFanIn - 1 {
+	for range loadhistory.MergeFanIn - 1 {
 		links = append(links, outcomeLog.segmentName(at, 1)) // the tier the new outcomes join: merged
 	}
 	for _, name := range links {
@@ -246,7 +207,7 @@ func TestOutcomeLogWithLinkedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	segs := outcomeLog.segments(tbl.Properties())
-	if len(segs) != 1 || slices.Contains(links, segs[0].name) {
+	if len(segs) != 1 || slices.Contains(links, segs[0].Name) {
 		t.Fatalf("outcome segments %v, want only the one written", segs)
 	}
 	for _, name := range links {
@@ -259,7 +220,7 @@ func TestOutcomeLogWithLinkedSegments(t *testing.T) {
 	}
 
 	// One link named on its own stays named until maintenance drops it.
-	named := segs[0].name + "," + links[0]
+	named := segs[0].Name + "," + links[0]
 	if err := tbl.SetProperties(ctx, map[string]string{PropLoadOutcomes: named}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +231,7 @@ func TestOutcomeLogWithLinkedSegments(t *testing.T) {
 	if err != nil || !slices.Equal(rep.DroppedSegments, links[:1]) {
 		t.Fatalf("maintenance dropped %v, %v; want the link", rep.DroppedSegments, err)
 	}
-	if got := outcomeLog.segments(tbl.Properties()); len(got) != 1 || got[0].name != segs[0].name {
-		t.Fatalf("after maintenance %v, want %s", got, segs[0].name)
+	if got := outcomeLog.segments(tbl.Properties()); len(got) != 1 || got[0].Name != segs[0].Name {
+		t.Fatalf("after maintenance %v, want %s", got, segs[0].Name)
 	}
 }

@@ -158,7 +158,7 @@ func BuildBatchRows(meta table.Metadata, history []lake.LoadRecord, f BatchFilte
 		if j == len(history) || (i < len(snaps) && !snaps[i].CommittedAt.Before(history[j].LoadedAt)) {
 			b, i = snaps[i], i+1
 		} else {
-			b, j = history[j].BatchInfo(), j+1
+			b, j = lake.BatchInfoOf(history[j]), j+1
 		}
 		if !add(b) {
 			break

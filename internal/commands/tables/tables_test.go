@@ -335,7 +335,7 @@ gateway-2/20260105T0900.csv.gz   3116208411237140002  2026-01-05 09:58:41   300 
 		{
 			name: "batch from the load history",
 			render: func(o Output) error {
-				return RenderBatch(o, BuildBatchStatus("iot.readings", loadHistory[1].Key, loadHistory[1].BatchInfo(), true))
+				return RenderBatch(o, BuildBatchStatus("iot.readings", loadHistory[1].Key, lake.BatchInfoOf(loadHistory[1]), true))
 			},
 			golden: "batch-history.json",
 			tty: "gateway-2/20260105T0900.csv.gz: loaded into iot.readings in snapshot 3116208411237140002 at 2026-01-05 09:58:41 UTC, 300 rows; " +
