@@ -41,6 +41,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			}
 			if ok {
 				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
+				it.res.Reason = fmt.Sprintf("snapshot %d; a run without --dry-run deletes it", b.SnapshotID)
 				return it
 			}
 			// The profile the file would be read with, or why it would

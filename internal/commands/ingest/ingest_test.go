@@ -109,6 +109,8 @@ func TestOutputLines(t *testing.T) {
 	}{
 		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.Loaded, Rows: 300, SnapshotID: 42}, "loaded          gw/a.csv  300 rows  snapshot 42"},
 		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.AlreadyLoaded, SnapshotID: 42}, "already loaded  gw/a.csv  snapshot 42, deleted"},
+		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.AlreadyLoaded, SnapshotID: 42, Reason: "snapshot 42; a run without --dry-run deletes it"},
+			"already loaded  gw/a.csv  snapshot 42; a run without --dry-run deletes it"},
 		{ingest.FileResult{Key: "gw/b.csv", Status: ingest.Quarantined, QuarantinedTo: "_rejected/gw/b.csv", Reason: "gw/b.csv: row 2: bad"},
 			"quarantined     gw/b.csv  -> _rejected/gw/b.csv: gw/b.csv: row 2: bad"},
 		{ingest.FileResult{Key: "gw/c.csv", Status: ingest.WouldLoad, Size: 10}, "would load      gw/c.csv  10 bytes"},

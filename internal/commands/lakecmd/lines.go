@@ -40,7 +40,7 @@ func FileLine(r ingest.FileResult) string {
 		}
 		return s
 	case ingest.AlreadyLoaded:
-		if r.SnapshotID == 0 || r.SameAs != "" {
+		if r.SnapshotID == 0 || r.SameAs != "" || r.Reason != "" {
 			return iostreams.Sprintf("%-15s %s  %s", "already loaded", r.Key, r.Reason)
 		}
 		return iostreams.Sprintf("%-15s %s  snapshot %d, deleted", "already loaded", r.Key, r.SnapshotID)
