@@ -1022,6 +1022,10 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, pa ParquetFile,
 		if end, ok := parquetEnd(src); ok {
 			return nil, nil, nil, parquetProblem(ro.key, "", fmt.Sprintf("%d bytes after the end of the Parquet file (its footer ends at byte %d): the file was appended to or padded; upload the file as the writer wrote it", src.Size-end, end), nil)
 		}
+		if !endsInParquetMagic(src) {
+			return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file: it does not end in PAR1, so its footer is missing: "+
+				"the file was cut short (sent before its writer closed it, or a transfer broke off); send the complete file again", err)
+		}
 		return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
 	}
 	if reason := footerCounts(pf); reason != "" {
@@ -1122,6 +1126,17 @@ func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
 	out := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows())
 	rec.Release()
 	return out
+}
+
+// endsInParquetMagic reports whether src ends in PAR1, as a whole Parquet
+// file does (an unreadable tail counts as not).
+func endsInParquetMagic(src Source) bool {
+	if src.Size < int64(len(parquetMagic)) {
+		return false
+	}
+	tail := make([]byte, len(parquetMagic))
+	_, err := src.R.ReadAt(tail, src.Size-int64(len(tail)))
+	return (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(tail, parquetMagic)
 }
 
 // parquetEndScan bounds how far from its end a file that does not end in

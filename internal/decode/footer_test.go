@@ -35,3 +35,27 @@ func TestFooterCountsRefused(t *testing.T) {
 		t.Fatalf("check of a footer whose counts do not add up: %v; want it refused as damaged", err)
 	}
 }
+
+// TestTruncatedParquetSaysSo: a Parquet file cut short (no PAR1 at its
+// end) is refused naming the missing footer, by Decode and Check alike; a
+// file that ends in PAR1 but is no Parquet file keeps the plain reason.
+func TestTruncatedParquetSaysSo(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "corpus", "numbers", "epoch-int64.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := b[:len(b)-100]
+	src := decode.Source{Key: "cut.parquet", R: bytes.NewReader(cut), Size: int64(len(cut))}
+	_, cerr := decode.Check(context.Background(), src, decode.DecodeOptions{}, decode.CheckOptions{})
+	_, derr := decode.Decode(context.Background(), src, decode.DecodeOptions{})
+	for _, err := range []error{cerr, derr} {
+		if err == nil || !decode.IsUnreadable(err) || !strings.Contains(err.Error(), "it does not end in PAR1, so its footer is missing: the file was cut short") {
+			t.Errorf("a truncated file: %v", err)
+		}
+	}
+	junk := []byte("PAR1 not really a parquet file PAR1")
+	_, err = decode.Decode(context.Background(), decode.Source{Key: "j.parquet", R: bytes.NewReader(junk), Size: int64(len(junk))}, decode.DecodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not a readable parquet file") || strings.Contains(err.Error(), "cut short") {
+		t.Errorf("a file ending in PAR1: %v", err)
+	}
+}
