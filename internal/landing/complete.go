@@ -51,6 +51,9 @@ type Wait struct {
 	Until time.Time
 	// Reason says why it waits, for the file's report line.
 	Reason string
+	// OpenEnd is set when it waits for its end (OpenEndTime), not for
+	// its age (Time).
+	OpenEnd bool
 }
 
 // Waiting reports whether the file must wait.
@@ -126,7 +129,7 @@ func (s Settle) Judge(key string, r io.ReaderAt, size int64, modified, now time.
 	if err != nil || open == "" {
 		return Wait{}, err
 	}
-	return Wait{Until: modified.Add(s.OpenEndTime),
+	return Wait{Until: modified.Add(s.OpenEndTime), OpenEnd: true,
 		Reason: fmt.Sprintf("%s and it was modified %s ago, within the open-end settle time of %s: it may still be being written",
 			open, ageText(age), s.OpenEndTime)}, nil
 }

@@ -44,6 +44,9 @@ func TestSettle(t *testing.T) {
 			if !w.Waiting() || !strings.Contains(w.Reason, tc.reason) || w.Until.Sub(now) != tc.until {
 				t.Fatalf("wait %+v, want %q until now+%s", w, tc.reason, tc.until)
 			}
+			if want := strings.Contains(tc.reason, "open-end"); w.OpenEnd != want {
+				t.Fatalf("wait %+v: OpenEnd %v, want %v", w, w.OpenEnd, want)
+			}
 		})
 	}
 }

@@ -182,7 +182,10 @@ type FileResult struct {
 	// complete if it does not change meanwhile.
 	Reason  string    `json:"reason,omitempty"`
 	ReadyAt time.Time `json:"ready_at,omitzero"`
-	Seconds float64   `json:"seconds"`
+	// OpenEnd: the waiting file waits for its end (--open-end-min-age),
+	// not for its age (--min-age).
+	OpenEnd bool    `json:"open_end,omitempty"`
+	Seconds float64 `json:"seconds"`
 	// RowsSetAside counts the rows --validate found that ingest sets
 	// aside under --on-error skip-rows (of the rows it checked: a CSV
 	// file's sample); SetAside are the first maxSetAsideListed of them.
@@ -341,7 +344,7 @@ func run(ctx context.Context, cfg Config, rep *Report) error {
 				res, err := uploadFile(ctx, cfg, path)
 				var w *notComplete
 				if errors.As(err, &w) {
-					res.Status, res.Reason, res.ReadyAt, err = Waiting, w.Reason, w.Until, nil
+					res.Status, res.Reason, res.ReadyAt, res.OpenEnd, err = Waiting, w.Reason, w.Until, w.OpenEnd, nil
 				}
 				if err == nil && cfg.AfterUpload != nil && res.Status != Waiting {
 					mu.Lock()

@@ -391,12 +391,31 @@ func Summary(rep *upload.Report) string {
 		s += iostreams.Sprintf("; %d rejected to %s (see the .error.json reports)", rep.Rejected, filepath.Dir(rejectedTo(rep)))
 	}
 	if rep.Waiting > 0 {
-		s += iostreams.Sprintf("; %d waiting to be complete (--min-age)", rep.Waiting)
+		s += "; " + waitingNote(rep)
 	}
 	if rep.Stopped {
 		s += "; stopped early, the remaining files wait for the next run"
 	}
 	return s
+}
+
+// waitingNote counts the files waiting to be complete by the setting
+// they wait for: their age (--min-age) or their end (--open-end-min-age).
+func waitingNote(rep *upload.Report) string {
+	openEnd := 0
+	for _, f := range rep.Files {
+		if f.Status == upload.Waiting && f.OpenEnd {
+			openEnd++
+		}
+	}
+	switch byAge := rep.Waiting - openEnd; {
+	case openEnd == 0:
+		return iostreams.Sprintf("%d waiting to be complete (--min-age)", rep.Waiting)
+	case byAge <= 0:
+		return iostreams.Sprintf("%d waiting to be complete (--open-end-min-age)", rep.Waiting)
+	default:
+		return iostreams.Sprintf("%d waiting to be complete (%d --min-age, %d --open-end-min-age)", rep.Waiting, byAge, openEnd)
+	}
 }
 
 // rejectedTo is where the first rejected file went.

@@ -433,3 +433,24 @@ func TestFileLineNamesRowsSetAside(t *testing.T) {
 		t.Errorf("no row set aside: %s", got)
 	}
 }
+
+// TestSummaryNamesTheSettingWaitedFor: files waiting to be complete are
+// counted by the setting they wait for.
+func TestSummaryNamesTheSettingWaitedFor(t *testing.T) {
+	for _, tc := range []struct {
+		openEnd []bool
+		want    string
+	}{
+		{[]bool{false}, "; 1 waiting to be complete (--min-age)"},
+		{[]bool{true}, "; 1 waiting to be complete (--open-end-min-age)"},
+		{[]bool{true, false, false}, "; 3 waiting to be complete (2 --min-age, 1 --open-end-min-age)"},
+	} {
+		rep := &upload.Report{Landing: "s3://l", Waiting: len(tc.openEnd)}
+		for i, oe := range tc.openEnd {
+			rep.Files = append(rep.Files, upload.FileResult{File: fmt.Sprintf("f%d.csv", i), Status: upload.Waiting, OpenEnd: oe})
+		}
+		if got := uploadcmd.Summary(rep); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%v: %s, want it to end in %q", tc.openEnd, got, tc.want)
+		}
+	}
+}
