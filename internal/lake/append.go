@@ -309,8 +309,8 @@ func checkRequired(r arrow.RecordBatch) error {
 // writeDataFiles sorts recs and writes them as Parquet data files, one or
 // more per partition, without committing. Large appends, and appends that
 // span several partitions, are cut into ranges of whole partitions written
-// concurrently (datafile.WritePlan, datafile.WriteRanges); the files come back in sorted
-// order either way.
+// concurrently (datafile.WritePlan, datafile.WriteRanges); the files come
+// back in sorted order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
 	sorted := datafile.NewSortedRows
 	if readDedup(v.meta.props()) {

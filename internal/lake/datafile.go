@@ -71,7 +71,7 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 // createDataFile starts the object of a data file: a putFile in an S3
 // warehouse for a path inside the table's location, else the file
 // system's writer.
-func (t *Table) createDataFile(fs icebergio.WriteFileIO) datafile.Create {
+func (t *Table) createDataFile(fs icebergio.WriteFileIO) datafile.CreateFunc {
 	return func(ctx context.Context, path string) (io.WriteCloser, error) {
 		lk := t.lake
 		if lk.loc.IsS3() {

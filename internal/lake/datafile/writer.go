@@ -23,11 +23,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// Create starts the object of a data file at path (a full location, as the
-// table's location provider makes it). An object that is not to be kept
-// is closed, or, when it has an Abort() error method, aborted; what a
-// closed object stored is removed through the file system.
-type Create func(ctx context.Context, path string) (io.WriteCloser, error)
+// CreateFunc starts the object of a data file at path (a full location,
+// as the table's location provider makes it). An object that is not to be
+// kept is closed, or, when it has an Abort() error method, aborted; what
+// a closed object stored is removed through the file system.
+type CreateFunc func(ctx context.Context, path string) (io.WriteCloser, error)
 
 // Write writes recs (batches of the Arrow schema the layout was made for,
 // in its Order, none spanning two partitions; each is released) as data
@@ -37,7 +37,7 @@ type Create func(ctx context.Context, path string) (io.WriteCloser, error)
 // BufferBatches batches behind the caller's iteration of recs. On an
 // error the files already yielded are the caller's to remove (the file
 // being written is removed here).
-func Write(ctx context.Context, l *Layout, fs icebergio.WriteFileIO, create Create, recs iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[iceberg.DataFile, error] {
+func Write(ctx context.Context, l *Layout, fs icebergio.WriteFileIO, create CreateFunc, recs iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[iceberg.DataFile, error] {
 	return func(yield func(iceberg.DataFile, error) bool) {
 		type item struct {
 			rec arrow.RecordBatch
@@ -111,7 +111,7 @@ type writer struct {
 	ctx     context.Context
 	layout  *Layout
 	fs      icebergio.WriteFileIO
-	create  Create // nil: fs.Create
+	create  CreateFunc // nil: fs.Create
 	writeID uuid.UUID
 	files   int
 
