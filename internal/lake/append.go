@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	iofs "io/fs"
 
+	"github.com/timelake/timelake/internal/lake/datafile"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -308,15 +309,14 @@ func checkRequired(r arrow.RecordBatch) error {
 // writeDataFiles sorts recs and writes them as Parquet data files, one or
 // more per partition, without committing. Large appends, and appends that
 // span several partitions, are cut into ranges of whole partitions written
-// concurrently (writePlan, writeRanges); the files come back in sorted
-// order either way.
+// concurrently (datafile.WritePlan, datafile.WriteRanges); the files come
+// back in sorted order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
-	sorted := newSortedRows
+	sorted := datafile.NewSortedRows
 	if readDedup(v.meta.props()) {
-		sorted = newNewestRows // one row of each key (dedupe.go)
+		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
 	}
-	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs,
-		v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
+	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -324,13 +324,13 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for
-	// them, at most writeBufferBatches ahead of it, and the writer
+	// them, at most datafile.BufferBatches ahead of it, and the writer
 	// releases each one.
 	write := func(ctx context.Context, start, end int) iter.Seq2[iceberg.DataFile, error] {
-		return t.writeRecords(ctx, v, rows.batches(ctx, start, end, batchRows))
+		return t.writeRecords(ctx, v, rows.Batches(ctx, start, end, batchRows))
 	}
-	splits, writers := writePlan(rows.Len(), rows.Partitions())
-	files, err := writeRanges(ctx, rows.split(splits), writers, write)
+	splits, writers := datafile.WritePlan(rows.Len(), rows.Partitions())
+	files, err := datafile.WriteRanges(ctx, rows.Split(splits), writers, write)
 	if err != nil {
 		t.removeFiles(ctx, dataFilePaths(files))
 		return nil, 0, fmt.Errorf("write data files: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/datafile"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -293,20 +294,12 @@ func partitionPath(spec iceberg.PartitionSpec, sc *iceberg.Schema, df iceberg.Da
 	if df.SpecID() != int32(spec.ID()) || spec.NumFields() == 0 {
 		return partitionKey(df.Partition())
 	}
-	rec := make(partitionRecord, spec.NumFields())
+	rec := make(datafile.PartitionRecord, spec.NumFields())
 	for i := range spec.NumFields() {
 		rec[i] = df.Partition()[spec.Field(i).FieldID]
 	}
 	return spec.PartitionToPath(rec, sc)
 }
-
-// partitionRecord is a partition tuple in spec field order (iceberg's
-// structLike).
-type partitionRecord []any
-
-func (r partitionRecord) Size() int        { return len(r) }
-func (r partitionRecord) Get(i int) any    { return r[i] }
-func (r partitionRecord) Set(i int, v any) { r[i] = v }
 
 // compactableByPartition returns the files compaction may rewrite (Parquet
 // data files of the partition spec spec) by partition.
@@ -793,7 +786,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		if err != nil {
 			return nil, err
 		}
-		sr, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, recs, v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
+		sr, err := datafile.NewSortedRows(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order())
 		if err != nil {
 			return nil, err
 		}
@@ -909,7 +902,7 @@ func (t *Table) readFiles(ctx context.Context, v tableView, files []iceberg.Data
 		// file gave them: copied to their size, a group of many small
 		// files holds no more than its rows (800 files of 300 rows: the
 		// process's peak 18 MB lower).
-		sized, err := sizedRecord(conformed)
+		sized, err := datafile.SizedRecord(conformed)
 		conformed.Release()
 		if err != nil {
 			return recs, 0, err
@@ -924,26 +917,6 @@ func releaseAll(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		r.Release()
 	}
-}
-
-// sizedRecord copies rec's columns into buffers of their size
-// (array.Concatenate of each column alone).
-func sizedRecord(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i, c := range rec.Columns() {
-		var err error
-		if cols[i], err = array.Concatenate([]arrow.Array{c}, memory.DefaultAllocator); err != nil {
-			return nil, err
-		}
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()), nil
 }
 
 // conformRecord returns rec with exactly schema sc (the table's Arrow

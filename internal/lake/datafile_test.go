@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/datafile"
 )
 
 // layoutSeries are the series of the layout tests, in sort order, and
@@ -201,31 +203,8 @@ func TestDataFileLayout(t *testing.T) {
 		if err := tbl.SetProperties(ctx, set, []string{table.ParquetRowGroupLimitKey}); err != nil {
 			t.Fatal(err)
 		}
-		if lay, err := newDataFileLayout(tbl.view()); err != nil || lay == nil || lay.rowGroup != DefaultRowGroupRows {
+		if lay, err := newDataFileLayout(tbl.view()); err != nil || lay == nil || lay.RowGroupRows() != DefaultRowGroupRows {
 			t.Fatalf("layout with %v: %+v, %v; want row groups of %d rows", set, lay, err, DefaultRowGroupRows)
-		}
-	}
-}
-
-// TestTimeColumnDictionary: the time column has a dictionary only in the
-// writer properties of a file whose times repeat, unless the table's
-// write.parquet.dict-encoding-enabled.column.<name> says otherwise; other
-// columns keep their dictionaries.
-func TestTimeColumnDictionary(t *testing.T) {
-	for _, c := range []struct {
-		props      iceberg.Properties
-		repeated   bool
-		time, dict bool
-	}{
-		{nil, false, false, true},
-		{nil, true, true, true},
-		{iceberg.Properties{propDictColumnPrefix + "time": "true"}, false, true, true},
-		{iceberg.Properties{propDictColumnPrefix + "time": "false"}, true, false, true},
-		{iceberg.Properties{propDictEnabled: "false"}, true, false, false},
-	} {
-		wp := parquet.NewWriterProperties(parquetWriterProperties(c.props, testSchema, 10, "time", c.repeated)...)
-		if got, dev := wp.DictionaryEnabledFor("time"), wp.DictionaryEnabledFor("device"); got != c.time || dev != c.dict {
-			t.Errorf("%v, repeated times %v: dictionary on time %v, on device %v; want %v and %v", c.props, c.repeated, got, dev, c.time, c.dict)
 		}
 	}
 }
@@ -233,7 +212,8 @@ func TestTimeColumnDictionary(t *testing.T) {
 // TestTimeDictionaryForShortSeries: a file of many short series sharing
 // their times (an append of a fleet's minute) has a dictionary on its time
 // column; one whose first row group holds a few long series does not
-// (TestDataFileLayout).
+// (TestDataFileLayout). The rule itself is tested in internal/lake/datafile
+// (TestTimeDictionaryPays).
 func TestTimeDictionaryForShortSeries(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
@@ -266,27 +246,6 @@ func TestTimeDictionaryForShortSeries(t *testing.T) {
 	}
 	expectDataFileLike(t, tbl, rec, files[0])
 
-	for _, c := range []struct {
-		times    []int64
-		rowGroup int64
-		want     bool
-	}{
-		{[]int64{1, 1, 1, 1, 2, 2, 2, 2}, 100, true},
-		{[]int64{1, 1, 1, 2, 2, 2}, 100, false},
-		{[]int64{1, 1, 1, 1, 2, 3, 4, 5}, 4, true}, // the first row group's worth
-		{nil, 100, false},
-	} {
-		tb := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Microsecond})
-		for _, v := range c.times {
-			tb.Append(arrow.Timestamp(v))
-		}
-		arr := tb.NewTimestampArray()
-		if got := timeDictionaryPays(arr, c.rowGroup); got != c.want {
-			t.Errorf("times %v, row groups of %d: dictionary %v, want %v", c.times, c.rowGroup, got, c.want)
-		}
-		arr.Release()
-		tb.Release()
-	}
 }
 
 // dictionaryEncoded reports whether a column chunk's data pages are
@@ -307,13 +266,13 @@ func expectDataFileLike(t *testing.T, tbl *Table, rec arrow.RecordBatch, df iceb
 	t.Helper()
 	ctx := context.Background()
 	v := tbl.view()
-	sorted, err := newSortedRows(memory.DefaultAllocator, v.arrowSc, []arrow.RecordBatch{rec}, v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
+	sorted, err := datafile.NewSortedRows(memory.DefaultAllocator, v.arrowSc, []arrow.RecordBatch{rec}, v.contract.order())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sorted.Release()
 	var theirs []iceberg.DataFile
-	for f, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, sorted.batches(ctx, 0, sorted.Len(), 0), table.WithClusteredWrite()) {
+	for f, err := range table.WriteRecords(ctx, v.iceberg, v.arrowSc, sorted.Batches(ctx, 0, sorted.Len(), 0), table.WithClusteredWrite()) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/datafile"
 )
 
 // Corrections that win (timelake.read-dedup, docs/maintenance.md): a
@@ -30,7 +32,7 @@ import (
 //     file (Iceberg spec, "Sequence Numbers": the snapshot that added it);
 //     within one file, the later row;
 //   - an append keeps the last of the rows of one file with one key
-//     (sortedRows, dedupe);
+//     (datafile.NewNewestRows);
 //   - compaction merges a group's files as runs ranked by their data
 //     sequence numbers and keeps the newest row of each key
 //     (mergeRunsNewest, merge.go); the new files take the highest data
@@ -424,7 +426,7 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 			}
 			recs = append(recs, rec)
 		}
-		sr, err := newSortedRows(memory.DefaultAllocator, sc, recs, v.contract.TimeColumn, v.contract.SeriesKey, v.contract.Chunk)
+		sr, err := datafile.NewSortedRows(memory.DefaultAllocator, sc, recs, v.contract.order())
 		releaseAll(recs)
 		if err != nil {
 			return 0, err

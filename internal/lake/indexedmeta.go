@@ -268,7 +268,7 @@ func (h *indexedMetadata) withoutHistory() (table.Metadata, error) {
 // dataFileMetadata returns meta with the unsorted order as its default
 // sort order, for iceberg-go's data file writer (table.WriteRecords). Every
 // write of rows (appends, compaction) orders them first, all of them at
-// once, by (partition, series key, time) (sortedRows), which is the table's
+// once, by (partition, series key, time) (datafile.SortedRows), which is the table's
 // sort order within each partition on the tables timelake creates; given a
 // sort order, iceberg-go's writer would sort every batch again, batch by
 // batch (it never merges batches), which leaves such rows as they are and

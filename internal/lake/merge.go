@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/timelake/timelake/internal/lake/datafile"
 )
 
 // A compaction's input files are each sorted already (appends and earlier
@@ -100,17 +103,17 @@ func (k sortKey) of(rec arrow.RecordBatch) (keyCols, error) {
 
 func (k sortKey) bucket(c keyCols, i int) int64 { return k.chunk.bucket(c.times.Value(i), k.unit) }
 
-// compare orders row i of a and row j of b as sortedRows does.
+// compare orders row i of a and row j of b as datafile.SortedRows does.
 func (k sortKey) compare(a keyCols, i int, b keyCols, j int) int {
-	if c := cmpInt(k.bucket(a, i), k.bucket(b, j)); c != 0 {
+	if c := cmp.Compare(k.bucket(a, i), k.bucket(b, j)); c != 0 {
 		return c
 	}
 	for s := range a.series {
-		if c := compareValues(a.series[s], i, b.series[s], j); c != 0 {
+		if c := datafile.CompareValues(a.series[s], i, b.series[s], j); c != 0 {
 			return c
 		}
 	}
-	return cmpInt(int64(a.times.Value(i)), int64(b.times.Value(j)))
+	return cmp.Compare(int64(a.times.Value(i)), int64(b.times.Value(j)))
 }
 
 // mergeRun is one sorted input of a merge.
@@ -195,7 +198,7 @@ func (h *runHeap) Pop() any {
 // out-of-order run ends it with an error wrapping errUnsortedRun.
 //
 // A merged batch is taken from the run batches it draws on with arrow's
-// take (as sortedRows takes an append's rows), or passed on as a slice
+// take (as datafile.SortedRows takes an append's rows), or passed on as a slice
 // when it is one run's consecutive rows: runs that interleave row by row
 // cost an index per row, not an array per row.
 func mergeRuns(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, k sortKey, runs []*mergeRun, outRows int) iter.Seq2[arrow.RecordBatch, error] {
@@ -336,13 +339,7 @@ func (m *mergedBatch) build(ctx context.Context) (arrow.RecordBatch, error) {
 	if len(m.srcs) == 1 && m.idx[n-1]-m.idx[0] == int64(n-1) {
 		return m.srcs[0].NewSlice(m.idx[0], m.idx[n-1]+1), nil
 	}
-	s, err := newChunkedRows(m.mem, m.sc, m.srcs)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Release()
-	s.perm = m.idx
-	return s.take(ctx, 0, n)
+	return datafile.TakeRows(ctx, m.mem, m.sc, m.srcs, m.idx)
 }
 
 // reset empties m for the next batch and forgets the runs' places in it.
@@ -358,7 +355,7 @@ func (m *mergedBatch) reset(runs []*mergeRun) {
 
 // sortedRun makes a run of the rows of sr, mergeReadRows at a time (sr is
 // released by its owner).
-func sortedRun(ctx context.Context, name string, order int, sr *sortedRows) *mergeRun {
+func sortedRun(ctx context.Context, name string, order int, sr *datafile.SortedRows) *mergeRun {
 	pos := 0
 	return &mergeRun{name: name, order: order, stop: func() {},
 		next: func() (arrow.RecordBatch, error, bool) {
@@ -367,7 +364,7 @@ func sortedRun(ctx context.Context, name string, order int, sr *sortedRows) *mer
 			}
 			lo := pos
 			pos = min(pos+mergeReadRows, sr.Len())
-			rec, err := sr.take(ctx, lo, pos)
+			rec, err := sr.Take(ctx, lo, pos)
 			return rec, err, true
 		}}
 }

@@ -86,8 +86,9 @@ func (f *putFile) Close() error {
 	return err
 }
 
-// abort drops the file without storing it.
-func (f *putFile) abort() error {
+// Abort drops the file without storing it (the data file writer's
+// discard).
+func (f *putFile) Abort() error {
 	if f.out != nil {
 		return f.out.Close()
 	}

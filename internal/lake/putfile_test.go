@@ -64,7 +64,7 @@ func TestPutFile(t *testing.T) {
 	if _, err := f.Write(body); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.abort(); err != nil {
+	if err := f.Abort(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.store.Stat(ctx, key("aborted.parquet")); !errors.Is(err, storage.ErrNotExist) {

@@ -1,4 +1,4 @@
-package lake
+package datafile
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // appends of small files, which run several at once anyway).
 const minParallelWriteRows = 128 * 1024
 
-// writeBufferBatches bounds how many sorted batches a data file writer's
+// BufferBatches bounds how many sorted batches a data file writer's
 // input may hold ahead of it (iceberg-go's default, 64 batches of 64K rows,
 // would copy a whole large file in sorted order before writing it).
-const writeBufferBatches = 2
+const BufferBatches = 2
 
 // smallAppendWriters is how many writers an append of fewer rows than
 // minParallelWriteRows uses at most when its rows span several partitions.
@@ -30,13 +30,13 @@ const writeBufferBatches = 2
 // them. Their buffers hold no more than the append's own rows.
 const smallAppendWriters = 8
 
-// writePlan is how an append of n rows over the given number of
+// WritePlan is how an append of n rows over the given number of
 // partitions is written: cut into splits ranges of whole partitions
-// (sortedRows.split), of which writers are written at once. A large append
+// (SortedRows.Split), of which writers are written at once. A large append
 // is cut into two ranges per available core, so that a range that happens
 // to be large does not leave a core idle, written GOMAXPROCS at a time; a
 // small one into up to smallAppendWriters ranges, all at once.
-func writePlan(n, partitions int) (splits, writers int) {
+func WritePlan(n, partitions int) (splits, writers int) {
 	if n >= minParallelWriteRows {
 		return 2 * runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0)
 	}
@@ -44,13 +44,13 @@ func writePlan(n, partitions int) (splits, writers int) {
 	return k, k
 }
 
-// writeRanges calls write for every row range, at most writers calls at
+// WriteRanges calls write for every row range, at most writers calls at
 // once, and returns the data files (F) of all calls in range order. write
 // returns the files written for the rows [start, end). On the first error
 // the other calls are cancelled and the error is returned together with
 // every file written so far, which the caller removes. A panic of a call
 // is its error (recoverWrite), not the process's end.
-func writeRanges[F any](ctx context.Context, ranges [][2]int, writers int,
+func WriteRanges[F any](ctx context.Context, ranges [][2]int, writers int,
 	write func(ctx context.Context, start, end int) iter.Seq2[F, error],
 ) ([]F, error) {
 	got := make([][]F, len(ranges))

@@ -1,4 +1,4 @@
-package lake
+package datafile
 
 import (
 	"math/rand/v2"
@@ -53,9 +53,9 @@ func TestSortPermutationMatchesComparators(t *testing.T) {
 		keys []string
 	}{{"none", nil}, {"string", []string{"dev"}}, {"string and float", []string{"dev", "f"}}, {"int and string", []string{"i", "dev"}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, g := range []Granularity{Hour, Day, Month} {
+			for _, g := range chunks {
 				cmps := []func(i, j int) int{func(i, j int) int {
-					return cmpInt(g.bucket(times.Value(i), arrow.Microsecond), g.bucket(times.Value(j), arrow.Microsecond))
+					return cmpInt(g.partition(times.Value(i), arrow.Microsecond), g.partition(times.Value(j), arrow.Microsecond))
 				}}
 				for _, k := range tc.keys {
 					c, err := columnComparator(cols[sc.FieldIndices(k)[0]])
@@ -70,14 +70,36 @@ func TestSortPermutationMatchesComparators(t *testing.T) {
 					want[i] = int64(i)
 				}
 				sort.SliceStable(want, func(a, b int) bool { return less(cmps, int(want[a]), int(want[b])) })
-				got, _, err := sortPermutation(cols, sc, times, arrow.Microsecond, g, tc.keys, cmps)
+				got, _, err := sortPermutation(cols, sc, times, arrow.Microsecond, g.partition, tc.keys, cmps)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(got, want) {
-					t.Fatalf("%s: flat-key order differs from the comparators", g)
+					t.Fatalf("%s: flat-key order differs from the comparators", g.name)
 				}
 			}
 		})
 	}
+}
+
+// chunks are the partitions of timelake.chunk (hour, day, month), as
+// internal/lake's Granularity numbers them.
+var chunks = []struct {
+	name      string
+	partition func(arrow.Timestamp, arrow.TimeUnit) int64
+}{
+	{"hour", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Unix() / 3600 }},
+	{"day", byDay},
+	{"month", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
+		t := v.ToTime(unit)
+		return int64(t.Year())*12 + int64(t.Month())
+	}},
+}
+
+// byDay is the partition ordinal of a daily table.
+func byDay(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Unix() / 86400 }
+
+// dailyOrder is the order of a daily table of the given series key.
+func dailyOrder(seriesKey ...string) Order {
+	return Order{TimeColumn: "time", SeriesKey: seriesKey, Partition: byDay}
 }

@@ -1,4 +1,4 @@
-package lake
+package datafile
 
 import (
 	"context"
@@ -135,7 +135,7 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 			}
 			times := cols[0].(*array.Timestamp)
 			cmps := []func(i, j int) int{func(i, j int) int {
-				return cmpInt(Day.bucket(times.Value(i), arrow.Microsecond), Day.bucket(times.Value(j), arrow.Microsecond))
+				return cmpInt(byDay(times.Value(i), arrow.Microsecond), byDay(times.Value(j), arrow.Microsecond))
 			}}
 			for _, k := range tc.keys {
 				c, err := columnComparator(cols[sortedRowsSchema.FieldIndices(k)[0]])
@@ -159,7 +159,7 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 				want = append(want, row)
 			}
 
-			s, err := newSortedRows(mem, sortedRowsSchema, recs, "time", tc.keys, Day)
+			s, err := NewSortedRows(mem, sortedRowsSchema, recs, dailyOrder(tc.keys...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 			for _, k := range []int{1, 2, 4, 7, 100} {
 				var got [][]string
 				prevEnd := 0
-				for _, r := range s.split(k) {
+				for _, r := range s.Split(k) {
 					if r[0] != prevEnd || r[1] <= r[0] {
 						t.Fatalf("split(%d): range %v after %d", k, r, prevEnd)
 					}
@@ -182,7 +182,7 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 					}
 					prevEnd = r[1]
 					var batches []arrow.RecordBatch
-					for rec, err := range s.batches(context.Background(), r[0], r[1], 333) {
+					for rec, err := range s.Batches(context.Background(), r[0], r[1], 333) {
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -216,7 +216,7 @@ func TestSortedRowsMatchesReference(t *testing.T) {
 				}
 			}
 			// sortRows (all batches at once) agrees too.
-			all, err := sortRows(context.Background(), mem, sortedRowsSchema, recs, "time", tc.keys, Day, 0)
+			all, err := sortRows(context.Background(), mem, sortedRowsSchema, recs, dailyOrder(tc.keys...), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestWriteRanges(t *testing.T) {
 					yield(fmt.Sprintf("%d-%d/b", start, end), nil)
 				}
 			}
-			got, err := writeRanges(context.Background(), tc.ranges, 2, write)
+			got, err := WriteRanges(context.Background(), tc.ranges, 2, write)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}
@@ -298,11 +298,11 @@ func BenchmarkSortedRows(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for range b.N {
-		s, err := newSortedRows(memory.DefaultAllocator, sortedRowsSchema, recs, "time", []string{"dev"}, Day)
+		s, err := NewSortedRows(memory.DefaultAllocator, sortedRowsSchema, recs, dailyOrder("dev"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		for rec, err := range s.batches(ctx, 0, s.Len(), 0) {
+		for rec, err := range s.Batches(ctx, 0, s.Len(), 0) {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -312,19 +312,19 @@ func BenchmarkSortedRows(b *testing.B) {
 	}
 }
 
-// sortRows returns every row of recs in table order (see sortedRows) as
+// sortRows returns every row of recs in table order (see SortedRows) as
 // batches of at most batchRows rows. The caller releases the returned
 // batches; recs are not released.
 func sortRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
-	timeCol string, seriesKey []string, chunk Granularity, batchRows int,
+	o Order, batchRows int,
 ) ([]arrow.RecordBatch, error) {
-	s, err := newSortedRows(mem, sc, recs, timeCol, seriesKey, chunk)
+	s, err := NewSortedRows(mem, sc, recs, o)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Release()
 	var out []arrow.RecordBatch
-	for rec, err := range s.batches(ctx, 0, s.Len(), batchRows) {
+	for rec, err := range s.Batches(ctx, 0, s.Len(), batchRows) {
 		if err != nil {
 			for _, r := range out {
 				r.Release()

@@ -1,4 +1,4 @@
-package lake
+package datafile
 
 import (
 	"context"
@@ -15,22 +15,31 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// sortedRows holds the rows of one append in the order docs/table-format.md
-// asks for inside data files: by (partition of the time column, series key
-// columns, time), ascending with nulls first, ties in input order.
+// Order is a table's row order inside its data files
+// (docs/table-format.md): by the partition of the time column, the series
+// key columns, then time, ascending with nulls first, ties in input order.
+type Order struct {
+	TimeColumn string   // timelake.time-column
+	SeriesKey  []string // timelake.series-key
+	// Partition maps a time of the given unit to the ordinal of its
+	// partition (timelake.chunk: hour, day or month), monotonic in time.
+	Partition func(arrow.Timestamp, arrow.TimeUnit) int64
+}
+
+// SortedRows holds the rows of one append in Order.
 // Iceberg-go applies a table sort order per record batch only, so the whole
 // append is ordered here. The rows are not copied in that order up front,
-// nor concatenated: batches takes them from the input batches on demand,
+// nor concatenated: Batches takes them from the input batches on demand,
 // so that only the batches being written are held twice.
-type sortedRows struct {
+type SortedRows struct {
 	mem  memory.Allocator
 	sc   *arrow.Schema
 	cols []*arrow.Chunked // the input columns: the input batches' arrays, or one concatenated array (see chunkedTake)
 	perm []int64          // sorted position -> input row; nil when already in order
 	runs []int            // start of each partition's rows in sorted order, then the row count
 	// newest keeps one row of each (partition, series key, time), the
-	// last in input order (timelake.read-dedup, dedupe.go): the others are
-	// left out of perm.
+	// last in input order (timelake.read-dedup): the others are left out
+	// of perm.
 	newest bool
 }
 
@@ -42,44 +51,53 @@ func chunkedTake(dt arrow.DataType) bool {
 	return arrow.IsPrimitive(dt.ID()) || arrow.IsBaseBinary(dt.ID())
 }
 
-// newSortedRows takes recs (all of schema sc; retained, not released) and
+// NewSortedRows takes recs (all of schema sc; retained, not released) and
 // computes their order. Errors name a missing or unsortable time or series
 // key column. The caller releases the result.
-func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
-	timeCol string, seriesKey []string, chunk Granularity,
-) (*sortedRows, error) {
+func NewSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order) (*SortedRows, error) {
 	s, err := newChunkedRows(mem, sc, recs)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.order(timeCol, seriesKey, chunk); err != nil {
+	if err := s.order(o); err != nil {
 		s.Release()
 		return nil, err
 	}
 	return s, nil
 }
 
-// newNewestRows is newSortedRows keeping one row of each key, the last
-// (sortedRows.newest).
-func newNewestRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch,
-	timeCol string, seriesKey []string, chunk Granularity,
-) (*sortedRows, error) {
+// NewNewestRows is NewSortedRows keeping one row of each key, the last in
+// input order (timelake.read-dedup).
+func NewNewestRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order) (*SortedRows, error) {
 	s, err := newChunkedRows(mem, sc, recs)
 	if err != nil {
 		return nil, err
 	}
 	s.newest = true
-	if err := s.order(timeCol, seriesKey, chunk); err != nil {
+	if err := s.order(o); err != nil {
 		s.Release()
 		return nil, err
 	}
 	return s, nil
 }
 
-// newChunkedRows holds the columns of recs (retained) as take reads them,
-// in input order: no perm, no runs (the merge sets perm and takes).
-func newChunkedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch) (*sortedRows, error) {
-	s := &sortedRows{mem: mem, sc: sc, cols: make([]*arrow.Chunked, sc.NumFields())}
+// TakeRows builds one batch of schema sc of the rows idx of recs (indexes
+// into the rows of recs one after the other, each row at most once), in
+// idx's order: a merge's output batch.
+func TakeRows(ctx context.Context, mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, idx []int64) (arrow.RecordBatch, error) {
+	s, err := newChunkedRows(mem, sc, recs)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	s.perm = idx
+	return s.Take(ctx, 0, len(idx))
+}
+
+// newChunkedRows holds the columns of recs (retained) as Take reads them,
+// in input order: no perm, no runs (TakeRows sets perm).
+func newChunkedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch) (*SortedRows, error) {
+	s := &SortedRows{mem: mem, sc: sc, cols: make([]*arrow.Chunked, sc.NumFields())}
 	for i, f := range sc.Fields() {
 		parts := make([]arrow.Array, 0, len(recs))
 		for _, r := range recs {
@@ -101,7 +119,7 @@ func newChunkedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordB
 }
 
 // flat returns column i as one array (the caller releases it).
-func (s *sortedRows) flat(i int, parts []arrow.Array) (arrow.Array, error) {
+func (s *SortedRows) flat(i int, parts []arrow.Array) (arrow.Array, error) {
 	if len(parts) == 1 {
 		parts[0].Retain()
 		return parts[0], nil
@@ -114,7 +132,7 @@ func (s *sortedRows) flat(i int, parts []arrow.Array) (arrow.Array, error) {
 }
 
 // Release releases the columns.
-func (s *sortedRows) Release() {
+func (s *SortedRows) Release() {
 	for i, c := range s.cols {
 		if c != nil {
 			c.Release()
@@ -124,15 +142,15 @@ func (s *sortedRows) Release() {
 }
 
 // Len is the number of rows.
-func (s *sortedRows) Len() int { return s.runs[len(s.runs)-1] }
+func (s *SortedRows) Len() int { return s.runs[len(s.runs)-1] }
 
 // Partitions is the number of partitions the rows fall in.
-func (s *sortedRows) Partitions() int { return len(s.runs) - 1 }
+func (s *SortedRows) Partitions() int { return len(s.runs) - 1 }
 
 // order computes perm and runs from the time and series key columns, which
 // it concatenates for the while.
-func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity) error {
-	sc := s.sc
+func (s *SortedRows) order(o Order) error {
+	sc, timeCol, seriesKey := s.sc, o.TimeColumn, o.SeriesKey
 	cols := make([]arrow.Array, sc.NumFields()) // the key columns only
 	defer func() {
 		for _, c := range cols {
@@ -164,7 +182,7 @@ func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity
 	unit := times.DataType().(*arrow.TimestampType).Unit
 	keys := make([]func(i, j int) int, 0, len(seriesKey)+2)
 	keys = append(keys, func(i, j int) int {
-		return cmpInt(chunk.bucket(times.Value(i), unit), chunk.bucket(times.Value(j), unit))
+		return cmpInt(o.Partition(times.Value(i), unit), o.Partition(times.Value(j), unit))
 	})
 	for _, k := range seriesKey {
 		idx := sc.FieldIndices(k)
@@ -179,7 +197,7 @@ func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity
 	}
 	keys = append(keys, func(i, j int) int { return cmpInt(int64(times.Value(i)), int64(times.Value(j))) })
 
-	perm, sorted, err := sortPermutation(cols, sc, times, unit, chunk, seriesKey, keys)
+	perm, sorted, err := sortPermutation(cols, sc, times, unit, o.Partition, seriesKey, keys)
 	if err != nil {
 		return err
 	}
@@ -200,7 +218,7 @@ func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity
 	s.runs = nil
 	prev := int64(math.MinInt64)
 	for i := range n {
-		if p := chunk.bucket(times.Value(int(perm[i])), unit); i == 0 || p != prev {
+		if p := o.Partition(times.Value(int(perm[i])), unit); i == 0 || p != prev {
 			s.runs = append(s.runs, i)
 			prev = p
 		}
@@ -212,11 +230,11 @@ func (s *sortedRows) order(timeCol string, seriesKey []string, chunk Granularity
 	return nil
 }
 
-// split cuts the sorted rows into at most k ranges [start, end) that begin
+// Split cuts the sorted rows into at most k ranges [start, end) that begin
 // and end at partition boundaries, each of about Len()/k rows (a partition
 // larger than that makes its range larger). Ranges are in order and cover
 // every row.
-func (s *sortedRows) split(k int) [][2]int {
+func (s *SortedRows) Split(k int) [][2]int {
 	n := s.Len()
 	var out [][2]int
 	start := 0
@@ -237,14 +255,14 @@ func (s *sortedRows) split(k int) [][2]int {
 	return out
 }
 
-// batches yields the sorted rows [start, end) as record batches of at most
+// Batches yields the sorted rows [start, end) as record batches of at most
 // batchRows rows (0 means 65,536) that never span two partitions, each
 // taken from the columns only when asked for; the consumer releases every
 // batch it receives. A batch of one partition is what iceberg-go's writer
 // passes on as it is; one of several it would split with a copy of every
 // column. It stops with ctx's error once ctx is done. Safe for concurrent
 // use over any ranges.
-func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) iter.Seq2[arrow.RecordBatch, error] {
+func (s *SortedRows) Batches(ctx context.Context, start, end, batchRows int) iter.Seq2[arrow.RecordBatch, error] {
 	if batchRows <= 0 {
 		batchRows = 64 * 1024
 	}
@@ -257,7 +275,7 @@ func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) ite
 			// The next partition's first row after lo.
 			r, _ := slices.BinarySearch(s.runs, lo+1)
 			hi = min(lo+batchRows, end, s.runs[min(r, len(s.runs)-1)])
-			rec, err := s.take(ctx, lo, hi)
+			rec, err := s.Take(ctx, lo, hi)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -269,8 +287,8 @@ func (s *sortedRows) batches(ctx context.Context, start, end, batchRows int) ite
 	}
 }
 
-// take builds the batch of sorted rows [lo, hi).
-func (s *sortedRows) take(ctx context.Context, lo, hi int) (arrow.RecordBatch, error) {
+// Take builds the batch of sorted rows [lo, hi).
+func (s *SortedRows) Take(ctx context.Context, lo, hi int) (arrow.RecordBatch, error) {
 	taken := make([]arrow.Array, 0, len(s.cols))
 	defer func() {
 		for _, t := range taken {
@@ -340,20 +358,20 @@ func cmpInt[T int64 | int32 | float64 | float32](a, b T) int {
 }
 
 // columnComparator orders two rows of one column, nulls first
-// (compareValues); errors name a type that cannot be a sort key.
+// (CompareValues); errors name a type that cannot be a sort key.
 func columnComparator(c arrow.Array) (func(i, j int) int, error) {
 	switch c.(type) {
 	case *array.String, *array.Int64, *array.Int32, *array.Float64, *array.Float32,
 		*array.Boolean, *array.Timestamp, *array.Date32:
-		return func(i, j int) int { return compareValues(c, i, c, j) }, nil
+		return func(i, j int) int { return CompareValues(c, i, c, j) }, nil
 	}
 	return nil, fmt.Errorf("cannot sort by type %s (use a string, integer, float, boolean or timestamp column)", c.DataType())
 }
 
-// compareValues orders row i of a and row j of b, two arrays of the same
+// CompareValues orders row i of a and row j of b, two arrays of the same
 // type (one of columnComparator's): nulls first, false before true.
 // Values of other types compare equal.
-func compareValues(a arrow.Array, i int, b arrow.Array, j int) int {
+func CompareValues(a arrow.Array, i int, b arrow.Array, j int) int {
 	ni, nj := a.IsNull(i), b.IsNull(j)
 	switch {
 	case ni && nj:
@@ -403,7 +421,7 @@ type groupKey struct{ part, k1, k2 int64 }
 // (gateways write in time order, so usually none): O(rows) plus the sort of
 // the distinct groups. Other shapes use the generic comparators.
 func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestamp, unit arrow.TimeUnit,
-	chunk Granularity, seriesKey []string, keys []func(i, j int) int,
+	partition func(arrow.Timestamp, arrow.TimeUnit) int64, seriesKey []string, keys []func(i, j int) int,
 ) ([]int64, bool, error) {
 	n := times.Len()
 	perm := make([]int64, n)
@@ -427,7 +445,7 @@ func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestam
 	}
 	// Number the distinct groups in order of first appearance.
 	keyOf := func(i int) groupKey {
-		g := groupKey{part: chunk.bucket(times.Value(i), unit)}
+		g := groupKey{part: partition(times.Value(i), unit)}
 		if ranks[0] != nil {
 			g.k1 = ranks[0][i]
 		}

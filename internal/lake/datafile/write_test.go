@@ -1,4 +1,4 @@
-package lake
+package datafile
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 )
 
 // TestWriteRangesPanic: a panic of one writer's goroutine is the error of
-// writeRanges, with the goroutine's stack, and the other ranges' files
+// WriteRanges, with the goroutine's stack, and the other ranges' files
 // are returned for removal.
 func TestWriteRangesPanic(t *testing.T) {
-	files, err := writeRanges(context.Background(), [][2]int{{0, 1}, {1, 2}}, 1,
+	files, err := WriteRanges(context.Background(), [][2]int{{0, 1}, {1, 2}}, 1,
 		func(ctx context.Context, start, end int) iter.Seq2[string, error] {
 			return func(yield func(string, error) bool) {
 				if start == 1 {
