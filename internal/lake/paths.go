@@ -149,6 +149,22 @@ func (f *tableFS) WriteFile(name string, p []byte) error {
 	return f.inner.WriteFile(name, p)
 }
 
+// Stat lets iceberg-go size an embedded manifest without opening it.
+func (f *tableFS) Stat(name string) (iofs.FileInfo, error) {
+	if err := f.check("stat", name); err != nil {
+		return nil, err
+	}
+	if s, ok := f.inner.(icebergio.StatIO); ok {
+		return s.Stat(name)
+	}
+	file, err := f.inner.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return file.Stat()
+}
+
 // localTableFS is a local table's folder as a file system: every path is
 // checked by tableRel, then reached through an os.Root of the folder with
 // no symbolic link on the way (storage.CheckLinks), as a LocalStore does:

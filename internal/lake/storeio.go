@@ -41,6 +41,7 @@ type storeIO struct {
 
 var (
 	_ icebergio.WriteFileIO = (*storeIO)(nil)
+	_ icebergio.StatIO      = (*storeIO)(nil)
 	_ icebergio.File        = (*storeFile)(nil)
 	_ icebergio.FileWriter  = (*storeWriter)(nil)
 )
@@ -121,6 +122,20 @@ func (s *storeIO) Open(uri string) (icebergio.File, error) {
 		return &memFile{Reader: bytes.NewReader(b), info: info}, nil
 	}
 	return &storeFile{io: s, uri: uri, key: key, info: info}, nil
+}
+
+// Stat lets iceberg-go size an object (an embedded manifest) without
+// opening it: one HEAD.
+func (s *storeIO) Stat(uri string) (iofs.FileInfo, error) {
+	key, err := s.key("stat", uri)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.store.Stat(s.ctx, key)
+	if err != nil {
+		return nil, pathError("stat", uri, err)
+	}
+	return memFileInfo{name: path.Base(key), size: obj.Size, mod: obj.LastModified}, nil
 }
 
 // smallFileBytes is the size up to which an object is read whole when it

@@ -136,8 +136,14 @@ func TestStoreIO(t *testing.T) {
 				t.Errorf("read whole: %d bytes, %v", len(got), err)
 			}
 
+			if fi, err := fsys.Stat(base + "data/large.parquet"); err != nil || fi.Size() != int64(len(large)) {
+				t.Errorf("stat: %v, %v", fi, err)
+			}
 			if _, err := fsys.Open(base + "data/missing.parquet"); !errors.Is(err, iofs.ErrNotExist) {
 				t.Errorf("missing object: %v, want fs.ErrNotExist", err)
+			}
+			if _, err := fsys.Stat(base + "data/missing.parquet"); !errors.Is(err, iofs.ErrNotExist) {
+				t.Errorf("stat of a missing object: %v, want fs.ErrNotExist", err)
 			}
 			if err := fsys.Remove(base + "data/large.parquet"); err != nil {
 				t.Fatal(err)
@@ -162,7 +168,8 @@ func TestStoreIO(t *testing.T) {
 				_, cerr := fsys.Create(uri)
 				werr := fsys.WriteFile(uri, small)
 				rerr := fsys.Remove(uri)
-				for _, err := range []error{oerr, cerr, werr, rerr} {
+				_, serr := fsys.Stat(uri)
+				for _, err := range []error{oerr, cerr, werr, rerr, serr} {
 					var pe *iofs.PathError
 					if !errors.Is(err, errOutsideWarehouse) || !errors.As(err, &pe) || pe.Path != uri {
 						t.Errorf("%s: %v, want it refused", uri, err)
