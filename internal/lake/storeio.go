@@ -233,6 +233,10 @@ func (f *storeFile) Read(p []byte) (int, error) {
 	n, err := f.body.Read(p)
 	f.off += int64(n)
 	f.bodyAt += int64(n)
+	if err != nil { // the next Read asks again from where this one stopped
+		f.body.Close()
+		f.body = nil
+	}
 	if err == io.EOF && f.off < f.info.size {
 		err = pathError("read", f.uri, fmt.Errorf("%d bytes where the object has %d: %w", f.off, f.info.size, io.ErrUnexpectedEOF))
 	} else if err != nil && err != io.EOF {
