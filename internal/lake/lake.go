@@ -72,7 +72,7 @@ type Options struct {
 // <ns>/<table> Iceberg tables.
 type Lake struct {
 	loc   storage.Location
-	store storage.Store // metadata reads and commits, rooted at the warehouse
+	store storage.Store // metadata reads and commits (and on S3 every other file, through storeIO), rooted at the warehouse
 	cat   catalog       // the table versions: metadataFiles on store, or a REST catalog
 	fsF   table.FSysF   // data files and manifests for iceberg-go: storeIO on store, or the local file system
 	log   *slog.Logger
