@@ -685,9 +685,8 @@ func (t *Table) removeFiles(ctx context.Context, paths []string) {
 // fileKey returns the store key of the file at uri, which must lie inside
 // the table's location (tableRel: else ErrOutsideTable, and nothing is
 // deleted). Files are deleted through the lake's store, where a missing
-// file is no error (S3 DeleteObject semantics): iceberg-go's blob IO would
-// first look the object up and, for a missing one, probe <key>/, which
-// S3-Tables-style table buckets refuse (docs/catalogs.md).
+// file is no error (S3 DeleteObject semantics), and many go in one
+// DeleteObjects request (storage.DeleteKeys).
 func (t *Table) fileKey(uri string) (string, error) {
 	rel, err := t.lake.tableRel(t.name, uri)
 	if err != nil {

@@ -32,10 +32,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"gocloud.dev/blob/s3blob"
 
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -74,9 +72,9 @@ type Options struct {
 // <ns>/<table> Iceberg tables.
 type Lake struct {
 	loc   storage.Location
-	store storage.Store // metadata reads and commits, rooted at the warehouse
+	store storage.Store // metadata reads and commits (and on S3 every other file, through storeIO), rooted at the warehouse
 	cat   catalog       // the table versions: metadataFiles on store, or a REST catalog
-	fsF   table.FSysF   // data files and manifests for iceberg-go
+	fsF   table.FSysF   // data files and manifests for iceberg-go: storeIO on store, or the local file system
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -152,13 +150,8 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 		}
 		l.store = storage.NewS3Store(opts.S3, loc.Bucket, loc.Prefix,
 			storage.S3StoreOptions{Tigris: opts.Tigris, ConsistentReads: true})
-		client, bucket := opts.S3, loc.Bucket
 		l.fsF = func(ctx context.Context) (icebergio.IO, error) {
-			b, err := s3blob.OpenBucket(ctx, client, bucket, nil)
-			if err != nil {
-				return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
-			}
-			return blobfs.New(ctx, b, blobfs.DefaultObjectLocationExtractor(bucket, "s3", "s3a")), nil
+			return newStoreIO(ctx, l.store, loc.Bucket, loc.Prefix), nil
 		}
 	} else {
 		st, err := storage.NewLocalStore(loc.Dir)

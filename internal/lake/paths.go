@@ -1,17 +1,14 @@
 package lake
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
 
@@ -109,8 +106,8 @@ func (t *Table) fsF(ctx context.Context) (icebergio.IO, error) {
 	return &tableFS{lake: t.lake, name: t.name, inner: wfs}, nil
 }
 
-// tableFS is an object store's file system confined to one table's
-// location: every path is checked by tableRel before it is used.
+// tableFS is an object store's file system (storeIO) confined to one
+// table's location: every path is checked by tableRel before it is used.
 type tableFS struct {
 	lake  *Lake
 	name  TableName
@@ -128,62 +125,8 @@ func (f *tableFS) Open(name string) (icebergio.File, error) {
 	if err := f.check("open", name); err != nil {
 		return nil, err
 	}
-	file, err := f.inner.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return wholeIfSmall(file)
+	return f.inner.Open(name)
 }
-
-// smallFileBytes is the size up to which an object is read whole when it
-// is opened, with the one request that opens it: iceberg-go's blob file
-// issues a ranged GET for every ReadAt (a Parquet file's footer length,
-// its footer and every column chunk: about seven requests for a small
-// data file; a manifest's blocks), each 10 to 30 ms on object storage.
-// Compaction reads up to readConcurrency files at once, so this holds
-// at most 16 MiB more.
-const smallFileBytes = 1 << 20
-
-// wholeIfSmall returns file read into memory when it is at most
-// smallFileBytes (file closed), else file as it is.
-func wholeIfSmall(file icebergio.File) (icebergio.File, error) {
-	fi, err := file.Stat()
-	if err != nil || fi.Size() > smallFileBytes {
-		return file, nil // read as before; its reads say what is wrong
-	}
-	info := memFileInfo{name: fi.Name(), size: fi.Size(), mod: fi.ModTime()}
-	b := make([]byte, info.size)
-	_, err = io.ReadFull(file, b)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &memFile{Reader: bytes.NewReader(b), info: info}, nil
-}
-
-// memFile is a small object read whole (wholeIfSmall).
-type memFile struct {
-	*bytes.Reader
-	info memFileInfo
-}
-
-func (f *memFile) Stat() (iofs.FileInfo, error) { return f.info, nil }
-func (f *memFile) Close() error                 { return nil }
-
-type memFileInfo struct {
-	name string
-	size int64
-	mod  time.Time
-}
-
-func (i memFileInfo) Name() string        { return i.name }
-func (i memFileInfo) Size() int64         { return i.size }
-func (i memFileInfo) Mode() iofs.FileMode { return 0o444 }
-func (i memFileInfo) ModTime() time.Time  { return i.mod }
-func (i memFileInfo) IsDir() bool         { return false }
-func (i memFileInfo) Sys() any            { return nil }
 
 func (f *tableFS) Remove(name string) error {
 	if err := f.check("remove", name); err != nil {
@@ -204,6 +147,22 @@ func (f *tableFS) WriteFile(name string, p []byte) error {
 		return err
 	}
 	return f.inner.WriteFile(name, p)
+}
+
+// Stat lets iceberg-go size an embedded manifest without opening it.
+func (f *tableFS) Stat(name string) (iofs.FileInfo, error) {
+	if err := f.check("stat", name); err != nil {
+		return nil, err
+	}
+	if s, ok := f.inner.(icebergio.StatIO); ok {
+		return s.Stat(name)
+	}
+	file, err := f.inner.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return file.Stat()
 }
 
 // localTableFS is a local table's folder as a file system: every path is

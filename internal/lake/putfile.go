@@ -13,16 +13,13 @@ import (
 
 // Data files in an S3 warehouse are stored with one PutObject each
 // (storage.Upload: the SHA-256 of the body, computed once, is the request's
-// checksum header and, over plain HTTP, its signed payload hash) instead of
-// through iceberg-go's blob file system, whose writer pipes every file
-// through a goroutine, an MD5 and a content-type sniff into the SDK's
-// transfer manager, which adds a CRC32 of its own: most data files are
-// small (a partition's rows of one landing file), and an append that
-// spans many partitions writes one per partition. A file that grows past
-// putFileBuffer bytes goes on through the blob writer (the bytes held
-// first, then the rest: a multipart upload for a large file), so no more
-// than putFileBuffer bytes of a file are held here, less than the transfer
-// manager's own first part.
+// checksum header and, over plain HTTP, its signed payload hash) from
+// memory: most data files are small (a partition's rows of one landing
+// file), and an append that spans many partitions writes one per
+// partition. A file that grows past putFileBuffer bytes goes on through
+// the warehouse's file system writer (storeIO's, which keeps it in a
+// temporary file and uploads it on Close: a multipart upload for a large
+// file), so no more than putFileBuffer bytes of a file are held here.
 const putFileBuffer = 8 << 20
 
 // pooledPutBuffer bounds the buffers kept for the next data file.
@@ -37,7 +34,7 @@ type putFile struct {
 	ctx   context.Context
 	store storage.Store
 	key   string                         // the store key
-	spill func() (io.WriteCloser, error) // the blob writer of the same file
+	spill func() (io.WriteCloser, error) // the file system's writer of the same file
 	limit int                            // putFileBuffer
 	buf   *[]byte
 	out   io.WriteCloser // after spill

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPutFile checks a data file's object in an S3 warehouse: stored with
-// one PutObject when it stays small, streamed through the blob writer
+// one PutObject when it stays small, streamed through the file system's writer
 // (the bytes held first, then the rest) once it outgrows its buffer, and
 // not stored when the file is aborted.
 func TestPutFile(t *testing.T) {
