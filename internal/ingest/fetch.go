@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -270,13 +271,22 @@ func removeStaleDownloads(dir string, now time.Time) int {
 	if err != nil {
 		return 0
 	}
+	// The data files of an S3 warehouse wait for their upload in the same
+	// folder (lake.UploadTempPrefix<pid>-).
+	uploads, err := filepath.Glob(filepath.Join(dir, lake.UploadTempPrefix+"*"))
+	if err != nil {
+		return 0
+	}
 	removed := 0
-	for _, path := range names {
+	for _, path := range append(names, uploads...) {
 		var pid int
 		var start uint64
 		stale := false
-		if _, err := fmt.Sscanf(filepath.Base(path), "timelake-ingest-%d-%d-", &pid, &start); err == nil && pid > 0 {
+		base := filepath.Base(path)
+		if _, err := fmt.Sscanf(base, "timelake-ingest-%d-%d-", &pid, &start); err == nil && pid > 0 {
 			stale = pid != os.Getpid() && landing.ProcessGone(pid, start)
+		} else if _, err := fmt.Sscanf(base, lake.UploadTempPrefix+"%d-", &pid); err == nil && pid > 0 {
+			stale = pid != os.Getpid() && landing.ProcessGone(pid, 0)
 		} else if fi, err := os.Stat(path); err == nil {
 			stale = now.Sub(fi.ModTime()) > staleDownloadAge
 		}

@@ -309,12 +309,19 @@ func (s *storeIO) Create(uri string) (icebergio.FileWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp("", "timelake-upload-*")
+	tmp, err := os.CreateTemp("", fmt.Sprintf("%s%d-*", UploadTempPrefix, os.Getpid()))
 	if err != nil {
 		return nil, &iofs.PathError{Op: "create", Path: uri, Err: err}
 	}
 	return &storeWriter{io: s, uri: uri, key: key, tmp: tmp, sum: sha256.New()}, nil
 }
+
+// UploadTempPrefix starts the names of the temporary files storeIO keeps
+// data files in until they are uploaded: UploadTempPrefix<pid>-<random>,
+// in the system's temporary folder. A process killed meanwhile leaves
+// them; the next ingest run removes those of processes that ended, as it
+// removes its download copies.
+const UploadTempPrefix = "timelake-upload-"
 
 // storeWriter is a file being written through storeIO: its bytes go to a
 // temporary file (and its SHA-256) until Close uploads them.
