@@ -130,6 +130,9 @@ func SigV4Config(client S3API, region string) (aws.Config, error) {
 	var o s3.Options
 	switch c := client.(type) {
 	case *S3Client:
+		if c == nil {
+			return aws.Config{}, errors.New("no S3 client to sign with")
+		}
 		o = c.c.Options()
 	case interface{ Options() s3.Options }: // *s3.Client
 		o = c.Options()
