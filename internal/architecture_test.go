@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,11 @@ func matches(pkg, pattern string) bool {
 // - `A` depends on none of `B`, `C`.
 var rule = regexp.MustCompile("(?m)^- `([^`]+)` depends on none of (.+)$")
 
+// importOnly is a line of the import rules that names the only packages
+// that import a module (directly):
+// - `m/...` is imported only by `A`, `B/...`.
+var importOnly = regexp.MustCompile("(?m)^- `([^`]+)` is imported only by (.+)$")
+
 // TestImportRules checks the import rules docs/architecture.md states:
 // each package named there links none of the packages and modules it names
 // (go list -deps), and no command package imports another command package
@@ -68,6 +74,37 @@ func TestImportRules(t *testing.T) {
 			for _, b := range banned {
 				if matches(strings.TrimPrefix(dep, module), b) {
 					t.Errorf("%s links %s, which docs/architecture.md says it does not depend on", pkg, dep)
+				}
+			}
+		}
+	}
+
+	// Only the packages the import-only rule names import what it names
+	// (their test files aside: go list's Imports).
+	only := importOnly.FindAllStringSubmatch(string(doc), -1)
+	if len(only) == 0 {
+		t.Fatal("docs/architecture.md states no rule - `m` is imported only by `a`, `b`.")
+	}
+	for _, r := range only {
+		var allowed []string
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(r[2], -1) {
+			allowed = append(allowed, m[1])
+		}
+		cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+		cmd.Dir = ".."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			pkg := strings.TrimPrefix(f[0], module)
+			if slices.ContainsFunc(allowed, func(a string) bool { return matches(pkg, a) }) {
+				continue
+			}
+			for _, imp := range f[1:] {
+				if matches(imp, r[1]) {
+					t.Errorf("%s imports %s, which docs/architecture.md says only %s import", pkg, imp, strings.Join(allowed, ", "))
 				}
 			}
 		}

@@ -57,7 +57,7 @@ func s3ClientAt(ctx context.Context, ep string, hc aws.HTTPClient) (*s3.Client, 
 	if region == "" {
 		region = "us-east-1"
 	}
-	return storage.NewS3Client(ctx, storage.S3Config{Endpoint: ep, Region: region,
+	return storage.NewSDKClient(ctx, storage.S3Config{Endpoint: ep, Region: region,
 		AccessKeyID: os.Getenv("TIMELAKE_TEST_S3_ACCESS_KEY"), SecretAccessKey: os.Getenv("TIMELAKE_TEST_S3_SECRET_KEY"),
 		HTTPClient: hc})
 }

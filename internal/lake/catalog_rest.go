@@ -16,8 +16,8 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // RESTCatalog is an Iceberg REST catalog that holds the tables' versions
@@ -69,7 +69,7 @@ const restOwnFolder = "_timelake/"
 type restCatalog struct {
 	l   *Lake
 	cfg RESTCatalog
-	s3  *s3.Client // the SigV4 credentials and region
+	s3  storage.S3API // the SigV4 credentials and region (storage.SigV4Config)
 
 	mu sync.Mutex
 	cl *rest.Catalog
@@ -77,7 +77,7 @@ type restCatalog struct {
 
 var _ catalog = (*restCatalog)(nil)
 
-func newRESTCatalog(l *Lake, cfg RESTCatalog, s3c *s3.Client) *restCatalog {
+func newRESTCatalog(l *Lake, cfg RESTCatalog, s3c storage.S3API) *restCatalog {
 	if cfg.Warehouse == "" {
 		cfg.Warehouse = l.URI()
 	}
@@ -139,13 +139,11 @@ func (c *restCatalog) client(ctx context.Context) (*rest.Catalog, error) {
 		if c.s3 == nil {
 			return nil, fmt.Errorf("%w: SigV4 signing needs the S3 credentials", ErrCatalog)
 		}
-		o := c.s3.Options()
-		region := c.cfg.SigV4Region
-		if region == "" {
-			region = o.Region
+		awsCfg, err := storage.SigV4Config(c.s3, c.cfg.SigV4Region)
+		if err != nil {
+			return nil, fmt.Errorf("%w: SigV4 signing: %w", ErrCatalog, err)
 		}
-		opts = append(opts, rest.WithAwsConfig(aws.Config{Credentials: o.Credentials, Region: region}),
-			rest.WithSigV4RegionSvc(region, c.cfg.SigV4Service))
+		opts = append(opts, rest.WithAwsConfig(awsCfg), rest.WithSigV4RegionSvc(awsCfg.Region, c.cfg.SigV4Service))
 	}
 	cl, err := rest.NewCatalog(ctx, "timelake", c.cfg.URI, opts...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// for the independent client
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/catalogtest"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 )
@@ -345,5 +346,33 @@ func TestRESTSchemaChange(t *testing.T) {
 	}
 	if n := independentRows(t, got); n != 7 {
 		t.Errorf("%d rows, want 7", n)
+	}
+}
+
+// TestRESTSigV4 signs the catalog's requests with the S3 client's
+// credentials and region (storage.SigV4Config), as AWS Glue and S3 Tables
+// want, instead of an OAuth2 token: the server's keys are accepted, a
+// wrong secret is not.
+func TestRESTSigV4(t *testing.T) {
+	ctx := context.Background()
+	srv := catalogtest.FromEnv(t)
+	wh := srv.NewWarehouse(t)
+	for _, secret := range []string{srv.SecretKey, "not-the-secret"} {
+		client, err := storage.NewS3Client(ctx, storage.S3Config{Endpoint: srv.S3Endpoint, Region: srv.Region,
+			AccessKeyID: srv.AccessKey, SecretAccessKey: secret, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(ctx, wh, Options{S3: client, Catalog: &RESTCatalog{URI: srv.URI, SigV4: true, SigV4Service: "s3tables"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.CatalogNamespaces(ctx)
+		if secret == srv.SecretKey && err != nil {
+			t.Fatalf("namespaces with SigV4: %v", err)
+		}
+		if secret != srv.SecretKey && err == nil {
+			t.Fatal("namespaces with SigV4 and a wrong secret: accepted")
+		}
 	}
 }

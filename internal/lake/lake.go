@@ -33,7 +33,6 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -46,8 +45,10 @@ var ErrTableExists = errors.New("table already exists")
 
 // Options configure Open.
 type Options struct {
-	// S3 is the client for s3:// warehouses (required for them).
-	S3 *s3.Client
+	// S3 is the client for s3:// warehouses (required for them): a
+	// *storage.S3Client (storage.NewS3Client). Its credentials and region
+	// also sign a REST catalog's requests (RESTCatalog.SigV4).
+	S3 storage.S3API
 	// Tigris sends X-Tigris-Consistent: true on metadata reads and
 	// conditional writes.
 	Tigris bool

@@ -81,9 +81,20 @@ func IsTigrisEndpoint(endpoint string) bool {
 		h == "tigris.dev" || strings.HasSuffix(h, ".tigris.dev")
 }
 
-// NewS3Client builds an SDK client from cfg. It does no I/O beyond reading
+// NewS3Client builds the S3 client of cfg. It does no I/O beyond reading
 // the shared config files.
-func NewS3Client(ctx context.Context, cfg S3Config) (*s3.Client, error) {
+func NewS3Client(ctx context.Context, cfg S3Config) (*S3Client, error) {
+	c, err := NewSDKClient(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &S3Client{c: c}, nil
+}
+
+// NewSDKClient builds the AWS SDK's client NewS3Client wraps, for the test
+// helpers that call the SDK themselves (a proxied client with shorter
+// retry waits); the program uses NewS3Client.
+func NewSDKClient(ctx context.Context, cfg S3Config) (*s3.Client, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -158,13 +158,13 @@ func newEnv(t *testing.T, seed uint64) *env {
 // quiet drops the warnings timelake logs while faults hit it.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// proxiedClient is timelake's own S3 client (storage.NewS3Client: its
+// proxiedClient is timelake's own S3 client (storage.NewSDKClient: its
 // retry policy, attempts and retryable errors) aimed at the proxy, with
 // the waits between retries cut to a few milliseconds so that storms do
 // not make the suite slow.
 func proxiedClient(t *testing.T, srv s3test.Server, endpoint string) *s3.Client {
 	t.Helper()
-	c, err := storage.NewS3Client(context.Background(), storage.S3Config{Endpoint: endpoint, Region: srv.Region,
+	c, err := storage.NewSDKClient(context.Background(), storage.S3Config{Endpoint: endpoint, Region: srv.Region,
 		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
 	if err != nil {
 		t.Fatal(err)

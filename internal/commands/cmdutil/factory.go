@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/config"
@@ -35,7 +34,7 @@ type Factory struct {
 	globals bool // ResolveGlobals ran
 	env     *config.Env
 	logger  *slog.Logger
-	s3      *s3.Client
+	s3      *storage.S3Client
 	s3cfg   storage.S3Config
 	// CacheDir is --cache-dir as given ("" for the default; the lake's
 	// commands read it, internal/commands/lakecmd).
@@ -199,7 +198,7 @@ func (f *Factory) S3Config(cmd *cobra.Command) (storage.S3Config, error) {
 }
 
 // S3Client builds (once) the S3 client for the resolved settings.
-func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*s3.Client, storage.S3Config, error) {
+func (f *Factory) S3Client(ctx context.Context, cmd *cobra.Command) (*storage.S3Client, storage.S3Config, error) {
 	if f.s3 != nil {
 		return f.s3, f.s3cfg, nil
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
 	"github.com/timelake/timelake/internal/build"
@@ -98,7 +97,7 @@ type CheckOptions struct {
 	Logger  *slog.Logger
 
 	// NewS3Client builds the S3 client; nil means storage.NewS3Client.
-	NewS3Client func(context.Context, storage.S3Config) (*s3.Client, error)
+	NewS3Client func(context.Context, storage.S3Config) (*storage.S3Client, error)
 	// HTTPClient sends the unauthenticated connect request; nil means a
 	// client on a clone of http.DefaultTransport (proxy from the
 	// environment, like the SDK) that does not follow redirects.
@@ -290,7 +289,7 @@ type Checker struct {
 
 	s3Needed bool // landing or warehouse is an S3 location
 	tigris   bool
-	client   *s3.Client
+	client   *storage.S3Client
 	// s3Blocked, when not empty, is why S3 checks cannot run.
 	s3Blocked string
 
@@ -356,7 +355,10 @@ func (c *Checker) Landing() (st storage.Store, done func(), err error) {
 
 // S3 is the S3 client of the checks (nil when none could be built), whether
 // the endpoint is Tigris's, and why S3 checks cannot run ("" when they can).
-func (c *Checker) S3() (client *s3.Client, tigris bool, blocked string) {
+func (c *Checker) S3() (client storage.S3API, tigris bool, blocked string) {
+	if c.client == nil {
+		return nil, c.tigris, c.s3Blocked // no client: a nil interface, not a nil *S3Client
+	}
 	return c.client, c.tigris, c.s3Blocked
 }
 

@@ -13,10 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-
 	"github.com/timelake/timelake/internal/config"
 	"github.com/timelake/timelake/internal/settings"
 	"github.com/timelake/timelake/internal/storage"
@@ -41,13 +37,7 @@ func (c *Checker) resolveServiceURL(ctx context.Context) (string, error) {
 	if e := c.opts.Settings.S3.Endpoint; e != "" {
 		return e, nil
 	}
-	ep, err := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, s3.EndpointParameters{
-		Region: aws.String(c.client.Options().Region), ForcePathStyle: aws.Bool(true),
-	})
-	if err != nil {
-		return "", fmt.Errorf("resolve the AWS S3 endpoint of region %q: %w", c.client.Options().Region, err)
-	}
-	return ep.URI.String(), nil
+	return c.client.ServiceURL(ctx)
 }
 
 func (c *Checker) httpClient() *http.Client {
@@ -203,13 +193,12 @@ func (c *Checker) auth(ctx context.Context) {
 	cr := c.opts.Settings.Credentials
 	cctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
-	prov := c.client.Options().Credentials
-	if prov == nil {
+	creds, err := c.client.Credentials(cctx)
+	if errors.Is(err, storage.ErrNoCredentialsProvider) {
 		c.Fail(CheckAuth, "no credentials provider", "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 		c.blockS3("no credentials")
 		return
 	}
-	creds, err := prov.Retrieve(cctx)
 	if err != nil {
 		c.Fail(CheckAuth, fmt.Sprintf("no credentials found (%s): %v", cr.Kind, err),
 			fmt.Sprintf("set %s and %s in the env file, or %s (docs/configuration.md)", AccessKeyEnv, SecretKeyEnv, ProfileEnv))
@@ -221,16 +210,12 @@ func (c *Checker) auth(ctx context.Context) {
 	if cr.Kind != CredStatic && creds.Source != "" {
 		source = "; credentials from " + creds.Source
 	}
-	_, err = c.client.ListBuckets(cctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
+	err = c.client.ProbeAuth(cctx)
 	if err == nil {
 		c.OK(CheckAuth, fmt.Sprintf("key %s accepted by %s (ListBuckets%s)", key, c.serviceURL, source))
 		return
 	}
-	var ae smithy.APIError
-	code := ""
-	if errors.As(err, &ae) {
-		code = ae.ErrorCode()
-	}
+	code := storage.ErrorCode(err)
 	idVar, secretVar := AccessKeyEnv, SecretKeyEnv
 	if cr.Kind == CredStatic {
 		idVar, secretVar = describeVar(cr.From, AccessKeyEnv), describeVar(cr.From, SecretKeyEnv)
@@ -240,7 +225,7 @@ func (c *Checker) auth(ctx context.Context) {
 		return
 	}
 	// The same explanation ingest prints for the same answer.
-	p := storage.Diagnose(err, storage.Where{}, storage.Names{Endpoint: c.serviceURL, Region: c.client.Options().Region,
+	p := storage.Diagnose(err, storage.Where{}, storage.Names{Endpoint: c.serviceURL, Region: c.client.Region(),
 		KeyID: key, AccessKeyVar: idVar, SecretKeyVar: secretVar, Timeout: c.opts.Timeout})
 	switch {
 	case p != nil && code != "":
