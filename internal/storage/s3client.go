@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"time"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -170,8 +171,18 @@ func NewHTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 		t.MaxIdleConns = max(t.MaxIdleConns, 2*MaxIdleConnsPerHost)
+		t.ResponseHeaderTimeout = responseHeaderTimeout
 	})
 }
+
+// responseHeaderTimeout bounds the wait for a response's headers once a
+// request is sent whole (a large upload's body does not count): a server
+// that accepts connections and never answers (a hung proxy, a stopped
+// process behind a load balancer) fails the request as a network error,
+// which the retryer tries again and the run then reports with its fix,
+// instead of a run that waits forever. Object storage answers in
+// milliseconds, a multipart upload's completion in seconds.
+var responseHeaderTimeout = 60 * time.Second
 
 // profileUsesInstanceMetadata reports whether the shared-config profile
 // (profile, else AWS_PROFILE, else "default"), or a profile it sources its
