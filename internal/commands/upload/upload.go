@@ -361,7 +361,10 @@ func FileLine(r upload.FileResult) string {
 }
 
 // setAsideNote says which rows validation found that ingest sets aside
-// (--on-error skip-rows): their number and the first one's reason.
+// when it reads the file with on-error skip-rows (the gateway's flag, or
+// the profile's setting, is what validation assumed; ingest reads the file
+// with its own flags and the table's properties): their number and the
+// first one's reason.
 func setAsideNote(r upload.FileResult) string {
 	if r.RowsSetAside == 0 || len(r.SetAside) == 0 {
 		return ""
@@ -375,7 +378,7 @@ func setAsideNote(r upload.FileResult) string {
 	if first.Column != "" {
 		at += iostreams.Sprintf(", column %q", first.Column)
 	}
-	return iostreams.Sprintf("; %d %s to be set aside by ingest (--on-error skip-rows), the first %s: %s",
+	return iostreams.Sprintf("; %d %s ingest sets aside if it reads the file with on-error skip-rows (it quarantines the file otherwise), the first %s: %s",
 		r.RowsSetAside, rows, at, first.Reason)
 }
 

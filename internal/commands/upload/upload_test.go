@@ -424,7 +424,7 @@ func TestValidateWithRoutes(t *testing.T) {
 func TestFileLineNamesRowsSetAside(t *testing.T) {
 	r := upload.FileResult{File: "r.csv", Key: "gw/r.csv", Status: upload.Uploaded, Size: 10, RowsSetAside: 3,
 		SetAside: []decode.RejectedRow{{Row: 17, Column: "temperature_c", Reason: `cannot parse "warm" as double`}}}
-	want := `uploaded         r.csv -> gw/r.csv  10 bytes; 3 rows to be set aside by ingest (--on-error skip-rows), the first row 17, column "temperature_c": cannot parse "warm" as double`
+	want := `uploaded         r.csv -> gw/r.csv  10 bytes; 3 rows ingest sets aside if it reads the file with on-error skip-rows (it quarantines the file otherwise), the first row 17, column "temperature_c": cannot parse "warm" as double`
 	if got := uploadcmd.FileLine(r); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
