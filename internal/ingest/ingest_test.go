@@ -582,16 +582,19 @@ func TestDryRunAndMaxFiles(t *testing.T) {
 		t.Fatalf("left %v", left)
 	}
 	// A key loaded before and sent again: a dry run says a real run
-	// deletes it, and deletes nothing.
+	// deletes it (the same size) or quarantines it (another size), and
+	// deletes nothing.
 	e.put(t, "gw/0.csv", csvFile(readings(1, 0, 5), false, false))
+	e.put(t, "gw/1.csv", csvFile(readings(1, 0, 7), false, false))
 	cfg = e.config()
 	cfg.DryRun = true
 	rep, err = ingest.Run(ctx, cfg)
-	if err != nil || len(rep.Files) != 2 || rep.Files[0].Status != ingest.AlreadyLoaded ||
-		!strings.HasSuffix(rep.Files[0].Reason, "; a run without --dry-run deletes it") {
-		t.Fatalf("dry run of a loaded key: %+v, %v", rep, err)
+	if err != nil || len(rep.Files) != 3 || rep.Files[0].Status != ingest.AlreadyLoaded || rep.Files[1].Status != ingest.AlreadyLoaded ||
+		!strings.HasSuffix(rep.Files[0].Reason, "; a run without --dry-run deletes it if it holds the bytes loaded (it quarantines it otherwise)") ||
+		!strings.HasSuffix(rep.Files[1].Reason, ": a run without --dry-run quarantines it as other content under a loaded key") {
+		t.Fatalf("dry run of loaded keys: %+v, %v", rep, err)
 	}
-	if left := e.keys(t, ""); !slices.Equal(left, []string{"gw/0.csv", "gw/2.csv"}) {
+	if left := e.keys(t, ""); !slices.Equal(left, []string{"gw/0.csv", "gw/1.csv", "gw/2.csv"}) {
 		t.Fatalf("the dry run changed the landing bucket: %v", left)
 	}
 }

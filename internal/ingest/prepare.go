@@ -21,6 +21,18 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
+// dryRunLoadedReason says what a run without --dry-run does with a key
+// loaded before (batch b) that is in the landing bucket again with size
+// bytes: a size other than the one loaded is other content (quarantined);
+// the same size is judged by the content's hash, which a dry run does not
+// read.
+func dryRunLoadedReason(b lake.BatchInfo, size int64) string {
+	if was, err := strconv.ParseInt(b.Summary[lake.SummarySourceSize], 10, 64); err == nil && was != size {
+		return fmt.Sprintf("snapshot %d, of %d bytes where the file now has %d: a run without --dry-run quarantines it as other content under a loaded key", b.SnapshotID, was, size)
+	}
+	return fmt.Sprintf("snapshot %d; a run without --dry-run deletes it if it holds the bytes loaded (it quarantines it otherwise)", b.SnapshotID)
+}
+
 // prepare takes one landing object as far as it goes before the commit:
 // download, the already-loaded check, decode, data files written. Problems
 // with the file itself end in quarantine (done); anything else is a fatal
@@ -41,7 +53,7 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			}
 			if ok {
 				it.res.Status, it.res.SnapshotID, it.res.Rows = AlreadyLoaded, b.SnapshotID, b.Rows
-				it.res.Reason = fmt.Sprintf("snapshot %d; a run without --dry-run deletes it", b.SnapshotID)
+				it.res.Reason = dryRunLoadedReason(b, o.Size)
 				return it
 			}
 			// The profile the file would be read with, or why it would
