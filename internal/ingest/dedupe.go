@@ -31,6 +31,11 @@ func (r *runner) sameContent(ctx context.Context, it *item, d *download) bool {
 		}
 		it.res.Status, it.res.SnapshotID, it.res.SameAs, it.done = AlreadyLoaded, b.SnapshotID, b.BatchID, true
 		it.res.Reason = fmt.Sprintf("same content as %s, loaded in snapshot %d; deleted", b.BatchID, b.SnapshotID)
+		if source, _ := r.sourceColumnNames(); source != "" {
+			// Its rows would have differed in the source column alone:
+			// if the key is what tells two senders apart, both are data.
+			it.res.Reason += fmt.Sprintf(" (its rows would differ from those loaded only in %s; if two senders may send the same bytes, load with --content-dedupe=false)", source)
+		}
 		return true
 	}
 	r.mu.Lock()

@@ -261,6 +261,17 @@ func TestSourceColumns(t *testing.T) {
 	if !slices.Equal(sources, []string{"(null)", "gw-1/a.csv", "gw-1/a.csv"}) {
 		t.Fatalf("sources %q (the seed file was loaded before the column)", sources)
 	}
+	// A copy of a.csv from another sender, under content dedupe, is
+	// deleted as a copy, and its line says its rows differed only in the
+	// source column.
+	e.put(t, "gw-2/a.csv", []byte("time,device_id,temperature_c\n2026-01-05T10:00:00Z,d1,1\n2026-01-05T10:01:00Z,d1,2\n"))
+	dedupe := cfg
+	dedupe.ContentDedupe = true
+	rep, err = ingest.Run(ctx, dedupe)
+	if err != nil || rep.AlreadyLoaded != 1 || rep.Files[0].SameAs != "gw-1/a.csv" ||
+		!strings.HasSuffix(rep.Files[0].Reason, "(its rows would differ from those loaded only in _source; if two senders may send the same bytes, load with --content-dedupe=false)") {
+		t.Fatalf("a copy from another sender: %+v %v", rep.Files, err)
+	}
 	// A file with values of its own in the column is refused.
 	e.put(t, "gw-1/b.csv", []byte("time,device_id,temperature_c,_source\n2026-01-05T10:00:00Z,d1,1,mine\n"))
 	rep, err = ingest.Run(ctx, cfg)
