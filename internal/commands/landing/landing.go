@@ -35,7 +35,7 @@ import (
 func NewCmdLanding(f *cmdutil.Factory, runF func(context.Context, any) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "landing",
-		Short: "The landing bucket: its quarantined files (list, requeue, discard), an audit against the table, and each gateway's freshness",
+		Short: "The landing bucket: its quarantined files (rejected, requeue, discard), an audit against the table, and each gateway's freshness",
 		Long: `Files that ingest cannot load are moved to the quarantine prefix of the
 landing bucket (--quarantine-prefix, _rejected/ by default) with a JSON report
 beside each. "landing rejected" lists them with their reasons; once the cause
