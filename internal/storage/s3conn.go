@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	tm "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 )
@@ -19,7 +20,13 @@ type S3Client struct {
 	c *s3.Client
 }
 
-var _ S3API = (*S3Client)(nil)
+// What the store and its uploads ask of the client by type assertion
+// (Upload's multipart path, abortStrays), as of the SDK's own client.
+var (
+	_ S3API           = (*S3Client)(nil)
+	_ tm.S3APIClient  = (*S3Client)(nil)
+	_ multipartLister = (*S3Client)(nil)
+)
 
 // The S3API methods, for S3Store.
 
@@ -49,6 +56,29 @@ func (c *S3Client) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o
 
 func (c *S3Client) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
 	return c.c.DeleteObjects(ctx, in, opts...)
+}
+
+// The multipart upload methods, for Upload (the transfer manager) and
+// abortStrays.
+
+func (c *S3Client) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	return c.c.CreateMultipartUpload(ctx, in, opts...)
+}
+
+func (c *S3Client) UploadPart(ctx context.Context, in *s3.UploadPartInput, opts ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	return c.c.UploadPart(ctx, in, opts...)
+}
+
+func (c *S3Client) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, opts ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	return c.c.CompleteMultipartUpload(ctx, in, opts...)
+}
+
+func (c *S3Client) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	return c.c.AbortMultipartUpload(ctx, in, opts...)
+}
+
+func (c *S3Client) ListMultipartUploads(ctx context.Context, in *s3.ListMultipartUploadsInput, opts ...func(*s3.Options)) (*s3.ListMultipartUploadsOutput, error) {
+	return c.c.ListMultipartUploads(ctx, in, opts...)
 }
 
 // Region is the client's signing region.

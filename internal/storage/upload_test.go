@@ -137,7 +137,24 @@ func TestUploadLocal(t *testing.T) {
 
 func TestUploadS3(t *testing.T) {
 	srv := s3test.FromEnv(t)
-	client := srv.Client(t)
+	// The SDK's client, and the client the program uses (NewS3Client):
+	// each must do what Upload asks of it, multipart uploads included.
+	own, err := NewS3Client(t.Context(), S3Config{Endpoint: srv.Endpoint, Region: srv.Region, AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, client := range map[string]interface {
+		S3API
+		multipartLister
+	}{"sdk": srv.Client(t), "NewS3Client": own} {
+		t.Run(name, func(t *testing.T) { uploadS3(t, srv, client) })
+	}
+}
+
+func uploadS3(t *testing.T, srv s3test.Server, client interface {
+	S3API
+	multipartLister
+}) {
 	bucket := srv.NewBucket(t)
 	s := NewS3Store(client, bucket, "landing", S3StoreOptions{})
 	big := 12 << 20

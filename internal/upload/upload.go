@@ -662,6 +662,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 	if cfg.Validate && !keyed {
 		checked, err := validate(ctx, path, p.src, size, cfg.ValidateOptions)
 		if err != nil {
+			err = staleExport(cfg.Rules, err)
 			if ctx.Err() != nil {
 				return p, ctx.Err()
 			}
@@ -709,6 +710,7 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		var checked decode.CheckResult
 		if err == nil {
 			checked, err = validate(ctx, path, p.src, size, opts)
+			err = staleExport(cfg.Rules, err)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

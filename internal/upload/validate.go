@@ -2,9 +2,11 @@ package upload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -58,6 +60,22 @@ type Rules struct {
 	Profiles   profile.Set
 	Properties map[string]string
 	Exported   *profile.Profile
+	// ExportedFrom names the file Exported and Target were read from and
+	// when they were exported, for the errors a stale export explains
+	// (staleExport).
+	ExportedFrom string
+}
+
+// staleExport adds to a refusal of a column the table's schema lacks,
+// when that schema is an exported profile's (r.ExportedFrom), that the
+// table may have gained the column since the export.
+func staleExport(r *Rules, err error) error {
+	var fe *decode.FileError
+	if r == nil || r.ExportedFrom == "" || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "not in the table schema") {
+		return err
+	}
+	fe.Reason += fmt.Sprintf("; the table's schema here is the one exported to %s: if the table has changed since (columns added with --evolve), export the profile again (timelake tables profile)", r.ExportedFrom)
+	return err
 }
 
 // options are base with the settings the poller reads key with. Errors:

@@ -238,7 +238,8 @@ func rules(cmd *cobra.Command, f *cmdutil.Factory, table TableRules, profileFile
 		if err != nil {
 			return nil, cmdutil.UsageErrorf("--profile-file %v", err)
 		}
-		return &upload.Rules{Target: target, TimeColumn: exp.TimeColumn, Exported: p}, nil
+		return &upload.Rules{Target: target, TimeColumn: exp.TimeColumn, Exported: p,
+			ExportedFrom: iostreams.Sprintf("%s at %s", profileFile, exp.ExportedAt.UTC().Format(time.RFC3339))}, nil
 	case warehouse == "" || name == (tablename.Name{}):
 		return nil, nil
 	case table == nil:
