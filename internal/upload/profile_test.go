@@ -165,3 +165,24 @@ func TestValidateReportsRowsSetAside(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleExportNamed: a column the exported schema lacks is refused
+// naming the profile file and when it was exported (the table may have
+// gained the column since); without an export the reason is as before.
+func TestStaleExportNamed(t *testing.T) {
+	tbl := berlinTable(t)
+	dir := t.TempDir()
+	file := writeFile(t, filepath.Join(dir, "new.csv"), "time,device_id,temperature_c,meta_fw\n2026-01-05T10:00:00Z,p1,21.5,1.2\n", t0)
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"gw.json at 2026-01-05T09:00:00Z", ""} {
+		rules := &Rules{Target: tbl.ArrowSchema(), TimeColumn: "time", Properties: tbl.Properties(), ExportedFrom: from}
+		_, err := Run(t.Context(), Config{Store: s, Files: []string{file}, Gateway: "gw-1", Validate: true, Rules: rules})
+		hint := "the table's schema here is the one exported to gw.json at 2026-01-05T09:00:00Z: if the table has changed since"
+		if err == nil || !strings.Contains(err.Error(), "not in the table schema") || strings.Contains(err.Error(), hint) != (from != "") {
+			t.Errorf("exported from %q: %v", from, err)
+		}
+	}
+}
