@@ -50,7 +50,7 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(datafile.BufferBatches))
 	}
 	return func(yield func(iceberg.DataFile, error) bool) {
-		fs, err := t.lake.fsF(ctx)
+		fs, err := t.fsF(ctx) // confined to the table's location
 		if err != nil {
 			yield(nil, err)
 			return
@@ -69,16 +69,19 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 }
 
 // createDataFile starts the object of a data file: a putFile in an S3
-// warehouse for a path inside the table's location, else the file
-// system's writer.
+// warehouse, else the table's file system's writer. A path outside the
+// table's location (the metadata's location is untrusted) is
+// ErrOutsideTable: nothing is written there.
 func (t *Table) createDataFile(fs icebergio.WriteFileIO) datafile.CreateFunc {
 	return func(ctx context.Context, path string) (io.WriteCloser, error) {
 		lk := t.lake
+		rel, err := lk.tableRel(t.name, path)
+		if err != nil {
+			return nil, err
+		}
 		if lk.loc.IsS3() {
-			if rel, err := lk.tableRel(t.name, path); err == nil {
-				spill := func() (io.WriteCloser, error) { return fs.Create(path) }
-				return newPutFile(ctx, lk.store, tablePrefix(t.name)+rel, spill), nil
-			}
+			spill := func() (io.WriteCloser, error) { return fs.Create(path) }
+			return newPutFile(ctx, lk.store, tablePrefix(t.name)+rel, spill), nil
 		}
 		return fs.Create(path)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -258,8 +259,8 @@ func addSpec(t *testing.T, l *Lake, tbl *Table) {
 }
 
 // TestAppendElsewhereRefused: an append to a table whose location is not
-// its folder in the lake is refused with ErrOutsideTable, and commits
-// nothing.
+// its folder in the lake is refused with ErrOutsideTable before a data
+// file is written there, and commits nothing.
 func TestAppendElsewhereRefused(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
@@ -271,12 +272,11 @@ func TestAppendElsewhereRefused(t *testing.T) {
 	away := copyTable(t, l, tbl, n, 2, l.tableLocation(n)+"-away")
 	rec := rowsAt(t, away, time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC), 5, 0)
 	defer rec.Release()
-	p, err := away.Prepare(ctx, "a.csv", []arrow.RecordBatch{rec}, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := away.Commit(ctx, []*Prepared{p}, CommitOptions{}); !errors.Is(err, ErrOutsideTable) {
+	if _, err := away.Prepare(ctx, "a.csv", []arrow.RecordBatch{rec}, nil, 0); !errors.Is(err, ErrOutsideTable) {
 		t.Fatalf("append to a table stored elsewhere: %v, want ErrOutsideTable", err)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(l.tableLocation(n)+"-away", "file://")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused append wrote below the other location: %v", err)
 	}
 	if away.Version() != 1 {
 		t.Fatalf("version %d after the refused append", away.Version())
