@@ -84,9 +84,13 @@ func (f *putFile) Close() error {
 }
 
 // Abort drops the file without storing it (the data file writer's
-// discard).
+// discard): a spilled file's writer is aborted when it can be (storeIO's
+// uploads nothing), else closed.
 func (f *putFile) Abort() error {
 	if f.out != nil {
+		if a, ok := f.out.(interface{ Abort() error }); ok {
+			return a.Abort()
+		}
 		return f.out.Close()
 	}
 	f.release()

@@ -60,14 +60,17 @@ func TestPutFile(t *testing.T) {
 			t.Errorf("%s: stored %d bytes (size %d, %v), want the %d written", tc.name, len(got), info.Size, err, len(body))
 		}
 	}
-	f := open("aborted.parquet", putFileBuffer)
-	if _, err := f.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Abort(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.store.Stat(ctx, key("aborted.parquet")); !errors.Is(err, storage.ErrNotExist) {
-		t.Errorf("aborted file: stat says %v, want it absent", err)
+	// Aborted in memory, and after it spilled: nothing is stored.
+	for name, limit := range map[string]int{"aborted.parquet": putFileBuffer, "aborted-spilled.parquet": 100} {
+		f := open(name, limit)
+		if _, err := f.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.store.Stat(ctx, key(name)); !errors.Is(err, storage.ErrNotExist) {
+			t.Errorf("%s: stat says %v, want it absent", name, err)
+		}
 	}
 }

@@ -336,17 +336,22 @@ type storeWriter struct {
 	// for the default (tests lower it).
 	multipartThreshold int64
 	closed             bool
+	err                error // the first write's error: Close uploads nothing
 }
 
 func (w *storeWriter) Write(p []byte) (int, error) {
 	if w.closed {
 		return 0, &iofs.PathError{Op: "write", Path: w.uri, Err: iofs.ErrClosed}
 	}
+	if w.err != nil {
+		return 0, w.err
+	}
 	n, err := w.tmp.Write(p)
 	w.sum.Write(p[:n])
 	w.n += int64(n)
 	if err != nil {
-		return n, &iofs.PathError{Op: "write", Path: w.uri, Err: err}
+		w.err = &iofs.PathError{Op: "write", Path: w.uri, Err: err}
+		return n, w.err
 	}
 	return n, nil
 }
@@ -356,8 +361,20 @@ func (w *storeWriter) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{w}, r)
 }
 
+// Abort drops the file: the temporary file is removed and nothing is
+// uploaded (a data file the writer discards).
+func (w *storeWriter) Abort() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.tmp.Close()
+	return os.Remove(w.tmp.Name())
+}
+
 // Close uploads the file and removes the temporary file, whatever the
-// upload's outcome.
+// upload's outcome; after a failed write it uploads nothing and returns
+// that write's error.
 func (w *storeWriter) Close() error {
 	if w.closed {
 		return &iofs.PathError{Op: "close", Path: w.uri, Err: iofs.ErrClosed}
@@ -367,6 +384,9 @@ func (w *storeWriter) Close() error {
 		w.tmp.Close()
 		os.Remove(w.tmp.Name())
 	}()
+	if w.err != nil {
+		return w.err
+	}
 	_, err := storage.Upload(w.io.ctx, w.io.store, w.key, w.tmp, w.n, storage.UploadOptions{
 		SHA256:             hex.EncodeToString(w.sum.Sum(nil)),
 		ContentType:        "application/octet-stream",

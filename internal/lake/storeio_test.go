@@ -97,6 +97,26 @@ func TestStoreIO(t *testing.T) {
 				}
 			}
 
+			// A file the writer discards is not uploaded, and its
+			// temporary file goes.
+			w, err = fsys.Create(base + "data/dropped.parquet")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(large); err != nil {
+				t.Fatal(err)
+			}
+			dropped := w.(*storeWriter).tmp.Name()
+			if err := w.(*storeWriter).Abort(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dropped); !errors.Is(err, iofs.ErrNotExist) {
+				t.Errorf("temporary file %s left by Abort: %v", dropped, err)
+			}
+			if _, err := store.Stat(ctx, "iot/readings/data/dropped.parquet"); !errors.Is(err, storage.ErrNotExist) {
+				t.Errorf("an aborted file was uploaded: %v", err)
+			}
+
 			f, err = fsys.Open(base + "data/large.parquet")
 			if err != nil {
 				t.Fatal(err)
