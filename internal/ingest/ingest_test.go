@@ -590,7 +590,7 @@ func TestDryRunAndMaxFiles(t *testing.T) {
 	cfg.DryRun = true
 	rep, err = ingest.Run(ctx, cfg)
 	if err != nil || len(rep.Files) != 3 || rep.Files[0].Status != ingest.AlreadyLoaded || rep.Files[1].Status != ingest.AlreadyLoaded ||
-		!strings.HasSuffix(rep.Files[0].Reason, "; a run without --dry-run deletes it if it holds the bytes loaded (it quarantines it otherwise)") ||
+		!strings.HasSuffix(rep.Files[0].Reason, "; a run without --dry-run deletes it if it holds the content loaded (it quarantines it otherwise)") ||
 		!strings.HasSuffix(rep.Files[1].Reason, ": a run without --dry-run quarantines it as other content under a loaded key") {
 		t.Fatalf("dry run of loaded keys: %+v, %v", rep, err)
 	}

@@ -23,14 +23,18 @@ import (
 
 // dryRunLoadedReason says what a run without --dry-run does with a key
 // loaded before (batch b) that is in the landing bucket again with size
-// bytes: a size other than the one loaded is other content (quarantined);
-// the same size is judged by the content's hash, which a dry run does not
-// read.
+// bytes: a size other than the one loaded is other content (quarantined)
+// unless the file was compressed; the rest is judged by the content's
+// hash, which a dry run does not read.
 func dryRunLoadedReason(b lake.BatchInfo, size int64) string {
-	if was, err := strconv.ParseInt(b.Summary[lake.SummarySourceSize], 10, 64); err == nil && was != size {
+	// A compressed file is judged by its decompressed content: another
+	// size may hold the same (compressed again at another level).
+	content := b.Summary[lake.SummaryContentSHA256]
+	compressed := content != "" && content != b.Summary[lake.SummarySourceSHA256]
+	if was, err := strconv.ParseInt(b.Summary[lake.SummarySourceSize], 10, 64); err == nil && was != size && !compressed {
 		return fmt.Sprintf("snapshot %d, of %d bytes where the file now has %d: a run without --dry-run quarantines it as other content under a loaded key", b.SnapshotID, was, size)
 	}
-	return fmt.Sprintf("snapshot %d; a run without --dry-run deletes it if it holds the bytes loaded (it quarantines it otherwise)", b.SnapshotID)
+	return fmt.Sprintf("snapshot %d; a run without --dry-run deletes it if it holds the content loaded (it quarantines it otherwise)", b.SnapshotID)
 }
 
 // prepare takes one landing object as far as it goes before the commit:
