@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -76,6 +77,13 @@ func (s *S3Store) GetRange(ctx context.Context, key string, off, n int64) (io.Re
 	}, s.readOpts()...)
 	if err != nil {
 		return nil, classify("get", key, err)
+	}
+	// A server or proxy that ignores Range answers 200 with the whole
+	// object: its first bytes are not those at off.
+	if cr := aws.ToString(out.ContentRange); !strings.HasPrefix(cr, "bytes "+strconv.FormatInt(off, 10)+"-") &&
+		(cr != "" || aws.ToInt64(out.ContentLength) > n) {
+		out.Body.Close()
+		return nil, fmt.Errorf("get %s: asked for %d bytes at %d, the server answered %q (%d bytes): it does not honour Range requests", key, n, off, cr, aws.ToInt64(out.ContentLength))
 	}
 	return out.Body, nil
 }
