@@ -43,6 +43,11 @@ type CheckResult struct {
 	// order; with a sample, only the sample's): the file loads without
 	// them.
 	SetAside []RejectedRow
+	// Sampled is set when the values of only the first rows were checked
+	// (a large CSV or TSV file: SampleRows, SampleBytes); RowsChecked
+	// counts those rows. SetAside are then the sample's alone.
+	Sampled     bool
+	RowsChecked int64
 }
 
 // Check reports whether a landing file would decode, as Decode would decode
@@ -141,7 +146,9 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		}
 		sample.R = bytes.NewReader(b)
 	}
-	return checkDecode(ctx, sample, opts)
+	res, err = checkDecode(ctx, sample, opts)
+	res.Sampled = true
+	return res, err
 }
 
 // checkJSON decodes a whole JSON file, every object and value, in pieces
@@ -171,7 +178,7 @@ func checkDecode(ctx context.Context, src Source, opts DecodeOptions) (CheckResu
 	}
 	var res CheckResult
 	if d != nil {
-		res.SetAside = d.Rejected
+		res.SetAside, res.RowsChecked = d.Rejected, d.Rows+int64(len(d.Rejected))
 	}
 	d.Release()
 	return res, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"errors"
 	"io"
 	"strings"
@@ -133,5 +134,25 @@ func TestGzipBomb(t *testing.T) {
 	}
 	if n, err := io.Copy(io.Discard, zr); err != nil || n != int64(text.Len()) {
 		t.Fatalf("NewGzipReader read %d bytes, %v; want %d", n, err, text.Len())
+	}
+}
+
+// TestCheckSampleSetAside: of a large CSV file Check reads the values of
+// the first rows only, and says so with the rows set aside among them.
+func TestCheckSampleSetAside(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("time,v\n")
+	for i := range 3000 {
+		temp := "21.5"
+		if i == 100 || i == 1500 || i == 2500 {
+			temp = "warm"
+		}
+		fmt.Fprintf(&b, "2026-01-05T%02d:%02d:00Z,%s\n", i/60%24, i%60, temp)
+	}
+	text := b.String()
+	res, err := Check(context.Background(), Source{Key: "big.csv", R: strings.NewReader(text), Size: int64(len(text))},
+		DecodeOptions{Target: timeOnlyTarget(t), TimeColumn: "time", OnError: OnErrorSkipRows}, CheckOptions{SampleRows: 1000})
+	if err != nil || !res.Sampled || res.RowsChecked != 1000 || len(res.SetAside) != 1 || res.SetAside[0].Row != 101 {
+		t.Fatalf("check of a sample: %+v, %v; want row 101 of the first 1000 set aside", res, err)
 	}
 }

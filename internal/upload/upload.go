@@ -191,6 +191,10 @@ type FileResult struct {
 	// file's sample); SetAside are the first maxSetAsideListed of them.
 	RowsSetAside int                  `json:"rows_set_aside,omitempty"`
 	SetAside     []decode.RejectedRow `json:"set_aside,omitempty"`
+	// SampledRows, when set, is how many rows (a large CSV or TSV file's
+	// first) the rows set aside were found among: the rest was not
+	// checked.
+	SampledRows int64 `json:"sampled_rows,omitempty"`
 
 	// read is the spool file's size and modification time when it was
 	// read, checked again before it is deleted.
@@ -205,6 +209,9 @@ const maxSetAsideListed = 10
 func (r *FileResult) noteSetAside(c decode.CheckResult) {
 	r.RowsSetAside = len(c.SetAside)
 	r.SetAside = c.SetAside[:min(len(c.SetAside), maxSetAsideListed)]
+	if c.Sampled {
+		r.SampledRows = c.RowsChecked
+	}
 }
 
 // fileState is what says a local file did not change: its size and

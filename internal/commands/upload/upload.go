@@ -379,6 +379,9 @@ func setAsideNote(r upload.FileResult) string {
 	if first.Column != "" {
 		at += iostreams.Sprintf(", column %q", first.Column)
 	}
+	if r.SampledRows > 0 {
+		rows += iostreams.Sprintf(" of the first %d checked", r.SampledRows)
+	}
 	return iostreams.Sprintf("; %d %s ingest sets aside if it reads the file with on-error skip-rows (it quarantines the file otherwise), the first %s: %s",
 		r.RowsSetAside, rows, at, first.Reason)
 }

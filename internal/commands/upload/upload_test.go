@@ -428,6 +428,10 @@ func TestFileLineNamesRowsSetAside(t *testing.T) {
 	if got := uploadcmd.FileLine(r); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	r.SampledRows = 1000
+	if got := uploadcmd.FileLine(r); !strings.Contains(got, "; 3 rows of the first 1000 checked ingest sets aside") {
+		t.Errorf("a sample: %s", got)
+	}
 	r.RowsSetAside, r.SetAside = 0, nil
 	if got := uploadcmd.FileLine(r); strings.Contains(got, "set aside") {
 		t.Errorf("no row set aside: %s", got)
