@@ -362,7 +362,7 @@ func (s *lineScan) emitMatched(line []byte, value func(path []byte, k jsonKind, 
 	sh := &s.shape
 	v := 0
 	for _, m := range sh.members {
-		path := sh.paths[m.p0:m.p1]
+		path := sh.paths[m.p0:m.p1:m.p1] // no room after it: an append copies
 		if m.object {
 			if err := value(path, jsonObject, nil); err != nil {
 				return err
