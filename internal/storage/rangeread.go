@@ -70,12 +70,14 @@ func (s *S3Store) GetRange(ctx context.Context, key string, off, n int64) (io.Re
 	if off < 0 || n <= 0 {
 		return nil, fmt.Errorf("get %s: invalid range of %d bytes at %d", key, n, off)
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+	gctx, cancel := context.WithCancel(ctx)
+	out, err := s.client.GetObject(gctx, &s3.GetObjectInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.prefix + key),
 		Range:  aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10)),
 	}, s.readOpts()...)
 	if err != nil {
+		cancel()
 		return nil, classify("get", key, err)
 	}
 	// A server or proxy that ignores Range answers 200 with the whole
@@ -83,9 +85,10 @@ func (s *S3Store) GetRange(ctx context.Context, key string, off, n int64) (io.Re
 	if cr := aws.ToString(out.ContentRange); !strings.HasPrefix(cr, "bytes "+strconv.FormatInt(off, 10)+"-") &&
 		(cr != "" || aws.ToInt64(out.ContentLength) > n) {
 		out.Body.Close()
+		cancel()
 		return nil, fmt.Errorf("get %s: asked for %d bytes at %d, the server answered %q (%d bytes): it does not honour Range requests", key, n, off, cr, aws.ToInt64(out.ContentLength))
 	}
-	return out.Body, nil
+	return guardBody(out.Body, key, cancel), nil
 }
 
 // GetRange opens the file and reads the section [off, off+n) of it.

@@ -190,11 +190,13 @@ func (s *S3Store) List(ctx context.Context, prefix string, fn func(ObjectInfo) e
 
 // Get streams an object.
 func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+	gctx, cancel := context.WithCancel(ctx)
+	out, err := s.client.GetObject(gctx, &s3.GetObjectInput{
 		Bucket: aws.String(s.bucket),
 		Key:    aws.String(s.prefix + key),
 	}, s.readOpts()...)
 	if err != nil {
+		cancel()
 		return nil, ObjectInfo{}, classify("get", key, err)
 	}
 	info := ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}
@@ -204,7 +206,7 @@ func (s *S3Store) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInf
 	if len(out.Metadata) > 0 {
 		info.Metadata = out.Metadata
 	}
-	return out.Body, info, nil
+	return guardBody(out.Body, key, cancel), info, nil
 }
 
 // Stat issues HeadObject.

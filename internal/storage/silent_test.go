@@ -2,7 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,4 +55,57 @@ func TestSilentServerFails(t *testing.T) {
 		t.Fatalf("the timeout is not explained: %v, problem %+v", err, p)
 	}
 	t.Logf("%v\n%s\nFix: %s", err, p.Error(), p.Fix)
+}
+
+// TestStalledBodyFails: a GET whose body stops coming after its first
+// bytes ends with errBodyStalled once no byte came for bodyStallTimeout,
+// instead of a read that waits forever; a body that keeps coming, however
+// slowly, is read whole.
+func TestStalledBodyFails(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		slow := strings.HasSuffix(r.URL.Path, "/slow")
+		for i := range 10 {
+			w.Write([]byte("0123456789"))
+			w.(http.Flusher).Flush()
+			if !slow && i == 0 {
+				<-release // stall after the first ten bytes
+				return
+			}
+			if slow {
+				time.Sleep(100 * time.Millisecond) // under the stall timeout each time
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // before the server's Close, which waits for its handlers
+	defer func(d time.Duration) { bodyStallTimeout = d }(bodyStallTimeout)
+	bodyStallTimeout = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := NewS3Client(ctx, S3Config{Endpoint: srv.URL, AccessKeyID: "k", SecretAccessKey: "s", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewS3Store(client, "landing", "", S3StoreOptions{})
+	rc, _, err := store.Get(ctx, "gw/stalls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if !errors.Is(err, errBodyStalled) || len(got) != 10 || ctx.Err() != nil {
+		t.Fatalf("a stalled body: %d bytes, %v", len(got), err)
+	}
+	rc, _, err = store.Get(ctx, "gw/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = io.ReadAll(rc)
+	rc.Close()
+	if err != nil || len(got) != 100 {
+		t.Fatalf("a slow body: %d bytes, %v", len(got), err)
+	}
 }
