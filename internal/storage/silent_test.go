@@ -108,4 +108,20 @@ func TestStalledBodyFails(t *testing.T) {
 	if err != nil || len(got) != 100 {
 		t.Fatalf("a slow body: %d bytes, %v", len(got), err)
 	}
+	// A reader that pauses between its reads longer than the timeout is
+	// not cut: only a read waiting for bytes is timed.
+	rc, _, err = store.Get(ctx, "gw/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 10)
+	if _, err := io.ReadFull(rc, head); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * bodyStallTimeout)
+	rest, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || len(rest) != 90 {
+		t.Fatalf("a body read after a pause: %d more bytes, %v", len(rest), err)
+	}
 }

@@ -21,8 +21,10 @@ var bodyStallTimeout = 60 * time.Second
 var errBodyStalled = errors.New("the connection stopped sending the object's bytes")
 
 // stallGuard is an object's body whose reads end with errBodyStalled when
-// no byte came for bodyStallTimeout: it cancels the request's context,
-// which aborts the read under it.
+// one waits bodyStallTimeout for a byte: it cancels the request's context,
+// which aborts the read under it. Only a read in progress is timed: a
+// reader that pauses between reads (a Parquet reader between column
+// chunks) is not cut.
 type stallGuard struct {
 	body   io.ReadCloser
 	key    string
@@ -30,6 +32,7 @@ type stallGuard struct {
 	timer  *time.Timer
 
 	mu      sync.Mutex
+	reading bool
 	stalled bool
 }
 
@@ -37,27 +40,34 @@ type stallGuard struct {
 // context its request was made with.
 func guardBody(body io.ReadCloser, key string, cancel context.CancelFunc) *stallGuard {
 	g := &stallGuard{body: body, key: key, cancel: cancel}
-	g.timer = time.AfterFunc(bodyStallTimeout, func() {
-		g.mu.Lock()
-		g.stalled = true
-		g.mu.Unlock()
-		cancel()
-	})
+	g.timer = time.AfterFunc(time.Hour, g.expire)
+	g.timer.Stop()
 	return g
 }
 
-func (g *stallGuard) Read(p []byte) (int, error) {
-	n, err := g.body.Read(p)
-	if n > 0 {
-		g.timer.Reset(bodyStallTimeout)
+// expire ends the read in progress, if any.
+func (g *stallGuard) expire() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reading {
+		g.stalled = true
+		g.cancel()
 	}
-	if err != nil && err != io.EOF {
-		g.mu.Lock()
-		stalled := g.stalled
-		g.mu.Unlock()
-		if stalled {
-			err = fmt.Errorf("get %s: no byte for %s: %w", g.key, bodyStallTimeout, errBodyStalled)
-		}
+}
+
+func (g *stallGuard) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	g.reading = true
+	g.mu.Unlock()
+	g.timer.Reset(bodyStallTimeout)
+	n, err := g.body.Read(p)
+	g.timer.Stop()
+	g.mu.Lock()
+	g.reading = false
+	stalled := g.stalled
+	g.mu.Unlock()
+	if err != nil && err != io.EOF && stalled {
+		err = fmt.Errorf("get %s: no byte for %s: %w", g.key, bodyStallTimeout, errBodyStalled)
 	}
 	return n, err
 }
