@@ -77,14 +77,14 @@ const (
 	// gateway's keys, and conditional create there.
 	CheckUploadPut         = "upload-put"
 	CheckUploadConditional = "upload-conditional"
-	CheckLakeBucket    = "lake-bucket"
-	CheckLakeCommit    = "lake-commit"
-	CheckCatalogConfig = "catalog-config"
-	CheckCatalogAuth   = "catalog-auth"
-	CheckCatalogNS     = "catalog-namespace"
-	CheckCatalogCommit = "catalog-commit"
-	CheckTable         = "table"
-	CheckProfiles      = "profiles"
+	CheckLakeBucket        = "lake-bucket"
+	CheckLakeCommit        = "lake-commit"
+	CheckCatalogConfig     = "catalog-config"
+	CheckCatalogAuth       = "catalog-auth"
+	CheckCatalogNS         = "catalog-namespace"
+	CheckCatalogCommit     = "catalog-commit"
+	CheckTable             = "table"
+	CheckProfiles          = "profiles"
 )
 
 // CatalogChecks are the checks of the REST catalog, which --catalog none
