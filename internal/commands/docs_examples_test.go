@@ -15,6 +15,7 @@ import (
 
 	"github.com/timelake/timelake/internal/commands"
 	"github.com/timelake/timelake/internal/commands/cmdutil"
+	"github.com/timelake/timelake/internal/commands/gateway"
 	"github.com/timelake/timelake/internal/iostreams"
 )
 
@@ -48,7 +49,7 @@ type docCommand struct {
 	env     map[string]string // VAR=value given before it or in the block
 	envFile bool              // --env-file, a sourced env file, or the marker
 	lenient bool              // an inline span or a synopsis: command and flag names only
-	gateway bool              // timelake-gateway, whose commands are timelake's upload and env
+	gateway bool              // timelake-gateway: run through its own command tree
 }
 
 func (c docCommand) String() string {
@@ -91,7 +92,7 @@ func TestDocsExamples(t *testing.T) {
 			if slices.Contains(refusals, strings.Join(c.args, " ")) {
 				continue
 			}
-			if msg := checkNames(c.args); msg != "" {
+			if msg := checkNames(c.args, c.gateway); msg != "" {
 				t.Errorf("%s\n\t%s", c, msg)
 			}
 			continue
@@ -128,7 +129,7 @@ func runStubbed(c docCommand, envFile string) string {
 	}
 	ios, _, _ := iostreams.Test()
 	f := &cmdutil.Factory{IO: ios, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
-	root := commands.NewRootCmdStubbed(f, func(context.Context, any) error { return nil })
+	root := stubbedRoot(f, c.gateway)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(context.Background())
 	switch {
@@ -142,11 +143,20 @@ func runStubbed(c docCommand, envFile string) string {
 	return "" // not a usage error: the line itself is right (e.g. a file the example names is not here)
 }
 
+// stubbedRoot is the command tree of timelake, or of timelake-gateway, with
+// every run function stubbed.
+func stubbedRoot(f *cmdutil.Factory, gatewayBinary bool) *cobra.Command {
+	stub := func(context.Context, any) error { return nil }
+	if gatewayBinary {
+		return gateway.NewRootCmdStubbed(f, stub)
+	}
+	return commands.NewRootCmdStubbed(f, stub)
+}
+
 // checkNames reports an unknown command or flag of a lenient command.
-func checkNames(args []string) string {
+func checkNames(args []string, gatewayBinary bool) string {
 	ios, _, _ := iostreams.Test()
-	root := commands.NewRootCmdStubbed(&cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }},
-		func(context.Context, any) error { return nil })
+	root := stubbedRoot(&cmdutil.Factory{IO: ios, Getenv: func(string) (string, bool) { return "", false }}, gatewayBinary)
 	var words []string
 	for _, a := range args {
 		if strings.HasPrefix(a, "-") {

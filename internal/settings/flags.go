@@ -18,12 +18,27 @@ func Bind(fs *pflag.FlagSet, command Command) {
 		if s.Flag == "" || !s.UsedBy(command) {
 			continue
 		}
-		fl := &pflag.Flag{Name: s.Flag, Usage: s.Help + EnvHelp(s.Env...), Value: s.newValue(), DefValue: s.Default}
-		if s.isSwitch {
-			fl.NoOptDefVal = "true"
-		}
-		fs.AddFlag(fl)
+		addFlag(fs, s)
 	}
+}
+
+// BindSpecs adds to fs the flags of the settings given, as Bind does, for
+// a command that reads settings of another command (the gateway's env
+// check reads upload's --gateway and --prefix).
+func BindSpecs(fs *pflag.FlagSet, specs ...*Spec) {
+	for _, s := range specs {
+		if s.Flag != "" {
+			addFlag(fs, s)
+		}
+	}
+}
+
+func addFlag(fs *pflag.FlagSet, s *Spec) {
+	fl := &pflag.Flag{Name: s.Flag, Usage: s.Help + EnvHelp(s.Env...), Value: s.newValue(), DefValue: s.Default}
+	if s.isSwitch {
+		fl.NoOptDefVal = "true"
+	}
+	fs.AddFlag(fl)
 }
 
 // Owner returns the setting whose flag fl is, or nil when fl was not bound

@@ -60,6 +60,7 @@ const (
 	CheckTableName     = "table-name"
 	CheckRoutes        = "routes"
 	CheckLanding       = "landing"
+	CheckUploadKeys    = "upload-keys" // the gateway binary's: where upload writes
 	CheckSettings      = "settings"
 	CheckVariables     = "variables"
 	CheckCatalog       = "catalog"
@@ -71,14 +72,19 @@ const (
 	CheckAuth          = "auth"
 	CheckLandingBucket = "landing-bucket"
 	CheckLandingLease  = "landing-lease"
-	CheckLakeBucket    = "lake-bucket"
-	CheckLakeCommit    = "lake-commit"
-	CheckCatalogConfig = "catalog-config"
-	CheckCatalogAuth   = "catalog-auth"
-	CheckCatalogNS     = "catalog-namespace"
-	CheckCatalogCommit = "catalog-commit"
-	CheckTable         = "table"
-	CheckProfiles      = "profiles"
+	// The gateway binary checks what upload needs instead of the two
+	// landing rows above: a put, HEAD and delete of a probe below the
+	// gateway's keys, and conditional create there.
+	CheckUploadPut         = "upload-put"
+	CheckUploadConditional = "upload-conditional"
+	CheckLakeBucket        = "lake-bucket"
+	CheckLakeCommit        = "lake-commit"
+	CheckCatalogConfig     = "catalog-config"
+	CheckCatalogAuth       = "catalog-auth"
+	CheckCatalogNS         = "catalog-namespace"
+	CheckCatalogCommit     = "catalog-commit"
+	CheckTable             = "table"
+	CheckProfiles          = "profiles"
 )
 
 // CatalogChecks are the checks of the REST catalog, which --catalog none
@@ -208,6 +214,9 @@ read is a warning.`,
   timelake-gateway env check --landing s3://my-lake-landing --json`
 	}
 	settings.Bind(cmd.Flags(), settings.EnvCheck)
+	if lake == nil {
+		settings.BindSpecs(cmd.Flags(), &settings.Gateway.Spec, &settings.UploadPrefix.Spec)
+	}
 	return cmd
 }
 
@@ -215,18 +224,24 @@ read is a warning.`,
 const landingCheckLong = `Run every check that "timelake-gateway upload" depends on and print one row
 per check (name, ok/warn/fail/skip, what was found, how to fix it):
 
-  settings    landing bucket, every other setting's value, endpoint, region
-              and where the credentials come from
+  settings    landing bucket, where upload writes (the landing location,
+              --prefix and --gateway), every other setting's value,
+              endpoint, region and where the credentials come from
   connect     the endpoint answers (DNS, TCP, TLS) within --timeout
   clock       the local clock is within 1 minute of the server's (SigV4
               fails beyond 15 minutes)
   auth        the credentials are accepted (one ListBuckets call)
-  landing     list, put/get/delete a probe object under _timelake/probe/,
-              and conditional create (the If-None-Match: * put upload uses)
+  upload      below the gateway's keys only, under a hidden name ingest
+              never loads (.timelake-env-check.tmp): put a probe, HEAD it
+              and delete it, then conditional create (the If-None-Match: *
+              put upload uses: a second one must be refused with 412)
 
-Probe objects are deleted even when a check fails. The exit code is 1 when
-any check failed, 0 otherwise (warnings included). Secrets are never
-printed.`
+It neither lists the bucket nor writes anywhere else, so a write-only key
+(s3:PutObject, s3:GetObject and s3:AbortMultipartUpload on the gateway's
+keys, docs/gateways.md) passes. A delete the key
+may not do is fine: the probe stays, and the next check writes the same
+name again. The exit code is 1 when any check failed, 0 otherwise (warnings
+included). Secrets are never printed.`
 
 // RunCheck runs every check, prints the report (a table, tab-separated lines
 // in a pipe, or --json), and returns a *cmdutil.SilentError with ExitFailed
@@ -248,11 +263,12 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	c := newChecker(opts)
 	c.version()
 	if !c.envFile() {
-		names := []string{CheckLanding, CheckSettings, CheckVariables, CheckEndpoint, CheckRegion, CheckCredentials,
-			CheckConnect, CheckClock, CheckAuth, CheckLandingBucket, CheckLandingLease}
+		network := []string{CheckEndpoint, CheckRegion, CheckCredentials, CheckConnect, CheckClock, CheckAuth}
+		names := slices.Concat([]string{CheckLanding, CheckUploadKeys, CheckSettings, CheckVariables},
+			network, []string{CheckUploadPut, CheckUploadConditional})
 		if opts.Lake != nil {
 			names = slices.Concat([]string{CheckWarehouse, CheckTableName, CheckRoutes, CheckLanding, CheckSettings, CheckVariables, CheckCatalog},
-				names[3:], []string{CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable, CheckProfiles})
+				network, []string{CheckLandingBucket, CheckLandingLease, CheckLakeBucket, CheckLakeCommit}, CatalogChecks, []string{CheckTable, CheckProfiles})
 		}
 		for _, n := range names {
 			c.Skip(n, "settings unknown: "+errEnvFile.Error())
@@ -261,12 +277,14 @@ func RunChecks(ctx context.Context, opts *CheckOptions) *Report {
 	}
 	c.settings(ctx)
 	c.network(ctx)
-	c.landingBucket(ctx)
-	if opts.Lake != nil {
-		c.lake(ctx)
-		opts.Lake.Catalog(ctx, c)
-		opts.Lake.Table(ctx, c)
+	if opts.Lake == nil {
+		c.uploadTarget(ctx)
+		return c.report()
 	}
+	c.landingBucket(ctx)
+	c.lake(ctx)
+	opts.Lake.Catalog(ctx, c)
+	opts.Lake.Table(ctx, c)
 	return c.report()
 }
 
@@ -300,6 +318,10 @@ type Checker struct {
 	serviceURL      string
 	lakeListed      bool // the warehouse could be listed
 	landingListed   bool // the landing bucket could be listed and written
+	// uploadFolder is where upload writes in the landing location,
+	// [prefix/]gateway/ ("" when unknown): the gateway binary's probes go
+	// there.
+	uploadFolder string
 }
 
 // Warehouse is the warehouse setting's location; false when it is

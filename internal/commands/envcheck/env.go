@@ -66,12 +66,17 @@ type Settings struct {
 	Table     config.Setting
 	// Routes is TIMELAKE_ROUTES as given; RouteRules its rules, or
 	// RoutesErr why they do not read.
-	Routes      config.Setting
-	RouteRules  route.Routes
-	RoutesErr   error
-	Endpoint    config.Setting
-	Region      config.Setting
-	Credentials Credentials
+	Routes     config.Setting
+	RouteRules route.Routes
+	RoutesErr  error
+	// Gateway and UploadPrefix are upload's --gateway and --prefix, which
+	// place the gateway's keys (the gateway binary's env check probes
+	// there).
+	Gateway      config.Setting
+	UploadPrefix config.Setting
+	Endpoint     config.Setting
+	Region       config.Setting
+	Credentials  Credentials
 	// S3 is the connection ingest would use; S3Err is why it could not be
 	// built from the settings (e.g. an invalid TIMELAKE_S3_VIRTUAL_HOSTED).
 	S3    storage.S3Config
@@ -149,6 +154,8 @@ func resolveSettings(cmd *cobra.Command, f *cmdutil.Factory) (Settings, error) {
 	s.Table = r.Lookup(&settings.Table.Spec)
 	s.Routes = r.Lookup(&settings.Routes.Spec)
 	s.RouteRules, _, s.RoutesErr = settings.Routes.Resolve(r)
+	s.Gateway = r.Lookup(&settings.Gateway.Spec)
+	s.UploadPrefix = r.Lookup(&settings.UploadPrefix.Spec)
 	s.Endpoint = r.Lookup(&settings.Endpoint.Spec)
 	s.Region = r.Lookup(&settings.Region.Spec)
 	s.Credentials = credentialsFrom(env)

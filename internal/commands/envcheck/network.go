@@ -221,7 +221,11 @@ func (c *Checker) auth(ctx context.Context) {
 		idVar, secretVar = describeVar(cr.From, AccessKeyEnv), describeVar(cr.From, SecretKeyEnv)
 	}
 	if code == "AccessDenied" || code == "AllAccessDisabled" {
-		c.OK(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which ingest does not need%s)", key, c.serviceURL, source))
+		user := "ingest"
+		if c.opts.Lake == nil {
+			user = "upload"
+		}
+		c.OK(CheckAuth, fmt.Sprintf("key %s accepted by %s (it may not list buckets, which %s does not need%s)", key, c.serviceURL, user, source))
 		return
 	}
 	// The same explanation ingest prints for the same answer.

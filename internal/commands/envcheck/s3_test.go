@@ -2,14 +2,18 @@ package envcheck_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/timelake/timelake/internal/commands/cmdutil"
 	"github.com/timelake/timelake/internal/commands/envcheck"
+	"github.com/timelake/timelake/internal/commands/gateway"
+	"github.com/timelake/timelake/internal/iostreams"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
@@ -135,4 +139,47 @@ func TestCheckS3MissingLandingBucket(t *testing.T) {
 		t.Errorf("exit code %d, %d failed; want 1 and 1", r.code, r.report.Failed)
 	}
 	assertNoProbes(t, srv, lakeBucket)
+}
+
+// TestGatewayCheckS3: the gateway binary's env check passes on S3,
+// probes below the gateway's keys only (no _timelake/ probe) and leaves
+// the bucket as it found it.
+func TestGatewayCheckS3(t *testing.T) {
+	env, srv, landing, _ := s3Env(t)
+	delete(env, "TIMELAKE_WAREHOUSE")
+	delete(env, "TIMELAKE_TABLE")
+	env["TIMELAKE_GATEWAY"] = "gateway-7"
+	client := srv.Client(t)
+	waiting := "gateway-6/20260105T100000Z-1a2b3c4d.csv"
+	if _, err := client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(landing), Key: aws.String(waiting),
+		Body: strings.NewReader("time\n")}); err != nil {
+		t.Fatal(err)
+	}
+	ios, out, errOut := iostreams.Test()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := gateway.Execute(ctx, []string{"env", "check", "--json", "--prefix", "site-3"}, ios,
+		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if code != cmdutil.ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	r := result{code: code, out: out.String()}
+	if err := json.Unmarshal(out.Bytes(), &r.report); err != nil {
+		t.Fatal(err)
+	}
+	r.noFailures(t)
+	r.expect(t, envcheck.CheckUploadKeys, envcheck.OK, "s3://"+landing+"/site-3/gateway-7/", "TIMELAKE_GATEWAY (environment)", "--prefix")
+	r.expect(t, envcheck.CheckUploadPut, envcheck.OK, "put/HEAD/delete of site-3/gateway-7/"+envcheck.UploadProbeName)
+	r.expect(t, envcheck.CheckUploadConditional, envcheck.OK, "412")
+	listed, err := client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(landing)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range listed.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	if len(keys) != 1 || keys[0] != waiting {
+		t.Errorf("after the check the landing bucket holds %q, want only %s", keys, waiting)
+	}
 }

@@ -84,6 +84,11 @@ func (c *Checker) settings(ctx context.Context) {
 		}
 	}
 
+	// Where upload writes: the gateway binary's probes go there.
+	if c.opts.Lake == nil {
+		c.uploadKeys()
+	}
+
 	// Every other value of the registry: numbers, durations, sizes, names.
 	if len(s.Invalid) == 0 {
 		c.OK(CheckSettings, fmt.Sprintf("%d other settings valid (docs/configuration.md)", s.Checked))

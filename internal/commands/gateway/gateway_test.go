@@ -88,26 +88,54 @@ func TestUploadAndCheckLanding(t *testing.T) {
 		t.Errorf("upload of a file with a bad time: exit 0\n%s", out)
 	}
 
-	code, out, errOut = run(t, env, "env", "check", "--json")
-	if code != cmdutil.ExitOK {
-		t.Fatalf("env check: exit %d\n%s\n%s", code, out, errOut)
-	}
-	var rep envcheck.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	names := map[string]envcheck.Result{}
-	for _, c := range rep.Checks {
-		names[c.Name] = c.Result
-	}
-	if names[envcheck.CheckLandingBucket] != envcheck.OK || names[envcheck.CheckLandingLease] != envcheck.OK {
-		t.Errorf("landing checks: %v", names)
-	}
-	for _, lakeSide := range []string{envcheck.CheckWarehouse, envcheck.CheckTableName, envcheck.CheckCatalog,
-		envcheck.CheckLakeBucket, envcheck.CheckLakeCommit, envcheck.CheckTable} {
-		if _, ok := names[lakeSide]; ok {
-			t.Errorf("the gateway's env check has the warehouse-side row %s", lakeSide)
+	checkRows := func(args ...string) map[string]envcheck.Check {
+		t.Helper()
+		code, out, errOut := run(t, env, append([]string{"env", "check", "--json"}, args...)...)
+		if code != cmdutil.ExitOK {
+			t.Fatalf("env check %v: exit %d\n%s\n%s", args, code, out, errOut)
 		}
+		var rep envcheck.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		rows := map[string]envcheck.Check{}
+		for _, c := range rep.Checks {
+			rows[c.Name] = c
+		}
+		for _, ingestSide := range []string{envcheck.CheckWarehouse, envcheck.CheckTableName, envcheck.CheckCatalog,
+			envcheck.CheckLakeBucket, envcheck.CheckLakeCommit, envcheck.CheckTable,
+			envcheck.CheckLandingBucket, envcheck.CheckLandingLease} {
+			if _, ok := rows[ingestSide]; ok {
+				t.Errorf("the gateway's env check has ingest's row %s", ingestSide)
+			}
+		}
+		return rows
+	}
+
+	// Without a gateway name it says which setting is missing and skips
+	// the probes.
+	rows := checkRows()
+	if r := rows[envcheck.CheckUploadKeys]; r.Result != envcheck.Warn || !strings.Contains(r.Fix, "TIMELAKE_GATEWAY") || !strings.Contains(r.Fix, "--gateway") {
+		t.Errorf("upload-keys without a gateway: %+v", r)
+	}
+	for _, name := range []string{envcheck.CheckUploadPut, envcheck.CheckUploadConditional} {
+		if r := rows[name]; r.Result != envcheck.Skip {
+			t.Errorf("%s without a gateway: %+v", name, r)
+		}
+	}
+
+	// With one, it probes below the gateway's keys and leaves nothing.
+	rows = checkRows("--gateway", "gw-1", "--prefix", "site-3")
+	if r := rows[envcheck.CheckUploadKeys]; r.Result != envcheck.OK || !strings.Contains(r.Detail, "site-3/gw-1/") {
+		t.Errorf("upload-keys: %+v", r)
+	}
+	for _, name := range []string{envcheck.CheckUploadPut, envcheck.CheckUploadConditional} {
+		if r := rows[name]; r.Result != envcheck.OK || !strings.Contains(r.Detail, "site-3/gw-1/.timelake-env-check") {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(landing, "site-3")); !os.IsNotExist(err) {
+		t.Errorf("env check left %s behind (err %v)", filepath.Join(landing, "site-3"), err)
 	}
 }
 

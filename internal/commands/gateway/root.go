@@ -18,7 +18,13 @@ import (
 )
 
 // NewRootCmd builds the gateway's command tree around f.
-func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command { return NewRootCmdStubbed(f, nil) }
+
+// NewRootCmdStubbed builds the gateway's command tree with every run
+// function replaced by stub (nil: the real ones), as the tests of the
+// docs' command lines run them: flags parsed, settings resolved, nothing
+// done.
+func NewRootCmdStubbed(f *cmdutil.Factory, stub func(context.Context, any) error) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "timelake-gateway",
 		Short: "Put files from a field gateway into the landing bucket timelake loads",
@@ -31,8 +37,14 @@ docs/gateways.md.`,
 		Version: build.String(),
 	}
 	cmdutil.PrepareRoot(root, f)
-	root.AddCommand(uploadcmd.NewCmdUpload(f, nil, nil))
-	root.AddCommand(envcheckcmd.NewCmdEnv(f, nil, nil))
+	var uploadRun func(context.Context, *uploadcmd.Options) error
+	var env *envcheckcmd.RunFuncs
+	if stub != nil {
+		uploadRun = cmdutil.Adapt[uploadcmd.Options](stub)
+		env = &envcheckcmd.RunFuncs{Check: cmdutil.Adapt[envcheckcmd.CheckOptions](stub), Show: cmdutil.Adapt[envcheckcmd.ShowOptions](stub)}
+	}
+	root.AddCommand(uploadcmd.NewCmdUpload(f, uploadRun, nil))
+	root.AddCommand(envcheckcmd.NewCmdEnv(f, env, nil))
 	cmdutil.FinishRoot(root)
 	return root
 }
