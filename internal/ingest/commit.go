@@ -111,7 +111,7 @@ func (r *runner) deleteCommitted(ctx context.Context, it *item, ar lake.AppendRe
 	}
 	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
 	it.res.SchemaChanges = ar.SchemaChanges
-	it.res.Reason = it.openEndNote
+	it.res.Reason, it.res.OpenEnd = it.openEndNote, it.openEndNote != ""
 	// Delete only what was loaded: an object replaced since it was read
 	// (a file still being written, a key re-sent) stays, and the next run
 	// quarantines it as different content under a loaded key.

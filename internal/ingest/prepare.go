@@ -93,9 +93,8 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			it.err = fmt.Errorf("read the download of %s: %w", o.Key, err)
 			return it
 		}
-		it.res.OpenEnd = w.OpenEnd
 		if w.Waiting() {
-			it.res.Status, it.res.Reason, it.res.ReadyAt, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, true
+			it.res.Status, it.res.Reason, it.res.ReadyAt, it.res.OpenEnd, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, w.OpenEnd, true
 			return it
 		}
 		it.openEndNote = w.Note
