@@ -227,7 +227,7 @@ func TestLastLineWithoutEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := ingest.Run(ctx, cfg)
-		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute ||
+		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute || !rep.Files[0].OpenEnd ||
 			!strings.Contains(rep.Files[0].Reason, "its last line has no line end and it was modified 1m") ||
 			!strings.Contains(rep.Files[0].Reason, "ago, within the open-end settle time of 10m0s") {
 			t.Fatalf("run within the open-end settle time: %+v, %v", rep.Files, err)
