@@ -77,6 +77,20 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 	return "", nil
 }
 
+// StartsGzip reports whether the file of size bytes read from r starts
+// with the gzip magic bytes: a file OpenEnd decompresses to its end,
+// whatever its name. Errors: reading r.
+func StartsGzip(key string, r io.ReaderAt, size int64) (bool, error) {
+	if size < int64(len(gzipMagic)) {
+		return false, nil
+	}
+	head := make([]byte, len(gzipMagic))
+	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("%s: %w", key, err)
+	}
+	return bytes.Equal(head, gzipMagic), nil
+}
+
 // openQuote reads CSV or TSV text from its start, a buffer at a time, and
 // says whether it ends inside a quoted value (textEnd.quotedLine).
 func openQuote(key string, r io.ReaderAt, size int64) (string, error) {

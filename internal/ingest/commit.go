@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/timelake/timelake/internal/lake"
@@ -109,12 +111,13 @@ func (r *runner) deleteCommitted(ctx context.Context, it *item, ar lake.AppendRe
 	}
 	it.res.Status, it.res.Rows, it.res.SnapshotID, it.res.DataFiles = Loaded, ar.Rows, ar.SnapshotID, ar.DataFiles
 	it.res.SchemaChanges = ar.SchemaChanges
+	it.res.Reason, it.res.OpenEnd = it.openEndNote, it.openEndNote != ""
 	// Delete only what was loaded: an object replaced since it was read
 	// (a file still being written, a key re-sent) stays, and the next run
 	// quarantines it as different content under a loaded key.
 	err := r.cfg.Landing.DeleteIfMatch(ctx, it.obj.Key, it.src.info.ETag)
 	if errors.Is(err, storage.ErrPreconditionFailed) {
-		it.res.Reason = "the file changed after it was read; the new content stays in the landing bucket"
+		it.res.Reason = joinNotes(it.res.Reason, "the file changed after it was read; the new content stays in the landing bucket")
 		r.log.Warn("loaded file changed after it was read: not deleted", "key", it.obj.Key, "snapshot", ar.SnapshotID)
 		return nil
 	}
@@ -124,9 +127,14 @@ func (r *runner) deleteCommitted(ctx context.Context, it *item, ar lake.AppendRe
 			return r.landingErr(err)
 		}
 		r.log.Info("could not delete a loaded file; the next run finds it loaded and deletes it", "key", it.obj.Key, "err", err)
-		it.res.Reason = fmt.Sprintf("not deleted (%v): the next run finds it loaded and deletes it", errors.Unwrap(err))
+		it.res.Reason = joinNotes(it.res.Reason, fmt.Sprintf("not deleted (%v): the next run finds it loaded and deletes it", errors.Unwrap(err)))
 	}
 	return nil
+}
+
+// joinNotes joins the notes of a loaded file's line, leaving out empty ones.
+func joinNotes(notes ...string) string {
+	return strings.Join(slices.DeleteFunc(notes, func(n string) bool { return n == "" }), "; ")
 }
 
 // maxSchemaRetries bounds how often one file is prepared again because

@@ -192,7 +192,7 @@ func TestWriterWithPausesIsNeverCut(t *testing.T) {
 // TestLastLineWithoutEnd: a CSV whose last line has no line end is complete
 // on S3 (an object appears whole) and loads at once, that line included;
 // in a local folder it waits for the open-end settle time, then loads as
-// it is.
+// it is, its line saying so (a complete file's says nothing).
 func TestLastLineWithoutEnd(t *testing.T) {
 	ctx := context.Background()
 	rows := pausingRows(3)
@@ -227,18 +227,44 @@ func TestLastLineWithoutEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep, err := ingest.Run(ctx, cfg)
-		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute ||
+		if err != nil || rep.Waiting != 1 || rep.Loaded != 0 || rep.Files[0].ReadyAt.Sub(old) != 10*time.Minute || !rep.Files[0].OpenEnd ||
 			!strings.Contains(rep.Files[0].Reason, "its last line has no line end and it was modified 1m") ||
 			!strings.Contains(rep.Files[0].Reason, "ago, within the open-end settle time of 10m0s") {
 			t.Fatalf("run within the open-end settle time: %+v, %v", rep.Files, err)
 		}
-		older := time.Now().Add(-11 * time.Minute)
-		if err := os.Chtimes(path, older, older); err != nil {
-			t.Fatal(err)
+		// Past the open-end settle time it loads as it is, and its line
+		// says so; a complete file of the same age says nothing.
+		whole := pausingRows(2)
+		for i := range whole {
+			whole[i].device = "whole-" + whole[i].device
 		}
-		if rep, err = ingest.Run(ctx, cfg); err != nil || rep.Loaded != 1 || rep.Rows != 3 {
+		e.put(t, "gw/whole.csv", csvFile(whole, false, false))
+		older := time.Now().Add(-11 * time.Minute)
+		for _, p := range []string{path, e.landing.(*storage.LocalStore).Path("gw/whole.csv")} {
+			if err := os.Chtimes(p, older, older); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err = ingest.Run(ctx, cfg); err != nil || rep.Loaded != 2 || rep.Rows != 5 {
 			t.Fatalf("run after it: %+v, %v", rep, err)
 		}
+		for _, f := range rep.Files {
+			switch f.Key {
+			case "gw/no-end.csv":
+				if !f.OpenEnd || !strings.Contains(f.Reason, "its last line has no line end and it was not modified for 11m") ||
+					!strings.Contains(f.Reason, ", past the open-end settle time of 10m0s: taken as it is (check its last row)") {
+					t.Errorf("open end loaded: %+v; want it marked", f)
+				}
+			case "gw/whole.csv":
+				if f.OpenEnd || f.Reason != "" {
+					t.Errorf("complete file loaded: %+v; want no note", f)
+				}
+			}
+		}
+		for _, r := range whole {
+			want = append(want, r.String())
+		}
+		slices.Sort(want)
 		if got := tableRows(t, e); !slices.Equal(got, want) {
 			t.Fatalf("rows %v, want %v", got, want)
 		}

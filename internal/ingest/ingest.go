@@ -278,7 +278,12 @@ type FileResult struct {
 	// ReadyAt is, for a file of a local folder waiting to be complete,
 	// when it is if it does not change meanwhile (landing.Wait.Until).
 	ReadyAt time.Time `json:"ready_at,omitzero"`
-	Seconds float64   `json:"seconds"`
+	// OpenEnd is set when the file's end is open (a CSV line without its
+	// line end: landing.Settle): a waiting file waits for its end (the
+	// open-end settle time); a loaded one was loaded as it is, past that
+	// time, and its Reason says so (its last row may be cut).
+	OpenEnd bool    `json:"open_end,omitempty"`
+	Seconds float64 `json:"seconds"`
 
 	// For the table's outcome log (lake.Table.RecordOutcomes): the
 	// landing object's SHA-256 and modification time.

@@ -22,6 +22,10 @@ type item struct {
 	gone     bool           // deleted by someone else since the listing: not reported
 	err      error          // fatal: stop the run, leave the file in place
 	deferred error          // could not create the table: retried once it exists
+	// openEndNote says that the file's end is open and that it is loaded
+	// as it is, past the open-end settle time (landing.Wait.Note): the
+	// reason of its line once it is loaded.
+	openEndNote string
 }
 
 // pipeline loads files with Parallel workers that download, decode and

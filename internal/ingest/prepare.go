@@ -94,9 +94,10 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			return it
 		}
 		if w.Waiting() {
-			it.res.Status, it.res.Reason, it.res.ReadyAt, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, true
+			it.res.Status, it.res.Reason, it.res.ReadyAt, it.res.OpenEnd, it.done = Waiting, w.Reason+"; a later run loads it", w.Until, w.OpenEnd, true
 			return it
 		}
+		it.openEndNote = w.Note
 	}
 
 	if r.tbl != nil {

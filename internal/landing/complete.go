@@ -45,15 +45,21 @@ const (
 var DefaultSettle = Settle{Time: DefaultSettleTime, OpenEndTime: DefaultOpenEndSettleTime}
 
 // Wait says why a file is not complete yet and when it may be: zero for a
-// complete file.
+// complete file, but for the note on one whose end is open (Note).
 type Wait struct {
 	// Until is when the file is complete if it does not change meanwhile.
 	Until time.Time
 	// Reason says why it waits, for the file's report line.
 	Reason string
-	// OpenEnd is set when it waits for its end (OpenEndTime), not for
-	// its age (Time).
+	// OpenEnd is set when the file's end is open: a waiting file waits
+	// for its end (OpenEndTime), not for its age (Time); a complete one
+	// (Note set) is taken as it is.
 	OpenEnd bool
+	// Note, on a complete file only, says that its end is open and that
+	// it is taken as it is because it was not modified for OpenEndTime
+	// (its writer never ends its last line, or stopped inside it: its
+	// last row may be cut), for the file's report line.
+	Note string
 }
 
 // Waiting reports whether the file must wait.
@@ -114,20 +120,39 @@ func (s Settle) ByAge(modified, now time.Time) Wait {
 }
 
 // Judge applies the whole rule to a file of size bytes read from r, last
-// modified at modified (read before its bytes): ByAge, then, while it is
-// younger than OpenEndTime, its end (decode.OpenEnd; key names its type).
-// Errors: reading r.
+// modified at modified (read before its bytes): ByAge, then its end
+// (decode.OpenEnd; key names its type). A file younger than OpenEndTime
+// whose end is open waits; an older one is complete, and when its end is
+// open the answer says so (Note, OpenEnd) but does not wait. Errors:
+// reading r.
 func (s Settle) Judge(key string, r io.ReaderAt, size int64, modified, now time.Time) (Wait, error) {
 	if w := s.ByAge(modified, now); w.Waiting() {
 		return w, nil
 	}
 	age := now.Sub(modified)
-	if s.OpenEndTime <= 0 || age >= s.OpenEndTime {
+	if s.OpenEndTime <= 0 {
 		return Wait{}, nil
+	}
+	settled := age >= s.OpenEndTime
+	if settled {
+		// Past OpenEndTime the end decides no wait, only the note: a
+		// gzip file is not looked at, as decode.OpenEnd decompresses it
+		// whole; any other costs at most one more read of its bytes
+		// (a CSV or TSV file's quotes), from memory or the page cache
+		// for the files of ingest and upload --spool.
+		gz, err := decode.StartsGzip(key, r, size)
+		if err != nil || gz {
+			return Wait{}, err
+		}
 	}
 	open, err := decode.OpenEnd(key, r, size)
 	if err != nil || open == "" {
 		return Wait{}, err
+	}
+	if settled {
+		return Wait{OpenEnd: true,
+			Note: fmt.Sprintf("%s and it was not modified for %s, past the open-end settle time of %s: taken as it is (check its last row)",
+				open, ageText(age), s.OpenEndTime)}, nil
 	}
 	return Wait{Until: modified.Add(s.OpenEndTime), OpenEnd: true,
 		Reason: fmt.Sprintf("%s and it was modified %s ago, within the open-end settle time of %s: it may still be being written",

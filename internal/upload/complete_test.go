@@ -214,6 +214,44 @@ func TestSpoolFilePausedInsideAQuotedValue(t *testing.T) {
 	})
 }
 
+// TestSpoolOpenEndPastMinAge: a spool file whose last line has no line end
+// (its writer stopped inside it) is uploaded as it is once it was not
+// modified for --open-end-min-age, and its result says so (reason,
+// open_end); a complete file of the same age says nothing.
+func TestSpoolOpenEndPastMinAge(t *testing.T) {
+	const cut = "time,sensor,value\n2026-12-01T08:08:00Z,d7,20.1\n2026-12-01T08:09:00Z,d7,4"
+	forEachStore(t, func(t *testing.T, s storage.Store) {
+		spool := t.TempDir()
+		now := time.Date(2026, 12, 1, 8, 30, 0, 0, time.UTC)
+		old := now.Add(-12 * time.Minute)
+		open := writeFile(t, filepath.Join(spool, "d7.csv"), cut, old)
+		whole := writeFile(t, filepath.Join(spool, "d8.csv"), csvRows(2), old)
+		cfg := Config{Store: s, Spool: spool, Gateway: "gateway-7", Validate: true, MinAge: 30 * time.Second, OpenEndMinAge: 10 * time.Minute,
+			Now: func() time.Time { return now }}
+		rep, err := Run(t.Context(), cfg)
+		if err != nil || rep.Uploaded != 2 || rep.Waiting != 0 || len(rep.Files) != 2 {
+			t.Fatalf("run: %+v, %v", rep, err)
+		}
+		for _, f := range rep.Files {
+			switch f.File {
+			case open:
+				if !f.OpenEnd || f.Reason != "its last line has no line end and it was not modified for 12m0s, past the open-end settle time of 10m0s: taken as it is (check its last row)" {
+					t.Errorf("open end uploaded: %+v; want it marked", f)
+				}
+				if got := string(object(t, s, f.Key)); got != cut {
+					t.Errorf("object %q, want the file as it is", got)
+				}
+			case whole:
+				if f.OpenEnd || f.Reason != "" {
+					t.Errorf("complete file uploaded: %+v; want no note", f)
+				}
+			default:
+				t.Errorf("unexpected result %+v", f)
+			}
+		}
+	})
+}
+
 // gunzip decompresses every member of a gzip stream.
 func gunzip(t *testing.T, data []byte) []byte {
 	t.Helper()

@@ -179,11 +179,14 @@ type FileResult struct {
 	RejectedTo   string `json:"rejected_to,omitempty"` // spool file moved to the rejected folder
 	Error        string `json:"error,omitempty"`
 	// Reason says why a waiting file waits, and ReadyAt when it is
-	// complete if it does not change meanwhile.
+	// complete if it does not change meanwhile; for an uploaded spool
+	// file whose end is open (OpenEnd), that it was taken as it is past
+	// --open-end-min-age (landing.Wait.Note).
 	Reason  string    `json:"reason,omitempty"`
 	ReadyAt time.Time `json:"ready_at,omitzero"`
-	// OpenEnd: the waiting file waits for its end (--open-end-min-age),
-	// not for its age (--min-age).
+	// OpenEnd: the file's end is open; a waiting file waits for it
+	// (--open-end-min-age), not for its age (--min-age); an uploaded one
+	// was uploaded as it is once --open-end-min-age passed.
 	OpenEnd bool    `json:"open_end,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// RowsSetAside counts the rows --validate found that ingest sets
@@ -661,6 +664,9 @@ func prepare(ctx context.Context, cfg Config, path string) (*prepared, error) {
 		if w.Waiting() {
 			return p, &notComplete{w}
 		}
+		// Taken with its end open (past --open-end-min-age): its line
+		// says so, as its last row may be cut.
+		p.res.Reason, p.res.OpenEnd = w.Note, w.OpenEnd
 	}
 	// Without rules that depend on the key, the file is validated before
 	// it is even hashed; with them (a table's source profiles), once its

@@ -108,6 +108,9 @@ func TestOutputLines(t *testing.T) {
 		want string
 	}{
 		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.Loaded, Rows: 300, SnapshotID: 42}, "loaded          gw/a.csv  300 rows  snapshot 42"},
+		{ingest.FileResult{Key: "gw/d7.csv", Status: ingest.Loaded, Rows: 4, SnapshotID: 43, OpenEnd: true,
+			Reason: "its last line has no line end and it was not modified for 12m0s, past the open-end settle time of 10m0s: taken as it is (check its last row)"},
+			"loaded          gw/d7.csv  4 rows  snapshot 43; its last line has no line end and it was not modified for 12m0s, past the open-end settle time of 10m0s: taken as it is (check its last row)"},
 		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.AlreadyLoaded, SnapshotID: 42}, "already loaded  gw/a.csv  snapshot 42, deleted"},
 		{ingest.FileResult{Key: "gw/a.csv", Status: ingest.AlreadyLoaded, SnapshotID: 42, Reason: "snapshot 42; a run without --dry-run deletes it"},
 			"already loaded  gw/a.csv  snapshot 42; a run without --dry-run deletes it"},

@@ -346,6 +346,9 @@ func FileLine(r upload.FileResult) string {
 		case r.Deleted:
 			s += "; deleted"
 		}
+		if r.Reason != "" { // its end open, uploaded as it is
+			s += "; " + r.Reason
+		}
 		return s + setAsideNote(r)
 	}
 	if r.Status == upload.Waiting {

@@ -458,3 +458,14 @@ func TestSummaryNamesTheSettingWaitedFor(t *testing.T) {
 		}
 	}
 }
+
+// TestFileLineNamesOpenEnd: a spool file uploaded as it is with its end
+// open (past --open-end-min-age) says so on its line.
+func TestFileLineNamesOpenEnd(t *testing.T) {
+	note := "its last line has no line end and it was not modified for 12m4s, past the open-end settle time of 10m0s: taken as it is (check its last row)"
+	r := upload.FileResult{File: "/spool/d7.csv", Key: "gw/d7.csv", Status: upload.Uploaded, Size: 412, Deleted: true, OpenEnd: true, Reason: note}
+	want := "uploaded         /spool/d7.csv -> gw/d7.csv  412 bytes; deleted; " + note
+	if got := uploadcmd.FileLine(r); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
