@@ -535,6 +535,9 @@ func NewExport(table string, props map[string]string, schema json.RawMessage, ti
 		for i, q := range set {
 			names[i] = q.Name
 		}
+		if len(names) == 0 {
+			return Export{}, fmt.Errorf("%s has no source profile %q: it has none (tables profile exports one; define it first, docs/schema.md \"Source profiles\")", table, name)
+		}
 		return Export{}, fmt.Errorf("%s has no source profile %q (its profiles: %s)", table, name, strings.Join(names, ", "))
 	}
 	settings := maps.Clone(p.Values)

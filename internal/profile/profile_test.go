@@ -120,4 +120,9 @@ func TestExportNeedsTheProfile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `no source profile "b" (its profiles: a)`) {
 		t.Fatalf("%v", err)
 	}
+	// A table without profiles says it has none, not an empty list.
+	_, err = NewExport("iot.readings", map[string]string{}, nil, "time", "b", time.Now())
+	if err == nil || !strings.Contains(err.Error(), `no source profile "b": it has none`) {
+		t.Fatalf("a table without profiles: %v", err)
+	}
 }

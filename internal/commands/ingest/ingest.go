@@ -299,8 +299,8 @@ func Summary(rep *ingest.Report, started time.Time) string {
 		for _, f := range rep.Files {
 			count[f.Status]++
 		}
-		s = iostreams.Sprintf("%s: dry run, %d files would be loaded, %d already loaded",
-			rep.Table, count[ingest.WouldLoad], count[ingest.AlreadyLoaded])
+		s = iostreams.Sprintf("%s: dry run, %s would be loaded, %d already loaded",
+			rep.Table, iostreams.Plural(int64(count[ingest.WouldLoad]), "file"), count[ingest.AlreadyLoaded])
 		if other := len(rep.Files) - count[ingest.WouldLoad] - count[ingest.AlreadyLoaded] - count[ingest.Waiting]; other > 0 {
 			s += iostreams.Sprintf(", %d would be quarantined", other)
 		}
@@ -313,7 +313,7 @@ func Summary(rep *ingest.Report, started time.Time) string {
 		s = iostreams.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
 			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
 		if rep.RejectedRows > 0 {
-			s += iostreams.Sprintf(", %d rows set aside (--on-error skip-rows)", rep.RejectedRows)
+			s += iostreams.Sprintf(", %s set aside (--on-error skip-rows)", iostreams.Plural(rep.RejectedRows, "row"))
 		}
 		if rep.Failed > 0 {
 			s += fmt.Sprintf(", %d failed (left for the next run)", rep.Failed)

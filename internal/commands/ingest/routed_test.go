@@ -254,7 +254,7 @@ func TestRoutedDryRun(t *testing.T) {
 	}
 	for _, want := range []string{"route           meters/m.csv  -> iot.meters (*/**=iot.{1})",
 		"route           readings/a.csv  -> iot.readings (readings/**=iot.readings)",
-		"iot.readings: dry run, 1 files would be loaded", "iot.meters: dry run, 1 files would be loaded"} {
+		"iot.readings: dry run, 1 file would be loaded", "iot.meters: dry run, 1 file would be loaded"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
