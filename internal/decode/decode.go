@@ -1022,7 +1022,7 @@ func openParquetFile(ro *resolved, src Source) (pf *file.Reader, pa ParquetFile,
 		if end, ok := parquetEnd(src); ok {
 			return nil, nil, nil, parquetProblem(ro.key, "", fmt.Sprintf("%d bytes after the end of the Parquet file (its footer ends at byte %d): the file was appended to or padded; upload the file as the writer wrote it", src.Size-end, end), nil)
 		}
-		if !endsInParquetMagic(src) {
+		if ends, _ := endsInPAR1(src.R, src.Size); !ends {
 			return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file: it does not end in PAR1, so its footer is missing: "+
 				"the file was cut short (sent before its writer closed it, or a transfer broke off); send the complete file again", err)
 		}
@@ -1128,15 +1128,17 @@ func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
 	return out
 }
 
-// endsInParquetMagic reports whether src ends in PAR1, as a whole Parquet
-// file does (an unreadable tail counts as not).
-func endsInParquetMagic(src Source) bool {
-	if src.Size < int64(len(parquetMagic)) {
-		return false
+// endsInPAR1 reports whether the size bytes of r end in PAR1, as a whole
+// Parquet file does; an error when its last bytes cannot be read.
+func endsInPAR1(r io.ReaderAt, size int64) (bool, error) {
+	if size < int64(len(parquetMagic)) {
+		return false, nil
 	}
 	tail := make([]byte, len(parquetMagic))
-	_, err := src.R.ReadAt(tail, src.Size-int64(len(tail)))
-	return (err == nil || errors.Is(err, io.EOF)) && bytes.Equal(tail, parquetMagic)
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return bytes.Equal(tail, parquetMagic), nil
 }
 
 // parquetEndScan bounds how far from its end a file that does not end in
@@ -1158,8 +1160,7 @@ func parquetEnd(src Source) (end int64, ok bool) {
 	if src.Size <= minFile {
 		return 0, false
 	}
-	tail := make([]byte, len(parquetMagic))
-	if _, err := src.R.ReadAt(tail, src.Size-int64(len(tail))); err != nil || bytes.Equal(tail, parquetMagic) {
+	if ends, err := endsInPAR1(src.R, src.Size); err != nil || ends {
 		return 0, false
 	}
 	const chunk = 64 << 10

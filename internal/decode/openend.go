@@ -61,11 +61,11 @@ func OpenEnd(key string, r io.ReaderAt, size int64) (string, error) {
 	case format == FormatJSON:
 		return jsonOpenEnd(key, r, size)
 	case format == FormatParquet:
-		tail := make([]byte, min(size, int64(len(parquetMagic))))
-		if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
+		ends, err := endsInPAR1(r, size)
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", key, err)
 		}
-		if size < 2*int64(len(parquetMagic)) || !bytes.Equal(tail, parquetMagic) {
+		if size < 2*int64(len(parquetMagic)) || !ends {
 			return "the Parquet footer is missing (the file does not end in PAR1)", nil
 		}
 	default: // CSV, TSV

@@ -202,9 +202,12 @@ func BenchmarkScanHistory(b *testing.B) {
 	}
 	tbl := createTestTable(b, l)
 	now := time.Now().UTC()
-	recs := gatewayKeys(28_800)
+	// A day of 20 gateways' files (the segment format's own benchmarks in
+	// loadhistory use the same shape).
+	recs := make([]LoadRecord, 28_800)
 	for i := range recs {
-		recs[i].LoadedAt = now.Add(-time.Duration(i) * time.Second)
+		recs[i] = LoadRecord{Key: fmt.Sprintf("gateway-%d/%05d.csv", i%20, i/20), Size: int64(3000 + i%500),
+			SHA256: fmt.Sprintf("%064x", i), Rows: 100, SnapshotID: int64(i/20) + 1, LoadedAt: now.Add(-time.Duration(i) * time.Second)}
 	}
 	name, err := l.writeTestSegment(ctx, loadHistoryLog, recs)
 	if err != nil {

@@ -241,23 +241,6 @@ func historyOfThree(t *testing.T, dir, cache string) (*Lake, []loadhistory.Segme
 	return l, segs
 }
 
-// gatewayKeys is the load history of n files of 20 gateways, one file per
-// gateway and minute from 2026-01-05.
-func gatewayKeys(n int) []LoadRecord {
-	at := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	recs := make([]LoadRecord, 0, n)
-	for i := range n {
-		gw, minute := i%20, i/20
-		recs = append(recs, LoadRecord{
-			Key:    fmt.Sprintf("gateway-%d/%s.csv", gw, at.Add(time.Duration(minute)*time.Minute).Format("20060102T1504")),
-			Size:   int64(3000 + i%500),
-			SHA256: fmt.Sprintf("%064x", uint64(i)*0x9e3779b97f4a7c15^uint64(i)<<17),
-			Rows:   100, SnapshotID: int64(minute)*1000003 + 17, LoadedAt: at.Add(time.Duration(minute) * time.Minute),
-		})
-	}
-	return recs
-}
-
 // TestExpiryWithLinkedSegments: load history entries that are symbolic
 // links in a local table's metadata folder are never read, merged or
 // deleted by an expiry: one past the dedupe window and a full tier of

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -71,7 +70,7 @@ type Rules struct {
 // table may have gained the column since the export.
 func staleExport(r *Rules, err error) error {
 	var fe *decode.FileError
-	if r == nil || r.ExportedFrom == "" || !errors.As(err, &fe) || !strings.Contains(fe.Reason, "not in the table schema") {
+	if r == nil || r.ExportedFrom == "" || !decode.IsNewColumns(err) || !errors.As(err, &fe) {
 		return err
 	}
 	fe.Reason += fmt.Sprintf("; the table's schema here is the one exported to %s: if the table has changed since (columns added with --evolve), export the profile again (timelake tables profile)", r.ExportedFrom)
