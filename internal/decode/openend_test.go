@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -143,5 +144,29 @@ func BenchmarkOpenEnd(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenEndAtItsEdges: the edges alone find a last line without its end,
+// not a quoted value left open (a full scan) nor a gzip stream's end.
+func TestOpenEndAtItsEdges(t *testing.T) {
+	quote := "time,note\n2026-01-05T10:00:00Z,\"left open\n"
+	for _, tc := range []struct {
+		key, body   string
+		whole, edge bool // open by OpenEnd, by OpenEndAtItsEdges
+	}{
+		{"a.csv", "time,v\n2026-01-05T10:00:00Z,4", true, true},
+		{"a.csv", quote, true, false},
+		{"a.csv", "time,v\n2026-01-05T10:00:00Z,4\n", false, false},
+	} {
+		r := strings.NewReader(tc.body)
+		whole, err := OpenEnd(tc.key, r, int64(len(tc.body)))
+		if err != nil || (whole != "") != tc.whole {
+			t.Errorf("%q: OpenEnd %q, %v", tc.body, whole, err)
+		}
+		edge, err := OpenEndAtItsEdges(tc.key, r, int64(len(tc.body)))
+		if err != nil || (edge != "") != tc.edge {
+			t.Errorf("%q: OpenEndAtItsEdges %q, %v", tc.body, edge, err)
+		}
 	}
 }

@@ -134,18 +134,19 @@ func (s Settle) Judge(key string, r io.ReaderAt, size int64, modified, now time.
 		return Wait{}, nil
 	}
 	settled := age >= s.OpenEndTime
+	openEnd := decode.OpenEnd
 	if settled {
-		// Past OpenEndTime the end decides no wait, only the note: a
-		// gzip file is not looked at, as decode.OpenEnd decompresses it
-		// whole; any other costs at most one more read of its bytes
-		// (a CSV or TSV file's quotes), from memory or the page cache
-		// for the files of ingest and upload --spool.
+		// Past OpenEndTime the end decides no wait, only the note: its
+		// head and tail are read, not the whole file (a CSV file's
+		// quotes), on every file a backlog holds; of a gzip file only
+		// its magic bytes.
 		gz, err := decode.StartsGzip(key, r, size)
 		if err != nil || gz {
 			return Wait{}, err
 		}
+		openEnd = decode.OpenEndAtItsEdges
 	}
-	open, err := decode.OpenEnd(key, r, size)
+	open, err := openEnd(key, r, size)
 	if err != nil || open == "" {
 		return Wait{}, err
 	}
