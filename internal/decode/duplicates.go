@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strconv"
@@ -76,7 +77,7 @@ func (d *Decoded) DuplicateRows(seriesKey []string) (int64, error) {
 	var dups int64
 	var enc []byte // the keys of the current run, encoded back to back
 	var offs []int // where each row's key starts in enc
-	seen := map[string]struct{}{}
+	var rk runKeys
 	for start := 0; start < len(times); {
 		end := start + 1
 		for end < len(times) && times[row(end)] == times[row(start)] {
@@ -91,31 +92,72 @@ func (d *Decoded) DuplicateRows(seriesKey []string) (int64, error) {
 				}
 			}
 			offs = append(offs, len(enc))
-			key := func(i int) []byte { return enc[offs[i]:offs[i+1]] }
-			if n := end - start; n <= 32 {
-				// A few series share a time: compare them pairwise.
-				for i := 1; i < n; i++ {
-					for j := 0; j < i; j++ {
-						if bytes.Equal(key(i), key(j)) {
-							dups++
-							break
-						}
-					}
-				}
-			} else {
-				clear(seen)
-				for i := range n {
-					if _, ok := seen[string(key(i))]; ok {
-						dups++
-					} else {
-						seen[string(key(i))] = struct{}{}
-					}
-				}
-			}
+			dups += rk.repeatedKeys(enc, offs)
 		}
 		start = end
 	}
 	return dups, nil
+}
+
+// pairwiseRun is the longest run of one time whose keys' hashes are
+// compared pairwise; longer runs go through a map of the hashes. Either
+// way no string is allocated per row, and keys are compared byte by byte
+// only where their hashes agree.
+const pairwiseRun = 64
+
+// keyHash hashes an encoded series key; a variable so that a test can make
+// keys collide.
+var keyHash = func(seed maphash.Seed, b []byte) uint64 { return maphash.Bytes(seed, b) }
+
+var keySeed = maphash.MakeSeed()
+
+// runKeys holds the buffers repeatedKeys reuses from one run to the next.
+type runKeys struct {
+	hashes []uint64
+	seen   map[uint64]int // a long run's first key of each hash
+}
+
+// repeatedKeys counts the keys enc[offs[i]:offs[i+1]] equal to an earlier
+// one.
+func (rk *runKeys) repeatedKeys(enc []byte, offs []int) int64 {
+	n := len(offs) - 1
+	key := func(i int) []byte { return enc[offs[i]:offs[i+1]] }
+	rk.hashes = rk.hashes[:0]
+	for i := range n {
+		rk.hashes = append(rk.hashes, keyHash(keySeed, key(i)))
+	}
+	h := rk.hashes
+	earlier := func(i int) bool {
+		for j := range i {
+			if h[j] == h[i] && bytes.Equal(key(i), key(j)) {
+				return true
+			}
+		}
+		return false
+	}
+	var dups int64
+	if n <= pairwiseRun {
+		for i := 1; i < n; i++ {
+			if earlier(i) {
+				dups++
+			}
+		}
+		return dups
+	}
+	if rk.seen == nil {
+		rk.seen = map[uint64]int{}
+	}
+	clear(rk.seen)
+	for i := range n {
+		j, ok := rk.seen[h[i]]
+		switch {
+		case !ok:
+			rk.seen[h[i]] = i
+		case bytes.Equal(key(i), key(j)) || earlier(i): // earlier: another key of the same hash
+			dups++
+		}
+	}
+	return dups
 }
 
 // keyColumn is one series key column across the batches of a file.
@@ -123,12 +165,17 @@ type keyColumn struct {
 	idx    int
 	chunks []arrow.Array
 	starts []int64 // file row of each chunk's first row
+	last   int     // the chunk of the row appendValue was last given
 }
 
 // appendValue appends an unambiguous encoding of the value at file row r:
 // a null marker, or a length and the value's text.
 func (k *keyColumn) appendValue(buf []byte, r int) []byte {
-	c := sort.Search(len(k.starts), func(c int) bool { return k.starts[c] > int64(r) }) - 1
+	c := k.last
+	if int64(r) < k.starts[c] || c+1 < len(k.starts) && int64(r) >= k.starts[c+1] {
+		c = sort.Search(len(k.starts), func(c int) bool { return k.starts[c] > int64(r) }) - 1
+		k.last = c
+	}
 	arr, i := k.chunks[c], r-int(k.starts[c])
 	if arr.IsNull(i) {
 		return append(buf, 0)

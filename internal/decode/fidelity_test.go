@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -310,6 +311,57 @@ func TestDuplicateRows(t *testing.T) {
 	}
 	if _, err := d.DuplicateRows([]string{"site"}); err == nil {
 		t.Error("an unknown series key column is no error")
+	}
+	// Every key of the same hash: a long run's counts come from comparing
+	// the keys themselves.
+	defer func(h func(maphash.Seed, []byte) uint64) { keyHash = h }(keyHash)
+	keyHash = func(maphash.Seed, []byte) uint64 { return 7 }
+	if n, err := d.DuplicateRows([]string{"device"}); err != nil || n != 61 {
+		t.Errorf("by device, every hash colliding: %d, %v; want 61", n, err)
+	}
+	if n, err := d.DuplicateRows([]string{"device", "count"}); err != nil || n != 0 {
+		t.Errorf("by device and count, every hash colliding: %d, %v; want 0", n, err)
+	}
+}
+
+// TestRepeatedKeys: the keys of a run equal to an earlier one, short runs
+// (hashes compared pairwise) and long ones (a map of the hashes), with
+// hashes that collide.
+func TestRepeatedKeys(t *testing.T) {
+	run := func(keys ...string) (enc []byte, offs []int) {
+		for _, k := range keys {
+			offs = append(offs, len(enc))
+			enc = append(enc, k...)
+		}
+		return enc, append(offs, len(enc))
+	}
+	long := make([]string, 2*pairwiseRun+2) // a, b, ..., each once more, c again, a new one
+	for i := range pairwiseRun {
+		long[i] = strconv.Itoa(i)
+		long[pairwiseRun+i] = long[i]
+	}
+	long[2*pairwiseRun], long[2*pairwiseRun+1] = "3", "new"
+	for _, tc := range []struct {
+		keys []string
+		want int64
+	}{
+		{[]string{"a", "b", "a", "a"}, 2},
+		{[]string{"a", "b", "c"}, 0},
+		{long, pairwiseRun + 1},
+	} {
+		for _, collide := range []bool{false, true} {
+			h := keyHash
+			if collide {
+				keyHash = func(_ maphash.Seed, b []byte) uint64 { return uint64(len(b)) }
+			}
+			enc, offs := run(tc.keys...)
+			var rk runKeys
+			got := rk.repeatedKeys(enc, offs)
+			keyHash = h
+			if got != tc.want {
+				t.Errorf("%q (colliding %v): %d repeated, want %d", tc.keys, collide, got, tc.want)
+			}
+		}
 	}
 }
 
