@@ -103,7 +103,7 @@ func takeIndices(indices arrow.Array, length int) ([]int64, error) {
 			if v := a.Value(i); v <= uint64(length) {
 				return int64(v)
 			}
-			return -1
+			return int64(length)
 		}
 	default:
 		return nil, fmt.Errorf("%w: take indices of type %s (must be integers)", arrow.ErrInvalid, indices.DataType())
@@ -114,7 +114,7 @@ func takeIndices(indices arrow.Array, length int) ([]int64, error) {
 		}
 		v := at(i)
 		if v < 0 || v >= int64(length) {
-			return nil, fmt.Errorf("%w: take index %d out of bounds for %d values", arrow.ErrIndex, v, length)
+			return nil, fmt.Errorf("%w: %s out of bounds", arrow.ErrIndex, indices.ValueStr(i))
 		}
 		idx[i] = v
 	}
