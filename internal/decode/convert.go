@@ -2,7 +2,6 @@ package decode
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 )
@@ -256,14 +254,13 @@ func makeConverter(ro *resolved, col string, src arrow.DataType, dst arrow.Field
 		return nil, err
 	}
 	required := !dst.Nullable || isTime
-	ctx := compute.WithAllocator(context.Background(), ro.mem)
 	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
 		if strict {
 			arr = storageOf(arr)
 		}
 		if dict {
 			d := arr.(*array.Dictionary)
-			dec, err := compute.TakeArray(ctx, d.Dictionary(), d.Indices())
+			dec, err := take(ro.mem, d.Dictionary(), d.Indices())
 			if err != nil {
 				return nil, &FileError{Key: ro.key, Column: col, Reason: "cannot decode dictionary column", Err: err}
 			}

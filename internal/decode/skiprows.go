@@ -16,7 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
 // Bad rows set aside (DecodeOptions.OnError = OnErrorSkipRows, ingest's
@@ -371,7 +370,6 @@ func (c *conformer) keepRows(cols []arrow.Array, n int, bad map[int]bool) (arrow
 	}
 	idx := bld.NewArray()
 	defer idx.Release()
-	ctx := compute.WithAllocator(context.Background(), c.ro.mem)
 	kept := make([]arrow.Array, 0, len(cols))
 	defer func() {
 		for _, a := range kept {
@@ -379,7 +377,7 @@ func (c *conformer) keepRows(cols []arrow.Array, n int, bad map[int]bool) (arrow
 		}
 	}()
 	for i, col := range cols {
-		a, err := compute.TakeArray(ctx, col, idx)
+		a, err := take(c.ro.mem, col, idx)
 		if err != nil {
 			return nil, &FileError{Key: c.ro.key, Column: c.target.Field(i).Name, Reason: "cannot leave out refused rows", Err: err}
 		}
