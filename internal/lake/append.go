@@ -321,6 +321,15 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 		return nil, 0, err
 	}
 	defer rows.Release()
+	l, err := newDataFileLayout(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	if l != nil { // timelake's writer: string columns of few values as dictionaries
+		if err := rows.EncodeDictionaries(l); err != nil {
+			return nil, 0, err
+		}
+	}
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for

@@ -41,6 +41,9 @@ type SortedRows struct {
 	// last in input order (timelake.read-dedup): the others are left out
 	// of perm.
 	newest bool
+	// dicts are the columns Take returns as dictionary arrays
+	// (EncodeDictionaries), by column; nil when none.
+	dicts []*dictionaryColumn
 }
 
 // chunkedTake reports whether arrow's take reads values of type dt from
@@ -133,6 +136,12 @@ func (s *SortedRows) flat(i int, parts []arrow.Array) (arrow.Array, error) {
 
 // Release releases the columns.
 func (s *SortedRows) Release() {
+	for _, d := range s.dicts {
+		if d != nil {
+			d.release()
+		}
+	}
+	s.dicts = nil
 	for i, c := range s.cols {
 		if c != nil {
 			c.Release()
@@ -305,7 +314,22 @@ func (s *SortedRows) Take(ctx context.Context, lo, hi int) (arrow.RecordBatch, e
 		defer a.Release()
 	}
 	ctx = compute.WithAllocator(ctx, s.mem)
+	sc := s.sc
+	p := -1 // the partition of the rows, for dictionary columns
+	if s.dicts != nil {
+		p = sort.SearchInts(s.runs, lo+1) - 1
+		if p < 0 || hi > s.runs[p+1] {
+			return nil, fmt.Errorf("internal: rows %d to %d span partitions", lo, hi)
+		}
+	}
 	for i, c := range s.cols {
+		if s.dicts != nil && s.dicts[i] != nil {
+			if a := s.dicts[i].take(s.mem, p, lo, hi); a != nil {
+				sc = withFieldType(sc, i, a.DataType())
+				taken = append(taken, a)
+				continue
+			}
+		}
 		var part *arrow.Chunked
 		if idx == nil {
 			part = array.NewChunkedSlice(c, int64(lo), int64(hi))
@@ -335,7 +359,15 @@ func (s *SortedRows) Take(ctx context.Context, lo, hi int) (arrow.RecordBatch, e
 		}
 		taken = append(taken, a)
 	}
-	return array.NewRecordBatch(s.sc, taken, int64(hi-lo)), nil
+	return array.NewRecordBatch(sc, taken, int64(hi-lo)), nil
+}
+
+// withFieldType is sc with field i of type dt.
+func withFieldType(sc *arrow.Schema, i int, dt arrow.DataType) *arrow.Schema {
+	fields := slices.Clone(sc.Fields())
+	fields[i].Type = dt
+	md := sc.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 func less(keys []func(i, j int) int, i, j int) bool {
@@ -380,6 +412,12 @@ func CompareValues(a arrow.Array, i int, b arrow.Array, j int) int {
 		return -1
 	case nj:
 		return 1
+	}
+	if x, ok := a.(*array.Dictionary); ok { // a batch of EncodeDictionaries
+		a, i = x.Dictionary(), x.GetValueIndex(i)
+	}
+	if y, ok := b.(*array.Dictionary); ok {
+		b, j = y.Dictionary(), y.GetValueIndex(j)
 	}
 	switch x := a.(type) {
 	case *array.String:

@@ -124,6 +124,7 @@ type writer struct {
 	out       io.WriteCloser
 	counted   *countingWriter
 	pw        *pqarrow.FileWriter
+	schema    *arrow.Schema     // the open file's Arrow schema (fileSchema)
 	last      arrow.RecordBatch // the last row written
 	seriesLen int64             // rows of the series being written
 	prevLen   int64             // rows of the series before it
@@ -146,19 +147,22 @@ func (w *writer) write(rec arrow.RecordBatch) (iceberg.DataFile, error) {
 	if last := l.partition(times.Value(n - 1)); !slices.Equal(last, part) {
 		return nil, fmt.Errorf("internal: a batch spans partitions %s and %s", l.folder(part), l.folder(last))
 	}
+	sc, dict, err := fileSchema(l.arrowSc, rec)
+	if err != nil {
+		return nil, err
+	}
 	var done iceberg.DataFile
-	var err error
-	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target) {
+	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target || !sc.Equal(w.schema)) {
 		if done, err = w.close(); err != nil {
 			return nil, err
 		}
 	}
 	if w.pw == nil {
-		if err := w.open(part, times); err != nil {
+		if err := w.open(part, times, sc, dict); err != nil {
 			return done, err
 		}
 	}
-	rec = array.NewRecordBatch(l.arrowSc, rec.Columns(), rec.NumRows())
+	rec = array.NewRecordBatch(w.schema, rec.Columns(), rec.NumRows())
 	defer rec.Release()
 	// Row groups end at a series boundary once the series before would
 	// no longer fit (series of one table tend to be alike in length);
@@ -271,9 +275,10 @@ func timeDictionaryPays(times *array.Timestamp, rowGroup int64) bool {
 	return n > 0
 }
 
-// open starts the next data file, in the partition's folder; its time
+// open starts the next data file, in the partition's folder, of Arrow
+// schema sc (dict: with dictionary columns, fileSchema); its time
 // column's encoding follows the times of its first batch.
-func (w *writer) open(part PartitionRecord, times *array.Timestamp) error {
+func (w *writer) open(part PartitionRecord, times *array.Timestamp, sc *arrow.Schema, dict bool) error {
 	l := w.layout
 	folder := l.folder(part)
 	loc := w.locations[folder]
@@ -305,14 +310,17 @@ func (w *writer) open(part PartitionRecord, times *array.Timestamp) error {
 	if timeDictionaryPays(times, l.rowGroup) {
 		props = l.dictTime
 	}
-	pw, err := pqarrow.NewFileWriter(l.arrowSc, counted, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(memory.DefaultAllocator)))
+	arrowProps := []pqarrow.WriterOption{pqarrow.WithAllocator(memory.DefaultAllocator)}
+	if !dict { // fileSchema stored the schema of a file with dictionary columns
+		arrowProps = append(arrowProps, pqarrow.WithStoreSchema())
+	}
+	pw, err := pqarrow.NewFileWriter(sc, counted, props, pqarrow.NewArrowWriterProperties(arrowProps...))
 	if err != nil {
 		out.Close()
 		w.remove(path)
 		return err
 	}
-	w.path, w.partition, w.out, w.counted, w.pw = path, part, out, counted, pw
+	w.path, w.partition, w.out, w.counted, w.pw, w.schema = path, part, out, counted, pw, sc
 	return nil
 }
 
@@ -391,7 +399,7 @@ func (w *writer) reset() {
 	if w.last != nil {
 		w.last.Release()
 	}
-	w.path, w.partition, w.out, w.counted, w.pw, w.last = "", nil, nil, nil, nil, nil
+	w.path, w.partition, w.out, w.counted, w.pw, w.last, w.schema = "", nil, nil, nil, nil, nil, nil
 	w.seriesLen, w.prevLen = 0, 0
 }
 

@@ -1,0 +1,318 @@
+package datafile
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+)
+
+// A string column of few values (a series key, a site) is given to the
+// Parquet writer as Arrow dictionary arrays, one dictionary per partition:
+// arrow-go's writer then writes the dictionary once and the indices as
+// they are (its direct dictionary path), where for plain strings it hashes
+// every value into its own dictionary (10 to 14% of an append's CPU) and
+// compares every value for the statistics. The sort takes the indices
+// (four bytes a row) instead of copying the strings. The file is the one
+// plain strings give: the same Parquet schema, the same stored Arrow
+// schema (ARROW:schema names the column a string), the same statistics
+// (arrow-go computes them from the dictionary values a batch refers to),
+// a dictionary page and RLE_DICTIONARY data pages. Where it differs: a
+// row group that plain strings leave without a dictionary keeps one
+// (arrow-go applies Parquet Java's cost rule to a row group's first
+// write, which can be a few rows: their dictionary costs as much as their
+// values); the
+// dictionary of a row group holds every value of its partition's rows
+// (arrow-go's own holds those of the row group), in order of value; the
+// indices of a row group are one page (arrow-go cuts dictionary pages by
+// the size of the values they stand for, which its direct path does not
+// count), a few KB for a series key; and a partition whose dictionary
+// would not pay (Parquet Java's cost rule: the dictionary and its indices
+// at least as large as the plain values) or would pass the dictionary
+// page size limit gets plain strings, as arrow-go would fall back to.
+// TestDictionaryColumnsWriteTheSameFile compares the two.
+
+// maxDictionaryValues bounds the distinct values of a column taken as a
+// dictionary: past it (an id or a message column) the column is taken as
+// strings, and counting stops.
+const maxDictionaryValues = 1 << 16
+
+// dictionaryColumn is a string column of SortedRows taken as dictionary
+// arrays.
+type dictionaryColumn struct {
+	typ *arrow.DictionaryType
+	// codes maps each sorted position to its value's index in the
+	// dictionary of its partition; -1 for null.
+	codes []int32
+	nulls bool
+	// parts holds the dictionary of each partition (runs), nil for a
+	// partition taken as strings.
+	parts []*array.String
+}
+
+// DictionaryColumns are the columns the layout's writer may take as
+// dictionary arrays: strings with dictionary encoding enabled, no bloom
+// filter (arrow-go fills it from the dictionary, which holds values other
+// row groups have), and data pages of at least the default size (a table
+// tuned for smaller pages, for its page index, keeps arrow-go's page
+// cuts).
+func (l *Layout) DictionaryColumns() []int {
+	props := l.plainTime
+	if props.DataPageSize() < table.ParquetPageSizeBytesDefault {
+		return nil
+	}
+	var cols []int
+	for i, f := range l.arrowSc.Fields() {
+		if f.Type.ID() != arrow.STRING || i == l.timeCol {
+			continue
+		}
+		if props.DictionaryEnabledFor(f.Name) && !props.BloomFilterEnabledFor(f.Name) {
+			cols = append(cols, i)
+		}
+	}
+	return cols
+}
+
+// EncodeDictionaries makes Take return the layout's dictionary columns
+// (DictionaryColumns) as dictionary arrays, where they pay. Only the
+// layout's writer (Write) takes such batches; call it after the order is
+// known and before the first Take.
+func (s *SortedRows) EncodeDictionaries(l *Layout) error {
+	limit := l.plainTime.DictionaryPageSizeLimit()
+	for _, c := range l.DictionaryColumns() {
+		if c >= len(s.cols) || s.cols[c].DataType().ID() != arrow.STRING {
+			continue
+		}
+		codes, values, ok := stringCodes(s.cols[c].Chunks())
+		if !ok {
+			continue
+		}
+		d, err := s.partitionDictionaries(codes, values, limit)
+		if err != nil {
+			return fmt.Errorf("dictionary of column %s: %w", s.sc.Field(c).Name, err)
+		}
+		if d == nil {
+			continue
+		}
+		if s.dicts == nil {
+			s.dicts = make([]*dictionaryColumn, len(s.cols))
+		}
+		s.dicts[c] = d
+	}
+	return nil
+}
+
+// stringCodes numbers the values of a string column's chunks (rows in
+// input order) in order of first appearance: the code of each row (-1 for
+// null) and the values. ok is false past maxDictionaryValues values.
+func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool) {
+	n := 0
+	for _, a := range chunks {
+		n += a.Len()
+	}
+	codes = make([]int32, 0, n)
+	index := map[string]int32{}
+	prev, prevCode := "", int32(-1)
+	for _, chunk := range chunks {
+		a, ok := chunk.(*array.String)
+		if !ok {
+			return nil, nil, false
+		}
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				codes = append(codes, -1)
+				continue
+			}
+			v := a.Value(i)
+			if prevCode < 0 || v != prev { // runs of one value are common: sorted or constant columns
+				code, seen := index[v]
+				if !seen {
+					if len(values) == maxDictionaryValues {
+						return nil, nil, false
+					}
+					v = strings.Clone(v) // the map outlives the batch's buffers
+					code = int32(len(values))
+					index[v] = code
+					values = append(values, v)
+				}
+				prev, prevCode = v, code
+			}
+			codes = append(codes, prevCode)
+		}
+	}
+	return codes, values, true
+}
+
+// partitionDictionaries gives each partition of s the dictionary of the
+// values its rows hold, sorted, and each sorted position its index in it.
+// A partition whose dictionary does not pay, or is at least limit bytes
+// as Parquet stores it, keeps strings; nil when none pays.
+func (s *SortedRows) partitionDictionaries(codes []int32, values []string, limit int64) (*dictionaryColumn, error) {
+	n := s.Len()
+	d := &dictionaryColumn{
+		typ:   &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
+		codes: make([]int32, n),
+		parts: make([]*array.String, len(s.runs)-1),
+	}
+	row := func(pos int) int {
+		if s.perm != nil {
+			return int(s.perm[pos])
+		}
+		return pos
+	}
+	local := make([]int32, len(values)) // a value's index in the partition's dictionary, plus one
+	var used []int32
+	paid := false
+	for p := range len(s.runs) - 1 {
+		lo, hi := s.runs[p], s.runs[p+1]
+		used = used[:0]
+		var plainBytes int64
+		for pos := lo; pos < hi; pos++ {
+			g := codes[row(pos)]
+			if g < 0 {
+				d.nulls = true
+				continue
+			}
+			plainBytes += int64(len(values[g])) + 4
+			if local[g] == 0 {
+				local[g] = -1
+				used = append(used, g)
+			}
+		}
+		slices.SortFunc(used, func(a, b int32) int { return strings.Compare(values[a], values[b]) })
+		var dictBytes int64
+		for k, g := range used {
+			local[g] = int32(k + 1)
+			dictBytes += int64(len(values[g])) + 4
+		}
+		if len(used) > 0 && dictBytes < limit && dictBytes+indexBound(len(used), hi-lo) < plainBytes {
+			b := array.NewStringBuilder(s.mem)
+			for _, g := range used {
+				b.Append(values[g])
+			}
+			d.parts[p] = b.NewStringArray()
+			b.Release()
+			paid = true
+			for pos := lo; pos < hi; pos++ {
+				if g := codes[row(pos)]; g >= 0 {
+					d.codes[pos] = local[g] - 1
+				} else {
+					d.codes[pos] = -1
+				}
+			}
+		}
+		for _, g := range used {
+			local[g] = 0
+		}
+	}
+	if !paid {
+		return nil, nil
+	}
+	return d, nil
+}
+
+// indexBound is arrow-go's bound of the size of n dictionary indices into
+// a dictionary of entries values (the RLE encoder's buffer: a byte of bit
+// width, the longest runs, one more literal run), which its cost rule
+// (checkDictionarySizeLimit) weighs with the dictionary against the plain
+// values: the same rule decides a file of one write as arrow-go would.
+func indexBound(entries, n int) int64 {
+	width := 1
+	if entries > 1 {
+		width = bits.Len32(uint32(entries - 1))
+	}
+	runs := (n + 7) / 8
+	literal := runs + runs*width
+	repeated := runs * (1 + (width+7)/8)
+	const maxLiteralRun = 512 // values, as arrow-go's RLE encoder cuts them
+	minBuffer := max(1+(maxLiteralRun*width+7)/8, binary.MaxVarintLen32+(width+7)/8)
+	return int64(1 + max(literal, repeated) + minBuffer)
+}
+
+// take returns the sorted rows [lo, hi) of partition p as a dictionary
+// array, or nil when the partition is taken as strings.
+func (d *dictionaryColumn) take(mem memory.Allocator, p, lo, hi int) arrow.Array {
+	dict := d.parts[p]
+	if dict == nil {
+		return nil
+	}
+	codes := d.codes[lo:hi]
+	var validity *memory.Buffer
+	nulls := 0
+	if d.nulls {
+		bitmap := make([]byte, bitutil.BytesForBits(int64(len(codes))))
+		for i, c := range codes {
+			if c >= 0 {
+				bitutil.SetBit(bitmap, i)
+			} else {
+				nulls++
+			}
+		}
+		if nulls > 0 {
+			validity = memory.NewBufferBytes(bitmap)
+		}
+	}
+	// A copy of the indices: a batch may outlive the sorted rows.
+	idx := make([]int32, len(codes))
+	for i, c := range codes {
+		idx[i] = max(c, 0)
+	}
+	data := array.NewData(arrow.PrimitiveTypes.Int32, len(codes),
+		[]*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, nulls, 0)
+	indices := array.MakeFromData(data)
+	data.Release()
+	defer indices.Release()
+	// A dictionary array of its own for every batch: arrow-go computes a
+	// batch's statistics from the values it refers to only when its
+	// dictionary is not the very array it was given before (it would take
+	// the whole dictionary's).
+	values := array.NewSlice(dict, 0, int64(dict.Len()))
+	defer values.Release()
+	return array.NewDictionaryArray(d.typ, indices, values)
+}
+
+// release releases the partitions' dictionaries.
+func (d *dictionaryColumn) release() {
+	for _, p := range d.parts {
+		if p != nil {
+			p.Release()
+		}
+	}
+}
+
+// fileSchema is the schema of a data file whose batch is rec: sc, with
+// the columns rec holds as dictionary arrays of their type, and the
+// footer's ARROW:schema naming them as sc does. It returns sc itself when
+// rec has no dictionary column.
+func fileSchema(sc *arrow.Schema, rec arrow.RecordBatch) (*arrow.Schema, bool, error) {
+	fields := slices.Clone(sc.Fields())
+	dict := false
+	for i, c := range rec.Columns() {
+		if dt, ok := c.DataType().(*arrow.DictionaryType); ok {
+			if !arrow.TypeEqual(dt.ValueType, fields[i].Type) {
+				return nil, false, fmt.Errorf("internal: column %s is a dictionary of %s, expected %s", fields[i].Name, dt.ValueType, fields[i].Type)
+			}
+			fields[i].Type = dt
+			dict = true
+		}
+	}
+	if !dict {
+		return sc, false, nil
+	}
+	// What pqarrow's WithStoreSchema stores for sc (the schema's metadata,
+	// then ARROW:schema): readers see string columns.
+	md := sc.Metadata()
+	keys := append(slices.Clone(md.Keys()), "ARROW:schema")
+	vals := append(slices.Clone(md.Values()), base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, memory.DefaultAllocator)))
+	meta := arrow.NewMetadata(keys, vals)
+	return arrow.NewSchema(fields, &meta), true, nil
+}

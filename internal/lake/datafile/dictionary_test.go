@@ -1,0 +1,279 @@
+package datafile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// memoryFiles keeps the data files a test writes, by path.
+type memoryFiles struct {
+	mu    sync.Mutex
+	files map[string]*bytes.Buffer
+}
+
+type memoryFile struct {
+	bytes.Buffer
+	done func(*bytes.Buffer)
+}
+
+func (f *memoryFile) Close() error { f.done(&f.Buffer); return nil }
+
+func (m *memoryFiles) create(_ context.Context, path string) (io.WriteCloser, error) {
+	return &memoryFile{done: func(b *bytes.Buffer) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.files == nil {
+			m.files = map[string]*bytes.Buffer{}
+		}
+		m.files[path] = b
+	}}, nil
+}
+
+// dictionaryTestTable is a day-partitioned table of a time, a series key
+// (device, with nulls), a constant site, a note of a distinct value per
+// row, and a reading.
+func dictionaryTestTable(t *testing.T, props iceberg.Properties) (*Layout, *arrow.Schema) {
+	t.Helper()
+	sch := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 2, Name: "device", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "site", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 4, Name: "note", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 5, Name: "value", Type: iceberg.PrimitiveTypes.Float64},
+	)
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1000, Name: "time_day", Transform: iceberg.DayTransform{}})
+	props = maps.Clone(props)
+	if props == nil {
+		props = iceberg.Properties{}
+	}
+	props["format-version"] = "2"
+	props[table.ParquetRowGroupLimitKey] = "3000"
+	meta, err := table.NewMetadata(sch, &spec, table.UnsortedSortOrder, "file:///warehouse/ns/t", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := table.SchemaToArrowSchema(meta.CurrentSchema(), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLayout(meta, sc, dailyOrder("device"), iceberg.DayTransform{})
+	if err != nil || l == nil {
+		t.Fatalf("layout: %v, %v", l, err)
+	}
+	return l, sc
+}
+
+// dictionaryTestRows are 4 days of 40 devices every 4 minutes, in batches of
+// 5,000 rows in time order; every 97th device is null.
+func dictionaryTestRows(sc *arrow.Schema) []arrow.RecordBatch {
+	t0 := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	var recs []arrow.RecordBatch
+	for i := range 36_000 {
+		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(i/40) * 4 * time.Minute).UnixMicro()))
+		if i%97 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-%02d", i%40))
+		}
+		b.Field(2).(*array.StringBuilder).Append("north-field-station")
+		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("note %d", i))
+		b.Field(4).(*array.Float64Builder).Append(float64(i%400) / 10)
+		if (i+1)%5000 == 0 || i == 35_999 {
+			recs = append(recs, b.NewRecordBatch())
+		}
+	}
+	return recs
+}
+
+// writeTestFiles sorts recs, with dictionaries or not, and writes them as
+// data files; it returns the files by path and their data files.
+func writeTestFiles(t *testing.T, l *Layout, sc *arrow.Schema, recs []arrow.RecordBatch, dictionaries bool) (map[string]*bytes.Buffer, []iceberg.DataFile) {
+	t.Helper()
+	rows, err := NewSortedRows(memory.DefaultAllocator, sc, recs, dailyOrder("device"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Release()
+	if dictionaries {
+		if err := rows.EncodeDictionaries(l); err != nil {
+			t.Fatal(err)
+		}
+		// The series key and the site as dictionaries; the note, one
+		// value a row, as strings (its dictionary would not pay).
+		rec, err := rows.Take(context.Background(), 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []arrow.Type{arrow.TIMESTAMP, arrow.DICTIONARY, arrow.DICTIONARY, arrow.STRING, arrow.FLOAT64} {
+			if got := rec.Column(i).DataType().ID(); got != want {
+				t.Errorf("column %s taken as %s, want %s", sc.Field(i).Name, got, want)
+			}
+		}
+		rec.Release()
+	}
+	var m memoryFiles
+	var dfs []iceberg.DataFile
+	for df, err := range Write(context.Background(), l, nil, m.create, rows.Batches(context.Background(), 0, rows.Len(), 1000)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		dfs = append(dfs, df)
+	}
+	return m.files, dfs
+}
+
+// TestDictionaryColumnsWriteTheSameFile: a table's rows written with its
+// string columns as dictionary arrays (EncodeDictionaries) make files
+// that read back as the same rows and carry the same Parquet schema,
+// footer metadata (ARROW:schema), row groups and statistics as the files
+// of plain strings; the series key and the constant column are
+// dictionary-encoded, and the note of distinct values is written as
+// arrow-go writes it.
+func TestDictionaryColumnsWriteTheSameFile(t *testing.T) {
+	l, sc := dictionaryTestTable(t, nil)
+	if got := l.DictionaryColumns(); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Fatalf("dictionary columns %v, want the three string columns", got)
+	}
+	recs := dictionaryTestRows(sc)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	plain, plainFiles := writeTestFiles(t, l, sc, recs, false)
+	dict, dictFiles := writeTestFiles(t, l, sc, recs, true)
+	if len(plain) != 4 || len(dict) != 4 {
+		t.Fatalf("%d and %d files, want one a day", len(plain), len(dict))
+	}
+	pathOf := func(dfs []iceberg.DataFile) []string {
+		var out []string
+		for _, df := range dfs {
+			out = append(out, df.FilePath())
+		}
+		return out
+	}
+	pp, dp := pathOf(plainFiles), pathOf(dictFiles)
+	for i := range plainFiles {
+		a, b := plainFiles[i], dictFiles[i]
+		if a.Count() != b.Count() || !maps.Equal(a.NullValueCounts(), b.NullValueCounts()) || !maps.Equal(a.ValueCounts(), b.ValueCounts()) ||
+			!maps.EqualFunc(a.LowerBoundValues(), b.LowerBoundValues(), bytes.Equal) || !maps.EqualFunc(a.UpperBoundValues(), b.UpperBoundValues(), bytes.Equal) {
+			t.Errorf("file %d: manifest entries differ:\nplain %d rows, nulls %v, lower %v, upper %v\ndict  %d rows, nulls %v, lower %v, upper %v", i,
+				a.Count(), a.NullValueCounts(), a.LowerBoundValues(), a.UpperBoundValues(),
+				b.Count(), b.NullValueCounts(), b.LowerBoundValues(), b.UpperBoundValues())
+		}
+		compareDataFiles(t, plain[pp[i]].Bytes(), dict[dp[i]].Bytes())
+	}
+}
+
+// compareDataFiles checks that two Parquet files hold the same rows under
+// the same schema, footer metadata, row groups and statistics, the
+// series key and the site with dictionaries, the other columns encoded
+// alike.
+func compareDataFiles(t *testing.T, plain, dict []byte) {
+	t.Helper()
+	open := func(b []byte) *file.Reader {
+		r, err := file.NewParquetReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	pr, dr := open(plain), open(dict)
+	defer pr.Close()
+	defer dr.Close()
+	if !pr.MetaData().Schema.Equals(dr.MetaData().Schema) {
+		t.Errorf("Parquet schemas differ:\n%s\n%s", pr.MetaData().Schema, dr.MetaData().Schema)
+	}
+	pkv, dkv := pr.MetaData().KeyValueMetadata(), dr.MetaData().KeyValueMetadata()
+	if !slices.Equal(pkv.Keys(), dkv.Keys()) || !slices.Equal(pkv.Values(), dkv.Values()) {
+		t.Errorf("footer metadata differs: keys %v and %v", pkv.Keys(), dkv.Keys())
+	}
+	if pr.NumRowGroups() != dr.NumRowGroups() || pr.NumRows() != dr.NumRows() {
+		t.Fatalf("%d row groups, %d rows against %d, %d", pr.NumRowGroups(), pr.NumRows(), dr.NumRowGroups(), dr.NumRows())
+	}
+	for g := range pr.NumRowGroups() {
+		pg, dg := pr.MetaData().RowGroup(g), dr.MetaData().RowGroup(g)
+		if pg.NumRows() != dg.NumRows() {
+			t.Errorf("row group %d: %d rows against %d", g, pg.NumRows(), dg.NumRows())
+		}
+		for c := range pg.NumColumns() {
+			pc, _ := pg.ColumnChunk(c)
+			dc, _ := dg.ColumnChunk(c)
+			ps, err1 := pc.Statistics()
+			ds, err2 := dc.Statistics()
+			if err1 != nil || err2 != nil || ps == nil || ds == nil {
+				t.Fatalf("row group %d column %d: statistics %v, %v", g, c, err1, err2)
+			}
+			if ps.NullCount() != ds.NullCount() || ps.NumValues() != ds.NumValues() ||
+				!bytes.Equal(ps.EncodeMin(), ds.EncodeMin()) || !bytes.Equal(ps.EncodeMax(), ds.EncodeMax()) {
+				t.Errorf("row group %d column %s: statistics differ: %v against %v", g, pc.PathInSchema(), ps, ds)
+			}
+			// Plain strings lose their dictionary in a row group whose
+			// first write is a few rows (arrow-go applies the cost rule
+			// to them); dictionary arrays keep it.
+			name := pc.PathInSchema().String()
+			encs := dc.Encodings()
+			if (name == "device" || name == "site") && !slices.Contains(encs, parquet.Encodings.RLEDict) {
+				t.Errorf("row group %d column %s: encodings %v, want a dictionary", g, name, encs)
+			}
+			if name != "device" && name != "site" && !slices.Equal(encs, pc.Encodings()) {
+				t.Errorf("row group %d column %s: encodings %v, want %v as plain strings have", g, name, encs, pc.Encodings())
+			}
+		}
+	}
+	read := func(r *file.Reader) arrow.Table {
+		fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := fr.ReadTable(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	pt, dt := read(pr), read(dr)
+	defer pt.Release()
+	defer dt.Release()
+	if !pt.Schema().Equal(dt.Schema()) || !array.TableEqual(pt, dt) {
+		t.Errorf("the files read back differently:\n%s\n%s", pt.Schema(), dt.Schema())
+	}
+}
+
+// TestDictionaryColumnsFollowTheTable: a table that turns dictionaries
+// off, for all columns or one, sets a bloom filter on a column, or
+// chooses smaller data pages keeps arrow-go's own encoding there.
+func TestDictionaryColumnsFollowTheTable(t *testing.T) {
+	for _, c := range []struct {
+		props iceberg.Properties
+		want  []int
+	}{
+		{iceberg.Properties{propDictEnabled: "false"}, nil},
+		{iceberg.Properties{propDictColumnPrefix + "site": "false"}, []int{1, 3}},
+		{iceberg.Properties{propBloomColumnPrefix + "device": "true"}, []int{2, 3}},
+		{iceberg.Properties{table.ParquetPageSizeBytesKey: "65536"}, nil},
+	} {
+		l, _ := dictionaryTestTable(t, c.props)
+		if got := l.DictionaryColumns(); !slices.Equal(got, c.want) {
+			t.Errorf("%v: dictionary columns %v, want %v", c.props, got, c.want)
+		}
+	}
+}
