@@ -14,7 +14,7 @@ import (
 // RollbackTo makes snapshotID the current snapshot of the main branch again.
 // snapshotID must be an ancestor of the current snapshot (Iceberg's
 // rollback rule). Only the metadata changes: the main branch's ref, the
-// current snapshot and the snapshot-log (edit.rollBack); no snapshot
+// current snapshot and the snapshot-log (tablemeta.RollBack); no snapshot
 // is added. The newer snapshots stay in the
 // metadata but leave the current ancestry, so their batch ids count as not
 // loaded any more (docs/table-format.md, "Snapshots and batch ids"): a file

@@ -178,7 +178,7 @@ func idSet(ids []int64) map[int64]bool {
 	return set
 }
 
-// Updates are c's Iceberg table Updates (iceberg-go's table.Update, as a
+// Updates are c's Iceberg table updates (iceberg-go's table.Update, as a
 // REST catalog's updateTable takes them), on base: add-schema and
 // set-current-schema (-1: the schema just added, whatever id the catalog
 // gives it), add-snapshot for each snapshot, remove-snapshots,

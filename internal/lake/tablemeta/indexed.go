@@ -18,14 +18,14 @@ import (
 // Indexed is one version of a table's metadata (vN.metadata.json) in the form
 // the ingest path needs: the file's top-level fields as JSON, an index of
 // its snapshots (id, parent, batch id and where each one's JSON is), and the
-// metadata without history (withoutHistory) for schemas, specs and
+// metadata without history (Write, DataWrite) for schemas, specs and
 // properties. It does not hold every snapshot and summary as iceberg-go
 // objects, and a commit of new snapshots (WithSnapshots) appends their JSON
 // to the previous version's instead of rebuilding and re-encoding the whole
 // history: memory and time per commit stay nearly independent of the
-// table's age. The full iceberg-go metadata is parsed on demand (metadata).
+// table's age. The full iceberg-go metadata is parsed on demand (Metadata).
 //
-// A Indexed is immutable once built; metadata caches its parse.
+// An Indexed is immutable once built; Metadata caches its parse.
 type Indexed struct {
 	fields []field // top-level members, in file order
 
@@ -40,7 +40,7 @@ type Indexed struct {
 	lastSeq     int64 // last-sequence-number
 	lastUpdated int64 // last-updated-ms
 	write       table.Metadata
-	// DataWrite is write with the unsorted order as default sort order:
+	// dataWrite is write with the unsorted order as default sort order:
 	// what data files are written with (dataFileMetadata).
 	dataWrite table.Metadata
 
@@ -310,13 +310,13 @@ func dataFileMetadata(meta table.Metadata) (table.Metadata, error) {
 	return out, nil
 }
 
-// Metadata returns the full iceberg-go Metadata, parsed on first use.
+// Metadata returns the full iceberg-go metadata, parsed on first use.
 func (h *Indexed) Metadata() (table.Metadata, error) {
 	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.Body()) })
 	return h.full, h.err
 }
 
-// Snapshot parses Snapshot i of snaps.
+// Snapshot parses snapshot i of Snaps.
 func (h *Indexed) Snapshot(i int) (*table.Snapshot, error) {
 	r := h.snaps[i]
 	var s table.Snapshot
