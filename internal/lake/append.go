@@ -18,6 +18,7 @@ import (
 	iofs "io/fs"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -177,7 +178,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	}
 	if w.sc == nil {
 		w.sc = recs[0].Schema()
-		plan, c, err := planBatch(w.v.meta.write.CurrentSchema(), w.v.arrowSc, w.v.meta.write.LastColumnID(), w.sc)
+		plan, c, err := planBatch(w.v.meta.Write().CurrentSchema(), w.v.arrowSc, w.v.meta.Write().LastColumnID(), w.sc)
 		if err != nil {
 			return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 		}
@@ -241,7 +242,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 // Prepared returns the batch of every Write so far, to Commit (or Discard).
 func (w *BatchWriter) Prepared() *Prepared {
 	props := iceberg.Properties{SummaryBatchID: w.batchID}
-	if newest, ok := maxRowTime(w.files, w.v.meta.write.CurrentSchema(), w.v.contract.TimeColumn); ok {
+	if newest, ok := maxRowTime(w.files, w.v.meta.Write().CurrentSchema(), w.v.contract.TimeColumn); ok {
 		props[SummaryMaxRowTime] = newest.Format(time.RFC3339Nano)
 	}
 	for k, val := range w.summary {
@@ -313,7 +314,7 @@ func checkRequired(r arrow.RecordBatch) error {
 // back in sorted order either way.
 func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
 	sorted := datafile.NewSortedRows
-	if readDedup(v.meta.props()) {
+	if readDedup(v.meta.Props()) {
 		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
 	}
 	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order())
@@ -438,7 +439,7 @@ type appendAttempt struct {
 	changes map[string][]string
 }
 
-func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
+func (m *appendMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	// Settle the batches already in the ancestry: committed since the last
 	// load by another writer, or by one of our own attempts.
@@ -447,7 +448,7 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 		if m.results[p.BatchID] != nil {
 			continue
 		}
-		s, err := base.findBatch(p.BatchID)
+		s, err := base.FindBatch(p.BatchID)
 		if err != nil {
 			return nil, err
 		}
@@ -458,8 +459,8 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 		pending = append(pending, p)
 	}
 	// And those the load history remembers (their snapshots expired).
-	if len(pending) > 0 && base.props()[PropLoadHistory] != "" {
-		hist, err := t.lake.historyOf(ctx, t.name, base.props())
+	if len(pending) > 0 && base.Props()[PropLoadHistory] != "" {
+		hist, err := t.lake.historyOf(ctx, t.name, base.Props())
 		if err != nil {
 			return nil, err
 		}
@@ -492,7 +493,7 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 	if err := t.canStage(base, pending); err != nil {
 		return nil, err
 	}
-	if staged != base && (base.write.Version() != 2 || !currentSpecOnly(base, pending)) {
+	if staged != base && (base.Write().Version() != 2 || !currentSpecOnly(base, pending)) {
 		return nil, fmt.Errorf("table %s: a schema change is committed only on format-version 2 tables at the location %s gives them, written with the current partition spec", t.name, t.lake.URI())
 	}
 	// Write the snapshots' manifests and lists concurrently.
@@ -502,9 +503,9 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 	}
 	var schema *iceberg.Schema
 	if staged != base {
-		schema = staged.write.CurrentSchema()
+		schema = staged.Write().CurrentSchema()
 	}
-	return addSnapshots(schema, snaps...), nil
+	return tablemeta.AddSnapshots(schema, snaps...), nil
 }
 
 // evolve merges the schema changes of the pending batches into base's
@@ -513,10 +514,10 @@ func (m *appendMutation) build(ctx context.Context, base *indexedMetadata, v ver
 // with the merged schema made current) and the batches that fit it; those
 // that do not are settled with AppendResult.SchemaConflict. The changes
 // each batch makes are recorded in a for its result.
-func (m *appendMutation) evolve(a *appendAttempt, base *indexedMetadata, pending []*Prepared) (*indexedMetadata, []*Prepared, error) {
+func (m *appendMutation) evolve(a *appendAttempt, base *tablemeta.Indexed, pending []*Prepared) (*tablemeta.Indexed, []*Prepared, error) {
 	a.changes = map[string][]string{}
-	cur := base.write.CurrentSchema()
-	last := base.write.LastColumnID()
+	cur := base.Write().CurrentSchema()
+	last := base.Write().LastColumnID()
 	evolved := false
 	fit := pending[:0:0]
 	for _, p := range pending {
@@ -538,7 +539,7 @@ func (m *appendMutation) evolve(a *appendAttempt, base *indexedMetadata, pending
 	if !evolved || len(fit) == 0 {
 		return base, fit, nil
 	}
-	staged, err := base.withSchema(cur)
+	staged, err := base.WithSchema(cur)
 	if err != nil {
 		return nil, nil, fmt.Errorf("schema change: %w", err)
 	}
@@ -627,11 +628,11 @@ func (t *Table) dropHeadCache(ctx context.Context) {
 // Best effort: a failure is logged, and the next commit tries again.
 func (t *Table) dropOldVersions(ctx context.Context) {
 	h, _ := t.loaded()
-	if !h.props().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
+	if !h.Props().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
 		return
 	}
 	var entries []table.MetadataLogEntry
-	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil || len(entries) == 0 {
+	if err := unmarshalOptional(h.Get("metadata-log"), &entries); err != nil || len(entries) == 0 {
 		return
 	}
 	oldest := 0

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Tests commit what another engine would (a row-level delete, say) through
@@ -55,7 +57,7 @@ func (t *Table) commitTransaction(ctx context.Context, stage func(*table.Transac
 	if !ok {
 		return errors.New("commitTransaction needs the file catalog")
 	}
-	base, bv, err := files.latest(ctx, t.name, parseHead)
+	base, bv, err := files.latest(ctx, t.name, tablemeta.Parse)
 	if err != nil {
 		return err
 	}
@@ -72,8 +74,8 @@ func (t *Table) commitTransaction(ctx context.Context, stage func(*table.Transac
 // stageTransaction runs stage on an iceberg-go transaction over base
 // (whose metadata is at baseLoc) and returns the next version as the
 // commit protocol writes it.
-func (t *Table) stageTransaction(ctx context.Context, base *indexedMetadata, baseLoc string, stage func(*table.Transaction) error) (*indexedMetadata, []byte, error) {
-	meta, err := base.metadata()
+func (t *Table) stageTransaction(ctx context.Context, base *tablemeta.Indexed, baseLoc string, stage func(*table.Transaction) error) (*tablemeta.Indexed, []byte, error) {
+	meta, err := base.Metadata()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +88,7 @@ func (t *Table) stageTransaction(ctx context.Context, base *indexedMetadata, bas
 }
 
 // capture runs txn's commit against c and returns the next version.
-func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*indexedMetadata, []byte, error) {
+func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*tablemeta.Indexed, []byte, error) {
 	if _, err := txn.Commit(ctx); !errors.Is(err, errCaptured) {
 		if err == nil {
 			return nil, nil, errNothingToCommit
@@ -99,7 +101,7 @@ func (c *captureCatalog) capture(ctx context.Context, txn *table.Transaction) (*
 	}
 	// Keep the metadata as read back from what is written: the builder's
 	// result holds on to internal state that grows with every commit.
-	h, err := parseHead(body)
+	h, err := tablemeta.Parse(body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metadata after the update: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -29,13 +30,13 @@ import (
 //     next (Iceberg REST spec, "CommitTableRequest").
 type catalog interface {
 	// latest returns the newest version of table n, parsed by parse
-	// (parseHead validates it whole; indexHead only indexes it), and
+	// (tablemeta.Parse validates it whole; tablemeta.Index only indexes it), and
 	// where it is. ErrTableNotFound when the table has no version.
-	latest(ctx context.Context, n TableName, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error)
+	latest(ctx context.Context, n TableName, parse func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, versionRef, error)
 	// commit makes the version w.change makes of w.base (at w.bv) the
 	// newest version of n, on the condition that nothing the mutation
 	// checked on the base changed meanwhile: the file catalog applies the
-	// change to the base (indexedMetadata.apply; it records the version it wrote in
+	// change to the base (tablemeta.Indexed.Apply; it records the version it wrote in
 	// w.next and w.body), a REST catalog sends its updates and
 	// requirements. It returns the committed version as the catalog holds
 	// it, and the location of the version the change was applied to: the
@@ -52,7 +53,7 @@ type catalog interface {
 	// was not learnt, is part of the history of newest (at nv): the
 	// version the Table then holds, or nil. final reports that a w that
 	// did not land never will (its files may go).
-	landed(ctx context.Context, n TableName, newest *indexedMetadata, nv versionRef, w attemptWrite) (hold *committedVersion, final bool, err error)
+	landed(ctx context.Context, n TableName, newest *tablemeta.Indexed, nv versionRef, w attemptWrite) (hold *committedVersion, final bool, err error)
 	// create makes meta (body: its encoding) the first version of table
 	// n. ErrTableExists when the table exists.
 	create(ctx context.Context, n TableName, meta table.Metadata, body []byte) (committedVersion, error)
@@ -80,7 +81,7 @@ type versionRef struct {
 
 // committedVersion is a version of a table and where it is.
 type committedVersion struct {
-	meta *indexedMetadata
+	meta *tablemeta.Indexed
 	ref  versionRef
 }
 
@@ -274,7 +275,7 @@ func (l *Lake) listedBelow(n TableName, v int) []int {
 }
 
 // readVersion reads vN.metadata.json and parses it with parse.
-func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, error) {
+func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, error) {
 	return l.readMetadataFile(ctx, n, l.metadataLocation(n, version), parse)
 }
 
@@ -282,7 +283,7 @@ func (l *Lake) readVersion(ctx context.Context, n TableName, version int, parse 
 // metadata folder (a version the metadata-log names, one a catalog
 // committed), and parses it with parse. A URI outside that folder is
 // refused: it comes from a table's metadata, which is not trusted.
-func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, error) {
+func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, parse func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, error) {
 	name, ok := strings.CutPrefix(uri, l.tableLocation(n)+"/metadata/")
 	if !ok || name == "" || strings.Contains(name, "/") || !strings.HasSuffix(name, ".metadata.json") {
 		return nil, fmt.Errorf("read metadata of %s: %s is not a metadata file of the table's folder %s/metadata/", n, uri, l.tableLocation(n))
@@ -299,7 +300,7 @@ func (l *Lake) readMetadataFile(ctx context.Context, n TableName, uri string, pa
 	return h, nil
 }
 
-func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error) {
+func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, versionRef, error) {
 	l := c.l
 	for range 5 {
 		v, err := l.latestVersion(ctx, n)
@@ -331,9 +332,9 @@ func (c metadataFiles) latest(ctx context.Context, n TableName, parse func([]byt
 // (verifyNewest).
 func (c metadataFiles) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
 	l, bv := c.l, w.bv
-	next, body, err := w.base.apply(w.change, bv.location)
+	next, body, err := w.base.Apply(w.change, bv.location)
 	if err != nil {
-		return committedVersion{}, "", fmt.Errorf("%s: %w: %w", n, errInvalidChange, err)
+		return committedVersion{}, "", fmt.Errorf("%s: %w: %w", n, tablemeta.ErrInvalidChange, err)
 	}
 	w.next, w.body = next, body
 	if newest, err := l.latestVersion(ctx, n); err != nil {
@@ -371,7 +372,7 @@ func (c metadataFiles) put(ctx context.Context, n TableName, v int, body []byte)
 // version holds exactly its body (the SDK's retry of a conditional PUT
 // that succeeded reads 412), and is part of the history (verifyNewest); a
 // write above the newest version may still land (a delayed request).
-func (c metadataFiles) landed(ctx context.Context, n TableName, _ *indexedMetadata, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+func (c metadataFiles) landed(ctx context.Context, n TableName, _ *tablemeta.Indexed, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
 	v := w.bv.n + 1
 	if v > nv.n {
 		return nil, false, nil
@@ -454,7 +455,7 @@ const (
 // is neither is deleted again (verdictZombie): nobody builds on a version
 // that is not the newest. verdictUnknown when v+1 cannot be read (error
 // returned).
-func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, next *indexedMetadata, body []byte) (verdict, error) {
+func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, next *tablemeta.Indexed, body []byte) (verdict, error) {
 	l := c.l
 	newest, err := l.latestVersion(ctx, n)
 	if err != nil {
@@ -463,18 +464,18 @@ func (c metadataFiles) verifyNewest(ctx context.Context, n TableName, v int, nex
 	if newest <= v {
 		return verdictCommitted, nil
 	}
-	succ, err := l.readVersion(ctx, n, v+1, indexHead)
+	succ, err := l.readVersion(ctx, n, v+1, tablemeta.Index)
 	if err != nil {
 		return verdictUnknown, fmt.Errorf("read v%d to confirm v%d: %w", v+1, v, err)
 	}
 	var log []table.MetadataLogEntry
-	if err := unmarshalOptional(succ.get("metadata-log"), &log); err != nil {
+	if err := unmarshalOptional(succ.Get("metadata-log"), &log); err != nil {
 		return verdictUnknown, err
 	}
 	builtOn := len(log) > 0 && log[len(log)-1].MetadataFile == l.metadataLocation(n, v) &&
-		log[len(log)-1].TimestampMs == next.lastUpdated
-	if builtOn && next.current >= 0 {
-		builtOn = succ.snapshotIDTaken(next.snaps[next.current].id)
+		log[len(log)-1].TimestampMs == next.LastUpdated()
+	if builtOn && next.Current() >= 0 {
+		builtOn = succ.SnapshotIDTaken(next.Snaps()[next.Current()].ID)
 	}
 	if builtOn {
 		return verdictCommitted, nil
@@ -502,7 +503,7 @@ func (c metadataFiles) create(ctx context.Context, n TableName, _ table.Metadata
 		return committedVersion{}, fmt.Errorf("create %s: %w", n, err)
 	}
 	l.writeVersionHint(ctx, n, 1)
-	h, ref, err := c.latest(ctx, n, parseHead)
+	h, ref, err := c.latest(ctx, n, tablemeta.Parse)
 	return committedVersion{meta: h, ref: ref}, err
 }
 

@@ -2,7 +2,6 @@ package lake
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -178,7 +178,7 @@ func restPermanent(err error) bool {
 // files of a table are found from that location.
 var errForeignLocation = errors.New("not at the location timelake gives its tables")
 
-func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*indexedMetadata, error)) (*indexedMetadata, versionRef, error) {
+func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, versionRef, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
 		return nil, versionRef{}, err
@@ -194,7 +194,7 @@ func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*
 	if h := c.l.cached(n, ref); h != nil {
 		return h, ref, nil
 	}
-	h, err := headOfMetadata(tbl.Metadata())
+	h, err := tablemeta.FromMetadata(tbl.Metadata())
 	if err != nil {
 		return nil, versionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
 	}
@@ -202,36 +202,21 @@ func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*
 	return h, ref, nil
 }
 
-// headOfMetadata indexes metadata the catalog's client parsed (and
-// validated) already.
-func headOfMetadata(meta table.Metadata) (*indexedMetadata, error) {
-	body, err := json.Marshal(meta)
-	if err != nil {
-		return nil, fmt.Errorf("encode metadata: %w", err)
-	}
-	h, err := indexHead(body)
-	if err != nil {
-		return nil, err
-	}
-	h.once.Do(func() { h.full = meta })
-	return h, nil
-}
-
 // commit sends updateTable: the change's updates, on its requirements
 // (what the mutation checked on the base still holds).
 func (c *restCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
 	base := w.base
-	if loc := base.write.Location(); loc != c.l.tableLocation(n) {
+	if loc := base.Write().Location(); loc != c.l.tableLocation(n) {
 		return committedVersion{}, "", fmt.Errorf("%s is at %s, %w %s", n, loc, errForeignLocation, c.l.tableLocation(n))
 	}
-	if w.change.empty() {
-		return committedVersion{}, "", fmt.Errorf("%s: %w: it changes nothing", n, errInvalidChange)
+	if w.change.Empty() {
+		return committedVersion{}, "", fmt.Errorf("%s: %w: it changes nothing", n, tablemeta.ErrInvalidChange)
 	}
-	updates, err := w.change.updates(base)
+	updates, err := w.change.Updates(base)
 	if err != nil {
 		return committedVersion{}, "", err
 	}
-	reqs, err := w.change.requirements(base)
+	reqs, err := w.change.Requirements(base)
 	if err != nil {
 		return committedVersion{}, "", err
 	}
@@ -246,52 +231,27 @@ func (c *restCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) 
 	case err != nil:
 		return committedVersion{}, "", fmt.Errorf("commit to the %s: %w", c, err)
 	}
-	h, err := headOfMetadata(meta)
+	h, err := tablemeta.FromMetadata(meta)
 	if err != nil {
 		// Committed, but the answer cannot be read: the next load will.
 		return committedVersion{}, "", fmt.Errorf("%w: the %s's answer: %w", errOutcomeUnknown, c, err)
 	}
 	ref := versionRef{n: versionOfLocation(loc), location: loc}
 	c.l.remember(n, ref, h)
-	return committedVersion{meta: h, ref: ref}, previousLocation(h), nil
-}
-
-// previousLocation is the last entry of a version's metadata-log: the
-// version it was built on ("" when the log is empty).
-func previousLocation(h *indexedMetadata) string {
-	var log []table.MetadataLogEntry
-	if unmarshalOptional(h.get("metadata-log"), &log) != nil || len(log) == 0 {
-		return ""
-	}
-	return log[len(log)-1].MetadataFile
+	return committedVersion{meta: h, ref: ref}, h.PreviousLocation(), nil
 }
 
 // landed recognises a commit of an earlier attempt in the newest version
-// (change.heldBy). A commit that added snapshots and is not there cannot
+// (tablemeta.Change.HeldBy). A commit that added snapshots and is not there cannot
 // land any more once the main branch moved from where it asserted it
 // (assert-ref-snapshot-id); other commits may (a request the catalog still
 // works on), so their files stay.
-func (c *restCatalog) landed(_ context.Context, _ TableName, newest *indexedMetadata, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
-	if w.change.heldBy(newest, w.base) {
+func (c *restCatalog) landed(_ context.Context, _ TableName, newest *tablemeta.Indexed, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
+	if w.change.HeldBy(newest, w.base) {
 		return &committedVersion{meta: newest, ref: nv}, true, nil
 	}
-	final := len(w.change.snapshots) > 0 && mainSnapshot(newest) != mainSnapshot(w.base)
+	final := w.change.AddsSnapshots() && newest.MainSnapshot() != w.base.MainSnapshot()
 	return nil, final, nil
-}
-
-// mainSnapshot is the main branch's snapshot id; -1 without one.
-func mainSnapshot(h *indexedMetadata) int64 {
-	if h.current < 0 {
-		return -1
-	}
-	return h.snaps[h.current].id
-}
-
-func deref[T int | int64](p *T) int64 {
-	if p == nil {
-		return 0
-	}
-	return int64(*p)
 }
 
 // create makes the namespace when it is missing and then the table,
@@ -319,7 +279,7 @@ func (c *restCatalog) create(ctx context.Context, n TableName, meta table.Metada
 	if loc := tbl.Metadata().Location(); loc != c.l.tableLocation(n) {
 		return committedVersion{}, fmt.Errorf("create %s: the %s put it at %s, %w %s", n, c, loc, errForeignLocation, c.l.tableLocation(n))
 	}
-	h, err := headOfMetadata(tbl.Metadata())
+	h, err := tablemeta.FromMetadata(tbl.Metadata())
 	if err != nil {
 		return committedVersion{}, err
 	}

@@ -29,11 +29,11 @@ func (c *crossCheckCatalog) commit(ctx context.Context, n TableName, w *attemptW
 		return cv, applied, err
 	}
 	t := c.t
-	base, err := w.base.metadata()
+	base, err := w.base.Metadata()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := w.change.requirements(w.base)
+	reqs, err := w.change.Requirements(w.base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func (c *crossCheckCatalog) commit(ctx context.Context, n TableName, w *attemptW
 			t.Errorf("requirement %s does not hold on the base: %v", r.GetType(), err)
 		}
 	}
-	updates, err := w.change.updates(w.base)
+	updates, err := w.change.Updates(w.base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func (c *crossCheckCatalog) commit(ctx context.Context, n TableName, w *attemptW
 	if err != nil {
 		t.Fatalf("iceberg-go applies the updates %s: %v", actions(updates), err)
 	}
-	got, err := w.next.metadata()
+	got, err := w.next.Metadata()
 	if err != nil {
 		t.Fatal(err)
 	}

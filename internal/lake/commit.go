@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -46,13 +47,13 @@ type mutation interface {
 	// build checks the mutation's requirements against base (at v, the
 	// newest version), writes what the next version needs besides its
 	// metadata (manifests, manifest lists, files of its own) and returns
-	// the change that makes the next version (change.go). It returns:
+	// the change that makes the next version (tablemeta.Change). It returns:
 	//   - errNothingToCommit, or an empty change, when base already holds
 	//     the change (e.g. every batch id is already in the ancestry): the
 	//     commit ends without a write;
 	//   - any other error when a requirement no longer holds or I/O
 	//     failed: the commit gives up with that error.
-	build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error)
+	build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error)
 	// cleanUp runs once when the commit ends: won is the attempt whose
 	// version was committed (0 for none), unknown reports that some
 	// attempt's outcome could not be learnt (its files must then be kept:
@@ -86,9 +87,9 @@ type commitResult struct {
 // the attempt.
 type attemptWrite struct {
 	bv      versionRef
-	base    *indexedMetadata
-	change  *change
-	next    *indexedMetadata
+	base    *tablemeta.Indexed
+	change  *tablemeta.Change
+	next    *tablemeta.Indexed
 	body    []byte
 	attempt int
 }
@@ -99,7 +100,7 @@ type attemptWrite struct {
 // base than the requirements assert (the load history's segment list)
 // make good the overlap (Table.reconcileHistory).
 type rebase struct {
-	base    *indexedMetadata
+	base    *tablemeta.Indexed
 	applied string // the location of the version the change was applied to
 }
 
@@ -130,9 +131,9 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 	won := 0
 	defer func() { m.cleanUp(ctx, won, len(writes) > 0) }()
 
-	parse := parseHead
+	parse := tablemeta.Parse
 	if lo, ok := m.(interface{ indexOnly() bool }); ok && lo.indexOnly() {
-		parse = indexHead
+		parse = tablemeta.Index
 	}
 	var lastErr error
 	wait := retry.Exponential(CommitRetryBase, CommitRetryMax, 0.5)
@@ -147,7 +148,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		if err != nil {
 			return res, err
 		}
-		if err := checkFormatVersion(base.props()); err != nil {
+		if err := checkFormatVersion(base.Props()); err != nil {
 			return res, fmt.Errorf("table %s: %w", t.name, err)
 		}
 		// Did an earlier attempt land after all?
@@ -166,7 +167,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		writes = still
 
 		ch, err := m.build(ctx, base, bv, attempt)
-		if err == nil && ch.empty() {
+		if err == nil && ch.Empty() {
 			err = errNothingToCommit
 		}
 		if errors.Is(err, errNothingToCommit) {
@@ -243,7 +244,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 // the newest version (base at bv): the one that landed is returned with
 // the version the Table then holds; still are the others that may yet
 // land.
-func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *indexedMetadata, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
+func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *tablemeta.Indexed, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
 	for i := range writes {
 		h, final, err := t.lake.cat.landed(ctx, t.name, base, bv, writes[i])
 		if err != nil {
@@ -267,7 +268,7 @@ var errOutcomeUnknown = errors.New("commit outcome unknown")
 // isPermanent reports an error of a commit that no retry can change:
 // nothing was written.
 func isPermanent(err error) bool {
-	return storage.IsPermanent(err) || restPermanent(err) || errors.Is(err, errInvalidChange)
+	return storage.IsPermanent(err) || restPermanent(err) || errors.Is(err, tablemeta.ErrInvalidChange)
 }
 
 // committed moves the Table to the version it committed and does the

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -231,8 +232,8 @@ type liveFile struct {
 // each file's commit time: its snapshot's timestamp, or, when that snapshot
 // has expired, the earlier of the oldest snapshot's and the time seqs give
 // for its data sequence number (the file is at least that old).
-func (t *Table) liveFiles(ctx context.Context, h *indexedMetadata, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
-	cur, err := h.currentSnapshot()
+func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
+	cur, err := h.CurrentSnapshot()
 	if err != nil || cur == nil {
 		return nil, nil, err
 	}
@@ -245,14 +246,14 @@ func (t *Table) liveFiles(ctx context.Context, h *indexedMetadata, seqs []sequen
 		return nil, nil, fmt.Errorf("read manifest list of snapshot %d: %w", cur.SnapshotID, err)
 	}
 	oldest := int64(0)
-	times := make(map[int64]int64, len(h.snaps))
-	for _, r := range h.snaps {
-		times[r.id] = r.timestamp
-		if oldest == 0 || r.timestamp < oldest {
-			oldest = r.timestamp
+	times := make(map[int64]int64, len(h.Snaps()))
+	for _, r := range h.Snaps() {
+		times[r.ID] = r.Timestamp
+		if oldest == 0 || r.Timestamp < oldest {
+			oldest = r.Timestamp
 		}
 	}
-	spec := h.write.PartitionSpec()
+	spec := h.Write().PartitionSpec()
 	entries := make([][]iceberg.ManifestEntry, len(mfs))
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(stageConcurrency)
@@ -282,7 +283,7 @@ func (t *Table) liveFiles(ctx context.Context, h *indexedMetadata, seqs []sequen
 				}
 			}
 			out = append(out, liveFile{entry: e, committed: time.UnixMilli(ms).UTC(),
-				partition: partitionPath(spec, h.write.CurrentSchema(), df)})
+				partition: partitionPath(spec, h.Write().CurrentSchema(), df)})
 		}
 	}
 	return out, mfs, nil
@@ -496,7 +497,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	h, v := t.loaded()
 	res := CompactResult{Version: v.n}
-	s := compactSettingsOf(h.props(), opts)
+	s := compactSettingsOf(h.Props(), opts)
 	st := opts.state
 	if st == nil {
 		loaded, err := t.loadMaintenanceState(ctx)
@@ -550,7 +551,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			return true
 		}
 	}
-	spec := int32(h.write.DefaultPartitionSpec())
+	spec := int32(h.Write().DefaultPartitionSpec())
 	var groups []CompactionGroup
 	var deferred int
 	if s.dedupe {
@@ -960,12 +961,12 @@ type rewriteAttempt struct {
 	refs       []string // files of this attempt its version references
 }
 
-func (m *rewriteMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
+func (m *rewriteMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newReplaceProducer(t)
 	}
-	parent, err := base.currentSnapshot()
+	parent, err := base.CurrentSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -1005,7 +1006,7 @@ func (m *rewriteMutation) build(ctx context.Context, base *indexedMetadata, v ve
 		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return addSnapshots(nil, snap), nil
+	return tablemeta.AddSnapshots(nil, snap), nil
 }
 
 // compactionChange is what the replace snapshot of groups adds: each

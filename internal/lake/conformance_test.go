@@ -1085,7 +1085,7 @@ func TestWithoutHistory(t *testing.T) {
 		t.Fatalf("%d snapshots, want 2", len(meta.Snapshots()))
 	}
 	h, _ := tbl.loaded()
-	w := h.write
+	w := h.Write()
 	logs, previous := len(slices.Collect(w.SnapshotLogs())), len(slices.Collect(w.PreviousFiles()))
 	if len(w.Snapshots()) != 0 || w.CurrentSnapshot() != nil || logs != 0 || previous != 0 {
 		t.Errorf("history kept: %d snapshots, current %v, %d log entries, %d previous files",

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/tablename"
 )
 
@@ -30,14 +31,14 @@ const (
 // Snapshot summary properties written by Append next to the standard Iceberg
 // counters (added-records, added-data-files, added-files-size, total-*).
 const (
-	SummaryBatchID      = "timelake.batch-id"
+	SummaryBatchID      = tablemeta.SummaryBatchID
 	SummarySourceSize   = "timelake.source-size"
-	SummarySourceSHA256 = "timelake.source-sha256"
+	SummarySourceSHA256 = tablemeta.SummarySourceSHA256
 	SummarySourceETag   = "timelake.source-etag"
 	// SummaryContentSHA256 is the hex SHA-256 of the landing file's
 	// decompressed bytes, written when it was compressed (otherwise it
 	// equals timelake.source-sha256): content dedupe compares it.
-	SummaryContentSHA256 = "timelake.content-sha256"
+	SummaryContentSHA256 = tablemeta.SummaryContentSHA256
 	// SummarySourceModified is the landing object's modification time
 	// (RFC 3339, UTC): when it landed.
 	SummarySourceModified = "timelake.source-modified"

@@ -31,7 +31,7 @@ func (c Contract) order() datafile.Order {
 // newDataFileLayout returns the layout of v's data files, or nil when the
 // table is written by iceberg-go's writer (datafile.NewLayout).
 func newDataFileLayout(v tableView) (*datafile.Layout, error) {
-	return datafile.NewLayout(v.meta.write, v.arrowSc, v.contract.order(), v.contract.Chunk.transform())
+	return datafile.NewLayout(v.meta.Write(), v.arrowSc, v.contract.order(), v.contract.Chunk.transform())
 }
 
 // writeRecords writes recs (batches of v's Arrow schema, sorted by

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Corrections that win (timelake.read-dedup, docs/maintenance.md): a
@@ -65,9 +66,9 @@ type boundColumn struct {
 }
 
 // boundColumns are h's time and series key columns.
-func boundColumns(h *indexedMetadata) []boundColumn {
-	sc := h.write.CurrentSchema()
-	c, err := contractFromProps(h.props(), sc)
+func boundColumns(h *tablemeta.Indexed) []boundColumn {
+	sc := h.Write().CurrentSchema()
+	c, err := contractFromProps(h.Props(), sc)
 	if err != nil {
 		return nil
 	}
@@ -197,7 +198,7 @@ func bySequence(a, b liveFile) int {
 // their sizes) and its other small files, each set in data sequence order
 // (closed by construction). Groups are taken within maxBytes and the time left (fits) as
 // planCompaction takes them; deferred counts those left.
-func dedupePlan(h *indexedMetadata, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
+func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
 	fits func(CompactionGroup) bool) ([]CompactionGroup, int) {
 	cols := boundColumns(h)
 	byPart := compactableByPartition(files, spec)
@@ -341,7 +342,7 @@ type Duplicates struct {
 // Errors: reading manifests or data files.
 func (t *Table) UnresolvedDuplicates(ctx context.Context) (Duplicates, error) {
 	h, _ := t.loaded()
-	d := Duplicates{ReadDedup: readDedup(h.props()), Partitions: []string{}}
+	d := Duplicates{ReadDedup: readDedup(h.Props()), Partitions: []string{}}
 	if !d.ReadDedup {
 		return d, nil
 	}

@@ -144,8 +144,8 @@ func TestReadDedupCompactionKeepsTheNewestBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if seq := files[0].entry.SequenceNum(); seq >= h.lastSeq {
-			t.Fatalf("the new file's data sequence number %d is the compaction's (%d), not its newest input's", seq, h.lastSeq)
+		if seq := files[0].entry.SequenceNum(); seq >= h.LastSeq() {
+			t.Fatalf("the new file's data sequence number %d is the compaction's (%d), not its newest input's", seq, h.LastSeq())
 		}
 		if d, err := tbl.UnresolvedDuplicates(ctx); err != nil || d.Rows != 0 {
 			t.Fatalf("duplicates after: %+v %v", d, err)

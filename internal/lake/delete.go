@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Row deletes (timelake tables delete, docs/tables.md): the rows a
@@ -127,7 +129,7 @@ func (p DeletePredicate) Empty() bool {
 // batch's files select its rows: batchFiles). Errors: a source column no
 // row holds yet.
 func (p DeletePredicate) withBatch(v tableView) (DeletePredicate, error) {
-	col := v.meta.props()[PropSourceColumn]
+	col := v.meta.Props()[PropSourceColumn]
 	if len(p.BatchIDs) == 0 || col == "" {
 		return p, nil
 	}
@@ -177,7 +179,7 @@ func (p DeletePredicate) Format(timeCol string, quoted func(column string) bool)
 // stringColumns reports whether a column of v's schema holds text (its
 // values are quoted in a predicate's text).
 func stringColumns(v tableView) func(string) bool {
-	sc := v.meta.write.CurrentSchema()
+	sc := v.meta.Write().CurrentSchema()
 	return func(column string) bool {
 		f, ok := sc.FindFieldByName(column)
 		if !ok {
@@ -331,8 +333,8 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 			ErrBatchNotLoaded, strings.Join(res.NotLoaded, ", "))
 	}
 	res.Predicate = pred.Format(v.contract.TimeColumn, stringColumns(v))
-	if h.write.Version() != 2 {
-		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.write.Version())
+	if h.Write().Version() != 2 {
+		return res, fmt.Errorf("rows are deleted from tables of format version 2 only, not %d", h.Write().Version())
 	}
 	f, err := newRowFilter(v, pred)
 	if err != nil {
@@ -364,7 +366,7 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 		return res, err
 	}
 	m := &deleteMutation{rewriteMutation: rewriteMutation{t: t, attempts: map[int]*rewriteAttempt{}},
-		predicate: res.Predicate, record: record, dedupe: readDedup(h.props())}
+		predicate: res.Predicate, record: record, dedupe: readDedup(h.Props())}
 	defer func() {
 		var paths []string
 		for _, r := range rewrites {
@@ -373,7 +375,7 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 		m.removeUncommitted(ctx, res.SnapshotID != 0, paths)
 	}()
 	specs := map[int]iceberg.PartitionSpec{}
-	for _, s := range h.write.PartitionSpecs() {
+	for _, s := range h.Write().PartitionSpecs() {
 		specs[s.ID()] = s
 	}
 	var candidates []liveFile
@@ -564,7 +566,7 @@ type deleteMutation struct {
 	dedupe bool
 }
 
-func (m *deleteMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
+func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newDeleteProducer(t)
@@ -572,7 +574,7 @@ func (m *deleteMutation) build(ctx context.Context, base *indexedMetadata, v ver
 			m.producer = newSnapshotProducer(t, table.OpOverwrite)
 		}
 	}
-	parent, err := base.currentSnapshot()
+	parent, err := base.CurrentSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -608,7 +610,7 @@ func (m *deleteMutation) build(ctx context.Context, base *indexedMetadata, v ver
 		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return addSnapshots(nil, snap), nil
+	return tablemeta.AddSnapshots(nil, snap), nil
 }
 
 // livePaths is the set of the paths of files.
@@ -638,13 +640,13 @@ type rowFilter struct {
 // batchFiles returns the paths of the data files the snapshot of batch
 // key added, in the current ancestry of h, when all of them are among the
 // live files; else ErrBatchNotApart, saying why.
-func batchFiles(h *indexedMetadata, live []liveFile, key string) (map[string]bool, error) {
-	i, ok := h.batches[key]
+func batchFiles(h *tablemeta.Indexed, live []liveFile, key string) (map[string]bool, error) {
+	i, ok := h.Batches()[key]
 	if !ok {
 		return nil, fmt.Errorf("%w: no snapshot of the current ancestry loaded %s (it expired, or the file was never loaded); %s",
 			ErrBatchNotApart, key, sourceColumnHint)
 	}
-	s, err := h.snapshot(i)
+	s, err := h.Snapshot(i)
 	if err != nil {
 		return nil, err
 	}
@@ -677,7 +679,7 @@ type whereFilter struct {
 }
 
 func newRowFilter(v tableView, p DeletePredicate) (*rowFilter, error) {
-	sc := v.meta.write.CurrentSchema()
+	sc := v.meta.Write().CurrentSchema()
 	tf, ok := sc.FindFieldByName(v.contract.TimeColumn)
 	idx := v.arrowSc.FieldIndices(v.contract.TimeColumn)
 	if !ok || len(idx) != 1 {

@@ -2,10 +2,8 @@ package lake
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -282,65 +280,18 @@ func mergeSchema(cur *iceberg.Schema, last int, c *schemaChange) (*iceberg.Schem
 	return iceberg.NewSchemaWithIdentifiers(cur.ID, cur.IdentifierFieldIDs, fields...), last, changes, nil
 }
 
-// withSchema returns h with sc added to its schemas (or an equal schema
-// reused, as Iceberg's metadata builder does) and made current, and
-// last-column-id raised to sc's highest field id: Iceberg's add-schema and
-// set-current-schema updates, applied by iceberg-go's builder to the
-// metadata without history, whose schemas, current-schema-id and
-// last-column-id replace h's. The snapshot index is shared with h, which
-// is unchanged.
-func (h *indexedMetadata) withSchema(sc *iceberg.Schema) (*indexedMetadata, error) {
-	b, err := table.MetadataBuilderFromBase(h.write, "")
-	if err != nil {
-		return nil, err
-	}
-	if err := b.AddSchema(sc); err != nil {
-		return nil, fmt.Errorf("add schema: %w", err)
-	}
-	if err := b.SetCurrentSchemaID(-1); err != nil {
-		return nil, fmt.Errorf("set current schema: %w", err)
-	}
-	meta, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("add schema: %w", err)
-	}
-	enc, err := json.Marshal(meta)
-	if err != nil {
-		return nil, fmt.Errorf("encode metadata: %w", err)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(enc, &top); err != nil {
-		return nil, err
-	}
-	next := &indexedMetadata{fields: slices.Clone(h.fields), snaps: h.snaps, byID: h.byID, batches: h.batches,
-		contents: h.contents, current: h.current, lastSeq: h.lastSeq, lastUpdated: h.lastUpdated}
-	for _, k := range []string{"schemas", "current-schema-id", "last-column-id"} {
-		if top[k] == nil {
-			return nil, fmt.Errorf("add schema: the metadata has no %s", k)
-		}
-		next.set(k, top[k])
-	}
-	if next.write, err = next.withoutHistory(); err != nil {
-		return nil, err
-	}
-	if next.dataWrite, err = dataFileMetadata(next.write); err != nil {
-		return nil, err
-	}
-	return next, nil
-}
-
 // evolvedView is v with the schema change c applied (the view data files of
 // a batch that changes the schema are written with).
 func (t *Table) evolvedView(v tableView, c *schemaChange) (tableView, error) {
-	h, err := v.meta.withSchema(iceberg.NewSchemaWithIdentifiers(c.schema.ID, c.schema.IdentifierFieldIDs, c.schema.Fields()...))
+	h, err := v.meta.WithSchema(iceberg.NewSchemaWithIdentifiers(c.schema.ID, c.schema.IdentifierFieldIDs, c.schema.Fields()...))
 	if err != nil {
 		return tableView{}, err
 	}
-	sc, err := table.SchemaToArrowSchema(h.write.CurrentSchema(), nil, true, false)
+	sc, err := table.SchemaToArrowSchema(h.Write().CurrentSchema(), nil, true, false)
 	if err != nil {
 		return tableView{}, err
 	}
 	v.meta, v.arrowSc = h, sc
-	v.iceberg = table.New(t.ident(), h.dataWrite, v.iceberg.MetadataLocation(), t.fsF, readOnly{})
+	v.iceberg = table.New(t.ident(), h.DataWrite(), v.iceberg.MetadataLocation(), t.fsF, readOnly{})
 	return v, nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/loadhistory"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -128,7 +129,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 		return ExpireResult{}, err
 	}
 	h, v := t.loaded()
-	props := h.props()
+	props := h.Props()
 	if !props.GetBool(table.GCEnabledKey, table.GCEnabledDefault) {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, ErrGCDisabled)
 	}
@@ -144,7 +145,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
-	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
+	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.n}
 	if opts.DryRun {
 		return res, nil
 	}
@@ -165,7 +166,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if clock == nil {
 		clock = time.Now
 	}
-	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.snaps), Version: v.n, FilesDeleted: deferred}
+	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.Snaps()), Version: v.n, FilesDeleted: deferred}
 	for chunk := cmp.Or(opts.firstChunk, expireFirstChunk); len(expired) > 0 && clock().Before(opts.Deadline); {
 		n := min(chunk, len(expired))
 		t0 := clock()
@@ -194,7 +195,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 // deletes of the files they alone referenced; its errors).
 func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opts ExpireOptions) (ExpireResult, error) {
 	h, v := t.loaded()
-	res := ExpireResult{Expired: expired, Kept: len(h.snaps) - len(expired), Version: v.n}
+	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.n}
 	m := &expireMutation{t: t, ids: make(map[int64]bool, len(expired)), bases: map[int]expireAttempt{}}
 	for _, e := range expired {
 		m.ids[e.SnapshotID] = true
@@ -208,7 +209,7 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 	}
 	res.Version = cr.Version
 	h, _ = t.loaded()
-	res.Kept = len(h.snaps)
+	res.Kept = len(h.Snaps())
 	if a, ok := m.bases[cr.Attempt]; ok && cr.Committed {
 		res.Remembered = a.remembered
 		if opts.beforeDelete != nil {
@@ -236,12 +237,12 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 // among the newest retainLast of the main branch's ancestry, not the head
 // of a ref, and not in the ancestry of another branch. Oldest first. It
 // reads the snapshot index only.
-func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast, atMost int) ([]ExpiredSnapshot, error) {
+func chooseExpired(h *tablemeta.Indexed, cutoff time.Time, retainLast, atMost int) ([]ExpiredSnapshot, error) {
 	var refs map[string]struct {
 		SnapshotID int64  `json:"snapshot-id"`
 		Type       string `json:"type"`
 	}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return nil, fmt.Errorf("refs: %w", err)
 	}
 	keep := map[int64]bool{}
@@ -250,24 +251,24 @@ func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast, atMost int)
 		seen := map[int]bool{}
 		for n := 0; i >= 0 && !seen[i]; n++ {
 			seen[i] = true
-			r := h.snaps[i]
-			if !visit(n, r.id) || !r.hasParent {
+			r := h.Snaps()[i]
+			if !visit(n, r.ID) || !r.HasParent {
 				return
 			}
-			next, ok := h.byID[r.parent]
+			next, ok := h.ByID()[r.Parent]
 			if !ok {
 				return
 			}
 			i = next
 		}
 	}
-	ancestors(h.current, func(n int, id int64) bool {
+	ancestors(h.Current(), func(n int, id int64) bool {
 		keep[id] = true
 		return n+1 < retainLast
 	})
 	beyond := map[int64]bool{} // main's ancestors past the newest atMost
 	if atMost > 0 {
-		ancestors(h.current, func(n int, id int64) bool {
+		ancestors(h.Current(), func(n int, id int64) bool {
 			if n >= atMost {
 				beyond[id] = true
 			}
@@ -276,18 +277,18 @@ func chooseExpired(h *indexedMetadata, cutoff time.Time, retainLast, atMost int)
 	}
 	for name, ref := range refs {
 		keep[ref.SnapshotID] = true
-		if i, ok := h.byID[ref.SnapshotID]; ok && name != table.MainBranch && ref.Type == string(table.BranchRef) {
+		if i, ok := h.ByID()[ref.SnapshotID]; ok && name != table.MainBranch && ref.Type == string(table.BranchRef) {
 			ancestors(i, func(_ int, id int64) bool { keep[id] = true; return true })
 		}
 	}
 	out := []ExpiredSnapshot{}
-	for _, r := range h.snaps {
-		at := time.UnixMilli(r.timestamp).UTC()
+	for _, r := range h.Snaps() {
+		at := time.UnixMilli(r.Timestamp).UTC()
 		early := !at.Before(cutoff)
-		if keep[r.id] || early && !beyond[r.id] {
+		if keep[r.ID] || early && !beyond[r.ID] {
 			continue
 		}
-		out = append(out, ExpiredSnapshot{SnapshotID: r.id, CommittedAt: at, BatchID: r.batch, Early: early})
+		out = append(out, ExpiredSnapshot{SnapshotID: r.ID, CommittedAt: at, BatchID: r.Batch, Early: early})
 	}
 	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
 	return out, nil
@@ -307,7 +308,7 @@ type expireMutation struct {
 }
 
 type expireAttempt struct {
-	meta    *indexedMetadata
+	meta    *tablemeta.Indexed
 	version versionRef
 	segment string // the load history segment it wrote, or ""
 	// replaced are the segments its history no longer names (merged into
@@ -321,10 +322,10 @@ type expireAttempt struct {
 func (m *expireMutation) indexOnly() bool { return true }
 
 // removed returns the chosen ids that base holds.
-func (m *expireMutation) removed(base *indexedMetadata) []int64 {
+func (m *expireMutation) removed(base *tablemeta.Indexed) []int64 {
 	var out []int64
 	for id := range m.ids {
-		if base.snapshotIDTaken(id) {
+		if base.SnapshotIDTaken(id) {
 			out = append(out, id)
 		}
 	}
@@ -332,7 +333,7 @@ func (m *expireMutation) removed(base *indexedMetadata) []int64 {
 	return out
 }
 
-func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
+func (m *expireMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	ids := m.removed(base)
 	if len(ids) == 0 {
@@ -341,12 +342,12 @@ func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v ver
 	// The batch ids of the current ancestry that leave with them.
 	var added []LoadRecord
 	for _, id := range ids {
-		i := base.byID[id]
-		r := base.snaps[i]
-		if r.batch == "" || base.batches[r.batch] != i {
+		i := base.ByID()[id]
+		r := base.Snaps()[i]
+		if r.Batch == "" || base.Batches()[r.Batch] != i {
 			continue // no batch id, or not loaded (abandoned by a rollback)
 		}
-		s, err := base.snapshot(i)
+		s, err := base.Snapshot(i)
 		if err != nil {
 			return nil, err
 		}
@@ -354,17 +355,17 @@ func (m *expireMutation) build(ctx context.Context, base *indexedMetadata, v ver
 		if s.Summary != nil {
 			summary = s.Summary.Properties
 		}
-		added = append(added, loadRecordOf(r.batch, s.SnapshotID, s.TimestampMs, summary))
+		added = append(added, loadRecordOf(r.Batch, s.SnapshotID, s.TimestampMs, summary))
 	}
-	props := base.props()
+	props := base.Props()
 	now := t.lake.now()
 	window := dedupeWindow(props)
 	plan := loadhistory.PlanSegments(historySegments(props), added, now, window)
 	a := expireAttempt{meta: base, version: v, remembered: len(added)}
-	if err := base.canRemove(idSet(ids)); err != nil {
+	if err := base.CanRemove(ids); err != nil {
 		return nil, err
 	}
-	ch := removeSnapshots(ids, now.UnixMilli())
+	ch := tablemeta.RemoveSnapshots(ids, now.UnixMilli())
 	if len(plan.Added) > 0 || len(plan.Merge) > 0 || len(plan.Dropped) > 0 {
 		segs, name, err := t.lake.writeHistory(ctx, t.name, plan, now, window)
 		if err != nil {
@@ -421,22 +422,22 @@ func (m *expireMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 // manifest lists of the expired snapshots and the oldest kept one only.
 // Otherwise it falls back to iceberg-go's remove-snapshots clean-up, which
 // reads every kept snapshot's manifest list (and does not count).
-func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v versionRef, ids []int64, early map[int64]bool) (int, error) {
+func (t *Table) deleteExpiredFiles(ctx context.Context, pre *tablemeta.Indexed, v versionRef, ids []int64, early map[int64]bool) (int, error) {
 	after, _ := t.loaded()
 	oldest, linear := linearTail(after, pre, ids)
 	var newestEarly int64 // commit time of the newest early one, ms
 	for _, id := range ids {
 		if early[id] {
-			newestEarly = max(newestEarly, pre.snaps[pre.byID[id]].timestamp)
+			newestEarly = max(newestEarly, pre.Snaps()[pre.ByID()[id]].Timestamp)
 		}
 	}
 	if linear {
-		kept, err := after.snapshot(oldest)
+		kept, err := after.Snapshot(oldest)
 		if err != nil {
 			return 0, err
 		}
 		if newestEarly > 0 {
-			return t.deleteBeforeEarly(ctx, pre, pre.byID[kept.SnapshotID], ids, early, time.UnixMilli(newestEarly))
+			return t.deleteBeforeEarly(ctx, pre, pre.ByID()[kept.SnapshotID], ids, early, time.UnixMilli(newestEarly))
 		}
 		paths, err := t.expiredFilesIncremental(ctx, pre, kept, ids)
 		if err != nil {
@@ -447,7 +448,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 	if newestEarly > 0 {
 		return 0, nil // left to orphan removal
 	}
-	preMeta, err := pre.metadata()
+	preMeta, err := pre.Metadata()
 	if err != nil {
 		return 0, err
 	}
@@ -469,7 +470,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *indexedMetadata, v 
 // one does not reference are deleted now (a compaction's replaced data
 // files among them); those of the early ones that the oldest kept one does
 // not reference wait until they are past the retention (deferDeletes).
-func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, keptAt int, ids []int64, early map[int64]bool, newestEarly time.Time) (int, error) {
+func (t *Table) deleteBeforeEarly(ctx context.Context, pre *tablemeta.Indexed, keptAt int, ids []int64, early map[int64]bool, newestEarly time.Time) (int, error) {
 	var due, earlyIDs []int64
 	for _, id := range ids {
 		if early[id] {
@@ -482,17 +483,17 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, kep
 	// kept one, the others below them.
 	boundary := -1
 	for i, ok := keptAt, true; ok; {
-		r := pre.snaps[i]
-		if !r.hasParent {
+		r := pre.Snaps()[i]
+		if !r.HasParent {
 			break
 		}
-		if i, ok = pre.byID[r.parent]; ok && early[pre.snaps[i].id] {
+		if i, ok = pre.ByID()[r.Parent]; ok && early[pre.Snaps()[i].ID] {
 			boundary = i
 		} else {
 			break
 		}
 	}
-	kept, err := pre.snapshot(keptAt)
+	kept, err := pre.Snapshot(keptAt)
 	if err != nil {
 		return 0, err
 	}
@@ -506,7 +507,7 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, kep
 	if len(due) == 0 || boundary < 0 {
 		return 0, nil
 	}
-	oldestEarly, err := pre.snapshot(boundary)
+	oldestEarly, err := pre.Snapshot(boundary)
 	if err != nil {
 		return 0, err
 	}
@@ -521,9 +522,9 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *indexedMetadata, kep
 // (the main branch's ancestry, no other ref) whose oldest member's ancestors
 // include every expired snapshot, and returns that oldest kept snapshot's
 // index in after.
-func linearTail(after, pre *indexedMetadata, ids []int64) (int, bool) {
+func linearTail(after, pre *tablemeta.Indexed, ids []int64) (int, bool) {
 	var refs map[string]refID
-	if err := unmarshalOptional(after.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(after.Get("refs"), &refs); err != nil {
 		return 0, false
 	}
 	for name := range refs {
@@ -531,35 +532,35 @@ func linearTail(after, pre *indexedMetadata, ids []int64) (int, bool) {
 			return 0, false
 		}
 	}
-	if after.current < 0 {
+	if after.Current() < 0 {
 		return 0, false
 	}
 	// Walk main's ancestry in after: it must hold every snapshot of after.
 	seen, oldest := 0, -1
-	for i := after.current; i >= 0; {
+	for i := after.Current(); i >= 0; {
 		seen++
 		oldest = i
-		r := after.snaps[i]
-		next, ok := after.byID[r.parent]
-		if !r.hasParent || !ok {
+		r := after.Snaps()[i]
+		next, ok := after.ByID()[r.Parent]
+		if !r.HasParent || !ok {
 			break
 		}
 		i = next
 	}
-	if seen != len(after.snaps) {
+	if seen != len(after.Snaps()) {
 		return 0, false
 	}
 	// Every expired snapshot must be an ancestor of the oldest kept one in
 	// pre.
 	anc := map[int64]bool{}
-	i, ok := pre.byID[after.snaps[oldest].id]
+	i, ok := pre.ByID()[after.Snaps()[oldest].ID]
 	for ok {
-		r := pre.snaps[i]
-		if !r.hasParent {
+		r := pre.Snaps()[i]
+		if !r.HasParent {
 			break
 		}
-		anc[r.parent] = true
-		i, ok = pre.byID[r.parent]
+		anc[r.Parent] = true
+		i, ok = pre.ByID()[r.Parent]
 	}
 	for _, id := range ids {
 		if !anc[id] {
@@ -577,7 +578,7 @@ type refID struct {
 // expiredFilesIncremental returns the files of the snapshots ids of pre
 // that kept (the oldest kept snapshot, their descendant on one line of
 // history) does not reference: deleteExpiredFiles for a line of history.
-func (t *Table) expiredFilesIncremental(ctx context.Context, pre *indexedMetadata, kept *table.Snapshot, ids []int64) ([]string, error) {
+func (t *Table) expiredFilesIncremental(ctx context.Context, pre *tablemeta.Indexed, kept *table.Snapshot, ids []int64) ([]string, error) {
 	fs, err := t.fsF(ctx)
 	if err != nil {
 		return nil, err
@@ -593,7 +594,7 @@ func (t *Table) expiredFilesIncremental(ctx context.Context, pre *indexedMetadat
 	snaps := make([]*table.Snapshot, len(ids))
 	appendsOnly := isAppend(kept)
 	for i, id := range ids {
-		if snaps[i], err = pre.snapshot(pre.byID[id]); err != nil {
+		if snaps[i], err = pre.Snapshot(pre.ByID()[id]); err != nil {
 			return nil, err
 		}
 		appendsOnly = appendsOnly && isAppend(snaps[i])

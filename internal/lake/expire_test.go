@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -170,16 +171,16 @@ func TestExpireAfterAnotherRound(t *testing.T) {
 		ctx := context.Background()
 		for _, tc := range []struct {
 			name, table string
-			delete      func(t *testing.T, tbl *Table, pre *indexedMetadata, expired []int64) // what the other round deletes
+			delete      func(t *testing.T, tbl *Table, pre *tablemeta.Indexed, expired []int64) // what the other round deletes
 			fails       bool
 		}{
-			{"the expired snapshots' files", "rounda", func(t *testing.T, tbl *Table, pre *indexedMetadata, expired []int64) {
+			{"the expired snapshots' files", "rounda", func(t *testing.T, tbl *Table, pre *tablemeta.Indexed, expired []int64) {
 				fs, err := tbl.fsF(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, id := range expired {
-					s, err := pre.snapshot(pre.byID[id])
+					s, err := pre.Snapshot(pre.ByID()[id])
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -195,12 +196,12 @@ func TestExpireAfterAnotherRound(t *testing.T) {
 					}
 				}
 			}, false},
-			{"the kept snapshot's manifest list", "roundb", func(t *testing.T, tbl *Table, _ *indexedMetadata, _ []int64) {
+			{"the kept snapshot's manifest list", "roundb", func(t *testing.T, tbl *Table, _ *tablemeta.Indexed, _ []int64) {
 				fs, err := tbl.fsF(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := tbl.meta.currentSnapshot()
+				s, err := tbl.meta.CurrentSnapshot()
 				if err != nil {
 					t.Fatal(err)
 				}

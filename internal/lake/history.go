@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/timelake/timelake/internal/lake/loadhistory"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -330,7 +331,7 @@ type segmentCache struct {
 // segments this Lake has not read before (each once per process).
 func (t *Table) LoadHistory(ctx context.Context) (*LoadHistory, error) {
 	h, _ := t.loaded()
-	return t.lake.historyOf(ctx, t.name, h.props())
+	return t.lake.historyOf(ctx, t.name, h.Props())
 }
 
 // LoadHistoryPresent is LoadHistory over the segments that are in the
@@ -342,7 +343,7 @@ func (t *Table) LoadHistory(ctx context.Context) (*LoadHistory, error) {
 // LoadHistory, which refuses to guess. Errors: the store's.
 func (t *Table) LoadHistoryPresent(ctx context.Context) (*LoadHistory, []string, error) {
 	h, _ := t.loaded()
-	props := h.props()
+	props := h.Props()
 	gone := map[string]bool{}
 	var missing []string
 	for _, s := range slices.Concat(historySegments(props), outcomeLog.segments(props)) {
@@ -453,12 +454,12 @@ func (t *Table) FindContent(ctx context.Context, sum string) (BatchInfo, bool, e
 		return BatchInfo{}, false, nil
 	}
 	h, _ := t.loaded()
-	if i, ok := h.contents[sum]; ok {
-		s, err := h.snapshot(i)
+	if i, ok := h.Contents()[sum]; ok {
+		s, err := h.Snapshot(i)
 		if err != nil {
 			return BatchInfo{}, false, err
 		}
-		return batchInfo(h.snaps[i].batch, s), true, nil
+		return batchInfo(h.Snaps()[i].Batch, s), true, nil
 	}
 	return t.fromHistory(ctx, func(h *LoadHistory) (LoadRecord, bool, error) { return h.FindContent(ctx, sum) })
 }
@@ -699,11 +700,11 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 func (t *Table) dropMissingSegments(ctx context.Context) ([]string, error) {
 	h, _ := t.loaded()
 	missing := map[string]bool{}
-	names := refusedSegments(h.props())
+	names := refusedSegments(h.Props())
 	for _, e := range names {
 		missing[e] = true
 	}
-	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
+	for _, s := range slices.Concat(historySegments(h.Props()), outcomeLog.segments(h.Props())) {
 		_, err := t.lake.store.Stat(ctx, t.lake.historyKey(t.name, s.Name))
 		if errors.Is(err, storage.ErrSymlink) {
 			t.lake.noteLinked(t.name, s.Name)
@@ -732,10 +733,10 @@ type dropSegmentsMutation struct {
 	missing map[string]bool
 }
 
-func (m *dropSegmentsMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
-	ch := changeProperties(base.props(), nil, nil, m.t.lake.now().UnixMilli())
+func (m *dropSegmentsMutation) build(_ context.Context, base *tablemeta.Indexed, _ versionRef, _ int) (*tablemeta.Change, error) {
+	ch := tablemeta.ChangeProperties(base.Props(), nil, nil, m.t.lake.now().UnixMilli())
 	for _, g := range []recordLog{loadHistoryLog, outcomeLog} {
-		segs, refused := g.entries(base.props())
+		segs, refused := g.entries(base.Props())
 		var keep []loadhistory.SegmentInfo
 		for _, s := range segs {
 			if !m.missing[s.Name] {
@@ -745,7 +746,7 @@ func (m *dropSegmentsMutation) build(_ context.Context, base *indexedMetadata, _
 		if len(keep) == len(segs) && len(refused) == 0 {
 			continue
 		}
-		g.name(ch, base.props(), keep)
+		g.name(ch, base.Props(), keep)
 	}
 	return ch, nil // empty when nothing changes: nothing to commit
 }
@@ -755,20 +756,20 @@ func (m *dropSegmentsMutation) cleanUp(context.Context, int, bool) {}
 
 // withSegments is the change of base (made at now) whose property of log
 // g names segs.
-func (g recordLog) withSegments(base *indexedMetadata, segs []loadhistory.SegmentInfo, now time.Time) *change {
-	ch := changeProperties(base.props(), nil, nil, now.UnixMilli())
-	g.name(ch, base.props(), segs)
+func (g recordLog) withSegments(base *tablemeta.Indexed, segs []loadhistory.SegmentInfo, now time.Time) *tablemeta.Change {
+	ch := tablemeta.ChangeProperties(base.Props(), nil, nil, now.UnixMilli())
+	g.name(ch, base.Props(), segs)
 	return ch
 }
 
 // name sets the property of log g to segs in ch (removes it when segs is
 // empty), on properties props.
-func (g recordLog) name(ch *change, props iceberg.Properties, segs []loadhistory.SegmentInfo) {
+func (g recordLog) name(ch *tablemeta.Change, props iceberg.Properties, segs []loadhistory.SegmentInfo) {
 	if len(segs) == 0 {
-		ch.setProperties(props, nil, []string{g.prop})
+		ch.SetProperties(props, nil, []string{g.prop})
 		return
 	}
-	ch.setProperties(props, map[string]string{g.prop: segmentsProperty(segs)}, nil)
+	ch.SetProperties(props, map[string]string{g.prop: segmentsProperty(segs)}, nil)
 }
 
 // reconcileHistory makes good a change of the load history's (or the
@@ -790,7 +791,7 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 			"another writer's change of the same list may have been overwritten", "table", t.name.String())
 		return nil
 	}
-	applied, err := t.lake.readMetadataFile(ctx, t.name, rb.applied, indexHead)
+	applied, err := t.lake.readMetadataFile(ctx, t.name, rb.applied, tablemeta.Index)
 	if err != nil {
 		return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
 	}
@@ -805,14 +806,14 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 // reconcileLog is reconcileHistory for the segments of log g: those the
 // version applied names and base did not are named again, those base named
 // and applied does not are dropped.
-func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *indexedMetadata) error {
+func (t *Table) reconcileLog(ctx context.Context, g recordLog, base, applied *tablemeta.Indexed) error {
 	before := map[string]bool{}
-	for _, s := range g.segments(base.props()) {
+	for _, s := range g.segments(base.Props()) {
 		before[s.Name] = true
 	}
 	m := &reconcileSegmentsMutation{t: t, log: g, removed: map[string]bool{}}
 	after := map[string]bool{}
-	for _, s := range g.segments(applied.props()) {
+	for _, s := range g.segments(applied.Props()) {
 		after[s.Name] = true
 		if !before[s.Name] {
 			m.added = append(m.added, s)
@@ -851,8 +852,8 @@ type reconcileSegmentsMutation struct {
 	removed map[string]bool
 }
 
-func (m *reconcileSegmentsMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
-	cur := m.log.segments(base.props())
+func (m *reconcileSegmentsMutation) build(_ context.Context, base *tablemeta.Indexed, _ versionRef, _ int) (*tablemeta.Change, error) {
+	cur := m.log.segments(base.Props())
 	var keep []loadhistory.SegmentInfo
 	named := map[string]bool{}
 	for _, s := range cur {

@@ -34,6 +34,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -98,11 +99,11 @@ type Lake struct {
 
 type cachedVersion struct {
 	ref  versionRef
-	meta *indexedMetadata
+	meta *tablemeta.Indexed
 }
 
 // cached returns the version at ref if it is the one in the cache.
-func (l *Lake) cached(n TableName, ref versionRef) *indexedMetadata {
+func (l *Lake) cached(n TableName, ref versionRef) *tablemeta.Indexed {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c, ok := l.cache[n]; ok && c.ref.location == ref.location {
@@ -113,7 +114,7 @@ func (l *Lake) cached(n TableName, ref versionRef) *indexedMetadata {
 
 // remember keeps h (at ref) as the newest version of n read or written,
 // unless the cache holds a newer one.
-func (l *Lake) remember(n TableName, ref versionRef, h *indexedMetadata) {
+func (l *Lake) remember(n TableName, ref versionRef, h *tablemeta.Indexed) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cache == nil {
@@ -205,8 +206,8 @@ func (l *Lake) ownLocation(n TableName, name string) string {
 
 // loadLatest returns the newest version of a table and where it is,
 // parsed whole (validated) when it is read.
-func (l *Lake) loadLatest(ctx context.Context, n TableName) (*indexedMetadata, versionRef, error) {
-	return l.cat.latest(ctx, n, parseHead)
+func (l *Lake) loadLatest(ctx context.Context, n TableName) (*tablemeta.Indexed, versionRef, error) {
+	return l.cat.latest(ctx, n, tablemeta.Parse)
 }
 
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
@@ -337,10 +338,7 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 		return nil, fmt.Errorf("create %s: encode metadata: %w", n, err)
 	}
 	// The creation time by the lake's clock, as every later timestamp.
-	if h, err := indexHead(body); err == nil {
-		h.set("last-updated-ms", []byte(strconv.FormatInt(l.now().UnixMilli(), 10)))
-		body = h.body()
-	}
+	body = tablemeta.WithLastUpdated(body, l.now().UnixMilli())
 	cv, err := l.cat.create(ctx, n, meta, body)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -373,10 +374,10 @@ func (st *maintenanceState) noteSequence(seq int64, at, now time.Time, coldAfter
 
 // newestCommit is the commit time of h's newest snapshot (the one that
 // took the table to its last sequence number), or now without snapshots.
-func newestCommit(h *indexedMetadata, now time.Time) time.Time {
+func newestCommit(h *tablemeta.Indexed, now time.Time) time.Time {
 	var ms int64
-	for _, r := range h.snaps {
-		ms = max(ms, r.timestamp)
+	for _, r := range h.Snaps() {
+		ms = max(ms, r.Timestamp)
 	}
 	if ms == 0 {
 		return now
@@ -588,7 +589,7 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 	// Noted after the compaction, so that the files it wrote are dated
 	// by its own commit.
 	h, _ := t.loaded()
-	if noted := st.noteSequence(h.lastSeq, newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter); !opts.DryRun && (noted || st.RewriteRate != rate) {
+	if noted := st.noteSequence(h.LastSeq(), newestCommit(h, t.lake.now()), t.lake.now(), s.CompactColdAfter); !opts.DryRun && (noted || st.RewriteRate != rate) {
 		if err := t.saveMaintenanceState(ctx, st); err != nil {
 			return rep, err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -72,7 +73,7 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 	minAge := opts.MinAge
 	if minAge <= 0 {
 		minAge = DefaultOrphanMinAge
-		if d, err := quantity.ParseAge(h.props()[PropOrphanMinAge]); err == nil && d > 0 {
+		if d, err := quantity.ParseAge(h.Props()[PropOrphanMinAge]); err == nil && d > 0 {
 			minAge = d
 		}
 	}
@@ -185,7 +186,7 @@ func protectedMetadata(rel string, v versionRef, own string) bool {
 
 // referencedFiles returns the files of the table's folder that version v
 // (h) references, relative to the table location.
-func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versionRef) (map[string]bool, error) {
+func (t *Table) referencedFiles(ctx context.Context, h *tablemeta.Indexed, v versionRef) (map[string]bool, error) {
 	loc := t.lake.tableLocation(t.name) + "/"
 	rel := func(uri string) string { return strings.TrimPrefix(uri, loc) }
 	own := t.lake.cat.ownFolder()
@@ -199,10 +200,10 @@ func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versi
 	// The versions the metadata-log names, and the load history segments
 	// of each of them.
 	var entries []table.MetadataLogEntry
-	if err := unmarshalOptional(h.get("metadata-log"), &entries); err != nil {
+	if err := unmarshalOptional(h.Get("metadata-log"), &entries); err != nil {
 		return nil, fmt.Errorf("metadata-log: %w", err)
 	}
-	for _, s := range slices.Concat(historySegments(h.props()), outcomeLog.segments(h.props())) {
+	for _, s := range slices.Concat(historySegments(h.Props()), outcomeLog.segments(h.Props())) {
 		ref[own+s.Name] = true
 	}
 	for _, e := range entries {
@@ -210,14 +211,14 @@ func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versi
 		if !strings.HasPrefix(e.MetadataFile, loc+"metadata/") {
 			continue // not a file of this table's folder
 		}
-		old, err := t.lake.readMetadataFile(ctx, t.name, e.MetadataFile, indexHead)
+		old, err := t.lake.readMetadataFile(ctx, t.name, e.MetadataFile, tablemeta.Index)
 		if isStoreNotExist(err) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range slices.Concat(historySegments(old.props()), outcomeLog.segments(old.props())) {
+		for _, s := range slices.Concat(historySegments(old.Props()), outcomeLog.segments(old.Props())) {
 			ref[own+s.Name] = true
 		}
 	}
@@ -227,8 +228,8 @@ func (t *Table) referencedFiles(ctx context.Context, h *indexedMetadata, v versi
 		return nil, err
 	}
 	var lists []string
-	for i := range h.snaps {
-		s, err := h.snapshot(i)
+	for i := range h.Snaps() {
+		s, err := h.Snapshot(i)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/timelake/timelake/internal/lake/loadhistory"
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -76,9 +77,9 @@ type outcomeAttempt struct {
 // indexOnly: the properties are all an attempt needs.
 func (m *outcomesMutation) indexOnly() bool { return true }
 
-func (m *outcomesMutation) build(ctx context.Context, base *indexedMetadata, _ versionRef, attempt int) (*change, error) {
+func (m *outcomesMutation) build(ctx context.Context, base *tablemeta.Indexed, _ versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
-	props := base.props()
+	props := base.Props()
 	now := t.lake.now()
 	window := dedupeWindow(props)
 	plan := loadhistory.PlanSegments(outcomeLog.segments(props), m.recs, now, window)
@@ -136,10 +137,10 @@ func (m *outcomesMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 // silently. Errors: fn's, reading a segment, refreshing the table.
 func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (missing []string, err error) {
 	h, _ := t.loaded()
-	props := h.props()
-	inSnapshots := make(map[string]bool, len(h.batches))
-	for batch, i := range h.batches {
-		s, err := h.snapshot(i)
+	props := h.Props()
+	inSnapshots := make(map[string]bool, len(h.Batches()))
+	for batch, i := range h.Batches() {
+		s, err := h.Snapshot(i)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +187,7 @@ func (t *Table) ScanHistory(ctx context.Context, fn func(LoadRecord) error) (mis
 	}
 	nh, _ := t.loaded()
 	named := map[string]bool{}
-	for _, s := range slices.Concat(historySegments(nh.props()), outcomeLog.segments(nh.props())) {
+	for _, s := range slices.Concat(historySegments(nh.Props()), outcomeLog.segments(nh.Props())) {
 		named[s.Name] = true
 	}
 	for _, name := range gone {

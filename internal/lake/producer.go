@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -28,7 +29,7 @@ import (
 // sequence numbers (none in format v1) and summaries.
 // The operations plan what a snapshot adds and removes (snapshots.go,
 // compact.go, retention.go) and check their conflicts; the snapshots are
-// then spliced into the metadata (indexedMetadata.withSnapshots).
+// then spliced into the metadata (tablemeta.Indexed.WithSnapshots).
 
 // Snapshot summary keys (Iceberg spec, "Snapshots": optional summary
 // fields, as Java and iceberg-go write them).
@@ -182,7 +183,7 @@ type removedFiles struct{ files, rows, bytes int64 }
 // deleted: each data manifest naming one of them is written again with
 // that entry DELETED and the others EXISTING, the other manifests are
 // kept as they are. refs are the manifests it wrote.
-func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO, base *indexedMetadata, mfs []iceberg.ManifestFile, deleted map[string]bool,
+func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO, base *tablemeta.Indexed, mfs []iceberg.ManifestFile, deleted map[string]bool,
 	snapshotID, seq int64,
 ) (out []iceberg.ManifestFile, refs []string, rm removedFiles, err error) {
 	for _, mf := range mfs {
@@ -202,11 +203,11 @@ func (p *snapshotProducer) manifestsWithout(ctx context.Context, fs icebergio.IO
 			out = append(out, mf)
 			continue
 		}
-		spec := base.write.PartitionSpecByID(int(mf.PartitionSpecID()))
+		spec := base.Write().PartitionSpecByID(int(mf.PartitionSpecID()))
 		if spec == nil {
 			return nil, nil, rm, fmt.Errorf("manifest %s: the table has no partition spec %d", mf.FilePath(), mf.PartitionSpecID())
 		}
-		rewritten, err := p.writeManifest(ctx, base.write, *spec, snapshotID, func(w *iceberg.ManifestWriter) error {
+		rewritten, err := p.writeManifest(ctx, base.Write(), *spec, snapshotID, func(w *iceberg.ManifestWriter) error {
 			for _, e := range entries {
 				if deleted[e.DataFile().FilePath()] {
 					rm.files++
@@ -250,10 +251,10 @@ type fileChange struct {
 // first, then mfs with the files it removes marked DELETED
 // (manifestsWithout). It returns the snapshot and the files it wrote
 // that the snapshot names (its manifests and manifest list).
-func (p *snapshotProducer) rewrite(ctx context.Context, base *indexedMetadata, parent *table.Snapshot, mfs []iceberg.ManifestFile,
+func (p *snapshotProducer) rewrite(ctx context.Context, base *tablemeta.Indexed, parent *table.Snapshot, mfs []iceberg.ManifestFile,
 	snapshotID int64, attempt int, change fileChange,
 ) (table.Snapshot, []string, error) {
-	seq := base.sequenceAfter(1)
+	seq := base.SequenceAfter(1)
 	fs, err := p.t.fsF(ctx)
 	if err != nil {
 		return table.Snapshot{}, nil, err
@@ -265,7 +266,7 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *indexedMetadata, p
 		added = append(added, a.files...)
 	}
 	if len(change.added) > 0 {
-		mf, err := p.writeAddedManifest(ctx, base.write, base.write.PartitionSpec(), snapshotID, change.added...)
+		mf, err := p.writeAddedManifest(ctx, base.Write(), base.Write().PartitionSpec(), snapshotID, change.added...)
 		if err != nil {
 			return table.Snapshot{}, nil, err
 		}
@@ -283,12 +284,12 @@ func (p *snapshotProducer) rewrite(ctx context.Context, base *indexedMetadata, p
 		op = p.op
 	}
 	summary := changeSummary(op, parent, added, rm, change.changedParts, change.props)
-	name, list := p.listLocation(base.write, snapshotID, attempt)
-	if err := p.writeList(ctx, base.write, name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
+	name, list := p.listLocation(base.Write(), snapshotID, attempt)
+	if err := p.writeList(ctx, base.Write(), name, snapshotID, &parent.SnapshotID, seq, manifests); err != nil {
 		return table.Snapshot{}, nil, err
 	}
 	refs = append(refs, list)
-	schemaID := base.write.CurrentSchema().ID
+	schemaID := base.Write().CurrentSchema().ID
 	return table.Snapshot{SnapshotID: snapshotID, ParentSnapshotID: &parent.SnapshotID, SequenceNumber: seq,
 		TimestampMs: p.t.lake.now().UnixMilli(), ManifestList: list, Summary: summary, SchemaID: &schemaID}, refs, nil
 }
@@ -518,10 +519,10 @@ func partitionKey(p map[int]any) string {
 
 // newSnapshotID returns a random positive snapshot id used by no snapshot of
 // h and by none in taken (collisions are 1 in 2^63 per id: retried).
-func newSnapshotID(h *indexedMetadata, taken map[string]int64) int64 {
+func newSnapshotID(h *tablemeta.Indexed, taken map[string]int64) int64 {
 	for {
 		id := rand.Int64()
-		if id == 0 || h.snapshotIDTaken(id) {
+		if id == 0 || h.SnapshotIDTaken(id) {
 			continue
 		}
 		used := false

@@ -6,12 +6,14 @@ import (
 	"maps"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Properties returns the loaded version's table properties (a copy).
 func (t *Table) Properties() iceberg.Properties {
 	h, _ := t.loaded()
-	return maps.Clone(h.props())
+	return maps.Clone(h.Props())
 }
 
 // SetProperties sets and removes table properties through the commit
@@ -37,8 +39,8 @@ type propertiesMutation struct {
 	unset []string
 }
 
-func (m *propertiesMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
-	return changeProperties(base.props(), m.set, m.unset, m.t.lake.now().UnixMilli()), nil
+func (m *propertiesMutation) build(_ context.Context, base *tablemeta.Indexed, _ versionRef, _ int) (*tablemeta.Change, error) {
+	return tablemeta.ChangeProperties(base.Props(), m.set, m.unset, m.t.lake.now().UnixMilli()), nil
 }
 
 // cleanUp: a property change writes nothing but its version.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
 
@@ -93,22 +94,22 @@ func (p retentionPlan) partitions() []string { return slices.Sorted(maps.Keys(p.
 
 // retentionPlan finds the live data files of h's current snapshot whose
 // partition ends at or before cutoff.
-func (t *Table) retentionPlan(ctx context.Context, h *indexedMetadata, cutoff time.Time) (retentionPlan, error) {
+func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff time.Time) (retentionPlan, error) {
 	plan := retentionPlan{files: map[string]bool{}, parts: map[string]bool{}}
 	files, _, err := t.liveFiles(ctx, h, nil)
 	if err != nil {
 		return plan, err
 	}
-	c, err := contractFromProps(h.props(), h.write.CurrentSchema())
+	c, err := contractFromProps(h.Props(), h.Write().CurrentSchema())
 	if err != nil {
 		return plan, err
 	}
 	specs := map[int]iceberg.PartitionSpec{}
-	for _, s := range h.write.PartitionSpecs() {
+	for _, s := range h.Write().PartitionSpecs() {
 		specs[s.ID()] = s
 	}
 	timeID := -1
-	if f, ok := h.write.CurrentSchema().FindFieldByName(c.TimeColumn); ok {
+	if f, ok := h.Write().CurrentSchema().FindFieldByName(c.TimeColumn); ok {
 		timeID = f.ID
 	}
 	for _, f := range files {
@@ -187,12 +188,12 @@ type retentionMutation struct {
 	plans     map[int]retentionPlan
 }
 
-func (m *retentionMutation) build(ctx context.Context, base *indexedMetadata, v versionRef, attempt int) (*change, error) {
+func (m *retentionMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newDeleteProducer(t)
 	}
-	parent, err := base.currentSnapshot()
+	parent, err := base.CurrentSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -220,5 +221,5 @@ func (m *retentionMutation) build(ctx context.Context, base *indexedMetadata, v 
 		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return addSnapshots(nil, snap), nil
+	return tablemeta.AddSnapshots(nil, snap), nil
 }

@@ -7,12 +7,14 @@ import (
 	"strconv"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // RollbackTo makes snapshotID the current snapshot of the main branch again.
 // snapshotID must be an ancestor of the current snapshot (Iceberg's
 // rollback rule). Only the metadata changes: the main branch's ref, the
-// current snapshot and the snapshot-log (edit.rollBack); no snapshot
+// current snapshot and the snapshot-log (tablemeta.RollBack); no snapshot
 // is added. The newer snapshots stay in the
 // metadata but leave the current ancestry, so their batch ids count as not
 // loaded any more (docs/table-format.md, "Snapshots and batch ids"): a file
@@ -47,10 +49,10 @@ type rollbackMutation struct {
 	expected *int64
 }
 
-func (m *rollbackMutation) build(_ context.Context, base *indexedMetadata, _ versionRef, _ int) (*change, error) {
+func (m *rollbackMutation) build(_ context.Context, base *tablemeta.Indexed, _ versionRef, _ int) (*tablemeta.Change, error) {
 	var cur *int64
-	if base.current >= 0 {
-		id := base.snaps[base.current].id
+	if base.Current() >= 0 {
+		id := base.Snaps()[base.Current()].ID
 		cur = &id
 	}
 	switch {
@@ -61,11 +63,11 @@ func (m *rollbackMutation) build(_ context.Context, base *indexedMetadata, _ ver
 	}
 	// The snapshot-log entry and last-updated-ms, as Iceberg's
 	// set-snapshot-ref update on main sets them.
-	ms := max(m.t.lake.now().UnixMilli(), base.lastUpdated)
-	if err := base.canRollBack(m.target); err != nil {
+	ms := max(m.t.lake.now().UnixMilli(), base.LastUpdated())
+	if err := base.CanRollBack(m.target); err != nil {
 		return nil, err
 	}
-	return rollBack(m.target, ms), nil
+	return tablemeta.RollBack(m.target, ms), nil
 }
 
 // cleanUp: a rollback writes nothing but its version.

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // mergeAbsorbLimit is the size from which a manifest is no longer merged
@@ -30,8 +32,8 @@ const stageConcurrency = 16
 // v3 asks for row ids (row lineage: first-row-id of manifests and data
 // files, next-row-id), which neither stage nor Prepare assign; a table
 // stored elsewhere cannot be reached (ErrOutsideTable).
-func (t *Table) canStage(h *indexedMetadata, ps []*Prepared) error {
-	meta := h.write
+func (t *Table) canStage(h *tablemeta.Indexed, ps []*Prepared) error {
+	meta := h.Write()
 	if v := meta.Version(); v != 1 && v != 2 {
 		return fmt.Errorf("table %s: appends to format-version %d tables are not supported (row lineage)", t.name, v)
 	}
@@ -50,8 +52,8 @@ func (t *Table) canStage(h *indexedMetadata, ps []*Prepared) error {
 
 // currentSpecOnly reports whether every data file of ps was written with
 // the default partition spec of h.
-func currentSpecOnly(h *indexedMetadata, ps []*Prepared) bool {
-	spec := int32(h.write.DefaultPartitionSpec())
+func currentSpecOnly(h *tablemeta.Indexed, ps []*Prepared) bool {
+	spec := int32(h.Write().DefaultPartitionSpec())
 	for _, p := range ps {
 		for _, df := range p.files {
 			if df.SpecID() != spec {
@@ -84,7 +86,7 @@ func filesBySpec(files []iceberg.DataFile) (specs []int32, by map[int32][]iceber
 
 // stage writes the snapshots of the pending batches (in order, each the
 // parent of the next, on top of the main branch of meta) and returns the
-// snapshots to commit in one metadata write (indexedMetadata.withSnapshots).
+// snapshots to commit in one metadata write (tablemeta.Indexed.WithSnapshots).
 //
 // Per batch it writes one manifest of its data files per partition spec
 // they were written with (ADDED entries; once per Commit, reused by later
@@ -103,13 +105,13 @@ func filesBySpec(files []iceberg.DataFile) (specs []int32, by map[int32][]iceber
 // manifests however many commits came before.
 //
 // Errors: I/O errors writing or reading manifests; nothing is committed.
-func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *indexedMetadata, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
-	meta := h.write
+func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, h *tablemeta.Indexed, pending []*Prepared, attempt int) ([]table.Snapshot, error) {
+	meta := h.Write()
 	spec := meta.PartitionSpec()
 	props := meta.Properties()
 	merge := props.GetBool(table.ManifestMergeEnabledKey, table.ManifestMergeEnabledDefault)
 
-	parent, err := h.currentSnapshot()
+	parent, err := h.CurrentSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +213,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 			var existing []existingFiles
 			for i := last - 1; i >= 0; i-- {
 				existing = append(existing, existingFiles{files: current[i],
-					snapshotID: c.snapIDs[pending[i].BatchID], seq: h.sequenceAfter(i + 1)})
+					snapshotID: c.snapIDs[pending[i].BatchID], seq: h.SequenceAfter(i + 1)})
 			}
 			g.Go(func() (err error) {
 				merged, err = c.producer.writeMergedManifest(gctx, meta, lastID, current[last], existing, absorbed)
@@ -232,7 +234,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 		specs, _ := filesBySpec(pending[j].files)
 		for _, sp := range specs {
 			if mf := c.own[ownKey{pending[j].BatchID, sp}]; mf != nil && !(merged && sp == cur) {
-				out = append(out, sequenced(mf, h.sequenceAfter(j+1)))
+				out = append(out, sequenced(mf, h.SequenceAfter(j+1)))
 			}
 		}
 		return out
@@ -247,7 +249,7 @@ func (t *Table) stage(ctx context.Context, c *appendMutation, a *appendAttempt, 
 	g.SetLimit(stageConcurrency)
 	for i, p := range pending {
 		id := c.snapIDs[p.BatchID]
-		seq := h.sequenceAfter(i + 1)
+		seq := h.SequenceAfter(i + 1)
 		var pid *int64
 		if i == 0 {
 			pid = parentID

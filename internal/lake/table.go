@@ -2,6 +2,7 @@ package lake
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Table is one loaded version of a table. Commit and Refresh move it to the
@@ -21,8 +24,8 @@ type Table struct {
 	lake *Lake
 	name TableName
 
-	mu       sync.RWMutex     // guards the fields below
-	meta     *indexedMetadata // the loaded version: its fields, snapshot index and write metadata
+	mu       sync.RWMutex       // guards the fields below
+	meta     *tablemeta.Indexed // the loaded version: its fields, snapshot index and write metadata
 	version  versionRef
 	contract Contract
 	arrowSc  *arrow.Schema
@@ -42,8 +45,8 @@ type Table struct {
 	deferredListedAt time.Time // the last listing of them; zero: never
 }
 
-func (t *Table) set(h *indexedMetadata, version versionRef) error {
-	props, schema := h.write.Properties(), h.write.CurrentSchema()
+func (t *Table) set(h *tablemeta.Indexed, version versionRef) error {
+	props, schema := h.Write().Properties(), h.Write().CurrentSchema()
 	if err := checkFormatVersion(props); err != nil {
 		return fmt.Errorf("table %s: %w", t.name, err)
 	}
@@ -61,7 +64,7 @@ func (t *Table) set(h *indexedMetadata, version versionRef) error {
 	return nil
 }
 
-func (t *Table) loaded() (*indexedMetadata, versionRef) {
+func (t *Table) loaded() (*tablemeta.Indexed, versionRef) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.meta, t.version
@@ -69,7 +72,7 @@ func (t *Table) loaded() (*indexedMetadata, versionRef) {
 
 // tableView is a consistent read of a Table's state.
 type tableView struct {
-	meta     *indexedMetadata
+	meta     *tablemeta.Indexed
 	arrowSc  *arrow.Schema
 	contract Contract
 	iceberg  *table.Table // for writing data files (table.WriteRecords) only
@@ -83,7 +86,7 @@ func (t *Table) view() tableView {
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.meta.dataWrite, t.version.location, t.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.meta.DataWrite(), t.version.location, t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -98,8 +101,8 @@ func (t *Table) Metadata() table.Metadata {
 	return t.metadataOf(h)
 }
 
-func (t *Table) metadataOf(h *indexedMetadata) table.Metadata {
-	meta, err := h.metadata()
+func (t *Table) metadataOf(h *tablemeta.Indexed) table.Metadata {
+	meta, err := h.Metadata()
 	if err != nil {
 		panic(fmt.Sprintf("internal error: table %s: metadata written by this process does not parse: %v", t.name, err))
 	}
@@ -110,10 +113,10 @@ func (t *Table) metadataOf(h *indexedMetadata) table.Metadata {
 // table has no snapshot.
 func (t *Table) CurrentSnapshotID() (int64, bool) {
 	h, _ := t.loaded()
-	if h.current < 0 {
+	if h.Current() < 0 {
 		return 0, false
 	}
-	return h.snaps[h.current].id, true
+	return h.Snaps()[h.Current()].ID, true
 }
 
 // Version returns N of the loaded vN.metadata.json (0 when a REST
@@ -127,7 +130,7 @@ func (t *Table) Version() int {
 // Location returns the table location URI.
 func (t *Table) Location() string {
 	h, _ := t.loaded()
-	return h.write.Location()
+	return h.Write().Location()
 }
 
 // MetadataLocation returns the URI of the loaded version's metadata file:
@@ -165,14 +168,14 @@ func (t *Table) Iceberg() *table.Table {
 // newerVersion reports whether version a (ha) is newer than b (hb): by
 // number when both have one, else by last-sequence-number and then
 // last-updated-ms (a REST catalog's files need not be numbered).
-func newerVersion(a versionRef, ha *indexedMetadata, b versionRef, hb *indexedMetadata) bool {
+func newerVersion(a versionRef, ha *tablemeta.Indexed, b versionRef, hb *tablemeta.Indexed) bool {
 	if a.n > 0 && b.n > 0 {
 		return a.n > b.n
 	}
-	if ha.lastSeq != hb.lastSeq {
-		return ha.lastSeq > hb.lastSeq
+	if ha.LastSeq() != hb.LastSeq() {
+		return ha.LastSeq() > hb.LastSeq()
 	}
-	return ha.lastUpdated > hb.lastUpdated
+	return ha.LastUpdated() > hb.LastUpdated()
 }
 
 func (t *Table) ident() table.Identifier { return table.Identifier{t.name.Namespace, t.name.Name} }
@@ -201,7 +204,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 	// A commit of this Table that landed while the newest version was
 	// being read is newer than what was read: keep it (unless the table
 	// was made anew meanwhile: another table uuid).
-	if ch, cur := t.loaded(); newerVersion(cur, ch, v, h) && ch.write.TableUUID() == h.write.TableUUID() {
+	if ch, cur := t.loaded(); newerVersion(cur, ch, v, h) && ch.Write().TableUUID() == h.Write().TableUUID() {
 		return nil
 	}
 	return t.set(h, v)
@@ -258,7 +261,7 @@ func ancestry(meta table.Metadata) []table.Snapshot {
 // loaded, and the snapshots this process adds are encoded by iceberg-go.
 func (t *Table) findSnapshot(id string) *table.Snapshot {
 	h, _ := t.loaded()
-	s, err := h.findBatch(id)
+	s, err := h.FindBatch(id)
 	if err != nil {
 		panic(fmt.Sprintf("internal error: table %s: %v", t.name, err))
 	}
@@ -296,4 +299,13 @@ func batchInfo(id string, s *table.Snapshot) BatchInfo {
 func summaryInt(p map[string]string, k string) int64 {
 	v, _ := strconv.ParseInt(p[k], 10, 64)
 	return v
+}
+
+// unmarshalOptional decodes raw, a member of a version's metadata, into v;
+// a member the metadata lacks (nil) leaves v as it is.
+func unmarshalOptional(raw json.RawMessage, v any) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
 }

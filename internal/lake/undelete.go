@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
 // Undoing a row delete (timelake tables rollback, docs/tables.md): the
@@ -133,7 +135,7 @@ func (t *Table) UndoDelete(ctx context.Context, deleteID int64, opts UndoDeleteO
 		}
 		m.removeUncommitted(ctx, res.SnapshotID != 0, paths)
 	}()
-	dedupe := readDedup(v.meta.props())
+	dedupe := readDedup(v.meta.Props())
 	var matched int64
 	for _, e := range removed {
 		df := e.DataFile()
@@ -331,19 +333,19 @@ type undoMutation struct {
 	rows     int64
 }
 
-func (m *undoMutation) build(ctx context.Context, base *indexedMetadata, _ versionRef, attempt int) (*change, error) {
+func (m *undoMutation) build(ctx context.Context, base *tablemeta.Indexed, _ versionRef, attempt int) (*tablemeta.Change, error) {
 	t := m.t
 	if m.producer == nil {
 		m.producer = newSnapshotProducer(t, table.OpAppend)
 	}
-	meta, err := base.metadata()
+	meta, err := base.Metadata()
 	if err != nil {
 		return nil, err
 	}
 	if _, _, err := findUndoable(meta, m.deleteID); err != nil {
 		return nil, err
 	}
-	parent, err := base.currentSnapshot()
+	parent, err := base.CurrentSnapshot()
 	if err != nil {
 		return nil, err
 	}
@@ -366,5 +368,5 @@ func (m *undoMutation) build(ctx context.Context, base *indexedMetadata, _ versi
 		return nil, err
 	}
 	a.refs = append(a.refs, refs...)
-	return addSnapshots(nil, snap), nil
+	return tablemeta.AddSnapshots(nil, snap), nil
 }

@@ -1,4 +1,4 @@
-package lake
+package tablemeta
 
 import (
 	"encoding/json"
@@ -15,20 +15,20 @@ import (
 )
 
 // TestWithSnapshotsMatchesBuilder: appending snapshots to a version's JSON
-// (indexedMetadata.withSnapshots) gives the metadata iceberg-go's builder gives for
+// (Indexed.WithSnapshots) gives the metadata iceberg-go's builder gives for
 // the same snapshots (AddSnapshot and a main branch update each), on a
 // pretty-printed foreign file with empty history and on our own compact
 // output, over several commits, with the metadata-log trimmed to
 // write.metadata.previous-versions-max.
 func TestWithSnapshotsMatchesBuilder(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "foreign-empty.metadata.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "foreign-empty.metadata.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw = []byte(strings.Replace(string(raw), "@LOCATION@", "file:///lake/iot/foreign", 1))
 	raw = []byte(strings.Replace(string(raw), `"comment":`, `"write.metadata.previous-versions-max": "2", "comment":`, 1))
 
-	h, err := parseHead(raw)
+	h, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var body []byte
-		if h, body, err = h.withSnapshots(snaps, base); err != nil {
+		if h, body, err = h.WithSnapshots(snaps, base); err != nil {
 			t.Fatal(err)
 		}
 		got, err := table.ParseMetadataBytes(body)
@@ -91,16 +91,16 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 
 		// The index agrees with the parsed file, and a re-read file gives
 		// the same index.
-		again, err := parseHead(body)
+		again, err := Parse(body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, hh := range []*indexedMetadata{h, again} {
-			if hh.lastSeq != seq || hh.lastUpdated != ts || hh.snaps[hh.current].id != nextID || len(hh.snaps) != len(got.Snapshots()) {
-				t.Errorf("commit %d: index seq %d ts %d current %d, %d snapshots", commit, hh.lastSeq, hh.lastUpdated, hh.snaps[hh.current].id, len(hh.snaps))
+		for _, hh := range []*Indexed{h, again} {
+			if hh.lastSeq != seq || hh.lastUpdated != ts || hh.snaps[hh.current].ID != nextID || len(hh.snaps) != len(got.Snapshots()) {
+				t.Errorf("commit %d: index seq %d ts %d current %d, %d snapshots", commit, hh.lastSeq, hh.lastUpdated, hh.snaps[hh.current].ID, len(hh.snaps))
 			}
 			for _, s := range got.Snapshots() {
-				found, err := hh.findBatch(s.Summary.Properties[SummaryBatchID])
+				found, err := hh.FindBatch(s.Summary.Properties[SummaryBatchID])
 				if err != nil || found == nil || !reflect.DeepEqual(*found, s) {
 					t.Errorf("commit %d: batch %s: %+v, %v", commit, s.Summary.Properties[SummaryBatchID], found, err)
 				}
@@ -117,7 +117,7 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 	if want, err = table.UpdateTableMetadata(want, []table.Update{table.NewRemoveSnapshotsUpdate(ids, false)}, base); err != nil {
 		t.Fatal(err)
 	}
-	next, body, err := h.apply(removeSnapshots(ids, ts+5000), base)
+	next, body, err := h.Apply(RemoveSnapshots(ids, ts+5000), base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +136,13 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 			t.Errorf("after removal: %s\n got %+v\nwant %+v", name, pair[0], pair[1])
 		}
 	}
-	if len(next.snaps) != len(want.Snapshots()) || next.snaps[next.current].id != nextID {
-		t.Errorf("index after removal: %d snapshots, current %d", len(next.snaps), next.snaps[next.current].id)
+	if len(next.snaps) != len(want.Snapshots()) || next.snaps[next.current].ID != nextID {
+		t.Errorf("index after removal: %d snapshots, current %d", len(next.snaps), next.snaps[next.current].ID)
 	}
-	if s, err := next.findBatch("gw/0-0.csv"); err != nil || s != nil {
+	if s, err := next.FindBatch("gw/0-0.csv"); err != nil || s != nil {
 		t.Errorf("a removed snapshot's batch id is still found: %+v, %v", s, err)
 	}
-	if _, _, err := h.apply(removeSnapshots([]int64{nextID}, ts), base); err == nil {
+	if _, _, err := h.Apply(RemoveSnapshots([]int64{nextID}, ts), base); err == nil {
 		t.Error("removing the current snapshot was not refused")
 	}
 
@@ -186,8 +186,8 @@ func TestWithSnapshotsMatchesBuilder(t *testing.T) {
 			t.Errorf("after rollback: %s\n got %+v\nwant %+v", name, pair[0], pair[1])
 		}
 	}
-	if rolled.snaps[rolled.current].id != target {
-		t.Errorf("index after rollback: current %d, want %d", rolled.snaps[rolled.current].id, target)
+	if rolled.snaps[rolled.current].ID != target {
+		t.Errorf("index after rollback: current %d, want %d", rolled.snaps[rolled.current].ID, target)
 	}
 	if err := rolled.edit().rollBack(nextID, ms); err == nil {
 		t.Error("rolling forward to a snapshot outside the ancestry was not refused")
@@ -218,17 +218,17 @@ func TestHeadBatchesFollowAncestry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := parseHead(body)
+	h, err := Parse(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := h.findBatch("kept.csv"); err != nil || s == nil || s.SnapshotID != 1 {
+	if s, err := h.FindBatch("kept.csv"); err != nil || s == nil || s.SnapshotID != 1 {
 		t.Errorf("kept.csv: %+v, %v", s, err)
 	}
-	if s, err := h.findBatch("abandoned.csv"); err != nil || s != nil {
+	if s, err := h.FindBatch("abandoned.csv"); err != nil || s != nil {
 		t.Errorf("abandoned.csv outside the ancestry was found: %+v, %v", s, err)
 	}
-	if !h.snapshotIDTaken(2) || h.snapshotIDTaken(3) {
+	if !h.SnapshotIDTaken(2) || h.SnapshotIDTaken(3) {
 		t.Error("snapshot ids: 2 must be taken (it is in the file), 3 not")
 	}
 }
@@ -237,7 +237,7 @@ func TestHeadBatchesFollowAncestry(t *testing.T) {
 // snapshots (sequence number 0) give the builder's metadata, with no
 // last-sequence-number.
 func TestWithSnapshotsMatchesBuilderV1(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "foreign-empty.metadata.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "foreign-empty.metadata.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestWithSnapshotsMatchesBuilderV1(t *testing.T) {
 	if raw, err = json.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
-	h, err := parseHead(raw)
+	h, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestWithSnapshotsMatchesBuilderV1(t *testing.T) {
 		base := "file:///lake/iot/foreign/metadata/v" + strconv.Itoa(i+1) + ".metadata.json"
 		id := int64(100 + i)
 		schemaID := 3
-		s := table.Snapshot{SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: h.sequenceAfter(1), TimestampMs: 1767600000000 + int64(i)*1000,
+		s := table.Snapshot{SnapshotID: id, ParentSnapshotID: parent, SequenceNumber: h.SequenceAfter(1), TimestampMs: 1767600000000 + int64(i)*1000,
 			ManifestList: "file:///lake/iot/foreign/metadata/snap-" + strconv.FormatInt(id, 10) + ".avro", SchemaID: &schemaID,
 			Summary: &table.Summary{Operation: table.OpAppend, Properties: iceberg.Properties{SummaryBatchID: "b" + strconv.Itoa(i)}}}
 		parent = &s.SnapshotID
@@ -269,7 +269,7 @@ func TestWithSnapshotsMatchesBuilderV1(t *testing.T) {
 			t.Fatal(err)
 		}
 		var body []byte
-		if h, body, err = h.withSnapshots([]table.Snapshot{s}, base); err != nil {
+		if h, body, err = h.WithSnapshots([]table.Snapshot{s}, base); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(body), `"last-sequence-number"`) {

@@ -1,4 +1,4 @@
-package lake
+package tablemeta
 
 import (
 	"errors"
@@ -10,20 +10,21 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// change is the next version of a table as a mutation states it: the
+// Change is the next version of a table as a mutation states it: the
 // Iceberg table updates that turn the version it was built on (its base)
 // into the next one (Iceberg REST spec, "TableUpdate"), in the shapes this
-// lake makes. A change either adds snapshots (after a schema, when the
+// lake makes. A Change either adds snapshots (after a schema, when the
 // snapshots' data brings one) or edits the metadata (removes snapshots,
 // rolls the main branch back, sets and removes properties).
 //
-// Every mutation's build returns one (the snapshot producer writes the
-// manifests and manifest lists of the snapshots it adds: producer.go), and
-// the catalog commits it (catalog.commit): a REST catalog sends updates on
-// requirements as they are; the file catalog writes the metadata apply
-// gives on the base (spliced into the base's JSON: indexedMetadata.withSnapshots and
-// indexedMetadata.edit, so that a commit does not re-encode the table's history).
-type change struct {
+// Every mutation's build in internal/lake returns one (the snapshot
+// producer writes the manifests and manifest lists of the snapshots it
+// adds: internal/lake/producer.go), and the lake's catalog commits it
+// (internal/lake/catalog.go): a REST catalog sends Updates on Requirements
+// as they are; the file catalog writes the metadata Apply gives on the
+// base (spliced into the base's JSON: Indexed.WithSnapshots and
+// Indexed.edit, so that a commit does not re-encode the table's history).
+type Change struct {
 	// schema, when set, is added and made current before the snapshots
 	// (add-schema, set-current-schema).
 	schema *iceberg.Schema
@@ -47,39 +48,39 @@ type change struct {
 }
 
 // The constructors, one per operation. The snapshots they add are written
-// by the snapshot producer (producer.go).
+// by the snapshot producer (internal/lake/producer.go).
 
-// addSnapshots is the change of an append, a compaction (replace) or a
+// AddSnapshots is the change of an append, a compaction (replace) or a
 // retention drop (delete): snaps added, a schema first when schema is not
 // nil.
-func addSnapshots(schema *iceberg.Schema, snaps ...table.Snapshot) *change {
-	return &change{schema: schema, snapshots: snaps}
+func AddSnapshots(schema *iceberg.Schema, snaps ...table.Snapshot) *Change {
+	return &Change{schema: schema, snapshots: snaps}
 }
 
-// removeSnapshots is the change of an expiry, made at at (milliseconds):
+// RemoveSnapshots is the change of an expiry, made at at (milliseconds):
 // snapshots ids removed (and, with setProperties, the load history's
 // segment list changed).
-func removeSnapshots(ids []int64, at int64) *change { return &change{removed: ids, at: at} }
+func RemoveSnapshots(ids []int64, at int64) *Change { return &Change{removed: ids, at: at} }
 
-// rollBack is the change of a rollback, made at at: the main branch back
+// RollBack is the change of a rollback, made at at: the main branch back
 // to its ancestor id.
-func rollBack(id, at int64) *change { return &change{rollBackTo: &id, at: at} }
+func RollBack(id, at int64) *Change { return &Change{rollBackTo: &id, at: at} }
 
-// changeProperties is the change of a property change (of the load
+// ChangeProperties is the change of a property change (of the load
 // history's and the outcome log's segment lists among them), made at at:
 // set and unset on base's properties, only what changes (empty when
 // nothing does).
-func changeProperties(base iceberg.Properties, set map[string]string, unset []string, at int64) *change {
-	c := &change{at: at}
-	c.setProperties(base, set, unset)
+func ChangeProperties(base iceberg.Properties, set map[string]string, unset []string, at int64) *Change {
+	c := &Change{at: at}
+	c.SetProperties(base, set, unset)
 	return c
 }
 
-// setProperties adds to c the properties of set that base does not hold
+// SetProperties adds to c the properties of set that base does not hold
 // with those values and the keys of unset that base holds (and set does
 // not name): only what changes, so that a change of nothing is seen
 // (empty).
-func (c *change) setProperties(base iceberg.Properties, set map[string]string, unset []string) {
+func (c *Change) SetProperties(base iceberg.Properties, set map[string]string, unset []string) {
 	for _, k := range unset {
 		if _, inSet := set[k]; inSet {
 			continue
@@ -101,47 +102,53 @@ func (c *change) setProperties(base iceberg.Properties, set map[string]string, u
 	}
 }
 
+// Schema is the schema c adds before its snapshots; nil when none.
+func (c *Change) Schema() *iceberg.Schema { return c.schema }
+
+// AddsSnapshots reports whether c adds snapshots.
+func (c *Change) AddsSnapshots() bool { return len(c.snapshots) > 0 }
+
 // edits reports whether c changes anything besides adding snapshots.
-func (c *change) edits() bool {
+func (c *Change) edits() bool {
 	return len(c.removed) > 0 || c.rollBackTo != nil || len(c.setProps) > 0 || len(c.removeProps) > 0
 }
 
-// empty reports whether c changes nothing.
-func (c *change) empty() bool { return len(c.snapshots) == 0 && c.schema == nil && !c.edits() }
+// Empty reports whether c changes nothing.
+func (c *Change) Empty() bool { return len(c.snapshots) == 0 && c.schema == nil && !c.edits() }
 
 // mainTo is where c moves the main branch; nil when it does not.
-func (c *change) mainTo() *int64 {
+func (c *Change) mainTo() *int64 {
 	if n := len(c.snapshots); n > 0 {
 		return &c.snapshots[n-1].SnapshotID
 	}
 	return c.rollBackTo
 }
 
-// errInvalidChange refuses a change no mutation makes, or one that does
+// ErrInvalidChange refuses a change no mutation makes, or one that does
 // not apply to its base: nothing is written.
-var errInvalidChange = errors.New("invalid table change")
+var ErrInvalidChange = errors.New("invalid table change")
 
-// apply returns the version c makes of h, and its encoding: h's JSON with
-// the snapshots spliced in (indexedMetadata.withSnapshots, after indexedMetadata.withSchema), or
-// edited (indexedMetadata.edit), baseLocation (h's own file) added to the
+// Apply returns the version c makes of h, and its encoding: h's JSON with
+// the snapshots spliced in (Indexed.WithSnapshots, after Indexed.WithSchema), or
+// edited (Indexed.edit), baseLocation (h's own file) added to the
 // metadata-log. h is unchanged.
-func (h *indexedMetadata) apply(c *change, baseLocation string) (*indexedMetadata, []byte, error) {
+func (h *Indexed) Apply(c *Change, baseLocation string) (*Indexed, []byte, error) {
 	switch {
-	case c.empty():
-		return nil, nil, fmt.Errorf("%w: it changes nothing", errInvalidChange)
+	case c.Empty():
+		return nil, nil, fmt.Errorf("%w: it changes nothing", ErrInvalidChange)
 	case len(c.snapshots) > 0 && c.edits():
-		return nil, nil, fmt.Errorf("%w: it adds snapshots and edits the metadata", errInvalidChange)
+		return nil, nil, fmt.Errorf("%w: it adds snapshots and edits the metadata", ErrInvalidChange)
 	case len(c.snapshots) > 0:
 		staged := h
 		if c.schema != nil {
 			var err error
-			if staged, err = h.withSchema(c.schema); err != nil {
+			if staged, err = h.WithSchema(c.schema); err != nil {
 				return nil, nil, fmt.Errorf("schema change: %w", err)
 			}
 		}
-		return staged.withSnapshots(c.snapshots, baseLocation)
+		return staged.WithSnapshots(c.snapshots, baseLocation)
 	case c.schema != nil:
-		return nil, nil, fmt.Errorf("%w: a schema change without snapshots", errInvalidChange)
+		return nil, nil, fmt.Errorf("%w: a schema change without snapshots", ErrInvalidChange)
 	}
 	e := h.edit()
 	if len(c.removed) > 0 {
@@ -171,14 +178,14 @@ func idSet(ids []int64) map[int64]bool {
 	return set
 }
 
-// updates are c's Iceberg table updates (iceberg-go's table.Update, as a
+// Updates are c's Iceberg table updates (iceberg-go's table.Update, as a
 // REST catalog's updateTable takes them), on base: add-schema and
 // set-current-schema (-1: the schema just added, whatever id the catalog
 // gives it), add-snapshot for each snapshot, remove-snapshots,
 // set-snapshot-ref for the main branch (its other settings as base has
 // them), set-properties and remove-properties. The metadata-log, the
 // snapshot-log and the timestamps are the catalog's to write.
-func (c *change) updates(base *indexedMetadata) ([]table.Update, error) {
+func (c *Change) Updates(base *Indexed) ([]table.Update, error) {
 	var us []table.Update
 	if c.schema != nil {
 		us = append(us, table.NewAddSchemaUpdate(c.schema), table.NewSetCurrentSchemaUpdate(-1))
@@ -190,7 +197,7 @@ func (c *change) updates(base *indexedMetadata) ([]table.Update, error) {
 		us = append(us, table.NewRemoveSnapshotsUpdate(slices.Clone(c.removed), false))
 	}
 	if to := c.mainTo(); to != nil {
-		refs, err := base.refs()
+		refs, err := base.Refs()
 		if err != nil {
 			return nil, err
 		}
@@ -207,17 +214,17 @@ func (c *change) updates(base *indexedMetadata) ([]table.Update, error) {
 	return us, nil
 }
 
-// requirements are what c needs of the version it is applied to (Iceberg
+// Requirements are what c needs of the version it is applied to (Iceberg
 // REST spec, "TableRequirement"), checked by the catalog at commit: the
 // table is base's (assert-table-uuid), its main branch is where it was
 // (assert-ref-snapshot-id), and so are its current schema, its last column
 // id and its default partition spec (what data files were written with).
 // A change that removes snapshots also asserts every other ref of base (a
 // snapshot a ref moved to meanwhile must not go).
-func (c *change) requirements(base *indexedMetadata) ([]table.Requirement, error) {
+func (c *Change) Requirements(base *Indexed) ([]table.Requirement, error) {
 	m := base.write
 	var main *int64
-	if id := mainSnapshot(base); id >= 0 {
+	if id := base.MainSnapshot(); id >= 0 {
 		main = &id
 	}
 	reqs := []table.Requirement{
@@ -228,7 +235,7 @@ func (c *change) requirements(base *indexedMetadata) ([]table.Requirement, error
 		table.AssertDefaultSpecID(m.DefaultPartitionSpec()),
 	}
 	if len(c.removed) > 0 {
-		refs, err := base.refs()
+		refs, err := base.Refs()
 		if err != nil {
 			return nil, err
 		}
@@ -243,11 +250,11 @@ func (c *change) requirements(base *indexedMetadata) ([]table.Requirement, error
 	return reqs, nil
 }
 
-// heldBy reports whether newest holds c, built on base: every snapshot c
+// HeldBy reports whether newest holds c, built on base: every snapshot c
 // added is there with its manifest list; when c added none, the snapshots
 // it removed are gone, the main branch is where it put it, and the
 // properties hold what it set and lack what it removed.
-func (c *change) heldBy(newest, base *indexedMetadata) bool {
+func (c *Change) HeldBy(newest, base *Indexed) bool {
 	if len(c.snapshots) > 0 {
 		for i := range c.snapshots {
 			s := &c.snapshots[i]
@@ -255,7 +262,7 @@ func (c *change) heldBy(newest, base *indexedMetadata) bool {
 			if !ok {
 				return false
 			}
-			have, err := newest.snapshot(j)
+			have, err := newest.Snapshot(j)
 			if err != nil || have.ManifestList != s.ManifestList {
 				return false
 			}
@@ -263,14 +270,14 @@ func (c *change) heldBy(newest, base *indexedMetadata) bool {
 		return true
 	}
 	for _, id := range c.removed {
-		if newest.snapshotIDTaken(id) {
+		if newest.SnapshotIDTaken(id) {
 			return false
 		}
 	}
-	if to := c.mainTo(); to != nil && *to != mainSnapshot(base) && mainSnapshot(newest) != *to {
+	if to := c.mainTo(); to != nil && *to != base.MainSnapshot() && newest.MainSnapshot() != *to {
 		return false
 	}
-	have := newest.props()
+	have := newest.Props()
 	for k, v := range c.setProps {
 		if have[k] != v {
 			return false
@@ -284,11 +291,18 @@ func (c *change) heldBy(newest, base *indexedMetadata) bool {
 	return true
 }
 
-// refs are h's snapshot references by name.
-func (h *indexedMetadata) refs() (map[string]table.SnapshotRef, error) {
+// Refs are h's snapshot references by name.
+func (h *Indexed) Refs() (map[string]table.SnapshotRef, error) {
 	var refs map[string]table.SnapshotRef
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return nil, fmt.Errorf("refs: %w", err)
 	}
 	return refs, nil
+}
+
+func deref[T int | int64](p *T) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(*p)
 }

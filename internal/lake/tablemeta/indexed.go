@@ -1,4 +1,4 @@
-package lake
+package tablemeta
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -14,21 +15,21 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// indexedMetadata is one version of a table's metadata (vN.metadata.json) in the form
+// Indexed is one version of a table's metadata (vN.metadata.json) in the form
 // the ingest path needs: the file's top-level fields as JSON, an index of
 // its snapshots (id, parent, batch id and where each one's JSON is), and the
-// metadata without history (withoutHistory) for schemas, specs and
+// metadata without history (Write, DataWrite) for schemas, specs and
 // properties. It does not hold every snapshot and summary as iceberg-go
-// objects, and a commit of new snapshots (withSnapshots) appends their JSON
+// objects, and a commit of new snapshots (WithSnapshots) appends their JSON
 // to the previous version's instead of rebuilding and re-encoding the whole
 // history: memory and time per commit stay nearly independent of the
-// table's age. The full iceberg-go metadata is parsed on demand (metadata).
+// table's age. The full iceberg-go metadata is parsed on demand (Metadata).
 //
-// A indexedMetadata is immutable once built; metadata caches its parse.
-type indexedMetadata struct {
+// An Indexed is immutable once built; Metadata caches its parse.
+type Indexed struct {
 	fields []field // top-level members, in file order
 
-	snaps   []snapRef      // every snapshot, in file order
+	snaps   []SnapRef      // every snapshot, in file order
 	byID    map[int64]int  // snapshot id -> index in snaps
 	batches map[string]int // batch id -> index in snaps: current ancestry, newest wins
 	// content hash (timelake.content-sha256, else timelake.source-sha256)
@@ -53,15 +54,27 @@ type field struct {
 	value json.RawMessage
 }
 
-// snapRef locates one snapshot object inside the "snapshots" member.
-type snapRef struct {
+// The snapshot summary properties the index reads (lake.SummaryBatchID,
+// lake.SummarySourceSHA256 and lake.SummaryContentSHA256 are these).
+const (
+	// SummaryBatchID is the batch id of the landing file a snapshot loaded.
+	SummaryBatchID = "timelake.batch-id"
+	// SummarySourceSHA256 is the hex SHA-256 of the landing file's bytes.
+	SummarySourceSHA256 = "timelake.source-sha256"
+	// SummaryContentSHA256 is the hex SHA-256 of the landing file's
+	// decompressed bytes.
+	SummaryContentSHA256 = "timelake.content-sha256"
+)
+
+// SnapRef locates one snapshot object inside the "snapshots" member.
+type SnapRef struct {
 	start, end int
-	id         int64
-	parent     int64
-	hasParent  bool
-	batch      string // timelake.batch-id; "" when none
-	content    string // the content hash of the batch's landing file; "" when unknown
-	timestamp  int64  // timestamp-ms
+	ID         int64
+	Parent     int64
+	HasParent  bool
+	Batch      string // timelake.batch-id; "" when none
+	Content    string // the content hash of the batch's landing file; "" when unknown
+	Timestamp  int64  // timestamp-ms
 }
 
 // lightSnapshot is what the index reads of each snapshot: encoding/json
@@ -77,18 +90,18 @@ type lightSnapshot struct {
 	} `json:"summary"`
 }
 
-// parseHead reads a vN.metadata.json. It parses the full metadata once as
+// Parse reads a vN.metadata.json. It parses the full metadata once as
 // well (iceberg-go's validation, and the metadata callers may ask for),
-// which the indexedMetadata keeps until the next commit replaces it.
+// which the Indexed keeps until the next commit replaces it.
 //
 // Errors: the body is not valid table metadata (Iceberg spec, "Table
 // Metadata Fields").
-func parseHead(body []byte) (*indexedMetadata, error) {
+func Parse(body []byte) (*Indexed, error) {
 	full, err := table.ParseMetadataBytes(body)
 	if err != nil {
 		return nil, err
 	}
-	h, err := indexHead(body)
+	h, err := Index(body)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +109,12 @@ func parseHead(body []byte) (*indexedMetadata, error) {
 	return h, nil
 }
 
-func indexHead(body []byte) (*indexedMetadata, error) {
+func Index(body []byte) (*Indexed, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, errors.New("table metadata is not a JSON object")
 	}
-	h := &indexedMetadata{current: -1}
+	h := &Indexed{current: -1}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -122,17 +135,17 @@ func indexHead(body []byte) (*indexedMetadata, error) {
 
 // index fills snaps, byID, batches, current, lastSeq, lastUpdated and write
 // from fields.
-func (h *indexedMetadata) index() error {
+func (h *Indexed) index() error {
 	var err error
-	if h.snaps, err = snapshotRefs(h.get("snapshots")); err != nil {
+	if h.snaps, err = snapshotRefs(h.Get("snapshots")); err != nil {
 		return fmt.Errorf("snapshots: %w", err)
 	}
 	h.byID = make(map[int64]int, len(h.snaps))
 	for i, s := range h.snaps {
-		h.byID[s.id] = i
+		h.byID[s.ID] = i
 	}
 	var cur *int64
-	if raw := h.get("current-snapshot-id"); raw != nil {
+	if raw := h.Get("current-snapshot-id"); raw != nil {
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return fmt.Errorf("current-snapshot-id: %w", err)
 		}
@@ -146,7 +159,7 @@ func (h *indexedMetadata) index() error {
 		key string
 		dst *int64
 	}{{"last-sequence-number", &h.lastSeq}, {"last-updated-ms", &h.lastUpdated}} {
-		if raw := h.get(f.key); raw != nil {
+		if raw := h.Get(f.key); raw != nil {
 			if err := json.Unmarshal(raw, f.dst); err != nil {
 				return fmt.Errorf("%s: %w", f.key, err)
 			}
@@ -157,18 +170,18 @@ func (h *indexedMetadata) index() error {
 	seen := map[int]bool{}
 	for i := h.current; i >= 0 && !seen[i]; {
 		seen[i] = true
-		if id := h.snaps[i].batch; id != "" {
+		if id := h.snaps[i].Batch; id != "" {
 			if _, ok := h.batches[id]; !ok {
 				h.batches[id] = i
 			}
-			if c := h.snaps[i].content; c != "" {
+			if c := h.snaps[i].Content; c != "" {
 				if _, ok := h.contents[c]; !ok {
 					h.contents[c] = i
 				}
 			}
 		}
-		next, ok := h.byID[h.snaps[i].parent]
-		if !h.snaps[i].hasParent || !ok {
+		next, ok := h.byID[h.snaps[i].Parent]
+		if !h.snaps[i].HasParent || !ok {
 			break
 		}
 		i = next
@@ -181,7 +194,7 @@ func (h *indexedMetadata) index() error {
 }
 
 // snapshotRefs indexes the members of a "snapshots" array.
-func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
+func snapshotRefs(raw json.RawMessage) ([]SnapRef, error) {
 	if raw == nil || string(raw) == "null" {
 		return nil, nil
 	}
@@ -189,7 +202,7 @@ func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return nil, errors.New("not a JSON array")
 	}
-	var out []snapRef
+	var out []SnapRef
 	for dec.More() {
 		start := int(dec.InputOffset())
 		var ls lightSnapshot
@@ -203,17 +216,17 @@ func snapshotRefs(raw json.RawMessage) ([]snapRef, error) {
 		if ls.SnapshotID == nil {
 			return nil, errors.New("a snapshot has no snapshot-id")
 		}
-		r := snapRef{start: start, end: end, id: *ls.SnapshotID, batch: ls.Summary.BatchID, timestamp: ls.Timestamp,
-			content: cmp.Or(ls.Summary.ContentSHA256, ls.Summary.SourceSHA256)}
+		r := SnapRef{start: start, end: end, ID: *ls.SnapshotID, Batch: ls.Summary.BatchID, Timestamp: ls.Timestamp,
+			Content: cmp.Or(ls.Summary.ContentSHA256, ls.Summary.SourceSHA256)}
 		if ls.Parent != nil {
-			r.parent, r.hasParent = *ls.Parent, true
+			r.Parent, r.HasParent = *ls.Parent, true
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func (h *indexedMetadata) get(key string) json.RawMessage {
+func (h *Indexed) Get(key string) json.RawMessage {
 	for _, f := range h.fields {
 		if f.key == key {
 			return f.value
@@ -222,8 +235,8 @@ func (h *indexedMetadata) get(key string) json.RawMessage {
 	return nil
 }
 
-// body encodes the fields back into a metadata file.
-func (h *indexedMetadata) body() []byte {
+// Body encodes the fields back into a metadata file.
+func (h *Indexed) Body() []byte {
 	n := 2
 	for _, f := range h.fields {
 		n += len(f.key) + len(f.value) + 4
@@ -251,14 +264,14 @@ var historyKeys = map[string]bool{"current-snapshot-id": true, "snapshots": true
 // statistics: the same format version, uuid, location, schemas, partition
 // specs, sort orders and properties, so data files written with it are
 // those the full metadata would give.
-func (h *indexedMetadata) withoutHistory() (table.Metadata, error) {
-	w := &indexedMetadata{}
+func (h *Indexed) withoutHistory() (table.Metadata, error) {
+	w := &Indexed{}
 	for _, f := range h.fields {
 		if !historyKeys[f.key] {
 			w.fields = append(w.fields, f)
 		}
 	}
-	meta, err := table.ParseMetadataBytes(w.body())
+	meta, err := table.ParseMetadataBytes(w.Body())
 	if err != nil {
 		return nil, fmt.Errorf("metadata without history: %w", err)
 	}
@@ -297,59 +310,59 @@ func dataFileMetadata(meta table.Metadata) (table.Metadata, error) {
 	return out, nil
 }
 
-// metadata returns the full iceberg-go metadata, parsed on first use.
-func (h *indexedMetadata) metadata() (table.Metadata, error) {
-	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.body()) })
+// Metadata returns the full iceberg-go metadata, parsed on first use.
+func (h *Indexed) Metadata() (table.Metadata, error) {
+	h.once.Do(func() { h.full, h.err = table.ParseMetadataBytes(h.Body()) })
 	return h.full, h.err
 }
 
-// snapshot parses snapshot i of snaps.
-func (h *indexedMetadata) snapshot(i int) (*table.Snapshot, error) {
+// Snapshot parses snapshot i of Snaps.
+func (h *Indexed) Snapshot(i int) (*table.Snapshot, error) {
 	r := h.snaps[i]
 	var s table.Snapshot
-	if err := json.Unmarshal(h.get("snapshots")[r.start:r.end], &s); err != nil {
-		return nil, fmt.Errorf("snapshot %d: %w", r.id, err)
+	if err := json.Unmarshal(h.Get("snapshots")[r.start:r.end], &s); err != nil {
+		return nil, fmt.Errorf("snapshot %d: %w", r.ID, err)
 	}
 	return &s, nil
 }
 
-// currentSnapshot returns the main branch's snapshot, nil for none.
-func (h *indexedMetadata) currentSnapshot() (*table.Snapshot, error) {
+// CurrentSnapshot returns the main branch's snapshot, nil for none.
+func (h *Indexed) CurrentSnapshot() (*table.Snapshot, error) {
 	if h.current < 0 {
 		return nil, nil
 	}
-	return h.snapshot(h.current)
+	return h.Snapshot(h.current)
 }
 
-// findBatch returns the snapshot of the current ancestry holding batch id,
+// FindBatch returns the snapshot of the current ancestry holding batch id,
 // nil if none does.
-func (h *indexedMetadata) findBatch(id string) (*table.Snapshot, error) {
+func (h *Indexed) FindBatch(id string) (*table.Snapshot, error) {
 	i, ok := h.batches[id]
 	if !ok {
 		return nil, nil
 	}
-	return h.snapshot(i)
+	return h.Snapshot(i)
 }
 
-// withSnapshots returns the next version: snaps (each the parent of the
+// WithSnapshots returns the next version: snaps (each the parent of the
 // next, the first a child of the current snapshot; sequence numbers after
 // lastSeq) appended, the main branch and current-snapshot-id on the last
 // one, its timestamp as last-updated-ms, one snapshot-log entry for it (the
 // earlier ones were never current: iceberg-go and Java leave them out too),
 // and baseLocation (this version's file) added to the metadata-log, which
 // keeps the newest write.metadata.previous-versions-max entries. It returns
-// the new indexedMetadata and the file to write; h is unchanged.
-func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation string) (*indexedMetadata, []byte, error) {
+// the new Indexed and the file to write; h is unchanged.
+func (h *Indexed) WithSnapshots(snaps []table.Snapshot, baseLocation string) (*Indexed, []byte, error) {
 	if len(snaps) == 0 {
 		return nil, nil, errors.New("no snapshots to add")
 	}
 	last := snaps[len(snaps)-1]
-	next := &indexedMetadata{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
+	next := &Indexed{fields: make([]field, len(h.fields)), current: len(h.snaps) + len(snaps) - 1,
 		lastSeq: last.SequenceNumber, write: h.write, dataWrite: h.dataWrite}
 	copy(next.fields, h.fields)
 
 	// snapshots: the old array with the new objects before its "]".
-	old := bytes.TrimRight(h.get("snapshots"), " \t\r\n")
+	old := bytes.TrimRight(h.Get("snapshots"), " \t\r\n")
 	if len(old) == 0 || string(old) == "null" {
 		old = []byte("[]")
 	}
@@ -358,7 +371,7 @@ func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation str
 	}
 	arr := make([]byte, 0, len(old)+len(snaps)*1024)
 	arr = append(arr, old[:len(old)-1]...)
-	next.snaps = make([]snapRef, len(h.snaps), len(h.snaps)+len(snaps))
+	next.snaps = make([]SnapRef, len(h.snaps), len(h.snaps)+len(snaps))
 	copy(next.snaps, h.snaps)
 	next.byID = maps.Clone(h.byID)
 	next.batches = maps.Clone(h.batches)
@@ -372,21 +385,21 @@ func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation str
 		if len(next.snaps) > 0 {
 			arr = append(arr, ',')
 		}
-		r := snapRef{start: len(arr), id: s.SnapshotID, timestamp: s.TimestampMs}
+		r := SnapRef{start: len(arr), ID: s.SnapshotID, Timestamp: s.TimestampMs}
 		if s.Summary != nil {
-			r.batch = s.Summary.Properties[SummaryBatchID]
-			r.content = cmp.Or(s.Summary.Properties[SummaryContentSHA256], s.Summary.Properties[SummarySourceSHA256])
+			r.Batch = s.Summary.Properties[SummaryBatchID]
+			r.Content = cmp.Or(s.Summary.Properties[SummaryContentSHA256], s.Summary.Properties[SummarySourceSHA256])
 		}
 		arr = append(arr, enc...)
 		r.end = len(arr)
 		if s.ParentSnapshotID != nil {
-			r.parent, r.hasParent = *s.ParentSnapshotID, true
+			r.Parent, r.HasParent = *s.ParentSnapshotID, true
 		}
 		next.byID[s.SnapshotID] = len(next.snaps)
-		if r.batch != "" {
-			next.batches[r.batch] = len(next.snaps)
-			if r.content != "" {
-				next.contents[r.content] = len(next.snaps)
+		if r.Batch != "" {
+			next.batches[r.Batch] = len(next.snaps)
+			if r.Content != "" {
+				next.contents[r.Content] = len(next.snaps)
 			}
 		}
 		next.snaps = append(next.snaps, r)
@@ -395,7 +408,7 @@ func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation str
 	next.set("snapshots", arr)
 
 	var snapLog []json.RawMessage
-	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+	if err := unmarshalOptional(h.Get("snapshot-log"), &snapLog); err != nil {
 		return nil, nil, fmt.Errorf("snapshot-log: %w", err)
 	}
 	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: last.SnapshotID, TimestampMs: last.TimestampMs})
@@ -413,7 +426,7 @@ func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation str
 	// refs: main moves to the last snapshot; its other settings and the
 	// other refs stay.
 	refs := map[string]map[string]json.RawMessage{}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return nil, nil, fmt.Errorf("refs: %w", err)
 	}
 	if refs == nil {
@@ -435,15 +448,15 @@ func (h *indexedMetadata) withSnapshots(snaps []table.Snapshot, baseLocation str
 	}
 	next.lastUpdated = max(last.TimestampMs, h.lastUpdated)
 	next.set("last-updated-ms", []byte(strconv.FormatInt(next.lastUpdated, 10)))
-	return next, next.body(), nil
+	return next, next.Body(), nil
 }
 
 // logPrevious sets next's metadata-log: h's with baseLocation (h's own
 // file) added, trimmed to the newest write.metadata.previous-versions-max
 // entries (as iceberg-go's and Java's metadata builders do).
-func (h *indexedMetadata) logPrevious(next *indexedMetadata, baseLocation string) error {
+func (h *Indexed) logPrevious(next *Indexed, baseLocation string) error {
 	var metaLog []table.MetadataLogEntry
-	if err := unmarshalOptional(h.get("metadata-log"), &metaLog); err != nil {
+	if err := unmarshalOptional(h.Get("metadata-log"), &metaLog); err != nil {
 		return fmt.Errorf("metadata-log: %w", err)
 	}
 	metaLog = append(metaLog, table.MetadataLogEntry{MetadataFile: baseLocation, TimestampMs: h.lastUpdated})
@@ -455,16 +468,16 @@ func (h *indexedMetadata) logPrevious(next *indexedMetadata, baseLocation string
 }
 
 // edit is the next version being built from h by changes that do not add
-// snapshots (withSnapshots does that): removing snapshots, moving the main
+// snapshots (WithSnapshots does that): removing snapshots, moving the main
 // branch back, setting properties. done adds h's own file to the metadata-log and returns the
 // new version; h is unchanged.
 type edit struct {
-	h    *indexedMetadata
-	next *indexedMetadata
+	h    *Indexed
+	next *Indexed
 }
 
-func (h *indexedMetadata) edit() *edit {
-	next := &indexedMetadata{fields: make([]field, len(h.fields))}
+func (h *Indexed) edit() *edit {
+	next := &Indexed{fields: make([]field, len(h.fields))}
 	copy(next.fields, h.fields)
 	return &edit{h: h, next: next}
 }
@@ -480,11 +493,11 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 	if err := h.canRemove(ids); err != nil {
 		return err
 	}
-	raw := h.get("snapshots")
+	raw := h.Get("snapshots")
 	arr := make([]byte, 0, len(raw))
 	arr = append(arr, '[')
 	for _, r := range h.snaps {
-		if ids[r.id] {
+		if ids[r.ID] {
 			continue
 		}
 		if len(arr) > 1 {
@@ -495,12 +508,12 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 	next.set("snapshots", append(arr, ']'))
 
 	var snapLog []table.SnapshotLogEntry
-	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+	if err := unmarshalOptional(h.Get("snapshot-log"), &snapLog); err != nil {
 		return fmt.Errorf("snapshot-log: %w", err)
 	}
 	kept := []table.SnapshotLogEntry{}
 	for _, e := range snapLog {
-		if !h.snapshotIDTaken(e.SnapshotID) || ids[e.SnapshotID] {
+		if !h.SnapshotIDTaken(e.SnapshotID) || ids[e.SnapshotID] {
 			kept = kept[:0] // the log stays contiguous
 			continue
 		}
@@ -511,7 +524,7 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 	}
 	for _, key := range []string{"statistics", "partition-statistics"} {
 		var stats []json.RawMessage
-		if err := unmarshalOptional(h.get(key), &stats); err != nil || len(stats) == 0 {
+		if err := unmarshalOptional(h.Get(key), &stats); err != nil || len(stats) == 0 {
 			continue
 		}
 		keep := []json.RawMessage{}
@@ -533,14 +546,14 @@ func (e *edit) removeSnapshots(ids map[int64]bool) error {
 
 // canRemove refuses to remove the current snapshot or one a branch or tag
 // points at.
-func (h *indexedMetadata) canRemove(ids map[int64]bool) error {
-	if h.current >= 0 && ids[h.snaps[h.current].id] {
-		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].id)
+func (h *Indexed) canRemove(ids map[int64]bool) error {
+	if h.current >= 0 && ids[h.snaps[h.current].ID] {
+		return fmt.Errorf("snapshot %d is current", h.snaps[h.current].ID)
 	}
 	var refs map[string]struct {
 		SnapshotID int64 `json:"snapshot-id"`
 	}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return fmt.Errorf("refs: %w", err)
 	}
 	for name, r := range refs {
@@ -558,11 +571,11 @@ func (h *indexedMetadata) canRemove(ids map[int64]bool) error {
 // it at ms (milliseconds; the new last-updated-ms, edit.done).
 func (e *edit) rollBack(id, ms int64) error {
 	h, next := e.h, e.next
-	if err := h.canRollBack(id); err != nil {
+	if err := h.CanRollBack(id); err != nil {
 		return err
 	}
 	refs := map[string]map[string]json.RawMessage{}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return fmt.Errorf("refs: %w", err)
 	}
 	main := refs[table.MainBranch]
@@ -572,7 +585,7 @@ func (e *edit) rollBack(id, ms int64) error {
 	}
 	next.set("current-snapshot-id", []byte(strconv.FormatInt(id, 10)))
 	var snapLog []json.RawMessage
-	if err := unmarshalOptional(h.get("snapshot-log"), &snapLog); err != nil {
+	if err := unmarshalOptional(h.Get("snapshot-log"), &snapLog); err != nil {
 		return fmt.Errorf("snapshot-log: %w", err)
 	}
 	entry, err := json.Marshal(table.SnapshotLogEntry{SnapshotID: id, TimestampMs: ms})
@@ -582,17 +595,17 @@ func (e *edit) rollBack(id, ms int64) error {
 	return next.setJSON("snapshot-log", append(snapLog, entry))
 }
 
-// canRollBack refuses to move the main branch to id unless it is a branch
+// CanRollBack refuses to move the main branch to id unless it is a branch
 // and id an ancestor of its snapshot.
-func (h *indexedMetadata) canRollBack(id int64) error {
+func (h *Indexed) CanRollBack(id int64) error {
 	if h.current < 0 {
 		return errors.New("the main branch has no snapshot")
 	}
 	if !h.isAncestor(id) {
-		return fmt.Errorf("snapshot %d is not an ancestor of the main branch's snapshot %d", id, h.snaps[h.current].id)
+		return fmt.Errorf("snapshot %d is not an ancestor of the main branch's snapshot %d", id, h.snaps[h.current].ID)
 	}
 	refs := map[string]map[string]json.RawMessage{}
-	if err := unmarshalOptional(h.get("refs"), &refs); err != nil {
+	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
 		return fmt.Errorf("refs: %w", err)
 	}
 	main := refs[table.MainBranch]
@@ -607,18 +620,18 @@ func (h *indexedMetadata) canRollBack(id int64) error {
 
 // isAncestor reports whether snapshot id is the current snapshot or one of
 // its ancestors.
-func (h *indexedMetadata) isAncestor(id int64) bool {
+func (h *Indexed) isAncestor(id int64) bool {
 	seen := map[int]bool{}
 	for i := h.current; i >= 0 && !seen[i]; {
 		seen[i] = true
 		r := h.snaps[i]
-		if r.id == id {
+		if r.ID == id {
 			return true
 		}
-		if !r.hasParent {
+		if !r.HasParent {
 			return false
 		}
-		j, ok := h.byID[r.parent]
+		j, ok := h.byID[r.Parent]
 		if !ok {
 			return false
 		}
@@ -631,7 +644,7 @@ func (h *indexedMetadata) isAncestor(id int64) bool {
 // set-properties and remove-properties updates); a key in both is set.
 func (e *edit) setProperties(set map[string]string, unset []string) error {
 	props := map[string]string{}
-	if err := unmarshalOptional(e.next.get("properties"), &props); err != nil {
+	if err := unmarshalOptional(e.next.Get("properties"), &props); err != nil {
 		return fmt.Errorf("properties: %w", err)
 	}
 	if props == nil {
@@ -647,13 +660,13 @@ func (e *edit) setProperties(set map[string]string, unset []string) error {
 // done adds baseLocation (h's own file) to the metadata-log, sets
 // last-updated-ms to now (milliseconds) unless that is earlier, and returns
 // the new version and its encoding.
-func (e *edit) done(baseLocation string, now int64) (*indexedMetadata, []byte, error) {
+func (e *edit) done(baseLocation string, now int64) (*Indexed, []byte, error) {
 	if err := e.h.logPrevious(e.next, baseLocation); err != nil {
 		return nil, nil, err
 	}
 	e.next.set("last-updated-ms", []byte(strconv.FormatInt(max(now, e.h.lastUpdated), 10)))
-	body := e.next.body()
-	indexed, err := indexHead(body)
+	body := e.next.Body()
+	indexed, err := Index(body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -668,7 +681,7 @@ func unmarshalOptional(raw json.RawMessage, v any) error {
 }
 
 // set replaces (or appends) a top-level field.
-func (h *indexedMetadata) set(key string, value []byte) {
+func (h *Indexed) set(key string, value []byte) {
 	for i := range h.fields {
 		if h.fields[i].key == key {
 			h.fields[i].value = value
@@ -678,7 +691,7 @@ func (h *indexedMetadata) set(key string, value []byte) {
 	h.fields = append(h.fields, field{key, value})
 }
 
-func (h *indexedMetadata) setJSON(key string, v any) error {
+func (h *Indexed) setJSON(key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
@@ -687,20 +700,152 @@ func (h *indexedMetadata) setJSON(key string, v any) error {
 	return nil
 }
 
-// sequenceAfter is the sequence number of the nth snapshot added on top of
+// SequenceAfter is the sequence number of the nth snapshot added on top of
 // h (1 the first): format v1 has none (0).
-func (h *indexedMetadata) sequenceAfter(n int) int64 {
+func (h *Indexed) SequenceAfter(n int) int64 {
 	if h.write.Version() < 2 {
 		return 0
 	}
 	return h.lastSeq + int64(n)
 }
 
-// snapshotIDTaken reports whether id names a snapshot of this version.
-func (h *indexedMetadata) snapshotIDTaken(id int64) bool {
+// SnapshotIDTaken reports whether id names a snapshot of this version.
+func (h *Indexed) SnapshotIDTaken(id int64) bool {
 	_, ok := h.byID[id]
 	return ok
 }
 
-// props returns the table properties.
-func (h *indexedMetadata) props() iceberg.Properties { return h.write.Properties() }
+// Props returns the table properties.
+func (h *Indexed) Props() iceberg.Properties { return h.write.Properties() }
+
+// WithSchema returns h with sc added to its schemas (or an equal schema
+// reused, as Iceberg's metadata builder does) and made current, and
+// last-column-id raised to sc's highest field id: Iceberg's add-schema and
+// set-current-schema updates, applied by iceberg-go's builder to the
+// metadata without history, whose schemas, current-schema-id and
+// last-column-id replace h's. The snapshot index is shared with h, which
+// is unchanged.
+func (h *Indexed) WithSchema(sc *iceberg.Schema) (*Indexed, error) {
+	b, err := table.MetadataBuilderFromBase(h.write, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.AddSchema(sc); err != nil {
+		return nil, fmt.Errorf("add schema: %w", err)
+	}
+	if err := b.SetCurrentSchemaID(-1); err != nil {
+		return nil, fmt.Errorf("set current schema: %w", err)
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("add schema: %w", err)
+	}
+	enc, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(enc, &top); err != nil {
+		return nil, err
+	}
+	next := &Indexed{fields: slices.Clone(h.fields), snaps: h.snaps, byID: h.byID, batches: h.batches,
+		contents: h.contents, current: h.current, lastSeq: h.lastSeq, lastUpdated: h.lastUpdated}
+	for _, k := range []string{"schemas", "current-schema-id", "last-column-id"} {
+		if top[k] == nil {
+			return nil, fmt.Errorf("add schema: the metadata has no %s", k)
+		}
+		next.set(k, top[k])
+	}
+	if next.write, err = next.withoutHistory(); err != nil {
+		return nil, err
+	}
+	if next.dataWrite, err = dataFileMetadata(next.write); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// FromMetadata indexes metadata the catalog's client parsed (and
+// validated) already.
+func FromMetadata(meta table.Metadata) (*Indexed, error) {
+	body, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	h, err := Index(body)
+	if err != nil {
+		return nil, err
+	}
+	h.once.Do(func() { h.full = meta })
+	return h, nil
+}
+
+// PreviousLocation is the last entry of a version's metadata-log: the
+// version it was built on ("" when the log is empty).
+func (h *Indexed) PreviousLocation() string {
+	var log []table.MetadataLogEntry
+	if unmarshalOptional(h.Get("metadata-log"), &log) != nil || len(log) == 0 {
+		return ""
+	}
+	return log[len(log)-1].MetadataFile
+}
+
+// MainSnapshot is the main branch's snapshot id; -1 without one.
+func (h *Indexed) MainSnapshot() int64 {
+	if h.current < 0 {
+		return -1
+	}
+	return h.snaps[h.current].ID
+}
+
+// Snaps are the snapshots of this version, in file order; a caller does
+// not modify them.
+func (h *Indexed) Snaps() []SnapRef { return h.snaps }
+
+// ByID maps a snapshot id to its index in Snaps; a caller does not modify
+// it.
+func (h *Indexed) ByID() map[int64]int { return h.byID }
+
+// Batches maps a batch id (timelake.batch-id) of the current snapshot's
+// ancestry to the index in Snaps of its newest snapshot; a caller does not
+// modify it.
+func (h *Indexed) Batches() map[string]int { return h.batches }
+
+// Contents maps a content hash (timelake.content-sha256, else
+// timelake.source-sha256) of the current snapshot's ancestry to the index
+// in Snaps of its newest snapshot; a caller does not modify it.
+func (h *Indexed) Contents() map[string]int { return h.contents }
+
+// Current is the index in Snaps of the current snapshot; -1 if none.
+func (h *Indexed) Current() int { return h.current }
+
+// LastSeq is the version's last-sequence-number.
+func (h *Indexed) LastSeq() int64 { return h.lastSeq }
+
+// LastUpdated is the version's last-updated-ms.
+func (h *Indexed) LastUpdated() int64 { return h.lastUpdated }
+
+// Write is the metadata without history (schemas, partition specs, sort
+// orders, properties: withoutHistory).
+func (h *Indexed) Write() table.Metadata { return h.write }
+
+// DataWrite is Write with the unsorted order as its default sort order:
+// what data files are written with (dataFileMetadata).
+func (h *Indexed) DataWrite() table.Metadata { return h.dataWrite }
+
+// CanRemove refuses to remove the snapshots ids when one of them is the
+// current snapshot or one a branch or tag points at (what an expiry checks
+// before it writes anything).
+func (h *Indexed) CanRemove(ids []int64) error { return h.canRemove(idSet(ids)) }
+
+// WithLastUpdated returns body, a new table's metadata, with
+// last-updated-ms set to ms (milliseconds); body as it is when it is not
+// table metadata.
+func WithLastUpdated(body []byte, ms int64) []byte {
+	h, err := Index(body)
+	if err != nil {
+		return body
+	}
+	h.set("last-updated-ms", []byte(strconv.FormatInt(ms, 10)))
+	return h.Body()
+}
