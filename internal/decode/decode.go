@@ -29,12 +29,13 @@
 // whole numbers rounded to a double; a quoted CRLF read as LF and a
 // carriage return kept in an unquoted value, which lineends.go handles in
 // front of encoding/csv for about 2% of a CSV decode's CPU time in
-// BenchmarkDecodeCSV), Parquet is read by pqarrow where ingest decodes
-// (registered from package decode/pqarrowio) and by this package's reader
-// of flat columns in the gateway, which does not link pqarrow
-// (parquetreader.go says why), but the values pqarrow would change or
-// refuse without saying where are checked on the file's pages
-// (parquetvalues.go), half floats are widened by IEEE 754 (arrow-go's
+// BenchmarkDecodeCSV), Parquet is read through the format registered
+// with this package (parquetformat.go; it imports no Parquet reader
+// itself): pqarrow where ingest decodes (package decode/pqarrowio) and
+// decode/arrowpq's reader of flat columns in the gateway, which does not
+// link pqarrow, but the values pqarrow would change or refuse without
+// saying where are checked on the file's pages (decode/arrowpq's
+// values.go), half floats are widened by IEEE 754 (arrow-go's
 // float16 conversion gets the subnormals wrong), and it parses RFC 3339
 // times itself (one fixed layout with the relaxations in timeparse.go,
 // which time.Parse would need several layouts for), and it takes a

@@ -18,6 +18,29 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 )
 
+// A Parquet file's values are read as Arrow record batches by a Reader.
+// The timelake binary gives Format arrow-go's pqarrow (package
+// decode/pqarrowio, imported for its registration by internal/ingest and
+// cmd/timelake), which reads every Parquet type, nested ones included, and
+// writes the Parquet rejects file. Without it, as in the gateway binary
+// (timelake-gateway), the files are read by columnReader below, built on
+// arrow-go's low-level parquet/file and parquet/schema packages: pqarrow
+// links arrow/flight and with it gRPC and protobuf, 14.6 MB of the
+// gateway's 49.7 MB on amd64 (docs/performance.md, "The gateway binary"),
+// for what Check needs of it, the values of flat columns. columnReader
+// gives a file the Arrow types pqarrow gives it (pqarrow's getArrowType,
+// the footer's ARROW:schema where it only refines them, arrowschema.go and
+// decode.ApplyStored) and reads the values of every column chunk through
+// the column chunk readers, pages and their checksums included, so that
+// Check refuses what Decode refuses with the same reasons. Where they
+// differ: a nested column is refused when the schema is read (no table
+// takes one: normaliseType), named by its kind rather than its Arrow type;
+// a file whose columns hold different numbers of values (a damaged value
+// count in the footer) is refused, where pqarrow reads fewer rows; and the
+// Parquet rejects file of --on-error skip-rows, which only ingest writes,
+// is not written. TestColumnReaderAgrees (decode/pqarrowio) compares the
+// two on the corpus, a file per type and damaged copies of both.
+
 // Reader reads the values of a Parquet file opened with arrow-go's
 // parquet/file as Arrow record batches: columnReader below (Format's
 // Reader nil), or pqarrow (decode/pqarrowio).

@@ -69,9 +69,6 @@ func (f Format) Open(ctx context.Context, src decode.Source, opts decode.Parquet
 			err = decode.Recovered(opts.Key, "the reader", "reading the Parquet footer and schema", "", v)
 		}
 	}()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	props := parquet.NewReaderProperties(opts.Mem)
 	props.BufferedStreamEnabled, props.BufferSize = true, readBuffer
 	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
