@@ -1018,8 +1018,8 @@ func openParquetFile(ctx context.Context, ro *resolved, src Source) (ParquetFile
 }
 
 // asText reads the binary columns of rec that sc gives as text (ENUM
-// columns, enumsAsText) as strings of the same bytes. rec is released
-// when a new batch is returned.
+// columns, decode/arrowpq's enumsAsText) as strings of the same bytes.
+// rec is released when a new batch is returned.
 func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
 	var cols []arrow.Array
 	for j := range int(rec.NumCols()) {
