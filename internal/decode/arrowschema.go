@@ -7,83 +7,23 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	// The canonical extension types (arrow.uuid, arrow.json, ...) are
+	// registered, so that a stored ARROW:schema naming one reads as that
+	// type, as it did when arrow-go's parquet/file linked them (through
+	// arrow/compute). It links parquet/schema and parquet/variant, not
+	// parquet/file or arrow/compute (docs/architecture.md, "Import rules").
+	_ "github.com/apache/arrow-go/v18/arrow/extensions"
 )
 
-// arrowSchemaKey is the key of the footer's key-value metadata under which
+// ArrowSchemaKey is the key of the footer's key-value metadata under which
 // Arrow writers store the Arrow schema of a Parquet file (base64 of an
 // Arrow IPC schema message).
-const arrowSchemaKey = "ARROW:schema"
+const ArrowSchemaKey = "ARROW:schema"
 
-// dropDisagreeingArrowSchema keeps the footer's ARROW:schema of pf when it
-// only refines the Parquet schema's types as reader reads them, and
-// otherwise takes it out of pf's copy of the footer, so that the reader
-// reads the file by its Parquet schema, the authority. The stored Arrow
-// schema refines the types the Parquet schema alone gives: a timestamp's
-// zone, a duration stored as INT64, a large string or binary, a 256-bit
-// decimal, a dictionary, an extension type over the same storage. pqarrow
-// (decode/pqarrowio) trusts it without checking it against the Parquet
-// schema and panics while reading a column whose stored Arrow type is of
-// another kind (a large string over an INT64 column); an ARROW:schema that
-// does not parse makes it refuse the file. It is taken out when it does
-// not parse, names other columns, or gives a column a type that is not
-// such a refinement. It reports whether it took it out.
-func dropDisagreeingArrowSchema(pf *file.Reader, reader ParquetReader) bool {
-	md := pf.MetaData()
-	kv := md.KeyValueMetadata()
-	if kv.FindValue(arrowSchemaKey) == nil {
-		return false
-	}
-	if arrowSchemaAgrees(md, kv, reader) {
-		return false
-	}
-	kept := make(metadata.KeyValueMetadata, 0, len(kv))
-	for i, k := range kv.Keys() {
-		if k != arrowSchemaKey {
-			kept = append(kept, kv[i])
-		}
-	}
-	md.FileMetaData.KeyValueMetadata = kept
-	return true
-}
-
-// arrowSchemaAgrees reports whether the ARROW:schema in kv parses and only
-// refines the types of md's Parquet schema (dropDisagreeingArrowSchema). A
-// panic of the reader while it applies the stored schema is a
-// disagreement.
-func arrowSchemaAgrees(md *metadata.FileMetaData, kv metadata.KeyValueMetadata, reader ParquetReader) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	stored, err := storedArrowSchema(*kv.FindValue(arrowSchemaKey))
-	if err != nil || stored.NumFields() != md.Schema.Root().NumFields() {
-		return false
-	}
-	plain, err := reader.Fields(md.Schema, nil)
-	if err != nil {
-		return true // the Parquet schema itself does not read: the reader says why
-	}
-	refined, err := reader.Fields(md.Schema, kv)
-	if err != nil || len(refined) != len(plain) {
-		return false
-	}
-	for i := range plain {
-		if stored.Field(i).Name != plain[i].Name {
-			return false
-		}
-		if !refines(plain[i].Type, refined[i].Type) {
-			return false
-		}
-	}
-	return true
-}
-
-// storedArrowSchema parses the value of ARROW:schema as pqarrow does:
+// StoredArrowSchema parses the value of ARROW:schema as pqarrow does:
 // base64, padded or not, of an Arrow IPC stream holding the schema.
-func storedArrowSchema(value string) (*arrow.Schema, error) {
+func StoredArrowSchema(value string) (*arrow.Schema, error) {
 	var b []byte
 	var err error
 	if len(value)%4 == 0 {
@@ -102,13 +42,13 @@ func storedArrowSchema(value string) (*arrow.Schema, error) {
 	return r.Schema(), nil
 }
 
-// refines reports whether reading a column of the Parquet-derived type
+// Refines reports whether reading a column of the Parquet-derived type
 // plain as refined reads the same values, refined only saying more about
 // them: the same type, a zone on a timestamp of the same unit, a duration
 // over INT64, the large variant of a string or binary, a 256-bit decimal
 // of the same precision and scale, a dictionary or an extension type of
 // such a type, and nested types whose children refine those of plain.
-func refines(plain, refined arrow.DataType) bool {
+func Refines(plain, refined arrow.DataType) bool {
 	if arrow.TypeEqual(plain, refined) {
 		return true
 	}
@@ -126,26 +66,26 @@ func refines(plain, refined arrow.DataType) bool {
 		p, ok := plain.(*arrow.Decimal128Type)
 		return ok && p.Precision == r.Precision && p.Scale == r.Scale
 	case *arrow.DictionaryType:
-		return refines(plain, r.ValueType)
+		return Refines(plain, r.ValueType)
 	case arrow.ExtensionType:
-		return refines(plain, r.StorageType())
+		return Refines(plain, r.StorageType())
 	case *arrow.StructType:
 		p, ok := plain.(*arrow.StructType)
 		if !ok || p.NumFields() != r.NumFields() {
 			return false
 		}
 		for i := range p.NumFields() {
-			if p.Field(i).Name != r.Field(i).Name || !refines(p.Field(i).Type, r.Field(i).Type) {
+			if p.Field(i).Name != r.Field(i).Name || !Refines(p.Field(i).Type, r.Field(i).Type) {
 				return false
 			}
 		}
 		return true
 	case *arrow.MapType:
 		p, ok := plain.(*arrow.MapType)
-		return ok && refines(p.KeyType(), r.KeyType()) && refines(p.ItemType(), r.ItemType())
+		return ok && Refines(p.KeyType(), r.KeyType()) && Refines(p.ItemType(), r.ItemType())
 	case arrow.ListLikeType:
 		p, ok := plain.(arrow.ListLikeType)
-		return ok && refines(p.Elem(), r.Elem())
+		return ok && Refines(p.Elem(), r.Elem())
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 )
@@ -174,22 +174,15 @@ func TestArrowSchemaAgreeingKept(t *testing.T) {
 	defer rec.Release()
 	data := writeParquet(t, rec)
 
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	// The registered format (pqarrow, pqarrow_test.go) keeps the
+	// agreeing ARROW:schema and reads the file with it.
+	pa, err := parquetFormat.Open(context.Background(), Source{Key: "k.parquet", R: bytes.NewReader(data), Size: int64(len(data))},
+		ParquetOpenOptions{Key: "k.parquet", Mem: memory.DefaultAllocator, BatchRows: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pf.Close()
-	if dropDisagreeingArrowSchema(pf, parquetReader) {
-		t.Fatal("an agreeing ARROW:schema was dropped")
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fr.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer pa.Close()
+	got := pa.Schema()
 	if !arrow.TypeEqual(got.Field(0).Type, berlin) || got.Field(1).Type.ID() != arrow.LARGE_STRING {
 		t.Fatalf("schema read = %s, want the stored zone and large string", got)
 	}
@@ -223,7 +216,7 @@ func TestRefines(t *testing.T) {
 		{arrow.ListOf(arrow.PrimitiveTypes.Int64), arrow.ListOf(arrow.BinaryTypes.LargeString), false},
 		{arrow.PrimitiveTypes.Float64, arrow.PrimitiveTypes.Int64, false},
 	} {
-		if got := refines(c.plain, c.stored); got != c.want {
+		if got := Refines(c.plain, c.stored); got != c.want {
 			t.Errorf("refines(%s, %s) = %v, want %v", c.plain, c.stored, got, c.want)
 		}
 	}
@@ -304,33 +297,25 @@ func TestParquetPanicNamesRowGroup(t *testing.T) {
 }
 
 // TestParquetPanicNamesColumn: when reading a Parquet file's rows panics,
-// the refusal names the column whose reading alone panics: here one that
+// the refusal names the column whose reading alone panics, and the row
+// group the format places the read in. The file stands in for one that
 // pqarrow is told, by an ARROW:schema not set aside, to read as a large
-// string although it holds timestamps.
+// string although it holds timestamps (decode/pqarrowio's test of the same
+// name reads such a file).
 func TestParquetPanicNamesColumn(t *testing.T) {
-	rec := sensorRecord(t)
-	defer rec.Release()
 	sameNames := arrow.NewSchema([]arrow.Field{
 		{Name: "time", Type: arrow.BinaryTypes.LargeString},
 		{Name: "device", Type: arrow.BinaryTypes.String},
 		{Name: "temp", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
-	data := parquetWithArrowSchema(t, rec, serializedSchema(t, sameNames))
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa, err := parquetReader.Open(pf, 2, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pa := &panickingFile{sc: sameNames, column: 0}
 	ro := &resolved{key: "k.parquet", mem: memory.DefaultAllocator, batchRows: 2}
 	rr, err := pa.Records(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := &parquetSource{ctx: context.Background(), ro: ro, pf: pf, pa: pa, rr: rr}
+	ps := &parquetSource{ctx: context.Background(), ro: ro, pa: pa, rr: rr, sc: sameNames}
 	defer ps.close()
 	_, err = ps.next()
 	fe := mustFileError(t, err)
@@ -338,3 +323,45 @@ func TestParquetPanicNamesColumn(t *testing.T) {
 		t.Fatalf("error = %v (column %q)", err, fe.Column)
 	}
 }
+
+// panickingFile is a ParquetFile of one row group whose reading of all
+// columns panics, and of column column alone too.
+type panickingFile struct {
+	sc     *arrow.Schema
+	column int
+}
+
+func (f *panickingFile) Schema() *arrow.Schema                              { return f.sc }
+func (f *panickingFile) NumRows() int64                                     { return 2 }
+func (f *panickingFile) Verify(context.Context) error                       { return nil }
+func (f *panickingFile) Close() error                                       { return nil }
+func (f *panickingFile) LocateReadError(_ context.Context, err error) error { return err }
+
+func (f *panickingFile) Records(context.Context) (array.RecordReader, error) {
+	return panickingRecords{f.sc}, nil
+}
+
+func (f *panickingFile) ReadColumn(_ context.Context, i int, _ int64) (int64, error) {
+	if i == f.column {
+		panic("reading a timestamp column as a large string")
+	}
+	return 2, nil
+}
+
+func (f *panickingFile) RowGroupAt(rows int64) string {
+	if rows < 2 {
+		return fmt.Sprintf("row group 1 of 1, reading from row %d", rows+1)
+	}
+	return ""
+}
+
+// panickingRecords panics on reading its first batch.
+type panickingRecords struct{ sc *arrow.Schema }
+
+func (panickingRecords) Retain()                        {}
+func (panickingRecords) Release()                       {}
+func (r panickingRecords) Schema() *arrow.Schema        { return r.sc }
+func (panickingRecords) RecordBatch() arrow.RecordBatch { return nil }
+func (panickingRecords) Record() arrow.RecordBatch      { return nil }
+func (panickingRecords) Err() error                     { return nil }
+func (panickingRecords) Next() bool                     { panic("reading a timestamp column as a large string") }

@@ -120,7 +120,7 @@ func Check(ctx context.Context, src Source, opts DecodeOptions, co CheckOptions)
 		return checkDecode(ctx, src, opts)
 	}
 	if format == FormatParquet {
-		return res, checkParquetFooter(ro, src)
+		return res, checkParquetFooter(ctx, ro, src)
 	}
 	if format == FormatTSV {
 		ro.comma, ro.tsv = '\t', true
@@ -268,11 +268,11 @@ func scanText(ctx context.Context, ro *resolved, src Source, gz bool, co CheckOp
 
 // checkParquetFooter opens a Parquet file and reads its schema, as Decode
 // does first, without reading data.
-func checkParquetFooter(ro *resolved, src Source) error {
-	pf, _, sc, err := openParquetFile(ro, src)
+func checkParquetFooter(ctx context.Context, ro *resolved, src Source) error {
+	pa, err := openParquetFile(ctx, ro, src)
 	if err != nil {
 		return err
 	}
-	defer pf.Close()
-	return checkNames(ro.key, sc)
+	defer pa.Close()
+	return checkNames(ro.key, pa.Schema())
 }

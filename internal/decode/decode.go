@@ -29,12 +29,13 @@
 // whole numbers rounded to a double; a quoted CRLF read as LF and a
 // carriage return kept in an unquoted value, which lineends.go handles in
 // front of encoding/csv for about 2% of a CSV decode's CPU time in
-// BenchmarkDecodeCSV), Parquet is read by pqarrow where ingest decodes
-// (registered from package decode/pqarrowio) and by this package's reader
-// of flat columns in the gateway, which does not link pqarrow
-// (parquetreader.go says why), but the values pqarrow would change or
-// refuse without saying where are checked on the file's pages
-// (parquetvalues.go), half floats are widened by IEEE 754 (arrow-go's
+// BenchmarkDecodeCSV), Parquet is read through the format registered
+// with this package (parquetformat.go; it imports no Parquet reader
+// itself): pqarrow where ingest decodes (package decode/pqarrowio) and
+// decode/arrowpq's reader of flat columns in the gateway, which does not
+// link pqarrow, but the values pqarrow would change or refuse without
+// saying where are checked on the file's pages (decode/arrowpq's
+// values.go), half floats are widened by IEEE 754 (arrow-go's
 // float16 conversion gets the subnormals wrong), and it parses RFC 3339
 // times itself (one fixed layout with the relaxations in timeparse.go,
 // which time.Parse would need several layouts for), and it takes a
@@ -71,9 +72,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // Format is the container format of a landing file.
@@ -915,12 +913,11 @@ type batchSource interface {
 	close()
 }
 
-// parquetSource reads a Parquet file with the registered ParquetReader
-// (parquetreader.go), all columns and row groups, BatchRows rows per batch.
+// parquetSource reads a Parquet file with the registered ParquetFormat
+// (parquetformat.go), all columns and row groups, BatchRows rows per batch.
 type parquetSource struct {
 	ctx   context.Context
 	ro    *resolved
-	pf    *file.Reader
 	pa    ParquetFile
 	rr    array.RecordReader
 	sc    *arrow.Schema
@@ -929,27 +926,24 @@ type parquetSource struct {
 }
 
 func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, err error) {
-	pf, pa, sc, err := openParquetFile(ro, src)
+	pa, err := openParquetFile(ctx, ro, src)
 	if err != nil {
 		return nil, err
 	}
+	sc := pa.Schema()
 	defer func() {
 		if v := recover(); v != nil {
-			_ = pf.Close()
+			_ = pa.Close()
 			err = Recovered(ro.key, "the reader", "opening the file's columns", "", v)
 		}
 	}()
-	if err := checkNarrowIntegers(ro, pf); err != nil {
-		_ = pf.Close()
-		return nil, err
-	}
-	if err := verifyPageChecksums(ctx, ro.key, src.R, src.Size, pf.MetaData()); err != nil {
-		_ = pf.Close()
+	if err := pa.Verify(ctx); err != nil {
+		_ = pa.Close()
 		return nil, err
 	}
 	rr, err := pa.Records(ctx)
 	if err != nil {
-		_ = pf.Close()
+		_ = pa.Close()
 		return nil, parquetProblem(ro.key, "", "cannot read parquet data", err)
 	}
 	if len(ro.renames) > 0 {
@@ -959,7 +953,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 		}
 		if names, err = renameColumns(ro, names); err != nil {
 			rr.Release()
-			_ = pf.Close()
+			_ = pa.Close()
 			return nil, err
 		}
 		fields := sc.Fields()
@@ -969,7 +963,7 @@ func openParquet(ctx context.Context, ro *resolved, src Source) (_ batchSource, 
 		md := sc.Metadata()
 		sc = arrow.NewSchema(fields, &md)
 	}
-	return &parquetSource{ctx: ctx, ro: ro, pf: pf, pa: pa, rr: rr, sc: sc}, nil
+	return &parquetSource{ctx: ctx, ro: ro, pa: pa, rr: rr, sc: sc}, nil
 }
 
 // renameColumns applies DecodeOptions.Renames to a file's column names. A
@@ -995,111 +989,37 @@ func renameColumns(ro *resolved, names []string) ([]string, error) {
 	return out, nil
 }
 
-// parquetReadBuffer is the buffer a Parquet column chunk is read through
-// (a page larger than it grows it to the page's size).
-const parquetReadBuffer = 256 << 10
-
-// openParquetFile reads the footer and the Arrow schema of a Parquet file.
-// The caller closes pf. Column chunks are read through a buffer
-// (parquetReadBuffer, BufferedStreamEnabled) rather than whole: arrow-go
-// otherwise reads every column chunk of a row group into memory before it
-// decodes a batch, the whole file for a file of one row group.
-//
-// The footer's ARROW:schema is read only when it agrees with the Parquet
-// schema (dropDisagreeingArrowSchema); a panic of the reader refuses the
-// file.
-func openParquetFile(ro *resolved, src Source) (pf *file.Reader, pa ParquetFile, sc *arrow.Schema, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			if pf != nil {
-				_ = pf.Close()
-			}
-			pf, pa, sc, err = nil, nil, nil, Recovered(ro.key, "the reader", "reading the Parquet footer and schema", "", v)
-		}
-	}()
-	props := parquet.NewReaderProperties(ro.mem)
-	props.BufferedStreamEnabled, props.BufferSize = true, parquetReadBuffer
-	pf, err = file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size), file.WithReadProps(props))
-	if err != nil {
-		if end, ok := parquetEnd(src); ok {
-			return nil, nil, nil, parquetProblem(ro.key, "", fmt.Sprintf("%d bytes after the end of the Parquet file (its footer ends at byte %d): the file was appended to or padded; upload the file as the writer wrote it", src.Size-end, end), nil)
-		}
-		if ends, _ := endsInPAR1(src.R, src.Size); !ends {
-			return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file: it does not end in PAR1, so its footer is missing: "+
-				"the file was cut short (sent before its writer closed it, or a transfer broke off); send the complete file again", err)
-		}
-		return nil, nil, nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
+// openParquetFile reads the footer and the Arrow schema of a Parquet file
+// with the registered ParquetFormat. The caller closes the file. A footer
+// that does not read is refused saying why where that can be told: bytes
+// after the end of the file (parquetEnd), or no PAR1 at its end.
+func openParquetFile(ctx context.Context, ro *resolved, src Source) (ParquetFile, error) {
+	if parquetFormat == nil {
+		return nil, parquetProblem(ro.key, "", noParquetFormat, nil)
 	}
-	if reason := footerCounts(pf); reason != "" {
-		_ = pf.Close()
-		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet data: "+reason+" (the file is damaged)", nil)
-	}
-	// Batches no longer than the file: the reader reserves value buffers
-	// for a whole batch per column, so a 40,000-row file read in batches of
-	// 64 Ki rows would allocate buffers 60% larger than its values.
-	batch := min(int64(ro.batchRows), max(pf.NumRows(), 1))
-	if values, ok := parquetValueBytes(pf); ok && pf.NumRows() > 0 {
-		batch = min(batch, pieceRows(ro, max(values/pf.NumRows(), 1)))
-	}
-	dropDisagreeingArrowSchema(pf, parquetReader)
-	pa, err = parquetReader.Open(pf, batch, ro.mem)
+	opts := ParquetOpenOptions{Key: ro.key, Mem: ro.mem, BatchRows: ro.batchRows,
+		PieceRows: func(rowBytes int64) int64 { return pieceRows(ro, rowBytes) }}
+	pa, err := parquetFormat.Open(ctx, src, opts)
 	if err == nil {
-		sc, err = pa.Schema()
+		return pa, nil
 	}
-	if err != nil {
-		_ = pf.Close()
-		var fe *FileError
-		if errors.As(err, &fe) {
-			fe.Key = ro.key
-			return nil, nil, nil, fe
-		}
-		return nil, nil, nil, parquetProblem(ro.key, "", "cannot read parquet schema", err)
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return nil, err
 	}
-	return pf, pa, enumsAsText(pf, sc), nil
-}
-
-// enumsAsText gives the columns of sc that are Parquet ENUM columns
-// (BYTE_ARRAY annotated ENUM, UTF-8 text by the Parquet format), which
-// pqarrow reads as binary, the string type; parquetSource.next reads
-// their values as such.
-func enumsAsText(pf *file.Reader, sc *arrow.Schema) *arrow.Schema {
-	root := pf.MetaData().Schema.Root()
-	if root.NumFields() != sc.NumFields() {
-		return sc
+	if end, ok := parquetEnd(src); ok {
+		return nil, parquetProblem(ro.key, "", fmt.Sprintf("%d bytes after the end of the Parquet file (its footer ends at byte %d): the file was appended to or padded; upload the file as the writer wrote it", src.Size-end, end), nil)
 	}
-	var fields []arrow.Field
-	for i := range sc.NumFields() {
-		n, ok := root.Field(i).(*schema.PrimitiveNode)
-		if !ok || n.PhysicalType() != parquet.Types.ByteArray {
-			continue
-		}
-		if _, enum := n.LogicalType().(schema.EnumLogicalType); !enum && n.ConvertedType() != schema.ConvertedTypes.Enum {
-			continue
-		}
-		var text arrow.DataType
-		switch sc.Field(i).Type.ID() {
-		case arrow.BINARY:
-			text = arrow.BinaryTypes.String
-		case arrow.LARGE_BINARY:
-			text = arrow.BinaryTypes.LargeString
-		default:
-			continue
-		}
-		if fields == nil {
-			fields = sc.Fields()
-		}
-		fields[i].Type = text
+	if ends, _ := endsInPAR1(src.R, src.Size); !ends {
+		return nil, parquetProblem(ro.key, "", "not a readable parquet file: it does not end in PAR1, so its footer is missing: "+
+			"the file was cut short (sent before its writer closed it, or a transfer broke off); send the complete file again", err)
 	}
-	if fields == nil {
-		return sc
-	}
-	md := sc.Metadata()
-	return arrow.NewSchema(fields, &md)
+	return nil, parquetProblem(ro.key, "", "not a readable parquet file", err)
 }
 
 // asText reads the binary columns of rec that sc gives as text (ENUM
-// columns, enumsAsText) as strings of the same bytes. rec is released
-// when a new batch is returned.
+// columns, decode/arrowpq's enumsAsText) as strings of the same bytes.
+// rec is released when a new batch is returned.
 func asText(rec arrow.RecordBatch, sc *arrow.Schema) arrow.RecordBatch {
 	var cols []arrow.Array
 	for j := range int(rec.NumCols()) {
@@ -1187,9 +1107,7 @@ func parquetEnd(src Source) (end int64, ok bool) {
 				continue
 			}
 			tries++
-			pf, err := file.NewParquetReader(io.NewSectionReader(src.R, 0, at+int64(len(parquetMagic))))
-			if err == nil {
-				_ = pf.Close()
+			if parquetFormat.FooterReads(src.R, at+int64(len(parquetMagic))) {
 				return at + int64(len(parquetMagic)), true
 			}
 			if tries >= 16 {
@@ -1198,31 +1116,6 @@ func parquetEnd(src Source) (end int64, ok bool) {
 		}
 	}
 	return 0, false
-}
-
-// footerCounts checks the counts of a Parquet footer that readers trust:
-// every row group's rows at least 0 and adding up to the file's, every
-// column chunk's values at least 0. pqarrow reads no row of a row group
-// whose count is negative, without an error. "" when they hold.
-func footerCounts(pf *file.Reader) string {
-	md := pf.MetaData()
-	var rows int64
-	for g := range md.NumRowGroups() {
-		rg := md.RowGroup(g)
-		if rg.NumRows() < 0 {
-			return fmt.Sprintf("row group %d has %d rows by its metadata", g, rg.NumRows())
-		}
-		rows += rg.NumRows()
-		for c := range rg.NumColumns() {
-			if cc, err := rg.ColumnChunk(c); err == nil && cc.NumValues() < 0 {
-				return fmt.Sprintf("row group %d: column chunk %d has %d values by its metadata", g, c, cc.NumValues())
-			}
-		}
-	}
-	if rows != md.NumRows {
-		return fmt.Sprintf("its footer says %d rows, its row groups %d", md.NumRows, rows)
-	}
-	return ""
 }
 
 func (p *parquetSource) schema() *arrow.Schema { return p.sc }
@@ -1247,12 +1140,12 @@ func (p *parquetSource) next() (_ arrow.RecordBatch, err error) {
 		return rec, nil
 	}
 	if err := p.rr.Err(); err != nil {
-		return nil, locateReadError(p.ctx, p.ro, p.pf, err)
+		return nil, p.pa.LocateReadError(p.ctx, err)
 	}
 	// A reader may end early without an error on a damaged footer (a
 	// negative value count in a column chunk's metadata makes pqarrow read
 	// no row): the rows read must be the rows the footer says.
-	if n := p.pf.NumRows(); p.rows != n {
+	if n := p.pa.NumRows(); p.rows != n {
 		return nil, parquetProblem(p.ro.key, "", fmt.Sprintf("cannot read parquet data: its footer says %d rows, %d were read (the file is damaged)", n, p.rows), nil)
 	}
 	return nil, nil
@@ -1269,10 +1162,10 @@ func (p *parquetSource) panickingColumn() (name string) {
 			name = ""
 		}
 	}()
-	root := p.pf.MetaData().Schema.Root()
-	for i := range root.NumFields() {
+	sc := p.pa.Schema()
+	for i := range sc.NumFields() {
 		if columnPanics(p.ctx, p.pa, i, int64(p.ro.batchRows)) {
-			return root.Field(i).Name()
+			return sc.Field(i).Name
 		}
 	}
 	return ""
@@ -1292,18 +1185,7 @@ func columnPanics(ctx context.Context, pa ParquetFile, i int, batch int64) (pani
 
 // rowGroupAt says which row group the batch after those returned starts
 // in, and from which row: where a read that panicked was.
-func (p *parquetSource) rowGroupAt() string {
-	md := p.pf.MetaData()
-	var start int64
-	for g := range md.NumRowGroups() {
-		n := md.RowGroup(g).NumRows()
-		if p.rows < start+n {
-			return fmt.Sprintf("row group %d of %d, reading from row %d", g+1, md.NumRowGroups(), p.rows+1)
-		}
-		start += n
-	}
-	return ""
-}
+func (p *parquetSource) rowGroupAt() string { return p.pa.RowGroupAt(p.rows) }
 
 // recordBytes is the size of rec's buffers (arrow-go's util.TotalRecordSize,
 // whose package would bring protobuf dependencies along).
@@ -1333,7 +1215,7 @@ func arrayBytes(d arrow.ArrayData) int64 {
 
 func (p *parquetSource) close() {
 	p.rr.Release()
-	_ = p.pf.Close()
+	_ = p.pa.Close()
 }
 
 // ParseFormat reads a format's name: csv, tsv, json or parquet.

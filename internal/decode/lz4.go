@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/pierrec/lz4/v4"
 )
 
-// lz4Codec reads pages of the deprecated Parquet codec LZ4 (codec 5, not
+// LZ4Codec reads pages of the deprecated Parquet codec LZ4 (codec 5, not
 // LZ4_RAW), which arrow-go does not read: writers stored its pages in
 // three ways over the years, told apart per page. parquet-mr and Arrow
 // C++ write the Hadoop framing, blocks of a 4-byte big-endian
@@ -21,18 +20,16 @@ import (
 // read only when it comes out at exactly the page's uncompressed size
 // (the page reader's buffer); otherwise the codec is named in the
 // refusal. Pages are written in the Hadoop framing, as Arrow C++ does.
-type lz4Codec struct{}
-
-func init() {
-	compress.RegisterCodec(compress.Codecs.Lz4, lz4Codec{})
-}
+// It is a codec of arrow-go's parquet/compress (decode/arrowpq registers
+// it), without importing it.
+type LZ4Codec struct{}
 
 // lz4FrameMagic starts an LZ4 frame (little-endian 0x184D2204).
 var lz4FrameMagic = []byte{0x04, 0x22, 0x4d, 0x18}
 
 // DecodeWithError decodes src into dst, whose length is the page's
 // uncompressed size.
-func (lz4Codec) DecodeWithError(dst, src []byte) ([]byte, error) {
+func (LZ4Codec) DecodeWithError(dst, src []byte) ([]byte, error) {
 	if bytes.HasPrefix(src, lz4FrameMagic) {
 		r := lz4.NewReader(bytes.NewReader(src))
 		if _, err := io.ReadFull(r, dst); err != nil {
@@ -76,7 +73,7 @@ func lz4Hadoop(dst, src []byte) bool {
 	return out == len(dst)
 }
 
-func (c lz4Codec) Decode(dst, src []byte) []byte {
+func (c LZ4Codec) Decode(dst, src []byte) []byte {
 	out, err := c.DecodeWithError(dst, src)
 	if err != nil {
 		panic(err)
@@ -85,7 +82,7 @@ func (c lz4Codec) Decode(dst, src []byte) []byte {
 }
 
 // Encode writes src as one block of the Hadoop framing.
-func (c lz4Codec) Encode(dst, src []byte) []byte {
+func (c LZ4Codec) Encode(dst, src []byte) []byte {
 	bound := c.CompressBound(int64(len(src)))
 	if int64(cap(dst)) < bound {
 		dst = make([]byte, bound)
@@ -123,6 +120,6 @@ func lz4Literals(dst, src []byte) int {
 	return n + copy(dst[n:], src)
 }
 
-func (c lz4Codec) EncodeLevel(dst, src []byte, _ int) []byte { return c.Encode(dst, src) }
+func (c LZ4Codec) EncodeLevel(dst, src []byte, _ int) []byte { return c.Encode(dst, src) }
 
-func (lz4Codec) CompressBound(n int64) int64 { return 8 + int64(lz4.CompressBlockBound(int(n))) }
+func (LZ4Codec) CompressBound(n int64) int64 { return 8 + int64(lz4.CompressBlockBound(int(n))) }

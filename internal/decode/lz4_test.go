@@ -19,9 +19,9 @@ import (
 )
 
 // lz4Writer is an LZ4 (codec 5) codec that writes pages as a writer of
-// the past did; reading goes to lz4Codec.
+// the past did; reading goes to LZ4Codec.
 type lz4Writer struct {
-	lz4Codec
+	LZ4Codec
 	encode func(src []byte) []byte
 }
 
@@ -43,7 +43,7 @@ func lz4Block(src []byte) []byte {
 
 // lz4Framings are the ways writers stored LZ4 (codec 5) pages.
 var lz4Framings = map[string]func(src []byte) []byte{
-	"hadoop": func(src []byte) []byte { return lz4Codec{}.Encode(nil, src) },
+	"hadoop": func(src []byte) []byte { return LZ4Codec{}.Encode(nil, src) },
 	"hadoop, blocks of 1000 bytes": func(src []byte) []byte {
 		var out []byte
 		for len(src) > 0 {
@@ -98,7 +98,7 @@ func lz4Record(t *testing.T, n int) arrow.RecordBatch {
 func writeLZ4(t *testing.T, rec arrow.RecordBatch, encode func([]byte) []byte, opts ...parquet.WriterProperty) []byte {
 	t.Helper()
 	compress.RegisterCodec(compress.Codecs.Lz4, lz4Writer{encode: encode})
-	defer compress.RegisterCodec(compress.Codecs.Lz4, lz4Codec{})
+	defer compress.RegisterCodec(compress.Codecs.Lz4, LZ4Codec{})
 	return writeParquetWith(t, rec, append(opts, parquet.WithCompression(compress.Codecs.Lz4))...)
 }
 
@@ -139,7 +139,7 @@ func TestParquetLZ4Mismatch(t *testing.T) {
 	rec := lz4Record(t, 100)
 	defer rec.Release()
 	for name, encode := range map[string]func([]byte) []byte{
-		"hadoop, a byte short":    func(src []byte) []byte { return lz4Codec{}.Encode(nil, src[:len(src)-1]) },
+		"hadoop, a byte short":    func(src []byte) []byte { return LZ4Codec{}.Encode(nil, src[:len(src)-1]) },
 		"raw block, a byte short": func(src []byte) []byte { return lz4Block(src[:len(src)-1]) },
 		"frame, a byte over":      lz4Framings["frame"],
 	} {

@@ -7,7 +7,7 @@ package decode
 // page), and arrow-go's reader never compares it, so a page whose bytes
 // changed after it was written would load a changed value without a word.
 //
-// verifyPageChecksums walks every column chunk of every row group once,
+// VerifyPageChecksums walks every column chunk of every row group once,
 // from its first page (the dictionary page when there is one) to the end
 // of its total_compressed_size, reading each page header with the Thrift
 // compact protocol (only its type and sizes and its crc; every other field
@@ -26,7 +26,6 @@ import (
 	"io"
 	"math"
 
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/thrift/lib/go/thrift"
 )
 
@@ -50,48 +49,61 @@ type pageHeader struct {
 	hasCRC         bool
 }
 
-// verifyPageChecksums compares the crc of every page header of the file of
-// key (size bytes read through r, md its footer) that has one with the
-// CRC-32 of the page's bytes, and refuses the file at the first page that
-// differs, naming its column, row group and page.
-func verifyPageChecksums(ctx context.Context, key string, r io.ReaderAt, size int64, md *metadata.FileMetaData) error {
-	// parquet-mr 1.2.8 and earlier left the dictionary page header out of
-	// total_compressed_size (PARQUET-816), so its column chunks cannot be
-	// walked to their end; those writers predate page checksums.
-	if md.WriterVersion().LessThan(metadata.Parquet816FixedVersion) {
-		return nil
-	}
+// ParquetColumnChunk is a column chunk of a Parquet file as its footer
+// places it, for VerifyPageChecksums.
+type ParquetColumnChunk struct {
+	// Column is the chunk's column path, dotted.
+	Column string
+	// Group is the chunk's row group (0-based) of Groups.
+	Group, Groups int
+	// Start is the offset of its first page (the dictionary page when
+	// there is one), Length its total compressed size.
+	Start, Length int64
+	// Skip leaves the chunk out: encrypted, or without values (whose data
+	// page offset writers may leave at 0), which the reader reads no page
+	// of.
+	Skip bool
+	// Err is why the chunk's metadata does not read: the file is refused
+	// there, and the chunks after it are not listed.
+	Err error
+}
+
+// VerifyPageChecksums compares the crc of every page header of the file of
+// key (size bytes read through r, chunks its column chunks in the order
+// of the footer) that has one with the CRC-32 of the page's bytes, and
+// refuses the file at the first page that differs, naming its column,
+// row group and page. A format lists no chunk of a file whose writer
+// predates page checksums and left the dictionary page header out of
+// total_compressed_size (parquet-mr 1.2.8 and earlier, PARQUET-816).
+func VerifyPageChecksums(ctx context.Context, key string, r io.ReaderAt, size int64, chunks []ParquetColumnChunk) error {
 	br := bufio.NewReaderSize(nil, pageReadBuffer)
-	groups := md.NumRowGroups()
-	for g := range groups {
-		rg := md.RowGroup(g)
-		for c := range rg.NumColumns() {
-			cc, err := rg.ColumnChunk(c)
-			if err != nil {
-				return parquetProblem(key, "", fmt.Sprintf("cannot read the metadata of column chunk %d of row group %d of %d", c+1, g+1, groups), err)
-			}
-			if cc.CryptoMetadata() != nil || cc.NumValues() <= 0 {
-				// Encrypted page headers are the reader's to refuse; the
-				// reader reads no page of a column chunk without values
-				// (whose data page offset writers may leave at 0).
-				continue
-			}
-			where := columnChunkPlace{key: key, column: cc.PathInSchema().String(), group: g, groups: groups}
-			start := cc.DataPageOffset()
-			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
-				start = cc.DictionaryPageOffset()
-			}
-			length := cc.TotalCompressedSize()
-			if start < 0 || length < 0 || start > size || length > size-start {
-				return where.refuse(0, "column chunk outside the file", fmt.Sprintf("%d bytes from offset %d, the file has %d", length, start, size), nil)
-			}
-			br.Reset(io.NewSectionReader(r, start, length))
-			if err := verifyColumnChunk(ctx, where, br, length); err != nil {
-				return err
-			}
+	for i, cc := range chunks {
+		if cc.Err != nil {
+			return parquetProblem(key, "", fmt.Sprintf("cannot read the metadata of column chunk %d of row group %d of %d", columnIndex(chunks, i)+1, cc.Group+1, cc.Groups), cc.Err)
+		}
+		if cc.Skip {
+			continue
+		}
+		where := columnChunkPlace{key: key, column: cc.Column, group: cc.Group, groups: cc.Groups}
+		start, length := cc.Start, cc.Length
+		if start < 0 || length < 0 || start > size || length > size-start {
+			return where.refuse(0, "column chunk outside the file", fmt.Sprintf("%d bytes from offset %d, the file has %d", length, start, size), nil)
+		}
+		br.Reset(io.NewSectionReader(r, start, length))
+		if err := verifyColumnChunk(ctx, where, br, length); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// columnIndex is the index (0-based) of chunks[i] in its row group.
+func columnIndex(chunks []ParquetColumnChunk, i int) int {
+	n := 0
+	for j := i - 1; j >= 0 && chunks[j].Group == chunks[i].Group; j-- {
+		n++
+	}
+	return n
 }
 
 // columnChunkPlace names a column chunk in a refusal.

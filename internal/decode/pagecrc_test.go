@@ -218,7 +218,7 @@ func TestPageChecksumsStopWithTheContext(t *testing.T) {
 	data := pagecrc.WithChecksums(t, readingsParquet(t, 3000, parquet.DataPageV1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := verifyPageChecksums(ctx, "gw/c.parquet", bytes.NewReader(data), int64(len(data)), pagecrc.Footer(t, data))
+	err := VerifyPageChecksums(ctx, "gw/c.parquet", bytes.NewReader(data), int64(len(data)), footerChunks(t, data))
 	if fe := mustFileError(t, err); !errors.Is(err, context.Canceled) || fe.Reason != "decoding cancelled" || IsUnreadable(err) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
@@ -228,12 +228,36 @@ func TestPageChecksumsStopWithTheContext(t *testing.T) {
 // 1,000,000 rows (zstd, 3.7 MB).
 func BenchmarkPageChecksums(b *testing.B) {
 	data := pagecrc.WithChecksums(b, benchParquet(b, 1_000_000))
-	md := pagecrc.Footer(b, data)
+	md := footerChunks(b, data)
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for range b.N {
-		if err := verifyPageChecksums(context.Background(), "gw/b.parquet", bytes.NewReader(data), int64(len(data)), md); err != nil {
+		if err := VerifyPageChecksums(context.Background(), "gw/b.parquet", bytes.NewReader(data), int64(len(data)), md); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// footerChunks lists the column chunks of the footer of data as
+// decode/arrowpq does for VerifyPageChecksums.
+func footerChunks(tb testing.TB, data []byte) []ParquetColumnChunk {
+	tb.Helper()
+	md := pagecrc.Footer(tb, data)
+	var out []ParquetColumnChunk
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		for c := range rg.NumColumns() {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
+				start = cc.DictionaryPageOffset()
+			}
+			out = append(out, ParquetColumnChunk{Column: cc.PathInSchema().String(), Group: g, Groups: md.NumRowGroups(),
+				Start: start, Length: cc.TotalCompressedSize()})
+		}
+	}
+	return out
 }

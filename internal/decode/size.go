@@ -1,12 +1,6 @@
 package decode
 
-import (
-	"bytes"
-	"io"
-
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-)
+import "bytes"
 
 // DecodedSize is the size of a downloaded file in the unit of
 // DecodeOptions.PieceBytes, for a memory budget to charge before the file
@@ -32,50 +26,13 @@ func DecodedSize(src Source, textBytes int64) int64 {
 // column chunk's minimum and maximum (its statistics) or, without them,
 // the chunk's uncompressed size. ok is false when the footer does not read.
 func ParquetValueBytes(src Source) (n int64, ok bool) {
+	if parquetFormat == nil {
+		return 0, false
+	}
 	defer func() {
 		if recover() != nil { // a footer the reader panics on: Decode refuses it
 			n, ok = 0, false
 		}
 	}()
-	pf, err := file.NewParquetReader(io.NewSectionReader(src.R, 0, src.Size))
-	if err != nil {
-		return 0, false
-	}
-	defer pf.Close()
-	return parquetValueBytes(pf)
-}
-
-// parquetValueBytes is ParquetValueBytes of an open file.
-func parquetValueBytes(pf *file.Reader) (n int64, ok bool) {
-	md := pf.MetaData()
-	for g := range md.NumRowGroups() {
-		rg := md.RowGroup(g)
-		for c := range rg.NumColumns() {
-			cc, err := rg.ColumnChunk(c)
-			if err != nil {
-				return 0, false
-			}
-			values := cc.NumValues()
-			n += values / 8 // validity
-			switch cc.Type() {
-			case parquet.Types.Boolean:
-				n += values / 8
-			case parquet.Types.Int32, parquet.Types.Float:
-				n += 4 * values
-			case parquet.Types.Int64, parquet.Types.Double, parquet.Types.Int96:
-				n += 8 * values // INT96 reads as a timestamp
-			case parquet.Types.FixedLenByteArray:
-				n += int64(md.Schema.Column(c).TypeLength()) * values
-			default:
-				data := cc.TotalUncompressedSize()
-				if set, _ := cc.StatsSet(); set {
-					if st, err := cc.Statistics(); err == nil && st.HasMinMax() {
-						data = max(data, values*int64(len(st.EncodeMin())+len(st.EncodeMax()))/2)
-					}
-				}
-				n += 4*values + data
-			}
-		}
-	}
-	return n, true
+	return parquetFormat.ValueBytes(src)
 }

@@ -710,12 +710,15 @@ func nullTokenReason(ro *resolved, header *arrow.Schema, rec []byte, rr Rejected
 }
 
 // writeParquetRejects writes rows (batches of one schema) as a zstd
-// Parquet file, with the registered ParquetReader.
+// Parquet file, with the registered ParquetFormat.
 func writeParquetRejects(rows []arrow.RecordBatch, w io.Writer) error {
 	if len(rows) == 0 {
 		return errors.New("write rejects: no rows")
 	}
-	return parquetReader.Write(w, rows)
+	if parquetFormat == nil {
+		return fmt.Errorf("write rejects: %w", errNoParquetFormat)
+	}
+	return parquetFormat.Write(w, rows)
 }
 
 // skipState is what a Decoded decoded with OnErrorSkipRows keeps for

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/decode/arrowpq"
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
 	"github.com/timelake/timelake/internal/storage"
@@ -121,8 +122,8 @@ func TestValidateGivesIngestsReason(t *testing.T) {
 			// own reader).
 			for _, binary := range []string{"timelake", "timelake-gateway"} {
 				if binary == "timelake-gateway" {
-					prev := decode.SetParquetReader(nil)
-					defer decode.SetParquetReader(prev)
+					prev := decode.SetParquetFormat(arrowpq.Format{})
+					defer decode.SetParquetFormat(prev)
 				}
 				_, verr := Validate(ctx, path, ValidateOptions{TimeUnit: tc.unit, AssumeLocation: tc.loc})
 				if verr == nil {

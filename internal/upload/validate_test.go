@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/decode/arrowpq"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -138,8 +139,8 @@ func TestValidate(t *testing.T) {
 	// timelake-gateway, which does not link pqarrow.
 	for _, reader := range []string{"registered reader", "gateway reader"} {
 		if reader == "gateway reader" {
-			prev := decode.SetParquetReader(nil)
-			defer decode.SetParquetReader(prev)
+			prev := decode.SetParquetFormat(arrowpq.Format{})
+			defer decode.SetParquetFormat(prev)
 		}
 		for _, tt := range tests {
 			t.Run(reader+"/"+tt.name, func(t *testing.T) { tt.run(t) })

@@ -15,6 +15,10 @@ import (
 	envcheckcmd "github.com/timelake/timelake/internal/commands/envcheck"
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
+
+	// Parquet files are read with decode/arrowpq's own reader of flat
+	// columns (not pqarrow, which the full binary registers).
+	_ "github.com/timelake/timelake/internal/decode/arrowpq"
 )
 
 // NewRootCmd builds the gateway's command tree around f.

@@ -22,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/decode/arrowpq"
 	"github.com/timelake/timelake/internal/decode/pqarrowio"
 	"github.com/timelake/timelake/internal/testutil/corpus"
 )
@@ -95,10 +96,10 @@ func sameNestedRefusal(a, b error) bool {
 }
 
 // check runs decode.Check (upload --validate) on c with reader r (nil:
-// decode's own).
-func check(c parquetCase, r decode.ParquetReader) error {
-	prev := decode.SetParquetReader(r)
-	defer decode.SetParquetReader(prev)
+// decode/arrowpq's own).
+func check(c parquetCase, r arrowpq.Reader) error {
+	prev := decode.SetParquetFormat(arrowpq.Format{Reader: r})
+	defer decode.SetParquetFormat(prev)
 	_, err := decode.Check(context.Background(), decode.Source{Key: c.name, R: bytes.NewReader(c.data), Size: int64(len(c.data))},
 		c.opts, decode.CheckOptions{})
 	var fe *decode.FileError

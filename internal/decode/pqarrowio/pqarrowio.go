@@ -1,14 +1,14 @@
 // Package pqarrowio is the reader of Parquet files that ingest decodes
-// with: arrow-go's pqarrow, registered with package decode
-// (decode.SetParquetReader) when this package is imported. Importing it is
-// all a binary does to read Parquet files as the timelake binary does:
-// every Parquet type, nested ones included, and the Parquet rejects file of
-// --on-error skip-rows written. pqarrow is kept out of package decode
-// because it links arrow/flight and, with it, gRPC and protobuf, 14.6 MB of
-// the gateway binary's 49.7 MB on amd64 (docs/performance.md, "The gateway
-// binary"); timelake-gateway does not import this package, and checks a
-// Parquet file with decode's own reader of flat columns (decode's
-// parquetreader.go), which refuses the files this one refuses
+// with: arrow-go's pqarrow as the Reader of decode/arrowpq's format,
+// registered with package decode (decode.SetParquetFormat) when this
+// package is imported. Importing it is all a binary does to read Parquet
+// files as the timelake binary does: every Parquet type, nested ones
+// included, and the Parquet rejects file of --on-error skip-rows written.
+// pqarrow is kept out of package decode and decode/arrowpq because it
+// links arrow/flight and, with it, gRPC and protobuf (docs/performance.md,
+// "The gateway binary"); timelake-gateway does not import this package,
+// and checks a Parquet file with decode/arrowpq's own reader of flat
+// columns, which refuses the files this one refuses
 // (TestColumnReaderAgrees).
 package pqarrowio
 
@@ -28,13 +28,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/decode/arrowpq"
 )
 
 func init() {
-	decode.SetParquetReader(Reader{})
+	decode.SetParquetFormat(arrowpq.Format{Reader: Reader{}})
 }
 
-// Reader is pqarrow as a decode.ParquetReader.
+// Reader is pqarrow as an arrowpq.Reader.
 type Reader struct{}
 
 // Fields are the fields of pqarrow's schema manifest.
@@ -51,7 +52,7 @@ func (Reader) Fields(sc *schema.Schema, kv metadata.KeyValueMetadata) ([]arrow.F
 }
 
 // Open opens pf with pqarrow.
-func (Reader) Open(pf *file.Reader, batchRows int64, mem memory.Allocator) (decode.ParquetFile, error) {
+func (Reader) Open(pf *file.Reader, batchRows int64, mem memory.Allocator) (arrowpq.File, error) {
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, mem)
 	if err != nil {
 		return nil, err

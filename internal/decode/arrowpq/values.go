@@ -1,16 +1,15 @@
-package decode
+package arrowpq
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
-	"time"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/timelake/timelake/internal/decode"
 )
 
 // Parquet values that arrow-go's reader (pqarrow) changes, or refuses
@@ -27,14 +26,6 @@ import (
 //     neither the column nor the row. locateReadError finds the value in
 //     the file once the read has failed, and otherwise the column whose
 //     data cannot be read.
-
-// int96NanosOfDay is the number of nanoseconds in a day: an INT96 time of
-// day must be less.
-const int96NanosOfDay = 86_400_000_000_000
-
-// julianUnixEpoch is the Julian day number of 1970-01-01, the day INT96
-// timestamps count from.
-const julianUnixEpoch = 2_440_588
 
 // rawReader is the low-level column chunk reader of values of type T.
 type rawReader[T any] interface {
@@ -111,7 +102,7 @@ func flatColumns(pf *file.Reader, fn func(col int, c *schema.Column) error) erro
 
 // checkNarrowIntegers refuses the first value of an INT(8) or INT(16)
 // column of pf outside its type's range, which pqarrow would cut to it.
-func checkNarrowIntegers(ro *resolved, pf *file.Reader) error {
+func checkNarrowIntegers(key string, pf *file.Reader) error {
 	return flatColumns(pf, func(col int, c *schema.Column) error {
 		it, ok := c.LogicalType().(schema.IntLogicalType)
 		if !ok || c.PhysicalType() != parquet.Types.Int32 || it.BitWidth() > 16 {
@@ -123,7 +114,7 @@ func checkNarrowIntegers(ro *resolved, pf *file.Reader) error {
 		}
 		row, v, found, err := firstBadRaw(pf, col, func(v int32) bool { return int64(v) < lo || int64(v) > hi })
 		if err != nil {
-			return parquetProblem(ro.key, c.Name(), "cannot read parquet data", err)
+			return decode.ParquetProblem(key, c.Name(), "cannot read parquet data", err)
 		}
 		if !found {
 			return nil
@@ -138,7 +129,7 @@ func checkNarrowIntegers(ro *resolved, pf *file.Reader) error {
 			cut = int64(uint16(v))
 		}
 		s := strconv.FormatInt(int64(v), 10)
-		return &FileError{Key: ro.key, Row: row + 1, Column: c.Name(), Value: s,
+		return &decode.FileError{Key: key, Row: row + 1, Column: c.Name(), Value: s,
 			Reason: fmt.Sprintf("value %s is outside the range of the column's Parquet type %s (%d to %d): the file's writer stored a wider integer than the type says, which would be cut to %d",
 				s, intTypeName(it), lo, hi, cut)}
 	})
@@ -154,7 +145,8 @@ func intTypeName(it schema.IntLogicalType) string {
 // INT96 timestamp that cannot be read, or else the first column whose data
 // cannot be read and the rows it failed in; failing that, err in a
 // FileError.
-func locateReadError(ctx context.Context, ro *resolved, pf *file.Reader, err error) error {
+func locateReadError(ctx context.Context, f *openFile, err error) error {
+	pf := f.pf
 	var found error
 	_ = flatColumns(pf, func(col int, c *schema.Column) error {
 		if c.PhysicalType() != parquet.Types.Int96 {
@@ -162,51 +154,36 @@ func locateReadError(ctx context.Context, ro *resolved, pf *file.Reader, err err
 		}
 		row, v, ok, rerr := firstBadRaw(pf, col, func(v parquet.Int96) bool { _, err := v.ToTimestamp(); return err != nil })
 		if rerr == nil && ok {
-			value, reason := int96Problem(v)
-			found = &FileError{Key: ro.key, Row: row + 1, Column: c.Name(), Value: value, Reason: reason}
+			value, reason := decode.Int96Problem(v)
+			found = &decode.FileError{Key: f.opts.Key, Row: row + 1, Column: c.Name(), Value: value, Reason: reason}
 		}
 		return found
 	})
 	if found != nil {
 		return found
 	}
-	if fe := failingColumn(ctx, ro, pf); fe != nil {
+	if fe := failingColumn(ctx, f); fe != nil {
 		return fe
 	}
-	return parquetProblem(ro.key, "", "cannot read parquet data", err)
-}
-
-// int96Problem words an INT96 value pqarrow cannot read: its value as text
-// (the instant, or its day and time of day) and the reason.
-func int96Problem(v parquet.Int96) (value, reason string) {
-	nanos := binary.LittleEndian.Uint64(v[:8])
-	day := binary.LittleEndian.Uint32(v[8:])
-	if nanos >= int96NanosOfDay {
-		value = fmt.Sprintf("Julian day %d, %d ns into the day", day, nanos)
-		return value, fmt.Sprintf("INT96 timestamp %s has a time of day of %d ns, not less than the %d ns of a day: not a valid INT96 timestamp (its writer is broken)",
-			quoteValue(value), nanos, int64(int96NanosOfDay))
-	}
-	t := time.Unix((int64(day)-julianUnixEpoch)*86400, int64(nanos)).UTC()
-	value = t.Format(time.RFC3339Nano)
-	return value, fmt.Sprintf("INT96 timestamp %s is outside the range INT96 timestamps are read in, that of a nanosecond timestamp (%s to %s): write the column as TIMESTAMP(MICROS) instead (in Spark, spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS)",
-		value, time.Unix(0, math.MinInt64).UTC().Format(time.RFC3339Nano), time.Unix(0, math.MaxInt64).UTC().Format(time.RFC3339Nano))
+	return decode.ParquetProblem(f.opts.Key, "", "cannot read parquet data", err)
 }
 
 // failingColumn reads each flat column of pf on its own, as the decode
 // reads it, and returns a refusal naming the first whose data cannot be
 // read (and the rows of the batch that failed); nil when every column
 // reads.
-func failingColumn(ctx context.Context, ro *resolved, pf *file.Reader) *FileError {
-	batch := int64(ro.batchRows)
-	pa, err := parquetReader.Open(pf, batch, ro.mem)
+func failingColumn(ctx context.Context, f *openFile) *decode.FileError {
+	pf := f.pf
+	batch := int64(f.opts.BatchRows)
+	pa, err := f.reader.Open(pf, batch, f.opts.Mem)
 	if err != nil {
 		return nil
 	}
-	var fe *FileError
+	var fe *decode.FileError
 	_ = flatColumns(pf, func(col int, c *schema.Column) error {
 		read, err := pa.ReadColumn(ctx, col, batch)
 		if err != nil {
-			fe = parquetProblem(ro.key, c.Name(), fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows())), err)
+			fe = decode.ParquetProblem(f.opts.Key, c.Name(), fmt.Sprintf("cannot read parquet data of rows %d to %d", read+1, min(read+batch, pf.NumRows())), err)
 			return fe
 		}
 		return nil
