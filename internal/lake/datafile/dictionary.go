@@ -289,6 +289,16 @@ func (d *dictionaryColumn) release() {
 	}
 }
 
+// sameColumnTypes reports whether rec's columns are of sc's types.
+func sameColumnTypes(sc *arrow.Schema, rec arrow.RecordBatch) bool {
+	for i, c := range rec.Columns() {
+		if !arrow.TypeEqual(c.DataType(), sc.Field(i).Type) {
+			return false
+		}
+	}
+	return true
+}
+
 // fileSchema is the schema of a data file whose batch is rec: sc, with
 // the columns rec holds as dictionary arrays of their type, and the
 // footer's ARROW:schema naming them as sc does. It returns sc itself when

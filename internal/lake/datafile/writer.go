@@ -125,6 +125,7 @@ type writer struct {
 	counted   *countingWriter
 	pw        *pqarrow.FileWriter
 	schema    *arrow.Schema     // the open file's Arrow schema (fileSchema)
+	dict      bool              // whether it has dictionary columns
 	last      arrow.RecordBatch // the last row written
 	seriesLen int64             // rows of the series being written
 	prevLen   int64             // rows of the series before it
@@ -147,12 +148,16 @@ func (w *writer) write(rec arrow.RecordBatch) (iceberg.DataFile, error) {
 	if last := l.partition(times.Value(n - 1)); !slices.Equal(last, part) {
 		return nil, fmt.Errorf("internal: a batch spans partitions %s and %s", l.folder(part), l.folder(last))
 	}
-	sc, dict, err := fileSchema(l.arrowSc, rec)
-	if err != nil {
-		return nil, err
+	sc, dict := w.schema, w.dict
+	if sc == nil || !sameColumnTypes(sc, rec) {
+		var err error
+		if sc, dict, err = fileSchema(l.arrowSc, rec); err != nil {
+			return nil, err
+		}
 	}
 	var done iceberg.DataFile
-	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target || !sc.Equal(w.schema)) {
+	var err error
+	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target || sc != w.schema) {
 		if done, err = w.close(); err != nil {
 			return nil, err
 		}
@@ -320,7 +325,7 @@ func (w *writer) open(part PartitionRecord, times *array.Timestamp, sc *arrow.Sc
 		w.remove(path)
 		return err
 	}
-	w.path, w.partition, w.out, w.counted, w.pw, w.schema = path, part, out, counted, pw, sc
+	w.path, w.partition, w.out, w.counted, w.pw, w.schema, w.dict = path, part, out, counted, pw, sc, dict
 	return nil
 }
 
@@ -399,7 +404,7 @@ func (w *writer) reset() {
 	if w.last != nil {
 		w.last.Release()
 	}
-	w.path, w.partition, w.out, w.counted, w.pw, w.last, w.schema = "", nil, nil, nil, nil, nil, nil
+	w.path, w.partition, w.out, w.counted, w.pw, w.last, w.schema, w.dict = "", nil, nil, nil, nil, nil, nil, false
 	w.seriesLen, w.prevLen = 0, 0
 }
 
