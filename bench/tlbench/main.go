@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -149,7 +150,9 @@ func main() {
 // (TLBENCH_PROFILE=dir): cpu<suffix>.pprof over the whole run and, at its
 // end, allocs<suffix>.pprof (every allocation since the process started);
 // with TLBENCH_HEAP_AFTER=<duration> also heap-mid<suffix>.pprof, the live
-// heap that long into the run.
+// heap that long into the run; with TLBENCH_TRACE=1 trace<suffix>.out, an
+// execution trace (where a run waits: go tool trace -pprof=net, sync,
+// syscall or sched).
 func startProfiles(dir, suffix string) (func(), error) {
 	cpu, err := os.Create(filepath.Join(dir, "cpu"+suffix+".pprof"))
 	if err != nil {
@@ -157,6 +160,17 @@ func startProfiles(dir, suffix string) (func(), error) {
 	}
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		return nil, err
+	}
+	stopTrace := func() {}
+	if os.Getenv("TLBENCH_TRACE") != "" { // an execution trace too: go tool trace -pprof=net|sync|syscall
+		tf, err := os.Create(filepath.Join(dir, "trace"+suffix+".out"))
+		if err != nil {
+			return nil, err
+		}
+		if err := trace.Start(tf); err != nil {
+			return nil, err
+		}
+		stopTrace = func() { trace.Stop(); tf.Close() }
 	}
 	if d, err := time.ParseDuration(os.Getenv("TLBENCH_HEAP_AFTER")); err == nil {
 		time.AfterFunc(d, func() {
@@ -168,6 +182,7 @@ func startProfiles(dir, suffix string) (func(), error) {
 		})
 	}
 	return func() {
+		stopTrace()
 		pprof.StopCPUProfile()
 		cpu.Close()
 		if f, err := os.Create(filepath.Join(dir, "allocs"+suffix+".pprof")); err == nil {
