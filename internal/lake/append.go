@@ -317,20 +317,19 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	if readDedup(v.meta.Props()) {
 		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
 	}
-	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order())
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Release()
 	l, err := newDataFileLayout(v)
 	if err != nil {
 		return nil, 0, err
 	}
+	var opts []datafile.SortOption
 	if l != nil { // timelake's writer: string columns of few values as dictionaries
-		if err := rows.EncodeDictionaries(l); err != nil {
-			return nil, 0, err
-		}
+		opts = append(opts, datafile.WithDictionaries(l))
 	}
+	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order(), opts...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Release()
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for

@@ -82,19 +82,33 @@ func (l *Layout) DictionaryColumns() []int {
 	return cols
 }
 
-// EncodeDictionaries makes Take return the layout's dictionary columns
-// (DictionaryColumns) as dictionary arrays, where they pay. Only the
-// layout's writer (Write) takes such batches; call it after the order is
-// known and before the first Take.
-func (s *SortedRows) EncodeDictionaries(l *Layout) error {
+// encodeDictionaries makes Take return the layout's dictionary columns
+// (DictionaryColumns) as dictionary arrays, where they pay
+// (WithDictionaries); once the order is known.
+func (s *SortedRows) encodeDictionaries(l *Layout) error {
 	limit := l.plainTime.DictionaryPageSizeLimit()
+	keyRanks := s.keyRanks
+	s.keyRanks = nil
 	for _, c := range l.DictionaryColumns() {
 		if c >= len(s.cols) || s.cols[c].DataType().ID() != arrow.STRING {
 			continue
 		}
-		codes, values, ok := stringCodes(s.cols[c].Chunks())
-		if !ok {
-			continue
+		var codes []int32
+		var values []string
+		if r, ok := keyRanks[c]; ok { // a series key: the sort numbered its values
+			if len(r.values) > maxDictionaryValues {
+				continue
+			}
+			codes = make([]int32, len(r.ranks))
+			for i, rank := range r.ranks {
+				codes[i] = int32(rank)
+			}
+			values = r.values
+		} else {
+			var ok bool
+			if codes, values, ok = stringCodes(s.cols[c].Chunks()); !ok {
+				continue
+			}
 		}
 		d, err := s.partitionDictionaries(codes, values, limit)
 		if err != nil {

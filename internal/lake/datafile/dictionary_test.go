@@ -107,15 +107,16 @@ func dictionaryTestRows(sc *arrow.Schema) []arrow.RecordBatch {
 // data files; it returns the files by path and their data files.
 func writeTestFiles(t *testing.T, l *Layout, sc *arrow.Schema, recs []arrow.RecordBatch, dictionaries bool) (map[string]*bytes.Buffer, []iceberg.DataFile) {
 	t.Helper()
-	rows, err := NewSortedRows(memory.DefaultAllocator, sc, recs, dailyOrder("device"))
+	var opts []SortOption
+	if dictionaries {
+		opts = append(opts, WithDictionaries(l))
+	}
+	rows, err := NewSortedRows(memory.DefaultAllocator, sc, recs, dailyOrder("device"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Release()
 	if dictionaries {
-		if err := rows.EncodeDictionaries(l); err != nil {
-			t.Fatal(err)
-		}
 		// The series key and the site as dictionaries; the note, one
 		// value a row, as strings (its dictionary would not pay).
 		rec, err := rows.Take(context.Background(), 0, 10)
@@ -141,7 +142,7 @@ func writeTestFiles(t *testing.T, l *Layout, sc *arrow.Schema, recs []arrow.Reco
 }
 
 // TestDictionaryColumnsWriteTheSameFile: a table's rows written with its
-// string columns as dictionary arrays (EncodeDictionaries) make files
+// string columns as dictionary arrays (WithDictionaries) make files
 // that read back as the same rows and carry the same Parquet schema,
 // footer metadata (ARROW:schema), row groups and statistics as the files
 // of plain strings; the series key and the constant column are

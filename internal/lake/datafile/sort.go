@@ -42,8 +42,14 @@ type SortedRows struct {
 	// of perm.
 	newest bool
 	// dicts are the columns Take returns as dictionary arrays
-	// (EncodeDictionaries), by column; nil when none.
+	// (WithDictionaries), by column; nil when none.
 	dicts []*dictionaryColumn
+	// dictLayout is the layout whose dictionary columns Take returns as
+	// dictionary arrays (WithDictionaries); keyRanks are the ranks of the
+	// string series key columns the order was computed from, by column,
+	// until encodeDictionaries takes them.
+	dictLayout *Layout
+	keyRanks   map[int]stringRanking
 }
 
 // chunkedTake reports whether arrow's take reads values of type dt from
@@ -57,29 +63,45 @@ func chunkedTake(dt arrow.DataType) bool {
 // NewSortedRows takes recs (all of schema sc; retained, not released) and
 // computes their order. Errors name a missing or unsortable time or series
 // key column. The caller releases the result.
-func NewSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order) (*SortedRows, error) {
-	s, err := newChunkedRows(mem, sc, recs)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.order(o); err != nil {
-		s.Release()
-		return nil, err
-	}
-	return s, nil
+func NewSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order, opts ...SortOption) (*SortedRows, error) {
+	return newSortedRows(mem, sc, recs, o, false, opts)
 }
 
 // NewNewestRows is NewSortedRows keeping one row of each key, the last in
 // input order (timelake.read-dedup).
-func NewNewestRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order) (*SortedRows, error) {
+func NewNewestRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order, opts ...SortOption) (*SortedRows, error) {
+	return newSortedRows(mem, sc, recs, o, true, opts)
+}
+
+// A SortOption prepares more of the sorted rows than their order.
+type SortOption func(*SortedRows)
+
+// WithDictionaries makes Take return the string columns of few values
+// that the writer of layout l would give a dictionary
+// (Layout.DictionaryColumns) as dictionary arrays, one dictionary per
+// partition (dictionary.go). Only l's writer (Write) takes such batches.
+func WithDictionaries(l *Layout) SortOption {
+	return func(s *SortedRows) { s.dictLayout = l }
+}
+
+func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBatch, o Order, newest bool, opts []SortOption) (*SortedRows, error) {
 	s, err := newChunkedRows(mem, sc, recs)
 	if err != nil {
 		return nil, err
 	}
-	s.newest = true
+	s.newest = newest
+	for _, opt := range opts {
+		opt(s)
+	}
 	if err := s.order(o); err != nil {
 		s.Release()
 		return nil, err
+	}
+	if s.dictLayout != nil {
+		if err := s.encodeDictionaries(s.dictLayout); err != nil {
+			s.Release()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -206,7 +228,16 @@ func (s *SortedRows) order(o Order) error {
 	}
 	keys = append(keys, func(i, j int) int { return cmpInt(int64(times.Value(i)), int64(times.Value(j))) })
 
-	perm, sorted, err := sortPermutation(cols, sc, times, unit, o.Partition, seriesKey, keys)
+	var ranked func(int, stringRanking)
+	if s.dictLayout != nil { // encodeDictionaries takes the series key's values from the sort
+		ranked = func(col int, r stringRanking) {
+			if s.keyRanks == nil {
+				s.keyRanks = map[int]stringRanking{}
+			}
+			s.keyRanks[col] = r
+		}
+	}
+	perm, sorted, err := sortPermutation(cols, sc, times, unit, o.Partition, seriesKey, keys, ranked)
 	if err != nil {
 		return err
 	}
@@ -413,7 +444,7 @@ func CompareValues(a arrow.Array, i int, b arrow.Array, j int) int {
 	case nj:
 		return 1
 	}
-	if x, ok := a.(*array.Dictionary); ok { // a batch of EncodeDictionaries
+	if x, ok := a.(*array.Dictionary); ok { // a batch of WithDictionaries
 		a, i = x.Dictionary(), x.GetValueIndex(i)
 	}
 	if y, ok := b.(*array.Dictionary); ok {
@@ -460,6 +491,7 @@ type groupKey struct{ part, k1, k2 int64 }
 // the distinct groups. Other shapes use the generic comparators.
 func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestamp, unit arrow.TimeUnit,
 	partition func(arrow.Timestamp, arrow.TimeUnit) int64, seriesKey []string, keys []func(i, j int) int,
+	ranked func(col int, r stringRanking),
 ) ([]int64, bool, error) {
 	n := times.Len()
 	perm := make([]int64, n)
@@ -475,7 +507,16 @@ func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestam
 	}
 	ranks := make([][]int64, 2)
 	for k, name := range seriesKey {
-		r, err := columnRanks(cols[sc.FieldIndices(name)[0]])
+		col := sc.FieldIndices(name)[0]
+		if a, ok := cols[col].(*array.String); ok {
+			r := rankStrings(a)
+			if ranked != nil {
+				ranked(col, r)
+			}
+			ranks[k] = r.ranks
+			continue
+		}
+		r, err := columnRanks(cols[col])
 		if err != nil {
 			return nil, false, fmt.Errorf("series key column %q: %w", name, err)
 		}
@@ -601,45 +642,64 @@ func denseSlots(lo, hi groupKey, rows int) (int64, bool) {
 	return total, true
 }
 
-// columnRanks maps each row of a column to an int64 that orders like the
-// value, nulls first (-1 for strings, math.MinInt64 for numbers).
-func columnRanks(c arrow.Array) ([]int64, error) {
-	out := make([]int64, c.Len())
-	switch a := c.(type) {
-	case *array.String:
-		// Number the values in order of appearance, then map those
-		// numbers to ranks: one map access per row.
-		first := map[string]int64{}
-		var names []string
-		for i := range out {
-			if a.IsNull(i) {
-				out[i] = -1
-				continue
-			}
-			v := a.Value(i)
+// stringRanking is a string column's rows as the ranks of their values
+// (-1 for null) and the distinct values in rank order.
+type stringRanking struct {
+	ranks  []int64
+	values []string
+}
+
+// rankStrings numbers the values of a in order of appearance, then maps
+// those numbers to ranks: one map access per row, none within a run of
+// one value.
+func rankStrings(a *array.String) stringRanking {
+	out := make([]int64, a.Len())
+	first := map[string]int64{}
+	var names []string
+	prev, prevID := "", int64(-1)
+	for i := range out {
+		if a.IsNull(i) {
+			out[i] = -1
+			continue
+		}
+		v := a.Value(i)
+		if prevID < 0 || v != prev {
 			id, ok := first[v]
 			if !ok {
 				id = int64(len(names))
 				first[v] = id
 				names = append(names, v)
 			}
-			out[i] = id
+			prev, prevID = v, id
 		}
-		byValue := make([]int64, len(names))
-		for i := range byValue {
-			byValue[i] = int64(i)
+		out[i] = prevID
+	}
+	byValue := make([]int64, len(names))
+	for i := range byValue {
+		byValue[i] = int64(i)
+	}
+	slices.SortFunc(byValue, func(x, y int64) int { return strings.Compare(names[x], names[y]) })
+	rank := make([]int64, len(names))
+	values := make([]string, len(names))
+	for r, id := range byValue {
+		rank[id] = int64(r)
+		values[r] = strings.Clone(names[id]) // kept past the column's buffers
+	}
+	for i, id := range out {
+		if id >= 0 {
+			out[i] = rank[id]
 		}
-		slices.SortFunc(byValue, func(x, y int64) int { return strings.Compare(names[x], names[y]) })
-		rank := make([]int64, len(names))
-		for r, id := range byValue {
-			rank[id] = int64(r)
-		}
-		for i, id := range out {
-			if id >= 0 {
-				out[i] = rank[id]
-			}
-		}
-		return out, nil
+	}
+	return stringRanking{ranks: out, values: values}
+}
+
+// columnRanks maps each row of a column to an int64 that orders like the
+// value, nulls first (-1 for strings, math.MinInt64 for numbers).
+func columnRanks(c arrow.Array) ([]int64, error) {
+	out := make([]int64, c.Len())
+	switch a := c.(type) {
+	case *array.String:
+		return rankStrings(a).ranks, nil
 	case *array.Int64, *array.Int32, *array.Timestamp, *array.Date32, *array.Boolean:
 		for i := range out {
 			switch {

@@ -70,7 +70,7 @@ func TestSortPermutationMatchesComparators(t *testing.T) {
 					want[i] = int64(i)
 				}
 				sort.SliceStable(want, func(a, b int) bool { return less(cmps, int(want[a]), int(want[b])) })
-				got, _, err := sortPermutation(cols, sc, times, arrow.Microsecond, g.partition, tc.keys, cmps)
+				got, _, err := sortPermutation(cols, sc, times, arrow.Microsecond, g.partition, tc.keys, cmps, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
