@@ -48,7 +48,7 @@ func (m *memoryFiles) create(_ context.Context, path string) (io.WriteCloser, er
 // dictionaryTestTable is a day-partitioned table of a time, a series key
 // (device, with nulls), a constant site, a note of a distinct value per
 // row, and a reading.
-func dictionaryTestTable(t *testing.T, props iceberg.Properties) (*Layout, *arrow.Schema) {
+func dictionaryTestTable(t testing.TB, props iceberg.Properties) (*Layout, *arrow.Schema) {
 	t.Helper()
 	sch := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
@@ -79,14 +79,15 @@ func dictionaryTestTable(t *testing.T, props iceberg.Properties) (*Layout, *arro
 	return l, sc
 }
 
-// dictionaryTestRows are 4 days of 40 devices every 4 minutes, in batches of
-// 5,000 rows in time order; every 97th device is null.
-func dictionaryTestRows(sc *arrow.Schema) []arrow.RecordBatch {
+// dictionaryTestRows are n rows of 40 devices every 4 minutes (36,000:
+// 4 days), in batches of 5,000 rows in time order; every 97th device is
+// null.
+func dictionaryTestRows(sc *arrow.Schema, n int) []arrow.RecordBatch {
 	t0 := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
 	var recs []arrow.RecordBatch
-	for i := range 36_000 {
+	for i := range n {
 		b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(i/40) * 4 * time.Minute).UnixMicro()))
 		if i%97 == 0 {
 			b.Field(1).AppendNull()
@@ -96,7 +97,7 @@ func dictionaryTestRows(sc *arrow.Schema) []arrow.RecordBatch {
 		b.Field(2).(*array.StringBuilder).Append("north-field-station")
 		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("note %d", i))
 		b.Field(4).(*array.Float64Builder).Append(float64(i%400) / 10)
-		if (i+1)%5000 == 0 || i == 35_999 {
+		if (i+1)%5000 == 0 || i == n-1 {
 			recs = append(recs, b.NewRecordBatch())
 		}
 	}
@@ -105,7 +106,7 @@ func dictionaryTestRows(sc *arrow.Schema) []arrow.RecordBatch {
 
 // writeTestFiles sorts recs, with dictionaries or not, and writes them as
 // data files; it returns the files by path and their data files.
-func writeTestFiles(t *testing.T, l *Layout, sc *arrow.Schema, recs []arrow.RecordBatch, dictionaries bool) (map[string]*bytes.Buffer, []iceberg.DataFile) {
+func writeTestFiles(t testing.TB, l *Layout, sc *arrow.Schema, recs []arrow.RecordBatch, dictionaries bool) (map[string]*bytes.Buffer, []iceberg.DataFile) {
 	t.Helper()
 	var opts []SortOption
 	if dictionaries {
@@ -153,7 +154,7 @@ func TestDictionaryColumnsWriteTheSameFile(t *testing.T) {
 	if got := l.DictionaryColumns(); !slices.Equal(got, []int{1, 2, 3}) {
 		t.Fatalf("dictionary columns %v, want the three string columns", got)
 	}
-	recs := dictionaryTestRows(sc)
+	recs := dictionaryTestRows(sc, 36_000)
 	defer func() {
 		for _, r := range recs {
 			r.Release()
@@ -276,5 +277,27 @@ func TestDictionaryColumnsFollowTheTable(t *testing.T) {
 		if got := l.DictionaryColumns(); !slices.Equal(got, c.want) {
 			t.Errorf("%v: dictionary columns %v, want %v", c.props, got, c.want)
 		}
+	}
+}
+
+// BenchmarkWrite sorts and writes 200,000 rows of 40 devices over 14 days
+// as data files (into memory), the string columns as plain strings and as
+// dictionaries (WithDictionaries): the sort and the Parquet writer of an
+// append, without decoding or I/O.
+func BenchmarkWrite(b *testing.B) {
+	l, sc := dictionaryTestTable(b, nil)
+	recs := dictionaryTestRows(sc, 200_000)
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	for _, dictionaries := range []bool{false, true} {
+		b.Run(fmt.Sprintf("dictionaries=%v", dictionaries), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				writeTestFiles(b, l, sc, recs, dictionaries)
+			}
+		})
 	}
 }
