@@ -1,8 +1,9 @@
-package lake
+package catalog
 
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/timelake/timelake/internal/storage"
@@ -15,22 +16,26 @@ import (
 func TestProbeLatestVersion(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	mine, err := Open(ctx, dir, Options{})
+	loc, err := storage.ParseLocation(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(ctx, dir, Options{})
+	st, err := storage.NewLocalStore(loc.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	goodTable(t, mine, nil)
-	listed := func() int {
+	wh := Warehouse{Store: st, Loc: loc, Log: slog.Default()}
+	n := Name{Namespace: "ns", Name: "probed"}
+	put := func(v int) {
 		t.Helper()
-		fresh, err := Open(ctx, dir, Options{})
-		if err != nil {
+		if _, err := st.Put(ctx, MetadataKey(n, v), bytes.NewReader([]byte("{}")), storage.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		v, err := fresh.latestVersion(ctx, confName)
+	}
+	mine := NewFiles(wh)
+	listed := func() int {
+		t.Helper()
+		v, err := NewFiles(wh).latestVersion(ctx, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,43 +44,38 @@ func TestProbeLatestVersion(t *testing.T) {
 	check := func(what string, wantProbe bool) {
 		t.Helper()
 		before := 0
-		if p := mine.probes[confName]; p != nil {
+		if p := mine.probes[n]; p != nil {
 			before = p.probes
 		}
-		got, err := mine.latestVersion(ctx, confName)
+		got, err := mine.latestVersion(ctx, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := listed(); got != want {
 			t.Fatalf("%s: newest version %d, a listing finds %d", what, got, want)
 		}
-		probed := mine.probes[confName] != nil && mine.probes[confName].probes > before
+		probed := mine.probes[n] != nil && mine.probes[n].probes > before
 		if probed != wantProbe {
 			t.Errorf("%s: probed %v, want %v", what, probed, wantProbe)
 		}
 	}
+	// My commits: the first look lists, the next ones probe.
+	for v := 1; v <= 3; v++ {
+		put(v)
+	}
+	check("the first look", false)
 	check("after my commits", true)
 
 	// Another writer commits three versions.
-	tbl, err := other.LoadTable(ctx, confName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		confAppend(t, tbl, "other/"+string(rune('a'+i)), confDay, 5, 0, AppendOptions{})
+	for v := 4; v <= 6; v++ {
+		put(v)
 	}
 	check("after another writer's commits", true)
 
-	put := func(v int) {
-		t.Helper()
-		if _, err := mine.store.Put(ctx, metadataKey(confName, v), bytes.NewReader([]byte("{}")), storage.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The version found before deleted (another writer went far ahead):
 	// listed again.
 	newest := listed()
-	if err := mine.store.Delete(ctx, metadataKey(confName, newest)); err != nil {
+	if err := st.Delete(ctx, MetadataKey(n, newest)); err != nil {
 		t.Fatal(err)
 	}
 	put(newest + 1)
