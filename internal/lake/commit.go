@@ -93,9 +93,9 @@ type attemptWrite struct {
 
 // rebase is a commit a REST catalog applied to a newer version than the
 // one the mutation built on: the requirements let the other writer's
-// changes through (catalog.Catalog.Commit). Mutations that depend on more of their
-// base than the requirements assert (the load history's segment list)
-// make good the overlap (Table.reconcileHistory).
+// changes through (catalog.Catalog.Commit). Mutations that depend on more
+// of their base than the requirements assert (the load history's segment
+// list) make good the overlap (Table.reconcileHistory).
 type rebase struct {
 	base    *tablemeta.Indexed
 	applied string // the location of the version the change was applied to
@@ -104,10 +104,10 @@ type rebase struct {
 // commit is the commit protocol: every change of a table goes through it,
 // whichever catalog holds the table's versions. Each attempt loads the
 // newest version N, first recognises a commit of an earlier attempt that
-// did land (a lost response: catalog.Catalog.Landed), then has m build the next
-// version on N (checking its requirements there) and commits it
-// (catalog.Catalog.Commit: the conditional create of N+1, or a REST updateTable
-// with requirements). A lost race, and a commit whose outcome is unknown
+// did land (a lost response: catalog.Catalog.Landed), then has m build the
+// next version on N (checking its requirements there) and commits it
+// (catalog.Catalog.Commit: the conditional create of N+1, or a REST
+// updateTable with requirements). A lost race, and a commit whose outcome is unknown
 // (connection lost, a 5xx after the SDK's retries, a REST 5xx or timeout),
 // is retried after a backoff with jitter, up to MaxAttempts attempts; the
 // next attempt learns which it was. When it ends, m.cleanUp deletes what

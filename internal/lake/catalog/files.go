@@ -91,7 +91,7 @@ func (c *Files) latestVersion(ctx context.Context, n Name) (int, error) {
 		return v, err
 	}
 	latest := 0
-	canonical := true // every version named as metadataKey names it
+	canonical := true // every version named as MetadataKey names it
 	var seen []int
 	err := c.wh.Store.List(ctx, MetadataPrefix(n)+"v", func(o storage.ObjectInfo) error {
 		if v, ok := ParseVersion(strings.TrimPrefix(o.Key, MetadataPrefix(n))); ok {
@@ -142,7 +142,7 @@ const probeResync = 50
 // with an exclusive create and old versions are deleted from the oldest
 // up, so when version k exists and k+1 and k+2 do not, k is the newest.
 // ok is false (list instead) on an object store, when no listing found
-// the table's versions named as metadataKey names them, when the version
+// the table's versions named as MetadataKey names them, when the version
 // found before is gone (deleted as old: another writer went far ahead),
 // and every probeResync probes.
 func (c *Files) probeLatest(ctx context.Context, n Name) (newest int, ok bool, err error) {
@@ -260,10 +260,10 @@ func (c *Files) Latest(ctx context.Context, n Name, parse func([]byte) (*tableme
 	return nil, VersionRef{}, fmt.Errorf("load %s: metadata kept changing while reading", n)
 }
 
-// Commit creates version bv.n+1 with the metadata the change makes of the
-// base, after checking that bv is still the newest: old versions are
-// deleted after commits, and a create into the slot of one would succeed
-// (verifyNewest).
+// Commit creates version N+1 of the base (at w.BaseRef, version N) with
+// the metadata the change makes of it, after checking that N is still the
+// newest: old versions are deleted after commits, and a create into the
+// slot of one would succeed (verifyNewest).
 func (c *Files) Commit(ctx context.Context, n Name, w *Write) (Version, string, error) {
 	bv := w.BaseRef
 	next, body, err := w.Base.Apply(w.Change, bv.Location)

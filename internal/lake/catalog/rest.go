@@ -22,16 +22,17 @@ import (
 )
 
 // RESTConfig is an Iceberg REST catalog that holds the tables' versions
-// (lake.Options.Catalog, lake.RESTCatalog; docs/catalogs.md). The client is iceberg-go's
-// (catalog/rest): /v1/config, loadTable, createTable and updateTable, with
-// its bearer token, OAuth2 client-credentials and SigV4 support.
+// (lake.Options.Catalog, lake.RESTCatalog; docs/catalogs.md). The client
+// is iceberg-go's (catalog/rest): /v1/config, loadTable, createTable and
+// updateTable, with its bearer token, OAuth2 client-credentials and SigV4
+// support.
 type RESTConfig struct {
 	// URI is the catalog's base URI, without /v1 (e.g.
 	// https://catalog.example.com/api/catalog).
 	URI string
 	// Warehouse is the warehouse asked for in /v1/config (a bucket URI,
 	// a catalog name or an ARN, as the server names them); "" asks for
-	// the lake's warehouse URI.
+	// the warehouse URI.
 	Warehouse string
 	// Prefix is the path prefix of the catalog's routes; "" takes the
 	// one the server's /v1/config gives.
