@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"path"
 	"slices"
 	"strconv"
 	"time"
@@ -17,9 +16,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	iofs "io/fs"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/datafile"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
-	"github.com/timelake/timelake/internal/storage"
 )
 
 // ErrRequiredNull is returned when a required (NOT NULL) column holds a
@@ -597,11 +596,15 @@ func (m *appendMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 	t.removeFiles(ctx, paths)
 }
 
-// afterCommit does the best-effort chores after a successful commit
-// (catalog.committed).
+// afterCommit does the best-effort chores after a successful commit: the
+// catalog's (catalog.Catalog.Committed), and with a catalog that keeps the
+// version hint, dropping a Timelake head cache of the metadata folder.
 func (t *Table) afterCommit(ctx context.Context) {
-	_, v := t.loaded()
-	t.lake.cat.committed(ctx, t, v)
+	h, v := t.loaded()
+	t.lake.cat.Committed(ctx, t.name, h, v)
+	if t.lake.cat.Hinted() {
+		t.dropHeadCache(ctx)
+	}
 }
 
 // dropHeadCache deletes a Timelake head cache (metadata/timelake-head),
@@ -611,45 +614,10 @@ func (t *Table) dropHeadCache(ctx context.Context) {
 	if t.headDropped {
 		return
 	}
-	if err := t.lake.store.Delete(ctx, metadataPrefix(t.name)+"timelake-head"); err != nil {
+	if err := t.lake.store.Delete(ctx, catalog.MetadataPrefix(t.name)+"timelake-head"); err != nil {
 		t.lake.log.Warn("stale timelake-head not removed", "table", t.name.String(), "err", err)
 	} else {
 		t.headDropped = true
-	}
-}
-
-// dropOldVersions deletes the vN.metadata.json files older than every one
-// the loaded version's metadata-log names, when the table sets
-// write.metadata.delete-after-commit.enabled (Iceberg's table property;
-// timelake sets it on the tables it creates): each version holds the whole
-// snapshot history, so keeping them all would store that history once per
-// commit. The versions come from the listing of the commit's last attempt.
-// Best effort: a failure is logged, and the next commit tries again.
-func (t *Table) dropOldVersions(ctx context.Context) {
-	h, _ := t.loaded()
-	if !h.Props().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
-		return
-	}
-	var entries []table.MetadataLogEntry
-	if err := unmarshalOptional(h.Get("metadata-log"), &entries); err != nil || len(entries) == 0 {
-		return
-	}
-	oldest := 0
-	for _, e := range entries {
-		v, ok := parseVersion(path.Base(e.MetadataFile))
-		if !ok {
-			return // a file name of another scheme: leave the files alone
-		}
-		if oldest == 0 || v < oldest {
-			oldest = v
-		}
-	}
-	var keys []string
-	for _, v := range t.lake.listedBelow(t.name, oldest) {
-		keys = append(keys, metadataKey(t.name, v))
-	}
-	if _, err := storage.DeleteKeys(ctx, t.lake.store, keys); err != nil {
-		t.lake.log.Warn("old metadata versions not all deleted", "table", t.name.String(), "err", err)
 	}
 }
 
@@ -701,5 +669,5 @@ func (t *Table) fileKey(uri string) (string, error) {
 	if err != nil {
 		return "", &iofs.PathError{Op: "remove", Path: uri, Err: err}
 	}
-	return tablePrefix(t.name) + rel, nil
+	return catalog.TablePrefix(t.name) + rel, nil
 }

@@ -1,6 +1,7 @@
 package lake
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
+	"github.com/timelake/timelake/internal/storage"
 )
 
 // Tests commit what another engine would (a row-level delete, say) through
@@ -53,19 +56,20 @@ func (c *captureCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs
 // over t's newest version as the next version (t's lake has the file
 // catalog), as another engine's commit would.
 func (t *Table) commitTransaction(ctx context.Context, stage func(*table.Transaction) error) error {
-	files, ok := t.lake.cat.(metadataFiles)
+	files, ok := t.lake.cat.(*catalog.Files)
 	if !ok {
 		return errors.New("commitTransaction needs the file catalog")
 	}
-	base, bv, err := files.latest(ctx, t.name, tablemeta.Parse)
+	base, bv, err := files.Latest(ctx, t.name, tablemeta.Parse)
 	if err != nil {
 		return err
 	}
-	_, body, err := t.stageTransaction(ctx, base, bv.location, stage)
+	_, body, err := t.stageTransaction(ctx, base, bv.Location, stage)
 	if err != nil {
 		return err
 	}
-	if err := files.put(ctx, t.name, bv.n+1, body); err != nil {
+	if _, err := t.lake.store.Put(ctx, catalog.MetadataKey(t.name, bv.N+1), bytes.NewReader(body),
+		storage.PutOptions{IfAbsent: true, ContentType: "application/json"}); err != nil {
 		return err
 	}
 	return t.Refresh(ctx)

@@ -16,6 +16,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// for the independent client
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/catalogtest"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
@@ -238,7 +239,7 @@ func TestRESTConcurrentExpiresKeepEveryKey(t *testing.T) {
 	}
 	// The first round keeps 2 snapshots (expires k0..k2); the second, built
 	// on the version before it, keeps 3 (expires k0, k1).
-	fc := &faultyCatalog{catalog: l.cat, before: func() {
+	fc := &faultyCatalog{Catalog: l.cat, before: func() {
 		if _, err := tbl.Expire(ctx, ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 2}); err != nil {
 			panic(err)
 		}
@@ -247,7 +248,7 @@ func TestRESTConcurrentExpiresKeepEveryKey(t *testing.T) {
 	if _, err := second.Expire(ctx, ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 3}); err != nil {
 		t.Fatal(err)
 	}
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	fresh, err := newLakeLike(t, l).LoadTable(ctx, testName)
 	if err != nil {
 		t.Fatal(err)
@@ -266,12 +267,12 @@ func TestRESTConcurrentExpiresKeepEveryKey(t *testing.T) {
 // newLakeLike opens l's warehouse again, with a catalog client of its own.
 func newLakeLike(t testing.TB, l *Lake) *Lake {
 	t.Helper()
-	r, ok := l.cat.(*restCatalog)
+	r, ok := l.cat.(*catalog.REST)
 	if !ok {
 		t.Fatal("not a REST lake")
 	}
-	cfg := r.cfg
-	nl, err := Open(context.Background(), l.URI(), Options{S3: r.s3, Catalog: &cfg})
+	cfg, s3c := r.Settings()
+	nl, err := Open(context.Background(), l.URI(), Options{S3: s3c, Catalog: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,14 +318,14 @@ func TestRESTSchemaChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &faultyCatalog{catalog: l.cat, before: func() {
+	fc := &faultyCatalog{Catalog: l.cat, before: func() {
 		orec := withColumn(t, other, day0.Add(2*time.Hour), 2, "pressure", arrow.PrimitiveTypes.Float64, func(i int) any { return 1013.0 })
 		defer orec.Release()
 		prepareCommit(t, other, "pressure.csv", orec)
 	}}
 	l.cat = fc
 	res, err := tbl.Commit(ctx, []*Prepared{p}, CommitOptions{})
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // crossCheckCatalog commits through the file catalog and checks every
@@ -18,22 +20,22 @@ import (
 // spliced, field by field (timestamps and the logs aside). kinds counts
 // the updates seen, by action.
 type crossCheckCatalog struct {
-	catalog
+	catalog.Catalog
 	t     *testing.T
 	kinds map[string]int
 }
 
-func (c *crossCheckCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
-	cv, applied, err := c.catalog.commit(ctx, n, w)
+func (c *crossCheckCatalog) Commit(ctx context.Context, n TableName, w *catalog.Write) (committedVersion, string, error) {
+	cv, applied, err := c.Catalog.Commit(ctx, n, w)
 	if err != nil {
 		return cv, applied, err
 	}
 	t := c.t
-	base, err := w.base.Metadata()
+	base, err := w.Base.Metadata()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := w.change.Requirements(w.base)
+	reqs, err := w.Change.Requirements(w.Base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +44,18 @@ func (c *crossCheckCatalog) commit(ctx context.Context, n TableName, w *attemptW
 			t.Errorf("requirement %s does not hold on the base: %v", r.GetType(), err)
 		}
 	}
-	updates, err := w.change.Updates(w.base)
+	updates, err := w.Change.Updates(w.Base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range updates {
 		c.kinds[u.Action()]++
 	}
-	want, err := table.UpdateTableMetadata(base, updates, w.bv.location)
+	want, err := table.UpdateTableMetadata(base, updates, w.BaseRef.Location)
 	if err != nil {
 		t.Fatalf("iceberg-go applies the updates %s: %v", actions(updates), err)
 	}
-	got, err := w.next.Metadata()
+	got, err := w.Next.Metadata()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func previousFiles(m table.Metadata) []string {
 func TestChangeUpdatesMakeTheSplicedVersion(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
-	cc := &crossCheckCatalog{catalog: l.cat, t: t, kinds: map[string]int{}}
+	cc := &crossCheckCatalog{Catalog: l.cat, t: t, kinds: map[string]int{}}
 	l.cat = cc
 	tbl, clock := clockedTable(t, l)
 	tick := func(d time.Duration) { *clock = clock.Add(d) }

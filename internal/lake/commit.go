@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/retry"
 	"github.com/timelake/timelake/internal/storage"
@@ -83,22 +84,18 @@ type commitResult struct {
 
 // attemptWrite is one commit whose outcome is not known to have failed:
 // the version it was built on, its change, the version it wrote (the file
-// catalog's: the metadata and its encoding; nil with a REST catalog), and
-// the attempt.
+// catalog's: the metadata and its encoding; nil with a REST catalog)
+// (catalog.Write), and the attempt.
 type attemptWrite struct {
-	bv      versionRef
-	base    *tablemeta.Indexed
-	change  *tablemeta.Change
-	next    *tablemeta.Indexed
-	body    []byte
+	catalog.Write
 	attempt int
 }
 
 // rebase is a commit a REST catalog applied to a newer version than the
 // one the mutation built on: the requirements let the other writer's
-// changes through (catalog.commit). Mutations that depend on more of their
-// base than the requirements assert (the load history's segment list)
-// make good the overlap (Table.reconcileHistory).
+// changes through (catalog.Catalog.Commit). Mutations that depend on more
+// of their base than the requirements assert (the load history's segment
+// list) make good the overlap (Table.reconcileHistory).
 type rebase struct {
 	base    *tablemeta.Indexed
 	applied string // the location of the version the change was applied to
@@ -107,10 +104,10 @@ type rebase struct {
 // commit is the commit protocol: every change of a table goes through it,
 // whichever catalog holds the table's versions. Each attempt loads the
 // newest version N, first recognises a commit of an earlier attempt that
-// did land (a lost response: catalog.landed), then has m build the next
-// version on N (checking its requirements there) and commits it
-// (catalog.commit: the conditional create of N+1, or a REST updateTable
-// with requirements). A lost race, and a commit whose outcome is unknown
+// did land (a lost response: catalog.Catalog.Landed), then has m build the
+// next version on N (checking its requirements there) and commits it
+// (catalog.Catalog.Commit: the conditional create of N+1, or a REST
+// updateTable with requirements). A lost race, and a commit whose outcome is unknown
 // (connection lost, a 5xx after the SDK's retries, a REST 5xx or timeout),
 // is retried after a backoff with jitter, up to MaxAttempts attempts; the
 // next attempt learns which it was. When it ends, m.cleanUp deletes what
@@ -144,7 +141,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
-		base, bv, err := cat.latest(ctx, t.name, parse)
+		base, bv, err := cat.Latest(ctx, t.name, parse)
 		if err != nil {
 			return res, err
 		}
@@ -154,14 +151,14 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 		// Did an earlier attempt land after all?
 		w, hold, still, err := t.landed(ctx, writes, base, bv)
 		switch {
-		case errors.Is(err, errOutcomeUnknown):
+		case errors.Is(err, catalog.ErrOutcomeUnknown):
 			return res, err
 		case err != nil:
 			lastErr = err
 			continue
 		case w != nil:
 			won, writes = w.attempt, still
-			res.Committed, res.Attempt, res.Version = true, w.attempt, hold.ref.n
+			res.Committed, res.Attempt, res.Version = true, w.attempt, hold.Ref.N
 			return res, t.committed(ctx, *hold)
 		}
 		writes = still
@@ -174,7 +171,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 			if err := t.set(base, bv); err != nil {
 				return res, err
 			}
-			res.Version = bv.n
+			res.Version = bv.N
 			return res, nil
 		}
 		if err != nil {
@@ -185,28 +182,28 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 				return res, err
 			}
 		}
-		aw := attemptWrite{bv: bv, base: base, change: ch, attempt: attempt}
-		cv, applied, err := cat.commit(ctx, t.name, &aw)
+		aw := attemptWrite{Write: catalog.Write{BaseRef: bv, Base: base, Change: ch}, attempt: attempt}
+		cv, applied, err := cat.Commit(ctx, t.name, &aw.Write)
 		switch {
 		case err == nil:
 			won = attempt
-			res.Committed, res.Version = true, cv.ref.n
-			if applied != bv.location {
+			res.Committed, res.Version = true, cv.Ref.N
+			if applied != bv.Location {
 				res.rebased = &rebase{base: base, applied: applied}
 			}
 			if len(writes) > 0 {
 				// Earlier commits that this one makes impossible (it took
 				// their version, it moved the branch they asserted) are
 				// settled; the others may still land.
-				if _, _, still, err := t.landed(ctx, writes, cv.meta, cv.ref); err == nil {
+				if _, _, still, err := t.landed(ctx, writes, cv.Meta, cv.Ref); err == nil {
 					writes = still
 				}
 			}
 			return res, t.committed(ctx, cv)
-		case errors.Is(err, errOutcomeUnknown):
+		case errors.Is(err, catalog.ErrOutcomeUnknown):
 			writes = append(writes, aw)
 			return res, err
-		case errors.Is(err, errRaceLost):
+		case errors.Is(err, catalog.ErrRaceLost):
 			lastErr = err
 			continue
 		case ctx.Err() != nil:
@@ -226,12 +223,12 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 	}
 	// A last look: the final attempt's commit may have landed after all.
 	if len(writes) > 0 {
-		if base, bv, err := cat.latest(ctx, t.name, parse); err == nil {
+		if base, bv, err := cat.Latest(ctx, t.name, parse); err == nil {
 			if w, hold, still, err := t.landed(ctx, writes, base, bv); err == nil {
 				writes = still
 				if w != nil {
 					won = w.attempt
-					res.Committed, res.Attempt, res.Version = true, w.attempt, hold.ref.n
+					res.Committed, res.Attempt, res.Version = true, w.attempt, hold.Ref.N
 					return res, t.committed(ctx, *hold)
 				}
 			}
@@ -246,7 +243,7 @@ func (t *Table) commit(ctx context.Context, m mutation, opts CommitOptions) (res
 // land.
 func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *tablemeta.Indexed, bv versionRef) (w *attemptWrite, hold *committedVersion, still []attemptWrite, err error) {
 	for i := range writes {
-		h, final, err := t.lake.cat.landed(ctx, t.name, base, bv, writes[i])
+		h, final, err := t.lake.cat.Landed(ctx, t.name, base, bv, writes[i].Write)
 		if err != nil {
 			return nil, nil, writes, err
 		}
@@ -260,21 +257,16 @@ func (t *Table) landed(ctx context.Context, writes []attemptWrite, base *tableme
 	return w, hold, still, nil
 }
 
-// errOutcomeUnknown ends a commit whose write landed but could not be
-// confirmed as part of the table's history; its files are kept (orphan
-// file removal takes them if it was not).
-var errOutcomeUnknown = errors.New("commit outcome unknown")
-
 // isPermanent reports an error of a commit that no retry can change:
 // nothing was written.
 func isPermanent(err error) bool {
-	return storage.IsPermanent(err) || restPermanent(err) || errors.Is(err, tablemeta.ErrInvalidChange)
+	return storage.IsPermanent(err) || catalog.IsPermanent(err) || errors.Is(err, tablemeta.ErrInvalidChange)
 }
 
 // committed moves the Table to the version it committed and does the
 // chores that follow a commit.
 func (t *Table) committed(ctx context.Context, cv committedVersion) error {
-	if err := t.set(cv.meta, cv.ref); err != nil {
+	if err := t.set(cv.Meta, cv.Ref); err != nil {
 		return err
 	}
 	t.afterCommit(ctx)

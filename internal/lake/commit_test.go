@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -27,7 +28,7 @@ var restCommitStateUnknown = rest.ErrCommitStateUnknown
 // the write, a REST catalog's 5xx). commits counts the commits of the
 // operation under test (not those made inside before).
 type faultyCatalog struct {
-	catalog
+	catalog.Catalog
 	mu       sync.Mutex
 	before   func()
 	lose     error
@@ -35,13 +36,13 @@ type faultyCatalog struct {
 	inBefore bool
 }
 
-func (c *faultyCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
+func (c *faultyCatalog) Commit(ctx context.Context, n TableName, w *catalog.Write) (committedVersion, string, error) {
 	c.mu.Lock()
 	before, nested := c.before, c.inBefore
 	c.before = nil
 	c.mu.Unlock()
 	if nested {
-		return c.catalog.commit(ctx, n, w)
+		return c.Catalog.Commit(ctx, n, w)
 	}
 	if before != nil {
 		c.mu.Lock()
@@ -57,7 +58,7 @@ func (c *faultyCatalog) commit(ctx context.Context, n TableName, w *attemptWrite
 	lose := c.lose
 	c.lose = nil
 	c.mu.Unlock()
-	cv, applied, err := c.catalog.commit(ctx, n, w)
+	cv, applied, err := c.Catalog.Commit(ctx, n, w)
 	if err == nil && lose != nil {
 		return committedVersion{}, "", lose
 	}
@@ -129,7 +130,7 @@ func everyMutationRetries(t *testing.T, _ *Lake) {
 			}
 		},
 		"lost response 412": func(fc *faultyCatalog, _ *Table) {
-			fc.lose = fmt.Errorf("put: %w", errVersionTaken)
+			fc.lose = fmt.Errorf("put: %w", catalog.ErrVersionTaken)
 		},
 		"lost response": func(fc *faultyCatalog, _ *Table) {
 			fc.lose = errors.New("read tcp: connection reset by peer")
@@ -162,13 +163,13 @@ func everyMutationRetries(t *testing.T, _ *Lake) {
 					t.Fatal(err)
 				}
 				before := tbl.Version()
-				fc := &faultyCatalog{catalog: l.cat}
+				fc := &faultyCatalog{Catalog: l.cat}
 				l.cat = fc
 				fault(fc, other)
 				if err := op(t, tbl, snaps); err != nil {
 					t.Fatalf("%s: %v", opName, err)
 				}
-				l.cat = fc.catalog
+				l.cat = fc.Catalog
 				// A lost race is retried with a second commit; a lost response
 				// is recognised by the second attempt, which reads the version.
 				// A REST catalog applies a change on top of another writer's
@@ -261,10 +262,10 @@ func rollbackRefusesAMovedBranch(t *testing.T, l *Lake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &faultyCatalog{catalog: l.cat, before: func() { appendRows(t, other, "c.csv", day0, 3) }}
+	fc := &faultyCatalog{Catalog: l.cat, before: func() { appendRows(t, other, "c.csv", day0, 3) }}
 	l.cat = fc
 	err = tbl.RollbackTo(ctx, a.SnapshotID)
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	if !errors.Is(err, ErrBranchMoved) {
 		t.Fatalf("rollback after a concurrent append: %v, want ErrBranchMoved", err)
 	}
@@ -291,13 +292,13 @@ func givesUpAfterMaxAttempts(t *testing.T, l *Lake) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &faultyCatalog{catalog: l.cat}
+	fc := &faultyCatalog{Catalog: l.cat}
 	fc.before = func() { alwaysBefore(t, fc, other) }
 	l.cat = fc
 	rec := rows(t, tbl.ArrowSchema(), day0, 5, false)
 	defer rec.Release()
 	_, err = tbl.Append(ctx, "b.csv", []arrow.RecordBatch{rec}, AppendOptions{CommitOptions: CommitOptions{MaxAttempts: 3}})
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	if err == nil || fc.commits != 3 {
 		t.Fatalf("append against a table that always loses: %v after %d commits, want an error after 3", err, fc.commits)
 	}
@@ -345,7 +346,7 @@ func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
 			// write.metadata.previous-versions-max (5) plus one: the slot it
 			// aims at is deleted as old, the one after it is kept.
 			others := DefaultMetadataVersions + 2
-			fc := &faultyCatalog{catalog: l.cat, before: func() {
+			fc := &faultyCatalog{Catalog: l.cat, before: func() {
 				for i := range others {
 					appendRows(t, other, fmt.Sprintf("other-%d.csv", i), day0, 2)
 				}
@@ -359,7 +360,7 @@ func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			l.cat = fc.catalog
+			l.cat = fc.Catalog
 			fresh, err := l.LoadTable(ctx, testName)
 			if err != nil {
 				t.Fatal(err)
@@ -380,7 +381,7 @@ func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
 			if fresh.Version() <= stalled || tbl.Version() != fresh.Version() {
 				t.Fatalf("versions: stalled slot %d, table %d, newest %d", stalled, tbl.Version(), fresh.Version())
 			}
-			if _, _, err := storage.ReadAll(ctx, l.store, metadataKey(testName, stalled)); !errors.Is(err, storage.ErrNotExist) {
+			if _, _, err := storage.ReadAll(ctx, l.store, catalog.MetadataKey(testName, stalled)); !errors.Is(err, storage.ErrNotExist) {
 				t.Errorf("the version written into the deleted slot v%d is still there (%v)", stalled, err)
 			}
 		})

@@ -496,7 +496,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return CompactResult{}, err
 	}
 	h, v := t.loaded()
-	res := CompactResult{Version: v.n}
+	res := CompactResult{Version: v.N}
 	s := compactSettingsOf(h.Props(), opts)
 	st := opts.state
 	if st == nil {

@@ -210,10 +210,10 @@ func TestCompactRacesAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &faultyCatalog{catalog: l.cat, before: func() { appendRows(t, other, "racer.csv", day0, 3) }}
+	fc := &faultyCatalog{Catalog: l.cat, before: func() { appendRows(t, other, "racer.csv", day0, 3) }}
 	l.cat = fc
 	res, err := tbl.Compact(ctx, CompactOptions{})
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	if err != nil || len(res.Groups) != 1 || fc.commits != 2 {
 		t.Fatalf("compaction racing an append: %+v, %v, %d commits", res, err, fc.commits)
 	}
@@ -228,14 +228,14 @@ func TestCompactRacesAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc = &faultyCatalog{catalog: l.cat, before: func() {
+	fc = &faultyCatalog{Catalog: l.cat, before: func() {
 		if _, err := first.Compact(ctx, CompactOptions{}); err != nil {
 			t.Error(err)
 		}
 	}}
 	l.cat = fc
 	res, err = tbl.Compact(ctx, CompactOptions{})
-	l.cat = fc.catalog
+	l.cat = fc.Catalog
 	if err != nil || len(res.Groups) != 0 || res.Dropped != 1 || res.SnapshotID != 0 {
 		t.Fatalf("compaction whose inputs were replaced: %+v, %v", res, err)
 	}

@@ -33,6 +33,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -44,12 +45,12 @@ type confTable struct {
 	// location is the table location the layout requires:
 	// <warehouse>/<ns>/<table> as an s3:// or file:// URI.
 	location string
-	// own is the folder of timelake's own files (catalog.ownFolder).
+	// own is the folder of timelake's own files (catalog.Catalog.OwnFolder).
 	own string
 }
 
 func confOf(l *Lake, n TableName) confTable {
-	return confTable{store: l.store, fsF: l.fsF, name: n, location: l.tableLocation(n), own: l.cat.ownFolder()}
+	return confTable{store: l.store, fsF: l.fsF, name: n, location: l.tableLocation(n), own: l.cat.OwnFolder()}
 }
 
 func (c confTable) prefix() string { return c.name.Namespace + "/" + c.name.Name + "/" }
@@ -161,7 +162,7 @@ func checkLayout(ctx context.Context, c confTable) error {
 	if props.GetBool(table.MetadataDeleteAfterCommitEnabledKey, false) && len(versions) > 0 {
 		first = versions[len(versions)-1]
 		for e := range meta.PreviousFiles() {
-			if v, ok := parseVersion(path.Base(e.MetadataFile)); ok {
+			if v, ok := catalog.ParseVersion(path.Base(e.MetadataFile)); ok {
 				first = min(first, v)
 			}
 		}
@@ -741,7 +742,7 @@ func TestConformanceUnderCommitConflicts(t *testing.T) {
 		goodTable(t, l, nil)
 
 		inj := &firstConditionalPutLoses{Store: l.store}
-		l.store = inj
+		useStore(l, inj)
 		tbl, err := l.LoadTable(ctx, confName)
 		if err != nil {
 			t.Fatal(err)
@@ -750,7 +751,7 @@ func TestConformanceUnderCommitConflicts(t *testing.T) {
 		if inj.lost != 1 || res.Attempts != 2 || res.Duplicate {
 			t.Fatalf("injected conflict: lost %d, result %+v; want one lost put and a commit on attempt 2", inj.lost, res)
 		}
-		l.store = inj.Store
+		useStore(l, inj.Store)
 
 		const writers, each = 4, 3
 		var wg sync.WaitGroup
@@ -953,7 +954,7 @@ func installFixture(t *testing.T, l *Lake, n TableName, file string) map[string]
 		t.Fatal(err)
 	}
 	b = bytes.ReplaceAll(b, []byte("@LOCATION@"), []byte(l.tableLocation(n)))
-	if _, err := l.store.Put(context.Background(), metadataKey(n, 1), bytes.NewReader(b), storage.PutOptions{IfAbsent: true}); err != nil {
+	if _, err := l.store.Put(context.Background(), catalog.MetadataKey(n, 1), bytes.NewReader(b), storage.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any

@@ -11,6 +11,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/datafile"
 )
 
@@ -81,7 +82,7 @@ func (t *Table) createDataFile(fs icebergio.WriteFileIO) datafile.CreateFunc {
 		}
 		if lk.loc.IsS3() {
 			spill := func() (io.WriteCloser, error) { return fs.Create(path) }
-			return newPutFile(ctx, lk.store, tablePrefix(t.name)+rel, spill), nil
+			return newPutFile(ctx, lk.store, catalog.TablePrefix(t.name)+rel, spill), nil
 		}
 		return fs.Create(path)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 	"github.com/timelake/timelake/internal/testutil/s3test"
@@ -106,7 +107,7 @@ func TestOrphansDeletedInBatches(t *testing.T) {
 			appendRows(t, tbl, "gw-0/file.csv", time.Date(2026, 1, 4, 0, 0, 0, 0, time.UTC), 3)
 			ctx := context.Background()
 			for i := range strays {
-				if _, err := l.store.Put(ctx, fmt.Sprintf("%sdata/stray-%02d.parquet", tablePrefix(tbl.name), i), strings.NewReader("x"), storage.PutOptions{}); err != nil {
+				if _, err := l.store.Put(ctx, fmt.Sprintf("%sdata/stray-%02d.parquet", catalog.TablePrefix(tbl.name), i), strings.NewReader("x"), storage.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -124,8 +125,8 @@ func TestOrphansDeletedInBatches(t *testing.T) {
 			p.Clear()
 			deletes, posts = p.Requests(http.MethodDelete)-deletes, p.Requests(http.MethodPost)-posts
 			var left []string
-			if err := l.store.List(ctx, tablePrefix(tbl.name)+"data/stray-", func(o storage.ObjectInfo) error {
-				left = append(left, strings.TrimPrefix(o.Key, tablePrefix(tbl.name)))
+			if err := l.store.List(ctx, catalog.TablePrefix(tbl.name)+"data/stray-", func(o storage.ObjectInfo) error {
+				left = append(left, strings.TrimPrefix(o.Key, catalog.TablePrefix(tbl.name)))
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -156,7 +157,7 @@ func TestOrphansDeletedInBatches(t *testing.T) {
 			if err != nil || len(again.Files) > res.Left {
 				t.Fatalf("the next look: removed %d, %v; want at most %d", len(again.Files), err, res.Left)
 			}
-			if err := l.store.List(ctx, tablePrefix(tbl.name)+"data/stray-", func(o storage.ObjectInfo) error {
+			if err := l.store.List(ctx, catalog.TablePrefix(tbl.name)+"data/stray-", func(o storage.ObjectInfo) error {
 				return fmt.Errorf("%s left after the next look", o.Key)
 			}); err != nil {
 				t.Fatal(err)

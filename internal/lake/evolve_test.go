@@ -226,7 +226,7 @@ func TestSchemaChangeRaces(t *testing.T) {
 			}
 			ourFiles := dataFilePaths(p.files)
 
-			fc := &faultyCatalog{catalog: l.cat}
+			fc := &faultyCatalog{Catalog: l.cat}
 			l.cat = fc
 			fc.before = func() {
 				if tc.other == "" {
@@ -251,7 +251,7 @@ func TestSchemaChangeRaces(t *testing.T) {
 				}
 			}
 			res, err := tbl.Commit(ctx, []*Prepared{p}, CommitOptions{})
-			l.cat = fc.catalog
+			l.cat = fc.Catalog
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -145,7 +145,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
-	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.n}
+	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.N}
 	if opts.DryRun {
 		return res, nil
 	}
@@ -166,7 +166,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 	if clock == nil {
 		clock = time.Now
 	}
-	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.Snaps()), Version: v.n, FilesDeleted: deferred}
+	done := ExpireResult{Expired: []ExpiredSnapshot{}, Kept: len(h.Snaps()), Version: v.N, FilesDeleted: deferred}
 	for chunk := cmp.Or(opts.firstChunk, expireFirstChunk); len(expired) > 0 && clock().Before(opts.Deadline); {
 		n := min(chunk, len(expired))
 		t0 := clock()
@@ -195,7 +195,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 // deletes of the files they alone referenced; its errors).
 func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opts ExpireOptions) (ExpireResult, error) {
 	h, v := t.loaded()
-	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.n}
+	res := ExpireResult{Expired: expired, Kept: len(h.Snaps()) - len(expired), Version: v.N}
 	m := &expireMutation{t: t, ids: make(map[int64]bool, len(expired)), bases: map[int]expireAttempt{}}
 	for _, e := range expired {
 		m.ids[e.SnapshotID] = true
@@ -452,7 +452,7 @@ func (t *Table) deleteExpiredFiles(ctx context.Context, pre *tablemeta.Indexed, 
 	if err != nil {
 		return 0, err
 	}
-	before := table.New(t.ident(), preMeta, v.location, t.fsF, readOnly{})
+	before := table.New(t.ident(), preMeta, v.Location, t.fsF, readOnly{})
 	err = table.NewRemoveSnapshotsUpdate(ids, true).PostCommit(ctx, before, t.Iceberg())
 	if isNotExist(err) {
 		// A file of an expired snapshot is gone: another round deleted

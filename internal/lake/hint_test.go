@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -31,7 +32,7 @@ func (s *heldHintStore) Put(ctx context.Context, key string, body io.ReadSeeker,
 
 func readHint(t testing.TB, l *Lake) int {
 	t.Helper()
-	b, _, err := storage.ReadAll(context.Background(), l.store, metadataPrefix(testName)+versionHintName)
+	b, _, err := storage.ReadAll(context.Background(), l.store, catalog.MetadataPrefix(testName)+versionHintName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestVersionHintOnlyMovesForward(t *testing.T) {
 		// hint writes stall.
 		held := &heldHintStore{Store: l.store, held: make(chan struct{}), release: make(chan struct{})}
 		a := &Lake{loc: l.loc, store: held, fsF: l.fsF, log: l.log, now: l.now}
-		a.cat = metadataFiles{a}
+		a.cat = catalog.NewFiles(a.warehouse())
 		ta, err := a.LoadTable(ctx, testName)
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +100,7 @@ func TestVersionHintRacingWriters(t *testing.T) {
 				return
 			default:
 			}
-			b, _, err := storage.ReadAll(ctx, l.store, metadataPrefix(testName)+versionHintName)
+			b, _, err := storage.ReadAll(ctx, l.store, catalog.MetadataPrefix(testName)+versionHintName)
 			if err != nil {
 				pollErr = err
 				return

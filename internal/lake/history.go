@@ -680,7 +680,7 @@ func (l *Lake) writeSegment(ctx context.Context, n TableName, g recordLog, plan 
 		return nil, "", fmt.Errorf("encode load history: %w", err)
 	}
 	name := g.segmentName(newest, len(recs))
-	if err := createOwn(ctx, l.store, l.historyKey(n, name), body,
+	if err := storage.CreateOwn(ctx, l.store, l.historyKey(n, name), body,
 		storage.PutOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
 		return nil, "", fmt.Errorf("write load history of %s: %w", n, err)
 	}
@@ -774,7 +774,7 @@ func (g recordLog) name(ch *tablemeta.Change, props iceberg.Properties, segs []l
 
 // reconcileHistory makes good a change of the load history's (or the
 // outcome log's) segment list that a REST catalog applied to a newer
-// version than the one it was built on (rb; catalog.commit): the list was
+// version than the one it was built on (rb; catalog.Catalog.Commit): the list was
 // set from the older version, so the other writer's change in between was
 // overwritten. The segments that change added (the keys of the snapshots
 // it expired, the outcomes it recorded) are named again, and those it
@@ -791,7 +791,7 @@ func (t *Table) reconcileHistory(ctx context.Context, rb *rebase) error {
 			"another writer's change of the same list may have been overwritten", "table", t.name.String())
 		return nil
 	}
-	applied, err := t.lake.readMetadataFile(ctx, t.name, rb.applied, tablemeta.Index)
+	applied, err := t.lake.warehouse().ReadMetadataFile(ctx, t.name, rb.applied, tablemeta.Index)
 	if err != nil {
 		return fmt.Errorf("reconcile the load history of %s: %w", t.name, err)
 	}

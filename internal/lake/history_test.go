@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -265,7 +266,7 @@ func TestExpiryWithLinkedSegments(t *testing.T) {
 		links = append(links, loadHistoryLog.segmentName(clock, 1)) // the tier the new records join: merged
 	}
 	for _, name := range links {
-		if err := os.Symlink(victim, filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)), name)); err != nil {
+		if err := os.Symlink(victim, filepath.Join(dir, filepath.FromSlash(catalog.MetadataPrefix(testName)), name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -287,7 +288,7 @@ func TestExpiryWithLinkedSegments(t *testing.T) {
 		t.Fatalf("the expired key: %v, %v", ok, err)
 	}
 	for _, name := range links {
-		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)), name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(catalog.MetadataPrefix(testName)), name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("link %s: %v; want it left", name, err)
 		}
 	}

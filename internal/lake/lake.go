@@ -18,15 +18,10 @@ package lake
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,15 +29,18 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// ErrTableNotFound is returned when a table has no vN.metadata.json.
-var ErrTableNotFound = errors.New("table not found")
+// ErrTableNotFound is returned when a table has no vN.metadata.json (or
+// the REST catalog does not have it).
+var ErrTableNotFound = catalog.ErrTableNotFound
 
-// ErrTableExists is returned by CreateTable when v1.metadata.json exists.
-var ErrTableExists = errors.New("table already exists")
+// ErrTableExists is returned by CreateTable when v1.metadata.json exists
+// (or the REST catalog has the table).
+var ErrTableExists = catalog.ErrTableExists
 
 // Options configure Open.
 type Options struct {
@@ -74,55 +72,14 @@ type Options struct {
 // <ns>/<table> Iceberg tables.
 type Lake struct {
 	loc   storage.Location
-	store storage.Store // metadata reads and commits (and on S3 every other file, through storeIO), rooted at the warehouse
-	cat   catalog       // the table versions: metadataFiles on store, or a REST catalog
-	fsF   table.FSysF   // data files and manifests for iceberg-go: storeIO on store, or the local file system
+	store storage.Store   // metadata reads and commits (and on S3 every other file, through storeIO), rooted at the warehouse
+	cat   catalog.Catalog // the table versions: catalog.Files on store, or a catalog.REST
+	fsF   table.FSysF     // data files and manifests for iceberg-go: storeIO on store, or the local file system
 	log   *slog.Logger
 	now   func() time.Time
 
-	// cache keeps the newest metadata read or written per table. A
-	// vN.metadata.json is never rewritten (it is created with a
-	// conditional create), so a version seen in a listing that is in the
-	// cache need not be read and parsed again.
-	mu    sync.Mutex
-	cache map[TableName]cachedVersion
-	// listed holds the vN.metadata.json numbers the newest listing of each
-	// table found, for dropOldVersions.
-	listed map[TableName][]int
-	// probes holds, on a local folder, the newest version each table's
-	// last listing or probe found (latestVersion).
-	probes map[TableName]*versionProbe
-
 	segments segmentCache // load history segments read (history.go)
 	cacheDir string       // Options.CacheDir
-}
-
-type cachedVersion struct {
-	ref  versionRef
-	meta *tablemeta.Indexed
-}
-
-// cached returns the version at ref if it is the one in the cache.
-func (l *Lake) cached(n TableName, ref versionRef) *tablemeta.Indexed {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c, ok := l.cache[n]; ok && c.ref.location == ref.location {
-		return c.meta
-	}
-	return nil
-}
-
-// remember keeps h (at ref) as the newest version of n read or written,
-// unless the cache holds a newer one.
-func (l *Lake) remember(n TableName, ref versionRef, h *tablemeta.Indexed) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cache == nil {
-		l.cache = map[TableName]cachedVersion{}
-	}
-	if c, ok := l.cache[n]; !ok || newerVersion(ref, h, c.ref, c.meta) {
-		l.cache[n] = cachedVersion{ref: ref, meta: h}
-	}
 }
 
 // Open opens the warehouse at uri (s3://bucket/prefix, file:///path or a
@@ -133,12 +90,8 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 		return nil, fmt.Errorf("warehouse: %w", err)
 	}
 	l := &Lake{loc: loc, log: opts.Logger, now: opts.Now, cacheDir: opts.CacheDir}
-	l.cat = metadataFiles{l}
-	if opts.Catalog != nil {
-		if !loc.IsS3() {
-			return nil, fmt.Errorf("warehouse %s: a REST catalog's tables live in object storage: give an s3:// warehouse", loc)
-		}
-		l.cat = newRESTCatalog(l, *opts.Catalog, opts.S3)
+	if opts.Catalog != nil && !loc.IsS3() {
+		return nil, fmt.Errorf("warehouse %s: a REST catalog's tables live in object storage: give an s3:// warehouse", loc)
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -163,7 +116,16 @@ func Open(ctx context.Context, uri string, opts Options) (*Lake, error) {
 		l.store = st
 		l.fsF = func(context.Context) (icebergio.IO, error) { return icebergio.LocalFS{}, nil }
 	}
+	l.cat = catalog.NewFiles(l.warehouse())
+	if opts.Catalog != nil {
+		l.cat = catalog.NewREST(l.warehouse(), *opts.Catalog, opts.S3)
+	}
 	return l, nil
+}
+
+// warehouse is what the catalogs are given of the lake.
+func (l *Lake) warehouse() catalog.Warehouse {
+	return catalog.Warehouse{Store: l.store, Loc: l.loc, Log: l.log}
 }
 
 // URI returns the warehouse location.
@@ -172,42 +134,31 @@ func (l *Lake) URI() string { return l.loc.String() }
 // Catalog names where the tables' versions are: "metadata files" for the
 // catalog-free warehouse, else the REST catalog's URI and warehouse.
 func (l *Lake) Catalog() string {
-	if r, ok := l.cat.(*restCatalog); ok {
+	if r, ok := l.cat.(*catalog.REST); ok {
 		return r.String()
 	}
 	return "metadata files"
 }
 
 // tableLocation is <warehouse>/<ns>/<table> as an s3:// or file:// URI.
-func (l *Lake) tableLocation(n TableName) string {
-	if l.loc.IsS3() {
-		return l.loc.String() + "/" + n.Namespace + "/" + n.Name
-	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(l.loc.Dir, n.Namespace, n.Name))}
-	return u.String()
-}
-
-// metadataLocation returns the URI of n's vN.metadata.json.
-func (l *Lake) metadataLocation(n TableName, version int) string {
-	return l.tableLocation(n) + "/metadata/v" + strconv.Itoa(version) + ".metadata.json"
-}
+func (l *Lake) tableLocation(n TableName) string { return l.warehouse().TableLocation(n) }
 
 // ownKey is the store key of one of timelake's own files of table n (a
 // load history segment, the maintenance state): in the folder the catalog
-// keeps them in (catalog.ownFolder).
+// keeps them in (catalog.Catalog.OwnFolder).
 func (l *Lake) ownKey(n TableName, name string) string {
-	return tablePrefix(n) + l.cat.ownFolder() + name
+	return catalog.TablePrefix(n) + l.cat.OwnFolder() + name
 }
 
 // ownLocation is the URI of one of timelake's own files of table n.
 func (l *Lake) ownLocation(n TableName, name string) string {
-	return l.tableLocation(n) + "/" + l.cat.ownFolder() + name
+	return l.tableLocation(n) + "/" + l.cat.OwnFolder() + name
 }
 
 // loadLatest returns the newest version of a table and where it is,
 // parsed whole (validated) when it is read.
 func (l *Lake) loadLatest(ctx context.Context, n TableName) (*tablemeta.Indexed, versionRef, error) {
-	return l.cat.latest(ctx, n, tablemeta.Parse)
+	return l.cat.Latest(ctx, n, tablemeta.Parse)
 }
 
 // LoadTable opens an existing table; ErrTableNotFound if it has no metadata,
@@ -228,20 +179,11 @@ func (l *Lake) LoadTable(ctx context.Context, n TableName) (*Table, error) {
 // <ns>/<table> folders that hold a metadata/v*.metadata.json, or the
 // tables of the REST catalog's namespaces.
 func (l *Lake) ListTables(ctx context.Context) ([]TableName, error) {
-	out, err := l.cat.tables(ctx)
+	out, err := l.cat.Tables(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list tables in %s: %w", l.URI(), err)
 	}
 	return out, nil
-}
-
-func sortedTableNames(seen map[TableName]bool) []TableName {
-	out := make([]TableName, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
 }
 
 // CreateSpec describes a new table's contract.
@@ -339,51 +281,16 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	}
 	// The creation time by the lake's clock, as every later timestamp.
 	body = tablemeta.WithLastUpdated(body, l.now().UnixMilli())
-	cv, err := l.cat.create(ctx, n, meta, body)
+	cv, err := l.cat.Create(ctx, n, meta, body)
 	if err != nil {
 		return nil, err
 	}
 	t := &Table{lake: l, name: n}
-	if err := t.set(cv.meta, cv.ref); err != nil {
+	if err := t.set(cv.Meta, cv.Ref); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 // versionHintName is the version hint's file in a table's metadata folder.
-const versionHintName = "version-hint.text"
-
-// writeVersionHint writes metadata/version-hint.text holding N, the Iceberg
-// convention that DuckDB, Spark's Hadoop tables and icebird read first. It
-// only moves forward: the hint is replaced with a compare-and-swap on its
-// ETag (a conditional create when there is none) and left alone when it
-// names version N or a newer one, so two writers racing never leave it on
-// an older version than one of them committed. Best effort: readers that
-// list confirm it, and this writer never reads it for its own commits.
-func (l *Lake) writeVersionHint(ctx context.Context, n TableName, version int) {
-	key := metadataPrefix(n) + versionHintName
-	for range 5 {
-		b, info, err := storage.ReadAll(ctx, l.store, key)
-		missing := errors.Is(err, storage.ErrNotExist)
-		if err != nil && !missing {
-			l.log.Warn("version hint not read (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
-			return
-		}
-		if cur, perr := strconv.Atoi(strings.TrimSpace(string(b))); !missing && perr == nil && cur >= version {
-			return // a newer writer's hint, or ours already
-		}
-		opts := storage.PutOptions{ContentType: "text/plain", IfAbsent: missing}
-		if !missing {
-			opts.IfMatch = info.ETag
-		}
-		_, err = l.store.Put(ctx, key, strings.NewReader(strconv.Itoa(version)), opts)
-		if errors.Is(err, storage.ErrPreconditionFailed) {
-			continue // another writer moved it meanwhile: look again
-		}
-		if err != nil {
-			l.log.Warn("version hint not written (readers fall back to listing)", "table", n.String(), "version", version, "err", err)
-		}
-		return
-	}
-	l.log.Warn("version hint not written: it kept changing (readers fall back to listing)", "table", n.String(), "version", version)
-}
+const versionHintName = catalog.VersionHintName

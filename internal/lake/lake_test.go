@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
@@ -158,7 +159,7 @@ func TestAppendIdempotentByBatchID(t *testing.T) {
 		if _, ok := tbl.FindBatch("gw-9/none.csv"); ok {
 			t.Fatal("unknown batch found")
 		}
-		hint, _, err := storage.ReadAll(ctx, l.store, metadataPrefix(testName)+"version-hint.text")
+		hint, _, err := storage.ReadAll(ctx, l.store, catalog.MetadataPrefix(testName)+"version-hint.text")
 		if err != nil || string(hint) != "3" {
 			t.Fatalf("version hint = %q, %v; want 3", hint, err)
 		}
@@ -293,10 +294,19 @@ func (s *lostResponseStore) Put(ctx context.Context, key string, body io.ReadSee
 	return info, err
 }
 
+// useStore has l read and commit through s, the metadata-file catalog
+// included.
+func useStore(l *Lake, s storage.Store) {
+	l.store = s
+	if _, ok := l.cat.(*catalog.Files); ok {
+		l.cat = catalog.NewFiles(l.warehouse())
+	}
+}
+
 func TestLostCommitResponseIsNotADuplicate(t *testing.T) {
 	l := newLocalLake(t)
 	createTestTable(t, l)
-	l.store = &lostResponseStore{Store: l.store}
+	useStore(l, &lostResponseStore{Store: l.store})
 	tbl, err := l.LoadTable(context.Background(), testName)
 	if err != nil {
 		t.Fatal(err)
@@ -378,11 +388,11 @@ func assertNoOrphans(t testing.TB, l *Lake, tbl *Table) {
 		t.Fatal(err)
 	}
 	for _, name := range segs {
-		referenced[tbl.Location()+"/"+l.cat.ownFolder()+name] = true
+		referenced[tbl.Location()+"/"+l.cat.OwnFolder()+name] = true
 	}
 	err = l.store.List(ctx, prefix, func(o storage.ObjectInfo) error {
 		rel := strings.TrimPrefix(o.Key, prefix)
-		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" || rel == l.cat.ownFolder()+maintenanceStateName {
+		if strings.HasPrefix(rel, "metadata/v") || rel == "metadata/version-hint.text" || rel == l.cat.OwnFolder()+maintenanceStateName {
 			return nil
 		}
 		uri := tbl.Location() + "/" + rel

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/loadhistory"
 	"github.com/timelake/timelake/internal/storage"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
@@ -111,13 +112,13 @@ func TestCreateOwn(t *testing.T) {
 	forEachLake(t, func(t *testing.T, l *Lake) {
 		ctx := context.Background()
 		key := "ns/own/_load-history-1-1-x.parquet"
-		if err := createOwn(ctx, l.store, key, []byte("ours"), storage.PutOptions{}); err != nil {
+		if err := storage.CreateOwn(ctx, l.store, key, []byte("ours"), storage.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := createOwn(ctx, l.store, key, []byte("ours"), storage.PutOptions{}); err != nil {
+		if err := storage.CreateOwn(ctx, l.store, key, []byte("ours"), storage.PutOptions{}); err != nil {
 			t.Errorf("the same bytes again: %v, want them taken for the own write", err)
 		}
-		if err := createOwn(ctx, l.store, key, []byte("theirs"), storage.PutOptions{}); !errors.Is(err, storage.ErrPreconditionFailed) {
+		if err := storage.CreateOwn(ctx, l.store, key, []byte("theirs"), storage.PutOptions{}); !errors.Is(err, storage.ErrPreconditionFailed) {
 			t.Errorf("other bytes: %v, want a conflict", err)
 		}
 		if b, _, err := storage.ReadAll(ctx, l.store, key); err != nil || string(b) != "ours" {
@@ -136,6 +137,7 @@ func TestLostResponseOnVersionHint(t *testing.T) {
 	l := proxiedLake(t, srv, p)
 	var logs bytes.Buffer
 	l.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l.cat = catalog.NewFiles(l.warehouse()) // warns to logs
 	p.Add(s3fault.Rule{Name: "lost hint response", Method: http.MethodPut, Key: "*/metadata/" + versionHintName,
 		Action: s3fault.LoseResponse, Times: 2})
 	tbl := createTestTable(t, l)
@@ -143,7 +145,7 @@ func TestLostResponseOnVersionHint(t *testing.T) {
 	if n := p.Injected(s3fault.LoseResponse); n != 2 {
 		t.Fatalf("%d responses lost, want 2", n)
 	}
-	b, _, err := storage.ReadAll(context.Background(), l.store, metadataPrefix(tbl.name)+versionHintName)
+	b, _, err := storage.ReadAll(context.Background(), l.store, catalog.MetadataPrefix(tbl.name)+versionHintName)
 	if err != nil || string(b) != strconv.Itoa(tbl.Version()) {
 		t.Errorf("version hint %q, %v; want %d", b, err, tbl.Version())
 	}

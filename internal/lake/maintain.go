@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
@@ -622,10 +623,10 @@ func (t *Table) Maintain(ctx context.Context, opts MaintainOptions) (rep Maintai
 // Hadoop tables) a version behind until the next commit, which on a quiet
 // table may never come.
 func (t *Table) repairHint(ctx context.Context) error {
-	if !t.lake.cat.hinted() {
+	if !t.lake.cat.Hinted() {
 		return nil
 	}
-	b, _, err := storage.ReadAll(ctx, t.lake.store, metadataPrefix(t.name)+versionHintName)
+	b, _, err := storage.ReadAll(ctx, t.lake.store, catalog.MetadataPrefix(t.name)+versionHintName)
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return err
 	}

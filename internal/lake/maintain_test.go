@@ -1,6 +1,8 @@
 package lake
 
 import (
+	"github.com/timelake/timelake/internal/lake/catalog"
+
 	"context"
 	"errors"
 	"fmt"
@@ -304,7 +306,7 @@ func TestOrphansRemoveKilledWritesTemporaryFiles(t *testing.T) {
 	l := newLocalLake(t)
 	tbl := createTestTable(t, l)
 	appendRows(t, tbl, "gw/0.csv", day0, 2)
-	meta := filepath.Join(l.URI(), filepath.FromSlash(metadataPrefix(testName)))
+	meta := filepath.Join(l.URI(), filepath.FromSlash(catalog.MetadataPrefix(testName)))
 	old, young := filepath.Join(meta, ".tl-tmp-v9.metadata.json-0123"), filepath.Join(meta, ".tl-tmp-v10.metadata.json-4567")
 	for _, p := range []string{old, young} {
 		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
@@ -339,7 +341,7 @@ func TestOrphansGetTheirTurn(t *testing.T) {
 	l := newLocalLake(t)
 	tbl := createTestTable(t, l)
 	appendRows(t, tbl, "gw/0.csv", day0, 2)
-	stray := filepath.Join(l.URI(), filepath.FromSlash(tablePrefix(testName)), "data", "stray.parquet")
+	stray := filepath.Join(l.URI(), filepath.FromSlash(catalog.TablePrefix(testName)), "data", "stray.parquet")
 	if err := os.WriteFile(stray, []byte("PAR1"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
@@ -97,11 +98,11 @@ func (t *Table) RemoveOrphans(ctx context.Context, opts OrphanOptions) (OrphanRe
 		return OrphanResult{}, fmt.Errorf("remove orphan files of %s: %w", t.name, err)
 	}
 	cutoff := t.lake.now().Add(-minAge)
-	prefix := tablePrefix(t.name)
+	prefix := catalog.TablePrefix(t.name)
 	var res OrphanResult
 	var keys []string
 	var sizes []int64
-	own := t.lake.cat.ownFolder()
+	own := t.lake.cat.OwnFolder()
 	for _, dir := range t.orphanFolders() {
 		err := t.lake.store.List(ctx, prefix+dir, func(o storage.ObjectInfo) error {
 			rel := strings.TrimPrefix(o.Key, prefix)
@@ -166,7 +167,7 @@ func isStoreNotExist(err error) bool { return errors.Is(err, storage.ErrNotExist
 // in: data/, metadata/ and the folder of timelake's own files.
 func (t *Table) orphanFolders() []string {
 	dirs := []string{"data/", "metadata/"}
-	if own := t.lake.cat.ownFolder(); !slices.Contains(dirs, own) {
+	if own := t.lake.cat.OwnFolder(); !slices.Contains(dirs, own) {
 		dirs = append(dirs, own)
 	}
 	return dirs
@@ -179,7 +180,7 @@ func (t *Table) orphanFolders() []string {
 // and the maintenance state (in own, the folder of timelake's files).
 func protectedMetadata(rel string, v versionRef, own string) bool {
 	if strings.HasPrefix(rel, "metadata/") && strings.HasSuffix(rel, ".metadata.json") {
-		return v.n == 0 || versionOfLocation(rel) == 0 || versionOfLocation(rel) >= v.n
+		return v.N == 0 || catalog.VersionOfLocation(rel) == 0 || catalog.VersionOfLocation(rel) >= v.N
 	}
 	return rel == "metadata/"+versionHintName || rel == "metadata/timelake-head" || rel == own+maintenanceStateName
 }
@@ -189,8 +190,8 @@ func protectedMetadata(rel string, v versionRef, own string) bool {
 func (t *Table) referencedFiles(ctx context.Context, h *tablemeta.Indexed, v versionRef) (map[string]bool, error) {
 	loc := t.lake.tableLocation(t.name) + "/"
 	rel := func(uri string) string { return strings.TrimPrefix(uri, loc) }
-	own := t.lake.cat.ownFolder()
-	ref := map[string]bool{rel(v.location): true}
+	own := t.lake.cat.OwnFolder()
+	ref := map[string]bool{rel(v.Location): true}
 	var mu sync.Mutex
 	add := func(uri string) {
 		mu.Lock()
@@ -211,7 +212,7 @@ func (t *Table) referencedFiles(ctx context.Context, h *tablemeta.Indexed, v ver
 		if !strings.HasPrefix(e.MetadataFile, loc+"metadata/") {
 			continue // not a file of this table's folder
 		}
-		old, err := t.lake.readMetadataFile(ctx, t.name, e.MetadataFile, tablemeta.Index)
+		old, err := t.lake.warehouse().ReadMetadataFile(ctx, t.name, e.MetadataFile, tablemeta.Index)
 		if isStoreNotExist(err) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/loadhistory"
 )
 
@@ -186,7 +187,7 @@ func TestOutcomeLogWithLinkedSegments(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("outside the table\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	meta := filepath.Join(dir, filepath.FromSlash(metadataPrefix(testName)))
+	meta := filepath.Join(dir, filepath.FromSlash(catalog.MetadataPrefix(testName)))
 	at := time.Now().UTC()
 	var links []string
 	for range loadhistory.MergeFanIn - 1 {

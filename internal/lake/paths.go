@@ -12,6 +12,7 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -49,7 +50,7 @@ func (l *Lake) tableRel(n TableName, uri string) (string, error) {
 			}
 		}
 		if ok {
-			rest, ok = strings.CutPrefix(key, strings.TrimPrefix(l.loc.Prefix+"/"+tablePrefix(n), "/"))
+			rest, ok = strings.CutPrefix(key, strings.TrimPrefix(l.loc.Prefix+"/"+catalog.TablePrefix(n), "/"))
 		}
 	} else {
 		p := uri

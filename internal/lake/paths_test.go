@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -101,12 +102,12 @@ func TestDataFilesOutsideTheTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _, err := storage.ReadAll(ctx, l.store, tablePrefix(tbl.name)+rel)
+		body, _, err := storage.ReadAll(ctx, l.store, catalog.TablePrefix(tbl.name)+rel)
 		if err != nil {
 			t.Fatal(err)
 		}
 		other := TableName{Namespace: "iot", Name: "other"}
-		victimKey := tablePrefix(other) + "data/victim.parquet"
+		victimKey := catalog.TablePrefix(other) + "data/victim.parquet"
 		if _, err := l.store.Put(ctx, victimKey, bytes.NewReader(body), storage.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -386,7 +387,7 @@ func (p *snapshotProducer) putMetadataFile(ctx context.Context, meta table.Metad
 
 // putFile stores body as metadata/<name> of the table.
 func (t *Table) putFile(ctx context.Context, name string, body []byte) error {
-	if _, err := t.lake.store.Put(ctx, metadataPrefix(t.name)+name, bytes.NewReader(body),
+	if _, err := t.lake.store.Put(ctx, catalog.MetadataPrefix(t.name)+name, bytes.NewReader(body),
 		storage.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}

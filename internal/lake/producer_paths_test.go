@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -135,7 +136,7 @@ func copyAsVersion(t *testing.T, l *Lake, tbl *Table, version int, path bool) *T
 // of format version version, at location loc, and loads it.
 func copyTable(t *testing.T, l *Lake, tbl *Table, n TableName, version int, loc string) *Table {
 	ctx := context.Background()
-	key := metadataKey(tbl.name, 1)
+	key := catalog.MetadataKey(tbl.name, 1)
 	rc, _, err := l.store.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func copyTable(t *testing.T, l *Lake, tbl *Table, n TableName, version int, loc 
 	if body, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.store.Put(ctx, metadataKey(n, 1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
+	if _, err := l.store.Put(ctx, catalog.MetadataKey(n, 1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := l.LoadTable(ctx, n)
@@ -231,7 +232,7 @@ func describeRefs(t *testing.T, tbl *Table) string {
 func addSpec(t *testing.T, l *Lake, tbl *Table) {
 	ctx := context.Background()
 	v := tbl.Version()
-	rc, _, err := l.store.Get(ctx, metadataKey(tbl.name, v))
+	rc, _, err := l.store.Get(ctx, catalog.MetadataKey(tbl.name, v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func addSpec(t *testing.T, l *Lake, tbl *Table) {
 	if body, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.store.Put(ctx, metadataKey(tbl.name, v+1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
+	if _, err := l.store.Put(ctx, catalog.MetadataKey(tbl.name, v+1), bytes.NewReader(body), storage.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -24,7 +25,7 @@ func TestPutFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(name string) string { return tablePrefix(tbl.name) + "data/" + name }
+	key := func(name string) string { return catalog.TablePrefix(tbl.name) + "data/" + name }
 	open := func(name string, limit int) *putFile {
 		uri := tbl.Location() + "/data/" + name
 		f := newPutFile(ctx, l.store, key(name), func() (io.WriteCloser, error) {

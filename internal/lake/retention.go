@@ -57,7 +57,7 @@ func (t *Table) ApplyRetention(ctx context.Context, retention time.Duration, dry
 		return RetentionResult{}, err
 	}
 	h, v := t.loaded()
-	res := RetentionResult{Cutoff: t.lake.now().Add(-retention).UTC(), Version: v.n}
+	res := RetentionResult{Cutoff: t.lake.now().Add(-retention).UTC(), Version: v.N}
 	plan, err := t.retentionPlan(ctx, h, res.Cutoff)
 	if err != nil {
 		return res, fmt.Errorf("retention of %s: %w", t.name, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/catalog"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
@@ -86,7 +87,7 @@ func (t *Table) view() tableView {
 		// (and its summary) of the metadata it is given on each call; and
 		// without a sort order, since the rows come sorted
 		// (dataFileMetadata).
-		iceberg: table.New(t.ident(), t.meta.DataWrite(), t.version.location, t.fsF, readOnly{})}
+		iceberg: table.New(t.ident(), t.meta.DataWrite(), t.version.Location, t.fsF, readOnly{})}
 }
 
 // Name returns the table's name.
@@ -124,7 +125,7 @@ func (t *Table) CurrentSnapshotID() (int64, bool) {
 func (t *Table) Version() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.version.n
+	return t.version.N
 }
 
 // Location returns the table location URI.
@@ -138,7 +139,7 @@ func (t *Table) Location() string {
 // pyiceberg's StaticTable) is given.
 func (t *Table) MetadataLocation() string {
 	_, v := t.loaded()
-	return v.location
+	return v.Location
 }
 
 // Contract returns the table's time-series contract.
@@ -162,20 +163,7 @@ func (t *Table) ArrowSchema() *arrow.Schema {
 // RollbackTo, ...): its catalog refuses commits.
 func (t *Table) Iceberg() *table.Table {
 	h, v := t.loaded()
-	return table.New(t.ident(), t.metadataOf(h), v.location, t.fsF, readOnly{})
-}
-
-// newerVersion reports whether version a (ha) is newer than b (hb): by
-// number when both have one, else by last-sequence-number and then
-// last-updated-ms (a REST catalog's files need not be numbered).
-func newerVersion(a versionRef, ha *tablemeta.Indexed, b versionRef, hb *tablemeta.Indexed) bool {
-	if a.n > 0 && b.n > 0 {
-		return a.n > b.n
-	}
-	if ha.LastSeq() != hb.LastSeq() {
-		return ha.LastSeq() > hb.LastSeq()
-	}
-	return ha.LastUpdated() > hb.LastUpdated()
+	return table.New(t.ident(), t.metadataOf(h), v.Location, t.fsF, readOnly{})
 }
 
 func (t *Table) ident() table.Identifier { return table.Identifier{t.name.Namespace, t.name.Name} }
@@ -204,7 +192,7 @@ func (t *Table) Refresh(ctx context.Context) error {
 	// A commit of this Table that landed while the newest version was
 	// being read is newer than what was read: keep it (unless the table
 	// was made anew meanwhile: another table uuid).
-	if ch, cur := t.loaded(); newerVersion(cur, ch, v, h) && ch.Write().TableUUID() == h.Write().TableUUID() {
+	if ch, cur := t.loaded(); catalog.Newer(cur, ch, v, h) && ch.Write().TableUUID() == h.Write().TableUUID() {
 		return nil
 	}
 	return t.set(h, v)

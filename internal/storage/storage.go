@@ -9,6 +9,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -180,4 +181,39 @@ func ReadAll(ctx context.Context, s Store, key string) ([]byte, ObjectInfo, erro
 		return nil, ObjectInfo{}, fmt.Errorf("read %s: %w", key, err)
 	}
 	return b, info, nil
+}
+
+// HoldsBody reports whether key holds exactly body: how a write recognises
+// its own object after a lost response (the SDK's retry of a conditional
+// create that succeeded reads 412); false, nil when key does not exist or
+// holds another object.
+func HoldsBody(ctx context.Context, s Store, key string, body []byte) (bool, error) {
+	got, _, err := ReadAll(ctx, s, key)
+	if errors.Is(err, ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(got, body), nil
+}
+
+// CreateOwn is a conditional create of key holding body that recognises
+// its own write: a 412 whose key holds exactly body is the request's own
+// object, written before its response was lost. Only another object under
+// key is ErrPreconditionFailed.
+func CreateOwn(ctx context.Context, s Store, key string, body []byte, opts PutOptions) error {
+	opts.IfAbsent = true
+	_, err := s.Put(ctx, key, bytes.NewReader(body), opts)
+	if !errors.Is(err, ErrPreconditionFailed) {
+		return err
+	}
+	own, rerr := HoldsBody(ctx, s, key, body)
+	if rerr != nil {
+		return fmt.Errorf("%w; read it back: %w", err, rerr)
+	}
+	if own {
+		return nil
+	}
+	return err
 }

@@ -20,7 +20,7 @@ import (
 // Every mutation's build in internal/lake returns one (the snapshot
 // producer writes the manifests and manifest lists of the snapshots it
 // adds: internal/lake/producer.go), and the lake's catalog commits it
-// (internal/lake/catalog.go): a REST catalog sends Updates on Requirements
+// (internal/lake/catalog): a REST catalog sends Updates on Requirements
 // as they are; the file catalog writes the metadata Apply gives on the
 // base (spliced into the base's JSON: Indexed.WithSnapshots and
 // Indexed.edit, so that a commit does not re-encode the table's history).

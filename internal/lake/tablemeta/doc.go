@@ -23,9 +23,9 @@
 // It is separate from internal/lake because none of it needs a table
 // handle, the object store or a catalog: it takes and returns bytes and
 // iceberg-go values, and is tested without a table. The catalogs that
-// read and keep the versions (internal/lake/catalog.go, catalog_rest.go),
-// the commit protocol (commit.go), the mutations that build a Change and
-// the snapshot producer that writes its manifests (producer.go) stay in
+// read and keep the versions are internal/lake/catalog's; the commit
+// protocol (commit.go), the mutations that build a Change and the
+// snapshot producer that writes its manifests (producer.go) stay in
 // internal/lake; how a version is indexed and spliced, and how a change
 // is stated as Iceberg updates, is changed here.
 package tablemeta

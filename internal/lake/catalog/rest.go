@@ -1,4 +1,4 @@
-package lake
+package catalog
 
 import (
 	"context"
@@ -18,19 +18,21 @@ import (
 
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
+	"github.com/timelake/timelake/internal/tablename"
 )
 
-// RESTCatalog is an Iceberg REST catalog that holds the tables' versions
-// (Options.Catalog; docs/catalogs.md). The client is iceberg-go's
-// (catalog/rest): /v1/config, loadTable, createTable and updateTable, with
-// its bearer token, OAuth2 client-credentials and SigV4 support.
-type RESTCatalog struct {
+// RESTConfig is an Iceberg REST catalog that holds the tables' versions
+// (lake.Options.Catalog, lake.RESTCatalog; docs/catalogs.md). The client
+// is iceberg-go's (catalog/rest): /v1/config, loadTable, createTable and
+// updateTable, with its bearer token, OAuth2 client-credentials and SigV4
+// support.
+type RESTConfig struct {
 	// URI is the catalog's base URI, without /v1 (e.g.
 	// https://catalog.example.com/api/catalog).
 	URI string
 	// Warehouse is the warehouse asked for in /v1/config (a bucket URI,
 	// a catalog name or an ARN, as the server names them); "" asks for
-	// the lake's warehouse URI.
+	// the warehouse URI.
 	Warehouse string
 	// Prefix is the path prefix of the catalog's routes; "" takes the
 	// one the server's /v1/config gives.
@@ -64,28 +66,36 @@ const RESTResponseTimeout = 2 * time.Minute
 // (their metadata/ takes Iceberg's files only).
 const restOwnFolder = "_timelake/"
 
-// restCatalog is the catalog of a lake whose tables' versions live in an
-// Iceberg REST catalog. The client is made on first use (Open does no I/O).
-type restCatalog struct {
-	l   *Lake
-	cfg RESTCatalog
-	s3  storage.S3API // the SigV4 credentials and region (storage.SigV4Config)
+// REST is the catalog of a warehouse whose tables' versions live in an
+// Iceberg REST catalog. The client is made on first use (NewREST does no
+// I/O).
+type REST struct {
+	wh       Warehouse
+	versions Versions
+	cfg      RESTConfig
+	s3       storage.S3API // the SigV4 credentials and region (storage.SigV4Config)
 
 	mu sync.Mutex
 	cl *rest.Catalog
 }
 
-var _ catalog = (*restCatalog)(nil)
+var _ Catalog = (*REST)(nil)
 
-func newRESTCatalog(l *Lake, cfg RESTCatalog, s3c storage.S3API) *restCatalog {
+// NewREST returns the REST catalog cfg of warehouse wh; s3c gives the
+// credentials and region of SigV4 signing (cfg.SigV4).
+func NewREST(wh Warehouse, cfg RESTConfig, s3c storage.S3API) *REST {
 	if cfg.Warehouse == "" {
-		cfg.Warehouse = l.URI()
+		cfg.Warehouse = wh.Loc.String()
 	}
-	return &restCatalog{l: l, cfg: cfg, s3: s3c}
+	return &REST{wh: wh, cfg: cfg, s3: s3c}
 }
 
+// Settings returns the settings and S3 client the catalog was made with
+// (to open the warehouse again).
+func (c *REST) Settings() (RESTConfig, storage.S3API) { return c.cfg, c.s3 }
+
 // String names the catalog in messages.
-func (c *restCatalog) String() string {
+func (c *REST) String() string {
 	return fmt.Sprintf("REST catalog %s (warehouse %s)", c.cfg.URI, c.cfg.Warehouse)
 }
 
@@ -95,7 +105,7 @@ var ErrCatalog = errors.New("REST catalog")
 
 // client returns the iceberg-go client, made (and /v1/config read) on
 // first use; a failure is not kept, the next call tries again.
-func (c *restCatalog) client(ctx context.Context) (*rest.Catalog, error) {
+func (c *REST) client(ctx context.Context) (*rest.Catalog, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cl != nil {
@@ -153,19 +163,19 @@ func (c *restCatalog) client(ctx context.Context) (*rest.Catalog, error) {
 	return cl, nil
 }
 
-func restIdent(n TableName) table.Identifier { return table.Identifier{n.Namespace, n.Name} }
+func restIdent(n Name) table.Identifier { return table.Identifier{n.Namespace, n.Name} }
 
 // restNotFound reports a table or namespace the catalog does not have.
 func restNotFound(err error) bool {
 	return errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace)
 }
 
-// restPermanent reports a REST catalog's answer that no retry changes: the
+// IsPermanent reports a REST catalog's answer that no retry changes: the
 // request was refused (400, 401, 403, 404, 419, 501) or no token could be
 // had, so nothing was committed.
-func restPermanent(err error) bool {
+func IsPermanent(err error) bool {
 	for _, e := range []error{rest.ErrBadRequest, rest.ErrUnauthorized, rest.ErrForbidden, rest.ErrAuthorizationExpired,
-		rest.ErrOAuthError, icecatalog.ErrNoSuchTable, icecatalog.ErrNoSuchNamespace, iceberg.ErrNotImplemented, errForeignLocation} {
+		rest.ErrOAuthError, icecatalog.ErrNoSuchTable, icecatalog.ErrNoSuchNamespace, iceberg.ErrNotImplemented, ErrForeignLocation} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -173,123 +183,123 @@ func restPermanent(err error) bool {
 	return false
 }
 
-// errForeignLocation refuses to commit to a table of the catalog that is
+// ErrForeignLocation refuses to commit to a table of the catalog that is
 // not at the Timelake location <warehouse>/<ns>/<table>: timelake's own
 // files of a table are found from that location.
-var errForeignLocation = errors.New("not at the location timelake gives its tables")
+var ErrForeignLocation = errors.New("not at the location timelake gives its tables")
 
-func (c *restCatalog) latest(ctx context.Context, n TableName, _ func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, versionRef, error) {
+func (c *REST) Latest(ctx context.Context, n Name, _ func([]byte) (*tablemeta.Indexed, error)) (*tablemeta.Indexed, VersionRef, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
-		return nil, versionRef{}, err
+		return nil, VersionRef{}, err
 	}
 	tbl, err := cl.LoadTable(ctx, restIdent(n))
 	if restNotFound(err) {
-		return nil, versionRef{}, fmt.Errorf("%s in %s: %w", n, c, ErrTableNotFound)
+		return nil, VersionRef{}, fmt.Errorf("%s in %s: %w", n, c, ErrTableNotFound)
 	}
 	if err != nil {
-		return nil, versionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
+		return nil, VersionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
 	}
-	ref := versionRef{n: versionOfLocation(tbl.MetadataLocation()), location: tbl.MetadataLocation()}
-	if h := c.l.cached(n, ref); h != nil {
+	ref := VersionRef{N: VersionOfLocation(tbl.MetadataLocation()), Location: tbl.MetadataLocation()}
+	if h := c.versions.Cached(n, ref); h != nil {
 		return h, ref, nil
 	}
 	h, err := tablemeta.FromMetadata(tbl.Metadata())
 	if err != nil {
-		return nil, versionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
+		return nil, VersionRef{}, fmt.Errorf("load %s from the %s: %w", n, c, err)
 	}
-	c.l.remember(n, ref, h)
+	c.versions.Remember(n, ref, h)
 	return h, ref, nil
 }
 
-// commit sends updateTable: the change's updates, on its requirements
+// Commit sends updateTable: the change's updates, on its requirements
 // (what the mutation checked on the base still holds).
-func (c *restCatalog) commit(ctx context.Context, n TableName, w *attemptWrite) (committedVersion, string, error) {
-	base := w.base
-	if loc := base.Write().Location(); loc != c.l.tableLocation(n) {
-		return committedVersion{}, "", fmt.Errorf("%s is at %s, %w %s", n, loc, errForeignLocation, c.l.tableLocation(n))
+func (c *REST) Commit(ctx context.Context, n Name, w *Write) (Version, string, error) {
+	base := w.Base
+	if loc := base.Write().Location(); loc != c.wh.TableLocation(n) {
+		return Version{}, "", fmt.Errorf("%s is at %s, %w %s", n, loc, ErrForeignLocation, c.wh.TableLocation(n))
 	}
-	if w.change.Empty() {
-		return committedVersion{}, "", fmt.Errorf("%s: %w: it changes nothing", n, tablemeta.ErrInvalidChange)
+	if w.Change.Empty() {
+		return Version{}, "", fmt.Errorf("%s: %w: it changes nothing", n, tablemeta.ErrInvalidChange)
 	}
-	updates, err := w.change.Updates(base)
+	updates, err := w.Change.Updates(base)
 	if err != nil {
-		return committedVersion{}, "", err
+		return Version{}, "", err
 	}
-	reqs, err := w.change.Requirements(base)
+	reqs, err := w.Change.Requirements(base)
 	if err != nil {
-		return committedVersion{}, "", err
+		return Version{}, "", err
 	}
 	cl, err := c.client(ctx)
 	if err != nil {
-		return committedVersion{}, "", err
+		return Version{}, "", err
 	}
 	meta, loc, err := cl.CommitTable(ctx, restIdent(n), reqs, updates)
 	switch {
 	case errors.Is(err, table.ErrCommitFailed):
-		return committedVersion{}, "", fmt.Errorf("commit to the %s: %w: %w", c, errRaceLost, err)
+		return Version{}, "", fmt.Errorf("commit to the %s: %w: %w", c, ErrRaceLost, err)
 	case err != nil:
-		return committedVersion{}, "", fmt.Errorf("commit to the %s: %w", c, err)
+		return Version{}, "", fmt.Errorf("commit to the %s: %w", c, err)
 	}
 	h, err := tablemeta.FromMetadata(meta)
 	if err != nil {
 		// Committed, but the answer cannot be read: the next load will.
-		return committedVersion{}, "", fmt.Errorf("%w: the %s's answer: %w", errOutcomeUnknown, c, err)
+		return Version{}, "", fmt.Errorf("%w: the %s's answer: %w", ErrOutcomeUnknown, c, err)
 	}
-	ref := versionRef{n: versionOfLocation(loc), location: loc}
-	c.l.remember(n, ref, h)
-	return committedVersion{meta: h, ref: ref}, h.PreviousLocation(), nil
+	ref := VersionRef{N: VersionOfLocation(loc), Location: loc}
+	c.versions.Remember(n, ref, h)
+	return Version{Meta: h, Ref: ref}, h.PreviousLocation(), nil
 }
 
-// landed recognises a commit of an earlier attempt in the newest version
+// Landed recognises a commit of an earlier attempt in the newest version
 // (tablemeta.Change.HeldBy). A commit that added snapshots and is not there cannot
 // land any more once the main branch moved from where it asserted it
 // (assert-ref-snapshot-id); other commits may (a request the catalog still
 // works on), so their files stay.
-func (c *restCatalog) landed(_ context.Context, _ TableName, newest *tablemeta.Indexed, nv versionRef, w attemptWrite) (*committedVersion, bool, error) {
-	if w.change.HeldBy(newest, w.base) {
-		return &committedVersion{meta: newest, ref: nv}, true, nil
+func (c *REST) Landed(_ context.Context, _ Name, newest *tablemeta.Indexed, nv VersionRef, w Write) (*Version, bool, error) {
+	if w.Change.HeldBy(newest, w.Base) {
+		return &Version{Meta: newest, Ref: nv}, true, nil
 	}
-	final := w.change.AddsSnapshots() && newest.MainSnapshot() != w.base.MainSnapshot()
+	final := w.Change.AddsSnapshots() && newest.MainSnapshot() != w.Base.MainSnapshot()
 	return nil, final, nil
 }
 
-// create makes the namespace when it is missing and then the table,
+// Create makes the namespace when it is missing and then the table,
 // through createTable at the Timelake location with meta's schema,
 // partition spec, sort order and properties.
-func (c *restCatalog) create(ctx context.Context, n TableName, meta table.Metadata, _ []byte) (committedVersion, error) {
+func (c *REST) Create(ctx context.Context, n Name, meta table.Metadata, _ []byte) (Version, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
-		return committedVersion{}, err
+		return Version{}, err
 	}
 	ns := table.Identifier{n.Namespace}
 	if err := cl.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		return committedVersion{}, fmt.Errorf("create %s: namespace %s in the %s: %w", n, n.Namespace, c, err)
+		return Version{}, fmt.Errorf("create %s: namespace %s in the %s: %w", n, n.Namespace, c, err)
 	}
 	spec := meta.PartitionSpec()
 	tbl, err := cl.CreateTable(ctx, restIdent(n), meta.CurrentSchema(),
-		icecatalog.WithLocation(c.l.tableLocation(n)), icecatalog.WithPartitionSpec(&spec),
+		icecatalog.WithLocation(c.wh.TableLocation(n)), icecatalog.WithPartitionSpec(&spec),
 		icecatalog.WithSortOrder(meta.SortOrder()), icecatalog.WithProperties(meta.Properties()))
 	if errors.Is(err, icecatalog.ErrTableAlreadyExists) {
-		return committedVersion{}, fmt.Errorf("create %s: %w", n, ErrTableExists)
+		return Version{}, fmt.Errorf("create %s: %w", n, ErrTableExists)
 	}
 	if err != nil {
-		return committedVersion{}, fmt.Errorf("create %s in the %s: %w", n, c, err)
+		return Version{}, fmt.Errorf("create %s in the %s: %w", n, c, err)
 	}
-	if loc := tbl.Metadata().Location(); loc != c.l.tableLocation(n) {
-		return committedVersion{}, fmt.Errorf("create %s: the %s put it at %s, %w %s", n, c, loc, errForeignLocation, c.l.tableLocation(n))
+	if loc := tbl.Metadata().Location(); loc != c.wh.TableLocation(n) {
+		return Version{}, fmt.Errorf("create %s: the %s put it at %s, %w %s", n, c, loc, ErrForeignLocation, c.wh.TableLocation(n))
 	}
 	h, err := tablemeta.FromMetadata(tbl.Metadata())
 	if err != nil {
-		return committedVersion{}, err
+		return Version{}, err
 	}
-	ref := versionRef{n: versionOfLocation(tbl.MetadataLocation()), location: tbl.MetadataLocation()}
-	c.l.remember(n, ref, h)
-	return committedVersion{meta: h, ref: ref}, nil
+	ref := VersionRef{N: VersionOfLocation(tbl.MetadataLocation()), Location: tbl.MetadataLocation()}
+	c.versions.Remember(n, ref, h)
+	return Version{Meta: h, Ref: ref}, nil
 }
 
-// tables lists the tables of every top-level namespace.
-func (c *restCatalog) tables(ctx context.Context) ([]TableName, error) {
+// Tables lists the tables of every top-level namespace.
+func (c *REST) Tables(ctx context.Context) ([]Name, error) {
 	cl, err := c.client(ctx)
 	if err != nil {
 		return nil, err
@@ -298,7 +308,7 @@ func (c *restCatalog) tables(ctx context.Context) ([]TableName, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespaces of the %s: %w", c, err)
 	}
-	seen := map[TableName]bool{}
+	seen := map[Name]bool{}
 	for _, ns := range nss {
 		for id, err := range cl.ListTables(ctx, ns) {
 			if err != nil {
@@ -307,21 +317,21 @@ func (c *restCatalog) tables(ctx context.Context) ([]TableName, error) {
 			if len(id) != 2 {
 				continue // a nested namespace: not a Timelake table name
 			}
-			if n, err := ParseTableName(id[0] + "." + id[1]); err == nil {
+			if n, err := tablename.Parse(id[0] + "." + id[1]); err == nil {
 				seen[n] = true
 			}
 		}
 	}
-	return sortedTableNames(seen), nil
+	return sortedNames(seen), nil
 }
 
-// committed: the catalog keeps the versions and their files; readers ask
+// Committed: the catalog keeps the versions and their files; readers ask
 // it for the newest (no version hint).
-func (c *restCatalog) committed(context.Context, *Table, versionRef) {}
+func (c *REST) Committed(context.Context, Name, *tablemeta.Indexed, VersionRef) {}
 
-func (c *restCatalog) hinted() bool { return false }
+func (c *REST) Hinted() bool { return false }
 
-func (c *restCatalog) ownFolder() string { return restOwnFolder }
+func (c *REST) OwnFolder() string { return restOwnFolder }
 
 // parseHTTPURL parses an http(s) URL with a host.
 func parseHTTPURL(s string) (*url.URL, error) {
@@ -332,37 +342,18 @@ func parseHTTPURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// ErrNoRESTCatalog is returned by the catalog checks of a lake whose
-// versions are metadata files.
-var ErrNoRESTCatalog = errors.New("the warehouse keeps no REST catalog")
-
-func (l *Lake) restCatalog() (*restCatalog, error) {
-	if r, ok := l.cat.(*restCatalog); ok {
-		return r, nil
-	}
-	return nil, ErrNoRESTCatalog
-}
-
-// CatalogConfig reads the REST catalog's /v1/config for the warehouse
-// (env check): the URI answers and knows the warehouse. No credentials are
+// Config reads the REST catalog's /v1/config for the warehouse (env
+// check): the URI answers and knows the warehouse. No credentials are
 // needed yet for most servers.
-func (l *Lake) CatalogConfig(ctx context.Context) error {
-	r, err := l.restCatalog()
-	if err != nil {
-		return err
-	}
-	_, err = r.client(ctx)
+func (c *REST) Config(ctx context.Context) error {
+	_, err := c.client(ctx)
 	return err
 }
 
-// CatalogNamespaces lists the REST catalog's top-level namespaces: the
-// first request that needs the credentials (env check).
-func (l *Lake) CatalogNamespaces(ctx context.Context) ([]string, error) {
-	r, err := l.restCatalog()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := r.client(ctx)
+// Namespaces lists the REST catalog's top-level namespaces: the first
+// request that needs the credentials (env check).
+func (c *REST) Namespaces(ctx context.Context) ([]string, error) {
+	cl, err := c.client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -377,10 +368,10 @@ func (l *Lake) CatalogNamespaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// CatalogProbe is what ProbeCatalogCommit did.
-type CatalogProbe struct {
-	Table            TableName // the scratch table
-	CreatedNamespace bool      // its namespace was created (and dropped again)
+// Probe is what ProbeCommit did.
+type Probe struct {
+	Table            Name // the scratch table
+	CreatedNamespace bool // its namespace was created (and dropped again)
 	// Committed says a commit on the scratch table (set-properties with
 	// the requirements every commit sends) was applied.
 	Committed bool
@@ -394,7 +385,7 @@ type CatalogProbe struct {
 	Cleanup error
 }
 
-// ProbeCatalogCommit proves that the REST catalog commits as the commit
+// ProbeCommit proves that the REST catalog commits as the commit
 // protocol needs (env check): in namespace ns (created when missing) it
 // creates the scratch table name at the Timelake location, commits a
 // property change on it, sends a stale commit that must be refused with
@@ -402,14 +393,10 @@ type CatalogProbe struct {
 //
 // Errors: a step that failed (creating the namespace or the table, the
 // commit); the result says how far it got.
-func (l *Lake) ProbeCatalogCommit(ctx context.Context, ns, name string) (CatalogProbe, error) {
-	n := TableName{Namespace: ns, Name: name}
-	res := CatalogProbe{Table: n}
-	r, err := l.restCatalog()
-	if err != nil {
-		return res, err
-	}
-	cl, err := r.client(ctx)
+func (c *REST) ProbeCommit(ctx context.Context, ns, name string) (Probe, error) {
+	n := Name{Namespace: ns, Name: name}
+	res := Probe{Table: n}
+	cl, err := c.client(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -434,13 +421,13 @@ func (l *Lake) ProbeCatalogCommit(ctx context.Context, ns, name string) (Catalog
 		}
 	}()
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "probe", Type: iceberg.PrimitiveTypes.Int64})
-	tbl, err := cl.CreateTable(ctx, restIdent(n), sc, icecatalog.WithLocation(l.tableLocation(n)),
+	tbl, err := cl.CreateTable(ctx, restIdent(n), sc, icecatalog.WithLocation(c.wh.TableLocation(n)),
 		icecatalog.WithProperties(iceberg.Properties{"timelake.probe": "env check"}))
 	if err != nil {
-		return res, fmt.Errorf("create scratch table %s at %s: %w", n, l.tableLocation(n), err)
+		return res, fmt.Errorf("create scratch table %s at %s: %w", n, c.wh.TableLocation(n), err)
 	}
-	if loc := tbl.Metadata().Location(); loc != l.tableLocation(n) {
-		return res, fmt.Errorf("create scratch table %s: the catalog put it at %s, %w %s", n, loc, errForeignLocation, l.tableLocation(n))
+	if loc := tbl.Metadata().Location(); loc != c.wh.TableLocation(n) {
+		return res, fmt.Errorf("create scratch table %s: the catalog put it at %s, %w %s", n, loc, ErrForeignLocation, c.wh.TableLocation(n))
 	}
 	uuid := tbl.Metadata().TableUUID()
 	if _, _, err := cl.CommitTable(ctx, restIdent(n),
