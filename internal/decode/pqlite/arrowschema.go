@@ -119,6 +119,10 @@ func parquetArrowType(n *node) (arrow.DataType, error) {
 		}
 		return arrow.Null, nil
 	}
+	if _, unknown := lt.v.(unknownLogical); unknown {
+		// A LogicalType of no member arrow-go knows: it panics on it.
+		return nil, errors.New("invalid logical type")
+	}
 	name := "NONE"
 	if lt.v != nil {
 		name = lt.v.String()

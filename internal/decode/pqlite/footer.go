@@ -1,6 +1,7 @@
 package pqlite
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -43,7 +43,7 @@ func (n *node) repetition() format.FieldRepetitionType {
 }
 
 // readFooter reads and parses the footer of the size bytes of r.
-func readFooter(r io.ReaderAt, size int64) (*footer, error) {
+func readFooter(ctx context.Context, r io.ReaderAt, size int64) (*footer, error) {
 	if size < 12 {
 		return nil, fmt.Errorf("parquet: file too small (size=%d)", size)
 	}
@@ -63,10 +63,7 @@ func readFooter(r io.ReaderAt, size int64) (*footer, error) {
 		return nil, fmt.Errorf("parquet: could not read footer: %w", err)
 	}
 	f := &footer{size: size}
-	// Bytes after the footer's struct are left unread, as arrow-go does.
-	d := thrift.NewDecoder((&thrift.CompactProtocol{}).NewReaderFromBytes(buf))
-	d.SetStrict(false)
-	if err := d.Decode(&f.meta); err != nil {
+	if err := readFileMetaData(ctx, buf, &f.meta); err != nil {
 		return nil, fmt.Errorf("parquet: could not read footer: %w", err)
 	}
 	if err := f.buildSchema(); err != nil {

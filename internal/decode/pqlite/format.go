@@ -1,16 +1,22 @@
-// Package pqlite reads Parquet files for package decode with its own
-// reader over parquet-go's low-level packages (format, encoding/thrift,
-// the encodings) and the codecs of klauspost/compress, pierrec/lz4 and
-// andybalholm/brotli, and registers itself as decode's ParquetFormat
-// (decode.SetParquetFormat) when imported. It is timelake-gateway's
-// Parquet format: it behaves as decode/arrowpq's format with its own
-// reader of flat columns (the footer and its counts, the stored
-// ARROW:schema where it agrees, the Arrow types pqarrow gives, ENUM as
-// text, narrow integers, INT96 values, page checksums, flat columns only),
-// but links neither arrow-go's parquet/file, which links arrow/compute,
-// nor the main parquet-go package, which links protobuf and go-geom: it
-// is own code over the low-level packages for the size of the gateway
-// binary (docs/performance.md, "The gateway binary"). It writes no
+// Package pqlite reads Parquet files for package decode and registers
+// itself as decode's ParquetFormat (decode.SetParquetFormat) when
+// imported: timelake-gateway's Parquet format. It is own code over
+// low-level packages: parquet-go's format structs, its DELTA and
+// BYTE_STREAM_SPLIT decoders, Apache Thrift's compact protocol (which
+// package decode links already) for the footer and the page headers
+// (thrift.go), and the codecs of klauspost/compress, pierrec/lz4 and
+// andybalholm/brotli. The reason is the size of the gateway binary
+// (docs/performance.md, "The gateway binary"): arrow-go's parquet/file,
+// which decode/arrowpq reads with, links arrow/compute, and the main
+// parquet-go package links protobuf and go-geom; the gateway links none
+// of them. It behaves as decode/arrowpq's format with its own reader of
+// flat columns: the footer and its counts, the Arrow types pqarrow gives
+// (arrowschema.go), the stored ARROW:schema where it agrees, ENUM as
+// text, narrow integers and INT96 values (values.go), page checksums,
+// data pages v1 and v2, dictionaries and definition levels (pages.go,
+// hybrid.go); a nested column is refused when the schema is read.
+// TestColumnReaderAgrees (decode/pqarrowio) compares it with pqarrow on
+// the corpus, a file per type and damaged copies of both. It writes no
 // Parquet: the rejects file is ingest's, through decode/pqarrowio.
 package pqlite
 
@@ -45,7 +51,7 @@ func (Format) Open(ctx context.Context, src decode.Source, opts decode.ParquetOp
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ft, err := readFooter(src.R, src.Size)
+	ft, err := readFooter(ctx, src.R, src.Size)
 	if err != nil {
 		return nil, err // the footer does not read: decode says why
 	}
@@ -72,7 +78,7 @@ func (Format) Open(ctx context.Context, src decode.Source, opts decode.ParquetOp
 // ValueBytes estimates the Arrow bytes of src's values from its footer
 // (decode.ParquetValueBytes).
 func (Format) ValueBytes(src decode.Source) (n int64, ok bool) {
-	ft, err := readFooter(src.R, src.Size)
+	ft, err := readFooter(context.Background(), src.R, src.Size)
 	if err != nil {
 		return 0, false
 	}
@@ -82,7 +88,7 @@ func (Format) ValueBytes(src decode.Source) (n int64, ok bool) {
 // FooterReads reports whether the first size bytes of r are a Parquet file
 // whose footer reads.
 func (Format) FooterReads(r io.ReaderAt, size int64) bool {
-	_, err := readFooter(r, size)
+	_, err := readFooter(context.Background(), r, size)
 	return err == nil
 }
 

@@ -11,13 +11,12 @@ import (
 	"math"
 
 	"github.com/andybalholm/brotli"
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
 	"github.com/parquet-go/parquet-go/encoding/delta"
-	"github.com/parquet-go/parquet-go/encoding/rle"
-	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 	"github.com/pierrec/lz4/v4"
 
@@ -75,7 +74,7 @@ type chunkReader struct {
 	done   bool
 	lz4    decode.LZ4Codec
 	zstd   *zstd.Decoder
-	header thrift.Decoder
+	header *reader
 }
 
 // openChunk opens the column chunk of leaf l in row group g.
@@ -88,6 +87,10 @@ func (f *footer) openChunk(ctx context.Context, r io.ReaderAt, g int, l *node) (
 		return nil, errors.New("column in rowgroup is encrypted, but no file decryptor")
 	}
 	cm := &cc.MetaData
+	if cm.NumValues <= 0 {
+		// No values: no page is read, wherever the chunk says it is.
+		return &chunkReader{ctx: ctx, leaf: l, done: true}, nil
+	}
 	start := cm.DataPageOffset
 	if cm.DictionaryPageOffset > 0 && start > cm.DictionaryPageOffset {
 		start = cm.DictionaryPageOffset
@@ -107,6 +110,7 @@ func (f *footer) openChunk(ctx context.Context, r io.ReaderAt, g int, l *node) (
 	}
 	c := &chunkReader{ctx: ctx, leaf: l, codec: cm.Codec, left: cm.NumValues,
 		br: bufio.NewReaderSize(io.NewSectionReader(r, start, length), readBuffer)}
+	c.header = &reader{ctx: ctx, p: thrift.NewTCompactProtocolConf(headerTransport{c.br}, &thrift.TConfiguration{})}
 	return c, nil
 }
 
@@ -186,8 +190,7 @@ func (c *chunkReader) nextPage() (bool, error) {
 			return false, nil
 		}
 		var h format.PageHeader
-		c.header.Reset((&thrift.CompactProtocol{}).NewReader(c.br))
-		if err := c.header.Decode(&h); err != nil {
+		if err := c.header.pageHeader(&h); err != nil {
 			return false, errors.New("parquet: deserializing page header failed")
 		}
 		if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 {
@@ -364,20 +367,19 @@ func levelsV1(enc format.Encoding, data []byte, n int, maxDef int16) ([]byte, in
 	return nil, 0, fmt.Errorf("parquet: unsupported level encoding %d", enc)
 }
 
-// hybridLevels decodes n levels of the RLE/bit-packed hybrid encoding.
+// hybridLevels decodes n levels of the RLE/bit-packed hybrid encoding. A
+// level above maxDef is read as a null, as arrow-go counts only the levels
+// at maxDef as values.
 func hybridLevels(data []byte, n int, maxDef int16) ([]byte, error) {
-	enc := rle.Encoding{BitWidth: bitWidth(maxDef)}
-	defs, err := enc.DecodeLevels(nil, data)
+	levels, err := hybrid(data, bitWidth(maxDef), n)
 	if err != nil {
-		return nil, fmt.Errorf("parquet: definition levels: %w", err)
+		return nil, fmt.Errorf("%w: %w", errShortLevels, err)
 	}
-	if len(defs) < n {
-		return nil, fmt.Errorf("parquet: page of %d values holds %d definition levels", n, len(defs))
-	}
-	defs = defs[:n]
-	for _, d := range defs {
-		if int16(d) > maxDef {
-			return nil, fmt.Errorf("parquet: definition level %d exceeds the maximum %d", d, maxDef)
+	defs := make([]byte, n)
+	for i, l := range levels {
+		defs[i] = byte(min(l, 255))
+		if int16(defs[i]) > maxDef {
+			defs[i] = 0
 		}
 	}
 	return defs, nil
@@ -404,12 +406,13 @@ func (c *chunkReader) setValues(p *page, enc format.Encoding, data []byte) error
 		if len(data) < 1 || data[0] > 32 {
 			return errors.New("parquet: invalid dictionary index bit width")
 		}
-		idx, err := (&rle.Encoding{BitWidth: int(data[0])}).DecodeInt32(nil, data[1:])
+		raw, err := hybrid(data[1:], int(data[0]), want)
 		if err != nil {
 			return fmt.Errorf("parquet: dictionary indexes: %w", err)
 		}
-		if len(idx) < want {
-			return fmt.Errorf("parquet: page of %d values holds %d", want, len(idx))
+		idx := make([]int32, want)
+		for i, v := range raw {
+			idx[i] = int32(v)
 		}
 		for _, i := range idx[:want] {
 			if i < 0 || int(i) >= c.dict.n {
@@ -449,7 +452,12 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 			if len(data) < 4 || int64(binary.LittleEndian.Uint32(data)) > int64(len(data)-4) {
 				return nil, errors.New("parquet: boolean RLE data cut short")
 			}
-			v.bools, err = (&rle.Encoding{BitWidth: 1}).DecodeLevels(nil, data[4:4+binary.LittleEndian.Uint32(data)])
+			var bits []uint32
+			bits, err = hybrid(data[4:4+binary.LittleEndian.Uint32(data)], 1, want)
+			v.bools = make([]byte, len(bits))
+			for i, b := range bits {
+				v.bools[i] = byte(b)
+			}
 		default:
 			return nil, bad()
 		}
