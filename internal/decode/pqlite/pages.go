@@ -37,11 +37,12 @@ type values struct {
 	i64   []int64
 	f32   []float32
 	f64   []float64
-	bools []byte     // one a byte
-	i96   [][12]byte // INT96
-	data  []byte     // BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY values
-	offs  []uint32   // BYTE_ARRAY: n+1 offsets into data
-	width int        // FIXED_LEN_BYTE_ARRAY
+	bools []byte         // one a byte
+	rle   *hybridDecoder // RLE booleans, read as they are asked for
+	i96   [][12]byte     // INT96
+	data  []byte         // BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY values
+	offs  []uint32       // BYTE_ARRAY: n+1 offsets into data
+	width int            // FIXED_LEN_BYTE_ARRAY
 }
 
 // bytesAt is byte array value j.
@@ -52,14 +53,15 @@ func (v *values) bytesAt(j int) []byte {
 	return v.data[v.offs[j]:v.offs[j+1]]
 }
 
-// page is a data page being read.
+// page is a data page being read: its levels and dictionary indexes are
+// decoded as the rows are read.
 type page struct {
-	defs []byte // nil: no definition levels (a required column)
+	defs levels // nil: no definition levels (a required column)
 	n    int    // levels (rows) in the page
 	pos  int    // the next level
 	vals *values
-	idx  []int32 // dictionary indexes; nil: vals holds the values
-	next int     // the next value
+	idx  *hybridDecoder // dictionary indexes; nil: vals holds the values
+	next int            // the next value
 }
 
 // chunkReader reads the pages of one column chunk.
@@ -68,7 +70,9 @@ type chunkReader struct {
 	leaf   *node
 	codec  format.CompressionCodec
 	br     *bufio.Reader
-	left   int64 // values the chunk holds that have not been paged in
+	src    *countingReader // under br
+	length int64           // the chunk's bytes
+	left   int64           // values the chunk holds that have not been paged in
 	dict   *values
 	cur    *page
 	done   bool
@@ -108,8 +112,9 @@ func (f *footer) openChunk(ctx context.Context, r io.ReaderAt, g int, l *node) (
 	if start < 0 || length < 0 || start > f.size || length > f.size-start {
 		return nil, fmt.Errorf("parquet: column chunk at offset %d of %d bytes is outside the file of %d bytes", start, length, f.size)
 	}
-	c := &chunkReader{ctx: ctx, leaf: l, codec: cm.Codec, left: cm.NumValues,
-		br: bufio.NewReaderSize(io.NewSectionReader(r, start, length), readBuffer)}
+	c := &chunkReader{ctx: ctx, leaf: l, codec: cm.Codec, left: cm.NumValues, length: length,
+		src: &countingReader{r: io.NewSectionReader(r, start, length)}}
+	c.br = bufio.NewReaderSize(c.src, readBuffer)
 	c.header = &reader{ctx: ctx, p: thrift.NewTCompactProtocolConf(headerTransport{c.br}, &thrift.TConfiguration{})}
 	return c, nil
 }
@@ -121,8 +126,24 @@ func (c *chunkReader) close() {
 	}
 }
 
-// body reads the n bytes of a page's body.
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// body reads the n bytes of a page's body (no more than the chunk holds:
+// a damaged size is refused before its buffer is allocated).
 func (c *chunkReader) body(n int) ([]byte, error) {
+	if left := c.length - (c.src.n - int64(c.br.Buffered())); int64(n) > left {
+		return nil, fmt.Errorf("parquet: expected to read %d compressed bytes, got %d", n, left)
+	}
 	b := make([]byte, n)
 	if got, err := io.ReadFull(c.br, b); err != nil {
 		return nil, fmt.Errorf("parquet: expected to read %d compressed bytes, got %d", n, got)
@@ -130,18 +151,29 @@ func (c *chunkReader) body(n int) ([]byte, error) {
 	return b, nil
 }
 
-// decompress decompresses src, whose uncompressed size is n.
+// decompress decompresses src, whose uncompressed size is n. A size
+// beyond what the codec can make of src's bytes is refused before its
+// buffer is allocated.
 func (c *chunkReader) decompress(src []byte, n int) ([]byte, error) {
 	var (
 		out []byte
 		err error
 	)
+	tooLarge := func(ratio int) error {
+		if int64(n) > int64(ratio)*int64(len(src))+64 {
+			return fmt.Errorf("parquet: metadata said %d bytes uncompressed data page, more than %d compressed bytes can hold", n, len(src))
+		}
+		return nil
+	}
 	switch c.codec {
 	case format.Uncompressed:
 		out = src
 	case format.Snappy:
 		var m int
 		if m, err = s2.DecodedLen(src); err == nil {
+			if err := tooLarge(64); err != nil {
+				return nil, err
+			}
 			if m != n {
 				return nil, fmt.Errorf("parquet: metadata said %d bytes uncompressed data page, got %d bytes", n, m)
 			}
@@ -160,10 +192,16 @@ func (c *chunkReader) decompress(src []byte, n int) ([]byte, error) {
 				return nil, err
 			}
 		}
-		out, err = c.zstd.DecodeAll(src, make([]byte, 0, n))
+		out, err = c.zstd.DecodeAll(src, make([]byte, 0, min(int64(n), 16*int64(len(src))+4096)))
 	case format.Lz4:
+		if err := tooLarge(256); err != nil {
+			return nil, err
+		}
 		out, err = c.lz4.DecodeWithError(make([]byte, n), src)
 	case format.Lz4Raw:
+		if err := tooLarge(256); err != nil {
+			return nil, err
+		}
 		var m int
 		out = make([]byte, n)
 		m, err = lz4.UncompressBlock(src, out)
@@ -303,9 +341,7 @@ func (c *chunkReader) nextPage() (bool, error) {
 			}
 			if c.leaf.maxDef > 0 {
 				defs := src[dh.RepetitionLevelsByteLength:levels]
-				if p.defs, err = hybridLevels(defs, p.n, c.leaf.maxDef); err != nil {
-					return false, err
-				}
+				p.defs = newHybrid(defs, bitWidth(c.leaf.maxDef))
 			}
 			if err := c.setValues(p, dh.Encoding, data); err != nil {
 				return false, err
@@ -330,9 +366,9 @@ func bitWidth(max int16) int {
 	return w
 }
 
-// levelsV1 decodes the n definition levels at the start of a v1 page's
-// data and returns them and the bytes they take.
-func levelsV1(enc format.Encoding, data []byte, n int, maxDef int16) ([]byte, int, error) {
+// levelsV1 are the n definition levels at the start of a v1 page's data
+// and the bytes they take.
+func levelsV1(enc format.Encoding, data []byte, n int, maxDef int16) (levels, int, error) {
 	switch enc {
 	case format.RLE:
 		if len(data) < 4 {
@@ -342,8 +378,7 @@ func levelsV1(enc format.Encoding, data []byte, n int, maxDef int16) ([]byte, in
 		if m > int64(len(data)-4) {
 			return nil, 0, fmt.Errorf("parquet: invalid V1 level region length %d", m)
 		}
-		defs, err := hybridLevels(data[4:4+m], n, maxDef)
-		return defs, 4 + int(m), err
+		return newHybrid(data[4:4+m], bitWidth(maxDef)), 4 + int(m), nil
 	case format.BitPacked:
 		w := bitWidth(maxDef)
 		m := (n*w + 7) / 8
@@ -357,77 +392,32 @@ func levelsV1(enc format.Encoding, data []byte, n int, maxDef int16) ([]byte, in
 				bit := i*w + b
 				v = v<<1 | int(data[bit/8]>>(7-bit%8)&1)
 			}
-			if v > int(maxDef) {
-				return nil, 0, fmt.Errorf("parquet: definition level %d exceeds the maximum %d", v, maxDef)
-			}
 			defs[i] = byte(v)
 		}
-		return defs, m, nil
+		return &packedLevels{l: defs}, m, nil
 	}
 	return nil, 0, fmt.Errorf("parquet: unsupported level encoding %d", enc)
 }
 
-// hybridLevels decodes n levels of the RLE/bit-packed hybrid encoding. A
-// level above maxDef is read as a null, as arrow-go counts only the levels
-// at maxDef as values.
-func hybridLevels(data []byte, n int, maxDef int16) ([]byte, error) {
-	levels, err := hybrid(data, bitWidth(maxDef), n)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errShortLevels, err)
-	}
-	defs := make([]byte, n)
-	for i, l := range levels {
-		defs[i] = byte(min(l, 255))
-		if int16(defs[i]) > maxDef {
-			defs[i] = 0
-		}
-	}
-	return defs, nil
-}
-
-// setValues decodes the values of page p, encoded enc in data.
+// setValues sets the values of page p, encoded enc in data: decoded when
+// they are plain (their bytes bound them), read as the rows are read when
+// they are dictionary indexes.
 func (c *chunkReader) setValues(p *page, enc format.Encoding, data []byte) error {
-	want := p.n
-	if p.defs != nil {
-		want = 0
-		for _, d := range p.defs {
-			if int16(d) == c.leaf.maxDef {
-				want++
-			}
-		}
-	}
 	if enc == format.PlainDictionary || enc == format.RLEDictionary {
 		if c.dict == nil {
 			return errors.New("parquet: dictionary page must be before data page")
 		}
-		if want == 0 {
+		p.vals = c.dict
+		if len(data) < 1 {
+			p.idx = &hybridDecoder{err: errors.New("parquet: dictionary indexes: no bit width")}
 			return nil
 		}
-		if len(data) < 1 || data[0] > 32 {
-			return errors.New("parquet: invalid dictionary index bit width")
-		}
-		raw, err := hybrid(data[1:], int(data[0]), want)
-		if err != nil {
-			return fmt.Errorf("parquet: dictionary indexes: %w", err)
-		}
-		idx := make([]int32, want)
-		for i, v := range raw {
-			idx[i] = int32(v)
-		}
-		for _, i := range idx[:want] {
-			if i < 0 || int(i) >= c.dict.n {
-				return fmt.Errorf("parquet: dictionary index %d out of range (%d values)", i, c.dict.n)
-			}
-		}
-		p.idx, p.vals = idx[:want], c.dict
+		p.idx = newHybrid(data[1:], int(data[0]))
 		return nil
 	}
-	v, err := c.decodeValues(enc, data, want)
+	v, err := c.decodeValues(enc, data, p.n)
 	if err != nil {
 		return err
-	}
-	if v.n < want {
-		return fmt.Errorf("parquet: page of %d values holds %d", want, v.n)
 	}
 	p.vals = v
 	return nil
@@ -452,16 +442,14 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 			if len(data) < 4 || int64(binary.LittleEndian.Uint32(data)) > int64(len(data)-4) {
 				return nil, errors.New("parquet: boolean RLE data cut short")
 			}
-			var bits []uint32
-			bits, err = hybrid(data[4:4+binary.LittleEndian.Uint32(data)], 1, want)
-			v.bools = make([]byte, len(bits))
-			for i, b := range bits {
-				v.bools[i] = byte(b)
-			}
+			v.rle = newHybrid(data[4:4+binary.LittleEndian.Uint32(data)], 1)
+			v.n = want
 		default:
 			return nil, bad()
 		}
-		v.n = len(v.bools)
+		if v.rle == nil {
+			v.n = len(v.bools)
+		}
 	case format.Int32:
 		switch enc {
 		case format.Plain:
@@ -600,16 +588,33 @@ func (c *chunkReader) read(n int64, add func(vals *values, j int) error) (int64,
 		}
 		p := c.cur
 		for ; got < n && p.pos < p.n; p.pos++ {
-			if p.defs != nil && int16(p.defs[p.pos]) < c.leaf.maxDef {
-				if err := add(nil, -1); err != nil {
-					return got, err
+			if p.defs != nil {
+				d, err := p.defs.next()
+				if err != nil {
+					return got, fmt.Errorf("parquet: definition levels: %w", err)
 				}
-				got++
-				continue
+				// A level other than the most is a null (arrow-go counts
+				// only the levels at the most as values).
+				if d != uint32(c.leaf.maxDef) {
+					if err := add(nil, -1); err != nil {
+						return got, err
+					}
+					got++
+					continue
+				}
 			}
 			j := p.next
 			if p.idx != nil {
-				j = int(p.idx[p.next])
+				i, err := p.idx.next()
+				if err != nil {
+					return got, fmt.Errorf("parquet: dictionary indexes: %w", err)
+				}
+				if int64(i) >= int64(p.vals.n) {
+					return got, fmt.Errorf("parquet: dictionary index %d out of range (%d values)", i, p.vals.n)
+				}
+				j = int(i)
+			} else if j >= p.vals.n {
+				return got, fmt.Errorf("parquet: page of %d values holds %d", p.n, p.vals.n)
 			}
 			p.next++
 			if err := add(p.vals, j); err != nil {

@@ -41,7 +41,15 @@ func appender(l *node, dt arrow.DataType, b array.Builder) (func(vals *values, j
 			return nil, mismatch
 		}
 		return func(v *values, j int) error {
-			if !null(v, j) {
+			switch {
+			case null(v, j):
+			case v.rle != nil:
+				b, err := v.rle.next()
+				if err != nil {
+					return fmt.Errorf("parquet: boolean values: %w", err)
+				}
+				bb.Append(b != 0)
+			default:
 				bb.Append(v.bools[j] != 0)
 			}
 			return nil
