@@ -32,10 +32,10 @@
 // BenchmarkDecodeCSV), Parquet is read through the format registered
 // with this package (parquetformat.go; it imports no Parquet reader
 // itself): pqarrow where ingest decodes (package decode/pqarrowio) and
-// decode/arrowpq's reader of flat columns in the gateway, which does not
-// link pqarrow, but the values pqarrow would change or refuse without
-// saying where are checked on the file's pages (decode/arrowpq's
-// values.go), half floats are widened by IEEE 754 (arrow-go's
+// decode/pqlite's reader of flat columns in the gateway, which links
+// neither pqarrow nor arrow-go's parquet/file, but the values pqarrow
+// would change or refuse without saying where are checked on the file's
+// pages (the formats' values.go), half floats are widened by IEEE 754 (arrow-go's
 // float16 conversion gets the subnormals wrong), and it parses RFC 3339
 // times itself (one fixed layout with the relaxations in timeparse.go,
 // which time.Parse would need several layouts for), and it takes a

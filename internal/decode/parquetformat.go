@@ -18,7 +18,9 @@ import (
 // (its own reader of flat columns) and registers itself when imported;
 // decode/pqarrowio builds on it and reads the values with arrow-go's
 // pqarrow instead, which reads every Parquet type and writes the Parquet
-// rejects file. The format speaks Arrow and this package's types: what is
+// rejects file; decode/pqlite, the gateway's, reads flat columns as
+// decode/arrowpq's own reader does without arrow-go's parquet packages
+// (so without arrow/compute). The format speaks Arrow and this package's types: what is
 // Arrow alone (the types a stored ARROW:schema refines, the appenders of
 // Parquet values to Arrow builders, the page checksum walk, the LZ4 page
 // framings, the INT96 range) stays here for every format to share, and
@@ -86,7 +88,8 @@ var parquetFormat ParquetFormat
 
 // SetParquetFormat makes f the format Parquet files are read with (nil:
 // none, every Parquet file is refused) and returns the one it replaces.
-// It is meant for an init function (decode/arrowpq, decode/pqarrowio) and
+// It is meant for an init function (decode/arrowpq, decode/pqarrowio,
+// decode/pqlite) and
 // for tests, not for use while files are decoded.
 func SetParquetFormat(f ParquetFormat) ParquetFormat {
 	prev := parquetFormat
@@ -96,7 +99,7 @@ func SetParquetFormat(f ParquetFormat) ParquetFormat {
 
 // noParquetFormat is the reason a Parquet file is refused by a binary that
 // registers no ParquetFormat.
-const noParquetFormat = "this binary reads no Parquet files (no Parquet format is registered: import package decode/arrowpq or decode/pqarrowio)"
+const noParquetFormat = "this binary reads no Parquet files (no Parquet format is registered: import package decode/pqlite, decode/arrowpq or decode/pqarrowio)"
 
 // errNoParquetFormat is the error of writing Parquet without a format.
 var errNoParquetFormat = errors.New(noParquetFormat)

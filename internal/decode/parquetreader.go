@@ -16,9 +16,9 @@ import (
 // (parquetformat.go): the type a column is read as when the footer's
 // ARROW:schema refines it (ApplyStored, ReadableRefinement) and the
 // appenders of Parquet's physical values to Arrow builders as pqarrow
-// converts them (IntAppender, BytesAppender). decode/arrowpq's reader of
-// flat columns reads with them; TestColumnReaderAgrees
-// (decode/pqarrowio) compares it with pqarrow.
+// converts them (IntAppender, BytesAppender). decode/arrowpq's and
+// decode/pqlite's readers of flat columns read with them;
+// TestColumnReaderAgrees (decode/pqarrowio) compares them with pqarrow.
 
 // ApplyStored is the type pqarrow reads a flat column of type plain as
 // whose stored Arrow type is origin (pqarrow's

@@ -16,9 +16,10 @@ import (
 	uploadcmd "github.com/timelake/timelake/internal/commands/upload"
 	"github.com/timelake/timelake/internal/iostreams"
 
-	// Parquet files are read with decode/arrowpq's own reader of flat
-	// columns (not pqarrow, which the full binary registers).
-	_ "github.com/timelake/timelake/internal/decode/arrowpq"
+	// Parquet files are read with decode/pqlite, which links neither
+	// arrow-go's parquet/file (and arrow/compute) nor pqarrow, which the
+	// full binary registers.
+	_ "github.com/timelake/timelake/internal/decode/pqlite"
 )
 
 // NewRootCmd builds the gateway's command tree around f.

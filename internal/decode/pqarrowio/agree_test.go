@@ -24,6 +24,7 @@ import (
 	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/decode/arrowpq"
 	"github.com/timelake/timelake/internal/decode/pqarrowio"
+	"github.com/timelake/timelake/internal/decode/pqlite"
 	"github.com/timelake/timelake/internal/testutil/corpus"
 )
 
@@ -34,20 +35,21 @@ type parquetCase struct {
 	opts decode.DecodeOptions
 }
 
-// TestColumnReaderAgrees checks that decode's own Parquet reader, the one
-// timelake-gateway's upload --validate reads with, refuses every file
-// pqarrow (ingest) refuses: the Parquet files of the corpus
+// TestColumnReaderAgrees checks that decode's own Parquet readers, the
+// ones timelake-gateway's upload --validate reads with (decode/pqlite;
+// decode/arrowpq's own reader of flat columns before it), refuse every
+// file pqarrow (ingest) refuses: the Parquet files of the corpus
 // (internal/decode/testdata/corpus), a file per Arrow type (written with
 // and without the ARROW:schema, nested types included), and damaged
 // copies of each (cut short, a byte changed in the pages, the footer and
-// its length), and pqarrow (ingest) refuses every file the own reader
-// refuses. On the whole files the reasons are the same word for word
-// but for a nested column's, which names its kind (list, struct, map)
-// where pqarrow's names its Arrow type. On damaged files the reason may
-// differ in its wording of the damage. (A row group whose metadata gives a
+// its length), and pqarrow (ingest) refuses every file they refuse. On
+// the whole files the reasons are the same word for word but for a
+// nested column's, which names its kind (list, struct, map) where
+// pqarrow's names its Arrow type. On damaged files the reason may differ
+// in its wording of the damage. (A row group whose metadata gives a
 // negative row count made pqarrow read no row of it without an error, so
 // ingest loaded none of the file's rows: decode refuses a footer whose
-// counts do not add up, for both readers.)
+// counts do not add up, for every reader.)
 func TestColumnReaderAgrees(t *testing.T) {
 	cases := corpusCases(t)
 	cases = append(cases, typeCases(t)...)
@@ -63,25 +65,30 @@ func TestColumnReaderAgrees(t *testing.T) {
 		}
 		cases = append(cases, damage(c)...)
 	}
-	refused, stricter := 0, 0
+	refused, stricter := 0, map[string]int{}
 	for i, c := range cases {
-		withPqarrow := check(c, pqarrowio.Reader{})
-		own := check(c, nil)
-		switch {
-		case withPqarrow == nil && own == nil:
-		case withPqarrow != nil && own == nil:
-			t.Errorf("%s: pqarrow refuses it, the own reader does not: %v", c.name, withPqarrow)
-		case withPqarrow == nil:
-			t.Errorf("%s: the own reader refuses it, pqarrow does not: %v", c.name, own)
-			stricter++
-		case i < whole && own.Error() != withPqarrow.Error() && !sameNestedRefusal(withPqarrow, own):
-			t.Errorf("%s: the readers give different reasons:\npqarrow: %v\nown:     %v", c.name, withPqarrow, own)
+		withPqarrow := check(c, arrowpq.Format{Reader: pqarrowio.Reader{}})
+		for _, own := range []struct {
+			name string
+			f    decode.ParquetFormat
+		}{{"arrowpq's own reader", arrowpq.Format{}}, {"pqlite", pqlite.Format{}}} {
+			err := check(c, own.f)
+			switch {
+			case withPqarrow == nil && err == nil:
+			case withPqarrow != nil && err == nil:
+				t.Errorf("%s: pqarrow refuses it, %s does not: %v", c.name, own.name, withPqarrow)
+			case withPqarrow == nil:
+				t.Errorf("%s: %s refuses it, pqarrow does not: %v", c.name, own.name, err)
+				stricter[own.name]++
+			case i < whole && err.Error() != withPqarrow.Error() && !sameNestedRefusal(withPqarrow, err):
+				t.Errorf("%s: pqarrow and %s give different reasons:\npqarrow: %v\n%s: %v", c.name, own.name, withPqarrow, own.name, err)
+			}
 		}
 		if withPqarrow != nil {
 			refused++
 		}
 	}
-	t.Logf("%d files, %d refused by both readers, %d by the own reader alone", len(cases), refused, stricter)
+	t.Logf("%d files (%d whole), %d refused by pqarrow; refused where pqarrow reads them: %v", len(cases), whole, refused, stricter)
 	if refused < len(cases)/4 || refused == len(cases) {
 		t.Errorf("%d of %d files refused: the cases do not test both outcomes", refused, len(cases))
 	}
@@ -95,10 +102,9 @@ func sameNestedRefusal(a, b error) bool {
 		strings.Contains(fa.Reason, "unsupported column type") && strings.Contains(fb.Reason, "unsupported column type")
 }
 
-// check runs decode.Check (upload --validate) on c with reader r (nil:
-// decode/arrowpq's own).
-func check(c parquetCase, r arrowpq.Reader) error {
-	prev := decode.SetParquetFormat(arrowpq.Format{Reader: r})
+// check runs decode.Check (upload --validate) on c with format f.
+func check(c parquetCase, f decode.ParquetFormat) error {
+	prev := decode.SetParquetFormat(f)
 	defer decode.SetParquetFormat(prev)
 	_, err := decode.Check(context.Background(), decode.Source{Key: c.name, R: bytes.NewReader(c.data), Size: int64(len(c.data))},
 		c.opts, decode.CheckOptions{})
