@@ -40,6 +40,8 @@ var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 //   - s3://bucket or s3://bucket/prefix (also s3a://)
 //   - file:///absolute/path
 //   - a path containing a slash, or starting with "." or "~": a local folder
+//     (not one that starts like s3:, s3a: or file: without "//", a typo
+//     of the URL, refused with what was meant)
 //   - a bare word: an S3 bucket name when bareIsBucket (LANDING_BUCKET holds
 //     a bucket name in the public docs), otherwise a local folder. A bare
 //     word that names a folder in the current directory is refused with
@@ -66,6 +68,10 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 	if strings.Contains(s, "://") {
 		return Location{}, fmt.Errorf("unsupported location %q (expected s3://bucket/prefix or a local folder)", s)
 	}
+	if fix, ok := schemeTypo(s); ok {
+		// s3:/landing would otherwise be a folder named "s3:" here.
+		return Location{}, fmt.Errorf("location %q starts like a URL but lacks its \"//\": did you mean %s?", s, fix)
+	}
 	if bareIsBucket && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "~") {
 		if fi, err := os.Stat(s); err == nil && fi.IsDir() {
 			// The user most likely means the folder: a bucket of the same
@@ -76,6 +82,22 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 		return s3Location(s, s, "")
 	}
 	return localLocation(s)
+}
+
+// schemeTypo reports whether s starts like a URL of a scheme timelake
+// reads (s3:, s3a:, file:) without its "//", and what was meant.
+func schemeTypo(s string) (string, bool) {
+	for _, scheme := range []string{"s3:", "s3a:", "file:"} {
+		if len(s) < len(scheme) || !strings.EqualFold(s[:len(scheme)], scheme) {
+			continue
+		}
+		rest := strings.TrimLeft(s[len(scheme):], `/\`)
+		if scheme == "file:" {
+			return "file:///" + rest, true
+		}
+		return strings.ToLower(scheme) + "//" + rest, true
+	}
+	return "", false
 }
 
 // ExplicitFolder reports whether setting s names a local folder in a way

@@ -251,6 +251,28 @@ func TestParseLocation(t *testing.T) {
 	}
 }
 
+// TestLocationSchemeTypo: a URL missing a slash is refused with the URL
+// meant, not taken for a folder named "s3:" in the current directory.
+func TestLocationSchemeTypo(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"s3:/landing", "did you mean s3://landing?"},
+		{"s3:landing/in", "did you mean s3://landing/in?"},
+		{"S3:/landing", "did you mean s3://landing?"},
+		{"s3a:/lake", "did you mean s3a://lake?"},
+		{"file:/var/lake", "did you mean file:///var/lake?"},
+	} {
+		for _, bare := range []bool{true, false} {
+			_, err := storage.ParseLocation(tc.in, bare)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseLocation(%q, %v): %v, want %q", tc.in, bare, err, tc.want)
+			}
+		}
+	}
+	if loc, err := storage.ParseLocation("./s3-mirror/x", false); err != nil || loc.Dir == "" {
+		t.Errorf("a folder whose name starts with s3: %+v, %v", loc, err)
+	}
+}
+
 // TestBareWordThatIsAFolder: "land" where ./land exists is most likely the
 // folder, not a bucket: the error asks.
 func TestBareWordThatIsAFolder(t *testing.T) {
