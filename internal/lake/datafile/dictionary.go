@@ -288,7 +288,9 @@ func (d *dictionaryColumn) take(mem memory.Allocator, p, lo, hi int) arrow.Array
 	// A dictionary array of its own for every batch: arrow-go computes a
 	// batch's statistics from the values it refers to only when its
 	// dictionary is not the very array it was given before (it would take
-	// the whole dictionary's).
+	// the whole dictionary's). Today it reads every batch's dictionary
+	// back as a new array anyway, so that a constant partition gains
+	// nothing from sharing one.
 	values := array.NewSlice(dict, 0, int64(dict.Len()))
 	defer values.Release()
 	return array.NewDictionaryArray(d.typ, indices, values)

@@ -81,7 +81,7 @@ func dictionaryTestTable(t testing.TB, props iceberg.Properties) (*Layout, *arro
 
 // dictionaryTestRows are n rows of 40 devices every 4 minutes (36,000:
 // 4 days), in batches of 5,000 rows in time order; every 97th device is
-// null.
+// null, and the site, one value, is null now and then on the first day.
 func dictionaryTestRows(sc *arrow.Schema, n int) []arrow.RecordBatch {
 	t0 := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
@@ -94,7 +94,11 @@ func dictionaryTestRows(sc *arrow.Schema, n int) []arrow.RecordBatch {
 		} else {
 			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-%02d", i%40))
 		}
-		b.Field(2).(*array.StringBuilder).Append("north-field-station")
+		if i%89 == 0 && i < 1200 { // nulls on the first day only
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.StringBuilder).Append("north-field-station")
+		}
 		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("note %d", i))
 		b.Field(4).(*array.Float64Builder).Append(float64(i%400) / 10)
 		if (i+1)%5000 == 0 || i == n-1 {
