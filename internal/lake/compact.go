@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
@@ -50,23 +51,6 @@ import (
 // with the lake's clock, so the fleet benchmark can simulate days.
 // Manifests are encoded by iceberg-go.
 
-// Table properties of compaction (docs/maintenance.md).
-const (
-	PropTargetFileSize   = "timelake.target-file-size"
-	PropCompactMinFiles  = "timelake.compact-min-files"
-	PropCompactColdAfter = "timelake.compact-cold-after"
-)
-
-// Compaction defaults, for tables that do not set the properties.
-const (
-	DefaultTargetFileSize   = 8 << 20
-	DefaultCompactMinFiles  = 4
-	DefaultCompactColdAfter = time.Hour
-)
-
-// tierBase is the upper bound of the smallest size tier.
-const tierBase = 64 << 10
-
 // Snapshot summary properties of a compaction's snapshot.
 const (
 	// SummaryCompaction names why a replace snapshot rewrote its files:
@@ -88,7 +72,7 @@ type CompactOptions struct {
 	// rest waits for the next call); 0 means no bound.
 	MaxBytes int64
 	// Deadline, when set, is when the rewrites must have ended: a group
-	// whose estimated rewrite (rewriteEstimate) does not fit the time left
+	// whose estimated rewrite (maintenance.RewriteEstimate) does not fit the time left
 	// is not started (CompactResult.Deferred), and a rewrite still running
 	// at Deadline is abandoned, its files deleted (Abandoned); the groups
 	// written before it commit, under ctx. Zero: no deadline.
@@ -97,7 +81,7 @@ type CompactOptions struct {
 	Clock func() time.Time
 	// RewriteRate is the rows per second a rewrite is estimated to take;
 	// 0 is the rate earlier rewrites of the table measured (the
-	// maintenance state), else defaultRewriteRate.
+	// maintenance state), else maintenance.DefaultRewriteRate.
 	RewriteRate float64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
@@ -154,71 +138,12 @@ type CompactResult struct {
 	Idle string
 }
 
-// The estimate of a rewrite's time (CompactOptions.Deadline): a fixed
-// cost per group (reading its files' footers, writing and uploading a
-// file) and its rows at the table's measured rate, or at
-// defaultRewriteRate until one is measured (about half what a merge of
-// well-compressed gateway files reaches on a busy 2-core machine,
-// BenchmarkRewriteGroup). A group of fewer than rateSampleRows rows is too
-// small to measure the rate by.
-const (
-	rewriteOverhead    = 200 * time.Millisecond
-	defaultRewriteRate = 250_000.0 // rows per second
-	rateSampleRows     = 100_000
-	rateFloorTime      = 20 * time.Millisecond
-)
-
-// rewriteEstimate is how long rewriting rows is expected to take at rate
-// rows per second.
-func rewriteEstimate(rows int64, rate float64) time.Duration {
-	return rewriteOverhead + time.Duration(float64(rows)/rate*float64(time.Second))
-}
-
-// compactSettings are the resolved compaction settings of a table.
-type compactSettings struct {
-	target    int64
-	minFiles  int
-	coldAfter time.Duration
-	dedupe    bool // timelake.read-dedup: one row per series key and time (dedupe.go)
-	// fromProperties names the properties that gave a value.
-	fromProperties []string
-}
+// compactSettings are the resolved compaction settings of a table
+// (maintenance.CompactSettings).
+type compactSettings = maintenance.CompactSettings
 
 func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSettings {
-	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
-	if s.target <= 0 {
-		s.target = DefaultTargetFileSize
-		if v, err := quantity.ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
-			s.target = v
-			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
-		}
-	}
-	if s.minFiles <= 1 {
-		s.minFiles = DefaultCompactMinFiles
-		if v, err := strconv.Atoi(props[PropCompactMinFiles]); err == nil && v >= 2 {
-			s.minFiles = v
-			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
-		}
-	}
-	s.dedupe, _ = strconv.ParseBool(props[PropReadDedup])
-	if s.coldAfter <= 0 {
-		s.coldAfter = DefaultCompactColdAfter
-		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
-			s.coldAfter = v
-			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
-		}
-	}
-	return s
-}
-
-// sizeTier is the tier of a file of n bytes: 0 below tierBase, then one
-// more per factor of minFiles.
-func sizeTier(n int64, minFiles int) int {
-	t := 0
-	for limit := int64(tierBase); n >= limit; limit *= int64(minFiles) {
-		t++
-	}
-	return t
+	return maintenance.CompactSettingsOf(props, opts.TargetFileSize, opts.MinFiles, opts.ColdAfter)
 }
 
 // liveFile is a live data file of the current snapshot and its commit time.
@@ -232,7 +157,7 @@ type liveFile struct {
 // each file's commit time: its snapshot's timestamp, or, when that snapshot
 // has expired, the earlier of the oldest snapshot's and the time seqs give
 // for its data sequence number (the file is at least that old).
-func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
+func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []maintenance.SequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
 	cur, err := h.CurrentSnapshot()
 	if err != nil || cur == nil {
 		return nil, nil, err
@@ -278,7 +203,7 @@ func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []sequ
 			ms, ok := times[e.SnapshotID()]
 			if !ok {
 				ms = oldest
-				if at, ok := committedBy(seqs, e.SequenceNum()); ok && at.UnixMilli() < ms {
+				if at, ok := maintenance.CommittedBy(seqs, e.SequenceNum()); ok && at.UnixMilli() < ms {
 					ms = at.UnixMilli()
 				}
 			}
@@ -358,28 +283,28 @@ func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Ti
 		})
 		cold := true
 		for _, f := range fs {
-			cold = cold && f.committed.Before(now.Add(coldSlack(s.coldAfter)-s.coldAfter))
+			cold = cold && f.committed.Before(now.Add(maintenance.ColdSlack(s.ColdAfter)-s.ColdAfter))
 		}
 		var small []liveFile
 		for _, f := range fs {
-			if f.entry.DataFile().FileSizeBytes() < s.target {
+			if f.entry.DataFile().FileSizeBytes() < s.Target {
 				small = append(small, f)
 			}
 		}
 		var groups []CompactionGroup
 		if cold {
 			if len(small) >= 2 {
-				groups = packGroups(parts[i], "cold", 0, small, s.target)
+				groups = packGroups(parts[i], "cold", 0, small, s.Target)
 			}
 		} else {
 			tiers := map[int][]liveFile{}
 			for _, f := range small {
-				tr := sizeTier(f.entry.DataFile().FileSizeBytes(), s.minFiles)
+				tr := maintenance.SizeTier(f.entry.DataFile().FileSizeBytes(), s.MinFiles)
 				tiers[tr] = append(tiers[tr], f)
 			}
 			for _, tr := range slices.Sorted(maps.Keys(tiers)) {
-				if len(tiers[tr]) >= s.minFiles {
-					groups = append(groups, packGroups(parts[i], "tiered", tr, tiers[tr], s.target)...)
+				if len(tiers[tr]) >= s.MinFiles {
+					groups = append(groups, packGroups(parts[i], "tiered", tr, tiers[tr], s.Target)...)
 				}
 			}
 		}
@@ -424,7 +349,7 @@ func idleReason(files []liveFile, spec int32, s compactSettings) string {
 	parts := map[string]bool{}
 	for _, f := range files {
 		df := f.entry.DataFile()
-		if df.SpecID() == spec && df.ContentType() == iceberg.EntryContentData && df.FileSizeBytes() < s.target {
+		if df.SpecID() == spec && df.ContentType() == iceberg.EntryContentData && df.FileSizeBytes() < s.Target {
 			small++
 			parts[f.partition] = true
 		}
@@ -433,19 +358,10 @@ func idleReason(files []liveFile, spec int32, s compactSettings) string {
 	case len(files) == 0:
 		return "the table has no data files"
 	case small == 0:
-		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.target), PropTargetFileSize)
+		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.Target), PropTargetFileSize)
 	}
 	return fmt.Sprintf("%d files below %s in %d partitions, but no partition has %d of one size tier (%s), or, once cold (its files older than %s, %s), 2",
-		small, quantity.FormatSize(s.target), len(parts), s.minFiles, PropCompactMinFiles, s.coldAfter, PropCompactColdAfter)
-}
-
-// coldSlack is how early a partition is compacted as cold: up to a
-// minute (a tenth of coldAfter when that is shorter) before its newest file
-// passes coldAfter. Maintenance runs once a minute after ingest, so the
-// round before the partition turns cold compacts it, and a reader never
-// finds a partition past coldAfter with its small files still apart.
-func coldSlack(coldAfter time.Duration) time.Duration {
-	return min(time.Minute, coldAfter/10)
+		small, quantity.FormatSize(s.Target), len(parts), s.MinFiles, PropCompactMinFiles, s.ColdAfter, PropCompactColdAfter)
 }
 
 // packGroups cuts files (oldest first) into groups of at most target bytes
@@ -537,13 +453,13 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	rate := opts.RewriteRate
 	if rate <= 0 {
-		rate = cmp.Or(st.RewriteRate, defaultRewriteRate)
+		rate = cmp.Or(st.RewriteRate, maintenance.DefaultRewriteRate)
 	}
 	var fits func(CompactionGroup) bool
 	if !opts.Deadline.IsZero() {
 		left := opts.Deadline.Sub(clock())
 		fits = func(g CompactionGroup) bool {
-			d := rewriteEstimate(g.Rows, rate)
+			d := maintenance.RewriteEstimate(g.Rows, rate)
 			if d > left {
 				return false
 			}
@@ -554,7 +470,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	spec := int32(h.Write().DefaultPartitionSpec())
 	var groups []CompactionGroup
 	var deferred int
-	if s.dedupe {
+	if s.Dedupe {
 		// dedupePlan takes the time left as it picks its groups.
 		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
 		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
@@ -613,8 +529,8 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			// most half the one it was planned with, so that later
 			// rounds cut such a group smaller (planCompaction) rather
 			// than start and abandon it again.
-			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
-			st.noteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
+			took := max(clock().Sub(t0)-maintenance.RewriteOverhead, maintenance.RateFloorTime)
+			st.NoteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
 			res.Abandoned++
 			res.Deferred += len(groups) - i - 1
 			break
@@ -635,12 +551,12 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
-		if g.Rows >= rateSampleRows {
+		if g.Rows >= maintenance.RateSampleRows {
 			// A rewrite quicker than the fixed cost counts as taking
-			// rateFloorTime beyond it: a fast machine's rate is noted
+			// maintenance.RateFloorTime beyond it: a fast machine's rate is noted
 			// too (high, so later estimates are short).
-			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
-			st.noteRewriteRate(float64(g.Rows) / took.Seconds())
+			took := max(clock().Sub(t0)-maintenance.RewriteOverhead, maintenance.RateFloorTime)
+			st.NoteRewriteRate(float64(g.Rows) / took.Seconds())
 		}
 		g.outputs = out
 		written = append(written, g)

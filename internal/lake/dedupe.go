@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
@@ -204,7 +205,7 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 	byPart := compactableByPartition(files, spec)
 	cold := func(fs []liveFile) bool {
 		for _, f := range fs {
-			if !f.committed.Before(now.Add(coldSlack(s.coldAfter) - s.coldAfter)) {
+			if !f.committed.Before(now.Add(maintenance.ColdSlack(s.ColdAfter) - s.ColdAfter)) {
 				return false
 			}
 		}
@@ -236,13 +237,13 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 		}
 		var small []liveFile
 		for _, f := range fs {
-			if !inComponent[f.entry.DataFile().FilePath()] && f.entry.DataFile().FileSizeBytes() < s.target {
+			if !inComponent[f.entry.DataFile().FilePath()] && f.entry.DataFile().FileSizeBytes() < s.Target {
 				small = append(small, f)
 			}
 		}
 		if len(small) >= 2 {
 			slices.SortFunc(small, bySequence)
-			planned = append(planned, packGroups(parts[i], "cold", 0, small, s.target)...)
+			planned = append(planned, packGroups(parts[i], "cold", 0, small, s.Target)...)
 		}
 	}
 	seqOf := make(map[string]int64, len(files))

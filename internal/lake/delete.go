@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
@@ -929,7 +930,7 @@ func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bo
 		return true
 	}
 	if f.from != nil {
-		if end, ok := partitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
+		if end, ok := maintenance.PartitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
 			return true
 		}
 	}

@@ -20,15 +20,6 @@ import (
 	"github.com/timelake/timelake/internal/storage"
 )
 
-// PropOrphanMinAge is the table property of how old an unreferenced file
-// must be before orphan file removal deletes it.
-const PropOrphanMinAge = "timelake.orphan-min-age"
-
-// DefaultOrphanMinAge keeps unreferenced files younger than an hour: a
-// commit in flight (data files written, metadata not yet) never takes that
-// long.
-const DefaultOrphanMinAge = time.Hour
-
 // OrphanOptions tune RemoveOrphans.
 type OrphanOptions struct {
 	// MinAge: only files last modified more than MinAge before now are

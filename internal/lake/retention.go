@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
@@ -117,7 +118,7 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 		if df.ContentType() != iceberg.EntryContentData {
 			continue
 		}
-		end, ok := partitionEnd(specs[int(df.SpecID())], timeID, df.Partition())
+		end, ok := maintenance.PartitionEnd(specs[int(df.SpecID())], timeID, df.Partition())
 		if !ok {
 			plan.unjudged++
 			continue
@@ -131,49 +132,6 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 		plan.bytes += df.FileSizeBytes()
 	}
 	return plan, nil
-}
-
-// partitionEnd is the end of a data file's time partition (the start of
-// the next year, month, day or hour of the time column, the Iceberg
-// spec's "Partition Transforms"); ok is false when its spec partitions by
-// no such transform of the time column.
-func partitionEnd(spec iceberg.PartitionSpec, timeID int, partition map[int]any) (time.Time, bool) {
-	if timeID < 0 {
-		return time.Time{}, false
-	}
-	for i := range spec.NumFields() {
-		pf := spec.Field(i)
-		if pf.SourceID() != timeID {
-			continue
-		}
-		raw, ok := partition[pf.FieldID]
-		if !ok || raw == nil {
-			return time.Time{}, false
-		}
-		var n int64
-		switch v := raw.(type) {
-		case int32:
-			n = int64(v)
-		case int64:
-			n = v
-		case iceberg.Date:
-			n = int64(v)
-		default:
-			return time.Time{}, false
-		}
-		epoch := time.Unix(0, 0).UTC()
-		switch pf.Transform.(type) {
-		case iceberg.HourTransform:
-			return epoch.Add(time.Duration(n+1) * time.Hour), true
-		case iceberg.DayTransform:
-			return epoch.AddDate(0, 0, int(n)+1), true
-		case iceberg.MonthTransform:
-			return epoch.AddDate(0, int(n)+1, 0), true
-		case iceberg.YearTransform:
-			return epoch.AddDate(int(n)+1, 0, 0), true
-		}
-	}
-	return time.Time{}, false
 }
 
 // retentionMutation commits the delete snapshot of a retention round,

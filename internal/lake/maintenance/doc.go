@@ -1,0 +1,33 @@
+// Package maintenance owns what a round of table maintenance decides
+// without a table (docs/maintenance.md):
+//
+//   - the settings: the table properties of maintenance, compaction,
+//     the load history's window and orphan removal, their defaults, what
+//     each accepts and its validation (Properties, ValidateProperty), a
+//     table's resolved settings and where each comes from (Settings,
+//     SettingsOf), the properties an older table of timelake's is given
+//     (UpgradeProperties): settings.go;
+//   - compaction's settings and rules: the size tiers, when a partition
+//     is cold (CompactSettings, SizeTier, ColdSlack) and the estimate of
+//     a rewrite's time the budget is spent by (RewriteEstimate):
+//     compact.go;
+//   - the maintenance state, the advisory object next to a table's
+//     metadata, and its JSON format (State, StateName: when orphans were
+//     last looked for, the sequence numbers over time that date a file
+//     whose snapshot expired, the measured rewrite rate; NoteSequence,
+//     CommittedBy, NewestCommit): state.go;
+//   - what retention drops: the end of a data file's time partition
+//     (PartitionEnd): retention.go.
+//
+// It is separate from internal/lake because none of it needs a table
+// handle, the object store or the commit protocol: it takes properties,
+// metadata versions (lake/tablemeta) and plain values, and is tested
+// without a table. Executing the decisions stays in internal/lake: the
+// Table methods (Compact, Expire, RemoveOrphans, ApplyRetention,
+// Maintain), the mutations that commit them through the commit protocol
+// (rewriteMutation, expireMutation, retentionMutation), the merge of a
+// group's files (merge.go), reading and writing the state object through
+// the store, and lake's public names of the settings
+// (lake.MaintenanceSettings, lake.ValidateProperty, lake.Prop*,
+// lake.Default*: maintain.go).
+package maintenance
