@@ -128,10 +128,10 @@ func boundComparator(t iceberg.Type) func(a, b []byte) int {
 // key and time: their data sequence numbers differ and their bounds overlap
 // on every sort key column (a missing bound may overlap anything).
 func mayShareKeys(a, b liveFile, cols []boundColumn) bool {
-	if a.entry.SequenceNum() == b.entry.SequenceNum() {
+	if a.Entry.SequenceNum() == b.Entry.SequenceNum() {
 		return false
 	}
-	da, db := a.entry.DataFile(), b.entry.DataFile()
+	da, db := a.Entry.DataFile(), b.Entry.DataFile()
 	la, ua, lb, ub := da.LowerBoundValues(), da.UpperBoundValues(), db.LowerBoundValues(), db.UpperBoundValues()
 	for _, c := range cols {
 		if c.compare == nil {
@@ -185,27 +185,27 @@ func sharingComponents(files []liveFile, cols []boundColumn) [][]liveFile {
 }
 
 func bySequence(a, b liveFile) int {
-	if c := cmp.Compare(a.entry.SequenceNum(), b.entry.SequenceNum()); c != 0 {
+	if c := cmp.Compare(a.Entry.SequenceNum(), b.Entry.SequenceNum()); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.entry.DataFile().FilePath(), b.entry.DataFile().FilePath())
+	return cmp.Compare(a.Entry.DataFile().FilePath(), b.Entry.DataFile().FilePath())
 }
 
-// dedupePlan turns planCompaction's groups into those of a table under
+// dedupePlan turns maintenance.PlanCompaction's groups into those of a table under
 // timelake.read-dedup: a live partition's groups that are closed (no file
 // of the partition outside the group whose data sequence number lies
 // within the group's may share a key with a member), and for each cold
 // partition its files that may share keys (sharingComponents, whatever
 // their sizes) and its other small files, each set in data sequence order
 // (closed by construction). Groups are taken within maxBytes and the time left (fits) as
-// planCompaction takes them; deferred counts those left.
+// maintenance.PlanCompaction takes them; deferred counts those left.
 func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
 	fits func(CompactionGroup) bool) ([]CompactionGroup, int) {
 	cols := boundColumns(h)
-	byPart := compactableByPartition(files, spec)
+	byPart := maintenance.CompactableByPartition(files, spec)
 	cold := func(fs []liveFile) bool {
 		for _, f := range fs {
-			if !f.committed.Before(now.Add(maintenance.ColdSlack(s.ColdAfter) - s.ColdAfter)) {
+			if !f.Committed.Before(now.Add(maintenance.ColdSlack(s.ColdAfter) - s.ColdAfter)) {
 				return false
 			}
 		}
@@ -218,7 +218,7 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 		}
 	}
 	parts := slices.Sorted(maps.Keys(byPart))
-	for i := len(parts) - 1; i >= 0; i-- { // newest partitions first, as planCompaction
+	for i := len(parts) - 1; i >= 0; i-- { // newest partitions first, as maintenance.PlanCompaction
 		fs := byPart[parts[i]]
 		if !cold(fs) {
 			continue
@@ -227,34 +227,34 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 		for _, c := range sharingComponents(fs, cols) {
 			g := CompactionGroup{Partition: parts[i], Reason: "cold"}
 			for _, f := range c {
-				inComponent[f.entry.DataFile().FilePath()] = true
-				g.inputs = append(g.inputs, f.entry.DataFile())
+				inComponent[f.Entry.DataFile().FilePath()] = true
+				g.Inputs = append(g.Inputs, f.Entry.DataFile())
 				g.FilesIn++
-				g.BytesIn += f.entry.DataFile().FileSizeBytes()
-				g.Rows += f.entry.DataFile().Count()
+				g.BytesIn += f.Entry.DataFile().FileSizeBytes()
+				g.Rows += f.Entry.DataFile().Count()
 			}
 			planned = append(planned, g)
 		}
 		var small []liveFile
 		for _, f := range fs {
-			if !inComponent[f.entry.DataFile().FilePath()] && f.entry.DataFile().FileSizeBytes() < s.Target {
+			if !inComponent[f.Entry.DataFile().FilePath()] && f.Entry.DataFile().FileSizeBytes() < s.Target {
 				small = append(small, f)
 			}
 		}
 		if len(small) >= 2 {
 			slices.SortFunc(small, bySequence)
-			planned = append(planned, packGroups(parts[i], "cold", 0, small, s.Target)...)
+			planned = append(planned, maintenance.PackGroups(parts[i], "cold", 0, small, s.Target)...)
 		}
 	}
 	seqOf := make(map[string]int64, len(files))
 	for _, f := range files {
-		seqOf[f.entry.DataFile().FilePath()] = f.entry.SequenceNum()
+		seqOf[f.Entry.DataFile().FilePath()] = f.Entry.SequenceNum()
 	}
 	var out []CompactionGroup
 	budget := maxBytes
 	deferred = 0
 	for _, g := range planned {
-		if len(g.inputs) < 2 {
+		if len(g.Inputs) < 2 {
 			continue
 		}
 		if deferred > 0 || maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
@@ -266,11 +266,11 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 			continue
 		}
 		budget -= g.BytesIn
-		g.dedupe = true
-		g.seqs = map[string]int64{}
-		for _, df := range g.inputs {
-			g.seqs[df.FilePath()] = seqOf[df.FilePath()]
-			g.dataSeq = max(g.dataSeq, seqOf[df.FilePath()])
+		g.Dedupe = true
+		g.Seqs = map[string]int64{}
+		for _, df := range g.Inputs {
+			g.Seqs[df.FilePath()] = seqOf[df.FilePath()]
+			g.DataSeq = max(g.DataSeq, seqOf[df.FilePath()])
 		}
 		out = append(out, g)
 	}
@@ -283,12 +283,12 @@ func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup
 // otherwise rank a row of an older batch above that file's.
 func closedGroup(g CompactionGroup, part []liveFile, cols []boundColumn) bool {
 	member := map[string]bool{}
-	for _, df := range g.inputs {
+	for _, df := range g.Inputs {
 		member[df.FilePath()] = true
 	}
 	var members, others []liveFile
 	for _, f := range part {
-		if member[f.entry.DataFile().FilePath()] {
+		if member[f.Entry.DataFile().FilePath()] {
 			members = append(members, f)
 		} else {
 			others = append(others, f)
@@ -297,16 +297,16 @@ func closedGroup(g CompactionGroup, part []liveFile, cols []boundColumn) bool {
 	if len(members) == 0 {
 		return false
 	}
-	lo, hi := members[0].entry.SequenceNum(), members[0].entry.SequenceNum()
+	lo, hi := members[0].Entry.SequenceNum(), members[0].Entry.SequenceNum()
 	for _, f := range members {
-		lo, hi = min(lo, f.entry.SequenceNum()), max(hi, f.entry.SequenceNum())
+		lo, hi = min(lo, f.Entry.SequenceNum()), max(hi, f.Entry.SequenceNum())
 	}
 	for _, o := range others {
-		if o.entry.SequenceNum() < lo || o.entry.SequenceNum() > hi {
+		if o.Entry.SequenceNum() < lo || o.Entry.SequenceNum() > hi {
 			continue
 		}
 		for _, m := range members {
-			if mayShareKeys(o, m, cols) || o.entry.SequenceNum() == m.entry.SequenceNum() {
+			if mayShareKeys(o, m, cols) || o.Entry.SequenceNum() == m.Entry.SequenceNum() {
 				return false
 			}
 		}
@@ -355,8 +355,8 @@ func (t *Table) UnresolvedDuplicates(ctx context.Context) (Duplicates, error) {
 	v := t.view()
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
-		if f.entry.DataFile().ContentType() == iceberg.EntryContentData {
-			byPart[f.partition] = append(byPart[f.partition], f)
+		if f.Entry.DataFile().ContentType() == iceberg.EntryContentData {
+			byPart[f.Partition] = append(byPart[f.Partition], f)
 		}
 	}
 	keyCols := append([]string{v.contract.TimeColumn}, v.contract.SeriesKey...)
@@ -403,7 +403,7 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 	var k sortKey
 	var sc *arrow.Schema
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		fsc, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
 		if err != nil {
 			return 0, err
@@ -415,7 +415,7 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 			}
 		}
 		total += df.Count()
-		order := int(f.entry.SequenceNum())
+		order := int(f.Entry.SequenceNum())
 		if !whole {
 			runs = append(runs, pullRun(df.FilePath(), order, it))
 			continue

@@ -144,7 +144,7 @@ func TestReadDedupCompactionKeepsTheNewestBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if seq := files[0].entry.SequenceNum(); seq >= h.LastSeq() {
+		if seq := files[0].Entry.SequenceNum(); seq >= h.LastSeq() {
 			t.Fatalf("the new file's data sequence number %d is the compaction's (%d), not its newest input's", seq, h.LastSeq())
 		}
 		if d, err := tbl.UnresolvedDuplicates(ctx); err != nil || d.Rows != 0 {
@@ -184,9 +184,9 @@ func TestReadDedupGroupsAreClosed(t *testing.T) {
 		t.Fatal("bounds overlap wrongly judged")
 	}
 	group := func(fs ...liveFile) CompactionGroup {
-		g := CompactionGroup{Partition: a.partition}
+		g := CompactionGroup{Partition: a.Partition}
 		for _, f := range fs {
-			g.inputs = append(g.inputs, f.entry.DataFile())
+			g.Inputs = append(g.Inputs, f.Entry.DataFile())
 		}
 		return g
 	}

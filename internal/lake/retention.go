@@ -114,7 +114,7 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 		timeID = f.ID
 	}
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		if df.ContentType() != iceberg.EntryContentData {
 			continue
 		}
@@ -127,7 +127,7 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 			continue
 		}
 		plan.files[df.FilePath()] = true
-		plan.parts[f.partition] = true
+		plan.parts[f.Partition] = true
 		plan.rows += df.Count()
 		plan.bytes += df.FileSizeBytes()
 	}

@@ -11,6 +11,14 @@
 //     is cold (CompactSettings, SizeTier, ColdSlack) and the estimate of
 //     a rewrite's time the budget is spent by (RewriteEstimate):
 //     compact.go;
+//   - which files are compacted together: the groups of each partition,
+//     newest first, within the round's bytes and time (PlanCompaction,
+//     PackGroups, FittingPart, IdleReason; Group, which is
+//     lake.CompactionGroup), and the files the merge reads whole or
+//     streams (SplitMergeInputs): plan.go;
+//   - which snapshots an expiry removes (ChooseExpired, ExpiredSnapshot)
+//     and whether the files they leave can be found from the oldest kept
+//     snapshot alone (LinearTail): expire.go;
 //   - the maintenance state, the advisory object next to a table's
 //     metadata, and its JSON format (State, StateName: when orphans were
 //     last looked for, the sequence numbers over time that date a file
