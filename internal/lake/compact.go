@@ -93,29 +93,8 @@ type CompactOptions struct {
 // (maintenance.Group).
 type CompactionGroup = maintenance.Group
 
-// CompactResult is what Compact did.
-type CompactResult struct {
-	Groups     []CompactionGroup
-	SnapshotID int64 // the replace snapshot; 0 when nothing was committed
-	Version    int
-	// Dropped counts groups planned but not committed because another
-	// writer replaced one of their files meanwhile (their output was
-	// deleted; nothing is lost).
-	Dropped int
-	// Skipped says why nothing was planned although files may be small:
-	// the table has row-level delete files (written by another engine),
-	// which this rewrite does not apply.
-	Skipped string
-	// Deferred counts groups planned but left for a later round: the
-	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes) was
-	// spent, or their estimated rewrite did not fit before the deadline.
-	// Abandoned counts those whose rewrite was cut at the deadline (their
-	// files deleted). Both wait for the next round.
-	Deferred, Abandoned int
-	// Idle says why nothing was planned on a table without delete files,
-	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
-	Idle string
-}
+// CompactResult is what Compact did (maintenance.CompactResult).
+type CompactResult = maintenance.CompactResult
 
 // compactSettings are the resolved compaction settings of a table
 // (maintenance.CompactSettings).

@@ -64,22 +64,8 @@ type ExpireOptions struct {
 // (maintenance.ExpiredSnapshot).
 type ExpiredSnapshot = maintenance.ExpiredSnapshot
 
-// ExpireResult is what Expire did.
-type ExpireResult struct {
-	Expired []ExpiredSnapshot // oldest first
-	Kept    int               // snapshots left in the table
-	// Remembered is how many batch ids moved into the load history.
-	Remembered int
-	// FilesDeleted counts the manifest lists, manifests and data files
-	// deleted because only expired snapshots referenced them.
-	FilesDeleted int
-	// Version is N of the vN.metadata.json written; the loaded version when
-	// nothing was expired or DryRun is set.
-	Version int
-	// Left counts the snapshots due for expiry that ExpireOptions.Deadline
-	// left for a later round.
-	Left int
-}
+// ExpireResult is what Expire did (maintenance.ExpireResult).
+type ExpireResult = maintenance.ExpireResult
 
 // expireFirstChunk is how many snapshots an expiry within a deadline
 // expires in its first commit, before it knows what one costs: small

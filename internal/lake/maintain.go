@@ -28,7 +28,7 @@ import (
 // (write.metadata.previous-versions-max) and removes orphan files
 // (orphans.go). ingest runs it after its commits, within a time budget;
 // `timelake tables maintain` runs it by hand or from cron. What a round did
-// is its MaintainReport (maintainreport.go), the one report of a round that
+// is its MaintainReport (maintenance.Report), the one report of a round that
 // every output renders.
 
 // The settings of maintenance, its state and what a round decides are

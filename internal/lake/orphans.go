@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/catalog"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
@@ -29,17 +30,8 @@ type OrphanOptions struct {
 	DryRun bool
 }
 
-// OrphanResult is what RemoveOrphans found.
-type OrphanResult struct {
-	Files []string // orphans, relative to the table location (data/..., metadata/...)
-	Bytes int64
-	// Young counts unreferenced files kept because they are younger than
-	// MinAge (maybe a commit in flight).
-	Young int
-	// Left counts orphans found and not deleted: their deletes failed, or
-	// ctx ended first. Files and Bytes do not count them.
-	Left int
-}
+// OrphanResult is what RemoveOrphans found (maintenance.OrphanResult).
+type OrphanResult = maintenance.OrphanResult
 
 // RemoveOrphans deletes the files in the table's data/ and metadata/
 // folders that nothing references and that are older than MinAge (Iceberg's

@@ -32,21 +32,9 @@ import (
 // summary holds it, e.g. 400d).
 const SummaryRetention = "timelake.retention"
 
-// RetentionResult is what ApplyRetention did.
-type RetentionResult struct {
-	// Cutoff is the time before which a partition's end must lie to be
-	// dropped (now minus the retention).
-	Cutoff     time.Time
-	Partitions []string // dropped (or that would be), e.g. time_day=2025-01-01
-	Files      int
-	Rows       int64
-	Bytes      int64
-	SnapshotID int64 // the delete snapshot; 0 when nothing was committed
-	Version    int
-	// Unjudged counts data files whose partition tells no time (written
-	// with another partition spec): they are kept.
-	Unjudged int
-}
+// RetentionResult is what ApplyRetention did
+// (maintenance.RetentionResult).
+type RetentionResult = maintenance.RetentionResult
 
 // ApplyRetention drops the partitions of the table whose end is older than
 // retention (see above), in one delete snapshot; dryRun only reports them.

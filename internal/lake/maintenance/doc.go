@@ -25,7 +25,11 @@
 //     whose snapshot expired, the measured rewrite rate; NoteSequence,
 //     CommittedBy, NewestCommit): state.go;
 //   - what retention drops: the end of a data file's time partition
-//     (PartitionEnd): retention.go.
+//     (PartitionEnd): retention.go;
+//   - the one report of a round, which every output renders (Report,
+//     which is lake.MaintainReport: its sums and its JSON), and the
+//     results of its steps (CompactResult, ExpireResult, RetentionResult,
+//     OrphanResult): report.go.
 //
 // It is separate from internal/lake because none of it needs a table
 // handle, the object store or the commit protocol: it takes properties,

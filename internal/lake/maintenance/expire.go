@@ -17,8 +17,8 @@ type ExpiredSnapshot struct {
 	CommittedAt time.Time // UTC
 	BatchID     string    // timelake.batch-id; "" when the snapshot has none
 	// Early: younger than the retention, expired because the metadata
-	// held more than lake.ExpireOptions.RetainAtMost snapshots; its files wait
-	// until it is past the retention (lake.ExpireOptions.RetainAtMost).
+	// held more than lake.ExpireOptions.RetainAtMost snapshots; its files
+	// wait until it is past the retention.
 	Early bool
 }
 
