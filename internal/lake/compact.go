@@ -253,9 +253,9 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	var groups []CompactionGroup
 	var deferred int
 	if s.Dedupe {
-		// dedupePlan takes the time left as it picks its groups.
+		// maintenance.DedupePlan takes the time left as it picks its groups.
 		groups, deferred = maintenance.PlanCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
-		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
+		groups, deferred = maintenance.DedupePlan(boundColumns(h), files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
 	} else {
 		groups, deferred = maintenance.PlanCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
 	}

@@ -16,6 +16,10 @@
 //     PackGroups, FittingPart, IdleReason; Group, which is
 //     lake.CompactionGroup), and the files the merge reads whole or
 //     streams (SplitMergeInputs): plan.go;
+//   - the groups of a table under timelake.read-dedup: closed groups of
+//     a live partition, and a cold partition's files whose bounds say
+//     they may share keys (DedupePlan, SharingComponents, ClosedGroup,
+//     BoundComparator): dedupe.go;
 //   - which snapshots an expiry removes (ChooseExpired, ExpiredSnapshot)
 //     and whether the files they leave can be found from the oldest kept
 //     snapshot alone (LinearTail): expire.go;
