@@ -160,7 +160,7 @@ func BenchmarkRewriteGroup(b *testing.B) {
 		rec.Release()
 	}
 	inputs := liveInputs(b, tbl)
-	g := &CompactionGroup{inputs: inputs, Rows: files * rowsPerFile}
+	g := &CompactionGroup{Inputs: inputs, Rows: files * rowsPerFile}
 	for _, df := range inputs {
 		g.BytesIn += df.FileSizeBytes()
 	}

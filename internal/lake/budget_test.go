@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/testutil/s3fault"
 	"github.com/timelake/timelake/internal/testutil/s3test"
 )
@@ -322,7 +323,7 @@ func TestCompactSplitsAGroupLargerThanARound(t *testing.T) {
 		in := 0
 		for _, g := range res.Groups {
 			in += g.FilesIn
-			if est := rewriteEstimate(g.Rows, 10_000); est > 2*time.Second {
+			if est := maintenance.RewriteEstimate(g.Rows, 10_000); est > 2*time.Second {
 				t.Fatalf("round %d: a group of %d rows (%v) over the round's 2 s", round, g.Rows, est)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -20,8 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
-	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -50,23 +49,6 @@ import (
 // with the lake's clock, so the fleet benchmark can simulate days.
 // Manifests are encoded by iceberg-go.
 
-// Table properties of compaction (docs/maintenance.md).
-const (
-	PropTargetFileSize   = "timelake.target-file-size"
-	PropCompactMinFiles  = "timelake.compact-min-files"
-	PropCompactColdAfter = "timelake.compact-cold-after"
-)
-
-// Compaction defaults, for tables that do not set the properties.
-const (
-	DefaultTargetFileSize   = 8 << 20
-	DefaultCompactMinFiles  = 4
-	DefaultCompactColdAfter = time.Hour
-)
-
-// tierBase is the upper bound of the smallest size tier.
-const tierBase = 64 << 10
-
 // Snapshot summary properties of a compaction's snapshot.
 const (
 	// SummaryCompaction names why a replace snapshot rewrote its files:
@@ -88,7 +70,7 @@ type CompactOptions struct {
 	// rest waits for the next call); 0 means no bound.
 	MaxBytes int64
 	// Deadline, when set, is when the rewrites must have ended: a group
-	// whose estimated rewrite (rewriteEstimate) does not fit the time left
+	// whose estimated rewrite (maintenance.RewriteEstimate) does not fit the time left
 	// is not started (CompactResult.Deferred), and a rewrite still running
 	// at Deadline is abandoned, its files deleted (Abandoned); the groups
 	// written before it commit, under ctx. Zero: no deadline.
@@ -97,7 +79,7 @@ type CompactOptions struct {
 	Clock func() time.Time
 	// RewriteRate is the rows per second a rewrite is estimated to take;
 	// 0 is the rate earlier rewrites of the table measured (the
-	// maintenance state), else defaultRewriteRate.
+	// maintenance state), else maintenance.DefaultRewriteRate.
 	RewriteRate float64
 	// DryRun plans and reports, and writes nothing.
 	DryRun bool
@@ -107,132 +89,30 @@ type CompactOptions struct {
 	state *maintenanceState
 }
 
-// CompactionGroup is one set of files of a partition rewritten together.
-type CompactionGroup struct {
-	Partition string // e.g. time_day=2026-01-05
-	Reason    string // "tiered" or "cold"
-	Tier      int    // the size tier merged (tiered groups)
-	FilesIn   int
-	BytesIn   int64
-	Rows      int64
-	FilesOut  int // 0 in a dry run
-	BytesOut  int64
-	// Replaced counts the rows left out under timelake.read-dedup: rows
-	// whose series key and time a newer batch's row has (dedupe.go).
-	Replaced int64
-	inputs   []iceberg.DataFile
-	outputs  []iceberg.DataFile
-	// dedupe: the group is merged keeping the newest row of each key, its
-	// new files taking dataSeq, the highest data sequence number of its
-	// inputs (seqs, by path).
-	dedupe  bool
-	dataSeq int64
-	seqs    map[string]int64
-}
+// CompactionGroup is one set of files of a partition rewritten together
+// (maintenance.Group).
+type CompactionGroup = maintenance.Group
 
-// CompactResult is what Compact did.
-type CompactResult struct {
-	Groups     []CompactionGroup
-	SnapshotID int64 // the replace snapshot; 0 when nothing was committed
-	Version    int
-	// Dropped counts groups planned but not committed because another
-	// writer replaced one of their files meanwhile (their output was
-	// deleted; nothing is lost).
-	Dropped int
-	// Skipped says why nothing was planned although files may be small:
-	// the table has row-level delete files (written by another engine),
-	// which this rewrite does not apply.
-	Skipped string
-	// Deferred counts groups planned but left for a later round: the
-	// round's bound on the bytes it rewrites (CompactOptions.MaxBytes) was
-	// spent, or their estimated rewrite did not fit before the deadline.
-	// Abandoned counts those whose rewrite was cut at the deadline (their
-	// files deleted). Both wait for the next round.
-	Deferred, Abandoned int
-	// Idle says why nothing was planned on a table without delete files,
-	// e.g. "every data file is at least 8MiB (timelake.target-file-size)".
-	Idle string
-}
+// CompactResult is what Compact did (maintenance.CompactResult).
+type CompactResult = maintenance.CompactResult
 
-// The estimate of a rewrite's time (CompactOptions.Deadline): a fixed
-// cost per group (reading its files' footers, writing and uploading a
-// file) and its rows at the table's measured rate, or at
-// defaultRewriteRate until one is measured (about half what a merge of
-// well-compressed gateway files reaches on a busy 2-core machine,
-// BenchmarkRewriteGroup). A group of fewer than rateSampleRows rows is too
-// small to measure the rate by.
-const (
-	rewriteOverhead    = 200 * time.Millisecond
-	defaultRewriteRate = 250_000.0 // rows per second
-	rateSampleRows     = 100_000
-	rateFloorTime      = 20 * time.Millisecond
-)
-
-// rewriteEstimate is how long rewriting rows is expected to take at rate
-// rows per second.
-func rewriteEstimate(rows int64, rate float64) time.Duration {
-	return rewriteOverhead + time.Duration(float64(rows)/rate*float64(time.Second))
-}
-
-// compactSettings are the resolved compaction settings of a table.
-type compactSettings struct {
-	target    int64
-	minFiles  int
-	coldAfter time.Duration
-	dedupe    bool // timelake.read-dedup: one row per series key and time (dedupe.go)
-	// fromProperties names the properties that gave a value.
-	fromProperties []string
-}
+// compactSettings are the resolved compaction settings of a table
+// (maintenance.CompactSettings).
+type compactSettings = maintenance.CompactSettings
 
 func compactSettingsOf(props iceberg.Properties, opts CompactOptions) compactSettings {
-	s := compactSettings{target: opts.TargetFileSize, minFiles: opts.MinFiles, coldAfter: opts.ColdAfter}
-	if s.target <= 0 {
-		s.target = DefaultTargetFileSize
-		if v, err := quantity.ParseSize(props[PropTargetFileSize]); err == nil && v > 0 {
-			s.target = v
-			s.fromProperties = append(s.fromProperties, PropTargetFileSize)
-		}
-	}
-	if s.minFiles <= 1 {
-		s.minFiles = DefaultCompactMinFiles
-		if v, err := strconv.Atoi(props[PropCompactMinFiles]); err == nil && v >= 2 {
-			s.minFiles = v
-			s.fromProperties = append(s.fromProperties, PropCompactMinFiles)
-		}
-	}
-	s.dedupe, _ = strconv.ParseBool(props[PropReadDedup])
-	if s.coldAfter <= 0 {
-		s.coldAfter = DefaultCompactColdAfter
-		if v, err := quantity.ParseAge(props[PropCompactColdAfter]); err == nil && v > 0 {
-			s.coldAfter = v
-			s.fromProperties = append(s.fromProperties, PropCompactColdAfter)
-		}
-	}
-	return s
+	return maintenance.CompactSettingsOf(props, opts.TargetFileSize, opts.MinFiles, opts.ColdAfter)
 }
 
-// sizeTier is the tier of a file of n bytes: 0 below tierBase, then one
-// more per factor of minFiles.
-func sizeTier(n int64, minFiles int) int {
-	t := 0
-	for limit := int64(tierBase); n >= limit; limit *= int64(minFiles) {
-		t++
-	}
-	return t
-}
-
-// liveFile is a live data file of the current snapshot and its commit time.
-type liveFile struct {
-	entry     iceberg.ManifestEntry
-	partition string
-	committed time.Time
-}
+// liveFile is a live data file of the current snapshot and its commit
+// time (maintenance.File).
+type liveFile = maintenance.File
 
 // liveFiles reads the live data file entries of h's current snapshot with
 // each file's commit time: its snapshot's timestamp, or, when that snapshot
 // has expired, the earlier of the oldest snapshot's and the time seqs give
 // for its data sequence number (the file is at least that old).
-func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []sequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
+func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []maintenance.SequenceTime) ([]liveFile, []iceberg.ManifestFile, error) {
 	cur, err := h.CurrentSnapshot()
 	if err != nil || cur == nil {
 		return nil, nil, err
@@ -278,12 +158,12 @@ func (t *Table) liveFiles(ctx context.Context, h *tablemeta.Indexed, seqs []sequ
 			ms, ok := times[e.SnapshotID()]
 			if !ok {
 				ms = oldest
-				if at, ok := committedBy(seqs, e.SequenceNum()); ok && at.UnixMilli() < ms {
+				if at, ok := maintenance.CommittedBy(seqs, e.SequenceNum()); ok && at.UnixMilli() < ms {
 					ms = at.UnixMilli()
 				}
 			}
-			out = append(out, liveFile{entry: e, committed: time.UnixMilli(ms).UTC(),
-				partition: partitionPath(spec, h.Write().CurrentSchema(), df)})
+			out = append(out, liveFile{Entry: e, Committed: time.UnixMilli(ms).UTC(),
+				Partition: partitionPath(spec, h.Write().CurrentSchema(), df)})
 		}
 	}
 	return out, mfs, nil
@@ -300,188 +180,6 @@ func partitionPath(spec iceberg.PartitionSpec, sc *iceberg.Schema, df iceberg.Da
 		rec[i] = df.Partition()[spec.Field(i).FieldID]
 	}
 	return spec.PartitionToPath(rec, sc)
-}
-
-// compactableByPartition returns the files compaction may rewrite (Parquet
-// data files of the partition spec spec) by partition.
-func compactableByPartition(files []liveFile, spec int32) map[string][]liveFile {
-	byPart := map[string][]liveFile{}
-	for _, f := range files {
-		df := f.entry.DataFile()
-		if df.SpecID() != spec || df.ContentType() != iceberg.EntryContentData || df.FileFormat() != iceberg.ParquetFile {
-			continue
-		}
-		byPart[f.partition] = append(byPart[f.partition], f)
-	}
-	return byPart
-}
-
-// planCompaction groups the live files of compactable partitions, newest
-// partition first, within maxBytes of input (0: no bound). fits, when set,
-// says whether a group's rewrite fits the time left (and takes its share
-// of it); a group that does not is cut to its longest run of oldest files
-// that fits (fittingPart), so that a backlog whose groups are each larger
-// than a round can rewrite still shrinks every round, and the rest of it is
-// counted in deferred (the whole group when not even two of its files fit).
-func planCompaction(files []liveFile, spec int32, s compactSettings, now time.Time, maxBytes int64,
-	fits func(CompactionGroup) bool) (out []CompactionGroup, deferred int) {
-	byPart := compactableByPartition(files, spec)
-	parts := slices.Sorted(maps.Keys(byPart))
-	budget := maxBytes
-	bytesSpent := false
-	// take adds g unless it does not fit the time left; false when the
-	// bytes of the round are used up.
-	take := func(g CompactionGroup) bool {
-		if maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
-			return false
-		}
-		if fits != nil && !fits(g) {
-			deferred++
-			if part, ok := fittingPart(g, fits); ok {
-				budget -= part.BytesIn
-				out = append(out, part)
-			}
-			return true
-		}
-		budget -= g.BytesIn
-		out = append(out, g)
-		return true
-	}
-	// Newest partitions first: the one being written is the one queried.
-	for i := len(parts) - 1; i >= 0; i-- {
-		fs := byPart[parts[i]]
-		slices.SortFunc(fs, func(a, b liveFile) int {
-			if c := a.committed.Compare(b.committed); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.entry.DataFile().FilePath(), b.entry.DataFile().FilePath())
-		})
-		cold := true
-		for _, f := range fs {
-			cold = cold && f.committed.Before(now.Add(coldSlack(s.coldAfter)-s.coldAfter))
-		}
-		var small []liveFile
-		for _, f := range fs {
-			if f.entry.DataFile().FileSizeBytes() < s.target {
-				small = append(small, f)
-			}
-		}
-		var groups []CompactionGroup
-		if cold {
-			if len(small) >= 2 {
-				groups = packGroups(parts[i], "cold", 0, small, s.target)
-			}
-		} else {
-			tiers := map[int][]liveFile{}
-			for _, f := range small {
-				tr := sizeTier(f.entry.DataFile().FileSizeBytes(), s.minFiles)
-				tiers[tr] = append(tiers[tr], f)
-			}
-			for _, tr := range slices.Sorted(maps.Keys(tiers)) {
-				if len(tiers[tr]) >= s.minFiles {
-					groups = append(groups, packGroups(parts[i], "tiered", tr, tiers[tr], s.target)...)
-				}
-			}
-		}
-		for _, g := range groups {
-			switch {
-			case len(g.inputs) < 2:
-			case bytesSpent || !take(g):
-				bytesSpent = true
-				deferred++ // the first group over the bytes ends the round's plan
-			}
-		}
-	}
-	return out, deferred
-}
-
-// fittingPart returns the longest run of g's first files (its oldest, as
-// packGroups ordered them), at least two, whose rewrite fits (fits takes
-// its share of the time left); ok is false when not even two do. A run of
-// a group's first files is a group packGroups could have made: within the
-// target size and the merge's streams.
-func fittingPart(g CompactionGroup, fits func(CompactionGroup) bool) (part CompactionGroup, ok bool) {
-	part = g
-	for k := len(g.inputs) - 1; k >= 2; k-- {
-		df := g.inputs[k]
-		part.inputs = g.inputs[:k]
-		part.FilesIn--
-		part.BytesIn -= df.FileSizeBytes()
-		part.Rows -= df.Count()
-		if fits(part) {
-			part.inputs = slices.Clip(part.inputs)
-			return part, true
-		}
-	}
-	return CompactionGroup{}, false
-}
-
-// idleReason says why planCompaction planned nothing for files: no data
-// file, none smaller than the target, or too few small ones in each
-// partition.
-func idleReason(files []liveFile, spec int32, s compactSettings) string {
-	var small int
-	parts := map[string]bool{}
-	for _, f := range files {
-		df := f.entry.DataFile()
-		if df.SpecID() == spec && df.ContentType() == iceberg.EntryContentData && df.FileSizeBytes() < s.target {
-			small++
-			parts[f.partition] = true
-		}
-	}
-	switch {
-	case len(files) == 0:
-		return "the table has no data files"
-	case small == 0:
-		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.target), PropTargetFileSize)
-	}
-	return fmt.Sprintf("%d files below %s in %d partitions, but no partition has %d of one size tier (%s), or, once cold (its files older than %s, %s), 2",
-		small, quantity.FormatSize(s.target), len(parts), s.minFiles, PropCompactMinFiles, s.coldAfter, PropCompactColdAfter)
-}
-
-// coldSlack is how early a partition is compacted as cold: up to a
-// minute (a tenth of coldAfter when that is shorter) before its newest file
-// passes coldAfter. Maintenance runs once a minute after ingest, so the
-// round before the partition turns cold compacts it, and a reader never
-// finds a partition past coldAfter with its small files still apart.
-func coldSlack(coldAfter time.Duration) time.Duration {
-	return min(time.Minute, coldAfter/10)
-}
-
-// packGroups cuts files (oldest first) into groups of at most target bytes
-// of input, each with at most mergeMaxStreams files the merge streams
-// (splitMergeInputs): a streamed file holds its reader's buffers for the
-// whole rewrite, so a partition of many mid-sized files is merged in
-// several groups, and their outputs (new files) once the partition is cold
-// again.
-func packGroups(partition, reason string, tier int, files []liveFile, target int64) []CompactionGroup {
-	var out []CompactionGroup
-	cur := CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
-	var pool mergePool
-	streams := 0
-	for _, f := range files {
-		df := f.entry.DataFile()
-		streamed := !pool.fits(df.Count())
-		if cur.FilesIn > 0 && (cur.BytesIn+df.FileSizeBytes() > target || streamed && streams == mergeMaxStreams) {
-			out = append(out, cur)
-			cur = CompactionGroup{Partition: partition, Reason: reason, Tier: tier}
-			pool, streams = mergePool{}, 0
-			streamed = !pool.fits(df.Count())
-		}
-		if streamed {
-			streams++
-		} else {
-			pool.rows += df.Count()
-		}
-		cur.inputs = append(cur.inputs, df)
-		cur.FilesIn++
-		cur.BytesIn += df.FileSizeBytes()
-		cur.Rows += df.Count()
-	}
-	if cur.FilesIn > 0 {
-		out = append(out, cur)
-	}
-	return out
 }
 
 // Compact plans and commits one round of compaction (see the package
@@ -513,7 +211,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	// A data file the metadata names outside the table is never read
 	// (paths.go): it stays as it is, the others are compacted.
 	files = slices.DeleteFunc(files, func(f liveFile) bool {
-		p := f.entry.DataFile().FilePath()
+		p := f.Entry.DataFile().FilePath()
 		if _, err := t.lake.tableRel(t.name, p); err != nil {
 			t.lake.log.Warn("data file not compacted: outside the table's location", "table", t.name.String(), "path", p)
 			return true
@@ -537,13 +235,13 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	rate := opts.RewriteRate
 	if rate <= 0 {
-		rate = cmp.Or(st.RewriteRate, defaultRewriteRate)
+		rate = cmp.Or(st.RewriteRate, maintenance.DefaultRewriteRate)
 	}
 	var fits func(CompactionGroup) bool
 	if !opts.Deadline.IsZero() {
 		left := opts.Deadline.Sub(clock())
 		fits = func(g CompactionGroup) bool {
-			d := rewriteEstimate(g.Rows, rate)
+			d := maintenance.RewriteEstimate(g.Rows, rate)
 			if d > left {
 				return false
 			}
@@ -554,16 +252,16 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	spec := int32(h.Write().DefaultPartitionSpec())
 	var groups []CompactionGroup
 	var deferred int
-	if s.dedupe {
-		// dedupePlan takes the time left as it picks its groups.
-		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
-		groups, deferred = dedupePlan(h, files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
+	if s.Dedupe {
+		// maintenance.DedupePlan takes the time left as it picks its groups.
+		groups, deferred = maintenance.PlanCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, nil)
+		groups, deferred = maintenance.DedupePlan(boundColumns(h), files, groups, deferred, spec, s, t.lake.now(), opts.MaxBytes, fits)
 	} else {
-		groups, deferred = planCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
+		groups, deferred = maintenance.PlanCompaction(files, spec, s, t.lake.now(), opts.MaxBytes, fits)
 	}
 	res.Deferred = deferred
 	if len(groups) == 0 && deferred == 0 {
-		res.Idle = idleReason(files, spec, s)
+		res.Idle = maintenance.IdleReason(files, spec, s)
 	}
 	if opts.DryRun || len(groups) == 0 {
 		res.Groups = groups
@@ -588,7 +286,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		var paths []string
 		for _, g := range written {
 			if g.FilesOut == 0 {
-				paths = append(paths, dataFilePaths(g.outputs)...)
+				paths = append(paths, dataFilePaths(g.Outputs)...)
 			}
 		}
 		cctx, cancel := cleanupContext(ctx)
@@ -611,10 +309,10 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			// left to orphan removal), the groups before it commit.
 			// It took longer than its estimate: the rate noted is at
 			// most half the one it was planned with, so that later
-			// rounds cut such a group smaller (planCompaction) rather
+			// rounds cut such a group smaller (maintenance.PlanCompaction) rather
 			// than start and abandon it again.
-			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
-			st.noteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
+			took := max(clock().Sub(t0)-maintenance.RewriteOverhead, maintenance.RateFloorTime)
+			st.NoteRewriteRate(min(float64(g.Rows)/took.Seconds(), rate/2))
 			res.Abandoned++
 			res.Deferred += len(groups) - i - 1
 			break
@@ -635,14 +333,14 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		if err != nil {
 			return res, fmt.Errorf("compact %s: %s: %w", t.name, g.Partition, err)
 		}
-		if g.Rows >= rateSampleRows {
+		if g.Rows >= maintenance.RateSampleRows {
 			// A rewrite quicker than the fixed cost counts as taking
-			// rateFloorTime beyond it: a fast machine's rate is noted
+			// maintenance.RateFloorTime beyond it: a fast machine's rate is noted
 			// too (high, so later estimates are short).
-			took := max(clock().Sub(t0)-rewriteOverhead, rateFloorTime)
-			st.noteRewriteRate(float64(g.Rows) / took.Seconds())
+			took := max(clock().Sub(t0)-maintenance.RewriteOverhead, maintenance.RateFloorTime)
+			st.NoteRewriteRate(float64(g.Rows) / took.Seconds())
 		}
-		g.outputs = out
+		g.Outputs = out
 		written = append(written, g)
 	}
 	if len(written) == 0 {
@@ -657,8 +355,8 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
 		res.SnapshotID = a.snapshotID
 		for _, g := range a.groups {
-			g.FilesOut = len(g.outputs)
-			for _, df := range g.outputs {
+			g.FilesOut = len(g.Outputs)
+			for _, df := range g.Outputs {
 				g.BytesOut += df.FileSizeBytes()
 			}
 			res.Groups = append(res.Groups, *g)
@@ -687,15 +385,15 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // back to.
 func (t *Table) rewriteGroup(ctx context.Context, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	v := t.view()
-	pooled, streamed := splitMergeInputs(g.inputs)
-	if len(streamed) == 0 && !g.dedupe {
+	pooled, streamed := splitMergeInputs(g.Inputs)
+	if len(streamed) == 0 && !g.Dedupe {
 		return t.rewriteWhole(ctx, v, g)
 	}
 	files, err := t.mergeGroup(ctx, v, g, pooled, streamed)
 	if errors.Is(err, errUnsortedRun) {
-		if g.dedupe {
+		if g.Dedupe {
 			// Each file read whole and sorted as a run of its own.
-			return t.mergeGroup(ctx, v, g, g.inputs, nil)
+			return t.mergeGroup(ctx, v, g, g.Inputs, nil)
 		}
 		return t.rewriteWhole(ctx, v, g)
 	}
@@ -715,7 +413,7 @@ func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool
 		return false, err
 	}
 	live := livePaths(files)
-	for _, df := range g.inputs {
+	for _, df := range g.Inputs {
 		if !live[df.FilePath()] {
 			return true, nil
 		}
@@ -723,31 +421,21 @@ func (t *Table) replacedMeanwhile(ctx context.Context, g *CompactionGroup) (bool
 	return false, nil
 }
 
-// splitMergeInputs picks the files a merge reads whole into its pool (the
-// small ones, up to mergePoolRows rows) and those it streams, each with
-// its position in inputs (ties keep input order).
+// splitMergeInputs picks the files a merge reads whole into its pool and
+// those it streams (maintenance.SplitMergeInputs).
 func splitMergeInputs(inputs []iceberg.DataFile) (pooled []iceberg.DataFile, streamed []int) {
-	var pool mergePool
-	for i, df := range inputs {
-		if pool.fits(df.Count()) {
-			pooled = append(pooled, df)
-			pool.rows += df.Count()
-			continue
-		}
-		streamed = append(streamed, i)
-	}
-	return pooled, streamed
+	return maintenance.SplitMergeInputs(inputs)
 }
 
 // rewriteWhole reads every row of g at once and writes them sorted.
 func (t *Table) rewriteWhole(ctx context.Context, v tableView, g *CompactionGroup) ([]iceberg.DataFile, error) {
-	recs, rows, err := t.readFiles(ctx, v, g.inputs)
+	recs, rows, err := t.readFiles(ctx, v, g.Inputs)
 	defer releaseAll(recs)
 	if err != nil {
 		return nil, err
 	}
 	if rows != g.Rows {
-		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.inputs), g.Rows)
+		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.Inputs), g.Rows)
 	}
 	files, _, err := t.writeDataFiles(ctx, v, recs, 0)
 	return files, err
@@ -755,7 +443,7 @@ func (t *Table) rewriteWhole(ctx context.Context, v tableView, g *CompactionGrou
 
 // mergeGroup writes g's rows by merging its files as sorted runs: the
 // pooled files read whole and sorted as one run, each streamed file (an
-// index into g.inputs) read mergeReadRows rows at a time. Errors wrap
+// index into g.Inputs) read mergeReadRows rows at a time. Errors wrap
 // errUnsortedRun when a streamed file is out of order (its outputs
 // removed).
 func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup, pooled []iceberg.DataFile, streamed []int) ([]iceberg.DataFile, error) {
@@ -772,7 +460,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 	// The pooled files are one run, or, keeping the newest row of each
 	// key, one run each: a row's batch is its file's.
 	pools := [][]iceberg.DataFile{pooled}
-	if g.dedupe {
+	if g.Dedupe {
 		pools = nil
 		for _, df := range pooled {
 			pools = append(pools, []iceberg.DataFile{df})
@@ -793,26 +481,26 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		defer sr.Release()
 		run := sortedRun(ctx, "small files", -1, sr)
-		if g.dedupe {
-			run.name, run.order = files[0].FilePath(), int(g.seqs[files[0].FilePath()])
+		if g.Dedupe {
+			run.name, run.order = files[0].FilePath(), int(g.Seqs[files[0].FilePath()])
 		}
 		runs = append(runs, run)
 	}
 	scan := t.Iceberg().Scan(table.WithArrowBatchSize(mergeReadRows), table.WithMaxConcurrency(1))
 	for _, i := range streamed {
-		df := g.inputs[i]
+		df := g.Inputs[i]
 		_, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
 		if err != nil {
 			return nil, err
 		}
 		order := i
-		if g.dedupe {
-			order = int(g.seqs[df.FilePath()])
+		if g.Dedupe {
+			order = int(g.Seqs[df.FilePath()])
 		}
 		runs = append(runs, pullRun(df.FilePath(), order, conformed(it, v.arrowSc)))
 	}
 	merge := mergeRuns
-	if g.dedupe {
+	if g.Dedupe {
 		merge = mergeRunsNewest
 	}
 	var rows atomic.Int64
@@ -841,9 +529,9 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 		}
 		files = append(files, df)
 	}
-	if n := rows.Load(); n != g.Rows && !(g.dedupe && n < g.Rows) {
+	if n := rows.Load(); n != g.Rows && !(g.Dedupe && n < g.Rows) {
 		t.removeFiles(context.WithoutCancel(ctx), dataFilePaths(files))
-		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.inputs), g.Rows)
+		return nil, fmt.Errorf("merged %d rows from %d files whose manifests count %d", n, len(g.Inputs), g.Rows)
 	}
 	g.Replaced = g.Rows - rows.Load()
 	return files, nil
@@ -982,12 +670,12 @@ func (m *rewriteMutation) build(ctx context.Context, base *tablemeta.Indexed, v 
 	deleted := map[string]bool{}
 	for _, g := range m.groups {
 		ok := true
-		for _, df := range g.inputs {
+		for _, df := range g.Inputs {
 			ok = ok && live[df.FilePath()]
 		}
 		if ok {
 			a.groups = append(a.groups, g)
-			for _, df := range g.inputs {
+			for _, df := range g.Inputs {
 				deleted[df.FilePath()] = true
 			}
 		}
@@ -1024,11 +712,11 @@ func compactionChange(groups []*CompactionGroup) fileChange {
 	reason := groups[0].Reason
 	for _, g := range groups {
 		var dataSeq *int64
-		if g.dedupe {
-			dataSeq = &g.dataSeq
+		if g.Dedupe {
+			dataSeq = &g.DataSeq
 		}
-		change.added = append(change.added, addedFiles{files: g.outputs, dataSeq: dataSeq})
-		added = append(added, g.outputs...)
+		change.added = append(change.added, addedFiles{files: g.Outputs, dataSeq: dataSeq})
+		added = append(added, g.Outputs...)
 		replaced += g.Replaced
 		if g.Reason != reason {
 			reason = "tiered,cold"

@@ -66,7 +66,7 @@ func liveDataFiles(t testing.TB, tbl *Table) map[string]int {
 	}
 	out := map[string]int{}
 	for _, f := range files {
-		out[f.partition]++
+		out[f.Partition]++
 	}
 	return out
 }
@@ -82,7 +82,7 @@ func checkSortedFiles(t testing.TB, tbl *Table) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		_, it, err := tbl.Iceberg().Scan().ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
 		if err != nil {
 			t.Fatal(err)
@@ -288,7 +288,7 @@ func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 	if err != nil || len(dry.Groups) != 1 || dry.Groups[0].FilesIn != 6 {
 		t.Fatalf("plan: %+v, %v", dry, err)
 	}
-	pooled, streamed := splitMergeInputs(dry.Groups[0].inputs)
+	pooled, streamed := splitMergeInputs(dry.Groups[0].Inputs)
 	if len(pooled) != 3 || len(streamed) != 3 {
 		t.Fatalf("merge inputs: %d pooled, %d streamed; want 3 and 3", len(pooled), len(streamed))
 	}
@@ -332,11 +332,11 @@ func testCompactMergesLargeFiles(t *testing.T, l *Lake) {
 	appendRows(t, tbl, "small-late.csv", day0.Add(-5*time.Hour), 7)
 	before = scanRows(t, tbl, 0)
 	*clock = clock.Add(2 * time.Hour)
-	g := CompactionGroup{inputs: liveInputs(t, tbl), Rows: int64(len(before))}
-	if _, streamed := splitMergeInputs(g.inputs); len(streamed) < 2 {
+	g := CompactionGroup{Inputs: liveInputs(t, tbl), Rows: int64(len(before))}
+	if _, streamed := splitMergeInputs(g.Inputs); len(streamed) < 2 {
 		t.Fatalf("%d files streamed, want the compacted file and the unsorted one", len(streamed))
 	}
-	_, err = tbl.mergeGroup(ctx, tbl.view(), &g, splitPooled(g.inputs), splitStreamed(g.inputs))
+	_, err = tbl.mergeGroup(ctx, tbl.view(), &g, splitPooled(g.Inputs), splitStreamed(g.Inputs))
 	if !errors.Is(err, errUnsortedRun) {
 		t.Fatalf("merging an unsorted file: %v, want errUnsortedRun", err)
 	}
@@ -362,7 +362,7 @@ func liveInputs(t testing.TB, tbl *Table) []iceberg.DataFile {
 	}
 	var out []iceberg.DataFile
 	for _, f := range files {
-		out = append(out, f.entry.DataFile())
+		out = append(out, f.Entry.DataFile())
 	}
 	return out
 }

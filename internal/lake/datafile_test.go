@@ -187,10 +187,10 @@ func TestDataFileLayout(t *testing.T) {
 	if err != nil || len(cr.Groups) != 1 || cr.Groups[0].FilesIn != 2 || cr.Groups[0].FilesOut != 1 {
 		t.Fatalf("compaction: %+v, %v", cr, err)
 	}
-	if _, streamed := splitMergeInputs(cr.Groups[0].inputs); len(streamed) != 2 {
+	if _, streamed := splitMergeInputs(cr.Groups[0].Inputs); len(streamed) != 2 {
 		t.Fatalf("%d files streamed, want 2 (the merge)", len(streamed))
 	}
-	checkRowGroups(t, tbl, cr.Groups[0].outputs[0], want)
+	checkRowGroups(t, tbl, cr.Groups[0].Outputs[0], want)
 	if got := scanRows(t, tbl, 0); !slices.Equal(got, before) {
 		t.Fatalf("rows changed by the compaction: %d rows, want %d", len(got), len(before))
 	}

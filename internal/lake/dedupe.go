@@ -1,17 +1,12 @@
 package lake
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -19,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
@@ -40,7 +36,7 @@ import (
 //     sequence number of the group, so that a batch committed meanwhile
 //     still counts as newer, and the group must be closed: no other file
 //     of the partition whose rows may share a key with it has a data
-//     sequence number within the group's (dedupePlan);
+//     sequence number within the group's (maintenance.DedupePlan);
 //   - a cold partition's files that may share keys (their bounds on the
 //     time and series key columns overlap, and their data sequence numbers
 //     differ) are merged together, whatever their sizes, so that every
@@ -57,13 +53,9 @@ func readDedup(props iceberg.Properties) bool {
 	return v
 }
 
-// boundColumn is a sort key column (time, series key) whose bounds the
-// manifests carry: its field id and how its bound bytes compare (Iceberg
-// spec, "Binary single-value serialization").
-type boundColumn struct {
-	id      int
-	compare func(a, b []byte) int // nil: not comparable, any bounds may overlap
-}
+// boundColumn is a sort key column whose bounds the manifests carry
+// (maintenance.BoundColumn).
+type boundColumn = maintenance.BoundColumn
 
 // boundColumns are h's time and series key columns.
 func boundColumns(h *tablemeta.Indexed) []boundColumn {
@@ -78,240 +70,14 @@ func boundColumns(h *tablemeta.Indexed) []boundColumn {
 		if !ok {
 			continue
 		}
-		out = append(out, boundColumn{id: f.ID, compare: boundComparator(f.Type)})
+		out = append(out, boundColumn{ID: f.ID, Compare: boundComparator(f.Type)})
 	}
 	return out
 }
 
-// boundComparator compares two single-value serialized bounds of type t.
-func boundComparator(t iceberg.Type) func(a, b []byte) int {
-	le := binary.LittleEndian
-	switch t.(type) {
-	case iceberg.StringType, iceberg.BinaryType, iceberg.FixedType, iceberg.UUIDType:
-		return bytes.Compare
-	case iceberg.Int32Type, iceberg.DateType:
-		return func(a, b []byte) int {
-			if len(a) < 4 || len(b) < 4 {
-				return 0
-			}
-			return cmp.Compare(int32(le.Uint32(a)), int32(le.Uint32(b)))
-		}
-	case iceberg.Int64Type, iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimeType:
-		return func(a, b []byte) int {
-			if len(a) < 8 || len(b) < 8 {
-				return 0
-			}
-			return cmp.Compare(int64(le.Uint64(a)), int64(le.Uint64(b)))
-		}
-	case iceberg.Float32Type:
-		return func(a, b []byte) int {
-			if len(a) < 4 || len(b) < 4 {
-				return 0
-			}
-			return cmp.Compare(math.Float32frombits(le.Uint32(a)), math.Float32frombits(le.Uint32(b)))
-		}
-	case iceberg.Float64Type:
-		return func(a, b []byte) int {
-			if len(a) < 8 || len(b) < 8 {
-				return 0
-			}
-			return cmp.Compare(math.Float64frombits(le.Uint64(a)), math.Float64frombits(le.Uint64(b)))
-		}
-	case iceberg.BooleanType:
-		return bytes.Compare
-	}
-	return nil
-}
-
-// mayShareKeys reports whether two data files may hold rows of one series
-// key and time: their data sequence numbers differ and their bounds overlap
-// on every sort key column (a missing bound may overlap anything).
-func mayShareKeys(a, b liveFile, cols []boundColumn) bool {
-	if a.entry.SequenceNum() == b.entry.SequenceNum() {
-		return false
-	}
-	da, db := a.entry.DataFile(), b.entry.DataFile()
-	la, ua, lb, ub := da.LowerBoundValues(), da.UpperBoundValues(), db.LowerBoundValues(), db.UpperBoundValues()
-	for _, c := range cols {
-		if c.compare == nil {
-			continue
-		}
-		x, y, z, w := la[c.id], ua[c.id], lb[c.id], ub[c.id]
-		if x == nil || y == nil || z == nil || w == nil {
-			continue
-		}
-		if c.compare(x, w) > 0 || c.compare(z, y) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// sharingComponents cuts files (one partition's) into the sets whose
-// members may share keys, directly or through others (mayShareKeys), and
-// returns those of two files or more, each in data sequence order.
-func sharingComponents(files []liveFile, cols []boundColumn) [][]liveFile {
-	parent := make([]int, len(files))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		if parent[i] != i {
-			parent[i] = find(parent[i])
-		}
-		return parent[i]
-	}
-	for i := range files {
-		for j := i + 1; j < len(files); j++ {
-			if find(i) != find(j) && mayShareKeys(files[i], files[j], cols) {
-				parent[find(i)] = find(j)
-			}
-		}
-	}
-	byRoot := map[int][]liveFile{}
-	for i, f := range files {
-		byRoot[find(i)] = append(byRoot[find(i)], f)
-	}
-	var out [][]liveFile
-	for _, root := range slices.Sorted(maps.Keys(byRoot)) {
-		if c := byRoot[root]; len(c) > 1 {
-			slices.SortFunc(c, bySequence)
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func bySequence(a, b liveFile) int {
-	if c := cmp.Compare(a.entry.SequenceNum(), b.entry.SequenceNum()); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.entry.DataFile().FilePath(), b.entry.DataFile().FilePath())
-}
-
-// dedupePlan turns planCompaction's groups into those of a table under
-// timelake.read-dedup: a live partition's groups that are closed (no file
-// of the partition outside the group whose data sequence number lies
-// within the group's may share a key with a member), and for each cold
-// partition its files that may share keys (sharingComponents, whatever
-// their sizes) and its other small files, each set in data sequence order
-// (closed by construction). Groups are taken within maxBytes and the time left (fits) as
-// planCompaction takes them; deferred counts those left.
-func dedupePlan(h *tablemeta.Indexed, files []liveFile, groups []CompactionGroup, deferred int, spec int32, s compactSettings, now time.Time, maxBytes int64,
-	fits func(CompactionGroup) bool) ([]CompactionGroup, int) {
-	cols := boundColumns(h)
-	byPart := compactableByPartition(files, spec)
-	cold := func(fs []liveFile) bool {
-		for _, f := range fs {
-			if !f.committed.Before(now.Add(coldSlack(s.coldAfter) - s.coldAfter)) {
-				return false
-			}
-		}
-		return true
-	}
-	var planned []CompactionGroup
-	for _, g := range groups {
-		if !cold(byPart[g.Partition]) && closedGroup(g, byPart[g.Partition], cols) {
-			planned = append(planned, g)
-		}
-	}
-	parts := slices.Sorted(maps.Keys(byPart))
-	for i := len(parts) - 1; i >= 0; i-- { // newest partitions first, as planCompaction
-		fs := byPart[parts[i]]
-		if !cold(fs) {
-			continue
-		}
-		inComponent := map[string]bool{}
-		for _, c := range sharingComponents(fs, cols) {
-			g := CompactionGroup{Partition: parts[i], Reason: "cold"}
-			for _, f := range c {
-				inComponent[f.entry.DataFile().FilePath()] = true
-				g.inputs = append(g.inputs, f.entry.DataFile())
-				g.FilesIn++
-				g.BytesIn += f.entry.DataFile().FileSizeBytes()
-				g.Rows += f.entry.DataFile().Count()
-			}
-			planned = append(planned, g)
-		}
-		var small []liveFile
-		for _, f := range fs {
-			if !inComponent[f.entry.DataFile().FilePath()] && f.entry.DataFile().FileSizeBytes() < s.target {
-				small = append(small, f)
-			}
-		}
-		if len(small) >= 2 {
-			slices.SortFunc(small, bySequence)
-			planned = append(planned, packGroups(parts[i], "cold", 0, small, s.target)...)
-		}
-	}
-	seqOf := make(map[string]int64, len(files))
-	for _, f := range files {
-		seqOf[f.entry.DataFile().FilePath()] = f.entry.SequenceNum()
-	}
-	var out []CompactionGroup
-	budget := maxBytes
-	deferred = 0
-	for _, g := range planned {
-		if len(g.inputs) < 2 {
-			continue
-		}
-		if deferred > 0 || maxBytes > 0 && g.BytesIn > budget && len(out) > 0 {
-			deferred++ // the first group that does not fit ends the round's plan
-			continue
-		}
-		if fits != nil && !fits(g) {
-			deferred++ // its rewrite does not fit the time left
-			continue
-		}
-		budget -= g.BytesIn
-		g.dedupe = true
-		g.seqs = map[string]int64{}
-		for _, df := range g.inputs {
-			g.seqs[df.FilePath()] = seqOf[df.FilePath()]
-			g.dataSeq = max(g.dataSeq, seqOf[df.FilePath()])
-		}
-		out = append(out, g)
-	}
-	return out, deferred
-}
-
-// closedGroup reports whether no file of the partition (part) outside g
-// whose data sequence number lies within g's lowest and highest may share
-// a key with one of g's files: the new files, taking g's highest, would
-// otherwise rank a row of an older batch above that file's.
-func closedGroup(g CompactionGroup, part []liveFile, cols []boundColumn) bool {
-	member := map[string]bool{}
-	for _, df := range g.inputs {
-		member[df.FilePath()] = true
-	}
-	var members, others []liveFile
-	for _, f := range part {
-		if member[f.entry.DataFile().FilePath()] {
-			members = append(members, f)
-		} else {
-			others = append(others, f)
-		}
-	}
-	if len(members) == 0 {
-		return false
-	}
-	lo, hi := members[0].entry.SequenceNum(), members[0].entry.SequenceNum()
-	for _, f := range members {
-		lo, hi = min(lo, f.entry.SequenceNum()), max(hi, f.entry.SequenceNum())
-	}
-	for _, o := range others {
-		if o.entry.SequenceNum() < lo || o.entry.SequenceNum() > hi {
-			continue
-		}
-		for _, m := range members {
-			if mayShareKeys(o, m, cols) || o.entry.SequenceNum() == m.entry.SequenceNum() {
-				return false
-			}
-		}
-	}
-	return true
-}
+// boundComparator compares two single-value serialized bounds of type t
+// (maintenance.BoundComparator).
+func boundComparator(t iceberg.Type) func(a, b []byte) int { return maintenance.BoundComparator(t) }
 
 // Duplicates says whether a table under timelake.read-dedup holds rows
 // that compaction has not resolved yet: rows of one series key and time
@@ -354,14 +120,14 @@ func (t *Table) UnresolvedDuplicates(ctx context.Context) (Duplicates, error) {
 	v := t.view()
 	byPart := map[string][]liveFile{}
 	for _, f := range files {
-		if f.entry.DataFile().ContentType() == iceberg.EntryContentData {
-			byPart[f.partition] = append(byPart[f.partition], f)
+		if f.Entry.DataFile().ContentType() == iceberg.EntryContentData {
+			byPart[f.Partition] = append(byPart[f.Partition], f)
 		}
 	}
 	keyCols := append([]string{v.contract.TimeColumn}, v.contract.SeriesKey...)
 	for _, p := range slices.Sorted(maps.Keys(byPart)) {
 		var n int64
-		for _, c := range sharingComponents(byPart[p], cols) {
+		for _, c := range maintenance.SharingComponents(byPart[p], cols) {
 			left, err := t.keysLeftOut(ctx, v, c, keyCols)
 			if err != nil {
 				return d, fmt.Errorf("duplicates of %s: %s: %w", t.name, p, err)
@@ -402,7 +168,7 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 	var k sortKey
 	var sc *arrow.Schema
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		fsc, it, err := scan.ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})
 		if err != nil {
 			return 0, err
@@ -414,7 +180,7 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 			}
 		}
 		total += df.Count()
-		order := int(f.entry.SequenceNum())
+		order := int(f.Entry.SequenceNum())
 		if !whole {
 			runs = append(runs, pullRun(df.FilePath(), order, it))
 			continue

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/maintenance"
 )
 
 func TestMergeRunsNewest(t *testing.T) {
@@ -144,7 +146,7 @@ func TestReadDedupCompactionKeepsTheNewestBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if seq := files[0].entry.SequenceNum(); seq >= h.LastSeq() {
+		if seq := files[0].Entry.SequenceNum(); seq >= h.LastSeq() {
 			t.Fatalf("the new file's data sequence number %d is the compaction's (%d), not its newest input's", seq, h.LastSeq())
 		}
 		if d, err := tbl.UnresolvedDuplicates(ctx); err != nil || d.Rows != 0 {
@@ -177,29 +179,29 @@ func TestReadDedupGroupsAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(files, bySequence)
+	slices.SortFunc(files, maintenance.BySequence)
 	cols := boundColumns(h)
 	a, b, c, z := files[0], files[1], files[2], files[3]
-	if !mayShareKeys(a, c, cols) || mayShareKeys(a, z, cols) {
+	if !maintenance.MayShareKeys(a, c, cols) || maintenance.MayShareKeys(a, z, cols) {
 		t.Fatal("bounds overlap wrongly judged")
 	}
 	group := func(fs ...liveFile) CompactionGroup {
-		g := CompactionGroup{Partition: a.partition}
+		g := CompactionGroup{Partition: a.Partition}
 		for _, f := range fs {
-			g.inputs = append(g.inputs, f.entry.DataFile())
+			g.Inputs = append(g.Inputs, f.Entry.DataFile())
 		}
 		return g
 	}
-	if closedGroup(group(a, c), files, cols) {
+	if maintenance.ClosedGroup(group(a, c), files, cols) {
 		t.Error("{a, c} is closed although b, between them, shares a key")
 	}
-	if closedGroup(group(a, z), files, cols) {
+	if maintenance.ClosedGroup(group(a, z), files, cols) {
 		t.Error("{a, z} is closed although b and c, between them, share a key with a")
 	}
-	if !closedGroup(group(a, b), files, cols) || !closedGroup(group(b, c), files, cols) || !closedGroup(group(c, z), files, cols) {
+	if !maintenance.ClosedGroup(group(a, b), files, cols) || !maintenance.ClosedGroup(group(b, c), files, cols) || !maintenance.ClosedGroup(group(c, z), files, cols) {
 		t.Error("a closed group judged open")
 	}
-	if comps := sharingComponents(files, cols); len(comps) != 1 || len(comps[0]) != 3 {
+	if comps := maintenance.SharingComponents(files, cols); len(comps) != 1 || len(comps[0]) != 3 {
 		t.Fatalf("components = %d", len(comps))
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 )
 
@@ -381,7 +382,7 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	var candidates []liveFile
 	var progress DeleteProgress
 	for _, lf := range files {
-		df := lf.entry.DataFile()
+		df := lf.Entry.DataFile()
 		if df.ContentType() != iceberg.EntryContentData {
 			continue
 		}
@@ -400,9 +401,9 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	}
 	report()
 	for _, lf := range candidates {
-		df := lf.entry.DataFile()
+		df := lf.Entry.DataFile()
 		res.Read++
-		r := deleteRewrite{input: df, seq: lf.entry.SequenceNum()}
+		r := deleteRewrite{input: df, seq: lf.Entry.SequenceNum()}
 		// The predicate's columns first: a file is written again only
 		// when a row matches and not all do (then it is dropped whole).
 		if r.matched, err = t.countMatches(ctx, df, f); err != nil {
@@ -617,7 +618,7 @@ func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 func livePaths(files []liveFile) map[string]bool {
 	live := make(map[string]bool, len(files))
 	for _, f := range files {
-		live[f.entry.DataFile().FilePath()] = true
+		live[f.Entry.DataFile().FilePath()] = true
 	}
 	return live
 }
@@ -656,8 +657,8 @@ func batchFiles(h *tablemeta.Indexed, live []liveFile, key string) (map[string]b
 	}
 	files := map[string]bool{}
 	for _, lf := range live {
-		if id := lf.entry.SnapshotID(); id == s.SnapshotID && lf.entry.DataFile().ContentType() == iceberg.EntryContentData {
-			files[lf.entry.DataFile().FilePath()] = true
+		if id := lf.Entry.SnapshotID(); id == s.SnapshotID && lf.Entry.DataFile().ContentType() == iceberg.EntryContentData {
+			files[lf.Entry.DataFile().FilePath()] = true
 		}
 	}
 	if added == 0 || int64(len(files)) != added {
@@ -929,7 +930,7 @@ func (f *rowFilter) excludes(spec iceberg.PartitionSpec, df iceberg.DataFile) bo
 		return true
 	}
 	if f.from != nil {
-		if end, ok := partitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
+		if end, ok := maintenance.PartitionEnd(spec, f.timeID, df.Partition()); ok && !end.After(f.from.ToTime(f.unit)) {
 			return true
 		}
 	}

@@ -101,8 +101,8 @@ func liveByPartition(tb testing.TB, tbl *Table) map[string][]liveFileInfo {
 	}
 	out := map[string][]liveFileInfo{}
 	for _, f := range files {
-		df := f.entry.DataFile()
-		out[f.partition] = append(out[f.partition], liveFileInfo{df.FilePath(), df.FileSizeBytes()})
+		df := f.Entry.DataFile()
+		out[f.Partition] = append(out[f.Partition], liveFileInfo{df.FilePath(), df.FileSizeBytes()})
 	}
 	for _, fs := range out {
 		slices.SortFunc(fs, func(a, b liveFileInfo) int { return strings.Compare(a.path, b.path) })

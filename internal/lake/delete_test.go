@@ -525,7 +525,7 @@ func fileSources(t *testing.T, tbl *Table) map[string]map[string]int {
 	}
 	out := map[string]map[string]int{}
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		n := map[string]int{}
 		out[df.FilePath()] = n
 		_, it, err := tbl.Iceberg().Scan().ReadTasks(ctx, []table.FileScanTask{{File: df, Length: df.FileSizeBytes()}})

@@ -1,6 +1,10 @@
 package lake
 
-import "time"
+import (
+	"time"
+
+	"github.com/timelake/timelake/internal/lake/maintenance"
+)
 
 // SnapshotsDue counts the snapshots of the loaded version that an expiry
 // with these settings (Expire's OlderThan, RetainLast and RetainAtMost) would
@@ -12,7 +16,7 @@ import "time"
 // refs do not parse.
 func (t *Table) SnapshotsDue(olderThan time.Duration, retainLast, retainAtMost int) (int, error) {
 	h, _ := t.loaded()
-	due, err := chooseExpired(h, t.lake.now().Add(-olderThan), max(1, retainLast), retainAtMost)
+	due, err := maintenance.ChooseExpired(h, t.lake.now().Add(-olderThan), max(1, retainLast), retainAtMost)
 	if err != nil {
 		return 0, err
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/loadhistory"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/storage"
 )
@@ -59,33 +60,12 @@ type ExpireOptions struct {
 	firstChunk int
 }
 
-// ExpiredSnapshot is one snapshot Expire removed (or would remove).
-type ExpiredSnapshot struct {
-	SnapshotID  int64
-	CommittedAt time.Time // UTC
-	BatchID     string    // timelake.batch-id; "" when the snapshot has none
-	// Early: younger than the retention, expired because the metadata
-	// held more than ExpireOptions.RetainAtMost snapshots; its files wait
-	// until it is past the retention (ExpireOptions.RetainAtMost).
-	Early bool
-}
+// ExpiredSnapshot is one snapshot Expire removed (or would remove)
+// (maintenance.ExpiredSnapshot).
+type ExpiredSnapshot = maintenance.ExpiredSnapshot
 
-// ExpireResult is what Expire did.
-type ExpireResult struct {
-	Expired []ExpiredSnapshot // oldest first
-	Kept    int               // snapshots left in the table
-	// Remembered is how many batch ids moved into the load history.
-	Remembered int
-	// FilesDeleted counts the manifest lists, manifests and data files
-	// deleted because only expired snapshots referenced them.
-	FilesDeleted int
-	// Version is N of the vN.metadata.json written; the loaded version when
-	// nothing was expired or DryRun is set.
-	Version int
-	// Left counts the snapshots due for expiry that ExpireOptions.Deadline
-	// left for a later round.
-	Left int
-}
+// ExpireResult is what Expire did (maintenance.ExpireResult).
+type ExpireResult = maintenance.ExpireResult
 
 // expireFirstChunk is how many snapshots an expiry within a deadline
 // expires in its first commit, before it knows what one costs: small
@@ -141,7 +121,7 @@ func (t *Table) Expire(ctx context.Context, opts ExpireOptions) (ExpireResult, e
 		retainLast = max(1, props.GetInt(table.MinSnapshotsToKeepKey, table.MinSnapshotsToKeepDefault))
 	}
 	cutoff := t.lake.now().Add(-olderThan)
-	expired, err := chooseExpired(h, cutoff, retainLast, opts.RetainAtMost)
+	expired, err := maintenance.ChooseExpired(h, cutoff, retainLast, opts.RetainAtMost)
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("expire snapshots of %s: %w", t.name, err)
 	}
@@ -229,69 +209,6 @@ func (t *Table) expireChosen(ctx context.Context, expired []ExpiredSnapshot, opt
 		}
 	}
 	return res, nil
-}
-
-// chooseExpired picks the snapshots of h to expire: committed before
-// cutoff, or (atMost > 0) beyond the newest atMost of the main branch's
-// ancestry (those younger than cutoff marked Early), and in both cases not
-// among the newest retainLast of the main branch's ancestry, not the head
-// of a ref, and not in the ancestry of another branch. Oldest first. It
-// reads the snapshot index only.
-func chooseExpired(h *tablemeta.Indexed, cutoff time.Time, retainLast, atMost int) ([]ExpiredSnapshot, error) {
-	var refs map[string]struct {
-		SnapshotID int64  `json:"snapshot-id"`
-		Type       string `json:"type"`
-	}
-	if err := unmarshalOptional(h.Get("refs"), &refs); err != nil {
-		return nil, fmt.Errorf("refs: %w", err)
-	}
-	keep := map[int64]bool{}
-	// ancestors walks i and its ancestors while visit says go on.
-	ancestors := func(i int, visit func(n int, id int64) bool) {
-		seen := map[int]bool{}
-		for n := 0; i >= 0 && !seen[i]; n++ {
-			seen[i] = true
-			r := h.Snaps()[i]
-			if !visit(n, r.ID) || !r.HasParent {
-				return
-			}
-			next, ok := h.ByID()[r.Parent]
-			if !ok {
-				return
-			}
-			i = next
-		}
-	}
-	ancestors(h.Current(), func(n int, id int64) bool {
-		keep[id] = true
-		return n+1 < retainLast
-	})
-	beyond := map[int64]bool{} // main's ancestors past the newest atMost
-	if atMost > 0 {
-		ancestors(h.Current(), func(n int, id int64) bool {
-			if n >= atMost {
-				beyond[id] = true
-			}
-			return true
-		})
-	}
-	for name, ref := range refs {
-		keep[ref.SnapshotID] = true
-		if i, ok := h.ByID()[ref.SnapshotID]; ok && name != table.MainBranch && ref.Type == string(table.BranchRef) {
-			ancestors(i, func(_ int, id int64) bool { keep[id] = true; return true })
-		}
-	}
-	out := []ExpiredSnapshot{}
-	for _, r := range h.Snaps() {
-		at := time.UnixMilli(r.Timestamp).UTC()
-		early := !at.Before(cutoff)
-		if keep[r.ID] || early && !beyond[r.ID] {
-			continue
-		}
-		out = append(out, ExpiredSnapshot{SnapshotID: r.ID, CommittedAt: at, BatchID: r.Batch, Early: early})
-	}
-	slices.SortStableFunc(out, func(a, b ExpiredSnapshot) int { return a.CommittedAt.Compare(b.CommittedAt) })
-	return out, nil
 }
 
 // expireMutation removes chosen snapshots from the newest version and moves
@@ -424,7 +341,7 @@ func (m *expireMutation) cleanUp(ctx context.Context, won int, unknown bool) {
 // reads every kept snapshot's manifest list (and does not count).
 func (t *Table) deleteExpiredFiles(ctx context.Context, pre *tablemeta.Indexed, v versionRef, ids []int64, early map[int64]bool) (int, error) {
 	after, _ := t.loaded()
-	oldest, linear := linearTail(after, pre, ids)
+	oldest, linear := maintenance.LinearTail(after, pre, ids)
 	var newestEarly int64 // commit time of the newest early one, ms
 	for _, id := range ids {
 		if early[id] {
@@ -518,63 +435,6 @@ func (t *Table) deleteBeforeEarly(ctx context.Context, pre *tablemeta.Indexed, k
 	return t.deleteFiles(ctx, now)
 }
 
-// linearTail reports whether the snapshots after the expiry form one line
-// (the main branch's ancestry, no other ref) whose oldest member's ancestors
-// include every expired snapshot, and returns that oldest kept snapshot's
-// index in after.
-func linearTail(after, pre *tablemeta.Indexed, ids []int64) (int, bool) {
-	var refs map[string]refID
-	if err := unmarshalOptional(after.Get("refs"), &refs); err != nil {
-		return 0, false
-	}
-	for name := range refs {
-		if name != table.MainBranch {
-			return 0, false
-		}
-	}
-	if after.Current() < 0 {
-		return 0, false
-	}
-	// Walk main's ancestry in after: it must hold every snapshot of after.
-	seen, oldest := 0, -1
-	for i := after.Current(); i >= 0; {
-		seen++
-		oldest = i
-		r := after.Snaps()[i]
-		next, ok := after.ByID()[r.Parent]
-		if !r.HasParent || !ok {
-			break
-		}
-		i = next
-	}
-	if seen != len(after.Snaps()) {
-		return 0, false
-	}
-	// Every expired snapshot must be an ancestor of the oldest kept one in
-	// pre.
-	anc := map[int64]bool{}
-	i, ok := pre.ByID()[after.Snaps()[oldest].ID]
-	for ok {
-		r := pre.Snaps()[i]
-		if !r.HasParent {
-			break
-		}
-		anc[r.Parent] = true
-		i, ok = pre.ByID()[r.Parent]
-	}
-	for _, id := range ids {
-		if !anc[id] {
-			return 0, false
-		}
-	}
-	return oldest, true
-}
-
-// refID is the part of a ref that the clean-up reads.
-type refID struct {
-	SnapshotID int64 `json:"snapshot-id"`
-}
-
 // expiredFilesIncremental returns the files of the snapshots ids of pre
 // that kept (the oldest kept snapshot, their descendant on one line of
 // history) does not reference: deleteExpiredFiles for a line of history.
@@ -644,7 +504,7 @@ func (t *Table) expiredFilesIncremental(ctx context.Context, pre *tablemeta.Inde
 	}
 	if appendsOnly {
 		// Only appends from the expired snapshots to the oldest kept one,
-		// its ancestors (linearTail), and no entry of a removed file in
+		// its ancestors (maintenance.LinearTail), and no entry of a removed file in
 		// the manifests to delete: every data file those manifests name is
 		// still live in the oldest kept snapshot. Only the manifest lists
 		// and manifests go, and no manifest is read: in a long run of

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/timelake/timelake/internal/lake/loadhistory"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
-	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
 
@@ -49,12 +49,12 @@ import (
 // conventions where Timelake names them; docs/maintenance.md).
 const (
 	PropLoadHistory  = "timelake.load-history"
-	PropDedupeWindow = "timelake.dedupe-window"
+	PropDedupeWindow = maintenance.PropDedupeWindow
 )
 
 // DefaultDedupeWindow is how long a loaded key is remembered when the table
 // does not set timelake.dedupe-window (Snowpipe keeps 14 days).
-const DefaultDedupeWindow = 14 * 24 * time.Hour
+const DefaultDedupeWindow = maintenance.DefaultDedupeWindow
 
 // LoadRecord is one landing file loaded into the table, or, in the
 // outcome log (outcomes.go), one that ingest settled without loading it
@@ -181,10 +181,7 @@ func segmentsProperty(segs []loadhistory.SegmentInfo) string {
 // dedupeWindow reads timelake.dedupe-window (a duration such as 336h or
 // 14d), DefaultDedupeWindow when unset or unreadable.
 func dedupeWindow(props map[string]string) time.Duration {
-	if d, err := quantity.ParseAge(props[PropDedupeWindow]); err == nil && d > 0 {
-		return d
-	}
-	return DefaultDedupeWindow
+	return maintenance.DedupeWindow(props)
 }
 
 // historyKey is the store key of a segment of table n: in the folder of

@@ -2,6 +2,7 @@ package lake
 
 import (
 	"github.com/timelake/timelake/internal/lake/catalog"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 
 	"context"
 	"errors"
@@ -114,39 +115,6 @@ func TestMaintainKeepsAFleetTableSmall(t *testing.T) {
 	})
 }
 
-// TestMaintenanceSettingsOf checks the resolution of the settings and where
-// each value comes from: a property that parses, a default for one unset or
-// unreadable.
-func TestMaintenanceSettingsOf(t *testing.T) {
-	s := MaintenanceSettingsOf(map[string]string{
-		PropSnapshotRetention: "2h", PropMinSnapshots: "abc", PropTargetFileSize: "8MiB",
-		PropDedupeWindow: "30d", PropAutoMaintain: "false", "write.metadata.previous-versions-max": "7",
-	})
-	if s.Enabled || s.SnapshotRetention != 2*time.Hour || s.MinSnapshots != DefaultMinSnapshots ||
-		s.TargetFileSize != 8<<20 || s.DedupeWindow != 30*24*time.Hour || s.MetadataVersions != 7 ||
-		s.CompactMinFiles != DefaultCompactMinFiles || s.OrphanMinAge != DefaultOrphanMinAge {
-		t.Errorf("settings %+v", s)
-	}
-	want := map[string]string{
-		PropAutoMaintain: SourceProperty, PropSnapshotRetention: SourceProperty, PropMinSnapshots: SourceDefault, PropMaxSnapshots: SourceDefault,
-		PropDedupeWindow: SourceProperty, PropTargetFileSize: SourceProperty, PropCompactMinFiles: SourceDefault,
-		PropCompactColdAfter: SourceDefault, PropOrphanMinAge: SourceDefault,
-		PropReadDedup: SourceDefault, PropRetention: SourceDefault,
-		"write.metadata.previous-versions-max": SourceProperty,
-	}
-	if len(s.Sources) != len(want) {
-		t.Errorf("sources %v, want %v", s.Sources, want)
-	}
-	for k, v := range want {
-		if s.Sources[k] != v {
-			t.Errorf("%s comes from %q, want %q", k, s.Sources[k], v)
-		}
-	}
-	if d := MaintenanceSettingsOf(nil); d.Enabled || d.Sources[PropAutoMaintain] != SourceDefault || d.MetadataVersions != 100 {
-		t.Errorf("no properties: %+v", d)
-	}
-}
-
 // TestMaintainOlderAndForeignTables: a table timelake created before
 // maintenance existed gets the settings on its first round and is
 // maintained; a table another tool wrote is left alone unless its
@@ -238,7 +206,7 @@ func TestColdAfterOutlivesSnapshots(t *testing.T) {
 	}
 	// Then only the next day's partition is written: the first goes cold
 	// 30 minutes after its last append (minute 9), compacted by the round
-	// of minute 38 or 39 (a minute early at most: coldSlack).
+	// of minute 38 or 39 (a minute early at most: maintenance.ColdSlack).
 	coldAt := -1
 	for m := 10; m < 10+45; m++ {
 		minute(m, clock.Add(24*time.Hour))
@@ -254,47 +222,6 @@ func TestColdAfterOutlivesSnapshots(t *testing.T) {
 	}
 	if n := len(scanRows(t, tbl, 0)); n != 55*5 {
 		t.Fatalf("%d rows, want %d", n, 55*5)
-	}
-}
-
-// TestNoteSequence: an entry per 120th of cold-after at most, with the
-// commit time given, the old ones dropped but the newest of them, and
-// committedBy the first entry at or past a sequence number.
-func TestNoteSequence(t *testing.T) {
-	var st maintenanceState
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	if st.noteSequence(0, t0, t0, time.Hour) || st.noteSequence(5, t0, t0, 0) {
-		t.Fatal("recorded without a sequence number or cold-after")
-	}
-	// A commit every 15 s, a round 2 s after each.
-	for i := range 1200 {
-		at := t0.Add(time.Duration(i) * 15 * time.Second)
-		st.noteSequence(int64(i+1), at, at.Add(2*time.Second), time.Hour)
-	}
-	// One every 30 s over the last 2 hours, plus one older.
-	if n := len(st.Sequences); n < 239 || n > 242 {
-		t.Fatalf("%d entries", n)
-	}
-	last := st.Sequences[len(st.Sequences)-1]
-	if st.noteSequence(last.Seq, last.At.Add(time.Hour), last.At.Add(time.Hour), time.Hour) {
-		t.Error("recorded an unchanged sequence number")
-	}
-	newest := t0.Add(1199 * 15 * time.Second)
-	if d := newest.Sub(last.At); d < 0 || d >= 30*time.Second || last.At.Sub(t0)%(15*time.Second) != 0 {
-		t.Errorf("newest entry at %v, want a commit time within 30 s of %v", last.At, newest)
-	}
-	if st.Sequences[1].At.After(newest.Add(2*time.Second - 2*time.Hour).Add(30 * time.Second)) {
-		t.Errorf("second entry %v: more than two hours kept", st.Sequences[1].At)
-	}
-	at, ok := committedBy(st.Sequences, st.Sequences[3].Seq-1)
-	if !ok || !at.Equal(st.Sequences[3].At) {
-		t.Errorf("committedBy(%d) = %v, %v; want %v", st.Sequences[3].Seq-1, at, ok, st.Sequences[3].At)
-	}
-	if _, ok := committedBy(st.Sequences, last.Seq+1); ok {
-		t.Error("committedBy a sequence number newer than every entry")
-	}
-	if _, ok := committedBy(st.Sequences, 0); ok {
-		t.Error("committedBy sequence number 0 (format v1)")
 	}
 }
 
@@ -333,7 +260,7 @@ func TestOrphansRemoveKilledWritesTemporaryFiles(t *testing.T) {
 }
 
 // TestOrphansGetTheirTurn: a round whose budget runs out before orphan
-// removal, while it is due, postpones it; after orphansTurn such rounds in
+// removal, while it is due, postpones it; after maintenance.OrphansTurn such rounds in
 // a row, the next round removes orphans before anything else, however
 // short its budget, and the count starts again.
 func TestOrphansGetTheirTurn(t *testing.T) {
@@ -360,10 +287,10 @@ func TestOrphansGetTheirTurn(t *testing.T) {
 		}
 		return start.Add(time.Hour)
 	}
-	for round := 1; round <= orphansTurn+1; round++ {
+	for round := 1; round <= maintenance.OrphansTurn+1; round++ {
 		reads = 0
 		opts := MaintainOptions{Budget: time.Second, Clock: clock}
-		if round > orphansTurn {
+		if round > maintenance.OrphansTurn {
 			// Its turn: a budget of a millisecond (and the slack) is
 			// enough for orphan removal first.
 			opts = MaintainOptions{Budget: time.Millisecond}
@@ -377,7 +304,7 @@ func TestOrphansGetTheirTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, statErr := os.Stat(stray)
-		if round <= orphansTurn {
+		if round <= maintenance.OrphansTurn {
 			if rep.Orphans != nil || !rep.Pending || st.OrphansPostponed != round || statErr != nil {
 				t.Fatalf("round %d: orphans %+v, pending %v, postponed %d, stray %v; want it postponed", round, rep.Orphans, rep.Pending, st.OrphansPostponed, statErr)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/timelake/timelake/internal/lake/datafile"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 )
 
 // A compaction's input files are each sorted already (appends and earlier
@@ -32,23 +33,14 @@ import (
 // run. A file found out of order (written by another tool) ends the merge
 // with errUnsortedRun, and the group is rewritten whole instead.
 const (
-	mergePoolFileRows = 16 * 1024  // a file this small is read whole into the pool
-	mergePoolRows     = 256 * 1024 // the pool's rows at most
-	mergeReadRows     = 1 * 1024   // rows per batch read from a streamed file
-	mergeOutRows      = 8 * 1024   // rows per merged batch handed to the writer
-	// mergeMaxStreams bounds the files a merge streams at once (packGroups
-	// cuts groups to it): each holds its reader's buffers, about the
-	// file's compressed size plus a page per column, doubled by the Go
-	// heap's headroom.
-	mergeMaxStreams = 8
+	mergePoolFileRows = maintenance.MergePoolFileRows // a file this small is read whole into the pool
+	mergePoolRows     = maintenance.MergePoolRows     // the pool's rows at most
+	mergeReadRows     = 1 * 1024                      // rows per batch read from a streamed file
+	mergeOutRows      = 8 * 1024                      // rows per merged batch handed to the writer
+	// mergeMaxStreams bounds the files a merge streams at once
+	// (maintenance.PackGroups cuts groups to it).
+	mergeMaxStreams = maintenance.MergeMaxStreams
 )
-
-// mergePool counts the rows of the files a merge reads whole into its
-// pool; the others it streams.
-type mergePool struct{ rows int64 }
-
-// fits reports whether a file of n rows joins the pool.
-func (p *mergePool) fits(n int64) bool { return n <= mergePoolFileRows && p.rows+n <= mergePoolRows }
 
 // errUnsortedRun: a merge input is not in sort order.
 var errUnsortedRun = errors.New("input not in sort order")

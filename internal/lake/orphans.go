@@ -15,19 +15,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/timelake/timelake/internal/lake/catalog"
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 	"github.com/timelake/timelake/internal/storage"
 )
-
-// PropOrphanMinAge is the table property of how old an unreferenced file
-// must be before orphan file removal deletes it.
-const PropOrphanMinAge = "timelake.orphan-min-age"
-
-// DefaultOrphanMinAge keeps unreferenced files younger than an hour: a
-// commit in flight (data files written, metadata not yet) never takes that
-// long.
-const DefaultOrphanMinAge = time.Hour
 
 // OrphanOptions tune RemoveOrphans.
 type OrphanOptions struct {
@@ -38,17 +30,8 @@ type OrphanOptions struct {
 	DryRun bool
 }
 
-// OrphanResult is what RemoveOrphans found.
-type OrphanResult struct {
-	Files []string // orphans, relative to the table location (data/..., metadata/...)
-	Bytes int64
-	// Young counts unreferenced files kept because they are younger than
-	// MinAge (maybe a commit in flight).
-	Young int
-	// Left counts orphans found and not deleted: their deletes failed, or
-	// ctx ended first. Files and Bytes do not count them.
-	Left int
-}
+// OrphanResult is what RemoveOrphans found (maintenance.OrphanResult).
+type OrphanResult = maintenance.OrphanResult
 
 // RemoveOrphans deletes the files in the table's data/ and metadata/
 // folders that nothing references and that are older than MinAge (Iceberg's

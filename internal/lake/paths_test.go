@@ -139,7 +139,7 @@ func TestDataFilesOutsideTheTable(t *testing.T) {
 		}
 		live := false
 		for _, f := range files {
-			live = live || f.entry.DataFile().FilePath() == victim
+			live = live || f.Entry.DataFile().FilePath() == victim
 		}
 		if !live {
 			t.Fatal("compaction replaced the file outside the table")
@@ -176,7 +176,7 @@ func TestDataFileThatIsALink(t *testing.T) {
 	if err != nil || len(files) < 2 {
 		t.Fatalf("live files %d, %v", len(files), err)
 	}
-	rel, err := l.tableRel(tbl.name, files[0].entry.DataFile().FilePath())
+	rel, err := l.tableRel(tbl.name, files[0].Entry.DataFile().FilePath())
 	if err != nil {
 		t.Fatal(err)
 	}

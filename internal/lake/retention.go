@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
 	"github.com/timelake/timelake/internal/settings/quantity"
 )
@@ -31,21 +32,9 @@ import (
 // summary holds it, e.g. 400d).
 const SummaryRetention = "timelake.retention"
 
-// RetentionResult is what ApplyRetention did.
-type RetentionResult struct {
-	// Cutoff is the time before which a partition's end must lie to be
-	// dropped (now minus the retention).
-	Cutoff     time.Time
-	Partitions []string // dropped (or that would be), e.g. time_day=2025-01-01
-	Files      int
-	Rows       int64
-	Bytes      int64
-	SnapshotID int64 // the delete snapshot; 0 when nothing was committed
-	Version    int
-	// Unjudged counts data files whose partition tells no time (written
-	// with another partition spec): they are kept.
-	Unjudged int
-}
+// RetentionResult is what ApplyRetention did
+// (maintenance.RetentionResult).
+type RetentionResult = maintenance.RetentionResult
 
 // ApplyRetention drops the partitions of the table whose end is older than
 // retention (see above), in one delete snapshot; dryRun only reports them.
@@ -113,11 +102,11 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 		timeID = f.ID
 	}
 	for _, f := range files {
-		df := f.entry.DataFile()
+		df := f.Entry.DataFile()
 		if df.ContentType() != iceberg.EntryContentData {
 			continue
 		}
-		end, ok := partitionEnd(specs[int(df.SpecID())], timeID, df.Partition())
+		end, ok := maintenance.PartitionEnd(specs[int(df.SpecID())], timeID, df.Partition())
 		if !ok {
 			plan.unjudged++
 			continue
@@ -126,54 +115,11 @@ func (t *Table) retentionPlan(ctx context.Context, h *tablemeta.Indexed, cutoff 
 			continue
 		}
 		plan.files[df.FilePath()] = true
-		plan.parts[f.partition] = true
+		plan.parts[f.Partition] = true
 		plan.rows += df.Count()
 		plan.bytes += df.FileSizeBytes()
 	}
 	return plan, nil
-}
-
-// partitionEnd is the end of a data file's time partition (the start of
-// the next year, month, day or hour of the time column, the Iceberg
-// spec's "Partition Transforms"); ok is false when its spec partitions by
-// no such transform of the time column.
-func partitionEnd(spec iceberg.PartitionSpec, timeID int, partition map[int]any) (time.Time, bool) {
-	if timeID < 0 {
-		return time.Time{}, false
-	}
-	for i := range spec.NumFields() {
-		pf := spec.Field(i)
-		if pf.SourceID() != timeID {
-			continue
-		}
-		raw, ok := partition[pf.FieldID]
-		if !ok || raw == nil {
-			return time.Time{}, false
-		}
-		var n int64
-		switch v := raw.(type) {
-		case int32:
-			n = int64(v)
-		case int64:
-			n = v
-		case iceberg.Date:
-			n = int64(v)
-		default:
-			return time.Time{}, false
-		}
-		epoch := time.Unix(0, 0).UTC()
-		switch pf.Transform.(type) {
-		case iceberg.HourTransform:
-			return epoch.Add(time.Duration(n+1) * time.Hour), true
-		case iceberg.DayTransform:
-			return epoch.AddDate(0, 0, int(n)+1), true
-		case iceberg.MonthTransform:
-			return epoch.AddDate(0, int(n)+1, 0), true
-		case iceberg.YearTransform:
-			return epoch.AddDate(int(n)+1, 0, 0), true
-		}
-	}
-	return time.Time{}, false
 }
 
 // retentionMutation commits the delete snapshot of a retention round,

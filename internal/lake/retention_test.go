@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,18 +98,5 @@ func TestRetentionInMaintenance(t *testing.T) {
 	}
 	if got := scanCount(t, tbl); got != 10 {
 		t.Fatalf("rows: %d", got)
-	}
-}
-
-func TestRetentionProperty(t *testing.T) {
-	for _, v := range []string{"400d", "2w", "36h"} {
-		if err := ValidateProperty(PropRetention, v); err != nil {
-			t.Errorf("%s: %v", v, err)
-		}
-	}
-	for _, v := range []string{"0", "10m", "x", "-1d"} {
-		if err := ValidateProperty(PropRetention, v); err == nil || !strings.Contains(err.Error(), PropRetention) {
-			t.Errorf("%s accepted: %v", v, err)
-		}
 	}
 }

@@ -199,9 +199,9 @@ func TestUndoDeleteReadDedup(t *testing.T) {
 		t.Fatalf("%d live files, want the delete's and the undo's", len(files))
 	}
 	for _, f := range files {
-		if f.entry.SequenceNum() != oldSeq {
+		if f.Entry.SequenceNum() != oldSeq {
 			t.Fatalf("file of snapshot %d (delete %d, undo %d) has data sequence number %d, the rows' batch %d",
-				f.entry.SnapshotID(), del.SnapshotID, undo.SnapshotID, f.entry.SequenceNum(), oldSeq)
+				f.Entry.SnapshotID(), del.SnapshotID, undo.SnapshotID, f.Entry.SequenceNum(), oldSeq)
 		}
 	}
 }
