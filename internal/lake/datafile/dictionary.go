@@ -127,7 +127,9 @@ func (s *SortedRows) encodeDictionaries(l *Layout) error {
 
 // stringCodes numbers the values of a string column's chunks (rows in
 // input order) in order of first appearance: the code of each row (-1 for
-// null) and the values. ok is false past maxDictionaryValues values.
+// null) and the values. ok is false past maxDictionaryValues values, or
+// once more than 1,024 values are more than half the rows so far (an id
+// or a message per row: counting them would cost more than it saves).
 func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool) {
 	n := 0
 	for _, a := range chunks {
@@ -150,8 +152,8 @@ func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool)
 			if prevCode < 0 || v != prev { // runs of one value are common: sorted or constant columns
 				code, seen := index[v]
 				if !seen {
-					if len(values) == maxDictionaryValues {
-						return nil, nil, false
+					if len(values) == maxDictionaryValues || len(values) >= 1024 && 2*len(values) > len(codes) {
+						return nil, nil, false // values of their own (ids): arrow-go decides
 					}
 					v = strings.Clone(v) // the map outlives the batch's buffers
 					code = int32(len(values))
