@@ -208,7 +208,12 @@ func (s *SortedRows) partitionDictionaries(codes []int32, values []string, limit
 			local[g] = int32(k + 1)
 			dictBytes += int64(len(values[g])) + 4
 		}
-		if len(used) > 0 && dictBytes < limit && dictBytes+indexBound(len(used), hi-lo) < plainBytes {
+		// arrow-go's statistics of dictionary arrays skip empty strings
+		// (ByteArrayStatistics.UpdateFromArrow), where those of strings
+		// count them: a partition holding "" keeps strings, or its lower
+		// bound would pass over "" (used is sorted: "" comes first).
+		empty := len(used) > 0 && values[used[0]] == ""
+		if len(used) > 0 && !empty && dictBytes < limit && dictBytes+indexBound(len(used), hi-lo) < plainBytes {
 			b := array.NewStringBuilder(s.mem)
 			for _, g := range used {
 				b.Append(values[g])
