@@ -458,7 +458,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i32[i] = int32(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
+			if err = checkDelta(data, want, 1); err == nil {
+				v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
+			}
 		case format.ByteStreamSplit:
 			v.i32, err = (&bytestreamsplit.Encoding{}).DecodeInt32(nil, data)
 		default:
@@ -473,7 +475,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
+			if err = checkDelta(data, want, 1); err == nil {
+				v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
+			}
 		case format.ByteStreamSplit:
 			v.i64, err = (&bytestreamsplit.Encoding{}).DecodeInt64(nil, data)
 		default:
@@ -532,9 +536,13 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				data = data[4+m:]
 			}
 		case format.DeltaLengthByteArray:
-			v.data, v.offs, err = (&delta.LengthByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 1); err == nil {
+				v.data, v.offs, err = (&delta.LengthByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 		case format.DeltaByteArray:
-			v.data, v.offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 2); err == nil {
+				v.data, v.offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 		default:
 			return nil, bad()
 		}
@@ -549,7 +557,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 			v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
 		case format.DeltaByteArray:
 			var offs []uint32
-			v.data, offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 2); err == nil {
+				v.data, offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 			for i := 1; err == nil && i < len(offs); i++ {
 				if int(offs[i]-offs[i-1]) != v.width {
 					err = errors.New("a value of another length than the column's")
