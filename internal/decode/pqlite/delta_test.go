@@ -56,12 +56,12 @@ func TestDeltaStreamWalks(t *testing.T) {
 	// 3 values: the first and a block of 4 mini-blocks of 32 whose first
 	// width is 1 (4 bytes of packed deltas), the rest unused.
 	s := []byte{0x80, 0x01, 0x04, 0x03, 0x02, 0x00, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x09}
-	total, held, end, ok := deltaStream(s)
-	if !ok || total != 3 || held != 3 || end != len(s)-1 {
-		t.Errorf("deltaStream = %d, %d, %d, %v", total, held, end, ok)
+	d, ok := deltaStream(s, 64)
+	if !ok || d.total != 3 || d.held != 3 || d.end != len(s)-1 {
+		t.Errorf("deltaStream = %+v, %v", d, ok)
 	}
 	// Cut short after the header: no value past the first.
-	if total, held, _, ok := deltaStream(s[:5]); !ok || total != 3 || held != 1 {
-		t.Errorf("deltaStream cut = %d, %d, %v", total, held, ok)
+	if d, ok := deltaStream(s[:5], 64); !ok || d.total != 3 || d.held != 1 {
+		t.Errorf("deltaStream cut = %+v, %v", d, ok)
 	}
 }

@@ -458,7 +458,7 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i32[i] = int32(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			if err = checkDelta(data, want, 1); err == nil {
+			if err = checkDelta(data, want, 1, 32); err == nil {
 				v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
 			}
 		case format.ByteStreamSplit:
@@ -475,7 +475,7 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			if err = checkDelta(data, want, 1); err == nil {
+			if err = checkDelta(data, want, 1, 64); err == nil {
 				v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
 			}
 		case format.ByteStreamSplit:
@@ -536,11 +536,11 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				data = data[4+m:]
 			}
 		case format.DeltaLengthByteArray:
-			if err = checkDelta(data, want, 1); err == nil {
+			if err = checkDelta(data, want, 1, 32); err == nil {
 				v.data, v.offs, err = (&delta.LengthByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
 			}
 		case format.DeltaByteArray:
-			if err = checkDelta(data, want, 2); err == nil {
+			if err = checkDelta(data, want, 2, 32); err == nil {
 				v.data, v.offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
 			}
 		default:
@@ -557,7 +557,7 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 			v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
 		case format.DeltaByteArray:
 			var offs []uint32
-			if err = checkDelta(data, want, 2); err == nil {
+			if err = checkDelta(data, want, 2, 32); err == nil {
 				v.data, offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
 			}
 			for i := 1; err == nil && i < len(offs); i++ {
