@@ -65,3 +65,26 @@ func TestDeltaStreamWalks(t *testing.T) {
 		t.Errorf("deltaStream cut = %+v, %v", d, ok)
 	}
 }
+
+// TestSplitCountBounded: BYTE_STREAM_SPLIT data of more values than the
+// page's is refused, as arrow-go refuses it; of as many or fewer, read.
+func TestSplitCountBounded(t *testing.T) {
+	for _, c := range []struct {
+		physical format.Type
+		width    int
+	}{{format.Int32, 4}, {format.Int64, 8}, {format.Float, 4}, {format.Double, 8}, {format.FixedLenByteArray, 3}} {
+		leaf := &node{el: &format.SchemaElement{Name: "v"}, physical: c.physical}
+		leaf.el.TypeLength.Set(3)
+		cr := &chunkReader{leaf: leaf}
+		data := make([]byte, 3*c.width)
+		for _, want := range []int{2, 3, 4} {
+			v, err := cr.decodeValues(format.ByteStreamSplit, data, want)
+			if (err != nil) != (want < 3) {
+				t.Errorf("%s: 3 values for a page of %d: %v", c.physical, want, err)
+			}
+			if err == nil && v.n != 3 {
+				t.Errorf("%s: %d values read", c.physical, v.n)
+			}
+		}
+	}
+}

@@ -462,7 +462,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
 			}
 		case format.ByteStreamSplit:
-			v.i32, err = (&bytestreamsplit.Encoding{}).DecodeInt32(nil, data)
+			if err = checkSplit(data, 4, want); err == nil {
+				v.i32, err = (&bytestreamsplit.Encoding{}).DecodeInt32(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -479,7 +481,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
 			}
 		case format.ByteStreamSplit:
-			v.i64, err = (&bytestreamsplit.Encoding{}).DecodeInt64(nil, data)
+			if err = checkSplit(data, 8, want); err == nil {
+				v.i64, err = (&bytestreamsplit.Encoding{}).DecodeInt64(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -501,7 +505,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		case format.ByteStreamSplit:
-			v.f32, err = (&bytestreamsplit.Encoding{}).DecodeFloat(nil, data)
+			if err = checkSplit(data, 4, want); err == nil {
+				v.f32, err = (&bytestreamsplit.Encoding{}).DecodeFloat(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -514,7 +520,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.f64[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
 			}
 		case format.ByteStreamSplit:
-			v.f64, err = (&bytestreamsplit.Encoding{}).DecodeDouble(nil, data)
+			if err = checkSplit(data, 8, want); err == nil {
+				v.f64, err = (&bytestreamsplit.Encoding{}).DecodeDouble(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -554,7 +562,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 		case format.Plain:
 			v.data = data[:min(want, len(data)/v.width)*v.width]
 		case format.ByteStreamSplit:
-			v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
+			if err = checkSplit(data, v.width, want); err == nil {
+				v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
+			}
 		case format.DeltaByteArray:
 			var offs []uint32
 			if err = checkDelta(data, want, 2, 32); err == nil {
@@ -574,6 +584,16 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 		return nil, fmt.Errorf("parquet: decoding %s values: %w", c.leaf.physical, err)
 	}
 	return v, nil
+}
+
+// checkSplit refuses BYTE_STREAM_SPLIT data of values of width bytes
+// that holds more than the page's want values, as arrow-go does
+// (validateByteStreamSplitPageData); parquet-go's decoder reads them all.
+func checkSplit(data []byte, width, want int) error {
+	if len(data)/width > want || len(data)/width == want && len(data)%width != 0 {
+		return fmt.Errorf("data size (%d) is too small for the number of values in in BYTE_STREAM_SPLIT (%d)", len(data), want)
+	}
+	return nil
 }
 
 // read calls add for at most n rows of the chunk: value j of vals, or
