@@ -73,7 +73,6 @@ type chunkReader struct {
 	src    *countingReader // under br
 	length int64           // the chunk's bytes
 	left   int64           // values the chunk holds that have not been paged in
-	rows   int64           // rows of the row group not yet read
 	dict   *values
 	cur    *page
 	done   bool
@@ -113,7 +112,7 @@ func (f *footer) openChunk(ctx context.Context, r io.ReaderAt, g int, l *node) (
 	if start < 0 || length < 0 || start > f.size || length > f.size-start {
 		return nil, fmt.Errorf("parquet: column chunk at offset %d of %d bytes is outside the file of %d bytes", start, length, f.size)
 	}
-	c := &chunkReader{ctx: ctx, leaf: l, codec: cm.Codec, left: cm.NumValues, rows: f.meta.RowGroups[g].NumRows, length: length,
+	c := &chunkReader{ctx: ctx, leaf: l, codec: cm.Codec, left: cm.NumValues, length: length,
 		src: &countingReader{r: io.NewSectionReader(r, start, length)}}
 	c.br = bufio.NewReaderSize(c.src, readBuffer)
 	c.header = &reader{ctx: ctx, p: thrift.NewTCompactProtocolConf(headerTransport{c.br}, &thrift.TConfiguration{})}
@@ -598,13 +597,9 @@ func checkSplit(data []byte, width, want int) error {
 }
 
 // read calls add for at most n rows of the chunk: value j of vals, or
-// j < 0 for a null. It returns the rows read: fewer at the chunk's end,
-// which is the row group's last row at the latest (as arrow-go reads a
-// column chunk: a page of more levels than the row group's rows, a few
-// bytes of one long run, is not read past them).
-func (c *chunkReader) read(n int64, add func(vals *values, j int) error) (got int64, err error) {
-	n = min(n, c.rows)
-	defer func() { c.rows -= got }()
+// j < 0 for a null. It returns the rows read: fewer at the chunk's end.
+func (c *chunkReader) read(n int64, add func(vals *values, j int) error) (int64, error) {
+	var got int64
 	for got < n {
 		if c.cur == nil || c.cur.pos >= c.cur.n {
 			if c.done {
