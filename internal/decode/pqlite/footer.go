@@ -15,6 +15,11 @@ import (
 // maxFooter is the largest footer read (a longer one is damage).
 const maxFooter = 256 << 20
 
+// maxSchemaDepth is the deepest schema read: a deeper one (a few bytes a
+// level in a footer) would take a stack of its depth; it is nested
+// columns, which are refused anyway.
+const maxSchemaDepth = 1000
+
 // footer is a Parquet file's footer and its schema as a tree.
 type footer struct {
 	meta   format.FileMetaData
@@ -31,7 +36,6 @@ type node struct {
 	leaf     int   // the leaf column's index; -1 for a group
 	maxDef   int16 // definition and repetition levels of a leaf
 	maxRep   int16
-	path     []string
 	physical format.Type
 }
 
@@ -79,8 +83,11 @@ func (f *footer) buildSchema() error {
 		return errors.New("parquet: empty schema")
 	}
 	pos := 0
-	var build func(parent *node, def, rep int16, path []string) (*node, error)
-	build = func(parent *node, def, rep int16, path []string) (*node, error) {
+	var build func(parent *node, def, rep int16, depth int) (*node, error)
+	build = func(parent *node, def, rep int16, depth int) (*node, error) {
+		if depth > maxSchemaDepth {
+			return nil, fmt.Errorf("parquet: malformed schema: nested more than %d levels deep", maxSchemaDepth)
+		}
 		if pos >= len(els) {
 			return nil, errors.New("parquet: malformed schema: not enough elements")
 		}
@@ -97,9 +104,7 @@ func (f *footer) buildSchema() error {
 				def++
 				rep++
 			}
-			path = append(append([]string(nil), path...), el.Name)
 		}
-		n.path = path
 		children, group := el.NumChildren.Get()
 		if parent == nil && !group {
 			return nil, errors.New("parquet: the schema's root is not a group")
@@ -109,7 +114,7 @@ func (f *footer) buildSchema() error {
 				return nil, errors.New("parquet: malformed schema: not enough elements")
 			}
 			for range children {
-				c, err := build(n, def, rep, path)
+				c, err := build(n, def, rep, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -131,7 +136,7 @@ func (f *footer) buildSchema() error {
 		f.leaves = append(f.leaves, n)
 		return n, nil
 	}
-	root, err := build(nil, 0, 0, nil)
+	root, err := build(nil, 0, 0, 0)
 	if err != nil {
 		return err
 	}

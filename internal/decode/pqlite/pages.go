@@ -458,9 +458,13 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i32[i] = int32(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
+			if err = checkDelta(data, want, 1, 32); err == nil {
+				v.i32, err = (&delta.BinaryPackedEncoding{}).DecodeInt32(nil, data)
+			}
 		case format.ByteStreamSplit:
-			v.i32, err = (&bytestreamsplit.Encoding{}).DecodeInt32(nil, data)
+			if err = checkSplit(data, 4, want); err == nil {
+				v.i32, err = (&bytestreamsplit.Encoding{}).DecodeInt32(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -473,9 +477,13 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.i64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 			}
 		case format.DeltaBinaryPacked:
-			v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
+			if err = checkDelta(data, want, 1, 64); err == nil {
+				v.i64, err = (&delta.BinaryPackedEncoding{}).DecodeInt64(nil, data)
+			}
 		case format.ByteStreamSplit:
-			v.i64, err = (&bytestreamsplit.Encoding{}).DecodeInt64(nil, data)
+			if err = checkSplit(data, 8, want); err == nil {
+				v.i64, err = (&bytestreamsplit.Encoding{}).DecodeInt64(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -497,7 +505,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		case format.ByteStreamSplit:
-			v.f32, err = (&bytestreamsplit.Encoding{}).DecodeFloat(nil, data)
+			if err = checkSplit(data, 4, want); err == nil {
+				v.f32, err = (&bytestreamsplit.Encoding{}).DecodeFloat(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -510,7 +520,9 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				v.f64[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
 			}
 		case format.ByteStreamSplit:
-			v.f64, err = (&bytestreamsplit.Encoding{}).DecodeDouble(nil, data)
+			if err = checkSplit(data, 8, want); err == nil {
+				v.f64, err = (&bytestreamsplit.Encoding{}).DecodeDouble(nil, data)
+			}
 		default:
 			return nil, bad()
 		}
@@ -532,9 +544,13 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 				data = data[4+m:]
 			}
 		case format.DeltaLengthByteArray:
-			v.data, v.offs, err = (&delta.LengthByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 1, 32); err == nil {
+				v.data, v.offs, err = (&delta.LengthByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 		case format.DeltaByteArray:
-			v.data, v.offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 2, 32); err == nil {
+				v.data, v.offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 		default:
 			return nil, bad()
 		}
@@ -546,10 +562,14 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 		case format.Plain:
 			v.data = data[:min(want, len(data)/v.width)*v.width]
 		case format.ByteStreamSplit:
-			v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
+			if err = checkSplit(data, v.width, want); err == nil {
+				v.data, err = (&bytestreamsplit.Encoding{}).DecodeFixedLenByteArray(nil, data, v.width)
+			}
 		case format.DeltaByteArray:
 			var offs []uint32
-			v.data, offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			if err = checkDelta(data, want, 2, 32); err == nil {
+				v.data, offs, err = (&delta.ByteArrayEncoding{}).DecodeByteArray(nil, data, nil)
+			}
 			for i := 1; err == nil && i < len(offs); i++ {
 				if int(offs[i]-offs[i-1]) != v.width {
 					err = errors.New("a value of another length than the column's")
@@ -564,6 +584,16 @@ func (c *chunkReader) decodeValues(enc format.Encoding, data []byte, want int) (
 		return nil, fmt.Errorf("parquet: decoding %s values: %w", c.leaf.physical, err)
 	}
 	return v, nil
+}
+
+// checkSplit refuses BYTE_STREAM_SPLIT data of values of width bytes
+// that holds more than the page's want values, as arrow-go does
+// (validateByteStreamSplitPageData); parquet-go's decoder reads them all.
+func checkSplit(data []byte, width, want int) error {
+	if len(data)/width > want || len(data)/width == want && len(data)%width != 0 {
+		return fmt.Errorf("data size (%d) is too small for the number of values in in BYTE_STREAM_SPLIT (%d)", len(data), want)
+	}
+	return nil
 }
 
 // read calls add for at most n rows of the chunk: value j of vals, or

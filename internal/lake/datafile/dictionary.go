@@ -210,7 +210,12 @@ func (s *SortedRows) partitionDictionaries(codes []int32, values []string, limit
 			local[g] = int32(k + 1)
 			dictBytes += int64(len(values[g])) + 4
 		}
-		if len(used) > 0 && dictBytes < limit && dictBytes+indexBound(len(used), hi-lo) < plainBytes {
+		// arrow-go's statistics of dictionary arrays skip empty strings
+		// (ByteArrayStatistics.UpdateFromArrow), where those of strings
+		// count them: a partition holding "" keeps strings, or its lower
+		// bound would pass over "" (used is sorted: "" comes first).
+		empty := len(used) > 0 && values[used[0]] == ""
+		if len(used) > 0 && !empty && dictBytes < limit && dictBytes+indexBound(len(used), hi-lo) < plainBytes {
 			b := array.NewStringBuilder(s.mem)
 			for _, g := range used {
 				b.Append(values[g])
@@ -337,10 +342,60 @@ func fileSchema(sc *arrow.Schema, rec arrow.RecordBatch) (*arrow.Schema, bool, e
 		return sc, false, nil
 	}
 	// What pqarrow's WithStoreSchema stores for sc (the schema's metadata,
-	// then ARROW:schema): readers see string columns.
+	// then ARROW:schema of sc with the element of every list named
+	// "element", as pqarrow names it): readers see string columns.
 	md := sc.Metadata()
+	stored := make([]arrow.Field, sc.NumFields())
+	for i, f := range sc.Fields() {
+		var err error
+		if stored[i], err = parquetField(f); err != nil {
+			return nil, false, err
+		}
+	}
 	keys := append(slices.Clone(md.Keys()), "ARROW:schema")
-	vals := append(slices.Clone(md.Values()), base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, memory.DefaultAllocator)))
+	vals := append(slices.Clone(md.Values()), base64.StdEncoding.EncodeToString(
+		flight.SerializeSchema(arrow.NewSchema(stored, &md), memory.DefaultAllocator)))
 	meta := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(fields, &meta), true, nil
+}
+
+// parquetField is f as pqarrow stores it in ARROW:schema
+// (normalizeFieldForParquet): the element of every list, at any depth,
+// named "element", the columns Parquet Arrow cannot write refused.
+func parquetField(f arrow.Field) (arrow.Field, error) {
+	elem := func(e arrow.Field) (arrow.Field, error) {
+		e, err := parquetField(e)
+		e.Name = "element"
+		return e, err
+	}
+	switch dt := f.Type.(type) {
+	case *arrow.ListType:
+		e, err := elem(dt.ElemField())
+		return arrow.Field{Name: f.Name, Type: arrow.ListOfField(e), Nullable: f.Nullable, Metadata: f.Metadata}, err
+	case *arrow.LargeListType:
+		e, err := elem(dt.ElemField())
+		return arrow.Field{Name: f.Name, Type: arrow.LargeListOfField(e), Nullable: f.Nullable, Metadata: f.Metadata}, err
+	case *arrow.FixedSizeListType:
+		e, err := elem(dt.ElemField())
+		return arrow.Field{Name: f.Name, Type: arrow.FixedSizeListOfField(dt.Len(), e), Nullable: f.Nullable, Metadata: f.Metadata}, err
+	case *arrow.StructType:
+		fields := make([]arrow.Field, dt.NumFields())
+		for i := range fields {
+			var err error
+			if fields[i], err = parquetField(dt.Field(i)); err != nil {
+				return arrow.Field{}, err
+			}
+		}
+		return arrow.Field{Name: f.Name, Type: arrow.StructOf(fields...), Nullable: f.Nullable, Metadata: f.Metadata}, nil
+	case *arrow.MapType:
+		key, err := parquetField(dt.KeyField())
+		if err != nil {
+			return arrow.Field{}, err
+		}
+		item, err := parquetField(dt.ItemField())
+		return arrow.Field{Name: f.Name, Type: arrow.MapOfFields(key, item), Nullable: f.Nullable, Metadata: f.Metadata}, err
+	case *arrow.RunEndEncodedType, *arrow.ListViewType, *arrow.LargeListViewType:
+		return arrow.Field{}, fmt.Errorf("column %s: %s cannot be written to Parquet", f.Name, dt)
+	}
+	return f, nil
 }
