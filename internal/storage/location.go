@@ -40,12 +40,14 @@ var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 //   - s3://bucket or s3://bucket/prefix (also s3a://)
 //   - file:///absolute/path
 //   - a path containing a slash, or starting with "." or "~": a local folder
-//     (not one that starts like s3:, s3a: or file: without "//", a typo
-//     of the URL, refused with what was meant)
+//     (not a mistyped URL of those schemes, such as s3:/landing,
+//     s3//landing or S3://landing: refused with what was meant)
 //   - a bare word: an S3 bucket name when bareIsBucket (LANDING_BUCKET holds
 //     a bucket name in the public docs), otherwise a local folder. A bare
 //     word that names a folder in the current directory is refused with
-//     "did you mean ./name?" (it reads the file system for that).
+//     "did you mean ./name?" (it reads the file system for that); so is a
+//     bare word and a slash (landing/) that names no folder, with "did
+//     you mean s3://landing?".
 func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -65,12 +67,20 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 		}
 		return localLocation(u.Path)
 	}
+	if fix, ok := schemeTypo(s); ok {
+		// s3:/landing or s3//landing would otherwise be a folder named
+		// "s3:" or "s3" here.
+		return Location{}, fmt.Errorf("location %q looks like a mistyped URL: did you mean %s? (a folder of that name is written ./%s)", s, fix, s)
+	}
 	if strings.Contains(s, "://") {
 		return Location{}, fmt.Errorf("unsupported location %q (expected s3://bucket/prefix or a local folder)", s)
 	}
-	if fix, ok := schemeTypo(s); ok {
-		// s3:/landing would otherwise be a folder named "s3:" here.
-		return Location{}, fmt.Errorf("location %q starts like a URL but lacks its \"//\": did you mean %s?", s, fix)
+
+	if word := strings.TrimRight(s, "/"); bareIsBucket && word != s && bucketName.MatchString(word) {
+		// landing/ is a bucket name with a slash after it, or a folder.
+		if fi, err := os.Stat(word); err != nil || !fi.IsDir() {
+			return Location{}, fmt.Errorf("%q names no folder here: did you mean the bucket s3://%s? (a new folder is written ./%s)", s, word, word)
+		}
 	}
 	if bareIsBucket && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "~") {
 		if fi, err := os.Stat(s); err == nil && fi.IsDir() {
@@ -84,18 +94,30 @@ func ParseLocation(s string, bareIsBucket bool) (Location, error) {
 	return localLocation(s)
 }
 
-// schemeTypo reports whether s starts like a URL of a scheme timelake
-// reads (s3:, s3a:, file:) without its "//", and what was meant.
+// schemeTypo reports whether s is a URL of a scheme timelake reads (s3,
+// s3a, file) mistyped: the scheme in capitals (S3://), without its colon
+// (s3//landing) or its "//" (s3:/landing, s3:landing); and what was meant.
+// Correct URLs (lowercase scheme, "://") are not typos.
 func schemeTypo(s string) (string, bool) {
-	for _, scheme := range []string{"s3:", "s3a:", "file:"} {
-		if len(s) < len(scheme) || !strings.EqualFold(s[:len(scheme)], scheme) {
+	for _, scheme := range []string{"s3a", "s3", "file"} {
+		if len(s) <= len(scheme) || !strings.EqualFold(s[:len(scheme)], scheme) {
 			continue
 		}
-		rest := strings.TrimLeft(s[len(scheme):], `/\`)
-		if scheme == "file:" {
+		rest := s[len(scheme):]
+		switch {
+		case strings.HasPrefix(rest, "://") && s[:len(scheme)] == scheme:
+			return "", false // the URL itself
+		case strings.HasPrefix(rest, ":"):
+			rest = rest[1:]
+		case strings.HasPrefix(rest, "//"), strings.HasPrefix(rest, `\`):
+		default:
+			continue // a name that starts with the letters (s3-mirror, files)
+		}
+		rest = strings.TrimLeft(rest, `/\`)
+		if scheme == "file" {
 			return "file:///" + rest, true
 		}
-		return strings.ToLower(scheme) + "//" + rest, true
+		return scheme + "://" + rest, true
 	}
 	return "", false
 }

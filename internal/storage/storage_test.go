@@ -251,8 +251,9 @@ func TestParseLocation(t *testing.T) {
 	}
 }
 
-// TestLocationSchemeTypo: a URL missing a slash is refused with the URL
-// meant, not taken for a folder named "s3:" in the current directory.
+// TestLocationSchemeTypo: a mistyped URL (a slash or the colon missing,
+// the scheme in capitals) is refused with the URL meant, not taken for a
+// folder named "s3:" or "s3" in the current directory.
 func TestLocationSchemeTypo(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"s3:/landing", "did you mean s3://landing?"},
@@ -260,6 +261,10 @@ func TestLocationSchemeTypo(t *testing.T) {
 		{"S3:/landing", "did you mean s3://landing?"},
 		{"s3a:/lake", "did you mean s3a://lake?"},
 		{"file:/var/lake", "did you mean file:///var/lake?"},
+		{"s3//landing", "did you mean s3://landing?"},
+		{"s3//lake/warehouse", "did you mean s3://lake/warehouse?"},
+		{"S3://landing", "did you mean s3://landing?"},
+		{"File:///srv/lake", "did you mean file:///srv/lake?"},
 	} {
 		for _, bare := range []bool{true, false} {
 			_, err := storage.ParseLocation(tc.in, bare)
@@ -268,8 +273,33 @@ func TestLocationSchemeTypo(t *testing.T) {
 			}
 		}
 	}
-	if loc, err := storage.ParseLocation("./s3-mirror/x", false); err != nil || loc.Dir == "" {
-		t.Errorf("a folder whose name starts with s3: %+v, %v", loc, err)
+	for _, folder := range []string{"./s3-mirror/x", "s3-mirror/x", "files/lake", "s3data"} {
+		if loc, err := storage.ParseLocation(folder, false); err != nil || loc.Dir == "" {
+			t.Errorf("a folder whose name starts like a scheme, %q: %+v, %v", folder, loc, err)
+		}
+	}
+	if loc, err := storage.ParseLocation("s3://landing", true); err != nil || loc.Bucket != "landing" {
+		t.Errorf("s3://landing: %+v, %v", loc, err)
+	}
+}
+
+// TestBareWordAndSlash: LANDING_BUCKET=landing/ is the folder when it
+// exists, else refused with the bucket meant (an upload wrote to a new
+// folder ./landing).
+func TestBareWordAndSlash(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := storage.ParseLocation("landing/", true)
+	if err == nil || !strings.Contains(err.Error(), "did you mean the bucket s3://landing?") {
+		t.Fatalf("landing/ without a folder: %v", err)
+	}
+	if loc, err := storage.ParseLocation("landing/", false); err != nil || loc.Dir == "" {
+		t.Errorf("a warehouse landing/ is a folder: %+v, %v", loc, err)
+	}
+	if err := os.Mkdir("landing", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if loc, err := storage.ParseLocation("landing/", true); err != nil || loc.Dir == "" {
+		t.Errorf("landing/ with the folder: %+v, %v", loc, err)
 	}
 }
 
