@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,49 @@ import (
 // converts them (IntAppender, BytesAppender). decode/arrowpq's and
 // decode/pqlite's readers of flat columns read with them;
 // TestColumnReaderAgrees (decode/pqarrowio) compares them with pqarrow.
+
+// ApplyStoredSchema gives fields, the Arrow fields of a file's Parquet
+// columns, the types the footer's ARROW:schema (its value stored) says
+// more about (ApplyStored, field by field). Errors: a stored schema that
+// does not parse or names other columns.
+func ApplyStoredSchema(fields []arrow.Field, stored string) error {
+	sc, err := StoredArrowSchema(stored)
+	if err != nil {
+		return err
+	}
+	if sc.NumFields() != len(fields) {
+		return errors.New("the stored Arrow schema names other columns")
+	}
+	for i := range fields {
+		if fields[i].Type, _, err = ApplyStored(fields[i].Type, sc.Field(i).Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadColumnRows reads a column to its end through read, batch values at
+// a time (at least one), and returns how many it read (a ParquetFile's
+// ReadColumn); it stops with ctx's error once ctx is done.
+func ReadColumnRows(ctx context.Context, batch int64, read func(batch int64) (arrow.Array, error)) (int64, error) {
+	batch = max(batch, 1)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		arr, err := read(batch)
+		if err != nil {
+			return n, err
+		}
+		got := int64(arr.Len())
+		arr.Release()
+		if got == 0 {
+			return n, nil
+		}
+		n += got
+	}
+}
 
 // ApplyStored is the type pqarrow reads a flat column of type plain as
 // whose stored Arrow type is origin (pqarrow's

@@ -85,17 +85,8 @@ func (columnReader) Fields(sc *schema.Schema, kv metadata.KeyValueMetadata) ([]a
 		fields[i] = arrow.Field{Name: n.Name(), Type: dt, Nullable: n.RepetitionType() != parquet.Repetitions.Required}
 	}
 	if v := kv.FindValue(decode.ArrowSchemaKey); v != nil {
-		stored, err := decode.StoredArrowSchema(*v)
-		if err != nil {
+		if err := decode.ApplyStoredSchema(fields, *v); err != nil {
 			return nil, err
-		}
-		if stored.NumFields() != len(fields) {
-			return nil, errors.New("the stored Arrow schema names other columns")
-		}
-		for i := range fields {
-			if fields[i].Type, _, err = decode.ApplyStored(fields[i].Type, stored.Field(i).Type); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return fields, nil
@@ -288,24 +279,8 @@ func (c *columnFile) ReadColumn(ctx context.Context, i int, batch int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	batch = max(batch, 1)
 	cs := &columnStream{pf: c.pf, col: i, dt: sc.Field(i).Type, mem: c.mem}
-	var read int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return read, err
-		}
-		arr, err := cs.read(batch)
-		if err != nil {
-			return read, err
-		}
-		n := int64(arr.Len())
-		arr.Release()
-		if n == 0 {
-			return read, nil
-		}
-		read += n
-	}
+	return decode.ReadColumnRows(ctx, batch, cs.read)
 }
 
 // columnStream reads one leaf column through the row groups, as pqarrow

@@ -300,17 +300,8 @@ func (f *footer) fields(stored bool) ([]arrow.Field, error) {
 		fields[i] = arrow.Field{Name: n.name(), Type: dt, Nullable: n.repetition() != format.Required}
 	}
 	if v, ok := f.keyValue(decode.ArrowSchemaKey); ok && stored {
-		sc, err := decode.StoredArrowSchema(v)
-		if err != nil {
+		if err := decode.ApplyStoredSchema(fields, v); err != nil {
 			return nil, err
-		}
-		if sc.NumFields() != len(fields) {
-			return nil, errors.New("the stored Arrow schema names other columns")
-		}
-		for i := range fields {
-			if fields[i].Type, _, err = decode.ApplyStored(fields[i].Type, sc.Field(i).Type); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return fields, nil

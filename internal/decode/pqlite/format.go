@@ -122,25 +122,9 @@ func (f *openFile) Records(ctx context.Context) (array.RecordReader, error) {
 }
 
 func (f *openFile) ReadColumn(ctx context.Context, i int, batch int64) (int64, error) {
-	batch = max(batch, 1)
 	cs := &columnStream{ctx: ctx, f: f, col: i, dt: f.sc.Field(i).Type, mem: f.opts.Mem}
 	defer cs.close()
-	var read int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return read, err
-		}
-		arr, err := cs.read(batch)
-		if err != nil {
-			return read, err
-		}
-		n := int64(arr.Len())
-		arr.Release()
-		if n == 0 {
-			return read, nil
-		}
-		read += n
-	}
+	return decode.ReadColumnRows(ctx, batch, cs.read)
 }
 
 func (f *openFile) LocateReadError(ctx context.Context, err error) error {
