@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -170,22 +171,30 @@ func TestDictionaryShapesWriteTheSameFiles(t *testing.T) {
 				t.Fatalf("%d and %d files", len(plain), len(dict))
 			}
 			for i := range plain {
-				a, b := plainDFs[i], dictDFs[i]
-				if a.Count() != b.Count() || !maps.Equal(a.NullValueCounts(), b.NullValueCounts()) || !maps.Equal(a.ValueCounts(), b.ValueCounts()) ||
-					!maps.EqualFunc(a.LowerBoundValues(), b.LowerBoundValues(), bytes.Equal) || !maps.EqualFunc(a.UpperBoundValues(), b.UpperBoundValues(), bytes.Equal) {
-					t.Errorf("file %d: manifest entries differ:\nplain %d rows, nulls %v, lower %v, upper %v\ndict  %d rows, nulls %v, lower %v, upper %v", i,
-						a.Count(), a.NullValueCounts(), a.LowerBoundValues(), a.UpperBoundValues(),
-						b.Count(), b.NullValueCounts(), b.LowerBoundValues(), b.UpperBoundValues())
-				}
+				sameManifestEntries(t, i, plainDFs[i], dictDFs[i])
 				sameDataFiles(t, plain[i], dict[i])
 			}
 		})
 	}
 }
 
+// sameManifestEntries checks that the manifest entries of file i written
+// with plain strings (a) and with dictionaries (b) agree.
+func sameManifestEntries(t *testing.T, i int, a, b iceberg.DataFile) {
+	t.Helper()
+	if a.Count() != b.Count() || !maps.Equal(a.NullValueCounts(), b.NullValueCounts()) || !maps.Equal(a.ValueCounts(), b.ValueCounts()) ||
+		!maps.EqualFunc(a.LowerBoundValues(), b.LowerBoundValues(), bytes.Equal) || !maps.EqualFunc(a.UpperBoundValues(), b.UpperBoundValues(), bytes.Equal) {
+		t.Errorf("file %d: manifest entries differ:\nplain %d rows, nulls %v, lower %v, upper %v\ndict  %d rows, nulls %v, lower %v, upper %v", i,
+			a.Count(), a.NullValueCounts(), a.LowerBoundValues(), a.UpperBoundValues(),
+			b.Count(), b.NullValueCounts(), b.LowerBoundValues(), b.UpperBoundValues())
+	}
+}
+
 // sameDataFiles checks that two Parquet files hold the same rows under
-// the same schema, footer metadata, row groups and statistics.
-func sameDataFiles(t *testing.T, plain, dict []byte) {
+// the same schema, footer metadata, row groups and statistics; the
+// dictColumns have a dictionary in every row group of dict, the other
+// columns are encoded alike.
+func sameDataFiles(t *testing.T, plain, dict []byte, dictColumns ...string) {
 	t.Helper()
 	open := func(b []byte) *file.Reader {
 		r, err := file.NewParquetReader(bytes.NewReader(b))
@@ -217,15 +226,23 @@ func sameDataFiles(t *testing.T, plain, dict []byte) {
 			dc, _ := dg.ColumnChunk(c)
 			ps, err1 := pc.Statistics()
 			ds, err2 := dc.Statistics()
-			if err1 != nil || err2 != nil || (ps == nil) != (ds == nil) {
+			if err1 != nil || err2 != nil || ps == nil || ds == nil {
 				t.Fatalf("row group %d column %d: statistics %v, %v", g, c, err1, err2)
-			}
-			if ps == nil {
-				continue
 			}
 			if ps.NullCount() != ds.NullCount() || ps.NumValues() != ds.NumValues() || ps.HasMinMax() != ds.HasMinMax() ||
 				!bytes.Equal(ps.EncodeMin(), ds.EncodeMin()) || !bytes.Equal(ps.EncodeMax(), ds.EncodeMax()) {
 				t.Errorf("row group %d column %s: statistics differ: %v against %v", g, pc.PathInSchema(), ps, ds)
+			}
+			if len(dictColumns) == 0 {
+				continue
+			}
+			name := pc.PathInSchema().String()
+			encs := dc.Encodings()
+			if slices.Contains(dictColumns, name) && !slices.Contains(encs, parquet.Encodings.RLEDict) {
+				t.Errorf("row group %d column %s: encodings %v, want a dictionary", g, name, encs)
+			}
+			if !slices.Contains(dictColumns, name) && !slices.Equal(encs, pc.Encodings()) {
+				t.Errorf("row group %d column %s: encodings %v, want %v as plain strings have", g, name, encs, pc.Encodings())
 			}
 		}
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -178,89 +175,11 @@ func TestDictionaryColumnsWriteTheSameFile(t *testing.T) {
 	}
 	pp, dp := pathOf(plainFiles), pathOf(dictFiles)
 	for i := range plainFiles {
-		a, b := plainFiles[i], dictFiles[i]
-		if a.Count() != b.Count() || !maps.Equal(a.NullValueCounts(), b.NullValueCounts()) || !maps.Equal(a.ValueCounts(), b.ValueCounts()) ||
-			!maps.EqualFunc(a.LowerBoundValues(), b.LowerBoundValues(), bytes.Equal) || !maps.EqualFunc(a.UpperBoundValues(), b.UpperBoundValues(), bytes.Equal) {
-			t.Errorf("file %d: manifest entries differ:\nplain %d rows, nulls %v, lower %v, upper %v\ndict  %d rows, nulls %v, lower %v, upper %v", i,
-				a.Count(), a.NullValueCounts(), a.LowerBoundValues(), a.UpperBoundValues(),
-				b.Count(), b.NullValueCounts(), b.LowerBoundValues(), b.UpperBoundValues())
-		}
-		compareDataFiles(t, plain[pp[i]].Bytes(), dict[dp[i]].Bytes())
-	}
-}
-
-// compareDataFiles checks that two Parquet files hold the same rows under
-// the same schema, footer metadata, row groups and statistics, the
-// series key and the site with dictionaries, the other columns encoded
-// alike.
-func compareDataFiles(t *testing.T, plain, dict []byte) {
-	t.Helper()
-	open := func(b []byte) *file.Reader {
-		r, err := file.NewParquetReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	pr, dr := open(plain), open(dict)
-	defer pr.Close()
-	defer dr.Close()
-	if !pr.MetaData().Schema.Equals(dr.MetaData().Schema) {
-		t.Errorf("Parquet schemas differ:\n%s\n%s", pr.MetaData().Schema, dr.MetaData().Schema)
-	}
-	pkv, dkv := pr.MetaData().KeyValueMetadata(), dr.MetaData().KeyValueMetadata()
-	if !slices.Equal(pkv.Keys(), dkv.Keys()) || !slices.Equal(pkv.Values(), dkv.Values()) {
-		t.Errorf("footer metadata differs: keys %v and %v", pkv.Keys(), dkv.Keys())
-	}
-	if pr.NumRowGroups() != dr.NumRowGroups() || pr.NumRows() != dr.NumRows() {
-		t.Fatalf("%d row groups, %d rows against %d, %d", pr.NumRowGroups(), pr.NumRows(), dr.NumRowGroups(), dr.NumRows())
-	}
-	for g := range pr.NumRowGroups() {
-		pg, dg := pr.MetaData().RowGroup(g), dr.MetaData().RowGroup(g)
-		if pg.NumRows() != dg.NumRows() {
-			t.Errorf("row group %d: %d rows against %d", g, pg.NumRows(), dg.NumRows())
-		}
-		for c := range pg.NumColumns() {
-			pc, _ := pg.ColumnChunk(c)
-			dc, _ := dg.ColumnChunk(c)
-			ps, err1 := pc.Statistics()
-			ds, err2 := dc.Statistics()
-			if err1 != nil || err2 != nil || ps == nil || ds == nil {
-				t.Fatalf("row group %d column %d: statistics %v, %v", g, c, err1, err2)
-			}
-			if ps.NullCount() != ds.NullCount() || ps.NumValues() != ds.NumValues() ||
-				!bytes.Equal(ps.EncodeMin(), ds.EncodeMin()) || !bytes.Equal(ps.EncodeMax(), ds.EncodeMax()) {
-				t.Errorf("row group %d column %s: statistics differ: %v against %v", g, pc.PathInSchema(), ps, ds)
-			}
-			// Plain strings lose their dictionary in a row group whose
-			// first write is a few rows (arrow-go applies the cost rule
-			// to them); dictionary arrays keep it.
-			name := pc.PathInSchema().String()
-			encs := dc.Encodings()
-			if (name == "device" || name == "site") && !slices.Contains(encs, parquet.Encodings.RLEDict) {
-				t.Errorf("row group %d column %s: encodings %v, want a dictionary", g, name, encs)
-			}
-			if name != "device" && name != "site" && !slices.Equal(encs, pc.Encodings()) {
-				t.Errorf("row group %d column %s: encodings %v, want %v as plain strings have", g, name, encs, pc.Encodings())
-			}
-		}
-	}
-	read := func(r *file.Reader) arrow.Table {
-		fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := fr.ReadTable(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tbl
-	}
-	pt, dt := read(pr), read(dr)
-	defer pt.Release()
-	defer dt.Release()
-	if !pt.Schema().Equal(dt.Schema()) || !array.TableEqual(pt, dt) {
-		t.Errorf("the files read back differently:\n%s\n%s", pt.Schema(), dt.Schema())
+		sameManifestEntries(t, i, plainFiles[i], dictFiles[i])
+		// Plain strings lose their dictionary in a row group whose first
+		// write is a few rows (arrow-go applies the cost rule to them);
+		// dictionary arrays keep it.
+		sameDataFiles(t, plain[pp[i]].Bytes(), dict[dp[i]].Bytes(), "device", "site")
 	}
 }
 
