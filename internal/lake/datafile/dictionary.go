@@ -131,6 +131,18 @@ func (s *SortedRows) encodeDictionaries(l *Layout) error {
 // once more than 1,024 values are more than half the rows so far (an id
 // or a message per row: counting them would cost more than it saves).
 func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool) {
+	return numberStrings(chunks, func(distinct, rows int) bool {
+		return distinct == maxDictionaryValues || distinct >= 1024 && 2*distinct > rows
+	})
+}
+
+// numberStrings numbers the values of a string column's chunks in order
+// of first appearance: the code of each row (-1 for null) and the values
+// (copies: they outlive the chunks' buffers). One map access per row, none
+// within a run of one value (sorted or constant columns). ok is false for
+// a chunk that is not a string array, or when stop (nil: never), asked
+// before each new value with the values and rows so far, says so.
+func numberStrings(chunks []arrow.Array, stop func(distinct, rows int) bool) (codes []int32, values []string, ok bool) {
 	n := 0
 	for _, a := range chunks {
 		n += a.Len()
@@ -149,13 +161,13 @@ func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool)
 				continue
 			}
 			v := a.Value(i)
-			if prevCode < 0 || v != prev { // runs of one value are common: sorted or constant columns
+			if prevCode < 0 || v != prev {
 				code, seen := index[v]
 				if !seen {
-					if len(values) == maxDictionaryValues || len(values) >= 1024 && 2*len(values) > len(codes) {
-						return nil, nil, false // values of their own (ids): arrow-go decides
+					if stop != nil && stop(len(values), len(codes)) {
+						return nil, nil, false
 					}
-					v = strings.Clone(v) // the map outlives the batch's buffers
+					v = strings.Clone(v)
 					code = int32(len(values))
 					index[v] = code
 					values = append(values, v)

@@ -649,43 +649,24 @@ type stringRanking struct {
 	values []string
 }
 
-// rankStrings numbers the values of a in order of appearance, then maps
-// those numbers to ranks: one map access per row, none within a run of
-// one value.
+// rankStrings gives each row of a the rank of its value (numberStrings'
+// codes mapped to the order of the values), and the values in rank order.
 func rankStrings(a *array.String) stringRanking {
-	out := make([]int64, a.Len())
-	first := map[string]int64{}
-	var names []string
-	prev, prevID := "", int64(-1)
-	for i := range out {
-		if a.IsNull(i) {
-			out[i] = -1
-			continue
-		}
-		v := a.Value(i)
-		if prevID < 0 || v != prev {
-			id, ok := first[v]
-			if !ok {
-				id = int64(len(names))
-				first[v] = id
-				names = append(names, v)
-			}
-			prev, prevID = v, id
-		}
-		out[i] = prevID
-	}
-	byValue := make([]int64, len(names))
+	codes, names, _ := numberStrings([]arrow.Array{a}, nil)
+	byValue := make([]int32, len(names))
 	for i := range byValue {
-		byValue[i] = int64(i)
+		byValue[i] = int32(i)
 	}
-	slices.SortFunc(byValue, func(x, y int64) int { return strings.Compare(names[x], names[y]) })
+	slices.SortFunc(byValue, func(x, y int32) int { return strings.Compare(names[x], names[y]) })
 	rank := make([]int64, len(names))
 	values := make([]string, len(names))
 	for r, id := range byValue {
 		rank[id] = int64(r)
-		values[r] = strings.Clone(names[id]) // kept past the column's buffers
+		values[r] = names[id]
 	}
-	for i, id := range out {
+	out := make([]int64, len(codes))
+	for i, id := range codes {
+		out[i] = -1
 		if id >= 0 {
 			out[i] = rank[id]
 		}
