@@ -335,7 +335,7 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	// them, at most datafile.BufferBatches ahead of it, and the writer
 	// releases each one.
 	write := func(ctx context.Context, start, end int) iter.Seq2[iceberg.DataFile, error] {
-		return t.writeRecords(ctx, v, rows.Batches(ctx, start, end, batchRows))
+		return t.writeLaidOut(ctx, v, l, rows.Batches(ctx, start, end, batchRows))
 	}
 	splits, writers := datafile.WritePlan(rows.Len(), rows.Partitions())
 	files, err := datafile.WriteRanges(ctx, rows.Split(splits), writers, write)

@@ -46,6 +46,12 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 	if err != nil {
 		return func(yield func(iceberg.DataFile, error) bool) { yield(nil, err) }
 	}
+	return t.writeLaidOut(ctx, v, l, recs)
+}
+
+// writeLaidOut is writeRecords with v's layout l (newDataFileLayout; nil:
+// iceberg-go's writer), for a caller that writes several ranges.
+func (t *Table) writeLaidOut(ctx context.Context, v tableView, l *datafile.Layout, recs iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[iceberg.DataFile, error] {
 	if l == nil {
 		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, recs,
 			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(datafile.BufferBatches))
