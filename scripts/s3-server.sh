@@ -71,9 +71,12 @@ free_port() {
 
 # try_start DIR PORT: starts the server; 0 when ready, 1 if it exited, 2 on timeout.
 try_start() {
-	local dir="$1" port="$2" pid i
+	local dir="$1" port="$2" pid i keep=(--keep-alive)
+	# Object stores keep a client's connections open between requests;
+	# versitygw closes each one unless told to keep them.
+	[[ -n ${S3_SERVER_CLOSE_CONNECTIONS:-} ]] && keep=()
 	ROOT_ACCESS_KEY="$ACCESS_KEY" ROOT_SECRET_KEY="$SECRET_KEY" \
-		"$VERSITYGW" --port "127.0.0.1:$port" --region "$REGION" --health /healthz --quiet \
+		"$VERSITYGW" --port "127.0.0.1:$port" --region "$REGION" --health /healthz --quiet "${keep[@]}" ${S3_SERVER_PPROF:+--pprof "$S3_SERVER_PPROF"} \
 		posix "$dir/data" </dev/null >>"$dir/server.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$dir/pid"

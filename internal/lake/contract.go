@@ -98,16 +98,42 @@ func (g Granularity) transform() iceberg.Transform {
 	return iceberg.DayTransform{}
 }
 
-// bucket maps a timestamp to its partition ordinal, monotonic in time.
+// bucket maps a timestamp to its partition ordinal, monotonic in time: the
+// hour or the day since the epoch, rounded down (a time before 1970 is in
+// the hour or day Iceberg's transform gives it), or the month's year*12 +
+// month. It works on the integer value: the sort calls it for every row.
 func (g Granularity) bucket(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
-	t := v.ToTime(unit)
+	sec := floorDiv(int64(v), unitsPerSecond(unit))
 	switch g {
 	case Hour:
-		return t.Unix() / 3600
+		return floorDiv(sec, 3600)
 	case Month:
+		t := time.Unix(sec, 0).UTC()
 		return int64(t.Year())*12 + int64(t.Month())
 	}
-	return t.Unix() / 86400
+	return floorDiv(sec, 86400)
+}
+
+// unitsPerSecond is the number of ticks of unit in a second.
+func unitsPerSecond(unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Millisecond:
+		return 1e3
+	case arrow.Microsecond:
+		return 1e6
+	case arrow.Nanosecond:
+		return 1e9
+	}
+	return 1
+}
+
+// floorDiv is a / b rounded down (toward minus infinity), for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }
 
 // Contract is a table's time-series contract, read from its properties.
