@@ -21,15 +21,20 @@ func TestTuneRuntime(t *testing.T) {
 		env       map[string]string
 		budget    int64
 		wantLimit int64 // during the run
+		wantGC    int   // during the run
 	}{
-		{"budget", nil, 64 << 20, BaseMemory + 128<<20},
-		{"zero budget means the default", nil, 0, BaseMemory + 2*DefaultMemoryBudget},
-		{"larger budget", nil, 1 << 30, BaseMemory + 2<<30},
-		{"user GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, 64 << 20, math.MaxInt64},
+		{"budget", nil, 64 << 20, BaseMemory + 128<<20, GCPercent},
+		{"zero budget means the default", nil, 0, BaseMemory + 2*DefaultMemoryBudget, GCPercent},
+		{"larger budget", nil, 1 << 30, BaseMemory + 2<<30, GCPercent},
+		{"user GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, 64 << 20, math.MaxInt64, GCPercent},
+		{"user GOGC wins", map[string]string{"GOGC": "50"}, 64 << 20, BaseMemory + 128<<20, 77},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := debug.SetMemoryLimit(math.MaxInt64)
 			defer debug.SetMemoryLimit(prev)
+			// 77 stands for what the process had (GOGC read at its start).
+			prevGC := debug.SetGCPercent(77)
+			defer debug.SetGCPercent(prevGC)
 
 			restore := TuneRuntime(tc.budget, func(k string) (string, bool) {
 				v, ok := tc.env[k]
@@ -38,9 +43,16 @@ func TestTuneRuntime(t *testing.T) {
 			if got := debug.SetMemoryLimit(-1); got != tc.wantLimit { // -1 reads the limit
 				t.Errorf("memory limit = %d, want %d", got, tc.wantLimit)
 			}
+			if got := debug.SetGCPercent(-1); got != tc.wantGC { // -1 turns it off and returns it
+				t.Errorf("GC percent = %d, want %d", got, tc.wantGC)
+			}
+			debug.SetGCPercent(tc.wantGC)
 			restore()
 			if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 				t.Errorf("after restore: memory limit = %d", got)
+			}
+			if got := debug.SetGCPercent(77); got != 77 {
+				t.Errorf("after restore: GC percent = %d, want 77", got)
 			}
 		})
 	}

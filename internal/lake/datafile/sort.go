@@ -211,10 +211,9 @@ func (s *SortedRows) order(o Order) error {
 		return fmt.Errorf("time column %q is %s, expected a timestamp", timeCol, cols[ti[0]].DataType())
 	}
 	unit := times.DataType().(*arrow.TimestampType).Unit
+	parts := partitionOrdinals(times, unit, o.Partition)
 	keys := make([]func(i, j int) int, 0, len(seriesKey)+2)
-	keys = append(keys, func(i, j int) int {
-		return cmpInt(o.Partition(times.Value(i), unit), o.Partition(times.Value(j), unit))
-	})
+	keys = append(keys, func(i, j int) int { return cmpInt(parts[i], parts[j]) })
 	for _, k := range seriesKey {
 		idx := sc.FieldIndices(k)
 		if len(idx) != 1 {
@@ -237,7 +236,7 @@ func (s *SortedRows) order(o Order) error {
 			s.keyRanks[col] = r
 		}
 	}
-	perm, sorted, err := sortPermutation(cols, sc, times, unit, o.Partition, seriesKey, keys, ranked)
+	perm, sorted, err := sortPermutation(cols, sc, times, parts, seriesKey, keys, ranked)
 	if err != nil {
 		return err
 	}
@@ -258,7 +257,7 @@ func (s *SortedRows) order(o Order) error {
 	s.runs = nil
 	prev := int64(math.MinInt64)
 	for i := range n {
-		if p := o.Partition(times.Value(int(perm[i])), unit); i == 0 || p != prev {
+		if p := parts[perm[i]]; i == 0 || p != prev {
 			s.runs = append(s.runs, i)
 			prev = p
 		}
@@ -478,6 +477,18 @@ func CompareValues(a arrow.Array, i int, b arrow.Array, j int) int {
 	return 0
 }
 
+// partitionOrdinals is the partition ordinal of every row's time (a null
+// time's value is what the array holds there: its rows sort by that),
+// computed once for the sort, its groups and its partition runs.
+func partitionOrdinals(times *array.Timestamp, unit arrow.TimeUnit, partition func(arrow.Timestamp, arrow.TimeUnit) int64) []int64 {
+	vals := times.TimestampValues()
+	parts := make([]int64, len(vals))
+	for i, v := range vals {
+		parts[i] = partition(v, unit)
+	}
+	return parts
+}
+
 // groupKey is the leading part of a row's sort key when the series key has
 // at most two columns: the partition ordinal and each series column as an
 // int64 rank (nulls first).
@@ -489,8 +500,8 @@ type groupKey struct{ part, k1, k2 int64 }
 // stable sort by time inside each group that is not already in time order
 // (gateways write in time order, so usually none): O(rows) plus the sort of
 // the distinct groups. Other shapes use the generic comparators.
-func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestamp, unit arrow.TimeUnit,
-	partition func(arrow.Timestamp, arrow.TimeUnit) int64, seriesKey []string, keys []func(i, j int) int,
+func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestamp,
+	parts []int64, seriesKey []string, keys []func(i, j int) int,
 	ranked func(col int, r stringRanking),
 ) ([]int64, bool, error) {
 	n := times.Len()
@@ -524,7 +535,7 @@ func sortPermutation(cols []arrow.Array, sc *arrow.Schema, times *array.Timestam
 	}
 	// Number the distinct groups in order of first appearance.
 	keyOf := func(i int) groupKey {
-		g := groupKey{part: partition(times.Value(i), unit)}
+		g := groupKey{part: parts[i]}
 		if ranks[0] != nil {
 			g.k1 = ranks[0][i]
 		}

@@ -70,7 +70,7 @@ func TestSortPermutationMatchesComparators(t *testing.T) {
 					want[i] = int64(i)
 				}
 				sort.SliceStable(want, func(a, b int) bool { return less(cmps, int(want[a]), int(want[b])) })
-				got, _, err := sortPermutation(cols, sc, times, arrow.Microsecond, g.partition, tc.keys, cmps, nil)
+				got, _, err := sortPermutation(cols, sc, times, partitionOrdinals(times, arrow.Microsecond, g.partition), tc.keys, cmps, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -83,12 +83,12 @@ func TestSortPermutationMatchesComparators(t *testing.T) {
 }
 
 // chunks are the partitions of timelake.chunk (hour, day, month), as
-// internal/lake's Granularity numbers them.
+// internal/lake's Granularity numbers them (hours and days rounded down).
 var chunks = []struct {
 	name      string
 	partition func(arrow.Timestamp, arrow.TimeUnit) int64
 }{
-	{"hour", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Unix() / 3600 }},
+	{"hour", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Truncate(time.Hour).Unix() / 3600 }},
 	{"day", byDay},
 	{"month", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
 		t := v.ToTime(unit)
@@ -97,7 +97,9 @@ var chunks = []struct {
 }
 
 // byDay is the partition ordinal of a daily table.
-func byDay(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Unix() / 86400 }
+func byDay(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
+	return v.ToTime(unit).Truncate(24*time.Hour).Unix() / 86400
+}
 
 // dailyOrder is the order of a daily table of the given series key.
 func dailyOrder(seriesKey ...string) Order {
