@@ -88,7 +88,9 @@ var chunks = []struct {
 	name      string
 	partition func(arrow.Timestamp, arrow.TimeUnit) int64
 }{
-	{"hour", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 { return v.ToTime(unit).Truncate(time.Hour).Unix() / 3600 }},
+	{"hour", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
+		return v.ToTime(unit).Truncate(time.Hour).Unix() / 3600
+	}},
 	{"day", byDay},
 	{"month", func(v arrow.Timestamp, unit arrow.TimeUnit) int64 {
 		t := v.ToTime(unit)
