@@ -196,7 +196,7 @@ func TestChunkedDecodeMatchesSequential(t *testing.T) {
 				t.Fatalf("sequential decode: %v", wantErr)
 			}
 			for _, chunk := range []int64{1, 50, 333, 4096} {
-				_, chunks, err := planTextChunks(bytes.NewReader(data), int64(len(data)), chunk)
+				_, chunks, err := planTextChunks(bytes.NewReader(data), int64(len(data)), chunk, 2)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -254,7 +254,7 @@ func TestPlanTextChunks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			data := []byte(tc.data)
-			header, chunks, err := planTextChunks(bytes.NewReader(data), int64(len(data)), tc.chunkBytes)
+			header, chunks, err := planTextChunks(bytes.NewReader(data), int64(len(data)), tc.chunkBytes, 3)
 			if err != nil {
 				t.Fatal(err)
 			}

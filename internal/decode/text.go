@@ -288,7 +288,7 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 		return nil, err
 	}
 	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes && ro.lineOffset == 0 {
-		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes)
+		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes, ro.parallel)
 		if err != nil {
 			return nil, &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
 		}
