@@ -33,12 +33,14 @@ const smallAppendWriters = 8
 // WritePlan is how an append of n rows over the given number of
 // partitions is written: cut into splits ranges of whole partitions
 // (SortedRows.Split), of which writers are written at once. A large append
-// is cut into two ranges per available core, so that a range that happens
-// to be large does not leave a core idle, written GOMAXPROCS at a time; a
-// small one into up to smallAppendWriters ranges, all at once.
+// is cut into a range per partition (at least two and at most eight per
+// available core), written GOMAXPROCS at a time, so that the cores finish
+// together: with two ranges per core, a file of ten days left one core
+// writing its last range alone for a tenth of the file's time. A small one
+// is cut into up to smallAppendWriters ranges, all written at once.
 func WritePlan(n, partitions int) (splits, writers int) {
-	if n >= minParallelWriteRows {
-		return 2 * runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0)
+	if procs := runtime.GOMAXPROCS(0); n >= minParallelWriteRows {
+		return min(max(partitions, 2*procs), 8*procs), procs
 	}
 	k := max(1, min(partitions, smallAppendWriters))
 	return k, k

@@ -3,6 +3,7 @@ package datafile
 import (
 	"context"
 	"iter"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -31,5 +32,28 @@ func TestWriteRangesPanic(t *testing.T) {
 	}
 	if len(files) != 1 {
 		t.Fatalf("files = %v", files)
+	}
+}
+
+// TestWritePlan: a large append gets a range per partition, at least two
+// and at most eight per core, written a core at a time; a small one up to
+// smallAppendWriters ranges, written at once.
+func TestWritePlan(t *testing.T) {
+	p := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		rows, partitions      int
+		wantSplits, wantWrite int
+	}{
+		{800_000, 10, min(max(10, 2*p), 8*p), p},
+		{800_000, 1, 2 * p, p},
+		{800_000, 1000, 8 * p, p},
+		{10_000, 90, smallAppendWriters, smallAppendWriters},
+		{10_000, 3, 3, 3},
+		{100, 1, 1, 1},
+	} {
+		splits, writers := WritePlan(c.rows, c.partitions)
+		if splits != c.wantSplits || writers != c.wantWrite {
+			t.Errorf("%d rows over %d partitions: %d ranges, %d writers; want %d and %d", c.rows, c.partitions, splits, writers, c.wantSplits, c.wantWrite)
+		}
 	}
 }
