@@ -179,10 +179,23 @@ func (s *csvScan) batch(text []byte, pos *int, rows int, cr bool) (n int, ok boo
 			}
 		}
 		n++
+		if n == reserveAfter && rows > 2*reserveAfter {
+			// Room for the batch's rows, as long as the rows so far,
+			// instead of growing the text columns by doubling.
+			for j := range s.cols {
+				if s.cols[j].kind == fastText {
+					s.cols[j].text.reserve(rows)
+				}
+			}
+		}
 	}
 	*pos = i
 	return n, true
 }
+
+// reserveAfter is the row of a batch after which csvScan.batch makes room in
+// its text columns for the whole batch.
+const reserveAfter = 1024
 
 func (s *csvScan) isNull(f []byte) bool {
 	if len(f) == 0 {
