@@ -167,8 +167,10 @@ func countLineEnds(r io.ReaderAt, size int64, workers int) ([]int64, bool, error
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, false, err
+	for _, err := range errs { // the first in the file
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	return counts, quoted.Load(), nil
 }

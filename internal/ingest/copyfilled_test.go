@@ -60,3 +60,22 @@ func TestCopyFilled(t *testing.T) {
 type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// miscountingWriter takes every byte it is given and reports off more.
+type miscountingWriter struct{ off int }
+
+func (w miscountingWriter) Write(p []byte) (int, error) { return len(p) + w.off, nil }
+
+// TestCopyFilledInvalidWrite: a writer reporting more bytes written than
+// it was given, or a negative count, fails the copy as io.Copy fails it,
+// and no such count is added to the bytes copied.
+func TestCopyFilledInvalidWrite(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1000)
+	for _, off := range []int{1, -5000} {
+		n, err := copyFilled(miscountingWriter{off}, bytes.NewReader(data), make([]byte, 4096))
+		want, wantErr := io.CopyBuffer(miscountingWriter{off}, io.LimitReader(bytes.NewReader(data), 1<<20), make([]byte, 4096))
+		if err == nil || wantErr == nil || err.Error() != wantErr.Error() || n != want {
+			t.Errorf("writer reporting %+d bytes: copied %d, err %v; io.Copy %d, %v", off, n, err, want, wantErr)
+		}
+	}
+}

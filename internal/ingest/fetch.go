@@ -352,6 +352,10 @@ func (r *runner) download(ctx context.Context, o storage.ObjectInfo) (*download,
 // GB written, and the page cache's pages are read back in larger runs).
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
+// errInvalidWrite is io.Copy's error for a writer that reports more bytes
+// written than it was given, or fewer than none.
+var errInvalidWrite = errors.New("invalid write result")
+
 // copyFilled copies src to dst as io.Copy does, but writes only full
 // buffers (and the last part): a socket's reads return what has arrived,
 // often a few KB, and each write is a system call.
@@ -366,6 +370,12 @@ func copyFilled(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 		}
 		if n > 0 {
 			m, werr := dst.Write(buf[:n])
+			if m < 0 || m > n {
+				m = 0
+				if werr == nil {
+					werr = errInvalidWrite
+				}
+			}
 			written += int64(m)
 			if werr != nil {
 				return written, werr
