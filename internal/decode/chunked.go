@@ -49,27 +49,20 @@ type textChunk struct {
 // goroutine reading the whole file kept a core alone for a tenth of a
 // second per 100 MB before the decode could start.
 func planTextChunks(r io.ReaderAt, size, chunkBytes int64, workers int) ([]byte, []textChunk, error) {
-	const block = 1 << 20
 	if size <= 0 {
 		return nil, nil, nil
 	}
-	first := make([]byte, min(block, size))
+	first := make([]byte, min(planBlock, size))
 	if err := readFull(r, first, 0); err != nil {
 		return nil, nil, err
 	}
 	if bytes.IndexByte(first, '"') >= 0 {
 		return nil, nil, nil
 	}
-	start := 0
-	if bytes.HasPrefix(first, utf8BOM) {
-		start = len(utf8BOM)
-	}
-	i := bytes.IndexByte(first, '\n')
-	if i < 0 || i == start || (i == start+1 && first[start] == '\r') {
+	header, pos := textHeader(first)
+	if header == nil {
 		return nil, nil, nil
 	}
-	header := bytes.Clone(first[start : i+1])
-	pos := int64(i + 1)
 	if pos+chunkBytes >= size {
 		return nil, nil, nil // one chunk at most
 	}
@@ -124,6 +117,47 @@ func planTextChunks(r io.ReaderAt, size, chunkBytes int64, workers int) ([]byte,
 	chunks[len(chunks)-1].end = size
 	return header, chunks, nil
 }
+
+// wholeTextChunk is planTextChunks for a file of at most chunkBytes bytes:
+// its data lines as one chunk, with the text read (textChunk.text), when
+// the file would be safe to split; no chunk otherwise (a quote, an empty or
+// overlong first line, no data line).
+func wholeTextChunk(r io.ReaderAt, size, chunkBytes int64, _ int) ([]byte, []textChunk, error) {
+	if size <= 0 || size > chunkBytes {
+		return nil, nil, nil
+	}
+	text := make([]byte, size)
+	if err := readFull(r, text, 0); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, nil // fewer bytes than size: read as they come
+		}
+		return nil, nil, err
+	}
+	header, pos := textHeader(text[:min(int64(len(text)), planBlock)])
+	if header == nil || pos >= size || bytes.IndexByte(text, '"') >= 0 {
+		return nil, nil, nil
+	}
+	return header, []textChunk{{off: pos, end: size, lines: 1, text: text[pos:]}}, nil
+}
+
+// textHeader is the header line at the start of first (without a byte
+// order mark, with its line end) and the offset after it; nil when the
+// first line is empty or not ended within first.
+func textHeader(first []byte) ([]byte, int64) {
+	start := 0
+	if bytes.HasPrefix(first, utf8BOM) {
+		start = len(utf8BOM)
+	}
+	i := bytes.IndexByte(first, '\n')
+	if i < 0 || i == start || (i == start+1 && first[start] == '\r') {
+		return nil, 0
+	}
+	return bytes.Clone(first[start : i+1]), int64(i + 1)
+}
+
+// planBlock is the part of a text file its header line must end within
+// for the file to be split (the scan block of the CSV reader).
+const planBlock = 1 << 20
 
 // countPiece is the span of a text file whose line ends planTextChunks
 // counts as one.

@@ -159,3 +159,43 @@ func sequentialPlan(r io.ReaderAt, size, chunkBytes int64) ([]byte, []textChunk,
 	chunks[len(chunks)-1].end = size
 	return header, chunks, nil
 }
+
+// TestWholeTextChunk: a small file that would be safe to split is one
+// chunk of its data lines, with its text; one that would not is none,
+// and so is one shorter than its size says (the reader then reads it as it
+// comes); a read error is the plan's.
+func TestWholeTextChunk(t *testing.T) {
+	data := "\ufefftime,v\r\n2026-01-05T10:00:00Z,1\r\n2026-01-05T10:01:00Z,2"
+	header, chunks, err := wholeTextChunk(strings.NewReader(data), int64(len(data)), 1<<20, 2)
+	if err != nil || string(header) != "time,v\r\n" || len(chunks) != 1 {
+		t.Fatalf("header %q, %d chunks, err %v", header, len(chunks), err)
+	}
+	c := chunks[0]
+	if off := int64(len("\ufefftime,v\r\n")); c.off != off || c.end != int64(len(data)) || c.lines != 1 || string(c.text) != data[off:] {
+		t.Errorf("chunk %+v (text %q)", c, c.text)
+	}
+	for name, d := range map[string]string{
+		"quote":            "time,v\n2026-01-05T10:00:00Z,\"1\"\n",
+		"empty first line": "\ntime,v\n2026-01-05T10:00:00Z,1\n",
+		"header only":      "time,v\n",
+		"no line end":      "time,v",
+	} {
+		if h, ch, err := wholeTextChunk(strings.NewReader(d), int64(len(d)), 1<<20, 2); h != nil || ch != nil || err != nil {
+			t.Errorf("%s: header %q, %d chunks, err %v; want none", name, h, len(ch), err)
+		}
+	}
+	if _, ch, err := wholeTextChunk(strings.NewReader(data), int64(len(data)), 8, 2); ch != nil || err != nil {
+		t.Errorf("larger than a chunk: %d chunks, err %v; want none", len(ch), err)
+	}
+	if _, ch, err := wholeTextChunk(strings.NewReader(data), int64(len(data))+5, 1<<20, 2); ch != nil || err != nil {
+		t.Errorf("shorter than its size: %d chunks, err %v; want none, no error", len(ch), err)
+	}
+	failed := errors.New("disk gone")
+	if _, _, err := wholeTextChunk(errReaderAt{failed}, 100, 1<<20, 2); !errors.Is(err, failed) {
+		t.Errorf("read error: %v, want %v", err, failed)
+	}
+}
+
+type errReaderAt struct{ err error }
+
+func (r errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, r.err }

@@ -259,7 +259,9 @@ func validDelimiter(r rune) bool {
 // openText reads the header in a first pass (to name the string columns and
 // to report header problems precisely), then opens the data pass: in
 // parallel chunks (chunkedText) when the file is large, uncompressed and
-// safe to split (planTextChunks), else sequentially (textSource). Fields
+// safe to split (planTextChunks), as one chunk when it is small and would
+// be safe to split (wholeTextChunk: the chunk scan of csvfast.go reads it
+// faster than the CSV reader), else sequentially (textSource). Fields
 // are separated by ro.comma (a separator hint changes it).
 func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSource, error) {
 	hr, hc, err := openTextStream(ro, src, gz, true)
@@ -287,8 +289,12 @@ func openText(ctx context.Context, ro *resolved, src Source, gz bool) (batchSour
 	if err := checkNames(ro.key, cols.out); err != nil {
 		return nil, err
 	}
-	if !gz && ro.parallel > 1 && src.Size > ro.chunkBytes && ro.lineOffset == 0 {
-		header, chunks, err := planTextChunks(src.R, src.Size, ro.chunkBytes, ro.parallel)
+	if !gz && ro.parallel > 1 && ro.lineOffset == 0 {
+		plan := planTextChunks
+		if src.Size <= ro.chunkBytes {
+			plan = wholeTextChunk
+		}
+		header, chunks, err := plan(src.R, src.Size, ro.chunkBytes, ro.parallel)
 		if err != nil {
 			return nil, &FileError{Key: ro.key, Reason: "cannot read file", Err: err}
 		}
