@@ -116,7 +116,11 @@ func Diagnose(err error, w Where, n Names) *Problem {
 	if errors.As(err, &p) {
 		return p
 	}
-	if p = diagnoseAPI(err, w, n); p == nil {
+	if errors.Is(err, ErrNotS3) {
+		p = &Problem{Kind: ProblemEndpoint, Permanent: true,
+			Reason: fmt.Sprintf("%s answered a listing with 404 Not Found and no S3 error: it does not serve the S3 API at that URL", or(n.Endpoint, "the endpoint")),
+			Fix:    fmt.Sprintf("set %s to the S3 service's URL, without a bucket or path (Tigris: https://t3.storage.dev; docs/tigris.md)", n.endpointSetting())}
+	} else if p = diagnoseAPI(err, w, n); p == nil {
 		p = diagnoseCredentials(err, n)
 	}
 	if p == nil {

@@ -31,6 +31,12 @@ var ErrNotExist = errors.New("does not exist")
 // conditional writes race (S3 API, PutObject "conditional writes").
 var ErrPreconditionFailed = errors.New("precondition failed")
 
+// ErrNotS3 marks a listing answered 404 Not Found without an S3 error code:
+// an S3 service answers a listing of a bucket it does not have with
+// NoSuchBucket, so the endpoint is not an S3 API (a web site, or a URL with
+// a path). Diagnose explains it.
+var ErrNotS3 = errors.New("answered 404 Not Found without an S3 error")
+
 // ObjectInfo describes one object.
 type ObjectInfo struct {
 	Key          string    // key relative to the store root, slash-separated

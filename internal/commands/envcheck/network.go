@@ -229,8 +229,12 @@ func (c *Checker) auth(ctx context.Context) {
 		return
 	}
 	// The same explanation ingest prints for the same answer.
+	endpointSetting := ""
+	if st := c.opts.Settings.Endpoint; st.Value != "" {
+		endpointSetting = st.Describe()
+	}
 	p := storage.Diagnose(err, storage.Where{}, storage.Names{Endpoint: c.serviceURL, Region: c.client.Region(),
-		KeyID: key, AccessKeyVar: idVar, SecretKeyVar: secretVar, Timeout: c.opts.Timeout})
+		KeyID: key, AccessKeyVar: idVar, SecretKeyVar: secretVar, Timeout: c.opts.Timeout, EndpointSetting: endpointSetting})
 	switch {
 	case p != nil && code != "":
 		c.Fail(CheckAuth, p.Reason, p.Fix)
@@ -239,6 +243,10 @@ func (c *Checker) auth(ctx context.Context) {
 		c.Fail(CheckAuth, "ListBuckets: "+detail, fix)
 	default:
 		c.Fail(CheckAuth, fmt.Sprintf("ListBuckets with key %s: %v", key, err), "check the credentials and the endpoint")
+	}
+	if errors.Is(err, storage.ErrNotS3) {
+		c.blockS3("the endpoint does not answer as S3")
+		return
 	}
 	c.blockS3("credentials rejected")
 }

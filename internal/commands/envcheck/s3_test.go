@@ -3,6 +3,8 @@ package envcheck_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +184,34 @@ func TestGatewayCheckS3(t *testing.T) {
 	if len(keys) != 1 || keys[0] != waiting {
 		t.Errorf("after the check the landing bucket holds %q, want only %s", keys, waiting)
 	}
+}
+
+// TestCheckEndpointNotS3: an endpoint that answers 404 Not Found without
+// an S3 error code (a web site, a URL with a path) fails auth with the
+// endpoint to fix, not the credentials, and the bucket checks say why
+// they did not run.
+func TestCheckEndpointNotS3(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("<html><body>404 Not Found</body></html>"))
+	}))
+	defer web.Close()
+	env := map[string]string{
+		"AWS_ENDPOINT_URL_S3":   web.URL,
+		"AWS_REGION":            "us-east-1",
+		"AWS_ACCESS_KEY_ID":     "AKIAEXAMPLEKEY",
+		"AWS_SECRET_ACCESS_KEY": "example-secret-0123456789",
+		"LANDING_BUCKET":        "s3://landing",
+		"TIMELAKE_WAREHOUSE":    "s3://lake/warehouse",
+		"TIMELAKE_TABLE":        "iot.readings",
+	}
+	r := checkJSON(t, env)
+	if r.code != cmdutil.ExitFailed {
+		t.Errorf("exit code %d, want 1", r.code)
+	}
+	r.expect(t, envcheck.CheckAuth, envcheck.Fail, "404 Not Found and no S3 error",
+		"set AWS_ENDPOINT_URL_S3 (environment) to the S3 service's URL, without a bucket or path")
+	r.expect(t, envcheck.CheckLandingBucket, envcheck.Skip, "the endpoint does not answer as S3")
+	r.expect(t, envcheck.CheckTable, envcheck.Skip, "the endpoint does not answer as S3")
 }
