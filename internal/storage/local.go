@@ -402,15 +402,18 @@ func writeTemp(ctx context.Context, r *os.Root, dst string, body io.Reader, mode
 	for attempt := 0; ; attempt++ {
 		// A concurrent Delete of a folder's last file removes the folder
 		// (and its empty parents) between the two steps; once the temp file
-		// is in it, it is no longer empty.
+		// is in it, it is no longer empty. It may also remove the folder
+		// while MkdirAll finds it there and then looks at what it is, which
+		// MkdirAll reports as the folder existing (EEXIST).
 		err := r.MkdirAll(filepath.Dir(dst), 0o755)
+		removed := errors.Is(err, fs.ErrExist)
 		if err == nil {
 			f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err == nil {
 				break
 			}
 		}
-		if !errors.Is(err, fs.ErrNotExist) || attempt == 10 {
+		if !errors.Is(err, fs.ErrNotExist) && !removed || attempt == 10 {
 			return "", err
 		}
 	}
