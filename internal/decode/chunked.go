@@ -75,19 +75,19 @@ func planTextChunks(r io.ReaderAt, size, chunkBytes int64, workers int) ([]byte,
 	for k, n := range counts {
 		before[k+1] = before[k] + n
 	}
+	window := make([]byte, countPiece) // the reads of the boundaries and of the lines before them
 	linesBefore := func(at int64) (int64, error) {
 		k := at / countPiece
 		if k*countPiece == at {
 			return before[k], nil
 		}
-		buf := make([]byte, at-k*countPiece)
+		buf := window[:at-k*countPiece] // less than a count piece
 		if err := readFull(r, buf, k*countPiece); err != nil {
 			return 0, err
 		}
 		return before[k] + int64(bytes.Count(buf, []byte{'\n'})), nil
 	}
 	chunks := []textChunk{{off: pos, lines: 1}}
-	window := make([]byte, 64<<10)
 	for target := pos + chunkBytes; target < size; {
 		// The first '\n' at or after target.
 		bnd := int64(-1)
@@ -167,7 +167,7 @@ const countPiece = 64 << 10
 // returns the number of '\n' in every countPiece bytes (the last piece may
 // be shorter), or quoted when a '"' is in the file (the count then stops).
 func countLineEnds(r io.ReaderAt, size int64, workers int) ([]int64, bool, error) {
-	const block = 1 << 20 // a multiple of countPiece
+	const block = planBlock // a multiple of countPiece
 	counts := make([]int64, (size+countPiece-1)/countPiece)
 	blocks := (size + block - 1) / block
 	workers = int(max(1, min(int64(workers), blocks)))

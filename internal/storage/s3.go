@@ -107,7 +107,7 @@ func (s *S3Store) readOpts() []func(*s3.Options) {
 // stays in the chain (errors.As finds the smithy.APIError, Diagnose explains
 // it) while the message stays short.
 func classify(op, key string, err error) error {
-	if op == "list" && NotS3Answer(err) {
+	if op == "list" && notS3Answer(err) {
 		return &opError{fmt.Sprintf("%s %s: %v", op, key, ErrNotS3), ErrNotS3, err}
 	}
 	var ae smithy.APIError
@@ -137,11 +137,11 @@ func classify(op, key string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
 
-// NotS3Answer reports whether err is an answer no S3 service gives to a
+// notS3Answer reports whether err is an answer no S3 service gives to a
 // listing (of a bucket's objects, or of the buckets): 404 Not Found with
 // no S3 error code, or only the SDK's "NotFound" for a body it could not
 // read as one.
-func NotS3Answer(err error) bool {
+func notS3Answer(err error) bool {
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
 		return false

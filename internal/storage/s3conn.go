@@ -131,7 +131,7 @@ func (c *S3Client) Credentials(ctx context.Context) (Credentials, error) {
 // (ErrorCode) whose code says whether the server took the signature.
 func (c *S3Client) ProbeAuth(ctx context.Context) error {
 	_, err := c.c.ListBuckets(ctx, &s3.ListBucketsInput{MaxBuckets: aws.Int32(1)})
-	if NotS3Answer(err) {
+	if notS3Answer(err) {
 		return &opError{fmt.Sprintf("ListBuckets: %v", ErrNotS3), ErrNotS3, err}
 	}
 	return err
