@@ -406,6 +406,9 @@ type runner struct {
 	// outcomes are the duplicates and rejections recorded so far, for the
 	// table's outcome log at the end of the run or load.
 	outcomes []lake.LoadRecord
+	// tableReady is called once the table exists, by the file that
+	// created it (startCreating); nil outside that.
+	tableReady func()
 }
 
 // Run performs one ingest run. It returns the report so far together with

@@ -292,6 +292,9 @@ func TestCrashBetweenCommitAndDelete(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
 	e.put(t, "gateway-1/a.csv", csvFile(readings(1, 0, 10), false, false))
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
 	e.put(t, "gateway-1/b.csv", csvFile(readings(1, 1, 10), false, false))
 	crash := errors.New("simulated crash")
 	cfg := e.config()
@@ -727,11 +730,11 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 func TestCommitsAreFilled(t *testing.T) {
 	for _, tc := range []struct {
 		perCommit    int
-		wantVersions int // after the 20 files: v1 create, v2 the first file, then the rest
+		wantVersions int // after the 20 files: v1 create, then the files, the one that created the table among them
 	}{
 		{perCommit: 1, wantVersions: 21},
-		{perCommit: 7, wantVersions: 2 + 3}, // 19 files: 7 + 7 + 5
-		{perCommit: 100, wantVersions: 3},
+		{perCommit: 7, wantVersions: 1 + 3}, // 7 + 7 + 6
+		{perCommit: 100, wantVersions: 2},
 	} {
 		t.Run(fmt.Sprintf("per-commit-%d", tc.perCommit), func(t *testing.T) {
 			ctx := context.Background()

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/timelake/timelake/internal/landing"
 	"github.com/timelake/timelake/internal/storage"
+	"golang.org/x/sync/semaphore"
 )
 
 // staleTempAge is the age after which a temporary file of a write to a
@@ -128,12 +130,17 @@ func unlistedFix(st storage.Store, g storage.Unlisted) string {
 }
 
 // load loads files in the order given: one by one until the table exists
-// (the first file that decodes creates it), then through the pipeline.
+// (the first file that decodes creates it), then through the pipeline,
+// which starts as soon as the table is created, while the file that
+// created it is still being written.
 func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	files, err := r.holdIncomplete(ctx, files)
 	if err != nil {
 		return err
 	}
+	// The decoded bytes of every file in flight, the first included, stay
+	// within the memory budget (admission).
+	sem := semaphore.NewWeighted(r.memoryBudget())
 	i := 0
 	// Until the table exists, files go one by one: the first one that
 	// decodes creates it. A file that cannot create the table is not
@@ -143,7 +150,20 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 	var deferred []storage.ObjectInfo
 	var firstCause error
 	for ; i < len(files) && (r.tbl == nil || r.cfg.DryRun); i++ {
-		it := r.prepare(ctx, files[i], func(int64) error { return nil }) // one at a time
+		var it *item
+		if r.tbl == nil && !r.cfg.DryRun {
+			c := r.startCreating(ctx, files[i], sem)
+			select {
+			case it = <-c.done:
+				c.cancel()
+			case <-c.created:
+				// The table exists: the file goes on being written
+				// while the pipeline loads the others.
+				return r.pipeline(ctx, append(deferred, files[i+1:]...), sem, c)
+			}
+		} else {
+			it = r.prepare(ctx, files[i], func(int64) error { return nil }) // one at a time
+		}
 		if it.deferred != nil {
 			deferred = append(deferred, files[i])
 			if firstCause == nil {
@@ -163,7 +183,40 @@ func (r *runner) load(ctx context.Context, files []storage.ObjectInfo) error {
 		return fmt.Errorf("%w: no file of this run could create table %s; first problem: %w (check --time-column and --series-key; the files stay in the landing bucket)",
 			ErrCannotCreate, r.cfg.Table, firstCause)
 	}
-	return r.pipeline(ctx, append(deferred, files[i:]...))
+	return r.pipeline(ctx, append(deferred, files[i:]...), sem, nil)
+}
+
+// creating is a file that may create the table, being prepared on a
+// goroutine of its own (startCreating): created is closed once the table
+// exists (created from it, or by another writer meanwhile), done receives
+// the prepared item, cancel stops it.
+type creating struct {
+	created <-chan struct{}
+	done    <-chan *item
+	cancel  context.CancelFunc
+}
+
+// startCreating prepares o, with its share of the memory budget taken
+// from sem, on a goroutine of its own.
+func (r *runner) startCreating(ctx context.Context, o storage.ObjectInfo, sem *semaphore.Weighted) *creating {
+	ctx, cancel := context.WithCancel(ctx)
+	created, done := make(chan struct{}), make(chan *item, 1)
+	r.tableReady = sync.OnceFunc(func() { close(created) })
+	go func() {
+		var held int64
+		it := r.prepare(ctx, o, func(share int64) error {
+			if err := sem.Acquire(ctx, share); err != nil {
+				return err
+			}
+			held = share
+			return nil
+		})
+		if held > 0 {
+			sem.Release(held)
+		}
+		done <- it
+	}()
+	return &creating{created: created, done: done, cancel: cancel}
 }
 
 // holdIncomplete holds back the files of a local folder that may still be being

@@ -34,11 +34,15 @@ type item struct {
 // landing objects. The decoded bytes of files being decoded at once stay
 // within MemoryBudget (admission); a worker takes its share only once its
 // file is downloaded, so downloads overlap the decoding of other files.
-func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error {
-	if len(files) == 0 {
+//
+// first, when not nil, is the file that created the table, still being
+// written (creating): it holds its share of sem, and is committed with
+// the others once ready.
+func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *semaphore.Weighted, first *creating) error {
+	if len(files) == 0 && first == nil {
 		return nil
 	}
-	workers, perCommit, budget := r.cfg.Parallel, r.cfg.FilesPerCommit, r.memoryBudget()
+	workers, perCommit := r.cfg.Parallel, r.cfg.FilesPerCommit
 	if workers <= 0 {
 		workers = DefaultParallel
 	}
@@ -47,7 +51,6 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := semaphore.NewWeighted(budget)
 
 	jobs := make(chan storage.ObjectInfo)
 	// Prepared items hold no decoded data (only the data files' metadata),
@@ -73,6 +76,19 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo) error
 		stopOnce.Do(func() { stopErr = err; cancel() })
 	}
 	var wg sync.WaitGroup
+	if first != nil {
+		// Stopped with the others; waited for like a worker.
+		defer context.AfterFunc(ctx, first.cancel)()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it := <-first.done
+			if it.err != nil && ctx.Err() == nil {
+				stop(it.err)
+			}
+			ready <- it
+		}()
+	}
 	for range workers {
 		wg.Add(1)
 		go func() {

@@ -561,6 +561,7 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 			return err
 		}
 		r.tbl = tbl
+		r.noteTableReady()
 		return nil
 	}
 	if err != nil {
@@ -572,5 +573,14 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 	if r.cfg.OnCreate != nil {
 		r.cfg.OnCreate(created)
 	}
+	r.noteTableReady()
 	return nil
+}
+
+// noteTableReady tells load that the table exists (tableReady), so that
+// the other files start while the one that created it is written.
+func (r *runner) noteTableReady() {
+	if r.tableReady != nil {
+		r.tableReady()
+	}
 }

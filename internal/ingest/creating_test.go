@@ -1,0 +1,97 @@
+package ingest_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+)
+
+// TestOthersLoadWhileTheFirstIsWritten: once the first file has created
+// the table, the other files are decoded while it is still being written,
+// and every file is loaded.
+func TestOthersLoadWhileTheFirstIsWritten(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
+	e.put(t, first, csvFile(readings(1, 0, 10), false, false))
+	e.put(t, second, csvFile(readings(1, 1, 10), false, false))
+	cfg := e.config()
+	secondDecoding := make(chan struct{})
+	var once sync.Once
+	var waited atomic.Bool
+	cfg.FaultHook = func(stage, key string) {
+		switch {
+		case key == second && stage == "decode":
+			once.Do(func() { close(secondDecoding) })
+		case key == first && stage == "write":
+			// The first file's write waits for the second file's decode,
+			// which only starts once the table exists.
+			select {
+			case <-secondDecoding:
+				waited.Store(true)
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waited.Load() {
+		t.Errorf("the second file was not decoded while the first was written")
+	}
+	if rep.Loaded != 2 || rep.Created == nil || rep.Created.FromFile != first {
+		t.Fatalf("loaded %d, created %+v: %+v", rep.Loaded, rep.Created, rep.Files)
+	}
+	if rows := tableRows(t, e); len(rows) != 20 {
+		t.Fatalf("%d rows in the table, want 20", len(rows))
+	}
+}
+
+// TestFirstFileHoldsItsShare: the file that creates the table holds its
+// share of the memory budget while it is written, as the others do: under
+// a budget of one file, the next one is not decoded meanwhile.
+func TestFirstFileHoldsItsShare(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
+	data := csvFile(readings(1, 0, 10), false, false)
+	e.put(t, first, data)
+	e.put(t, second, csvFile(readings(1, 1, 10), false, false))
+	cfg := e.config()
+	cfg.MemoryBudget = int64(len(data)) // each file's share is the whole budget
+	// From its first decode to the end of its write, the first file holds
+	// the budget.
+	var firstHolding, overlapped, firstWritten atomic.Bool
+	cfg.FaultHook = func(stage, key string) {
+		switch {
+		case key == second && stage == "decode":
+			if firstHolding.Load() {
+				overlapped.Store(true)
+			}
+		case key == first && stage == "decode":
+			firstHolding.Store(true)
+		case key == first && stage == "write":
+			time.Sleep(200 * time.Millisecond) // time for the second file to be admitted, were it
+			firstHolding.Store(false)
+			firstWritten.Store(true)
+		}
+	}
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !firstWritten.Load() {
+		t.Fatal("the first file's write was not seen")
+	}
+	if overlapped.Load() {
+		t.Errorf("the second file was decoded while the first, holding the whole budget, was written")
+	}
+	if rep.Loaded != 2 {
+		t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
+	}
+}
