@@ -202,20 +202,7 @@ func (r *runner) startCreating(ctx context.Context, o storage.ObjectInfo, sem *s
 	ctx, cancel := context.WithCancel(ctx)
 	created, done := make(chan struct{}), make(chan *item, 1)
 	r.tableReady = sync.OnceFunc(func() { close(created) })
-	go func() {
-		var held int64
-		it := r.prepare(ctx, o, func(share int64) error {
-			if err := sem.Acquire(ctx, share); err != nil {
-				return err
-			}
-			held = share
-			return nil
-		})
-		if held > 0 {
-			sem.Release(held)
-		}
-		done <- it
-	}()
+	go func() { done <- r.prepareAdmitted(ctx, o, sem) }()
 	return &creating{created: created, done: done, cancel: cancel}
 }
 

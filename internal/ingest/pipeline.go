@@ -94,19 +94,7 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *
 		go func() {
 			defer wg.Done()
 			for o := range jobs {
-				// The semaphore serves waiters in order, so a large file
-				// is not starved by smaller ones behind it.
-				var held int64
-				it := r.prepare(ctx, o, func(share int64) error {
-					if err := sem.Acquire(ctx, share); err != nil {
-						return err
-					}
-					held = share
-					return nil
-				})
-				if held > 0 {
-					sem.Release(held)
-				}
+				it := r.prepareAdmitted(ctx, o, sem)
 				if it.err != nil && ctx.Err() == nil {
 					stop(it.err)
 				}
@@ -183,6 +171,25 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *
 		return stopErr
 	}
 	return firstErr
+}
+
+// prepareAdmitted prepares o holding its share of the memory budget,
+// taken from sem after the download and given back once its data files
+// are written. The semaphore serves waiters in order, so a large file is
+// not starved by smaller ones behind it.
+func (r *runner) prepareAdmitted(ctx context.Context, o storage.ObjectInfo, sem *semaphore.Weighted) *item {
+	var held int64
+	it := r.prepare(ctx, o, func(share int64) error {
+		if err := sem.Acquire(ctx, share); err != nil {
+			return err
+		}
+		held = share
+		return nil
+	})
+	if held > 0 {
+		sem.Release(held)
+	}
+	return it
 }
 
 // discard deletes the data files of prepared items that will not be
