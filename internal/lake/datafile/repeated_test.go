@@ -1,8 +1,11 @@
 package datafile
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/decode"
+	"github.com/timelake/timelake/internal/testutil/corpus"
 )
 
 var repeatedSchema = arrow.NewSchema([]arrow.Field{
@@ -273,4 +280,61 @@ func FuzzRepeatedRows(f *testing.F) {
 			checkRepeated(t, rows, []int{1 + len(data)%5}, dailyOrder(k...))
 		}
 	})
+}
+
+// TestCorpusRepeatedRows: the files of the regression corpus that have a
+// series key, decoded as ingest decodes them into their table, repeat as
+// many rows as the corpus says (duplicate_rows).
+func TestCorpusRepeatedRows(t *testing.T) {
+	cases, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, c := range cases {
+		if len(c.SeriesKey) == 0 || c.Refused != nil || c.Table == nil {
+			continue
+		}
+		t.Run(c.File, func(t *testing.T) {
+			data, err := os.ReadFile(c.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc, err := c.Location()
+			if err != nil {
+				t.Fatal(err)
+			}
+			types, err := c.Types()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := c.IcebergSchema()
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, err := table.SchemaToArrowSchema(sc, nil, true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := decode.Decode(context.Background(), decode.Source{Key: c.File, R: bytes.NewReader(data), Size: int64(len(data))},
+				decode.DecodeOptions{Target: target, TimeColumn: c.Time(), TimeUnit: c.TimeUnit, AssumeLocation: loc, Columns: types,
+					CSV: decode.CSV{Delimiter: c.Delimiter(), DecimalComma: c.CSVDecimalComma, Null: c.CSVNull}, BatchRows: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Release()
+			s, err := NewSortedRows(memory.DefaultAllocator, d.Schema, d.Records, Order{TimeColumn: d.TimeColumn, SeriesKey: c.SeriesKey, Partition: byDay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Release()
+			if got := s.RepeatedRows(); got != c.DuplicateRows {
+				t.Errorf("%d repeated rows, want %d", got, c.DuplicateRows)
+			}
+		})
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no corpus case with a series key")
+	}
 }
