@@ -276,15 +276,16 @@ func (s *SortedRows) order(o Order) error {
 }
 
 // RepeatedRows counts the input rows whose series key and time an earlier
-// input row has (the same row counted again, a gateway's second reading of
-// one instant): all the rows of each (series key, time) but one. It counts
+// input row has (a row sent twice, a gateway's second reading of one
+// instant): all the rows of each (series key, time) but one. It counts
 // them before NewNewestRows leaves any out, so that under
 // timelake.read-dedup it is the number of rows left out. With no series
 // key it is 0 (rows of such a table only share times).
 //
-// Keys compare as the sort compares them (CompareValues): a null equals a
-// null, and a float key's -0 equals 0 and a NaN equals any value, so a row
-// of a NaN key counts when the row before it in order has the same time.
+// Keys compare as the sort compares them (CompareValues), not as text: a
+// null equals a null, a float key's -0 equals 0, and a NaN equals any
+// value, so a row of a NaN key counts when the row before it in order has
+// the same time and the same other key values.
 func (s *SortedRows) RepeatedRows() int64 { return s.repeated }
 
 // repeatedRows counts the positions of perm (rows in sorted order, so
