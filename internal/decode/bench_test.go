@@ -85,9 +85,6 @@ func BenchmarkDecodeParquet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.DuplicateRows([]string{"device_id"}); err != nil {
-			b.Fatal(err)
-		}
 		d.Release()
 	}
 }
@@ -181,23 +178,4 @@ func BenchmarkDecodeCSVGzip(b *testing.B) {
 // benchmark's c2-json-gz case), sequentially and on GOMAXPROCS goroutines.
 func BenchmarkDecodeJSONGzip(b *testing.B) {
 	benchDecode(b, "gw/b.jsonl.gz", gzipBench(b, benchJSON(200_000)))
-}
-
-// BenchmarkDuplicateRows counts the repeated (series key, time) rows of a
-// 200,000-row gateway file (10 devices sharing each time, as the
-// benchmark's c2 files).
-func BenchmarkDuplicateRows(b *testing.B) {
-	data := benchCSV(200_000)
-	d, err := Decode(context.Background(), Source{Key: "gw/b.csv", R: bytes.NewReader(data), Size: int64(len(data))},
-		DecodeOptions{Target: gatewayTarget(b), TimeColumn: "time"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Release()
-	b.ReportAllocs()
-	for b.Loop() {
-		if n, err := d.DuplicateRows([]string{"device_id"}); err != nil || n != 0 {
-			b.Fatal(n, err)
-		}
-	}
 }

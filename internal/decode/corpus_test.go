@@ -160,12 +160,6 @@ func checkRows(t *testing.T, c corpus.Case, d *Decoded) {
 	if len(got) != len(c.Rows) || (len(got) > 0 && !reflect.DeepEqual(got, c.Rows)) {
 		t.Fatalf("rows\n%s\nwant\n%s", showRows(got), showRows(c.Rows))
 	}
-	if len(c.SeriesKey) > 0 || c.DuplicateRows > 0 {
-		n, err := d.DuplicateRows(c.SeriesKey)
-		if err != nil || n != c.DuplicateRows {
-			t.Errorf("DuplicateRows = %d, %v; want %d", n, err, c.DuplicateRows)
-		}
-	}
 }
 
 func showRows(rows [][]*string) string {

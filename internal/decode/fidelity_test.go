@@ -3,7 +3,6 @@ package decode
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -278,90 +277,6 @@ func TestFilesWithoutRows(t *testing.T) {
 	}
 	if _, err := decode(t, "gw/h.csv", []byte("when,v\n"), DecodeOptions{TimeColumn: "time"}); errors.Is(err, ErrNoRows) || !strings.Contains(fmt.Sprint(err), "time column is not in the file") {
 		t.Errorf("a header without the named time column: %v", err)
-	}
-}
-
-// TestDuplicateRows counts rows that repeat the series key and time of an
-// earlier row, in order or not, with nulls in the key and long runs of one
-// time.
-func TestDuplicateRows(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("time,device,count\n")
-	for i := range 100 { // one time, 100 rows of 40 devices: 60 repeats
-		fmt.Fprintf(&b, "2026-01-05T10:00:00Z,d%d,%d\n", i%40, i)
-	}
-	b.WriteString("2026-01-05T09:00:00Z,,1\n2026-01-05T09:00:00Z,,2\n2026-01-05T09:00:00Z,d1,3\n") // out of order; the null key repeats once
-	target := arrowTarget(t,
-		iceberg.NestedField{ID: 1, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-		iceberg.NestedField{ID: 2, Name: "device", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "count", Type: iceberg.PrimitiveTypes.Int64},
-	)
-	d, err := decode(t, "gw/d.csv", []byte(b.String()), DecodeOptions{Target: target, TimeColumn: "time", BatchRows: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := d.DuplicateRows([]string{"device"}); err != nil || n != 61 {
-		t.Errorf("by device: %d, %v; want 61", n, err)
-	}
-	if n, err := d.DuplicateRows([]string{"device", "count"}); err != nil || n != 0 {
-		t.Errorf("by device and count: %d, %v; want 0", n, err)
-	}
-	if n, err := d.DuplicateRows(nil); err != nil || n != 0 {
-		t.Errorf("without a series key: %d, %v; want 0", n, err)
-	}
-	if _, err := d.DuplicateRows([]string{"site"}); err == nil {
-		t.Error("an unknown series key column is no error")
-	}
-	// Every key of the same hash: a long run's counts come from comparing
-	// the keys themselves.
-	defer func(h func(maphash.Seed, []byte) uint64) { keyHash = h }(keyHash)
-	keyHash = func(maphash.Seed, []byte) uint64 { return 7 }
-	if n, err := d.DuplicateRows([]string{"device"}); err != nil || n != 61 {
-		t.Errorf("by device, every hash colliding: %d, %v; want 61", n, err)
-	}
-	if n, err := d.DuplicateRows([]string{"device", "count"}); err != nil || n != 0 {
-		t.Errorf("by device and count, every hash colliding: %d, %v; want 0", n, err)
-	}
-}
-
-// TestRepeatedKeys: the keys of a run equal to an earlier one, short runs
-// (hashes compared pairwise) and long ones (a map of the hashes), with
-// hashes that collide.
-func TestRepeatedKeys(t *testing.T) {
-	run := func(keys ...string) (enc []byte, offs []int) {
-		for _, k := range keys {
-			offs = append(offs, len(enc))
-			enc = append(enc, k...)
-		}
-		return enc, append(offs, len(enc))
-	}
-	long := make([]string, 2*pairwiseRun+2) // a, b, ..., each once more, c again, a new one
-	for i := range pairwiseRun {
-		long[i] = strconv.Itoa(i)
-		long[pairwiseRun+i] = long[i]
-	}
-	long[2*pairwiseRun], long[2*pairwiseRun+1] = "3", "new"
-	for _, tc := range []struct {
-		keys []string
-		want int64
-	}{
-		{[]string{"a", "b", "a", "a"}, 2},
-		{[]string{"a", "b", "c"}, 0},
-		{long, pairwiseRun + 1},
-	} {
-		for _, collide := range []bool{false, true} {
-			h := keyHash
-			if collide {
-				keyHash = func(_ maphash.Seed, b []byte) uint64 { return uint64(len(b)) }
-			}
-			enc, offs := run(tc.keys...)
-			var rk runKeys
-			got := rk.repeatedKeys(enc, offs)
-			keyHash = h
-			if got != tc.want {
-				t.Errorf("%q (colliding %v): %d repeated, want %d", tc.keys, collide, got, tc.want)
-			}
-		}
 	}
 }
 

@@ -825,23 +825,25 @@ func TestFilesWithoutRowsAreLoaded(t *testing.T) {
 }
 
 // TestDuplicateRowsAreKeptAndCounted: rows repeating the series key and
-// time of an earlier row of the file are loaded, and the report counts them.
+// time of an earlier row of the file are loaded, and the report counts them,
+// in time order or not, across days.
 func TestDuplicateRowsAreKeptAndCounted(t *testing.T) {
 	ctx := context.Background()
 	e := localEnv(t)
 	body := "time,device_id,temperature_c\n" +
-		"2026-01-05T10:00:00Z,d1,1.5\n2026-01-05T10:00:00Z,d2,2.5\n2026-01-05T10:00:00Z,d1,3.5\n2026-01-05T10:00:00Z,d1,3.5\n"
+		"2026-01-05T10:00:00Z,d1,1.5\n2026-01-05T10:00:00Z,d2,2.5\n2026-01-05T10:00:00Z,d1,3.5\n2026-01-05T10:00:00Z,d1,3.5\n" +
+		"2026-01-06T10:00:00Z,d2,1\n2026-01-05T09:00:00Z,d2,1\n2026-01-06T10:00:00Z,d2,2\n2026-01-06T10:00:00Z,d1,2\n"
 	e.put(t, "gateway-1/dup.csv", []byte(body))
 	rep, err := ingest.Run(ctx, e.config())
-	if err != nil || rep.Loaded != 1 || rep.Rows != 4 || rep.Files[0].DuplicateRows != 2 {
-		t.Fatalf("run: %+v, %v; want 4 rows loaded, 2 of them repeats", rep, err)
+	if err != nil || rep.Loaded != 1 || rep.Rows != 8 || rep.Files[0].DuplicateRows != 3 {
+		t.Fatalf("run: %+v, %v; want 8 rows loaded, 3 of them repeats", rep, err)
 	}
 	b, err := json.Marshal(rep.Files[0])
-	if err != nil || !strings.Contains(string(b), `"duplicate_rows":2`) {
+	if err != nil || !strings.Contains(string(b), `"duplicate_rows":3`) {
 		t.Fatalf("JSON %s, %v", b, err)
 	}
-	if n := len(tableRows(t, e)); n != 4 {
-		t.Fatalf("rows %d, want 4", n)
+	if n := len(tableRows(t, e)); n != 8 {
+		t.Fatalf("rows %d, want 8", n)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -267,7 +266,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		}
 		if dec.Piece == 0 {
 			drop() // the decode started over
-			out.dups, rows = 0, 0
+			rows = 0
 			// Columns the file adds (--evolve add-columns) must
 			// leave a table its manifests can carry.
 			if err := r.tbl.CheckWidth(dec.Schema, r.cfg.MaxColumns); err != nil {
@@ -280,11 +279,6 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 				return &fatalError{r.lakeErr(err)}
 			}
 		}
-		// The repeated rows are counted on another core while this one
-		// sorts the piece (both only read it); the piece is released
-		// after the count ends (this defer runs before dec.Release).
-		countDups := countDuplicates(key, dec, r.tbl.Contract().SeriesKey)
-		defer countDups() // waited for on every return; the result is taken below
 		recs, release, err := r.sourceColumns(key, loadTime, dec)
 		if err != nil {
 			return err
@@ -299,15 +293,6 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 			}
 			return &fatalError{r.lakeErr(err)}
 		}
-		n, err := countDups()
-		if err != nil {
-			var fe *decode.FileError
-			if errors.As(err, &fe) { // a panic of the count: this file's
-				return err
-			}
-			return &fatalError{err}
-		}
-		out.dups += n
 		rows += dec.Rows
 		if len(dec.Rejected) > 0 {
 			dst, err := r.setAside(ctx, d, dec, rows)
@@ -325,31 +310,8 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		return nil, err
 	}
 	out.prepared, out.profile = w.Prepared(), prof
+	out.dups = out.prepared.Repeated // counted by the sort of each piece
 	return out, nil
-}
-
-// countDuplicates starts dec.DuplicateRows(seriesKey) on a goroutine of its
-// own and returns the wait for its result; a panic of the count is the
-// refusal of the file of key (decode.Recovered).
-func countDuplicates(key string, dec *decode.Decoded, seriesKey []string) func() (int64, error) {
-	type count struct {
-		n   int64
-		err error
-	}
-	done := make(chan count, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- count{err: decode.Recovered(key, "the count of repeated rows", "reading the decoded rows", "", v)}
-			}
-		}()
-		n, err := dec.DuplicateRows(seriesKey)
-		done <- count{n, err}
-	}()
-	return sync.OnceValues(func() (int64, error) {
-		c := <-done
-		return c.n, c.err
-	})
 }
 
 // decodeEach decodes d (decode.DecodeEach) with the settings that apply

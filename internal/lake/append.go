@@ -67,6 +67,12 @@ type Prepared struct {
 	// Replaced counts the rows left out under timelake.read-dedup: a
 	// later row of the batch has their series key and time.
 	Replaced int64
+	// Repeated counts the rows of a Write whose series key and time an
+	// earlier row of the same Write has (datafile's
+	// SortedRows.RepeatedRows), left out under timelake.read-dedup and
+	// loaded like the others otherwise; 0 for a table without a series
+	// key.
+	Repeated int64
 	Bytes    int64              // bytes of the data files
 	files    []iceberg.DataFile // none for a batch without rows
 	summary  iceberg.Properties
@@ -150,6 +156,7 @@ type BatchWriter struct {
 	files     []iceberg.DataFile
 	rows      int64
 	replaced  int64 // rows left out under timelake.read-dedup
+	repeated  int64 // Prepared.Repeated
 	size      int64
 }
 
@@ -221,7 +228,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	if rows == 0 {
 		return nil
 	}
-	files, size, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows)
+	files, size, repeated, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows)
 	if err != nil {
 		return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 	}
@@ -234,6 +241,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	w.files = append(w.files, files...)
 	w.rows += rows - replaced
 	w.replaced += replaced
+	w.repeated += repeated
 	w.size += size
 	return nil
 }
@@ -250,13 +258,13 @@ func (w *BatchWriter) Prepared() *Prepared {
 	if w.replaced > 0 {
 		props[SummaryReplacedRows] = strconv.FormatInt(w.replaced, 10)
 	}
-	return &Prepared{BatchID: w.batchID, Rows: w.rows, Replaced: w.replaced, Bytes: w.size, files: w.files, summary: props, change: w.change}
+	return &Prepared{BatchID: w.batchID, Rows: w.rows, Replaced: w.replaced, Repeated: w.repeated, Bytes: w.size, files: w.files, summary: props, change: w.change}
 }
 
 // Discard deletes the data files written so far; the writer is done with.
 func (w *BatchWriter) Discard(ctx context.Context) {
 	w.t.removeFiles(ctx, dataFilePaths(w.files))
-	w.files, w.rows, w.replaced, w.size = nil, 0, 0, 0
+	w.files, w.rows, w.replaced, w.repeated, w.size = nil, 0, 0, 0, 0
 }
 
 // maxRowTime is the newest value of the time column among files, from
@@ -310,15 +318,17 @@ func checkRequired(r arrow.RecordBatch) error {
 // more per partition, without committing. Large appends, and appends that
 // span several partitions, are cut into ranges of whole partitions written
 // concurrently (datafile.WritePlan, datafile.WriteRanges); the files come
-// back in sorted order either way.
-func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, error) {
+// back in sorted order either way. It returns the files, their bytes, and
+// the rows of recs whose series key and time an earlier row of recs has
+// (datafile.SortedRows.RepeatedRows).
+func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, int64, error) {
 	sorted := datafile.NewSortedRows
 	if readDedup(v.meta.Props()) {
 		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
 	}
 	l, err := newDataFileLayout(v)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	var opts []datafile.SortOption
 	if l != nil { // timelake's writer: string columns of few values as dictionaries
@@ -326,7 +336,7 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	}
 	rows, err := sorted(memory.DefaultAllocator, v.arrowSc, recs, v.contract.order(), opts...)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer rows.Release()
 	// Sorted by partition first, so each clustered writer keeps one
@@ -341,13 +351,13 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 	files, err := datafile.WriteRanges(ctx, rows.Split(splits), writers, write)
 	if err != nil {
 		t.removeFiles(ctx, dataFilePaths(files))
-		return nil, 0, fmt.Errorf("write data files: %w", err)
+		return nil, 0, 0, fmt.Errorf("write data files: %w", err)
 	}
 	var size int64
 	for _, df := range files {
 		size += df.FileSizeBytes()
 	}
-	return files, size, nil
+	return files, size, rows.RepeatedRows(), nil
 }
 
 func dataFilePaths(files []iceberg.DataFile) []string {

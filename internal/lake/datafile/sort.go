@@ -50,6 +50,8 @@ type SortedRows struct {
 	// until encodeDictionaries takes them.
 	dictLayout *Layout
 	keyRanks   map[int]stringRanking
+	// repeated is RepeatedRows.
+	repeated int64
 }
 
 // chunkedTake reports whether arrow's take reads values of type dt from
@@ -240,6 +242,10 @@ func (s *SortedRows) order(o Order) error {
 	if err != nil {
 		return err
 	}
+	s.repeated = 0
+	if len(seriesKey) > 0 { // without one, rows only share times
+		s.repeated = repeatedRows(perm, times, keys[1:len(keys)-1])
+	}
 	if s.newest {
 		// Ties are in input order: of the rows of one key, the last stays.
 		kept := perm[:0:0]
@@ -267,6 +273,43 @@ func (s *SortedRows) order(o Order) error {
 		s.perm = perm
 	}
 	return nil
+}
+
+// RepeatedRows counts the input rows whose series key and time an earlier
+// input row has (a row sent twice, a gateway's second reading of one
+// instant): all the rows of each (series key, time) but one. It counts
+// them before NewNewestRows leaves any out, so that under
+// timelake.read-dedup it is the number of rows left out. With no series
+// key it is 0 (rows of such a table only share times).
+//
+// Keys compare as the sort compares them (CompareValues), not as text: a
+// null equals a null, a float key's -0 equals 0, and a NaN equals any
+// value, so a row of a NaN key counts when the row before it in order has
+// the same time and the same other key values.
+func (s *SortedRows) RepeatedRows() int64 { return s.repeated }
+
+// repeatedRows counts the positions of perm (rows in sorted order, so
+// rows of one series key and time are adjacent) whose row has the time and
+// the series key of the row before it; keys compare the series key
+// columns. An equal time is an equal partition: the partition is a
+// function of the time's value.
+func repeatedRows(perm []int64, times *array.Timestamp, keys []func(i, j int) int) int64 {
+	vals := times.TimestampValues()
+	var n int64
+next:
+	for i := 1; i < len(perm); i++ {
+		a, b := int(perm[i-1]), int(perm[i])
+		if vals[a] != vals[b] { // most often: the time tells rows apart
+			continue
+		}
+		for _, k := range keys {
+			if k(a, b) != 0 {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
 }
 
 // Split cuts the sorted rows into at most k ranges [start, end) that begin
