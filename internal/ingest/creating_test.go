@@ -95,3 +95,44 @@ func TestFirstFileHoldsItsShare(t *testing.T) {
 		t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
 	}
 }
+
+// TestParallelOneStaysSequential: with one worker (--parallel 1) the file
+// that created the table takes the worker's place: the next file is not
+// decoded before it is written.
+func TestParallelOneStaysSequential(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
+	e.put(t, first, csvFile(readings(1, 0, 10), false, false))
+	e.put(t, second, csvFile(readings(1, 1, 10), false, false))
+	cfg := e.config()
+	cfg.Parallel = 1
+	var firstBusy, overlapped, firstWritten atomic.Bool
+	cfg.FaultHook = func(stage, key string) {
+		switch {
+		case key == second && stage == "decode":
+			if firstBusy.Load() {
+				overlapped.Store(true)
+			}
+		case key == first && stage == "decode":
+			firstBusy.Store(true)
+		case key == first && stage == "write":
+			time.Sleep(200 * time.Millisecond) // time for the second file to start, were it
+			firstBusy.Store(false)
+			firstWritten.Store(true)
+		}
+	}
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !firstWritten.Load() {
+		t.Fatal("the first file's write was not seen")
+	}
+	if overlapped.Load() {
+		t.Errorf("with one worker, the second file was decoded while the first was written")
+	}
+	if rep.Loaded != 2 {
+		t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
+	}
+}

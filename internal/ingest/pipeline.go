@@ -76,29 +76,28 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *
 		stopOnce.Do(func() { stopErr = err; cancel() })
 	}
 	var wg sync.WaitGroup
-	if first != nil {
-		// Stopped with the others; waited for like a worker.
-		defer context.AfterFunc(ctx, first.cancel)()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			it := <-first.done
-			if it.err != nil && ctx.Err() == nil {
-				stop(it.err)
-			}
-			ready <- it
-		}()
+	deliver := func(it *item) {
+		if it.err != nil && ctx.Err() == nil {
+			stop(it.err)
+		}
+		ready <- it
 	}
-	for range workers {
+	if first != nil {
+		// The file that created the table takes a worker's place (with
+		// one worker, files still go one at a time): the worker starts
+		// on the other files once it is written. It stops with the
+		// others.
+		defer context.AfterFunc(ctx, first.cancel)()
+	}
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if w == 0 && first != nil {
+				deliver(<-first.done)
+			}
 			for o := range jobs {
-				it := r.prepareAdmitted(ctx, o, sem)
-				if it.err != nil && ctx.Err() == nil {
-					stop(it.err)
-				}
-				ready <- it
+				deliver(r.prepareAdmitted(ctx, o, sem))
 			}
 		}()
 	}
