@@ -53,86 +53,56 @@ func TestOthersLoadWhileTheFirstIsWritten(t *testing.T) {
 }
 
 // TestFirstFileHoldsItsShare: the file that creates the table holds its
-// share of the memory budget while it is written, as the others do: under
-// a budget of one file, the next one is not decoded meanwhile.
+// share of the memory budget while it is written, as the others do, and
+// takes a worker's place: under a budget of one file, or with one worker
+// (--parallel 1), the next file is not decoded meanwhile.
 func TestFirstFileHoldsItsShare(t *testing.T) {
-	ctx := context.Background()
-	e := localEnv(t)
-	const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
-	data := csvFile(readings(1, 0, 10), false, false)
-	e.put(t, first, data)
-	e.put(t, second, csvFile(readings(1, 1, 10), false, false))
-	cfg := e.config()
-	cfg.MemoryBudget = int64(len(data)) // each file's share is the whole budget
-	// From its first decode to the end of its write, the first file holds
-	// the budget.
-	var firstHolding, overlapped, firstWritten atomic.Bool
-	cfg.FaultHook = func(stage, key string) {
-		switch {
-		case key == second && stage == "decode":
-			if firstHolding.Load() {
-				overlapped.Store(true)
+	for _, tc := range []struct {
+		name string
+		set  func(cfg *ingest.Config, fileSize int)
+	}{
+		{"budget of one file", func(cfg *ingest.Config, size int) { cfg.MemoryBudget = int64(size) }}, // each file's share is the whole budget
+		{"one worker", func(cfg *ingest.Config, _ int) { cfg.Parallel = 1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := localEnv(t)
+			const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
+			data := csvFile(readings(1, 0, 10), false, false)
+			e.put(t, first, data)
+			e.put(t, second, csvFile(readings(1, 1, 10), false, false))
+			cfg := e.config()
+			tc.set(&cfg, len(data))
+			// From its first decode to the end of its write, the first
+			// file holds its share and its worker.
+			var firstBusy, overlapped, firstWritten atomic.Bool
+			cfg.FaultHook = func(stage, key string) {
+				switch {
+				case key == second && stage == "decode":
+					if firstBusy.Load() {
+						overlapped.Store(true)
+					}
+				case key == first && stage == "decode":
+					firstBusy.Store(true)
+				case key == first && stage == "write":
+					time.Sleep(200 * time.Millisecond) // time for the second file to start, were it
+					firstBusy.Store(false)
+					firstWritten.Store(true)
+				}
 			}
-		case key == first && stage == "decode":
-			firstHolding.Store(true)
-		case key == first && stage == "write":
-			time.Sleep(200 * time.Millisecond) // time for the second file to be admitted, were it
-			firstHolding.Store(false)
-			firstWritten.Store(true)
-		}
-	}
-	rep, err := ingest.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !firstWritten.Load() {
-		t.Fatal("the first file's write was not seen")
-	}
-	if overlapped.Load() {
-		t.Errorf("the second file was decoded while the first, holding the whole budget, was written")
-	}
-	if rep.Loaded != 2 {
-		t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
-	}
-}
-
-// TestParallelOneStaysSequential: with one worker (--parallel 1) the file
-// that created the table takes the worker's place: the next file is not
-// decoded before it is written.
-func TestParallelOneStaysSequential(t *testing.T) {
-	ctx := context.Background()
-	e := localEnv(t)
-	const first, second = "gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv"
-	e.put(t, first, csvFile(readings(1, 0, 10), false, false))
-	e.put(t, second, csvFile(readings(1, 1, 10), false, false))
-	cfg := e.config()
-	cfg.Parallel = 1
-	var firstBusy, overlapped, firstWritten atomic.Bool
-	cfg.FaultHook = func(stage, key string) {
-		switch {
-		case key == second && stage == "decode":
-			if firstBusy.Load() {
-				overlapped.Store(true)
+			rep, err := ingest.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
 			}
-		case key == first && stage == "decode":
-			firstBusy.Store(true)
-		case key == first && stage == "write":
-			time.Sleep(200 * time.Millisecond) // time for the second file to start, were it
-			firstBusy.Store(false)
-			firstWritten.Store(true)
-		}
-	}
-	rep, err := ingest.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !firstWritten.Load() {
-		t.Fatal("the first file's write was not seen")
-	}
-	if overlapped.Load() {
-		t.Errorf("with one worker, the second file was decoded while the first was written")
-	}
-	if rep.Loaded != 2 {
-		t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
+			if !firstWritten.Load() {
+				t.Fatal("the first file's write was not seen")
+			}
+			if overlapped.Load() {
+				t.Errorf("the second file was decoded while the first was written")
+			}
+			if rep.Loaded != 2 {
+				t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
+			}
+		})
 	}
 }
