@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -84,45 +85,97 @@ func (l *Layout) DictionaryColumns() []int {
 
 // encodeDictionaries makes Take return the layout's dictionary columns
 // (DictionaryColumns) as dictionary arrays, where they pay
-// (WithDictionaries); once the order is known.
-func (s *SortedRows) encodeDictionaries(l *Layout) error {
+// (WithDictionaries); once the order is known. early holds the codes of
+// the columns numbered while the rows were sorted (startStringCodes); the
+// others are numbered here. The columns' dictionaries are made
+// concurrently.
+func (s *SortedRows) encodeDictionaries(l *Layout, early map[int]func() numbered) error {
 	limit := l.plainTime.DictionaryPageSizeLimit()
 	keyRanks := s.keyRanks
 	s.keyRanks = nil
+	type column struct {
+		col  int
+		make func() numbered // the codes and values of its rows
+		dict *dictionaryColumn
+		err  error
+	}
+	var todo []*column
 	for _, c := range l.DictionaryColumns() {
 		if c >= len(s.cols) || s.cols[c].DataType().ID() != arrow.STRING {
 			continue
 		}
-		var codes []int32
-		var values []string
 		if r, ok := keyRanks[c]; ok { // a series key: the sort numbered its values
 			if len(r.values) > maxDictionaryValues {
 				continue
 			}
-			codes = make([]int32, len(r.ranks))
-			for i, rank := range r.ranks {
-				codes[i] = int32(rank)
-			}
-			values = r.values
-		} else {
-			var ok bool
-			if codes, values, ok = stringCodes(s.cols[c].Chunks()); !ok {
-				continue
+			todo = append(todo, &column{col: c, make: func() numbered {
+				codes := make([]int32, len(r.ranks))
+				for i, rank := range r.ranks {
+					codes[i] = int32(rank)
+				}
+				return numbered{codes, r.values, true}
+			}})
+			continue
+		}
+		numbering := early[c]
+		if numbering == nil {
+			chunks := s.cols[c].Chunks()
+			numbering = func() numbered { return stringCodes(chunks) }
+		}
+		todo = append(todo, &column{col: c, make: numbering})
+	}
+	tasks := make([]func(), len(todo))
+	for i, c := range todo {
+		tasks[i] = func() {
+			if n := c.make(); n.ok {
+				c.dict, c.err = s.partitionDictionaries(n.codes, n.values, limit)
 			}
 		}
-		d, err := s.partitionDictionaries(codes, values, limit)
-		if err != nil {
-			return fmt.Errorf("dictionary of column %s: %w", s.sc.Field(c).Name, err)
+	}
+	runAll(tasks)
+	for _, c := range todo {
+		if c.err != nil {
+			return fmt.Errorf("dictionary of column %s: %w", s.sc.Field(c.col).Name, c.err)
 		}
-		if d == nil {
+		if c.dict == nil {
 			continue
 		}
 		if s.dicts == nil {
 			s.dicts = make([]*dictionaryColumn, len(s.cols))
 		}
-		s.dicts[c] = d
+		s.dicts[c.col] = c.dict
 	}
 	return nil
+}
+
+// startStringCodes numbers, on goroutines of their own while the rows are
+// sorted, the values of the layout's dictionary columns that the sort
+// does not number (those not in the series key, or all of them for a key
+// of more than two columns: sortPermutation), and returns the wait for
+// each column's result, by column. A panic of the numbering is raised
+// again by the wait, on the caller's goroutine.
+func (s *SortedRows) startStringCodes(l *Layout, seriesKey []string) map[int]func() numbered {
+	out := map[int]func() numbered{}
+	for _, c := range l.DictionaryColumns() {
+		if c >= len(s.cols) || s.cols[c].DataType().ID() != arrow.STRING {
+			continue
+		}
+		if len(seriesKey) <= 2 && slices.Contains(seriesKey, s.sc.Field(c).Name) {
+			continue
+		}
+		chunks := s.cols[c].Chunks()
+		out[c] = goValue(func() numbered { return stringCodes(chunks) })
+	}
+	return out
+}
+
+// numbered is a string column's rows numbered (numberStrings): the code
+// of each row, -1 for null, and the values; ok is false when the column is
+// not taken as a dictionary.
+type numbered struct {
+	codes  []int32
+	values []string
+	ok     bool
 }
 
 // stringCodes numbers the values of a string column's chunks (rows in
@@ -130,10 +183,11 @@ func (s *SortedRows) encodeDictionaries(l *Layout) error {
 // null) and the values. ok is false past maxDictionaryValues values, or
 // once more than 1,024 values are more than half the rows so far (an id
 // or a message per row: counting them would cost more than it saves).
-func stringCodes(chunks []arrow.Array) (codes []int32, values []string, ok bool) {
-	return numberStrings(chunks, func(distinct, rows int) bool {
+func stringCodes(chunks []arrow.Array) numbered {
+	codes, values, ok := numberStrings(chunks, func(distinct, rows int) bool {
 		return distinct == maxDictionaryValues || distinct >= 1024 && 2*distinct > rows
 	})
+	return numbered{codes, values, ok}
 }
 
 // numberStrings numbers the values of a string column's chunks in order
@@ -147,37 +201,164 @@ func numberStrings(chunks []arrow.Array, stop func(distinct, rows int) bool) (co
 	for _, a := range chunks {
 		n += a.Len()
 	}
-	codes = make([]int32, 0, n)
-	index := map[string]int32{}
-	prev, prevCode := "", int32(-1)
+	codes = make([]int32, n)
+	var nb stringNumbering
+	at := 0
 	for _, chunk := range chunks {
 		a, ok := chunk.(*array.String)
 		if !ok {
 			return nil, nil, false
 		}
-		for i := range a.Len() {
-			if a.IsNull(i) {
-				codes = append(codes, -1)
-				continue
+		if !nb.number(a, 0, a.Len(), codes[at:at+a.Len()], func(distinct int) bool { return stop != nil && stop(distinct, nb.rows) }) {
+			return nil, nil, false
+		}
+		at += a.Len()
+	}
+	return codes, nb.values, true
+}
+
+// numberInParts is numberStrings of one string array without a stop, its
+// row ranges numbered on goroutines of their own (parts of them, for at
+// least parallelRows rows) and merged: the codes and values of one pass
+// (the values a later range adds come after an earlier range's, in their
+// order of first appearance).
+func numberInParts(a *array.String, parts int) ([]int32, []string) {
+	n := a.Len()
+	if n < parallelRows {
+		parts = 1
+	}
+	parts = max(parts, 1)
+	codes := make([]int32, n)
+	nbs := make([]stringNumbering, parts)
+	tasks := make([]func(), parts)
+	for p := range parts {
+		lo, hi := n*p/parts, n*(p+1)/parts
+		tasks[p] = func() { nbs[p].number(a, lo, hi, codes[lo:hi], nil) }
+	}
+	runAll(tasks)
+	values := nbs[0].values
+	index := nbs[0].index
+	for p := 1; p < parts; p++ {
+		to := make([]int32, len(nbs[p].values))
+		for j, v := range nbs[p].values {
+			code, ok := index[v]
+			if !ok {
+				code = int32(len(values))
+				index[v] = code
+				values = append(values, v)
 			}
-			v := a.Value(i)
-			if prevCode < 0 || v != prev {
-				code, seen := index[v]
-				if !seen {
-					if stop != nil && stop(len(values), len(codes)) {
-						return nil, nil, false
-					}
-					v = strings.Clone(v)
-					code = int32(len(values))
-					index[v] = code
-					values = append(values, v)
-				}
-				prev, prevCode = v, code
+			to[j] = code
+		}
+		for i := n * p / parts; i < n*(p+1)/parts; i++ {
+			if c := codes[i]; c >= 0 {
+				codes[i] = to[c]
 			}
-			codes = append(codes, prevCode)
 		}
 	}
-	return codes, values, true
+	return codes, values
+}
+
+// parallelRows is the fewest rows numberInParts cuts into ranges.
+const parallelRows = 1 << 16
+
+// stringNumbering numbers string values in order of first appearance.
+type stringNumbering struct {
+	index    map[string]int32
+	values   []string
+	rows     int // rows numbered so far
+	prev     string
+	prevCode int32
+	started  bool
+}
+
+// number writes the code of rows [lo, hi) of a into out (-1 for null),
+// adding the values not seen before (copied); stop (nil: never), asked
+// before each new value with the values so far, ends it with false.
+func (nb *stringNumbering) number(a *array.String, lo, hi int, out []int32, stop func(distinct int) bool) bool {
+	if nb.index == nil {
+		nb.index = map[string]int32{}
+	}
+	for i := lo; i < hi; i++ {
+		if a.IsNull(i) {
+			out[i-lo] = -1
+			nb.rows++
+			continue
+		}
+		v := a.Value(i)
+		if !nb.started || v != nb.prev {
+			code, seen := nb.index[v]
+			if !seen {
+				if stop != nil && stop(len(nb.values)) {
+					return false
+				}
+				v = strings.Clone(v)
+				code = int32(len(nb.values))
+				nb.index[v] = code
+				nb.values = append(nb.values, v)
+			}
+			nb.prev, nb.prevCode, nb.started = v, code, true
+		}
+		out[i-lo] = nb.prevCode
+		nb.rows++
+	}
+	return true
+}
+
+// runAll runs the tasks, each on a goroutine of its own but the last, and
+// waits for all of them; the first task's panic is raised again on the
+// caller's goroutine once they are done, where a writer's recovery finds
+// it.
+func runAll(tasks []func()) {
+	waits := make([]func() struct{}, 0, len(tasks))
+	for _, t := range tasks[:max(len(tasks)-1, 0)] {
+		waits = append(waits, goValue(func() struct{} { t(); return struct{}{} }))
+	}
+	var raised any
+	wait := func(f func() struct{}) {
+		defer func() {
+			if v := recover(); v != nil && raised == nil {
+				raised = v
+			}
+		}()
+		f()
+	}
+	if len(tasks) > 0 {
+		wait(func() struct{} { tasks[len(tasks)-1](); return struct{}{} })
+	}
+	for _, w := range waits {
+		wait(w)
+	}
+	if raised != nil {
+		panic(raised)
+	}
+}
+
+// goValue runs f on a goroutine of its own and returns the wait for its
+// result; a panic of f is raised again by the wait, on its caller's
+// goroutine.
+func goValue[T any](f func() T) func() T {
+	type result struct {
+		v     T
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if v := recover(); v != nil {
+				r.panic = v
+			}
+			done <- r
+		}()
+		r.v = f()
+	}()
+	return sync.OnceValue(func() T {
+		r := <-done
+		if r.panic != nil {
+			panic(r.panic)
+		}
+		return r.v
+	})
 }
 
 // partitionDictionaries gives each partition of s the dictionary of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -95,12 +96,19 @@ func newSortedRows(mem memory.Allocator, sc *arrow.Schema, recs []arrow.RecordBa
 	for _, opt := range opts {
 		opt(s)
 	}
+	var early map[int]func() numbered
+	if s.dictLayout != nil { // numbered while the rows are sorted
+		early = s.startStringCodes(s.dictLayout, o.SeriesKey)
+	}
 	if err := s.order(o); err != nil {
+		for _, wait := range early {
+			wait()
+		}
 		s.Release()
 		return nil, err
 	}
 	if s.dictLayout != nil {
-		if err := s.encodeDictionaries(s.dictLayout); err != nil {
+		if err := s.encodeDictionaries(s.dictLayout, early); err != nil {
 			s.Release()
 			return nil, err
 		}
@@ -706,7 +714,7 @@ type stringRanking struct {
 // rankStrings gives each row of a the rank of its value (numberStrings'
 // codes mapped to the order of the values), and the values in rank order.
 func rankStrings(a *array.String) stringRanking {
-	codes, names, _ := numberStrings([]arrow.Array{a}, nil)
+	codes, names := numberInParts(a, runtime.GOMAXPROCS(0))
 	byValue := make([]int32, len(names))
 	for i := range byValue {
 		byValue[i] = int32(i)
