@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,5 +106,82 @@ func TestFirstFileHoldsItsShare(t *testing.T) {
 				t.Fatalf("loaded %d: %+v", rep.Loaded, rep.Files)
 			}
 		})
+	}
+}
+
+// TestCopyOfTheFirstFileIsNotLoaded: a copy of the file that creates the
+// table (the same bytes under another key), prepared while that file is
+// still written, is not loaded a second time (content dedupe): it waits
+// for the next run, which settles it.
+func TestCopyOfTheFirstFileIsNotLoaded(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	data := csvFile(readings(1, 0, 10), false, false)
+	const first, copied = "gateway-1/20260105T0000.csv", "gateway-2/20260105T0000.csv"
+	e.put(t, first, data)
+	e.put(t, copied, data)
+	cfg := e.config()
+	cfg.ContentDedupe = true
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := tableRows(t, e); len(rows) != 10 {
+		t.Fatalf("%d rows in the table, want 10: %+v", len(rows), rep.Files)
+	}
+	if rep.Loaded != 1 {
+		t.Fatalf("loaded %d files, want 1: %+v", rep.Loaded, rep.Files)
+	}
+	rep, err = ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.AlreadyLoaded != 1 || len(e.keys(t, "")) != 0 {
+		t.Fatalf("second run: %+v, landing %v", rep.Files, e.keys(t, ""))
+	}
+	if rows := tableRows(t, e); len(rows) != 10 {
+		t.Fatalf("%d rows in the table after the second run, want 10", len(rows))
+	}
+}
+
+// TestStoppedRunReportsNoBlankLines: files in flight when a run is
+// stopped stay in the landing bucket and get no line without a status.
+func TestStoppedRunReportsNoBlankLines(t *testing.T) {
+	e := localEnv(t)
+	for i := range 6 {
+		e.put(t, fmt.Sprintf("gateway-1/20260105T%02d00.csv", i), csvFile(readings(1, i, 10), false, false))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := e.config()
+	var mu sync.Mutex
+	var blank []string
+	cfg.OnFile = func(f ingest.FileResult) {
+		if f.Status == "" {
+			mu.Lock()
+			blank = append(blank, f.Key)
+			mu.Unlock()
+		}
+	}
+	cfg.FaultHook = func(stage, key string) {
+		if key == "gateway-1/20260105T0200.csv" && stage == "write" {
+			cancel()
+			time.Sleep(100 * time.Millisecond) // the others meet the stop while decoding
+		}
+	}
+	rep, err := ingest.Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the stop", err)
+	}
+	for _, f := range rep.Files {
+		if f.Status == "" {
+			blank = append(blank, f.Key)
+		}
+	}
+	if len(blank) > 0 {
+		t.Fatalf("lines without a status: %v", blank)
+	}
+	if left := len(e.keys(t, "gateway-1/")); left+rep.Loaded != 6 {
+		t.Fatalf("%d files left and %d loaded of 6", left, rep.Loaded)
 	}
 }

@@ -38,16 +38,26 @@ func (r *runner) sameContent(ctx context.Context, it *item, d *download) bool {
 		}
 		return true
 	}
+	if first, taken := r.claimContent(d.info.Key, d.content); taken {
+		it.res.Status, it.res.SameAs, it.done = Waiting, first, true
+		it.res.Reason = fmt.Sprintf("same content as %s, which this run loads; the next run settles it", first)
+		return true
+	}
+	return false
+}
+
+// claimContent notes that this run loads content (a content hash) under
+// key, unless another key of the run claimed it first: then it returns
+// that key and true.
+func (r *runner) claimContent(key, content string) (first string, taken bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.contents == nil {
 		r.contents = map[string]string{}
 	}
-	if first, ok := r.contents[d.content]; ok && first != d.info.Key {
-		it.res.Status, it.res.SameAs, it.done = Waiting, first, true
-		it.res.Reason = fmt.Sprintf("same content as %s, which this run loads; the next run settles it", first)
-		return true
+	if first, ok := r.contents[content]; ok && first != key {
+		return first, true
 	}
-	r.contents[d.content] = d.info.Key
-	return false
+	r.contents[content] = key
+	return "", false
 }

@@ -124,7 +124,9 @@ func (r *runner) prepare(ctx context.Context, o storage.ObjectInfo, admit func(s
 			return it
 		}
 		it.res, it.err = r.reject(ctx, it.res, d, cause)
-		it.done = true
+		// A file the run could not set aside (it was stopped, the
+		// landing bucket refused) stays where it is, without a line.
+		it.done = it.err == nil
 		return it
 	}
 	if !utf8.ValidString(o.Key) {
@@ -232,6 +234,11 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		})
 		if err != nil {
 			return nil, err
+		}
+		// The other files start once the table exists, before this one
+		// is committed: a copy of it among them must find it loading.
+		if r.cfg.ContentDedupe && d.content != "" {
+			r.claimContent(key, d.content)
 		}
 		if err := r.createTable(ctx, key, &first); err != nil {
 			var fe *decode.FileError
