@@ -67,6 +67,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -846,23 +848,123 @@ func scanThenDecode(ctx context.Context, ro *resolved, bs batchSource, reopen fu
 		return err
 	}
 	out.begin(ro, sc, tc)
-	var rows int64
-	for i, rec := range kept {
-		if err := ctx.Err(); err != nil {
-			return &FileError{Key: ro.key, Reason: "decoding cancelled", Err: err}
-		}
-		conv, err := conf.convert(rec, rows)
+	converted, stop := convertKept(ctx, conf, kept, ro.skipRows == nil && convertsOnWorkers(bs))
+	defer stop()
+	for i := range kept {
+		conv, err := converted(i)
 		if err != nil {
 			return err
 		}
-		rows += rec.NumRows()
-		rec.Release()
+		kept[i].Release()
 		kept[i] = nil
 		if err := out.add(conv, 0); err != nil { // all of them fit one piece
 			return err
 		}
 	}
 	return out.finish()
+}
+
+// convertsOnWorkers reports whether bs is a source whose batches are
+// converted on several goroutines against a table (decodeInto): text
+// chunks, JSON Lines ranges, gzipped ranges.
+func convertsOnWorkers(bs batchSource) bool {
+	switch bs.(type) {
+	case *chunkedText, *jsonRanges, *gzipRanges:
+		return true
+	}
+	return false
+}
+
+// convertKept converts the batches kept by scanThenDecode (in file order,
+// their rows counted from the first): converted(i) returns batch i's
+// result, asked for in order, and stop ends the conversion (the caller
+// defers it). The batches are converted on every core when parallel (for the
+// sources whose workers convert their batches concurrently against a table,
+// convertsOnWorkers; not under --on-error skip-rows, whose rows set aside
+// are counted in order), at most one per core ahead of the caller, so that the batches
+// held twice stay few; else one by one as asked. The error of the first
+// batch that fails is the one one pass gives. stop releases the batches
+// converted and not asked for.
+func convertKept(ctx context.Context, conf *conformer, kept []arrow.RecordBatch, parallel bool) (converted func(i int) (arrow.RecordBatch, error), stop func()) {
+	bases := make([]int64, len(kept))
+	var rows int64
+	for i, rec := range kept {
+		bases[i] = rows
+		rows += rec.NumRows()
+	}
+	convert := func(i int) (arrow.RecordBatch, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, &FileError{Key: conf.ro.key, Reason: "decoding cancelled", Err: err}
+		}
+		return conf.convert(kept[i], bases[i])
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if !parallel || workers < 2 || len(kept) < 2 {
+		return convert, func() {}
+	}
+	type result struct {
+		rec arrow.RecordBatch
+		err error
+	}
+	results := make([]chan result, len(kept))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	// A worker takes a token per batch: workers of them at the start, one
+	// more each time the caller takes a result.
+	tokens := make(chan struct{}, len(kept)+workers)
+	for range workers {
+		tokens <- struct{}{}
+	}
+	done := make(chan struct{})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-tokens:
+				case <-done:
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= len(kept) {
+					return
+				}
+				var r result
+				func() {
+					defer func() {
+						if v := recover(); v != nil { // a reader's panic refuses its file alone
+							r.err = Recovered(conf.ro.key, "the reader", "decoding the file", "", v)
+						}
+					}()
+					r.rec, r.err = convert(i)
+				}()
+				results[i] <- r
+			}
+		}()
+	}
+	converted = func(i int) (arrow.RecordBatch, error) {
+		r := <-results[i]
+		tokens <- struct{}{}
+		return r.rec, r.err
+	}
+	stop = sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+		for _, c := range results {
+			select {
+			case r := <-c:
+				if r.rec != nil {
+					r.rec.Release()
+				}
+			default:
+			}
+		}
+	})
+	return converted, stop
 }
 
 func release(recs []arrow.RecordBatch) {
