@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
 )
 
 // TestOthersLoadWhileTheFirstIsWritten: once the first file has created
@@ -183,5 +185,45 @@ func TestStoppedRunReportsNoBlankLines(t *testing.T) {
 	}
 	if left := len(e.keys(t, "gateway-1/")); left+rep.Loaded != 6 {
 		t.Fatalf("%d files left and %d loaded of 6", left, rep.Loaded)
+	}
+}
+
+// TestCommitInKeyOrder: the snapshots of one commit, and the report's
+// lines, follow the keys' order, whichever file was ready first (here the
+// first key, which also creates the table, is written last).
+func TestCommitInKeyOrder(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	keys := []string{"gateway-1/20260105T0000.csv", "gateway-1/20260105T0100.csv", "gateway-2/20260105T0000.csv", "gateway-3/20260105T0000.csv"}
+	for i, k := range keys {
+		e.put(t, k, csvFile(readings(1+i, i, 10), false, false))
+	}
+	cfg := e.config()
+	cfg.CommitWait = time.Minute // one commit of all four
+	var mu sync.Mutex
+	var lines []string
+	cfg.OnFile = func(f ingest.FileResult) {
+		mu.Lock()
+		lines = append(lines, f.Key)
+		mu.Unlock()
+	}
+	cfg.FaultHook = func(stage, key string) {
+		if key == keys[0] && stage == "write" {
+			time.Sleep(300 * time.Millisecond) // the others are ready first
+		}
+	}
+	if _, err := ingest.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		order = append(order, s.Summary.Properties[lake.SummaryBatchID])
+	}
+	if !slices.Equal(order, keys) || !slices.Equal(lines, keys) {
+		t.Fatalf("snapshots %v, lines %v, want both in key order %v", order, lines, keys)
 	}
 }

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,6 +150,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *
 			r.discard(ctx, batch)
 			continue
 		}
+		// The snapshots of one commit, and the report's lines, in key
+		// order (the listing's), whichever file was ready first.
+		slices.SortStableFunc(batch, func(a, b *item) int { return strings.Compare(a.obj.Key, b.obj.Key) })
 		finish, err := r.commit(ctx, batch)
 		waitFinish()
 		if err != nil {
