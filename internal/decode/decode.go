@@ -68,7 +68,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -892,7 +891,8 @@ func convertKept(ctx context.Context, conf *conformer, kept []arrow.RecordBatch,
 		bases[i] = rows
 		rows += rec.NumRows()
 	}
-	convert := func(i int) (arrow.RecordBatch, error) {
+	convert := func(i int) (rec arrow.RecordBatch, err error) {
+		defer recoverTo(&err, conf.ro.key, "decoding the file", nil) // a reader's panic refuses its file alone
 		if err := ctx.Err(); err != nil {
 			return nil, &FileError{Key: conf.ro.key, Reason: "decoding cancelled", Err: err}
 		}
@@ -910,49 +910,48 @@ func convertKept(ctx context.Context, conf *conformer, kept []arrow.RecordBatch,
 	for i := range results {
 		results[i] = make(chan result, 1)
 	}
-	// A worker takes a token per batch: workers of them at the start, one
-	// more each time the caller takes a result.
-	tokens := make(chan struct{}, len(kept)+workers)
+	// The batches to convert, workers of them at the start, one more each
+	// time the caller takes a result.
+	jobs := make(chan int, len(kept))
+	fed := 0
+	feed := func() {
+		if fed < len(kept) {
+			jobs <- fed
+			fed++
+		}
+		if fed == len(kept) { // once: fed then passes len(kept)
+			close(jobs)
+			fed++
+		}
+	}
 	for range workers {
-		tokens <- struct{}{}
+		feed()
 	}
 	done := make(chan struct{})
-	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
+		wg.Go(func() {
+			for i := range jobs {
 				select {
-				case <-tokens:
 				case <-done:
 					return
+				default:
 				}
-				i := int(next.Add(1) - 1)
-				if i >= len(kept) {
-					return
-				}
-				var r result
-				func() {
-					defer func() {
-						if v := recover(); v != nil { // a reader's panic refuses its file alone
-							r.err = Recovered(conf.ro.key, "the reader", "decoding the file", "", v)
-						}
-					}()
-					r.rec, r.err = convert(i)
-				}()
-				results[i] <- r
+				rec, err := convert(i)
+				results[i] <- result{rec, err}
 			}
-		}()
+		})
 	}
 	converted = func(i int) (arrow.RecordBatch, error) {
 		r := <-results[i]
-		tokens <- struct{}{}
+		feed()
 		return r.rec, r.err
 	}
 	stop = sync.OnceFunc(func() {
 		close(done)
+		if fed <= len(kept) { // the caller stopped early: no more jobs
+			close(jobs)
+		}
 		wg.Wait()
 		for _, c := range results {
 			select {

@@ -87,9 +87,9 @@ func (r *runner) pipeline(ctx context.Context, files []storage.ObjectInfo, sem *
 	if first != nil {
 		// The file that created the table takes a worker's place (with
 		// one worker, files still go one at a time): the worker starts
-		// on the other files once it is written. It stops with the
-		// others.
-		defer context.AfterFunc(ctx, first.cancel)()
+		// on the other files once it is written. Its context ends with
+		// the pipeline's.
+		context.AfterFunc(ctx, first.cancel)
 	}
 	for w := range workers {
 		wg.Add(1)

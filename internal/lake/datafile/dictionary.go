@@ -305,31 +305,27 @@ func (nb *stringNumbering) number(a *array.String, lo, hi int, out []int32, stop
 }
 
 // runAll runs the tasks, each on a goroutine of its own but the last, and
-// waits for all of them; the first task's panic is raised again on the
-// caller's goroutine once they are done, where a writer's recovery finds
-// it.
+// waits for all of them; the panic of the first task that panicked is
+// raised again on the caller's goroutine once they are done, where a
+// writer's recovery finds it.
 func runAll(tasks []func()) {
-	waits := make([]func() struct{}, 0, len(tasks))
-	for _, t := range tasks[:max(len(tasks)-1, 0)] {
-		waits = append(waits, goValue(func() struct{} { t(); return struct{}{} }))
+	panics := make([]any, len(tasks))
+	run := func(i int) {
+		defer func() { panics[i] = recover() }()
+		tasks[i]()
 	}
-	var raised any
-	wait := func(f func() struct{}) {
-		defer func() {
-			if v := recover(); v != nil && raised == nil {
-				raised = v
-			}
-		}()
-		f()
+	var wg sync.WaitGroup
+	for i := range len(tasks) - 1 {
+		wg.Go(func() { run(i) })
 	}
 	if len(tasks) > 0 {
-		wait(func() struct{} { tasks[len(tasks)-1](); return struct{}{} })
+		run(len(tasks) - 1)
 	}
-	for _, w := range waits {
-		wait(w)
-	}
-	if raised != nil {
-		panic(raised)
+	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
 	}
 }
 

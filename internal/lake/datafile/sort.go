@@ -250,15 +250,15 @@ func (s *SortedRows) order(o Order) error {
 	if err != nil {
 		return err
 	}
-	s.repeated = 0
+	same := sameKey(times, keys[1:len(keys)-1])
 	if len(seriesKey) > 0 { // without one, rows only share times
-		s.repeated = repeatedRows(perm, times, keys[1:len(keys)-1])
+		s.repeated = repeatedRows(perm, same)
 	}
 	if s.newest {
 		// Ties are in input order: of the rows of one key, the last stays.
 		kept := perm[:0:0]
 		for i, p := range perm {
-			if i+1 < len(perm) && !less(keys, int(p), int(perm[i+1])) && !less(keys, int(perm[i+1]), int(p)) {
+			if i+1 < len(perm) && same(int(p), int(perm[i+1])) {
 				continue
 			}
 			kept = append(kept, p)
@@ -298,26 +298,34 @@ func (s *SortedRows) RepeatedRows() int64 { return s.repeated }
 
 // repeatedRows counts the positions of perm (rows in sorted order, so
 // rows of one series key and time are adjacent) whose row has the time and
-// the series key of the row before it; keys compare the series key
-// columns. An equal time is an equal partition: the partition is a
-// function of the time's value.
-func repeatedRows(perm []int64, times *array.Timestamp, keys []func(i, j int) int) int64 {
-	vals := times.TimestampValues()
+// the series key of the row before it (same).
+func repeatedRows(perm []int64, same func(a, b int) bool) int64 {
 	var n int64
-next:
 	for i := 1; i < len(perm); i++ {
-		a, b := int(perm[i-1]), int(perm[i])
-		if vals[a] != vals[b] { // most often: the time tells rows apart
-			continue
+		if same(int(perm[i-1]), int(perm[i])) {
+			n++
 		}
-		for _, k := range keys {
-			if k(a, b) != 0 {
-				continue next
-			}
-		}
-		n++
 	}
 	return n
+}
+
+// sameKey reports whether two rows have the same time and the same values
+// of the series key columns (compared by seriesKeys), the time first: it
+// most often tells rows apart. An equal time is an equal partition: the
+// partition is a function of the time's value.
+func sameKey(times *array.Timestamp, seriesKeys []func(i, j int) int) func(a, b int) bool {
+	vals := times.TimestampValues()
+	return func(a, b int) bool {
+		if vals[a] != vals[b] {
+			return false
+		}
+		for _, k := range seriesKeys {
+			if k(a, b) != 0 {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // Split cuts the sorted rows into at most k ranges [start, end) that begin
