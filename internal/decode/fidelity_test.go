@@ -408,3 +408,31 @@ func TestHalfFloatWidening(t *testing.T) {
 		t.Error("infinities, NaN or -0 widened wrongly")
 	}
 }
+
+// TestFastDecimalTakesOnlyDecimals: on short random text of digits, signs,
+// points and exponent letters, the fast path takes only what the full
+// rules load, with strconv's double.
+func TestFastDecimalTakesOnlyDecimals(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "0123456789012345678901234567890123456789..+-eE_x "
+	taken := 0
+	for range 300_000 {
+		b := make([]byte, r.IntN(22))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		s := string(b)
+		got, ok := fastDecimal(s)
+		if !ok {
+			continue
+		}
+		taken++
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("fastDecimal(%q) = %v, strconv says %v, %v", s, got, want, err)
+		}
+	}
+	if taken < 1_000 {
+		t.Fatalf("the fast path took only %d values", taken)
+	}
+}

@@ -92,38 +92,47 @@ func parseFloatText(s string, bitSize int) (v float64, problem string) {
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// fastDecimal parses the common sensor reading, [+-]digits[.digits] with
-// at most 2^53 as its digits and at most 22 after the point, into the
-// nearest double: float64(digits) and 10^fraction are then exact, so one
-// division rounds correctly (Clinger's fast path, the one strconv takes
-// first too). ok is false for anything else, which takes the full rules.
-// It reads each byte once, where checking the bytes and then calling
-// strconv would read them twice.
+// fastDecimal parses the common sensor reading, [+-]digits[.digits] of at
+// most 19 bytes after the sign with at most 2^53 as its digits, into the
+// nearest double: float64(digits) and 10^fraction (at most 18 digits
+// after the point) are then exact, so one division rounds correctly
+// (Clinger's fast path, the one strconv takes first too). ok is false for
+// anything else, which takes the full rules. It reads each byte once,
+// where checking the bytes and then calling strconv would read them
+// twice; 19 digits cannot overflow 64 bits, so the digits are summed
+// without a check per digit.
 func fastDecimal(t string) (v float64, ok bool) {
-	i, neg := 0, false
-	if i < len(t) && (t[i] == '+' || t[i] == '-') {
-		neg, i = t[i] == '-', i+1
+	neg := false
+	if len(t) > 0 && (t[0] == '+' || t[0] == '-') {
+		neg, t = t[0] == '-', t[1:]
+	}
+	if len(t) == 0 || len(t) > 19 {
+		return 0, false
 	}
 	var mant uint64
-	digits, frac, dot := 0, 0, false
+	i := 0
 	for ; i < len(t); i++ {
-		switch c := t[i]; {
-		case c >= '0' && c <= '9':
-			if mant > (1<<53)/10 {
-				return 0, false
-			}
-			mant = mant*10 + uint64(c-'0')
-			digits++
-			if dot {
-				frac++
-			}
-		case c == '.' && !dot:
-			dot = true
-		default:
+		d := t[i] - '0'
+		if d > 9 {
+			break
+		}
+		mant = mant*10 + uint64(d)
+	}
+	whole, frac := i, 0
+	if i < len(t) {
+		if t[i] != '.' {
 			return 0, false
 		}
+		for i++; i < len(t); i++ {
+			d := t[i] - '0'
+			if d > 9 {
+				return 0, false
+			}
+			mant = mant*10 + uint64(d)
+		}
+		frac = len(t) - whole - 1
 	}
-	if digits == 0 || mant > 1<<53 || frac >= len(pow10) {
+	if whole+frac == 0 || mant > 1<<53 {
 		return 0, false
 	}
 	v = float64(mant) / pow10[frac]
