@@ -332,10 +332,10 @@ func (c *Files) Landed(ctx context.Context, n Name, newest *tablemeta.Indexed, n
 // landedGone tells whether w landed although version v, at or below the
 // newest version (newest, at nv), does not hold its body. A missing v does
 // not mean that w's create failed: once w's version landed, other writers
-// may commit write.metadata.previous-versions-max more versions before
-// this writer looks again, and the first of those commits deletes v as an
-// old version (dropOldVersions); v may also hold a version written into
-// the slot after that. Whether w is part of the history is then read from
+// may commit more than write.metadata.previous-versions-max versions
+// before this writer looks again, and the one whose metadata-log no longer
+// names v deletes it as an old version (dropOldVersions); v may also hold
+// a version written into the slot after that. Whether w is part of the history is then read from
 // the newest version: a change that adds snapshots landed if the newest
 // version has them with their manifest lists (Change.HeldBy; their ids
 // and lists are this attempt's own), and otherwise never will (a version
