@@ -25,13 +25,16 @@ var restCommitStateUnknown = rest.ErrCommitStateUnknown
 // once before the next commit (another writer commits first: a lost
 // race), and lose makes the next commit land and then fail with its error
 // (a lost response: the SDK's retry reads 412, the connection breaks after
-// the write, a REST catalog's 5xx). commits counts the commits of the
-// operation under test (not those made inside before).
+// the write, a REST catalog's 5xx), and after, when set, runs once after
+// such a commit landed, before its error is returned (other writers commit
+// before the writer looks again). commits counts the commits of the
+// operation under test (not those made inside before or after).
 type faultyCatalog struct {
 	catalog.Catalog
 	mu       sync.Mutex
 	before   func()
 	lose     error
+	after    func()
 	commits  int
 	inBefore bool
 }
@@ -60,6 +63,16 @@ func (c *faultyCatalog) Commit(ctx context.Context, n TableName, w *catalog.Writ
 	c.mu.Unlock()
 	cv, applied, err := c.Catalog.Commit(ctx, n, w)
 	if err == nil && lose != nil {
+		c.mu.Lock()
+		after := c.after
+		c.after, c.inBefore = nil, after != nil
+		c.mu.Unlock()
+		if after != nil {
+			after()
+			c.mu.Lock()
+			c.inBefore = false
+			c.mu.Unlock()
+		}
 		return committedVersion{}, "", lose
 	}
 	return cv, applied, err

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // clockedTable creates the test table on l, whose clock then reads *clock
@@ -247,6 +249,57 @@ func TestCompactRacesAppends(t *testing.T) {
 		t.Fatalf("%d rows, want %d", n, 6*5+3+4*5)
 	}
 	requireConformantTable(t, l, fresh)
+}
+
+// TestCompactLandedBeforeItsVersionWasDeleted: a compaction's commit lands
+// but its response is lost, and before it looks again other writers commit
+// enough appends that its version is deleted as an old one (the table
+// keeps write.metadata.previous-versions-max of them). The compaction is
+// recognised as committed by its snapshot in the newest version: its new
+// files and manifests stay, and every row is read once.
+func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			for i := range 6 {
+				appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
+			}
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions := DefaultMetadataVersions + 1
+			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+				for i := range versions {
+					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+				}
+			}}
+			l.cat = fc
+			res, err := tbl.Compact(ctx, CompactOptions{})
+			l.cat = fc.Catalog
+			if err != nil || len(res.Groups) != 1 || res.SnapshotID == 0 || res.Groups[0].FilesOut != 1 {
+				t.Fatalf("compaction whose version was deleted before it learnt its outcome: %+v, %v", res, err)
+			}
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh.Metadata().SnapshotByID(res.SnapshotID) == nil {
+				t.Fatalf("the compaction's snapshot %d is not in the table", res.SnapshotID)
+			}
+			if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
+				t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
+			}
+			if tc.name == "files" {
+				requireConformantTable(t, l, fresh)
+			}
+		})
+	}
 }
 
 // requireConformantTable runs the conformance checks on a test table,

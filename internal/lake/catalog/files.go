@@ -305,8 +305,10 @@ func (c *Files) put(ctx context.Context, n Name, v int, body []byte) error {
 // Landed: a write at a version up to the newest one landed if that
 // version holds exactly its body (the SDK's retry of a conditional PUT
 // that succeeded reads 412), and is part of the history (verifyNewest); a
-// write above the newest version may still land (a delayed request).
-func (c *Files) Landed(ctx context.Context, n Name, _ *tablemeta.Indexed, nv VersionRef, w Write) (*Version, bool, error) {
+// write above the newest version may still land (a delayed request). A
+// version that no longer holds the body is judged by the newest version
+// (landedGone): the write may have landed and its file been deleted since.
+func (c *Files) Landed(ctx context.Context, n Name, newest *tablemeta.Indexed, nv VersionRef, w Write) (*Version, bool, error) {
 	v := w.BaseRef.N + 1
 	if v > nv.N {
 		return nil, false, nil
@@ -316,7 +318,7 @@ func (c *Files) Landed(ctx context.Context, n Name, _ *tablemeta.Indexed, nv Ver
 		return nil, false, fmt.Errorf("read v%d of %s to learn a commit's outcome: %w", v, n, err)
 	}
 	if !ok {
-		return nil, true, nil
+		return c.landedGone(ctx, n, newest, nv, v, w)
 	}
 	switch verdict, err := c.verifyNewest(ctx, n, v, w.Next, w.Body); verdict {
 	case verdictCommitted:
@@ -325,6 +327,38 @@ func (c *Files) Landed(ctx context.Context, n Name, _ *tablemeta.Indexed, nv Ver
 		return nil, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	return nil, true, nil
+}
+
+// landedGone tells whether w landed although version v, at or below the
+// newest version (newest, at nv), does not hold its body. A missing v does
+// not mean that w's create failed: once w's version landed, other writers
+// may commit more than write.metadata.previous-versions-max versions
+// before this writer looks again, and the one whose metadata-log no longer
+// names v deletes it as an old version (dropOldVersions); v may also hold
+// a version written into the slot after that. Whether w is part of the history is then read from
+// the newest version: a change that adds snapshots landed if the newest
+// version has them with their manifest lists (Change.HeldBy; their ids
+// and lists are this attempt's own), and otherwise never will (a version
+// that landed after newer ones, in the slot of a deleted old version, is
+// never built on: verifyNewest). A change that only edits the metadata
+// cannot be told from another writer's equal edit: with v missing its
+// outcome stays unknown (not final, its files kept); a v holding another
+// body is another writer's create, which made w's fail.
+func (c *Files) landedGone(ctx context.Context, n Name, newest *tablemeta.Indexed, nv VersionRef, v int, w Write) (*Version, bool, error) {
+	if w.Change.AddsSnapshots() {
+		if newest != nil && w.Change.HeldBy(newest, w.Base) {
+			return &Version{Meta: newest, Ref: nv}, true, nil
+		}
+		return nil, true, nil
+	}
+	_, err := c.wh.Store.Stat(ctx, MetadataKey(n, v))
+	switch {
+	case err == nil:
+		return nil, true, nil
+	case errors.Is(err, storage.ErrNotExist):
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("stat v%d of %s to learn a commit's outcome: %w", v, n, err)
 }
 
 // holds reports whether version v of table n exists with exactly body;

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -165,6 +166,103 @@ func TestFilesCommit(t *testing.T) {
 	names, err := f.Tables(ctx)
 	if err != nil || len(names) != 1 || names[0] != n {
 		t.Errorf("tables %v, %v; want [%s]", names, err, n)
+	}
+}
+
+// TestFilesLandedAfterVersionDeleted: a commit whose response was lost
+// is recognised as landed when other writers have since committed enough
+// versions that its vN.metadata.json was deleted as an old version: its
+// snapshot is in the newest version. A create that never landed is still
+// known not to have, and an edit of the metadata whose version was
+// deleted stays unknown (it may have landed: its files must be kept).
+func TestFilesLandedAfterVersionDeleted(t *testing.T) {
+	ctx := context.Background()
+	wh := localWarehouse(t)
+	f := NewFiles(wh)
+	n := Name{Namespace: "ns", Name: "t"}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	meta, err := table.NewMetadata(sc, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, wh.TableLocation(n), iceberg.Properties{
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := f.Create(ctx, n, meta, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOn := func(base Version, id int64) *Write {
+		snap := table.Snapshot{SnapshotID: id, SequenceNumber: base.Meta.SequenceAfter(1), TimestampMs: time.Now().UnixMilli(),
+			ManifestList: wh.TableLocation(n) + "/metadata/snap-" + strconv.FormatInt(id, 10) + ".avro",
+			Summary:      &table.Summary{Operation: table.OpAppend}}
+		return &Write{BaseRef: base.Ref, Base: base.Meta, Change: tablemeta.AddSnapshots(nil, snap)}
+	}
+	setOn := func(base Version, value string) *Write {
+		return &Write{BaseRef: base.Ref, Base: base.Meta,
+			Change: tablemeta.ChangeProperties(base.Meta.Props(), map[string]string{"k": value}, nil, time.Now().UnixMilli())}
+	}
+	commit := func(w *Write) Version {
+		t.Helper()
+		v, _, err := f.Commit(ctx, n, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Committed(ctx, n, v.Meta, v.Ref)
+		return v
+	}
+	gone := func(v int) {
+		t.Helper()
+		if _, err := wh.Store.Stat(ctx, MetadataKey(n, v)); !errors.Is(err, storage.ErrNotExist) {
+			t.Fatalf("v%d: %v, want it deleted as an old version", v, err)
+		}
+	}
+	landed := func(w *Write) (*Version, bool, VersionRef) {
+		t.Helper()
+		newest, ref, err := f.Latest(ctx, n, tablemeta.Parse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold, final, err := f.Landed(ctx, n, newest, ref, *w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hold, final, ref
+	}
+
+	// An append whose create of v2 landed (its response lost), then two
+	// commits of other writers: the second deletes v2.
+	w2 := appendOn(v1, 101)
+	v2 := commit(w2)
+	commit(setOn(commit(setOn(v2, "3")), "4"))
+	gone(2)
+	if hold, final, ref := landed(w2); hold == nil || !final || hold.Ref != ref || !hold.Meta.SnapshotIDTaken(101) {
+		t.Fatalf("the append of v2 after v2 was deleted: landed %v, final %v; want it landed, the newest version v%d held", hold, final, ref.N)
+	}
+
+	// An append built on v1 whose create never landed (v2 was taken).
+	lost := appendOn(v1, 202)
+	if lost.Next, lost.Body, err = v1.Meta.Apply(lost.Change, v1.Ref.Location); err != nil {
+		t.Fatal(err)
+	}
+	if hold, final, _ := landed(lost); hold != nil || !final {
+		t.Fatalf("an append that never landed: landed %v, final %v; want it not landed, finally", hold, final)
+	}
+
+	// A property change whose version was deleted: not known.
+	newest, ref, err := f.Latest(ctx, n, tablemeta.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := setOn(Version{Meta: newest, Ref: ref}, "5")
+	commit(setOn(commit(setOn(commit(we), "6")), "7"))
+	gone(we.BaseRef.N + 1)
+	if hold, final, _ := landed(we); hold != nil || final {
+		t.Fatalf("a property change whose version was deleted: landed %v, final %v; want it unknown", hold, final)
 	}
 }
 
