@@ -493,41 +493,49 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 	switch dst.ID() {
 	case arrow.INT32:
-		return build(ro, col, dst, textFill(func(b *array.Int32Builder, s string) string {
+		return inBatches(ro, dst, func() func(string) (int32, bool) {
+			return func(s string) (int32, bool) { v, problem := parseIntText(s, 32); return int32(v), problem == "" }
+		}, build(ro, col, dst, textFill(func(b *array.Int32Builder, s string) string {
 			v, problem := parseIntText(s, 32)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
 			b.Append(int32(v))
 			return ""
-		}))
+		})))
 	case arrow.INT64:
-		return build(ro, col, dst, textFill(func(b *array.Int64Builder, s string) string {
+		return inBatches(ro, dst, func() func(string) (int64, bool) {
+			return func(s string) (int64, bool) { v, problem := parseIntText(s, 64); return v, problem == "" }
+		}, build(ro, col, dst, textFill(func(b *array.Int64Builder, s string) string {
 			v, problem := parseIntText(s, 64)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
 			b.Append(v)
 			return ""
-		}))
+		})))
 	case arrow.FLOAT32:
-		return build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
+		return inBatches(ro, dst, func() func(string) (float32, bool) {
+			return func(s string) (float32, bool) { v, problem := ro.parseFloat(s, 32); return float32(v), problem == "" }
+		}, build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
 			v, problem := ro.parseFloat(s, 32)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
 			b.Append(float32(v))
 			return ""
-		}))
+		})))
 	default:
-		return build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
+		return inBatches(ro, dst, func() func(string) (float64, bool) {
+			return func(s string) (float64, bool) { v, problem := ro.parseFloat(s, 64); return v, problem == "" }
+		}, build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
 			v, problem := ro.parseFloat(s, 64)
 			if problem != "" {
 				return numberReason(s, dst, problem)
 			}
 			b.Append(v)
 			return ""
-		}))
+		})))
 	}
 }
 
@@ -676,12 +684,23 @@ func timestampConverter(ro *resolved, col string, src arrow.DataType, dst *arrow
 				return "", ""
 			}
 		})
-		return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
-			if out := textTimes(ro.mem, dst, arr, tc, rng); out != nil {
-				return out, nil
+		return inBatches(ro, dst, func() func(string) (int64, bool) {
+			// A text equal to the row before's takes its value.
+			var last string
+			var lastV int64
+			have := false
+			return func(s string) (int64, bool) {
+				if have && s == last {
+					return lastV, true
+				}
+				v, _, ok := tc.fromText(s)
+				if !ok || !rng.accepts(v) {
+					return 0, false
+				}
+				last, lastV, have = s, v, true
+				return v, true
 			}
-			return rowByRow(arr, rowBase) // words the refusal
-		}, nil
+		}, rowByRow), nil
 	}
 	if st, ok := src.(*arrow.TimestampType); ok {
 		from := st.Unit
@@ -1152,13 +1171,14 @@ func (r timeRange) passThrough(ro *resolved, col string, dst arrow.DataType) con
 	})
 }
 
-// textTimes converts a batch of text times that are all accepted, or
-// returns nil for rowByRow to convert it and word the first refusal. It
-// computes what rowByRow does, without a builder or a call per row: the
-// values straight into a buffer, the validity of the text as it is (a
-// null time stays null), a text equal to the row before's taking its
-// value. The time column of every text file goes through it.
-func textTimes(mem memory.Allocator, dst *arrow.TimestampType, arr arrow.Array, tc *timeConv, rng timeRange) arrow.Array {
+// textBatch converts a batch of text values that parse accepts, every
+// one, or returns nil for the row-by-row conversion (build) to convert it
+// and word the first refusal. It computes what the row-by-row conversion
+// does without a builder or a call of it per row: the values straight into
+// a buffer, the validity of the text as it is (a null stays null). The
+// time column and the number columns of every text file the table's types
+// are known for (the file that created the table, JSON) go through it.
+func textBatch[T int32 | int64 | float32 | float64](mem memory.Allocator, dst arrow.DataType, arr arrow.Array, parse func(string) (T, bool)) arrow.Array {
 	a, ok := arr.(*array.String)
 	if !ok || a.Data().Offset() != 0 {
 		return nil
@@ -1166,27 +1186,20 @@ func textTimes(mem memory.Allocator, dst *arrow.TimestampType, arr arrow.Array, 
 	n := a.Len()
 	values := memory.NewResizableBuffer(mem)
 	defer values.Release()
-	values.Resize(n * arrow.Int64SizeBytes)
-	out := arrow.Int64Traits.CastFromBytes(values.Bytes())[:n]
+	values.Resize(n * int(unsafe.Sizeof(T(0))))
+	out := arrow.GetData[T](values.Bytes())[:n]
 	offsets, text := a.ValueOffsets(), a.ValueBytes()
-	var last []byte
-	var lastV int64
-	have := false
 	for i := range n {
 		if a.IsNull(i) {
 			out[i] = 0
 			continue
 		}
 		s := text[offsets[i]:offsets[i+1]]
-		if have && bytes.Equal(s, last) {
-			out[i] = lastV
-			continue
-		}
-		v, _, ok := tc.fromText(unsafe.String(unsafe.SliceData(s), len(s)))
-		if !ok || !rng.accepts(v) {
+		v, ok := parse(unsafe.String(unsafe.SliceData(s), len(s)))
+		if !ok {
 			return nil
 		}
-		out[i], last, lastV, have = v, s, v, true
+		out[i] = v
 	}
 	bufs := []*memory.Buffer{nil, values}
 	if a.NullN() > 0 {
@@ -1195,4 +1208,15 @@ func textTimes(mem memory.Allocator, dst *arrow.TimestampType, arr arrow.Array, 
 	d := array.NewData(dst, n, bufs, nil, a.NullN(), 0)
 	defer d.Release()
 	return array.MakeFromData(d)
+}
+
+// inBatches converts a batch with textBatch and parse (made once per
+// batch: it may keep state from row to row), else row by row.
+func inBatches[T int32 | int64 | float32 | float64](ro *resolved, dst arrow.DataType, parse func() func(string) (T, bool), rowByRow convertFn) convertFn {
+	return func(arr arrow.Array, rowBase int64) (arrow.Array, error) {
+		if out := textBatch(ro.mem, dst, arr, parse()); out != nil {
+			return out, nil
+		}
+		return rowByRow(arr, rowBase) // words the refusal
+	}
 }
