@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"unicode/utf16"
@@ -180,7 +181,12 @@ func firstBadText(ro *resolved, arr arrow.Array) (int, string) {
 	default:
 		return -1, ""
 	}
-	if utf8.Valid(data) && (!ro.text || bytes.IndexByte(data, 0) < 0) {
+	if isASCII(data) {
+		// No byte of a character split between two values either.
+		if !ro.text || bytes.IndexByte(data, 0) < 0 {
+			return -1, ""
+		}
+	} else if utf8.Valid(data) && (!ro.text || bytes.IndexByte(data, 0) < 0) {
 		split := false
 		for i := 1; i < arr.Len() && !split; i++ {
 			if o := start(i); o < int64(len(data)) && data[o]&0xC0 == 0x80 {
@@ -201,4 +207,21 @@ func firstBadText(ro *resolved, arr arrow.Array) (int, string) {
 		}
 	}
 	return -1, ""
+}
+
+// isASCII reports whether every byte of b is below 0x80, eight at a time.
+func isASCII(b []byte) bool {
+	const high = 0x8080808080808080
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&high != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

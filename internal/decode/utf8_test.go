@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -57,6 +58,26 @@ func TestInvalidUTF8Forms(t *testing.T) {
 		off, _ := invalidUTF8At(s)
 		if got := invalidUTF8(s, off); !strings.Contains(got, "at byte offset "+strconv.Itoa(off)) {
 			t.Fatalf("%q: %q does not name byte offset %d", s, got, off)
+		}
+	}
+}
+
+// TestIsASCII: a byte of 0x80 or more anywhere, in the words read eight at
+// a time or in the tail, makes text not ASCII.
+func TestIsASCII(t *testing.T) {
+	for n := range 20 {
+		b := bytes.Repeat([]byte{'a'}, n)
+		if !isASCII(b) {
+			t.Fatalf("%d ASCII bytes: not ASCII", n)
+		}
+		for i := range n {
+			for _, c := range []byte{0x80, 0xC3, 0xFF} {
+				b[i] = c
+				if isASCII(b) {
+					t.Fatalf("%q: ASCII", b)
+				}
+			}
+			b[i] = 'a'
 		}
 	}
 }
