@@ -181,10 +181,15 @@ func (s *csvScan) batch(text []byte, pos *int, rows int, cr bool) (n int, ok boo
 		n++
 		if n == reserveAfter && rows > 2*reserveAfter {
 			// Room for the batch's rows, as long as the rows so far,
-			// instead of growing the text columns by doubling.
+			// instead of growing the text columns by doubling; no more
+			// rows than the rest of the text holds at that length, with
+			// an eighth to spare (a small file is one chunk, its batch far
+			// larger than its rows).
+			perRow := max((i-*pos)/n, 1)
+			want := min(rows, n+(len(text)-i)/perRow*9/8+1)
 			for j := range s.cols {
 				if s.cols[j].kind == fastText {
-					s.cols[j].text.reserve(rows)
+					s.cols[j].text.reserve(want)
 				}
 			}
 		}
