@@ -373,7 +373,8 @@ func dataFilePaths(files []iceberg.DataFile) []string {
 // first checks each batch id against the ancestry of the newest version: a
 // batch that is already there commits nothing (Duplicate, Rows 0; its data
 // files are deleted), and one found under a snapshot of this Commit (a write
-// whose response was lost) counts as committed. Files written by attempts
+// whose response was lost), in the ancestry or in the load history (that
+// snapshot expired before the outcome was learnt), counts as committed. Files written by attempts
 // that did not win are deleted. A batch whose data files were written with
 // a changed schema (Prepare) commits that change in the same metadata
 // write, merged into the newest schema; one whose field ids another writer
@@ -477,6 +478,14 @@ func (m *appendMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 			r, ok, err := hist.Find(ctx, p.BatchID)
 			if err != nil {
 				return nil, err
+			}
+			if ok && m.ours[r.SnapshotID] {
+				// Committed by one of our attempts whose outcome was
+				// not learnt before its snapshot expired: its data
+				// files are the table's.
+				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID,
+					Rows: p.Rows, DataFiles: len(p.files), Bytes: p.Bytes}
+				continue
 			}
 			if ok {
 				b := BatchInfoOf(r)

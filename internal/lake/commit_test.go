@@ -400,3 +400,54 @@ func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendExpiredBeforeItLearntItLanded: an append's commit lands but
+// its response is lost, and before the writer looks again other writers
+// commit enough versions that its version is deleted as an old one, and
+// an expiry removes its snapshot (timelake.max-snapshots expires young
+// snapshots too), leaving its batch to the load history. The batch is the
+// writer's own, remembered under the snapshot id it staged: committed, not
+// a duplicate; its data files, which the table still references, stay,
+// and every row is read once.
+func TestAppendExpiredBeforeItLearntItLanded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			appendRows(t, tbl, "first.csv", day0.Add(-2*time.Hour), 5)
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions := DefaultMetadataVersions + 1
+			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+				for i := range versions {
+					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+				}
+				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}}
+			l.cat = fc
+			res := appendRows(t, tbl, "lost.csv", day0.Add(-time.Hour), 7)
+			l.cat = fc.Catalog
+			if res.Duplicate || res.Rows != 7 || res.SnapshotID == 0 {
+				t.Fatalf("append whose snapshot expired before it learnt its outcome: %+v", res)
+			}
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh.Metadata().SnapshotByID(res.SnapshotID) != nil {
+				t.Fatalf("the append's snapshot %d was not expired: the race did not take place", res.SnapshotID)
+			}
+			if n := scanCount(t, fresh); n != 5+7+3*int64(versions) {
+				t.Fatalf("%d rows, want %d", n, 5+7+3*versions)
+			}
+		})
+	}
+}

@@ -641,6 +641,32 @@ type rewriteMutation struct {
 	// unknown: the commit ended without learning whether a write landed;
 	// the groups' outputs may be referenced, and are kept.
 	unknown bool
+	// seen: a version an attempt built on holds what an earlier attempt
+	// wrote (heldOwnFiles); cleanUp then keeps every file.
+	seen bool
+}
+
+// heldOwnFiles notes (m.seen) whether base, whose current snapshot has the
+// live data files live and the manifests mfs, holds files an earlier
+// attempt of m wrote: one of outputs, or a manifest. That attempt's commit
+// landed although it was not recognised as committed: its version was
+// deleted as an old one, and its snapshot expired (timelake.max-snapshots
+// expires young snapshots too), before this writer looked again. Its files
+// are the table's, and none may be deleted.
+func (m *rewriteMutation) heldOwnFiles(live map[string]bool, mfs []iceberg.ManifestFile, outputs []iceberg.DataFile) {
+	for _, df := range outputs {
+		m.seen = m.seen || live[df.FilePath()]
+	}
+	if m.seen {
+		return
+	}
+	written := map[string]bool{}
+	for _, f := range m.producer.writtenFiles() {
+		written[f] = true
+	}
+	for _, mf := range mfs {
+		m.seen = m.seen || written[mf.FilePath()]
+	}
 }
 
 type rewriteAttempt struct {
@@ -666,6 +692,11 @@ func (m *rewriteMutation) build(ctx context.Context, base *tablemeta.Indexed, v 
 		return nil, err
 	}
 	live := livePaths(files)
+	var outputs []iceberg.DataFile
+	for _, g := range m.groups {
+		outputs = append(outputs, g.Outputs...)
+	}
+	m.heldOwnFiles(live, mfs, outputs)
 	a := &rewriteAttempt{}
 	deleted := map[string]bool{}
 	for _, g := range m.groups {
@@ -732,9 +763,11 @@ func compactionChange(groups []*CompactionGroup) fileChange {
 }
 
 // cleanUp deletes the manifests and lists the losing attempts wrote (the
-// new data files of groups not committed are deleted by Compact).
+// new data files of groups not committed are deleted by Compact). With an
+// unknown outcome, or files of an earlier attempt held by the table
+// (heldOwnFiles), every file is kept (m.unknown).
 func (m *rewriteMutation) cleanUp(ctx context.Context, won int, unknown bool) {
-	if unknown {
+	if unknown || m.seen {
 		m.unknown = true
 		return
 	}

@@ -302,6 +302,61 @@ func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
 	}
 }
 
+// TestCompactExpiredBeforeItLearntItLanded: a compaction's commit lands
+// but its response is lost, and before it looks again other writers commit
+// enough appends that its version is deleted as an old one, and an expiry
+// removes its snapshot (timelake.max-snapshots expires young snapshots
+// too). Its new files are live in the newest version: the compaction keeps
+// them and the manifests it wrote, and every row is read once.
+func TestCompactExpiredBeforeItLearntItLanded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			for i := range 6 {
+				appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
+			}
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions := DefaultMetadataVersions + 1
+			var compaction int64
+			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+				for i := range versions {
+					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
+						compaction = *p
+					}
+				}
+				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}}
+			l.cat = fc
+			res, err := tbl.Compact(ctx, CompactOptions{})
+			l.cat = fc.Catalog
+			if err != nil {
+				t.Fatalf("compaction whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+			}
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if compaction == 0 || fresh.Metadata().SnapshotByID(compaction) != nil {
+				t.Fatalf("the compaction's snapshot %d was not expired: the race did not take place", compaction)
+			}
+			if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
+				t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
+			}
+		})
+	}
+}
+
 // requireConformantTable runs the conformance checks on a test table,
 // orphans included (files of expired snapshots aside).
 func requireConformantTable(t *testing.T, l *Lake, tbl *Table) {

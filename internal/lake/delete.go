@@ -587,6 +587,7 @@ func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 		return nil, err
 	}
 	live := livePaths(files)
+	m.heldOwnFiles(live, mfs, m.added)
 	for _, df := range m.inputs {
 		if !live[df.FilePath()] {
 			return nil, errDeleteInputGone

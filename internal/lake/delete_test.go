@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // testRow is a row of the test table as an independent scan reads it.
@@ -659,5 +662,68 @@ func TestDeleteSeveralBatches(t *testing.T) {
 	}
 	if want := `device = "d1" AND (value = 4 OR value = 7)`; res.Predicate != want {
 		t.Fatalf("predicate %s, want %s", res.Predicate, want)
+	}
+}
+
+// TestDeleteExpiredBeforeItLearntItLanded: a delete's commit lands but its
+// response is lost, and before it looks again other writers commit enough
+// appends that its version is deleted as an old one, and an expiry removes
+// its snapshot (timelake.max-snapshots expires young snapshots too). Its
+// inputs are gone from the newest version, but the files it wrote are the
+// table's: the rewritten file, and the manifests of a file dropped whole.
+// They are kept, and every row left is read once.
+func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
+	start := day0.Add(-3 * time.Hour)
+	rewrite, _ := ParseWhere([]string{"device=d1"})
+	for _, tc := range []struct {
+		name string
+		pred DeletePredicate
+		left int64 // rows of the first file left
+	}{
+		{"rewrite", DeletePredicate{Where: rewrite, From: start, To: start.Add(time.Hour)}, 3},
+		{"drop", DeletePredicate{From: start, To: start.Add(time.Hour)}, 0},
+	} {
+		for _, cat := range []struct {
+			name string
+			open func(testing.TB) *Lake
+		}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+			t.Run(tc.name+"/"+cat.name, func(t *testing.T) {
+				ctx := context.Background()
+				l := cat.open(t)
+				tbl := createTestTable(t, l)
+				appendRows(t, tbl, "first.csv", start, 5)
+				other, err := l.LoadTable(ctx, testName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				versions := DefaultMetadataVersions + 1
+				var deleted int64
+				fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+					for i := range versions {
+						appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+						if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
+							deleted = *p
+						}
+					}
+					if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+						t.Fatal(err)
+					}
+				}}
+				l.cat = fc
+				_, err = tbl.Delete(ctx, DeleteOptions{Predicate: tc.pred})
+				l.cat = fc.Catalog
+				t.Logf("delete whose snapshot expired before it learnt its outcome: %v", err)
+				fresh, err := l.LoadTable(ctx, testName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if deleted == 0 || fresh.Metadata().SnapshotByID(deleted) != nil {
+					t.Fatalf("the delete's snapshot %d was not expired: the race did not take place", deleted)
+				}
+				if n := scanCount(t, fresh); n != tc.left+3*int64(versions) {
+					t.Fatalf("%d rows, want %d", n, tc.left+3*int64(versions))
+				}
+			})
+		}
 	}
 }

@@ -338,6 +338,22 @@ func (m *undoMutation) build(ctx context.Context, base *tablemeta.Indexed, _ ver
 	if m.producer == nil {
 		m.producer = newSnapshotProducer(t, table.OpAppend)
 	}
+	if attempt > 1 {
+		// An earlier attempt whose commit landed unrecognised (its
+		// version deleted as an old one, its snapshot expired) left its
+		// restored files live: the change is held, and its files stay.
+		files, mfs, err := t.liveFiles(ctx, base, nil)
+		if err != nil {
+			return nil, err
+		}
+		var restored []iceberg.DataFile
+		for _, ad := range m.added {
+			restored = append(restored, ad.files...)
+		}
+		if m.heldOwnFiles(livePaths(files), mfs, restored); m.seen {
+			return nil, errNothingToCommit
+		}
+	}
 	meta, err := base.Metadata()
 	if err != nil {
 		return nil, err

@@ -3,9 +3,12 @@ package lake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // TestUndoDelete: the rows of a delete come back in a snapshot of their
@@ -203,5 +206,62 @@ func TestUndoDeleteReadDedup(t *testing.T) {
 			t.Fatalf("file of snapshot %d (delete %d, undo %d) has data sequence number %d, the rows' batch %d",
 				f.Entry.SnapshotID(), del.SnapshotID, undo.SnapshotID, f.Entry.SequenceNum(), oldSeq)
 		}
+	}
+}
+
+// TestUndoDeleteExpiredBeforeItLearntItLanded: an undo's commit lands but
+// its response is lost, and before it looks again other writers commit
+// enough appends that its version is deleted as an old one, and an expiry
+// removes its snapshot and the delete's (timelake.max-snapshots expires
+// young snapshots too). The rows it restored are live in the newest
+// version: the undo keeps its files, and every row is read once.
+func TestUndoDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			start := day0.Add(-3 * time.Hour)
+			appendRows(t, tbl, "first.csv", start, 5)
+			where, _ := ParseWhere([]string{"device=d1"})
+			del, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
+			if err != nil || del.Rows != 2 {
+				t.Fatalf("delete: %+v, %v", del, err)
+			}
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions := DefaultMetadataVersions + 1
+			var undo int64
+			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+				for i := range versions {
+					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
+						undo = *p
+					}
+				}
+				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}}
+			l.cat = fc
+			res, err := tbl.UndoDelete(ctx, del.SnapshotID, UndoDeleteOptions{})
+			l.cat = fc.Catalog
+			t.Logf("undo whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if undo == 0 || fresh.Metadata().SnapshotByID(undo) != nil {
+				t.Fatalf("the undo's snapshot %d was not expired: the race did not take place", undo)
+			}
+			if n := scanCount(t, fresh); n != 5+3*int64(versions) {
+				t.Fatalf("%d rows, want %d", n, 5+3*versions)
+			}
+		})
 	}
 }
