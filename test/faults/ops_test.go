@@ -81,13 +81,18 @@ func slowed(f fault, delay s3fault.Rule) fault {
 // or 500 InternalError, or delay them.
 func storms(e *env) []fault {
 	n := scale(60, 300)
+	// Each storm acts on the job's first request for certain, then at
+	// random: a job of a few requests (an upload of four files) would
+	// otherwise meet no fault at all under some seeds.
+	first := func(r s3fault.Rule) s3fault.Rule { r.Name, r.Prob, r.Times = r.Name+" (first)", 0, 1; return r }
+	slowdown := s3fault.Rule{Name: "slowdown", Action: s3fault.Fail, Status: http.StatusServiceUnavailable, Code: "SlowDown", Prob: 0.25, Times: n}
+	fivexx := s3fault.Rule{Name: "5xx", Action: s3fault.Fail, Status: http.StatusInternalServerError, Code: "InternalError", Prob: 0.2, Times: n}
+	drop := s3fault.Rule{Name: "drop", Action: s3fault.Drop, Prob: 0.1, Times: n / 2}
 	return []fault{
-		{name: "SlowDown storm", rules: []s3fault.Rule{{Name: "slowdown", Action: s3fault.Fail,
-			Status: http.StatusServiceUnavailable, Code: "SlowDown", Prob: 0.25, Times: n}}},
-		{name: "5xx storm", rules: []s3fault.Rule{{Name: "5xx", Action: s3fault.Fail,
-			Status: http.StatusInternalServerError, Code: "InternalError", Prob: 0.2, Times: n}}},
+		{name: "SlowDown storm", rules: []s3fault.Rule{first(slowdown), slowdown}},
+		{name: "5xx storm", rules: []s3fault.Rule{first(fivexx), fivexx}},
 		{name: "dropped connections and delays", rules: []s3fault.Rule{
-			{Name: "drop", Action: s3fault.Drop, Prob: 0.1, Times: n / 2},
+			first(drop), drop,
 			{Name: "delay", Action: s3fault.Forward, Delay: 30 * time.Millisecond, Prob: 0.3, Times: n},
 		}},
 	}

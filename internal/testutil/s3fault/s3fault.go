@@ -309,7 +309,7 @@ func (p *Proxy) decide(req *http.Request) *rule {
 		r.Matched++
 		if r.Matched <= r.Skip || (r.Times > 0 && r.Injected >= r.Times) ||
 			(r.Prob > 0 && p.rng.Float64() >= r.Prob) {
-			return nil
+			continue // this rule lets the request through: the next may act
 		}
 		r.Injected++
 		p.injected[r.Action]++
@@ -318,7 +318,7 @@ func (p *Proxy) decide(req *http.Request) *rule {
 	return nil
 }
 
-// ServeHTTP applies the first matching rule.
+// ServeHTTP applies the first matching rule that acts on the request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := p.decide(req)
 	if r == nil {

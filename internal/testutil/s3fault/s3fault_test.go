@@ -149,3 +149,25 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("totals: %d requests, %d injected, %d lost", p.Requests(""), p.Injected(s3fault.Forward), p.Injected(s3fault.LoseResponse))
 	}
 }
+
+// TestProxyNextRule: a matching rule that lets a request through (its
+// Skip, Times or Prob) leaves it to the rules after it.
+func TestProxyNextRule(t *testing.T) {
+	srv := s3test.FromEnv(t)
+	bucket := srv.NewBucket(t)
+	p := s3fault.StartT(t, srv.Endpoint, 1)
+	ctx := context.Background()
+	once := client(srv, p.URL, 1)
+	p.Add(s3fault.Rule{Name: "second on", Method: http.MethodPut, Bucket: bucket, Key: "next/*",
+		Action: s3fault.Fail, Status: http.StatusInternalServerError, Code: "InternalError", Skip: 1})
+	p.Add(s3fault.Rule{Name: "first only", Method: http.MethodPut, Bucket: bucket, Key: "next/*",
+		Action: s3fault.Fail, Status: http.StatusServiceUnavailable, Code: "SlowDown", Times: 1})
+	for i, want := range []string{"SlowDown", "InternalError", "InternalError"} {
+		if got := code(put(ctx, once, bucket, "next/x", "x", false)); got != want {
+			t.Fatalf("request %d: code %q, want %q", i+1, got, want)
+		}
+	}
+	if c := p.Counts("first only"); c.Matched != 1 || c.Injected != 1 {
+		t.Fatalf("first only: %+v, want the first request alone", c)
+	}
+}
