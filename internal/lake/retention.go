@@ -150,12 +150,18 @@ func (m *retentionMutation) build(ctx context.Context, base *tablemeta.Indexed, 
 	if err != nil {
 		return nil, err
 	}
-	if len(plan.files) == 0 {
-		return nil, errNothingToCommit
-	}
 	_, mfs, err := t.liveFiles(ctx, base, nil)
 	if err != nil {
 		return nil, err
+	}
+	// An earlier attempt's commit may have landed unrecognised (its
+	// version deleted as an old one, its snapshot expired): the newest
+	// version then has nothing left to drop, but names the manifests
+	// that attempt wrote. They are the table's, and cleanUp keeps every
+	// file (heldOwnFiles).
+	m.heldOwnFiles(nil, mfs, nil)
+	if len(plan.files) == 0 {
+		return nil, errNothingToCommit
 	}
 	a := &rewriteAttempt{snapshotID: newSnapshotID(base, nil)}
 	m.attempts[attempt], m.plans[attempt] = a, plan

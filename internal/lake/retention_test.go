@@ -2,11 +2,14 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 func TestRetentionDropsWholeOldPartitions(t *testing.T) {
@@ -98,5 +101,71 @@ func TestRetentionInMaintenance(t *testing.T) {
 	}
 	if got := scanCount(t, tbl); got != 10 {
 		t.Fatalf("rows: %d", got)
+	}
+}
+
+// TestRetentionExpiredBeforeItLearntItLanded: a retention round's commit
+// lands but its response is lost, and before it looks again other writers
+// commit enough appends that its version is deleted as an old one, and an
+// expiry removes its snapshot (timelake.max-snapshots expires young
+// snapshots too). The newest version has nothing left to drop, but the
+// manifest the round wrote, which keeps the newer partition's file, is
+// named by the later snapshots (manifest merging off): the round keeps
+// the files it wrote, and every row left is read once.
+func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := tc.open(t)
+			tbl := createTestTable(t, l)
+			if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			// One batch, one manifest, two partitions: the day before d
+			// (dropped by a retention of 10 days) and d (kept).
+			now := time.Now().UTC()
+			d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
+			appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+			dry, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, true)
+			if err != nil || dry.Files != 1 || dry.Rows != 60 {
+				t.Fatalf("dry run: %+v, %v", dry, err)
+			}
+			other, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions := DefaultMetadataVersions + 1
+			var retention int64
+			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+				for i := range versions {
+					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), now, 3)
+					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
+						retention = *p
+					}
+				}
+				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}}
+			l.cat = fc
+			res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
+			l.cat = fc.Catalog
+			if err != nil {
+				t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+			}
+			fresh, err := l.LoadTable(ctx, testName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if retention == 0 || fresh.Metadata().SnapshotByID(retention) != nil {
+				t.Fatalf("the retention's snapshot %d was not expired: the race did not take place", retention)
+			}
+			if n := len(scanRows(t, fresh, 0)); n != 60+versions*3 {
+				t.Fatalf("%d rows, want %d", n, 60+versions*3)
+			}
+		})
 	}
 }
