@@ -34,13 +34,15 @@ const smallAppendWriters = 8
 // partitions is written: cut into splits ranges of whole partitions
 // (SortedRows.Split), of which writers are written at once. A large append
 // is cut into a range per partition (at least two and at most eight per
-// available core), written GOMAXPROCS at a time, so that the cores finish
+// available core), written GOMAXPROCS+1 at a time, so that the cores finish
 // together: with two ranges per core, a file of ten days left one core
-// writing its last range alone for a tenth of the file's time. A small one
-// is cut into up to smallAppendWriters ranges, all written at once.
+// writing its last range alone for a tenth of the file's time; and while a
+// writer waits for its data file's upload, the one more writer has its
+// core. A small one is cut into up to smallAppendWriters ranges, all
+// written at once.
 func WritePlan(n, partitions int) (splits, writers int) {
 	if procs := runtime.GOMAXPROCS(0); n >= minParallelWriteRows {
-		return min(max(partitions, 2*procs), 8*procs), procs
+		return min(max(partitions, 2*procs), 8*procs), procs + 1
 	}
 	k := max(1, min(partitions, smallAppendWriters))
 	return k, k

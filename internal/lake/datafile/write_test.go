@@ -36,7 +36,7 @@ func TestWriteRangesPanic(t *testing.T) {
 }
 
 // TestWritePlan: a large append gets a range per partition, at least two
-// and at most eight per core, written a core at a time; a small one up to
+// and at most eight per core, written a core at a time and one more; a small one up to
 // smallAppendWriters ranges, written at once.
 func TestWritePlan(t *testing.T) {
 	p := runtime.GOMAXPROCS(0)
@@ -44,9 +44,9 @@ func TestWritePlan(t *testing.T) {
 		rows, partitions      int
 		wantSplits, wantWrite int
 	}{
-		{800_000, 10, min(max(10, 2*p), 8*p), p},
-		{800_000, 1, 2 * p, p},
-		{800_000, 1000, 8 * p, p},
+		{800_000, 10, min(max(10, 2*p), 8*p), p + 1},
+		{800_000, 1, 2 * p, p + 1},
+		{800_000, 1000, 8 * p, p + 1},
 		{10_000, 90, smallAppendWriters, smallAppendWriters},
 		{10_000, 3, 3, 3},
 		{100, 1, 1, 1},
