@@ -644,6 +644,9 @@ type rewriteMutation struct {
 	// seen: a version an attempt built on holds what an earlier attempt
 	// wrote (heldOwnFiles); cleanUp then keeps every file.
 	seen bool
+	// before: the ids of the snapshots of the version the first attempt
+	// built on; checked: the later ones heldOwnFiles has read.
+	before, checked map[int64]bool
 }
 
 // heldOwnFiles notes (m.seen) whether base, whose current snapshot has the
@@ -652,13 +655,23 @@ type rewriteMutation struct {
 // landed although it was not recognised as committed: its version was
 // deleted as an old one, and its snapshot expired (timelake.max-snapshots
 // expires young snapshots too), before this writer looked again. Its files
-// are the table's, and none may be deleted.
-func (m *rewriteMutation) heldOwnFiles(live map[string]bool, mfs []iceberg.ManifestFile, outputs []iceberg.DataFile) {
+// are the table's, and none may be deleted. The current snapshot may no
+// longer name them (a later append merged the manifest, a later
+// compaction replaced the outputs) while a later snapshot the table keeps
+// still does: every snapshot committed since the first attempt's version
+// is read too. When one cannot be read, every file is kept as well.
+func (m *rewriteMutation) heldOwnFiles(ctx context.Context, base *tablemeta.Indexed, live map[string]bool, mfs []iceberg.ManifestFile, outputs []iceberg.DataFile) (err error) {
+	m.started(base)
+	defer func() {
+		if err != nil {
+			m.seen = true
+		}
+	}()
 	for _, df := range outputs {
 		m.seen = m.seen || live[df.FilePath()]
 	}
 	if m.seen {
-		return
+		return nil
 	}
 	written := map[string]bool{}
 	for _, f := range m.producer.writtenFiles() {
@@ -666,6 +679,69 @@ func (m *rewriteMutation) heldOwnFiles(live map[string]bool, mfs []iceberg.Manif
 	}
 	for _, mf := range mfs {
 		m.seen = m.seen || written[mf.FilePath()]
+	}
+	if m.seen || len(written) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, df := range outputs {
+		out[df.FilePath()] = true
+	}
+	fs, err := m.t.fsF(ctx)
+	if err != nil {
+		return err
+	}
+	read := map[string]bool{}
+	for i, r := range base.Snaps() {
+		if m.before[r.ID] || m.checked[r.ID] {
+			continue
+		}
+		s, err := base.Snapshot(i)
+		if err != nil {
+			return err
+		}
+		if written[s.ManifestList] {
+			m.seen = true
+			return nil
+		}
+		smfs, err := s.Manifests(fs)
+		if err != nil {
+			return fmt.Errorf("read manifest list of snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, mf := range smfs {
+			if written[mf.FilePath()] {
+				m.seen = true
+				return nil
+			}
+			if len(out) == 0 || read[mf.FilePath()] || m.before[mf.SnapshotID()] {
+				continue
+			}
+			read[mf.FilePath()] = true
+			entries, err := manifestEntries(fs, mf, true)
+			if err != nil {
+				return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			}
+			for _, e := range entries {
+				if out[e.DataFile().FilePath()] {
+					m.seen = true
+					return nil
+				}
+			}
+		}
+		m.checked[r.ID] = true
+	}
+	return nil
+}
+
+// started notes the snapshots of base, the version the first attempt
+// builds on (m.before), once.
+func (m *rewriteMutation) started(base *tablemeta.Indexed) {
+	if m.before != nil {
+		return
+	}
+	m.before, m.checked = map[int64]bool{}, map[int64]bool{}
+	for _, r := range base.Snaps() {
+		m.before[r.ID] = true
 	}
 }
 
@@ -696,7 +772,9 @@ func (m *rewriteMutation) build(ctx context.Context, base *tablemeta.Indexed, v 
 	for _, g := range m.groups {
 		outputs = append(outputs, g.Outputs...)
 	}
-	m.heldOwnFiles(live, mfs, outputs)
+	if err := m.heldOwnFiles(ctx, base, live, mfs, outputs); err != nil {
+		return nil, err
+	}
 	a := &rewriteAttempt{}
 	deleted := map[string]bool{}
 	for _, g := range m.groups {

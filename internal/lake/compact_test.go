@@ -560,3 +560,62 @@ func TestCompactBoundsStreamedFiles(t *testing.T) {
 	}
 	checkSortedFiles(t, tbl)
 }
+
+// TestCompactExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots: as
+// TestCompactExpiredBeforeItLearntItLanded, but an append merges the
+// compaction's manifest into one of its own and a later compaction
+// replaces its new files before the expiry, which removes the
+// compaction's snapshot and keeps the later ones. The newest snapshot
+// names none of its files, the append's snapshot still does: the
+// compaction keeps them, and every snapshot the table keeps can be read.
+func TestCompactExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *testing.T) {
+	ctx := context.Background()
+	l := newS3Lake(t)
+	tbl := createTestTable(t, l)
+	for i := range 6 {
+		appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
+	}
+	other, err := l.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := DefaultMetadataVersions + 1
+	var compaction, later int64
+	fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+		if err := other.SetProperties(ctx, map[string]string{table.ManifestMinMergeCountKey: "2",
+			"timelake.compact-min-files": "2"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		compaction = other.Metadata().CurrentSnapshot().SnapshotID
+		appendRows(t, other, "late-0.csv", day0.Add(-30*time.Minute), 3)
+		later = other.Metadata().CurrentSnapshot().SnapshotID
+		if res, err := other.Compact(ctx, CompactOptions{}); err != nil || len(res.Groups) == 0 {
+			t.Fatalf("the later compaction: %+v, %v", res, err)
+		}
+		for i := 1; i < versions; i++ {
+			appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
+		}
+		if _, err := other.Expire(ctx, ExpireOptions{RetainLast: versions + 1, RetainAtMost: versions + 1}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	l.cat = fc
+	res, err := tbl.Compact(ctx, CompactOptions{})
+	l.cat = fc.Catalog
+	if err != nil {
+		t.Fatalf("compaction whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+	}
+	fresh, err := l.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compaction == 0 || fresh.Metadata().SnapshotByID(compaction) != nil || fresh.Metadata().SnapshotByID(later) == nil {
+		t.Fatalf("the compaction's snapshot %d was not expired, or the append's %d was: the race did not take place", compaction, later)
+	}
+	if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
+		t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
+	}
+	if n := len(scanRows(t, fresh, later)); n != 6*5+3 {
+		t.Fatalf("the append's snapshot %d: %d rows, want %d", later, n, 6*5+3)
+	}
+}

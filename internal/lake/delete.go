@@ -587,7 +587,9 @@ func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 		return nil, err
 	}
 	live := livePaths(files)
-	m.heldOwnFiles(live, mfs, m.added)
+	if err := m.heldOwnFiles(ctx, base, live, mfs, m.added); err != nil {
+		return nil, err
+	}
 	for _, df := range m.inputs {
 		if !live[df.FilePath()] {
 			return nil, errDeleteInputGone

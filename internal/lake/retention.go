@@ -156,10 +156,13 @@ func (m *retentionMutation) build(ctx context.Context, base *tablemeta.Indexed, 
 	}
 	// An earlier attempt's commit may have landed unrecognised (its
 	// version deleted as an old one, its snapshot expired): the newest
-	// version then has nothing left to drop, but names the manifests
-	// that attempt wrote. They are the table's, and cleanUp keeps every
-	// file (heldOwnFiles).
-	m.heldOwnFiles(nil, mfs, nil)
+	// version then has nothing left to drop, but it, or a later
+	// snapshot the table keeps, names the manifests that attempt
+	// wrote. They are the table's, and cleanUp keeps every file
+	// (heldOwnFiles).
+	if err := m.heldOwnFiles(ctx, base, nil, mfs, nil); err != nil {
+		return nil, err
+	}
 	if len(plan.files) == 0 {
 		return nil, errNothingToCommit
 	}

@@ -338,6 +338,7 @@ func (m *undoMutation) build(ctx context.Context, base *tablemeta.Indexed, _ ver
 	if m.producer == nil {
 		m.producer = newSnapshotProducer(t, table.OpAppend)
 	}
+	m.started(base)
 	if attempt > 1 {
 		// An earlier attempt whose commit landed unrecognised (its
 		// version deleted as an old one, its snapshot expired) left its
@@ -350,7 +351,10 @@ func (m *undoMutation) build(ctx context.Context, base *tablemeta.Indexed, _ ver
 		for _, ad := range m.added {
 			restored = append(restored, ad.files...)
 		}
-		if m.heldOwnFiles(livePaths(files), mfs, restored); m.seen {
+		if err := m.heldOwnFiles(ctx, base, livePaths(files), mfs, restored); err != nil {
+			return nil, err
+		}
+		if m.seen {
 			return nil, errNothingToCommit
 		}
 	}
