@@ -401,6 +401,34 @@ func TestStalledWriterDoesNotCommitIntoADeletedSlot(t *testing.T) {
 	}
 }
 
+// outlive installs in l a catalog that loses the response of the next
+// commit (which lands) and, before its writer looks again, has other
+// commit versions appends of 3 rows at at (enough that the commit's
+// version is deleted as an old one) and then, with expire, expire every
+// snapshot but the newest (the commit's too). *landed is then the
+// commit's snapshot id (the first append's parent); restore puts l's
+// catalog back.
+func outlive(t *testing.T, l *Lake, other *Table, at time.Time, versions int, expire bool) (landed *int64, restore func()) {
+	t.Helper()
+	landed = new(int64)
+	fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+		for i := range versions {
+			appendRows(t, other, fmt.Sprintf("late-%d.csv", i), at, 3)
+			if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
+				*landed = *p
+			}
+		}
+		if !expire {
+			return
+		}
+		if _, err := other.Expire(context.Background(), ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	l.cat = fc
+	return landed, func() { l.cat = fc.Catalog }
+}
+
 // TestAppendExpiredBeforeItLearntItLanded: an append's commit lands but
 // its response is lost, and before the writer looks again other writers
 // commit enough versions that its version is deleted as an old one, and
@@ -424,17 +452,9 @@ func TestAppendExpiredBeforeItLearntItLanded(t *testing.T) {
 				t.Fatal(err)
 			}
 			versions := DefaultMetadataVersions + 1
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				for i := range versions {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
-				}
-				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
-					t.Fatal(err)
-				}
-			}}
-			l.cat = fc
+			_, restore := outlive(t, l, other, day0, versions, true)
 			res := appendRows(t, tbl, "lost.csv", day0.Add(-time.Hour), 7)
-			l.cat = fc.Catalog
+			restore()
 			if res.Duplicate || res.Rows != 7 || res.SnapshotID == 0 {
 				t.Fatalf("append whose snapshot expired before it learnt its outcome: %+v", res)
 			}

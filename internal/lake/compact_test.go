@@ -274,14 +274,9 @@ func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			versions := DefaultMetadataVersions + 1
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				for i := range versions {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
-				}
-			}}
-			l.cat = fc
+			_, restore := outlive(t, l, other, day0, versions, false)
 			res, err := tbl.Compact(ctx, CompactOptions{})
-			l.cat = fc.Catalog
+			restore()
 			if err != nil || len(res.Groups) != 1 || res.SnapshotID == 0 || res.Groups[0].FilesOut != 1 {
 				t.Fatalf("compaction whose version was deleted before it learnt its outcome: %+v, %v", res, err)
 			}
@@ -325,21 +320,10 @@ func TestCompactExpiredBeforeItLearntItLanded(t *testing.T) {
 				t.Fatal(err)
 			}
 			versions := DefaultMetadataVersions + 1
-			var compaction int64
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				for i := range versions {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
-					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
-						compaction = *p
-					}
-				}
-				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
-					t.Fatal(err)
-				}
-			}}
-			l.cat = fc
+			landed, restore := outlive(t, l, other, day0, versions, true)
 			res, err := tbl.Compact(ctx, CompactOptions{})
-			l.cat = fc.Catalog
+			restore()
+			compaction := *landed
 			if err != nil {
 				t.Fatalf("compaction whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
 			}

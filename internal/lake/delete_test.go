@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // testRow is a row of the test table as an independent scan reads it.
@@ -697,21 +694,10 @@ func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 					t.Fatal(err)
 				}
 				versions := DefaultMetadataVersions + 1
-				var deleted int64
-				fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-					for i := range versions {
-						appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
-						if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
-							deleted = *p
-						}
-					}
-					if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
-						t.Fatal(err)
-					}
-				}}
-				l.cat = fc
+				landed, restore := outlive(t, l, other, day0, versions, true)
 				_, err = tbl.Delete(ctx, DeleteOptions{Predicate: tc.pred})
-				l.cat = fc.Catalog
+				restore()
+				deleted := *landed
 				t.Logf("delete whose snapshot expired before it learnt its outcome: %v", err)
 				fresh, err := l.LoadTable(ctx, testName)
 				if err != nil {

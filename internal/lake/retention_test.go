@@ -138,21 +138,10 @@ func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
 				t.Fatal(err)
 			}
 			versions := DefaultMetadataVersions + 1
-			var retention int64
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				for i := range versions {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), now, 3)
-					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
-						retention = *p
-					}
-				}
-				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
-					t.Fatal(err)
-				}
-			}}
-			l.cat = fc
+			landed, restore := outlive(t, l, other, now, versions, true)
 			res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
-			l.cat = fc.Catalog
+			restore()
+			retention := *landed
 			if err != nil {
 				t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
 			}

@@ -3,12 +3,9 @@ package lake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/timelake/timelake/internal/lake/catalog"
 )
 
 // TestUndoDelete: the rows of a delete come back in a snapshot of their
@@ -236,21 +233,10 @@ func TestUndoDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 				t.Fatal(err)
 			}
 			versions := DefaultMetadataVersions + 1
-			var undo int64
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				for i := range versions {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), day0, 3)
-					if p := other.Metadata().CurrentSnapshot().ParentSnapshotID; i == 0 && p != nil {
-						undo = *p
-					}
-				}
-				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: 1, RetainAtMost: 1}); err != nil {
-					t.Fatal(err)
-				}
-			}}
-			l.cat = fc
+			landed, restore := outlive(t, l, other, day0, versions, true)
 			res, err := tbl.UndoDelete(ctx, del.SnapshotID, UndoDeleteOptions{})
-			l.cat = fc.Catalog
+			restore()
+			undo := *landed
 			t.Logf("undo whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
 			fresh, err := l.LoadTable(ctx, testName)
 			if err != nil {
