@@ -493,50 +493,35 @@ func coreConverter(ro *resolved, col string, src, dst arrow.DataType, isTime boo
 func textNumber(ro *resolved, col string, dst arrow.DataType) convertFn {
 	switch dst.ID() {
 	case arrow.INT32:
-		return inBatches(ro, dst, func() func(string) (int32, bool) {
-			return func(s string) (int32, bool) { v, problem := parseIntText(s, 32); return int32(v), problem == "" }
-		}, build(ro, col, dst, textFill(func(b *array.Int32Builder, s string) string {
-			v, problem := parseIntText(s, 32)
-			if problem != "" {
-				return numberReason(s, dst, problem)
-			}
-			b.Append(int32(v))
-			return ""
-		})))
+		return textNumbers(ro, col, dst, func(s string) (int32, string) { v, p := parseIntText(s, 32); return int32(v), p },
+			(*array.Int32Builder).Append)
 	case arrow.INT64:
-		return inBatches(ro, dst, func() func(string) (int64, bool) {
-			return func(s string) (int64, bool) { v, problem := parseIntText(s, 64); return v, problem == "" }
-		}, build(ro, col, dst, textFill(func(b *array.Int64Builder, s string) string {
-			v, problem := parseIntText(s, 64)
-			if problem != "" {
-				return numberReason(s, dst, problem)
-			}
-			b.Append(v)
-			return ""
-		})))
+		return textNumbers(ro, col, dst, func(s string) (int64, string) { return parseIntText(s, 64) },
+			(*array.Int64Builder).Append)
 	case arrow.FLOAT32:
-		return inBatches(ro, dst, func() func(string) (float32, bool) {
-			return func(s string) (float32, bool) { v, problem := ro.parseFloat(s, 32); return float32(v), problem == "" }
-		}, build(ro, col, dst, textFill(func(b *array.Float32Builder, s string) string {
-			v, problem := ro.parseFloat(s, 32)
-			if problem != "" {
-				return numberReason(s, dst, problem)
-			}
-			b.Append(float32(v))
-			return ""
-		})))
+		return textNumbers(ro, col, dst, func(s string) (float32, string) { v, p := ro.parseFloat(s, 32); return float32(v), p },
+			(*array.Float32Builder).Append)
 	default:
-		return inBatches(ro, dst, func() func(string) (float64, bool) {
-			return func(s string) (float64, bool) { v, problem := ro.parseFloat(s, 64); return v, problem == "" }
-		}, build(ro, col, dst, textFill(func(b *array.Float64Builder, s string) string {
-			v, problem := ro.parseFloat(s, 64)
-			if problem != "" {
-				return numberReason(s, dst, problem)
-			}
-			b.Append(v)
-			return ""
-		})))
+		return textNumbers(ro, col, dst, func(s string) (float64, string) { return ro.parseFloat(s, 64) },
+			(*array.Float64Builder).Append)
 	}
+}
+
+// textNumbers converts text into numbers of dst with parse (its problem
+// "" for a value it accepts): a batch at a time (inBatches), or row by row
+// appending with add, which words the first refusal (numberReason).
+func textNumbers[T int32 | int64 | float32 | float64, B array.Builder](ro *resolved, col string, dst arrow.DataType,
+	parse func(string) (T, string), add func(B, T)) convertFn {
+	return inBatches(ro, dst, func() func(string) (T, bool) {
+		return func(s string) (T, bool) { v, problem := parse(s); return v, problem == "" }
+	}, build(ro, col, dst, textFill(func(b B, s string) string {
+		v, problem := parse(s)
+		if problem != "" {
+			return numberReason(s, dst, problem)
+		}
+		add(b, v)
+		return ""
+	})))
 }
 
 // parseFloat is parseFloatText of text written with the file's decimal
