@@ -211,9 +211,8 @@ func firstBadText(ro *resolved, arr arrow.Array) (int, string) {
 
 // isASCII reports whether every byte of b is below 0x80, eight at a time.
 func isASCII(b []byte) bool {
-	const high = 0x8080808080808080
 	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b)&high != 0 {
+		if binary.LittleEndian.Uint64(b)&highBits != 0 {
 			return false
 		}
 		b = b[8:]
