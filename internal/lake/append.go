@@ -483,8 +483,7 @@ func (m *appendMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 				// Committed by one of our attempts whose outcome was
 				// not learnt before its snapshot expired: its data
 				// files are the table's.
-				m.results[p.BatchID] = &AppendResult{BatchID: p.BatchID, SnapshotID: r.SnapshotID,
-					Rows: p.Rows, DataFiles: len(p.files), Bytes: p.Bytes}
+				m.results[p.BatchID] = ownResult(p, r.SnapshotID)
 				continue
 			}
 			if ok {
@@ -566,14 +565,17 @@ func (m *appendMutation) evolve(a *appendAttempt, base *tablemeta.Indexed, pendi
 // settle reports a batch found in the ancestry in snapshot s: committed by
 // one of our attempts, or a duplicate of another commit.
 func (m *appendMutation) settle(p *Prepared, s *table.Snapshot) *AppendResult {
-	r := &AppendResult{BatchID: p.BatchID, SnapshotID: s.SnapshotID}
 	if m.ours[s.SnapshotID] {
-		r.Rows, r.DataFiles, r.Bytes = p.Rows, len(p.files), p.Bytes
-		return r
+		return ownResult(p, s.SnapshotID)
 	}
 	b := batchInfo(p.BatchID, s)
-	r.Duplicate, r.Existing = true, &b
-	return r
+	return &AppendResult{BatchID: p.BatchID, SnapshotID: s.SnapshotID, Duplicate: true, Existing: &b}
+}
+
+// ownResult is the result of batch p, committed in snapshot id by one of
+// our attempts.
+func ownResult(p *Prepared, id int64) *AppendResult {
+	return &AppendResult{BatchID: p.BatchID, SnapshotID: id, Rows: p.Rows, DataFiles: len(p.files), Bytes: p.Bytes}
 }
 
 // cleanUp deletes what the losing attempts wrote (manifest lists and their
