@@ -308,9 +308,11 @@ func TestServeKilled(t *testing.T) {
 // (timeout(1) sends SIGTERM to the process and to its process group; a
 // Ctrl-C may reach it both ways) is one graceful stop: exit 0, the lease
 // released, on a local folder and on the S3 server, for SIGTERM and SIGINT
-// alike. The second signal arrives while the stop is still under way: on
-// the local folder a file that is still settling is being loaded, on the
-// S3 server the fault proxy holds the lease's release for two seconds.
+// alike. On the S3 server the second signal arrives while the stop is
+// still under way (the fault proxy holds the lease's release for two
+// seconds); on the local folder the stop is quick and the second signal
+// may come after it, while the process exits, which is the same stop too
+// (TestSignalAfterTheStopIsTheSameStop in cmdutil).
 func TestServeReleasesLeaseOnEverySignal(t *testing.T) {
 	srv := s3test.FromEnv(t)
 	client := srv.Client(t)

@@ -56,8 +56,11 @@ func Main(args []string, ios *iostreams.IOStreams, getenv func(string) (string, 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 4)
+	// The signals stay caught after the run returns, until the process
+	// exits: the second of a doubled stop signal may come once the stop
+	// is over, and must not end the process by the signal's default
+	// action (which would turn its exit code into a kill).
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go stopOnSignals(sigs, cancel, time.Now, func(sig os.Signal) {
 		// The signal's default action, now that it is no longer caught.
 		signal.Stop(sigs)

@@ -1,10 +1,14 @@
 package cmdutil
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -78,5 +82,58 @@ func TestInterruptedLine(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and %q", code, out, errOut, ExitCancelled, tc.want)
 			}
 		})
+	}
+}
+
+// TestSignalAfterTheStopIsTheSameStop: a stop signal sent twice (timeout(1)
+// signals the process and its group) whose second copy arrives after the
+// run has stopped, while the process is exiting, is still the same stop:
+// the process exits with the run's code instead of being killed by the
+// signal's default action. The process is this test binary run again as
+// a helper, because a signal's default action would end the test run.
+func TestSignalAfterTheStopIsTheSameStop(t *testing.T) {
+	if os.Getenv("CMDUTIL_SIGNAL_HELPER") == "1" {
+		code := Main([]string{"run"}, iostreams.System(), func(string) (string, bool) { return "", false },
+			func(f *Factory) *cobra.Command {
+				root := &cobra.Command{Use: "timelake"}
+				PrepareRoot(root, f)
+				root.AddCommand(&cobra.Command{Use: "run", RunE: func(cmd *cobra.Command, _ []string) error {
+					fmt.Fprintln(f.IO.Out, "ready")
+					<-cmd.Context().Done()
+					return nil
+				}})
+				return root
+			})
+		// The second copy of the stop, after the run returned.
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		os.Exit(int(code))
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalAfterTheStopIsTheSameStop$")
+	cmd.Env = append(os.Environ(), "CMDUTIL_SIGNAL_HELPER=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper's first line %q, %v\n%s", line, err, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d (%v) after a stop signal twice, the second after the stop; want 0\n%s", code, err, stderr.String())
 	}
 }
