@@ -210,10 +210,10 @@ func TestDataFileLayout(t *testing.T) {
 }
 
 // TestTimeDictionaryForShortSeries: a file of many short series sharing
-// their times (an append of a fleet's minute) has a dictionary on its time
-// column; one whose first row group holds a few long series does not
-// (TestDataFileLayout). The rule itself is tested in internal/lake/datafile
-// (TestTimeDictionaryPays).
+// their times (a fleet's quarter of an hour, more rows than a small file
+// holds) has a dictionary on its time column; one whose first row group
+// holds a few long series does not (TestDataFileLayout). The rule itself
+// is tested in internal/lake/datafile (TestTimeDictionaryPays).
 func TestTimeDictionaryForShortSeries(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
@@ -221,7 +221,7 @@ func TestTimeDictionaryForShortSeries(t *testing.T) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, tbl.ArrowSchema())
 	defer b.Release()
 	base := day0.Add(-20 * time.Hour)
-	for i := range 20 { // 100 series of 20 readings, 3 seconds apart
+	for i := range 100 { // 100 series of 100 readings, 3 seconds apart
 		for d := range 100 {
 			b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(base.Add(time.Duration(3*i) * time.Second).UnixMicro()))
 			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-%03d", d))

@@ -42,6 +42,9 @@ type Layout struct {
 	// and of one whose time column has a dictionary (timeDictionaryPays).
 	plainTime, dictTime *parquet.WriterProperties
 	parts               []partitionField
+	// The format of the data files of at most small.limit rows
+	// (smallfile.go); nil: all are pqarrow's.
+	small *smallFormat
 }
 
 // partitionField computes one partition field of the spec from a time.
@@ -102,6 +105,9 @@ func NewLayout(meta table.Metadata, sc *arrow.Schema, o Order, chunk iceberg.Tra
 	timeName := arrowSc.Field(timeCol).Name
 	l.plainTime = parquet.NewWriterProperties(parquetWriterProperties(props, arrowSc, l.rowGroup, timeName, false)...)
 	l.dictTime = parquet.NewWriterProperties(parquetWriterProperties(props, arrowSc, l.rowGroup, timeName, true)...)
+	if l.small, err = newSmallFormat(arrowSc, l.plainTime, l.rowGroup); err != nil {
+		return nil, err
+	}
 	for i := range spec.NumFields() {
 		f := spec.Field(i)
 		fn, err := f.Transform.(iceberg.TimeTransform).Transformer(tf.Type)

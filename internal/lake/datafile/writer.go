@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -123,12 +124,16 @@ type writer struct {
 	partition PartitionRecord
 	out       io.WriteCloser
 	counted   *countingWriter
-	pw        *pqarrow.FileWriter
-	schema    *arrow.Schema     // the open file's Arrow schema (fileSchema)
-	dict      bool              // whether it has dictionary columns
-	last      arrow.RecordBatch // the last row written
-	seriesLen int64             // rows of the series being written
-	prevLen   int64             // rows of the series before it
+	pw        *pqarrow.FileWriter // nil: a small file not written yet
+	small     *smallFormat        // the open file's small file format, if any
+	pending   []arrow.RecordBatch // the batches of a small file, written at close
+	pendRows  int64               // rows of pending
+	pendBytes int64               // plain bytes of pending's largest columns
+	schema    *arrow.Schema       // the open file's Arrow schema (fileSchema)
+	dict      bool                // whether it has dictionary columns
+	last      arrow.RecordBatch   // the last row written
+	seriesLen int64               // rows of the series being written
+	prevLen   int64               // rows of the series before it
 }
 
 // write writes rec to the open file, or to a new one when rec is of
@@ -157,25 +162,51 @@ func (w *writer) write(rec arrow.RecordBatch) (iceberg.DataFile, error) {
 	}
 	var done iceberg.DataFile
 	var err error
-	if w.pw != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target || sc != w.schema) {
+	if w.out != nil && (!slices.Equal(part, w.partition) || w.counted.n >= l.target || sc != w.schema) {
 		if done, err = w.close(); err != nil {
 			return nil, err
 		}
 	}
-	if w.pw == nil {
+	if w.out == nil {
 		if err := w.open(part, times, sc, dict); err != nil {
 			return done, err
 		}
 	}
 	rec = array.NewRecordBatch(w.schema, rec.Columns(), rec.NumRows())
 	defer rec.Release()
+	if w.pw == nil {
+		// A small file while its rows fit; pqarrow's file once they no
+		// longer do.
+		if rows := w.pendRows + int64(n); rows <= w.small.limit {
+			if b := w.pendBytes + plainBytes(rec); w.small.fits(b) {
+				rec.Retain()
+				w.pending = append(w.pending, rec)
+				w.pendRows, w.pendBytes = rows, b
+				return done, nil
+			}
+		}
+		first := rec
+		if len(w.pending) > 0 {
+			first = w.pending[0]
+		}
+		if err := w.startParquet(first.Column(l.timeCol).(*array.Timestamp)); err != nil {
+			return done, err
+		}
+	}
+	return done, w.writeBatch(rec)
+}
+
+// writeBatch writes rec (of the open file's schema) to the open file's
+// pqarrow writer, ending row groups at series boundaries.
+func (w *writer) writeBatch(rec arrow.RecordBatch) error {
+	l, n := w.layout, int(rec.NumRows())
 	// Row groups end at a series boundary once the series before would
 	// no longer fit (series of one table tend to be alike in length);
 	// the writer ends them at rowGroup rows within a longer series. Rows
 	// between two such ends are written at once.
 	cur, err := w.pw.RowGroupNumRows()
 	if err != nil {
-		return done, err
+		return err
 	}
 	rows, from := int64(cur), 0
 	for start := 0; start < n; {
@@ -186,10 +217,10 @@ func (w *writer) write(rec arrow.RecordBatch) (iceberg.DataFile, error) {
 			}
 			if rows > 0 && rows+w.prevLen > l.rowGroup {
 				if err := w.writeRows(rec, from, start); err != nil {
-					return done, err
+					return err
 				}
 				if err := w.pw.NewBufferedRowGroupChecked(); err != nil {
-					return done, err
+					return err
 				}
 				rows, from = 0, start
 			}
@@ -202,21 +233,21 @@ func (w *writer) write(rec arrow.RecordBatch) (iceberg.DataFile, error) {
 		start = end
 	}
 	if err := w.writeRows(rec, from, n); err != nil {
-		return done, err
+		return err
 	}
 	if len(l.series) > 0 { // a copy: the batch's buffers are not kept
 		tail := rec.NewSlice(int64(n-1), int64(n))
 		last, err := SizedRecord(tail)
 		tail.Release()
 		if err != nil {
-			return done, err
+			return err
 		}
 		if w.last != nil {
 			w.last.Release()
 		}
 		w.last = last
 	}
-	return done, nil
+	return nil
 }
 
 // writeRows writes rows [from, to) of rec to the open file.
@@ -282,7 +313,9 @@ func timeDictionaryPays(times *array.Timestamp, rowGroup int64) bool {
 
 // open starts the next data file, in the partition's folder, of Arrow
 // schema sc (dict: with dictionary columns, fileSchema); its time
-// column's encoding follows the times of its first batch.
+// column's encoding follows the times of its first batch. A file that may
+// be small (smallfile.go) gets its pqarrow writer once its rows no longer
+// fit one (startParquet).
 func (w *writer) open(part PartitionRecord, times *array.Timestamp, sc *arrow.Schema, dict bool) error {
 	l := w.layout
 	folder := l.folder(part)
@@ -310,40 +343,63 @@ func (w *writer) open(part PartitionRecord, times *array.Timestamp, sc *arrow.Sc
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	counted := &countingWriter{w: out}
-	props := l.plainTime
-	if timeDictionaryPays(times, l.rowGroup) {
-		props = l.dictTime
+	small := l.small
+	w.path, w.partition, w.out, w.counted, w.schema, w.dict = path, part, out, &countingWriter{w: out}, sc, dict
+	w.small = small
+	if small == nil {
+		return w.startParquet(times)
+	}
+	return nil
+}
+
+// startParquet starts the open file's pqarrow writer and writes the
+// batches of the small file it was so far; the encoding of its time
+// column follows times, those of its first batch.
+func (w *writer) startParquet(times *array.Timestamp) error {
+	props := w.layout.plainTime
+	if timeDictionaryPays(times, w.layout.rowGroup) {
+		props = w.layout.dictTime
 	}
 	arrowProps := []pqarrow.WriterOption{pqarrow.WithAllocator(memory.DefaultAllocator)}
-	if !dict { // fileSchema stored the schema of a file with dictionary columns
+	if !w.dict { // fileSchema stored the schema of a file with dictionary columns
 		arrowProps = append(arrowProps, pqarrow.WithStoreSchema())
 	}
-	pw, err := pqarrow.NewFileWriter(sc, counted, props, pqarrow.NewArrowWriterProperties(arrowProps...))
+	pw, err := pqarrow.NewFileWriter(w.schema, w.counted, props, pqarrow.NewArrowWriterProperties(arrowProps...))
 	if err != nil {
-		out.Close()
-		w.remove(path)
+		w.abort()
 		return err
 	}
-	w.path, w.partition, w.out, w.counted, w.pw, w.schema, w.dict = path, part, out, counted, pw, sc, dict
+	w.pw, w.small = pw, nil
+	pending := w.pending
+	w.pending, w.pendRows, w.pendBytes = nil, 0, 0
+	defer releaseAll(pending)
+	for _, rec := range pending {
+		if err := w.writeBatch(rec); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// releaseAll releases recs.
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
 }
 
 // close finishes the open file and returns its manifest entry's data
 // file; nil when no file is open.
 func (w *writer) close() (iceberg.DataFile, error) {
-	if w.pw == nil {
+	if w.out == nil {
 		return nil, nil
+	}
+	if w.pw == nil {
+		return w.closeSmall()
 	}
 	pw, out, path, counted, part := w.pw, w.out, w.path, w.counted, w.partition
 	w.reset()
-	err := pw.Close()
-	if err != nil {
-		discard(out)
-	} else {
-		err = out.Close()
-	}
-	if err != nil {
+	if err := endFile(out, pw.Close()); err != nil {
 		w.remove(path)
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -352,13 +408,43 @@ func (w *writer) close() (iceberg.DataFile, error) {
 		w.remove(path)
 		return nil, err
 	}
+	return w.dataFile(md, path, counted.n, part)
+}
+
+// closeSmall writes and closes the open small file.
+func (w *writer) closeSmall() (iceberg.DataFile, error) {
+	small, pending, out, path, part := w.small, w.pending, w.out, w.path, w.partition
+	w.pending = nil // reset must not release them before they are written
+	w.reset()
+	defer releaseAll(pending)
+	md, size, err := writeSmallFile(out, small, pending)
+	if err := endFile(out, err); err != nil {
+		w.remove(path)
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return w.dataFile(md, path, size, part)
+}
+
+// endFile ends the object of a data file whose writing ended with
+// written: closed (stored) after a success, discarded after an error.
+func endFile(out io.WriteCloser, written error) error {
+	if written != nil {
+		discard(out)
+		return written
+	}
+	return out.Close()
+}
+
+// dataFile is the manifest entry's data file of the file at path of size
+// bytes in partition part, whose footer is md.
+func (w *writer) dataFile(md *metadata.FileMetaData, path string, size int64, part PartitionRecord) (iceberg.DataFile, error) {
 	l := w.layout
 	values := make(map[int]any, len(part))
 	for i, f := range l.parts {
 		values[f.id] = part[i]
 	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{Schema: l.schema, Spec: l.spec, Format: iceberg.ParquetFile,
-		Metadata: md, FilePath: path, FileSize: counted.n, Content: iceberg.EntryContentData,
+		Metadata: md, FilePath: path, FileSize: size, Content: iceberg.EntryContentData,
 		PartitionValues: values, Properties: l.meta.Properties(), FormatVersion: l.meta.Version()})
 	if err != nil {
 		w.remove(path)
@@ -369,12 +455,14 @@ func (w *writer) close() (iceberg.DataFile, error) {
 
 // abort closes and removes the open file, if any.
 func (w *writer) abort() {
-	if w.pw == nil {
+	if w.out == nil {
 		return
 	}
 	pw, out, path := w.pw, w.out, w.path
 	w.reset()
-	_ = pw.Close()
+	if pw != nil {
+		_ = pw.Close()
+	}
 	discard(out)
 	w.remove(path)
 }
@@ -404,7 +492,9 @@ func (w *writer) reset() {
 	if w.last != nil {
 		w.last.Release()
 	}
+	releaseAll(w.pending)
 	w.path, w.partition, w.out, w.counted, w.pw, w.last, w.schema, w.dict = "", nil, nil, nil, nil, nil, nil, false
+	w.small, w.pending, w.pendRows, w.pendBytes = nil, nil, 0, 0
 	w.seriesLen, w.prevLen = 0, 0
 }
 
