@@ -332,3 +332,64 @@ func TestSmallFileOfSlices(t *testing.T) {
 		onePlainPage(t, k, small.Bytes())
 	}
 }
+
+// BenchmarkSmallFiles writes 9,000 rows of 100 series spread over 90
+// days (bench case c4's shape: data files of 100 rows) as small files and
+// by pqarrow; ns/op and allocations are per data file.
+func BenchmarkSmallFiles(b *testing.B) {
+	l, sc := dictionaryTestTable(b, nil)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	for i := range 9000 {
+		bld.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(t0.Add(time.Duration(i%90)*24*time.Hour + time.Duration(i)*time.Second).UnixMicro()))
+		bld.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("dev-%02d", i%100))
+		bld.Field(2).(*array.StringBuilder).Append("north-field-station")
+		bld.Field(3).(*array.StringBuilder).Append("ok")
+		bld.Field(4).(*array.Float64Builder).Append(float64(i%400) / 10)
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	defer rec.Release()
+	rows, err := NewSortedRows(memory.DefaultAllocator, sc, []arrow.RecordBatch{rec}, dailyOrder("device"), WithDictionaries(l))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Release()
+	var batches []arrow.RecordBatch
+	for r, err := range rows.Batches(context.Background(), 0, rows.Len(), 0) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, r)
+	}
+	defer releaseAll(batches)
+	big := *l
+	big.small = nil
+	for _, c := range []struct {
+		name string
+		l    *Layout
+	}{{"small", l}, {"pqarrow", &big}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			files := 0
+			for b.Loop() {
+				var m memoryFiles
+				recs := func(yield func(arrow.RecordBatch, error) bool) {
+					for _, r := range batches {
+						r.Retain()
+						if !yield(r, nil) {
+							return
+						}
+					}
+				}
+				for _, err := range Write(context.Background(), c.l, nil, m.create, recs) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					files++
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(files), "ns/file")
+		})
+	}
+}
