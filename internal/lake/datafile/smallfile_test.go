@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 )
@@ -311,7 +313,7 @@ func TestSmallFileOfSlices(t *testing.T) {
 			}
 		}
 		var small bytes.Buffer
-		if _, _, err := writeSmallFile(&small, l.small, parts); err != nil {
+		if _, _, err := writeSmallFile(&small, l.small, parts, nil); err != nil {
 			t.Fatal(err)
 		}
 		var pq bytes.Buffer
@@ -391,5 +393,37 @@ func BenchmarkSmallFiles(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(files), "ns/file")
 		})
+	}
+}
+
+// TestFinishChunkIsClose: a small file whose column chunks are finished
+// by finishChunk is, byte for byte, the file of the same rows whose
+// chunks the page writer's Close finishes.
+func TestFinishChunkIsClose(t *testing.T) {
+	l, sc := smallTestTable(t, nil)
+	recs := smallTestRows(rand.New(rand.NewPCG(5, 5)), sc, 1000, 1)
+	defer releaseAll(recs)
+	write := func(byClose bool) []byte {
+		closeChunks = byClose
+		defer func() { closeChunks = false }()
+		var b bytes.Buffer
+		if _, _, err := writeSmallFile(&b, l.small, recs, nil); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	finished, closed := write(false), write(true)
+	if !bytes.Equal(finished, closed) {
+		t.Fatalf("%d bytes, %d with Close", len(finished), len(closed))
+	}
+	// Not Close twice: the page writers tell their totals.
+	var enc columnEncoder
+	rgb := metadata.NewFileMetadataBuilder(l.small.schema, l.small.props, nil).AppendRowGroup()
+	pager, _, err := enc.column(&tellWriter{w: io.Discard}, l.small, rgb.NextColumnChunk(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pager.(pageTotals); !ok {
+		t.Fatalf("a %T does not tell its totals", pager)
 	}
 }

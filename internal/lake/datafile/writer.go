@@ -129,6 +129,7 @@ type writer struct {
 	pending   []arrow.RecordBatch // the batches of a small file, written at close
 	pendRows  int64               // rows of pending
 	pendBytes int64               // plain bytes of pending's largest columns
+	enc       *columnEncoder      // the small files' page writers and buffers
 	schema    *arrow.Schema       // the open file's Arrow schema (fileSchema)
 	dict      bool                // whether it has dictionary columns
 	last      arrow.RecordBatch   // the last row written
@@ -417,7 +418,10 @@ func (w *writer) closeSmall() (iceberg.DataFile, error) {
 	w.pending = nil // reset must not release them before they are written
 	w.reset()
 	defer releaseAll(pending)
-	md, size, err := writeSmallFile(out, small, pending)
+	if w.enc == nil {
+		w.enc = &columnEncoder{}
+	}
+	md, size, err := writeSmallFile(out, small, pending, w.enc)
 	if err := endFile(out, err); err != nil {
 		w.remove(path)
 		return nil, fmt.Errorf("write %s: %w", path, err)
