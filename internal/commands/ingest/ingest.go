@@ -310,8 +310,8 @@ func Summary(rep *ingest.Report, started time.Time) string {
 	case len(rep.Files) == 0:
 		s = iostreams.Sprintf("%s: nothing to load in %s", rep.Table, rep.Landing)
 	default:
-		s = iostreams.Sprintf("%s: %d loaded (%d rows), %d already loaded, %d quarantined",
-			rep.Table, rep.Loaded, rep.Rows, rep.AlreadyLoaded, rep.Quarantined)
+		s = iostreams.Sprintf("%s: %d loaded (%s), %d already loaded, %d quarantined",
+			rep.Table, rep.Loaded, iostreams.Plural(rep.Rows, "row"), rep.AlreadyLoaded, rep.Quarantined)
 		if rep.RejectedRows > 0 {
 			s += iostreams.Sprintf(", %s set aside (--on-error skip-rows)", iostreams.Plural(rep.RejectedRows, "row"))
 		}

@@ -309,10 +309,10 @@ func TestRunOutput(t *testing.T) {
 		}
 	}
 	if !strings.HasPrefix(lines[0], "2026-01-05T09:00:02Z created table iot.t") ||
-		!regexp.MustCompile(`Z loaded +gw/a.csv  1 rows`).MatchString(out) {
+		!regexp.MustCompile(`Z loaded +gw/a.csv  1 row `).MatchString(out) {
 		t.Errorf("output:\n%s", out)
 	}
-	summary := regexp.MustCompile(`Z iot.t: 1 loaded \(1 rows\), 0 already loaded, 0 quarantined; current snapshot \d+ \(metadata v\d+\); ` +
+	summary := regexp.MustCompile(`Z iot.t: 1 loaded \(1 row\), 0 already loaded, 0 quarantined; current snapshot \d+ \(metadata v\d+\); ` +
 		`run started 2026-01-05T09:00:01Z, took \d+\.\ds$`)
 	if !summary.MatchString(lines[len(lines)-1]) {
 		t.Errorf("summary %q does not name the start and duration", lines[len(lines)-1])
@@ -320,7 +320,7 @@ func TestRunOutput(t *testing.T) {
 
 	write("b.csv", "time,v\n2026-01-05T11:00:00Z,2\n")
 	out, _ = exec(true)
-	if !strings.HasPrefix(out, "loaded          gw/b.csv  1 rows") || !strings.Contains(out, "; run started 2026-01-05T09:00:01Z, took ") {
+	if !strings.HasPrefix(out, "loaded          gw/b.csv  1 row ") || !strings.Contains(out, "; run started 2026-01-05T09:00:01Z, took ") {
 		t.Errorf("terminal output:\n%s", out)
 	}
 

@@ -24,7 +24,7 @@ func FileLine(r ingest.FileResult) string {
 		if r.RejectedRows > 0 {
 			notes = append(notes, iostreams.Sprintf("%d refused, set aside -> %s", r.RejectedRows, r.RejectsTo))
 		}
-		rows := iostreams.Sprintf("%d rows", r.Rows)
+		rows := iostreams.Plural(r.Rows, "row")
 		if len(notes) > 0 {
 			rows += " (" + strings.Join(notes, "; ") + ")"
 		}
