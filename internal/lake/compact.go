@@ -348,10 +348,9 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	}
 	m = &rewriteMutation{t: t, groups: written, attempts: map[int]*rewriteAttempt{}}
 	cr, err := t.commit(ctx, m, CommitOptions{})
-	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", t.name, err)
-	}
-	res.Version = cr.Version
+	// A commit that landed holds its groups' new files, also when the
+	// Table could not hold the version after it (an error with
+	// cr.Committed): they are not removed.
 	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
 		res.SnapshotID = a.snapshotID
 		for _, g := range a.groups {
@@ -362,6 +361,10 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 			res.Groups = append(res.Groups, *g)
 		}
 	}
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", t.name, err)
+	}
+	res.Version = cr.Version
 	res.Dropped = len(written) - len(res.Groups)
 	return res, nil
 }

@@ -204,14 +204,7 @@ func TestCompactSaysWhatItLeft(t *testing.T) {
 func TestCompactRacesAppends(t *testing.T) {
 	ctx := context.Background()
 	l := newLocalLake(t)
-	tbl := createTestTable(t, l)
-	for i := range 6 {
-		appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
-	}
-	other, err := l.LoadTable(ctx, testName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, other := sixSmallFiles(t, l)
 	fc := &faultyCatalog{Catalog: l.cat, before: func() { appendRows(t, other, "racer.csv", day0, 3) }}
 	l.cat = fc
 	res, err := tbl.Compact(ctx, CompactOptions{})
@@ -265,14 +258,7 @@ func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			for i := range 6 {
-				appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
-			}
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tbl, other := sixSmallFiles(t, l)
 			versions := DefaultMetadataVersions + 1
 			_, restore := outlive(t, l, other, day0, versions, false)
 			res, err := tbl.Compact(ctx, CompactOptions{})
@@ -311,14 +297,7 @@ func TestCompactExpiredBeforeItLearntItLanded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			for i := range 6 {
-				appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
-			}
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tbl, other := sixSmallFiles(t, l)
 			versions := DefaultMetadataVersions + 1
 			landed, restore := outlive(t, l, other, day0, versions, true)
 			res, err := tbl.Compact(ctx, CompactOptions{})
@@ -555,14 +534,7 @@ func TestCompactBoundsStreamedFiles(t *testing.T) {
 func TestCompactExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *testing.T) {
 	ctx := context.Background()
 	l := newS3Lake(t)
-	tbl := createTestTable(t, l)
-	for i := range 6 {
-		appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
-	}
-	other, err := l.LoadTable(ctx, testName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl, other := sixSmallFiles(t, l)
 	versions := DefaultMetadataVersions + 1
 	var compaction, later int64
 	fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
@@ -602,4 +574,56 @@ func TestCompactExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *te
 	if n := len(scanRows(t, fresh, later)); n != 6*5+3 {
 		t.Fatalf("the append's snapshot %d: %d rows, want %d", later, n, 6*5+3)
 	}
+}
+
+// TestCompactLandedOnAnUnreadableVersion: another writer sets a property
+// this build cannot read (an unknown timelake.chunk) while a compaction
+// runs; the compaction's commit lands on that version, and then the Table
+// cannot hold it. The compaction fails, but its new files, which the
+// table now references, stay: every row is read once.
+func TestCompactLandedOnAnUnreadableVersion(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl, other := sixSmallFiles(t, l)
+	fc := &faultyCatalog{Catalog: l.cat, before: func() {
+		// Committed, then refused by the Table that committed it.
+		if err := other.SetProperties(ctx, map[string]string{PropChunk: "fortnight"}, nil); err == nil {
+			t.Error("a table of timelake.chunk=fortnight was held")
+		}
+	}}
+	l.cat = fc
+	_, err := tbl.Compact(ctx, CompactOptions{})
+	l.cat = fc.Catalog
+	if err == nil {
+		t.Fatal("compaction held a version of timelake.chunk=fortnight")
+	}
+	if err := other.SetProperties(ctx, nil, []string{PropChunk}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := l.LoadTable(ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fresh.Metadata().CurrentSnapshot(); s == nil || s.Summary == nil || s.Summary.Operation != "replace" {
+		t.Fatalf("the compaction did not land: current snapshot %+v", s)
+	}
+	if n := len(scanRows(t, fresh, 0)); n != 6*5 {
+		t.Fatalf("%d rows, want %d", n, 6*5)
+	}
+}
+
+// sixSmallFiles is a new table of l holding six appends of 5 rows, an
+// hour apart, one day (a compaction group), and a second handle on it
+// (another writer).
+func sixSmallFiles(t *testing.T, l *Lake) (tbl, other *Table) {
+	t.Helper()
+	tbl = createTestTable(t, l)
+	for i := range 6 {
+		appendRows(t, tbl, fmt.Sprintf("a-%d.csv", i), day0.Add(-time.Duration(i+1)*time.Hour), 5)
+	}
+	other, err := l.LoadTable(context.Background(), testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl, other
 }

@@ -481,13 +481,16 @@ func (m *rewriteMutation) removeUncommitted(ctx context.Context, committed bool,
 
 // commit commits outer (the mutation that embeds m) and returns the
 // snapshot of the attempt that won (0 when none did) and the version after.
+// A commit that landed returns its snapshot also with an error (the Table
+// could not hold the version after it): the files it wrote are the
+// table's.
 func (m *rewriteMutation) commit(ctx context.Context, outer mutation, opts CommitOptions) (snapshotID int64, version int, err error) {
 	cr, err := m.t.commit(ctx, outer, opts)
-	if err != nil {
-		return 0, 0, err
-	}
 	if a := m.attempts[cr.Attempt]; a != nil && cr.Committed {
 		snapshotID = a.snapshotID
+	}
+	if err != nil {
+		return snapshotID, 0, err
 	}
 	return snapshotID, cr.Version, nil
 }

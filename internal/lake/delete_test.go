@@ -713,3 +713,41 @@ func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteLandedOnAnUnreadableVersion: another writer sets a property
+// this build cannot read (an unknown timelake.chunk) while a delete runs;
+// the delete's commit lands on that version, and then the Table cannot
+// hold it. The delete fails, but the files it wrote (the rows it kept of
+// the files it rewrote), which the table now references, stay.
+func TestDeleteLandedOnAnUnreadableVersion(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := deleteFixture(t, l)
+	other, err := l.LoadTable(ctx, tbl.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := scanCount(t, tbl)
+	fc := &faultyCatalog{Catalog: l.cat, before: func() {
+		if err := other.SetProperties(ctx, map[string]string{PropChunk: "fortnight"}, nil); err == nil {
+			t.Error("a table of timelake.chunk=fortnight was held")
+		}
+	}}
+	l.cat = fc
+	where, _ := ParseWhere([]string{"device=d1"})
+	res, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
+	l.cat = fc.Catalog
+	if err == nil || res.SnapshotID == 0 {
+		t.Fatalf("delete on a version of timelake.chunk=fortnight: %+v, %v", res, err)
+	}
+	if err := other.SetProperties(ctx, nil, []string{PropChunk}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := l.LoadTable(ctx, tbl.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scanCount(t, fresh); got != rows-20 {
+		t.Fatalf("%d rows, want %d", got, rows-20)
+	}
+}
