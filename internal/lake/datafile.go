@@ -53,7 +53,21 @@ func (t *Table) writeRecords(ctx context.Context, v tableView, recs iter.Seq2[ar
 // iceberg-go's writer), for a caller that writes several ranges.
 func (t *Table) writeLaidOut(ctx context.Context, v tableView, l *datafile.Layout, recs iter.Seq2[arrow.RecordBatch, error]) iter.Seq2[iceberg.DataFile, error] {
 	if l == nil {
-		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, recs,
+		// Each batch as datafile.Write gives it to arrow-go too: "" in
+		// its statistics.
+		fixed := func(yield func(arrow.RecordBatch, error) bool) {
+			for rec, err := range recs {
+				if rec != nil {
+					r := datafile.WithValueBytes(rec)
+					rec.Release()
+					rec = r
+				}
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
+		return table.WriteRecords(ctx, v.iceberg, v.arrowSc, fixed,
 			table.WithClusteredWrite(), table.WithRecordBatchBufferSize(datafile.BufferBatches))
 	}
 	return func(yield func(iceberg.DataFile, error) bool) {

@@ -258,7 +258,45 @@ func (w *writer) writeRows(rec arrow.RecordBatch, from, to int) error {
 	}
 	part := rec.NewSlice(int64(from), int64(to))
 	defer part.Release()
+	part = WithValueBytes(part)
+	defer part.Release()
 	return w.pw.WriteBuffered(part)
+}
+
+// WithValueBytes returns rec (retained), or a copy of it whose string and
+// binary columns that hold values but whose value buffer holds no bytes
+// (every value "", as a permuted take leaves them) have no value buffer.
+// arrow-go's writer reads such a buffer's values as nil, which its
+// statistics take for no value at all: the batch's "" would be left out
+// of the column chunk's minimum, and of the manifest entry's lower bound
+// (TestEmptyStringBound). Without a buffer it writes the values of an
+// empty one, which count. The batches of iceberg-go's writer go through
+// it too (internal/lake's writeLaidOut).
+func WithValueBytes(rec arrow.RecordBatch) arrow.RecordBatch {
+	var cols []arrow.Array
+	for i, c := range rec.Columns() {
+		switch c.DataType().ID() {
+		case arrow.STRING, arrow.BINARY:
+		default:
+			continue
+		}
+		bufs := c.Data().Buffers()
+		if c.Len() == c.NullN() || len(bufs) != 3 || bufs[2] == nil || len(bufs[2].Bytes()) > 0 {
+			continue
+		}
+		if cols == nil {
+			cols = slices.Clone(rec.Columns())
+		}
+		d := array.NewData(c.DataType(), c.Len(), []*memory.Buffer{bufs[0], bufs[1], nil}, nil, c.NullN(), c.Data().Offset())
+		cols[i] = array.MakeFromData(d)
+		d.Release()
+		defer cols[i].Release()
+	}
+	if cols == nil {
+		rec.Retain()
+		return rec
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
 }
 
 // seriesEnd is the end of the run of rows of rec from start that are of
