@@ -192,6 +192,19 @@ func TestNullTokenSettings(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(err), "unless --csv-null names them") {
 		t.Errorf("unconfigured token: %v", err)
 	}
+	// NaN or an infinity in a column of whole numbers: a float value the
+	// column cannot hold (no setting but a null token loads it).
+	longTarget := arrow.NewSchema([]arrow.Field{target.Field(0), {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	for _, word := range []string{"NaN", "-Inf", "infinity"} {
+		_, err = decode(t, "k.csv", []byte("time,v\n2026-01-05T10:00:00Z,"+word+"\n"), DecodeOptions{Target: longTarget, TimeColumn: "time"})
+		if !strings.Contains(fmt.Sprint(err), "cannot parse \""+word+"\" as long (NaN and infinities are floating-point values, which a column of whole numbers cannot hold") {
+			t.Errorf("%s in a long column: %v", word, err)
+		}
+	}
+	_, err = decode(t, "k.csv", []byte("time,v\n2026-01-05T10:00:00Z,NaN\n"), DecodeOptions{Target: target, TimeColumn: "time"})
+	if err != nil {
+		t.Errorf("NaN in a double column: %v", err)
+	}
 }
 
 // TestInferenceLooksPastNullTokens: numbers with NA, NULL or - among them

@@ -326,10 +326,30 @@ func numberReason(s string, dst arrow.DataType, problem string) string {
 	switch {
 	case problem != notNumber && problem != "":
 		r += " (" + problem + ")"
+	case isFloatWord(s) && arrow.IsInteger(dst.ID()):
+		r += " (" + floatWordHint + ")"
 	case isNullToken(s):
 		r += " (" + nullTokenHint + ")"
 	}
 	return r
+}
+
+// floatWordHint is the reason for NaN or an infinity in a column of whole
+// numbers: a float value, or a gateway's word for a missing one.
+const floatWordHint = "NaN and infinities are floating-point values, which a column of whole numbers cannot hold " +
+	"(a double column holds them; a column's type does not change: docs/schema.md); " +
+	"if the gateway writes it for a missing value, --csv-null names it"
+
+// isFloatWord reports whether s is NaN or an infinity as text (any case,
+// a sign before an infinity).
+func isFloatWord(s string) bool {
+	t := strings.TrimLeft(strings.TrimSpace(s), "+-")
+	for _, w := range []string{"nan", "inf", "infinity"} {
+		if strings.EqualFold(t, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseIntText parses s as a base-10 integer of bitSize bits (spaces

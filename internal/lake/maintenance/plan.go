@@ -177,8 +177,12 @@ func IdleReason(files []File, spec int32, s CompactSettings) string {
 	case small == 0:
 		return fmt.Sprintf("every data file is at least %s (%s)", quantity.FormatSize(s.Target), PropTargetFileSize)
 	}
-	return fmt.Sprintf("%d files below %s in %d partitions, but no partition has %d of one size tier (%s), or, once cold (its files older than %s, %s), 2",
-		small, quantity.FormatSize(s.Target), len(parts), s.MinFiles, PropCompactMinFiles, s.ColdAfter, PropCompactColdAfter)
+	in := fmt.Sprintf("%d partitions", len(parts))
+	if len(parts) == 1 {
+		in = "1 partition"
+	}
+	return fmt.Sprintf("%d files below %s in %s, but no partition has %d of one size tier (%s), or 2 of any size once its files are cold (older than %s, %s)",
+		small, quantity.FormatSize(s.Target), in, s.MinFiles, PropCompactMinFiles, s.ColdAfter, PropCompactColdAfter)
 }
 
 // PackGroups cuts files (oldest first) into groups of at most target bytes

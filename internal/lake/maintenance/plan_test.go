@@ -58,7 +58,7 @@ func TestPlanCompaction(t *testing.T) {
 		groups[0].Inputs[2].FilePath() != live[2].Entry.DataFile().FilePath() {
 		t.Fatalf("time for 300 rows: %+v, %d deferred; want the live group's three oldest files, 2 deferred", groups, deferred)
 	}
-	if why := IdleReason(live[:3], 0, s); !strings.Contains(why, "3 files below 8MiB in 1 partitions") {
+	if why := IdleReason(live[:3], 0, s); !strings.Contains(why, "3 files below 8MiB in 1 partition") {
 		t.Errorf("idle: %q", why)
 	}
 	if why := IdleReason(nil, 0, s); why != "the table has no data files" {
