@@ -32,8 +32,8 @@ import (
 // page index builder per column, a data page split by the dictionary's
 // cost rule, a metadata snapshot), which was half of the CPU of such an
 // ingest. A data file of at most smallFileRows rows is therefore written
-// here: the Parquet schema and footer metadata made once per file schema
-// (smallFormat), each column one PLAIN data page (v2) of its non-null
+// here: the Parquet schema and footer metadata made once per layout
+// (smallFormat, NewLayout), each column one PLAIN data page (v2) of its non-null
 // values after its definition levels (one RLE run, or the validity bitmap
 // as one bit-packed run), compressed with the table's codec. Page headers,
 // column chunk metadata, statistics and the footer are arrow-go's
@@ -44,9 +44,11 @@ import (
 // hundred rows as well) and no page index (one page per column: the
 // column chunk's statistics are the page's).
 //
-// Larger files, and file schemas this writer does not cover (data page
-// v1, bloom filters, dictionary columns, types other than the flat
-// primitives below), are written by pqarrow.
+// String columns given as dictionary arrays (WithDictionaries) are
+// written as their values, the file being the one of plain strings.
+// Larger files, and tables this writer does not cover (data page v1,
+// bloom filters, encryption, types other than the flat primitives
+// below), are written by pqarrow.
 
 // smallFileRows is the most rows of a data file written as a small file.
 const smallFileRows = 8192
