@@ -30,16 +30,23 @@ func TestZstdPageCodec(t *testing.T) {
 	if !ok {
 		t.Fatalf("registered zstd codec is %T, want zstdPageCodec", c)
 	}
-	for _, n := range []int{100, 64 << 10, pageWindow, pageWindow + 1, 3 << 20} {
+	for _, n := range []int{100, 1000, smallPage - 1, smallPage, 64 << 10, pageWindow, pageWindow + 1, 3 << 20} {
 		src := pageLike(n)
 		for _, level := range []int{compress.DefaultCompressionLevel, 1, 3, 9} {
 			enc := ours.EncodeLevel(nil, src, level)
 			if got := ours.Decode(nil, enc); !bytes.Equal(got, src) {
 				t.Fatalf("%d bytes at level %d: decoded %d bytes, not the input", n, level, len(got))
 			}
-			// The same compression as arrow-go's encoders.
+			// The same compression as arrow-go's encoders; below
+			// smallPage without entropy coding, which costs text
+			// like this (literals only Huffman coding shrinks) up to
+			// two fifths more.
 			theirs := ours.Codec.EncodeLevel(nil, src, level)
-			if float64(len(enc)) > 1.01*float64(len(theirs)) {
+			bound := 1.01
+			if n < smallPage {
+				bound = 1.5
+			}
+			if float64(len(enc)) > bound*float64(len(theirs)) {
 				t.Errorf("%d bytes at level %d: %d bytes encoded, arrow-go's codec %d", n, level, len(enc), len(theirs))
 			}
 		}
