@@ -326,9 +326,10 @@ func expandProfiles(props iceberg.Properties, unset []string) []string {
 // source profiles that do not read as a set (one without a match, two
 // whose prefixes overlap), source columns the table cannot fill (one name
 // for both, the time column, a series key column, a column of another
-// type: lake.Table.CheckSourceColumns), and timelake.read-dedup on a
+// type: lake.Table.CheckSourceColumns), timelake.read-dedup on a
 // table without a series key (every row of one time would be one
-// reading). Usage errors.
+// reading), and a timelake.max-snapshots below timelake.min-snapshots
+// (the newest min-snapshots are always kept). Usage errors.
 func checkAltered(t *lake.Table, after iceberg.Properties) error {
 	if _, err := profile.FromProperties(after); err != nil {
 		return cmdutil.UsageErrorf("%v", err)
@@ -338,6 +339,13 @@ func checkAltered(t *lake.Table, after iceberg.Properties) error {
 	}
 	if v, _ := strconv.ParseBool(after[lake.PropReadDedup]); v && len(t.Contract().SeriesKey) == 0 {
 		return cmdutil.UsageErrorf("%s=true needs a series key: %s has none, so every row of one time would be one reading", lake.PropReadDedup, t.Name())
+	}
+	if s := lake.MaintenanceSettingsOf(after); s.MaxSnapshots < s.MinSnapshots {
+		// The newest min-snapshots are always kept: a lower maximum
+		// would bound nothing.
+		return cmdutil.UsageErrorf("%s=%d is below %s=%d: expiry always keeps the newest %d snapshots, so the maximum would not hold; "+
+			"set %s to at least %d, or lower %s", lake.PropMaxSnapshots, s.MaxSnapshots, lake.PropMinSnapshots, s.MinSnapshots, s.MinSnapshots,
+			lake.PropMaxSnapshots, s.MinSnapshots, lake.PropMinSnapshots)
 	}
 	return nil
 }

@@ -579,6 +579,13 @@ func TestTablesMaintainByHand(t *testing.T) {
 	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "timelake.bogus: unknown property") || r.out != "" {
 		t.Errorf("alter of an unknown key: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
+	// A maximum of snapshots below the minimum would bound nothing: the
+	// newest timelake.min-snapshots (20 by default) are always kept.
+	r = timelake(t, env, false, "tables", "alter", "--set", "timelake.max-snapshots=5")
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "timelake.max-snapshots=5 is below timelake.min-snapshots=20") || r.out != "" {
+		t.Errorf("alter of max-snapshots below min-snapshots: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	mustRun(t, env, false, "tables", "alter", "--set", "timelake.max-snapshots=5", "--set", "timelake.min-snapshots=5")
 }
 
 // TestGatewayChangedItsFormat is the walkthrough of docs/schema.md through
