@@ -429,6 +429,21 @@ func outlive(t *testing.T, l *Lake, other *Table, at time.Time, versions int, ex
 	return landed, func() { l.cat = fc.Catalog }
 }
 
+// expiredSnapshot loads l's test table afresh and fails the test unless
+// the snapshot id of the what (an append, a compaction...) that outlive
+// raced was expired: else the race did not take place.
+func expiredSnapshot(t *testing.T, l *Lake, what string, id int64) *Table {
+	t.Helper()
+	fresh, err := l.LoadTable(context.Background(), testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id == 0 || fresh.Metadata().SnapshotByID(id) != nil {
+		t.Fatalf("the %s's snapshot %d was not expired: the race did not take place", what, id)
+	}
+	return fresh
+}
+
 // TestAppendExpiredBeforeItLearntItLanded: an append's commit lands but
 // its response is lost, and before the writer looks again other writers
 // commit enough versions that its version is deleted as an old one, and
@@ -438,36 +453,24 @@ func outlive(t *testing.T, l *Lake, other *Table, at time.Time, versions int, ex
 // a duplicate; its data files, which the table still references, stay,
 // and every row is read once.
 func TestAppendExpiredBeforeItLearntItLanded(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			appendRows(t, tbl, "first.csv", day0.Add(-2*time.Hour), 5)
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			versions := DefaultMetadataVersions + 1
-			_, restore := outlive(t, l, other, day0, versions, true)
-			res := appendRows(t, tbl, "lost.csv", day0.Add(-time.Hour), 7)
-			restore()
-			if res.Duplicate || res.Rows != 7 || res.SnapshotID == 0 {
-				t.Fatalf("append whose snapshot expired before it learnt its outcome: %+v", res)
-			}
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fresh.Metadata().SnapshotByID(res.SnapshotID) != nil {
-				t.Fatalf("the append's snapshot %d was not expired: the race did not take place", res.SnapshotID)
-			}
-			if n := scanCount(t, fresh); n != 5+7+3*int64(versions) {
-				t.Fatalf("%d rows, want %d", n, 5+7+3*versions)
-			}
-		})
-	}
+	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		appendRows(t, tbl, "first.csv", day0.Add(-2*time.Hour), 5)
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := DefaultMetadataVersions + 1
+		_, restore := outlive(t, l, other, day0, versions, true)
+		res := appendRows(t, tbl, "lost.csv", day0.Add(-time.Hour), 7)
+		restore()
+		if res.Duplicate || res.Rows != 7 || res.SnapshotID == 0 {
+			t.Fatalf("append whose snapshot expired before it learnt its outcome: %+v", res)
+		}
+		fresh := expiredSnapshot(t, l, "append", res.SnapshotID)
+		if n := scanCount(t, fresh); n != 5+7+3*int64(versions) {
+			t.Fatalf("%d rows, want %d", n, 5+7+3*versions)
+		}
+	})
 }

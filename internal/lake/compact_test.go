@@ -251,36 +251,30 @@ func TestCompactRacesAppends(t *testing.T) {
 // recognised as committed by its snapshot in the newest version: its new
 // files and manifests stay, and every row is read once.
 func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl, other := sixSmallFiles(t, l)
-			versions := DefaultMetadataVersions + 1
-			_, restore := outlive(t, l, other, day0, versions, false)
-			res, err := tbl.Compact(ctx, CompactOptions{})
-			restore()
-			if err != nil || len(res.Groups) != 1 || res.SnapshotID == 0 || res.Groups[0].FilesOut != 1 {
-				t.Fatalf("compaction whose version was deleted before it learnt its outcome: %+v, %v", res, err)
-			}
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fresh.Metadata().SnapshotByID(res.SnapshotID) == nil {
-				t.Fatalf("the compaction's snapshot %d is not in the table", res.SnapshotID)
-			}
-			if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
-				t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
-			}
-			if tc.name == "files" {
-				requireConformantTable(t, l, fresh)
-			}
-		})
-	}
+	forS3AndREST(t, func(t *testing.T, l *Lake, rest bool) {
+		ctx := context.Background()
+		tbl, other := sixSmallFiles(t, l)
+		versions := DefaultMetadataVersions + 1
+		_, restore := outlive(t, l, other, day0, versions, false)
+		res, err := tbl.Compact(ctx, CompactOptions{})
+		restore()
+		if err != nil || len(res.Groups) != 1 || res.SnapshotID == 0 || res.Groups[0].FilesOut != 1 {
+			t.Fatalf("compaction whose version was deleted before it learnt its outcome: %+v, %v", res, err)
+		}
+		fresh, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresh.Metadata().SnapshotByID(res.SnapshotID) == nil {
+			t.Fatalf("the compaction's snapshot %d is not in the table", res.SnapshotID)
+		}
+		if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
+			t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
+		}
+		if !rest {
+			requireConformantTable(t, l, fresh)
+		}
+	})
 }
 
 // TestCompactExpiredBeforeItLearntItLanded: a compaction's commit lands
@@ -290,34 +284,22 @@ func TestCompactLandedBeforeItsVersionWasDeleted(t *testing.T) {
 // too). Its new files are live in the newest version: the compaction keeps
 // them and the manifests it wrote, and every row is read once.
 func TestCompactExpiredBeforeItLearntItLanded(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl, other := sixSmallFiles(t, l)
-			versions := DefaultMetadataVersions + 1
-			landed, restore := outlive(t, l, other, day0, versions, true)
-			res, err := tbl.Compact(ctx, CompactOptions{})
-			restore()
-			compaction := *landed
-			if err != nil {
-				t.Fatalf("compaction whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
-			}
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if compaction == 0 || fresh.Metadata().SnapshotByID(compaction) != nil {
-				t.Fatalf("the compaction's snapshot %d was not expired: the race did not take place", compaction)
-			}
-			if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
-				t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
-			}
-		})
-	}
+	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
+		ctx := context.Background()
+		tbl, other := sixSmallFiles(t, l)
+		versions := DefaultMetadataVersions + 1
+		landed, restore := outlive(t, l, other, day0, versions, true)
+		res, err := tbl.Compact(ctx, CompactOptions{})
+		restore()
+		compaction := *landed
+		if err != nil {
+			t.Fatalf("compaction whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+		}
+		fresh := expiredSnapshot(t, l, "compaction", compaction)
+		if n := len(scanRows(t, fresh, 0)); n != 6*5+versions*3 {
+			t.Fatalf("%d rows, want %d", n, 6*5+versions*3)
+		}
+	})
 }
 
 // requireConformantTable runs the conformance checks on a test table,

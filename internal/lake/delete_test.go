@@ -680,13 +680,9 @@ func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 		{"rewrite", DeletePredicate{Where: rewrite, From: start, To: start.Add(time.Hour)}, 3},
 		{"drop", DeletePredicate{From: start, To: start.Add(time.Hour)}, 0},
 	} {
-		for _, cat := range []struct {
-			name string
-			open func(testing.TB) *Lake
-		}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-			t.Run(tc.name+"/"+cat.name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
+			forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
 				ctx := context.Background()
-				l := cat.open(t)
 				tbl := createTestTable(t, l)
 				appendRows(t, tbl, "first.csv", start, 5)
 				other, err := l.LoadTable(ctx, testName)
@@ -697,20 +693,13 @@ func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 				landed, restore := outlive(t, l, other, day0, versions, true)
 				_, err = tbl.Delete(ctx, DeleteOptions{Predicate: tc.pred})
 				restore()
-				deleted := *landed
 				t.Logf("delete whose snapshot expired before it learnt its outcome: %v", err)
-				fresh, err := l.LoadTable(ctx, testName)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if deleted == 0 || fresh.Metadata().SnapshotByID(deleted) != nil {
-					t.Fatalf("the delete's snapshot %d was not expired: the race did not take place", deleted)
-				}
+				fresh := expiredSnapshot(t, l, "delete", *landed)
 				if n := scanCount(t, fresh); n != tc.left+3*int64(versions) {
 					t.Fatalf("%d rows, want %d", n, tc.left+3*int64(versions))
 				}
 			})
-		}
+		})
 	}
 }
 

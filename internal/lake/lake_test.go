@@ -82,6 +82,18 @@ func forEachLake(t *testing.T, test func(t *testing.T, l *Lake)) {
 	}
 }
 
+// forS3AndREST runs test on a warehouse on the S3 server and on one whose
+// versions live in the test REST catalog (rest), as subtests "files" and
+// "rest".
+func forS3AndREST(t *testing.T, test func(t *testing.T, l *Lake, rest bool)) {
+	for _, tc := range []struct {
+		name string
+		open func(testing.TB) *Lake
+	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
+		t.Run(tc.name, func(t *testing.T) { test(t, tc.open(t), tc.name == "rest") })
+	}
+}
+
 // forEachCatalog runs test on a catalog-free local warehouse and on one
 // whose versions live in the test REST catalog: the commit protocol's
 // suite, which both catalogs must pass alike.

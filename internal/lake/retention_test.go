@@ -113,50 +113,38 @@ func TestRetentionInMaintenance(t *testing.T) {
 // named by the later snapshots (manifest merging off): the round keeps
 // the files it wrote, and every row left is read once.
 func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			// One batch, one manifest, two partitions: the day before d
-			// (dropped by a retention of 10 days) and d (kept).
-			now := time.Now().UTC()
-			d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
-			appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
-			dry, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, true)
-			if err != nil || dry.Files != 1 || dry.Rows != 60 {
-				t.Fatalf("dry run: %+v, %v", dry, err)
-			}
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			versions := DefaultMetadataVersions + 1
-			landed, restore := outlive(t, l, other, now, versions, true)
-			res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
-			restore()
-			retention := *landed
-			if err != nil {
-				t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
-			}
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if retention == 0 || fresh.Metadata().SnapshotByID(retention) != nil {
-				t.Fatalf("the retention's snapshot %d was not expired: the race did not take place", retention)
-			}
-			if n := len(scanRows(t, fresh, 0)); n != 60+versions*3 {
-				t.Fatalf("%d rows, want %d", n, 60+versions*3)
-			}
-		})
-	}
+	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// One batch, one manifest, two partitions: the day before d
+		// (dropped by a retention of 10 days) and d (kept).
+		now := time.Now().UTC()
+		d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
+		appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+		dry, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, true)
+		if err != nil || dry.Files != 1 || dry.Rows != 60 {
+			t.Fatalf("dry run: %+v, %v", dry, err)
+		}
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := DefaultMetadataVersions + 1
+		landed, restore := outlive(t, l, other, now, versions, true)
+		res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
+		restore()
+		retention := *landed
+		if err != nil {
+			t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+		}
+		fresh := expiredSnapshot(t, l, "retention", retention)
+		if n := len(scanRows(t, fresh, 0)); n != 60+versions*3 {
+			t.Fatalf("%d rows, want %d", n, 60+versions*3)
+		}
+	})
 }
 
 // TestRetentionExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots:
@@ -166,60 +154,54 @@ func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
 // longer names the round's manifest, the first later snapshot still does:
 // the round keeps it, and every snapshot the table keeps can be read.
 func TestRetentionExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
+	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
+		appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := DefaultMetadataVersions + 1
+		var retention, later int64
+		fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
+			appendRows(t, other, "late-0.csv", now, 3)
+			later = other.Metadata().CurrentSnapshot().SnapshotID
+			retention = *other.Metadata().CurrentSnapshot().ParentSnapshotID
+			if err := other.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "true",
+				table.ManifestMinMergeCountKey: "2"}, nil); err != nil {
 				t.Fatal(err)
 			}
-			now := time.Now().UTC()
-			d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
-			appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
+			for i := 1; i < versions; i++ {
+				appendRows(t, other, fmt.Sprintf("late-%d.csv", i), now, 3)
+			}
+			if _, err := other.Expire(ctx, ExpireOptions{RetainLast: versions, RetainAtMost: versions}); err != nil {
 				t.Fatal(err)
 			}
-			versions := DefaultMetadataVersions + 1
-			var retention, later int64
-			fc := &faultyCatalog{Catalog: l.cat, lose: fmt.Errorf("put: %w", catalog.ErrVersionTaken), after: func() {
-				appendRows(t, other, "late-0.csv", now, 3)
-				later = other.Metadata().CurrentSnapshot().SnapshotID
-				retention = *other.Metadata().CurrentSnapshot().ParentSnapshotID
-				if err := other.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "true",
-					table.ManifestMinMergeCountKey: "2"}, nil); err != nil {
-					t.Fatal(err)
-				}
-				for i := 1; i < versions; i++ {
-					appendRows(t, other, fmt.Sprintf("late-%d.csv", i), now, 3)
-				}
-				if _, err := other.Expire(ctx, ExpireOptions{RetainLast: versions, RetainAtMost: versions}); err != nil {
-					t.Fatal(err)
-				}
-			}}
-			l.cat = fc
-			res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
-			l.cat = fc.Catalog
-			if err != nil {
-				t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
-			}
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if retention == 0 || fresh.Metadata().SnapshotByID(retention) != nil || fresh.Metadata().SnapshotByID(later) == nil {
-				t.Fatalf("the retention's snapshot %d was not expired, or the one after it %d was: the race did not take place", retention, later)
-			}
-			if n := len(scanRows(t, fresh, 0)); n != 60+versions*3 {
-				t.Fatalf("%d rows, want %d", n, 60+versions*3)
-			}
-			if n := len(scanRows(t, fresh, later)); n != 60+3 {
-				t.Fatalf("snapshot %d after the retention: %d rows, want %d", later, n, 60+3)
-			}
-		})
-	}
+		}}
+		l.cat = fc
+		res, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, false)
+		l.cat = fc.Catalog
+		if err != nil {
+			t.Fatalf("retention whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+		}
+		fresh, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if retention == 0 || fresh.Metadata().SnapshotByID(retention) != nil || fresh.Metadata().SnapshotByID(later) == nil {
+			t.Fatalf("the retention's snapshot %d was not expired, or the one after it %d was: the race did not take place", retention, later)
+		}
+		if n := len(scanRows(t, fresh, 0)); n != 60+versions*3 {
+			t.Fatalf("%d rows, want %d", n, 60+versions*3)
+		}
+		if n := len(scanRows(t, fresh, later)); n != 60+3 {
+			t.Fatalf("snapshot %d after the retention: %d rows, want %d", later, n, 60+3)
+		}
+	})
 }

@@ -213,41 +213,29 @@ func TestUndoDeleteReadDedup(t *testing.T) {
 // young snapshots too). The rows it restored are live in the newest
 // version: the undo keeps its files, and every row is read once.
 func TestUndoDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(testing.TB) *Lake
-	}{{"files", newS3Lake}, {"rest", newRESTLake}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			l := tc.open(t)
-			tbl := createTestTable(t, l)
-			start := day0.Add(-3 * time.Hour)
-			appendRows(t, tbl, "first.csv", start, 5)
-			where, _ := ParseWhere([]string{"device=d1"})
-			del, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
-			if err != nil || del.Rows != 2 {
-				t.Fatalf("delete: %+v, %v", del, err)
-			}
-			other, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			versions := DefaultMetadataVersions + 1
-			landed, restore := outlive(t, l, other, day0, versions, true)
-			res, err := tbl.UndoDelete(ctx, del.SnapshotID, UndoDeleteOptions{})
-			restore()
-			undo := *landed
-			t.Logf("undo whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
-			fresh, err := l.LoadTable(ctx, testName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if undo == 0 || fresh.Metadata().SnapshotByID(undo) != nil {
-				t.Fatalf("the undo's snapshot %d was not expired: the race did not take place", undo)
-			}
-			if n := scanCount(t, fresh); n != 5+3*int64(versions) {
-				t.Fatalf("%d rows, want %d", n, 5+3*versions)
-			}
-		})
-	}
+	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
+		ctx := context.Background()
+		tbl := createTestTable(t, l)
+		start := day0.Add(-3 * time.Hour)
+		appendRows(t, tbl, "first.csv", start, 5)
+		where, _ := ParseWhere([]string{"device=d1"})
+		del, err := tbl.Delete(ctx, DeleteOptions{Predicate: DeletePredicate{Where: where}})
+		if err != nil || del.Rows != 2 {
+			t.Fatalf("delete: %+v, %v", del, err)
+		}
+		other, err := l.LoadTable(ctx, testName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions := DefaultMetadataVersions + 1
+		landed, restore := outlive(t, l, other, day0, versions, true)
+		res, err := tbl.UndoDelete(ctx, del.SnapshotID, UndoDeleteOptions{})
+		restore()
+		undo := *landed
+		t.Logf("undo whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+		fresh := expiredSnapshot(t, l, "undo", undo)
+		if n := scanCount(t, fresh); n != 5+3*int64(versions) {
+			t.Fatalf("%d rows, want %d", n, 5+3*versions)
+		}
+	})
 }
