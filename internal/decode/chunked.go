@@ -344,7 +344,7 @@ func (c *chunkedText) parse(i int) {
 	ch, res := c.chunks[i], &c.results[i]
 	defer func() {
 		if v := recover(); v != nil {
-			release(res.recs)
+			ReleaseAll(res.recs)
 			res.recs, res.read = nil, false
 			res.err = Recovered(c.ro.key, "the reader", "decoding the file", fmt.Sprintf("the lines from line %d on", ch.lines+1), v)
 			c.fail(i)

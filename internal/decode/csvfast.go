@@ -378,13 +378,13 @@ func (c *chunkedText) readFast(ch textChunk, res *chunkResult) (bool, error) {
 	var done int64
 	for pos := 0; pos < len(text); {
 		if err := c.ctx.Err(); err != nil {
-			release(recs)
+			ReleaseAll(recs)
 			res.err = err
 			return true, err
 		}
 		n, ok := s.batch(text, &pos, rows, cr)
 		if !ok {
-			release(recs)
+			ReleaseAll(recs)
 			return false, nil
 		}
 		if n == 0 {

@@ -44,7 +44,7 @@ func readCSVChunk(t testing.TB, mem memory.Allocator, cc csvChunkCase, fast bool
 	c := &chunkedText{ctx: context.Background(), ro: ro, cols: cols, comma: cc.comma, header: []byte(cc.header), slow: !fast}
 	var res chunkResult
 	err = c.read(textChunk{off: 0, end: int64(len(cc.text)), lines: 1, text: []byte(cc.text)}, &res)
-	defer release(res.recs)
+	defer ReleaseAll(res.recs)
 	var out strings.Builder
 	for _, rec := range res.recs {
 		fmt.Fprintf(&out, "batch %d rows:", rec.NumRows())
@@ -115,7 +115,7 @@ func TestCSVChunkScan(t *testing.T) {
 		c := &chunkedText{ctx: context.Background(), ro: ro, cols: cols, comma: ',', header: []byte("a,b,c\n")}
 		var res chunkResult
 		ok, err := c.readFast(textChunk{end: int64(len(text)), text: []byte(text)}, &res)
-		release(res.recs)
+		ReleaseAll(res.recs)
 		if !ok || err != nil {
 			t.Errorf("%q: scan %v, %v", text, ok, err)
 		}
@@ -205,7 +205,7 @@ func BenchmarkCSVChunkRead(b *testing.B) {
 				if res.rows != 200_000 {
 					b.Fatalf("%d rows", res.rows)
 				}
-				release(res.recs)
+				ReleaseAll(res.recs)
 			}
 		})
 	}

@@ -806,7 +806,7 @@ func decodeInfer(ctx context.Context, ro *resolved, bs batchSource, reopen func(
 func scanThenDecode(ctx context.Context, ro *resolved, bs batchSource, reopen func() (batchSource, error),
 	look func(arrow.RecordBatch), decided func() (*arrow.Schema, string, error), out *pieces) error {
 	var kept []arrow.RecordBatch
-	defer func() { release(kept) }()
+	defer func() { ReleaseAll(kept) }()
 	keep := true
 	for {
 		if err := ctx.Err(); err != nil {
@@ -821,7 +821,7 @@ func scanThenDecode(ctx context.Context, ro *resolved, bs batchSource, reopen fu
 		}
 		look(rec)
 		if keep && out.limit > 0 && bs.consumed() > out.limit {
-			release(kept)
+			ReleaseAll(kept)
 			kept, keep = nil, false
 		}
 		if keep {
@@ -966,7 +966,8 @@ func convertKept(ctx context.Context, conf *conformer, kept []arrow.RecordBatch,
 	return converted, stop
 }
 
-func release(recs []arrow.RecordBatch) {
+// ReleaseAll releases every batch of recs that is not nil.
+func ReleaseAll(recs []arrow.RecordBatch) {
 	for _, r := range recs {
 		if r != nil {
 			r.Release()

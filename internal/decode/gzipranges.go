@@ -305,7 +305,7 @@ func (g *gzipRanges) parse() {
 func (g *gzipRanges) read(b gzipBlock) (out jsonRange) {
 	defer func() {
 		if v := recover(); v != nil {
-			release(out.batches)
+			ReleaseAll(out.batches)
 			out = jsonRange{err: fmt.Errorf("a block of the file: %v", v)}
 		}
 	}()
@@ -315,7 +315,7 @@ func (g *gzipRanges) read(b gzipBlock) (out jsonRange) {
 		}
 		var res chunkResult
 		if g.csv.read(textChunk{end: int64(len(b.text)), text: b.text}, &res) != nil {
-			release(res.recs)
+			ReleaseAll(res.recs)
 			return jsonRange{err: res.err}
 		}
 		return jsonRange{batches: res.recs, size: int64(len(b.text))}
@@ -350,7 +350,7 @@ func (g *gzipRanges) next() (arrow.RecordBatch, error) {
 			return nil, errJSONScan // the two passes say what it is
 		}
 		if err := mergeOwners(g.owner, r); err != nil {
-			release(r.batches)
+			ReleaseAll(r.batches)
 			return nil, err
 		}
 		g.bytes += r.size
@@ -374,12 +374,12 @@ func (g *gzipRanges) close() {
 		for res := range g.order {
 			select {
 			case r := <-res:
-				release(r.batches)
+				ReleaseAll(r.batches)
 			default:
 			}
 		}
 	}
-	release(g.cur)
+	ReleaseAll(g.cur)
 	g.cur = nil
 	_ = g.zr.Close()
 	if g.free != nil {

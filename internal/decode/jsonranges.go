@@ -140,7 +140,7 @@ func readJSONRange(ro *resolved, src Source, target *arrow.Schema,
 			rec, err, rows = c, cerr, rows+n
 		}
 		if err != nil {
-			release(out.batches)
+			ReleaseAll(out.batches)
 			return jsonRange{err: err}
 		}
 		if rec == nil {
@@ -185,7 +185,7 @@ func (j *jsonRanges) next() (arrow.RecordBatch, error) {
 			return nil, errJSONScan // the two passes say what it is
 		}
 		if err := mergeOwners(j.owner, r); err != nil {
-			release(r.batches)
+			ReleaseAll(r.batches)
 			return nil, err
 		}
 		end := j.src.Size
@@ -205,12 +205,12 @@ func (j *jsonRanges) next() (arrow.RecordBatch, error) {
 // close releases what was read and not handed out, waiting for the
 // ranges still being read.
 func (j *jsonRanges) close() {
-	release(j.cur)
+	ReleaseAll(j.cur)
 	j.cur = nil
 	for i := j.handing; i < j.started; i++ {
 		if ch := j.results[i]; ch != nil {
 			r := <-ch
-			release(r.batches)
+			ReleaseAll(r.batches)
 			j.results[i] = nil
 		}
 	}

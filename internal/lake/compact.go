@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake/datafile"
 	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
@@ -433,7 +434,7 @@ func splitMergeInputs(inputs []iceberg.DataFile) (pooled []iceberg.DataFile, str
 // rewriteWhole reads every row of g at once and writes them sorted.
 func (t *Table) rewriteWhole(ctx context.Context, v tableView, g *CompactionGroup) ([]iceberg.DataFile, error) {
 	recs, rows, err := t.readFiles(ctx, v, g.Inputs)
-	defer releaseAll(recs)
+	defer decode.ReleaseAll(recs)
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +475,7 @@ func (t *Table) mergeGroup(ctx context.Context, v tableView, g *CompactionGroup,
 			continue
 		}
 		recs, _, err := t.readFiles(ctx, v, files)
-		defer releaseAll(recs)
+		defer decode.ReleaseAll(recs)
 		if err != nil {
 			return nil, err
 		}
@@ -603,12 +604,6 @@ func (t *Table) readFiles(ctx context.Context, v tableView, files []iceberg.Data
 		rows += sized.NumRows()
 	}
 	return recs, rows, nil
-}
-
-func releaseAll(recs []arrow.RecordBatch) {
-	for _, r := range recs {
-		r.Release()
-	}
 }
 
 // conformRecord returns rec with exactly schema sc (the table's Arrow

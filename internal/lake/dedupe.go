@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake/datafile"
 	"github.com/timelake/timelake/internal/lake/maintenance"
 	"github.com/timelake/timelake/internal/lake/tablemeta"
@@ -188,13 +189,13 @@ func (t *Table) mergeKeys(ctx context.Context, v tableView, files []liveFile, ke
 		var recs []arrow.RecordBatch
 		for rec, err := range it {
 			if err != nil {
-				releaseAll(recs)
+				decode.ReleaseAll(recs)
 				return 0, err
 			}
 			recs = append(recs, rec)
 		}
 		sr, err := datafile.NewSortedRows(memory.DefaultAllocator, sc, recs, v.contract.order())
-		releaseAll(recs)
+		decode.ReleaseAll(recs)
 		if err != nil {
 			return 0, err
 		}

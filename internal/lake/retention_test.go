@@ -115,15 +115,7 @@ func TestRetentionInMaintenance(t *testing.T) {
 func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
 	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
 		ctx := context.Background()
-		tbl := createTestTable(t, l)
-		if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		// One batch, one manifest, two partitions: the day before d
-		// (dropped by a retention of 10 days) and d (kept).
-		now := time.Now().UTC()
-		d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
-		appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+		tbl, now := oldAndNewDay(t, l)
 		dry, err := tbl.ApplyRetention(ctx, 10*24*time.Hour, true)
 		if err != nil || dry.Files != 1 || dry.Rows != 60 {
 			t.Fatalf("dry run: %+v, %v", dry, err)
@@ -156,13 +148,7 @@ func TestRetentionExpiredBeforeItLearntItLanded(t *testing.T) {
 func TestRetentionExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *testing.T) {
 	forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
 		ctx := context.Background()
-		tbl := createTestTable(t, l)
-		if err := tbl.SetProperties(ctx, map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UTC()
-		d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
-		appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+		tbl, now := oldAndNewDay(t, l)
 		other, err := l.LoadTable(ctx, testName)
 		if err != nil {
 			t.Fatal(err)
@@ -204,4 +190,19 @@ func TestRetentionExpiredBeforeItLearntItLandedKeepsFilesOfRetainedSnapshots(t *
 			t.Fatalf("snapshot %d after the retention: %d rows, want %d", later, n, 60+3)
 		}
 	})
+}
+
+// oldAndNewDay is a new table of l without manifest merging, holding one
+// batch, one manifest, in two partitions: the day before d (dropped by a
+// retention of 10 days) and d, 10 days before now (kept).
+func oldAndNewDay(t *testing.T, l *Lake) (tbl *Table, now time.Time) {
+	t.Helper()
+	tbl = createTestTable(t, l)
+	if err := tbl.SetProperties(context.Background(), map[string]string{table.ManifestMergeEnabledKey: "false"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	now = time.Now().UTC()
+	d := now.Truncate(24*time.Hour).AddDate(0, 0, -10)
+	appendRows(t, tbl, "old.csv", d.Add(-61*time.Minute), 120)
+	return tbl, now
 }

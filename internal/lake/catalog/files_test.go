@@ -93,29 +93,12 @@ func TestProbeLatestVersion(t *testing.T) {
 // metadata-log no longer names; no table handle involved.
 func TestFilesCommit(t *testing.T) {
 	ctx := context.Background()
-	wh := localWarehouse(t)
-	f := NewFiles(wh)
-	n := Name{Namespace: "ns", Name: "t"}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	meta, err := table.NewMetadata(sc, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, wh.TableLocation(n), iceberg.Properties{
-		table.MetadataDeleteAfterCommitEnabledKey: "true",
-		table.MetadataPreviousVersionsMaxKey:      "1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := f.Create(ctx, n, meta, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := newFilesTable(t)
+	wh, f, n, v1 := ft.wh, ft.f, ft.n, ft.v1
 	if v1.Ref.N != 1 || v1.Ref.Location != wh.MetadataLocation(n, 1) {
 		t.Fatalf("created %+v, want v1 at %s", v1.Ref, wh.MetadataLocation(n, 1))
 	}
-	if _, err := f.Create(ctx, n, meta, body); !errors.Is(err, ErrTableExists) {
+	if _, err := f.Create(ctx, n, ft.meta, ft.body); !errors.Is(err, ErrTableExists) {
 		t.Fatalf("second create: %v, want ErrTableExists", err)
 	}
 
@@ -177,25 +160,8 @@ func TestFilesCommit(t *testing.T) {
 // deleted stays unknown (it may have landed: its files must be kept).
 func TestFilesLandedAfterVersionDeleted(t *testing.T) {
 	ctx := context.Background()
-	wh := localWarehouse(t)
-	f := NewFiles(wh)
-	n := Name{Namespace: "ns", Name: "t"}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	meta, err := table.NewMetadata(sc, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, wh.TableLocation(n), iceberg.Properties{
-		table.MetadataDeleteAfterCommitEnabledKey: "true",
-		table.MetadataPreviousVersionsMaxKey:      "1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1, err := f.Create(ctx, n, meta, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ft := newFilesTable(t)
+	wh, f, n, v1 := ft.wh, ft.f, ft.n, ft.v1
 	appendOn := func(base Version, id int64) *Write {
 		snap := table.Snapshot{SnapshotID: id, SequenceNumber: base.Meta.SequenceAfter(1), TimestampMs: time.Now().UnixMilli(),
 			ManifestList: wh.TableLocation(n) + "/metadata/snap-" + strconv.FormatInt(id, 10) + ".avro",
@@ -246,6 +212,7 @@ func TestFilesLandedAfterVersionDeleted(t *testing.T) {
 
 	// An append built on v1 whose create never landed (v2 was taken).
 	lost := appendOn(v1, 202)
+	var err error
 	if lost.Next, lost.Body, err = v1.Meta.Apply(lost.Change, v1.Ref.Location); err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +260,42 @@ func localWarehouse(t *testing.T) Warehouse {
 		t.Fatal(err)
 	}
 	return Warehouse{Store: st, Loc: loc, Log: slog.Default()}
+}
+
+// filesTable is the table newFilesTable made: its warehouse, file
+// catalog, name, first version, and the metadata it was created from.
+type filesTable struct {
+	wh   Warehouse
+	f    *Files
+	n    Name
+	v1   Version
+	meta table.Metadata
+	body []byte
+}
+
+// newFilesTable creates the table ns.t (one long column, unpartitioned,
+// keeping one previous version and deleting older ones) in a new local
+// warehouse's file catalog.
+func newFilesTable(t *testing.T) filesTable {
+	t.Helper()
+	wh := localWarehouse(t)
+	f := NewFiles(wh)
+	n := Name{Namespace: "ns", Name: "t"}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	meta, err := table.NewMetadata(sc, iceberg.UnpartitionedSpec, table.UnsortedSortOrder, wh.TableLocation(n), iceberg.Properties{
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := f.Create(context.Background(), n, meta, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filesTable{wh: wh, f: f, n: n, v1: v1, meta: meta, body: body}
 }

@@ -146,7 +146,7 @@ func plainBytes(rec arrow.RecordBatch) int64 {
 // file to file of the format; nil: a new one) and returns its footer
 // metadata and size.
 func writeSmallFile(out io.Writer, f *smallFormat, recs []arrow.RecordBatch, enc *columnEncoder) (*metadata.FileMetaData, int64, error) {
-	sink := &tellWriter{w: out}
+	sink := &countingWriter{w: out}
 	if _, err := sink.Write([]byte("PAR1")); err != nil {
 		return nil, sink.n, err
 	}
@@ -218,7 +218,7 @@ type columnEncoder struct {
 
 // column returns the page writer of column i, set to write to sink under
 // ccb, and its statistics, reset.
-func (e *columnEncoder) column(sink *tellWriter, f *smallFormat, ccb *metadata.ColumnChunkMetaDataBuilder, i int) (file.PageWriter, metadata.TypedStatistics, error) {
+func (e *columnEncoder) column(sink *countingWriter, f *smallFormat, ccb *metadata.ColumnChunkMetaDataBuilder, i int) (file.PageWriter, metadata.TypedStatistics, error) {
 	descr := f.schema.Column(i)
 	codec, level := f.props.CompressionFor(descr.Path()), f.props.CompressionLevelFor(descr.Path())
 	for len(e.pagers) <= i {
@@ -239,7 +239,7 @@ func (e *columnEncoder) column(sink *tellWriter, f *smallFormat, ccb *metadata.C
 
 // writeColumn writes col as column i of the row group: one data page v2
 // of PLAIN values, its statistics on the page and the column chunk.
-func (e *columnEncoder) writeColumn(sink *tellWriter, f *smallFormat, rgb *metadata.RowGroupMetaDataBuilder, i int, col arrow.Array) error {
+func (e *columnEncoder) writeColumn(sink *countingWriter, f *smallFormat, rgb *metadata.RowGroupMetaDataBuilder, i int, col arrow.Array) error {
 	descr := f.schema.Column(i)
 	path := descr.Path()
 	ccb := rgb.NextColumnChunk()
@@ -462,18 +462,3 @@ func updateFixed[T int32 | int64 | float32 | float64](s fixedStatistics[T], vals
 	}
 	s.UpdateSpaced(vals, valid, offset, nulls)
 }
-
-// tellWriter is an io.Writer that knows how many bytes went through it
-// (the page writer's sink).
-type tellWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (t *tellWriter) Write(p []byte) (int, error) {
-	n, err := t.w.Write(p)
-	t.n += int64(n)
-	return n, err
-}
-
-func (t *tellWriter) Tell() int64 { return t.n }

@@ -20,6 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
+
+	"github.com/timelake/timelake/internal/decode"
 )
 
 // smallTestTable is a day-partitioned table of every column type small
@@ -124,7 +126,7 @@ func TestSmallFileAgrees(t *testing.T) {
 			}
 			n := []int{1, 5, 300, 2000, 12_000}[seed%5]
 			recs := smallTestRows(rng, sc, n, 1+rng.IntN(4))
-			defer releaseAll(recs)
+			defer decode.ReleaseAll(recs)
 			small, smallDF := writeShape(t, l, sc, recs, dailyOrder("device"), false, seed%2 == 0)
 			big := *l
 			big.small = nil
@@ -304,7 +306,7 @@ func TestSmallFileOfSlices(t *testing.T) {
 	l, sc := smallTestTable(t, nil)
 	rng := rand.New(rand.NewPCG(3, 9))
 	recs := smallTestRows(rng, sc, 1400, 1)
-	defer releaseAll(recs)
+	defer decode.ReleaseAll(recs)
 	for k, cut := range [][2]int64{{3, 650}, {0, 700}, {13, 14}, {5, 5 + 64}, {3, 650}, {13, 14}, {5, 5 + 64}} {
 		var parts []arrow.RecordBatch
 		for j, r := range recs {
@@ -329,7 +331,7 @@ func TestSmallFileOfSlices(t *testing.T) {
 		if err := pw.Close(); err != nil {
 			t.Fatal(err)
 		}
-		releaseAll(parts)
+		decode.ReleaseAll(parts)
 		sameFooterAndValues(t, k, small.Bytes(), pq.Bytes())
 		onePlainPage(t, k, small.Bytes())
 	}
@@ -364,7 +366,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 		}
 		batches = append(batches, r)
 	}
-	defer releaseAll(batches)
+	defer decode.ReleaseAll(batches)
 	big := *l
 	big.small = nil
 	for _, c := range []struct {
@@ -402,7 +404,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 func TestFinishChunkIsClose(t *testing.T) {
 	l, sc := smallTestTable(t, nil)
 	recs := smallTestRows(rand.New(rand.NewPCG(5, 5)), sc, 1000, 1)
-	defer releaseAll(recs)
+	defer decode.ReleaseAll(recs)
 	write := func(byClose bool) []byte {
 		closeChunks = byClose
 		defer func() { closeChunks = false }()
@@ -419,7 +421,7 @@ func TestFinishChunkIsClose(t *testing.T) {
 	// Not Close twice: the page writers tell their totals.
 	var enc columnEncoder
 	rgb := metadata.NewFileMetadataBuilder(l.small.schema, l.small.props, nil).AppendRowGroup()
-	pager, _, err := enc.column(&tellWriter{w: io.Discard}, l.small, rgb.NextColumnChunk(), 0)
+	pager, _, err := enc.column(&countingWriter{w: io.Discard}, l.small, rgb.NextColumnChunk(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +452,7 @@ func emptyStringBound(t *testing.T, small bool) {
 	}
 	rng := rand.New(rand.NewPCG(5, 99))
 	recs := smallTestRows(rng, sc, 3, 1+rng.IntN(3))
-	defer releaseAll(recs)
+	defer decode.ReleaseAll(recs)
 	rows, err := NewNewestRows(memory.DefaultAllocator, sc, recs, dailyOrder("device"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/timelake/timelake/internal/decode"
 )
 
 // CreateFunc starts the object of a data file at path (a full location,
@@ -411,20 +413,13 @@ func (w *writer) startParquet(times *array.Timestamp) error {
 	w.pw, w.small = pw, nil
 	pending := w.pending
 	w.pending, w.pendRows, w.pendBytes = nil, 0, 0
-	defer releaseAll(pending)
+	defer decode.ReleaseAll(pending)
 	for _, rec := range pending {
 		if err := w.writeBatch(rec); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// releaseAll releases recs.
-func releaseAll(recs []arrow.RecordBatch) {
-	for _, r := range recs {
-		r.Release()
-	}
 }
 
 // close finishes the open file and returns its manifest entry's data
@@ -455,7 +450,7 @@ func (w *writer) closeSmall() (iceberg.DataFile, error) {
 	small, pending, out, path, part := w.small, w.pending, w.out, w.path, w.partition
 	w.pending = nil // reset must not release them before they are written
 	w.reset()
-	defer releaseAll(pending)
+	defer decode.ReleaseAll(pending)
 	if w.enc == nil {
 		w.enc = &columnEncoder{}
 	}
@@ -534,7 +529,7 @@ func (w *writer) reset() {
 	if w.last != nil {
 		w.last.Release()
 	}
-	releaseAll(w.pending)
+	decode.ReleaseAll(w.pending)
 	w.path, w.partition, w.out, w.counted, w.pw, w.last, w.schema, w.dict = "", nil, nil, nil, nil, nil, nil, false
 	w.small, w.pending, w.pendRows, w.pendBytes = nil, nil, 0, 0
 	w.seriesLen, w.prevLen = 0, 0
@@ -548,7 +543,8 @@ func (w *writer) remove(path string) {
 	}
 }
 
-// countingWriter counts the bytes written through it (the file's size).
+// countingWriter counts the bytes written through it (the file's size);
+// Tell makes it the sink of arrow-go's page writer (small files).
 type countingWriter struct {
 	w interface{ Write([]byte) (int, error) }
 	n int64
@@ -559,6 +555,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+func (c *countingWriter) Tell() int64 { return c.n }
 
 // SizedRecord copies rec's columns into buffers of their size
 // (array.Concatenate of each column alone): a batch kept after the
