@@ -28,9 +28,23 @@ const pageWindow = 1 << 20
 // building the Huffman and FSE tables is most of a frame's time (6.3 µs
 // a 1 KB page with them, 2.5 µs without). What they save there is
 // little: 1.2% of c4's data file bytes, 0.8% of c1's; text that only
-// Huffman coding shrinks (free-form notes) takes up to two fifths more
+// Huffman coding shrinks (free-form notes) takes up to half more (two
+// fifths of it without entropy coding, the rest at the fastest level)
 // (docs/performance.md, "Small data files"). Small files are compacted
 // into large ones, whose pages have entropy coding.
+//
+// At zstd's default level (write.parquet.compression-level 3 to 5, or
+// none; timelake's tables are made with 3), such pages are also encoded
+// at zstd's fastest level; a table that asks for a better level (6 and
+// more) gets it: the default level's match finder
+// keeps a 1 MiB hash table (and a second of 128 KiB), the fastest one a
+// single table of 256 KiB, and a page of a few hundred bytes touches a few
+// hundred scattered entries of it. With many writers taking encoders from
+// the pool, those entries are rarely in the cache: on a machine whose
+// memory latency is high, the default level's lookups were 13% of c4's
+// CPU (25 µs a page, against 2.5 µs in a loop on one warm encoder). The
+// fastest level made c4 15 to 30% faster there for 5% more data file
+// bytes (docs/performance.md, "Small pages at the fastest level").
 const smallPage = 4 << 10
 
 type zstdPageCodec struct {
@@ -55,11 +69,15 @@ func (c zstdPageCodec) EncodeLevel(dst, src []byte, level int) []byte {
 	if len(src) > pageWindow {
 		return c.Codec.EncodeLevel(dst, src, level)
 	}
+	small := len(src) < smallPage
 	lvl := zstd.SpeedDefault
 	if level != compress.DefaultCompressionLevel {
 		lvl = zstd.EncoderLevelFromZstd(level)
 	}
-	pool := pageEncoderPool(encoderKind{lvl, len(src) < smallPage})
+	if small && lvl == zstd.SpeedDefault {
+		lvl = zstd.SpeedFastest
+	}
+	pool := pageEncoderPool(encoderKind{lvl, small})
 	enc, _ := pool.Get().(*zstd.Encoder)
 	if enc == nil { // options refused: arrow-go's encoders
 		return c.Codec.EncodeLevel(dst, src, level)
