@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/timelake/timelake/internal/decode"
+	_ "github.com/timelake/timelake/internal/decode/pagecodec" // brotli pages of only nulls
 )
 
 func init() {

@@ -5,6 +5,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/zstd"
+
+	// Data files of tables written with brotli read back when a column
+	// chunk holds only nulls (compaction, deletes).
+	_ "github.com/timelake/timelake/internal/decode/pagecodec"
 )
 
 // The zstd codec of the Parquet pages timelake writes. arrow-go's own
