@@ -389,6 +389,12 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 			var done int64
 			if rec := cr.RecordBatch(); rec != nil {
 				done = rec.NumRows()
+				// A value refused on a row before the broken one is
+				// the chunk's first problem.
+				if verr := c.checkRows(rec, res.rows); verr != nil {
+					res.err = verr
+					return verr
+				}
 			}
 			// The reader counts the header it was fed as line 1.
 			res.err, res.read, res.errRow = shiftLines(ends.explain(err), ch.lines-1), true, res.rows+done+1
@@ -422,6 +428,30 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 		res.recs = append(res.recs, rec)
 		res.rows += n
 	}
+}
+
+// checkRows converts the rows of rec (the reader's, not released; rows
+// data rows of the chunk before it) as read does, and returns the error
+// that refuses one of them, if any: the rows read before a broken one.
+func (c *chunkedText) checkRows(rec arrow.RecordBatch, rows int64) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	rec.Retain()
+	rec, err := c.cols.trim(c.ro, rec, rows)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if c.conv == nil {
+		return nil
+	}
+	out, err := c.conv(rec, rows)
+	if err != nil {
+		return err
+	}
+	out.Release()
+	return nil
 }
 
 // compact returns rec, or when some of its columns hold much more buffer

@@ -37,6 +37,11 @@ type textSource struct {
 	// records without the header).
 	newReader func() *arrowcsv.Reader
 	lineBase  int64 // lines of the text before the reader's segment
+	// broken is the error of a row whose structure is broken (the wrong
+	// number of fields, a bare quote), returned once the rows of its batch
+	// before it are: a value refused among them is the file's first
+	// problem, and the one reported.
+	broken error
 }
 
 // textColumns are the columns of a text file: all of them as the CSV reader
@@ -361,6 +366,9 @@ func (t *textSource) schema() *arrow.Schema { return t.cols.out }
 func (t *textSource) consumed() int64 { return t.stream.consumed() }
 
 func (t *textSource) next() (arrow.RecordBatch, error) {
+	if t.broken != nil {
+		return nil, t.broken
+	}
 	ok := t.r.Next()
 	for !ok && t.r.Err() == nil && t.ends.segmentEnded() {
 		t.lineBase = t.ends.cutLines
@@ -384,9 +392,13 @@ func (t *textSource) next() (arrow.RecordBatch, error) {
 		if t.ro.skipRows != nil {
 			row = t.ro.skipRows.fileRow(row)
 		}
-		return nil, textReadError(t.ro, row, t.cols.read.NumFields(), t.ends.explain(err))
-	}
-	if !ok {
+		t.broken = textReadError(t.ro, row, t.cols.read.NumFields(), t.ends.explain(err))
+		if done == 0 {
+			return nil, t.broken
+		}
+		// The rows before the broken one first (t.broken is returned
+		// by the next call).
+	} else if !ok {
 		return nil, nil
 	}
 	rec := t.r.RecordBatch()
