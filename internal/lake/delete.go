@@ -77,6 +77,12 @@ const sourceColumnHint = "set the table property " + PropSourceColumn + " (timel
 // longer all live: another writer replaced one.
 var errDeleteInputGone = errors.New("an input file of the delete was replaced meanwhile")
 
+// errDeleteLanded ends an attempt of a delete whose input files are gone
+// because an earlier attempt of the same delete removed them: its commit
+// landed although it was not recognised as committed (heldOwnFiles). The
+// delete is done; planning it again would find no row to delete.
+var errDeleteLanded = errors.New("an earlier attempt of the delete landed")
+
 // WhereColumn is one column of a delete predicate and the values a row's
 // value must be one of.
 type WhereColumn struct {
@@ -463,6 +469,21 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	}
 	m.rows = res.Rows
 	res.SnapshotID, res.Version, err = m.commit(ctx, m, opts.commit)
+	if errors.Is(err, errDeleteLanded) {
+		// Done by the attempt that landed: its snapshot, when the table
+		// still has it, and the newest version.
+		res.SnapshotID = 0
+		for _, a := range m.attempts {
+			if a != nil && m.landedOn.SnapshotIDTaken(a.snapshotID) {
+				res.SnapshotID = a.snapshotID
+			}
+		}
+		if err := t.Refresh(ctx); err != nil {
+			return res, err
+		}
+		res.Version = t.Version()
+		return res, nil
+	}
 	return res, err
 }
 
@@ -568,6 +589,9 @@ type deleteMutation struct {
 	// keep its data sequence number, which orders their rows against the
 	// batches of other files (dedupe.go), as a compaction's do.
 	dedupe bool
+	// landedOn is the version on which an attempt found that an earlier
+	// one had landed (errDeleteLanded).
+	landedOn *tablemeta.Indexed
 }
 
 func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
@@ -595,6 +619,10 @@ func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 	}
 	for _, df := range m.inputs {
 		if !live[df.FilePath()] {
+			if m.seen {
+				m.landedOn = base
+				return nil, errDeleteLanded
+			}
 			return nil, errDeleteInputGone
 		}
 	}

@@ -668,17 +668,22 @@ func TestDeleteSeveralBatches(t *testing.T) {
 // its snapshot (timelake.max-snapshots expires young snapshots too). Its
 // inputs are gone from the newest version, but the files it wrote are the
 // table's: the rewritten file, and the manifests of a file dropped whole.
-// They are kept, and every row left is read once.
+// They are kept, and every row left is read once. When the table still
+// holds a file the delete wrote (a rewrite), the delete reports the rows
+// it deleted (it reported none: planned again on the newest version, it
+// found nothing left to delete); of a file dropped whole, whose manifests
+// later appends merged, nothing is left to recognise it by.
 func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 	start := day0.Add(-3 * time.Hour)
 	rewrite, _ := ParseWhere([]string{"device=d1"})
 	for _, tc := range []struct {
-		name string
-		pred DeletePredicate
-		left int64 // rows of the first file left
+		name       string
+		pred       DeletePredicate
+		left       int64 // rows of the first file left
+		recognised bool
 	}{
-		{"rewrite", DeletePredicate{Where: rewrite, From: start, To: start.Add(time.Hour)}, 3},
-		{"drop", DeletePredicate{From: start, To: start.Add(time.Hour)}, 0},
+		{"rewrite", DeletePredicate{Where: rewrite, From: start, To: start.Add(time.Hour)}, 3, true},
+		{"drop", DeletePredicate{From: start, To: start.Add(time.Hour)}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forS3AndREST(t, func(t *testing.T, l *Lake, _ bool) {
@@ -691,9 +696,13 @@ func TestDeleteExpiredBeforeItLearntItLanded(t *testing.T) {
 				}
 				versions := DefaultMetadataVersions + 1
 				landed, restore := outlive(t, l, other, day0, versions, true)
-				_, err = tbl.Delete(ctx, DeleteOptions{Predicate: tc.pred})
+				res, err := tbl.Delete(ctx, DeleteOptions{Predicate: tc.pred})
 				restore()
-				t.Logf("delete whose snapshot expired before it learnt its outcome: %v", err)
+				t.Logf("delete whose snapshot expired before it learnt its outcome: %+v, %v", res, err)
+				if tc.recognised && (err != nil || res.Rows != 5-tc.left || res.Version != tbl.Version()) {
+					t.Errorf("delete: %d rows deleted at version %d, %v; want %d at version %d",
+						res.Rows, res.Version, err, 5-tc.left, tbl.Version())
+				}
 				fresh := expiredSnapshot(t, l, "delete", *landed)
 				if n := scanCount(t, fresh); n != tc.left+3*int64(versions) {
 					t.Fatalf("%d rows, want %d", n, tc.left+3*int64(versions))
