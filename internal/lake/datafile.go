@@ -23,6 +23,15 @@ import (
 // timelake writes when write.parquet.row-group-limit is not set.
 const DefaultRowGroupRows = datafile.DefaultRowGroupRows
 
+// CheckParquetCompression refuses table properties whose Parquet codec or
+// level no data file can be written with (datafile.ParquetCompression):
+// tables alter checks them before it commits, every writer before it
+// writes.
+func CheckParquetCompression(props iceberg.Properties) error {
+	_, _, err := datafile.ParquetCompression(props)
+	return err
+}
+
 // order is the order of the rows of the contract's table in its data
 // files.
 func (c Contract) order() datafile.Order {

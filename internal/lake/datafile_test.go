@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/timelake/timelake/internal/decode"
 	"github.com/timelake/timelake/internal/lake/datafile"
 )
 
@@ -298,3 +299,32 @@ func expectDataFileLike(t *testing.T, tbl *Table, rec arrow.RecordBatch, df iceb
 }
 
 func pathFolder(p string) string { return p[:strings.LastIndex(p, "/")] }
+
+// TestCompressionNoFileCanBeWrittenWith: a table whose Parquet level or
+// codec another tool set to one no data file can be written with (a gzip
+// level of 10 made arrow-go's writer panic on every file, which quarantined
+// good landing files as broken) refuses appends and compaction with an
+// error naming the property and the fix; nothing is written.
+func TestCompressionNoFileCanBeWrittenWith(t *testing.T) {
+	ctx := context.Background()
+	l := newLocalLake(t)
+	tbl := createTestTable(t, l)
+	appendRows(t, tbl, "gw/a.csv", day0, 10)
+	appendRows(t, tbl, "gw/b.csv", day0, 10)
+	if err := tbl.SetProperties(ctx, map[string]string{table.ParquetCompressionKey: "gzip", table.ParquetCompressionLevelKey: "10"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := rows(t, tbl.ArrowSchema(), day0, 10, false)
+	defer rec.Release()
+	_, err := tbl.Append(ctx, "gw/c.csv", []arrow.RecordBatch{rec}, AppendOptions{})
+	const want = `write.parquet.compression-level="10": expected a gzip level from 1 to 9`
+	if err == nil || decode.IsPanic(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("append: %v, want an error naming %s", err, want)
+	}
+	if _, err := tbl.Compact(ctx, CompactOptions{MinFiles: 2}); err == nil || decode.IsPanic(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("compact: %v, want an error naming %s", err, want)
+	}
+	if got := scanCount(t, tbl); got != 20 {
+		t.Fatalf("%d rows, want 20", got)
+	}
+}

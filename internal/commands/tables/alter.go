@@ -329,9 +329,14 @@ func expandProfiles(props iceberg.Properties, unset []string) []string {
 // type: lake.Table.CheckSourceColumns), timelake.read-dedup on a
 // table without a series key (every row of one time would be one
 // reading), and a timelake.max-snapshots below timelake.min-snapshots
-// (the newest min-snapshots are always kept). Usage errors.
+// (the newest min-snapshots are always kept), a Parquet codec or level no
+// data file can be written with (an unknown codec, a gzip level of 10).
+// Usage errors.
 func checkAltered(t *lake.Table, after iceberg.Properties) error {
 	if _, err := profile.FromProperties(after); err != nil {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	if err := lake.CheckParquetCompression(after); err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
 	if err := t.CheckSourceColumns(after[lake.PropSourceColumn], after[lake.PropLoadTimeColumn]); err != nil {

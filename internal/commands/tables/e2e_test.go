@@ -586,6 +586,17 @@ func TestTablesMaintainByHand(t *testing.T) {
 		t.Errorf("alter of max-snapshots below min-snapshots: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	mustRun(t, env, false, "tables", "alter", "--set", "timelake.max-snapshots=5", "--set", "timelake.min-snapshots=5")
+	// A Parquet codec or level no data file can be written with.
+	for _, bad := range [][]string{
+		{"--set", "write.parquet.compression-codec=brotly"},
+		{"--set", "write.parquet.compression-codec=gzip", "--set", "write.parquet.compression-level=10"},
+	} {
+		r = timelake(t, env, false, append([]string{"tables", "alter"}, bad...)...)
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "table property write.parquet.compression-") || r.out != "" {
+			t.Errorf("alter %v: exit %d, stdout %q, stderr %q", bad, r.code, r.out, r.errOut)
+		}
+	}
+	mustRun(t, env, false, "tables", "alter", "--set", "write.parquet.compression-codec=GZIP", "--set", "write.parquet.compression-level=9")
 }
 
 // TestGatewayChangedItsFormat is the walkthrough of docs/schema.md through

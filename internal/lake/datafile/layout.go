@@ -2,7 +2,7 @@ package datafile
 
 import (
 	"fmt"
-	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 
@@ -62,6 +62,9 @@ type partitionField struct {
 // other columns timelake's writer does not write, or a partition spec
 // other than time transforms of the time column no finer than chunk.
 func NewLayout(meta table.Metadata, sc *arrow.Schema, o Order, chunk iceberg.Transform) (*Layout, error) {
+	if _, _, err := ParquetCompression(meta.Properties()); err != nil {
+		return nil, err
+	}
 	if meta.Version() != 2 {
 		return nil, nil
 	}
@@ -179,6 +182,59 @@ func positiveProperty(props iceberg.Properties, key string, def int64) int64 {
 	return def
 }
 
+// ParquetCompression returns the codec and level of a table's data files
+// (write.parquet.compression-codec, write.parquet.compression-level), or
+// an error naming the property, what it holds and what it takes. Codec
+// names are read in any case, as Iceberg's Java writer reads them; lz4 is
+// Parquet's LZ4_RAW (the deprecated LZ4 codec's framing differs between
+// writers, and readers, DuckDB among them, read only some). A level must
+// be a whole number within the codec's range (zstd up to 22, gzip -1 to 9,
+// brotli 0 to 11); codecs without levels ignore it. A value refused here
+// used to be taken silently (uncompressed pages for an unknown codec, the
+// default for a level that is no number), or to make the writer panic on
+// every file (a gzip level of 10), quarantining good files.
+func ParquetCompression(props iceberg.Properties) (compress.Compression, int, error) {
+	var codec compress.Compression
+	c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault)
+	lo, hi := math.MinInt, math.MaxInt // the levels the codec takes
+	switch strings.ToLower(c) {
+	case "zstd":
+		codec, hi = compress.Codecs.Zstd, 22
+	case "snappy":
+		codec = compress.Codecs.Snappy
+	case "gzip":
+		codec, lo, hi = compress.Codecs.Gzip, -1, 9
+	case "brotli":
+		codec, lo, hi = compress.Codecs.Brotli, 0, 11
+	case "lz4", "lz4raw", "lz4_raw":
+		codec = compress.Codecs.Lz4Raw
+	case "uncompressed", "none":
+		codec = compress.Codecs.Uncompressed
+	default:
+		return 0, 0, fmt.Errorf("table property %s=%q: expected zstd, snappy, gzip, brotli, lz4 or uncompressed (timelake tables alter NAME --set %s=zstd)",
+			table.ParquetCompressionKey, c, table.ParquetCompressionKey)
+	}
+	v, set := props[table.ParquetCompressionLevelKey]
+	if !set || v == "" {
+		return codec, table.ParquetCompressionLevelDefault, nil
+	}
+	level, err := strconv.Atoi(v)
+	if err != nil || level < lo || level > hi {
+		what := "a whole number"
+		switch {
+		case lo == -1:
+			what = fmt.Sprintf("a %s level from 1 to 9 (0: no compression, -1: its default)", strings.ToLower(c))
+		case hi == 22:
+			what = "a zstd level of at most 22 (1 to 22; 3 is zstd's default)"
+		case lo == 0:
+			what = fmt.Sprintf("a %s level from 0 to 11", strings.ToLower(c))
+		}
+		return 0, 0, fmt.Errorf("table property %s=%q: expected %s (timelake tables alter NAME --unset %s for the codec's default)",
+			table.ParquetCompressionLevelKey, v, what, table.ParquetCompressionLevelKey)
+	}
+	return codec, level, nil
+}
+
 // parquetWriterProperties maps the table's write.parquet.* properties to
 // arrow-go's writer as iceberg-go's writer does (iceberg-go's mapping is
 // internal to it), with rowGroup rows at most per row group, statistics and
@@ -192,28 +248,7 @@ func parquetWriterProperties(props iceberg.Properties, sc *arrow.Schema, rowGrou
 	if props.Get(table.ParquetPageVersionKey, table.ParquetPageVersionDefault) == "1" {
 		pageVersion = parquet.DataPageV1
 	}
-	codec := compress.Codecs.Uncompressed
-	switch c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault); c {
-	case "zstd":
-		codec = compress.Codecs.Zstd
-	case "snappy":
-		codec = compress.Codecs.Snappy
-	case "gzip":
-		codec = compress.Codecs.Gzip
-	case "brotli":
-		codec = compress.Codecs.Brotli
-	case "lz4", "lz4raw":
-		// LZ4_RAW: the deprecated LZ4 codec's framing differs between
-		// writers, and readers (DuckDB among them) read only some.
-		codec = compress.Codecs.Lz4Raw
-	case "uncompressed":
-	default:
-		slog.Warn("unknown Parquet compression codec: writing uncompressed pages", "property", table.ParquetCompressionKey, "codec", c)
-	}
-	level, err := strconv.Atoi(props[table.ParquetCompressionLevelKey])
-	if err != nil {
-		level = table.ParquetCompressionLevelDefault
-	}
+	codec, level, _ := ParquetCompression(props) // checked by NewLayout
 	// Java's Boolean.parseBoolean, as iceberg-go and Iceberg Java read them.
 	dict, set := props[propDictEnabled]
 	dictDefault := !set || strings.EqualFold(dict, "true")
