@@ -265,15 +265,19 @@ func (e *columnEncoder) writeColumn(sink *countingWriter, f *smallFormat, rgb *m
 	}
 	enc.ApplyStatSizeLimits(int(f.props.MaxStatsSizeFor(path)))
 	enc.Signed = descr.SortOrder() == schema.SortSIGNED
-	data := e.values.Bytes()
-	if pager.HasCompressor() {
+	// A page of only nulls has no values: they are written as they are
+	// (is_compressed false) rather than as a compressed stream of no
+	// bytes, which some readers cannot decode (arrow-go's brotli codec:
+	// decode/pagecodec).
+	data, compressed := e.values.Bytes(), pager.HasCompressor() && e.values.Len() > 0
+	if compressed {
 		e.compressed.Reset()
 		data = pager.Compress(&e.compressed, data)
 	}
 	// The page writer writes the page at once: its buffer is reused.
 	e.page = append(append(e.page[:0], e.levels.Bytes()...), data...)
 	dp := file.NewDataPageV2WithConfig(memory.NewBufferBytes(e.page), int32(nulls), int32(n), int32(e.levels.Len()), 0,
-		pager.HasCompressor(), file.DataPageConfig{
+		compressed, file.DataPageConfig{
 			Num:              int32(n),
 			Encoding:         parquet.Encodings.Plain,
 			UncompressedSize: int32(e.levels.Len() + e.values.Len()),

@@ -299,8 +299,14 @@ func onePlainPage(t *testing.T, i int, data []byte) {
 		if len(pages) != 1 {
 			t.Fatalf("file %d column %d: %d pages, want one", i, c, len(pages))
 		}
-		if _, ok := pages[0].(*file.DataPageV2); !ok || parquet.Encoding(pages[0].Encoding()) != parquet.Encodings.Plain {
+		dp, ok := pages[0].(*file.DataPageV2)
+		if !ok || parquet.Encoding(pages[0].Encoding()) != parquet.Encodings.Plain {
 			t.Errorf("file %d column %d: a %T of encoding %v, want a PLAIN data page v2", i, c, pages[0], pages[0].Encoding())
+			continue
+		}
+		// No values (only nulls): none compressed either.
+		if dp.NumNulls() == dp.NumValues() && dp.IsCompressed() {
+			t.Errorf("file %d column %d: a page of only nulls whose values are compressed", i, c)
 		}
 	}
 }
