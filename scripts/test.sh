@@ -8,6 +8,7 @@
 #   ./scripts/test.sh                                  go test -count=1 ./..., then the interop tests
 #   ./scripts/test.sh -run S3 ./internal/testutil/...  go test -count=1 -run S3 ./internal/testutil/...
 #   ./scripts/test.sh interop                          only the interop tests
+#   INTEROP_RUN=TestX ./scripts/test.sh interop        only the interop tests matching TestX
 #
 # go test ./... includes TestS3TrialScript (cmd/timelake), which runs scripts/s3-trial.sh
 # on this S3 server and checks the rows it loads.
@@ -63,7 +64,7 @@ interop_tests() {
 		echo "$sum" >"$stamp"
 	fi
 	echo "test.sh: interop tests in test/interop (icebird and DuckDB read our tables)" >&2
-	(cd test/interop && TIMELAKE_TEST_INTEROP_REQUIRED=1 go test -count=1 ./...)
+	(cd test/interop && TIMELAKE_TEST_INTEROP_REQUIRED=1 go test -count=1 ${INTEROP_RUN:+-run "$INTEROP_RUN"} ./...)
 }
 
 status=0
