@@ -32,6 +32,11 @@ func CheckParquetCompression(props iceberg.Properties) error {
 	return err
 }
 
+// CanonicalParquetCodec is the spelling of a write.parquet.compression-codec
+// value that every writer of a table reads (datafile.CanonicalCodec):
+// tables alter stores that one.
+func CanonicalParquetCodec(value string) string { return datafile.CanonicalCodec(value) }
+
 // order is the order of the rows of the contract's table in its data
 // files.
 func (c Contract) order() datafile.Order {

@@ -139,6 +139,9 @@ func ParseAlter(set, unset []string) (map[string]string, []string, error) {
 		if err := lake.ValidateProperty(k, v); err != nil {
 			return nil, nil, cmdutil.UsageErrorf("--set %s", err)
 		}
+		if k == table.ParquetCompressionKey {
+			v = lake.CanonicalParquetCodec(v) // ZSTD: zstd, as iceberg-go's writer reads it too
+		}
 		out[k] = v
 	}
 	var keys []string

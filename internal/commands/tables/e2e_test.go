@@ -596,7 +596,10 @@ func TestTablesMaintainByHand(t *testing.T) {
 			t.Errorf("alter %v: exit %d, stdout %q, stderr %q", bad, r.code, r.out, r.errOut)
 		}
 	}
-	mustRun(t, env, false, "tables", "alter", "--set", "write.parquet.compression-codec=GZIP", "--set", "write.parquet.compression-level=9")
+	// Stored in lower case, as iceberg-go's writer reads it too.
+	if out := mustRun(t, env, false, "tables", "alter", "--set", "write.parquet.compression-codec=GZIP", "--set", "write.parquet.compression-level=9"); !strings.Contains(out, "write.parquet.compression-codec\tzstd\tgzip\ttrue") {
+		t.Errorf("alter of the codec to GZIP:\n%s", out)
+	}
 }
 
 // TestGatewayChangedItsFormat is the walkthrough of docs/schema.md through

@@ -28,6 +28,9 @@ import (
 func init() {
 	if c, err := compress.GetCodec(compress.Codecs.Brotli); err == nil {
 		if ec, ok := c.(compress.ErrorCodec); ok {
+			if _, streams := ec.(compress.StreamingCodec); !streams {
+				return // not arrow-go's codec: left as it is
+			}
 			if _, mended := ec.(Brotli); !mended {
 				compress.RegisterCodec(compress.Codecs.Brotli, Brotli{ErrorCodec: ec})
 			}
@@ -62,6 +65,22 @@ func (c Brotli) DecodeWithError(dst, src []byte) ([]byte, error) {
 	default:
 		return nil, err
 	}
+}
+
+// NewReader, NewWriter and NewWriterLevel are arrow-go's codec's streams
+// (compress.StreamingCodec): without them arrow-go reads every page of the
+// column whole instead of streaming pages over 1 MiB. A page of no bytes
+// is never streamed.
+func (c Brotli) NewReader(r io.Reader) io.ReadCloser {
+	return c.ErrorCodec.(compress.StreamingCodec).NewReader(r)
+}
+
+func (c Brotli) NewWriter(w io.Writer) io.WriteCloser {
+	return c.ErrorCodec.(compress.StreamingCodec).NewWriter(w)
+}
+
+func (c Brotli) NewWriterLevel(w io.Writer, level int) (io.WriteCloser, error) {
+	return c.ErrorCodec.(compress.StreamingCodec).NewWriterLevel(w, level)
 }
 
 // Decode is DecodeWithError, panicking on an error as arrow-go's codecs do

@@ -188,8 +188,8 @@ func positiveProperty(props iceberg.Properties, key string, def int64) int64 {
 // names are read in any case, as Iceberg's Java writer reads them; lz4 is
 // Parquet's LZ4_RAW (the deprecated LZ4 codec's framing differs between
 // writers, and readers, DuckDB among them, read only some). A level must
-// be a whole number within the codec's range (zstd up to 22, gzip -1 to 9,
-// brotli 0 to 11); codecs without levels ignore it. A value refused here
+// be a whole number within the range arrow-go's codec takes (zstd up to 22,
+// gzip -3 to 9, brotli -1 to 11); codecs without levels ignore it. A value refused here
 // used to be taken silently (uncompressed pages for an unknown codec, the
 // default for a level that is no number), or to make the writer panic on
 // every file (a gzip level of 10), quarantining good files.
@@ -203,12 +203,12 @@ func ParquetCompression(props iceberg.Properties) (compress.Compression, int, er
 	case "snappy":
 		codec = compress.Codecs.Snappy
 	case "gzip":
-		codec, lo, hi = compress.Codecs.Gzip, -1, 9
+		codec, lo, hi = compress.Codecs.Gzip, -3, 9
 	case "brotli":
-		codec, lo, hi = compress.Codecs.Brotli, 0, 11
+		codec, lo, hi = compress.Codecs.Brotli, -1, 11
 	case "lz4", "lz4raw", "lz4_raw":
 		codec = compress.Codecs.Lz4Raw
-	case "uncompressed", "none":
+	case "uncompressed":
 		codec = compress.Codecs.Uncompressed
 	default:
 		return 0, 0, fmt.Errorf("table property %s=%q: expected zstd, snappy, gzip, brotli, lz4 or uncompressed (timelake tables alter NAME --set %s=zstd)",
@@ -222,17 +222,32 @@ func ParquetCompression(props iceberg.Properties) (compress.Compression, int, er
 	if err != nil || level < lo || level > hi {
 		what := "a whole number"
 		switch {
-		case lo == -1:
-			what = fmt.Sprintf("a %s level from 1 to 9 (0: no compression, -1: its default)", strings.ToLower(c))
+		case lo == -3:
+			what = "a gzip level from 1 to 9 (0: no compression, -1: its default, -2 and -3: Huffman only and constant)"
 		case hi == 22:
 			what = "a zstd level of at most 22 (1 to 22; 3 is zstd's default)"
-		case lo == 0:
-			what = fmt.Sprintf("a %s level from 0 to 11", strings.ToLower(c))
+		case hi == 11:
+			what = "a brotli level from 0 to 11 (-1: its default)"
 		}
 		return 0, 0, fmt.Errorf("table property %s=%q: expected %s (timelake tables alter NAME --unset %s for the codec's default)",
 			table.ParquetCompressionLevelKey, v, what, table.ParquetCompressionLevelKey)
 	}
 	return codec, level, nil
+}
+
+// CanonicalCodec is the name of a write.parquet.compression-codec value
+// that ParquetCompression takes as every writer of a table reads it:
+// lower case (iceberg-go's writer, which writes the tables Layout does
+// not cover, reads only that), lz4 for LZ4_RAW; the value itself when it
+// names no codec.
+func CanonicalCodec(value string) string {
+	switch v := strings.ToLower(value); v {
+	case "lz4raw", "lz4_raw":
+		return "lz4"
+	case "zstd", "snappy", "gzip", "brotli", "lz4", "uncompressed":
+		return v
+	}
+	return value
 }
 
 // parquetWriterProperties maps the table's write.parquet.* properties to

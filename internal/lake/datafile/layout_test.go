@@ -87,6 +87,9 @@ func TestParquetCompression(t *testing.T) {
 		{"Brotli", "11", compress.Codecs.Brotli, 11, ""},
 		{"gzip", "-1", compress.Codecs.Gzip, -1, ""},
 		{"gzip", "9", compress.Codecs.Gzip, 9, ""},
+		{"gzip", "-3", compress.Codecs.Gzip, -3, ""},
+		{"brotli", "-1", compress.Codecs.Brotli, -1, ""},
+		{"LZ4_RAW", "", compress.Codecs.Lz4Raw, table.ParquetCompressionLevelDefault, ""},
 		{"lz4", "", compress.Codecs.Lz4Raw, table.ParquetCompressionLevelDefault, ""},
 		{"snappy", "7", compress.Codecs.Snappy, 7, ""},
 		{"uncompressed", "", compress.Codecs.Uncompressed, table.ParquetCompressionLevelDefault, ""},
@@ -97,6 +100,7 @@ func TestParquetCompression(t *testing.T) {
 		{"zstd", "abc", 0, 0, `write.parquet.compression-level="abc"`},
 		{"snappy", "fast", 0, 0, `write.parquet.compression-level="fast": expected a whole number`},
 		{"brotly", "", 0, 0, `write.parquet.compression-codec="brotly": expected zstd, snappy, gzip, brotli, lz4 or uncompressed`},
+		{"lzo", "", 0, 0, `write.parquet.compression-codec="lzo": expected`},
 	} {
 		props := iceberg.Properties{}
 		if tc.codec != "" {
@@ -122,6 +126,16 @@ func TestParquetCompression(t *testing.T) {
 			}
 		case err != nil || codec != tc.want || level != tc.wantLevel:
 			t.Errorf("%q level %q: %v %d %v, want %v %d", tc.codec, tc.level, codec, level, err, tc.want, tc.wantLevel)
+		}
+	}
+}
+
+// TestCanonicalCodec: what tables alter stores, which iceberg-go's writer
+// (lower case only) reads too.
+func TestCanonicalCodec(t *testing.T) {
+	for in, want := range map[string]string{"ZSTD": "zstd", "Brotli": "brotli", "LZ4_RAW": "lz4", "lz4raw": "lz4", "gzip": "gzip", "Uncompressed": "uncompressed", "lzo": "lzo"} {
+		if got := CanonicalCodec(in); got != want {
+			t.Errorf("CanonicalCodec(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

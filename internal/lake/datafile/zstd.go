@@ -1,6 +1,7 @@
 package datafile
 
 import (
+	"io"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -59,8 +60,25 @@ var pageEncoders sync.Map // encoderKind -> *sync.Pool of *zstd.Encoder
 
 func init() {
 	if c, err := compress.GetCodec(compress.Codecs.Zstd); err == nil {
-		compress.RegisterCodec(compress.Codecs.Zstd, zstdPageCodec{Codec: c})
+		if _, streams := c.(compress.StreamingCodec); streams {
+			compress.RegisterCodec(compress.Codecs.Zstd, zstdPageCodec{Codec: c})
+		}
 	}
+}
+
+// NewReader, NewWriter and NewWriterLevel are arrow-go's codec's streams
+// (compress.StreamingCodec): without them arrow-go reads every page of a
+// zstd column whole instead of streaming pages over 1 MiB.
+func (c zstdPageCodec) NewReader(r io.Reader) io.ReadCloser {
+	return c.Codec.(compress.StreamingCodec).NewReader(r)
+}
+
+func (c zstdPageCodec) NewWriter(w io.Writer) io.WriteCloser {
+	return c.Codec.(compress.StreamingCodec).NewWriter(w)
+}
+
+func (c zstdPageCodec) NewWriterLevel(w io.Writer, level int) (io.WriteCloser, error) {
+	return c.Codec.(compress.StreamingCodec).NewWriterLevel(w, level)
 }
 
 func (c zstdPageCodec) Encode(dst, src []byte) []byte {

@@ -31,6 +31,10 @@ func TestZstdPageCodec(t *testing.T) {
 	if !ok {
 		t.Fatalf("registered zstd codec is %T, want zstdPageCodec", c)
 	}
+	// arrow-go streams the pages over 1 MiB of a codec that streams.
+	if _, ok := c.(compress.StreamingCodec); !ok {
+		t.Error("the registered zstd codec does not stream")
+	}
 	for _, n := range []int{100, 1000, smallPage - 1, smallPage, 64 << 10, pageWindow, pageWindow + 1, 3 << 20} {
 		src := pageLike(n)
 		for _, level := range []int{compress.DefaultCompressionLevel, 1, 3, 9} {
