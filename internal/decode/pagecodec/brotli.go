@@ -27,21 +27,21 @@ import (
 
 func init() {
 	if c, err := compress.GetCodec(compress.Codecs.Brotli); err == nil {
-		if ec, ok := c.(compress.ErrorCodec); ok {
-			if _, streams := ec.(compress.StreamingCodec); !streams {
-				return // not arrow-go's codec: left as it is
-			}
-			if _, mended := ec.(Brotli); !mended {
-				compress.RegisterCodec(compress.Codecs.Brotli, Brotli{ErrorCodec: ec})
-			}
+		ec, decodes := c.(compress.ErrorCodec)
+		sc, streams := c.(compress.StreamingCodec)
+		if _, mended := c.(Brotli); decodes && streams && !mended {
+			compress.RegisterCodec(compress.Codecs.Brotli, Brotli{ErrorCodec: ec, StreamingCodec: sc})
 		}
 	}
 }
 
 // Brotli is arrow-go's brotli codec (ErrorCodec) reading pages of no bytes
-// itself.
+// itself. Its streams are arrow-go's (StreamingCodec): without them
+// arrow-go reads every page of the column whole instead of streaming the
+// pages over 1 MiB; a page of no bytes is never streamed.
 type Brotli struct {
 	compress.ErrorCodec
+	compress.StreamingCodec
 }
 
 // errEmptyPageHoldsBytes refuses a page of no bytes whose brotli stream
@@ -65,22 +65,6 @@ func (c Brotli) DecodeWithError(dst, src []byte) ([]byte, error) {
 	default:
 		return nil, err
 	}
-}
-
-// NewReader, NewWriter and NewWriterLevel are arrow-go's codec's streams
-// (compress.StreamingCodec): without them arrow-go reads every page of the
-// column whole instead of streaming pages over 1 MiB. A page of no bytes
-// is never streamed.
-func (c Brotli) NewReader(r io.Reader) io.ReadCloser {
-	return c.ErrorCodec.(compress.StreamingCodec).NewReader(r)
-}
-
-func (c Brotli) NewWriter(w io.Writer) io.WriteCloser {
-	return c.ErrorCodec.(compress.StreamingCodec).NewWriter(w)
-}
-
-func (c Brotli) NewWriterLevel(w io.Writer, level int) (io.WriteCloser, error) {
-	return c.ErrorCodec.(compress.StreamingCodec).NewWriterLevel(w, level)
 }
 
 // Decode is DecodeWithError, panicking on an error as arrow-go's codecs do

@@ -1,7 +1,6 @@
 package datafile
 
 import (
-	"io"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -52,33 +51,23 @@ const pageWindow = 1 << 20
 // bytes (docs/performance.md, "Small pages at the fastest level").
 const smallPage = 4 << 10
 
+// zstdPageCodec is arrow-go's zstd codec encoding pages of at most
+// pageWindow bytes itself. Its streams are arrow-go's (StreamingCodec):
+// without them arrow-go reads every page of a zstd column whole instead of
+// streaming the pages over 1 MiB.
 type zstdPageCodec struct {
 	compress.Codec // arrow-go's zstd codec
+	compress.StreamingCodec
 }
 
 var pageEncoders sync.Map // encoderKind -> *sync.Pool of *zstd.Encoder
 
 func init() {
 	if c, err := compress.GetCodec(compress.Codecs.Zstd); err == nil {
-		if _, streams := c.(compress.StreamingCodec); streams {
-			compress.RegisterCodec(compress.Codecs.Zstd, zstdPageCodec{Codec: c})
+		if sc, streams := c.(compress.StreamingCodec); streams {
+			compress.RegisterCodec(compress.Codecs.Zstd, zstdPageCodec{Codec: c, StreamingCodec: sc})
 		}
 	}
-}
-
-// NewReader, NewWriter and NewWriterLevel are arrow-go's codec's streams
-// (compress.StreamingCodec): without them arrow-go reads every page of a
-// zstd column whole instead of streaming pages over 1 MiB.
-func (c zstdPageCodec) NewReader(r io.Reader) io.ReadCloser {
-	return c.Codec.(compress.StreamingCodec).NewReader(r)
-}
-
-func (c zstdPageCodec) NewWriter(w io.Writer) io.WriteCloser {
-	return c.Codec.(compress.StreamingCodec).NewWriter(w)
-}
-
-func (c zstdPageCodec) NewWriterLevel(w io.Writer, level int) (io.WriteCloser, error) {
-	return c.Codec.(compress.StreamingCodec).NewWriterLevel(w, level)
 }
 
 func (c zstdPageCodec) Encode(dst, src []byte) []byte {
