@@ -364,7 +364,7 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	if ok, err := c.readFast(ch, res); ok {
 		return err
 	}
-	sc, conv := c.cols.read, c.conv
+	sc := c.cols.read
 	size := ch.end - ch.off
 	var body io.Reader = io.NewSectionReader(c.src.R, ch.off, size)
 	if ch.text != nil {
@@ -406,19 +406,10 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 		rec := cr.RecordBatch()
 		rec.Retain()
 		n := rec.NumRows()
-		rec, err := c.cols.trim(c.ro, rec, res.rows)
+		rec, err := c.convert(rec, res.rows)
 		if err != nil {
 			res.err = err
 			return err
-		}
-		if conv != nil {
-			out, err := conv(rec, res.rows)
-			rec.Release()
-			if err != nil {
-				res.err = err
-				return err
-			}
-			rec = out
 		}
 		rec, err = compact(rec, c.ro.mem)
 		if err != nil {
@@ -430,6 +421,19 @@ func (c *chunkedText) read(ch textChunk, res *chunkResult) error {
 	}
 }
 
+// convert trims rec (released) to the file's columns and converts it
+// with c.conv when set; rows is the number of data rows of the chunk
+// before it.
+func (c *chunkedText) convert(rec arrow.RecordBatch, rows int64) (arrow.RecordBatch, error) {
+	rec, err := c.cols.trim(c.ro, rec, rows)
+	if err != nil || c.conv == nil {
+		return rec, err
+	}
+	out, err := c.conv(rec, rows)
+	rec.Release()
+	return out, err
+}
+
 // checkRows converts the rows of rec (the reader's, not released; rows
 // data rows of the chunk before it) as read does, and returns the error
 // that refuses one of them, if any: the rows read before a broken one.
@@ -438,15 +442,7 @@ func (c *chunkedText) checkRows(rec arrow.RecordBatch, rows int64) error {
 		return nil
 	}
 	rec.Retain()
-	rec, err := c.cols.trim(c.ro, rec, rows)
-	if err != nil {
-		return err
-	}
-	defer rec.Release()
-	if c.conv == nil {
-		return nil
-	}
-	out, err := c.conv(rec, rows)
+	out, err := c.convert(rec, rows)
 	if err != nil {
 		return err
 	}

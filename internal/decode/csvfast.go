@@ -390,14 +390,7 @@ func (c *chunkedText) readFast(ch textChunk, res *chunkResult) (bool, error) {
 		if n == 0 {
 			break
 		}
-		rec := s.record(c.cols.read, n, c.ro.mem)
-		rec, err := c.cols.trim(c.ro, rec, done)
-		if err == nil && c.conv != nil {
-			var out arrow.RecordBatch
-			out, err = c.conv(rec, done)
-			rec.Release()
-			rec = out
-		}
+		rec, err := c.convert(s.record(c.cols.read, n, c.ro.mem), done)
 		if err != nil {
 			res.recs, res.rows, res.err = recs, done, err
 			return true, err

@@ -470,18 +470,17 @@ func (t *Table) deleteRound(ctx context.Context, opts DeleteOptions) (res Delete
 	m.rows = res.Rows
 	res.SnapshotID, res.Version, err = m.commit(ctx, m, opts.commit)
 	if errors.Is(err, errDeleteLanded) {
-		// Done by the attempt that landed: its snapshot, when the table
-		// still has it, and the newest version.
-		res.SnapshotID = 0
-		for _, a := range m.attempts {
-			if a != nil && m.landedOn.SnapshotIDTaken(a.snapshotID) {
-				res.SnapshotID = a.snapshotID
-			}
-		}
+		// Done by the attempt that landed: the newest version, and that
+		// attempt's snapshot when the table still has it.
 		if err := t.Refresh(ctx); err != nil {
 			return res, err
 		}
-		res.Version = t.Version()
+		res.SnapshotID, res.Version = 0, t.Version()
+		for _, a := range m.attempts {
+			if a != nil && t.view().meta.SnapshotIDTaken(a.snapshotID) {
+				res.SnapshotID = a.snapshotID
+			}
+		}
 		return res, nil
 	}
 	return res, err
@@ -589,9 +588,6 @@ type deleteMutation struct {
 	// keep its data sequence number, which orders their rows against the
 	// batches of other files (dedupe.go), as a compaction's do.
 	dedupe bool
-	// landedOn is the version on which an attempt found that an earlier
-	// one had landed (errDeleteLanded).
-	landedOn *tablemeta.Indexed
 }
 
 func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v versionRef, attempt int) (*tablemeta.Change, error) {
@@ -620,7 +616,6 @@ func (m *deleteMutation) build(ctx context.Context, base *tablemeta.Indexed, v v
 	for _, df := range m.inputs {
 		if !live[df.FilePath()] {
 			if m.seen {
-				m.landedOn = base
 				return nil, errDeleteLanded
 			}
 			return nil, errDeleteInputGone

@@ -39,15 +39,12 @@ func TestBrotliColumnOfNulls(t *testing.T) {
 	defer rec.Release()
 	for _, version := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
 		var buf bytes.Buffer
-		w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(parquet.WithDataPageVersion(version),
-			parquet.WithCompression(compress.Codecs.Brotli)), pqarrow.DefaultWriterProps())
+		tbl := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+		err := pqarrow.WriteTable(tbl, &buf, rec.NumRows(),
+			parquet.NewWriterProperties(parquet.WithDataPageVersion(version), parquet.WithCompression(compress.Codecs.Brotli)),
+			pqarrow.DefaultWriterProps())
+		tbl.Release()
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []decode.ParquetFormat{arrowpq.Format{Reader: pqarrowio.Reader{}}, arrowpq.Format{}, pqlite.Format{}} {

@@ -194,46 +194,53 @@ func positiveProperty(props iceberg.Properties, key string, def int64) int64 {
 // default for a level that is no number), or to make the writer panic on
 // every file (a gzip level of 10), quarantining good files.
 func ParquetCompression(props iceberg.Properties) (compress.Compression, int, error) {
-	var codec compress.Compression
 	c := props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault)
-	lo, hi := math.MinInt, math.MaxInt // the levels the codec takes
-	switch strings.ToLower(c) {
-	case "zstd":
-		codec, hi = compress.Codecs.Zstd, 22
-	case "snappy":
-		codec = compress.Codecs.Snappy
-	case "gzip":
-		codec, lo, hi = compress.Codecs.Gzip, -3, 9
-	case "brotli":
-		codec, lo, hi = compress.Codecs.Brotli, -1, 11
-	case "lz4", "lz4raw", "lz4_raw":
-		codec = compress.Codecs.Lz4Raw
-	case "uncompressed":
-		codec = compress.Codecs.Uncompressed
-	default:
+	pc, ok := parquetCodecs[strings.ToLower(c)]
+	if !ok {
 		return 0, 0, fmt.Errorf("table property %s=%q: expected zstd, snappy, gzip, brotli, lz4 or uncompressed (timelake tables alter NAME --set %s=zstd)",
 			table.ParquetCompressionKey, c, table.ParquetCompressionKey)
 	}
 	v, set := props[table.ParquetCompressionLevelKey]
 	if !set || v == "" {
-		return codec, table.ParquetCompressionLevelDefault, nil
+		return pc.codec, table.ParquetCompressionLevelDefault, nil
 	}
 	level, err := strconv.Atoi(v)
-	if err != nil || level < lo || level > hi {
-		what := "a whole number"
-		switch {
-		case lo == -3:
-			what = "a gzip level from 1 to 9 (0: no compression, -1: its default, -2 and -3: Huffman only and constant)"
-		case hi == 22:
-			what = "a zstd level of at most 22 (1 to 22; 3 is zstd's default)"
-		case hi == 11:
-			what = "a brotli level from 0 to 11 (-1: its default)"
+	if err != nil || (pc.levels != "" && (level < pc.lo || level > pc.hi)) {
+		what := pc.levels
+		if what == "" {
+			what = "a whole number"
 		}
 		return 0, 0, fmt.Errorf("table property %s=%q: expected %s (timelake tables alter NAME --unset %s for the codec's default)",
 			table.ParquetCompressionLevelKey, v, what, table.ParquetCompressionLevelKey)
 	}
-	return codec, level, nil
+	return pc.codec, level, nil
 }
+
+// parquetCodec is a value of write.parquet.compression-codec: its codec,
+// its name as every writer reads it, and the levels arrow-go's codec takes
+// (levels "": any, ignored).
+type parquetCodec struct {
+	codec  compress.Compression
+	name   string
+	lo, hi int
+	levels string
+}
+
+// parquetCodecs are the codecs by lower-case name.
+var parquetCodecs = func() map[string]parquetCodec {
+	lz4 := parquetCodec{codec: compress.Codecs.Lz4Raw, name: "lz4"}
+	return map[string]parquetCodec{
+		"zstd": {codec: compress.Codecs.Zstd, name: "zstd", lo: math.MinInt, hi: 22,
+			levels: "a zstd level of at most 22 (1 to 22; 3 is zstd's default)"},
+		"snappy": {codec: compress.Codecs.Snappy, name: "snappy"},
+		"gzip": {codec: compress.Codecs.Gzip, name: "gzip", lo: -3, hi: 9,
+			levels: "a gzip level from 1 to 9 (0: no compression, -1: its default, -2 and -3: Huffman only and constant)"},
+		"brotli": {codec: compress.Codecs.Brotli, name: "brotli", lo: -1, hi: 11,
+			levels: "a brotli level from 0 to 11 (-1: its default)"},
+		"lz4": lz4, "lz4raw": lz4, "lz4_raw": lz4,
+		"uncompressed": {codec: compress.Codecs.Uncompressed, name: "uncompressed"},
+	}
+}()
 
 // CanonicalCodec is the name of a write.parquet.compression-codec value
 // that ParquetCompression takes as every writer of a table reads it:
@@ -241,11 +248,8 @@ func ParquetCompression(props iceberg.Properties) (compress.Compression, int, er
 // not cover, reads only that), lz4 for LZ4_RAW; the value itself when it
 // names no codec.
 func CanonicalCodec(value string) string {
-	switch v := strings.ToLower(value); v {
-	case "lz4raw", "lz4_raw":
-		return "lz4"
-	case "zstd", "snappy", "gzip", "brotli", "lz4", "uncompressed":
-		return v
+	if pc, ok := parquetCodecs[strings.ToLower(value)]; ok {
+		return pc.name
 	}
 	return value
 }
