@@ -9,6 +9,11 @@
 #                                c2's rows as CSV, as JSON lines and as gzipped JSON lines; DuckDB's
 #                                modes read them with read_ndjson; the report puts each JSON
 #                                mode's rows/s beside the CSV case's
+#   MODES="ingest dataputs duckdb-peer" bench/run.sh c4
+#                                mode dataputs is the floor of a case's output: the data files
+#                                an ingest of the case wrote (not measured) PUT again, 16 at once,
+#                                through the same store; the report says how many times DuckDB's
+#                                time that floor allows (docs/performance.md)
 #   bench/run.sh routes          a routed run of 3 tables x 300 small files (mode routed: one
 #                                `ingest --route` run) against three single-table runs one after
 #                                the other (mode single: `ingest --table --prefix`); the column
@@ -123,15 +128,15 @@ start_s3
 
 modes_of() {
 	case "$1" in
-	c1) echo "ingest pollers4 sequential rawcopy duckdb duckdb-peer upload sdkupload" ;;
+	c1) echo "ingest pollers4 sequential rawcopy dataputs duckdb duckdb-peer upload sdkupload" ;;
 	c1-5k) echo "ingest" ;;
-	c2) echo "ingest ingest-wide sequential rawcopy duckdb duckdb-peer" ;;
+	c2) echo "ingest ingest-wide sequential rawcopy dataputs duckdb duckdb-peer" ;;
 	c5 | c6) echo "ingest duckdb duckdb-peer" ;; # one file: the sequential loop is ingest
 	c2-json*) echo "ingest duckdb duckdb-peer" ;;
 	p1 | p2) echo "ingest" ;;                    # a poison file beside a good one: peak RSS
 	latency-*) echo "serve cron" ;;
 	routes) echo "routed single" ;;
-	*) echo "ingest sequential rawcopy duckdb duckdb-peer" ;;
+	*) echo "ingest sequential rawcopy dataputs duckdb duckdb-peer" ;;
 	esac
 }
 

@@ -65,7 +65,7 @@ func main() {
 	case "run":
 		fs := flag.NewFlagSet("run", flag.ExitOnError)
 		c := fs.String("case", "c1", "case")
-		mode := fs.String("mode", "ingest", "ingest, sequential, ingest-wide, pollers4, rawcopy, upload, sdkupload, routed, single")
+		mode := fs.String("mode", "ingest", "ingest, sequential, ingest-wide, pollers4, rawcopy, dataputs, upload, sdkupload, routed, single")
 		setupFile := fs.String("setup", "", "output of tlbench setup")
 		data := fs.String("data", "", "folder of generated files (upload modes)")
 		_ = fs.Parse(os.Args[2:])
@@ -309,6 +309,11 @@ func report(files []string, w io.Writer) error {
 				fmt.Fprintf(w, "%s %s: %.0f rows/s, %.2fx %s %s's (CSV); %.1f MB/s of input\n",
 					k.c, k.m, rows, rows/med(key{base, k.m}, Result.rowsPerSec), base, k.m, med(k, Result.mbPerSec))
 			}
+		}
+		if _, peer := runs[key{k.c, "duckdb-peer"}]; peer && k.m == "dataputs" {
+			floor, duck := med(k, func(r Result) float64 { return r.Seconds }), med(key{k.c, "duckdb-peer"}, func(r Result) float64 { return r.Seconds })
+			fmt.Fprintf(w, "%s %s: the %d data files' PUTs alone take %.2f s, DuckDB doing the same work %.2f s: no ingest writing them to this server is more than %.2fx DuckDB\n",
+				k.c, k.m, r.DataFiles, floor, duck, duck/floor)
 		}
 		if r.Concurrent > 0 {
 			fmt.Fprintf(w, "%s %s: up to %d ingest runs loaded the table at the same time; rows exact, no lease refused, no commit gave up\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -188,30 +189,17 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 		}
 		data = spool
 	}
+	var puts []dataFileBody
+	if mode == "dataputs" {
+		// Not measured: the data files an ingest of the case writes.
+		if puts, err = ingestedDataFiles(ctx, c, s); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	switch mode {
 	case "ingest", "sequential", "ingest-wide":
-		l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
-		if err != nil {
-			return err
-		}
-		cfg := ingest.Config{
-			Landing: storage.NewS3Store(c, s.Landing, "", storage.S3StoreOptions{}),
-			Lake:    l, Table: lake.TableName{Namespace: "bench", Name: "readings"}, SeriesKey: []string{"device_id"},
-			WorkDir: os.TempDir(),
-		}
-		switch mode {
-		case "sequential":
-			cfg.Parallel, cfg.FilesPerCommit = 1, 1
-		case "ingest-wide":
-			// --memory-budget 160MiB: several large files decoded at once.
-			cfg.MemoryBudget = 160 << 20
-		}
-		// As `timelake ingest` does (GOMEMLIMIT in the environment
-		// override it).
-		restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
-		rep, err := ingest.Run(ctx, cfg)
-		restore()
+		rep, l, err := runIngest(ctx, c, s, mode)
 		if err != nil {
 			return err
 		}
@@ -228,6 +216,12 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 		if err := tableFacts(ctx, c, s, l, &r); err != nil {
 			return err
 		}
+	case "dataputs":
+		if err := putDataFiles(ctx, c, s, puts); err != nil {
+			return err
+		}
+		r.Seconds = time.Since(start).Seconds()
+		r.Requests, r.DataFiles = int64(len(puts)), len(puts)
 	case "rawcopy":
 		// The I/O floor: GET every landing object and PUT its bytes to
 		// another bucket, with ingest's default concurrency.
@@ -294,6 +288,102 @@ func copyObject(ctx context.Context, c *s3.Client, s Setup, key string) error {
 	}
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Copy), Key: aws.String(key), Body: f})
 	return err
+}
+
+// runIngest runs ingest on the case's landing bucket as `timelake ingest`
+// does: mode sequential one file a commit, ingest-wide with a memory budget
+// of 160 MiB.
+func runIngest(ctx context.Context, c *s3.Client, s Setup, mode string) (*ingest.Report, *lake.Lake, error) {
+	l, err := lake.Open(ctx, "s3://"+s.Lake+"/warehouse", lake.Options{S3: c})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := ingest.Config{
+		Landing: storage.NewS3Store(c, s.Landing, "", storage.S3StoreOptions{}),
+		Lake:    l, Table: lake.TableName{Namespace: "bench", Name: "readings"}, SeriesKey: []string{"device_id"},
+		WorkDir: os.TempDir(),
+	}
+	switch mode {
+	case "sequential":
+		cfg.Parallel, cfg.FilesPerCommit = 1, 1
+	case "ingest-wide":
+		// --memory-budget 160MiB: several large files decoded at once.
+		cfg.MemoryBudget = 160 << 20
+	}
+	// As `timelake ingest` does (GOMEMLIMIT in the environment
+	// override it).
+	restore := ingest.TuneRuntime(cfg.MemoryBudget, os.LookupEnv)
+	rep, err := ingest.Run(ctx, cfg)
+	restore()
+	return rep, l, err
+}
+
+// dataFileBody is one data file an ingest wrote: its key and bytes.
+type dataFileBody struct {
+	key  string
+	body []byte
+}
+
+// dataPutsAtOnce is how many PUTs mode dataputs keeps in flight: the
+// fastest of 4, 8 and 16 on the bench machine (ingest itself has up to 4
+// files a time, each with several writers).
+const dataPutsAtOnce = 16
+
+// ingestedDataFiles ingests the case (as mode ingest) and reads back every
+// data file it wrote, for mode dataputs.
+func ingestedDataFiles(ctx context.Context, c *s3.Client, s Setup) ([]dataFileBody, error) {
+	rep, _, err := runIngest(ctx, c, s, "ingest")
+	if err != nil {
+		return nil, err
+	}
+	if rep.Loaded != s.Files {
+		return nil, fmt.Errorf("dataputs: loaded %d of %d files", rep.Loaded, s.Files)
+	}
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(s.Lake), Prefix: aws.String("warehouse/bench/readings/data/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	files := make([]dataFileBody, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dataPutsAtOnce)
+	for i, k := range keys {
+		g.Go(func() error {
+			out, err := c.GetObject(gctx, &s3.GetObjectInput{Bucket: aws.String(s.Lake), Key: aws.String(k)})
+			if err != nil {
+				return err
+			}
+			defer out.Body.Close()
+			b, err := io.ReadAll(out.Body)
+			files[i] = dataFileBody{key: k, body: b}
+			return err
+		})
+	}
+	return files, g.Wait()
+}
+
+// putDataFiles is mode dataputs, the floor of a case's output: the same
+// data files PUT again, to the copy bucket under the same keys, through
+// the store ingest writes with (storage.S3Store: SHA-256 checksum),
+// dataPutsAtOnce at a time. No ingest writing the same objects to the
+// same server on the same cores can be faster.
+func putDataFiles(ctx context.Context, c *s3.Client, s Setup, files []dataFileBody) error {
+	st := storage.NewS3Store(c, s.Copy, "", storage.S3StoreOptions{})
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(dataPutsAtOnce)
+	for _, f := range files {
+		g.Go(func() error {
+			_, err := st.Put(gctx, f.key, bytes.NewReader(f.body), storage.PutOptions{ContentType: "application/octet-stream"})
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // tableFacts records the newest metadata size and the data files per
