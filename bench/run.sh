@@ -10,9 +10,9 @@
 #                                modes read them with read_ndjson; the report puts each JSON
 #                                mode's rows/s beside the CSV case's
 #   MODES="ingest dataputs duckdb-peer" bench/run.sh c4
-#                                mode dataputs is the floor of a case's output: the data files
-#                                an ingest of the case wrote (not measured) PUT again, 16 at once,
-#                                through the same store; the report says how many times DuckDB's
+#                                mode dataputs (c1 to c4) is the floor of a case's output: the data
+#                                files of an ingest of the case (not measured) stored again as ingest
+#                                stores them, 32 at once; the report says how many times DuckDB's
 #                                time that floor allows (docs/performance.md)
 #   bench/run.sh routes          a routed run of 3 tables x 300 small files (mode routed: one
 #                                `ingest --route` run) against three single-table runs one after
@@ -85,6 +85,9 @@ start_s3() {
 	bash scripts/s3-server.sh start "$STATE" >/dev/null
 	# shellcheck disable=SC1091
 	. "$STATE/env"
+	# tlbench reports the server's CPU seconds of each timed part.
+	TLBENCH_S3_SERVER_PID="$(cat "$STATE/pid")"
+	export TLBENCH_S3_SERVER_PID
 }
 
 if [[ ${1:-} == backlog ]]; then

@@ -202,6 +202,11 @@ type Result struct {
 	Bytes    int64   `json:"bytes"` // source bytes
 	Requests int64   `json:"requests"`
 	PeakRSS  int64   `json:"peak_rss"` // bytes, VmHWM of the process
+	// CPU seconds (user and system) of the timed part of a tlbench run
+	// mode: this process's, and the S3 server's when bench/run.sh names
+	// its process (TLBENCH_S3_SERVER_PID).
+	CPUSeconds       float64 `json:"cpu_seconds,omitempty"`
+	ServerCPUSeconds float64 `json:"server_cpu_seconds,omitempty"`
 	// Case-specific facts: metadata size, data files per partition.
 	MetadataBytes     int64   `json:"metadata_bytes,omitempty"`
 	DataFiles         int     `json:"data_files,omitempty"`
@@ -311,9 +316,15 @@ func report(files []string, w io.Writer) error {
 			}
 		}
 		if _, peer := runs[key{k.c, "duckdb-peer"}]; peer && k.m == "dataputs" {
+			// The column's ratio is of medians of MB/s; the seconds'
+			// medians here, which give the same ratio for three runs.
 			floor, duck := med(k, func(r Result) float64 { return r.Seconds }), med(key{k.c, "duckdb-peer"}, func(r Result) float64 { return r.Seconds })
-			fmt.Fprintf(w, "%s %s: the %d data files' PUTs alone take %.2f s, DuckDB doing the same work %.2f s: no ingest writing them to this server is more than %.2fx DuckDB\n",
+			fmt.Fprintf(w, "%s %s: the %d data files stored alone take %.2f s, DuckDB doing the same work %.2f s: no ingest storing them on this server is more than %.2fx DuckDB\n",
 				k.c, k.m, r.DataFiles, floor, duck, duck/floor)
+		}
+		if r.CPUSeconds > 0 {
+			fmt.Fprintf(w, "%s %s: %.2f s of CPU in the timed part, %.2f s of the S3 server's (medians)\n", k.c, k.m,
+				med(k, func(r Result) float64 { return r.CPUSeconds }), med(k, func(r Result) float64 { return r.ServerCPUSeconds }))
 		}
 		if r.Concurrent > 0 {
 			fmt.Fprintf(w, "%s %s: up to %d ingest runs loaded the table at the same time; rows exact, no lease refused, no commit gave up\n",

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -192,24 +195,30 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 	var puts []dataFileBody
 	if mode == "dataputs" {
 		// Not measured: the data files an ingest of the case writes.
-		if puts, err = ingestedDataFiles(ctx, c, s); err != nil {
+		if puts, err = ingestedDataFiles(ctx, c, s, name); err != nil {
 			return err
 		}
 	}
+	requestsBefore := hc.n.Load()
+	cpu0, server0 := processCPU(), serverCPU()
 	start := time.Now()
+	// stop ends the timed part: its seconds and CPU seconds.
+	stop := func() {
+		r.Seconds = time.Since(start).Seconds()
+		r.CPUSeconds = processCPU() - cpu0
+		if server0 >= 0 {
+			r.ServerCPUSeconds = math.Round((serverCPU()-server0)*100) / 100 // ticks of 10 ms
+		}
+	}
 	switch mode {
 	case "ingest", "sequential", "ingest-wide":
 		rep, l, err := runIngest(ctx, c, s, mode)
 		if err != nil {
 			return err
 		}
-		r.Seconds = time.Since(start).Seconds()
-		poisoned := 0
-		if cases[name].poison != "" {
-			poisoned = 1
-		}
-		if rep.Loaded != s.Files-poisoned || rep.Quarantined != poisoned {
-			return fmt.Errorf("%s: loaded %d of %d files (%d quarantined)", mode, rep.Loaded, s.Files, rep.Quarantined)
+		stop()
+		if err := checkLoaded(mode, name, s, rep); err != nil {
+			return err
 		}
 		r.Rows = rep.Rows
 		r.Requests = hc.n.Load()
@@ -220,8 +229,8 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 		if err := putDataFiles(ctx, c, s, puts); err != nil {
 			return err
 		}
-		r.Seconds = time.Since(start).Seconds()
-		r.Requests, r.DataFiles = int64(len(puts)), len(puts)
+		stop()
+		r.Requests, r.DataFiles = hc.n.Load()-requestsBefore, len(puts)
 	case "rawcopy":
 		// The I/O floor: GET every landing object and PUT its bytes to
 		// another bucket, with ingest's default concurrency.
@@ -244,14 +253,14 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 		if err := g.Wait(); err != nil {
 			return err
 		}
-		r.Seconds = time.Since(start).Seconds()
+		stop()
 		r.Requests = hc.n.Load()
 	default:
 		if fn, ok := extraModes[mode]; ok {
 			if err := fn(ctx, c, s, data, &r); err != nil {
 				return err
 			}
-			r.Seconds = time.Since(start).Seconds()
+			stop()
 			r.Requests += hc.n.Load() // a mode may count requests of its own
 			break
 		}
@@ -259,6 +268,38 @@ func runCase(ctx context.Context, name, mode, setupFile, data string, w io.Write
 	}
 	r.PeakRSS = peakRSS()
 	return json.NewEncoder(w).Encode(r)
+}
+
+// processCPU is this process's CPU seconds so far, user and system.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// serverCPU is the CPU seconds so far of the S3 server's process, which
+// bench/run.sh names in TLBENCH_S3_SERVER_PID (Linux /proc; USER_HZ 100);
+// -1 when not known.
+func serverCPU() float64 {
+	b, err := os.ReadFile("/proc/" + os.Getenv("TLBENCH_S3_SERVER_PID") + "/stat")
+	if os.Getenv("TLBENCH_S3_SERVER_PID") == "" || err != nil {
+		return -1
+	}
+	// Fields after the command's closing parenthesis: state is field 3,
+	// utime and stime fields 14 and 15.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return -1
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return float64(u+st) / 100
 }
 
 // extraModes are measured modes defined in other files (uploads).
@@ -318,68 +359,88 @@ func runIngest(ctx context.Context, c *s3.Client, s Setup, mode string) (*ingest
 	return rep, l, err
 }
 
+// checkLoaded refuses an ingest run (of mode) that did not load every
+// file of the case but its poison file, which it must quarantine.
+func checkLoaded(mode, name string, s Setup, rep *ingest.Report) error {
+	poisoned := 0
+	if cases[name].poison != "" {
+		poisoned = 1
+	}
+	if rep.Loaded != s.Files-poisoned || rep.Quarantined != poisoned {
+		return fmt.Errorf("%s: loaded %d of %d files (%d quarantined)", mode, rep.Loaded, s.Files, rep.Quarantined)
+	}
+	return nil
+}
+
 // dataFileBody is one data file an ingest wrote: its key and bytes.
 type dataFileBody struct {
 	key  string
 	body []byte
 }
 
-// dataPutsAtOnce is how many PUTs mode dataputs keeps in flight: the
-// fastest of 4, 8 and 16 on the bench machine (ingest itself has up to 4
-// files a time, each with several writers).
-const dataPutsAtOnce = 16
+// dataPutsAtOnce is how many PUTs mode dataputs keeps in flight: as many
+// as ingest can have, its 4 files at a time each with up to 8 writers
+// (ingest.DefaultParallel, datafile.WritePlan).
+const dataPutsAtOnce = 32
 
-// ingestedDataFiles ingests the case (as mode ingest) and reads back every
-// data file it wrote, for mode dataputs.
-func ingestedDataFiles(ctx context.Context, c *s3.Client, s Setup) ([]dataFileBody, error) {
-	rep, _, err := runIngest(ctx, c, s, "ingest")
+// ingestedDataFiles ingests the case (as mode ingest) and reads back the
+// data files of the table's current snapshot, for mode dataputs.
+func ingestedDataFiles(ctx context.Context, c *s3.Client, s Setup, name string) ([]dataFileBody, error) {
+	rep, l, err := runIngest(ctx, c, s, "ingest")
 	if err != nil {
 		return nil, err
 	}
-	if rep.Loaded != s.Files {
-		return nil, fmt.Errorf("dataputs: loaded %d of %d files", rep.Loaded, s.Files)
+	if err := checkLoaded("dataputs", name, s, rep); err != nil {
+		return nil, err
 	}
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(s.Lake), Prefix: aws.String("warehouse/bench/readings/data/")})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
+	tbl, err := l.LoadTable(ctx, lake.TableName{Namespace: "bench", Name: "readings"})
+	if err != nil {
+		return nil, err
 	}
-	files := make([]dataFileBody, len(keys))
+	tasks, err := tbl.Iceberg().Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) == 0 {
+		return nil, errors.New("dataputs: the ingest wrote no data file")
+	}
+	prefix := "s3://" + s.Lake + "/"
+	files := make([]dataFileBody, len(tasks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(dataPutsAtOnce)
-	for i, k := range keys {
+	for i, t := range tasks {
+		key, ok := strings.CutPrefix(t.File.FilePath(), prefix)
+		if !ok {
+			return nil, fmt.Errorf("dataputs: data file %s is not in bucket %s", t.File.FilePath(), s.Lake)
+		}
 		g.Go(func() error {
-			out, err := c.GetObject(gctx, &s3.GetObjectInput{Bucket: aws.String(s.Lake), Key: aws.String(k)})
+			out, err := c.GetObject(gctx, &s3.GetObjectInput{Bucket: aws.String(s.Lake), Key: aws.String(key)})
 			if err != nil {
 				return err
 			}
 			defer out.Body.Close()
 			b, err := io.ReadAll(out.Body)
-			files[i] = dataFileBody{key: k, body: b}
+			files[i] = dataFileBody{key: key, body: b}
 			return err
 		})
 	}
 	return files, g.Wait()
 }
 
-// putDataFiles is mode dataputs, the floor of a case's output: the same
-// data files PUT again, to the copy bucket under the same keys, through
-// the store ingest writes with (storage.S3Store: SHA-256 checksum),
-// dataPutsAtOnce at a time. No ingest writing the same objects to the
-// same server on the same cores can be faster.
+// putDataFiles is mode dataputs, the floor of a case's output: the data
+// files of an ingest of the case stored again, under the same keys in the
+// copy bucket, as ingest stores them (lake's putFile: the body's SHA-256,
+// then storage.Upload with it, which sends it for the server to check),
+// dataPutsAtOnce at a time.
 func putDataFiles(ctx context.Context, c *s3.Client, s Setup, files []dataFileBody) error {
 	st := storage.NewS3Store(c, s.Copy, "", storage.S3StoreOptions{})
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(dataPutsAtOnce)
 	for _, f := range files {
 		g.Go(func() error {
-			_, err := st.Put(gctx, f.key, bytes.NewReader(f.body), storage.PutOptions{ContentType: "application/octet-stream"})
+			sum := sha256.Sum256(f.body)
+			_, err := storage.Upload(gctx, st, f.key, bytes.NewReader(f.body), int64(len(f.body)),
+				storage.UploadOptions{SHA256: hex.EncodeToString(sum[:]), ContentType: "application/octet-stream"})
 			return err
 		})
 	}
