@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -133,41 +134,74 @@ type Report struct {
 
 // Quarantine moves key to the quarantine prefix (QuarantineKey) and writes
 // the report beside it, so a file that cannot be loaded is kept, never
-// dropped. When a file with the same key was quarantined before, the new
-// copy gets a UTC timestamp suffix. It copies before it deletes: a crash in
-// between leaves the file in both places, never in neither. In a folder,
-// the copy and the report keep the permission bits of the file. It
-// returns the quarantined key.
+// dropped. When that name is taken (a file with the same key quarantined
+// before, or a rejects file set aside under it), the new copy gets a UTC
+// timestamp suffix (claim). The report is written first, as a conditional
+// create that claims the name, then the copy, then the file is deleted: a
+// crash in between leaves the file in the landing bucket (and a report
+// without a copy, which listings ignore), never in neither place, and no
+// copy or report of another file is ever overwritten. In a folder, the copy
+// and the report keep the permission bits of the file. It returns the
+// quarantined key.
 func (b *Bucket) Quarantine(ctx context.Context, key string, rep Report) (string, error) {
 	src, err := b.Store.Stat(ctx, key)
 	if err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
-	dst := b.QuarantineKey(key)
-	if _, err := b.Store.Stat(ctx, dst); err == nil {
-		dst += "." + rep.At.UTC().Format(copyTimeLayout)
-	} else if !errors.Is(err, storage.ErrNotExist) {
+	rep.Key = key
+	if !utf8.ValidString(key) {
+		rep.KeyBytes = []byte(key)
+	}
+	dst, err := b.claim(ctx, b.QuarantineKey(key), rep, src.Mode)
+	if err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
 	if err := b.Store.Copy(ctx, key, dst); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
-	rep.Key, rep.QuarantinedTo = key, dst
-	if !utf8.ValidString(key) {
-		rep.KeyBytes = []byte(key)
-	}
-	body, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("quarantine %s: %w", key, err)
-	}
-	if _, err := b.Store.Put(ctx, dst+reportSuffix, bytes.NewReader(append(body, '\n')),
-		storage.PutOptions{ContentType: "application/json", Mode: src.Mode}); err != nil {
-		return "", fmt.Errorf("quarantine %s: write report: %w", key, err)
-	}
 	if err := b.Store.Delete(ctx, key); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", key, err)
 	}
 	return dst, nil
+}
+
+// claimTries bounds the names claim tries: the copy's name, then that name
+// with a time suffix, one nanosecond later each time.
+const claimTries = 16
+
+// claim reserves a name for a quarantined copy or rejects file, dst or, when
+// that is taken, dst with the time suffix of a second copy (rep.At, one
+// nanosecond later on each try): a name is taken when an object holds it or
+// its report, and it is claimed by creating its report (rep, QuarantinedTo
+// set to it) only if absent, so two files quarantined at once never get one
+// name. It returns the name claimed, whose report is written.
+func (b *Bucket) claim(ctx context.Context, dst string, rep Report, mode fs.FileMode) (string, error) {
+	name := dst
+	for i := range claimTries {
+		if i > 0 {
+			name = dst + "." + rep.At.UTC().Add(time.Duration(i-1)).Format(copyTimeLayout)
+		}
+		if _, err := b.Store.Stat(ctx, name); err == nil {
+			continue
+		} else if !errors.Is(err, storage.ErrNotExist) {
+			return "", err
+		}
+		rep.QuarantinedTo = name
+		body, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		_, err = b.Store.Put(ctx, name+reportSuffix, bytes.NewReader(append(body, '\n')),
+			storage.PutOptions{IfAbsent: true, ContentType: "application/json", Mode: mode})
+		if errors.Is(err, storage.ErrPreconditionFailed) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("write report: %w", err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("%s and %d names with a time suffix are taken", dst, claimTries-1)
 }
 
 // copyTimeLayout is the UTC time Quarantine adds to the name of a second
@@ -189,8 +223,10 @@ const HashedFolder = "_timelake/hashed/"
 // (storage.MaxKeyBytes, with the key prefix of an S3 landing location) or
 // have a path segment longer than a file name may
 // be (storage.MaxNameBytes), or when it fails storage.ValidateKey (control
-// characters, backslashes) or is not UTF-8. The report (Report.Key) keeps
-// the key in every case.
+// characters, backslashes) or is not UTF-8, or when it ends as a report's
+// name does (".error.json"): kept as it is, the copy would be taken for
+// the report of another file, or overwritten by it. The report
+// (Report.Key) keeps the key in every case.
 func (b *Bucket) QuarantineKey(key string) string {
 	dst := b.quarantinePrefix() + key
 	full := dst // the key in the bucket, with the store's prefix
@@ -198,7 +234,7 @@ func (b *Bucket) QuarantineKey(key string) string {
 		full = s3.FullKey(dst)
 	}
 	suffix := len("."+copyTimeLayout) + len(reportSuffix)
-	fits := len(full)+suffix <= storage.MaxKeyBytes && utf8.ValidString(key) && storage.ValidateKey(dst) == nil
+	fits := len(full)+suffix <= storage.MaxKeyBytes && utf8.ValidString(key) && storage.ValidateKey(dst) == nil && !IsReport(key)
 	for i, seg := range strings.Split(dst, "/") {
 		n := len(seg)
 		if i == strings.Count(dst, "/") {
@@ -256,33 +292,55 @@ func IsRejectsKey(key string) bool {
 // size bytes of body) in the quarantine under QuarantineKey(key) with its
 // report beside it, rep.Key being key: the rows are kept, never dropped,
 // while the file's other rows load. A rejects file of the same source
-// (key and SHA-256) kept before is the same one, set aside again by a run
-// that did not get to its commit: it is left as it is. Another one under
-// the same key gets a copy of its own with a UTC timestamp suffix. It
-// returns the key of the kept copy.
+// (key and SHA-256) kept before, under that name or one with a time
+// suffix, is the same one, set aside again by a run that did not get to
+// its commit: it is kept as it is (written again if only its report was).
+// Another file under the name (another source's rejects file, a
+// quarantined file) keeps it: this one gets a name with a time suffix
+// (claim). It returns the key of the kept copy.
 func (b *Bucket) SetAside(ctx context.Context, key string, body io.ReadSeeker, size int64, rep Report) (string, error) {
 	dst := b.QuarantineKey(key)
-	if prev, err := b.readReport(ctx, dst+reportSuffix); err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 {
-		return dst, nil
-	}
-	if _, err := b.Store.Stat(ctx, dst); err == nil {
-		dst += "." + rep.At.UTC().Format(copyTimeLayout)
-	} else if !errors.Is(err, storage.ErrNotExist) {
-		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
-	}
-	if _, err := b.Store.Put(ctx, dst, body, storage.PutOptions{}); err != nil {
-		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
-	}
-	rep.Key, rep.QuarantinedTo, rep.Size = key, dst, size
-	out, err := json.MarshalIndent(rep, "", "  ")
+	rep.Key, rep.Size = key, size
+	name, err := b.setAsideBefore(ctx, dst, rep)
 	if err != nil {
 		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
 	}
-	if _, err := b.Store.Put(ctx, dst+reportSuffix, bytes.NewReader(append(out, '\n')),
-		storage.PutOptions{ContentType: "application/json"}); err != nil {
-		return "", fmt.Errorf("set aside rows of %s: write report: %w", rep.SourceKey, err)
+	if name != "" {
+		if _, err := b.Store.Stat(ctx, name); err == nil {
+			return name, nil
+		} else if !errors.Is(err, storage.ErrNotExist) {
+			return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+		}
+	} else if name, err = b.claim(ctx, dst, rep, 0); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
 	}
-	return dst, nil
+	if _, err := b.Store.Put(ctx, name, body, storage.PutOptions{}); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	return name, nil
+}
+
+// setAsideBefore finds the rejects file of rep's source kept before under
+// dst or dst with a time suffix: the name its report names; "" when none.
+func (b *Bucket) setAsideBefore(ctx context.Context, dst string, rep Report) (string, error) {
+	var reports []string
+	err := b.Store.List(ctx, dst, func(o storage.ObjectInfo) error {
+		copyKey, ok := strings.CutSuffix(o.Key, reportSuffix)
+		if ok && (copyKey == dst || (strings.HasPrefix(copyKey, dst+".") && copySuffix.MatchString(copyKey) && len(copyKey) == len(dst)+1+len(copyTimeLayout))) {
+			reports = append(reports, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range reports {
+		prev, err := b.readReport(ctx, r)
+		if err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 && prev.Key == rep.Key {
+			return strings.TrimSuffix(r, reportSuffix), nil
+		}
+	}
+	return "", nil
 }
 
 // readReport reads a quarantine report.
