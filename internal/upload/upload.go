@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -490,7 +491,7 @@ func reject(cfg Config, path string, res *FileResult, cause error) error {
 		rep.Hint = "its first " + fmt.Sprint(res.read.size) + " bytes are uploaded as " + res.Key + "; send what was written after them as a new file, and let the writer pause less than --min-age or write under a partial name (name.csv.tmp) and rename it when complete"
 	}
 	tag := cfg.Now().UTC().Format("20060102T150405Z")
-	dst, err := moveFile(path, rejectedDir(cfg), tag)
+	dst, err := moveFile(path, rejectedDir(cfg), tag, rejectReportSuffix)
 	if errors.Is(err, fs.ErrNotExist) {
 		return err // moved by an overlapping run meanwhile
 	}
@@ -500,7 +501,7 @@ func reject(cfg Config, path string, res *FileResult, cause error) error {
 	rep.RejectedTo = dst
 	body, err := json.MarshalIndent(rep, "", "  ")
 	if err == nil {
-		err = os.WriteFile(dst+".error.json", append(body, '\n'), 0o644)
+		err = writeNew(dst+rejectReportSuffix, append(body, '\n'))
 	}
 	if err != nil {
 		return fmt.Errorf("rejected %s to %s but could not write its report: %w", path, dst, err)
@@ -982,7 +983,7 @@ func settleSpool(cfg Config, res *FileResult) error {
 		res.Deleted = true
 		return nil
 	}
-	dst, err := moveFile(res.File, cfg.Done, res.SourceSHA256[:HashChars])
+	dst, err := moveFile(res.File, cfg.Done, res.SourceSHA256[:HashChars], "")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // moved or deleted by an overlapping run meanwhile
 	}
@@ -996,21 +997,31 @@ func settleSpool(cfg Config, res *FileResult) error {
 // moveFile moves src into dir without replacing a file there: a name that
 // is taken gets "-<tag>" before its extension. Across file systems it
 // copies, syncs and removes.
-func moveFile(src, dir, tag string) (string, error) {
+// With a report suffix, a report is to be written beside the moved file
+// (dst+reportSuffix): a name is also taken when its report's name is, and
+// a file named like a report gets the tag too, so that no report is
+// written over a file moved there.
+func moveFile(src, dir, tag, reportSuffix string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	base := filepath.Base(src)
 	dst := filepath.Join(dir, base)
-	if _, err := os.Lstat(dst); err == nil {
-		stem, ext := splitExt(base)
+	stem, ext := splitExt(base)
+	if taken(dst) || (reportSuffix != "" && (taken(dst+reportSuffix) || strings.HasSuffix(base, reportSuffix))) {
 		dst = filepath.Join(dir, stem+"-"+tag+ext)
 	}
 	err := os.Link(src, dst)
+	// A rejected file's tag is the time: another file may hold the name.
+	for n := 2; reportSuffix != "" && errors.Is(err, fs.ErrExist) && !sameFile(src, dst) && n <= 100; n++ {
+		dst = filepath.Join(dir, stem+"-"+tag+"-"+strconv.Itoa(n)+ext)
+		err = os.Link(src, dst)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrExist):
-		// Same name and same tag: the same file was moved before.
+		// Same name and same tag: the same file was moved before (a
+		// done file's tag is its hash; a rejected file is the same file).
 	case errors.Is(err, fs.ErrNotExist):
 		return "", err // src moved by an overlapping run
 	default:
@@ -1022,6 +1033,36 @@ func moveFile(src, dir, tag string) (string, error) {
 		return "", err
 	}
 	return dst, nil
+}
+
+// taken reports whether a file (or anything) is at path.
+func taken(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// sameFile reports whether a and b are one file (a hard link of it).
+func sameFile(a, b string) bool {
+	fa, errA := os.Lstat(a)
+	fb, errB := os.Lstat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// rejectReportSuffix ends the name of the report written beside a rejected
+// spool file.
+const rejectReportSuffix = ".error.json"
+
+// writeNew writes a new file at path, never over one that is there.
+func writeNew(path string, body []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func copyFile(src, dst string) error {

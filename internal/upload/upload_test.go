@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -853,4 +854,85 @@ func TestSpoolKeyConflictIsRejected(t *testing.T) {
 			t.Fatalf("the existing object changed: %q", got)
 		}
 	})
+}
+
+// TestRejectedFilesNeverOverwritten: in the rejected folder no report is
+// written over a file moved there (a spool file named like a report, in
+// either order), and a file rejected under a name another rejected file
+// holds at the same second is kept beside it, not deleted.
+func TestRejectedFilesNeverOverwritten(t *testing.T) {
+	s, err := storage.NewLocalStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return t0.Add(time.Hour) }
+	bad := map[string]string{
+		"a.csv":            "time,v\n2026-01-05T10:00:00Z\n",
+		"a.csv.error.json": "{\"not\": \"json lines\"\n",
+	}
+	// rejected reads every file of the rejected folder that is not a report
+	// whose file is beside it: the bodies kept, by the spool file their
+	// report names.
+	rejected := func(t *testing.T, spool string) map[string][]string {
+		t.Helper()
+		dir := filepath.Join(spool, "rejected")
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()+".error.json"))
+			if err != nil {
+				continue // a report, or a file without one
+			}
+			var rep RejectReport
+			if err := json.Unmarshal(b, &rep); err != nil || rep.RejectedTo != filepath.Join(dir, e.Name()) {
+				t.Fatalf("report of %s: %s (%v)", e.Name(), b, err)
+			}
+			body, err := os.ReadFile(rep.RejectedTo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[filepath.Base(rep.File)] = append(out[filepath.Base(rep.File)], string(body))
+		}
+		return out
+	}
+	for _, first := range []string{"a.csv", "a.csv.error.json"} {
+		spool := t.TempDir()
+		writeFile(t, filepath.Join(spool, first), bad[first], t0)
+		for name, body := range bad {
+			if name != first {
+				writeFile(t, filepath.Join(spool, name), body, t0.Add(time.Minute))
+			}
+		}
+		rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Gateway: "gw", Validate: true, Now: now})
+		if !errors.Is(err, ErrRejected) || rep.Rejected != 2 {
+			t.Fatalf("%s first: %+v, %v", first, rep, err)
+		}
+		got := rejected(t, spool)
+		for name, body := range bad {
+			if len(got[name]) != 1 || got[name][0] != body {
+				t.Fatalf("%s first: %s kept as %q, want its bytes once (all: %q)", first, name, got[name], got)
+			}
+		}
+	}
+
+	// b.csv rejected three times in the same second, each time with other
+	// bytes: three files, none deleted.
+	spool := t.TempDir()
+	var bodies []string
+	for i := range 3 {
+		body := fmt.Sprintf("time,v\n2026-01-05T10:00:0%dZ\n", i)
+		bodies = append(bodies, body)
+		writeFile(t, filepath.Join(spool, "b.csv"), body, t0)
+		if rep, err := Run(t.Context(), Config{Store: s, Spool: spool, Gateway: "gw", Validate: true, Now: now}); !errors.Is(err, ErrRejected) || rep.Rejected != 1 {
+			t.Fatalf("run %d: %+v, %v", i, rep, err)
+		}
+	}
+	got := rejected(t, spool)["b.csv"]
+	slices.Sort(got)
+	if !slices.Equal(got, bodies) {
+		t.Fatalf("b.csv rejected three times kept %q, want %q", got, bodies)
+	}
 }
