@@ -292,7 +292,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		}
 		defer release()
 		if err := w.Write(ctx, recs); err != nil {
-			if errors.Is(err, lake.ErrRequiredNull) {
+			if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooManyPartitions) {
 				return err
 			}
 			if decode.IsPanic(err) { // on a writer's goroutine

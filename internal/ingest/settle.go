@@ -137,6 +137,9 @@ func hint(err error) string {
 		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.Is(err, lake.ErrTooManyPartitions):
+		return fmt.Sprintf("look at the file's times: a gateway whose clock is far off spreads its rows over years; fix them and upload the file again under a new key, or, if the rows are right, split the file or raise %s (timelake tables alter --set %s=N) and put it back with timelake landing requeue",
+			lake.PropMaxFilePartitions, lake.PropMaxFilePartitions)
 	case errors.As(err, &we) && we.SchemaBytes == 0:
 		return fmt.Sprintf("split the file into files of at most %d columns, each with the time and series key columns, or send its values in long form (a column naming the measurement, one of its value), and upload those under new keys; or, if the table is meant to be that wide, raise --max-columns (TIMELAKE_MAX_COLUMNS) and put the file back with timelake landing requeue",
 			we.Max)

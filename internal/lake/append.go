@@ -228,7 +228,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	if rows == 0 {
 		return nil
 	}
-	files, size, repeated, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows)
+	files, size, repeated, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows, maxFilePartitions(w.v.meta.Props()))
 	if err != nil {
 		return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 	}
@@ -320,8 +320,10 @@ func checkRequired(r arrow.RecordBatch) error {
 // concurrently (datafile.WritePlan, datafile.WriteRanges); the files come
 // back in sorted order either way. It returns the files, their bytes, and
 // the rows of recs whose series key and time an earlier row of recs has
-// (datafile.SortedRows.RepeatedRows).
-func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int) ([]iceberg.DataFile, int64, int64, error) {
+// (datafile.SortedRows.RepeatedRows). Rows in more than maxPartitions
+// partitions (0: any number) are refused before any file is written
+// (PartitionsError).
+func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows, maxPartitions int) ([]iceberg.DataFile, int64, int64, error) {
 	sorted := datafile.NewSortedRows
 	if readDedup(v.meta.Props()) {
 		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
@@ -339,6 +341,9 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 		return nil, 0, 0, err
 	}
 	defer rows.Release()
+	if maxPartitions > 0 && rows.Partitions() > maxPartitions {
+		return nil, 0, 0, &PartitionsError{Partitions: rows.Partitions(), Max: maxPartitions}
+	}
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an
 	// append spans. The sorted batches are taken as the writer asks for

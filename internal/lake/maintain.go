@@ -74,17 +74,28 @@ const (
 	PropMaxBadRows     = "timelake.max-bad-rows"
 	PropSourceColumn   = "timelake.source-column"
 	PropLoadTimeColumn = "timelake.load-time-column"
+	// PropMaxFilePartitions is the most partitions (days of the default
+	// spec) the rows of one file may fall in (DefaultMaxFilePartitions);
+	// a file over it is refused (ErrTooManyPartitions).
+	PropMaxFilePartitions = "timelake.max-file-partitions"
 )
+
+// DefaultMaxFilePartitions is PropMaxFilePartitions when the table does
+// not set it: 27 years of days, far beyond any gateway's backfill, while
+// a file whose clock is far off (rows on 80,000 days) is refused before
+// it writes a data file a day, which memory and the manifests pay for.
+const DefaultMaxFilePartitions = 10_000
 
 // LoadProperties are the timelake.* table properties of loading that tables
 // alter may set, with what each accepts.
 var LoadProperties = map[string]string{
-	PropEvolve:         "off, add-columns or widen",
-	PropExpectEvery:    "a duration such as 1m or 15m",
-	PropOnError:        "file or skip-rows: what a row that cannot be loaded does to its file",
-	PropMaxBadRows:     "rows (100), a fraction (0.05) or a percentage (5%): the most rows skip-rows sets aside in a file",
-	PropSourceColumn:   "a column name: the column that holds each row's landing key",
-	PropLoadTimeColumn: "a column name: the column that holds the time each row was loaded",
+	PropEvolve:            "off, add-columns or widen",
+	PropExpectEvery:       "a duration such as 1m or 15m",
+	PropOnError:           "file or skip-rows: what a row that cannot be loaded does to its file",
+	PropMaxBadRows:        "rows (100), a fraction (0.05) or a percentage (5%): the most rows skip-rows sets aside in a file",
+	PropSourceColumn:      "a column name: the column that holds each row's landing key",
+	PropLoadTimeColumn:    "a column name: the column that holds the time each row was loaded",
+	PropMaxFilePartitions: "a whole number of at least 1: the most partitions (days) the rows of one file may fall in",
 }
 
 // PropExpectEvery is how often each gateway of the table is expected to
@@ -121,6 +132,10 @@ func ValidateProperty(key, value string) error {
 		}
 	case PropMaxBadRows:
 		if _, err := decode.ParseMaxBadRows(value); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	case PropMaxFilePartitions:
+		if _, err := parseMaxFilePartitions(value); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 	case PropSourceColumn, PropLoadTimeColumn:
@@ -447,3 +462,40 @@ func (t *Table) saveMaintenanceState(ctx context.Context, st maintenanceState) e
 		storage.PutOptions{ContentType: "application/json"})
 	return err
 }
+
+// parseMaxFilePartitions reads PropMaxFilePartitions: a whole number of at
+// least 1.
+func parseMaxFilePartitions(value string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q: expected a whole number of at least 1", value)
+	}
+	return n, nil
+}
+
+// maxFilePartitions is the table's PropMaxFilePartitions, or the default
+// when it is unset or cannot be read (tables alter refuses such values).
+func maxFilePartitions(props iceberg.Properties) int {
+	if v, ok := props[PropMaxFilePartitions]; ok {
+		if n, err := parseMaxFilePartitions(v); err == nil {
+			return n
+		}
+	}
+	return DefaultMaxFilePartitions
+}
+
+// ErrTooManyPartitions refuses a file whose rows fall in more partitions
+// than the table's PropMaxFilePartitions (PartitionsError says how many).
+var ErrTooManyPartitions = errors.New("its rows fall in too many partitions")
+
+// PartitionsError is ErrTooManyPartitions with the counts.
+type PartitionsError struct {
+	Partitions, Max int
+}
+
+func (e *PartitionsError) Error() string {
+	return fmt.Sprintf("%v: %d, more than the table's %s (%d); a gateway's clock far off?",
+		ErrTooManyPartitions, e.Partitions, PropMaxFilePartitions, e.Max)
+}
+
+func (e *PartitionsError) Unwrap() error { return ErrTooManyPartitions }

@@ -586,6 +586,14 @@ func TestTablesMaintainByHand(t *testing.T) {
 		t.Errorf("alter of max-snapshots below min-snapshots: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
 	}
 	mustRun(t, env, false, "tables", "alter", "--set", "timelake.max-snapshots=5", "--set", "timelake.min-snapshots=5")
+	// The most partitions of one file: a whole number of at least 1.
+	for _, v := range []string{"0", "ten", "-3"} {
+		r = timelake(t, env, false, "tables", "alter", "--set", "timelake.max-file-partitions="+v)
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "timelake.max-file-partitions: \""+v+"\": expected a whole number of at least 1") || r.out != "" {
+			t.Errorf("alter of max-file-partitions to %s: exit %d, stdout %q, stderr %q", v, r.code, r.out, r.errOut)
+		}
+	}
+	mustRun(t, env, false, "tables", "alter", "--set", "timelake.max-file-partitions=400")
 	// A Parquet codec or level no data file can be written with.
 	for _, bad := range [][]string{
 		{"--set", "write.parquet.compression-codec=brotly"},

@@ -1,0 +1,89 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/timelake/timelake/internal/ingest"
+	"github.com/timelake/timelake/internal/lake"
+	"github.com/timelake/timelake/internal/landing"
+	"github.com/timelake/timelake/internal/storage"
+)
+
+// TestFileOverTooManyPartitionsIsQuarantined: a file whose rows fall on
+// more days than the table's timelake.max-file-partitions is quarantined
+// as a setting's refusal, before it writes a data file; the run's other
+// files load; under the limit (the default's, or the table's raised) it
+// loads.
+func TestFileOverTooManyPartitionsIsQuarantined(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gateway-1/00-good.csv", csvFile(readings(1, 0, 10), false, false))
+	if _, err := ingest.Run(ctx, e.config()); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropMaxFilePartitions: "5"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// days: a file of one row on each of n days.
+	days := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString("time,device_id,temperature_c\n")
+		for i := range n {
+			fmt.Fprintf(&b, "%s,clock,%d\n", time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.RFC3339), i)
+		}
+		return []byte(b.String())
+	}
+	e.put(t, "gateway-1/clock.csv", days(6))
+	e.put(t, "gateway-1/five-days.csv", days(5))
+	rep, err := ingest.Run(ctx, e.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != 1 || rep.Quarantined != 1 {
+		t.Fatalf("loaded %d, quarantined %d: %+v", rep.Loaded, rep.Quarantined, rep.Files)
+	}
+	var f ingest.FileResult
+	for _, r := range rep.Files {
+		if r.Key == "gateway-1/clock.csv" {
+			f = r
+		}
+	}
+	if f.Status != ingest.Quarantined || !strings.Contains(f.Reason, "gateway-1/clock.csv") ||
+		!strings.Contains(f.Reason, "its rows fall in too many partitions: 6, more than the table's timelake.max-file-partitions (5)") {
+		t.Fatalf("clock.csv: %s %q", f.Status, f.Reason)
+	}
+	raw, _, err := storage.ReadAll(ctx, e.landing, f.QuarantinedTo+".error.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r landing.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != landing.KindSetting || !strings.Contains(r.Hint, "timelake tables alter --set timelake.max-file-partitions=N") {
+		t.Fatalf("report %+v, want kind setting and a hint naming the property", r)
+	}
+	if n := len(tableRows(t, e)); n != 10+5 {
+		t.Fatalf("%d rows, want the good file's 10 and five-days.csv's 5", n)
+	}
+	// Raised, the limit lets the same rows load (a requeue).
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropMaxFilePartitions: "6"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "gateway-1/clock.csv", days(6))
+	if rep, err := ingest.Run(ctx, e.config()); err != nil || rep.Loaded != 1 {
+		t.Fatalf("under a raised limit: %+v, %v", rep, err)
+	}
+	if n := len(tableRows(t, e)); n != 10+5+6 {
+		t.Fatalf("%d rows, want 21", n)
+	}
+}
