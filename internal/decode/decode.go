@@ -1099,6 +1099,9 @@ func openParquetFile(ctx context.Context, ro *resolved, src Source) (ParquetFile
 	if parquetFormat == nil {
 		return nil, parquetProblem(ro.key, "", noParquetFormat, nil)
 	}
+	if reason := footerTooLarge(src); reason != "" {
+		return nil, parquetProblem(ro.key, "", "cannot read parquet data: "+reason, nil)
+	}
 	opts := ParquetOpenOptions{Key: ro.key, Mem: ro.mem, BatchRows: ro.batchRows,
 		PieceRows: func(rowBytes int64) int64 { return pieceRows(ro, rowBytes) }}
 	pa, err := parquetFormat.Open(ctx, src, opts)
@@ -1205,7 +1208,7 @@ func parquetEnd(src Source) (end int64, ok bool) {
 			if _, err := src.R.ReadAt(n[:], at-4); err != nil {
 				return 0, false
 			}
-			if footer := int64(binary.LittleEndian.Uint32(n[:])); footer == 0 || footer > at-4-int64(len(parquetMagic)) {
+			if footer := int64(binary.LittleEndian.Uint32(n[:])); footer == 0 || footer > at-4-int64(len(parquetMagic)) || footer > MaxParquetFooterBytes {
 				continue
 			}
 			tries++

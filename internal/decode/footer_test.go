@@ -3,6 +3,8 @@ package decode_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,5 +59,42 @@ func TestTruncatedParquetSaysSo(t *testing.T) {
 	_, err = decode.Decode(context.Background(), decode.Source{Key: "j.parquet", R: bytes.NewReader(junk), Size: int64(len(junk))}, decode.DecodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "not a readable parquet file") || strings.Contains(err.Error(), "cut short") {
 		t.Errorf("a file ending in PAR1: %v", err)
+	}
+}
+
+// hugeFooter is a Parquet file's last bytes declaring a footer of footer
+// bytes, zeros before them: a reader of it allocates nothing.
+type hugeFooter struct{ size, footer int64 }
+
+func (h hugeFooter) ReadAt(p []byte, off int64) (int, error) {
+	clear(p)
+	tail := append(binary.LittleEndian.AppendUint32(nil, uint32(h.footer)), "PAR1"...)
+	copy(p, "PAR1"[min(off, 4):min(4, max(off, 0)+int64(len(p)))])
+	for i := range p {
+		if at := off + int64(i) - (h.size - 8); at >= 0 && at < 8 {
+			p[i] = tail[at]
+		}
+	}
+	if off+int64(len(p)) > h.size {
+		return int(max(h.size-off, 0)), io.EOF
+	}
+	return len(p), nil
+}
+
+// TestParquetFooterTooLarge: a Parquet file declaring a footer larger than
+// decode.MaxParquetFooterBytes is refused, naming its size, by Decode and
+// Check, before any reader parses it; its decoded size is its size.
+func TestParquetFooterTooLarge(t *testing.T) {
+	footer := int64(40 << 20)
+	src := decode.Source{Key: "rg.parquet", R: hugeFooter{size: footer + 12, footer: footer}, Size: footer + 12}
+	_, cerr := decode.Check(context.Background(), src, decode.DecodeOptions{}, decode.CheckOptions{})
+	_, derr := decode.Decode(context.Background(), src, decode.DecodeOptions{})
+	for _, err := range []error{cerr, derr} {
+		if err == nil || !decode.IsUnreadable(err) || !strings.Contains(err.Error(), "rg.parquet: cannot read parquet data: its footer (the file's metadata) takes 40 MiB, more than the 32 MiB a Parquet file may have") {
+			t.Errorf("a footer of %d bytes: %v", footer, err)
+		}
+	}
+	if n := decode.DecodedSize(src, 0); n != src.Size {
+		t.Errorf("decoded size %d, want the file's %d (its footer is not read)", n, src.Size)
 	}
 }

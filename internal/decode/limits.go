@@ -2,10 +2,13 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/timelake/timelake/internal/iostreams"
 )
@@ -25,6 +28,46 @@ import (
 //     gzipGuardFloor decompressed bytes (expansionGuard): a gzip bomb, whose
 //     text would be read (hashed, checked for its open end, decoded) for
 //     as long as it expands.
+
+// MaxParquetFooterBytes is the largest footer a Parquet file may declare:
+// the file's metadata (its schema and, for every row group, each column
+// chunk's offsets and statistics), which every reader parses whole, into
+// several times its size in memory, before it reads a value. Real files'
+// footers take kilobytes to a few megabytes (10,000 columns in 20 row
+// groups about 30 MB); one of 300,000 row groups of a row each takes about
+// 100 MB, parsed into about 600 MiB. A file beyond it is refused before
+// its footer is read (footerTooLarge).
+const MaxParquetFooterBytes = 32 << 20
+
+// parquetFooterBytes is the footer length a Parquet file's last 8 bytes
+// declare; ok is false when it does not end in PAR1, cannot be read, or
+// declares more than the file holds (it is damaged: Decode says so).
+func parquetFooterBytes(src Source) (n int64, ok bool) {
+	if src.Size < 12 {
+		return 0, false
+	}
+	var tail [8]byte
+	if _, err := src.R.ReadAt(tail[:], src.Size-8); err != nil && !errors.Is(err, io.EOF) {
+		return 0, false
+	}
+	if !bytes.Equal(tail[4:], parquetMagic) {
+		return 0, false
+	}
+	n = int64(binary.LittleEndian.Uint32(tail[:4]))
+	return n, n <= src.Size-12
+}
+
+// footerTooLarge is the reason a Parquet file whose footer passes
+// MaxParquetFooterBytes is refused; "" when it does not.
+func footerTooLarge(src Source) string {
+	n, ok := parquetFooterBytes(src)
+	if !ok || n <= MaxParquetFooterBytes {
+		return ""
+	}
+	return fmt.Sprintf("its footer (the file's metadata) takes %s, more than the %s a Parquet file may have "+
+		"(each reader parses it whole into several times that memory): written with row groups of a few rows, "+
+		"or with very many columns; write it again with row groups of at least thousands of rows", byteSize(n), byteSize(MaxParquetFooterBytes))
+}
 
 // DefaultMaxRecordBytes is DecodeOptions.MaxRecordBytes when it is 0: a
 // quarter of ingest's default memory budget.

@@ -26,7 +26,7 @@ func DecodedSize(src Source, textBytes int64) int64 {
 // column chunk's minimum and maximum (its statistics) or, without them,
 // the chunk's uncompressed size. ok is false when the footer does not read.
 func ParquetValueBytes(src Source) (n int64, ok bool) {
-	if parquetFormat == nil {
+	if parquetFormat == nil || footerTooLarge(src) != "" {
 		return 0, false
 	}
 	defer func() {
