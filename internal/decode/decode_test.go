@@ -205,9 +205,10 @@ func TestTimeParsing(t *testing.T) {
 		{name: "epoch without unit", value: "1767607200", wantErr: `row 2 (line 3), column "time": cannot parse "1767607200" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z); numeric epoch times need a time unit`},
 		{name: "garbage", value: "12/01/2026 10:00", wantErr: `gw/t.csv: row 2 (line 3), column "time": cannot parse "12/01/2026 10:00" as a timestamp (expected RFC 3339 such as 2026-01-05T10:00:00Z)`},
 		{name: "no seconds", value: "2026-01-05T10:00", wantErr: `cannot parse "2026-01-05T10:00"`},
-		{name: "leap second", value: "2026-01-05T10:00:60Z", wantErr: "cannot parse"},
+		{name: "leap second", value: "2026-01-05T10:00:60Z", wantErr: `cannot parse "2026-01-05T10:00:60Z" as a timestamp (a leap second (second 60), which timestamps cannot hold: write second 59 or the next minute's 00)`},
 		{name: "bad day", value: "2026-02-30T10:00:00Z", wantErr: "cannot parse"},
-		{name: "ten fraction digits", value: "2026-01-05T10:00:00.1234567891Z", wantErr: "cannot parse"},
+		{name: "ten fraction digits", value: "2026-01-05T10:00:00.1234567891Z", wantErr: `cannot parse "2026-01-05T10:00:00.1234567891Z" as a timestamp (a fraction of 10 digits: at most 9, nanoseconds, are read)`},
+		{name: "twelve fraction digits with offset", value: "2026-01-05 10:00:00.123456789012+05:30", wantErr: `(a fraction of 12 digits: at most 9, nanoseconds, are read)`},
 		{name: "bad offset", value: "2026-01-05T10:00:00+2", wantErr: "cannot parse"},
 		{name: "invalid unit", value: "1767607200", unit: "h", wantErr: `invalid time unit "h"`},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -366,6 +367,9 @@ func (c *timeConv) fromText(s string) (int64, string, bool) {
 		}
 	}
 	reason := "cannot parse " + quoteValue(s) + " as a timestamp (expected RFC 3339 such as " + timeExample + ")"
+	if problem := rfc3339Beyond(ts); problem != "" {
+		reason = "cannot parse " + quoteValue(s) + " as a timestamp (" + problem + ")"
+	}
 	if !c.epochSet && c.hintEpoch && numProblem == "" && hasDigit(ts) {
 		reason += "; numeric epoch times need a time unit (--time-unit s, ms, us or ns)"
 	}
@@ -433,4 +437,25 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// rfc3339Shape matches text of RFC 3339's shape: date, time with seconds,
+// an optional fraction of any length and an optional offset; the groups
+// are the seconds and the fraction's digits.
+var rfc3339Shape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:(\d{2})(?:\.(\d+))?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?$`)
+
+// rfc3339Beyond says why text of RFC 3339's shape that parseTextTime
+// refused is refused, where RFC 3339 itself allows it: a fraction of more
+// than 9 digits, a leap second; "" for other text.
+func rfc3339Beyond(ts string) string {
+	m := rfc3339Shape.FindStringSubmatch(ts)
+	switch {
+	case m == nil:
+		return ""
+	case len(m[2]) > 9:
+		return fmt.Sprintf("a fraction of %d digits: at most 9, nanoseconds, are read", len(m[2]))
+	case m[1] == "60":
+		return "a leap second (second 60), which timestamps cannot hold: write second 59 or the next minute's 00"
+	}
+	return ""
 }
