@@ -75,6 +75,30 @@ func TestFileOverTooManyPartitionsIsQuarantined(t *testing.T) {
 	if n := len(tableRows(t, e)); n != 10+5 {
 		t.Fatalf("%d rows, want the good file's 10 and five-days.csv's 5", n)
 	}
+	// A file decoded in pieces: the partitions of all its pieces count,
+	// and the data files of the pieces written before are deleted.
+	var b strings.Builder
+	b.WriteString("time,device_id,temperature_c\n")
+	for i := range 150_000 { // 49 days, a row every 28.224 s, pieces of 1 MiB
+		fmt.Fprintf(&b, "%s,wide-%d,%d.5\n", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i)*28224*time.Millisecond).Format(time.RFC3339Nano), i%7, i)
+	}
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropMaxFilePartitions: "34"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "gateway-1/pieces.csv", []byte(b.String()))
+	cfg := e.config()
+	cfg.MemoryBudget = smallBudget
+	rep, err = ingest.Run(ctx, cfg)
+	if err != nil || rep.Quarantined != 1 || rep.Loaded != 0 || !strings.Contains(rep.Files[0].Reason, "its rows fall in too many partitions: 35 in its rows read so far, more than the table's timelake.max-file-partitions (34)") {
+		t.Fatalf("a file of 49 days in pieces under a limit of 34: %+v, %v", rep.Files, err)
+	}
+	if o := dataOrphans(t, e); len(o) > 0 {
+		t.Fatalf("data files of the refused file's pieces left behind: %v", o)
+	}
+	if n := len(tableRows(t, e)); n != 10+5 {
+		t.Fatalf("%d rows, want 15", n)
+	}
+
 	// Raised, the limit lets the same rows load (a requeue).
 	if err := tbl.SetProperties(ctx, map[string]string{lake.PropMaxFilePartitions: "6"}, nil); err != nil {
 		t.Fatal(err)

@@ -158,6 +158,32 @@ type BatchWriter struct {
 	replaced  int64 // rows left out under timelake.read-dedup
 	repeated  int64 // Prepared.Repeated
 	size      int64
+	// partitions are the partition ordinals of the rows written
+	// (admitPartitions).
+	partitions map[int64]struct{}
+}
+
+// admitPartitions refuses rows that would bring the batch's partitions
+// past the table's PropMaxFilePartitions (PartitionsError), before they
+// are written; else it counts theirs.
+func (w *BatchWriter) admitPartitions(ordinals []int64) error {
+	max := maxFilePartitions(w.v.meta.Props())
+	var fresh []int64
+	for _, o := range ordinals {
+		if _, ok := w.partitions[o]; !ok {
+			fresh = append(fresh, o)
+		}
+	}
+	if n := len(w.partitions) + len(fresh); n > max {
+		return &PartitionsError{Partitions: n, Max: max, SoFar: len(w.partitions) > 0}
+	}
+	if w.partitions == nil {
+		w.partitions = map[int64]struct{}{}
+	}
+	for _, o := range fresh {
+		w.partitions[o] = struct{}{}
+	}
+	return nil
 }
 
 // NewBatchWriter starts a batch (batchID must not be empty); batchRows is
@@ -228,7 +254,7 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 	if rows == 0 {
 		return nil
 	}
-	files, size, repeated, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows, maxFilePartitions(w.v.meta.Props()))
+	files, size, repeated, err := t.writeDataFiles(ctx, w.v, recs, w.batchRows, w.admitPartitions)
 	if err != nil {
 		return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 	}
@@ -320,10 +346,10 @@ func checkRequired(r arrow.RecordBatch) error {
 // concurrently (datafile.WritePlan, datafile.WriteRanges); the files come
 // back in sorted order either way. It returns the files, their bytes, and
 // the rows of recs whose series key and time an earlier row of recs has
-// (datafile.SortedRows.RepeatedRows). Rows in more than maxPartitions
-// partitions (0: any number) are refused before any file is written
-// (PartitionsError).
-func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows, maxPartitions int) ([]iceberg.DataFile, int64, int64, error) {
+// (datafile.SortedRows.RepeatedRows). admit, when not nil, is given the
+// partitions of the rows (their ordinals) before any file is written; its
+// error is returned.
+func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.RecordBatch, batchRows int, admit func(ordinals []int64) error) ([]iceberg.DataFile, int64, int64, error) {
 	sorted := datafile.NewSortedRows
 	if readDedup(v.meta.Props()) {
 		sorted = datafile.NewNewestRows // one row of each key (dedupe.go)
@@ -341,8 +367,10 @@ func (t *Table) writeDataFiles(ctx context.Context, v tableView, recs []arrow.Re
 		return nil, 0, 0, err
 	}
 	defer rows.Release()
-	if maxPartitions > 0 && rows.Partitions() > maxPartitions {
-		return nil, 0, 0, &PartitionsError{Partitions: rows.Partitions(), Max: maxPartitions}
+	if admit != nil {
+		if err := admit(rows.PartitionOrdinals()); err != nil {
+			return nil, 0, 0, err
+		}
 	}
 	// Sorted by partition first, so each clustered writer keeps one
 	// partition open at a time: memory stays bounded however many days an

@@ -441,7 +441,7 @@ func (t *Table) rewriteWhole(ctx context.Context, v tableView, g *CompactionGrou
 	if rows != g.Rows {
 		return nil, fmt.Errorf("read %d rows from %d files whose manifests count %d", rows, len(g.Inputs), g.Rows)
 	}
-	files, _, _, err := t.writeDataFiles(ctx, v, recs, 0, 0)
+	files, _, _, err := t.writeDataFiles(ctx, v, recs, 0, nil)
 	return files, err
 }
 

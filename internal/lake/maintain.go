@@ -75,13 +75,15 @@ const (
 	PropSourceColumn   = "timelake.source-column"
 	PropLoadTimeColumn = "timelake.load-time-column"
 	// PropMaxFilePartitions is the most partitions (days of the default
-	// spec) the rows of one file may fall in (DefaultMaxFilePartitions);
-	// a file over it is refused (ErrTooManyPartitions).
+	// spec) the rows of one file may fall in, over all its pieces
+	// (DefaultMaxFilePartitions); a file over it is refused
+	// (ErrTooManyPartitions).
 	PropMaxFilePartitions = "timelake.max-file-partitions"
 )
 
 // DefaultMaxFilePartitions is PropMaxFilePartitions when the table does
-// not set it: 27 years of days, far beyond any gateway's backfill, while
+// not set it: 27 years of days (417 days of hours), far beyond a gateway's
+// backfill of a day table, while
 // a file whose clock is far off (rows on 80,000 days) is refused before
 // it writes a data file a day, which memory and the manifests pay for.
 const DefaultMaxFilePartitions = 10_000
@@ -488,14 +490,21 @@ func maxFilePartitions(props iceberg.Properties) int {
 // than the table's PropMaxFilePartitions (PartitionsError says how many).
 var ErrTooManyPartitions = errors.New("its rows fall in too many partitions")
 
-// PartitionsError is ErrTooManyPartitions with the counts.
+// PartitionsError is ErrTooManyPartitions with the counts: the
+// partitions of the file's rows, or with SoFar, of those read so far (a
+// file decoded in pieces).
 type PartitionsError struct {
 	Partitions, Max int
+	SoFar           bool
 }
 
 func (e *PartitionsError) Error() string {
-	return fmt.Sprintf("%v: %d, more than the table's %s (%d); a gateway's clock far off?",
-		ErrTooManyPartitions, e.Partitions, PropMaxFilePartitions, e.Max)
+	sofar := ""
+	if e.SoFar {
+		sofar = " in its rows read so far"
+	}
+	return fmt.Sprintf("%v: %d%s, more than the table's %s (%d); a gateway's clock far off?",
+		ErrTooManyPartitions, e.Partitions, sofar, PropMaxFilePartitions, e.Max)
 }
 
 func (e *PartitionsError) Unwrap() error { return ErrTooManyPartitions }

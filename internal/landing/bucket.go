@@ -290,17 +290,26 @@ func IsRejectsKey(key string) bool {
 
 // SetAside keeps a rejects file (the rows refused from rep.SourceKey,
 // size bytes of body) in the quarantine under QuarantineKey(key) with its
-// report beside it, rep.Key being key: the rows are kept, never dropped,
-// while the file's other rows load. A rejects file of the same source
-// (key and SHA-256) kept before, under that name or one with a time
-// suffix, is the same one, set aside again by a run that did not get to
-// its commit: it is kept as it is (written again if only its report was).
+// report beside it, rep.Key being key and rep.SHA256 the body's: the rows
+// are kept, never dropped, while the file's other rows load. A rejects
+// file of the same source (key and SHA-256) and the same rows (SHA-256)
+// kept before, under that name or one with a time suffix, is the same
+// one, set aside again by a run that did not get to its commit: it is kept
+// as it is (written again if only its report was). Other rows of the same
+// source (a setting changed in between) are a rejects file of their own.
 // Another file under the name (another source's rejects file, a
 // quarantined file) keeps it: this one gets a name with a time suffix
 // (claim). It returns the key of the kept copy.
 func (b *Bucket) SetAside(ctx context.Context, key string, body io.ReadSeeker, size int64, rep Report) (string, error) {
 	dst := b.QuarantineKey(key)
-	rep.Key, rep.Size = key, size
+	h := sha256.New()
+	if _, err := io.Copy(h, body); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
+	}
+	rep.Key, rep.Size, rep.SHA256 = key, size, hex.EncodeToString(h.Sum(nil))
 	name, err := b.setAsideBefore(ctx, dst, rep)
 	if err != nil {
 		return "", fmt.Errorf("set aside rows of %s: %w", rep.SourceKey, err)
@@ -336,7 +345,7 @@ func (b *Bucket) setAsideBefore(ctx context.Context, dst string, rep Report) (st
 	}
 	for _, r := range reports {
 		prev, err := b.readReport(ctx, r)
-		if err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 && prev.Key == rep.Key {
+		if err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 && prev.Key == rep.Key && prev.SHA256 == rep.SHA256 {
 			return strings.TrimSuffix(r, reportSuffix), nil
 		}
 	}

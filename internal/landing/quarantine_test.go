@@ -3,6 +3,7 @@ package landing
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,16 @@ func TestQuarantineNamesNeverClash(t *testing.T) {
 				if n := len(keysOf(t, st)); n != before {
 					t.Fatalf("setting the rows of %s aside again made %d objects, want %d", source, n, before)
 				}
+			}
+			// Other rows of the same source (a setting changed before the
+			// retry) are a rejects file of their own, not the earlier one.
+			if err := setAside("gw1/x.csv", "PLAINBAD AND MORE")(); err != nil {
+				t.Fatal(err)
+			}
+			got = bodies(t, b)["gw1/x.rejects.csv"]
+			slices.Sort(got)
+			if want := []string{"GZBAD", "PLAINBAD", "PLAINBAD AND MORE"}; !slices.Equal(got, want) {
+				t.Fatalf("kept %q, want %q", got, want)
 			}
 		})
 

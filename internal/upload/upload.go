@@ -1013,7 +1013,10 @@ func moveFile(src, dir, tag, reportSuffix string) (string, error) {
 	}
 	err := os.Link(src, dst)
 	// A rejected file's tag is the time: another file may hold the name.
-	for n := 2; reportSuffix != "" && errors.Is(err, fs.ErrExist) && !sameFile(src, dst) && n <= 100; n++ {
+	for n := 2; reportSuffix != "" && errors.Is(err, fs.ErrExist) && !sameFile(src, dst); n++ {
+		if n > 100 {
+			return "", fmt.Errorf("%s and the names numbered up to 100 are taken in %s", dst, dir)
+		}
 		dst = filepath.Join(dir, stem+"-"+tag+"-"+strconv.Itoa(n)+ext)
 		err = os.Link(src, dst)
 	}

@@ -935,4 +935,17 @@ func TestRejectedFilesNeverOverwritten(t *testing.T) {
 	if !slices.Equal(got, bodies) {
 		t.Fatalf("b.csv rejected three times kept %q, want %q", got, bodies)
 	}
+
+	// Every name taken: the file stays in the spool, nothing is deleted.
+	tag := now().UTC().Format("20060102T150405Z")
+	for n := 3; n <= 100; n++ {
+		writeFile(t, filepath.Join(spool, "rejected", fmt.Sprintf("b-%s-%d.csv", tag, n)), "another file", t0)
+	}
+	writeFile(t, filepath.Join(spool, "b.csv"), "time,v\n2026-01-05T10:00:09Z\n", t0)
+	if _, err := Run(t.Context(), Config{Store: s, Spool: spool, Gateway: "gw", Validate: true, Now: now}); err == nil || !strings.Contains(err.Error(), "are taken in") {
+		t.Fatalf("every name taken: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(spool, "b.csv")); err != nil || string(b) != "time,v\n2026-01-05T10:00:09Z\n" {
+		t.Fatalf("b.csv left in the spool: %q, %v", b, err)
+	}
 }

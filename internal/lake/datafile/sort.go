@@ -33,11 +33,12 @@ type Order struct {
 // nor concatenated: Batches takes them from the input batches on demand,
 // so that only the batches being written are held twice.
 type SortedRows struct {
-	mem  memory.Allocator
-	sc   *arrow.Schema
-	cols []*arrow.Chunked // the input columns: the input batches' arrays, or one concatenated array (see chunkedTake)
-	perm []int64          // sorted position -> input row; nil when already in order
-	runs []int            // start of each partition's rows in sorted order, then the row count
+	mem      memory.Allocator
+	sc       *arrow.Schema
+	cols     []*arrow.Chunked // the input columns: the input batches' arrays, or one concatenated array (see chunkedTake)
+	perm     []int64          // sorted position -> input row; nil when already in order
+	runs     []int            // start of each partition's rows in sorted order, then the row count
+	runParts []int64          // the partition ordinal of each run
 	// newest keeps one row of each (partition, series key, time), the
 	// last in input order (timelake.read-dedup): the others are left out
 	// of perm.
@@ -188,6 +189,10 @@ func (s *SortedRows) Len() int { return s.runs[len(s.runs)-1] }
 // Partitions is the number of partitions the rows fall in.
 func (s *SortedRows) Partitions() int { return len(s.runs) - 1 }
 
+// PartitionOrdinals are the partitions the rows fall in, in order: each
+// one's ordinal by the Order's Partition function.
+func (s *SortedRows) PartitionOrdinals() []int64 { return s.runParts }
+
 // order computes perm and runs from the time and series key columns, which
 // it concatenates for the while.
 func (s *SortedRows) order(o Order) error {
@@ -268,11 +273,12 @@ func (s *SortedRows) order(o Order) error {
 		}
 	}
 	n := len(perm)
-	s.runs = nil
+	s.runs, s.runParts = nil, nil
 	prev := int64(math.MinInt64)
 	for i := range n {
 		if p := parts[perm[i]]; i == 0 || p != prev {
 			s.runs = append(s.runs, i)
+			s.runParts = append(s.runParts, p)
 			prev = p
 		}
 	}
