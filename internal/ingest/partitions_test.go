@@ -3,10 +3,13 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/timelake/timelake/internal/ingest"
 	"github.com/timelake/timelake/internal/lake"
@@ -109,5 +112,48 @@ func TestFileOverTooManyPartitionsIsQuarantined(t *testing.T) {
 	}
 	if n := len(tableRows(t, e)); n != 10+5+6 {
 		t.Fatalf("%d rows, want 21", n)
+	}
+}
+
+// TestColumnNamedAsThePartitionField: a new column named as the table's
+// partition field (time_day beside day(time)), which Iceberg's Java and
+// Rust readers refuse, is refused: the file that would add it is
+// quarantined, and no table is created with it.
+func TestColumnNamedAsThePartitionField(t *testing.T) {
+	ctx := context.Background()
+	e := localEnv(t)
+	e.put(t, "gateway-1/00-good.csv", csvFile(readings(1, 0, 10), false, false))
+	cfg := e.config()
+	cfg.Evolve = "add-columns"
+	if _, err := ingest.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "gateway-1/day.csv", []byte("time,device_id,temperature_c,time_day\n2026-01-05T10:00:00Z,d,1,monday\n"))
+	e.put(t, "gateway-1/other.csv", []byte("time,device_id,temperature_c,humidity\n2026-01-05T10:00:00Z,d,1,50\n"))
+	rep, err := ingest.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Loaded != 1 || rep.Quarantined != 1 {
+		t.Fatalf("loaded %d, quarantined %d: %+v", rep.Loaded, rep.Quarantined, rep.Files)
+	}
+	for _, f := range rep.Files {
+		if f.Key == "gateway-1/day.csv" && (f.Status != ingest.Quarantined || !strings.Contains(f.Reason, `new column "time_day": the name of one of the table's partition fields`)) {
+			t.Fatalf("day.csv: %s %q", f.Status, f.Reason)
+		}
+	}
+	tbl, err := e.lake.LoadTable(ctx, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tbl.Metadata().CurrentSchema().FindFieldByName("time_day"); ok {
+		t.Fatal("the table has a column time_day")
+	}
+
+	// A table is not created with such a column.
+	sc := arrow.NewSchema([]arrow.Field{{Name: "time", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "time_day", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	if _, err := e.lake.CreateTable(ctx, lake.TableName{Namespace: "iot", Name: "other"}, sc, lake.CreateSpec{TimeColumn: "time"}); !errors.Is(err, lake.ErrPartitionName) {
+		t.Fatalf("create with a column time_day: %v", err)
 	}
 }

@@ -292,7 +292,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 		}
 		defer release()
 		if err := w.Write(ctx, recs); err != nil {
-			if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooManyPartitions) {
+			if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooManyPartitions) || errors.Is(err, lake.ErrPartitionName) {
 				return err
 			}
 			if decode.IsPanic(err) { // on a writer's goroutine
@@ -511,6 +511,9 @@ func (r *runner) createTable(ctx context.Context, key string, dec *decode.Decode
 		if len(dec.Schema.FieldIndices(k)) == 0 {
 			return &decode.FileError{Key: key, Column: k, Reason: "series key column is not in the file (check --series-key)"}
 		}
+	}
+	if name := lake.PartitionFieldName(dec.TimeColumn, r.cfg.Partition); len(dec.Schema.FieldIndices(name)) > 0 {
+		return &decode.FileError{Key: key, Column: name, Reason: lake.ErrPartitionName.Error()}
 	}
 	spec := lake.CreateSpec{TimeColumn: dec.TimeColumn, SeriesKey: r.cfg.SeriesKey, Partition: r.cfg.Partition, Properties: map[string]string{}}
 	// The run's table-level settings become the table's, for every writer.

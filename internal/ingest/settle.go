@@ -137,6 +137,8 @@ func hint(err error) string {
 		return "rename the file with a UTF-8 name (convmv converts names from another encoding), then put it into the landing folder again"
 	case errors.Is(err, lake.ErrRequiredNull):
 		return "fill the required column in every row, then upload the file again under a new key"
+	case errors.Is(err, lake.ErrPartitionName):
+		return "rename the column in the file (its partition field keeps its name), then upload it again under a new key"
 	case errors.Is(err, lake.ErrTooManyPartitions):
 		return fmt.Sprintf("look at the file's times: a gateway whose clock is far off spreads its rows over years; fix them and upload the file again under a new key, or, if the rows are right, split the file or raise %s (timelake tables alter --set %s=N) and put it back with timelake landing requeue",
 			lake.PropMaxFilePartitions, lake.PropMaxFilePartitions)

@@ -215,6 +215,9 @@ func (w *BatchWriter) Write(ctx context.Context, recs []arrow.RecordBatch) error
 			return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 		}
 		if c != nil {
+			if err := checkPartitionNames(w.v.meta.Write().PartitionSpecs(), c.schema); err != nil {
+				return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
+			}
 			if w.v, err = t.evolvedView(w.v, c); err != nil {
 				return fmt.Errorf("append %s to %s: %w", w.batchID, t.name, err)
 			}
@@ -724,4 +727,28 @@ func (t *Table) fileKey(uri string) (string, error) {
 		return "", &iofs.PathError{Op: "remove", Path: uri, Err: err}
 	}
 	return catalog.TablePrefix(t.name) + rel, nil
+}
+
+// checkPartitionNames refuses a schema with a column named as a partition
+// field of specs that is not that column's identity (ErrPartitionName).
+func checkPartitionNames(specs []iceberg.PartitionSpec, sc *iceberg.Schema) error {
+	for _, spec := range specs {
+		for _, f := range spec.Fields() {
+			col, ok := sc.FindFieldByName(f.Name)
+			if !ok {
+				continue
+			}
+			if _, identity := f.Transform.(iceberg.IdentityTransform); identity && len(f.SourceIDs) == 1 && f.SourceIDs[0] == col.ID {
+				continue
+			}
+			src := ""
+			if len(f.SourceIDs) == 1 {
+				if s, ok := sc.FindColumnName(f.SourceIDs[0]); ok {
+					src = " of " + s
+				}
+			}
+			return fmt.Errorf("new column %q: %w (%s%s)", f.Name, ErrPartitionName, f.Transform, src)
+		}
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ package lake
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -235,9 +236,12 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	if err != nil {
 		return nil, fmt.Errorf("create %s: sort order: %w", n, err)
 	}
+	if name := PartitionFieldName(spec.TimeColumn, spec.Partition); hasField(isc, name) {
+		return nil, fmt.Errorf("create %s: column %q: %w (%s of %s)", n, name, ErrPartitionName, spec.Partition, spec.TimeColumn)
+	}
 	pspec := iceberg.NewPartitionSpec(iceberg.PartitionField{
 		SourceIDs: []int{tf.ID}, FieldID: 1000,
-		Name: spec.TimeColumn + "_" + string(spec.Partition), Transform: spec.Partition.transform(),
+		Name: PartitionFieldName(spec.TimeColumn, spec.Partition), Transform: spec.Partition.transform(),
 	})
 	props := iceberg.Properties{
 		table.PropertyFormatVersion:       "2",
@@ -294,3 +298,24 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 
 // versionHintName is the version hint's file in a table's metadata folder.
 const versionHintName = catalog.VersionHintName
+
+// PartitionFieldName is the name of the partition field CreateTable gives
+// a table's partitions by g (day when empty) of timeColumn: time_day.
+func PartitionFieldName(timeColumn string, g Granularity) string {
+	if g == "" {
+		g = Day
+	}
+	return timeColumn + "_" + string(g)
+}
+
+// ErrPartitionName refuses a column named as one of the table's partition
+// fields: Iceberg's Java and Rust libraries refuse a partition field (of
+// another column's transform) that has the name of a column, so such a
+// table could not be read by them.
+var ErrPartitionName = errors.New("the name of one of the table's partition fields, which a column may not have (Iceberg readers refuse such a table): rename the column")
+
+// hasField reports whether sc has a top-level column named name.
+func hasField(sc *iceberg.Schema, name string) bool {
+	_, ok := sc.FindFieldByName(name)
+	return ok
+}
