@@ -172,9 +172,11 @@ const claimTries = 16
 // claim reserves a name for a quarantined copy or rejects file, dst or, when
 // that is taken, dst with the time suffix of a second copy (rep.At, one
 // nanosecond later on each try): a name is taken when an object holds it or
-// its report, and it is claimed by creating its report (rep, QuarantinedTo
-// set to it) only if absent, so two files quarantined at once never get one
-// name. It returns the name claimed, whose report is written.
+// the report of another landing key, and it is claimed by creating its
+// report (rep, QuarantinedTo set to it) only if absent, so two files
+// quarantined at once never get one name; a report of the same key without
+// its copy (an attempt stopped between the two writes) is replaced. It
+// returns the name claimed, whose report is written.
 func (b *Bucket) claim(ctx context.Context, dst string, rep Report, mode fs.FileMode) (string, error) {
 	name := dst
 	for i := range claimTries {
@@ -191,10 +193,19 @@ func (b *Bucket) claim(ctx context.Context, dst string, rep Report, mode fs.File
 		if err != nil {
 			return "", err
 		}
-		_, err = b.Store.Put(ctx, name+reportSuffix, bytes.NewReader(append(body, '\n')),
-			storage.PutOptions{IfAbsent: true, ContentType: "application/json", Mode: mode})
+		opts := storage.PutOptions{IfAbsent: true, ContentType: "application/json", Mode: mode}
+		_, err = b.Store.Put(ctx, name+reportSuffix, bytes.NewReader(append(body, '\n')), opts)
 		if errors.Is(err, storage.ErrPreconditionFailed) {
-			continue
+			// The report of the same file without its copy (checked
+			// above): an earlier attempt stopped between the two writes, or
+			// its report's write landed without its answer. That file is
+			// still in the landing bucket (or its rows not committed): the
+			// name is this attempt's.
+			if prev, rerr := b.readReport(ctx, name+reportSuffix); rerr != nil || !sameFile(prev, rep) {
+				continue
+			}
+			opts.IfAbsent = false
+			_, err = b.Store.Put(ctx, name+reportSuffix, bytes.NewReader(append(body, '\n')), opts)
 		}
 		if err != nil {
 			return "", fmt.Errorf("write report: %w", err)
@@ -202,6 +213,13 @@ func (b *Bucket) claim(ctx context.Context, dst string, rep Report, mode fs.File
 		return name, nil
 	}
 	return "", fmt.Errorf("%s and %d names with a time suffix are taken", dst, claimTries-1)
+}
+
+// sameFile reports whether two reports are of the same file: the same
+// landing key, content (size, ETag, SHA-256) and, for rejects files, source.
+func sameFile(a, b Report) bool {
+	return a.Key == b.Key && bytes.Equal(a.KeyBytes, b.KeyBytes) && a.Kind == b.Kind && a.Size == b.Size && a.ETag == b.ETag &&
+		a.SHA256 == b.SHA256 && a.SourceKey == b.SourceKey && a.SourceSHA256 == b.SourceSHA256
 }
 
 // copyTimeLayout is the UTC time Quarantine adds to the name of a second

@@ -135,6 +135,28 @@ func TestQuarantineNamesNeverClash(t *testing.T) {
 			}
 		})
 
+		t.Run("a quarantine stopped between its report and its copy", func(t *testing.T) {
+			b := &Bucket{Store: st, QuarantinePrefix: "q-stopped/"}
+			put(t, st, "gw1/s.csv", "bad rows")
+			rep := Report{Reason: "bad", At: at, Key: "gw1/s.csv", Size: 8, SHA256: "s1"}
+			if _, err := b.claim(ctx, b.QuarantineKey("gw1/s.csv"), rep, 0); err != nil { // the report, no copy
+				t.Fatal(err)
+			}
+			dst, err := b.Quarantine(ctx, "gw1/s.csv", Report{Reason: "bad", At: at.Add(time.Minute), Size: 8, SHA256: "s1"})
+			if err != nil || dst != "q-stopped/gw1/s.csv" {
+				t.Fatalf("the same file quarantined again went to %q (%v), want the name its report claimed", dst, err)
+			}
+			// Another file of the key while that name's report is there
+			// without its copy: a name of its own.
+			if err := st.Delete(ctx, dst); err != nil {
+				t.Fatal(err)
+			}
+			put(t, st, "gw1/s.csv", "other bad rows")
+			if dst, err := b.Quarantine(ctx, "gw1/s.csv", Report{Reason: "bad", At: at.Add(2 * time.Minute), Size: 14, SHA256: "s2"}); err != nil || dst == "q-stopped/gw1/s.csv" {
+				t.Fatalf("another file of the key went to %q (%v)", dst, err)
+			}
+		})
+
 		t.Run("a rejects file whose report alone was written", func(t *testing.T) {
 			b := &Bucket{Store: st, QuarantinePrefix: "q-crash/"}
 			rep := Report{Reason: "rows refused", At: at, Kind: KindRows, SourceKey: "gw1/y.csv", SourceSHA256: "bb", Key: "gw1/y.rejects.csv", Size: 4}
