@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	"github.com/klauspost/compress/gzip"
 )
 
 // TestGzipCSVBlocks: gzipped CSV and TSV of a table parsed in blocks give
@@ -157,5 +158,35 @@ func TestGzipCSVBlocksPieces(t *testing.T) {
 	}
 	if seq, par := collect(1), collect(2); seq != par {
 		t.Errorf("rows in blocks differ from the sequential read's")
+	}
+}
+
+// TestGzipLongHeaderName: a gzip file whose header stores an original file
+// name longer than the gzip reader reads (511 bytes) is refused naming
+// that, not as a broken header; a name of 511 bytes loads.
+func TestGzipLongHeaderName(t *testing.T) {
+	body := "time,device_id,v\n2026-01-05T10:00:00Z,a,1\n"
+	for _, n := range []int{511, 512, 624, 5000} {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Name = strings.Repeat("n", n)
+		if _, err := zw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		_, err := Decode(context.Background(), Source{Key: "g.csv.gz", R: bytes.NewReader(b), Size: int64(len(b))}, DecodeOptions{})
+		want := fmt.Sprintf("its gzip header stores a file name of %d bytes, longer than the 511 the gzip reader reads", n)
+		if n == 5000 {
+			want = "its gzip header stores a file name of more than 4086 bytes, longer than the 511"
+		}
+		switch {
+		case n == 511 && err != nil:
+			t.Errorf("a name of 511 bytes: %v", err)
+		case n > 511 && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("a name of %d bytes: %v, want %q", n, err, want)
+		}
 	}
 }

@@ -582,8 +582,20 @@ func newGzipStream(r io.Reader, size int64) (*gzipStream, error) {
 	in := &countingReader{r: r}
 	g := &gzipStream{in: in, br: bufio.NewReader(in), size: size}
 	g.guard.in = func() int64 { return in.n }
+	head, _ := g.br.Peek(gzipHeaderPeek) // not consumed: the reader reads it again
+	head = slices.Clone(head)
 	zr, err := gzip.NewReader(g.br)
 	if err != nil {
+		if errors.Is(err, gzip.ErrHeader) {
+			if what, n, exact := longGzipHeaderString(head); n > 0 {
+				size := fmt.Sprintf("of %d bytes", n)
+				if !exact {
+					size = fmt.Sprintf("of more than %d bytes", n)
+				}
+				return nil, &streamError{reason: fmt.Sprintf("its gzip header stores a %s %s, longer than the %d the gzip reader reads "+
+					"(the format sets no limit): compress the file again without storing its name (gzip -n) and upload it under a new key", what, size, gzipHeaderString-1), err: err}
+			}
+		}
 		return nil, gzipError(err)
 	}
 	zr.Multistream(false)
@@ -620,6 +632,57 @@ func (g *gzipStream) Read(p []byte) (int, error) {
 }
 
 func (g *gzipStream) Close() error { return g.zr.Close() }
+
+// gzipHeaderString is the longest string of a gzip header (the original
+// file name, the comment) the gzip reader reads, its NUL included;
+// gzipHeaderPeek the bytes of a file's start kept to tell why its header
+// was refused.
+const (
+	gzipHeaderString = 512
+	gzipHeaderPeek   = 4096
+)
+
+// longGzipHeaderString reports which string of a gzip header (the file
+// name or the comment) has no NUL within gzipHeaderString bytes, which the
+// gzip reader refuses as a bad header: what it is and its length (n > 0),
+// or, not exact, the bytes of it in head (no NUL among them); n is 0 when
+// head is no gzip header or its strings are short.
+func longGzipHeaderString(head []byte) (what string, n int, exact bool) {
+	const fextra, fname, fcomment = 1 << 2, 1 << 3, 1 << 4
+	if len(head) < 10 || head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 {
+		return "", 0, false
+	}
+	flg, at := head[3], 10
+	if flg&fextra != 0 {
+		if len(head) < at+2 {
+			return "", 0, false
+		}
+		at += 2 + (int(head[at]) | int(head[at+1])<<8)
+	}
+	for _, f := range []struct {
+		bit  byte
+		what string
+	}{{fname, "file name"}, {fcomment, "comment"}} {
+		if flg&f.bit == 0 {
+			continue
+		}
+		if at >= len(head) {
+			return "", 0, false
+		}
+		end := bytes.IndexByte(head[at:], 0)
+		if end < 0 && len(head)-at >= gzipHeaderString {
+			return f.what, len(head) - at, false // no NUL in the bytes kept
+		}
+		if end < 0 {
+			return "", 0, false
+		}
+		if end >= gzipHeaderString {
+			return f.what, end, true
+		}
+		at += end + 1
+	}
+	return "", 0, false
+}
 
 // gzipError words a gzip decompression error.
 func gzipError(err error) error {
