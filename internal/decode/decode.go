@@ -300,8 +300,9 @@ type Decoded struct {
 	// DecodeEach; those set aside not counted).
 	Rows int64
 	// Piece numbers the pieces of DecodeEach from 0; Decode's result is
-	// piece 0.
+	// piece 0. More is set on a piece the file's rows go on after.
 	Piece int
+	More  bool
 	// Rejected are the rows of the whole file set aside under
 	// OnErrorSkipRows, in file order, on its last piece (DecodeEach);
 	// WriteRejects writes them as a file of their own.
@@ -436,6 +437,7 @@ func (p *pieces) add(rec arrow.RecordBatch, consumed int64) error {
 		return &FileError{Key: p.key, Reason: "cannot copy decoded data", Err: err}
 	}
 	if p.limit > 0 && len(p.cur.Records) > 0 && consumed-p.start > p.limit {
+		p.cur.More = true // rec goes into the next piece
 		if err := p.flush(); err != nil {
 			rec.Release()
 			return err

@@ -98,6 +98,16 @@ func TestFileOverTooManyPartitionsIsQuarantined(t *testing.T) {
 	if o := dataOrphans(t, e); len(o) > 0 {
 		t.Fatalf("data files of the refused file's pieces left behind: %v", o)
 	}
+	// Its first piece alone over the limit: the count is of the rows read
+	// so far too.
+	if err := tbl.SetProperties(ctx, map[string]string{lake.PropMaxFilePartitions: "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "gateway-1/pieces-again.csv", []byte(strings.ReplaceAll(b.String(), "wide-", "again-")))
+	rep, err = ingest.Run(ctx, cfg)
+	if err != nil || rep.Quarantined != 1 || !strings.Contains(rep.Files[0].Reason, " in its rows read so far, more than the table's timelake.max-file-partitions (1)") {
+		t.Fatalf("a file in pieces whose first piece passes the limit: %+v, %v", rep.Files, err)
+	}
 	if n := len(tableRows(t, e)); n != 10+5 {
 		t.Fatalf("%d rows, want 15", n)
 	}

@@ -291,6 +291,7 @@ func (r *runner) writePieces(ctx context.Context, key string, d *download, summa
 			return err
 		}
 		defer release()
+		w.SetPartial(dec.More)
 		if err := w.Write(ctx, recs); err != nil {
 			if errors.Is(err, lake.ErrRequiredNull) || errors.Is(err, lake.ErrTooManyPartitions) || errors.Is(err, lake.ErrPartitionName) {
 				return err

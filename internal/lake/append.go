@@ -161,7 +161,14 @@ type BatchWriter struct {
 	// partitions are the partition ordinals of the rows written
 	// (admitPartitions).
 	partitions map[int64]struct{}
+	// partial is set while the Writes hold part of the batch's rows, more
+	// coming (SetPartial).
+	partial bool
 }
+
+// SetPartial says whether the next Write's records are the batch's rows so
+// far, more following (a file decoded in pieces): a refusal then says so.
+func (w *BatchWriter) SetPartial(partial bool) { w.partial = partial }
 
 // admitPartitions refuses rows that would bring the batch's partitions
 // past the table's PropMaxFilePartitions (PartitionsError), before they
@@ -175,7 +182,7 @@ func (w *BatchWriter) admitPartitions(ordinals []int64) error {
 		}
 	}
 	if n := len(w.partitions) + len(fresh); n > max {
-		return &PartitionsError{Partitions: n, Max: max, SoFar: len(w.partitions) > 0}
+		return &PartitionsError{Partitions: n, Max: max, SoFar: w.partial || len(w.partitions) > 0}
 	}
 	if w.partitions == nil {
 		w.partitions = map[int64]struct{}{}

@@ -288,11 +288,17 @@ func fileExt(key string) string {
 
 // RejectsKey is the landing key of the rejects file of the rows refused
 // from key (--on-error skip-rows): key without its file type's extension,
-// then ".rejects" and ext, the rejects file's (".csv", ".tsv",
-// ".parquet"): gw-7/a.csv.gz gives gw-7/a.rejects.csv. Put back under it
-// (landing requeue), the rows load as a new file.
+// then ".rejects" and ext, the rejects file's (".csv", ".tsv", ".jsonl",
+// ".parquet"), when key ends in ext (gw-7/a.csv gives gw-7/a.rejects.csv);
+// else key whole, then ".rejects" and ext (gw-7/a.csv.gz gives
+// gw-7/a.csv.gz.rejects.csv), so that the rows of a.csv and a.csv.gz are
+// two files under two keys. Put back under it (landing requeue), the rows
+// load as a new file.
 func RejectsKey(key, ext string) string {
-	return key[:len(key)-len(fileExt(key))] + ".rejects" + ext
+	if fe := fileExt(key); strings.EqualFold(fe, ext) {
+		return key[:len(key)-len(fe)] + ".rejects" + ext
+	}
+	return key + ".rejects" + ext
 }
 
 // IsRejectsKey reports whether key is named as RejectsKey names rejects

@@ -189,3 +189,23 @@ func together(fns ...func() error) error {
 	}
 	return nil
 }
+
+// TestRejectsKey: a rejects file's key drops its source's extension only
+// when it is the rejects file's own, so two sources of one name and other
+// types (a.csv, a.csv.gz) give two keys.
+func TestRejectsKey(t *testing.T) {
+	for _, c := range []struct{ key, ext, want string }{
+		{"gw-7/a.csv", ".csv", "gw-7/a.rejects.csv"},
+		{"gw-7/A.CSV", ".csv", "gw-7/A.rejects.csv"},
+		{"gw-7/a.csv.gz", ".csv", "gw-7/a.csv.gz.rejects.csv"},
+		{"gw-7/a.tsv", ".tsv", "gw-7/a.rejects.tsv"},
+		{"gw-7/a.jsonl", ".jsonl", "gw-7/a.rejects.jsonl"},
+		{"gw-7/a.json", ".jsonl", "gw-7/a.json.rejects.jsonl"},
+		{"gw-7/a.parquet", ".parquet", "gw-7/a.rejects.parquet"},
+		{"gw-7/readings", ".csv", "gw-7/readings.rejects.csv"},
+	} {
+		if got := RejectsKey(c.key, c.ext); got != c.want {
+			t.Errorf("RejectsKey(%q, %q) = %q, want %q", c.key, c.ext, got, c.want)
+		}
+	}
+}

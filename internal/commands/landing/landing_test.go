@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -399,5 +400,46 @@ func TestRequeueAndDiscardOddKeysPerFile(t *testing.T) {
 				t.Fatalf("landing keys after requeue: %v", slices.Sorted(maps.Keys(ks)))
 			}
 		})
+	}
+}
+
+// TestRequeueDryRunOfTwoCopies: of a key quarantined twice, the dry run
+// puts back one copy and not the other, as the requeue does.
+func TestRequeueDryRunOfTwoCopies(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "landing")
+	st, err := storage.NewLocalStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"LANDING_BUCKET": dir}
+	b := &landing.Bucket{Store: st}
+	for i := range 2 {
+		if _, err := st.Put(ctx, "gw/a.csv", strings.NewReader(fmt.Sprintf("time,v\nx,warm%d\n", i)), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Quarantine(ctx, "gw/a.csv", landing.Report{Reason: "warm", Kind: landing.KindSetting, At: time.Now(), Size: 14, SHA256: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	statuses := func(args ...string) []string {
+		t.Helper()
+		r := run(t, env, append([]string{"landing", "requeue", "--json", "--all"}, args...)...)
+		var rep struct {
+			Files []landing.RequeueResult `json:"files"`
+		}
+		if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+			t.Fatalf("requeue %v: %v\n%s%s", args, err, r.out, r.errOut)
+		}
+		var out []string
+		for _, f := range rep.Files {
+			out = append(out, f.Status)
+		}
+		slices.Sort(out)
+		return out
+	}
+	dry := statuses("--dry-run")
+	if real := statuses(); !slices.Equal(dry, []string{landing.NotRequeued, landing.WouldRequeue}) || !slices.Equal(real, []string{landing.NotRequeued, landing.Requeued}) {
+		t.Fatalf("dry run %v, requeue %v", dry, real)
 	}
 }

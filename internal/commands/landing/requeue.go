@@ -101,14 +101,22 @@ func RunRequeue(ctx context.Context, opts *RequeueOptions) error {
 	}
 	rep := RequeueReport{DryRun: opts.DryRun, Files: []landing.RequeueResult{}}
 	var runErr error
-	stays := false // a requeued file whose quarantined copy could not be deleted
+	stays := false                 // a requeued file whose quarantined copy could not be deleted
+	wouldTake := map[string]bool{} // keys a dry run found free and would fill
 	for _, r := range picked {
 		var res landing.RequeueResult
 		switch why := landing.RequeueSkip(r, opts.Bulk()); {
 		case why != "":
 			res = landing.RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo, Status: landing.Skipped, Reason: why}
+		case opts.DryRun && wouldTake[r.Key]:
+			// An earlier copy of the key would be put back under it first.
+			res = landing.RequeueResult{Key: r.Key, QuarantinedTo: r.QuarantinedTo, Status: landing.NotRequeued,
+				Reason: "another quarantined copy of this key would be put back under it first: it would not be overwritten"}
 		case opts.DryRun:
 			res, err = opts.Bucket.CheckRequeue(ctx, r)
+			if err == nil && res.Status == landing.WouldRequeue {
+				wouldTake[r.Key] = true
+			}
 		default:
 			res, err = opts.Bucket.Requeue(ctx, r, opts.TempDir)
 		}
