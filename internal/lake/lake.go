@@ -236,12 +236,13 @@ func (l *Lake) CreateTable(ctx context.Context, n TableName, sc *arrow.Schema, s
 	if err != nil {
 		return nil, fmt.Errorf("create %s: sort order: %w", n, err)
 	}
-	if name := PartitionFieldName(spec.TimeColumn, spec.Partition); hasField(isc, name) {
-		return nil, fmt.Errorf("create %s: column %q: %w (%s of %s)", n, name, ErrPartitionName, spec.Partition, spec.TimeColumn)
+	partName := PartitionFieldName(spec.TimeColumn, spec.Partition)
+	if _, taken := isc.FindFieldByName(partName); taken {
+		return nil, fmt.Errorf("create %s: column %q: %w (%s of %s)", n, partName, ErrPartitionName, spec.Partition, spec.TimeColumn)
 	}
 	pspec := iceberg.NewPartitionSpec(iceberg.PartitionField{
 		SourceIDs: []int{tf.ID}, FieldID: 1000,
-		Name: PartitionFieldName(spec.TimeColumn, spec.Partition), Transform: spec.Partition.transform(),
+		Name: partName, Transform: spec.Partition.transform(),
 	})
 	props := iceberg.Properties{
 		table.PropertyFormatVersion:       "2",
@@ -313,9 +314,3 @@ func PartitionFieldName(timeColumn string, g Granularity) string {
 // another column's transform) that has the name of a column, so such a
 // table could not be read by them.
 var ErrPartitionName = errors.New("the name of one of the table's partition fields, which a column may not have (Iceberg readers refuse such a table): rename the column")
-
-// hasField reports whether sc has a top-level column named name.
-func hasField(sc *iceberg.Schema, name string) bool {
-	_, ok := sc.FindFieldByName(name)
-	return ok
-}

@@ -139,8 +139,9 @@ type Report struct {
 // timestamp suffix (claim). The report is written first, as a conditional
 // create that claims the name, then the copy, then the file is deleted: a
 // crash in between leaves the file in the landing bucket (and a report
-// without a copy, which listings ignore), never in neither place, and no
-// copy or report of another file is ever overwritten. In a folder, the copy
+// without a copy, which listings ignore and the next attempt replaces),
+// never in neither place, and no copy or report of another file is ever
+// overwritten. In a folder, the copy
 // and the report keep the permission bits of the file. It returns the
 // quarantined key.
 func (b *Bucket) Quarantine(ctx context.Context, key string, rep Report) (string, error) {
@@ -358,8 +359,7 @@ func (b *Bucket) SetAside(ctx context.Context, key string, body io.ReadSeeker, s
 func (b *Bucket) setAsideBefore(ctx context.Context, dst string, rep Report) (string, error) {
 	var reports []string
 	err := b.Store.List(ctx, dst, func(o storage.ObjectInfo) error {
-		copyKey, ok := strings.CutSuffix(o.Key, reportSuffix)
-		if ok && (copyKey == dst || (strings.HasPrefix(copyKey, dst+".") && copySuffix.MatchString(copyKey) && len(copyKey) == len(dst)+1+len(copyTimeLayout))) {
+		if copyKey, ok := strings.CutSuffix(o.Key, reportSuffix); ok && copySuffix.ReplaceAllString(copyKey, "") == dst {
 			reports = append(reports, o.Key)
 		}
 		return nil
@@ -369,7 +369,7 @@ func (b *Bucket) setAsideBefore(ctx context.Context, dst string, rep Report) (st
 	}
 	for _, r := range reports {
 		prev, err := b.readReport(ctx, r)
-		if err == nil && prev.SourceKey == rep.SourceKey && prev.SourceSHA256 == rep.SourceSHA256 && prev.Key == rep.Key && prev.SHA256 == rep.SHA256 {
+		if err == nil && sameFile(prev, rep) {
 			return strings.TrimSuffix(r, reportSuffix), nil
 		}
 	}
